@@ -1,0 +1,40 @@
+"""numbakern: Numba-CUDA reductions, scans and softmax with pluggable strategies.
+
+Importing numbakern first chooses where kernels run (a real GPU, or Numba's CUDA
+simulator on a machine without one: see :func:`backend`), and under the simulator
+installs the warp intrinsics the simulator lacks.
+"""
+
+from . import _backend
+
+_USE_SIMULATOR, _REASON = _backend.select()
+
+from numba import cuda  # noqa: E402  (only after the backend is chosen)
+
+if _USE_SIMULATOR:
+    from . import simulator as _simulator  # noqa: E402
+
+    _simulator.install()
+
+from ._backend import Backend, BackendError  # noqa: E402
+
+_BACKEND: Backend | None = None
+
+
+def backend() -> Backend:
+    """Say where numbakern's kernels run.
+
+    Returns:
+        a :class:`Backend`: ``kind`` is ``"cuda"`` or ``"simulator"``, with the
+        device's name and compute capability (``None`` under the simulator) and the
+        reason for the choice. Set ``NUMBAKERN_SIMULATOR=1`` to force the simulator,
+        ``=0`` to forbid it (then importing numbakern raises :class:`BackendError`
+        when no GPU is usable).
+    """
+    global _BACKEND
+    if _BACKEND is None:
+        _BACKEND = _backend.describe(_USE_SIMULATOR, _REASON)
+    return _BACKEND
+
+
+__version__ = "0.1.0"

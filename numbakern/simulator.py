@@ -1,0 +1,5 @@
+"""Warp intrinsics for Numba's CUDA simulator (being written)."""
+
+
+def install():
+    pass
