@@ -37,4 +37,24 @@ def backend() -> Backend:
     return _BACKEND
 
 
+from . import strategies  # noqa: E402
+from .ops import Op, op  # noqa: E402
+from .reductions import (  # noqa: E402
+    bitwise_and_sum,
+    bitwise_or_sum,
+    max,
+    min,
+    prod,
+    reduce,
+    sum,
+    xor_sum,
+)
+from .strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle  # noqa: E402
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "AtomicFold", "Backend", "BackendError", "Op", "SharedTree", "TwoPass", "WarpShuffle",
+    "backend", "bitwise_and_sum", "bitwise_or_sum", "max", "min", "op", "prod", "reduce",
+    "strategies", "sum", "xor_sum",
+]

@@ -1,0 +1,190 @@
+"""Array handling: NumPy, CuPy and ``__cuda_array_interface__`` inputs, without copies.
+
+* NumPy in: one host-to-device transfer (the data has to get there), NumPy out.
+* CuPy in: a zero-copy Numba view, kernels on CuPy's current stream, CuPy out, no
+  host round trip.
+* Any other object with ``__cuda_array_interface__`` (a Numba device array, a
+  PyTorch CUDA tensor, ...): a zero-copy view; the result is a Numba device array.
+
+Non-contiguous inputs are described to the kernels as a 1-D or 2-D strided view
+(dimensions merged where the strides allow), so slices such as ``x[::2]`` or
+``x[:, :100]`` are read in place. Only a layout that needs three or more strided
+dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from numba import cuda
+from numba.cuda.core import config
+
+SIMULATOR = bool(config.ENABLE_CUDASIM)
+
+
+class CopyWarning(UserWarning):
+    """numbakern had to copy an input to lay it out for a kernel."""
+
+
+def kind_of(x: Any) -> str:
+    """``"cupy"``, ``"device"`` (any other CUDA array) or ``"numpy"``."""
+    module = type(x).__module__.split(".")[0]
+    if module == "cupy":
+        return "cupy"
+    if getattr(x, "__cuda_ndarray__", False) or hasattr(x, "__cuda_array_interface__"):
+        return "device"
+    return "numpy"
+
+
+def as_array_like(x: Any):
+    """The input as an array object with shape, dtype and strides (lists via NumPy)."""
+    if kind_of(x) == "numpy" and not isinstance(x, np.ndarray):
+        return np.asarray(x)
+    return x
+
+
+def resolve_stream(stream: Any, kind: str):
+    """A Numba stream from ``None``, a Numba stream, a CuPy stream or a raw pointer.
+
+    ``None`` means CuPy's current stream for CuPy input (so the result is ordered
+    after the user's own CuPy work) and the default stream otherwise.
+    """
+    if SIMULATOR:
+        return cuda.default_stream()
+    if stream is None:
+        if kind == "cupy":
+            import cupy
+
+            return cuda.external_stream(cupy.cuda.get_current_stream().ptr)
+        return cuda.default_stream()
+    if isinstance(stream, cuda.cudadrv.driver.Stream):
+        return stream
+    ptr = getattr(stream, "ptr", stream)
+    if isinstance(ptr, (int, np.integer)):
+        return cuda.external_stream(int(ptr))
+    raise TypeError(
+        f"stream must be None, a numba.cuda stream, a CuPy stream or a pointer, got {stream!r}"
+    )
+
+
+def collapse(shape, strides, any_order: bool) -> list[tuple[int, int]]:
+    """Merge dimensions into the fewest ``(extent, stride)`` pairs.
+
+    Length-1 dimensions are dropped; a dimension merges into the one outside it when
+    ``outer_stride == extent * stride``. With ``any_order`` (a commutative op whose
+    result does not depend on element order) dimensions are first sorted by
+    stride, so an F-ordered array becomes one contiguous run.
+    """
+    dims = [(int(n), int(s)) for n, s in zip(shape, strides) if n != 1]
+    if any_order:
+        dims.sort(key=lambda d: -abs(d[1]))
+    merged: list[tuple[int, int]] = []
+    for n, s in dims:
+        if merged and merged[-1][1] == n * s:
+            merged[-1] = (merged[-1][0] * n, s)
+        else:
+            merged.append((n, s))
+    return merged
+
+
+def _strided(view, dims, dtype):
+    """A Numba device view of ``view``'s memory with the given (extent, stride) dims."""
+    shape = tuple(n for n, _ in dims) or (1,)
+    strides = tuple(s for _, s in dims) or (dtype.itemsize,)
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        base = view._ary
+        return FakeCUDAArray(np.lib.stride_tricks.as_strided(base, shape, strides))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    return DeviceNDArray(shape, strides, dtype, gpu_data=view.gpu_data)
+
+
+def _device_view(x, kind: str):
+    if SIMULATOR:
+        return x
+    return cuda.as_cuda_array(x, sync=False)
+
+
+def flat_view(x, any_order: bool, stream):
+    """The input as a 1-D or 2-D device view in C order (``any_order``: memory order).
+
+    Returns ``(view, n)``. NumPy input is transferred once; device input is viewed in
+    place unless its layout needs three strided dimensions (then copied, with a
+    :class:`CopyWarning`).
+    """
+    kind = kind_of(x)
+    n = int(np.prod(x.shape, dtype=np.int64))
+    if kind == "numpy":
+        host = x.ravel(order="K") if any_order else np.ascontiguousarray(x).ravel()
+        return cuda.to_device(np.ascontiguousarray(host), stream=stream), n
+    view = _device_view(x, kind)
+    dims = collapse(x.shape, view.strides, any_order)
+    if len(dims) > 2:
+        warnings.warn(
+            f"numbakern copied a {x.shape} input whose strides {view.strides} need more "
+            "than two strided dimensions; pass a contiguous array to avoid the copy",
+            CopyWarning,
+            stacklevel=3,
+        )
+        return cuda.to_device(np.ascontiguousarray(view.copy_to_host()).ravel(), stream=stream), n
+    return _strided(view, dims, np.dtype(x.dtype)), n
+
+
+class Workspace:
+    """Allocations and results for one call, in the input's array library."""
+
+    def __init__(self, kind: str, stream):
+        self.kind = kind
+        self.stream = stream
+        self._keep: list = []  # CuPy arrays behind Numba views, alive until the call ends
+
+    def empty(self, n: int, dtype) -> Any:
+        """A length-``n`` device array (a Numba view) of ``dtype``."""
+        if self.kind == "cupy" and not SIMULATOR:
+            import cupy
+
+            arr = cupy.empty(n, dtype=dtype)
+            self._keep.append(arr)
+            return cuda.as_cuda_array(arr, sync=False)
+        return cuda.device_array(n, dtype=dtype, stream=self.stream)
+
+    def from_host(self, host: np.ndarray) -> Any:
+        """A device copy of a small host array (identities, initial values)."""
+        if self.kind == "cupy" and not SIMULATOR:
+            import cupy
+
+            arr = cupy.asarray(host)
+            self._keep.append(arr)
+            return cuda.as_cuda_array(arr, sync=False)
+        return cuda.to_device(np.ascontiguousarray(host), stream=self.stream)
+
+    def view_as(self, arr, dtype) -> Any:
+        """Reinterpret a device array's bits as ``dtype`` (same item size)."""
+        dtype = np.dtype(dtype)
+        if SIMULATOR:
+            from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+            return FakeCUDAArray(arr._ary.view(dtype))
+        return arr.view(dtype)
+
+    def scalar(self, arr, dtype) -> Any:
+        """Element 0 of a device array as the user's scalar of ``dtype``.
+
+        NumPy scalar for NumPy input; a 0-d CuPy array (computed on the device) for
+        CuPy input; a 0-d Numba device array otherwise.
+        """
+        dtype = np.dtype(dtype)
+        if self.kind == "cupy" and not SIMULATOR:
+            import cupy
+
+            return cupy.asarray(arr)[0].astype(dtype)
+        host = arr.copy_to_host(stream=self.stream)
+        self.stream.synchronize()
+        value = np.asarray(host[0]).astype(dtype)[()]
+        if self.kind == "numpy":
+            return value
+        return cuda.to_device(np.asarray(value), stream=self.stream)

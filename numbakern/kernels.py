@@ -1,0 +1,206 @@
+"""Kernel builders: compose a load, a thread reduce, a block strategy and an emit.
+
+Numba cannot take Python objects into a kernel, so kernels are made by factories that
+close over device functions and compile-time constants (threads, temp-storage shape),
+and are cached on an explicit key (never on data): a second reduction with the same
+key compiles nothing.
+
+Every reduce kernel has the signature ``kernel(a0, a1, n, o0, o1)`` and the same three
+steps per thread:
+
+1. **Thread reduce.** Fold this thread's elements, read straight from device memory.
+   Commutative ops read grid-strided (thread ``g`` takes ``g, g + G, g + 2G, ...``:
+   every warp load is coalesced) with four loads in flight per trip; non-commutative
+   ops take one contiguous run of elements each, so that thread order is element
+   order.
+2. **Block reduce.** The block strategy's device function; valid in thread 0.
+3. **Emit.** The grid strategy's device function: write a partial, or fold it into the
+   output with an atomic.
+
+``a0``/``a1`` are the input: the array and an unused placeholder for the first pass,
+or the two field arrays of partial states for a second pass. ``n`` is an int64.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+from numba import cuda, from_dtype, int64
+
+from .state import StateKit, build_kit
+
+UNROLL = 4
+
+_lock = threading.Lock()
+_cache: dict[tuple, object] = {}
+_stats = {"hits": 0, "builds": 0}
+
+
+def cached(key: tuple, build: Callable[[], object]):
+    """Return the object cached under ``key``, building it once."""
+    with _lock:
+        if key in _cache:
+            _stats["hits"] += 1
+            return _cache[key]
+    obj = build()
+    with _lock:
+        _stats["builds"] += 1
+        return _cache.setdefault(key, obj)
+
+
+def cache_info() -> dict:
+    """``{"hits": ..., "builds": ..., "size": ...}`` of the kernel cache."""
+    with _lock:
+        return dict(_stats, size=len(_cache))
+
+
+def device_key() -> tuple:
+    """The current device, for cache keys (kernels are compiled per device)."""
+    from numba.cuda.core import config
+
+    if config.ENABLE_CUDASIM:
+        return ("simulator", 0)
+    return ("cuda", cuda.get_current_device().id)
+
+
+def state_kit(op, dtypes: tuple) -> StateKit:
+    """The op's device functions for these field dtypes (cached)."""
+    key = ("kit", op, tuple(np.dtype(d).str for d in dtypes))
+    return cached(key, lambda: build_kit(op, dtypes))
+
+
+# --- loads: element i of the input as a state ------------------------------------
+
+
+def element_loader(op, kit: StateKit, ndim: int):
+    """Device function ``load(a0, a1, i) -> state`` reading element ``i`` (C order).
+
+    1-D inputs may have any stride; 2-D inputs are unravelled (row ``i // cols``),
+    which keeps a strided view such as ``x[:, ::2]`` copy-free.
+    """
+    to_state = _element_to_state(op, kit)
+    if ndim == 1:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, i):
+            return to_state(a0[i], i)
+
+    elif ndim == 2:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, i):
+            cols = a0.shape[1]
+            return to_state(a0[i // cols, i % cols], i)
+
+    else:
+        raise ValueError(f"reduce kernels take 1-D or 2-D inputs, got {ndim}-D")
+    return load
+
+
+def _element_to_state(op, kit: StateKit):
+    if op.fields == 2:
+        return op.device_map()
+    t0 = from_dtype(kit.dtypes[0])
+
+    @cuda.jit(device=True)
+    def to_state(v, i):
+        return (t0(v),)
+
+    return to_state
+
+
+def state_loader(kit: StateKit):
+    """Device function reading a partial state from field arrays (a second pass)."""
+    return kit.load
+
+
+# --- thread reduce ----------------------------------------------------------------
+
+
+def strided_thread_reduce(kit: StateKit, load, threads: int):
+    """Grid-stride fold with UNROLL independent loads in flight (commutative ops)."""
+    combine, identity = kit.combine, kit.identity
+
+    @cuda.jit(device=True)
+    def thread_reduce(a0, a1, n):
+        stride = int64(cuda.gridDim.x) * threads
+        i = int64(cuda.blockIdx.x) * threads + cuda.threadIdx.x
+        s = identity()
+        # Four loads issued before any combine: more bytes in flight per thread.
+        while i + 3 * stride < n:
+            v0 = load(a0, a1, i)
+            v1 = load(a0, a1, i + stride)
+            v2 = load(a0, a1, i + 2 * stride)
+            v3 = load(a0, a1, i + 3 * stride)
+            s = combine(s, combine(combine(v0, v1), combine(v2, v3)))
+            i += 4 * stride
+        while i < n:
+            s = combine(s, load(a0, a1, i))
+            i += stride
+        return s
+
+    return thread_reduce
+
+
+def contiguous_thread_reduce(kit: StateKit, load, threads: int):
+    """Each thread folds one contiguous run, in order (non-commutative ops)."""
+    combine, identity = kit.combine, kit.identity
+
+    @cuda.jit(device=True)
+    def thread_reduce(a0, a1, n):
+        total = int64(cuda.gridDim.x) * threads
+        g = int64(cuda.blockIdx.x) * threads + cuda.threadIdx.x
+        per = (n + total - 1) // total
+        start = g * per
+        stop = min(start + per, n)
+        s = identity()
+        i = start
+        while i < stop:
+            s = combine(s, load(a0, a1, i))
+            i += 1
+        return s
+
+    return thread_reduce
+
+
+# --- the kernel -------------------------------------------------------------------
+
+
+def temp_dtypes(kit: StateKit):
+    """Numba dtypes of the two temp-storage arrays (the second is a 1-slot dummy
+    for one-field states)."""
+    t0 = from_dtype(kit.dtypes[0])
+    t1 = from_dtype(kit.dtypes[-1])
+    return t0, t1
+
+
+def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
+    """A ``@cuda.jit`` kernel ``(a0, a1, n, o0, o1)``: thread, block, then emit.
+
+    Args:
+        block: the :class:`~numbakern.strategy.BlockStrategy`.
+        kit: the op's state device functions.
+        load: ``load(a0, a1, i) -> state``.
+        emit: ``emit(o0, o1, s)``, called by every thread; ``s`` valid in thread 0.
+        ordered: keep element order (contiguous runs per thread) for
+            non-commutative ops.
+    """
+    threads = block.threads
+    slots0 = block.temp_slots()
+    slots1 = slots0 if kit.fields == 2 else 1
+    t0, t1 = temp_dtypes(kit)
+    make = contiguous_thread_reduce if ordered else strided_thread_reduce
+    thread_reduce = make(kit, load, threads)
+    block_reduce = block.build_reduce(kit)
+
+    @cuda.jit
+    def reduce_kernel(a0, a1, n, o0, o1):
+        temp0 = cuda.shared.array(slots0, t0)
+        temp1 = cuda.shared.array(slots1, t1)
+        s = thread_reduce(a0, a1, n)
+        s = block_reduce(s, temp0, temp1)
+        emit(o0, o1, s)
+
+    return reduce_kernel

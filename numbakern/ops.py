@@ -1,0 +1,240 @@
+"""Operators as data: an associative combine, its identity, its dtypes, its atomic.
+
+An :class:`Op` is everything a strategy needs to know about *what* is combined, so
+that the strategy only decides *how* threads combine (the split CuPy's reduction
+kernels make: identity, map, reduce, post-map, accumulator type).
+
+The accumulator **state** of an op is a tuple of one or two fields: one for sum,
+max and the rest, two for a value-index pair (argmax) or the online-softmax
+(running max, running scaled sum). Strategies move whole states through registers,
+shuffles and shared memory, and only ever combine them with :attr:`Op.combine`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+INTEGER_KINDS = "biu"
+ALL_KINDS = "biuf"
+
+
+def _float_identity(value: float) -> Callable[[np.dtype], Any]:
+    """Identity for floats, the extreme integer (or bool) value for the others."""
+
+    def identity(dtype: np.dtype) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f":
+            return dtype.type(value)
+        if dtype.kind == "b":
+            return np.bool_(value > 0)
+        info = np.iinfo(dtype)
+        return dtype.type(info.max if value > 0 else info.min)
+
+    return identity
+
+
+def _constant_identity(value: Any) -> Callable[[np.dtype], Any]:
+    return lambda dtype: np.dtype(dtype).type(value)
+
+
+def _all_ones(dtype: np.dtype) -> Any:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.bool_(True)
+    return np.array(-1).astype(dtype)[()]  # every bit set, signed or not
+
+
+def _sum_identity(dtype: np.dtype) -> Any:
+    # -0.0, not +0.0: x + (-0.0) == x for every x, -0.0 included, so a lane filled
+    # with the identity cannot turn NumPy's -0.0 sum into +0.0.
+    dtype = np.dtype(dtype)
+    return dtype.type(-0.0) if dtype.kind == "f" else dtype.type(0)
+
+
+def numpy_sum_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    """NumPy's result dtype for ``np.sum(x, dtype=dtype)`` (bool and small ints widen)."""
+    return np.sum(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
+
+
+def same_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    """The result keeps the input's dtype (max, min, bitwise ops), or ``dtype``."""
+    return np.dtype(in_dtype if dtype is None else dtype)
+
+
+def accumulator_dtype(result: np.dtype) -> np.dtype:
+    """float16 accumulates in float32 (its running sum overflows at 65504); others as is."""
+    result = np.dtype(result)
+    return np.dtype(np.float32) if result == np.float16 else result
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """An associative binary operator over accumulator states.
+
+    Attributes:
+        name: short name (``"sum"``, ``"max"``, ...).
+        combine: ``f(a, b) -> c``, a plain Python function that Numba compiles as a
+            CUDA device function. For one-field ops ``a``, ``b`` and ``c`` are
+            scalars; for two-field ops (``fields=2``) the signature is
+            ``f(a0, a1, b0, b1) -> (c0, c1)``. Must be associative: strategies
+            combine in a tree. ``a`` always covers elements before ``b``.
+        identity: ``identity(dtype) -> scalar`` (or a tuple of two, one per field):
+            the value that fills lanes holding no element. A plain scalar is
+            accepted and cast to the accumulator dtype.
+        commutative: whether ``f(a, b) == f(b, a)``; strategies that combine out of
+            order (shared_tree's sequential addressing, atomic_fold) refuse ops
+            that are not.
+        atomic: the ``numba.cuda.atomic`` function that folds this op natively
+            (``"add"``, ``"max"``, ``"min"``, ``"and_"``, ``"or_"``, ``"xor"``), or
+            ``None``: atomic_fold then uses a compare-and-swap loop.
+        kinds: the NumPy dtype kinds accepted as input (``"biuf"``; ``"biu"`` for
+            bitwise ops); others raise ``TypeError``.
+        result_dtype: ``rule(in_dtype, dtype) -> result dtype``, NumPy's.
+        fields: 1, or 2 for value-pair states.
+        nan_propagating: for max/min, NaN wins (NumPy's ``np.max``); atomics that
+            assume no NaN cannot serve.
+        empty: the result of reducing no elements: ``"identity"`` (NumPy's rule for
+            ufuncs with an identity), ``"raise"`` (``ValueError``, as ``np.max``), or
+            a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
+        map: for two-field ops, ``map(value, index) -> (f0, f1)``: the state of one
+            element (argmax: the value and its flat index). One-field ops cast the
+            element to the accumulator dtype.
+    """
+
+    name: str
+    combine: Callable
+    identity: Callable[[np.dtype], Any]
+    commutative: bool = True
+    atomic: str | None = None
+    kinds: str = ALL_KINDS
+    result_dtype: Callable[..., np.dtype] = same_dtype
+    fields: int = 1
+    nan_propagating: bool = False
+    empty: Any = "identity"
+    map: Callable | None = None
+    _device: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if not callable(self.combine):
+            raise TypeError(f"Op {self.name!r}: combine must be a function, got {self.combine!r}")
+        if not callable(self.identity):
+            object.__setattr__(self, "identity", _constant_identity(self.identity))
+        if self.fields not in (1, 2):
+            raise ValueError(f"Op {self.name!r}: fields must be 1 or 2, got {self.fields}")
+        if self.fields == 2 and self.map is None:
+            raise ValueError(f"Op {self.name!r}: a two-field op needs map(value, index)")
+
+    def check_dtype(self, dtype: np.dtype) -> None:
+        """Raise ``TypeError`` naming the op and dtype if this op cannot take it."""
+        dtype = np.dtype(dtype)
+        if dtype.kind not in self.kinds:
+            allowed = {"b": "bool", "i": "signed integers", "u": "unsigned integers",
+                       "f": "floats"}
+            names = ", ".join(allowed[k] for k in self.kinds)
+            raise TypeError(
+                f"{self.name} is not defined for dtype {dtype}; it accepts {names}"
+            )
+
+    def empty_result(self, dtype: np.dtype) -> Any:
+        """The result of reducing zero elements, as ``dtype``; raises for ``"raise"``."""
+        if isinstance(self.empty, str) and self.empty == "raise":
+            raise ValueError(
+                f"zero-size array to reduction operation {self.name} which has no identity"
+            )
+        value = self.identity(dtype) if isinstance(self.empty, str) else self.empty
+        return np.asarray(value).astype(dtype)[()]
+
+    def device_combine(self):
+        """The combine function compiled as a CUDA device function (built once)."""
+        return self._compiled("combine", self.combine)
+
+    def device_map(self):
+        """The map function (two-field ops) compiled as a CUDA device function."""
+        return self._compiled("map", self.map)
+
+    def _compiled(self, what: str, fn: Callable):
+        if what not in self._device:
+            from numba import cuda
+
+            self._device[what] = cuda.jit(device=True)(fn)
+        return self._device[what]
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r})"
+
+
+def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kwargs):
+    """Decorator: turn a plain ``f(a, b)`` into an :class:`Op`.
+
+    Example::
+
+        @numbakern.op(identity=0.0)
+        def absmax(a, b):
+            return max(abs(a), abs(b))
+    """
+
+    def wrap(fn: Callable) -> Op:
+        return Op(name or fn.__name__, fn, identity, commutative=commutative, **kwargs)
+
+    return wrap
+
+
+# --- built-in operators -------------------------------------------------------------
+# NaN propagation for max/min: `a > b or a != a` keeps a when a is NaN, and when b is
+# NaN both tests fail and b (the NaN) is returned. NumPy's np.max does the same.
+
+
+def _add(a, b):
+    return a + b
+
+
+def _mul(a, b):
+    return a * b
+
+
+def _max(a, b):
+    return a if (a > b or a != a) else b
+
+
+def _min(a, b):
+    return a if (a < b or a != a) else b
+
+
+def _and(a, b):
+    return a & b
+
+
+def _or(a, b):
+    return a | b
+
+
+def _xor(a, b):
+    return a ^ b
+
+
+SUM = Op("sum", _add, _sum_identity, atomic="add", result_dtype=numpy_sum_dtype, empty=0)
+PROD = Op("prod", _mul, _constant_identity(1), result_dtype=numpy_sum_dtype)
+MAX = Op("max", _max, _float_identity(-np.inf), atomic="max", nan_propagating=True,
+         empty="raise")
+MIN = Op("min", _min, _float_identity(np.inf), atomic="min", nan_propagating=True,
+         empty="raise")
+BITWISE_AND = Op("bitwise_and", _and, _all_ones, atomic="and_", kinds=INTEGER_KINDS)
+BITWISE_OR = Op("bitwise_or", _or, _constant_identity(0), atomic="or_", kinds=INTEGER_KINDS)
+BITWISE_XOR = Op("bitwise_xor", _xor, _constant_identity(0), atomic="xor", kinds=INTEGER_KINDS)
+
+BUILTIN = {o.name: o for o in (SUM, PROD, MAX, MIN, BITWISE_AND, BITWISE_OR, BITWISE_XOR)}
+
+
+def get(op_or_name: Op | str) -> Op:
+    """Look up a built-in op by name, or pass an :class:`Op` through."""
+    if isinstance(op_or_name, Op):
+        return op_or_name
+    try:
+        return BUILTIN[op_or_name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"op must be an numbakern.Op or one of {sorted(BUILTIN)}, got {op_or_name!r}"
+        ) from None
