@@ -139,6 +139,9 @@ def select() -> tuple[bool, str]:
             )
         use_sim, reason = (not usable), why
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if use_sim else "0"
+    # numbakern sizes its own grids; Numba's low-occupancy warning on a deliberately
+    # small second-pass grid would only be noise.
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     if "numba.cuda.core.config" in sys.modules:  # numba core imported, numba.cuda not yet
         sys.modules["numba.cuda.core.config"].ENABLE_CUDASIM = int(use_sim)
     return use_sim, reason
