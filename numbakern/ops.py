@@ -47,13 +47,6 @@ def _all_ones(dtype: np.dtype) -> Any:
     return np.array(-1).astype(dtype)[()]  # every bit set, signed or not
 
 
-def _sum_identity(dtype: np.dtype) -> Any:
-    # -0.0, not +0.0: x + (-0.0) == x for every x, -0.0 included, so a lane filled
-    # with the identity cannot turn NumPy's -0.0 sum into +0.0.
-    dtype = np.dtype(dtype)
-    return dtype.type(-0.0) if dtype.kind == "f" else dtype.type(0)
-
-
 def numpy_sum_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     """NumPy's result dtype for ``np.sum(x, dtype=dtype)`` (bool and small ints widen)."""
     return np.sum(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
@@ -215,7 +208,8 @@ def _xor(a, b):
     return a ^ b
 
 
-SUM = Op("sum", _add, _sum_identity, atomic="add", result_dtype=numpy_sum_dtype, empty=0)
+# +0.0 as NumPy's add.reduce starts from: the sum of -0.0s is +0.0 there too.
+SUM = Op("sum", _add, _constant_identity(0), atomic="add", result_dtype=numpy_sum_dtype)
 PROD = Op("prod", _mul, _constant_identity(1), result_dtype=numpy_sum_dtype)
 MAX = Op("max", _max, _float_identity(-np.inf), atomic="max", nan_propagating=True,
          empty="raise")

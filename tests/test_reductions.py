@@ -1,0 +1,281 @@
+"""Whole-array reductions against NumPy, for every strategy (simulator: small grids).
+
+Tolerances: integer and bool results must equal NumPy's exactly (wrap-around
+included: modular arithmetic is associative, so any tree gives NumPy's answer).
+Float results are compared with a float64 reference: ``|got - ref| <= 4 * eps(acc) *
+sum(|x|) + eps(result) * |ref| + tiny(result)``, the error bound of a tree sum in the
+accumulator dtype plus the final rounding to the result dtype (subnormals included).
+Products use ``|ref|`` in place of ``sum(|x|)``. max/min are exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern import kernels
+from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
+
+STRATEGIES = {
+    "two_pass/warp_shuffle": TwoPass(WarpShuffle(32), blocks=2),
+    "two_pass/shared_tree": TwoPass(SharedTree(32), blocks=2),
+    "atomic_fold/warp_shuffle": AtomicFold(WarpShuffle(32), blocks=2),
+    "atomic_fold/shared_tree": AtomicFold(SharedTree(32), blocks=2),
+}
+# Block sizes that are not a power of two: 3 warps, and the shared tree's fold step.
+ODD_BLOCKS = {
+    "two_pass/warp_shuffle/96": TwoPass(WarpShuffle(96), blocks=2),
+    "atomic_fold/shared_tree/96": AtomicFold(SharedTree(96), blocks=2),
+}
+ALL = {**STRATEGIES, **ODD_BLOCKS}
+
+SIZES = [0, 1, 31, 32, 33, 127, 128, 129, 1000, 4099, 70]
+DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "float32", "float64"]
+
+
+def sample(rng, n, dtype, low=-50, high=50):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dtype.kind == "f":
+        return rng.uniform(low, high, n).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(low, info.min), min(high, info.max) + 1, n).astype(dtype)
+
+
+def assert_matches(got, x, ref_fn, op_name):
+    """Compare with NumPy: exact for integers, the float bound in the module docstring."""
+    want = ref_fn(x)
+    assert np.asarray(got).dtype == np.asarray(want).dtype, (got, want)
+    if np.asarray(want).dtype.kind != "f":
+        assert got == want
+        return
+    ref = ref_fn(x.astype(np.float64))
+    if np.isnan(ref):
+        assert np.isnan(got)
+        return
+    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    scale = np.abs(x.astype(np.float64))
+    scale = scale.sum() if op_name == "sum" else abs(ref)
+    result = np.finfo(want.dtype)
+    tol = 4 * np.finfo(acc).eps * scale + result.eps * abs(ref) + result.smallest_subnormal
+    assert abs(np.float64(got) - ref) <= tol, (got, ref, tol)
+
+
+@pytest.mark.parametrize("name", list(ALL))
+@pytest.mark.parametrize("n", SIZES)
+def test_sum_sizes(name, n):
+    x = sample(np.random.default_rng(n), n, "float32")
+    assert_matches(nk.sum(x, strategy=ALL[name]), x, np.sum, "sum")
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+@pytest.mark.parametrize("n", [1, 33, 129])
+@pytest.mark.parametrize("fn,ref", [(nk.max, np.max), (nk.min, np.min)])
+def test_max_min_sizes(name, n, fn, ref):
+    x = sample(np.random.default_rng(n), n, "int32")
+    assert fn(x, strategy=STRATEGIES[name]) == ref(x)
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype(name, dtype):
+    rng = np.random.default_rng(7)
+    x = sample(rng, 77, dtype)
+    strat = STRATEGIES[name]
+    assert_matches(nk.sum(x, strategy=strat), x, np.sum, "sum")
+    assert_matches(nk.max(x, strategy=strat), x, np.max, "max")
+    assert_matches(nk.min(x, strategy=strat), x, np.min, "min")
+    small = sample(rng, 20, dtype, low=-1.5, high=1.5)
+    assert_matches(nk.prod(small, strategy=strat), small, np.prod, "prod")
+    if np.dtype(dtype).kind != "f":
+        assert nk.xor_sum(x, strategy=strat) == np.bitwise_xor.reduce(x)
+        assert nk.bitwise_and_sum(x, strategy=strat) == np.bitwise_and.reduce(x)
+        assert nk.bitwise_or_sum(x, strategy=strat) == np.bitwise_or.reduce(x)
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+@pytest.mark.parametrize("where", [0, 40, 99])
+def test_nan_propagates(name, where):
+    x = np.arange(100, dtype=np.float32)
+    x[where] = np.nan
+    strat = STRATEGIES[name]
+    assert np.isnan(nk.max(x, strategy=strat))
+    assert np.isnan(nk.min(x, strategy=strat))
+    assert np.isnan(nk.sum(x, strategy=strat))
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_infinities(name):
+    strat = STRATEGIES[name]
+    x = np.array([1.0, np.inf, -3.0] * 20, dtype=np.float64)
+    assert nk.max(x, strategy=strat) == np.inf
+    assert nk.sum(x, strategy=strat) == np.inf
+    assert nk.min(-x, strategy=strat) == -np.inf
+    both = np.array([np.inf, -np.inf] * 10)
+    assert np.isnan(nk.sum(both, strategy=strat))
+    assert nk.max(np.full(50, -np.inf), strategy=strat) == -np.inf
+    assert nk.min(np.full(50, np.inf), strategy=strat) == np.inf
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_all_negative_and_all_equal(name):
+    """The identity fills empty lanes only: max of negatives is not 0 (numba's
+    cuda.reduce folds its init=0 in and gets 0 here)."""
+    strat = STRATEGIES[name]
+    neg = -np.arange(1, 100, dtype=np.float32) - 5
+    assert nk.max(neg, strategy=strat) == np.float32(-6)
+    same = np.full(97, 3, dtype=np.int16)
+    assert nk.max(same, strategy=strat) == 3
+    assert nk.min(same, strategy=strat) == 3
+    assert nk.sum(same, strategy=strat) == 291
+
+
+@pytest.mark.parametrize("n", [1, 40])
+def test_sum_of_negative_zeros_is_positive_zero_as_numpy(n):
+    x = np.full(n, -0.0, dtype=np.float32)
+    got = nk.sum(x, strategy=STRATEGIES["two_pass/warp_shuffle"])
+    assert got == 0 and np.signbit(got) == np.signbit(np.sum(x)) == False  # noqa: E712
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_float16_accumulates_in_float32(name):
+    """Partial sums pass 65504 (float16's max) but the total fits."""
+    x = np.array([60000, 60000, -60000, -60000] * 8 + [1.5], dtype=np.float16)
+    got = nk.sum(x, strategy=STRATEGIES[name])
+    assert got.dtype == np.float16 and got == np.float16(1.5)
+
+
+@pytest.mark.parametrize(
+    "x,fn,ref",
+    [
+        (np.array([], np.float32), nk.sum, np.sum),
+        (np.zeros((0, 3), np.int8), nk.sum, np.sum),
+        (np.array([], np.int32), nk.prod, np.prod),
+        (np.array([], np.uint8), nk.bitwise_and_sum, np.bitwise_and.reduce),
+        (np.array([], np.int16), nk.xor_sum, np.bitwise_xor.reduce),
+    ],
+)
+def test_empty(x, fn, ref):
+    got, want = fn(x), ref(x)
+    assert got == want and np.asarray(got).dtype == np.asarray(want).dtype
+    assert not np.signbit(got)
+
+
+@pytest.mark.parametrize("fn", [nk.max, nk.min])
+def test_empty_max_raises(fn):
+    with pytest.raises(ValueError, match="zero-size array"):
+        fn(np.array([], np.float32))
+
+
+def test_non_contiguous_and_nd_inputs():
+    strat = STRATEGIES["two_pass/warp_shuffle"]
+    base = np.arange(6 * 7 * 5, dtype=np.int64).reshape(6, 7, 5)
+    for x in (base[::2], base[:, 1:4, ::2], base.T, np.asfortranarray(base), base[..., 3]):
+        assert nk.sum(x, strategy=strat) == x.sum()
+        assert nk.max(x, strategy=strat) == x.max()
+    assert nk.sum([[1, 2], [3, 4]]) == 10
+
+
+def test_result_dtypes_follow_numpy():
+    for dtype in DTYPES:
+        x = np.ones(5, dtype=dtype)
+        assert np.asarray(nk.sum(x)).dtype == np.sum(x).dtype, dtype
+        assert np.asarray(nk.prod(x)).dtype == np.prod(x).dtype, dtype
+        assert np.asarray(nk.max(x)).dtype == np.max(x).dtype, dtype
+    x = np.arange(10, dtype=np.int8)
+    assert np.asarray(nk.sum(x, dtype=np.float32)).dtype == np.float32
+
+
+def test_bitwise_ops_reject_floats():
+    with pytest.raises(TypeError, match="bitwise_xor.*float32"):
+        nk.xor_sum(np.ones(4, np.float32))
+
+
+# --- user ops ------------------------------------------------------------------------
+
+
+@nk.op(identity=0.0)
+def absmax(a, b):
+    return max(abs(a), abs(b))
+
+
+def last_nonzero(a, b):
+    return b if b != 0 else a
+
+
+LAST_NONZERO = nk.Op("last_nonzero", last_nonzero, identity=0, commutative=False)
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_custom_commutative_op(name):
+    x = np.random.default_rng(3).standard_normal(150)
+    x[77] = -40.0
+    assert nk.reduce(x, absmax, strategy=STRATEGIES[name]) == 40.0
+
+
+@pytest.mark.parametrize("threads", [32, 64, 96])
+@pytest.mark.parametrize("n", [1, 33, 200, 1000])
+def test_non_commutative_op_keeps_order(threads, n):
+    x = np.zeros(n, dtype=np.int32)
+    x[: n // 2 + 1] = np.arange(1, n // 2 + 2)
+    want = x[np.nonzero(x)[0][-1]]
+    strat = TwoPass(WarpShuffle(threads), blocks=3)
+    assert nk.reduce(x, LAST_NONZERO, strategy=strat) == want
+
+
+@pytest.mark.parametrize("name", ["two_pass/shared_tree", "atomic_fold/warp_shuffle",
+                                  "atomic_fold/shared_tree"])
+def test_non_commutative_op_refused_by_unordered_strategies(name):
+    with pytest.raises(ValueError, match="commutative"):
+        nk.reduce(np.arange(10), LAST_NONZERO, strategy=STRATEGIES[name])
+
+
+def test_reduce_by_builtin_name_and_bad_names():
+    x = np.arange(1, 11)
+    assert nk.reduce(x, "prod") == np.prod(x)
+    with pytest.raises(ValueError, match="one of"):
+        nk.reduce(x, "median")
+    with pytest.raises(ValueError, match="known"):
+        nk.sum(x, strategy="three_pass")
+    with pytest.raises(TypeError, match="strategy must be"):
+        nk.sum(x, strategy=3)
+
+
+@pytest.mark.parametrize("threads", [0, 16, 33, 2048])
+def test_bad_thread_counts(threads):
+    with pytest.raises(ValueError, match="multiple of 32"):
+        WarpShuffle(threads)
+
+
+# --- determinism and caching -----------------------------------------------------------
+
+
+def test_two_pass_is_bitwise_deterministic():
+    x = np.random.default_rng(11).standard_normal(3000).astype(np.float32)
+    strat = TwoPass(WarpShuffle(64), blocks=2)
+    first = nk.sum(x, strategy=strat)
+    for _ in range(3):
+        assert nk.sum(x, strategy=strat).tobytes() == first.tobytes()
+
+
+def test_second_call_compiles_nothing():
+    x = np.arange(100, dtype=np.float64)
+    strat = TwoPass(SharedTree(64), blocks=2)
+    nk.sum(x, strategy=strat)
+    builds = kernels.cache_info()["builds"]
+    nk.sum(x + 1, strategy=TwoPass(SharedTree(64), blocks=2))
+    assert kernels.cache_info()["builds"] == builds
+
+
+def test_strategies_describe_themselves():
+    assert set(nk.strategies.available()) == set(STRATEGIES)
+    for name in nk.strategies.available():
+        s = nk.strategies.resolve(name)
+        info = nk.strategies.describe(s)
+        assert info["deterministic"] == name.startswith("two_pass")
+        assert info["needs_commutative"] == (name != "two_pass/warp_shuffle")
+        cost = s.cost(1 << 20, 4, 4, blocks=8)
+        assert cost.bytes_read >= 4 << 20 and cost.launches in (1, 2)
