@@ -1,0 +1,363 @@
+"""An event-driven thread block for Numba's CUDA simulator.
+
+Numba's simulator runs every CUDA thread of a block as an OS thread. Its
+``BlockManager`` finds the threads waiting in ``syncthreads()`` by polling them in
+a loop that holds the GIL, so each barrier costs tens of milliseconds of threads
+waiting for the poller to let go. Here nothing polls: a waiting thread blocks on a
+lock of its own, and whichever thread completes a barrier releases the others.
+
+The same machinery gives warps their rendezvous (:meth:`BlockManager.meet`), which
+``numbakern.simulator`` builds the warp intrinsics on. The rules, after the CUDA C++
+Programming Guide (Synchronization Functions; Warp Vote, Match and Shuffle
+Functions):
+
+* ``syncthreads()`` completes when every thread that has not exited has arrived:
+  an exited thread counts as arrived, as in Numba's own simulator.
+* A warp rendezvous is keyed by its member mask, so lanes of one warp that
+  diverged into groups with disjoint masks meet separately. It completes when
+  every lane of the mask that exists and has not exited has arrived; lanes past
+  the end of a partial last warp never exist.
+* If every live thread of a block is waiting and no meeting can complete, the
+  kernel deadlocks on a GPU; here it fails with a ``RuntimeError`` saying who waits
+  where, instead of hanging.
+
+A thread that raises aborts its block: threads waiting anywhere are released and
+raise, and the launch re-raises the first exception with the thread's ``tid`` and
+``ctaid`` in its message, as Numba's simulator does.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+from numba.cuda.simulator.kernel import BlockThread
+from numba.cuda.simulator.kernelapi import Dim3
+
+WARP_SIZE = 32
+FULL_MASK = 0xFFFFFFFF
+
+
+class Meeting:
+    """One rendezvous of warp lanes: who came, with what.
+
+    ``values[lane]`` holds what each lane brought; ``arrived`` is the bit mask of
+    the lanes that took part once the meeting completes.
+    """
+
+    __slots__ = ("op", "mask", "arrived", "values", "waiters")
+
+    def __init__(self, op: str, mask: int):
+        self.op = op
+        self.mask = mask
+        self.arrived = 0
+        self.values = [None] * WARP_SIZE
+        self.waiters: list[SimThread] = []
+
+
+class _Warp:
+    """Per-warp bookkeeping: lanes alive, lanes waiting, open meetings."""
+
+    __slots__ = ("index", "live", "parked", "meetings", "sites")
+
+    def __init__(self, index: int, lanes: int):
+        self.index = index
+        self.live = (1 << lanes) - 1  # lanes that exist and have not exited
+        self.parked = 0  # lanes waiting anywhere (barrier, meeting, activemask)
+        self.meetings: dict[int, Meeting] = {}  # open warp-sync meetings by mask
+        self.sites: dict[object, Meeting] = {}  # open activemask() calls by site
+
+
+class SimThread(BlockThread):
+    """A simulated CUDA thread: an OS thread that runs one kernel thread after another.
+
+    Starting an OS thread costs about as much as running a small kernel's thread,
+    so threads are pooled and reused across blocks and launches; one left idle
+    for :data:`IDLE_SECONDS` ends. Waiting (for a job, or at a barrier) is blocking
+    on the thread's own ``wake`` lock, which whoever has work for it releases.
+    """
+
+    def __init__(self):
+        threading.Thread.__init__(self, daemon=True)
+        self.wake = threading.Lock()
+        self.wake.acquire()  # held while the thread may run; released to wake it
+        self.job = None
+
+    def run(self):
+        while self._next_job():
+            self._run(*self.job)
+
+    def _next_job(self) -> bool:
+        if not self.wake.acquire(timeout=IDLE_SECONDS):
+            if _pool.retire(self):
+                return False
+            self.wake.acquire()  # taken from the pool as the timeout expired
+        return True
+
+    def _run(self, manager, blockIdx, threadIdx, target, debug):
+        """Run one CUDA thread: Numba's BlockThread, with the fields it sets."""
+        self._manager = manager
+        self.blockIdx = Dim3(*blockIdx)
+        self.threadIdx = Dim3(*threadIdx)
+        bx, by, _ = manager.block_dim
+        self.thread_id = threadIdx[0] + bx * (threadIdx[1] + by * threadIdx[2])
+        self.lane = self.thread_id % WARP_SIZE
+        self.bit = 1 << self.lane
+        self.warp = manager.warps[self.thread_id // WARP_SIZE]
+        self.exception = None
+        try:
+            try:
+                if debug:  # Numba's debug mode; a context, so no reuse inherits it
+                    with np.errstate(divide="raise"):
+                        target()
+                else:
+                    target()
+            except Exception as e:
+                self.exception = (self._with_ids(e), sys.exc_info()[2])
+        except BaseException:  # e.g. SystemExit: this OS thread ends
+            manager.exit(self)
+            raise
+        _pool.give_back(self)
+        manager.exit(self)
+
+    def _with_ids(self, e: Exception) -> Exception:
+        """The exception as Numba's simulator reports it: tid and ctaid first."""
+        ids = "tid=%s ctaid=%s" % (list(self.threadIdx), list(self.blockIdx))
+        return type(e)(ids if str(e) == "" else "%s: %s" % (ids, e))
+
+    def syncthreads(self):
+        self._manager.syncthreads(self)
+
+
+class _Pool:
+    """Idle :class:`SimThread` s; the most recently used is reused first."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle: list[SimThread] = []
+
+    def start(self, job) -> None:
+        with self._lock:
+            t = self._idle.pop() if self._idle else None
+        if t is None:
+            t = SimThread()
+            t.start()
+        t.job = job
+        t.wake.release()
+
+    def give_back(self, t: SimThread) -> None:
+        with self._lock:
+            self._idle.append(t)
+
+    def retire(self, t: SimThread) -> bool:
+        """Remove an idle ``t`` that timed out; False if it was just handed a job."""
+        with self._lock:
+            if t in self._idle:
+                self._idle.remove(t)
+                return True
+            return False
+
+
+IDLE_SECONDS = 0.5
+_pool = _Pool()
+
+
+class BlockManager:
+    """Runs one thread block; a drop-in for Numba's ``BlockManager``."""
+
+    def __init__(self, f, grid_dim, block_dim, debug):
+        self._f = f
+        self.block_dim = block_dim
+        self._debug = debug
+        self.block_state = np.zeros(block_dim, dtype=np.bool_)  # syncthreads_count & co
+        nthreads = int(np.prod(block_dim))
+        self.warps = [
+            _Warp(w, min(WARP_SIZE, nthreads - w * WARP_SIZE))
+            for w in range((nthreads + WARP_SIZE - 1) // WARP_SIZE)
+        ]
+        self._mutex = threading.Lock()  # guards everything below
+        self._live = nthreads  # threads not exited; set before any starts
+        self._parked = 0  # threads waiting anywhere
+        self._barrier: list[SimThread] = []  # threads waiting in syncthreads()
+        self._failure = None  # (exception, traceback) of the first failure
+        self._aborted = False
+        self._finished = threading.Lock()
+        self._finished.acquire()  # released once: all exited, or the first failure
+        self._ctaid = None
+
+    def run(self, grid_point, *args):
+        def target():
+            self._f(*args)
+
+        self._ctaid = list(grid_point)
+        for point in np.ndindex(*self.block_dim):
+            _pool.start((self, grid_point, point, target, self._debug))
+        self._finished.acquire()  # the launching thread sleeps; nothing polls
+        if self._failure is not None:
+            exc, tb = self._failure
+            raise exc.with_traceback(tb)
+
+    # -- entry points called from simulated threads ------------------------------
+
+    def syncthreads(self, t: SimThread) -> None:
+        """Wait until every live thread of the block has arrived."""
+        with self._mutex:
+            self._check_abort("syncthreads call")
+            self._barrier.append(t)
+            self._park(t)
+            if len(self._barrier) == self._live:
+                self._release_barrier()
+            else:
+                self._settle(t.warp)
+        self._wait(t, "syncthreads clear")
+
+    def meet(self, t: SimThread, op: str, mask: int, value) -> Meeting:
+        """Rendezvous of the lanes in ``mask`` for the warp-synchronous ``op``.
+
+        Returns the completed :class:`Meeting`; every lane reads its own result
+        from it. Raises ``ValueError`` if the caller is not in ``mask`` (undefined
+        behaviour in CUDA) and ``RuntimeError`` if the lanes of one mask call
+        different intrinsics.
+        """
+        if not mask & t.bit:
+            raise ValueError(
+                "%s: lane %d is not in its member mask %#010x" % (op, t.lane, mask)
+            )
+        warp = t.warp
+        with self._mutex:
+            self._check_abort(op + " call")
+            meeting = warp.meetings.get(mask)
+            if meeting is None:
+                meeting = warp.meetings[mask] = Meeting(op, mask)
+            elif meeting.op != op:
+                raise RuntimeError(
+                    "warp %d: lane %d calls %s(mask=%#010x) while lanes %#010x "
+                    "wait in %s with that mask"
+                    % (warp.index, t.lane, op, mask, meeting.arrived, meeting.op)
+                )
+            meeting.values[t.lane] = value
+            meeting.arrived |= t.bit
+            meeting.waiters.append(t)
+            self._park(t)
+            if not self._try_complete(warp, meeting):
+                self._settle(warp)
+        self._wait(t, op + " clear")
+        return meeting
+
+    def converge(self, t: SimThread, site) -> int:
+        """The lanes of ``t``'s warp that reach the call ``site`` together.
+
+        A lane waits until every other live lane of its warp is waiting too
+        (here, at a barrier, at a meeting or at another site) or has exited; the
+        lanes waiting here are the ones that are converged.
+        """
+        warp = t.warp
+        with self._mutex:
+            self._check_abort("activemask call")
+            meeting = warp.sites.get(site)
+            if meeting is None:
+                meeting = warp.sites[site] = Meeting("activemask", FULL_MASK)
+            meeting.arrived |= t.bit
+            meeting.waiters.append(t)
+            self._park(t)
+            self._settle(warp)
+        self._wait(t, "activemask clear")
+        return meeting.arrived
+
+    def exit(self, t: SimThread) -> None:
+        """Thread ``t`` has returned or raised: it no longer holds anyone up."""
+        warp = t.warp
+        with self._mutex:
+            self._live -= 1
+            warp.live &= ~t.bit
+            if t.exception is not None:
+                if self._failure is None:
+                    self._failure = t.exception
+                self._abort()
+            elif not self._aborted:
+                self._progress_after_exit(warp, t.bit)
+            if self._live == 0 and not self._aborted:
+                self._finished.release()
+
+    # -- internals; all called with the mutex held --------------------------------
+
+    def _check_abort(self, where: str) -> None:
+        if self._aborted:
+            raise RuntimeError("abort flag set on " + where)  # Numba's wording
+
+    def _wait(self, t: SimThread, where: str) -> None:
+        t.wake.acquire()  # blocks, GIL released, until a completer wakes us
+        self._check_abort(where)
+
+    def _park(self, t: SimThread) -> None:
+        self._parked += 1
+        t.warp.parked |= t.bit
+
+    def _release(self, waiters) -> None:
+        for w in waiters:
+            self._parked -= 1
+            w.warp.parked &= ~w.bit
+            w.wake.release()
+
+    def _release_barrier(self) -> None:
+        waiters, self._barrier = self._barrier, []
+        self._release(waiters)
+
+    def _try_complete(self, warp: _Warp, meeting: Meeting) -> bool:
+        """Complete ``meeting`` if every live lane of its mask has arrived."""
+        if meeting.arrived != meeting.mask & warp.live:
+            return False
+        del warp.meetings[meeting.mask]
+        self._release(meeting.waiters)
+        return True
+
+    def _settle(self, warp: _Warp) -> None:
+        """After a lane waits or exits: release activemask() sites, detect deadlock."""
+        if warp.sites and not warp.live & ~warp.parked:
+            sites, warp.sites = warp.sites, {}
+            for meeting in sites.values():
+                self._release(meeting.waiters)
+        if self._live and self._parked == self._live:
+            self._deadlock()
+
+    def _progress_after_exit(self, warp: _Warp, bit: int) -> None:
+        if self._barrier and len(self._barrier) == self._live:
+            self._release_barrier()
+        for meeting in list(warp.meetings.values()):
+            if meeting.mask & bit:
+                self._try_complete(warp, meeting)
+        self._settle(warp)
+
+    def _deadlock(self) -> None:
+        where = []
+        if self._barrier:
+            where.append("%d thread(s) in syncthreads()" % len(self._barrier))
+        for warp in self.warps:
+            for meeting in warp.meetings.values():
+                where.append(
+                    "warp %d lanes %#010x in %s(mask=%#010x), waiting for lanes %#010x"
+                    % (warp.index, meeting.arrived, meeting.op, meeting.mask,
+                       meeting.mask & warp.live & ~meeting.arrived)
+                )
+        self._failure = (
+            RuntimeError(
+                "deadlock in block ctaid=%s: every live thread waits and no "
+                "barrier can complete: %s" % (self._ctaid, "; ".join(where))
+            ),
+            None,
+        )
+        self._abort()
+
+    def _abort(self) -> None:
+        """Fail the block: wake every waiting thread (they raise) and the launcher."""
+        if self._aborted:
+            return
+        self._aborted = True
+        self._release_barrier()
+        for warp in self.warps:
+            for group in (warp.meetings, warp.sites):
+                for meeting in group.values():
+                    self._release(meeting.waiters)
+                group.clear()
+        self._finished.release()

@@ -1,0 +1,619 @@
+"""Warp intrinsics and the block engine, checked against CUDA's definitions.
+
+The same tests run on a real GPU and under Numba's simulator with numbakern's
+support installed. The expected values are written out from the CUDA C++
+Programming Guide ("Warp Shuffle Functions", "Warp Vote Functions", "Warp Match
+Functions", ``__syncwarp``, ``__activemask``), not computed by numbakern's code.
+Tests of behaviour CUDA leaves undefined (reading a lane outside the mask) or that
+Numba rejects on a GPU (shuffling bool or float16) check the simulator's
+documented choice and are skipped on a GPU.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern
+from numbakern import warp
+
+FULL = 0xFFFFFFFF
+LANES = np.arange(32)
+
+simulator_only = pytest.mark.skipif(
+    not numbakern.backend().is_simulator,
+    reason="the simulator's documented choice for behaviour CUDA leaves undefined "
+    "or Numba rejects on a GPU",
+)
+
+
+def u32(values):
+    """Bit masks as uint32, the form the kernels store them in."""
+    return np.array(values, dtype=np.uint64).astype(np.uint32)
+
+
+# -- shuffles ----------------------------------------------------------------------
+
+
+@cuda.jit
+def shuffle_kernel(mode, values, b, out):
+    t = cuda.threadIdx.x
+    v = values[t]
+    if mode == 0:
+        out[t] = cuda.shfl_sync(FULL, v, b[t])
+    elif mode == 1:
+        out[t] = cuda.shfl_up_sync(FULL, v, b[t])
+    elif mode == 2:
+        out[t] = cuda.shfl_down_sync(FULL, v, b[t])
+    else:
+        out[t] = cuda.shfl_xor_sync(FULL, v, b[t])
+
+
+def shuffle(mode, values, b):
+    values = np.asarray(values)
+    out = np.zeros_like(values)
+    shuffle_kernel[1, values.size](mode, values, np.asarray(b, dtype=np.int32), out)
+    return out
+
+
+def test_shfl_sync_reads_the_named_lane():
+    values = 100 + LANES
+    # Lane l reads lane 31 - l: the warp reversed.
+    np.testing.assert_array_equal(shuffle(0, values, 31 - LANES), np.arange(131, 99, -1))
+    # "srcLane outside [0:width-1]: the value held by srcLane modulo width".
+    np.testing.assert_array_equal(shuffle(0, values, np.full(32, 33)), np.full(32, 101))
+
+
+def test_shfl_up_sync_keeps_own_value_below_lane_delta():
+    values = 100 + LANES
+    got = shuffle(1, values, np.full(32, 3))
+    np.testing.assert_array_equal(got[:3], [100, 101, 102])  # lane - 3 < 0: own value
+    np.testing.assert_array_equal(got[3:], np.arange(100, 129))  # lane - 3
+
+
+def test_shfl_down_sync_keeps_own_value_past_the_warp_edge():
+    values = 100 + LANES
+    got = shuffle(2, values, np.full(32, 5))
+    np.testing.assert_array_equal(got[:27], np.arange(105, 132))  # lane + 5
+    np.testing.assert_array_equal(got[27:], [127, 128, 129, 130, 131])  # own value
+
+
+def test_shfl_xor_sync_swaps_butterfly_partners():
+    values = 100 + LANES
+    got = shuffle(3, values, np.full(32, 1))
+    np.testing.assert_array_equal(got[:6], [101, 100, 103, 102, 105, 104])
+    got = shuffle(3, values, np.full(32, 16))
+    np.testing.assert_array_equal(got, np.concatenate([values[16:], values[:16]]))
+
+
+def test_shuffle_offset_per_lane():
+    # The source operand is per lane: lane l reads lane l // 2 (idx) ...
+    np.testing.assert_array_equal(shuffle(0, LANES * 7, LANES // 2), (LANES // 2) * 7)
+    # ... and lane l shifts up by l % 4 (own value where l < l % 4: lanes 1, 2, 3).
+    np.testing.assert_array_equal(
+        shuffle(1, LANES, LANES % 4)[:8], [0, 0, 0, 0, 4, 4, 4, 4]
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_shuffle_types_pass_bit_exact(dtype):
+    info = np.iinfo(dtype) if np.dtype(dtype).kind == "i" else np.finfo(dtype)
+    values = np.zeros(32, dtype=dtype)
+    values[0], values[1], values[2] = info.max, info.min, -1
+    if np.dtype(dtype).kind == "f":
+        values[3], values[4] = info.tiny, np.array(-0.0, dtype=dtype)
+        values[5], values[6] = np.inf, 1 + info.eps
+    got = shuffle(3, values, np.full(32, 1))
+    want = values.reshape(16, 2)[:, ::-1].ravel()
+    np.testing.assert_array_equal(got.view(f"u{values.itemsize}"), want.view(f"u{values.itemsize}"))
+
+
+def test_64_bit_values_keep_their_high_word():
+    values = np.int64(2) ** 40 + LANES
+    got = shuffle(3, values, np.full(32, 1))
+    np.testing.assert_array_equal(got, np.int64(2) ** 40 + (LANES ^ 1))
+    values = 1.0 + LANES * 2.0**-40  # needs the low word of the mantissa too
+    np.testing.assert_array_equal(shuffle(2, values, np.full(32, 1))[:31], values[1:])
+
+
+# -- sub-warp widths (numbakern.warp) ------------------------------------------------
+
+
+@cuda.jit
+def width_kernel(mode, values, b, width, out):
+    t = cuda.threadIdx.x
+    v = values[t]
+    if mode == 0:
+        out[t] = warp.shfl_idx(FULL, v, b, width)
+    elif mode == 1:
+        out[t] = warp.shfl_up(FULL, v, b, width)
+    elif mode == 2:
+        out[t] = warp.shfl_down(FULL, v, b, width)
+    else:
+        out[t] = warp.shfl_xor(FULL, v, b, width)
+
+
+def width_shuffle(mode, values, b, width):
+    out = np.zeros_like(values)
+    width_kernel[1, 32](mode, values, b, width, out)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_width_shfl_idx_reads_within_the_segment(dtype):
+    values = (100 + LANES).astype(dtype)
+    # width 8: lane l reads lane 8 * (l // 8) + 2; src 10 is 10 % 8 = 2.
+    want = np.repeat([102, 110, 118, 126], 8)
+    np.testing.assert_array_equal(width_shuffle(0, values, 2, 8), want)
+    np.testing.assert_array_equal(width_shuffle(0, values, 10, 8), want)
+    np.testing.assert_array_equal(width_shuffle(0, values, 5, 32), np.full(32, 105))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_width_shfl_up_and_down_do_not_cross_segments(dtype):
+    values = (100 + LANES).astype(dtype)
+    up = width_shuffle(1, values, 1, 8)
+    # Lanes 0, 8, 16, 24 start their segment: their own value; others lane - 1.
+    np.testing.assert_array_equal(up[:9], [100, 100, 101, 102, 103, 104, 105, 106, 108])
+    down = width_shuffle(2, values, 2, 4)
+    # Segments of 4: lanes 4k, 4k+1 read 4k+2, 4k+3; lanes 4k+2, 4k+3 keep theirs.
+    np.testing.assert_array_equal(down[:8], [102, 103, 102, 103, 106, 107, 106, 107])
+    np.testing.assert_array_equal(width_shuffle(1, values, 3, 1), values)  # width 1
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_width_shfl_xor_reads_earlier_segments_only(dtype):
+    values = (100 + LANES).astype(dtype)
+    got = width_shuffle(3, values, 8, 8)
+    # "access elements from earlier groups ... later groups: their own value".
+    want = [100 + (lane ^ 8 if lane & 8 else lane) for lane in range(32)]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(width_shuffle(3, values, 3, 4)[:4], [103, 102, 101, 100])
+
+
+@cuda.jit
+def widened_kernel(flags, halves, flags_out, halves_out):
+    t = cuda.threadIdx.x
+    # Numba shuffles 32/64-bit values only: widen bool and float16, then narrow.
+    flag = warp.shfl_xor(FULL, np.int32(flags[t]), 1, 32)
+    flags_out[t] = flag != 0
+    half = warp.shfl_xor(FULL, np.float32(halves[t]), 1, 32)
+    halves_out[t] = np.float16(half)
+
+
+def test_bool_and_float16_shuffle_after_widening():
+    flags = LANES % 3 == 0
+    halves = (LANES - 16).astype(np.float16) / np.float16(8)
+    halves[0] = np.float16(-0.0)
+    flags_out, halves_out = np.zeros_like(flags), np.zeros_like(halves)
+    widened_kernel[1, 32](flags, halves, flags_out, halves_out)
+    np.testing.assert_array_equal(flags_out, flags.reshape(16, 2)[:, ::-1].ravel())
+    want = halves.reshape(16, 2)[:, ::-1].ravel()
+    np.testing.assert_array_equal(halves_out.view(np.uint16), want.view(np.uint16))
+
+
+@cuda.jit
+def passthrough_kernel(values, out, same_type):
+    t = cuda.threadIdx.x
+    v = values[t]
+    got = cuda.shfl_xor_sync(FULL, v, 1)
+    out[t] = got
+    same_type[t] = type(got) is type(v)
+
+
+@simulator_only
+@pytest.mark.parametrize("dtype", [np.bool_, np.float16])
+def test_bool_and_float16_pass_through_unchanged(dtype):
+    values = np.zeros(32, dtype=dtype)
+    if dtype is np.bool_:
+        values[::3] = True
+    else:
+        values.view(np.uint16)[:4] = [0x7E01, 0x8000, 0x0001, 0xFBFF]  # NaN payload...
+    out, same_type = np.zeros_like(values), np.zeros(32, dtype=np.bool_)
+    passthrough_kernel[1, 32](values, out, same_type)
+    want = values.reshape(16, 2)[:, ::-1].ravel()
+    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    assert same_type.all()
+
+
+@pytest.mark.gpu
+def test_gpu_numba_rejects_bool_shuffle():
+    from numba.core.errors import TypingError
+
+    with pytest.raises(TypingError, match="32- and 64-bit"):
+        shuffle(3, np.zeros(32, dtype=np.bool_), np.ones(32))
+
+
+# -- member masks, partial warps, exited lanes ---------------------------------------
+
+
+@cuda.jit
+def halves_kernel(values, out):
+    # The two half-warps diverge and shuffle with disjoint masks.
+    t = cuda.threadIdx.x
+    if t < 16:
+        out[t] = cuda.shfl_xor_sync(0x0000FFFF, values[t], 1)
+    else:
+        out[t] = cuda.shfl_xor_sync(0xFFFF0000, values[t], 1)
+
+
+def test_divergent_groups_with_disjoint_masks():
+    values = 100 + LANES
+    out = np.zeros_like(values)
+    halves_kernel[1, 32](values, out)
+    np.testing.assert_array_equal(out, (100 + (LANES ^ 1)))
+
+
+@cuda.jit
+def out_of_mask_kernel(values, out):
+    t = cuda.threadIdx.x
+    if t < 16:
+        out[t] = cuda.shfl_xor_sync(0x0000FFFF, values[t], 16)  # lane t+16: not a member
+    else:
+        out[t] = cuda.shfl_sync(0xFFFF0000, values[t], 0)  # lane 0: not a member
+
+
+@simulator_only
+def test_reading_a_lane_outside_the_mask_gives_own_value():
+    values = 100 + LANES
+    out = np.zeros_like(values)
+    out_of_mask_kernel[1, 32](values, out)
+    np.testing.assert_array_equal(out, values)
+
+
+@cuda.jit
+def warp_tree_sum_kernel(x, out):
+    """Sum a block of any size: shuffle within each warp, then across warps."""
+    partial = cuda.shared.array(32, np.int64)
+    t = cuda.threadIdx.x
+    lane = t % 32
+    lanes = min(32, cuda.blockDim.x - (t - lane))  # lanes in this (maybe partial) warp
+    mask = (1 << lanes) - 1
+    v = x[t]
+    offset = 16
+    while offset > 0:
+        other = cuda.shfl_down_sync(mask, v, offset)
+        if lane + offset < lanes:
+            v += other
+        offset //= 2
+    if lane == 0:
+        partial[t // 32] = v
+    cuda.syncthreads()
+    if t == 0:
+        total = partial[0]
+        for w in range(1, (cuda.blockDim.x + 31) // 32):
+            total += partial[w]
+        out[0] = total
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 100])
+def test_warp_tree_sum_of_1_to_n(n):
+    out = np.zeros(1, dtype=np.int64)
+    warp_tree_sum_kernel[1, n](np.arange(1, n + 1, dtype=np.int64), out)
+    assert out[0] == n * (n + 1) // 2
+
+
+@cuda.jit
+def partial_warp_kernel(out):
+    # A block of 40: warp 1 has lanes 0..7 only, yet everyone passes the full mask.
+    t = cuda.threadIdx.x
+    out[t, 0] = cuda.ballot_sync(FULL, True)
+    out[t, 1] = cuda.shfl_down_sync(FULL, t, 4)
+
+
+@simulator_only
+def test_missing_lanes_of_a_partial_warp_are_outside_the_mask():
+    out = np.zeros((40, 2), dtype=np.uint32)
+    partial_warp_kernel[1, 40](out)
+    np.testing.assert_array_equal(out[:32, 0], u32(np.full(32, FULL)))
+    np.testing.assert_array_equal(out[32:, 0], np.full(8, 0xFF))
+    # Lanes 4..7 of warp 1 would read lanes 8..11, which do not exist.
+    np.testing.assert_array_equal(out[32:, 1], [36, 37, 38, 39, 36, 37, 38, 39])
+
+
+@cuda.jit
+def exited_lanes_kernel(values, out):
+    t = cuda.threadIdx.x
+    if t >= 20:
+        return
+    # Lanes 20..31 have exited: "all non-exited threads named in mask" take part.
+    cuda.syncwarp(FULL)
+    out[t, 0] = cuda.ballot_sync(FULL, t % 2 == 0)
+    out[t, 1] = cuda.shfl_xor_sync(FULL, values[t], 1)
+    out[t, 2] = cuda.activemask()
+
+
+def test_exited_lanes_do_not_hold_the_warp_up():
+    values = 100 + LANES
+    out = np.zeros((32, 3), dtype=np.int64)
+    exited_lanes_kernel[1, 32](values, out)
+    assert (out[:20, 0] == 0x55555).all()  # even lanes among 0..19
+    np.testing.assert_array_equal(out[:20, 1], 100 + (LANES[:20] ^ 1))
+    assert (out[:20, 2] == 0xFFFFF).all()  # "threads which have exited ... inactive"
+
+
+# -- lockstep -------------------------------------------------------------------------
+
+
+@cuda.jit
+def lockstep_kernel(out):
+    s = cuda.shared.array(64, np.int32)
+    t = cuda.threadIdx.x
+    lane = t % 32
+    base = t - lane
+    s[t] = 3 * t
+    cuda.syncwarp()  # each warp on its own: no syncthreads
+    out[t, 0] = s[base + (lane + 1) % 32]
+    cuda.syncwarp()  # every read done before anyone overwrites
+    s[t] = 5 * t
+    cuda.shfl_sync(FULL, 0, 0)  # a shuffle also waits for the whole mask
+    out[t, 1] = s[base + (lane + 31) % 32]
+
+
+def test_shared_memory_written_before_syncwarp_is_seen_after():
+    out = np.zeros((64, 2), dtype=np.int32)
+    lockstep_kernel[1, 64](out)
+    t = np.arange(64)
+    neighbour = t - t % 32
+    np.testing.assert_array_equal(out[:, 0], 3 * (neighbour + (t % 32 + 1) % 32))
+    np.testing.assert_array_equal(out[:, 1], 5 * (neighbour + (t % 32 + 31) % 32))
+
+
+@cuda.jit
+def divergent_syncwarp_kernel(out):
+    s = cuda.shared.array(32, np.int32)
+    t = cuda.threadIdx.x
+    s[t] = 10 * t
+    if t < 16:
+        cuda.syncwarp(0x0000FFFF)
+        out[t] = s[(t + 1) % 16]
+    else:
+        cuda.syncwarp(0xFFFF0000)
+        out[t] = s[16 + (t + 1) % 16]
+
+
+def test_syncwarp_with_disjoint_masks():
+    out = np.zeros(32, dtype=np.int32)
+    divergent_syncwarp_kernel[1, 32](out)
+    np.testing.assert_array_equal(out[:16], 10 * ((LANES[:16] + 1) % 16))
+    np.testing.assert_array_equal(out[16:], 10 * (16 + (LANES[:16] + 1) % 16))
+
+
+# -- votes, matches, masks -------------------------------------------------------------
+
+
+@cuda.jit
+def vote_kernel(preds, out):
+    t = cuda.threadIdx.x
+    p = preds[t]
+    out[t, 0] = cuda.ballot_sync(FULL, p)
+    out[t, 1] = cuda.all_sync(FULL, p)
+    out[t, 2] = cuda.any_sync(FULL, p)
+    out[t, 3] = cuda.eq_sync(FULL, p)
+
+
+def vote(preds):
+    out = np.zeros((32, 4), dtype=np.uint32)
+    vote_kernel[1, 32](np.asarray(preds, dtype=np.int32), out)
+    assert (out == out[0]).all(), "every lane gets the same vote"
+    return [int(v) for v in out[0]]
+
+
+def test_votes():
+    # (ballot, all, any, eq) from the Programming Guide's definitions.
+    assert vote(LANES % 3 == 0) == [0x49249249, 0, 1, 0]  # lanes 0, 3, ..., 30
+    assert vote(np.ones(32)) == [0xFFFFFFFF, 1, 1, 1]
+    assert vote(np.zeros(32)) == [0, 0, 0, 1]
+    assert vote(LANES == 31) == [0x80000000, 0, 1, 0]
+    assert vote(LANES * 2) == [0xFFFFFFFE, 0, 1, 0]  # any non-zero integer is true
+
+
+@cuda.jit
+def masked_ballot_kernel(out):
+    t = cuda.threadIdx.x
+    if t % 4 == 0:
+        out[t] = cuda.ballot_sync(0x11111111, True)
+    elif t % 4 == 1:
+        out[t] = cuda.ballot_sync(0x22222222, t < 16)
+    else:
+        out[t] = cuda.ballot_sync(0xCCCCCCCC, t % 4 == 3)
+
+
+def test_ballot_counts_only_lanes_in_the_mask():
+    out = np.zeros(32, dtype=np.uint32)
+    masked_ballot_kernel[1, 32](out)
+    want = np.tile(u32([0x11111111, 0x00002222, 0x88888888, 0x88888888]), 8)
+    np.testing.assert_array_equal(out, want)
+
+
+@cuda.jit
+def match_kernel(values, out):
+    t = cuda.threadIdx.x
+    out[t, 0] = cuda.match_any_sync(FULL, values[t])
+    mask, pred = cuda.match_all_sync(FULL, values[t])
+    out[t, 1] = mask
+    out[t, 2] = pred
+
+
+def match(values):
+    out = np.zeros((32, 3), dtype=np.uint32)
+    match_kernel[1, 32](values, out)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_match_any_and_all(dtype):
+    out = match((LANES // 4).astype(dtype))
+    # Lanes 4k..4k+3 hold k: each matches its group of four.
+    np.testing.assert_array_equal(out[:, 0], u32([0xF << (4 * (lane // 4)) for lane in range(32)]))
+    assert (out[:, 1] == 0).all() and (out[:, 2] == 0).all()
+    out = match(np.full(32, 7, dtype=dtype))
+    assert (out[:, 0] == FULL).all() and (out[:, 1] == FULL).all() and (out[:, 2] == 1).all()
+
+
+@cuda.jit
+def match_computed_kernel(out):
+    t = cuda.threadIdx.x
+    out[t] = cuda.match_any_sync(FULL, (t % 4) * 0.25)  # a float computed in the kernel
+
+
+def test_match_any_on_computed_floats():
+    out = np.zeros(32, dtype=np.uint32)
+    match_computed_kernel[1, 32](out)
+    np.testing.assert_array_equal(out, u32([0x11111111 << (lane % 4) for lane in range(32)]))
+
+
+def test_match_compares_bit_patterns():
+    values = np.where(LANES % 2 == 0, 0.0, -0.0)  # equal as numbers, not as bits
+    out = match(values)
+    np.testing.assert_array_equal(out[:, 0], u32(np.where(LANES % 2 == 0, 0x55555555, 0xAAAAAAAA)))
+    assert (out[:, 2] == 0).all()
+
+
+@cuda.jit
+def activemask_kernel(out):
+    t = cuda.threadIdx.x
+    out[t, 0] = cuda.activemask()
+    if t % 32 < 10:
+        out[t, 1] = cuda.activemask()
+    else:
+        out[t, 1] = cuda.activemask()
+    out[t, 2] = cuda.lanemask_lt()
+
+
+def test_activemask_and_lanemask_lt():
+    out = np.zeros((40, 3), dtype=np.uint32)
+    activemask_kernel[1, 40](out)  # warp 1 has 8 lanes
+    np.testing.assert_array_equal(out[:32, 0], u32(np.full(32, FULL)))
+    np.testing.assert_array_equal(out[32:, 0], np.full(8, 0xFF))
+    # Each branch of the divergent if is active on its own.
+    np.testing.assert_array_equal(out[:32, 1], u32(np.where(LANES < 10, 0x3FF, 0xFFFFFC00)))
+    np.testing.assert_array_equal(out[32:, 1], np.full(8, 0xFF))
+    lt = [(1 << lane) - 1 for lane in range(32)]  # lanes below, active or not
+    np.testing.assert_array_equal(out[:, 2], u32(lt + lt[:8]))
+
+
+# -- multi-dimensional blocks -----------------------------------------------------------
+
+
+@cuda.jit
+def block_2d_kernel(out):
+    x, y = cuda.threadIdx.x, cuda.threadIdx.y
+    # Linear id x + 8y: lane + 8 is the thread one row down.
+    out[y, x] = cuda.shfl_down_sync(FULL, 100 * x + y, 8)
+
+
+def test_2d_block_lanes_are_linear_ids():
+    out = np.zeros((4, 8), dtype=np.int64)
+    block_2d_kernel[1, (8, 4)](out)
+    x, y = np.meshgrid(np.arange(8), np.arange(4))
+    np.testing.assert_array_equal(out, np.where(y < 3, 100 * x + y + 1, 100 * x + y))
+
+
+@cuda.jit
+def block_3d_kernel(out):
+    x, y, z = cuda.threadIdx.x, cuda.threadIdx.y, cuda.threadIdx.z
+    out[z, y, x, 0] = cuda.laneid
+    out[z, y, x, 1] = cuda.shfl_xor_sync(FULL, 100 * z + 10 * y + x, 16)
+    out[z, y, x, 2] = cuda.ballot_sync(FULL, x == 0)
+
+
+def test_3d_block_lanes_and_warps():
+    out = np.zeros((4, 4, 4, 3), dtype=np.int64)
+    block_3d_kernel[1, (4, 4, 4)](out)  # 64 threads: z 0,1 in warp 0; z 2,3 in warp 1
+    z, y, x = np.meshgrid(np.arange(4), np.arange(4), np.arange(4), indexing="ij")
+    np.testing.assert_array_equal(out[..., 0], (x + 4 * y + 16 * z) % 32)
+    # Lane ^ 16 flips the low bit of z: the thread in the other z-plane of the warp.
+    np.testing.assert_array_equal(out[..., 1], 100 * (z ^ 1) + 10 * y + x)
+    assert (out[..., 2] == 0x11111111).all()  # x == 0: every fourth lane
+
+
+# -- the block engine: barriers and failures ---------------------------------------------
+
+
+@cuda.jit
+def syncthreads_vote_kernel(preds, out):
+    t = cuda.threadIdx.x
+    out[t, 0] = cuda.syncthreads_count(preds[t])
+    out[t, 1] = cuda.syncthreads_and(preds[t])
+    out[t, 2] = cuda.syncthreads_or(preds[t])
+
+
+def test_syncthreads_count_and_or():
+    preds = (np.arange(48) % 5 == 0).astype(np.int32)  # 10 of 48
+    out = np.zeros((48, 3), dtype=np.int32)
+    syncthreads_vote_kernel[1, 48](preds, out)
+    assert (out == [10, 0, 1]).all()
+
+
+@cuda.jit
+def shared_lines_kernel(out):
+    a = cuda.shared.array(4, np.int32)
+    b = cuda.shared.array(4, np.int32)
+    t = cuda.threadIdx.x
+    a[t] = t
+    b[t] = 10 + t
+    cuda.syncthreads()
+    out[t] = a[3 - t] + b[t]
+
+
+def test_shared_arrays_on_separate_lines_are_separate():
+    out = np.zeros(4, dtype=np.int32)
+    shared_lines_kernel[2, 4](out)
+    np.testing.assert_array_equal(out, [13, 13, 13, 13])
+
+
+@cuda.jit
+def raising_kernel(x):
+    t = cuda.threadIdx.x
+    if t == 5:
+        x[1000] = 1  # out of bounds: raises in the simulator
+    cuda.syncthreads()
+    cuda.syncwarp()
+    x[t] = t
+
+
+@simulator_only
+def test_a_raising_thread_fails_the_launch_with_its_ids():
+    with pytest.raises(IndexError, match=r"tid=\[5, 0, 0\] ctaid=\[0, 0, 0\]"):
+        raising_kernel[1, 64](np.zeros(64))
+
+
+@cuda.jit
+def not_in_mask_kernel(out):
+    out[cuda.threadIdx.x] = cuda.shfl_sync(0x1, 1, 0)
+
+
+@simulator_only
+def test_caller_outside_its_mask_raises():
+    with pytest.raises(ValueError, match="lane 1 is not in its member mask"):
+        not_in_mask_kernel[1, 2](np.zeros(2))
+
+
+@cuda.jit
+def deadlock_kernel(out):
+    t = cuda.threadIdx.x
+    if t < 16:
+        cuda.syncthreads()  # never completes: lanes 16..31 wait in the shuffle
+    else:
+        out[t] = cuda.shfl_sync(FULL, t, 0)
+
+
+@simulator_only
+def test_deadlock_is_reported_not_hung():
+    with pytest.raises(RuntimeError, match="deadlock in block ctaid=\\[0, 0, 0\\]"):
+        deadlock_kernel[1, 32](np.zeros(32))
+
+
+@cuda.jit
+def mixed_intrinsics_kernel(out):
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.syncwarp(0x3)
+    else:
+        out[t] = cuda.ballot_sync(0x3, True)
+
+
+@simulator_only
+def test_different_intrinsics_on_one_mask_raise():
+    with pytest.raises(RuntimeError, match="wait in"):
+        mixed_intrinsics_kernel[1, 2](np.zeros(2))
