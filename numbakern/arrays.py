@@ -14,14 +14,14 @@ dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
 import numpy as np
 from numba import cuda
-from numba.cuda.core import config
 
-SIMULATOR = bool(config.ENABLE_CUDASIM)
+from .launch import SIMULATOR, DeviceBuffer, buffer, to_device_array
 
 
 class CopyWarning(UserWarning):
@@ -57,16 +57,23 @@ def resolve_stream(stream: Any, kind: str):
         if kind == "cupy":
             import cupy
 
-            return cuda.external_stream(cupy.cuda.get_current_stream().ptr)
-        return cuda.default_stream()
+            return _external_stream(cupy.cuda.get_current_stream().ptr)
+        return _external_stream(0)
     if isinstance(stream, cuda.cudadrv.driver.Stream):
         return stream
     ptr = getattr(stream, "ptr", stream)
     if isinstance(ptr, (int, np.integer)):
-        return cuda.external_stream(int(ptr))
+        return _external_stream(int(ptr))
     raise TypeError(
         f"stream must be None, a numba.cuda stream, a CuPy stream or a pointer, got {stream!r}"
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _external_stream(ptr: int):
+    """A Numba stream for a raw handle (0: the default stream), made once per handle
+    and context (Numba's stream objects are not free to create)."""
+    return cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
 
 
 def collapse(shape, strides, any_order: bool) -> list[tuple[int, int]]:
@@ -90,7 +97,7 @@ def collapse(shape, strides, any_order: bool) -> list[tuple[int, int]]:
 
 
 def _strided(view, dims, dtype):
-    """A Numba device view of ``view``'s memory with the given (extent, stride) dims."""
+    """A device view of ``view``'s memory with the given (extent, stride) dims."""
     shape = tuple(n for n, _ in dims) or (1,)
     strides = tuple(s for _, s in dims) or (dtype.itemsize,)
     if SIMULATOR:
@@ -98,15 +105,16 @@ def _strided(view, dims, dtype):
 
         base = view._ary
         return FakeCUDAArray(np.lib.stride_tricks.as_strided(base, shape, strides))
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
-    return DeviceNDArray(shape, strides, dtype, gpu_data=view.gpu_data)
+    return view.with_layout(shape, strides)
 
 
-def _device_view(x, kind: str):
-    if SIMULATOR:
-        return x
-    return cuda.as_cuda_array(x, sync=False)
+def _device_view(x):
+    """The input as the kernels' argument type: a simulator array, or a buffer."""
+    return x if SIMULATOR else buffer(x)
+
+
+def _to_device(host: np.ndarray, stream):
+    return _device_view(cuda.to_device(np.ascontiguousarray(host), stream=stream))
 
 
 def flat_view(x, any_order: bool, stream):
@@ -116,12 +124,11 @@ def flat_view(x, any_order: bool, stream):
     place unless its layout needs three strided dimensions (then copied, with a
     :class:`CopyWarning`).
     """
-    kind = kind_of(x)
     n = int(np.prod(x.shape, dtype=np.int64))
-    if kind == "numpy":
+    if kind_of(x) == "numpy":
         host = x.ravel(order="K") if any_order else np.ascontiguousarray(x).ravel()
-        return cuda.to_device(np.ascontiguousarray(host), stream=stream), n
-    view = _device_view(x, kind)
+        return _to_device(host, stream), n
+    view = _device_view(x)
     dims = collapse(x.shape, view.strides, any_order)
     if len(dims) > 2:
         warnings.warn(
@@ -130,8 +137,15 @@ def flat_view(x, any_order: bool, stream):
             CopyWarning,
             stacklevel=3,
         )
-        return cuda.to_device(np.ascontiguousarray(view.copy_to_host()).ravel(), stream=stream), n
+        return _to_device(host_copy(view).ravel(), stream), n
     return _strided(view, dims, np.dtype(x.dtype)), n
+
+
+def host_copy(view, stream=0) -> np.ndarray:
+    """Copy a device array (simulator array or buffer) to a new host array."""
+    if SIMULATOR:
+        return view.copy_to_host()
+    return to_device_array(view).copy_to_host(stream=stream)
 
 
 class Workspace:
@@ -140,27 +154,26 @@ class Workspace:
     def __init__(self, kind: str, stream):
         self.kind = kind
         self.stream = stream
-        self._keep: list = []  # CuPy arrays behind Numba views, alive until the call ends
 
-    def empty(self, n: int, dtype) -> Any:
-        """A length-``n`` device array (a Numba view) of ``dtype``."""
+    def empty(self, shape, dtype) -> Any:
+        """A C-contiguous device array of ``shape`` and ``dtype``.
+
+        A :class:`~numbakern.launch.DeviceBuffer` on a GPU (CuPy's memory pool for CuPy
+        input, else Numba's allocator); a simulator array under the simulator.
+        """
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 
-            arr = cupy.empty(n, dtype=dtype)
-            self._keep.append(arr)
-            return cuda.as_cuda_array(arr, sync=False)
-        return cuda.device_array(n, dtype=dtype, stream=self.stream)
+            return buffer(cupy.empty(shape, dtype=dtype))
+        return _device_view(cuda.device_array(shape, dtype=dtype, stream=self.stream))
 
     def from_host(self, host: np.ndarray) -> Any:
         """A device copy of a small host array (identities, initial values)."""
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 
-            arr = cupy.asarray(host)
-            self._keep.append(arr)
-            return cuda.as_cuda_array(arr, sync=False)
-        return cuda.to_device(np.ascontiguousarray(host), stream=self.stream)
+            return buffer(cupy.asarray(host))
+        return _to_device(host, self.stream)
 
     def view_as(self, arr, dtype) -> Any:
         """Reinterpret a device array's bits as ``dtype`` (same item size)."""
@@ -169,7 +182,7 @@ class Workspace:
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
             return FakeCUDAArray(arr._ary.view(dtype))
-        return arr.view(dtype)
+        return DeviceBuffer(arr.ptr, arr.shape, arr.strides, dtype, arr.owner)
 
     def scalar(self, arr, dtype) -> Any:
         """Element 0 of a device array as the user's scalar of ``dtype``.
@@ -181,8 +194,8 @@ class Workspace:
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 
-            return cupy.asarray(arr)[0].astype(dtype)
-        host = arr.copy_to_host(stream=self.stream)
+            return cupy.asarray(arr)[0].astype(dtype, copy=False)
+        host = host_copy(arr, self.stream)
         self.stream.synchronize()
         value = np.asarray(host[0]).astype(dtype)[()]
         if self.kind == "numpy":

@@ -30,8 +30,7 @@ def max_resident_blocks(threads: int) -> int:
     """Blocks that fill the device once (2048 threads per multiprocessor on sm_70+)."""
     if SIMULATOR:
         return SIMULATOR_MAX_BLOCKS
-    device = cuda.get_current_device()
-    return _multiprocessors(device.id) * max(1, 2048 // threads)
+    return _multiprocessors(kernels.current_device_id()) * max(1, 2048 // threads)
 
 
 class ReduceJob:

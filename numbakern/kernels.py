@@ -23,12 +23,14 @@ or the two field arrays of partial states for a second pass. ``n`` is an int64.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Callable
 
 import numpy as np
 from numba import cuda, from_dtype, int64
 
+from .launch import SIMULATOR
 from .state import StateKit, build_kit
 
 UNROLL = 4
@@ -58,11 +60,18 @@ def cache_info() -> dict:
 
 def device_key() -> tuple:
     """The current device, for cache keys (kernels are compiled per device)."""
-    from numba.cuda.core import config
-
-    if config.ENABLE_CUDASIM:
+    if SIMULATOR:
         return ("simulator", 0)
-    return ("cuda", cuda.get_current_device().id)
+    return ("cuda", current_device_id())
+
+
+def current_device_id() -> int:
+    """The current CUDA device's ordinal: ~1 us through CuPy's runtime binding when CuPy
+    is loaded, else through Numba (~15 us)."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        return cupy.cuda.runtime.getDevice()
+    return cuda.get_current_device().id
 
 
 def state_kit(op, dtypes: tuple) -> StateKit:

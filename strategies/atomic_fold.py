@@ -31,6 +31,7 @@ from numba import cuda, from_dtype
 
 from numbakern import kernels
 from numbakern.bits import bitcast
+from numbakern.launch import launch
 from numbakern.strategy import Cost, GridStrategy
 
 # Numba's native atomics, by op, and the dtypes they take (numba.cuda.atomic docs).
@@ -103,7 +104,7 @@ class AtomicFold(GridStrategy):
                 self.block, job.kit, job.element_loader(), _fold(job, native, field), False
             ),
         )
-        kernel[blocks, threads, job.stream](job.x, out, job.n, out, out)
+        launch(kernel, blocks, threads, job.stream, job.x, out, job.n, out, out)
         if native is None:
             out = job.view_as(out, fold_dtype(field))
         return (out,)

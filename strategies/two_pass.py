@@ -26,6 +26,7 @@ from __future__ import annotations
 from numba import cuda
 
 from numbakern import kernels
+from numbakern.launch import launch
 from numbakern.strategy import Cost, GridStrategy
 
 
@@ -49,18 +50,16 @@ class TwoPass(GridStrategy):
         threads = self.block.threads
         blocks = job.grid_blocks(self.blocks, threads)
         load_x = job.element_loader()
+        first = self._kernel(job, "x", load_x)
         if blocks == 1:
             out = job.alloc_state(1)
-            self._kernel(job, "x", load_x)[1, threads, job.stream](job.x, out[1], job.n, *out)
+            launch(first, 1, threads, job.stream, job.x, out[1], job.n, *out)
             return out
         partials = job.alloc_state(blocks)
-        self._kernel(job, "x", load_x)[blocks, threads, job.stream](
-            job.x, partials[1], job.n, *partials
-        )
+        launch(first, blocks, threads, job.stream, job.x, partials[1], job.n, *partials)
         out = job.alloc_state(1)
-        self._kernel(job, "partials", job.kit.load)[1, threads, job.stream](
-            *partials, blocks, *out
-        )
+        second = self._kernel(job, "partials", job.kit.load)
+        launch(second, 1, threads, job.stream, *partials, blocks, *out)
         return out
 
     def _kernel(self, job, source: str, load):

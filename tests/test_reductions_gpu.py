@@ -1,0 +1,129 @@
+"""Whole-array reductions on a real GPU (marked `gpu`; skipped under the simulator).
+
+Same contract as tests/test_reductions.py at realistic sizes, with default grids
+(256 threads, enough blocks to fill the device), CuPy input and output, streams, and
+inputs past 2**31 elements. Float tolerance: the tree-sum bound of that file,
+``4 * eps(acc) * sum(|x|)`` plus the final rounding.
+"""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+pytestmark = pytest.mark.gpu
+
+STRATEGIES = nk.strategies.available()
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def close(got, ref, scale, acc=np.float32):
+    return abs(float(got) - float(ref)) <= 4 * np.finfo(acc).eps * float(scale) + 1e-30
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129, 1000, (1 << 20) + 7, 1 << 28])
+def test_sum_max_sizes(cp, strategy, n):
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    x64 = x.astype(cp.float64)
+    got = nk.sum(x, strategy=strategy)
+    assert isinstance(got, cp.ndarray) and got.shape == () and got.dtype == cp.float32
+    assert close(got, x64.sum(), cp.abs(x64).sum())
+    assert nk.max(x, strategy=strategy) == x.max()
+    xi = cp.random.randint(-1000, 1000, n, dtype=cp.int32)
+    assert int(nk.min(xi, strategy=strategy)) == int(xi.min())
+    assert int(nk.sum(xi, strategy=strategy)) == int(xi.sum())
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "int32",
+                                   "uint32", "int64", "uint64", "float16", "float32",
+                                   "float64"])
+def test_every_dtype(cp, strategy, dtype):
+    rng = np.random.default_rng(5)
+    n = (1 << 20) + 3
+    if dtype == "bool":
+        host = rng.integers(0, 2, n).astype(bool)
+    elif dtype.startswith("float"):
+        host = rng.uniform(-10, 10, n).astype(dtype)
+    else:
+        host = rng.integers(0, 100, n).astype(dtype)
+    x = cp.asarray(host)
+    if dtype.startswith("float"):
+        acc = np.float32 if dtype == "float16" else np.dtype(dtype)
+        ref = host.astype(np.float64)
+        got = nk.sum(x, strategy=strategy)
+        tol = 4 * np.finfo(acc).eps * np.abs(ref).sum() + np.finfo(dtype).eps * abs(ref.sum())
+        assert abs(float(got) - ref.sum()) <= tol
+    else:
+        assert int(nk.sum(x, strategy=strategy)) == int(np.sum(host))
+        assert int(nk.xor_sum(x, strategy=strategy)) == int(np.bitwise_xor.reduce(host))
+        assert int(nk.bitwise_or_sum(x, strategy=strategy)) == int(np.bitwise_or.reduce(host))
+    assert nk.max(x, strategy=strategy) == host.max()
+    assert nk.min(x, strategy=strategy) == host.min()
+    if dtype.startswith("float"):
+        small = rng.uniform(0.9, 1.1, 40).astype(dtype)
+        rtol = 1e-2 if dtype == "float16" else 1e-5
+        got = nk.prod(cp.asarray(small), strategy=strategy)
+        assert np.isclose(float(got), np.prod(small.astype(np.float64)), rtol=rtol)
+    else:
+        small = rng.integers(0, 3, 40).astype(dtype)
+        assert nk.prod(small, strategy=strategy) == np.prod(small)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_nan_and_all_negative(cp, strategy):
+    x = -cp.arange(1, 1 << 22, dtype=cp.float32)
+    assert float(nk.max(x, strategy=strategy)) == -1.0
+    x[12345] = cp.nan
+    assert cp.isnan(nk.max(x, strategy=strategy))
+    assert cp.isnan(nk.min(x, strategy=strategy))
+
+
+def test_two_pass_is_bitwise_deterministic(cp):
+    x = cp.random.standard_normal(1 << 28, dtype=cp.float32)
+    first = nk.sum(x, strategy="two_pass").get()
+    for _ in range(5):
+        assert nk.sum(x, strategy="two_pass").get().tobytes() == first.tobytes()
+
+
+def test_numpy_and_numba_inputs(cp):
+    from numba import cuda
+
+    host = np.arange(100000, dtype=np.float64)
+    assert nk.sum(host) == host.sum()
+    dev = cuda.to_device(host)
+    out = nk.sum(dev)
+    assert hasattr(out, "copy_to_host") and out.copy_to_host() == host.sum()
+
+
+def test_stream_is_honoured(cp):
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.ones(1 << 24, dtype=cp.float32)
+        got = nk.sum(x)  # CuPy's current stream
+    stream.synchronize()
+    assert float(got) == float(1 << 24)
+    got = nk.sum(x, stream=stream)
+    stream.synchronize()
+    assert float(got) == float(1 << 24)
+
+
+def test_strided_cupy_views_are_read_in_place(cp):
+    x = cp.random.standard_normal((4096, 1000), dtype=cp.float32)
+    for view in (x[::2], x[:, 3:900], x.T, x[::3, ::7]):
+        ref = view.astype(cp.float64)
+        assert close(nk.sum(view), ref.sum(), cp.abs(ref).sum())
+
+
+@pytest.mark.parametrize("strategy", ["two_pass", "atomic_fold"])
+def test_more_than_2_to_31_elements(cp, strategy):
+    n = (1 << 31) + 100
+    x = cp.ones(n, dtype=cp.int8)
+    x[n - 5] = 7
+    assert int(nk.sum(x, strategy=strategy)) == n + 6
+    assert int(nk.max(x, strategy=strategy)) == 7
