@@ -28,6 +28,7 @@ raise, and the launch re-raises the first exception with the thread's ``tid`` an
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -85,6 +86,7 @@ class SimThread(BlockThread):
         self.job = None
 
     def run(self):
+        _share_one_cpu()
         while self._next_job():
             self._run(*self.job)
 
@@ -128,6 +130,24 @@ class SimThread(BlockThread):
 
     def syncthreads(self):
         self._manager.syncthreads(self)
+
+
+def _share_one_cpu() -> None:
+    """Keep the calling simulated thread on the CPU all the others use.
+
+    Simulated threads take turns holding the GIL, so they never run in parallel;
+    handing the GIL to a thread waiting on another CPU costs a cross-CPU wake-up,
+    which made barriers about 40% slower on 2 CPUs (bench/NOTES.md). Only
+    numbakern's own threads are pinned; the CPU is picked by process id, so
+    parallel test processes spread over the CPUs. Skipped where unsupported.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[os.getpid() % len(cpus)]})
+    except OSError:
+        pass  # not allowed here (some sandboxes): run unpinned
 
 
 class _Pool:
