@@ -24,6 +24,9 @@ Functions):
 A thread that raises aborts its block: threads waiting anywhere are released and
 raise, and the launch re-raises the first exception with the thread's ``tid`` and
 ``ctaid`` in its message, as Numba's simulator does.
+
+The OS threads come from a pool reused across blocks and launches, and are kept
+on one CPU; bench/NOTES.md has what each of these choices saves.
 """
 
 from __future__ import annotations
@@ -120,13 +123,16 @@ class SimThread(BlockThread):
         except BaseException:  # e.g. SystemExit: this OS thread ends
             manager.exit(self)
             raise
-        _pool.give_back(self)
+        _pool.give_back(self)  # first: exit() may wake the launcher for the next block
         manager.exit(self)
 
     def _with_ids(self, e: Exception) -> Exception:
         """The exception as Numba's simulator reports it: tid and ctaid first."""
         ids = "tid=%s ctaid=%s" % (list(self.threadIdx), list(self.blockIdx))
-        return type(e)(ids if str(e) == "" else "%s: %s" % (ids, e))
+        try:
+            return type(e)(ids if str(e) == "" else "%s: %s" % (ids, e))
+        except Exception:  # a constructor wanting other arguments: lose nothing
+            return RuntimeError("%s: %s: %s" % (ids, type(e).__name__, e))
 
     def syncthreads(self):
         self._manager.syncthreads(self)

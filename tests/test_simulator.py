@@ -578,6 +578,24 @@ def test_a_raising_thread_fails_the_launch_with_its_ids():
         raising_kernel[1, 64](np.zeros(64))
 
 
+class TwoPartError(Exception):
+    def __init__(self, first, second):
+        super().__init__(first + second)
+
+
+@cuda.jit
+def exotic_raise_kernel(x):
+    if cuda.threadIdx.x == 1:
+        raise TwoPartError("no ", "way")
+    cuda.syncthreads()
+
+
+@simulator_only
+def test_an_exception_that_cannot_be_rebuilt_still_surfaces():
+    with pytest.raises(RuntimeError, match=r"tid=\[1, 0, 0\].*TwoPartError: no way"):
+        exotic_raise_kernel[1, 4](np.zeros(4))
+
+
 @cuda.jit
 def not_in_mask_kernel(out):
     out[cuda.threadIdx.x] = cuda.shfl_sync(0x1, 1, 0)
