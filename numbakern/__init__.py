@@ -58,3 +58,20 @@ __all__ = [
     "backend", "bitwise_and_sum", "bitwise_or_sum", "max", "min", "op", "prod", "reduce",
     "strategies", "sum", "xor_sum",
 ]
+
+# Value-index reductions (issue 4: axes, keepdims, out=, argmax/argmin).
+from .reductions import argmax, argmin, max_with_indices, min_with_indices  # noqa: E402
+
+__all__ += ["argmax", "argmin", "max_with_indices", "min_with_indices"]
+
+# Scans (issue 6: cumsum, cumprod, associative_scan; scan strategies).
+from .scans import associative_scan, cumprod, cumsum  # noqa: E402
+from .strategies import Blelloch, DecoupledLookback, HillisSteele, ReduceThenScan  # noqa: E402
+
+__all__ += ["associative_scan", "cumprod", "cumsum", "Blelloch", "DecoupledLookback",
+            "HillisSteele", "ReduceThenScan"]
+
+# Softmax (issue 5: softmax, log-softmax and their backward passes, any axis).
+from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
+
+__all__ += ["log_softmax", "log_softmax_backward", "softmax", "softmax_backward"]

@@ -15,6 +15,7 @@ dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from typing import Any
 
@@ -124,7 +125,7 @@ def flat_view(x, any_order: bool, stream):
     place unless its layout needs three strided dimensions (then copied, with a
     :class:`CopyWarning`).
     """
-    n = int(np.prod(x.shape, dtype=np.int64))
+    n = math.prod(x.shape)
     if kind_of(x) == "numpy":
         host = x.ravel(order="K") if any_order else np.ascontiguousarray(x).ravel()
         return _to_device(host, stream), n
@@ -146,6 +147,17 @@ def host_copy(view, stream=0) -> np.ndarray:
     if SIMULATOR:
         return view.copy_to_host()
     return to_device_array(view).copy_to_host(stream=stream)
+
+
+def as_cupy(buf: DeviceBuffer):
+    """A CuPy array over a buffer's memory: its owner itself when it is one."""
+    import cupy
+
+    owner = buf.owner
+    if isinstance(owner, cupy.ndarray) and owner.data.ptr == buf.ptr and \
+            owner.shape == buf.shape and owner.strides == buf.strides:
+        return owner if owner.dtype == buf.dtype else owner.view(buf.dtype)
+    return cupy.asarray(buf)
 
 
 class Workspace:
@@ -192,9 +204,7 @@ class Workspace:
         """
         dtype = np.dtype(dtype)
         if self.kind == "cupy" and not SIMULATOR:
-            import cupy
-
-            return cupy.asarray(arr)[0].astype(dtype, copy=False)
+            return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
         host = host_copy(arr, self.stream)
         self.stream.synchronize()
         value = np.asarray(host[0]).astype(dtype)[()]

@@ -10,7 +10,7 @@ steps per thread:
 
 1. **Thread reduce.** Fold this thread's elements, read straight from device memory.
    Commutative ops read grid-strided (thread ``g`` takes ``g, g + G, g + 2G, ...``:
-   every warp load is coalesced) with four loads in flight per trip; non-commutative
+   every warp load is coalesced) with eight loads in flight per trip; non-commutative
    ops take one contiguous run of elements each, so that thread order is element
    order.
 2. **Block reduce.** The block strategy's device function; valid in thread 0.
@@ -28,12 +28,12 @@ import threading
 from typing import Callable
 
 import numpy as np
-from numba import cuda, from_dtype, int64
+from numba import cuda, from_dtype, int32, int64
 
 from .launch import SIMULATOR
 from .state import StateKit, build_kit
 
-UNROLL = 4
+UNROLL = 8
 
 _lock = threading.Lock()
 _cache: dict[tuple, object] = {}
@@ -128,29 +128,47 @@ def state_loader(kit: StateKit):
 # --- thread reduce ----------------------------------------------------------------
 
 
-def strided_thread_reduce(kit: StateKit, load, threads: int):
-    """Grid-stride fold with UNROLL independent loads in flight (commutative ops)."""
+def strided_thread_reduce(kit: StateKit, load, threads: int, index32: bool = False):
+    """Grid-stride fold with UNROLL independent loads in flight (commutative ops).
+
+    ``index32`` does the index arithmetic in int32 (the caller guarantees
+    ``n + UNROLL * grid threads < 2**31``): fewer instructions per load than int64,
+    worth ~7% of bandwidth on an H200 (bench/NOTES.md).
+    """
     combine, identity = kit.combine, kit.identity
+    index = int32 if index32 else int64
 
     @cuda.jit(device=True)
-    def thread_reduce(a0, a1, n):
-        stride = int64(cuda.gridDim.x) * threads
-        i = int64(cuda.blockIdx.x) * threads + cuda.threadIdx.x
+    def thread_reduce(a0, a1, n64):
+        n = index(n64)
+        stride = index(cuda.gridDim.x) * threads
+        i = index(cuda.blockIdx.x) * threads + index(cuda.threadIdx.x)
         s = identity()
-        # Four loads issued before any combine: more bytes in flight per thread.
-        while i + 3 * stride < n:
+        # Eight loads issued before any combine: more bytes in flight per thread.
+        while i + 7 * stride < n:
             v0 = load(a0, a1, i)
             v1 = load(a0, a1, i + stride)
             v2 = load(a0, a1, i + 2 * stride)
             v3 = load(a0, a1, i + 3 * stride)
-            s = combine(s, combine(combine(v0, v1), combine(v2, v3)))
-            i += 4 * stride
+            v4 = load(a0, a1, i + 4 * stride)
+            v5 = load(a0, a1, i + 5 * stride)
+            v6 = load(a0, a1, i + 6 * stride)
+            v7 = load(a0, a1, i + 7 * stride)
+            low = combine(combine(v0, v1), combine(v2, v3))
+            high = combine(combine(v4, v5), combine(v6, v7))
+            s = combine(s, combine(low, high))
+            i += 8 * stride
         while i < n:
             s = combine(s, load(a0, a1, i))
             i += stride
         return s
 
     return thread_reduce
+
+
+def fits_int32(n: int, blocks: int, threads: int) -> bool:
+    """Whether int32 index arithmetic cannot overflow for this launch."""
+    return n + UNROLL * blocks * threads < 2**31
 
 
 def contiguous_thread_reduce(kit: StateKit, load, threads: int):
@@ -185,7 +203,8 @@ def temp_dtypes(kit: StateKit):
     return t0, t1
 
 
-def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
+def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool,
+                        index32: bool = False):
     """A ``@cuda.jit`` kernel ``(a0, a1, n, o0, o1)``: thread, block, then emit.
 
     Args:
@@ -195,13 +214,17 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
         emit: ``emit(o0, o1, s)``, called by every thread; ``s`` valid in thread 0.
         ordered: keep element order (contiguous runs per thread) for
             non-commutative ops.
+        index32: int32 index arithmetic in the strided loop (see
+            :func:`fits_int32`).
     """
     threads = block.threads
     slots0 = block.temp_slots()
     slots1 = slots0 if kit.fields == 2 else 1
     t0, t1 = temp_dtypes(kit)
-    make = contiguous_thread_reduce if ordered else strided_thread_reduce
-    thread_reduce = make(kit, load, threads)
+    if ordered:
+        thread_reduce = contiguous_thread_reduce(kit, load, threads)
+    else:
+        thread_reduce = strided_thread_reduce(kit, load, threads, index32)
     block_reduce = block.build_reduce(kit)
 
     @cuda.jit

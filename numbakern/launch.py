@@ -6,8 +6,8 @@ array into a ``DeviceNDArray`` (a CuPy array goes through
 context on each call: about 100-300 us per launch, as long as a whole 1 GB
 reduction on an H200. This module keeps one compiled kernel per argument signature
 and passes arguments the way Numba's own ``_Kernel.launch`` flattens them (an array is
-``meminfo, parent, size, itemsize, data, *shape, *strides``), straight to
-``cuda.core.launch``.
+``meminfo, parent, size, itemsize, data, *shape, *strides``), straight to the driver's
+``cuLaunchKernel``.
 
 Arrays are described by :class:`DeviceBuffer`: a pointer, shape, strides and dtype,
 read from CuPy arrays, Numba device arrays or any ``__cuda_array_interface__``
@@ -18,7 +18,9 @@ ordinary launch.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+import functools
+import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -28,19 +30,34 @@ from numba.cuda.core import config
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 
 
-@dataclass(frozen=True)
+def _is_c_contiguous(shape, strides, itemsize) -> bool:
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
 class DeviceBuffer:
     """A device array described by pointer, shape, strides (bytes) and dtype.
 
     ``owner`` keeps the memory alive (a CuPy array, a Numba device array, ...).
     Exposes ``__cuda_array_interface__``, so Numba's ordinary launch and CuPy accept it.
+    A plain class with slots: one is made per array per launch.
     """
 
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: np.dtype
-    owner: Any = None
+    __slots__ = ("ptr", "shape", "strides", "dtype", "owner", "c_contiguous")
+
+    def __init__(self, ptr: int, shape, strides, dtype, owner: Any = None,
+                 c_contiguous: bool | None = None):
+        self.ptr = ptr
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+        self.dtype = np.dtype(dtype)
+        self.owner = owner
+        self.c_contiguous = (_is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
+                             if c_contiguous is None else c_contiguous)
 
     @property
     def ndim(self) -> int:
@@ -48,16 +65,7 @@ class DeviceBuffer:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def c_contiguous(self) -> bool:
-        expected = self.dtype.itemsize
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != expected:
-                return False
-            expected *= n
-        return True
+        return math.prod(self.shape)  # np.prod costs ~10 us, a launch budget
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -70,7 +78,11 @@ class DeviceBuffer:
 
     def with_layout(self, shape, strides) -> "DeviceBuffer":
         """A view of the same memory with another shape and strides."""
-        return DeviceBuffer(self.ptr, tuple(shape), tuple(strides), self.dtype, self.owner)
+        return DeviceBuffer(self.ptr, shape, strides, self.dtype, self.owner)
+
+    def __repr__(self) -> str:
+        return (f"DeviceBuffer(ptr={self.ptr:#x}, shape={self.shape}, strides={self.strides}, "
+                f"dtype={self.dtype})")
 
 
 def buffer(obj: Any) -> DeviceBuffer:
@@ -78,59 +90,122 @@ def buffer(obj: Any) -> DeviceBuffer:
     if isinstance(obj, DeviceBuffer):
         return obj
     if type(obj).__module__.startswith("cupy"):
-        return DeviceBuffer(obj.data.ptr, obj.shape, obj.strides, obj.dtype, obj)
+        return DeviceBuffer(obj.data.ptr, obj.shape, obj.strides, obj.dtype, obj,
+                            obj.flags.c_contiguous)
     cai = obj.__cuda_array_interface__
     dtype = np.dtype(cai["typestr"])
     shape = tuple(cai["shape"])
     strides = cai.get("strides")
     if strides is None:  # C-contiguous by the interface's rule
-        strides = tuple(np.empty(0, dtype).strides[0] * int(np.prod(shape[i + 1:]))
+        strides = tuple(dtype.itemsize * int(np.prod(shape[i + 1:], dtype=np.int64))
                         for i in range(len(shape)))
     return DeviceBuffer(cai["data"][0], shape, tuple(strides), dtype, obj)
 
 
-_SCALAR_CTYPES = {types.int64: ctypes.c_int64, types.int32: ctypes.c_int32,
-                  types.uint64: ctypes.c_uint64, types.float64: ctypes.c_double,
-                  types.float32: ctypes.c_float}
+_SCALARS = {  # Python scalar kinds -> Numba type; both travel as 8 bytes
+    "i": (types.int64,),
+    "f": (types.float64,),
+}
 
 
-def _scalar_type(value) -> types.Type:
+def _scalar_kind(value) -> str:
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError("launch: pass bools as integers")
+        raise TypeError("launch: pass flags as integers, not bools")
     if isinstance(value, (int, np.integer)):
-        return types.int64
+        return "i"
     if isinstance(value, (float, np.floating)):
-        return types.float64
-    raise TypeError(f"launch: unsupported argument {value!r}")
+        return "f"
+    raise TypeError(f"launch: unsupported kernel argument {value!r}")
+
+
+def _driver():
+    """libcuda's cuLaunchKernel through ctypes: ~2 us a call, where cuda.core's launch
+    spends ~50 us converting arguments."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    fn = lib.cuLaunchKernel
+    fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_cuLaunchKernel = None
+
+
+def _as_int64_bits(value, kind: str) -> int:
+    """A scalar's 8 bytes as a signed int64 (uint64 values wrap, floats by their bits)."""
+    if kind == "f":
+        return int(np.float64(value).view(np.int64))
+    value = int(value)
+    return value - 2**64 if value >= 2**63 else value
+
+
+def _signature(key) -> tuple:
+    """Numba argument types from the cheap per-call key."""
+    argtypes = []
+    for k in key:
+        if isinstance(k, str):
+            argtypes.append(_SCALARS[k][0])
+        else:
+            dtype, ndim, contiguous = k
+            argtypes.append(types.Array(from_dtype(dtype), ndim, "C" if contiguous else "A"))
+    return tuple(argtypes)
+
+
+def _function_handle(kernel) -> int:
+    """The CUfunction (in the current context) of a compiled Numba kernel."""
+    from cuda.bindings import driver
+
+    cukernel = kernel._codelibrary.get_cufunc().kernel.handle
+    err, function = driver.cuKernelGetFunction(cukernel)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuKernelGetFunction failed: {err}")
+    return int(function)
+
+
+def _stream_handle(stream) -> int:
+    handle = stream.handle
+    return int(getattr(handle, "value", handle) or 0)
 
 
 class _Launcher:
-    """One dispatcher's compiled kernels, by argument signature."""
+    """One dispatcher's compiled kernels (CUfunction handles), by argument signature.
+
+    Every parameter of a Numba kernel taking arrays and int64/float64 scalars is 8
+    bytes wide, so the parameters travel as one int64 array and an array of pointers
+    into it, as ``cuLaunchKernel`` wants them; both are made once per signature.
+    """
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
-        self.compiled: dict[tuple, Any] = {}
+        self.compiled: dict[tuple, tuple] = {}  # key -> (CUfunction, values, pointers)
+        self.lock = threading.Lock()  # the driver copies the values at launch
 
     def __call__(self, grid, block, stream, args):
-        from cuda.core import LaunchConfig, launch as core_launch
-
-        argtypes, flat = [], []
+        global _cuLaunchKernel
+        key, flat = [], []
         for a in args:
             if isinstance(a, (int, float, np.number)):
-                t = _scalar_type(a)
-                argtypes.append(t)
-                flat.append(_SCALAR_CTYPES[t](a))
+                kind = _scalar_kind(a)
+                key.append(kind)
+                flat.append(_as_int64_bits(a, kind))
                 continue
-            b = buffer(a)
-            argtypes.append(b.numba_type())
+            b = a if isinstance(a, DeviceBuffer) else buffer(a)
+            key.append((b.dtype, b.ndim, b.c_contiguous))
             flat += [0, 0, b.size, b.dtype.itemsize, b.ptr, *b.shape, *b.strides]
-        key = tuple(argtypes)
-        kernel = self.compiled.get(key)
-        if kernel is None:
-            kernel = self.compiled[key] = self.dispatcher.compile(key)
-        cufunc = kernel._codelibrary.get_cufunc()
-        config_ = LaunchConfig(grid=grid, block=block, shmem_size=0)
-        core_launch(stream, config_, cufunc.kernel, *flat)
+        key = tuple(key)
+        entry = self.compiled.get(key)
+        if entry is None:
+            entry = self.compiled[key] = self._prepare(key, len(flat))
+        if _cuLaunchKernel is None:
+            _cuLaunchKernel = _driver()
+        function, values, pointers = entry
+        with self.lock:
+            values[:] = flat
+            err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0,
+                                  _stream_handle(stream), pointers[0], None)
+        if err:
+            raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
 
 
 _launchers: dict[int, _Launcher] = {}

@@ -12,6 +12,7 @@ shuffles and shared memory, and only ever combine them with :attr:`Op.combine`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -47,6 +48,7 @@ def _all_ones(dtype: np.dtype) -> Any:
     return np.array(-1).astype(dtype)[()]  # every bit set, signed or not
 
 
+@functools.lru_cache(maxsize=None)
 def numpy_sum_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     """NumPy's result dtype for ``np.sum(x, dtype=dtype)`` (bool and small ints widen)."""
     return np.sum(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
@@ -232,3 +234,112 @@ def get(op_or_name: Op | str) -> Op:
         raise ValueError(
             f"op must be an numbakern.Op or one of {sorted(BUILTIN)}, got {op_or_name!r}"
         ) from None
+
+
+# --- argmax / argmin: a (value, int64 index) pair ------------------------------------
+# The combine is the maximum (argmin: minimum) under a *total* order on pairs: NaN above
+# every number (NumPy's argmax and argmin both return the first NaN), then the value,
+# then the index: the smaller index wins a tie with ``tie_break_left``, the larger
+# without. A total order makes the combine associative and commutative, so every
+# strategy gives the exact same answer whatever order it combines in. The identity
+# (the extreme value, with an index that loses every tie) fills lanes with no element.
+
+INDEX_DTYPE = np.dtype(np.int64)
+_LEFT_IDENTITY_INDEX = np.iinfo(np.int64).max  # loses every tie under tie_break_left
+_RIGHT_IDENTITY_INDEX = -1  # loses every tie otherwise
+
+
+def _argmax_left(a0, a1, b0, b1):
+    if b0 != b0:  # b is NaN: it wins unless a is an earlier NaN
+        if a0 != a0 and a1 < b1:
+            return a0, a1
+        return b0, b1
+    if a0 != a0 or a0 > b0 or (a0 == b0 and a1 < b1):
+        return a0, a1
+    return b0, b1
+
+
+def _argmax_right(a0, a1, b0, b1):
+    if b0 != b0:
+        if a0 != a0 and a1 > b1:
+            return a0, a1
+        return b0, b1
+    if a0 != a0 or a0 > b0 or (a0 == b0 and a1 > b1):
+        return a0, a1
+    return b0, b1
+
+
+def _argmin_left(a0, a1, b0, b1):
+    if b0 != b0:
+        if a0 != a0 and a1 < b1:
+            return a0, a1
+        return b0, b1
+    if a0 != a0 or a0 < b0 or (a0 == b0 and a1 < b1):
+        return a0, a1
+    return b0, b1
+
+
+def _argmin_right(a0, a1, b0, b1):
+    if b0 != b0:
+        if a0 != a0 and a1 > b1:
+            return a0, a1
+        return b0, b1
+    if a0 != a0 or a0 < b0 or (a0 == b0 and a1 > b1):
+        return a0, a1
+    return b0, b1
+
+
+def _arg_map(value, index):
+    return value, index
+
+
+def _arg_identity(direction: str, tie_break_left: bool):
+    extreme = _float_identity(-np.inf if direction == "max" else np.inf)
+    index = _LEFT_IDENTITY_INDEX if tie_break_left else _RIGHT_IDENTITY_INDEX
+
+    def identity(dtypes):
+        return extreme(dtypes[0]), INDEX_DTYPE.type(index)
+
+    return identity
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ArgOp(Op):
+    """A value-index op (argmax, argmin): ``fields=2``, state ``(value, int64 index)``.
+
+    Attributes (beyond :class:`Op`'s):
+        direction: ``"max"`` or ``"min"``.
+        tie_break_left: among equal values (NaNs count as equal to each other) the
+            smallest index wins; ``False``: the largest.
+    """
+
+    direction: str = "max"
+    tie_break_left: bool = True
+
+    @property
+    def identity_index(self) -> int:
+        """The index the identity state carries (it loses every tie)."""
+        return _LEFT_IDENTITY_INDEX if self.tie_break_left else _RIGHT_IDENTITY_INDEX
+
+
+def _arg(direction: str, left: bool, combine) -> ArgOp:
+    suffix = "" if left else "_right"
+    return ArgOp(f"arg{direction}{suffix}", combine, _arg_identity(direction, left), fields=2,
+                 map=_arg_map, nan_propagating=True, empty="raise", direction=direction,
+                 tie_break_left=left)
+
+
+ARGMAX = _arg("max", True, _argmax_left)
+ARGMAX_RIGHT = _arg("max", False, _argmax_right)
+ARGMIN = _arg("min", True, _argmin_left)
+ARGMIN_RIGHT = _arg("min", False, _argmin_right)
+_ARG_OPS = {(o.direction, o.tie_break_left): o
+            for o in (ARGMAX, ARGMAX_RIGHT, ARGMIN, ARGMIN_RIGHT)}
+
+
+def arg_op(direction: str, tie_break_left: bool = True) -> ArgOp:
+    """The built-in argmax (``direction="max"``) or argmin op with the given tie rule."""
+    try:
+        return _ARG_OPS[direction, bool(tie_break_left)]
+    except KeyError:
+        raise ValueError(f"direction must be 'max' or 'min', got {direction!r}") from None

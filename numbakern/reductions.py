@@ -1,133 +1,298 @@
-"""Whole-array reductions with NumPy's semantics: sum, prod, max, min, bitwise, reduce.
+"""Reductions with NumPy's semantics: sum, prod, max, min, bitwise, reduce, and the
+value-index family argmax, argmin, max_with_indices, min_with_indices.
 
 Every function takes:
 
 * ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
   object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
   int8-int64, uint8-uint64, float16, float32, float64.
+* ``axis``: ``None`` (every axis), an int (negative counts from the end) or a tuple
+  of ints (argmax and friends: ``None`` or an int); ``keepdims`` keeps reduced axes
+  as length 1; ``out`` receives the result (``numbakern/axes.py`` has the rules:
+  NumPy's, with ``same_kind`` casting into ``out``).
 * ``strategy``: how threads combine (``numbakern.strategies.resolve`` explains the
   names); default ``"two_pass/warp_shuffle"``, deterministic.
 * ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
   stream for CuPy input, else the default stream.
+* ``lanes``: for axis reductions whose reduced elements lie together in memory, the
+  threads that share one output's row: ``32`` (one warp per row), the strategy's
+  thread count (one block per row), or ``None`` (a warp for rows of up to 1024
+  elements, else a block). ``numbakern/segmented.py`` explains the kernels.
 
-and returns a NumPy scalar for NumPy input, a 0-d CuPy array (never copied to the
-host) for CuPy input, and a 0-d Numba device array for other device input.
+Results: NumPy in, NumPy out (a NumPy scalar for a 0-d result); CuPy in, CuPy out
+(0-d arrays for scalars, never copied to the host); other device input gives Numba
+device arrays. With ``out``, ``out`` itself is returned.
+
+Errors: ``TypeError`` for a dtype the op does not take; :class:`numbakern.axes.AxisError`
+for an axis out of range; ``ValueError`` for an unknown strategy, one that needs a
+commutative op, a reduction with no identity over no elements, or a bad ``out``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from . import kernels
+from . import kernels, segmented
 from . import ops as _ops
 from . import strategies as _strategies
-from .arrays import Workspace, as_array_like, flat_view, kind_of, resolve_stream
+from .arrays import SIMULATOR, Workspace, as_array_like, flat_view, host_copy, kind_of
+from .arrays import resolve_stream
+from .axes import check_out, normalize_axes, normalize_axis, result_shape
+from .elementwise import cast_into
 from .job import ReduceJob
+from .launch import buffer, to_device_array
 
-_AXIS_NOT_YET = "axis reductions are not implemented yet; pass axis=None"
 
-
-def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None):
-    """Reduce the whole of ``x`` with ``op``: validation, dtypes, launch, result."""
-    if axis is not None:
-        raise NotImplementedError(_AXIS_NOT_YET)
-    x = as_array_like(x)
-    in_dtype = np.dtype(x.dtype)
-    op.check_dtype(in_dtype)
-    result = op.result_dtype(in_dtype, dtype)
+def _grid(op: _ops.Op, strategy):
     grid = _strategies.resolve(strategy)
     if grid.commutative_required and not op.commutative:
         raise ValueError(
             f"strategy {grid.label} combines out of element order and needs a commutative "
             f"op; {op.name} is not commutative: use 'two_pass/warp_shuffle'"
         )
+    return grid
+
+
+def _extents(shape, axes) -> tuple[int, int]:
+    """``(M, N)``: outputs, and elements reduced into each."""
+    kept = math.prod(n for a, n in enumerate(shape) if a not in axes)
+    return kept, math.prod(shape[a] for a in axes)
+
+
+def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
+         keepdims=False, out=None, lanes=None):
+    """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    op.check_dtype(in_dtype)
+    if op.fields != 1:
+        raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
+                        "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(x.shape, axes, keepdims)
+    result = op.result_dtype(in_dtype, dtype)
     kind = kind_of(x)
+    check_out(out, shape, result, kind, op.name)
+    grid = _grid(op, strategy)
+    segmented.check_lanes(lanes, grid.block)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if x.size == 0:
-        value = op.empty_result(result)
-        return workspace.scalar(workspace.from_host(np.full(1, value)), result)
-    view, n = flat_view(x, any_order=op.commutative, stream=workspace.stream)
+    scalar = shape == () and out is None
+    M, N = _extents(x.shape, axes)
+    if N == 0:
+        value = op.empty_result(result)  # raises for ops with no identity
+        if scalar:
+            return workspace.scalar(workspace.from_host(np.full(1, value)), result)
+        return _deliver_host(workspace, np.full(shape, value, dtype=result), out)
+    if M == 0:
+        return _deliver_host(workspace, np.empty(shape, dtype=result), out)
     kit = kernels.state_kit(op, (_ops.accumulator_dtype(result),))
-    job = ReduceJob(view, n, op, kit, ordered=not op.commutative, workspace=workspace)
-    out = grid.reduce(job)
-    return workspace.scalar(out[0], result)
+    if len(axes) == x.ndim:  # the whole array: the grid strategy's own reduce
+        view, n = flat_view(x, any_order=op.commutative, stream=workspace.stream)
+        job = ReduceJob(view, n, op, kit, ordered=not op.commutative, workspace=workspace)
+        fields = grid.reduce(job)
+        if scalar:
+            return workspace.scalar(fields[0], result)
+    else:
+        fields = segmented.reduce_axes(x, axes, op, kit, grid, workspace, lanes)
+    return _deliver(workspace, fields[0], result, shape, out)
 
 
-def sum(x, axis=None, dtype=None, *, strategy=None, stream=None):  # noqa: A001
-    """Sum of all elements, as ``np.sum(x, dtype=dtype)``.
+def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, outs,
+         want_values: bool, strategy, stream, lanes):
+    """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch."""
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    op = _ops.arg_op(direction, tie_break_left)
+    op.check_dtype(in_dtype)
+    name = f"arg{direction}"
+    zero_d = x.ndim == 0
+    if zero_d:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
+        x = x.reshape(1)
+    axes = tuple(range(x.ndim)) if axis is None else (normalize_axis(axis, x.ndim),)
+    shape = () if zero_d else result_shape(x.shape, axes, keepdims)
+    dtypes = (in_dtype, _ops.INDEX_DTYPE)
+    kind = kind_of(x)
+    for o, dt in zip(outs, dtypes):
+        check_out(o, shape, dt, kind, name)
+    grid = _grid(op, strategy)
+    segmented.check_lanes(lanes, grid.block)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(x.shape, axes)
+    if N == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    if M == 0:
+        results = [_deliver_host(workspace, np.empty(shape, dtype=dt), o)
+                   for dt, o in zip(dtypes, outs)]
+    else:
+        kit = kernels.state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
+        fields = segmented.reduce_axes(x, axes, op, kit, grid, workspace, lanes,
+                                       track_index=True)
+        results = [_deliver(workspace, f, dt, shape, o) if want_values or i == 1 else None
+                   for i, (f, dt, o) in enumerate(zip(fields, dtypes, outs))]
+    return tuple(results) if want_values else results[1]
+
+
+# --- results in the input's array library ------------------------------------------
+
+
+def _deliver(workspace: Workspace, arr, dtype, shape, out):
+    """A 1-D device array of results as the user's array of ``dtype`` and ``shape``,
+    or written into ``out``."""
+    dtype = np.dtype(dtype)
+    if workspace.kind == "numpy":
+        host = host_copy(arr, workspace.stream)
+        workspace.stream.synchronize()
+        return _deliver_host(workspace, host.astype(dtype, copy=False).reshape(shape), out)
+    if workspace.kind == "cupy" and not SIMULATOR:
+        import cupy
+
+        result = cupy.asarray(arr).astype(dtype, copy=False).reshape(shape)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+    if out is not None:
+        cast_into(arr, _flat_device(out), workspace.stream)
+        return out
+    if np.dtype(arr.dtype) != dtype:
+        cast = workspace.empty(arr.shape[0], dtype)
+        cast_into(arr, cast, workspace.stream)
+        arr = cast
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(arr._ary.reshape(shape))
+    return to_device_array(arr).reshape(shape)
+
+
+def _deliver_host(workspace: Workspace, host: np.ndarray, out):
+    """A host array of results (empty or constant reductions) as the user's array."""
+    if workspace.kind == "numpy":
+        if out is None:
+            return host[()] if host.ndim == 0 else host
+        np.copyto(out, host, casting="unsafe")  # check_out allowed the cast
+        return out
+    if workspace.kind == "cupy" and not SIMULATOR:
+        import cupy
+
+        if out is None:
+            return cupy.asarray(host)
+        out[...] = cupy.asarray(host)
+        return out
+    if out is None:
+        from numba import cuda
+
+        return cuda.to_device(host, stream=workspace.stream)
+    dst = _flat_device(out)
+    if dst.shape[0]:
+        cast_into(workspace.from_host(host.reshape(-1)), dst, workspace.stream)
+    return out
+
+
+def _flat_device(out):
+    """A C-contiguous device ``out`` as a 1-D view the kernels can write."""
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        if not out._ary.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous for device input")
+        return FakeCUDAArray(out._ary.reshape(-1))
+    buf = buffer(out)
+    if not buf.c_contiguous:
+        raise ValueError("out must be C-contiguous for device input")
+    return buf.with_layout((buf.size,), (buf.dtype.itemsize,))
+
+
+# --- public functions --------------------------------------------------------------
+
+
+def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Sum along ``axis``, as ``np.sum(x, axis, dtype, out, keepdims)``.
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
-    uint64; float16 stays float16 but accumulates in float32). The sum of an empty
-    array is 0.
+    uint64; float16 stays float16 but accumulates in float32), or ``dtype``. The sum
+    of no elements is 0.
 
     Raises:
         TypeError: a dtype outside bool/int/uint/float.
-        ValueError: an unknown strategy, or one that needs a commutative op.
+        ValueError: an unknown strategy, or one that needs a commutative op; a bad
+            ``out``; :class:`~numbakern.axes.AxisError` for a bad ``axis``.
     """
-    return _run(x, _ops.SUM, strategy, dtype, stream, axis)
+    return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
-def prod(x, axis=None, dtype=None, *, strategy=None, stream=None):
-    """Product of all elements, as ``np.prod(x, dtype=dtype)`` (empty: 1).
+def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
+         strategy=None, stream=None, lanes=None):
+    """Product along ``axis``, as ``np.prod`` (no elements: 1).
 
     Integer products wrap on overflow as NumPy's do; float products overflow to inf.
     """
-    return _run(x, _ops.PROD, strategy, dtype, stream, axis)
+    return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
-def max(x, axis=None, *, strategy=None, stream=None):  # noqa: A001
-    """Largest element, as ``np.max(x)``: NaN if any element is NaN.
-
-    Raises:
-        ValueError: for an empty array, as NumPy.
-    """
-    return _run(x, _ops.MAX, strategy, None, stream, axis)
-
-
-def min(x, axis=None, *, strategy=None, stream=None):  # noqa: A001
-    """Smallest element, as ``np.min(x)``: NaN if any element is NaN.
+def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
 
     Raises:
-        ValueError: for an empty array, as NumPy.
+        ValueError: reducing no elements, as NumPy.
     """
-    return _run(x, _ops.MIN, strategy, None, stream, axis)
+    return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
 
 
-def xor_sum(x, axis=None, *, strategy=None, stream=None):
-    """Bitwise XOR of all elements, as ``np.bitwise_xor.reduce(x)`` (empty: 0).
+def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
 
     Raises:
-        TypeError: for float input (bool and integers only).
+        ValueError: reducing no elements, as NumPy.
     """
-    return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis)
+    return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
 
 
-def bitwise_and_sum(x, axis=None, *, strategy=None, stream=None):
-    """Bitwise AND of all elements, as ``np.bitwise_and.reduce(x)`` (empty: all ones).
+def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+            lanes=None):
+    """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
 
     Raises:
         TypeError: for float input (bool and integers only).
     """
-    return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis)
+    return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
-def bitwise_or_sum(x, axis=None, *, strategy=None, stream=None):
-    """Bitwise OR of all elements, as ``np.bitwise_or.reduce(x)`` (empty: 0).
+def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+                    lanes=None):
+    """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
 
     Raises:
         TypeError: for float input (bool and integers only).
     """
-    return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis)
+    return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
 
 
-def reduce(x, op, axis=None, dtype=None, *, strategy=None, stream=None):
-    """Reduce all elements with ``op``: a :class:`numbakern.Op` or a built-in's name.
+def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+                   lanes=None):
+    """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
+
+    Raises:
+        TypeError: for float input (bool and integers only).
+    """
+    return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
+           strategy=None, stream=None, lanes=None):
+    """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
+    built-in's name.
 
     ``dtype`` sets the accumulator and result dtype (default: the op's rule, the
     input's dtype for a user's op). The op's identity fills only lanes that hold no
-    element; an empty input gives the op's ``empty`` result.
+    element; reducing no elements gives the op's ``empty`` result. A non-commutative
+    op combines in C order of the reduced axes.
 
     Example::
 
@@ -135,14 +300,86 @@ def reduce(x, op, axis=None, dtype=None, *, strategy=None, stream=None):
         def absmax(a, b):
             return max(abs(a), abs(b))
 
-        numbakern.reduce(x, absmax)
+        numbakern.reduce(x, absmax, axis=1)
 
     Raises:
         ValueError: an unknown op name, or a strategy that needs a commutative op
             given a non-commutative one.
+        TypeError: a two-field op (use the value-index functions).
     """
-    return _run(x, _ops.get(op), strategy, dtype, stream, axis)
+    return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
+           strategy=None, stream=None, lanes=None):
+    """Index of the largest element along ``axis``, as ``np.argmax``.
+
+    ``axis=None``: the flat index in C order, whatever the memory layout. Among equal
+    values the first (smallest) index wins, or with ``tie_break_left=False`` the last.
+    NaN counts as larger than everything, all NaNs equal: the first NaN's index
+    (NumPy's answer), the last with ``tie_break_left=False``.
+
+    Returns:
+        int64 indices of shape ``x.shape`` without ``axis`` (``keepdims``: with it as
+        length 1); a scalar for ``axis=None``.
+
+    Every strategy gives the exact same indices: the combine is a total order (value,
+    then index), so the order blocks and threads combine in cannot matter.
+
+    Raises:
+        ValueError: reducing an empty axis (NumPy's "attempt to get argmax of an empty
+            sequence"); a bad ``out`` (int64 result, ``same_kind`` casting).
+        AxisError: ``axis`` out of range; TypeError: ``axis`` not an int.
+    """
+    return _arg(x, "max", axis, keepdims, tie_break_left, (None, out), False, strategy,
+                stream, lanes)
+
+
+def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
+           strategy=None, stream=None, lanes=None):
+    """Index of the smallest element along ``axis``, as ``np.argmin``.
+
+    The mirror of :func:`argmax`: ties go to the first index (``tie_break_left``),
+    NaN wins (the first NaN's index), int64 indices, exact for every strategy.
+    """
+    return _arg(x, "min", axis, keepdims, tie_break_left, (None, out), False, strategy,
+                stream, lanes)
+
+
+def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
+                     strategy=None, stream=None, lanes=None):
+    """``(values, indices)``: the largest elements along ``axis`` and where they are.
+
+    ``values`` equals ``np.max(x, axis)`` (NaN where a NaN is present; the input's
+    dtype) and ``indices`` equals ``np.argmax(x, axis)`` (int64), computed in one pass
+    over ``x``; ``tie_break_left`` as in :func:`argmax`. ``out``: ``None`` or a pair
+    ``(values_out, indices_out)`` (either may be ``None``).
+
+    Note: the ``atomic_fold`` strategy's packed words return a maximum of ``-0.0`` as
+    ``0.0`` (``strategies/atomic_fold.py``); indices are exact everywhere.
+
+    Raises:
+        ValueError: reducing an empty axis; a bad ``out``. AxisError: a bad ``axis``.
+    """
+    return _arg(x, "max", axis, keepdims, tie_break_left, _out_pair(out), True, strategy,
+                stream, lanes)
+
+
+def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
+                     strategy=None, stream=None, lanes=None):
+    """``(values, indices)``: the smallest elements along ``axis`` and where they are
+    (the mirror of :func:`max_with_indices`)."""
+    return _arg(x, "min", axis, keepdims, tie_break_left, _out_pair(out), True, strategy,
+                stream, lanes)
+
+
+def _out_pair(out) -> tuple:
+    if out is None:
+        return (None, None)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError("out must be None or a pair (values_out, indices_out)")
+    return tuple(out)
 
 
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
-           "reduce"]
+           "reduce", "argmax", "argmin", "max_with_indices", "min_with_indices"]

@@ -80,3 +80,78 @@ def resolve(spec=None, threads: int | None = None) -> GridStrategy:
 
 __all__ = ["AtomicFold", "SharedTree", "TwoPass", "WarpShuffle", "available", "describe",
            "resolve", "GRID", "BLOCK"]
+
+
+# --- scans ---------------------------------------------------------------------------
+#
+# A scan needs a block strategy with ``build_scan`` and a grid scan strategy:
+#
+# ========================  =====  =======================================================
+# ``warp_shuffle``          block  Kogge-Stone shuffles in each warp, then over the warps
+# ``hillis_steele``         block  Hillis-Steele steps in double-buffered shared memory
+# ``blelloch``              block  work-efficient up-sweep and down-sweep, padded
+# ``reduce_then_scan``      grid   chunk totals, their scan, then carried scans (determ.)
+# ``decoupled_lookback``    grid   one pass; tiles look back at their predecessors' flags
+# ========================  =====  =======================================================
+#
+# Named as for reductions: ``"grid/block"``, a grid name alone (block ``warp_shuffle``)
+# or a block name alone (grid ``decoupled_lookback``, the default).
+
+from numbakern.scan_tiles import ScanGrid  # noqa: E402
+
+from .blelloch import Blelloch  # noqa: E402
+from .decoupled_lookback import DecoupledLookback  # noqa: E402
+from .hillis_steele import HillisSteele  # noqa: E402
+from .reduce_then_scan import ReduceThenScan  # noqa: E402
+
+SCAN_GRID = {cls.name: cls for cls in (DecoupledLookback, ReduceThenScan)}
+SCAN_BLOCK = {cls.name: cls for cls in (WarpShuffle, HillisSteele, Blelloch)}
+
+
+def available_scans() -> list[str]:
+    """Every scan ``"grid/block"`` name, e.g. ``["decoupled_lookback/warp_shuffle", ...]``."""
+    return [f"{g}/{b}" for g in SCAN_GRID for b in SCAN_BLOCK]
+
+
+def resolve_scan(spec=None, threads: int | None = None) -> ScanGrid:
+    """Turn a scan strategy spec into a :class:`~numbakern.scan_tiles.ScanGrid`.
+
+    Args:
+        spec: ``None`` (``decoupled_lookback/warp_shuffle``), a scan grid strategy, a
+            block strategy with a block scan (run under ``decoupled_lookback``), or a
+            name as above.
+        threads: threads per block when ``spec`` is a name or ``None``.
+
+    Raises:
+        ValueError: an unknown name, or a reduction-only one (the message lists the
+            scan strategies).
+        TypeError: anything else, or a block strategy with no block scan.
+    """
+    if isinstance(spec, ScanGrid):
+        return spec
+    if isinstance(spec, BlockStrategy):
+        return DecoupledLookback(block=spec)
+    if spec is None:
+        return DecoupledLookback(block=WarpShuffle(threads))
+    if isinstance(spec, GridStrategy):
+        raise TypeError(f"{spec!r} is a reduction strategy; scans take one of "
+                        f"{', '.join(available_scans())}")
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"strategy must be a name such as 'decoupled_lookback/warp_shuffle', a scan "
+            f"grid strategy or a block strategy, got {spec!r}"
+        )
+    grid_name, _, block_name = spec.partition("/")
+    if not block_name and grid_name in SCAN_BLOCK:
+        grid_name, block_name = "decoupled_lookback", grid_name
+    block_name = block_name or "warp_shuffle"
+    if grid_name not in SCAN_GRID or block_name not in SCAN_BLOCK:
+        raise ValueError(
+            f"unknown scan strategy {spec!r}; known: {', '.join(available_scans())} (or a "
+            f"grid name {sorted(SCAN_GRID)} or a block name {sorted(SCAN_BLOCK)} alone)"
+        )
+    return SCAN_GRID[grid_name](block=SCAN_BLOCK[block_name](threads))
+
+
+__all__ += ["Blelloch", "DecoupledLookback", "HillisSteele", "ReduceThenScan", "SCAN_BLOCK",
+            "SCAN_GRID", "available_scans", "resolve_scan"]

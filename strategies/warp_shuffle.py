@@ -74,6 +74,60 @@ class WarpShuffle(BlockStrategy):
 
         return block_reduce
 
+    # --- block scan ----------------------------------------------------------------
+    # The same warp-first shape serves a *scan* (CUB's ``BLOCK_SCAN_WARP_SCANS``):
+    #
+    # 1. **Warp scan.** Kogge-Stone inside each warp: at step k every lane reads the lane
+    #    ``2**k`` *below* it (``shfl_up_sync``) and, if that lane exists, combines
+    #    ``theirs (+) mine``. After 5 steps lane ``l`` holds lanes ``0..l`` combined, in
+    #    order. Lanes below the offset combine nothing: no identity is folded in.
+    # 2. **Exchange.** The last lane of each warp writes its warp's total to shared memory;
+    #    one ``__syncthreads()``.
+    # 3. **Scan of the warp totals.** Every warp reads all the totals and scans them with
+    #    the same 5 steps (redundantly, which saves a second barrier); warp ``w`` then
+    #    takes the prefix of warps ``0..w-1`` from lane ``w-1`` and puts it in front of
+    #    its own lanes' prefixes.
+    #
+    # Cost: 5 + 5 shuffle steps and 2 broadcasts per thread, one barrier, ``threads / 32``
+    # slots. The temp storage is reused by the next call: callers put a barrier between
+    # two calls (CUB's rule for TempStorage).
+    def build_scan(self, kit):
+        """Device function ``block_scan(s, t0, t1) -> (inclusive, exclusive, total)``.
+
+        ``inclusive``: this thread's state combined after those of threads ``0..tid-1``;
+        ``exclusive``: those of threads ``0..tid-1`` only (the identity in thread 0, which
+        callers must not combine); ``total``: the whole block's. All three are valid in
+        every thread, in thread order (any associative op). Every thread must call it;
+        a barrier must separate two calls that share ``t0``/``t1``.
+        """
+        warp_scan = build_warp_scan(kit)
+        combine, identity = kit.combine, kit.identity
+        shfl_up, shfl_idx, store, load = kit.shfl_up, kit.shfl_idx, kit.store, kit.load
+        warps = self.warps
+
+        @cuda.jit(device=True)
+        def block_scan(s, t0, t1):
+            tid = cuda.threadIdx.x
+            lane = tid % WARP
+            warp = tid // WARP
+            inc = warp_scan(s)  # phase 1
+            exc = shfl_up(inc, 1)  # lane l-1's prefix (lane 0: its own, replaced below)
+            if lane == WARP - 1:  # phase 2
+                store(t0, t1, warp, inc)
+            cuda.syncthreads()
+            w = load(t0, t1, lane) if lane < warps else identity()  # phase 3
+            w = warp_scan(w)
+            total = shfl_idx(w, warps - 1)
+            before = shfl_idx(w, warp - 1)  # warps 0..warp-1; meaningless in warp 0
+            if warp > 0:
+                exc = before if lane == 0 else combine(before, exc)
+                inc = combine(before, inc)
+            elif lane == 0:
+                exc = identity()
+            return inc, exc, total
+
+        return block_scan
+
 
 def build_warp_reduce(kit):
     """Device function ``warp_reduce(s) -> state``: the 5-step shuffle tree.
@@ -92,3 +146,26 @@ def build_warp_reduce(kit):
         return s
 
     return warp_reduce
+
+
+def build_warp_scan(kit):
+    """Device function ``warp_scan(s) -> state``: Kogge-Stone inclusive warp scan.
+
+    Every lane of the warp must call it; lane ``l`` gets lanes ``0..l`` combined in
+    lane order (5 ``shfl_up_sync`` steps; lanes below the offset skip the combine, so
+    the identity is never folded in).
+    """
+    combine, shfl_up = kit.combine, kit.shfl_up
+
+    @cuda.jit(device=True)
+    def warp_scan(s):
+        lane = cuda.threadIdx.x % WARP
+        offset = 1
+        while offset < WARP:
+            other = shfl_up(s, offset)
+            if lane >= offset:
+                s = combine(other, s)
+            offset *= 2
+        return s
+
+    return warp_scan

@@ -279,3 +279,15 @@ def test_strategies_describe_themselves():
         assert info["needs_commutative"] == (name != "two_pass/warp_shuffle")
         cost = s.cost(1 << 20, 4, 4, blocks=8)
         assert cost.bytes_read >= 4 << 20 and cost.launches in (1, 2)
+
+
+def test_device_buffer_strides_from_interface():
+    """A C-contiguous array may omit strides from __cuda_array_interface__."""
+    from numbakern.launch import buffer
+
+    class Fake:
+        __cuda_array_interface__ = {"shape": (3, 4), "typestr": "<f4", "data": (4096, False),
+                                    "version": 3, "strides": None}
+
+    b = buffer(Fake())
+    assert b.strides == (16, 4) and b.c_contiguous and b.size == 12

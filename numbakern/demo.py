@@ -1,0 +1,181 @@
+"""``numbakern demo``: every operation, every strategy, checked on real-shaped input.
+
+The demo is a table of *cases*: one operation on one input. Three kinds of input:
+
+* the seed chapters' worked example, ``[3, 1, 4, 1, 5]``: its sum is 14 and its
+  cumsum ``[3, 4, 8, 9, 14]`` (the chapters' own answers are checked as well as
+  NumPy's);
+* the fused-softmax tutorial's 1823 x 781 float32 input (normal values), checked
+  with ``allclose``'s default tolerance as the tutorial does;
+* a language model's batch of logits, 8192 x 50257 float32 (GPT-2's vocabulary):
+  the softmax and the greedy next token (argmax) of every row, and whole-array
+  reductions.
+
+Under the simulator, which runs each CUDA thread as an OS thread, the large inputs
+are cut to their first rows (``quick``: fewer still) so the demo ends in about a
+minute; the table says which shapes ran. An operation numbakern does not have yet is
+listed as not available instead of run. Every result is checked against NumPy
+(float64) by :mod:`numbakern.compare`; on a GPU each is also timed beside CuPy and
+PyTorch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .compare import OPERATIONS, Row, installed_peers, on_gpu, run_one, to_device
+
+WORKED = np.array([3, 1, 4, 1, 5])
+TUTORIAL = (1823, 781)
+LOGITS = (8192, 50257)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One operation on one input.
+
+    Attributes:
+        op: a key of :data:`numbakern.compare.OPERATIONS`.
+        input: what the input is, in words.
+        make: ``make(quick) -> np.ndarray``: the input (cut down under the simulator).
+        kw: keyword arguments of the call and of the reference (``axis``).
+        expect: the answer a seed document states, checked beside NumPy's.
+    """
+
+    op: str
+    input: str
+    make: Callable[[bool], np.ndarray]
+    kw: dict = field(default_factory=dict)
+    expect: Any = None
+
+
+def _worked(quick: bool) -> np.ndarray:
+    return WORKED.copy()
+
+
+def _rows(shape, simulator_rows, quick_rows, quick_cols=None, scale=1.0, seed=0):
+    """An input of ``shape`` on a GPU; its first rows (and columns) under the simulator."""
+
+    def make(quick: bool) -> np.ndarray:
+        rows, cols = shape
+        if not on_gpu():
+            rows = quick_rows if quick else simulator_rows
+            cols = (quick_cols or cols) if quick else cols
+        rng = np.random.default_rng(seed)
+        return scale * rng.standard_normal((rows, cols), dtype=np.float32)
+
+    return make
+
+
+_tutorial = _rows(TUTORIAL, simulator_rows=16, quick_rows=2)
+_logits = _rows(LOGITS, simulator_rows=2, quick_rows=1, quick_cols=4096, scale=3.0, seed=1)
+
+CASES = [
+    Case("sum", "worked example [3, 1, 4, 1, 5]", _worked, expect=14),
+    Case("cumsum", "worked example [3, 1, 4, 1, 5]", _worked, expect=[3, 4, 8, 9, 14]),
+    Case("max", "worked example [3, 1, 4, 1, 5]", _worked, expect=5),
+    Case("argmax", "worked example [3, 1, 4, 1, 5]", _worked, expect=4),
+    Case("softmax", "fused-softmax tutorial 1823 x 781, rows", _tutorial, {"axis": -1}),
+    Case("softmax", "LM logits 8192 x 50257, rows", _logits, {"axis": -1}),
+    Case("argmax", "LM logits 8192 x 50257, greedy token per row", _logits, {"axis": -1}),
+    Case("cumsum", "LM logits 8192 x 50257, rows", _logits, {"axis": -1}),
+    Case("sum", "LM logits 8192 x 50257, all", _logits),
+    Case("max", "LM logits 8192 x 50257, all", _logits),
+]
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    shape: tuple
+    rows: list  # of compare.Row
+
+
+def run(quick: bool = False, repeat: int = 10,
+        advance: Callable[[str], None] = lambda label: None) -> tuple[list, list]:
+    """Run every available case with every strategy (and, on a GPU, every peer).
+
+    Returns ``(results, unavailable)``: a :class:`CaseResult` per case run, and the
+    names of the operations numbakern does not have yet.
+    """
+    results, unavailable = [], []
+    inputs: dict = {}
+    for case in CASES:
+        op = OPERATIONS[case.op]
+        if not op.available:
+            if case.op not in unavailable:
+                unavailable.append(case.op)
+            continue
+        key = (case.make, quick)
+        if key not in inputs:
+            x = case.make(quick)
+            inputs[key] = (x, to_device(x))
+        x, x_dev = inputs[key]
+        ref, dtype = op.expected(x, case.kw)
+        rows = []
+        for variant in op.variants():
+            advance(f"{case.op} · {case.input} · {variant.label}")
+            row = run_one(op, variant, x, x_dev, case.kw, ref, dtype, on_gpu(), repeat)
+            rows.append(_with_expectation(row, case))
+        for peer in installed_peers():
+            if peer in op.peers:
+                advance(f"{case.op} · {case.input} · {peer}")
+                rows.append(run_one(op, None, x, x_dev, case.kw, ref, dtype, True, repeat,
+                                    peer=peer))
+        results.append(CaseResult(case, x.shape, rows))
+    return results, unavailable
+
+
+def _with_expectation(row: Row, case: Case) -> Row:
+    """Also hold the result to the answer the seed document states."""
+    if case.expect is not None and row.ok and not np.array_equal(row.value, case.expect):
+        row.ok, row.note = False, f"the chapter says {case.expect}"
+    return row
+
+
+def steps() -> int:
+    """How many runs :func:`run` will make (for a progress bar)."""
+    total = 0
+    for case in CASES:
+        op = OPERATIONS[case.op]
+        if op.available:
+            total += len(op.variants()) + sum(p in op.peers for p in installed_peers())
+    return total
+
+
+def failed(results) -> list[tuple]:
+    """``(case, row)`` of every wrong result."""
+    return [(r.case, row) for r in results for row in r.rows if row.ok is False]
+
+
+def table(results, timed: bool):
+    """The demo's ``rich`` table: a section per case, a row per strategy and peer."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .compare import _error_text, _time_text, _verdict, gbps_text
+
+    t = Table(title="numbakern demo: every operation, every strategy, checked against NumPy")
+    for col, just in (("input", "left"), ("op", "left"), ("strategy", "left"),
+                      ("result", "right"), ("max |error|", "right"), ("check", "left")):
+        t.add_column(col, justify=just)
+    if timed:
+        t.add_column("time", justify="right")
+        t.add_column("GB/s", justify="right")
+    for r in results:
+        shape = "x".join(map(str, r.shape))
+        for i, row in enumerate(r.rows):
+            peer = row.provider != "numbakern"
+            cells = [f"{r.case.input}\n[dim]ran: {shape}[/dim]" if i == 0 else "",
+                     r.case.op if i == 0 else "",
+                     f"[dim]{row.strategy} (peer)[/dim]" if peer else row.strategy,
+                     escape(row.result), _error_text(row), _verdict(row)]
+            if timed:
+                cells += ["" if row.seconds is None else _time_text(row.seconds),
+                          "" if row.gbps is None else gbps_text(row.gbps)]
+            t.add_row(*cells)
+        t.add_section()
+    return t

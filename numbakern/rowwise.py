@@ -1,0 +1,572 @@
+"""Row-wise kernels: softmax, log-softmax and their backward passes.
+
+Every kernel here takes 3-D views ``(outer, inner, n)``: a row is ``x[o, i, :]``, its
+``n`` elements at any stride, so any axis of any array reaches the kernel without a
+copy (``numbakern/softmax.py`` builds the views). A *group* of threads owns a row at a
+time and loops over rows grid-strided:
+
+* ``layout="block"``: the group is the whole block; the row's maximum and sum are
+  block reduces built by the caller's block strategies (``build_reduce`` with
+  numbakern's ``MAX`` and ``SUM`` ops, or the online ``(max, sum)`` op), and thread 0
+  hands the result to the block through shared memory.
+* ``layout="warp"``: the group is one warp, ``threads / 32`` rows per block, for short
+  rows; the reduce is the warp-shuffle tree of ``strategies/warp_shuffle.py`` and
+  lane 0's result is shuffled to every lane. No barrier, no shared memory.
+
+How the row is read is the other choice (``per_thread``):
+
+* **fused** (``per_thread = K > 0``): each thread loads its ``K`` elements of the row
+  (``lane, lane + G, ..., lane + (K-1)G`` for a group of ``G`` threads: every warp
+  load is coalesced) into registers once, reduces, and writes: one read and one
+  write of device memory, the least a softmax can move. ``K`` is a compile-time
+  constant, so the loops unroll and the row never leaves registers.
+* **tiled** (``per_thread = 0``): rows of any length. Each pass over the row loops
+  in tiles of ``UNROLL * G`` elements, ``UNROLL`` loads in flight per thread. A
+  forward pass reads the row three times (maximum, sum, write) with
+  ``"max_then_sum"`` and twice with ``"online"``: the online normalizer of
+  ``strategies/online_softmax.py`` computes maximum and sum in one pass.
+
+Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
+float16 loads widen to float32 and results narrow back; the maximum is always
+subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for
+nearby values even at ``x = 1e7`` in float32, and the small ``log(sum)`` comes last;
+NaN-propagating maxima. A row holding NaN or +inf, or nothing but -inf, has no finite
+normalizer and gives NaN throughout, as PyTorch does (``exp(x - max)`` with max
++-inf is ``exp(nan)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, from_dtype, int64
+
+from . import kernels
+from .launch import SIMULATOR
+from .ops import MAX, SUM
+from .strategies.online_softmax import ONLINE_SOFTMAX
+from .strategies.warp_shuffle import build_warp_reduce
+from .strategy import BlockStrategy
+
+WARP = 32
+UNROLL = 4  # loads in flight per thread in a tiled pass
+REGISTER_FILE = 65536  # 32-bit registers per multiprocessor (sm_70 to sm_100)
+MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
+
+FORWARD = ("softmax", "log_softmax")
+BACKWARD = ("softmax_backward", "log_softmax_backward")
+NORMALIZERS = ("max_then_sum", "online")
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float16 computes in float32; float32 and float64 in themselves."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """Everything a row kernel is specialised on (its cache key, with the device).
+
+    Attributes:
+        kind: one of :data:`FORWARD` or :data:`BACKWARD`.
+        normalizer: ``"max_then_sum"`` or ``"online"`` (forward); ``None`` (backward).
+        layout: ``"block"`` or ``"warp"``.
+        threads: threads per block.
+        per_thread: elements each thread holds in registers (fused), or 0 (tiled).
+        max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
+        sum_block: the block strategy of the sum, or of the online pair.
+        dtype: the input and output dtype (its name).
+    """
+
+    kind: str
+    normalizer: str | None
+    layout: str
+    threads: int
+    per_thread: int
+    max_block: BlockStrategy | None
+    sum_block: BlockStrategy
+    dtype: str
+
+    @property
+    def group(self) -> int:
+        """Threads that share one row."""
+        return WARP if self.layout == "warp" else self.threads
+
+    @property
+    def rows_per_block(self) -> int:
+        return self.threads // self.group
+
+    @property
+    def fused(self) -> bool:
+        return self.per_thread > 0
+
+    @property
+    def words(self) -> int:
+        """32-bit registers per element held: values per element times their width."""
+        return ((2 if self.dtype == "float64" else 1)
+                * (2 if self.kind in BACKWARD else 1))
+
+    @property
+    def registers(self) -> int:
+        """Registers per thread the kernel needs, fitted to ptxas for sm_90 (no spills).
+
+        A fused kernel keeps each element's value and address live from its load to
+        its store (about 3 registers an element, float64 and float16 conversions a few
+        more on top); a tiled one holds a tile of ``UNROLL``.
+        """
+        if not self.fused:
+            return 96 if self.dtype == "float64" else 64
+        base = 32 + {"float64": 16, "float16": 8}.get(self.dtype, 0)
+        base += 8 if self.kind in BACKWARD else 0
+        return base + 3 * self.per_thread * self.words
+
+    @property
+    def fits(self) -> bool:
+        """Whether the registers fit ``threads`` per block (and ``MAX_REGISTERS``)."""
+        return self.registers <= min(MAX_REGISTERS, REGISTER_FILE // self.threads)
+
+    @property
+    def launch_bounds(self) -> tuple[int, int]:
+        """``(threads, blocks per multiprocessor)`` for ptxas: as many blocks as the
+        register estimate allows, so it neither spills nor overspends registers."""
+        blocks = REGISTER_FILE // (self.threads * self.registers)
+        return self.threads, max(1, min(blocks, 2048 // self.threads))
+
+    @property
+    def key(self) -> tuple:
+        blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
+        return ("rowwise", self.kind, self.normalizer, self.layout, self.threads,
+                self.per_thread, blocks, self.dtype)
+
+
+def kernel_for(plan: RowPlan):
+    """The compiled kernel for ``plan`` (built once per plan and device)."""
+    build = _forward_kernel if plan.kind in FORWARD else _backward_kernel
+    return kernels.cached(plan.key + (kernels.device_key(),), lambda: build(plan))
+
+
+# --- a reduce that every thread of the group sees ------------------------------------
+
+
+def _allreduce(plan: RowPlan, block: BlockStrategy, op):
+    """Device function ``allreduce(s, t0, t1, b0, b1) -> state``, valid in every thread
+    of the group.
+
+    ``t0``/``t1``: the block strategy's temp storage; ``b0``/``b1``: one slot per field
+    through which thread 0 broadcasts (both unused by the warp layout).
+    """
+    tc = compute_dtype(plan.dtype)
+    kit = kernels.state_kit(op, (tc,) * op.fields)
+    if plan.layout == "warp":
+        warp_reduce, shfl_idx = build_warp_reduce(kit), kit.shfl_idx
+
+        @cuda.jit(device=True)
+        def allreduce(s, t0, t1, b0, b1):
+            return shfl_idx(warp_reduce(s), 0)  # lane 0 holds the result
+
+        return allreduce
+    block_reduce, store, load = block.build_reduce(kit), kit.store, kit.load
+
+    @cuda.jit(device=True)
+    def allreduce(s, t0, t1, b0, b1):
+        s = block_reduce(s, t0, t1)
+        if cuda.threadIdx.x == 0:
+            store(b0, b1, 0, s)
+        # One barrier: the broadcast is visible, and no thread reaches this reduce's
+        # temp storage again (next row) before every thread has passed it.
+        cuda.syncthreads()
+        return load(b0, b1, 0)
+
+    return allreduce
+
+
+def _slots(plan: RowPlan, block: BlockStrategy | None, fields: int) -> tuple[int, int]:
+    """Shared-memory slots for one reduce's two temp arrays (1 where unused)."""
+    if block is None or plan.layout == "warp":
+        return 1, 1
+    slots = block.temp_slots()
+    return slots, (slots if fields == 2 else 1)
+
+
+def _numba_types(plan: RowPlan):
+    tc = compute_dtype(plan.dtype)
+    return from_dtype(tc), from_dtype(np.dtype(plan.dtype)), tc.type
+
+
+def _jit_kernel(plan: RowPlan):
+    """``cuda.jit`` for a kernel: launch bounds on a GPU, nothing under the simulator.
+
+    The bounds (:attr:`RowPlan.launch_bounds`) promise ``threads`` per block, so a
+    launch never runs out of registers.
+    """
+    if SIMULATOR:
+        return cuda.jit
+    return cuda.jit(launch_bounds=plan.launch_bounds)
+
+
+# --- forward: the row's (max, sum) --------------------------------------------------
+
+
+def _fused_stats(plan: RowPlan, keep_exp: bool):
+    """Device function ``stats(v, lane, n, sh) -> (max, sum, ref)`` over the ``K``
+    values ``v`` this thread holds (-inf past the row's end).
+
+    With ``keep_exp``, ``v[k]`` is overwritten by ``exp(v[k] - ref)`` (``ref``: the
+    row's maximum, or this thread's own with ``"online"``) so the write phase needs
+    no second ``exp``. ``sh``: the kernel's 8 shared arrays (two reduces' worth).
+    """
+    tc_t, _, tc = _numba_types(plan)
+    K, G = plan.per_thread, plan.group
+    NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
+    vmax = MAX.device_combine()
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, ONLINE_SOFTMAX)
+
+        @cuda.jit(device=True)
+        def stats(v, lane, n, sh):
+            m = v[0]
+            for k in range(1, K):
+                m = vmax(m, v[k])
+            s = ZERO
+            if m == NEG:  # only -inf here: each counts exp(0) = 1 at max -inf
+                for k in range(K):
+                    if lane + k * G < n:
+                        s += ONE
+                    if keep_exp:
+                        v[k] = ZERO
+            else:
+                for k in range(K):
+                    e = tc_t(math.exp(v[k] - m))
+                    if keep_exp:
+                        v[k] = e
+                    s += e
+            r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1], m
+
+        return stats
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+
+    @cuda.jit(device=True)
+    def stats(v, lane, n, sh):
+        m = v[0]
+        for k in range(1, K):
+            m = vmax(m, v[k])
+        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
+        s = ZERO
+        for k in range(K):
+            e = tc_t(math.exp(v[k] - m))
+            if keep_exp:
+                v[k] = e
+            s += e
+        s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+        return m, s, m
+
+    return stats
+
+
+def _tiled_stats(plan: RowPlan):
+    """Device function ``stats(xr, lane, n, sh) -> (max, sum, max)`` reading the row
+    ``xr`` in tiles: two passes (``"max_then_sum"``) or one (``"online"``)."""
+    tc_t, _, tc = _numba_types(plan)
+    G = plan.group
+    NEG, ZERO = tc(-np.inf), tc(0)
+    vmax = MAX.device_combine()
+    load = _masked_loader(tc_t, NEG)
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, ONLINE_SOFTMAX)
+
+        @cuda.jit(device=True)
+        def stats(xr, lane, n, sh):
+            m, s = NEG, ZERO
+            c = lane
+            while c < n:
+                x0, x1 = load(xr, c, n), load(xr, c + G, n)
+                x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+                mt = vmax(m, vmax(vmax(x0, x1), vmax(x2, x3)))
+                if mt == NEG:  # nothing but -inf so far: count them, never exp(-inf + inf)
+                    s += tc_t((c < n) + (c + G < n) + (c + 2 * G < n) + (c + 3 * G < n))
+                else:  # one rescale per tile, one exp per element
+                    if mt != m:
+                        s *= tc_t(math.exp(m - mt))
+                    s += tc_t(math.exp(x0 - mt)) + tc_t(math.exp(x1 - mt))
+                    s += tc_t(math.exp(x2 - mt)) + tc_t(math.exp(x3 - mt))
+                m = mt
+                c += UNROLL * G
+            r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1], r[0]
+
+        return stats
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+
+    @cuda.jit(device=True)
+    def stats(xr, lane, n, sh):
+        m = NEG
+        c = lane
+        while c < n:
+            x0, x1 = load(xr, c, n), load(xr, c + G, n)
+            x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+            m = vmax(m, vmax(vmax(x0, x1), vmax(x2, x3)))
+            c += UNROLL * G
+        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
+        s = ZERO
+        c = lane
+        while c < n:
+            x0, x1 = load(xr, c, n), load(xr, c + G, n)
+            x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+            s += tc_t(math.exp(x0 - m)) + tc_t(math.exp(x1 - m))
+            s += tc_t(math.exp(x2 - m)) + tc_t(math.exp(x3 - m))
+            c += UNROLL * G
+        s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+        return m, s, m
+
+    return stats
+
+
+def _masked_loader(tc_t, fill):
+    @cuda.jit(device=True)
+    def load(xr, c, n):
+        return tc_t(xr[c]) if c < n else fill
+
+    return load
+
+
+# --- forward: from (max, sum) to the output ------------------------------------------
+
+
+def _finisher(plan: RowPlan):
+    """``prepare(max, sum, ref) -> (a, b)`` once per row and ``finish(v, a, b)`` per
+    element, ``v`` being what the thread holds: ``exp(x - ref)`` (fused softmax) or
+    ``x`` (tiled softmax, log-softmax)."""
+    tc_t, _, tc = _numba_types(plan)
+    ONE = tc(1)
+    if plan.kind == "log_softmax":
+
+        @cuda.jit(device=True)
+        def prepare(m, s, ref):
+            return m, tc_t(math.log(s))
+
+        @cuda.jit(device=True)
+        def finish(v, a, b):
+            return (v - a) - b  # x - max first: exact for nearby values; log(sum) last
+
+        return prepare, finish
+    if plan.fused:
+
+        @cuda.jit(device=True)
+        def prepare(m, s, ref):
+            # exp(ref - max) is 1 unless ref is a thread's own maximum ("online"); it
+            # is exp(nan) = nan when the row's max is +-inf: the documented NaN rows.
+            return tc_t(math.exp(ref - m)) / s, ONE
+
+        @cuda.jit(device=True)
+        def finish(v, a, b):
+            return v * a
+
+        return prepare, finish
+
+    @cuda.jit(device=True)
+    def prepare(m, s, ref):
+        return m, ONE / s
+
+    @cuda.jit(device=True)
+    def finish(v, a, b):
+        return tc_t(math.exp(v - a)) * b
+
+    return prepare, finish
+
+
+def _forward_kernel(plan: RowPlan):
+    """``kernel(x, y)`` over 3-D views: softmax or log-softmax of every row."""
+    tc_t, out_t, tc = _numba_types(plan)
+    K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
+    NEG = tc(-np.inf)
+    fields_a = 2 if plan.normalizer == "online" else 1
+    a0, a1 = _slots(plan, plan.sum_block if fields_a == 2 else plan.max_block, fields_a)
+    b0, b1 = _slots(plan, None if fields_a == 2 else plan.sum_block, 1)
+    prepare, finish = _finisher(plan)
+    jit = _jit_kernel(plan)
+    load = _masked_loader(tc_t, NEG)
+
+    if plan.fused:
+        stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+
+        @jit
+        def fused_forward(x, y):
+            # Each shared array on its own line: the simulator keys them by line.
+            sh = (cuda.shared.array(a0, tc_t),
+                  cuda.shared.array(a1, tc_t),
+                  cuda.shared.array(1, tc_t),
+                  cuda.shared.array(1, tc_t),
+                  cuda.shared.array(b0, tc_t),
+                  cuda.shared.array(b1, tc_t),
+                  cuda.shared.array(1, tc_t),
+                  cuda.shared.array(1, tc_t))
+            v = cuda.local.array(K, tc_t)
+            lane = cuda.threadIdx.x % G
+            inner, n = x.shape[1], x.shape[2]
+            rows = x.shape[0] * inner
+            row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+            while row < rows:  # the same for every thread of a group
+                o = row // inner
+                xr, yr = x[o, row - o * inner], y[o, row - o * inner]
+                for k in range(K):  # K loads in flight, then nothing but registers
+                    v[k] = load(xr, lane + k * G, n)
+                m, s, ref = stats(v, lane, n, sh)
+                a, b = prepare(m, s, ref)
+                for k in range(K):
+                    c = lane + k * G
+                    if c < n:
+                        yr[c] = out_t(finish(v[k], a, b))
+                row += int64(cuda.gridDim.x) * RPB
+
+        return fused_forward
+
+    stats = _tiled_stats(plan)
+
+    @jit
+    def tiled_forward(x, y):
+        sh = (cuda.shared.array(a0, tc_t),
+              cuda.shared.array(a1, tc_t),
+              cuda.shared.array(1, tc_t),
+              cuda.shared.array(1, tc_t),
+              cuda.shared.array(b0, tc_t),
+              cuda.shared.array(b1, tc_t),
+              cuda.shared.array(1, tc_t),
+              cuda.shared.array(1, tc_t))
+        lane = cuda.threadIdx.x % G
+        inner, n = x.shape[1], x.shape[2]
+        rows = x.shape[0] * inner
+        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+        while row < rows:
+            o = row // inner
+            xr, yr = x[o, row - o * inner], y[o, row - o * inner]
+            m, s, ref = stats(xr, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            c = lane
+            while c < n:  # all loads of a tile before its stores: y may alias x
+                x0, x1 = load(xr, c, n), load(xr, c + G, n)
+                x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+                yr[c] = out_t(finish(x0, a, b))
+                if c + G < n:
+                    yr[c + G] = out_t(finish(x1, a, b))
+                if c + 2 * G < n:
+                    yr[c + 2 * G] = out_t(finish(x2, a, b))
+                if c + 3 * G < n:
+                    yr[c + 3 * G] = out_t(finish(x3, a, b))
+                c += UNROLL * G
+            row += int64(cuda.gridDim.x) * RPB
+
+    return tiled_forward
+
+
+# --- backward -------------------------------------------------------------------------
+
+
+def _gradient(plan: RowPlan):
+    """``term(y, dy)`` summed over the row, and ``grad(y, dy, total) -> dx``."""
+    tc_t, _, _ = _numba_types(plan)
+    if plan.kind == "softmax_backward":
+
+        @cuda.jit(device=True)
+        def term(y, dy):
+            return y * dy
+
+        @cuda.jit(device=True)
+        def grad(y, dy, total):
+            return y * (dy - total)  # dx = y * (dy - sum(y * dy))
+
+        return term, grad
+
+    @cuda.jit(device=True)
+    def term(y, dy):
+        return dy
+
+    @cuda.jit(device=True)
+    def grad(y, dy, total):
+        return dy - tc_t(math.exp(y)) * total  # y = log_softmax(x): softmax = exp(y)
+
+    return term, grad
+
+
+def _backward_kernel(plan: RowPlan):
+    """``kernel(y, dy, dx)`` over 3-D views: one sum per row, then ``dx``."""
+    tc_t, out_t, tc = _numba_types(plan)
+    K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
+    ZERO = tc(0)
+    s0, s1 = _slots(plan, plan.sum_block, 1)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+    term, grad = _gradient(plan)
+    jit = _jit_kernel(plan)
+    load = _masked_loader(tc_t, ZERO)
+
+    if plan.fused:
+
+        @jit
+        def fused_backward(y, dy, dx):
+            t0 = cuda.shared.array(s0, tc_t)
+            t1 = cuda.shared.array(s1, tc_t)
+            b0 = cuda.shared.array(1, tc_t)
+            b1 = cuda.shared.array(1, tc_t)
+            vy = cuda.local.array(K, tc_t)
+            vd = cuda.local.array(K, tc_t)
+            lane = cuda.threadIdx.x % G
+            inner, n = y.shape[1], y.shape[2]
+            rows = y.shape[0] * inner
+            row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+            while row < rows:
+                o = row // inner
+                i = row - o * inner
+                yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+                total = ZERO
+                for k in range(K):
+                    vy[k] = load(yr, lane + k * G, n)
+                    vd[k] = load(dyr, lane + k * G, n)
+                    total += term(vy[k], vd[k])
+                total = red_sum((total,), t0, t1, b0, b1)[0]
+                for k in range(K):
+                    c = lane + k * G
+                    if c < n:
+                        dxr[c] = out_t(grad(vy[k], vd[k], total))
+                row += int64(cuda.gridDim.x) * RPB
+
+        return fused_backward
+
+    @jit
+    def tiled_backward(y, dy, dx):
+        t0 = cuda.shared.array(s0, tc_t)
+        t1 = cuda.shared.array(s1, tc_t)
+        b0 = cuda.shared.array(1, tc_t)
+        b1 = cuda.shared.array(1, tc_t)
+        lane = cuda.threadIdx.x % G
+        inner, n = y.shape[1], y.shape[2]
+        rows = y.shape[0] * inner
+        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+        while row < rows:
+            o = row // inner
+            i = row - o * inner
+            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+            total = ZERO
+            c = lane
+            while c < n:
+                total += term(load(yr, c, n), load(dyr, c, n))
+                total += term(load(yr, c + G, n), load(dyr, c + G, n))
+                total += term(load(yr, c + 2 * G, n), load(dyr, c + 2 * G, n))
+                total += term(load(yr, c + 3 * G, n), load(dyr, c + 3 * G, n))
+                c += UNROLL * G
+            total = red_sum((total,), t0, t1, b0, b1)[0]
+            c = lane
+            while c < n:  # loads of a pair of elements before their stores: dx may alias
+                y0, d0 = load(yr, c, n), load(dyr, c, n)
+                y1, d1 = load(yr, c + G, n), load(dyr, c + G, n)
+                dxr[c] = out_t(grad(y0, d0, total))
+                if c + G < n:
+                    dxr[c + G] = out_t(grad(y1, d1, total))
+                c += 2 * G
+            row += int64(cuda.gridDim.x) * RPB
+
+    return tiled_backward

@@ -1,0 +1,401 @@
+"""Scan tiles: the unit of work that both grid scans share, and the scan job.
+
+A scan of ``segments`` independent sequences of length ``n`` (the rows of an axis
+scan; one sequence for ``axis=None``) is cut into **tiles** of
+``TILE = threads * items`` consecutive elements of one segment. A block scans a tile
+in six phases (CUB's ``BlockLoad`` / ``BlockScan`` / ``BlockStore`` with
+``BLOCK_LOAD_TRANSPOSE``):
+
+1. **Load, striped.** Item ``k`` of thread ``t`` is element ``start + k*threads + t``:
+   each warp load reads 32 neighbours (coalesced), and all ``items`` loads are issued
+   before any is used, so a thread has ``items`` loads in flight.
+2. **Transpose** through shared memory to the *blocked* arrangement: thread ``t`` then
+   holds elements ``start + t*items + k``, ``k = 0..items-1``, in element order. One
+   padding slot every 32 (slot ``i + i // 32``) keeps the strided reads free of bank
+   conflicts.
+3. **Thread scan.** Each thread scans its own items sequentially, in registers.
+4. **Block scan** of the thread totals: the block strategy's ``build_scan``, which
+   gives each thread the combine of the threads before it (its *exclusive* prefix).
+5. **Carry in.** The grid strategy supplies the combine of everything before the
+   tile (reduce-then-scan: from a scan of chunk totals; decoupled look-back: from the
+   tiles before it).
+6. **Output**: carry, thread prefix and item prefix combined, transposed back through
+   shared memory and stored striped (coalesced again).
+
+The identity only fills the items past the end of a segment; no output ever
+combines it: the first element's prefix is *nothing*, tracked with a flag, not an
+identity folded in. A reverse scan is the same scan over views whose last stride is
+negative, never a total minus a prefix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, from_dtype, uint64
+
+from . import kernels
+from .arrays import SIMULATOR, Workspace
+from .launch import launch
+from .strategy import BlockStrategy, Cost, GridStrategy, ceil_div
+
+WARP = 32
+#: static shared memory a block may use (48 KiB without opting in to more)
+SHARED_LIMIT = 48 * 1024
+#: items per thread under the simulator, which runs one OS thread per CUDA thread
+SIMULATOR_ITEMS = 2
+
+
+@cuda.jit(device=True)
+def pad(i):
+    """Shared-memory slot of tile position ``i``: one padding slot every 32.
+
+    Unsigned, as are the kernels' element indices: Numba then leaves out its
+    negative-index wraparound, three instructions per access.
+    """
+    return uint64(i + (i >> 5))
+
+
+def padded_slots(tile: int) -> int:
+    return tile + (tile - 1) // WARP
+
+
+def auto_items(state_bytes: int, threads: int) -> int:
+    """Items per thread: 64 bytes of state per thread (16 float32, 8 float64), at most
+    16, fewer if the tile would not fit in shared memory; 2 under the simulator."""
+    if SIMULATOR:
+        return SIMULATOR_ITEMS
+    items = max(1, min(16, 64 // state_bytes))
+    while items > 1 and padded_slots(threads * items) * state_bytes > SHARED_LIMIT // 2:
+        items //= 2
+    return items
+
+
+# --- the scan job ---------------------------------------------------------------------
+
+
+class ScanJob:
+    """One scan in flight: what grid scan strategies are given.
+
+    Attributes:
+        x: the input as a 3-D device view ``(A, B, n)``: ``A*B`` segments of ``n``
+            elements (last stride negative for a reverse scan).
+        outs: the outputs, one 3-D view per state field, laid out as ``x``.
+        n, segments: elements per segment, number of segments.
+        op, kit: the op and its state kit.
+        exclusive, reverse: the scan's direction and kind.
+        empty: the state an exclusive scan writes first (the combine of nothing).
+        stream, workspace: where launches go and allocations come from.
+    """
+
+    def __init__(self, x, outs, op, kit, exclusive: bool, reverse: bool, empty: tuple,
+                 workspace: Workspace):
+        self.x = x
+        self.outs = outs if len(outs) == 2 else (outs[0], outs[0])
+        a, b, n = x.shape
+        self.n = int(n)
+        self.segments = int(a) * int(b)
+        self.op = op
+        self.kit = kit
+        self.exclusive = exclusive
+        self.reverse = reverse
+        self.empty = empty
+        self.workspace = workspace
+        self.stream = workspace.stream
+        out_dtypes = tuple(np.dtype(o.dtype).str for o in outs)
+        empty_bits = tuple(np.asarray(v).tobytes() for v in empty)  # NaN-safe
+        self.key = (op, kit.dtypes, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
+                    empty_bits, kernels.device_key())
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(d.itemsize for d in self.kit.dtypes)
+
+    def element_loader(self):
+        """Device function ``load(row0, row1, j, n) -> state`` for the input."""
+        key = ("scan_load", self.op, self.kit.dtypes, self.reverse)
+        return kernels.cached(key, lambda: element_loader(self.op, self.kit, self.reverse))
+
+    def output_storer(self):
+        """Device function ``store(row0, row1, j, state)`` for the outputs."""
+        dtypes = tuple(np.dtype(o.dtype) for o in self.outs[:self.kit.fields])
+        key = ("scan_store", tuple(d.str for d in dtypes))
+        return kernels.cached(key, lambda: output_storer(dtypes))
+
+    def alloc_states(self, shape) -> tuple:
+        """Two device arrays of ``shape`` states, one per field (one-field states
+        repeat the first, which the kit never touches as a second field)."""
+        first = self.workspace.empty(shape, self.kit.dtypes[0])
+        if self.kit.fields == 1:
+            return first, first
+        return first, self.workspace.empty(shape, self.kit.dtypes[1])
+
+    def zeros(self, k: int, dtype):
+        """A zeroed 1-D device array (status flags and tile counters)."""
+        arr = self.workspace.empty(k, dtype)
+        threads = WARP if SIMULATOR else 256
+        blocks = 1 if SIMULATOR else max(1, min(ceil_div(k, threads), 1024))
+        launch(_zero_kernel, blocks, threads, self.stream, arr)
+        return arr
+
+
+@cuda.jit
+def _zero_kernel(a):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < a.size:
+        a[i] = 0
+        i += stride
+
+
+def element_loader(op, kit, reverse: bool):
+    """``load(row0, row1, j, n) -> state``: element ``j`` of a segment as a state.
+
+    One-field ops cast the element to the accumulator dtype; two-field ops map
+    ``(value, index)`` with the element's index along the axis in the *input's* order
+    (``n - 1 - j`` for a reverse scan, whose view runs backwards).
+    """
+    if kit.fields == 1:
+        t0 = from_dtype(kit.dtypes[0])
+
+        @cuda.jit(device=True)
+        def load(row0, row1, j, n):
+            return (t0(row0[uint64(j)]),)
+
+        return load
+    fmap = op.device_map()
+    t0, t1 = from_dtype(kit.dtypes[0]), from_dtype(kit.dtypes[1])
+
+    @cuda.jit(device=True)
+    def load(row0, row1, j, n):
+        m = fmap(row0[uint64(j)], n - 1 - j if reverse else j)
+        return (t0(m[0]), t1(m[1]))
+
+    return load
+
+
+def output_storer(dtypes):
+    """``store(row0, row1, j, state)``: a state into the output arrays, cast."""
+    o0 = from_dtype(dtypes[0])
+    if len(dtypes) == 1:
+
+        @cuda.jit(device=True)
+        def store(row0, row1, j, s):
+            row0[uint64(j)] = o0(s[0])
+
+        return store
+    o1 = from_dtype(dtypes[1])
+
+    @cuda.jit(device=True)
+    def store(row0, row1, j, s):
+        row0[uint64(j)] = o0(s[0])
+        row1[uint64(j)] = o1(s[1])
+
+    return store
+
+
+def state_loader(kit):
+    """``load(row0, row1, j, n) -> state`` for arrays of states (partials, carries)."""
+    kload = kit.load
+
+    @cuda.jit(device=True)
+    def load(row0, row1, j, n):
+        return kload(row0, row1, j)
+
+    return load
+
+
+# --- the tile -------------------------------------------------------------------------
+
+
+class Tile:
+    """The device functions and shared-memory shape of one tile scan.
+
+    Args:
+        block: the block strategy (``build_scan``).
+        kit: the op's state kit.
+        items: items per thread.
+        load, store: element loader and storer (signatures as above).
+        exclusive: write exclusive prefixes (else inclusive).
+        empty: the state an exclusive scan writes first.
+
+    A kernel allocates, per field ``f`` (field 1 gets 1-slot dummies for one-field
+    states): ``xs_f = cuda.shared.array(xs_slots[f], dtype_f)``,
+    ``tmp_f = cuda.shared.array(temp_slots[f], dtype_f)`` and
+    ``l_f = cuda.local.array(local_slots[f], dtype_f)``, and passes them on.
+    """
+
+    def __init__(self, block: BlockStrategy, kit, items: int, load, store, exclusive: bool,
+                 empty: tuple):
+        self.threads = block.threads
+        self.items = items
+        self.size = block.threads * items
+        two = kit.fields == 2
+        self.dtypes = (from_dtype(kit.dtypes[0]), from_dtype(kit.dtypes[-1]))
+        xs = padded_slots(self.size)
+        self.xs_slots = (xs, xs if two else 1)
+        temp = block.temp_slots()
+        self.temp_slots = (temp, temp if two else 1)
+        self.local_slots = (items, items if two else 1)
+        self.block_scan = block.build_scan(kit)
+        self.load_tile = _build_load_tile(kit, self.threads, items, load)
+        self.emit_tile = _build_emit_tile(kit, self.threads, items, store, exclusive, empty)
+        self.thread_prefix = _build_thread_prefix(kit)
+
+
+def _build_load_tile(kit, threads: int, items: int, load):
+    size = threads * items
+    combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
+
+    @cuda.jit(device=True)
+    def load_tile(row0, row1, n, start, xs0, xs1, l0, l1):
+        """Phases 1-3: returns this thread's total; leaves its item prefixes in l."""
+        tid = cuda.threadIdx.x
+        first = start + tid
+        if start + size <= n:  # 1. striped loads, all in flight before any is used
+            for k in range(items):
+                kstore(l0, l1, k, load(row0, row1, first + k * threads, n))
+        else:  # the segment's last tile; past its end the identity feeds no output
+            for k in range(items):
+                j = first + k * threads
+                kstore(l0, l1, k, load(row0, row1, j, n) if j < n else identity())
+        for k in range(items):  # 2. transpose to the blocked arrangement
+            kstore(xs0, xs1, pad(k * threads + tid), kload(l0, l1, k))
+        cuda.syncthreads()
+        r = kload(xs0, xs1, pad(tid * items))
+        kstore(l0, l1, 0, r)
+        for k in range(1, items):  # 3. thread scan
+            r = combine(r, kload(xs0, xs1, pad(tid * items + k)))
+            kstore(l0, l1, k, r)
+        return r
+
+    return load_tile
+
+
+def _build_emit_tile(kit, threads: int, items: int, store, exclusive: bool, empty: tuple):
+    size = threads * items
+    combine, kload, kstore = kit.combine, kit.load, kit.store
+    empty_state = _constant_state(empty)
+
+    @cuda.jit(device=True)
+    def emit_tile(row0, row1, n, start, pre, have, xs0, xs1, l0, l1):
+        """Phase 6: ``pre`` (if ``have``) before each item prefix, stored striped.
+
+        Each thread overwrites only the slots it read in phase 2, so no barrier is
+        needed before the writes; one is needed before the next tile's loads.
+        """
+        tid = cuda.threadIdx.x
+        for k in range(items):
+            if exclusive:
+                if k == 0:
+                    y = pre if have else empty_state()
+                else:
+                    r = kload(l0, l1, k - 1)
+                    y = combine(pre, r) if have else r
+            else:
+                r = kload(l0, l1, k)
+                y = combine(pre, r) if have else r
+            kstore(xs0, xs1, pad(tid * items + k), y)
+        cuda.syncthreads()
+        first = start + tid
+        if start + size <= n:
+            for k in range(items):
+                store(row0, row1, first + k * threads, kload(xs0, xs1, pad(k * threads + tid)))
+        else:
+            for k in range(items):
+                if first + k * threads < n:
+                    store(row0, row1, first + k * threads,
+                          kload(xs0, xs1, pad(k * threads + tid)))
+
+    return emit_tile
+
+
+def _build_thread_prefix(kit):
+    combine = kit.combine
+
+    @cuda.jit(device=True)
+    def thread_prefix(exc, carry, has_carry):
+        """Phase 5: ``(prefix, have)``: everything before this thread's first item."""
+        if cuda.threadIdx.x == 0:
+            return carry, has_carry
+        if has_carry:
+            return combine(carry, exc), True
+        return exc, True
+
+    return thread_prefix
+
+
+def _constant_state(values: tuple):
+    if len(values) == 1:
+        v0 = values[0]
+
+        @cuda.jit(device=True)
+        def state():
+            return (v0,)
+
+        return state
+    v0, v1 = values
+
+    @cuda.jit(device=True)
+    def state():
+        return (v0, v1)
+
+    return state
+
+
+# --- the grid strategy base -------------------------------------------------------------
+
+
+class ScanGrid(GridStrategy):
+    """Base of the grid scan strategies: how tiles get the combine of the tiles before.
+
+    Args:
+        block: a block strategy with ``build_scan`` (default ``WarpShuffle()``).
+        blocks: see the subclass.
+        items: items per thread (``None``: :func:`auto_items`).
+
+    Subclasses implement :meth:`scan` and :meth:`cost`.
+    """
+
+    needs_commutative = False
+
+    def __init__(self, block: BlockStrategy | None = None, blocks: int | None = None,
+                 items: int | None = None):
+        super().__init__(block, blocks)
+        if not callable(getattr(self.block, "build_scan", None)):
+            raise TypeError(f"{self.block!r} has no block scan; use one of warp_shuffle, "
+                            "hillis_steele, blelloch")
+        if items is not None and (not isinstance(items, int) or isinstance(items, bool)
+                                  or items < 1):
+            raise ValueError(f"items must be a positive int or None (automatic), got {items!r}")
+        self.items = items
+
+    @property
+    def key(self) -> tuple:
+        return super().key + (self.items,)
+
+    def __repr__(self) -> str:
+        extra = "" if self.items is None else f", items={self.items}"
+        return super().__repr__()[:-1] + extra + ")"
+
+    def tile_items(self, job: ScanJob) -> int:
+        """Items per thread for this job; raises if the tile overflows shared memory."""
+        items = self.items or auto_items(job.state_bytes, self.block.threads)
+        tile_bytes = padded_slots(self.block.threads * items) * job.state_bytes
+        if tile_bytes > SHARED_LIMIT * 3 // 4:
+            raise ValueError(
+                f"items={items} x threads={self.block.threads} x {job.state_bytes}-byte "
+                f"states needs {tile_bytes} bytes of shared memory; the limit is "
+                f"{SHARED_LIMIT * 3 // 4}: use fewer items"
+            )
+        return items
+
+    def reduce(self, job):
+        raise TypeError(f"{self.label} is a scan strategy; reductions take two_pass or "
+                        "atomic_fold")
+
+    def scan(self, job: ScanJob) -> None:
+        """Scan ``job.x`` into ``job.outs``."""
+        raise NotImplementedError
+
+    def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
+        raise NotImplementedError

@@ -1,0 +1,348 @@
+"""Scans with NumPy's semantics: cumsum, cumprod and associative_scan.
+
+Every function takes:
+
+* ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
+  object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
+  int8-int64, uint8-uint64, float16, float32, float64.
+* ``axis``: ``None`` (scan the flattened array, in C order, as NumPy) or an int.
+* ``exclusive``: element ``i`` combines elements ``0..i-1`` (the first is the op's
+  empty result: 0 for a sum, 1 for a product, the identity otherwise); default
+  inclusive, elements ``0..i``.
+* ``reverse``: scan from the end: element ``i`` combines elements ``i..n-1``
+  (``n-1`` first), computed as a scan of the reversed sequence.
+* ``strategy``: how threads and blocks combine (``numbakern.strategies.resolve_scan``
+  explains the names); default ``"decoupled_lookback/warp_shuffle"``: one pass over
+  the data; float results may differ in the last bits run to run. Pass
+  ``"reduce_then_scan"`` for bitwise-reproducible results.
+* ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
+  stream for CuPy input, else the default stream.
+* ``out``: an array of the result's shape, of the caller's kind (NumPy for NumPy
+  input, a device array otherwise), whose dtype the result casts to (``same_kind``).
+
+and returns an array of the input's kind: NumPy for NumPy input, CuPy (computed
+without a host round trip) for CuPy input, a Numba device array for other device
+input. The result has ``x``'s shape, or ``(x.size,)`` for ``axis=None``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import kernels
+from . import ops as _ops
+from . import strategies as _strategies
+from .arrays import (
+    SIMULATOR,
+    CopyWarning,
+    Workspace,
+    _device_view,
+    _strided,
+    _to_device,
+    as_array_like,
+    collapse,
+    host_copy,
+    kind_of,
+    resolve_stream,
+)
+from .launch import DeviceBuffer
+from .scan_tiles import ScanJob
+
+
+@functools.lru_cache(maxsize=None)
+def cumsum_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    """NumPy's result dtype for ``np.cumsum(x, dtype=dtype)``."""
+    return np.cumsum(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
+
+
+@functools.lru_cache(maxsize=None)
+def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    """NumPy's result dtype for ``np.cumprod(x, dtype=dtype)``."""
+    return np.cumprod(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
+
+
+def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+           strategy=None, stream=None):
+    """Cumulative sum along ``axis``, as ``np.cumsum(x, axis, dtype, out)``.
+
+    Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
+    uint64; float16 stays float16 but accumulates in float32). Integer sums wrap on
+    overflow, as NumPy's do. Float results are accurate to a few ulps of the
+    running sum of magnitudes (a tree, not NumPy's sequential loop: usually closer
+    to the exact sum on long inputs).
+
+    Raises:
+        TypeError: a dtype outside bool/int/uint/float; a bad ``out`` or flag.
+        ValueError: an unknown strategy; ``out`` of the wrong shape.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+    """
+    return _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, stream,
+                 cumsum_dtype)
+
+
+def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+            strategy=None, stream=None):
+    """Cumulative product along ``axis``, as ``np.cumprod(x, axis, dtype, out)``.
+
+    Result dtype as :func:`cumsum`. Integer products wrap on overflow; float products
+    overflow to inf, and a zero (or NaN) carries through everything after it.
+
+    Raises: as :func:`cumsum`.
+    """
+    return _scan(x, _ops.PROD, axis, dtype, out, exclusive, reverse, strategy, stream,
+                 cumprod_dtype)
+
+
+def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
+                     out=None, strategy=None, stream=None):
+    """Scan along ``axis`` with any associative ``op``: a :class:`numbakern.Op` or a
+    built-in's name (``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"bitwise_and"``,
+    ``"bitwise_or"``, ``"bitwise_xor"``).
+
+    Element ``i`` of the result is ``x[0] (+) x[1] (+) ... (+) x[i]`` in that order, so
+    a non-commutative op gets the ordered result. ``dtype`` sets the accumulator and
+    result dtype (default: the op's rule; the input's dtype for a user's op).
+
+    A two-field op (``fields=2``, e.g. a value-index pair) maps each element with
+    ``op.map(value, index)``, ``index`` its position along the axis, and returns a
+    tuple of two arrays, one per field (dtypes: ``op.state_dtypes(in_dtype, dtype)``
+    when the op has it, else the op's result dtype and int64); ``out`` is then a
+    tuple of two arrays.
+
+    Example::
+
+        @numbakern.op(identity=0.0, commutative=False)
+        def last_nonzero(a, b):
+            return b if b != 0 else a
+
+        numbakern.associative_scan(x, last_nonzero)   # forward fill of zeros
+
+    Raises: as :func:`cumsum`; ``ValueError`` for an unknown op name.
+    """
+    return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, stream,
+                 None)
+
+
+# --- the common path ---------------------------------------------------------------------
+
+
+def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
+    """Validate, lay out, scan; returns the result in the input's kind."""
+    x = as_array_like(x)
+    kind = kind_of(x)
+    in_dtype = np.dtype(x.dtype)
+    op.check_dtype(in_dtype)
+    exclusive, reverse = _flag(exclusive, "exclusive"), _flag(reverse, "reverse")
+    states, results = _dtypes(op, in_dtype, dtype, rule)
+    grid = _strategies.resolve_scan(strategy)
+    shape = tuple(x.shape)
+    axis = _axis(axis, len(shape))
+    size = int(np.prod(shape, dtype=np.int64))
+    out_shape = (size,) if axis is None else shape
+    outs = _check_out(out, kind, out_shape, results)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if size == 0:
+        return _empty(workspace, out_shape, results, outs)
+    kit = kernels.state_kit(op, states)
+    if kind == "numpy":
+        xv, views, finish = _host_layout(x, axis, results, outs, workspace)
+    else:
+        xv, views, finish = _device_layout(x, kind, axis, out_shape, results, outs, workspace)
+    if reverse:
+        xv, views = _reversed(xv), [_reversed(v) for v in views]
+    job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
+                  workspace)
+    grid.scan(job)
+    result = finish()
+    return result if len(results) == 2 else result[0]
+
+
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
+    """``(state dtypes, result dtypes)``: one of each per field."""
+    result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
+    if op.fields == 1:
+        return (_ops.accumulator_dtype(result),), (result,)
+    state_rule = getattr(op, "state_dtypes", None)
+    if state_rule is not None:
+        fields = tuple(np.dtype(d) for d in state_rule(in_dtype, dtype))
+    else:
+        fields = (result, np.dtype(np.int64))
+    return fields, fields
+
+
+def _empty_state(op, kit) -> tuple:
+    """What an exclusive scan writes first: the op's empty result (sum 0, prod 1), or
+    its identity for ops whose empty reduction raises (max, min)."""
+    if kit.fields == 2 or isinstance(op.empty, str):
+        return kit.identity_values
+    return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
+
+
+def _axis(axis, ndim: int) -> int | None:
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be None or an int, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(int(axis), ndim)
+    return int(axis) % ndim
+
+
+def _check_out(out, kind: str, shape: tuple, dtypes: tuple):
+    """The caller's output arrays as a list (one per field), or ``None``."""
+    if out is None:
+        return None
+    arrays = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(arrays) != len(dtypes):
+        what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
+        raise TypeError(f"out must be {what} for this op, got {out!r}")
+    for arr, dtype in zip(arrays, dtypes):
+        out_kind = kind_of(arr)
+        if (out_kind == "numpy") != (kind == "numpy"):
+            want = "a NumPy array" if kind == "numpy" else "a device array"
+            raise TypeError(f"out must be {want} for {kind} input, got {type(arr).__name__}")
+        if out_kind == "numpy" and not (isinstance(arr, np.ndarray) and arr.flags.writeable):
+            raise ValueError("out must be a writeable NumPy array")
+        if tuple(arr.shape) != shape:
+            raise ValueError(f"out must have shape {shape}, got {tuple(arr.shape)}")
+        if not np.can_cast(dtype, arr.dtype, "same_kind"):
+            raise TypeError(f"cannot cast the {dtype} result to out's dtype {arr.dtype} "
+                            "with casting rule 'same_kind'")
+    return arrays
+
+
+def _empty(workspace: Workspace, shape: tuple, dtypes: tuple, outs):
+    if outs is not None:
+        arrays = outs
+    elif workspace.kind == "numpy":
+        arrays = [np.empty(shape, d) for d in dtypes]
+    else:
+        arrays = [_user_array(workspace.empty(shape, d)) for d in dtypes]
+    return tuple(arrays) if len(dtypes) == 2 else arrays[0]
+
+
+# --- layouts: every scan is (A, B, n) to the kernels ------------------------------------
+
+
+def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace):
+    """NumPy input: moved and made contiguous on the host, transferred once."""
+    moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    n = moved.shape[-1]
+    rows = moved.size // n
+    host = np.ascontiguousarray(moved).reshape(1, rows, n)
+    if not host.dtype.isnative:
+        host = host.astype(host.dtype.newbyteorder("="))
+    xv = _to_device(host, workspace.stream)
+    views = [workspace.empty((1, rows, n), d) for d in results]
+
+    def finish():
+        arrays = []
+        for view, target in zip(views, outs or [None] * len(views)):
+            host_out = host_copy(view, workspace.stream).reshape(moved.shape)
+            if axis is not None:
+                host_out = np.moveaxis(host_out, -1, axis)
+            if target is not None:
+                target[...] = host_out
+                arrays.append(target)
+            else:
+                arrays.append(np.ascontiguousarray(host_out))
+        workspace.stream.synchronize()
+        return arrays
+
+    return xv, views, finish
+
+
+def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
+                   workspace: Workspace):
+    """Device input: strided views in place (a copy, announced, only when the input
+    needs three or more strided outer dimensions)."""
+    targets = outs if outs is not None else [workspace.empty(out_shape, d) for d in results]
+    tviews = [_device_view(t) for t in targets]
+    xv = _device_view(x)
+    views = _segment_views(xv, tviews, axis)
+    if views is None:
+        warnings.warn(f"numbakern copied a {tuple(x.shape)} input whose strides need more "
+                      "than two strided dimensions; pass a contiguous array to avoid the "
+                      "copy", CopyWarning, stacklevel=4)
+        xv = _contiguous_copy(x, kind, xv, workspace)
+        views = _segment_views(xv, tviews, axis)
+        if views is None:
+            raise ValueError("out is strided in three or more outer dimensions; pass a "
+                             "contiguous out")
+
+    def finish():
+        if outs is not None:
+            return outs
+        return [_user_array(t) for t in targets]
+
+    return views[0], views[1:], finish
+
+
+def _segment_views(xv, outs: list, axis):
+    """3-D ``(A, B, n)`` views of the input and outputs: the scanned axis last, the
+    others merged where every array's strides allow. ``None`` if more than two outer
+    dimensions (or, for ``axis=None``, more than one flat one) would remain."""
+    if axis is None:  # the flattened input in C order; outputs are 1-D
+        dims = collapse(xv.shape, xv.strides, False)
+        if len(dims) > 1:
+            return None
+        n, stride = dims[0] if dims else (1, np.dtype(xv.dtype).itemsize)
+        flat = [(1, 0), (1, 0), (n, stride)]
+        return [_strided(xv, flat, np.dtype(xv.dtype))] + [
+            _strided(o, [(1, 0), (1, 0), (n, o.strides[0])], np.dtype(o.dtype)) for o in outs]
+    arrays = [xv] + outs
+    shape = tuple(xv.shape)
+    dims: list[tuple[int, tuple[int, ...]]] = []
+    for d, extent in enumerate(shape):
+        if d == axis or extent == 1:
+            continue
+        strides = tuple(a.strides[d] for a in arrays)
+        if dims and all(p == extent * s for p, s in zip(dims[-1][1], strides)):
+            dims[-1] = (dims[-1][0] * extent, strides)
+        else:
+            dims.append((extent, strides))
+    if len(dims) > 2:
+        return None
+    dims = [(1, (0,) * len(arrays))] * (2 - len(dims)) + dims
+    return [
+        _strided(a, [(dims[0][0], dims[0][1][k]), (dims[1][0], dims[1][1][k]),
+                     (shape[axis], a.strides[axis])], np.dtype(a.dtype))
+        for k, a in enumerate(arrays)
+    ]
+
+
+def _contiguous_copy(x, kind: str, view, workspace: Workspace):
+    if kind == "cupy" and not SIMULATOR:
+        import cupy
+
+        return _device_view(cupy.ascontiguousarray(x))
+    return _to_device(host_copy(view, workspace.stream), workspace.stream)
+
+
+def _reversed(view):
+    """The same 3-D view with its last axis running backwards."""
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(view._ary[..., ::-1])
+    n, stride = view.shape[-1], view.strides[-1]
+    return DeviceBuffer(view.ptr + (n - 1) * stride, view.shape,
+                        view.strides[:-1] + (-stride,), view.dtype, view.owner)
+
+
+def _user_array(buf):
+    """The array a device buffer stands for (CuPy or Numba); itself in the simulator."""
+    return buf if SIMULATOR else buf.owner
+
+
+__all__ = ["cumsum", "cumprod", "associative_scan"]

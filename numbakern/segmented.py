@@ -1,0 +1,676 @@
+"""Reductions along axes: segmented row kernels and coalesced column kernels.
+
+The lesson
+----------
+Reducing axes of an N-D array is many reductions at once, one per *output*. Look
+at the array as a 2-D ``(M outputs, N reduced elements)`` problem, without moving a
+byte:
+
+1. **Logical transpose.** Kept axes go first, reduced axes last. Each group is
+   *collapsed*: axes are sorted by stride and merged where the memory allows
+   (``stride_outer == extent * stride_inner``), so a C-ordered ``sum(axis=(1, 2))``
+   of a 3-D array is one run of ``N`` contiguous elements per output. At most two
+   dimensions per group remain (more would need a copy, announced with
+   :class:`~numbakern.arrays.CopyWarning`); the kernels see a 4-D strided view
+   ``[K0, K1, R0, R1]`` of the original memory. Each output remembers where it goes
+   in the C-ordered result (``out_mult``) and, for argmax, each reduced element its
+   C-order index (``index_mult``), so the traversal order never shows in the answer.
+2. **Pick the kernel that keeps loads coalesced** (adjacent threads, adjacent
+   addresses):
+
+   * **row kernel** when the reduced elements are the closer-packed ones (the
+     innermost reduced stride is at most the innermost kept stride): a *group* of
+     threads owns a row and reads it strided by the group size. The group is one
+     **block** (``lanes = threads``; the block strategy's ``build_reduce`` combines
+     it) or one **warp** (``lanes = 32``, ``threads / 32`` rows per block, chosen by
+     default for rows of at most :data:`WARP_ROW_MAX` elements: a short row would
+     leave most of a block idle and pay a barrier per row). Rows are grid-strided.
+   * **column kernel** otherwise: each thread owns an output *column* and walks the
+     reduced axis, so a warp reads ``C`` adjacent columns of one row. When there are
+     fewer than ``threads`` columns, ``G = threads / C`` thread groups split the
+     reduced axis and are combined per column in shared memory (a tree with growing
+     offsets: element order is kept). Tiny rows (at most :data:`THREAD_ROW_BYTES`)
+     also go here, one thread per row: a warp then reads 32 short rows that lie
+     side by side.
+3. **Split long rows over blocks.** When there are too few rows (or column tiles)
+   to fill the GPU, each row is cut into ``S`` pieces, one block each, and the
+   **grid strategy** decides how the pieces meet: ``two_pass`` writes ``S``
+   partial states per output and a second, segmented launch reduces them
+   (deterministic); ``atomic_fold`` folds each piece into the output with an atomic
+   (one launch). With ``S = 1`` both store the result directly.
+
+Every kernel loads ``UNROLL`` elements before combining them (bytes in flight), does
+its in-row index arithmetic in int32 when the row allows, and works for any op the
+strategies take: one-field ops, and value-index pairs (argmax), whose element state
+is ``op.map(value, index)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, from_dtype, int32, int64
+
+from . import kernels
+from .arrays import CopyWarning, _strided, _to_device, host_copy, kind_of
+from .job import max_resident_blocks
+from .launch import SIMULATOR, buffer, launch
+from .strategies.atomic_fold import AtomicFold, folder_for
+from .strategies.shared_tree import SharedTree
+from .strategies.warp_shuffle import WarpShuffle, build_warp_reduce
+from .strategy import ceil_div
+
+WARP = 32
+UNROLL = 8
+#: rows of at most this many elements get one warp each, unless ``lanes`` says otherwise
+WARP_ROW_MAX = 1024
+#: rows of at most this many bytes get one thread each (the column kernel)
+THREAD_ROW_BYTES = 32
+#: fewest elements per thread in one piece of a split row
+PIECE_MIN_PER_THREAD = 4 if SIMULATOR else 4 * UNROLL
+MAX_PIECES = 65535
+
+
+# --- layout: the (M, N) view ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Collapsed dimensions, outermost first: ``(extent, stride_bytes, mult)`` each."""
+
+    kept: tuple[tuple[int, int, int], ...]
+    reduced: tuple[tuple[int, int, int], ...]
+
+    @property
+    def fits(self) -> bool:
+        """Whether a 4-D view (two kept, two reduced dimensions) describes it."""
+        return len(self.kept) <= 2 and len(self.reduced) <= 2
+
+
+def _c_mults(extents) -> list[int]:
+    """C-order multipliers of a shape: ``mult[i] = prod(extents[i+1:])``."""
+    mults, m = [], 1
+    for n in reversed(extents):
+        mults.append(m)
+        m *= n
+    return mults[::-1]
+
+
+def _collapse(dims, sort: bool) -> tuple:
+    dims = [d for d in dims if d[0] != 1]
+    if sort:  # memory order, outermost first (stable: ties keep axis order)
+        dims.sort(key=lambda d: -abs(d[1]))
+    merged: list[tuple[int, int, int]] = []
+    for n, s, m in dims:
+        if merged and merged[-1][1] == n * s and merged[-1][2] == n * m:
+            merged[-1] = (merged[-1][0] * n, s, m)
+        else:
+            merged.append((n, s, m))
+    return tuple(merged)
+
+
+def plan_dims(shape, strides, axes, track_index: bool, any_order: bool) -> Dims:
+    """Collapse kept and reduced axes of an array with ``shape``/``strides`` (bytes).
+
+    Kept axes are sorted by stride (each carries its place in the C-ordered result).
+    Reduced axes are sorted too when ``any_order`` (a commutative op); with
+    ``track_index`` each carries its C-order index multiplier, and axes merge only
+    where both memory and index allow.
+    """
+    kept_axes = [a for a in range(len(shape)) if a not in axes]
+    red_axes = sorted(axes)
+    out_mults = _c_mults([shape[a] for a in kept_axes])
+    idx_mults = _c_mults([shape[a] for a in red_axes]) if track_index else [0] * len(red_axes)
+    kept = [(shape[a], strides[a], m) for a, m in zip(kept_axes, out_mults)]
+    red = [(shape[a], strides[a], m) for a, m in zip(red_axes, idx_mults)]
+    return Dims(_collapse(kept, True), _collapse(red, any_order))
+
+
+@dataclass(frozen=True)
+class AxisView:
+    """The kernels' view of a reduction: ``view[k0, k1, r0, r1]`` and its numbers."""
+
+    view: object
+    M: int
+    N: int
+    K1: int
+    R1: int
+    out_mult: tuple[int, int]
+    index_mult: tuple[int, int]
+    reduced_dims: int  # 1: r1 alone; 2: r0 and r1 (one division per element)
+    kept_stride: int  # innermost kept stride, bytes (0 when nothing is kept)
+    reduced_stride: int  # innermost reduced stride, bytes
+
+
+def _pad(dims, itemsize: int) -> list[tuple[int, int, int]]:
+    return [(1, itemsize, 0)] * (2 - len(dims)) + list(dims)
+
+
+def axis_view(x, axes, track_index: bool, any_order: bool, stream) -> AxisView:
+    """Describe reducing ``axes`` of ``x`` (NumPy, CuPy or device array) to the kernels.
+
+    NumPy input is transferred once in its own memory order (no host transpose);
+    device input is viewed in place. A layout whose kept or reduced axes do not
+    collapse to two dimensions each is copied (device input: with a CopyWarning).
+    """
+    dtype = np.dtype(x.dtype)
+    base, strides = _device_base(x, stream)
+    dims = plan_dims(x.shape, strides, axes, track_index, any_order)
+    if not dims.fits:
+        base, strides, x_shape, axes = _transposed_copy(x, base, axes, stream)
+        dims = plan_dims(x_shape, strides, axes, track_index, any_order)
+    kept, red = _pad(dims.kept, dtype.itemsize), _pad(dims.reduced, dtype.itemsize)
+    view = _strided(base, [(n, s) for n, s, _ in kept + red], dtype)
+    return AxisView(
+        view=view,
+        M=kept[0][0] * kept[1][0],
+        N=red[0][0] * red[1][0],
+        K1=kept[1][0],
+        R1=red[1][0],
+        out_mult=(kept[0][2], kept[1][2]),
+        index_mult=(red[0][2], red[1][2]),
+        reduced_dims=2 if red[0][0] > 1 else 1,
+        kept_stride=abs(dims.kept[-1][1]) if dims.kept else 0,
+        reduced_stride=abs(dims.reduced[-1][1]) if dims.reduced else 0,
+    )
+
+
+def _device_base(x, stream):
+    """A device array holding ``x`` and ``x``'s strides (bytes) within it."""
+    if kind_of(x) != "numpy":
+        base = x if SIMULATOR else buffer(x)
+        return base, tuple(base.strides)
+    # Memory order, outermost first: a C- or F-ordered (or any permuted) array moves
+    # as it lies; a gapped or reversed one is packed by the one host copy it needs.
+    perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
+    packed = np.ascontiguousarray(x.transpose(perm))
+    strides = [0] * x.ndim
+    for i, a in enumerate(perm):
+        strides[a] = packed.strides[i]
+    return _to_device(packed, stream), tuple(strides)
+
+
+def _transposed_copy(x, base, axes, stream):
+    """Kept axes then reduced axes, C-contiguous: two dimensions after collapsing."""
+    kept = [a for a in range(x.ndim) if a not in axes]
+    perm = kept + sorted(axes)
+    if kind_of(x) == "numpy":
+        host = np.ascontiguousarray(x.transpose(perm))
+    else:
+        warnings.warn(
+            f"numbakern copied a {x.shape} input with strides {tuple(base.strides)}: its "
+            f"kept and reduced axes {tuple(axes)} do not collapse to two strided "
+            "dimensions each; pass a contiguous array to avoid the copy",
+            CopyWarning,
+            stacklevel=4,
+        )
+        if kind_of(x) == "cupy" and not SIMULATOR:
+            import cupy
+
+            host = None
+            packed = cupy.ascontiguousarray(x.transpose(perm))
+            base = buffer(packed)
+        else:
+            host = np.ascontiguousarray(host_copy(base).transpose(perm))
+    if host is not None:
+        base = _to_device(host, stream)
+    shape = tuple(x.shape[a] for a in perm)
+    item = np.dtype(x.dtype).itemsize
+    strides = tuple(m * item for m in _c_mults(shape))
+    return base, strides, shape, tuple(range(len(kept), x.ndim))
+
+
+# --- device functions -------------------------------------------------------------------
+
+
+def _to_state(op, kit):
+    """``to_state(value, index) -> state`` in the kit's field dtypes."""
+    t0 = from_dtype(kit.dtypes[0])
+    if op.fields == 2:
+        t1 = from_dtype(kit.dtypes[1])
+        f = op.device_map()
+
+        @cuda.jit(device=True)
+        def to_state(v, i):
+            s = f(v, i)
+            return (t0(s[0]), t1(s[1]))
+
+    else:
+
+        @cuda.jit(device=True)
+        def to_state(v, i):
+            return (t0(v),)
+
+    return to_state
+
+
+def view_loader(op, kit, reduced_dims: int):
+    """``load(a0, a1, k0, k1, row, r, N, R1, c0, c1)``: element ``r`` of output
+    ``(k0, k1)`` of the 4-D view ``a0``, as a state (its index ``r0*c0 + r1*c1``)."""
+    to_state = _to_state(op, kit)
+    if reduced_dims == 1:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+            return to_state(a0[k0, k1, 0, r], r * c1)
+
+    else:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+            r0 = r // R1
+            r1 = r - r0 * R1
+            return to_state(a0[k0, k1, r0, r1], r0 * c0 + r1 * c1)
+
+    return load
+
+
+def partial_loader(kit):
+    """``load(...)``: partial state ``r`` of row ``row`` (``N`` partials per row)."""
+    load_state = kit.load
+
+    @cuda.jit(device=True)
+    def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+        return load_state(a0, a1, row * N + r)
+
+    return load
+
+
+def thread_reducer(kit, load, ordered: bool, index32: bool):
+    """``thread_reduce(a0, a1, k0, k1, row, start, stop, first, step, N, R1, c0, c1)``.
+
+    Folds elements ``first, first + step, ...`` of ``[start, stop)`` with ``UNROLL``
+    loads in flight (commutative ops), or, ``ordered``, the ``first``-th of ``step``
+    contiguous runs of ``[start, stop)``, in order.
+    """
+    combine, identity = kit.combine, kit.identity
+    index = int32 if index32 else int64
+
+    if ordered:
+
+        @cuda.jit(device=True)
+        def thread_reduce(a0, a1, k0, k1, row, start, stop, first, step, N, R1, c0, c1):
+            per = (stop - start + step - 1) // step
+            r = start + first * per
+            end = min(r + per, stop)
+            s = identity()
+            while r < end:
+                s = combine(s, load(a0, a1, k0, k1, row, r, N, R1, c0, c1))
+                r += 1
+            return s
+
+        return thread_reduce
+
+    @cuda.jit(device=True)
+    def thread_reduce(a0, a1, k0, k1, row, start, stop, first, step, N, R1, c0, c1):
+        r = index(start) + index(first)
+        d = index(step)
+        end = index(stop)
+        s = identity()
+        while r + 7 * d < end:
+            v0 = load(a0, a1, k0, k1, row, r, N, R1, c0, c1)
+            v1 = load(a0, a1, k0, k1, row, r + d, N, R1, c0, c1)
+            v2 = load(a0, a1, k0, k1, row, r + 2 * d, N, R1, c0, c1)
+            v3 = load(a0, a1, k0, k1, row, r + 3 * d, N, R1, c0, c1)
+            v4 = load(a0, a1, k0, k1, row, r + 4 * d, N, R1, c0, c1)
+            v5 = load(a0, a1, k0, k1, row, r + 5 * d, N, R1, c0, c1)
+            v6 = load(a0, a1, k0, k1, row, r + 6 * d, N, R1, c0, c1)
+            v7 = load(a0, a1, k0, k1, row, r + 7 * d, N, R1, c0, c1)
+            low = combine(combine(v0, v1), combine(v2, v3))
+            high = combine(combine(v4, v5), combine(v6, v7))
+            s = combine(s, combine(low, high))
+            r += 8 * d
+        while r < end:
+            s = combine(s, load(a0, a1, k0, k1, row, r, N, R1, c0, c1))
+            r += d
+        return s
+
+    return thread_reduce
+
+
+def warp_reducer(block, kit):
+    """``(warp_reduce(s, t0, t1), temp_slots)`` for one warp per row, or ``None``.
+
+    ``warp_shuffle``: its 5-step shuffle tree (no shared memory). ``shared_tree``: its
+    sequential-addressing tree on the warp's own 32 slots, ``__syncwarp`` between
+    levels. Valid in lane 0. Other block strategies have no warp form (``None``).
+    """
+    if isinstance(block, WarpShuffle):
+        tree = build_warp_reduce(kit)
+
+        @cuda.jit(device=True)
+        def reduce(s, t0, t1):
+            return tree(s)
+
+        return reduce, 1
+    if isinstance(block, SharedTree):
+        combine, store, load = kit.combine, kit.store, kit.load
+
+        @cuda.jit(device=True)
+        def reduce(s, t0, t1):
+            tid = cuda.threadIdx.x
+            lane = tid % WARP
+            store(t0, t1, tid, s)
+            cuda.syncwarp(0xFFFFFFFF)
+            stride = WARP // 2
+            while stride > 0:
+                if lane < stride:
+                    s = combine(s, load(t0, t1, tid + stride))
+                    store(t0, t1, tid, s)
+                cuda.syncwarp(0xFFFFFFFF)
+                stride //= 2
+            return s
+
+        return reduce, block.threads
+    return None
+
+
+# --- emits: where a row's (or a piece's) state goes ---------------------------------------
+
+
+def emit_store(kit):
+    """The whole row's state, to its place in the result."""
+    store = kit.store
+
+    @cuda.jit(device=True)
+    def emit(o0, o1, row, pos, piece, S, s):
+        store(o0, o1, pos, s)
+
+    return emit
+
+
+def emit_partial(kit):
+    """A piece's state, to partial ``row * S + piece`` (two_pass)."""
+    store = kit.store
+
+    @cuda.jit(device=True)
+    def emit(o0, o1, row, pos, piece, S, s):
+        store(o0, o1, row * S + piece, s)
+
+    return emit
+
+
+def emit_fold(folder):
+    """A piece's state, folded atomically into its place in the result (atomic_fold)."""
+    fold = folder.fold
+
+    @cuda.jit(device=True)
+    def emit(o0, o1, row, pos, piece, S, s):
+        fold(o0, o1, pos, s)
+
+    return emit
+
+
+# --- kernels ---------------------------------------------------------------------------
+
+
+def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32: bool):
+    """Row kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1)``.
+
+    A group of ``lanes`` threads (the block, or one warp) owns a row at a time; block
+    ``b`` takes piece ``b % S`` (elements ``[piece * chunk, piece * chunk + chunk)``)
+    of rows ``b // S``, grid-strided.
+    """
+    threads = block.threads
+    if lanes == threads:
+        group_reduce, slots = block.build_reduce(kit), block.temp_slots()
+    else:
+        group_reduce, slots = warp_reducer(block, kit)
+    per_block = threads // lanes
+    barrier = lanes == threads  # the block's temp storage is reused by the next row
+    slots0 = max(1, slots)
+    slots1 = slots0 if kit.fields == 2 else 1
+    t0, t1 = kernels.temp_dtypes(kit)
+    thread_reduce = thread_reducer(kit, load, ordered, index32)
+
+    @cuda.jit
+    def row_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1):
+        temp0 = cuda.shared.array(slots0, t0)
+        temp1 = cuda.shared.array(slots1, t1)
+        tid = cuda.threadIdx.x
+        lane = tid % lanes
+        piece = cuda.blockIdx.x % S
+        start = piece * chunk
+        stop = min(start + chunk, N)
+        row = (cuda.blockIdx.x // S) * per_block + tid // lanes
+        step = (cuda.gridDim.x // S) * per_block
+        while row < M:
+            k0 = row // K1
+            k1 = row - k0 * K1
+            s = thread_reduce(a0, a1, k0, k1, row, start, stop, lane, lanes, N, R1, c0, c1)
+            s = group_reduce(s, temp0, temp1)
+            if lane == 0:
+                emit(o0, o1, row, k0 * m0 + k1 * m1, piece, S, s)
+            row += step
+            if barrier:
+                cuda.syncthreads()
+
+    return row_kernel
+
+
+def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool):
+    """Column kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1)``.
+
+    Thread ``(c, g) = (tid % C, tid // C)`` owns output ``tile * C + c`` and walks
+    the reduced elements ``g, g + G, ...`` of its block's piece (``G = blockDim / C``
+    groups); the groups are then combined per column in shared memory.
+    """
+    combine, identity, store, load_state = kit.combine, kit.identity, kit.store, kit.load
+    slots1 = threads if kit.fields == 2 else 1
+    t0, t1 = kernels.temp_dtypes(kit)
+    thread_reduce = thread_reducer(kit, load, ordered, index32)
+
+    @cuda.jit
+    def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
+        temp0 = cuda.shared.array(threads, t0)
+        temp1 = cuda.shared.array(slots1, t1)
+        tid = cuda.threadIdx.x
+        G = cuda.blockDim.x // C
+        c = tid % C
+        g = tid // C
+        piece = cuda.blockIdx.x % S
+        start = piece * chunk
+        stop = min(start + chunk, N)
+        tile = cuda.blockIdx.x // S
+        tiles = cuda.gridDim.x // S
+        while tile * C < M:
+            col = tile * C + c
+            k0 = col // K1
+            k1 = col - k0 * K1
+            s = identity()
+            if col < M:
+                s = thread_reduce(a0, a1, k0, k1, col, start, stop, g, G, N, R1, c0, c1)
+            if G > 1:  # combine the groups, growing offsets: element order kept
+                store(temp0, temp1, tid, s)
+                cuda.syncthreads()
+                offset = 1
+                while offset < G:
+                    if g % (2 * offset) == 0 and g + offset < G:
+                        s = combine(s, load_state(temp0, temp1, tid + offset * C))
+                        store(temp0, temp1, tid, s)
+                    cuda.syncthreads()
+                    offset *= 2
+            if g == 0 and col < M:
+                emit(o0, o1, col, k0 * m0 + k1 * m1, piece, S, s)
+            tile += tiles
+
+    return column_kernel
+
+
+# --- planning a launch ------------------------------------------------------------------
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One first-pass launch: which kernel, its shape, and how rows are split."""
+
+    kernel: str  # "row" or "column"
+    threads: int
+    blocks: int  # blocks of the launch (tiles or row groups times pieces)
+    pieces: int  # S
+    chunk: int  # reduced elements per piece
+    lanes: int  # row kernel: threads per row; column kernel: columns per block (C)
+
+
+def _pieces(groups: int, n: int, lanes: int, target: int) -> tuple[int, int]:
+    """``(S, chunk)``: split rows into pieces when ``groups`` blocks cannot fill
+    ``target``; every piece keeps at least PIECE_MIN_PER_THREAD elements per thread."""
+    if groups >= target:
+        return 1, max(n, 1)
+    want = ceil_div(target, groups)
+    most = max(1, n // (lanes * PIECE_MIN_PER_THREAD))
+    pieces = max(1, min(want, most, MAX_PIECES))
+    chunk = ceil_div(n, pieces)
+    return ceil_div(n, chunk), chunk  # no empty piece
+
+
+def plan_launch(av: AxisView, block, blocks: int | None, lanes: int | None,
+                itemsize: int) -> Launch:
+    """Choose the kernel and grid for a reduction described by ``av``.
+
+    ``blocks`` (the grid strategy's) is the number of blocks a launch aims at;
+    ``None``: enough to fill the device (rows are grid-strided beyond that).
+    """
+    threads = block.threads
+    target = blocks or max_resident_blocks(threads)
+    cap = target if (blocks or SIMULATOR) else 32 * target
+    M, N = av.M, av.N
+    row = lanes is not None or M == 1 or (
+        N * itemsize > THREAD_ROW_BYTES and av.reduced_stride <= av.kept_stride)
+    if row:
+        if lanes is None:
+            lanes = WARP if N <= WARP_ROW_MAX else threads
+        if lanes == WARP and warp_reducer_kind(block) is None:
+            lanes = threads
+        groups = ceil_div(M, threads // lanes)
+        pieces, chunk = _pieces(groups, N, lanes, target)
+        return Launch("row", threads, min(groups, cap) * pieces, pieces, chunk, lanes)
+    columns = min(_pow2_floor(threads), _pow2_ceil(M))
+    groups_wanted = _pow2_ceil(ceil_div(N, PIECE_MIN_PER_THREAD))
+    col_threads = columns * max(1, min(threads // columns, groups_wanted))
+    tiles = ceil_div(M, columns)
+    pieces, chunk = _pieces(tiles, N, col_threads // columns, target)
+    return Launch("column", col_threads, min(tiles, cap) * pieces, pieces, chunk, columns)
+
+
+def warp_reducer_kind(block) -> str | None:
+    """Which warp-per-row reduce a block strategy has (``None``: none)."""
+    if isinstance(block, WarpShuffle):
+        return "shuffle"
+    if isinstance(block, SharedTree):
+        return "shared"
+    return None
+
+
+def check_lanes(lanes, block) -> None:
+    """``lanes`` must be None, 32 or the block's thread count."""
+    if lanes is None:
+        return
+    if isinstance(lanes, bool) or lanes not in (WARP, block.threads):
+        raise ValueError(
+            f"lanes must be None (automatic), {WARP} (one warp per row) or "
+            f"{block.threads} (one block per row, the strategy's threads), got {lanes!r}"
+        )
+
+
+# --- running it --------------------------------------------------------------------------
+
+
+def _alloc_state(workspace, kit, k: int) -> tuple:
+    first = workspace.empty(k, kit.dtypes[0])
+    if kit.fields == 1:
+        return first, first
+    return first, workspace.empty(k, kit.dtypes[1])
+
+
+def reduce_axes(x, axes, op, kit, grid, workspace, lanes=None, track_index=False):
+    """Reduce ``axes`` of ``x`` with ``op``: one state per output, C order.
+
+    Args:
+        x: NumPy, CuPy or device array, any strides.
+        axes: sorted tuple of the axes to reduce.
+        op, kit: the op and its state kit.
+        grid: the grid strategy (its block strategy, ``blocks``, and how pieces of a
+            split row are combined: ``atomic_fold`` folds, any other writes partials).
+        workspace: allocations and stream.
+        lanes: threads per row for the row kernel (``None``, 32 or the block's).
+        track_index: give each element its C-order index within the reduced axes
+            (two-field ops).
+
+    Returns:
+        the field arrays (length ``M``), in the kit's dtypes (an atomic fold may give
+        a wider dtype that holds them exactly).
+    """
+    check_lanes(lanes, grid.block)
+    ordered = not op.commutative
+    av = axis_view(x, axes, track_index, not ordered, workspace.stream)
+    plan = plan_launch(av, grid.block, grid.blocks, lanes, np.dtype(x.dtype).itemsize)
+    first = _kernel_for(plan, grid.block, op, kit, av, ordered, _emit_for(plan, grid, op, kit, av))
+    args = (av.view, av.view, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
+            plan.chunk, plan.pieces) + ((plan.lanes,) if plan.kernel == "column" else ())
+    stream = workspace.stream
+    if plan.pieces == 1:
+        out = _alloc_state(workspace, kit, av.M)
+        launch(first, plan.blocks, plan.threads, stream, *args, *out)
+        return out
+    if isinstance(grid, AtomicFold):
+        folder = folder_for(op, kit, av.N)
+        words = folder.alloc(workspace, av.M)
+        launch(first, plan.blocks, plan.threads, stream, *args, *words)
+        return folder.finish(workspace, *words, av.M)
+    partials = _alloc_state(workspace, kit, av.M * plan.pieces)
+    launch(first, plan.blocks, plan.threads, stream, *args, *partials)
+    return _second_pass(partials, plan.pieces, av, grid, op, kit, workspace)
+
+
+def _second_pass(partials, pieces: int, av: AxisView, grid, op, kit, workspace):
+    """Reduce each output's ``pieces`` partial states (a row each) to its result."""
+    block = grid.block
+    lanes = WARP if pieces <= WARP_ROW_MAX and warp_reducer_kind(block) else block.threads
+    groups = ceil_div(av.M, block.threads // lanes)
+    cap = grid.blocks or (max_resident_blocks(block.threads) * (1 if SIMULATOR else 32))
+    key = ("segmented", "row", "partials", lanes, not op.commutative, "store", block.key, op,
+           kit.dtypes, kernels.device_key())
+    kernel = kernels.cached(key, lambda: build_row_kernel(
+        block, kit, partial_loader(kit), emit_store(kit), lanes, not op.commutative, True))
+    out = _alloc_state(workspace, kit, av.M)
+    launch(kernel, min(groups, cap), block.threads, workspace.stream, *partials, av.M, pieces,
+           av.K1, 1, 0, 0, *av.out_mult, pieces, 1, *out)
+    return out
+
+
+def _emit_for(plan: Launch, grid, op, kit, av: AxisView):
+    """``(name, builder)`` of the first pass's emit."""
+    if plan.pieces == 1:
+        return "store", lambda: emit_store(kit)
+    if isinstance(grid, AtomicFold):
+        folder = folder_for(op, kit, av.N)
+        return folder.key, lambda: emit_fold(folder)
+    return "partial", lambda: emit_partial(kit)
+
+
+def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit):
+    emit_name, make_emit = emit
+    # int32 in-row arithmetic when no index of the loop can reach 2**31
+    index32 = av.N + UNROLL * plan.threads < 2**31
+    load = lambda: view_loader(op, kit, av.reduced_dims)  # noqa: E731
+    if plan.kernel == "row":
+        key = ("segmented", "row", av.reduced_dims, plan.lanes, ordered, emit_name, index32,
+               block.key, op, kit.dtypes, kernels.device_key())
+        return kernels.cached(key, lambda: build_row_kernel(
+            block, kit, load(), make_emit(), plan.lanes, ordered, index32))
+    key = ("segmented", "column", av.reduced_dims, ordered, emit_name, index32,
+           block.threads, op, kit.dtypes, kernels.device_key())
+    return kernels.cached(key, lambda: build_column_kernel(
+        block.threads, kit, load(), make_emit(), ordered, index32))

@@ -1,0 +1,374 @@
+"""Decoupled look-back grid scan: one pass, each tile learns its prefix from the tiles before it.
+
+The lesson
+----------
+Duane Merrill and Michael Garland, "Single-pass Parallel Prefix Scan with Decoupled
+Look-back" (NVIDIA NVR-2016-002, 2016), the algorithm behind CUB's ``DeviceScan``.
+Reduce-then-scan (``strategies/reduce_then_scan.py``) reads the input twice because
+a tile's carry is only known after every earlier tile has been reduced. Here each
+tile publishes what it knows as soon as it knows it, and a tile waiting for its
+carry reads what its predecessors have published:
+
+1. **Take a tile id** from an atomic counter (see below), and load and scan the tile
+   in the block (``numbakern/scan_tiles.py``): this gives the tile's *aggregate*.
+2. **Publish** the aggregate with status **A**. (The first tile of a segment has
+   nothing before it: it publishes its aggregate as its *inclusive prefix*, status
+   **P**, and skips step 3.)
+3. **Look back** with one warp: lane ``l`` reads the status of tile ``tile - 32 + l``
+   (waiting while it is **X**, not yet published). The warp combines, in tile order,
+   the values from the nearest **P** up to ``tile - 1``: a segmented Kogge-Stone scan
+   whose segments start at **P** lanes. If the window has no **P**, it holds 32
+   aggregates: combine them, move the window 32 tiles back, and repeat.
+4. **Publish** ``prefix (+) aggregate`` with status **P**, so that later tiles stop
+   their look-back here; then write the tile's outputs starting from ``prefix``.
+
+Each tile is read once and written once: ``n`` reads and ``n`` writes, the least a
+scan can move. The look-back usually stops at the first tile before it (already
+**P**), and its cost hides behind other blocks' loads.
+
+The atomics, and why they matter
+--------------------------------
+* **The tile counter.** Blocks are not guaranteed to *run* in ``blockIdx`` order: if
+  tile ids were block ids, block 1000 could start, spin waiting for tile 999, and
+  fill the multiprocessor so that block 999 never gets to run: a deadlock. Instead,
+  thread 0 of each block takes ``tile = atomicAdd(counter, 1)`` when the block has
+  *started*: ids are handed out in the order blocks begin, so every tile a block waits
+  for belongs to a block that is already running and will finish. (The last slot of
+  the status array is the counter; it is zeroed with the flags before each launch.)
+* **The status flags.** A tile's status and value must be seen together. For states
+  of at most 32 bits (float32, int32, ...) both are packed in one 64-bit word
+  (status in the high half) written with ``atomicExch`` and read with an atomic
+  ``or`` of zero, so a reader never sees a new status with an old value. Larger
+  states keep a status array and separate value arrays (one for aggregates, one for
+  inclusive prefixes, so a value is never overwritten after its status says it is
+  there): the writer stores the value, ``__threadfence()``, then sets the status with
+  an atomic; the reader reads the status atomically, ``__threadfence()``, then the
+  value, again with an atomic, which reads L2 rather than a stale L1 line.
+
+The look-back combines the same elements in an order that depends on timing (which
+predecessors had published **P** when read): float results may differ in the last
+bits run to run. Use ``reduce_then_scan`` for bitwise reproducibility.
+
+Numba's simulator runs one block at a time, in order, so a tile never has to wait
+there; if it ever finds a predecessor unpublished, tile order is broken, and the
+simulated look-back raises instead of spinning forever.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, from_dtype, int32, int64, uint32, uint64
+
+from numbakern import kernels
+from numbakern.bits import bitcast
+from numbakern.launch import SIMULATOR, launch
+from numbakern.scan_tiles import WARP, ScanGrid, Tile
+from numbakern.strategy import Cost, ceil_div
+
+FULL_MASK = 0xFFFFFFFF
+#: tile status: not yet published, aggregate published, inclusive prefix published
+STATUS_X, STATUS_A, STATUS_P = 0, 1, 2
+
+
+class DecoupledLookback(ScanGrid):
+    """Single-pass grid scan by decoupled look-back (Merrill and Garland, 2016).
+
+    Args:
+        block: the block scan strategy (default ``WarpShuffle()``).
+        items: items per thread in a tile (``None``: automatic).
+        publish_prefix: tiles publish their inclusive prefix (status P) once known,
+            which ends later tiles' look-back there. ``False`` publishes aggregates
+            only: every look-back then walks back to its segment's first tile, 32
+            tiles a step; slower, for teaching and for testing that path.
+
+    One launch (after zeroing the flags); ``n`` reads and ``n`` writes; order-
+    preserving (any associative op); not bitwise deterministic for floats.
+    """
+
+    name = "decoupled_lookback"
+    deterministic = False
+
+    def __init__(self, block=None, items: int | None = None, publish_prefix: bool = True):
+        super().__init__(block, None, items)
+        self.publish_prefix = bool(publish_prefix)
+
+    @property
+    def key(self) -> tuple:
+        return super().key + (self.publish_prefix,)
+
+    def scan(self, job) -> None:
+        items = self.tile_items(job)
+        threads = self.block.threads
+        tiles = ceil_div(job.n, threads * items)  # per segment
+        total = tiles * job.segments
+        packed = _packs(job.kit)
+        status = job.zeros(total + 1, np.uint64 if packed else np.int32)  # + the counter
+        if packed:
+            values = (status,) * 4
+        else:
+            words = [_word_dtype(d) for d in job.kit.dtypes]
+            aggregates = [job.workspace.empty(total, w) for w in words]
+            inclusive = [job.workspace.empty(total, w) for w in words]
+            if job.kit.fields == 1:
+                aggregates, inclusive = aggregates * 2, inclusive * 2
+            values = (*aggregates, *inclusive)
+        key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, job.key)
+        kernel = kernels.cached(key, lambda: _build(
+            self.block, job.kit, items, job.element_loader(), job.output_storer(),
+            job.exclusive, job.empty, self.publish_prefix))
+        launch(kernel, total, threads, job.stream, job.x, job.x, *job.outs, job.n, tiles,
+               status, *values)
+
+    def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
+        """Traffic of one scan of ``n`` elements in ``tiles`` tiles (flags included)."""
+        flags = 8 * (tiles + 1)
+        return Cost(2, n * in_itemsize + flags, n * out_itemsize + 2 * flags, 2 * tiles)
+
+
+# --- status words ---------------------------------------------------------------------
+
+
+def _packs(kit) -> bool:
+    """Whether a state fits beside its status in one 64-bit word."""
+    return kit.fields == 1 and kit.dtypes[0].itemsize <= 4
+
+
+def _word_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.uint64 if np.dtype(dtype).itemsize == 8 else np.uint32)
+
+
+def _codec(dtype: np.dtype):
+    """Device functions ``to_word(v)`` and ``from_word(w)``: a field as an unsigned word.
+
+    Narrow fields (bool, 8- and 16-bit) travel sign- or zero-extended in 32 bits;
+    others bit for bit.
+    """
+    dtype = np.dtype(dtype)
+    t = from_dtype(dtype)
+    if dtype.itemsize == 8:
+
+        @cuda.jit(device=True)
+        def to_word(v):
+            return bitcast(v, uint64)
+
+        @cuda.jit(device=True)
+        def from_word(w):
+            return bitcast(w, t)
+
+    elif dtype.itemsize == 4:
+
+        @cuda.jit(device=True)
+        def to_word(v):
+            return bitcast(v, uint32)
+
+        @cuda.jit(device=True)
+        def from_word(w):
+            return bitcast(w, t)
+
+    else:
+
+        @cuda.jit(device=True)
+        def to_word(v):
+            return bitcast(int32(v), uint32)
+
+        @cuda.jit(device=True)
+        def from_word(w):
+            return t(bitcast(w, int32))
+
+    return to_word, from_word
+
+
+def _packed_status(kit):
+    """``publish`` and ``read`` for a one-field state packed with its status."""
+    to_word, from_word = _codec(kit.dtypes[0])
+    shift, low, zero = uint64(32), uint64(0xFFFFFFFF), uint64(0)
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        cuda.atomic.exch(st, tile, (uint64(status) << shift) | uint64(to_word(s[0])))
+
+    @cuda.jit(device=True)
+    def read(st, v0, v1, w0, w1, tile):
+        word = cuda.atomic.or_(st, tile, zero)  # an atomic read: status and value together
+        return int32(word >> shift), (from_word(uint32(word & low)),)
+
+    return publish, read
+
+
+def _separate_status(kit):
+    """``publish`` and ``read`` for states in value arrays beside an int32 status array."""
+    identity = kit.identity
+    put, get = _field_words(kit)
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        if status == STATUS_P:
+            put(w0, w1, tile, s)
+        else:
+            put(v0, v1, tile, s)
+        cuda.threadfence()  # the value reaches memory before the status does
+        cuda.atomic.exch(st, tile, int32(status))
+
+    @cuda.jit(device=True)
+    def read(st, v0, v1, w0, w1, tile):
+        status = cuda.atomic.or_(st, tile, int32(0))
+        if status == STATUS_X:
+            return status, identity()
+        cuda.threadfence()  # the status is read before the value
+        if status == STATUS_P:
+            return status, get(w0, w1, tile)
+        return status, get(v0, v1, tile)
+
+    return publish, read
+
+
+def _field_words(kit):
+    """``put(a0, a1, i, s)`` and ``get(a0, a1, i)``: a state in arrays of words, one per
+    field; ``get`` reads with atomics (from L2, never a stale L1 line)."""
+    to0, from0 = _codec(kit.dtypes[0])
+    z0 = from_dtype(_word_dtype(kit.dtypes[0]))(0)
+    if kit.fields == 1:
+
+        @cuda.jit(device=True)
+        def put(a0, a1, i, s):
+            a0[i] = to0(s[0])
+
+        @cuda.jit(device=True)
+        def get(a0, a1, i):
+            return (from0(cuda.atomic.or_(a0, i, z0)),)
+
+        return put, get
+    to1, from1 = _codec(kit.dtypes[1])
+    z1 = from_dtype(_word_dtype(kit.dtypes[1]))(0)
+
+    @cuda.jit(device=True)
+    def put(a0, a1, i, s):
+        a0[i] = to0(s[0])
+        a1[i] = to1(s[1])
+
+    @cuda.jit(device=True)
+    def get(a0, a1, i):
+        return (from0(cuda.atomic.or_(a0, i, z0)), from1(cuda.atomic.or_(a1, i, z1)))
+
+    return put, get
+
+
+def _waiter(read):
+    """``wait(st, ..., tile, me) -> (status, state)``: tile's status once published."""
+    if SIMULATOR:
+
+        @cuda.jit(device=True)
+        def wait(st, v0, v1, w0, w1, tile, me):
+            status, s = read(st, v0, v1, w0, w1, tile)
+            if status == STATUS_X:  # blocks run one at a time: it will never publish
+                raise RuntimeError(
+                    f"decoupled look-back: tile {me} waits for tile {tile}, which has not "
+                    "published; tiles are being scanned out of order"
+                )
+            return status, s
+
+        return wait
+
+    @cuda.jit(device=True)
+    def wait(st, v0, v1, w0, w1, tile, me):
+        status, s = read(st, v0, v1, w0, w1, tile)
+        while status == STATUS_X:  # tile < me: its block is running and will publish
+            status, s = read(st, v0, v1, w0, w1, tile)
+        return status, s
+
+    return wait
+
+
+def _build_lookback(kit, wait):
+    combine, identity, shfl_up, shfl_idx = kit.combine, kit.identity, kit.shfl_up, kit.shfl_idx
+
+    @cuda.jit(device=True)
+    def lookback(st, v0, v1, w0, w1, tile, first):
+        """Called by warp 0: the combine of tiles ``first .. tile-1`` (all lanes)."""
+        lane = cuda.threadIdx.x % WARP
+        end = tile
+        running = identity()  # placeholder until `have`
+        have = False
+        while True:
+            pred = end - WARP + lane  # lane 31 is the nearest tile
+            if pred >= first:
+                status, s = wait(st, v0, v1, w0, w1, pred, tile)
+            else:  # before the segment: a stop marker whose value is never combined
+                status, s = STATUS_P, identity()
+            head = int32(1) if status == STATUS_P else int32(0)
+            d = 1
+            while d < WARP:  # segmented inclusive scan; a P lane starts a segment
+                other = shfl_up(s, d)
+                other_head = cuda.shfl_up_sync(FULL_MASK, head, d)
+                if lane >= d and head == 0:
+                    s = combine(other, s)
+                    head = other_head
+                d *= 2
+            window = shfl_idx(s, WARP - 1)  # nearest P (or window start) .. end-1
+            found = cuda.shfl_sync(FULL_MASK, head, WARP - 1)
+            running = combine(window, running) if have else window
+            have = True
+            if found != 0:
+                return running
+            end -= WARP
+
+    return lookback
+
+
+def _build(block, kit, items, load, store, exclusive, empty, publish_prefix):
+    t = Tile(block, kit, items, load, store, exclusive, empty)
+    combine, kload, kstore = kit.combine, kit.load, kit.store
+    load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
+    thread_prefix = t.thread_prefix
+    publish, read = (_packed_status if _packs(kit) else _separate_status)(kit)
+    lookback = _build_lookback(kit, _waiter(read))
+    size = t.size
+    (xs_slots0, xs_slots1), (temp0, temp1), (local0, local1) = (
+        t.xs_slots, t.temp_slots, t.local_slots)
+    d0, d1 = t.dtypes
+
+    @cuda.jit
+    def lookback_kernel(src0, src1, dst0, dst1, n, tiles, st, v0, v1, w0, w1):
+        xs0 = cuda.shared.array(xs_slots0, d0)
+        xs1 = cuda.shared.array(xs_slots1, d1)
+        tmp0 = cuda.shared.array(temp0, d0)
+        tmp1 = cuda.shared.array(temp1, d1)
+        bc0 = cuda.shared.array(1, d0)
+        bc1 = cuda.shared.array(1, d1)
+        ticket = cuda.shared.array(1, int64)
+        l0 = cuda.local.array(local0, d0)
+        l1 = cuda.local.array(local1, d1)
+        tid = cuda.threadIdx.x
+        if tid == 0:  # 1. a tile id in the order blocks start (the counter's slot is last)
+            ticket[0] = cuda.atomic.add(st, st.size - 1, 1)
+        cuda.syncthreads()
+        tile = int64(ticket[0])
+        seg = tile // tiles
+        k = tile - seg * tiles  # the tile's place in its segment
+        rows = src0.shape[1]
+        a = seg // rows
+        b = seg - a * rows
+        start = k * size
+        r = load_tile(src0[a, b], src1[a, b], n, start, xs0, xs1, l0, l1)
+        inc, exc, total = block_scan(r, tmp0, tmp1)
+        if k == 0:  # 2. nothing before the segment's first tile
+            if tid == 0:
+                publish(st, v0, v1, w0, w1, tile, STATUS_P, total)
+            carry = total
+            has = False
+        else:
+            if tid == 0:
+                publish(st, v0, v1, w0, w1, tile, STATUS_A, total)
+            if tid < WARP:  # 3. look back
+                prefix = lookback(st, v0, v1, w0, w1, tile, tile - k)
+                if tid == 0:  # 4. publish the inclusive prefix; hand the carry round
+                    if publish_prefix:
+                        publish(st, v0, v1, w0, w1, tile, STATUS_P, combine(prefix, total))
+                    kstore(bc0, bc1, 0, prefix)
+            cuda.syncthreads()
+            carry = kload(bc0, bc1, 0)
+            has = True
+        pre, have = thread_prefix(exc, carry, has)
+        emit_tile(dst0[a, b], dst1[a, b], n, start, pre, have, xs0, xs1, l0, l1)
+
+    return lookback_kernel

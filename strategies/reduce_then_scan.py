@@ -1,0 +1,178 @@
+"""Reduce-then-scan grid scan: chunk totals, a scan of them, then each chunk with its carry.
+
+The lesson
+----------
+A block can scan a tile (``numbakern/scan_tiles.py``), but a tile in the middle of an
+array needs the combine of *everything before it*, which other blocks hold. Blocks of
+one launch cannot wait for each other safely, so the simplest answer lets launches
+end in between (Merrill and Garland's "reduce-then-scan", the shape of most GPU scans
+before 2016):
+
+1. **Reduce.** Each segment is cut into ``C`` chunks of consecutive tiles; block
+   ``(segment, c)`` reduces its chunk, tile by tile, and writes the chunk's total.
+2. **Scan the totals.** One block per segment scans its ``C`` chunk totals
+   (exclusive): ``carry[c]`` is the combine of chunks ``0..c-1``.
+3. **Scan with the carry.** Block ``(segment, c)`` reads its chunk again and scans
+   it tile by tile, starting from ``carry[c]`` (chunk 0 starts from nothing) and
+   carrying each tile's total into the next.
+
+When a segment fits in one chunk (short rows), passes 1 and 2 are skipped and each
+block scans whole segments: one launch, one read, one write.
+
+Every combine happens in an order fixed by the sizes alone, so the result is
+**bitwise identical run to run**, floats included, and element order is kept (any
+associative op). The price is the second read of the input: ``2n`` reads and ``n``
+writes, where the decoupled look-back (``strategies/decoupled_lookback.py``) moves
+``n`` and ``n``. ``C`` is a few chunks per multiprocessor, so passes 1 and 3 fill the
+GPU and pass 2 scans only a few thousand totals.
+"""
+
+from __future__ import annotations
+
+from numba import cuda, int64
+
+from numbakern import kernels
+from numbakern.job import max_resident_blocks
+from numbakern.launch import launch
+from numbakern.scan_tiles import ScanGrid, Tile, state_loader
+from numbakern.strategy import Cost, ceil_div
+
+
+class ReduceThenScan(ScanGrid):
+    """Grid scan by chunk totals, an exclusive scan of them, and a carried scan per chunk.
+
+    Args:
+        block: the block scan strategy (default ``WarpShuffle()``).
+        blocks: about how many chunks (blocks of passes 1 and 3) in all; ``None``:
+            two per resident block of the device.
+        items: items per thread in a tile (``None``: automatic).
+
+    Deterministic; order-preserving (any associative op); three launches (one for
+    segments that fit in one chunk).
+    """
+
+    name = "reduce_then_scan"
+    deterministic = True
+
+    def scan(self, job) -> None:
+        items = self.tile_items(job)
+        threads = self.block.threads
+        tile = threads * items
+        tiles = ceil_div(job.n, tile)  # per segment
+        chunks, per_chunk = self.chunking(job.segments, tiles)
+        main = self._kernels(job, items, "main", job.element_loader(), job.output_storer(),
+                             job.exclusive, job.empty)
+        if chunks == 1:
+            carries = job.alloc_states((1, 1, 1))
+        else:
+            totals = job.alloc_states((1, job.segments, chunks))
+            launch(main[0], job.segments * chunks, threads, job.stream,
+                   job.x, job.x, job.n, tiles, per_chunk, chunks, *totals)
+            carries = job.alloc_states((1, job.segments, chunks))
+            state = kernels.cached(("scan_state_load", job.kit), lambda: state_loader(job.kit))
+            partial = self._kernels(job, items, "totals", state, job.kit.store, True,
+                                    job.kit.identity_values)
+            launch(partial[1], job.segments, threads, job.stream, *totals, *carries,
+                   chunks, ceil_div(chunks, tile), ceil_div(chunks, tile), 1, *carries)
+        launch(main[1], job.segments * chunks, threads, job.stream, job.x, job.x, *job.outs,
+               job.n, tiles, per_chunk, chunks, *carries)
+
+    def chunking(self, segments: int, tiles: int) -> tuple[int, int]:
+        """``(chunks per segment, tiles per chunk)`` for about ``blocks`` blocks in all."""
+        target = self.blocks or 2 * max_resident_blocks(self.block.threads)
+        chunks = max(1, min(tiles, ceil_div(target, segments)))
+        per_chunk = ceil_div(tiles, chunks)
+        return ceil_div(tiles, per_chunk), per_chunk
+
+    def _kernels(self, job, items, source, load, store, exclusive, empty):
+        key = ("reduce_then_scan", source, self.block.key, items, job.key)
+        return kernels.cached(key, lambda: _build(self.block, job.kit, items, load, store,
+                                                  exclusive, empty))
+
+    def cost(self, n: int, in_itemsize: int, out_itemsize: int, chunks: int) -> Cost:
+        """Traffic of one scan of ``n`` elements cut into ``chunks`` chunks."""
+        if chunks <= 1:
+            return Cost(1, n * in_itemsize, n * out_itemsize, 0)
+        return Cost(3, 2 * n * in_itemsize, n * out_itemsize, 0)
+
+
+def _build(block, kit, items, load, store, exclusive, empty):
+    """The pass-1 kernel (chunk totals) and the scan kernel (passes 2 and 3)."""
+    t = Tile(block, kit, items, load, store, exclusive, empty)
+    combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
+    load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
+    thread_prefix = t.thread_prefix
+    size = t.size
+    (xs_slots0, xs_slots1), (temp0, temp1), (local0, local1) = (
+        t.xs_slots, t.temp_slots, t.local_slots)
+    d0, d1 = t.dtypes
+
+    @cuda.jit
+    def totals_kernel(src0, src1, n, tiles, per_chunk, chunks, tot0, tot1):
+        """Pass 1: block (segment, c) writes the total of chunk c."""
+        xs0 = cuda.shared.array(xs_slots0, d0)
+        xs1 = cuda.shared.array(xs_slots1, d1)
+        tmp0 = cuda.shared.array(temp0, d0)
+        tmp1 = cuda.shared.array(temp1, d1)
+        l0 = cuda.local.array(local0, d0)
+        l1 = cuda.local.array(local1, d1)
+        blk = int64(cuda.blockIdx.x)
+        seg = blk // chunks
+        c = blk - seg * chunks
+        rows = src0.shape[1]
+        a = seg // rows
+        b = seg - a * rows
+        row0 = src0[a, b]
+        row1 = src1[a, b]
+        acc = identity()
+        has = False
+        t = c * per_chunk
+        stop = min(t + per_chunk, tiles)
+        while t < stop:
+            r = load_tile(row0, row1, n, t * size, xs0, xs1, l0, l1)
+            total = block_scan(r, tmp0, tmp1)[2]
+            acc = combine(acc, total) if has else total
+            has = True
+            cuda.syncthreads()  # before the next tile reuses shared memory
+            t += 1
+        if cuda.threadIdx.x == 0:
+            kstore(tot0[0, seg], tot1[0, seg], c, acc)
+
+    @cuda.jit
+    def scan_kernel(src0, src1, dst0, dst1, n, tiles, per_chunk, chunks, car0, car1):
+        """Passes 2 and 3: block (segment, c) scans chunk c, starting from carry c."""
+        xs0 = cuda.shared.array(xs_slots0, d0)
+        xs1 = cuda.shared.array(xs_slots1, d1)
+        tmp0 = cuda.shared.array(temp0, d0)
+        tmp1 = cuda.shared.array(temp1, d1)
+        l0 = cuda.local.array(local0, d0)
+        l1 = cuda.local.array(local1, d1)
+        blk = int64(cuda.blockIdx.x)
+        seg = blk // chunks
+        c = blk - seg * chunks
+        rows = src0.shape[1]
+        a = seg // rows
+        b = seg - a * rows
+        if c > 0:
+            carry = kload(car0[0, seg], car1[0, seg], c)
+            has = True
+        else:
+            carry = identity()  # a placeholder: has=False keeps it out of every result
+            has = False
+        row0 = src0[a, b]
+        row1 = src1[a, b]
+        out0 = dst0[a, b]
+        out1 = dst1[a, b]
+        t = c * per_chunk
+        stop = min(t + per_chunk, tiles)
+        while t < stop:
+            r = load_tile(row0, row1, n, t * size, xs0, xs1, l0, l1)
+            inc, exc, total = block_scan(r, tmp0, tmp1)
+            pre, have = thread_prefix(exc, carry, has)
+            emit_tile(out0, out1, n, t * size, pre, have, xs0, xs1, l0, l1)
+            carry = combine(carry, total) if has else total
+            has = True
+            cuda.syncthreads()  # before the next tile reuses shared memory
+            t += 1
+
+    return totals_kernel, scan_kernel
