@@ -77,6 +77,14 @@ def test_shfl_down_sync_keeps_own_value_past_the_warp_edge():
     np.testing.assert_array_equal(got[27:], [127, 128, 129, 130, 131])  # own value
 
 
+def test_shuffle_offsets_count_modulo_32():
+    # PTX shfl.sync reads bits 4:0 of the offset: delta 33 is delta 1, 34 is 2.
+    values = 100 + LANES
+    np.testing.assert_array_equal(shuffle(1, values, np.full(32, 33))[:3], [100, 100, 101])
+    np.testing.assert_array_equal(shuffle(2, values, np.full(32, 34))[29:], [131, 130, 131])
+    np.testing.assert_array_equal(shuffle(3, values, np.full(32, 33))[:2], [101, 100])
+
+
 def test_shfl_xor_sync_swaps_butterfly_partners():
     values = 100 + LANES
     got = shuffle(3, values, np.full(32, 1))
