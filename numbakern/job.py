@@ -60,10 +60,6 @@ class ReduceJob:
         want = ceil_div(int(self.n), threads * kernels.UNROLL)
         return max(1, min(want, max_resident_blocks(threads)))
 
-    def index32(self, blocks: int, threads: int) -> bool:
-        """Whether this launch may index in int32 (see ``kernels.fits_int32``)."""
-        return kernels.fits_int32(int(self.n), blocks, threads)
-
     def element_loader(self):
         """Device function ``load(a0, a1, i) -> state`` for this input."""
         key = ("load", self.op, self.kit.dtypes, self.x.ndim)

@@ -28,7 +28,7 @@ import threading
 from typing import Callable
 
 import numpy as np
-from numba import cuda, from_dtype, int32, int64
+from numba import cuda, from_dtype, int64, uint64
 
 from .launch import SIMULATOR
 from .state import StateKit, build_kit
@@ -94,14 +94,15 @@ def element_loader(op, kit: StateKit, ndim: int):
 
         @cuda.jit(device=True)
         def load(a0, a1, i):
-            return to_state(a0[i], i)
+            return to_state(a0[i], int64(i))
 
     elif ndim == 2:
 
         @cuda.jit(device=True)
         def load(a0, a1, i):
+            j = int64(i)  # signed: a uint64 mixed with the int64 shape would be a float
             cols = a0.shape[1]
-            return to_state(a0[i // cols, i % cols], i)
+            return to_state(a0[j // cols, j % cols], j)
 
     else:
         raise ValueError(f"reduce kernels take 1-D or 2-D inputs, got {ndim}-D")
@@ -128,47 +129,44 @@ def state_loader(kit: StateKit):
 # --- thread reduce ----------------------------------------------------------------
 
 
-def strided_thread_reduce(kit: StateKit, load, threads: int, index32: bool = False):
+def strided_thread_reduce(kit: StateKit, load, threads: int):
     """Grid-stride fold with UNROLL independent loads in flight (commutative ops).
 
-    ``index32`` does the index arithmetic in int32 (the caller guarantees
-    ``n + UNROLL * grid threads < 2**31``): fewer instructions per load than int64,
-    worth ~7% of bandwidth on an H200 (bench/NOTES.md).
+    The index is unsigned: Numba then skips the negative-index wrap-around it adds
+    to every signed subscript (five integer instructions per load, measurable at
+    memory speed: bench/NOTES.md). Every constant is typed uint64 too, since Numba
+    turns uint64 mixed with int64 into float64.
     """
     combine, identity = kit.combine, kit.identity
-    index = int32 if index32 else int64
+    block = uint64(threads)
+    k2, k3, k4, k5, k6, k7, k8 = (uint64(k) for k in range(2, 9))
 
     @cuda.jit(device=True)
     def thread_reduce(a0, a1, n64):
-        n = index(n64)
-        stride = index(cuda.gridDim.x) * threads
-        i = index(cuda.blockIdx.x) * threads + index(cuda.threadIdx.x)
+        n = uint64(n64)
+        stride = uint64(cuda.gridDim.x) * block
+        i = uint64(cuda.blockIdx.x) * block + uint64(cuda.threadIdx.x)
         s = identity()
         # Eight loads issued before any combine: more bytes in flight per thread.
-        while i + 7 * stride < n:
+        while i + k7 * stride < n:
             v0 = load(a0, a1, i)
             v1 = load(a0, a1, i + stride)
-            v2 = load(a0, a1, i + 2 * stride)
-            v3 = load(a0, a1, i + 3 * stride)
-            v4 = load(a0, a1, i + 4 * stride)
-            v5 = load(a0, a1, i + 5 * stride)
-            v6 = load(a0, a1, i + 6 * stride)
-            v7 = load(a0, a1, i + 7 * stride)
+            v2 = load(a0, a1, i + k2 * stride)
+            v3 = load(a0, a1, i + k3 * stride)
+            v4 = load(a0, a1, i + k4 * stride)
+            v5 = load(a0, a1, i + k5 * stride)
+            v6 = load(a0, a1, i + k6 * stride)
+            v7 = load(a0, a1, i + k7 * stride)
             low = combine(combine(v0, v1), combine(v2, v3))
             high = combine(combine(v4, v5), combine(v6, v7))
             s = combine(s, combine(low, high))
-            i += 8 * stride
+            i += k8 * stride
         while i < n:
             s = combine(s, load(a0, a1, i))
             i += stride
         return s
 
     return thread_reduce
-
-
-def fits_int32(n: int, blocks: int, threads: int) -> bool:
-    """Whether int32 index arithmetic cannot overflow for this launch."""
-    return n + UNROLL * blocks * threads < 2**31
 
 
 def contiguous_thread_reduce(kit: StateKit, load, threads: int):
@@ -203,8 +201,7 @@ def temp_dtypes(kit: StateKit):
     return t0, t1
 
 
-def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool,
-                        index32: bool = False):
+def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
     """A ``@cuda.jit`` kernel ``(a0, a1, n, o0, o1)``: thread, block, then emit.
 
     Args:
@@ -214,8 +211,6 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool,
         emit: ``emit(o0, o1, s)``, called by every thread; ``s`` valid in thread 0.
         ordered: keep element order (contiguous runs per thread) for
             non-commutative ops.
-        index32: int32 index arithmetic in the strided loop (see
-            :func:`fits_int32`).
     """
     threads = block.threads
     slots0 = block.temp_slots()
@@ -224,7 +219,7 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool,
     if ordered:
         thread_reduce = contiguous_thread_reduce(kit, load, threads)
     else:
-        thread_reduce = strided_thread_reduce(kit, load, threads, index32)
+        thread_reduce = strided_thread_reduce(kit, load, threads)
     block_reduce = block.build_reduce(kit)
 
     @cuda.jit

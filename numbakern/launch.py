@@ -207,6 +207,17 @@ class _Launcher:
         if err:
             raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
 
+    def _prepare(self, key, count: int) -> tuple:
+        """Compile for this signature; a parameter buffer and pointers into it.
+
+        Returns ``(CUfunction, values, (pointer array, its numpy owner))``.
+        """
+        kernel = self.dispatcher.compile(_signature(key))
+        values = np.zeros(count, dtype=np.int64)
+        addresses = values.ctypes.data + 8 * np.arange(count, dtype=np.uint64)
+        pointers = addresses.ctypes.data_as(ctypes.POINTER(ctypes.c_void_p))
+        return _function_handle(kernel), values, (pointers, addresses)
+
 
 _launchers: dict[int, _Launcher] = {}
 

@@ -50,7 +50,7 @@ class TwoPass(GridStrategy):
         threads = self.block.threads
         blocks = job.grid_blocks(self.blocks, threads)
         load_x = job.element_loader()
-        first = self._kernel(job, "x", load_x, job.index32(blocks, threads))
+        first = self._kernel(job, "x", load_x)
         if blocks == 1:
             out = job.alloc_state(1)
             launch(first, 1, threads, job.stream, job.x, out[1], job.n, *out)
@@ -58,16 +58,16 @@ class TwoPass(GridStrategy):
         partials = job.alloc_state(blocks)
         launch(first, blocks, threads, job.stream, job.x, partials[1], job.n, *partials)
         out = job.alloc_state(1)
-        second = self._kernel(job, "partials", job.kit.load, True)
+        second = self._kernel(job, "partials", job.kit.load)
         launch(second, 1, threads, job.stream, *partials, blocks, *out)
         return out
 
-    def _kernel(self, job, source: str, load, index32: bool):
-        key = ("two_pass", source, index32, self.block.key, job.key)
+    def _kernel(self, job, source: str, load):
+        key = ("two_pass", source, self.block.key, job.key)
         return kernels.cached(
             key,
             lambda: kernels.build_reduce_kernel(
-                self.block, job.kit, load, _write_partial(job.kit), job.ordered, index32
+                self.block, job.kit, load, _write_partial(job.kit), job.ordered
             ),
         )
 

@@ -291,3 +291,38 @@ def test_device_buffer_strides_from_interface():
 
     b = buffer(Fake())
     assert b.strides == (16, 4) and b.c_contiguous and b.size == 12
+
+
+def test_gpu_launcher_packs_parameters_without_a_gpu(monkeypatch):
+    """The GPU launch path's argument flattening and parameter buffer, checked with a
+    fake driver call: every parameter 8 bytes, arrays as Numba flattens them."""
+    import ctypes
+
+    from numbakern import launch as L
+
+    seen = {}
+
+    def fake_launch(function, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        addresses = ctypes.cast(params, ctypes.POINTER(ctypes.c_uint64))
+        seen["params"] = [ctypes.c_int64.from_address(addresses[i]).value for i in range(9)]
+        seen["grid"], seen["block"] = gx, bx
+        return 0
+
+    class Dispatcher:
+        def compile(self, argtypes):
+            seen["argtypes"] = argtypes
+            return None
+
+    monkeypatch.setattr(L, "_cuLaunchKernel", fake_launch)
+    monkeypatch.setattr(L, "_function_handle", lambda kernel: 1234)
+
+    class Stream:
+        handle = 0
+
+    buf = L.DeviceBuffer(4096, (5,), (8,), np.float64)
+    L._Launcher(Dispatcher())(3, 64, Stream(), (buf, np.int64(-7), 2.5))
+    assert seen["grid"] == 3 and seen["block"] == 64
+    assert str(seen["argtypes"][0]) == "array(float64, 1d, C)"
+    assert seen["params"][:7] == [0, 0, 5, 8, 4096, 5, 8]
+    assert seen["params"][7] == -7
+    assert seen["params"][8] == int(np.float64(2.5).view(np.int64))
