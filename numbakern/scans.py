@@ -246,9 +246,11 @@ def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace
     views = [workspace.empty((1, rows, n), d) for d in results]
 
     def finish():
+        copies = [host_copy(view, workspace.stream) for view in views]
+        workspace.stream.synchronize()  # the copies may be asynchronous
         arrays = []
-        for view, target in zip(views, outs or [None] * len(views)):
-            host_out = host_copy(view, workspace.stream).reshape(moved.shape)
+        for host_out, target in zip(copies, outs or [None] * len(views)):
+            host_out = host_out.reshape(moved.shape)
             if axis is not None:
                 host_out = np.moveaxis(host_out, -1, axis)
             if target is not None:
@@ -256,7 +258,6 @@ def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace
                 arrays.append(target)
             else:
                 arrays.append(np.ascontiguousarray(host_out))
-        workspace.stream.synchronize()
         return arrays
 
     return xv, views, finish

@@ -80,6 +80,8 @@ class DecoupledLookback(ScanGrid):
             which ends later tiles' look-back there. ``False`` publishes aggregates
             only: every look-back then walks back to its segment's first tile, 32
             tiles a step; slower, for teaching and for testing that path.
+        hold: where item prefixes wait during the look-back: ``"registers"`` or
+            ``"shared"`` (fewer registers, more resident blocks).
 
     One launch (after zeroing the flags); ``n`` reads and ``n`` writes; order-
     preserving (any associative op); not bitwise deterministic for floats.
@@ -88,8 +90,9 @@ class DecoupledLookback(ScanGrid):
     name = "decoupled_lookback"
     deterministic = False
 
-    def __init__(self, block=None, items: int | None = None, publish_prefix: bool = True):
-        super().__init__(block, None, items)
+    def __init__(self, block=None, items: int | None = None, publish_prefix: bool = True,
+                 hold: str = "shared"):
+        super().__init__(block, None, items, hold)
         self.publish_prefix = bool(publish_prefix)
 
     @property
@@ -112,10 +115,11 @@ class DecoupledLookback(ScanGrid):
             if job.kit.fields == 1:
                 aggregates, inclusive = aggregates * 2, inclusive * 2
             values = (*aggregates, *inclusive)
-        key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, job.key)
+        key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
+               job.key)
         kernel = kernels.cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
-            job.exclusive, job.empty, self.publish_prefix))
+            job.exclusive, job.empty, self.publish_prefix, self.hold))
         launch(kernel, total, threads, job.stream, job.x, job.x, *job.outs, job.n, tiles,
                status, *values)
 
@@ -315,8 +319,8 @@ def _build_lookback(kit, wait):
     return lookback
 
 
-def _build(block, kit, items, load, store, exclusive, empty, publish_prefix):
-    t = Tile(block, kit, items, load, store, exclusive, empty)
+def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hold):
+    t = Tile(block, kit, items, load, store, exclusive, empty, hold)
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix

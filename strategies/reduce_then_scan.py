@@ -46,6 +46,8 @@ class ReduceThenScan(ScanGrid):
         blocks: about how many chunks (blocks of passes 1 and 3) in all; ``None``:
             two per resident block of the device.
         items: items per thread in a tile (``None``: automatic).
+        hold: where item prefixes wait during the block scan: ``"registers"`` or
+            ``"shared"``.
 
     Deterministic; order-preserving (any associative op); three launches (one for
     segments that fit in one chunk).
@@ -85,9 +87,9 @@ class ReduceThenScan(ScanGrid):
         return ceil_div(tiles, per_chunk), per_chunk
 
     def _kernels(self, job, items, source, load, store, exclusive, empty):
-        key = ("reduce_then_scan", source, self.block.key, items, job.key)
+        key = ("reduce_then_scan", source, self.block.key, items, self.hold, job.key)
         return kernels.cached(key, lambda: _build(self.block, job.kit, items, load, store,
-                                                  exclusive, empty))
+                                                  exclusive, empty, self.hold))
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, chunks: int) -> Cost:
         """Traffic of one scan of ``n`` elements cut into ``chunks`` chunks."""
@@ -96,9 +98,9 @@ class ReduceThenScan(ScanGrid):
         return Cost(3, 2 * n * in_itemsize, n * out_itemsize, 0)
 
 
-def _build(block, kit, items, load, store, exclusive, empty):
+def _build(block, kit, items, load, store, exclusive, empty, hold):
     """The pass-1 kernel (chunk totals) and the scan kernel (passes 2 and 3)."""
-    t = Tile(block, kit, items, load, store, exclusive, empty)
+    t = Tile(block, kit, items, load, store, exclusive, empty, hold)
     combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix

@@ -116,6 +116,22 @@ def test_modes_every_strategy(spec):
                                       err_msg=f"{spec} exclusive={exclusive} reverse={reverse}")
 
 
+@pytest.mark.parametrize("spec", ["decoupled_lookback/warp_shuffle",
+                                  "reduce_then_scan/blelloch"])
+def test_hold_registers_and_shared(spec):
+    """Item prefixes held in registers or in shared memory give the same scans."""
+    x = np.random.default_rng(12).integers(-100, 100, 3 * 64 + 7).astype(np.int32)
+    for hold in ("registers", "shared"):
+        g = make(spec)
+        g.hold = hold
+        for exclusive, reverse in MODES:
+            got = nk.cumsum(x, exclusive=exclusive, reverse=reverse, strategy=g)
+            np.testing.assert_array_equal(got, np_scan(x.astype(np.int64), exclusive, reverse),
+                                          err_msg=f"{spec} {hold} {exclusive} {reverse}")
+    with pytest.raises(ValueError, match="hold"):
+        DecoupledLookback(hold="global")
+
+
 @nk.op(identity=0.0, commutative=False)
 def last_nonzero(a, b):
     """Forward fill: the last non-zero value so far (associative, not commutative)."""
@@ -200,6 +216,7 @@ def test_cumsum_dtypes(dtype):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's integer wrap
 def test_result_dtype_rules():
     x = np.arange(1, 40, dtype=np.uint8)
     got = nk.cumsum(x, dtype=np.int16)  # wraps in int16, as NumPy's

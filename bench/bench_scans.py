@@ -1,0 +1,84 @@
+"""Scans: cumsum over every scan strategy beside cupy.cumsum and torch.cumsum, same run.
+
+GB/s count one read of the input and one write of the output (int32 in, int64 out:
+12 bytes an element, for every provider, as all three follow NumPy's promotion);
+reduce-then-scan's second read is not counted, so its figure shows what it costs.
+The ceiling is the copy bandwidth measured in the same session. Target (issue 6):
+``decoupled_lookback`` at 2**28 float32 reaches 3 TB/s.
+
+    pytest bench/bench_scans.py --benchmark-json=scans.json
+"""
+
+import pytest
+
+import numbakern as nk
+
+SIZES = [1 << 20, 1 << 24, 1 << 28]
+DTYPES = ["float32", "int32"]
+ROWS = (32768, 4096)
+
+
+def _ids(value):
+    if isinstance(value, tuple):
+        return f"{value[0]}x{value[1]}"
+    return f"2^{value.bit_length() - 1}"
+
+
+@pytest.fixture(scope="module", params=[(n, d) for d in DTYPES for n in SIZES] +
+                [(ROWS, "float32")], ids=lambda p: f"{p[1]}-{_ids(p[0])}")
+def data(request, cp):
+    shape, dtype = request.param
+    if dtype == "int32":
+        return cp.random.randint(-1000, 1000, shape, dtype=cp.int32)
+    return cp.random.uniform(-1, 1, shape, dtype=cp.float32)
+
+
+def _traffic(x, out) -> int:
+    return x.nbytes + out.nbytes
+
+
+def _info(x, provider):
+    return dict(provider=provider, shape=list(x.shape), dtype=str(x.dtype))
+
+
+@pytest.mark.parametrize("strategy", nk.strategies.available_scans())
+def test_numbakern_cumsum(data, strategy, measure):
+    axis = -1 if data.ndim == 2 else None
+    out = nk.cumsum(data, axis=axis, strategy=strategy)
+    measure(lambda: nk.cumsum(data, axis=axis, strategy=strategy), _traffic(data, out),
+            **_info(data, strategy))
+
+
+def test_cupy_cumsum(data, measure):
+    axis = -1 if data.ndim == 2 else None
+    out = data.cumsum(axis=axis)
+    measure(lambda: data.cumsum(axis=axis), _traffic(data, out), **_info(data, "cupy"))
+
+
+def test_torch_cumsum(data, measure, torch_cuda):
+    if torch_cuda is None:
+        pytest.skip("torch with CUDA not installed")
+    t = torch_cuda.as_tensor(data, device="cuda")
+    t = t if data.ndim == 2 else t.reshape(-1)
+    out = torch_cuda.cumsum(t, dim=-1)
+    nbytes = t.nbytes + out.element_size() * out.nelement()
+    measure(lambda: torch_cuda.cumsum(t, dim=-1), nbytes, **_info(data, "torch"))
+
+
+@pytest.fixture(scope="module")
+def big(cp):
+    return cp.random.uniform(-1, 1, 1 << 28, dtype=cp.float32)
+
+
+@pytest.mark.parametrize("hold", ["shared", "registers"])
+@pytest.mark.parametrize("threads", [128, 256, 512])
+@pytest.mark.parametrize("items", [8, 12, 16, 24])
+def test_lookback_tuning(big, measure, threads, items, hold):
+    """Decoupled look-back at 2**28 float32 over block size, items per thread and where
+    item prefixes wait: the figures that choose ``auto_items`` and the defaults."""
+    if threads * items * 4 > 44 * 1024:
+        pytest.skip("the tile does not fit in 48 KiB of shared memory")
+    x = big
+    strategy = nk.DecoupledLookback(nk.WarpShuffle(threads), items=items, hold=hold)
+    measure(lambda: nk.cumsum(x, strategy=strategy), 2 * x.nbytes,
+            **_info(x, f"decoupled_lookback/warp_shuffle t{threads} i{items} {hold}"))
