@@ -12,7 +12,8 @@
   floats, bool anywhere. That is stricter than NumPy's reductions, which cast
   ``unsafe``ly (a float sum into an int array): such an ``out`` raises
   :class:`OutDtypeError`, a ``ValueError`` that is also a ``TypeError``, the class
-  NumPy raises for a forbidden cast.
+  NumPy raises for a forbidden cast. Indices (argmax and friends) need an integer
+  ``out``, as NumPy's argmax (int64 results; a narrower integer ``out`` wraps).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def result_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
     return tuple(n for a, n in enumerate(shape) if a not in axes)
 
 
-def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str) -> None:
+def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str,
+              integer: bool = False) -> None:
     """Raise unless ``out`` (or ``None``) can receive a ``dtype`` result of ``shape``.
 
     Args:
@@ -84,6 +86,7 @@ def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str) -> 
         shape, dtype: the result's.
         kind: the input's array library, ``"numpy"``, ``"cupy"`` or ``"device"``.
         name: the function, for messages.
+        integer: ``out`` must have an integer dtype (indices, as NumPy's argmax).
 
     Raises:
         TypeError: ``out`` is not an array of the input's library.
@@ -105,6 +108,9 @@ def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str) -> 
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{name}: out has shape {tuple(out.shape)}, the result has shape "
                          f"{tuple(shape)}")
+    if integer and np.dtype(out.dtype).kind not in "iu":
+        raise OutDtypeError(f"{name}: indices need an integer out, got dtype "
+                            f"{np.dtype(out.dtype)}")
     if not np.can_cast(dtype, out.dtype, casting=OUT_CASTING):
         raise OutDtypeError(f"{name}: cannot cast the {np.dtype(dtype)} result to out's "
                             f"dtype {np.dtype(out.dtype)} with casting rule '{OUT_CASTING}'")

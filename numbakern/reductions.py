@@ -116,7 +116,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     dtypes = (in_dtype, _ops.INDEX_DTYPE)
     kind = kind_of(x)
     for o, dt in zip(outs, dtypes):
-        check_out(o, shape, dt, kind, name)
+        check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
     grid = _grid(op, strategy)
     segmented.check_lanes(lanes, grid.block)
     workspace = Workspace(kind, resolve_stream(stream, kind))

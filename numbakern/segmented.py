@@ -52,7 +52,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, from_dtype, int32, int64
+from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from . import kernels
 from .arrays import CopyWarning, _strided, _to_device, host_copy, kind_of
@@ -247,23 +247,29 @@ def _to_state(op, kit):
     return to_state
 
 
-def view_loader(op, kit, reduced_dims: int):
+def view_loader(op, kit, reduced_dims: int, index32: bool):
     """``load(a0, a1, k0, k1, row, r, N, R1, c0, c1)``: element ``r`` of output
-    ``(k0, k1)`` of the 4-D view ``a0``, as a state (its index ``r0*c0 + r1*c1``)."""
+    ``(k0, k1)`` of the 4-D view ``a0``, as a state (its index ``r0*c0 + r1*c1``).
+
+    Two reduced dimensions cost a division per element: 32-bit with ``index32``
+    (unsigned: LLVM narrows a udiv of zero-extended int32s), else 64-bit.
+    """
     to_state = _to_state(op, kit)
+    # Unsigned indices: Numba adds no negative-index wraparound test to the load.
+    u = uint32 if index32 else uint64
     if reduced_dims == 1:
 
         @cuda.jit(device=True)
         def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
-            return to_state(a0[k0, k1, 0, r], r * c1)
+            return to_state(a0[k0, k1, 0, u(r)], r * c1)
 
     else:
 
         @cuda.jit(device=True)
         def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
-            r0 = r // R1
-            r1 = r - r0 * R1
-            return to_state(a0[k0, k1, r0, r1], r0 * c0 + r1 * c1)
+            r0 = u(r) // u(R1)
+            r1 = u(r) - r0 * u(R1)
+            return to_state(a0[k0, k1, r0, r1], int64(r0) * c0 + int64(r1) * c1)
 
     return load
 
@@ -306,26 +312,35 @@ def thread_reducer(kit, load, ordered: bool, index32: bool):
 
     @cuda.jit(device=True)
     def thread_reduce(a0, a1, k0, k1, row, start, stop, first, step, N, R1, c0, c1):
-        r = index(start) + index(first)
+        # Numba widens int32 + int32 to int64: narrowing every sum back keeps the loop
+        # in 32-bit instructions (LLVM folds trunc(add(sext, sext)) to a 32-bit add).
+        r = index(start + first)
         d = index(step)
         end = index(stop)
         s = identity()
-        while r + 7 * d < end:
+        while r < index(end - 7 * d):
+            r1 = index(r + d)
+            r2 = index(r1 + d)
+            r3 = index(r2 + d)
+            r4 = index(r3 + d)
+            r5 = index(r4 + d)
+            r6 = index(r5 + d)
+            r7 = index(r6 + d)
             v0 = load(a0, a1, k0, k1, row, r, N, R1, c0, c1)
-            v1 = load(a0, a1, k0, k1, row, r + d, N, R1, c0, c1)
-            v2 = load(a0, a1, k0, k1, row, r + 2 * d, N, R1, c0, c1)
-            v3 = load(a0, a1, k0, k1, row, r + 3 * d, N, R1, c0, c1)
-            v4 = load(a0, a1, k0, k1, row, r + 4 * d, N, R1, c0, c1)
-            v5 = load(a0, a1, k0, k1, row, r + 5 * d, N, R1, c0, c1)
-            v6 = load(a0, a1, k0, k1, row, r + 6 * d, N, R1, c0, c1)
-            v7 = load(a0, a1, k0, k1, row, r + 7 * d, N, R1, c0, c1)
+            v1 = load(a0, a1, k0, k1, row, r1, N, R1, c0, c1)
+            v2 = load(a0, a1, k0, k1, row, r2, N, R1, c0, c1)
+            v3 = load(a0, a1, k0, k1, row, r3, N, R1, c0, c1)
+            v4 = load(a0, a1, k0, k1, row, r4, N, R1, c0, c1)
+            v5 = load(a0, a1, k0, k1, row, r5, N, R1, c0, c1)
+            v6 = load(a0, a1, k0, k1, row, r6, N, R1, c0, c1)
+            v7 = load(a0, a1, k0, k1, row, r7, N, R1, c0, c1)
             low = combine(combine(v0, v1), combine(v2, v3))
             high = combine(combine(v4, v5), combine(v6, v7))
             s = combine(s, combine(low, high))
-            r += 8 * d
+            r = index(r7 + d)
         while r < end:
             s = combine(s, load(a0, a1, k0, k1, row, r, N, R1, c0, c1))
-            r += d
+            r = index(r + d)
         return s
 
     return thread_reduce
@@ -664,7 +679,7 @@ def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit)
     emit_name, make_emit = emit
     # int32 in-row arithmetic when no index of the loop can reach 2**31
     index32 = av.N + UNROLL * plan.threads < 2**31
-    load = lambda: view_loader(op, kit, av.reduced_dims)  # noqa: E731
+    load = lambda: view_loader(op, kit, av.reduced_dims, index32)  # noqa: E731
     if plan.kernel == "row":
         key = ("segmented", "row", av.reduced_dims, plan.lanes, ordered, emit_name, index32,
                block.key, op, kit.dtypes, kernels.device_key())
