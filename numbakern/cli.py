@@ -92,15 +92,15 @@ def demo(quick, repeat):
 
     Inputs: the seed chapters' worked example [3, 1, 4, 1, 5], the fused-softmax
     tutorial's 1823 x 781, and a batch of language-model logits (8192 x 50257; under
-    the simulator their first rows). On a GPU each is timed beside CuPy and PyTorch.
+    the simulator smaller slices). On a GPU each is timed beside CuPy and PyTorch.
     Exit status 1 if any check fails.
     """
     console = _console()
     backend = numbakern.backend()
     console.print(f"[bold]backend[/bold]: {escape(str(backend))}")
     if backend.is_simulator:
-        console.print("Under the simulator the large inputs run cut down to their first "
-                      "rows (the table says which shape ran) and nothing is timed.")
+        console.print("Under the simulator the large inputs run cut down (the table says "
+                      "which shape ran) and nothing is timed.")
     results, unavailable = _with_progress(
         console, _demo.steps(), lambda advance: _demo.run(quick, repeat, advance))
     console.print(_demo.table(results, timed=not backend.is_simulator))

@@ -60,67 +60,53 @@ def scan_variants() -> list[Variant]:
     return [Variant(name, {"strategy": name}) for name in _strategies.available_scans()]
 
 
-# --- checks: each returns (ok, max |error|) ---------------------------------------------
+# --- tolerances: computed once per input, then every strategy is held to them ----------
 
 
-def _float_bound(x: np.ndarray, got, ref, scale) -> tuple[bool, float]:
-    """``|got - ref| <= 4 eps(acc) scale + eps(result) |ref| + tiny(result)``.
+def exact(x, ref, dtype, kw):
+    """No tolerance: the result must equal NumPy's (integers, max/min, indices)."""
+    return None
+
+
+def tree_bound(scale):
+    """``4 eps(acc) scale + eps(result) |ref| + tiny(result)``, elementwise.
 
     The error bound of a tree reduction in the accumulator dtype (float16
-    accumulates in float32) plus the final rounding, as tests/test_reductions.py.
+    accumulates in float32) plus the final rounding, as tests/test_reductions.py;
+    ``scale(x64, ref, kw)`` is the sum of magnitudes the error grows with. Integer
+    results are exact.
     """
-    got64 = np.asarray(got, dtype=np.float64)
-    acc = np.float32 if x.dtype == np.float16 else x.dtype
-    result = np.finfo(np.asarray(got).dtype)
-    tol = 4 * np.finfo(acc).eps * scale + result.eps * np.abs(ref) + result.smallest_subnormal
-    err = np.abs(got64 - ref)
-    same_nan = np.isnan(got64) & np.isnan(ref)
-    return bool(np.all((err <= tol) | same_nan)), _max(np.where(same_nan, 0, err))
+
+    def tolerance(x, ref, dtype, kw):
+        if dtype.kind != "f":
+            return None
+        acc = np.float32 if x.dtype == np.float16 else x.dtype
+        result = np.finfo(dtype)
+        x64 = np.abs(x.astype(np.float64))
+        return (4 * np.finfo(acc).eps * scale(x64, ref, kw) + result.eps * np.abs(ref)
+                + result.smallest_subnormal)
+
+    return tolerance
 
 
-def _max(err) -> float:
-    err = np.asarray(err, dtype=np.float64)
-    return float(err.max()) if err.size else 0.0
+def allclose(x, ref, dtype, kw):
+    """``allclose``'s default tolerance, ``1e-8 + 1e-5 |ref|``: how the fused-softmax
+    tutorial checks its 1823 x 781 result against ``torch.softmax``."""
+    return 1e-8 + 1e-5 * np.abs(ref)
 
 
-def check_exact(x, got, ref, kw) -> tuple[bool, float]:
-    got, ref = np.asarray(got), np.asarray(ref)
-    ok = got.shape == ref.shape and bool(np.array_equal(got, ref, equal_nan=ref.dtype.kind == "f"))
-    err = np.abs(got.astype(np.float64) - ref.astype(np.float64)) if got.shape == ref.shape \
-        else np.inf
-    return ok, _max(np.nan_to_num(err))
-
-
-def check_sum(x, got, ref, kw) -> tuple[bool, float]:
-    if np.asarray(ref).dtype.kind != "f" or x.dtype.kind != "f":
-        return check_exact(x, got, ref, kw)
-    scale = np.abs(x.astype(np.float64)).sum(axis=kw.get("axis"))
-    return _float_bound(x, got, ref, scale)
-
-
-def check_prod(x, got, ref, kw) -> tuple[bool, float]:
-    if x.dtype.kind != "f":
-        return check_exact(x, got, ref, kw)
-    return _float_bound(x, got, ref, np.abs(ref))
-
-
-def check_cumsum(x, got, ref, kw) -> tuple[bool, float]:
-    if x.dtype.kind != "f":
-        return check_exact(x, got, ref, kw)
-    axis = kw.get("axis")
-    scale = np.cumsum(np.abs(x.astype(np.float64)), axis=axis)
-    if axis is None:
-        scale = scale.reshape(-1)
-    return _float_bound(x, got, ref, scale)
-
-
-def check_allclose(x, got, ref, kw) -> tuple[bool, float]:
-    """``allclose`` with its default tolerance (rtol 1e-5, atol 1e-8), as the
-    fused-softmax tutorial checks its 1823 x 781 result against torch.softmax."""
-    got = np.asarray(got, dtype=np.float64)
+def check(got, ref: np.ndarray, tol) -> tuple[bool, float]:
+    """``(ok, max |got - ref|)``: equal (``tol`` None) or within ``tol`` elementwise;
+    NaN where the reference has NaN counts as right."""
+    got = np.asarray(got)
     if got.shape != ref.shape:
         return False, float("inf")
-    return bool(np.allclose(got, ref)), _max(np.abs(got - ref))
+    err = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    both_nan = np.isnan(err) & np.isnan(ref.astype(np.float64))
+    err = np.where(both_nan, 0.0, err)
+    ok = np.array_equal(got, ref, equal_nan=ref.dtype.kind == "f") if tol is None \
+        else bool(np.all(err <= tol))  # a NaN error (got NaN, ref not) fails here
+    return bool(ok), float(np.nan_to_num(err.max(), nan=np.inf)) if err.size else 0.0
 
 
 def _softmax(x, axis=-1):
@@ -144,7 +130,8 @@ class Operation:
         name: the function's name in ``numbakern`` (``"sum"``).
         reference: ``f(x, **kw)`` in NumPy: run on ``x`` as float64 (``exact``
             operations: on ``x`` itself) for the expected values.
-        check: ``f(x, got, ref, kw) -> (ok, max |error|)``.
+        tolerance: ``f(x, ref, result_dtype, kw)`` -> allowed ``|got - ref|``
+            (elementwise), or None for an exact match.
         variants: the strategies to run, as :class:`Variant` s.
         kinds: dtype kinds the operation takes (``"f"``: floats only).
         exact: the reference runs on ``x`` as is (max, argmax, bitwise).
@@ -153,7 +140,7 @@ class Operation:
 
     name: str
     reference: Callable
-    check: Callable
+    tolerance: Callable
     variants: Callable[[], list[Variant]]
     kinds: str = "biuf"
     exact: bool = False
@@ -166,12 +153,23 @@ class Operation:
     def call(self, x, variant: Variant, kw: dict):
         return getattr(numbakern, self.name)(x, **kw, **variant.kwargs)
 
-    def expected(self, x: np.ndarray, kw: dict) -> tuple[np.ndarray, np.dtype]:
-        """The reference values (float64 unless exact) and NumPy's result dtype."""
+    def expected(self, x: np.ndarray, kw: dict) -> "Expected":
+        """The reference values (float64 unless exact), NumPy's result dtype and the
+        tolerance, computed once for all the strategies."""
         corner = x[(slice(0, 1),) * x.ndim]
         dtype = np.asarray(self.reference(corner, **kw)).dtype
         values = x if self.exact or x.dtype.kind != "f" else x.astype(np.float64)
-        return np.asarray(self.reference(values, **kw)), dtype
+        ref = np.asarray(self.reference(values, **kw))
+        return Expected(ref, dtype, self.tolerance(x, ref, dtype, kw))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What every strategy is held to: NumPy's values, its dtype, the tolerance."""
+
+    values: np.ndarray
+    dtype: np.dtype
+    tolerance: Any  # an array (or scalar) of allowed |error|, or None: exact
 
 
 def _axis_kw(name: str):
@@ -197,28 +195,31 @@ def _peer(cupy_fn: Callable | None, torch_fn: Callable | None) -> dict:
 OPERATIONS: dict[str, Operation] = {
     o.name: o
     for o in [
-        Operation("sum", np.sum, check_sum, reduce_variants,
+        Operation("sum", np.sum, tree_bound(lambda a, ref, kw: a.sum(axis=kw.get("axis"))),
+                  reduce_variants,
                   peers=_peer(lambda cp, x, **k: cp.sum(x, **k),
                               lambda t, x, **k: t.sum(x, **k))),
-        Operation("max", np.max, check_exact, reduce_variants, exact=True,
+        Operation("max", np.max, exact, reduce_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.max(x, **k),
                               lambda t, x, **k: t.amax(x, **k))),
-        Operation("min", np.min, check_exact, reduce_variants, exact=True,
+        Operation("min", np.min, exact, reduce_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.min(x, **k),
                               lambda t, x, **k: t.amin(x, **k))),
-        Operation("prod", np.prod, check_prod, reduce_variants,
+        Operation("prod", np.prod, tree_bound(lambda a, ref, kw: np.abs(ref)), reduce_variants,
                   peers=_peer(lambda cp, x, **k: cp.prod(x, **k),
                               lambda t, x, **k: t.prod(x, **k))),
-        Operation("xor_sum", _ufunc_reduce("bitwise_xor"), check_exact, reduce_variants,
+        Operation("xor_sum", _ufunc_reduce("bitwise_xor"), exact, reduce_variants,
                   kinds="biu", exact=True),
-        Operation("argmax", np.argmax, check_exact, reduce_variants, exact=True,
+        Operation("argmax", np.argmax, exact, reduce_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.argmax(x, **k),
                               lambda t, x, **k: t.argmax(x, **k))),
-        Operation("cumsum", np.cumsum, check_cumsum, scan_variants,
+        Operation("cumsum", np.cumsum,
+                  tree_bound(lambda a, ref, kw: np.cumsum(a, axis=kw.get("axis")).reshape(
+                      ref.shape)), scan_variants,
                   peers=_peer(lambda cp, x, **k: cp.cumsum(x, **k),
                               lambda t, x, **k: t.cumsum(x.reshape(-1) if not k else x,
                                                          **(k or {"dim": 0})))),
-        Operation("softmax", _softmax, check_allclose, softmax_variants, kinds="f",
+        Operation("softmax", _softmax, allclose, softmax_variants, kinds="f",
                   peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, **k),
                               lambda t, x, **k: t.softmax(x, **k))),
     ]
@@ -358,7 +359,7 @@ class Row:
 
     provider: str  # "numbakern" or a peer's name
     strategy: str  # the variant's label, or the peer's name
-    ok: bool | None = None  # None: not run (unsupported combination, not available)
+    ok: bool | None = None  # None: a peer that could not run
     max_error: float = float("nan")
     result: str = ""
     note: str = ""
@@ -379,11 +380,6 @@ class Row:
         return d
 
 
-# Errors that mean "this strategy does not serve this operation or input", said by
-# numbakern before any launch (atomic_fold and two-field ops, axis not yet supported).
-UNSUPPORTED = (TypeError, ValueError, NotImplementedError)
-
-
 def describe(value: np.ndarray) -> str:
     value = np.asarray(value)
     if value.ndim == 0:
@@ -394,26 +390,30 @@ def describe(value: np.ndarray) -> str:
     return "x".join(map(str, value.shape)) + f" {value.dtype}"
 
 
-def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, ref, dtype,
+def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, want: Expected,
             timed: bool, repeat: int, peer: str | None = None) -> Row:
     """Check one strategy (or one peer) against the reference, then time it."""
     if peer is not None:
-        module, arg = _module(peer), peer_input(peer, x_dev)
-        fn = lambda: op.peers[peer](module, arg, **kw)  # noqa: E731
+        def fn():
+            return op.peers[peer](_module(peer), arg, **kw)
+
         row = Row(peer, peer)
     else:
-        fn = lambda: op.call(x_dev, variant, kw)  # noqa: E731
+        def fn():
+            return op.call(x_dev, variant, kw)
+
         row = Row("numbakern", variant.label)
     try:
+        arg = peer_input(peer, x_dev) if peer is not None else None
         got = to_host(fn())
-    except UNSUPPORTED as exc:
-        if peer is not None:
-            raise
-        row.note = f"n/a: {str(exc).splitlines()[0]}"
+    except Exception as exc:  # a failure of numbakern's; a peer's is only reported
+        said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        row.ok = False if peer is None else None
+        row.note = f"raised {said}" if peer is None else f"n/a: {peer} raised {said}"
         return row
-    row.ok, row.max_error = op.check(x, got, ref, kw)
-    if peer is None and got.dtype != dtype:
-        row.ok, row.note = False, f"dtype {got.dtype}, NumPy gives {dtype}"
+    row.ok, row.max_error = check(got, want.values, want.tolerance)
+    if peer is None and got.dtype != want.dtype:
+        row.ok, row.note = False, f"dtype {got.dtype}, NumPy gives {want.dtype}"
     row.value, row.result = got, describe(got)
     row.nbytes = int(x.nbytes + got.nbytes)
     if timed and row.ok:
@@ -455,15 +455,15 @@ def compare(op: Operation, shape: tuple, dtype, variants: list[Variant], repeat:
     kw = kw or {}
     x = sample(op, shape, dtype)
     x_dev = to_device(x)
-    ref, result_dtype = op.expected(x, kw)
+    want = op.expected(x, kw)
     rows = []
     for variant in variants:
         advance(variant.label)
-        rows.append(run_one(op, variant, x, x_dev, kw, ref, result_dtype, True, repeat))
+        rows.append(run_one(op, variant, x, x_dev, kw, want, True, repeat))
     for peer in installed_peers():
         if peer in op.peers:
             advance(peer)
-            rows.append(run_one(op, None, x, x_dev, kw, ref, result_dtype, True, repeat,
+            rows.append(run_one(op, None, x, x_dev, kw, want, True, repeat,
                                 peer=peer))
     return Comparison(op.name, tuple(shape), str(np.dtype(dtype)), str(numbakern.backend()),
                       not on_gpu(), copy_gbps(), rows)
@@ -485,7 +485,7 @@ def comparison_table(c: Comparison):
         check = _verdict(r)
         time_ = "" if r.seconds is None else _time_text(r.seconds)
         gbps = "" if r.gbps is None else gbps_text(r.gbps)
-        frac = "" if r.gbps is None else f"{r.gbps / c.copy_gbps:.0%}"
+        frac = "" if r.gbps is None or c.simulator else f"{r.gbps / c.copy_gbps:.0%}"
         name = r.strategy if r.provider == "numbakern" else f"[dim]{r.strategy} (peer)[/dim]"
         table.add_row(name, check, _error_text(r), time_, gbps, frac)
     return table

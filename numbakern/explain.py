@@ -50,7 +50,7 @@ VIA_COLOUR = {  # the figure's
 
 
 def cover_text(cover) -> str:
-    """Elements as ranges: ``[0-3, 32-35]``, ``[0, 8, …, 56] (every 8th, 8)``; or
+    """Elements as ranges: ``[0-3, 32-35]``, ``[0, 8, …, 56] (8 elements, stride 8)``;
     ``identity`` for a state that covers nothing."""
     if not cover:
         return "identity"
@@ -64,7 +64,8 @@ def cover_text(cover) -> str:
         return "[" + ", ".join(runs) + "]"
     gaps = {b - a for a, b in zip(items, items[1:])}
     if len(gaps) == 1:
-        return f"[{items[0]}, {items[1]}, …, {items[-1]}] (every {gaps.pop()}th, {len(items)})"
+        return f"[{items[0]}, {items[1]}, …, {items[-1]}] ({len(items)} elements, stride " \
+               f"{gaps.pop()})"
     return f"[{runs[0]}, {runs[1]}, …, {runs[-1]}] ({len(items)} elements)"
 
 
@@ -75,21 +76,27 @@ def value_text(value) -> str:
     return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
+def _operand(trace: Trace, node: Node, holder: Node) -> str:
+    """An operand's elements and how it reached the thread of ``holder``:
+    ``[4] (shuffle from lane 4)``; just the elements for the thread's own state."""
+    path = _path(trace, node, holder)
+    return cover_text(node.cover) + (f" ({path})" if path else "")
+
+
 def _path(trace: Trace, node: Node, holder: Node) -> str:
-    """How an operand reached the thread ``holder``: '(shuffle from lane 3)'."""
     if node.kind == "element":
-        return f"({node.detail}, global load)"
+        return f"{node.detail}, global load"
     if node.kind != "move":
         return ""
     src = trace.nodes[node.args[0]]
     if node.via == SHUFFLE:
-        if src.id == node.args[0] and src.thread == holder.thread:
-            return "(own value: no lane that far)"
-        return f"(shuffle from lane {src.thread % 32})"
+        if (src.launch, src.block, src.thread) == (holder.launch, holder.block, holder.thread):
+            return "its own value back: no lane that far"
+        return f"shuffle from lane {src.thread % 32}"
     if node.via == SHARED:
-        return f"(shared slot {node.offset}, stored by t{src.thread})"
-    return (f"(partials[{node.offset}] in global memory, stored by block {src.block} "
-            f"t{src.thread} in launch {src.launch})")
+        return f"shared slot {node.offset}, stored by t{src.thread}"
+    return (f"partials[{node.offset}] in global memory, stored by block {src.block} "
+            f"t{src.thread} in launch {src.launch}")
 
 
 def _combine_line(trace: Trace, node: Node) -> Text:
@@ -99,12 +106,10 @@ def _combine_line(trace: Trace, node: Node) -> Text:
         line = (f"{who}: out ⊕= {cover_text(b.cover)} with {node.detail} → out holds "
                 f"{cover_text(node.cover)}")
     elif a.empty or b.empty:  # a thread picks up a state: identity ⊕ it
-        got = b if a.empty else a
-        line = f"{who}: takes {cover_text(got.cover)} {_path(trace, got, node)}".rstrip()
+        line = f"{who}: takes {_operand(trace, b if a.empty else a, node)}"
     else:
-        line = (f"{who}: {cover_text(a.cover)} {_path(trace, a, node)} ⊕ "
-                f"{cover_text(b.cover)} {_path(trace, b, node)} → {cover_text(node.cover)}")
-        line = line.replace("  ", " ")
+        line = (f"{who}: {_operand(trace, a, node)} ⊕ {_operand(trace, b, node)}"
+                f" → {cover_text(node.cover)}")
     value = value_text(node.value)
     text = Text(line + (f" = {value}" if value else ""))
     via = b.via if b.kind == "move" else node.via
@@ -131,7 +136,7 @@ def _step_title(trace: Trace, joins: list[Node], idle: int) -> str:
             if node.via == ATOMIC:
                 what = "global atomic"
             elif m.kind == "move":
-                what = m.via + (f" offset {m.offset}" if m.via == SHUFFLE else "")
+                what = f"shuffle {m.detail} {m.offset}" if m.via == SHUFFLE else m.via
             elif m.kind == "element":
                 what = "elements loaded from global memory, folded in registers"
             else:
@@ -198,9 +203,11 @@ def _add_step(trace, branch, step, nodes, stores, limit) -> None:
         node = branch.add(Text(f"{title}: {_step_title(trace, joins, idle)}"))
     elif arrivals:
         node = branch.add(Text(f"{title}: {len(arrivals)} thread(s) take up their data"))
-    else:
+    elif idle:
         node = branch.add(Text(f"{title}: {idle} idle combines (with the identity, or "
                                "never used)", "dim"))
+    else:
+        node = branch.add(Text(title))
     lines = sorted(arrivals + joins, key=lambda n: (n.thread, n.id))
     for line in lines[:limit]:
         node.add(_combine_line(trace, line))

@@ -75,8 +75,9 @@ class Node:
         via: for ``"move"``, the path (:data:`SHUFFLE`, :data:`SHARED`,
             :data:`GLOBAL`); for ``"combine"``, :data:`REGISTER` or :data:`ATOMIC`.
         args: operand node ids (combine: ``(a, b)``; move: ``(source,)``).
-        detail: words for the move or combine (``"from lane 3, offset 2"``).
-        offset: a shuffle's offset (``delta``), or the memory slot a load read.
+        detail: the element (``"x[3]"``), the shuffle (``"down"``, ``"up"``, ``"idx"``)
+            or the atomic (``"cuda.atomic.add"``).
+        offset: a shuffle's ``delta`` (``idx``: source lane), or the slot a load read.
         overlap: a combine whose operands share an element (counted twice).
     """
 
@@ -275,7 +276,8 @@ class _Recorder:
         return self._new("combine", a.cover | b.cover, value, via=REGISTER,
                          args=(a.id, b.id), overlap=bool(a.cover & b.cover))
 
-    def shuffle(self, kind, delta, own, got) -> int:
+    def shuffle(self, kind, delta, got) -> int:
+        """The calling lane received node ``got`` through ``shfl_<kind>`` by ``delta``."""
         launch, block, thread = self._where()
         key = (launch, block, thread)
         with self.lock:
@@ -285,14 +287,8 @@ class _Recorder:
             if thread % 32 == 0:
                 steps[warp] = steps.get(warp, 0) + 1
         src = self.nodes[int(got)]
-        if int(got) == int(own) and src.id != IDENTITY:
-            detail = f"own value back: no lane {kind} {int(delta)} (past the warp's edge)"
-        elif src.id == IDENTITY:
-            detail = f"identity, {kind} offset {int(delta)}"
-        else:
-            detail = f"from lane {src.thread % 32}, {kind} offset {int(delta)}"
         return self._new("move", src.cover, src.value, via=SHUFFLE, args=(src.id,),
-                         detail=detail, offset=int(delta))
+                         detail=kind, offset=int(delta))
 
     def store(self, arr, i, tag) -> None:
         address, shared = _address(arr, i)
@@ -320,12 +316,8 @@ class _Recorder:
         if src is None:
             raise TraceError(f"a thread read {'shared' if shared else 'global'} slot {i} "
                              "that nothing in this run wrote")
-        s = self.nodes[src]
-        where = "slot" if shared else "partials"
-        detail = f"{where}[{int(i)}], written by launch {s.launch} block {s.block} " \
-                 f"thread {s.thread}" if s.id != IDENTITY else f"{where}[{int(i)}]"
-        return self._new("move", s.cover, value, via=SHARED if shared else GLOBAL,
-                         args=(src,), detail=detail, offset=int(i))
+        return self._new("move", self.nodes[src].cover, value,
+                         via=SHARED if shared else GLOBAL, args=(src,), offset=int(i))
 
     # called by the wrapped simulator functions
     def barrier(self) -> None:
@@ -430,7 +422,7 @@ def _build_tracing_kit(op, dtypes) -> StateKit:
         def shfl(s, delta):
             v = real_shfl(s[:f], delta)
             got = tag_shfl((s[f],), delta)[0]
-            return v + (_rec().shuffle(kind, delta, s[f], got),)
+            return v + (_rec().shuffle(kind, delta, got),)
 
         return shfl
 
@@ -450,7 +442,7 @@ def _build_tracing_kit(op, dtypes) -> StateKit:
         combine,
         shuffle(real.shfl_down, tags.shfl_down, "down"),
         shuffle(real.shfl_up, tags.shfl_up, "up"),
-        shuffle(real.shfl_idx, tags.shfl_idx, "from lane"),
+        shuffle(real.shfl_idx, tags.shfl_idx, "idx"),
         store,
         load,
         real.identity_values,

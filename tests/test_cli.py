@@ -1,0 +1,199 @@
+"""The ``numbakern`` command: demo, compare, and its errors (click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import numbakern
+from numbakern import demo as demo_module
+from numbakern.cli import cli
+from numbakern.compare import OPERATIONS
+
+SIMULATOR = numbakern.backend().is_simulator
+simulator_only = pytest.mark.skipif(not SIMULATOR, reason="sizes chosen for the simulator")
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+@simulator_only
+def test_demo_quick_checks_every_available_operation():
+    result = invoke("demo", "--quick")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "backend: simulator" in out
+    assert "worked example [3, 1, 4, 1, 5]" in out and " 14 " in out
+    for name in numbakern.strategies.available():
+        assert name in out
+    missing = [o for o in OPERATIONS.values() if not o.available
+               and any(c.op == o.name for c in demo_module.CASES)]
+    if missing:
+        line = next(l for l in out.splitlines() if l.startswith("not available yet"))
+        assert all(o.name in line for o in missing)
+    assert "WRONG" not in out and "all " in out and "checks passed" in out
+
+
+@simulator_only
+def test_demo_exits_nonzero_when_a_check_fails(monkeypatch):
+    wrong = demo_module.Case("sum", "worked example, misquoted", demo_module._worked, expect=15)
+    monkeypatch.setattr(demo_module, "CASES", [wrong])
+    result = invoke("demo", "--quick")
+    assert result.exit_code == 1
+    assert "FAILED sum on worked example, misquoted" in result.output
+    assert "the chapter says 15" in result.output
+
+
+@simulator_only
+def test_demo_counts_an_exception_as_a_failure(monkeypatch):
+    def broken(x, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(demo_module, "CASES", demo_module.CASES[:1])
+    monkeypatch.setattr(numbakern, "sum", broken)
+    result = invoke("demo", "--quick")
+    assert result.exit_code == 1
+    assert "raised TypeError: a bug" in result.output
+
+
+@simulator_only
+def test_compare_json(tmp_path):
+    out = tmp_path / "sum.json"
+    result = invoke("compare", "sum", "-n", "1000", "--repeat", "1", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert "meaningless for speed" in result.output
+    data = json.loads(out.read_text())
+    assert data["op"] == "sum" and data["shape"] == [1000] and data["simulator"]
+    assert [r["strategy"] for r in data["rows"]] == numbakern.strategies.available()
+    for row in data["rows"]:
+        assert row["ok"] is True and row["seconds"] > 0 and row["bytes"] == 1000 * 4 + 4
+    assert data["copy_gbps"] > 0
+
+
+@simulator_only
+def test_compare_named_strategies_dtype_and_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "max.png"
+    result = invoke("compare", "max", "-n", "3x50", "--dtype", "int16", "-s",
+                    "two_pass/shared_tree", "-s", "atomic_fold/warp_shuffle", "--repeat", "1",
+                    "--png", str(png))
+    assert result.exit_code == 0, result.output
+    assert "max of 3x50 int16" in result.output
+    assert "two_pass/warp_shuffle" not in result.output
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args,where", [
+    (["compare", "nosuchop"], "'OP'"),
+    (["compare", "sum", "-s", "two_pass/no_such_block"], "'--strategy'"),
+    (["compare", "sum", "-n", "0"], "'--size'"),
+    (["compare", "sum", "-n", "12x"], "'--size'"),
+    (["compare", "sum", "-n", "1.5"], "'--size'"),
+    (["compare", "xor_sum", "--dtype", "float32"], "'--dtype'"),
+    (["explain", "no_such_strategy"], "'STRATEGY'"),
+    (["explain", "--values", "3,x"], "'--values'"),
+    (["explain", "--threads", "48"], "'--threads'"),
+    (["explain", "--op", "bitwise_xor"], "'--dtype'"),
+    (["explain", "all", "--figure", "one.png"], "'--figure'"),
+])
+def test_bad_arguments_are_one_error_line(args, where):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    errors = [l for l in result.output.splitlines() if l.startswith("Error:")]
+    assert len(errors) == 1 and where in errors[0], result.output
+    assert "Traceback" not in result.output
+
+
+@simulator_only
+def test_compare_refuses_a_size_the_simulator_cannot_run():
+    result = invoke("compare", "sum", "-n", "2**30")
+    assert result.exit_code == 2 and "too large for the simulator" in result.output
+
+
+def test_unavailable_operation_is_a_usage_error():
+    missing = [o.name for o in OPERATIONS.values() if not o.available]
+    if not missing:
+        pytest.skip("every operation is available")
+    result = invoke("compare", missing[0])
+    assert result.exit_code == 2 and "not available in this numbakern yet" in result.output
+
+
+def test_python_m_numbakern():
+    done = subprocess.run([sys.executable, "-m", "numbakern", "--version"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and numbakern.__version__ in done.stdout
+
+
+@pytest.mark.gpu
+def test_compare_on_the_gpu_times_against_the_copy_bandwidth(tmp_path):
+    out = tmp_path / "sum.json"
+    result = invoke("compare", "sum", "-n", "2**24", "--repeat", "5", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert not data["simulator"] and data["copy_gbps"] > 100
+    rows = {r["strategy"]: r for r in data["rows"]}
+    for name in numbakern.strategies.available():
+        assert rows[name]["ok"] and 0 < rows[name]["copy_fraction"] < 1.5
+    for peer in ("cupy", "torch"):
+        if peer in rows:
+            assert rows[peer]["ok"] and rows[peer]["gbps"] > 0
+
+
+def test_check_holds_results_to_the_reference():
+    from numbakern.compare import OPERATIONS, check
+
+    ref = np.array([1.0, np.nan, 3.0])
+    assert check(np.array([1.0, np.nan, 3.0], np.float32), ref, None) == (True, 0.0)
+    assert check(np.array([1.0, 2.0, 3.0]), ref, None)[0] is False
+    assert check(np.array([1.0, np.nan, 3.5]), ref, 0.6) == (True, 0.5)
+    assert check(np.array([1.0, np.nan, 3.5]), ref, 0.4) == (False, 0.5)
+    assert check(np.array([1.0, 1.0, 3.0]), np.array([1.0, 2.0, 3.0]), 5.0)[0]
+    assert check(np.array([np.nan, 1.0, 3.0]), np.array([1.0, 1.0, 3.0]), 5.0)[0] is False
+    assert check(np.array([1, 2]), np.array([1, 2, 3]), None) == (False, float("inf"))
+    # the sum bound grows with sum |x|; integer results have none
+    x = np.array([1e8, 1.0, -1e8], np.float32)
+    want = OPERATIONS["sum"].expected(x, {})
+    assert want.dtype == np.float32 and 0 < want.tolerance < 1e2
+    assert OPERATIONS["sum"].expected(np.arange(4), {}).tolerance is None
+
+
+def test_shape_parser():
+    from numbakern.cli import SHAPE
+
+    assert SHAPE.convert("1e3", None, None) == (1000,)
+    assert SHAPE.convert("2**4x7", None, None) == (16, 7)
+    assert SHAPE.convert("8192x50257", None, None) == (8192, 50257)
+    with pytest.raises(Exception):
+        SHAPE.convert("1x2x3", None, None)
+    assert np.prod(SHAPE.convert("8192X50257", None, None)) == 8192 * 50257
+
+
+def test_bench_plot(tmp_path):
+    """bench/plot.py draws pytest-benchmark JSON as bench/conftest.py records it."""
+    pytest.importorskip("matplotlib")
+    records = [
+        {"fullname": f"bench/bench_reduce.py::test_x[{n}-{p}]",
+         "extra_info": {"provider": p, "n": n, "bytes": 4 * n, "gbps": g * n / (n + 2**20),
+                        "copy_gbps": 4180.0}}
+        for n in (2**20, 2**24, 2**28)
+        for p, g in (("two_pass/warp_shuffle", 3500), ("cupy", 4000), ("torch", 3900))
+    ]
+    data = tmp_path / "bench.json"
+    data.write_text(json.dumps({"benchmarks": records + [{"fullname": "x", "extra_info": {}}]}))
+    plot = Path(__file__).resolve().parents[1] / "bench" / "plot.py"
+    done = subprocess.run([sys.executable, str(plot), str(data), "-o", str(tmp_path / "b.png")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"benchmarks": []}))
+    done = subprocess.run([sys.executable, str(plot), str(empty)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "no benchmark" in done.stderr
