@@ -37,6 +37,7 @@ normalizer and gives NaN throughout, as PyTorch does (``exp(x - max)`` with max
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -135,7 +136,7 @@ class RowPlan:
         blocks = REGISTER_FILE // (self.threads * self.registers)
         return self.threads, max(1, min(blocks, 2048 // self.threads))
 
-    @property
+    @functools.cached_property
     def key(self) -> tuple:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.layout, self.threads,
@@ -385,9 +386,12 @@ def _forward_kernel(plan: RowPlan):
     tc_t, out_t, tc = _numba_types(plan)
     K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
     NEG = tc(-np.inf)
-    fields_a = 2 if plan.normalizer == "online" else 1
-    a0, a1 = _slots(plan, plan.sum_block if fields_a == 2 else plan.max_block, fields_a)
-    b0, b1 = _slots(plan, None if fields_a == 2 else plan.sum_block, 1)
+    # Temp storage of two reduces: first the maximum (or the online pair), then the sum
+    # (none after the online pair).
+    online = plan.normalizer == "online"
+    first0, first1 = _slots(plan, plan.sum_block if online else plan.max_block,
+                            2 if online else 1)
+    second0, second1 = _slots(plan, None if online else plan.sum_block, 1)
     prepare, finish = _finisher(plan)
     jit = _jit_kernel(plan)
     load = _masked_loader(tc_t, NEG)
@@ -397,13 +401,14 @@ def _forward_kernel(plan: RowPlan):
 
         @jit
         def fused_forward(x, y):
-            # Each shared array on its own line: the simulator keys them by line.
-            sh = (cuda.shared.array(a0, tc_t),
-                  cuda.shared.array(a1, tc_t),
+            # Each shared array on its own line: the simulator keys them by line. Two
+            # reduces' worth: temp storage (two fields), then a broadcast slot per field.
+            sh = (cuda.shared.array(first0, tc_t),
+                  cuda.shared.array(first1, tc_t),
                   cuda.shared.array(1, tc_t),
                   cuda.shared.array(1, tc_t),
-                  cuda.shared.array(b0, tc_t),
-                  cuda.shared.array(b1, tc_t),
+                  cuda.shared.array(second0, tc_t),
+                  cuda.shared.array(second1, tc_t),
                   cuda.shared.array(1, tc_t),
                   cuda.shared.array(1, tc_t))
             v = cuda.local.array(K, tc_t)
@@ -430,12 +435,12 @@ def _forward_kernel(plan: RowPlan):
 
     @jit
     def tiled_forward(x, y):
-        sh = (cuda.shared.array(a0, tc_t),
-              cuda.shared.array(a1, tc_t),
+        sh = (cuda.shared.array(first0, tc_t),
+              cuda.shared.array(first1, tc_t),
               cuda.shared.array(1, tc_t),
               cuda.shared.array(1, tc_t),
-              cuda.shared.array(b0, tc_t),
-              cuda.shared.array(b1, tc_t),
+              cuda.shared.array(second0, tc_t),
+              cuda.shared.array(second1, tc_t),
               cuda.shared.array(1, tc_t),
               cuda.shared.array(1, tc_t))
         lane = cuda.threadIdx.x % G

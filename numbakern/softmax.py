@@ -33,6 +33,7 @@ least one dimension. Empty inputs give empty results and launch nothing.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
@@ -148,7 +149,8 @@ def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fu
 
 
 def _describe(a: Any, name: str):
-    """``(array, kind, shape, dtype)`` of an input, checked to be a float array."""
+    """``(view, kind, shape, dtype)`` of an input checked to be a float array: ``view``
+    is the NumPy array, or the device array as the kernels take it."""
     a = as_array_like(a)
     kind = kind_of(a)
     view = a if kind == "numpy" else _device_view(a)
@@ -157,7 +159,7 @@ def _describe(a: Any, name: str):
         raise TypeError(f"{name} must be float16, float32 or float64, got dtype {dtype}")
     if len(view.shape) == 0:
         raise np.exceptions.AxisError(f"{name} is 0-d: softmax needs at least one axis")
-    return a, kind, tuple(view.shape), dtype
+    return view, kind, tuple(view.shape), dtype
 
 
 def _axis(axis, ndim: int) -> int:
@@ -199,6 +201,16 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
 # --- planning: layout, block size, fused or tiled ----------------------------------------
 
 
+def _planned(kind: str, n: int, dtype: np.dtype, args: tuple) -> RowPlan:
+    """:func:`_plan`, from a cache when the arguments hash (strategy objects hash by
+    their key): a repeated call plans in a dictionary lookup."""
+    try:
+        hash(args)
+    except TypeError:  # an unhashable argument: let _plan say what is wrong with it
+        return _plan(kind, n, dtype, *args)
+    return _cached_plan(kind, n, dtype, *args)
+
+
 def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads,
           max_spec, sum_spec) -> RowPlan:
     """Choose the kernel for rows of ``n`` elements; all errors about arguments here."""
@@ -229,6 +241,9 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
         max_block = None
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
                    dtype.name)
+
+
+_cached_plan = functools.lru_cache(maxsize=1024)(_plan)
 
 
 def _normalizer(normalizer, backward: bool, max_spec):
@@ -342,7 +357,7 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
             raise ValueError(f"{name} must match {names[0]} in kind, shape and dtype: "
                              f"{(k, s, d)} vs {(akind, shape, dtype)}")
     axis = _axis(axis, len(shape))
-    plan = _plan(kind, shape[axis], dtype, *plan_args)
+    plan = _planned(kind, shape[axis], dtype, plan_args)
     out = _check_out(out, akind, shape, dtype)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:
@@ -374,10 +389,8 @@ def _backward(kind, y, dy, axis, sum_strategy, layout, fused, threads, out, stre
     return _run(kind, [y, dy], ["y", "dy"], axis, args, out, stream)
 
 
-def _on_device(a, kind: str, workspace: Workspace):
-    if kind == "numpy":
-        return _to_device(a, workspace.stream)
-    return _device_view(a)
+def _on_device(view, kind: str, workspace: Workspace):
+    return _to_device(view, workspace.stream) if kind == "numpy" else view
 
 
 def _empty(workspace: Workspace, shape, dtype):
