@@ -101,7 +101,9 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                      out=None, strategy=None, stream=None):
     """Scan along ``axis`` with any associative ``op``: a :class:`numbakern.Op` or a
     built-in's name (``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"bitwise_and"``,
-    ``"bitwise_or"``, ``"bitwise_xor"``).
+    ``"bitwise_or"``, ``"bitwise_xor"``, and ``"argmax"``/``"argmin"``: the running
+    maximum or minimum *with its index*, the first occurrence winning ties, NaN
+    propagating, as ``np.argmax``).
 
     Element ``i`` of the result is ``x[0] (+) x[1] (+) ... (+) x[i]`` in that order, so
     a non-commutative op gets the ordered result. ``dtype`` sets the accumulator and
@@ -123,6 +125,8 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
 
     Raises: as :func:`cumsum`; ``ValueError`` for an unknown op name.
     """
+    if isinstance(op, str) and op in ("argmax", "argmin"):
+        op = _ops.arg_op(op[3:])
     return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, stream,
                  None)
 
@@ -168,16 +172,16 @@ def _flag(value, name: str) -> bool:
 
 
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
-    """``(state dtypes, result dtypes)``: one of each per field."""
+    """``(state dtypes, result dtypes)``, one of each per field; float16 fields are
+    held as float32 in the state."""
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
     if op.fields == 1:
-        return (_ops.accumulator_dtype(result),), (result,)
-    state_rule = getattr(op, "state_dtypes", None)
-    if state_rule is not None:
-        fields = tuple(np.dtype(d) for d in state_rule(in_dtype, dtype))
+        results = (result,)
+    elif getattr(op, "state_dtypes", None) is not None:
+        results = tuple(np.dtype(d) for d in op.state_dtypes(in_dtype, dtype))
     else:
-        fields = (result, np.dtype(np.int64))
-    return fields, fields
+        results = (result, _ops.INDEX_DTYPE)
+    return tuple(_ops.accumulator_dtype(d) for d in results), results
 
 
 def _empty_state(op, kit) -> tuple:

@@ -144,8 +144,8 @@ def _word_dtype(dtype: np.dtype) -> np.dtype:
 def _codec(dtype: np.dtype):
     """Device functions ``to_word(v)`` and ``from_word(w)``: a field as an unsigned word.
 
-    Narrow fields (bool, 8- and 16-bit) travel sign- or zero-extended in 32 bits;
-    others bit for bit.
+    Narrow fields (bool, 8- and 16-bit integers; float16 is held as float32) travel
+    sign- or zero-extended in 32 bits; others bit for bit.
     """
     dtype = np.dtype(dtype)
     t = from_dtype(dtype)

@@ -192,6 +192,28 @@ def test_two_field_non_commutative_op(spec):
         np.testing.assert_array_equal(c, want_c, err_msg=f"{spec} {exclusive} {reverse}")
 
 
+@pytest.mark.parametrize("spec", ["decoupled_lookback/hillis_steele",
+                                  "reduce_then_scan/warp_shuffle"])
+def test_running_max_with_indices(spec):
+    """cummax with indices: the argmax pair op, first occurrence on ties, NaN wins."""
+    rng = np.random.default_rng(13)
+    x = rng.integers(0, 20, 3 * 64 + 11).astype(np.float32)  # many ties
+    x[150] = np.nan
+    pairs = list(zip(x.tolist(), range(x.size)))
+    for name, op in (("argmax", nk.ops.ARGMAX), ("argmin", nk.ops.ARGMIN)):
+        for reverse in (False, True):
+            values, index = nk.associative_scan(x, name, reverse=reverse, strategy=make(spec))
+            assert values.dtype == np.float32 and index.dtype == np.int64
+            want = ref_scan(pairs, lambda a, b: op.combine(*a, *b), False, reverse)
+            np.testing.assert_array_equal(values, np.array([w[0] for w in want], np.float32))
+            np.testing.assert_array_equal(index, [w[1] for w in want])
+    half = x[:150].astype(np.float16)  # float16 values are held as float32 in the state
+    values, index = nk.associative_scan(half, "argmax")
+    assert values.dtype == np.float16
+    np.testing.assert_array_equal(values, np.maximum.accumulate(half))
+    assert all(index[i] == np.argmax(half[:i + 1]) for i in range(150))
+
+
 # --- dtypes and NumPy's result types -------------------------------------------------------
 
 
