@@ -134,7 +134,7 @@ def test_python_m_numbakern():
 @pytest.mark.gpu
 def test_compare_on_the_gpu_times_against_the_copy_bandwidth(tmp_path):
     out = tmp_path / "sum.json"
-    result = invoke("compare", "sum", "-n", "2**24", "--repeat", "5", "--json", str(out))
+    result = invoke("compare", "sum", "-n", "2**26", "--repeat", "5", "--json", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert not data["simulator"] and data["copy_gbps"] > 100
