@@ -28,6 +28,7 @@ input. The result has ``x``'s shape, or ``(x.size,)`` for ``axis=None``.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from typing import Any
 
@@ -145,7 +146,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
     grid = _strategies.resolve_scan(strategy)
     shape = tuple(x.shape)
     axis = _axis(axis, len(shape))
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)  # np.prod costs ~10 us, a launch budget
     out_shape = (size,) if axis is None else shape
     outs = _check_out(out, kind, out_shape, results)
     workspace = Workspace(kind, resolve_stream(stream, kind))
