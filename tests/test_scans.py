@@ -458,6 +458,12 @@ def test_gpu_sizes_every_strategy(cp, spec, n):
     assert isinstance(got, cp.ndarray) and got.dtype == cp.float32
     depth = 16 + 8 + math.ceil(n / 4096)
     assert float_close(cp.asnumpy(got), cp.asnumpy(x).astype(np.float64), depth=depth)
+    # Small integers in float32: every partial sum is exact, so the scan must be too,
+    # whatever order it combines in (a missing or doubled carry cannot hide).
+    xf = cp.random.randint(-3, 4, n).astype(cp.float32)
+    got = nk.cumsum(xf, reverse=True, strategy=spec)
+    want = cp.cumsum(xf[::-1].astype(cp.int64))[::-1]
+    assert bool((got.astype(cp.int64) == want).all())
     xi = cp.random.randint(-1000, 1000, n, dtype=cp.int32)
     for exclusive, reverse in MODES:
         got = nk.cumsum(xi, exclusive=exclusive, reverse=reverse, strategy=spec)
@@ -488,6 +494,9 @@ def test_gpu_2_28(cp, spec):
     x = cp.random.uniform(0, 1, n, dtype=cp.float32)
     got = cp.asnumpy(nk.cumsum(x, strategy=spec))
     assert float_close(got, cp.asnumpy(x).astype(np.float64), depth=16 + 8 + n // 4096)
+    sparse = (cp.random.random(n, dtype=cp.float32) < 1 / 32).astype(cp.float32)
+    got = nk.cumsum(sparse, strategy=spec)  # sums stay below 2**24: exact in float32
+    assert bool((got.astype(cp.int64) == cp.cumsum(sparse.astype(cp.int64))).all())
     xi = cp.random.randint(-(1 << 20), 1 << 20, n, dtype=cp.int32)
     got = nk.cumsum(xi, strategy=spec)
     assert got.dtype == cp.int64
