@@ -35,9 +35,12 @@ byte:
 3. **Split long rows over blocks.** When there are too few rows (or column tiles)
    to fill the GPU, each row is cut into ``S`` pieces, one block each, and the
    **grid strategy** decides how the pieces meet: ``two_pass`` writes ``S``
-   partial states per output and a second, segmented launch reduces them
-   (deterministic); ``atomic_fold`` folds each piece into the output with an atomic
-   (one launch). With ``S = 1`` both store the result directly.
+   partial states per output and a second launch reduces them (deterministic): the
+   row kernel's partials lie ``[output][piece]`` and a warp (or block) per output
+   reduces them; the column kernel's lie ``[piece][output]`` and the column kernel
+   reduces them, a thread per output, reads coalesced. ``atomic_fold`` folds each
+   piece into the output with an atomic (one launch). With ``S = 1`` both store the
+   result directly.
 
 Every kernel loads ``UNROLL`` elements before combining them (bytes in flight), does
 its in-row index arithmetic in int32 when the row allows, and works for any op the
@@ -55,7 +58,7 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from . import kernels
-from .arrays import CopyWarning, _strided, _to_device, host_copy, kind_of
+from .arrays import CopyWarning, _strided, _to_device, kind_of
 from .job import max_resident_blocks
 from .launch import SIMULATOR, buffer, launch
 from .strategies.atomic_fold import AtomicFold, folder_for
@@ -152,16 +155,30 @@ def _pad(dims, itemsize: int) -> list[tuple[int, int, int]]:
 def axis_view(x, axes, track_index: bool, any_order: bool, stream) -> AxisView:
     """Describe reducing ``axes`` of ``x`` (NumPy, CuPy or device array) to the kernels.
 
-    NumPy input is transferred once in its own memory order (no host transpose);
-    device input is viewed in place. A layout whose kept or reduced axes do not
-    collapse to two dimensions each is copied (device input: with a CopyWarning).
+    NumPy input is transferred once, in its own memory order (a C- or F-ordered or
+    any permuted array moves as it lies; a gapped or reversed one is packed by the
+    host copy it needs anyway); device input is viewed in place. A layout whose kept
+    or reduced axes do not collapse to two dimensions each is transposed first
+    (device input: a copy, with a CopyWarning).
     """
     dtype = np.dtype(x.dtype)
-    base, strides = _device_base(x, stream)
+    host = kind_of(x) == "numpy"
+    if host:
+        perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
+        packed = _c_strides([x.shape[a] for a in perm], dtype.itemsize)
+        strides = [0] * x.ndim
+        for i, a in enumerate(perm):
+            strides[a] = packed[i]
+    else:
+        base = x if SIMULATOR else buffer(x)
+        strides = base.strides
     dims = plan_dims(x.shape, strides, axes, track_index, any_order)
     if not dims.fits:
-        base, strides, x_shape, axes = _transposed_copy(x, base, axes, stream)
-        dims = plan_dims(x_shape, strides, axes, track_index, any_order)
+        base, shape, axes = _transposed(x, axes, stream)
+        dims = plan_dims(shape, _c_strides(shape, dtype.itemsize), axes, track_index,
+                         any_order)
+    elif host:
+        base = _to_device(np.ascontiguousarray(x.transpose(perm)), stream)
     kept, red = _pad(dims.kept, dtype.itemsize), _pad(dims.reduced, dtype.itemsize)
     view = _strided(base, [(n, s) for n, s, _ in kept + red], dtype)
     return AxisView(
@@ -178,49 +195,36 @@ def axis_view(x, axes, track_index: bool, any_order: bool, stream) -> AxisView:
     )
 
 
-def _device_base(x, stream):
-    """A device array holding ``x`` and ``x``'s strides (bytes) within it."""
-    if kind_of(x) != "numpy":
-        base = x if SIMULATOR else buffer(x)
-        return base, tuple(base.strides)
-    # Memory order, outermost first: a C- or F-ordered (or any permuted) array moves
-    # as it lies; a gapped or reversed one is packed by the one host copy it needs.
-    perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
-    packed = np.ascontiguousarray(x.transpose(perm))
-    strides = [0] * x.ndim
-    for i, a in enumerate(perm):
-        strides[a] = packed.strides[i]
-    return _to_device(packed, stream), tuple(strides)
+def _c_strides(shape, itemsize: int) -> tuple[int, ...]:
+    return tuple(m * itemsize for m in _c_mults(shape))
 
 
-def _transposed_copy(x, base, axes, stream):
-    """Kept axes then reduced axes, C-contiguous: two dimensions after collapsing."""
+def _transposed(x, axes, stream):
+    """``x`` with kept axes first, then reduced axes, C-contiguous on the device (two
+    dimensions after collapsing). Returns ``(device array, its shape, reduced axes)``."""
     kept = [a for a in range(x.ndim) if a not in axes]
     perm = kept + sorted(axes)
-    if kind_of(x) == "numpy":
-        host = np.ascontiguousarray(x.transpose(perm))
-    else:
-        warnings.warn(
-            f"numbakern copied a {x.shape} input with strides {tuple(base.strides)}: its "
-            f"kept and reduced axes {tuple(axes)} do not collapse to two strided "
-            "dimensions each; pass a contiguous array to avoid the copy",
-            CopyWarning,
-            stacklevel=4,
-        )
-        if kind_of(x) == "cupy" and not SIMULATOR:
-            import cupy
-
-            host = None
-            packed = cupy.ascontiguousarray(x.transpose(perm))
-            base = buffer(packed)
-        else:
-            host = np.ascontiguousarray(host_copy(base).transpose(perm))
-    if host is not None:
-        base = _to_device(host, stream)
     shape = tuple(x.shape[a] for a in perm)
-    item = np.dtype(x.dtype).itemsize
-    strides = tuple(m * item for m in _c_mults(shape))
-    return base, strides, shape, tuple(range(len(kept), x.ndim))
+    moved = tuple(range(len(kept), x.ndim))
+    if kind_of(x) == "numpy":
+        return _to_device(np.ascontiguousarray(x.transpose(perm)), stream), shape, moved
+    warnings.warn(
+        f"numbakern copied a {x.shape} input: its kept and reduced axes {tuple(axes)} do "
+        "not collapse to two strided dimensions each; pass a contiguous array to avoid "
+        "the copy",
+        CopyWarning,
+        stacklevel=6,  # the user's call of sum, argmax, ...
+    )
+    if SIMULATOR:
+        return _to_device(np.ascontiguousarray(x.copy_to_host().transpose(perm)), stream), \
+            shape, moved
+    try:  # a device-side transpose; CuPy views any __cuda_array_interface__ array
+        import cupy
+    except ImportError:
+        raise RuntimeError(f"numbakern copies a {x.shape} input of this layout with CuPy, "
+                           "which is not installed: pass a contiguous array") from None
+    packed = cupy.ascontiguousarray(cupy.asarray(buffer(x)).transpose(perm))
+    return buffer(packed), shape, moved
 
 
 # --- device functions -------------------------------------------------------------------
@@ -274,13 +278,23 @@ def view_loader(op, kit, reduced_dims: int, index32: bool):
     return load
 
 
-def partial_loader(kit):
-    """``load(...)``: partial state ``r`` of row ``row`` (``N`` partials per row)."""
+def partial_loader(kit, by_piece: bool):
+    """``load(...)``: partial state ``r`` of output ``row``: stored ``row * N + r``
+    (``N`` partials per output), or ``by_piece``, ``r * R1 + row`` (``R1`` outputs per
+    piece: the caller passes the output count there)."""
     load_state = kit.load
 
-    @cuda.jit(device=True)
-    def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
-        return load_state(a0, a1, row * N + r)
+    if by_piece:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+            return load_state(a0, a1, r * R1 + row)
+
+    else:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+            return load_state(a0, a1, row * N + r)
 
     return load
 
@@ -391,19 +405,29 @@ def emit_store(kit):
     store = kit.store
 
     @cuda.jit(device=True)
-    def emit(o0, o1, row, pos, piece, S, s):
+    def emit(o0, o1, row, pos, piece, S, M, s):
         store(o0, o1, pos, s)
 
     return emit
 
 
-def emit_partial(kit):
-    """A piece's state, to partial ``row * S + piece`` (two_pass)."""
+def emit_partial(kit, by_piece: bool):
+    """A piece's state, to partial ``row * S + piece`` (two_pass), or ``by_piece``,
+    ``piece * M + row``: the column kernel's partials, which its second pass then
+    reads coalesced, one thread per output."""
     store = kit.store
 
-    @cuda.jit(device=True)
-    def emit(o0, o1, row, pos, piece, S, s):
-        store(o0, o1, row * S + piece, s)
+    if by_piece:
+
+        @cuda.jit(device=True)
+        def emit(o0, o1, row, pos, piece, S, M, s):
+            store(o0, o1, piece * M + row, s)
+
+    else:
+
+        @cuda.jit(device=True)
+        def emit(o0, o1, row, pos, piece, S, M, s):
+            store(o0, o1, row * S + piece, s)
 
     return emit
 
@@ -413,7 +437,7 @@ def emit_fold(folder):
     fold = folder.fold
 
     @cuda.jit(device=True)
-    def emit(o0, o1, row, pos, piece, S, s):
+    def emit(o0, o1, row, pos, piece, S, M, s):
         fold(o0, o1, pos, s)
 
     return emit
@@ -458,7 +482,7 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
             s = thread_reduce(a0, a1, k0, k1, row, start, stop, lane, lanes, N, R1, c0, c1)
             s = group_reduce(s, temp0, temp1)
             if lane == 0:
-                emit(o0, o1, row, k0 * m0 + k1 * m1, piece, S, s)
+                emit(o0, o1, row, k0 * m0 + k1 * m1, piece, S, M, s)
             row += step
             if barrier:
                 cuda.syncthreads()
@@ -509,7 +533,7 @@ def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: b
                     cuda.syncthreads()
                     offset *= 2
             if g == 0 and col < M:
-                emit(o0, o1, col, k0 * m0 + k1 * m1, piece, S, s)
+                emit(o0, o1, col, k0 * m0 + k1 * m1, piece, S, M, s)
             tile += tiles
 
     return column_kernel
@@ -566,7 +590,7 @@ def plan_launch(av: AxisView, block, blocks: int | None, lanes: int | None,
     if row:
         if lanes is None:
             lanes = WARP if N <= WARP_ROW_MAX else threads
-        if lanes == WARP and warp_reducer_kind(block) is None:
+        if lanes == WARP and not has_warp_form(block):
             lanes = threads
         groups = ceil_div(M, threads // lanes)
         pieces, chunk = _pieces(groups, N, lanes, target)
@@ -579,13 +603,9 @@ def plan_launch(av: AxisView, block, blocks: int | None, lanes: int | None,
     return Launch("column", col_threads, min(tiles, cap) * pieces, pieces, chunk, columns)
 
 
-def warp_reducer_kind(block) -> str | None:
-    """Which warp-per-row reduce a block strategy has (``None``: none)."""
-    if isinstance(block, WarpShuffle):
-        return "shuffle"
-    if isinstance(block, SharedTree):
-        return "shared"
-    return None
+def has_warp_form(block) -> bool:
+    """Whether :func:`warp_reducer` has a one-warp-per-row reduce for ``block``."""
+    return isinstance(block, (WarpShuffle, SharedTree))
 
 
 def check_lanes(lanes, block) -> None:
@@ -646,20 +666,34 @@ def reduce_axes(x, axes, op, kit, grid, workspace, lanes=None, track_index=False
         return folder.finish(workspace, *words, av.M)
     partials = _alloc_state(workspace, kit, av.M * plan.pieces)
     launch(first, plan.blocks, plan.threads, stream, *args, *partials)
-    return _second_pass(partials, plan.pieces, av, grid, op, kit, workspace)
+    return _second_pass(partials, plan, av, grid, op, kit, workspace)
 
 
-def _second_pass(partials, pieces: int, av: AxisView, grid, op, kit, workspace):
-    """Reduce each output's ``pieces`` partial states (a row each) to its result."""
-    block = grid.block
-    lanes = WARP if pieces <= WARP_ROW_MAX and warp_reducer_kind(block) else block.threads
-    groups = ceil_div(av.M, block.threads // lanes)
+def _second_pass(partials, plan: Launch, av: AxisView, grid, op, kit, workspace):
+    """Reduce each output's ``plan.pieces`` partial states to its result: a row kernel
+    (a warp or a block per output) for the row kernel's partials, the column kernel
+    (a thread per output, reading ``[piece][output]`` coalesced) for the column's."""
+    block, pieces, ordered = grid.block, plan.pieces, not op.commutative
     cap = grid.blocks or (max_resident_blocks(block.threads) * (1 if SIMULATOR else 32))
-    key = ("segmented", "row", "partials", lanes, not op.commutative, "store", block.key, op,
-           kit.dtypes, kernels.device_key())
-    kernel = kernels.cached(key, lambda: build_row_kernel(
-        block, kit, partial_loader(kit), emit_store(kit), lanes, not op.commutative, True))
+    by_piece = plan.kernel == "column"
+    load = lambda: partial_loader(kit, by_piece)  # noqa: E731
     out = _alloc_state(workspace, kit, av.M)
+    if by_piece:
+        columns = min(_pow2_floor(block.threads), _pow2_ceil(av.M))
+        key = ("segmented", "column", "partials", ordered, block.threads, op, kit.dtypes,
+               kernels.device_key())
+        kernel = kernels.cached(key, lambda: build_column_kernel(
+            block.threads, kit, load(), emit_store(kit), ordered, True))
+        launch(kernel, min(ceil_div(av.M, columns), cap), columns, workspace.stream,
+               *partials, av.M, pieces, av.K1, av.M, 0, 0, *av.out_mult, pieces, 1, columns,
+               *out)
+        return out
+    lanes = WARP if pieces <= WARP_ROW_MAX and has_warp_form(block) else block.threads
+    key = ("segmented", "row", "partials", lanes, ordered, block.key, op, kit.dtypes,
+           kernels.device_key())
+    kernel = kernels.cached(key, lambda: build_row_kernel(
+        block, kit, load(), emit_store(kit), lanes, ordered, True))
+    groups = ceil_div(av.M, block.threads // lanes)
     launch(kernel, min(groups, cap), block.threads, workspace.stream, *partials, av.M, pieces,
            av.K1, 1, 0, 0, *av.out_mult, pieces, 1, *out)
     return out
@@ -672,7 +706,8 @@ def _emit_for(plan: Launch, grid, op, kit, av: AxisView):
     if isinstance(grid, AtomicFold):
         folder = folder_for(op, kit, av.N)
         return folder.key, lambda: emit_fold(folder)
-    return "partial", lambda: emit_partial(kit)
+    by_piece = plan.kernel == "column"
+    return f"partial:{by_piece}", lambda: emit_partial(kit, by_piece)
 
 
 def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit):
