@@ -109,6 +109,33 @@ def _strided(view, dims, dtype):
     return view.with_layout(shape, strides)
 
 
+def axis_last_views(arrays: list, axis: int):
+    """3-D ``(outer, inner, n)`` views of same-shaped device arrays, ``axis`` last.
+
+    The other dimensions merge where every array's strides allow (so each array keeps
+    its own memory layout, nothing is copied); ``None`` when more than two outer
+    dimensions would remain.
+    """
+    shape = tuple(arrays[0].shape)
+    dims: list[tuple[int, tuple[int, ...]]] = []
+    for d, extent in enumerate(shape):
+        if d == axis or extent == 1:
+            continue
+        strides = tuple(a.strides[d] for a in arrays)
+        if dims and all(p == extent * s for p, s in zip(dims[-1][1], strides)):
+            dims[-1] = (dims[-1][0] * extent, strides)
+        else:
+            dims.append((extent, strides))
+    if len(dims) > 2:
+        return None
+    dims = [(1, (0,) * len(arrays))] * (2 - len(dims)) + dims
+    return [
+        _strided(a, [(dims[0][0], dims[0][1][k]), (dims[1][0], dims[1][1][k]),
+                     (shape[axis], a.strides[axis])], np.dtype(a.dtype))
+        for k, a in enumerate(arrays)
+    ]
+
+
 def _device_view(x):
     """The input as the kernels' argument type: a simulator array, or a buffer."""
     return x if SIMULATOR else buffer(x)

@@ -18,7 +18,6 @@ ordinary launch.
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import threading
 from typing import Any

@@ -45,6 +45,7 @@ from .arrays import (
     _strided,
     _to_device,
     as_array_like,
+    axis_last_views,
     collapse,
     host_copy,
     kind_of,
@@ -306,25 +307,7 @@ def _segment_views(xv, outs: list, axis):
         flat = [(1, 0), (1, 0), (n, stride)]
         return [_strided(xv, flat, np.dtype(xv.dtype))] + [
             _strided(o, [(1, 0), (1, 0), (n, o.strides[0])], np.dtype(o.dtype)) for o in outs]
-    arrays = [xv] + outs
-    shape = tuple(xv.shape)
-    dims: list[tuple[int, tuple[int, ...]]] = []
-    for d, extent in enumerate(shape):
-        if d == axis or extent == 1:
-            continue
-        strides = tuple(a.strides[d] for a in arrays)
-        if dims and all(p == extent * s for p, s in zip(dims[-1][1], strides)):
-            dims[-1] = (dims[-1][0] * extent, strides)
-        else:
-            dims.append((extent, strides))
-    if len(dims) > 2:
-        return None
-    dims = [(1, (0,) * len(arrays))] * (2 - len(dims)) + dims
-    return [
-        _strided(a, [(dims[0][0], dims[0][1][k]), (dims[1][0], dims[1][1][k]),
-                     (shape[axis], a.strides[axis])], np.dtype(a.dtype))
-        for k, a in enumerate(arrays)
-    ]
+    return axis_last_views([xv] + outs, axis)
 
 
 def _contiguous_copy(x, kind: str, view, workspace: Workspace):

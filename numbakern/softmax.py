@@ -46,9 +46,9 @@ from .arrays import (
     CopyWarning,
     Workspace,
     _device_view,
-    _strided,
     _to_device,
     as_array_like,
+    axis_last_views,
     host_copy,
     kind_of,
     resolve_stream,
@@ -316,32 +316,6 @@ def _make(spec, threads: int) -> BlockStrategy:
 # --- views and launch --------------------------------------------------------------------
 
 
-def _row_views(arrays: list, axis: int):
-    """3-D ``(outer, inner, n)`` views of same-shaped device arrays, the axis last.
-
-    Outer dimensions merge where every array's strides allow; ``None`` when more than
-    two outer dimensions remain.
-    """
-    shape = arrays[0].shape
-    dims: list[tuple[int, tuple[int, ...]]] = []
-    for d, extent in enumerate(shape):
-        if d == axis or extent == 1:
-            continue
-        strides = tuple(a.strides[d] for a in arrays)
-        if dims and all(p == extent * s for p, s in zip(dims[-1][1], strides)):
-            dims[-1] = (dims[-1][0] * extent, strides)
-        else:
-            dims.append((extent, strides))
-    if len(dims) > 2:
-        return None
-    dims = [(1, (0,) * len(arrays))] * (2 - len(dims)) + dims
-    return [
-        _strided(a, [(dims[0][0], dims[0][1][k]), (dims[1][0], dims[1][1][k]),
-                     (shape[axis], a.strides[axis])], np.dtype(a.dtype))
-        for k, a in enumerate(arrays)
-    ]
-
-
 def _launch(plan: RowPlan, views: list, stream) -> None:
     rows = views[0].shape[0] * views[0].shape[1]
     grid = min(-(-rows // plan.rows_per_block), _GRID_MAX)
@@ -365,12 +339,12 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     devs = [_on_device(a, akind, workspace) for a, _, _, _ in described]
     result = workspace.empty(shape, dtype) if out is None or akind == "numpy" else out
     result_view = _device_view(result)
-    views = _row_views(devs + [result_view], axis)
+    views = axis_last_views(devs + [result_view], axis)
     if views is None:  # an input strided in three or more outer dimensions
         warnings.warn(f"numbakern copied {names} of shape {shape}: their strides need "
                       "more than two strided dimensions", CopyWarning, stacklevel=4)
         devs = [_to_device(host_copy(d, workspace.stream), workspace.stream) for d in devs]
-        views = _row_views(devs + [result_view], axis)
+        views = axis_last_views(devs + [result_view], axis)
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "
                              "contiguous out")
