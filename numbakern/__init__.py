@@ -75,3 +75,17 @@ __all__ += ["associative_scan", "cumprod", "cumsum", "Blelloch", "DecoupledLookb
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 
 __all__ += ["log_softmax", "log_softmax_backward", "softmax", "softmax_backward"]
+
+# Sort, argsort and histograms (issue 7: bitonic and radix sorts; histogram strategies).
+from .histogram import bincount, histogram, histogram_counts  # noqa: E402
+from .sort import argsort, sort  # noqa: E402
+from .strategies import (  # noqa: E402
+    BitonicSort,
+    GlobalAtomic,
+    RadixSort,
+    SharedPrivatized,
+    WarpPrivatized,
+)
+
+__all__ += ["argsort", "bincount", "histogram", "histogram_counts", "sort", "BitonicSort",
+            "GlobalAtomic", "RadixSort", "SharedPrivatized", "WarpPrivatized"]

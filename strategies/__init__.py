@@ -155,3 +155,74 @@ def resolve_scan(spec=None, threads: int | None = None) -> ScanGrid:
 
 __all__ += ["Blelloch", "DecoupledLookback", "HillisSteele", "ReduceThenScan", "SCAN_BLOCK",
             "SCAN_GRID", "available_scans", "resolve_scan"]
+
+
+# --- sorts and histograms --------------------------------------------------------------
+#
+# ========================  =========  ==================================================
+# ``bitonic``               sort       bitonic network in one block per row (short rows)
+# ``radix``                 sort       LSD radix sort: digit histograms, scan, scatter
+# ``global_atomic``         histogram  one atomicAdd per element on global counters
+# ``shared_privatized``     histogram  per-block counters in shared memory, then merged
+# ``warp_privatized``       histogram  per-warp counters in shared memory, then merged
+# ========================  =========  ==================================================
+
+from .bitonic_sort import BitonicSort  # noqa: E402
+from .global_atomic import GlobalAtomic  # noqa: E402
+from .radix_sort import RadixSort  # noqa: E402
+from .shared_privatized import SharedPrivatized  # noqa: E402
+from .warp_privatized import WarpPrivatized  # noqa: E402
+
+SORT = {cls.name: cls for cls in (BitonicSort, RadixSort)}
+HISTOGRAM = {cls.name: cls for cls in (GlobalAtomic, SharedPrivatized, WarpPrivatized)}
+
+
+def resolve_sort(spec=None, n: int = 0):
+    """A sort strategy for rows of ``n`` elements.
+
+    ``None``: :class:`BitonicSort` when a row fits in one block, else
+    :class:`RadixSort`; a name in ``SORT``; or a strategy object (anything with
+    ``sort(job)`` and ``fits(n)``). Raises ``ValueError`` for an unknown name,
+    ``TypeError`` for anything else.
+    """
+    if spec is None:
+        bitonic = BitonicSort()
+        return bitonic if bitonic.fits(n) else RadixSort()
+    if isinstance(spec, (BitonicSort, RadixSort)):
+        return spec
+    if isinstance(spec, str):
+        if spec not in SORT:
+            raise ValueError(f"unknown sort strategy {spec!r}; known: {', '.join(SORT)}")
+        return SORT[spec]()
+    raise TypeError(f"strategy must be None, one of {sorted(SORT)} or a BitonicSort or "
+                    f"RadixSort, got {spec!r}")
+
+
+def resolve_histogram(spec=None, bins: int = 1):
+    """A histogram strategy for ``bins`` bins.
+
+    ``None``: ``warp_privatized`` when its per-warp counters fit in shared memory,
+    else ``shared_privatized`` when one copy per block fits, else ``global_atomic``;
+    a name in ``HISTOGRAM``; or a strategy object. Raises ``ValueError`` for an
+    unknown name, ``TypeError`` for anything else.
+    """
+    from numbakern.counting import HistogramStrategy
+
+    if spec is None:
+        for cls in (WarpPrivatized, SharedPrivatized):
+            if cls().fits(bins):
+                return cls()
+        return GlobalAtomic()
+    if isinstance(spec, HistogramStrategy):
+        return spec
+    if isinstance(spec, str):
+        if spec not in HISTOGRAM:
+            raise ValueError(f"unknown histogram strategy {spec!r}; known: "
+                             f"{', '.join(HISTOGRAM)}")
+        return HISTOGRAM[spec]()
+    raise TypeError(f"strategy must be None, one of {sorted(HISTOGRAM)} or a histogram "
+                    f"strategy object, got {spec!r}")
+
+
+__all__ += ["BitonicSort", "GlobalAtomic", "HISTOGRAM", "RadixSort", "SORT",
+            "SharedPrivatized", "WarpPrivatized", "resolve_histogram", "resolve_sort"]

@@ -1,0 +1,133 @@
+"""Sorting with NumPy's order: ``sort`` and ``argsort`` along an axis, stable.
+
+Both take:
+
+* ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
+  object with ``__cuda_array_interface__``; any shape; dtypes bool, int8-int64,
+  uint8-uint64, float16, float32, float64.
+* ``axis``: an int (default ``-1``, the last axis) or ``None`` (sort the flattened
+  array, in C order, as NumPy).
+* ``descending``: largest first. NaN, last in an ascending sort, then comes first
+  (the reversed order, as ``torch.sort(descending=True)``); equal values still
+  keep their input order.
+* ``strategy``: ``None`` (one block per row with the bitonic sort when rows fit in
+  one block, else the radix sort), ``"bitonic"``, ``"radix"``, or a strategy
+  object (``numbakern.strategies.BitonicSort(...)``, ``RadixSort(...)``).
+* ``stream``: as the scans (a Numba or CuPy stream, or a raw pointer).
+
+The order is NumPy's: ``-inf < ... < -0.0 == +0.0 < ... < +inf < NaN``, all NaNs
+equal; both sorts are **stable**: equal values (``-0.0`` and ``+0.0`` among them)
+keep their input order, as ``np.sort(x, kind="stable")`` and
+``np.argsort(x, kind="stable")``. Results are NumPy arrays for NumPy input and
+CuPy arrays for CuPy input (sorted on the device, no host round trip).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import strategies as _strategies
+from .arrays import Workspace, as_array_like, kind_of, resolve_stream
+from .sort_keys import SortJob, as_layout_array, bits_dtype, check_dtype, flat_device, to_user
+
+INDEX_DTYPE = np.dtype(np.int64)
+
+
+def sort(x, axis=-1, descending=False, *, strategy=None, stream=None):
+    """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
+
+    Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
+    values' exact bits are kept (``-0.0``, NaN payloads).
+
+    Raises:
+        TypeError: a dtype outside bool/int/uint/float; a non-bool flag.
+        ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes.
+        numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input with an int axis).
+
+    Algorithms: Batcher's bitonic network on (key, index) pairs in one block per row
+    (``strategies/bitonic_sort.py``); an LSD radix sort on 8-bit digits, whose digit
+    counts are numbakern histograms and whose offsets a numbakern exclusive scan
+    (``strategies/radix_sort.py``).
+    """
+    return _sort(x, axis, descending, False, strategy, stream)
+
+
+def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=None):
+    """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
+
+    Returns int64 indices of ``x``'s shape (``(x.size,)`` for ``axis=None``): along
+    ``axis``, positions within that axis; equal values in input order. ``stable``
+    is accepted for NumPy's signature; both strategies are always stable.
+
+    Raises: as :func:`sort`.
+    """
+    if stable is not None:
+        _flag(stable, "stable")
+    return _sort(x, axis, descending, True, strategy, stream)
+
+
+def _sort(x, axis, descending, indices: bool, strategy, stream):
+    x = as_array_like(x)
+    kind = kind_of(x)
+    dtype = check_dtype(x.dtype)
+    descending = _flag(descending, "descending")
+    shape = tuple(x.shape)
+    axis = _axis(axis, len(shape))
+    size = math.prod(shape)
+    arr, wrap = as_layout_array(x, kind)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    out_dtype = INDEX_DTYPE if indices else dtype
+    if axis is None:
+        moved = arr.reshape(-1)
+    else:
+        moved = _moveaxis(arr, axis, -1)
+    n = moved.shape[-1] if moved.ndim else 1
+    sorter = _strategies.resolve_sort(strategy, n)
+    if size == 0:
+        return wrap(_restore(_xp(arr).empty(moved.shape, out_dtype), axis))
+    xbits = flat_device(moved, workspace, bits_dtype(dtype))
+    out = workspace.empty(size, INDEX_DTYPE if indices else bits_dtype(dtype))
+    job = SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace)
+    sorter.sort(job)
+    result = to_user(out, workspace, moved.shape, None if indices else dtype)
+    return wrap(_restore(result, axis))
+
+
+def _xp(arr):
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _moveaxis(arr, source: int, dest: int):
+    return _xp(arr).moveaxis(arr, source, dest)
+
+
+def _restore(result, axis):
+    """The sorted axis back in its place, C-contiguous, as NumPy returns it."""
+    if axis is None:
+        return result
+    return _xp(result).ascontiguousarray(_moveaxis(result, -1, axis))
+
+
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _axis(axis, ndim: int):
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be None or an int, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(int(axis), ndim)
+    return int(axis) % ndim
+
+
+__all__ = ["argsort", "sort"]

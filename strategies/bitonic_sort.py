@@ -1,0 +1,130 @@
+"""Bitonic sort in one block: each row that fits in shared memory sorted by one block.
+
+The lesson
+----------
+Batcher's bitonic sorting network (K. E. Batcher, "Sorting networks and their
+applications", AFIPS 1968) sorts ``S = 2**m`` keys with a fixed sequence of
+compare-exchange steps that does not depend on the data, which is what a block of
+threads does well: every step, each thread compares disjoint pairs, then a barrier.
+
+One block per row. The row's keys (``numbakern/sort_keys.py``) are loaded into shared
+memory beside their indices, padded to ``S`` with the largest key. Then, for
+``k = 2, 4, ..., S`` (the length of the sorted runs being built) and
+``j = k/2, k/4, ..., 1`` (the distance of the pairs compared)::
+
+    for every i with l = i ^ j > i:           # each pair once
+        up = (i & k) == 0                       # this run sorts ascending?
+        if (key[i], idx[i]) > (key[l], idx[l]) is up:  swap i and l
+    barrier
+
+After the steps for ``k``, runs of length ``k`` alternate ascending and descending, so
+each pair of neighbours is a *bitonic* sequence, which the steps for ``2k`` merge.
+``S/2 * log2(S) * (log2(S)+1) / 2`` compare-exchanges in all: ``O(n log^2 n)`` work,
+more than a radix sort, but no global memory traffic beyond one read and one write,
+and one launch for every row.
+
+**Stability.** A sorting network is not stable by itself: it moves equal keys past
+each other. Comparing ``(key, index)`` pairs instead of keys makes all the compared
+values distinct, so the network's (unique) sorted order is the stable one: equal
+keys in index order. The padding has the largest key and indices past the row, so
+it sorts after everything, NaN (the largest real key) included.
+
+Shared memory: ``S * (key bytes + 4)``; the default ``max_size`` (2048 on a GPU) keeps
+8-byte keys within 24 KiB. Longer rows take the radix sort (``radix_sort.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, from_dtype, int32
+
+from numbakern import kernels
+from numbakern.launch import SIMULATOR, launch
+from numbakern.sort_keys import max_key
+from numbakern.strategy import _check_threads
+
+
+class BitonicSort:
+    """Sort each row in one block with a bitonic network on ``(key, index)`` pairs.
+
+    Args:
+        threads: threads per block.
+        max_size: the longest row it takes (a power of two; rows are padded to the
+            next power of two). Default 2048 on a GPU, 256 under the simulator.
+
+    Stable; one launch; rows longer than ``max_size`` raise ``ValueError``.
+    """
+
+    name = "bitonic"
+    DEFAULT_THREADS = 64 if SIMULATOR else 256
+    DEFAULT_MAX_SIZE = 256 if SIMULATOR else 2048
+
+    def __init__(self, threads: int | None = None, max_size: int | None = None):
+        self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
+        max_size = self.DEFAULT_MAX_SIZE if max_size is None else max_size
+        if not isinstance(max_size, int) or max_size < 2 or max_size & (max_size - 1) \
+                or max_size * 12 > 48 * 1024:
+            raise ValueError(f"max_size must be a power of two from 2 to 4096, got {max_size!r}")
+        self.max_size = max_size
+
+    @property
+    def key(self) -> tuple:
+        return (self.name, self.threads, self.max_size)
+
+    def __repr__(self) -> str:
+        return f"BitonicSort(threads={self.threads}, max_size={self.max_size})"
+
+    def fits(self, n: int) -> bool:
+        return n <= self.max_size
+
+    def sort(self, job) -> None:
+        if not self.fits(job.n):
+            raise ValueError(f"bitonic sorts rows of at most {self.max_size} elements in "
+                             f"one block, got rows of {job.n}: use the radix sort")
+        size = 1 << max(1, (job.n - 1).bit_length())  # the next power of two
+        key = ("bitonic_sort", self.threads, size, job.key)
+        kernel = kernels.cached(key, lambda: _build(self.threads, size, job.to_key(),
+                                                    job.key_dtype, job.emitter()))
+        launch(kernel, job.rows, self.threads, job.stream, job.x, job.out, job.n)
+
+
+def _build(threads: int, size: int, to_key, key_dtype: np.dtype, emit):
+    kt = from_dtype(key_dtype)
+    pad = kt(max_key(key_dtype))
+
+    @cuda.jit
+    def bitonic_kernel(x, out, n):
+        keys = cuda.shared.array(size, kt)
+        idx = cuda.shared.array(size, int32)
+        tid = cuda.threadIdx.x
+        base = cuda.blockIdx.x * n
+        i = tid
+        while i < size:  # load the row's keys, padded with the largest key
+            keys[i] = to_key(x[base + i]) if i < n else pad
+            idx[i] = i
+            i += threads
+        cuda.syncthreads()
+        k = 2
+        while k <= size:  # build sorted runs of length k
+            j = k // 2
+            while j > 0:  # merge: compare-exchange pairs at distance j
+                i = tid
+                while i < size:
+                    partner = i ^ j
+                    if partner > i:
+                        a, b = keys[i], keys[partner]
+                        ia, ib = idx[i], idx[partner]
+                        greater = a > b or (a == b and ia > ib)
+                        if greater == ((i & k) == 0):
+                            keys[i], keys[partner] = b, a
+                            idx[i], idx[partner] = ib, ia
+                    i += threads
+                cuda.syncthreads()
+                j //= 2
+            k *= 2
+        j = tid
+        while j < n:
+            emit(x, out, base, j, idx[j])
+            j += threads
+
+    return bitonic_kernel
