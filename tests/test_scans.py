@@ -507,6 +507,7 @@ def test_gpu_2_28(cp, spec):
 
 
 @pytest.mark.gpu
+@pytest.mark.bigmem
 def test_gpu_int64_past_2_32(cp):
     """int8 ones, 2**32 + 100 of them: an int64 cumsum whose indices pass 2**32."""
     n = (1 << 32) + 100
@@ -521,6 +522,7 @@ def test_gpu_int64_past_2_32(cp):
 
 
 @pytest.mark.gpu
+@pytest.mark.bigmem
 def test_gpu_long_rows(cp):
     """(65536, 100000) float32 rows: 26 GB in, 26 GB out, 25 tiles per row."""
     x = cp.random.uniform(0, 1, (65536, 100000), dtype=cp.float32)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark, in the order a lent H200 session should run them.
+# Run from the repository root on the GPU host (the `device` tool: carry .whl/, made by
+# ../shared/gpu/fetch-wheels.sh). Logs and pytest-benchmark JSON go to $OUT (or ./gpu-out).
+#
+#   bash bench/gpu_session.sh tests      # gpu-marked tests, 8 processes, then big-memory ones
+#   bash bench/gpu_session.sh bench      # the benchmark suites
+#   bash bench/gpu_session.sh demo       # the main job on real shapes
+#
+# Most of a fresh machine's time goes to Numba compiling kernel variants (0.3-0.5 s
+# each, several hundred in the test suites), so the tests run in 8 processes.
+set -uo pipefail
+root=$PWD
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
+python3 -m pip install -q --upgrade --no-deps --no-build-isolation --no-compile --target /tmp/site . \
+  2>&1 | grep -v WARN
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+# Run pytest from outside the checkout so `numbakern` is the installed package (with
+# numbakern.strategies), not the source folder.
+pt() { (cd /tmp && python3 -m pytest -c "$root/setup.cfg" --rootdir "$root" -p no:cacheprovider \
+        -W ignore::DeprecationWarning "$@"); }
+
+case "${1:-tests}" in
+  tests)
+    pt "$root/tests" -m "gpu and not bigmem" -q -n 8 --durations=10 2>&1 | tee "$out/gpu-tests.log" | tail -25
+    pt "$root/tests" -m bigmem -q 2>&1 | tee "$out/gpu-bigmem.log" | tail -5
+    ;;
+  bench)
+    for suite in reduce axes softmax scans; do
+      [ -f "$root/bench/bench_$suite.py" ] || continue
+      pt "$root/bench/bench_$suite.py" -q --benchmark-json="$out/bench_$suite.json" 2>&1 \
+        | tee "$out/bench-$suite.log" | tail -3
+    done
+    ;;
+  demo)
+    (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
+    ;;
+  *)
+    echo "usage: bash bench/gpu_session.sh tests|bench|demo" >&2
+    exit 2
+    ;;
+esac
