@@ -1,0 +1,115 @@
+"""histogram, bincount and histogram_counts against NumPy, every strategy (simulator)."""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern.strategies import GlobalAtomic, SharedPrivatized, WarpPrivatized
+
+RNG = np.random.default_rng(11)
+STRATEGIES = [cls(threads=t, blocks=2) for cls in (GlobalAtomic, SharedPrivatized,
+                                                   WarpPrivatized) for t in (32, 64)]
+IDS = [f"{s.name}-{s.threads}" for s in STRATEGIES]
+
+
+def reference_counts(x, bins):
+    x = x.astype(np.int64).ravel()
+    return np.bincount(x[(x >= 0) & (x < bins)], minlength=bins)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
+def test_counts_uniform_out_of_range_and_one_bin(strategy):
+    x = RNG.integers(-5, 40, 333).astype(np.int32)  # some below 0, some >= 32
+    assert np.array_equal(nk.histogram_counts(x, 32, strategy=strategy), reference_counts(x, 32))
+    same = np.full(257, 7, np.uint8)  # worst contention: every element in one bin
+    got = nk.histogram_counts(same, 10, strategy=strategy)
+    assert got.dtype == np.int64 and np.array_equal(got, reference_counts(same, 10))
+    assert np.array_equal(nk.histogram_counts(np.zeros(0, np.int64), 5, strategy=strategy),
+                          np.zeros(5, np.int64))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64])
+def test_counts_dtypes(dtype):
+    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    x = RNG.integers(0, 2, 100).astype(bool) if info is None else \
+        RNG.integers(max(info.min, -20), 50, 100).astype(dtype)
+    assert np.array_equal(nk.histogram_counts(x.reshape(4, 25), 40), reference_counts(x, 40))
+
+
+def test_bincount():
+    x = RNG.integers(0, 50, 200)
+    for s in STRATEGIES[::2]:
+        assert np.array_equal(nk.bincount(x, strategy=s), np.bincount(x))
+    assert np.array_equal(nk.bincount(x, minlength=70), np.bincount(x, minlength=70))
+    assert np.array_equal(nk.bincount(np.array([True, False, True])),
+                          np.bincount(np.array([True, False, True])))
+    assert np.array_equal(nk.bincount(np.zeros(0, np.int32), minlength=3), np.zeros(3, np.int64))
+    assert nk.bincount(np.zeros(0, np.int32)).shape == (0,)
+    with pytest.raises(ValueError, match="negative"):
+        nk.bincount(np.array([1, -1, 2]))
+    with pytest.raises(ValueError, match="minlength"):
+        nk.bincount(x, minlength=-1)
+    with pytest.raises(ValueError, match="1-D"):
+        nk.bincount(x.reshape(10, 20))
+    with pytest.raises(TypeError, match="integer"):
+        nk.bincount(np.ones(3))
+
+
+def check_histogram(x, bins, range=None, strategy=None):
+    hist, edges = nk.histogram(x, bins, range=range, strategy=strategy)
+    hist_np, edges_np = np.histogram(x, bins, range=range)
+    assert hist.dtype == np.int64 and np.array_equal(hist, hist_np), (hist, hist_np)
+    assert edges.dtype == edges_np.dtype and np.array_equal(edges, edges_np)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
+def test_histogram_values_on_edges(strategy):
+    x = np.concatenate([np.linspace(0, 1, 11), np.linspace(0, 1, 31), [0.1, 0.2, 0.3, 0.7]])
+    check_histogram(x, 10, strategy=strategy)  # values on (NumPy-rounded) edges
+    check_histogram(x.astype(np.float32), 3, (0.1, 0.7), strategy=strategy)
+    check_histogram(x, 7, (0.0, 0.3), strategy=strategy)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint16,
+                                   np.int32, np.uint64, np.int64, np.bool_])
+def test_histogram_dtypes_and_ranges(dtype):
+    x = (RNG.standard_normal(300) * 8).astype(dtype) if np.dtype(dtype).kind == "f" else \
+        RNG.integers(0, 60, 300).astype(dtype)
+    for rng in (None, (-3, 25), (np.float32(-1.5), np.float32(2.25)), (4, 4)):
+        check_histogram(x, 9, rng)
+
+
+def test_histogram_nan_inf_and_empty():
+    x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, 1.0, 2.0], np.float32)
+    check_histogram(x, 4, (0, 1))  # NaN and inf never counted; 1.0 in the last bin
+    check_histogram(np.zeros(0, np.float64), 5)
+    with pytest.raises(ValueError, match="not finite"):
+        nk.histogram(x, 4)
+    with pytest.raises(ValueError, match="larger"):
+        nk.histogram(x, 4, range=(1, 0))
+    with pytest.raises(ValueError, match="bins must be positive"):
+        nk.histogram(x, 0)
+    with pytest.raises(TypeError, match="bins must be an int"):
+        nk.histogram(x, [0, 1, 2])
+
+
+def test_too_many_bins_for_shared_memory():
+    x = np.arange(100)
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.histogram_counts(x, 20000, strategy="shared_privatized")
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.histogram_counts(x, 2000, strategy=WarpPrivatized(threads=256, blocks=1))
+    got = nk.histogram_counts(x, 20000)  # the default falls back to global atomics
+    assert np.array_equal(got, reference_counts(x, 20000))
+
+
+def test_errors_and_registry():
+    with pytest.raises(TypeError, match="use numbakern.histogram"):
+        nk.histogram_counts(np.ones(3), 4)
+    with pytest.raises(ValueError, match="num_bins"):
+        nk.histogram_counts(np.ones(3, np.int32), 0)
+    with pytest.raises(ValueError, match="unknown histogram strategy"):
+        nk.histogram_counts(np.ones(3, np.int32), 4, strategy="magic")
+    assert sorted(nk.strategies.HISTOGRAM) == ["global_atomic", "shared_privatized",
+                                               "warp_privatized"]

@@ -1,0 +1,167 @@
+"""sort and argsort against NumPy's stable sort, under the simulator (small sizes)."""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern.strategies import BitonicSort, RadixSort
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+          np.uint64, np.float16, np.float32, np.float64]
+RNG = np.random.default_rng(7)
+
+
+def strategies(threads=32):
+    return [BitonicSort(threads=threads, max_size=256), RadixSort(threads=threads, items=2)]
+
+
+def values(dtype, n, rng=RNG):
+    """Random values of ``dtype`` with duplicates; floats with NaN, +-inf, +-0.0."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        x[::3] = x[0]  # duplicates
+        return x
+    x = (rng.standard_normal(n) * 100).astype(dtype)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, np.nan, -0.0, 0.0], dtype)
+    k = min(n, len(special))
+    x[rng.permutation(n)[:k]] = special[:k]
+    return x
+
+
+def same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        np.array_equal(a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}"))
+
+
+def descending_reference(x):
+    """Stable descending argsort: NaN (NumPy's largest) first, equal values in order."""
+    _, rank = np.unique(x, return_inverse=True)  # -0.0 == +0.0, NaNs equal and last
+    return np.argsort(-rank.reshape(-1), kind="stable")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_dtype_radix_and_bitonic(dtype):
+    x = values(dtype, 100)
+    expected = np.argsort(x, kind="stable")
+    for s in strategies():
+        assert np.array_equal(nk.argsort(x, strategy=s), expected), s
+    got = nk.sort(x, strategy=BitonicSort(threads=32, max_size=128))
+    assert same_bits(got, np.sort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_radix_sort_values_keep_bits(dtype):
+    x = values(dtype, 70)
+    got = nk.sort(x, strategy=RadixSort(threads=32, items=2))
+    assert same_bits(got, np.sort(x, kind="stable"))  # -0.0 and +0.0 in input order
+
+
+@pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256])
+@pytest.mark.parametrize("threads", [32])
+def test_bitonic_sizes(n, threads):
+    x = values(np.float32, n)
+    got = nk.argsort(x, strategy=BitonicSort(threads=threads, max_size=256))
+    assert np.array_equal(got, np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 65, 129, 257])
+def test_radix_sizes_around_tiles(n):
+    x = values(np.uint8, n)  # one pass; tiles of 64
+    assert np.array_equal(nk.argsort(x, strategy=RadixSort(threads=32, items=2)),
+                          np.argsort(x, kind="stable"))
+
+
+def test_radix_257_float32_two_warps():
+    x = values(np.float32, 257)
+    s = RadixSort(threads=64, items=2)
+    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("make", [np.sort, lambda a: np.sort(a)[::-1].copy()],
+                         ids=["sorted", "reversed"])
+def test_sorted_and_reversed_input(make):
+    x = make(values(np.float64, 90))
+    for s in strategies():
+        assert same_bits(nk.sort(x, strategy=s), np.sort(x, kind="stable")), s
+
+
+def test_stability_many_duplicates():
+    x = RNG.integers(0, 4, 200).astype(np.int32)
+    x[::7] = -5
+    expected = np.argsort(x, kind="stable")
+    for s in strategies(64):
+        assert np.array_equal(nk.argsort(x, strategy=s), expected), s
+    zeros = np.where(RNG.integers(0, 2, 150) == 1, 0.0, -0.0).astype(np.float32)
+    for s in strategies():
+        assert np.array_equal(nk.argsort(zeros, strategy=s), np.arange(150)), s
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float32])
+def test_descending(dtype):
+    x = values(dtype, 90)
+    expected = descending_reference(x)
+    for s in strategies():
+        idx = nk.argsort(x, descending=True, strategy=s)
+        assert np.array_equal(idx, expected), s
+        assert same_bits(nk.sort(x, descending=True, strategy=s), x[expected])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_axes(axis):
+    x = values(np.float32, 3 * 2 * 5).reshape(3, 2, 5)
+    b = BitonicSort(threads=32, max_size=64)
+    assert same_bits(nk.sort(x, axis=axis, strategy=b), np.sort(x, axis=axis, kind="stable"))
+    x8 = values(np.int8, 30).reshape(3, 2, 5)  # radix: one pass, a block per row
+    assert np.array_equal(nk.argsort(x8, axis=axis, strategy=RadixSort(threads=32, items=2)),
+                          np.argsort(x8, axis=axis, kind="stable"))
+
+
+def test_batch_of_rows_radix():
+    x = values(np.int16, 3 * 70).reshape(3, 70)  # 3 rows, 2 tiles each
+    assert np.array_equal(nk.argsort(x, strategy=RadixSort(threads=32, items=2)),
+                          np.argsort(x, kind="stable"))
+
+
+def test_radix_other_counter_and_scan():
+    x = values(np.int16, 150)
+    s = RadixSort(threads=32, items=2, histogram="shared_privatized",
+                  scan="reduce_then_scan/blelloch")
+    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
+
+
+def test_default_strategy_and_list_input():
+    assert np.array_equal(nk.sort([3, 1, 2]), np.array([1, 2, 3]))
+    x = values(np.float32, 300)  # longer than the simulator's bitonic rows: radix
+    assert same_bits(nk.sort(x), np.sort(x, kind="stable"))
+
+
+def test_empty_and_zero_d():
+    for shape, axis in [((0,), -1), ((3, 0), -1), ((0, 4), 0), ((2, 0), None)]:
+        x = np.zeros(shape, np.float32)
+        assert nk.sort(x, axis=axis).shape == np.sort(x, axis=axis).shape
+        got = nk.argsort(x, axis=axis)
+        assert got.shape == np.argsort(x, axis=axis).shape and got.dtype == np.int64
+    assert np.array_equal(nk.sort(np.float32(2.5), axis=None), np.array([2.5], np.float32))
+    with pytest.raises(np.exceptions.AxisError):
+        nk.sort(np.float32(2.5))
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="x must have"):
+        nk.sort(np.zeros(3, np.complex64))
+    with pytest.raises(np.exceptions.AxisError):
+        nk.argsort(np.zeros((2, 3)), axis=2)
+    with pytest.raises(ValueError, match="unknown sort strategy"):
+        nk.sort(np.zeros(3), strategy="quick")
+    with pytest.raises(ValueError, match="at most 64"):
+        nk.sort(np.zeros(65), strategy=BitonicSort(threads=32, max_size=64))
+    with pytest.raises(TypeError, match="descending"):
+        nk.sort(np.zeros(3), descending="yes")
+    with pytest.raises(ValueError, match="max_size"):
+        BitonicSort(max_size=100)
+    with pytest.raises(ValueError, match="histogram"):
+        RadixSort(histogram="global_atomic")
