@@ -1,0 +1,49 @@
+"""Sort and histogram benchmarks beside CuPy and PyTorch (GPU only).
+
+Run: ``pytest bench/bench_sort.py --benchmark-json=sort.json``. GB/s count the keys
+read once and written once (sort), or the values read once (histogram).
+"""
+
+import pytest
+
+import numbakern as nk
+
+SIZES = [1 << 24, 1 << 28]
+
+
+@pytest.mark.parametrize("n", SIZES, ids=lambda n: f"2^{n.bit_length() - 1}")
+@pytest.mark.parametrize("dtype", ["float32", "uint32"])
+@pytest.mark.parametrize("impl", ["numbakern", "cupy", "torch"])
+def test_sort(measure, cp, torch_cuda, n, dtype, impl):
+    x = cp.random.randint(0, 2**31, n, dtype=cp.int64).astype(dtype)
+    if dtype == "float32":
+        x = cp.random.standard_normal(n, dtype=cp.float32)
+    if impl == "numbakern":
+        fn = lambda: nk.sort(x)  # noqa: E731
+    elif impl == "cupy":
+        fn = lambda: cp.sort(x)  # noqa: E731
+    else:
+        if torch_cuda is None:
+            pytest.skip("PyTorch with CUDA is not installed")
+        t = torch_cuda.as_tensor(x.astype("int64") if dtype == "uint32" else x, device="cuda")
+        fn = lambda: torch_cuda.sort(t)  # noqa: E731
+    measure(fn, 2 * x.nbytes, op="sort", impl=impl, n=n, dtype=dtype)
+
+
+@pytest.mark.parametrize("data", ["uniform", "all_equal"])
+@pytest.mark.parametrize("impl", ["global_atomic", "shared_privatized", "warp_privatized",
+                                  "cupy", "torch"])
+def test_histogram(measure, cp, torch_cuda, data, impl):
+    n, bins = 1 << 28, 256
+    x = cp.random.randint(0, bins, n, dtype=cp.int32) if data == "uniform" else \
+        cp.full(n, 7, dtype=cp.int32)
+    if impl == "cupy":
+        fn = lambda: cp.bincount(x, minlength=bins)  # noqa: E731
+    elif impl == "torch":
+        if torch_cuda is None:
+            pytest.skip("PyTorch with CUDA is not installed")
+        t = torch_cuda.as_tensor(x, device="cuda")
+        fn = lambda: torch_cuda.bincount(t, minlength=bins)  # noqa: E731
+    else:
+        fn = lambda: nk.histogram_counts(x, bins, strategy=impl)  # noqa: E731
+    measure(fn, x.nbytes, op="histogram", impl=impl, n=n, data=data)
