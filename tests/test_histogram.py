@@ -71,6 +71,7 @@ def test_histogram_values_on_edges(strategy):
     check_histogram(x, 7, (0.0, 0.3), strategy=strategy)
 
 
+@pytest.mark.filterwarnings("ignore:Converting input from bool")  # NumPy's, for bool x
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint16,
                                    np.int32, np.uint64, np.int64, np.bool_])
 def test_histogram_dtypes_and_ranges(dtype):
