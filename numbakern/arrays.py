@@ -40,9 +40,20 @@ def kind_of(x: Any) -> str:
 
 
 def as_array_like(x: Any):
-    """The input as an array object with shape, dtype and strides (lists via NumPy)."""
-    if kind_of(x) == "numpy" and not isinstance(x, np.ndarray):
-        return np.asarray(x)
+    """The input as an array object with shape, dtype and strides (lists via NumPy).
+
+    Host arrays in a non-native byte order are converted (they are copied to the
+    device anyway). Raises ``TypeError`` for masked arrays, whose mask a kernel
+    would silently ignore.
+    """
+    if kind_of(x) != "numpy":
+        return x
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError("masked arrays are not supported: pass x.filled(value) or "
+                        "x.compressed()")
+    x = np.asarray(x)
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
     return x
 
 

@@ -13,6 +13,7 @@ shuffles and shared memory, and only ever combine them with :attr:`Op.combine`.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -51,7 +52,7 @@ def _all_ones(dtype: np.dtype) -> Any:
 @functools.lru_cache(maxsize=None)
 def numpy_sum_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     """NumPy's result dtype for ``np.sum(x, dtype=dtype)`` (bool and small ints widen)."""
-    return np.sum(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
+    return np.asarray(np.sum(np.zeros(1, dtype=in_dtype), dtype=dtype)).dtype
 
 
 def same_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
@@ -63,6 +64,27 @@ def accumulator_dtype(result: np.dtype) -> np.dtype:
     """float16 accumulates in float32 (its running sum overflows at 65504); others as is."""
     result = np.dtype(result)
     return np.dtype(np.float32) if result == np.float16 else result
+
+
+def _as_dtype(dtype: Any) -> np.dtype:
+    """``np.dtype(dtype)``, with a ``TypeError`` naming the ``dtype=`` argument."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype={dtype!r} is not a NumPy dtype") from None
+
+
+def _check_arity(name: str, fn, count: int) -> None:
+    """A combine must take ``count`` positional arguments (2, or 4 for two fields)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature: Numba will say
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) != count and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        raise TypeError(f"Op {name!r}: combine must take {count} arguments "
+                        f"({'a, b' if count == 2 else 'a0, a1, b0, b1'}), "
+                        f"got {len(positional)}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,6 +137,10 @@ class Op:
     def __post_init__(self):
         if not callable(self.combine):
             raise TypeError(f"Op {self.name!r}: combine must be a function, got {self.combine!r}")
+        _check_arity(self.name, self.combine, 2 * self.fields)
+        if self.identity is None:
+            raise TypeError(f"Op {self.name!r}: identity must be a scalar (or a tuple, or a "
+                            "function of the dtype), not None: it fills lanes with no element")
         if not callable(self.identity):
             object.__setattr__(self, "identity", _constant_identity(self.identity))
         if self.fields not in (1, 2):
@@ -122,16 +148,33 @@ class Op:
         if self.fields == 2 and self.map is None:
             raise ValueError(f"Op {self.name!r}: a two-field op needs map(value, index)")
 
-    def check_dtype(self, dtype: np.dtype) -> None:
-        """Raise ``TypeError`` naming the op and dtype if this op cannot take it."""
+    def check_dtype(self, dtype: np.dtype, what: str = "dtype") -> None:
+        """Raise ``TypeError`` naming the op and dtype if this op cannot take it.
+
+        ``what`` names the argument in the message (the input's dtype, or ``dtype=``).
+        Kernels handle bool, integers up to 64 bits and float16/32/64 only: not
+        float128, complex or object.
+        """
         dtype = np.dtype(dtype)
-        if dtype.kind not in self.kinds:
+        if dtype.kind not in self.kinds or dtype.itemsize > 8:
             allowed = {"b": "bool", "i": "signed integers", "u": "unsigned integers",
-                       "f": "floats"}
+                       "f": "float16/32/64"}
             names = ", ".join(allowed[k] for k in self.kinds)
             raise TypeError(
-                f"{self.name} is not defined for dtype {dtype}; it accepts {names}"
+                f"{self.name} is not defined for {what} {dtype}; it accepts {names}"
             )
+
+    def result_dtype_for(self, in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+        """The checked result dtype of this op on ``in_dtype`` with NumPy's ``dtype=``.
+
+        Raises:
+            TypeError: an input or ``dtype=`` outside what the kernels handle (complex,
+                object, float128, ...), or one NumPy cannot reduce to.
+        """
+        self.check_dtype(in_dtype)
+        if dtype is not None:
+            self.check_dtype(_as_dtype(dtype), "dtype=")
+        return np.dtype(self.result_dtype(np.dtype(in_dtype), dtype))
 
     def empty_result(self, dtype: np.dtype) -> Any:
         """The result of reducing zero elements, as ``dtype``; raises for ``"raise"``."""
@@ -228,11 +271,16 @@ def get(op_or_name: Op | str) -> Op:
     """Look up a built-in op by name, or pass an :class:`Op` through."""
     if isinstance(op_or_name, Op):
         return op_or_name
+    if callable(op_or_name):
+        raise TypeError(
+            f"op must be a numbakern.Op, got the function {op_or_name!r}: wrap it with "
+            "@numbakern.op(identity=...) (the identity fills lanes that hold no element)"
+        )
     try:
         return BUILTIN[op_or_name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"op must be an numbakern.Op or one of {sorted(BUILTIN)}, got {op_or_name!r}"
+            f"op must be a numbakern.Op or one of {sorted(BUILTIN)}, got {op_or_name!r}"
         ) from None
 
 

@@ -67,13 +67,12 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
-    op.check_dtype(in_dtype)
+    result = op.result_dtype_for(in_dtype, dtype)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
                         "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(x.shape, axes, keepdims)
-    result = op.result_dtype(in_dtype, dtype)
     kind = kind_of(x)
     check_out(out, shape, result, kind, op.name)
     grid = _grid(op, strategy)
@@ -217,8 +216,22 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
     uint64; float16 stays float16 but accumulates in float32), or ``dtype``. The sum
     of no elements is 0.
 
+    Args:
+        x, axis, dtype, out, keepdims: as ``np.sum``.
+        strategy: how threads combine: a name from
+            ``numbakern.strategies.available()`` (``"atomic_fold/shared_tree"``) or a
+            strategy object; default ``"two_pass/warp_shuffle"``, bitwise reproducible.
+        stream: a Numba stream, a CuPy stream or a raw pointer (default: CuPy's
+            current stream for CuPy input, else the default stream).
+        lanes: for axis reductions, threads per row (see this module's docstring,
+            which the other reductions share).
+
+    Example::
+
+        numbakern.sum(np.array([3, 1, 4, 1, 5]))   # 14, an int64
+
     Raises:
-        TypeError: a dtype outside bool/int/uint/float.
+        TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64.
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
             ``out``; :class:`~numbakern.axes.AxisError` for a bad ``axis``.
     """

@@ -77,6 +77,21 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     running sum of magnitudes (a tree, not NumPy's sequential loop: usually closer
     to the exact sum on long inputs).
 
+    Args:
+        x, dtype, out: as ``np.cumsum``; ``axis=None`` scans the flattened input.
+        exclusive: element ``i`` holds the sum of the elements before it (0 first).
+        reverse: scan from the end (each element: the sum of it and those after it),
+            computed as a scan over the reversed order, never as total minus prefix.
+        strategy: ``"grid/block"`` from ``numbakern.strategies.available_scans()``;
+            default ``"decoupled_lookback/warp_shuffle"``: one pass, but which earlier
+            tiles a float carry sums depends on timing, so float results may differ
+            in the last bits run to run; ``"reduce_then_scan/..."`` is reproducible.
+        stream: a Numba stream, a CuPy stream or a raw pointer.
+
+    Example::
+
+        numbakern.cumsum(np.array([3, 1, 4, 1, 5]))   # array([ 3,  4,  8,  9, 14])
+
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a bad ``out`` or flag.
         ValueError: an unknown strategy; ``out`` of the wrong shape.
@@ -176,6 +191,8 @@ def _flag(value, name: str) -> bool:
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
     """``(state dtypes, result dtypes)``, one of each per field; float16 fields are
     held as float32 in the state."""
+    if dtype is not None:
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=")
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
     if op.fields == 1:
         results = (result,)

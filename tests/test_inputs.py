@@ -1,0 +1,65 @@
+"""Inputs a user may pass by mistake: each gets a clear Python exception naming the
+argument, or (byte order, a warning-free simulator) NumPy's answer."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+X = np.random.default_rng(2).standard_normal((5, 40)).astype(np.float32)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: nk.sum(X, dtype=np.complex128),
+    lambda: nk.sum(X, dtype=object),
+    lambda: nk.prod(X, dtype=np.longdouble),
+    lambda: nk.cumsum(X, dtype=complex),
+    lambda: nk.cumsum(X, dtype=object),
+], ids=["sum-complex", "sum-object", "prod-float128", "cumsum-complex", "cumsum-object"])
+def test_result_dtypes_the_kernels_cannot_hold_are_refused(call):
+    with pytest.raises(TypeError, match="dtype="):
+        call()
+
+
+def test_a_dtype_that_is_not_one():
+    with pytest.raises(TypeError, match="not a NumPy dtype"):
+        nk.sum(X, dtype="nonsense")
+
+
+@pytest.mark.parametrize("fn", [nk.sum, nk.max, nk.argmax, nk.cumsum])
+def test_float128_input_is_refused(fn):
+    with pytest.raises(TypeError, match="float128"):
+        fn(np.arange(4, dtype=np.longdouble))
+
+
+def test_masked_arrays_are_refused():
+    with pytest.raises(TypeError, match="masked"):
+        nk.sum(np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0]))
+
+
+@pytest.mark.parametrize("dtype", [">i4", ">f8", ">u2"])
+def test_big_endian_input_gives_numpys_answer(dtype):
+    x = np.arange(37, dtype=dtype)[::-1]
+    assert nk.max(x) == x.max()
+    assert nk.argmax(x) == x.argmax()
+    assert nk.sum(x) == x.sum()
+
+
+def test_user_op_mistakes_are_caught_when_the_op_is_made():
+    with pytest.raises(TypeError, match="identity"):
+        nk.Op("s", lambda a, b: a + b, None)
+    with pytest.raises(TypeError, match="2 arguments"):
+        nk.Op("bad", lambda a: a, 0.0)
+    with pytest.raises(TypeError, match="numbakern.op"):
+        nk.reduce(X, lambda a, b: a + b)
+    with pytest.raises(TypeError, match="numbakern.op"):
+        nk.reduce(X, np.add)
+
+
+def test_wrapping_integer_sums_are_silent_as_on_a_gpu():
+    x = np.arange(300, dtype=np.int8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert nk.sum(x, dtype=np.int8) == np.sum(x, dtype=np.int8)
