@@ -113,10 +113,10 @@ class SimThread(BlockThread):
         self.exception = None
         try:
             try:
-                if debug:  # Numba's debug mode; a context, so no reuse inherits it
-                    with np.errstate(divide="raise"):
-                        target()
-                else:
+                # Numba's debug mode raises on division by zero; otherwise arithmetic is
+                # silent as on a GPU (integer wrap-around, inf - inf), not a flood of
+                # NumPy RuntimeWarnings. A context, so no reuse of the thread inherits it.
+                with np.errstate(**({"divide": "raise"} if debug else {"all": "ignore"})):
                     target()
             except Exception as e:
                 self.exception = (self._with_ids(e), sys.exc_info()[2])
