@@ -193,6 +193,10 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
             f"CUDA thread): use at most {SIMULATOR_MAX_ELEMENTS:,} elements", param_hint="'--size'")
     if png_path:
         _need_matplotlib("--png")
+    if axis is not None and not -len(shape) <= axis < len(shape):
+        raise click.BadParameter(
+            f"axis {axis} is out of bounds for a {len(shape)}-D input of shape "
+            f"{'x'.join(map(str, shape))}", param_hint="'--axis'")
     kw = {"axis": -1 if op.name == "softmax" and axis is None else axis}
     kw = {k: v for k, v in kw.items() if v is not None}
     repeat = repeat or (3 if simulator else 20)

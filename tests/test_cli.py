@@ -97,6 +97,8 @@ def test_compare_named_strategies_dtype_and_png(tmp_path):
     (["compare", "sum", "-n", "12x"], "'--size'"),
     (["compare", "sum", "-n", "1.5"], "'--size'"),
     (["compare", "xor_sum", "--dtype", "float32"], "'--dtype'"),
+    (["compare", "sum", "-n", "3x100", "--axis", "5"], "'--axis'"),
+    (["compare", "sum", "-n", "300", "--axis", "1"], "'--axis'"),
     (["explain", "no_such_strategy"], "'STRATEGY'"),
     (["explain", "--values", "3,x"], "'--values'"),
     (["explain", "--threads", "48"], "'--threads'"),
