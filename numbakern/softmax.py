@@ -84,7 +84,16 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
             Milakov and Gimelshein 2018; ``max_strategy`` must be left None) or
             ``"auto"``: online for tiled rows (it saves a read of the row) unless
             ``max_strategy`` is given, max-then-sum for rows held in registers.
-        axis, layout, fused, threads, out, stream: see the module docstring.
+        axis: the axis to normalise along (any; default the last). Device input is
+            read in place through strided views.
+        layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
+            per row) or ``"auto"`` (warp for short rows).
+        fused: ``True`` keeps each row in registers (one read, one write; rows that
+            fit), ``False`` loops over the row in tiles (any length), ``None``
+            chooses.
+        threads: threads per block (a multiple of 32); default chosen by row length.
+        out: an array of ``x``'s shape and dtype (``x`` itself works).
+        stream: a Numba stream, a CuPy stream or a raw pointer.
 
     Returns:
         An array of ``x``'s shape and dtype; each row sums to 1 (to rounding).
@@ -121,7 +130,16 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
         y: the softmax output (float16/32/64, any shape).
         dy: the gradient of the loss with respect to ``y``: same shape, dtype, kind.
         sum_strategy: block strategy of the row sum (name or object).
-        axis, layout, fused, threads, out, stream: see the module docstring.
+        axis: the axis to normalise along (any; default the last). Device input is
+            read in place through strided views.
+        layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
+            per row) or ``"auto"`` (warp for short rows).
+        fused: ``True`` keeps each row in registers (one read, one write; rows that
+            fit), ``False`` loops over the row in tiles (any length), ``None``
+            chooses.
+        threads: threads per block (a multiple of 32); default chosen by row length.
+        out: an array of ``x``'s shape and dtype (``x`` itself works).
+        stream: a Numba stream, a CuPy stream or a raw pointer.
 
     Returns:
         ``dx``, of ``y``'s shape and dtype.
