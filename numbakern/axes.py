@@ -39,6 +39,8 @@ class OutDtypeError(ValueError, TypeError):
 
 
 def _index(axis: Any) -> int:
+    if isinstance(axis, (bool, np.bool_)):  # operator.index(True) is 1: NumPy refuses it
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
     try:
         return operator.index(axis)
     except TypeError:
@@ -54,6 +56,18 @@ def normalize_axis(axis: Any, ndim: int) -> int:
     if not -ndim <= a < ndim:
         raise AxisError(a, ndim)
     return a % ndim
+
+
+def optional_axis(axis: Any, ndim: int) -> int | None:
+    """``None`` (the flattened input, as NumPy's cumsum and sort), or one axis."""
+    return None if axis is None else normalize_axis(axis, ndim)
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """A keyword that must be True or False (``exclusive``, ``descending``, ...)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:

@@ -37,6 +37,7 @@ import numpy as np
 from . import kernels
 from . import ops as _ops
 from . import strategies as _strategies
+from .axes import check_flag, optional_axis
 from .arrays import (
     SIMULATOR,
     CopyWarning,
@@ -157,11 +158,11 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
     kind = kind_of(x)
     in_dtype = np.dtype(x.dtype)
     op.check_dtype(in_dtype)
-    exclusive, reverse = _flag(exclusive, "exclusive"), _flag(reverse, "reverse")
+    exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
     states, results = _dtypes(op, in_dtype, dtype, rule)
     grid = _strategies.resolve_scan(strategy)
     shape = tuple(x.shape)
-    axis = _axis(axis, len(shape))
+    axis = optional_axis(axis, len(shape))
     size = math.prod(shape)  # np.prod costs ~10 us, a launch budget
     out_shape = (size,) if axis is None else shape
     outs = _check_out(out, kind, out_shape, results)
@@ -180,12 +181,6 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
     grid.scan(job)
     result = finish()
     return result if len(results) == 2 else result[0]
-
-
-def _flag(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
@@ -209,16 +204,6 @@ def _empty_state(op, kit) -> tuple:
     if kit.fields == 2 or isinstance(op.empty, str):
         return kit.identity_values
     return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
-
-
-def _axis(axis, ndim: int) -> int | None:
-    if axis is None:
-        return None
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"axis must be None or an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(int(axis), ndim)
-    return int(axis) % ndim
 
 
 def _check_out(out, kind: str, shape: tuple, dtypes: tuple):

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from . import strategies as _strategies
+from .axes import check_flag, optional_axis
 from .arrays import Workspace, as_array_like, kind_of, resolve_stream
 from .sort_keys import SortJob, as_layout_array, bits_dtype, check_dtype, flat_device, to_user
 
@@ -64,7 +65,7 @@ def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=
     Raises: as :func:`sort`.
     """
     if stable is not None:
-        _flag(stable, "stable")
+        check_flag(stable, "stable")
     return _sort(x, axis, descending, True, strategy, stream)
 
 
@@ -72,9 +73,9 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
     x = as_array_like(x)
     kind = kind_of(x)
     dtype = check_dtype(x.dtype)
-    descending = _flag(descending, "descending")
+    descending = check_flag(descending, "descending")
     shape = tuple(x.shape)
-    axis = _axis(axis, len(shape))
+    axis = optional_axis(axis, len(shape))
     size = math.prod(shape)
     arr, wrap = as_layout_array(x, kind)
     workspace = Workspace(kind, resolve_stream(stream, kind))
@@ -112,22 +113,6 @@ def _restore(result, axis):
     if axis is None:
         return result
     return _xp(result).ascontiguousarray(_moveaxis(result, -1, axis))
-
-
-def _flag(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _axis(axis, ndim: int):
-    if axis is None:
-        return None
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"axis must be None or an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(int(axis), ndim)
-    return int(axis) % ndim
 
 
 __all__ = ["argsort", "sort"]

@@ -143,6 +143,18 @@ class GridStrategy:
         return hash(self.key)
 
 
+def reduce_from_scan(block_scan) -> Callable:
+    """A block reduce made of a block scan (``(inclusive, exclusive, total)`` per
+    thread): the scan's total, valid in every thread."""
+    from numba import cuda
+
+    @cuda.jit(device=True)
+    def block_reduce(s, t0, t1):
+        return block_scan(s, t0, t1)[2]
+
+    return block_reduce
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.strategy import BlockStrategy, log2_ceil
+from numbakern.strategy import BlockStrategy, reduce_from_scan, log2_ceil
 
 
 class HillisSteele(BlockStrategy):
@@ -84,10 +84,4 @@ class HillisSteele(BlockStrategy):
 
     def build_reduce(self, kit):
         """Device function ``block_reduce(s, t0, t1)``: the scan's total, in every thread."""
-        block_scan = self.build_scan(kit)
-
-        @cuda.jit(device=True)
-        def block_reduce(s, t0, t1):
-            return block_scan(s, t0, t1)[2]
-
-        return block_reduce
+        return reduce_from_scan(self.build_scan(kit))

@@ -194,7 +194,7 @@ def _build(threads: int, items: int, counter: HistogramStrategy, to_key,
         running = cuda.shared.array(RADIX, int64)  # where the digit's next key goes
         in_warp = cuda.shared.array((warps, RADIX), int32)  # this round's counts
         tid = cuda.threadIdx.x
-        warp, lane = tid // WARP, tid % WARP
+        warp = tid // WARP
         row, t = cuda.blockIdx.x // tiles, cuda.blockIdx.x % tiles
         base, start = row * n, t * tile
         d = tid
