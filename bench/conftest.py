@@ -9,10 +9,10 @@ timings of the same call (``extra_info["event_ms"]``). GB/s use the event time.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import numbakern
+from numbakern import compare
 
 
 def _cupy():
@@ -44,29 +44,11 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
-def event_ms(cp, fn, reps: int = 30) -> float:
-    """Median of ``reps`` CUDA-event timings of ``fn()`` after a warm-up, in ms."""
-    fn()
-    cp.cuda.Device().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
-
-
 @pytest.fixture(scope="session")
 def copy_gbps(cp) -> float:
-    """Device-to-device copy bandwidth, bytes read + written per second / 1e9."""
-    n = 1 << 28
-    src = cp.ones(n, dtype=cp.float32)
-    dst = cp.empty_like(src)
-    ms = event_ms(cp, lambda: cp.copyto(dst, src))
-    return 2 * src.nbytes / ms / 1e6
+    """Device-to-device copy bandwidth (bytes read + written per second / 1e9), as
+    ``numbakern compare`` measures it: the one ceiling for both."""
+    return compare.copy_gbps()
 
 
 @pytest.fixture
@@ -81,7 +63,7 @@ def measure(cp, copy_gbps, benchmark):
             return out
 
         benchmark.pedantic(synced, rounds=20, iterations=1, warmup_rounds=2)
-        ms = event_ms(cp, fn)
+        ms = compare.measure(fn, repeat=30) * 1e3  # CUDA events, median
         gbps = nbytes / ms / 1e6
         benchmark.extra_info.update(
             info, event_ms=ms, bytes=nbytes, gbps=gbps, copy_gbps=copy_gbps,
