@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from .launch import SIMULATOR, DeviceBuffer, buffer, to_device_array
+from .launch import SIMULATOR, DeviceBuffer, buffer, current_device_id, to_device_array
 
 
 class CopyWarning(UserWarning):
@@ -81,10 +81,14 @@ def resolve_stream(stream: Any, kind: str):
     )
 
 
-@functools.lru_cache(maxsize=64)
 def _external_stream(ptr: int):
     """A Numba stream for a raw handle (0: the default stream), made once per handle
-    and context (Numba's stream objects are not free to create)."""
+    and device (Numba's stream objects are not free to create)."""
+    return _stream_on(ptr, current_device_id())
+
+
+@functools.lru_cache(maxsize=64)
+def _stream_on(ptr: int, device: int):
     return cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
 
 

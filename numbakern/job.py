@@ -14,6 +14,7 @@ from numba import cuda
 
 from . import kernels
 from .arrays import SIMULATOR, Workspace
+from .launch import current_device_id
 from .strategy import ceil_div
 
 # Under the simulator every block costs ~0.1 s of Python threads: two are enough to
@@ -30,7 +31,7 @@ def max_resident_blocks(threads: int) -> int:
     """Blocks that fill the device once (2048 threads per multiprocessor on sm_70+)."""
     if SIMULATOR:
         return SIMULATOR_MAX_BLOCKS
-    return _multiprocessors(kernels.current_device_id()) * max(1, 2048 // threads)
+    return _multiprocessors(current_device_id()) * max(1, 2048 // threads)
 
 
 class ReduceJob:
@@ -72,10 +73,3 @@ class ReduceJob:
         if self.kit.fields == 1:
             return first, first
         return first, self.workspace.empty(k, self.kit.dtypes[1])
-
-    def alloc_full(self, value: np.ndarray, dtype) -> object:
-        """A one-element device array holding ``value`` as ``dtype``."""
-        return self.workspace.from_host(np.full(1, value, dtype=dtype))
-
-    def view_as(self, arr, dtype):
-        return self.workspace.view_as(arr, dtype)

@@ -23,14 +23,13 @@ or the two field arrays of partial states for a second pass. ``n`` is an int64.
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Callable
 
 import numpy as np
 from numba import cuda, from_dtype, int64, uint64
 
-from .launch import SIMULATOR
+from .launch import SIMULATOR, current_device_id
 from .state import StateKit, build_kit
 
 UNROLL = 8
@@ -63,15 +62,6 @@ def device_key() -> tuple:
     if SIMULATOR:
         return ("simulator", 0)
     return ("cuda", current_device_id())
-
-
-def current_device_id() -> int:
-    """The current CUDA device's ordinal: ~1 us through CuPy's runtime binding when CuPy
-    is loaded, else through Numba (~15 us)."""
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        return cupy.cuda.runtime.getDevice()
-    return cuda.get_current_device().id
 
 
 def state_kit(op, dtypes: tuple) -> StateKit:
@@ -120,10 +110,6 @@ def _element_to_state(op, kit: StateKit):
 
     return to_state
 
-
-def state_loader(kit: StateKit):
-    """Device function reading a partial state from field arrays (a second pass)."""
-    return kit.load
 
 
 # --- thread reduce ----------------------------------------------------------------
