@@ -15,6 +15,13 @@ Every function takes:
   explains the names); default ``"decoupled_lookback/warp_shuffle"``: one pass over
   the data; float results may differ in the last bits run to run. Pass
   ``"reduce_then_scan"`` for bitwise-reproducible results.
+* ``layout``: who scans a row: ``"tiles"`` (the strategy's blocks, one per tile of
+  ``threads * items`` elements), ``"warp"`` (one warp per row, rows grid-strided:
+  ``numbakern/scan_rows.py``) or ``"auto"`` (the default: ``"warp"`` for two or more
+  rows of at most ``scan_rows.WARP_ROW_MAX`` elements, else ``"tiles"``). Under
+  ``"warp"`` no block waits for another, so the grid strategy is not used and the
+  result is bitwise reproducible whichever was asked for; the warp scan is
+  ``warp_shuffle``'s whatever the block strategy.
 * ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
   stream for CuPy input, else the default stream.
 * ``out``: an array of the result's shape, of the caller's kind (NumPy for NumPy
@@ -53,6 +60,7 @@ from .arrays import (
     resolve_stream,
 )
 from .launch import DeviceBuffer
+from .scan_rows import check_layout, scan_rows, use_warp_rows
 from .scan_tiles import ScanJob
 
 
@@ -69,7 +77,7 @@ def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
 
 
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
-           strategy=None, stream=None):
+           strategy=None, layout="auto", stream=None):
     """Cumulative sum along ``axis``, as ``np.cumsum(x, axis, dtype, out)``.
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
@@ -87,6 +95,11 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
             default ``"decoupled_lookback/warp_shuffle"``: one pass, but which earlier
             tiles a float carry sums depends on timing, so float results may differ
             in the last bits run to run; ``"reduce_then_scan/..."`` is reproducible.
+            Used by ``layout="tiles"`` only.
+        layout: ``"auto"`` (default), ``"warp"`` or ``"tiles"``: one warp per row
+            (rows grid-strided; for many short rows; reproducible; no grid strategy
+            needed) or the strategy's tiles. ``"auto"`` picks ``"warp"`` for two or
+            more rows of at most 1024 elements (``scan_rows.WARP_ROW_MAX``).
         stream: a Numba stream, a CuPy stream or a raw pointer.
 
     Example::
@@ -95,15 +108,15 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
 
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a bad ``out`` or flag.
-        ValueError: an unknown strategy; ``out`` of the wrong shape.
+        ValueError: an unknown strategy or layout; ``out`` of the wrong shape.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
-    return _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, stream,
+    return _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
                  cumsum_dtype)
 
 
 def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
-            strategy=None, stream=None):
+            strategy=None, layout="auto", stream=None):
     """Cumulative product along ``axis``, as ``np.cumprod(x, axis, dtype, out)``.
 
     Result dtype as :func:`cumsum`. Integer products wrap on overflow; float products
@@ -111,12 +124,12 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
 
     Raises: as :func:`cumsum`.
     """
-    return _scan(x, _ops.PROD, axis, dtype, out, exclusive, reverse, strategy, stream,
+    return _scan(x, _ops.PROD, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
                  cumprod_dtype)
 
 
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
-                     out=None, strategy=None, stream=None):
+                     out=None, strategy=None, layout="auto", stream=None):
     """Scan along ``axis`` with any associative ``op``: a :class:`numbakern.Op` or a
     built-in's name (``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"bitwise_and"``,
     ``"bitwise_or"``, ``"bitwise_xor"``, and ``"argmax"``/``"argmin"``: the running
@@ -126,6 +139,7 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     Element ``i`` of the result is ``x[0] (+) x[1] (+) ... (+) x[i]`` in that order, so
     a non-commutative op gets the ordered result. ``dtype`` sets the accumulator and
     result dtype (default: the op's rule; the input's dtype for a user's op).
+    ``strategy`` and ``layout`` as :func:`cumsum`'s.
 
     A two-field op (``fields=2``, e.g. a value-index pair) maps each element with
     ``op.map(value, index)``, ``index`` its position along the axis, and returns a
@@ -145,14 +159,14 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     """
     if isinstance(op, str) and op in ("argmax", "argmin"):
         op = _ops.arg_op(op[3:])
-    return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, stream,
-                 None)
+    return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, layout,
+                 stream, None)
 
 
 # --- the common path ---------------------------------------------------------------------
 
 
-def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
+def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule):
     """Validate, lay out, scan; returns the result in the input's kind."""
     x = as_array_like(x)
     kind = kind_of(x)
@@ -161,6 +175,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
     states, results = _dtypes(op, in_dtype, dtype, rule)
     grid = _strategies.resolve_scan(strategy)
+    layout = check_layout(layout)
     shape = tuple(x.shape)
     axis = optional_axis(axis, len(shape))
     size = math.prod(shape)  # np.prod costs ~10 us, a launch budget
@@ -178,7 +193,10 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, stream, rule):
         xv, views = _reversed(xv), [_reversed(v) for v in views]
     job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
                   workspace)
-    grid.scan(job)
+    if use_warp_rows(layout, job.n, job.segments):
+        scan_rows(job)
+    else:
+        grid.scan(job)
     result = finish()
     return result if len(results) == 2 else result[0]
 

@@ -10,13 +10,16 @@ the contract at up to 2**32 elements.
 """
 
 import math
+import time
 
 import numpy as np
 import pytest
 from numba import cuda
 
 import numbakern as nk
+import numbakern.scans as scans_mod
 from numbakern import arrays
+from numbakern import scan_rows as rows_mod
 from numbakern.scan_tiles import ScanJob
 from numbakern.strategies import (
     SCAN_BLOCK,
@@ -311,7 +314,8 @@ def test_axes(shape, axes):
     g = make("reduce_then_scan/warp_shuffle", items=1, blocks=6)  # rows of several chunks
     for axis in axes:
         for exclusive, reverse in [(False, False), (True, True)]:
-            got = nk.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse, strategy=g)
+            got = nk.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse, strategy=g,
+                            layout="tiles")  # short rows: "auto" would take a warp each
             moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
             want = np.apply_along_axis(np_scan, -1, moved.astype(np.int64), exclusive,
                                        reverse)
@@ -329,7 +333,8 @@ def test_device_input_strided_views_and_out():
     for axis in (0, 1, 2):
         d = cuda.to_device(base)[::2, :, ::3]
         out = cuda.device_array(host.shape, np.float64)
-        got = nk.cumsum(d, axis=axis, out=out, strategy="decoupled_lookback/blelloch")
+        got = nk.cumsum(d, axis=axis, out=out, strategy="decoupled_lookback/blelloch",
+                        layout="tiles")
         assert got is out
         np.testing.assert_array_equal(out.copy_to_host(), np.cumsum(host, axis=axis))
     flat = nk.cumsum(cuda.to_device(base)[1], axis=None, reverse=True)
@@ -441,6 +446,160 @@ def test_block_strategies_also_reduce():
         assert nk.sum(x, strategy=TwoPass(block=block)) == x.sum()
 
 
+# --- many short rows: one warp per row (numbakern/scan_rows.py) ---------------------------
+#
+# Row lengths 1, 2 (rows sharing a warp in lane groups), 31, 32, 33 (one chunk, one chunk
+# exactly, a carry into a one-element chunk) and 100 (four chunks), in every mode. The
+# layout each scan took is checked by spying on which scan ran.
+
+LENGTHS = [1, 2, 31, 32, 33, 100]
+
+
+@pytest.fixture
+def ran(monkeypatch):
+    """Which layout each scan took: a list of ``"warp"`` / ``"tiles"``."""
+    calls = []
+    real_rows = rows_mod.scan_rows
+    real_dl, real_rts = DecoupledLookback.scan, ReduceThenScan.scan
+
+    def rows(job):
+        calls.append("warp")
+        real_rows(job)
+
+    def tiles(real):
+        def scan(self, job):
+            calls.append("tiles")
+            real(self, job)
+        return scan
+
+    monkeypatch.setattr(scans_mod, "scan_rows", rows)
+    monkeypatch.setattr(DecoupledLookback, "scan", tiles(real_dl))
+    monkeypatch.setattr(ReduceThenScan, "scan", tiles(real_rts))
+    return calls
+
+
+def along(fn, x, axis, *args):
+    """``fn`` applied to every 1-D slice of ``x`` along ``axis``."""
+    return np.moveaxis(np.apply_along_axis(fn, -1, np.moveaxis(x, axis, -1), *args), -1, axis)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_every_mode_and_row_length(n, ran):
+    rng = np.random.default_rng(n)
+    x = rng.integers(-100, 100, (9, n)).astype(np.int32)  # 9 rows: the last warp part-full
+    v = (rng.integers(1, 9, (9, n)) * (rng.random((9, n)) < 0.3)).astype(np.float64)
+    for exclusive, reverse in MODES:
+        got = nk.cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse)
+        want = along(np_scan, x.astype(np.int64), -1, exclusive, reverse)
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n} {exclusive} {reverse}")
+        got = nk.associative_scan(v, last_nonzero, axis=1, exclusive=exclusive,
+                                  reverse=reverse)
+        want = np.array([ref_scan(r, last_nonzero.combine, exclusive, reverse, empty=0.0)
+                         for r in v])
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n} {exclusive} {reverse}")
+    assert ran == ["warp"] * 8
+
+
+@pytest.mark.parametrize("n", [2, 33])
+def test_identity_never_folded_in_and_two_fields(n, ran):
+    x = np.random.default_rng(3).integers(1, 1000, (5, n)).astype(np.int64)
+    for reverse in (False, True):
+        got = nk.associative_scan(x, NOT_AN_IDENTITY, axis=1, reverse=reverse)
+        np.testing.assert_array_equal(got, along(np_scan, x, 1, False, reverse))
+    got = nk.associative_scan(x, NOT_AN_IDENTITY, axis=1, exclusive=True)
+    assert (got[:, 0] == 100).all()  # the exclusive scan's first element: the identity
+    np.testing.assert_array_equal(got[:, 1:], np.cumsum(x, axis=1)[:, :-1])
+    for exclusive, reverse in [(False, False), (True, True)]:
+        m, c = nk.associative_scan(x, AFFINE, axis=1, exclusive=exclusive, reverse=reverse)
+        for r in range(x.shape[0]):
+            want_m, want_c = affine_ref(x[r], exclusive, reverse)
+            np.testing.assert_array_equal(m[r], want_m)
+            np.testing.assert_array_equal(c[r], want_c)
+    assert ran == ["warp"] * 5
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "float16", "float64", "int64"])
+def test_dtypes(dtype):
+    rng = np.random.default_rng(4)
+    shape = (7, 33)
+    if dtype == "bool":
+        x = rng.integers(0, 2, shape).astype(bool)
+    elif dtype.startswith("float"):
+        x = rng.uniform(-4, 4, shape).astype(dtype)
+    else:
+        x = rng.integers(0, 120, shape).astype(dtype)
+    got = nk.cumsum(x, axis=1)
+    want = np.cumsum(x, axis=1)
+    assert got.dtype == want.dtype, dtype
+    if dtype.startswith("float"):
+        assert all(float_close(g, r.astype(np.float64)) for g, r in zip(got, x)), dtype
+    else:
+        np.testing.assert_array_equal(got, want)
+    got = nk.cumprod(x[:, :5], axis=1, reverse=True)
+    want = np.cumprod(x[:, :5][:, ::-1], axis=1)[:, ::-1]
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "float16" else 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(3, 31), (4, 5, 2), (2, 33, 3)])
+def test_axes_of_2d_and_3d(shape, ran):
+    x = np.random.default_rng(5).integers(-9, 9, shape).astype(np.int16)
+    for axis in (0, -1):
+        for exclusive, reverse in [(False, False), (True, True)]:
+            got = nk.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse)
+            want = along(np_scan, x.astype(np.int64), axis, exclusive, reverse)
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} axis={axis}")
+            assert got.flags.c_contiguous
+    assert set(ran) == {"warp"}
+
+
+def test_device_strided_views_and_out(ran):
+    base = np.random.default_rng(6).integers(-9, 9, (6, 5, 40)).astype(np.int64)
+    host = base[::2, :, ::3]  # strided in every dimension
+    for axis in (0, 1, 2):
+        d = cuda.to_device(base)[::2, :, ::3]
+        out = cuda.device_array(host.shape, np.float64)
+        got = nk.cumsum(d, axis=axis, out=out, reverse=True)
+        assert got is out
+        want = np.flip(np.cumsum(np.flip(host, axis), axis=axis), axis)
+        np.testing.assert_array_equal(out.copy_to_host(), want)
+    assert ran == ["warp"] * 3
+
+
+def test_the_2x4000_axis0_case(ran):
+    """4000 rows of 2: 126 s under the simulator as tiles (one block per row)."""
+    b = np.random.default_rng(7).uniform(0, 1, (2, 4000)).astype(np.float32)
+    t = time.perf_counter()
+    got = nk.cumsum(b, axis=0)
+    assert time.perf_counter() - t < 20  # the tile path needed minutes
+    np.testing.assert_array_equal(got, np.cumsum(b, axis=0))  # one combine: exact
+    got = nk.cumsum(b.T, axis=-1, exclusive=True)
+    np.testing.assert_array_equal(got[:, 0], 0)
+    np.testing.assert_array_equal(got[:, 1], b[0])
+    assert ran == ["warp", "warp"]
+
+
+def test_automatic_choice_and_overrides(ran):
+    x = np.arange(3 * 40, dtype=np.int32).reshape(3, 40)
+    want = np.cumsum(x, axis=1)
+    tiles = DecoupledLookback(WarpShuffle(32), items=1)  # rows of two tiles
+    np.testing.assert_array_equal(nk.cumsum(x, axis=1, strategy=tiles), want)
+    np.testing.assert_array_equal(nk.cumsum(x, axis=1, strategy=tiles, layout="tiles"), want)
+    np.testing.assert_array_equal(
+        nk.cumsum(x, axis=1, strategy=ReduceThenScan(Blelloch(32), items=1), layout="tiles"),
+        want)
+    np.testing.assert_array_equal(nk.cumsum(x[0], layout="warp"), want[0])  # one row
+    np.testing.assert_array_equal(nk.cumsum(x[0], strategy=tiles), want[0])
+    assert ran == ["warp", "tiles", "tiles", "warp", "tiles"]
+    assert rows_mod.use_warp_rows("auto", rows_mod.WARP_ROW_MAX, 2)
+    assert not rows_mod.use_warp_rows("auto", rows_mod.WARP_ROW_MAX + 1, 1000)
+    assert not rows_mod.use_warp_rows("auto", 5, 1)
+    assert [rows_mod.lane_group(n) for n in (1, 2, 3, 16, 17, 100)] == [1, 2, 4, 16, 32, 32]
+    for bad in ("block", None, 1):
+        with pytest.raises(ValueError, match="layout"):
+            nk.cumsum(x, axis=1, layout=bad)
+
+
 # --- on a real GPU ------------------------------------------------------------------------
 
 
@@ -533,3 +692,24 @@ def test_gpu_long_rows(cp):
     totals = cp.sum(x, axis=1, dtype=cp.float64)
     err = cp.abs(y[:, -1].astype(cp.float64) - totals)
     assert bool((err <= 4 * np.finfo(np.float32).eps * 64 * totals).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(100000, 2), (50000, 7), (20000, 33), (4096, 1000)])
+def test_gpu_short_rows(cp, shape):
+    """One warp per row (lane groups for rows of at most 16) against CuPy, every mode."""
+    x = cp.random.randint(-1000, 1000, shape, dtype=cp.int64)
+    v = cp.asnumpy(x[:64]).astype(np.float64) * (np.arange(shape[1]) % 3 == 0)
+    for exclusive, reverse in MODES:
+        got = nk.cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse)
+        want = cp.flip(cp.cumsum(cp.flip(x, -1), axis=-1), -1) if reverse else x.cumsum(-1)
+        if exclusive:
+            want = (want - x)
+        cp.testing.assert_array_equal(got, want)
+        got = nk.associative_scan(v, last_nonzero, axis=-1, exclusive=exclusive,
+                                  reverse=reverse)
+        ref = np.array([ref_scan(r, last_nonzero.combine, exclusive, reverse, empty=0.0)
+                        for r in v])
+        np.testing.assert_array_equal(got, ref)
+    got = nk.cumsum(x.T, axis=0)  # strided rows, read in place
+    cp.testing.assert_array_equal(got, x.T.cumsum(0))
