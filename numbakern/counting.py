@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
 from numba import cuda, int64, uint32
 
 from . import kernels
@@ -159,21 +158,3 @@ def build_histogram_kernel(strategy: HistogramStrategy, bins: int, bin_of):
                 b += threads
 
     return histogram_kernel
-
-
-@cuda.jit
-def _zero_kernel(a):
-    i = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    while i < a.size:
-        a[i] = 0
-        i += stride
-
-
-def zeros(workspace: Workspace, k: int, dtype) -> object:
-    """A zeroed 1-D device array of ``k`` elements."""
-    arr = workspace.empty(k, np.dtype(dtype))
-    threads = 32 if SIMULATOR else 256
-    blocks = 1 if SIMULATOR else max(1, min(ceil_div(k, threads), 1024))
-    launch(_zero_kernel, blocks, threads, workspace.stream, arr)
-    return arr

@@ -61,6 +61,13 @@ def fill(arr, value, stream, m: int | None = None, rest=None) -> None:
            _scalar(rest, dtype))
 
 
+def zeros(workspace, k: int, dtype):
+    """A zeroed 1-D device array of ``k`` elements (counters, status flags)."""
+    arr = workspace.empty(k, np.dtype(dtype))
+    fill(arr, 0, workspace.stream)
+    return arr
+
+
 def cast_into(src, dst, stream) -> None:
     """``dst[i] = src[i]`` with a C cast (1-D arrays of one length)."""
     launch(_cast, grid_for(src.shape[0]), THREADS, stream, src, dst)

@@ -20,7 +20,8 @@ from numba import cuda, from_dtype, int64, uint64
 from . import kernels
 from . import strategies as _strategies
 from .arrays import SIMULATOR, Workspace, as_array_like, kind_of, resolve_stream
-from .counting import HistogramJob, zeros
+from .counting import HistogramJob
+from .elementwise import zeros
 from .sort_keys import as_layout_array, bits_dtype, flat_device, to_user
 
 #: inputs of at most this many bytes an element are binned through a lookup table of

@@ -35,8 +35,8 @@ from numba import cuda, from_dtype, uint64
 
 from . import kernels
 from .arrays import SIMULATOR, Workspace
-from .launch import launch
-from .strategy import BlockStrategy, Cost, GridStrategy, ceil_div
+from .elementwise import zeros
+from .strategy import BlockStrategy, Cost, GridStrategy
 
 WARP = 32
 #: static shared memory a block may use (48 KiB without opting in to more)
@@ -131,20 +131,7 @@ class ScanJob:
 
     def zeros(self, k: int, dtype):
         """A zeroed 1-D device array (status flags and tile counters)."""
-        arr = self.workspace.empty(k, dtype)
-        threads = WARP if SIMULATOR else 256
-        blocks = 1 if SIMULATOR else max(1, min(ceil_div(k, threads), 1024))
-        launch(_zero_kernel, blocks, threads, self.stream, arr)
-        return arr
-
-
-@cuda.jit
-def _zero_kernel(a):
-    i = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    while i < a.size:
-        a[i] = 0
-        i += stride
+        return zeros(self.workspace, k, dtype)
 
 
 def element_loader(op, kit, reverse: bool):

@@ -49,7 +49,8 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from numbakern import kernels
-from numbakern.counting import HistogramStrategy, zeros
+from numbakern.counting import HistogramStrategy
+from numbakern.elementwise import zeros
 from numbakern.launch import SIMULATOR, launch
 from numbakern.strategy import _check_threads, ceil_div
 
