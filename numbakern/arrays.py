@@ -202,6 +202,11 @@ def as_cupy(buf: DeviceBuffer):
     return cupy.asarray(buf)
 
 
+def user_array(buf):
+    """The array a device buffer stands for (CuPy or Numba); itself in the simulator."""
+    return buf if SIMULATOR else buf.owner
+
+
 class Workspace:
     """Allocations and results for one call, in the input's array library."""
 

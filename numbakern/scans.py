@@ -58,6 +58,7 @@ from .arrays import (
     host_copy,
     kind_of,
     resolve_stream,
+    user_array,
 )
 from .launch import DeviceBuffer
 from .scan_rows import check_layout, scan_rows, use_warp_rows
@@ -253,7 +254,7 @@ def _empty(workspace: Workspace, shape: tuple, dtypes: tuple, outs):
     elif workspace.kind == "numpy":
         arrays = [np.empty(shape, d) for d in dtypes]
     else:
-        arrays = [_user_array(workspace.empty(shape, d)) for d in dtypes]
+        arrays = [user_array(workspace.empty(shape, d)) for d in dtypes]
     return tuple(arrays) if len(dtypes) == 2 else arrays[0]
 
 
@@ -310,7 +311,7 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
     def finish():
         if outs is not None:
             return outs
-        return [_user_array(t) for t in targets]
+        return [user_array(t) for t in targets]
 
     return views[0], views[1:], finish
 
@@ -348,10 +349,6 @@ def _reversed(view):
     return DeviceBuffer(view.ptr + (n - 1) * stride, view.shape,
                         view.strides[:-1] + (-stride,), view.dtype, view.owner)
 
-
-def _user_array(buf):
-    """The array a device buffer stands for (CuPy or Numba); itself in the simulator."""
-    return buf if SIMULATOR else buf.owner
 
 
 __all__ = ["cumsum", "cumprod", "associative_scan"]

@@ -52,6 +52,7 @@ from .arrays import (
     host_copy,
     kind_of,
     resolve_stream,
+    user_array,
 )
 from .launch import SIMULATOR, launch
 from .rowwise import RowPlan
@@ -388,12 +389,8 @@ def _on_device(view, kind: str, workspace: Workspace):
 def _empty(workspace: Workspace, shape, dtype):
     if workspace.kind == "numpy":
         return np.empty(shape, dtype)
-    return _user_array(workspace.empty(shape, dtype))
+    return user_array(workspace.empty(shape, dtype))
 
-
-def _user_array(buf):
-    """The array a device buffer stands for (CuPy or Numba); itself in the simulator."""
-    return buf if SIMULATOR else buf.owner
 
 
 def _deliver(result, kind: str, out, workspace: Workspace):
@@ -404,7 +401,7 @@ def _deliver(result, kind: str, out, workspace: Workspace):
             return host.reshape(result.shape)
         out[...] = host
         return out
-    return out if out is not None else _user_array(result)
+    return out if out is not None else user_array(result)
 
 
 __all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]
