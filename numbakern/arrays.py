@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from .launch import SIMULATOR, DeviceBuffer, buffer, current_device_id, to_device_array
+from .launch import (SIMULATOR, DeviceBuffer, buffer, current_device_id, stream_handle,
+                     to_device_array)
 
 
 class CopyWarning(UserWarning):
@@ -90,6 +91,25 @@ def _external_stream(ptr: int):
 @functools.lru_cache(maxsize=64)
 def _stream_on(ptr: int, device: int):
     return cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
+
+
+def honours_stream(fn):
+    """Decorator: with CuPy input and an explicit ``stream=``, run the whole call with
+    that stream as CuPy's current one, so the call's CuPy temporaries (partials,
+    casts, copies, and the memory pool's reuse of them) are ordered with its kernels.
+    Without it they would follow CuPy's current stream, racing the kernels."""
+
+    @functools.wraps(fn)
+    def call(x, *args, stream=None, **kwargs):
+        if stream is None or SIMULATOR or kind_of(x) != "cupy":
+            return fn(x, *args, stream=stream, **kwargs)
+        import cupy
+
+        handle = stream_handle(resolve_stream(stream, "cupy"))
+        with cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null:
+            return fn(x, *args, stream=stream, **kwargs)
+
+    return call
 
 
 def collapse(shape, strides, any_order: bool) -> list[tuple[int, int]]:

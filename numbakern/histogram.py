@@ -19,7 +19,7 @@ from numba import cuda, from_dtype, int64, uint64
 
 from . import kernels
 from . import strategies as _strategies
-from .arrays import SIMULATOR, Workspace, as_array_like, kind_of, resolve_stream
+from .arrays import SIMULATOR, Workspace, as_array_like, kind_of, honours_stream, resolve_stream
 from .counting import HistogramJob
 from .elementwise import zeros
 from .sort_keys import as_layout_array, bits_dtype, flat_device, to_user
@@ -29,6 +29,7 @@ from .sort_keys import as_layout_array, bits_dtype, flat_device, to_user
 TABLE_ITEMSIZE = 2
 
 
+@honours_stream
 def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     """Count the integer values of ``x`` in ``[0, num_bins)``: bin ``v`` counts the
     elements equal to ``v``.
@@ -52,6 +53,7 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     return _count(x, bins, _int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
+@honours_stream
 def bincount(x, minlength=0, *, strategy=None, stream=None):
     """Occurrences of each value of a 1-D array of non-negative ints, as
     ``np.bincount(x, minlength=minlength)`` (no ``weights``).
@@ -83,6 +85,7 @@ def bincount(x, minlength=0, *, strategy=None, stream=None):
     return _count(x, bins, _int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
+@honours_stream
 def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
     """``bins`` equal-width bins over ``range``, as ``np.histogram(x, bins, range)``.
 

@@ -159,7 +159,8 @@ def _function_handle(kernel) -> int:
     return int(function)
 
 
-def _stream_handle(stream) -> int:
+def stream_handle(stream) -> int:
+    """A Numba stream's raw CUstream handle as an int (0: the default stream)."""
     handle = stream.handle
     return int(getattr(handle, "value", handle) or 0)
 
@@ -199,7 +200,7 @@ class _Launcher:
         with self.lock:
             values[:] = flat
             err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0,
-                                  _stream_handle(stream), pointers[0], None)
+                                  stream_handle(stream), pointers[0], None)
         if err:
             raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
 

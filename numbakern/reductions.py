@@ -39,7 +39,7 @@ from . import kernels, segmented
 from . import ops as _ops
 from . import strategies as _strategies
 from .arrays import SIMULATOR, Workspace, as_array_like, flat_view, host_copy, kind_of
-from .arrays import resolve_stream
+from .arrays import honours_stream, resolve_stream
 from .axes import check_out, normalize_axes, normalize_axis, result_shape
 from .elementwise import cast_into
 from .job import ReduceJob
@@ -208,6 +208,7 @@ def _flat_device(out):
 # --- public functions --------------------------------------------------------------
 
 
+@honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
     """Sum along ``axis``, as ``np.sum(x, axis, dtype, out, keepdims)``.
@@ -238,6 +239,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
          strategy=None, stream=None, lanes=None):
     """Product along ``axis``, as ``np.prod`` (no elements: 1).
@@ -247,6 +249,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
     return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
     """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
@@ -257,6 +260,7 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
     """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
@@ -267,6 +271,7 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
             lanes=None):
     """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
@@ -277,6 +282,7 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
                     lanes=None):
     """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
@@ -287,6 +293,7 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
                    lanes=None):
     """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
@@ -297,6 +304,7 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
            strategy=None, stream=None, lanes=None):
     """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
@@ -323,6 +331,7 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
     return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@honours_stream
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
            strategy=None, stream=None, lanes=None):
     """Index of the largest element along ``axis``, as ``np.argmax``.
@@ -348,6 +357,7 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@honours_stream
 def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
            strategy=None, stream=None, lanes=None):
     """Index of the smallest element along ``axis``, as ``np.argmin``.
@@ -359,6 +369,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@honours_stream
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
                      strategy=None, stream=None, lanes=None):
     """``(values, indices)``: the largest elements along ``axis`` and where they are.
@@ -378,6 +389,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 stream, lanes)
 
 
+@honours_stream
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
                      strategy=None, stream=None, lanes=None):
     """``(values, indices)``: the smallest elements along ``axis`` and where they are

@@ -46,6 +46,7 @@ from . import ops as _ops
 from . import strategies as _strategies
 from .axes import check_flag, optional_axis
 from .arrays import (
+    honours_stream,
     SIMULATOR,
     CopyWarning,
     Workspace,
@@ -77,6 +78,7 @@ def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     return np.cumprod(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
 
 
+@honours_stream
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
            strategy=None, layout="auto", stream=None):
     """Cumulative sum along ``axis``, as ``np.cumsum(x, axis, dtype, out)``.
@@ -116,6 +118,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
                  cumsum_dtype)
 
 
+@honours_stream
 def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
             strategy=None, layout="auto", stream=None):
     """Cumulative product along ``axis``, as ``np.cumprod(x, axis, dtype, out)``.
@@ -129,6 +132,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
                  cumprod_dtype)
 
 
+@honours_stream
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
                      out=None, strategy=None, layout="auto", stream=None):
     """Scan along ``axis`` with any associative ``op``: a :class:`numbakern.Op` or a

@@ -43,6 +43,7 @@ import numpy as np
 from . import rowwise
 from . import strategies as _strategies
 from .arrays import (
+    honours_stream,
     CopyWarning,
     Workspace,
     _device_view,
@@ -71,6 +72,7 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 # --- public functions ---------------------------------------------------------------
 
 
+@honours_stream
 def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
             layout="auto", fused=None, threads=None, out=None, stream=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
@@ -111,6 +113,7 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
                     fused, threads, out, stream)
 
 
+@honours_stream
 def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
                 layout="auto", fused=None, threads=None, out=None, stream=None):
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, as ``torch.log_softmax``.
@@ -123,6 +126,7 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
                     fused, threads, out, stream)
 
 
+@honours_stream
 def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
                      threads=None, out=None, stream=None):
     """Gradient of softmax: ``dx = y * (dy - sum(y * dy))`` along ``axis``.
@@ -153,6 +157,7 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
                      out, stream)
 
 
+@honours_stream
 def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
                          threads=None, out=None, stream=None):
     """Gradient of log-softmax: ``dx = dy - exp(y) * sum(dy)`` along ``axis``.

@@ -127,3 +127,22 @@ def test_more_than_2_to_31_elements(cp, strategy):
     x[n - 5] = 7
     assert int(nk.sum(x, strategy=strategy)) == n + 6
     assert int(nk.max(x, strategy=strategy)) == 7
+
+
+def test_explicit_stream_orders_cupy_temporaries(cp):
+    """stream= other than CuPy's current stream: the call's CuPy allocations and casts
+    must follow it too (numbakern.arrays.honours_stream), or they race the kernels."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    x = cp.random.standard_normal((4096, 1000), dtype=cp.float32)
+    cp.cuda.Device().synchronize()
+    for _ in range(5):
+        total = nk.sum(x, stream=stream)
+        rows = nk.argmax(x, axis=1, stream=stream)
+        scan = nk.cumsum(x[0], stream=stream)
+        probs = nk.softmax(x, stream=stream)
+    stream.synchronize()
+    ref = x.astype(cp.float64)
+    assert close(total, ref.sum(), cp.abs(ref).sum())
+    assert bool((rows == x.argmax(axis=1)).all())
+    assert float(cp.abs(scan[-1] - ref[0].sum())) < 1e-3
+    assert bool(cp.allclose(probs.sum(axis=1), 1, atol=1e-5))
