@@ -66,16 +66,24 @@ def resolve(spec=None, threads: int | None = None) -> GridStrategy:
             f"strategy must be a name such as 'two_pass/warp_shuffle', a GridStrategy or "
             f"a BlockStrategy, got {spec!r}"
         )
+    return _from_name(spec, GRID, BLOCK, "two_pass", "strategy", threads)
+
+
+def _from_name(spec: str, grids: dict, blocks: dict, default_grid: str, what: str,
+               threads: int | None):
+    """A grid strategy from ``"grid/block"``, a grid name alone (block
+    ``warp_shuffle``) or a block name alone (grid ``default_grid``)."""
     grid_name, _, block_name = spec.partition("/")
-    if not block_name and grid_name in BLOCK:
-        grid_name, block_name = "two_pass", grid_name
+    if not block_name and grid_name in blocks:
+        grid_name, block_name = default_grid, grid_name
     block_name = block_name or "warp_shuffle"
-    if grid_name not in GRID or block_name not in BLOCK:
+    if grid_name not in grids or block_name not in blocks:
+        known = ", ".join(f"{g}/{b}" for g in grids for b in blocks)
         raise ValueError(
-            f"unknown strategy {spec!r}; known: {', '.join(available())} "
-            f"(or a grid name {sorted(GRID)} or a block name {sorted(BLOCK)} alone)"
+            f"unknown {what} {spec!r}; known: {known} "
+            f"(or a grid name {sorted(grids)} or a block name {sorted(blocks)} alone)"
         )
-    return GRID[grid_name](block=BLOCK[block_name](threads))
+    return grids[grid_name](block=blocks[block_name](threads))
 
 
 __all__ = ["AtomicFold", "SharedTree", "TwoPass", "WarpShuffle", "available", "describe",
@@ -141,16 +149,8 @@ def resolve_scan(spec=None, threads: int | None = None) -> ScanGrid:
             f"strategy must be a name such as 'decoupled_lookback/warp_shuffle', a scan "
             f"grid strategy or a block strategy, got {spec!r}"
         )
-    grid_name, _, block_name = spec.partition("/")
-    if not block_name and grid_name in SCAN_BLOCK:
-        grid_name, block_name = "decoupled_lookback", grid_name
-    block_name = block_name or "warp_shuffle"
-    if grid_name not in SCAN_GRID or block_name not in SCAN_BLOCK:
-        raise ValueError(
-            f"unknown scan strategy {spec!r}; known: {', '.join(available_scans())} (or a "
-            f"grid name {sorted(SCAN_GRID)} or a block name {sorted(SCAN_BLOCK)} alone)"
-        )
-    return SCAN_GRID[grid_name](block=SCAN_BLOCK[block_name](threads))
+    return _from_name(spec, SCAN_GRID, SCAN_BLOCK, "decoupled_lookback", "scan strategy",
+                      threads)
 
 
 __all__ += ["Blelloch", "DecoupledLookback", "HillisSteele", "ReduceThenScan", "SCAN_BLOCK",
