@@ -31,7 +31,7 @@ from .strategy import _check_threads, ceil_div
 
 #: static shared memory a block may use (48 KiB without opting in to more)
 SHARED_LIMIT = 48 * 1024
-#: bytes of one private counter (uint32: a block never counts 2**32 elements)
+#: bytes of one private counter (uint32: `grid` keeps every block under 2**31 elements)
 COUNTER_BYTES = 4
 
 
@@ -99,9 +99,13 @@ class HistogramStrategy:
         raise NotImplementedError
 
     def grid(self, n: int) -> int:
+        """Blocks for ``n`` elements: ``blocks`` if given, else enough to fill the
+        device; never so few that one block counts 2**31 elements (its private uint32
+        counters would overflow)."""
+        fewest = ceil_div(n, 2**31)
         if self.blocks is not None:
-            return self.blocks
-        return max(1, min(ceil_div(n, self.threads), max_resident_blocks(self.threads)))
+            return max(self.blocks, fewest)
+        return max(1, fewest, min(ceil_div(n, self.threads), max_resident_blocks(self.threads)))
 
     def histogram(self, job: "HistogramJob") -> None:
         """Add the counts of ``job.x`` to ``job.out`` (zeroed by the caller)."""

@@ -114,3 +114,13 @@ def test_errors_and_registry():
         nk.histogram_counts(np.ones(3, np.int32), 4, strategy="magic")
     assert sorted(nk.strategies.HISTOGRAM) == ["global_atomic", "shared_privatized",
                                                "warp_privatized"]
+
+
+def test_private_counters_cannot_overflow_a_forced_small_grid():
+    """A block's private counters are uint32: the grid grows so that no block counts
+    2**31 elements, whatever ``blocks`` asks for."""
+    from numbakern.strategies.shared_privatized import SharedPrivatized
+
+    strategy = SharedPrivatized(blocks=1)
+    assert strategy.grid(10) == 1
+    assert strategy.grid(2**32 + 5) == 3
