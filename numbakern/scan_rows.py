@@ -106,37 +106,11 @@ def scan_rows(job) -> None:
     launch(kernel, blocks, ROW_THREADS, job.stream, job.x, job.x, *job.outs, job.n)
 
 
-def build_group_scan(kit, group: int):
-    """Device function ``group_scan(s) -> state``: ``warp_shuffle``'s Kogge-Stone warp
-    scan (``build_warp_scan``) on each run of ``group`` lanes, ``log2(group)`` steps.
-
-    Lane ``l`` combines lane ``l - offset`` only when both lie in the same group
-    (``l % group >= offset``), so the 32 / group rows of a warp never mix; every lane
-    of the warp must call it.
-    """
-    if group == WARP:
-        return build_warp_scan(kit)
-    combine, shfl_up = kit.combine, kit.shfl_up
-
-    @cuda.jit(device=True)
-    def group_scan(s):
-        pos = cuda.threadIdx.x % group
-        offset = 1
-        while offset < group:
-            other = shfl_up(s, offset)
-            if pos >= offset:
-                s = combine(other, s)
-            offset *= 2
-        return s
-
-    return group_scan
-
-
 def build_row_scan(kit, group: int, load, store, exclusive: bool, empty: tuple):
     """Kernel ``(src0, src1, dst0, dst1, n)``: each warp scans whole rows of the 3-D
     ``(A, B, n)`` views (``32 / group`` at a time, ``group`` lanes each), the ``A * B``
     rows grid-strided over the warps."""
-    group_scan = build_group_scan(kit, group)
+    group_scan = build_warp_scan(kit, group)
     combine, identity, shfl_up, shfl_idx = kit.combine, kit.identity, kit.shfl_up, kit.shfl_idx
     empty_state = _constant_state(empty)
     per_warp = WARP // group

@@ -143,7 +143,7 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
             fit), ``False`` loops over the row in tiles (any length), ``None``
             chooses.
         threads: threads per block (a multiple of 32); default chosen by row length.
-        out: an array of ``x``'s shape and dtype (``x`` itself works).
+        out: an array of ``y``'s shape and dtype.
         stream: a Numba stream, a CuPy stream or a raw pointer.
 
     Returns:

@@ -148,22 +148,24 @@ def build_warp_reduce(kit):
     return warp_reduce
 
 
-def build_warp_scan(kit):
+def build_warp_scan(kit, group: int = WARP):
     """Device function ``warp_scan(s) -> state``: Kogge-Stone inclusive warp scan.
 
     Every lane of the warp must call it; lane ``l`` gets lanes ``0..l`` combined in
     lane order (5 ``shfl_up_sync`` steps; lanes below the offset skip the combine, so
-    the identity is never folded in).
+    the identity is never folded in). With ``group`` (a power of two below 32) each
+    run of ``group`` lanes scans on its own in ``log2(group)`` steps: lane ``l``
+    combines lane ``l - offset`` only when ``l % group >= offset``.
     """
     combine, shfl_up = kit.combine, kit.shfl_up
 
     @cuda.jit(device=True)
     def warp_scan(s):
-        lane = cuda.threadIdx.x % WARP
+        pos = cuda.threadIdx.x % group
         offset = 1
-        while offset < WARP:
+        while offset < group:
             other = shfl_up(s, offset)
-            if lane >= offset:
+            if pos >= offset:
                 s = combine(other, s)
             offset *= 2
         return s
