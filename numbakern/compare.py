@@ -391,8 +391,12 @@ def describe(value: np.ndarray) -> str:
 
 
 def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, want: Expected,
-            timed: bool, repeat: int, peer: str | None = None) -> Row:
-    """Check one strategy (or one peer) against the reference, then time it."""
+            timed: bool, repeat: int, peer: str | None = None, rows=None) -> Row:
+    """Check one strategy (or one peer) against the reference, then time it.
+
+    ``rows``: indices of the rows ``want`` holds, when it was computed for a sample of
+    them (a row-wise op on a large input); the result's other rows are not checked.
+    """
     if peer is not None:
         def fn():
             return op.peers[peer](_module(peer), arg, **kw)
@@ -406,6 +410,8 @@ def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, want: Ex
     try:
         arg = peer_input(peer, x_dev) if peer is not None else None
         got = to_host(fn())
+        nbytes = int(x.nbytes + got.nbytes)
+        got = got if rows is None else got[rows]
     except Exception as exc:  # a failure of numbakern's; a peer's is only reported
         said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         row.ok = False if peer is None else None
@@ -415,7 +421,7 @@ def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, want: Ex
     if peer is None and got.dtype != want.dtype:
         row.ok, row.note = False, f"dtype {got.dtype}, NumPy gives {want.dtype}"
     row.value, row.result = got, describe(got)
-    row.nbytes = int(x.nbytes + got.nbytes)
+    row.nbytes = nbytes
     if timed and row.ok:
         row.seconds = measure(fn, repeat)
     return row

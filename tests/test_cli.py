@@ -64,6 +64,26 @@ def test_demo_counts_an_exception_as_a_failure(monkeypatch):
 
 
 @simulator_only
+def test_demo_checks_a_sample_of_rows_and_catches_a_wrong_one(monkeypatch):
+    x = np.random.default_rng(3).standard_normal((9, 40)).astype(np.float32)
+    case = demo_module.Case("argmax", "nine rows", lambda quick: x, {"axis": -1}, sample=3)
+    monkeypatch.setattr(demo_module, "CASES", [case])
+    monkeypatch.setattr(demo_module, "installed_peers", lambda: [])
+    results, _ = demo_module.run(quick=True)
+    assert results[0].checked_rows == 3 and not demo_module.failed(results)
+    right = numbakern.argmax
+
+    def off_in_last_row(a, **kw):  # row 8 is one of the three checked (0, 4, 8)
+        got = np.array(right(a, **kw))
+        got[-1] += 1
+        return got
+
+    monkeypatch.setattr(numbakern, "argmax", off_in_last_row)
+    results, _ = demo_module.run(quick=True)
+    assert len(demo_module.failed(results)) == len(results[0].rows)
+
+
+@simulator_only
 def test_compare_json(tmp_path):
     out = tmp_path / "sum.json"
     result = invoke("compare", "sum", "-n", "1000", "--repeat", "1", "--json", str(out))
