@@ -51,7 +51,8 @@ class ReduceJob:
         self.ordered = ordered
         self.workspace = workspace
         self.stream = workspace.stream
-        self.key = (op, kit.dtypes, x.ndim, np.dtype(x.dtype).str, ordered,
+        self.vector = kernels.vector_width(x, ordered)
+        self.key = (op, kit.dtypes, x.ndim, np.dtype(x.dtype).str, ordered, self.vector,
                     kernels.device_key())
 
     def grid_blocks(self, requested: int | None, threads: int) -> int:
@@ -65,6 +66,15 @@ class ReduceJob:
         """Device function ``load(a0, a1, i) -> state`` for this input."""
         key = ("load", self.op, self.kit.dtypes, self.x.ndim)
         return kernels.cached(key, lambda: kernels.element_loader(self.op, self.kit, self.x.ndim))
+
+    def vector_reader(self):
+        """``(width, to_state)`` for a first pass that reads ``x`` in vectors, or None
+        (see :func:`numbakern.kernels.vector_width`)."""
+        if not self.vector:
+            return None
+        key = ("to_state", self.op, self.kit.dtypes)
+        return self.vector, kernels.cached(
+            key, lambda: kernels._element_to_state(self.op, self.kit))
 
     def alloc_state(self, k: int) -> tuple:
         """Two arrays of ``k`` states (one per field; one-field states repeat the first,

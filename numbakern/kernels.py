@@ -10,9 +10,10 @@ steps per thread:
 
 1. **Thread reduce.** Fold this thread's elements, read straight from device memory.
    Commutative ops read grid-strided (thread ``g`` takes ``g, g + G, g + 2G, ...``:
-   every warp load is coalesced) with eight loads in flight per trip; non-commutative
-   ops take one contiguous run of elements each, so that thread order is element
-   order.
+   every warp load is coalesced) with eight loads in flight per trip, or, for an
+   aligned contiguous 1-D input, four 16-byte vector loads (``numbakern/vector.py``);
+   non-commutative ops take one contiguous run of elements each, so that thread
+   order is element order.
 2. **Block reduce.** The block strategy's device function; valid in thread 0.
 3. **Emit.** The grid strategy's device function: write a partial, or fold it into the
    output with an atomic.
@@ -31,6 +32,7 @@ from numba import cuda, from_dtype, int64, uint64
 
 from .launch import SIMULATOR, current_device_id
 from .state import StateKit, build_kit
+from .vector import vector_loader
 
 UNROLL = 8
 
@@ -155,6 +157,73 @@ def strided_thread_reduce(kit: StateKit, load, threads: int):
     return thread_reduce
 
 
+def vector_thread_reduce(kit: StateKit, load, to_state, threads: int, width: int):
+    """Grid-stride fold over ``width``-element vectors, four 16-byte loads in flight
+    (commutative ops, aligned contiguous 1-D input).
+
+    Vector ``j`` holds elements ``j*W .. j*W + W-1``; the ``n % W`` elements past the
+    last whole vector are read by the first threads with ``load``. Measured on an
+    H200 (bench/NOTES.md): a 2^28 float32 sum's kernel 270 -> 254 us against eight
+    scalar loads in flight. ``to_state(value, index)``: an element as a state.
+    """
+    combine, identity = kit.combine, kit.identity
+    vload = vector_loader(width)
+    block, W = uint64(threads), uint64(width)
+    k2, k3, k4 = uint64(2), uint64(3), uint64(4)
+
+    @cuda.jit(device=True)
+    def fold(v, base):
+        t = to_state(v[0], int64(base))
+        for k in range(1, width):
+            t = combine(t, to_state(v[k], int64(base + k)))
+        return t
+
+    @cuda.jit(device=True)
+    def thread_reduce(a0, a1, n64):
+        n = uint64(n64)
+        vectors = n // W
+        stride = uint64(cuda.gridDim.x) * block
+        g = uint64(cuda.blockIdx.x) * block + uint64(cuda.threadIdx.x)
+        s = identity()
+        j = g
+        while j + k3 * stride < vectors:
+            v0 = vload(a0, j)
+            v1 = vload(a0, j + stride)
+            v2 = vload(a0, j + k2 * stride)
+            v3 = vload(a0, j + k3 * stride)
+            low = combine(fold(v0, j * W), fold(v1, (j + stride) * W))
+            high = combine(fold(v2, (j + k2 * stride) * W), fold(v3, (j + k3 * stride) * W))
+            s = combine(s, combine(low, high))
+            j += k4 * stride
+        while j < vectors:
+            s = combine(s, fold(vload(a0, j), j * W))
+            j += stride
+        tail = vectors * W + g
+        if tail < n:
+            s = combine(s, load(a0, a1, tail))
+        return s
+
+    return thread_reduce
+
+
+def vector_width(x, ordered: bool) -> int:
+    """Elements per 16-byte vector load for a first pass over ``x``, or 0 for scalar
+    loads: only a C-contiguous 1-D numeric input whose data is 16-byte aligned (as
+    CUB's ``LOAD_VECTORIZE``), read grid-strided (``ordered`` False)."""
+    dtype = np.dtype(x.dtype)
+    if ordered or x.ndim != 1 or dtype.kind not in "iuf" or dtype.itemsize > 8:
+        return 0
+    if x.strides[0] != dtype.itemsize and x.shape[0] > 1:
+        return 0
+    return 16 // dtype.itemsize if _pointer(x) % 16 == 0 else 0
+
+
+def _pointer(x) -> int:
+    if SIMULATOR:  # a FakeCUDAArray over a NumPy array
+        return x._ary.ctypes.data
+    return x.ptr
+
+
 def contiguous_thread_reduce(kit: StateKit, load, threads: int):
     """Each thread folds one contiguous run, in order (non-commutative ops)."""
     combine, identity = kit.combine, kit.identity
@@ -187,7 +256,7 @@ def temp_dtypes(kit: StateKit):
     return t0, t1
 
 
-def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
+def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool, vector=None):
     """A ``@cuda.jit`` kernel ``(a0, a1, n, o0, o1)``: thread, block, then emit.
 
     Args:
@@ -197,6 +266,8 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
         emit: ``emit(o0, o1, s)``, called by every thread; ``s`` valid in thread 0.
         ordered: keep element order (contiguous runs per thread) for
             non-commutative ops.
+        vector: ``(width, to_state)`` to read ``a0`` in vectors of ``width``
+            elements (see :func:`vector_width`), or None.
     """
     threads = block.threads
     slots0 = block.temp_slots()
@@ -204,6 +275,9 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool):
     t0, t1 = temp_dtypes(kit)
     if ordered:
         thread_reduce = contiguous_thread_reduce(kit, load, threads)
+    elif vector:
+        width, to_state = vector
+        thread_reduce = vector_thread_reduce(kit, load, to_state, threads, width)
     else:
         thread_reduce = strided_thread_reduce(kit, load, threads)
     block_reduce = block.build_reduce(kit)

@@ -458,7 +458,8 @@ class _TraceJob(ReduceJob):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.key = self.key + ("trace",)
+        self.vector = 0  # every element's load is recorded, so loads stay scalar
+        self.key = self.key + ("trace", "scalar loads")
 
     def element_loader(self):
         key = ("trace-load", self.op, self.kit.dtypes, self.x.ndim)

@@ -170,7 +170,8 @@ class AtomicFold(GridStrategy):
         kernel = kernels.cached(
             key,
             lambda: kernels.build_reduce_kernel(
-                self.block, job.kit, job.element_loader(), _emit_slot0(folder.fold), False
+                self.block, job.kit, job.element_loader(), _emit_slot0(folder.fold), False,
+                job.vector_reader(),
             ),
         )
         launch(kernel, blocks, threads, job.stream, job.x, w0, job.n, w0, w1)

@@ -67,7 +67,8 @@ class TwoPass(GridStrategy):
         return kernels.cached(
             key,
             lambda: kernels.build_reduce_kernel(
-                self.block, job.kit, load, _write_partial(job.kit), job.ordered
+                self.block, job.kit, load, _write_partial(job.kit), job.ordered,
+                job.vector_reader() if source == "x" else None,
             ),
         )
 

@@ -326,3 +326,26 @@ def test_gpu_launcher_packs_parameters_without_a_gpu(monkeypatch):
     assert seen["params"][:7] == [0, 0, 5, 8, 4096, 5, 8]
     assert seen["params"][7] == -7
     assert seen["params"][8] == int(np.float64(2.5).view(np.int64))
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "int64", "float64"])
+def test_vector_loads_and_their_scalar_tail(name, dtype):
+    # An aligned contiguous input is read in 16-byte vectors (16 // itemsize elements);
+    # the n % width elements past the last vector by scalar loads. Offsetting the
+    # data by one element breaks the alignment: the kernel then reads scalars.
+    from numba import cuda
+
+    from numbakern.kernels import vector_width
+
+    rng = np.random.default_rng(11)
+    width = 16 // np.dtype(dtype).itemsize
+    for n in (width - 1, width, 4 * width + 3, 64 * 33 * width + width - 1):
+        x = sample(rng, n + 1, dtype)
+        dev = cuda.to_device(x)
+        assert vector_width(dev, False) == width and vector_width(dev[1:], False) == 0
+        for view, host in ((dev[:n], x[:n]), (dev[1:], x[1:])):
+            got = nk.sum(view, strategy=STRATEGIES[name])
+            assert_matches(np.asarray(got.copy_to_host()), host, np.sum, "sum")
+        got = nk.argmax(dev[:n], strategy=STRATEGIES[name])
+        assert int(np.asarray(got.copy_to_host())) == int(np.argmax(x[:n]))
