@@ -62,7 +62,13 @@ from .strategy import BlockStrategy, _check_threads
 FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 _PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)  # the fused kernels compiled
-_PER_THREAD_TARGET = 8  # elements per thread the automatic block size aims for
+# Elements per thread the automatic block size aims for. Measured on an H200 at
+# (32768, 4096) float32 (bench/NOTES.md, 2026-11-30): softmax 545 us with 512 threads x
+# 8, 465 us with 256 x 16 (fewer threads wait at each row's barriers); log_softmax
+# spills registers at 16 (917 us against 721 at 8), so it and the backward passes
+# keep 8.
+_PER_THREAD_TARGET = {"softmax": 16}
+_PER_THREAD_DEFAULT = 8
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
 _TILED_THREADS = 64 if SIMULATOR else 512
@@ -316,7 +322,7 @@ def _fused_plan(kind: str, n: int, dtype: np.dtype, layout: str, offered: tuple)
     """A fused plan for rows of ``n``, or None if no offered block size can hold one.
 
     For each block size offered, the fewest elements per thread (a compiled size) that
-    hold the row and fit the registers; of those, the nearest eight per thread
+    hold the row and fit the registers; of those, the nearest the target per thread
     (several loads in flight, moderate registers), larger blocks first.
     """
     plans = []
@@ -327,7 +333,8 @@ def _fused_plan(kind: str, n: int, dtype: np.dtype, layout: str, offered: tuple)
             if k * group >= n and plan.fits:
                 plans.append(plan)
                 break
-    return min(plans, key=lambda p: (abs(p.per_thread - _PER_THREAD_TARGET), -p.threads),
+    target = _PER_THREAD_TARGET.get(kind, _PER_THREAD_DEFAULT)
+    return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
                default=None)
 
 
