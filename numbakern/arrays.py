@@ -273,7 +273,9 @@ class Workspace:
         """
         dtype = np.dtype(dtype)
         if self.kind == "cupy" and not SIMULATOR:
-            return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
+            flat = as_cupy(arr)
+            first = flat.reshape(()) if flat.size == 1 else flat.reshape(-1)[0]
+            return first.astype(dtype, copy=False)
         host = host_copy(arr, self.stream)
         self.stream.synchronize()
         value = np.asarray(host[0]).astype(dtype)[()]

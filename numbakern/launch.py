@@ -44,10 +44,11 @@ class DeviceBuffer:
 
     ``owner`` keeps the memory alive (a CuPy array, a Numba device array, ...).
     Exposes ``__cuda_array_interface__``, so Numba's ordinary launch and CuPy accept it.
-    A plain class with slots: one is made per array per launch.
+    A plain class with slots: one is made per array per launch, immutable, so it
+    holds its launch signature (``sig``) and kernel parameters (``abi``) ready-made.
     """
 
-    __slots__ = ("ptr", "shape", "strides", "dtype", "owner", "c_contiguous")
+    __slots__ = ("ptr", "shape", "strides", "dtype", "owner", "c_contiguous", "sig", "abi")
 
     def __init__(self, ptr: int, shape, strides, dtype, owner: Any = None,
                  c_contiguous: bool | None = None):
@@ -58,6 +59,11 @@ class DeviceBuffer:
         self.owner = owner
         self.c_contiguous = (_is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
                              if c_contiguous is None else c_contiguous)
+        self.sig = (self.dtype, len(self.shape), self.c_contiguous)
+        # Numba's flattened array argument: meminfo, parent, size, itemsize, data,
+        # shape..., strides...
+        self.abi = (0, 0, math.prod(self.shape), self.dtype.itemsize, ptr, *self.shape,
+                    *self.strides)
 
     @property
     def ndim(self) -> int:
@@ -182,14 +188,15 @@ class _Launcher:
         global _cuLaunchKernel
         key, flat = [], []
         for a in args:
-            if isinstance(a, (int, float, np.number)):
-                kind = _scalar_kind(a)
-                key.append(kind)
-                flat.append(_as_int64_bits(a, kind))
-                continue
-            b = a if isinstance(a, DeviceBuffer) else buffer(a)
-            key.append((b.dtype, b.ndim, b.c_contiguous))
-            flat += [0, 0, b.size, b.dtype.itemsize, b.ptr, *b.shape, *b.strides]
+            if type(a) is not DeviceBuffer:
+                if isinstance(a, (int, float, np.number)):
+                    kind = _scalar_kind(a)
+                    key.append(kind)
+                    flat.append(_as_int64_bits(a, kind))
+                    continue
+                a = buffer(a)
+            key.append(a.sig)
+            flat += a.abi
         key = tuple(key)
         entry = self.compiled.get(key)
         if entry is None:

@@ -30,8 +30,9 @@ commutative op, a reduction with no identity over no elements, or a bad ``out``.
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,24 +63,56 @@ def _extents(shape, axes) -> tuple[int, int]:
     return kept, math.prod(shape[a] for a in axes)
 
 
-def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
-         keepdims=False, out=None, lanes=None):
-    """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
-    x = as_array_like(x)
-    in_dtype = np.dtype(x.dtype)
+class _Setup(NamedTuple):
+    """What a reduction's arguments (not its data) decide."""
+
+    result: np.dtype  # the result dtype
+    axes: tuple  # the reduced axes, sorted
+    shape: tuple  # the result's shape
+    grid: Any  # the grid strategy
+    M: int  # outputs
+    N: int  # elements reduced into each
+
+
+def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, axis,
+           keepdims: bool, lanes) -> _Setup:
+    """Check the arguments and derive what they decide; every argument error is raised
+    here."""
     result = op.result_dtype_for(in_dtype, dtype)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
                         "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
-    axes = normalize_axes(axis, x.ndim)
-    shape = result_shape(x.shape, axes, keepdims)
-    kind = kind_of(x)
-    check_out(out, shape, result, kind, op.name)
+    axes = normalize_axes(axis, len(in_shape))
     grid = _grid(op, strategy)
     segmented.check_lanes(lanes, grid.block)
+    return _Setup(result, axes, result_shape(in_shape, axes, keepdims), grid,
+                  *_extents(in_shape, axes))
+
+
+_cached_setup = functools.lru_cache(maxsize=1024)(_setup)
+
+
+def _planned(*args) -> _Setup:
+    """:func:`_setup`, from a cache when the arguments hash: a repeated call (the same
+    op, strategy, dtypes, shape and axes) pays a dictionary lookup, not ~10 us of
+    checks (measured on the H200's host, bench/NOTES.md)."""
+    try:
+        hash(args)
+    except TypeError:  # an unhashable argument (a list for axis): let _setup judge it
+        return _setup(*args)
+    return _cached_setup(*args)
+
+
+def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
+         keepdims=False, out=None, lanes=None):
+    """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
+    x = as_array_like(x)
+    result, axes, shape, grid, M, N = _planned(op, strategy, dtype, np.dtype(x.dtype),
+                                               tuple(x.shape), axis, keepdims, lanes)
+    kind = kind_of(x)
+    check_out(out, shape, result, kind, op.name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     scalar = shape == () and out is None
-    M, N = _extents(x.shape, axes)
     if N == 0:
         value = op.empty_result(result)  # raises for ops with no identity
         if scalar:
