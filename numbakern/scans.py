@@ -62,6 +62,7 @@ from .arrays import (
     user_array,
 )
 from .launch import DeviceBuffer
+from .memo import planner
 from .scan_rows import check_layout, scan_rows, use_warp_rows
 from .scan_tiles import ScanJob
 
@@ -171,25 +172,36 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
 # --- the common path ---------------------------------------------------------------------
 
 
-def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule):
-    """Validate, lay out, scan; returns the result in the input's kind."""
-    x = as_array_like(x)
-    kind = kind_of(x)
-    in_dtype = np.dtype(x.dtype)
+def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse, strategy,
+           layout, rule) -> tuple:
+    """Check the arguments and derive what they decide (every argument error is raised
+    here): ``(exclusive, reverse, results, grid, layout, axis, out_shape, kit, size)``."""
     op.check_dtype(in_dtype)
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
     states, results = _dtypes(op, in_dtype, dtype, rule)
     grid = _strategies.resolve_scan(strategy)
     layout = check_layout(layout)
-    shape = tuple(x.shape)
     axis = optional_axis(axis, len(shape))
-    size = math.prod(shape)  # np.prod costs ~10 us, a launch budget
+    size = math.prod(shape)
     out_shape = (size,) if axis is None else shape
+    kit = kernels.state_kit(op, states)
+    return exclusive, reverse, results, grid, layout, axis, out_shape, kit, size
+
+
+_planned = planner(_setup)  # a repeated call skips the checks
+
+
+def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule):
+    """Validate, lay out, scan; returns the result in the input's kind."""
+    x = as_array_like(x)
+    kind = kind_of(x)
+    exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
+        op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
+        layout, rule)
     outs = _check_out(out, kind, out_shape, results)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:
         return _empty(workspace, out_shape, results, outs)
-    kit = kernels.state_kit(op, states)
     if kind == "numpy":
         xv, views, finish = _host_layout(x, axis, results, outs, workspace)
     else:

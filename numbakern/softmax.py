@@ -33,7 +33,6 @@ least one dimension. Empty inputs give empty results and launch nothing.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from typing import Any
@@ -56,6 +55,7 @@ from .arrays import (
     user_array,
 )
 from .launch import SIMULATOR, launch
+from .memo import planner
 from .rowwise import RowPlan
 from .strategy import BlockStrategy, _check_threads
 
@@ -231,16 +231,6 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
 # --- planning: layout, block size, fused or tiled ----------------------------------------
 
 
-def _planned(kind: str, n: int, dtype: np.dtype, args: tuple) -> RowPlan:
-    """:func:`_plan`, from a cache when the arguments hash (strategy objects hash by
-    their key): a repeated call plans in a dictionary lookup."""
-    try:
-        hash(args)
-    except TypeError:  # an unhashable argument: let _plan say what is wrong with it
-        return _plan(kind, n, dtype, *args)
-    return _cached_plan(kind, n, dtype, *args)
-
-
 def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads,
           max_spec, sum_spec) -> RowPlan:
     """Choose the kernel for rows of ``n`` elements; all errors about arguments here."""
@@ -273,7 +263,7 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
                    dtype.name)
 
 
-_cached_plan = functools.lru_cache(maxsize=1024)(_plan)
+_planned = planner(_plan)  # a repeated call plans in a dictionary lookup
 
 
 def _normalizer(normalizer, backward: bool, max_spec):
@@ -362,7 +352,7 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
             raise ValueError(f"{name} must match {names[0]} in kind, shape and dtype: "
                              f"{(k, s, d)} vs {(akind, shape, dtype)}")
     axis = _axis(axis, len(shape))
-    plan = _planned(kind, shape[axis], dtype, plan_args)
+    plan = _planned(kind, shape[axis], dtype, *plan_args)
     out = _check_out(out, akind, shape, dtype)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:

@@ -1,0 +1,36 @@
+"""Memoise argument checking and planning: a repeated call costs a dictionary lookup.
+
+A reduction, scan or softmax spends most of its host time, before any launch, on
+deciding things that depend only on its arguments (dtypes, axes, the strategy, the
+kernel plan), never on the data. :func:`planner` caches those decisions.
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+def _type_tags(args: tuple) -> tuple:
+    """The types of the arguments, one level into tuples: ``1``, ``True`` and ``1.0``
+    are equal and hash alike, but a check may accept one and refuse another."""
+    return tuple(tuple(map(type, a)) if type(a) is tuple else type(a) for a in args)
+
+
+def planner(fn):
+    """Decorator: cache ``fn(*args)`` when every argument hashes, keyed on the values
+    and their types; call ``fn`` directly otherwise (an unhashable argument, such as a
+    list for ``axis``, is for ``fn`` to accept or refuse). Exceptions are not cached,
+    so a bad argument raises every time."""
+    cached = functools.lru_cache(maxsize=1024)(lambda tags, *args: fn(*args))
+
+    @functools.wraps(fn)
+    def plan(*args):
+        try:
+            return cached(_type_tags(args), *args)
+        except TypeError as exc:
+            if "unhashable" not in str(exc):
+                raise
+        return fn(*args)
+
+    plan.cache_clear = cached.cache_clear
+    return plan
