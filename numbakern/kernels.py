@@ -170,13 +170,7 @@ def vector_thread_reduce(kit: StateKit, load, to_state, threads: int, width: int
     vload = vector_loader(width)
     block, W = uint64(threads), uint64(width)
     k2, k3, k4 = uint64(2), uint64(3), uint64(4)
-
-    @cuda.jit(device=True)
-    def fold(v, base):
-        t = to_state(v[0], int64(base))
-        for k in range(1, width):
-            t = combine(t, to_state(v[k], int64(base + k)))
-        return t
+    fold = _lane_folder(combine, to_state, 0, width)
 
     @cuda.jit(device=True)
     def thread_reduce(a0, a1, n64):
@@ -204,6 +198,30 @@ def vector_thread_reduce(kit: StateKit, load, to_state, threads: int, width: int
         return s
 
     return thread_reduce
+
+
+def _lane_folder(combine, to_state, first: int, count: int):
+    """Device function ``fold(v, base)``: the combine of lanes ``first .. first+count-1``
+    of the vector ``v`` (element ``base + lane``), as a tree. Every lane index is a
+    compile-time constant, so the tuple stays in registers without relying on loop
+    unrolling (the compiled first pass uses 32 registers and no local memory on
+    sm_90)."""
+    if count == 1:
+
+        @cuda.jit(device=True)
+        def fold(v, base):
+            return to_state(v[first], int64(base + first))
+
+        return fold
+    half = count // 2
+    low = _lane_folder(combine, to_state, first, half)
+    high = _lane_folder(combine, to_state, first + half, count - half)
+
+    @cuda.jit(device=True)
+    def fold(v, base):
+        return combine(low(v, base), high(v, base))
+
+    return fold
 
 
 def vector_width(x, ordered: bool) -> int:
