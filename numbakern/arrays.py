@@ -245,7 +245,9 @@ class Workspace:
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 
-            return buffer(cupy.empty(shape, dtype=dtype))
+            fresh = cupy.empty(shape, dtype=dtype)
+            return DeviceBuffer(fresh.data.ptr, fresh.shape, fresh.strides, fresh.dtype, fresh,
+                                c_contiguous=True)
         return _device_view(cuda.device_array(shape, dtype=dtype, stream=self.stream))
 
     def from_host(self, host: np.ndarray) -> Any:

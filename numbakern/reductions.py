@@ -38,7 +38,7 @@ import numpy as np
 from . import kernels, segmented
 from . import ops as _ops
 from . import strategies as _strategies
-from .arrays import SIMULATOR, Workspace, as_array_like, flat_view, host_copy, kind_of
+from .arrays import SIMULATOR, Workspace, as_array_like, as_cupy, flat_view, host_copy, kind_of
 from .arrays import honours_stream, resolve_stream
 from .axes import check_out, normalize_axes, normalize_axis, result_shape
 from .elementwise import cast_into
@@ -169,9 +169,7 @@ def _deliver(workspace: Workspace, arr, dtype, shape, out):
         workspace.stream.synchronize()
         return _deliver_host(workspace, host.astype(dtype, copy=False).reshape(shape), out)
     if workspace.kind == "cupy" and not SIMULATOR:
-        import cupy
-
-        result = cupy.asarray(arr).astype(dtype, copy=False).reshape(shape)
+        result = as_cupy(arr).astype(dtype, copy=False).reshape(shape)
         if out is None:
             return result
         out[...] = result
