@@ -122,34 +122,43 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     return _deliver(workspace, fields[0], result, shape, out)
 
 
+@planner
+def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: tuple, axis,
+                 keepdims: bool, strategy, lanes) -> tuple:
+    """argmax/argmin's argument checks and what they decide, as :func:`_setup`:
+    ``(op, dtypes, axes, shape, grid, M, N, kit)``."""
+    op = _ops.arg_op(direction, tie_break_left)
+    op.check_dtype(in_dtype)
+    ndim = len(in_shape)
+    axes = tuple(range(ndim)) if axis is None else (normalize_axis(axis, ndim),)
+    grid = _grid(op, strategy)
+    segmented.check_lanes(lanes, grid.block)
+    kit = kernels.state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
+    return (op, (in_dtype, _ops.INDEX_DTYPE), axes, result_shape(in_shape, axes, keepdims),
+            grid, *_extents(in_shape, axes), kit)
+
+
 def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, outs,
          want_values: bool, strategy, stream, lanes):
     """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch."""
     x = as_array_like(x)
-    in_dtype = np.dtype(x.dtype)
-    op = _ops.arg_op(direction, tie_break_left)
-    op.check_dtype(in_dtype)
-    name = f"arg{direction}"
-    zero_d = x.ndim == 0
-    if zero_d:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
+    if x.ndim == 0:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
         x = x.reshape(1)
-    axes = tuple(range(x.ndim)) if axis is None else (normalize_axis(axis, x.ndim),)
-    shape = () if zero_d else result_shape(x.shape, axes, keepdims)
-    dtypes = (in_dtype, _ops.INDEX_DTYPE)
+        keepdims = False  # and its result stays 0-d
+    op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
+        direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
+        strategy, lanes)
+    name = f"arg{direction}"
     kind = kind_of(x)
     for o, dt in zip(outs, dtypes):
         check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
-    grid = _grid(op, strategy)
-    segmented.check_lanes(lanes, grid.block)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    M, N = _extents(x.shape, axes)
     if N == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
     if M == 0:
         results = [_deliver_host(workspace, np.empty(shape, dtype=dt), o)
                    for dt, o in zip(dtypes, outs)]
     else:
-        kit = kernels.state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
         fields = segmented.reduce_axes(x, axes, op, kit, grid, workspace, lanes,
                                        track_index=True)
         results = [_deliver(workspace, f, dt, shape, o) if want_values or i == 1 else None

@@ -58,6 +58,7 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from . import kernels
+from .memo import planner
 from .arrays import CopyWarning, _strided, _to_device, kind_of
 from .job import max_resident_blocks
 from .launch import SIMULATOR, buffer, launch
@@ -115,6 +116,7 @@ def _collapse(dims, sort: bool) -> tuple:
     return tuple(merged)
 
 
+@planner  # a pure function of its arguments; a repeated layout costs a lookup
 def plan_dims(shape, strides, axes, track_index: bool, any_order: bool) -> Dims:
     """Collapse kept and reduced axes of an array with ``shape``/``strides`` (bytes).
 
