@@ -72,6 +72,7 @@ class _Setup(NamedTuple):
     grid: Any  # the grid strategy
     M: int  # outputs
     N: int  # elements reduced into each
+    kit: Any  # the op's state kit in the accumulator dtype
 
 
 def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, axis,
@@ -85,8 +86,9 @@ def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, ax
     axes = normalize_axes(axis, len(in_shape))
     grid = _grid(op, strategy)
     segmented.check_lanes(lanes, grid.block)
+    kit = kernels.state_kit(op, (_ops.accumulator_dtype(result),))
     return _Setup(result, axes, result_shape(in_shape, axes, keepdims), grid,
-                  *_extents(in_shape, axes))
+                  *_extents(in_shape, axes), kit)
 
 
 # A repeated call (same op, strategy, dtypes, shape and axes) skips ~10 us of checks.
@@ -97,7 +99,7 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
          keepdims=False, out=None, lanes=None):
     """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
     x = as_array_like(x)
-    result, axes, shape, grid, M, N = _planned(op, strategy, dtype, np.dtype(x.dtype),
+    result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes)
     kind = kind_of(x)
     check_out(out, shape, result, kind, op.name)
@@ -110,7 +112,6 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
         return _deliver_host(workspace, np.full(shape, value, dtype=result), out)
     if M == 0:
         return _deliver_host(workspace, np.empty(shape, dtype=result), out)
-    kit = kernels.state_kit(op, (_ops.accumulator_dtype(result),))
     if len(axes) == x.ndim:  # the whole array: the grid strategy's own reduce
         view, n = flat_view(x, any_order=op.commutative, stream=workspace.stream)
         job = ReduceJob(view, n, op, kit, ordered=not op.commutative, workspace=workspace)
