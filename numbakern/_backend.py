@@ -126,6 +126,14 @@ def select() -> tuple[bool, str]:
                 "NUMBAKERN_SIMULATOR=%d cannot take effect; import numbakern first"
                 % ("simulator" if already else "GPU", forced)
             )
+        if not already:  # GPU mode chosen by whoever imported numba.cuda: is there one?
+            usable, why = probe_gpu()
+            if not usable:
+                raise BackendError(
+                    "numba.cuda was imported before numbakern in GPU mode, but no GPU is "
+                    f"usable ({why}): import numbakern first (it picks the simulator), or "
+                    "set NUMBA_ENABLE_CUDASIM=1"
+                )
         return already, "numba.cuda was already imported in this mode"
     if forced is True:
         use_sim, reason = True, "NUMBAKERN_SIMULATOR=1"

@@ -64,6 +64,13 @@ def test_forbidding_the_simulator_without_a_gpu_is_a_clear_error():
     assert "BackendError: NUMBAKERN_SIMULATOR=0 forbids the simulator" in r.stderr
 
 
+@pytest.mark.skipif(GPU_USABLE, reason="a GPU is usable here")
+def test_numba_cuda_imported_first_in_gpu_mode_without_a_gpu_is_a_clear_error():
+    r = run_python("from numba import cuda\nimport numbakern")
+    assert r.returncode != 0
+    assert "imported before numbakern in GPU mode, but no GPU is usable" in r.stderr
+
+
 _INTRINSICS = (
     "shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync syncwarp activemask "
     "ballot_sync all_sync any_sync eq_sync match_any_sync match_all_sync lanemask_lt"
@@ -96,6 +103,8 @@ def test_numba_simulator_lacks_the_intrinsics_until_install():
     assert r.stdout.strip() == "ok"
 
 
+@pytest.mark.skipif(not GPU_USABLE, reason="numbakern refuses numba.cuda in GPU mode "
+                    "without a GPU (the test below)")
 def test_install_leaves_numba_alone_when_the_simulator_is_off():
     r = run_python(
         f"""
