@@ -7,7 +7,12 @@ installs the warp intrinsics the simulator lacks.
 
 from . import _backend
 
-_USE_SIMULATOR, _REASON = _backend.select()
+try:
+    _USE_SIMULATOR, _REASON = _backend.select()
+except _backend.BackendError as _error:
+    if _backend.running_the_command():  # one line for the command's user, not a traceback
+        raise SystemExit(f"Error: {_error}") from None
+    raise
 
 from numba import cuda  # noqa: E402  (only after the backend is chosen)
 

@@ -111,6 +111,16 @@ def _numba_cuda_already_simulated() -> bool | None:
     return bool(config.ENABLE_CUDASIM)
 
 
+def running_the_command() -> bool:
+    """Whether this interpreter is the ``numbakern`` command (console script or
+    ``python -m numbakern``; while ``-m`` imports the package, ``argv[0]`` is ``"-m"``)."""
+    first = sys.argv[0] if sys.argv else ""
+    if first == "-m":
+        argv = sys.orig_argv
+        return "-m" in argv and argv[argv.index("-m") + 1:][:1] == ["numbakern"]
+    return os.path.basename(first) == "numbakern"
+
+
 def select() -> tuple[bool, str]:
     """Decide simulator or GPU and set ``NUMBA_ENABLE_CUDASIM`` to match.
 

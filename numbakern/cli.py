@@ -11,6 +11,7 @@ and exit status 2; a failed check exits with status 1.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -67,6 +68,26 @@ class Shape(click.ParamType):
 
 
 SHAPE = Shape()
+
+
+class OutputPath(click.Path):
+    """A file to write, checked before any work: its folder must exist and be writable
+    (so a slow run never ends in a traceback about the path)."""
+
+    def __init__(self):
+        super().__init__(dir_okay=False)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+        if not os.path.isdir(folder):
+            self.fail(f"{value!r}: no folder {folder!r} to write it in", param, ctx)
+        if not os.access(folder, os.W_OK):
+            self.fail(f"{value!r}: the folder {folder!r} is not writable", param, ctx)
+        return path
+
+
+OUTPUT = OutputPath()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -170,9 +191,9 @@ def _variants(op, names) -> list:
               help="Axis of row-wise operations (softmax: -1 by default).")
 @click.option("--repeat", type=click.IntRange(1, 10000), default=None,
               help="Timed calls per strategy (median). Default 20; 3 under the simulator.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+@click.option("--json", "json_path", type=OUTPUT,
               help="Also write the results as JSON.")
-@click.option("--png", "png_path", type=click.Path(dir_okay=False),
+@click.option("--png", "png_path", type=OUTPUT,
               help="Also draw GB/s per strategy, under the copy bandwidth (matplotlib).")
 def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, png_path):
     """Time every strategy of one operation beside CuPy and PyTorch.
@@ -250,12 +271,13 @@ def _strategy_names(value: str) -> list[str]:
 
 def _explain_input(values, size, dtype) -> np.ndarray:
     """``--values`` as given, or ``size`` small random integers (exact in any dtype)."""
-    if values:
+    if values is not None:
         try:
             x = np.array([float(v) for v in values.split(",")])
         except ValueError:
             raise click.BadParameter(f"{values!r} is not a comma-separated list of numbers",
                                      param_hint="'--values'") from None
+        _check_representable(x, dtype)
     else:
         x = np.random.default_rng(0).integers(0, 10, size).astype(np.float64)
     if x.size > 4096:
@@ -264,6 +286,22 @@ def _explain_input(values, size, dtype) -> np.ndarray:
     if np.dtype(dtype).kind == "b":
         return x != 0
     return x.astype(dtype)
+
+
+def _check_representable(x: np.ndarray, dtype) -> None:
+    """``--values`` must be ``dtype`` values: integers in range (no wrapping), floats
+    that do not overflow (rounding to the nearest float is as NumPy)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        bad = x[(x != 0) & (x != 1)]
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        bad = x[(x != np.round(x)) | (x < info.min) | (x > info.max)]
+    else:
+        with np.errstate(over="ignore"):
+            bad = x[np.isfinite(x) & ~np.isfinite(x.astype(dtype))]
+    if bad.size:
+        raise click.BadParameter(f"{bad[0]:g} is not a {dtype} value", param_hint="'--values'")
 
 
 @cli.command()
@@ -280,10 +318,10 @@ def _explain_input(values, size, dtype) -> np.ndarray:
               help="Blocks of the first launch.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
-@click.option("--figure", type=click.Path(dir_okay=False),
+@click.option("--figure", type=OUTPUT,
               help="Draw the combine tree (.png or .svg); with STRATEGY all, {name} in the "
                    "path becomes each strategy's name.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+@click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
 def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figure,
             json_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,15 @@ def test_compare_named_strategies_dtype_and_png(tmp_path):
     (["explain", "--threads", "48"], "'--threads'"),
     (["explain", "--op", "bitwise_xor"], "'--dtype'"),
     (["explain", "all", "--figure", "one.png"], "'--figure'"),
+    (["explain", "--values", "300,5", "--dtype", "int8"], "'--values'"),  # would wrap
+    (["explain", "--values", "1.5,2", "--dtype", "int32"], "'--values'"),
+    (["explain", "--values", "-1", "--dtype", "uint8"], "'--values'"),
+    (["explain", "--values", "1e6", "--dtype", "float16"], "'--values'"),  # overflows
+    (["explain", "--values", ""], "'--values'"),
+    (["explain", "--json", "/no/such/folder/a.json"], "'--json'"),
+    (["explain", "--figure", "/no/such/folder/a.png"], "'--figure'"),
+    (["compare", "sum", "--json", "/no/such/folder/a.json"], "'--json'"),
+    (["compare", "sum", "--png", "/no/such/folder/a.png"], "'--png'"),
 ])
 def test_bad_arguments_are_one_error_line(args, where):
     result = invoke(*args)
@@ -131,6 +141,17 @@ def test_bad_arguments_are_one_error_line(args, where):
     errors = [l for l in result.output.splitlines() if l.startswith("Error:")]
     assert len(errors) == 1 and where in errors[0], result.output
     assert "Traceback" not in result.output
+
+
+def test_a_backend_error_is_one_line_from_the_command():
+    for command in (["-m", "numbakern", "--help"], ["-c", "import numbakern"]):
+        r = subprocess.run([sys.executable, *command], capture_output=True, text=True,
+                           env={**os.environ, "NUMBAKERN_SIMULATOR": "bogus"}, timeout=120)
+        assert r.returncode != 0
+        if command[0] == "-m":  # the command's user gets one line
+            assert r.stderr.strip() == "Error: NUMBAKERN_SIMULATOR must be 0 or 1, got 'bogus'"
+        else:  # a program importing numbakern gets the exception
+            assert "BackendError" in r.stderr
 
 
 @simulator_only
