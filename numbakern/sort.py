@@ -68,6 +68,8 @@ def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=
     """
     if stable is not None:
         check_flag(stable, "stable")
+    if np.ndim(x) == 0 and isinstance(axis, int) and axis in (0, -1):
+        axis = None  # as NumPy: a 0-d array's argsort is array([0])
     return _sort(x, axis, descending, True, strategy, stream)
 
 

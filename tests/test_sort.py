@@ -165,3 +165,12 @@ def test_errors():
         BitonicSort(max_size=100)
     with pytest.raises(ValueError, match="histogram"):
         RadixSort(histogram="global_atomic")
+
+
+def test_zero_d_inputs_as_numpy():
+    x = np.array(3.0)
+    for axis in (-1, 0, None):
+        np.testing.assert_array_equal(nk.argsort(x, axis=axis), np.argsort(x, axis=axis))
+    np.testing.assert_array_equal(nk.sort(x, axis=None), np.sort(x, axis=None))
+    with pytest.raises(np.exceptions.AxisError):
+        nk.sort(x)  # NumPy's sort of a 0-d array along -1 raises too
