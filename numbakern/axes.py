@@ -38,21 +38,24 @@ class OutDtypeError(ValueError, TypeError):
     """``out``'s dtype cannot take the result under ``same_kind`` casting."""
 
 
-def _index(axis: Any) -> int:
+_ANY_AXES = "axis must be None, an int or a tuple of ints"
+_ONE_AXIS = "axis must be None or an int (one axis)"
+
+
+def _index(axis: Any, allowed: str = _ANY_AXES) -> int:
     if isinstance(axis, (bool, np.bool_)):  # operator.index(True) is 1: NumPy refuses it
-        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
+        raise TypeError(f"{allowed}, got {axis!r}")
     try:
         return operator.index(axis)
     except TypeError:
         raise TypeError(
-            f"axis must be None, an int or a tuple of ints; "
-            f"'{type(axis).__name__}' object cannot be interpreted as an integer"
+            f"{allowed}; '{type(axis).__name__}' object cannot be interpreted as an integer"
         ) from None
 
 
 def normalize_axis(axis: Any, ndim: int) -> int:
     """One axis as a non-negative int (argmax's ``axis``; a tuple raises TypeError)."""
-    a = _index(axis)
+    a = _index(axis, _ONE_AXIS)
     if not -ndim <= a < ndim:
         raise AxisError(a, ndim)
     return a % ndim
