@@ -53,9 +53,10 @@ def _index(axis: Any, allowed: str = _ANY_AXES) -> int:
         ) from None
 
 
-def normalize_axis(axis: Any, ndim: int) -> int:
-    """One axis as a non-negative int (argmax's ``axis``; a tuple raises TypeError)."""
-    a = _index(axis, _ONE_AXIS)
+def normalize_axis(axis: Any, ndim: int, allowed: str = _ONE_AXIS) -> int:
+    """One axis as a non-negative int (argmax's ``axis``; a tuple raises TypeError
+    whose message says what is ``allowed``)."""
+    a = _index(axis, allowed)
     if not -ndim <= a < ndim:
         raise AxisError(a, ndim)
     return a % ndim
@@ -80,8 +81,8 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if not isinstance(axis, (tuple, list)):
         if ndim == 0 and _index(axis) in (0, -1):
             return ()  # NumPy's 0-d reductions take axis=0 and axis=-1
-        return (normalize_axis(axis, ndim),)
-    axes = tuple(normalize_axis(a, ndim) for a in axis)
+        return (normalize_axis(axis, ndim, _ANY_AXES),)
+    axes = tuple(normalize_axis(a, ndim, _ANY_AXES) for a in axis)
     if len(set(axes)) != len(axes):
         raise ValueError("duplicate value in 'axis'")
     return tuple(sorted(axes))
