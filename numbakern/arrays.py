@@ -64,7 +64,12 @@ def resolve_stream(stream: Any, kind: str):
     ``None`` means CuPy's current stream for CuPy input (so the result is ordered
     after the user's own CuPy work) and the default stream otherwise.
     """
-    if SIMULATOR:
+    if SIMULATOR:  # one stream there; still refuse what would be refused on a GPU
+        if not (stream is None or isinstance(stream, (int, np.integer))
+                or isinstance(stream, type(cuda.default_stream()))
+                or hasattr(stream, "ptr") or hasattr(stream, "handle")):
+            raise TypeError("stream must be None, a numba.cuda stream, a CuPy stream or a "
+                            f"pointer, got {stream!r}")
         return cuda.default_stream()
     if stream is None:
         if kind == "cupy":

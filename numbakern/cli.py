@@ -172,6 +172,7 @@ def _variants(op, names) -> list:
     if not names:
         return known
     labels = {v.label: v for v in known}
+    names = list(dict.fromkeys(names))  # a strategy named twice runs once
     unknown = [n for n in names if n not in labels]
     if unknown:
         raise click.BadParameter(

@@ -63,3 +63,8 @@ def test_wrapping_integer_sums_are_silent_as_on_a_gpu():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert nk.sum(x, dtype=np.int8) == np.sum(x, dtype=np.int8)
+
+
+def test_a_bad_stream_is_refused_on_every_backend():
+    with pytest.raises(TypeError, match="stream must be None"):
+        nk.sum(np.ones(3, np.float32), stream="bogus")
