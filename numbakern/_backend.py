@@ -115,10 +115,12 @@ def running_the_command() -> bool:
     """Whether this interpreter is the ``numbakern`` command (console script or
     ``python -m numbakern``; while ``-m`` imports the package, ``argv[0]`` is ``"-m"``)."""
     first = sys.argv[0] if sys.argv else ""
-    if first == "-m":
+    if first == "-m":  # the interpreter's own -m: "-m numbakern" or "-mnumbakern"
         argv = sys.orig_argv
-        return "-m" in argv and argv[argv.index("-m") + 1:][:1] == ["numbakern"]
-    return os.path.basename(first) == "numbakern"
+        i = next((k for k, a in enumerate(argv) if a.startswith("-m")), len(argv))
+        module = argv[i][2:] or (argv[i + 1] if i + 1 < len(argv) else "")
+        return module == "numbakern"
+    return os.path.splitext(os.path.basename(first))[0] == "numbakern"  # numbakern(.exe)
 
 
 def select() -> tuple[bool, str]:

@@ -11,6 +11,7 @@ and exit status 2; a failed check exits with status 1.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
@@ -274,11 +275,12 @@ def _explain_input(values, size, dtype) -> np.ndarray:
     """``--values`` as given, or ``size`` small random integers (exact in any dtype)."""
     if values is not None:
         try:
-            x = np.array([float(v) for v in values.split(",")])
+            numbers = [_number(v) for v in values.split(",")]
         except ValueError:
             raise click.BadParameter(f"{values!r} is not a comma-separated list of numbers",
                                      param_hint="'--values'") from None
-        _check_representable(x, dtype)
+        _check_representable(numbers, dtype)
+        x = np.array(numbers, dtype=dtype if np.dtype(dtype).kind in "iu" else np.float64)
     else:
         x = np.random.default_rng(0).integers(0, 10, size).astype(np.float64)
     if x.size > 4096:
@@ -289,20 +291,28 @@ def _explain_input(values, size, dtype) -> np.ndarray:
     return x.astype(dtype)
 
 
-def _check_representable(x: np.ndarray, dtype) -> None:
-    """``--values`` must be ``dtype`` values: integers in range (no wrapping), floats
-    that do not overflow (rounding to the nearest float is as NumPy)."""
+def _number(text: str) -> int | float:
+    """An int when the text is one (exact beyond 2**53), else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _check_representable(numbers: list, dtype) -> None:
+    """``--values`` must be ``dtype`` values: integers in range (no wrapping, compared
+    exactly), floats that do not overflow (rounding to the nearest float is as NumPy)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
-        bad = x[(x != 0) & (x != 1)]
+        bad = [v for v in numbers if v not in (0, 1)]
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
-        bad = x[(x != np.round(x)) | (x < info.min) | (x > info.max)]
+        bad = [v for v in numbers if v != int(v) or not info.min <= int(v) <= info.max]
     else:
         with np.errstate(over="ignore"):
-            bad = x[np.isfinite(x) & ~np.isfinite(x.astype(dtype))]
-    if bad.size:
-        raise click.BadParameter(f"{bad[0]:g} is not a {dtype} value", param_hint="'--values'")
+            bad = [v for v in numbers if math.isfinite(v) and not np.isfinite(dtype.type(v))]
+    if bad:
+        raise click.BadParameter(f"{bad[0]} is not a {dtype} value", param_hint="'--values'")
 
 
 @cli.command()

@@ -52,8 +52,8 @@ class ReduceJob:
         self.workspace = workspace
         self.stream = workspace.stream
         self.vector = kernels.vector_width(x, ordered)
-        self.key = (op, kit.dtypes, x.ndim, np.dtype(x.dtype).str, ordered, self.vector,
-                    kernels.device_key())
+        self.key = (op, kit.dtypes, x.ndim, np.dtype(x.dtype).str, ordered,
+                    kernels.device_key())  # a first pass's kernel key adds self.vector
 
     def grid_blocks(self, requested: int | None, threads: int) -> int:
         """``requested``, or enough blocks to fill the device once (fewer for small n)."""

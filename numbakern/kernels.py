@@ -210,7 +210,7 @@ def _lane_folder(combine, to_state, first: int, count: int):
 
         @cuda.jit(device=True)
         def fold(v, base):
-            return to_state(v[first], int64(base + first))
+            return to_state(v[first], int64(base) + first)  # uint64 + int is a float
 
         return fold
     half = count // 2

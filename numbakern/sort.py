@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from . import strategies as _strategies
-from .axes import check_flag, optional_axis
+from .axes import check_flag, normalize_axis, optional_axis
 from .arrays import Workspace, as_array_like, kind_of, honours_stream, resolve_stream
 from .sort_keys import SortJob, as_layout_array, bits_dtype, check_dtype, flat_device, to_user
 
@@ -68,8 +68,8 @@ def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=
     """
     if stable is not None:
         check_flag(stable, "stable")
-    if np.ndim(x) == 0 and isinstance(axis, int) and axis in (0, -1):
-        axis = None  # as NumPy: a 0-d array's argsort is array([0])
+    if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
+        axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
     return _sort(x, axis, descending, True, strategy, stream)
 
 

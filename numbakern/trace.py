@@ -459,7 +459,7 @@ class _TraceJob(ReduceJob):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.vector = 0  # every element's load is recorded, so loads stay scalar
-        self.key = self.key + ("trace", "scalar loads")
+        self.key = self.key + ("trace",)
 
     def element_loader(self):
         key = ("trace-load", self.op, self.kit.dtypes, self.x.ndim)

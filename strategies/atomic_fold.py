@@ -166,7 +166,7 @@ class AtomicFold(GridStrategy):
         blocks = job.grid_blocks(self.blocks, threads)
         folder = folder_for(job.op, job.kit, int(job.n))
         w0, w1 = folder.alloc(job.workspace, 1)
-        key = ("atomic_fold", folder.key, self.block.key, job.key)
+        key = ("atomic_fold", folder.key, self.block.key, job.key, job.vector)
         kernel = kernels.cached(
             key,
             lambda: kernels.build_reduce_kernel(

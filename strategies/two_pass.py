@@ -63,7 +63,8 @@ class TwoPass(GridStrategy):
         return out
 
     def _kernel(self, job, source: str, load):
-        key = ("two_pass", source, self.block.key, job.key)
+        key = ("two_pass", source, self.block.key, job.key,
+               job.vector if source == "x" else 0)
         return kernels.cached(
             key,
             lambda: kernels.build_reduce_kernel(

@@ -128,6 +128,7 @@ def test_compare_named_strategies_dtype_and_png(tmp_path):
     (["explain", "--values", "300,5", "--dtype", "int8"], "'--values'"),  # would wrap
     (["explain", "--values", "1.5,2", "--dtype", "int32"], "'--values'"),
     (["explain", "--values", "-1", "--dtype", "uint8"], "'--values'"),
+    (["explain", "--values", "9223372036854775808", "--dtype", "int64"], "'--values'"),
     (["explain", "--values", "1e6", "--dtype", "float16"], "'--values'"),  # overflows
     (["explain", "--values", ""], "'--values'"),
     (["explain", "--json", "/no/such/folder/a.json"], "'--json'"),

@@ -39,3 +39,35 @@ def test_a_cached_call_still_refuses_a_bad_flag_or_axis():
     assert nk.sum(x, axis=(0,)) == 10  # cached; (False,) equals (0,) and hashes alike
     with pytest.raises(TypeError, match="axis must be"):
         nk.sum(x, axis=(False,))
+
+
+def test_a_cached_plan_runs_the_callers_own_strategy_object():
+    # Two strategy objects with equal keys share a cached plan; each call must still
+    # run the object it was given (a subclass may carry settings outside its key).
+    from numbakern.strategies import DecoupledLookback, TwoPass, WarpShuffle
+
+    seen = []
+
+    class Tagged(TwoPass):
+        def __init__(self, tag):
+            super().__init__(WarpShuffle(32), blocks=2)
+            self.tag = tag
+
+        def reduce(self, job):
+            seen.append(self.tag)
+            return super().reduce(job)
+
+    class TaggedScan(DecoupledLookback):
+        def __init__(self, tag):
+            super().__init__(WarpShuffle(32))
+            self.tag = tag
+
+        def scan(self, job):
+            seen.append(self.tag)
+            return super().scan(job)
+
+    x = np.arange(100, dtype=np.float32)
+    for tag in ("a", "b"):
+        assert nk.sum(x, strategy=Tagged(tag)) == 4950
+        assert nk.cumsum(x, strategy=TaggedScan(tag), layout="tiles")[-1] == 4950
+    assert seen == ["a", "a", "b", "b"]
