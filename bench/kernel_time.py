@@ -1,0 +1,48 @@
+"""Kernel time against whole-call time, per operation, on a GPU (CUPTI via torch.profiler).
+
+    python bench/kernel_time.py        # on a GPU host with CuPy and PyTorch
+
+For each call: the median CUDA-event time of the whole Python call (as the
+benchmarks measure it), the GPU time of every kernel it launched (CUPTI, through
+``torch.profiler``, which sees Numba's kernels too), and the difference: host work
+before and between launches that left the GPU idle. bench/NOTES.md's table of
+2026-11-30 came from this script. Not a test; skips nothing: it needs a GPU.
+"""
+import numpy as np, cupy as cp, torch
+import numbakern as nk
+from torch.profiler import profile, ProfilerActivity
+def ev(f, reps=20):
+    f(); cp.cuda.Device().synchronize()
+    s, e = cp.cuda.Event(), cp.cuda.Event(); ts = []
+    for _ in range(reps):
+        s.record(); f(); e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e))
+    return float(np.median(ts)) * 1e3
+x28 = cp.random.standard_normal(1 << 28, dtype=cp.float32)
+r2 = cp.random.standard_normal((1_000_000, 2), dtype=cp.float32)
+m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
+x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
+cases = {
+    "sum 2^28": lambda: nk.sum(x28),
+    "sum 2^20": lambda: nk.sum(x20),
+    "rowsum 1Mx2": lambda: nk.sum(r2, axis=1),
+    "rowargmax 1Mx2": lambda: nk.argmax(r2, axis=1),
+    "rowsum 32768x4096": lambda: nk.sum(m, axis=1),
+    "rowargmax 32768x4096": lambda: nk.argmax(m, axis=1),
+    "colsum 4096x32768": lambda: nk.sum(m.reshape(4096, 32768), axis=0),
+    "softmax 32768x4096": lambda: nk.softmax(m),
+    "log_softmax 32768x4096": lambda: nk.log_softmax(m),
+    "cumsum 2^28": lambda: nk.cumsum(x28),
+    "cumsum 2^20": lambda: nk.cumsum(x20),
+}
+for name, f in cases.items():
+    whole = ev(f)
+    f(); torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(10):
+            f()
+        torch.cuda.synchronize()
+    ks = [(e.key, e.device_time_total / e.count, e.count) for e in prof.key_averages() if e.device_time_total > 0]
+    gpu = sum(t * c for _, t, c in ks) / 10
+    print(f"{name:24s} whole {whole:8.1f} us | kernels {gpu:8.1f} us | host+gaps {whole-gpu:7.1f} us")
+    for k, t, c in sorted(ks, key=lambda z: -z[1] * z[2])[:4]:
+        print(f"     {t:8.1f} us x{c // 10:<2d} {k[:90]}")
