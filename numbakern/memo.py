@@ -9,16 +9,32 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
+# Arguments that are their value: equal ones are interchangeable once their types match.
+_VALUES = (int, float, str, bool, type(None), type, np.dtype, np.generic)
+
+
+def _tag(arg):
+    """What keys ``arg`` besides its value. Types, one level into tuples: ``1``, ``True``
+    and ``1.0`` are equal and hash alike, but a check may accept one and refuse
+    another. Any other object (a strategy, say) by identity: objects equal by their
+    key may still differ in what a plan keeps of them, so each plans for itself."""
+    if type(arg) is tuple:
+        return tuple(map(type, arg))
+    if isinstance(arg, _VALUES):
+        return type(arg)
+    return type(arg), id(arg)  # the cache holds arg, so its id stays its own
+
 
 def _type_tags(args: tuple) -> tuple:
-    """The types of the arguments, one level into tuples: ``1``, ``True`` and ``1.0``
-    are equal and hash alike, but a check may accept one and refuse another."""
-    return tuple(tuple(map(type, a)) if type(a) is tuple else type(a) for a in args)
+    return tuple(map(_tag, args))
 
 
 def planner(fn):
     """Decorator: cache ``fn(*args)`` when every argument hashes, keyed on the values
-    and their types; call ``fn`` directly otherwise (an unhashable argument, such as a
+    and their types (objects other than plain values on their identity); call ``fn``
+    directly otherwise (an unhashable argument, such as a
     list for ``axis``, is for ``fn`` to accept or refuse). Exceptions are not cached,
     so a bad argument raises every time."""
     cached = functools.lru_cache(maxsize=1024)(lambda tags, *args: fn(*args))

@@ -45,7 +45,6 @@ from .elementwise import cast_into
 from .job import ReduceJob
 from .launch import buffer, to_device_array
 from .memo import planner
-from .strategy import GridStrategy
 
 
 def _grid(op: _ops.Op, strategy):
@@ -92,12 +91,6 @@ def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, ax
                   *_extents(in_shape, axes), kit)
 
 
-def _as_given(strategy, planned):
-    """The caller's own strategy object when they passed one: a cached plan may hold
-    another object with an equal key, which need not be the same in every respect."""
-    return strategy if isinstance(strategy, GridStrategy) else planned
-
-
 # A repeated call (same op, strategy, dtypes, shape and axes) skips ~10 us of checks.
 _planned = planner(_setup)
 
@@ -108,7 +101,6 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     x = as_array_like(x)
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes)
-    grid = _as_given(strategy, grid)
     kind = kind_of(x)
     check_out(out, shape, result, kind, op.name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
@@ -157,7 +149,6 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
         direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
         strategy, lanes)
-    grid = _as_given(strategy, grid)
     name = f"arg{direction}"
     kind = kind_of(x)
     for o, dt in zip(outs, dtypes):

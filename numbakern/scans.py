@@ -64,7 +64,7 @@ from .arrays import (
 from .launch import DeviceBuffer
 from .memo import planner
 from .scan_rows import check_layout, scan_rows, use_warp_rows
-from .scan_tiles import ScanGrid, ScanJob
+from .scan_tiles import ScanJob
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,8 +198,6 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
         op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
         layout, rule)
-    if isinstance(strategy, ScanGrid):  # the caller's object, not a cached equal one
-        grid = strategy
     outs = _check_out(out, kind, out_shape, results)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:
