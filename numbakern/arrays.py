@@ -250,9 +250,7 @@ class Workspace:
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 
-            fresh = cupy.empty(shape, dtype=dtype)
-            return DeviceBuffer(fresh.data.ptr, fresh.shape, fresh.strides, fresh.dtype, fresh,
-                                c_contiguous=True)
+            return buffer(cupy.empty(shape, dtype=dtype))
         return _device_view(cuda.device_array(shape, dtype=dtype, stream=self.stream))
 
     def from_host(self, host: np.ndarray) -> Any:
