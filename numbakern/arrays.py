@@ -64,12 +64,9 @@ def resolve_stream(stream: Any, kind: str):
     ``None`` means CuPy's current stream for CuPy input (so the result is ordered
     after the user's own CuPy work) and the default stream otherwise.
     """
-    if SIMULATOR:  # one stream there; still refuse what would be refused on a GPU
-        if not (stream is None or isinstance(stream, (int, np.integer))
-                or isinstance(stream, type(cuda.default_stream()))
-                or hasattr(stream, "ptr") or hasattr(stream, "handle")):
-            raise TypeError("stream must be None, a numba.cuda stream, a CuPy stream or a "
-                            f"pointer, got {stream!r}")
+    if SIMULATOR:  # one stream there; still refuse what a GPU would refuse
+        if stream is not None and not isinstance(stream, type(cuda.default_stream())):
+            _stream_pointer(stream)
         return cuda.default_stream()
     if stream is None:
         if kind == "cupy":
@@ -79,9 +76,14 @@ def resolve_stream(stream: Any, kind: str):
         return _external_stream(0)
     if isinstance(stream, cuda.cudadrv.driver.Stream):
         return stream
+    return _external_stream(_stream_pointer(stream))
+
+
+def _stream_pointer(stream: Any) -> int:
+    """The raw handle of a CuPy stream (``.ptr``) or a pointer; TypeError otherwise."""
     ptr = getattr(stream, "ptr", stream)
     if isinstance(ptr, (int, np.integer)):
-        return _external_stream(int(ptr))
+        return int(ptr)
     raise TypeError(
         f"stream must be None, a numba.cuda stream, a CuPy stream or a pointer, got {stream!r}"
     )
@@ -278,9 +280,7 @@ class Workspace:
         """
         dtype = np.dtype(dtype)
         if self.kind == "cupy" and not SIMULATOR:
-            flat = as_cupy(arr)
-            first = flat.reshape(()) if flat.size == 1 else flat.reshape(-1)[0]
-            return first.astype(dtype, copy=False)
+            return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
         host = host_copy(arr, self.stream)
         self.stream.synchronize()
         value = np.asarray(host[0]).astype(dtype)[()]
