@@ -307,7 +307,8 @@ def _check_representable(numbers: list, dtype) -> None:
         bad = [v for v in numbers if v not in (0, 1)]
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
-        bad = [v for v in numbers if v != int(v) or not info.min <= int(v) <= info.max]
+        whole = [isinstance(v, int) or (math.isfinite(v) and v.is_integer()) for v in numbers]
+        bad = [v for v, w in zip(numbers, whole) if not w or not info.min <= int(v) <= info.max]
     else:
         with np.errstate(over="ignore"):
             bad = [v for v in numbers if math.isfinite(v) and not np.isfinite(dtype.type(v))]

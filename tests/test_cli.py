@@ -129,6 +129,8 @@ def test_compare_named_strategies_dtype_and_png(tmp_path):
     (["explain", "--values", "1.5,2", "--dtype", "int32"], "'--values'"),
     (["explain", "--values", "-1", "--dtype", "uint8"], "'--values'"),
     (["explain", "--values", "9223372036854775808", "--dtype", "int64"], "'--values'"),
+    (["explain", "--values", "inf", "--dtype", "int32"], "'--values'"),
+    (["explain", "--values", "nan", "--dtype", "int32"], "'--values'"),
     (["explain", "--values", "1e6", "--dtype", "float16"], "'--values'"),  # overflows
     (["explain", "--values", ""], "'--values'"),
     (["explain", "--json", "/no/such/folder/a.json"], "'--json'"),
