@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from .launch import (SIMULATOR, DeviceBuffer, buffer, current_device_id, stream_handle,
-                     to_device_array)
+from .launch import (SIMULATOR, DeviceBuffer, buffer, current_device_id, current_recording,
+                     stream_handle, to_device_array)
 
 
 class CopyWarning(UserWarning):
@@ -183,7 +183,15 @@ def _device_view(x):
     return x if SIMULATOR else buffer(x)
 
 
+def _refuse_replay(why: str) -> None:
+    """Tell a recording call (numbakern/replay.py) that it must not be replayed."""
+    recording = current_recording()
+    if recording is not None:
+        recording.refuse(why)
+
+
 def _to_device(host: np.ndarray, stream):
+    _refuse_replay("a host-to-device copy")
     return _device_view(cuda.to_device(np.ascontiguousarray(host), stream=stream))
 
 
@@ -215,6 +223,7 @@ def flat_view(x, any_order: bool, stream):
 
 def host_copy(view, stream=0) -> np.ndarray:
     """Copy a device array (simulator array or buffer) to a new host array."""
+    _refuse_replay("a device-to-host copy")
     if SIMULATOR:
         return view.copy_to_host()
     return to_device_array(view).copy_to_host(stream=stream)
@@ -252,11 +261,17 @@ class Workspace:
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 
-            return buffer(cupy.empty(shape, dtype=dtype))
-        return _device_view(cuda.device_array(shape, dtype=dtype, stream=self.stream))
+            arr = buffer(cupy.empty(shape, dtype=dtype))
+        else:
+            arr = _device_view(cuda.device_array(shape, dtype=dtype, stream=self.stream))
+        recording = current_recording()
+        if recording is not None:
+            recording.allocate(arr)
+        return arr
 
     def from_host(self, host: np.ndarray) -> Any:
         """A device copy of a small host array (identities, initial values)."""
+        _refuse_replay("a host-to-device copy")
         if self.kind == "cupy" and not SIMULATOR:
             import cupy
 

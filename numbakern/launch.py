@@ -171,6 +171,37 @@ def stream_handle(stream) -> int:
     return int(getattr(handle, "value", handle) or 0)
 
 
+def flatten(args) -> tuple[tuple, list, list]:
+    """Kernel arguments as ``(signature key, 8-byte parameter values, data slots)``:
+    each array becomes Numba's ``meminfo, parent, size, itemsize, data, *shape,
+    *strides`` and each scalar one int64; ``slots`` pairs each array's data-pointer
+    position in the values with its :class:`DeviceBuffer` (what :mod:`numbakern.replay`
+    patches)."""
+    key, flat, slots = [], [], []
+    for a in args:
+        if type(a) is not DeviceBuffer:
+            if isinstance(a, (int, float, np.number)):
+                kind = _scalar_kind(a)
+                key.append(kind)
+                flat.append(_as_int64_bits(a, kind))
+                continue
+            a = buffer(a)
+        key.append(a.sig)
+        slots.append((len(flat) + 4, a))
+        flat += a.abi
+    return tuple(key), flat, slots
+
+
+def driver_launch(function: int, grid: int, block: int, stream: int, pointers) -> None:
+    """``cuLaunchKernel`` on a 1-D grid with parameters already in place."""
+    global _cuLaunchKernel
+    if _cuLaunchKernel is None:
+        _cuLaunchKernel = _driver()
+    err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, pointers, None)
+    if err:
+        raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
+
+
 class _Launcher:
     """One dispatcher's compiled kernels (CUfunction handles), by argument signature.
 
@@ -185,31 +216,18 @@ class _Launcher:
         self.lock = threading.Lock()  # the driver copies the values at launch
 
     def __call__(self, grid, block, stream, args):
-        global _cuLaunchKernel
-        key, flat = [], []
-        for a in args:
-            if type(a) is not DeviceBuffer:
-                if isinstance(a, (int, float, np.number)):
-                    kind = _scalar_kind(a)
-                    key.append(kind)
-                    flat.append(_as_int64_bits(a, kind))
-                    continue
-                a = buffer(a)
-            key.append(a.sig)
-            flat += a.abi
-        key = tuple(key)
-        entry = self.compiled.get(key)
-        if entry is None:
-            entry = self.compiled[key] = self._prepare(key, len(flat))
-        if _cuLaunchKernel is None:
-            _cuLaunchKernel = _driver()
-        function, values, pointers = entry
+        key, flat, _ = flatten(args)
+        function, values, pointers = self.entry(key, len(flat))
         with self.lock:
             values[:] = flat
-            err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0,
-                                  stream_handle(stream), pointers[0], None)
-        if err:
-            raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
+            driver_launch(function, grid, block, stream_handle(stream), pointers[0])
+
+    def entry(self, key: tuple, count: int) -> tuple:
+        """``(CUfunction, values, pointers)`` for a signature, compiled on first use."""
+        entry = self.compiled.get(key)
+        if entry is None:
+            entry = self.compiled[key] = self._prepare(key, count)
+        return entry
 
     def _prepare(self, key, count: int) -> tuple:
         """Compile for this signature; a parameter buffer and pointers into it.
@@ -217,10 +235,16 @@ class _Launcher:
         Returns ``(CUfunction, values, (pointer array, its numpy owner))``.
         """
         kernel = self.dispatcher.compile(_signature(key))
-        values = np.zeros(count, dtype=np.int64)
-        addresses = values.ctypes.data + 8 * np.arange(count, dtype=np.uint64)
-        pointers = addresses.ctypes.data_as(ctypes.POINTER(ctypes.c_void_p))
-        return _function_handle(kernel), values, (pointers, addresses)
+        return (_function_handle(kernel), *parameter_block(count))
+
+
+def parameter_block(count: int) -> tuple:
+    """``count`` int64 parameter values and ``cuLaunchKernel``'s array of pointers to
+    each: ``(values, (pointer array, its numpy owner))``."""
+    values = np.zeros(count, dtype=np.int64)
+    addresses = values.ctypes.data + 8 * np.arange(count, dtype=np.uint64)
+    pointers = addresses.ctypes.data_as(ctypes.POINTER(ctypes.c_void_p))
+    return values, (pointers, addresses)
 
 
 _launchers: dict[tuple, _Launcher] = {}
@@ -246,16 +270,39 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
             ``__cuda_array_interface__``) and Python/NumPy scalars (integers are
             passed as int64, floats as float64).
     """
+    recording = current_recording()
+    if recording is not None:
+        recording.launch(kernel, grid, block, stream, args)
     if SIMULATOR:
         kernel[grid, block, stream](*args)
         return
+    launcher_for(kernel)(grid, block, stream, args)
+
+
+def launcher_for(kernel) -> _Launcher:
+    """The launcher of ``kernel`` on the current device."""
     # Per device: a CUfunction belongs to the context it was loaded in. The launcher
     # holds the dispatcher, so its id cannot be reused while the entry lives.
     key = (id(kernel), current_device_id())
     launcher = _launchers.get(key)
     if launcher is None:
         launcher = _launchers[key] = _Launcher(kernel)
-    launcher(grid, block, stream, args)
+    return launcher
+
+
+# numbakern.replay's recording in progress on this thread, if any: every launch and
+# allocation reports to it (the record lives here, beside the launch, so that the
+# modules reporting to it need not import replay).
+_local = threading.local()
+
+
+def current_recording():
+    """The recording in progress on this thread (see :mod:`numbakern.replay`), or None."""
+    return getattr(_local, "recording", None)
+
+
+def set_recording(recording) -> None:
+    _local.recording = recording
 
 
 def to_device_array(buf: DeviceBuffer):

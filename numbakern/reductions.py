@@ -45,6 +45,7 @@ from .elementwise import cast_into
 from .job import ReduceJob
 from .launch import buffer, to_device_array
 from .memo import planner
+from .replay import replayable
 
 
 def _grid(op: _ops.Op, strategy):
@@ -239,6 +240,7 @@ def _flat_device(out):
 # --- public functions --------------------------------------------------------------
 
 
+@replayable
 @honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
@@ -270,6 +272,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
          strategy=None, stream=None, lanes=None):
@@ -280,6 +283,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
     return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
@@ -291,6 +295,7 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
@@ -302,6 +307,7 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
             lanes=None):
@@ -313,6 +319,7 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
                     lanes=None):
@@ -324,6 +331,7 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
                    lanes=None):
@@ -335,6 +343,7 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
            strategy=None, stream=None, lanes=None):
@@ -362,6 +371,7 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
     return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@replayable
 @honours_stream
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
            strategy=None, stream=None, lanes=None):
@@ -388,6 +398,7 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@replayable
 @honours_stream
 def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
            strategy=None, stream=None, lanes=None):
@@ -400,6 +411,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@replayable
 @honours_stream
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
                      strategy=None, stream=None, lanes=None):
@@ -420,6 +432,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 stream, lanes)
 
 
+@replayable
 @honours_stream
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
                      strategy=None, stream=None, lanes=None):

@@ -63,6 +63,7 @@ from .arrays import (
 )
 from .launch import DeviceBuffer
 from .memo import planner
+from .replay import replayable
 from .scan_rows import check_layout, scan_rows, use_warp_rows
 from .scan_tiles import ScanJob
 
@@ -79,6 +80,7 @@ def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     return np.cumprod(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
 
 
+@replayable
 @honours_stream
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
            strategy=None, layout="auto", stream=None):
@@ -119,6 +121,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
                  cumsum_dtype)
 
 
+@replayable
 @honours_stream
 def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
             strategy=None, layout="auto", stream=None):
@@ -133,6 +136,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
                  cumprod_dtype)
 
 
+@replayable
 @honours_stream
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
                      out=None, strategy=None, layout="auto", stream=None):

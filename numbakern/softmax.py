@@ -56,6 +56,7 @@ from .arrays import (
 )
 from .launch import SIMULATOR, launch
 from .memo import planner
+from .replay import replayable
 from .rowwise import RowPlan
 from .strategy import BlockStrategy, _check_threads
 
@@ -78,6 +79,7 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 # --- public functions ---------------------------------------------------------------
 
 
+@replayable
 @honours_stream
 def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
             layout="auto", fused=None, threads=None, out=None, stream=None):
@@ -119,6 +121,7 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
                     fused, threads, out, stream)
 
 
+@replayable
 @honours_stream
 def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
                 layout="auto", fused=None, threads=None, out=None, stream=None):
@@ -132,6 +135,7 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
                     fused, threads, out, stream)
 
 
+@replayable
 @honours_stream
 def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
                      threads=None, out=None, stream=None):
@@ -163,6 +167,7 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
                      out, stream)
 
 
+@replayable
 @honours_stream
 def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
                          threads=None, out=None, stream=None):
