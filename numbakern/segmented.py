@@ -58,6 +58,7 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from . import kernels
+from .vector import vector_loader
 from .memo import planner
 from .arrays import CopyWarning, _strided, _to_device, kind_of
 from .job import max_resident_blocks
@@ -362,6 +363,74 @@ def thread_reducer(kit, load, ordered: bool, index32: bool):
     return thread_reduce
 
 
+def vector_row_reducer(kit, load, to_state, width: int):
+    """``thread_reduce`` (as :func:`thread_reducer`'s) for a contiguous row, reading
+    whole ``width``-element vectors, four 16-byte loads in flight, from ``a1``: a 1-D
+    view of the rows' memory starting at ``a0``'s first element (16-byte aligned, as
+    every row: :func:`row_vector_width` checks). The elements of ``[start, stop)``
+    outside whole vectors go through ``load``. Elements reach the combine in a
+    different order than the scalar loop's, so commutative ops only.
+    """
+    combine, identity = kit.combine, kit.identity
+    vload = vector_loader(width)
+    fold = kernels._lane_folder(combine, to_state, 0, width)
+    W, itemsize = int64(width), 16 // width
+
+    @cuda.jit(device=True)
+    def thread_reduce(a0, a1, k0, k1, row, start, stop, first, step, N, R1, c0, c1):
+        origin = (k0 * a0.strides[0] + k1 * a0.strides[1]) // itemsize // W
+        vfirst = (int64(start) + W - 1) // W
+        vstop = int64(stop) // W
+        s = identity()
+        j = vfirst + first
+        while j + 3 * step < vstop:
+            x0 = vload(a1, origin + j)
+            x1 = vload(a1, origin + j + step)
+            x2 = vload(a1, origin + j + 2 * step)
+            x3 = vload(a1, origin + j + 3 * step)
+            low = combine(fold(x0, j * W), fold(x1, (j + step) * W))
+            high = combine(fold(x2, (j + 2 * step) * W), fold(x3, (j + 3 * step) * W))
+            s = combine(s, combine(low, high))
+            j += 4 * step
+        while j < vstop:
+            s = combine(s, fold(vload(a1, origin + j), j * W))
+            j += step
+        head = min(vfirst * W, stop)  # elements before the first whole vector
+        r = start + first
+        while r < head:
+            s = combine(s, load(a0, a1, k0, k1, row, r, N, R1, c0, c1))
+            r += step
+        r = max(vstop * W, head) + first  # and after the last
+        while r < stop:
+            s = combine(s, load(a0, a1, k0, k1, row, r, N, R1, c0, c1))
+            r += step
+        return s
+
+    return thread_reduce
+
+
+def row_vector_width(av: "AxisView", dtype: np.dtype, ordered: bool) -> int:
+    """Elements per 16-byte vector load for the row kernel over ``av``, or 0: a
+    commutative op over one contiguous reduced dimension of numeric elements whose
+    rows all start 16-byte aligned (CUB's ``LOAD_VECTORIZE`` condition, per row)."""
+    shape, strides = av.view.shape, av.view.strides
+    if ordered or av.reduced_dims != 1 or dtype.kind not in "iuf" or dtype.itemsize > 8:
+        return 0
+    width = 16 // dtype.itemsize
+    if strides[3] != dtype.itemsize or av.N < width or av.index_mult[1] > 1:
+        return 0
+    if any(n > 1 and (s < 0 or s % 16) for n, s in zip(shape[:2], strides[:2])):
+        return 0
+    return width if kernels._pointer(av.view) % 16 == 0 else 0
+
+
+def _rows_flat(av: "AxisView", dtype: np.dtype):
+    """A 1-D view of the memory from the first to the last element of ``av``'s rows."""
+    shape, strides = av.view.shape, av.view.strides
+    span = sum((n - 1) * s for n, s in zip(shape[:2], strides[:2])) // dtype.itemsize
+    return _strided(av.view, [(span + av.N, dtype.itemsize)], dtype)
+
+
 def warp_reducer(block, kit):
     """``(warp_reduce(s, t0, t1), temp_slots)`` for one warp per row, or ``None``.
 
@@ -448,12 +517,14 @@ def emit_fold(folder):
 # --- kernels ---------------------------------------------------------------------------
 
 
-def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32: bool):
+def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32: bool,
+                     vector=None):
     """Row kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1)``.
 
     A group of ``lanes`` threads (the block, or one warp) owns a row at a time; block
     ``b`` takes piece ``b % S`` (elements ``[piece * chunk, piece * chunk + chunk)``)
-    of rows ``b // S``, grid-strided.
+    of rows ``b // S``, grid-strided. ``vector``: ``(width, to_state)`` to read rows
+    in vectors from ``a1`` (:func:`vector_row_reducer`).
     """
     threads = block.threads
     if lanes == threads:
@@ -465,7 +536,10 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
     slots0 = max(1, slots)
     slots1 = slots0 if kit.fields == 2 else 1
     t0, t1 = kernels.temp_dtypes(kit)
-    thread_reduce = thread_reducer(kit, load, ordered, index32)
+    if vector:
+        thread_reduce = vector_row_reducer(kit, load, vector[1], vector[0])
+    else:
+        thread_reduce = thread_reducer(kit, load, ordered, index32)
 
     @cuda.jit
     def row_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1):
@@ -652,9 +726,12 @@ def reduce_axes(x, axes, op, kit, grid, workspace, lanes=None, track_index=False
     check_lanes(lanes, grid.block)
     ordered = not op.commutative
     av = axis_view(x, axes, track_index, not ordered, workspace.stream)
-    plan = plan_launch(av, grid.block, grid.blocks, lanes, np.dtype(x.dtype).itemsize)
-    first = _kernel_for(plan, grid.block, op, kit, av, ordered, _emit_for(plan, grid, op, kit, av))
-    args = (av.view, av.view, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
+    dtype = np.dtype(x.dtype)
+    plan = plan_launch(av, grid.block, grid.blocks, lanes, dtype.itemsize)
+    vector = row_vector_width(av, dtype, ordered) if plan.kernel == "row" else 0
+    first = _kernel_for(plan, grid.block, op, kit, av, ordered,
+                        _emit_for(plan, grid, op, kit, av), vector)
+    args = (av.view, _rows_flat(av, dtype) if vector else av.view, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
             plan.chunk, plan.pieces) + ((plan.lanes,) if plan.kernel == "column" else ())
     stream = workspace.stream
     if plan.pieces == 1:
@@ -712,16 +789,18 @@ def _emit_for(plan: Launch, grid, op, kit, av: AxisView):
     return f"partial:{by_piece}", lambda: emit_partial(kit, by_piece)
 
 
-def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit):
+def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit,
+                vector: int):
     emit_name, make_emit = emit
     # int32 in-row arithmetic when no index of the loop can reach 2**31
     index32 = av.N + UNROLL * plan.threads < 2**31
     load = lambda: view_loader(op, kit, av.reduced_dims, index32)  # noqa: E731
     if plan.kernel == "row":
         key = ("segmented", "row", av.reduced_dims, plan.lanes, ordered, emit_name, index32,
-               block.key, op, kit.dtypes, kernels.device_key())
+               vector, block.key, op, kit.dtypes, kernels.device_key())
         return kernels.cached(key, lambda: build_row_kernel(
-            block, kit, load(), make_emit(), plan.lanes, ordered, index32))
+            block, kit, load(), make_emit(), plan.lanes, ordered, index32,
+            (vector, _to_state(op, kit)) if vector else None))
     key = ("segmented", "column", av.reduced_dims, ordered, emit_name, index32,
            block.threads, op, kit.dtypes, kernels.device_key())
     return kernels.cached(key, lambda: build_column_kernel(

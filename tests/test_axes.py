@@ -200,6 +200,38 @@ def test_row_blocks_of_three_warps():
     assert_close(nk.sum(x[:1], axis=1, strategy=s, lanes=96), lambda a: a.sum(axis=1), x[:1])
 
 
+# --- row kernel with 16-byte vector loads: rows that start aligned ----------------------
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "int32", "float32", "uint64", "float64"])
+@pytest.mark.parametrize("lanes", [None, 64])
+def test_vector_rows(dtype, lanes):
+    """Rows of 16-byte multiples read in vectors; one row is split over both blocks, so
+    pieces start and stop inside vectors (the scalar head and tail)."""
+    width = 16 // np.dtype(dtype).itemsize
+    strategy = TwoPass(WarpShuffle(64), blocks=2)
+    rng = np.random.default_rng(width)
+    for n in (width, 3 * width, 65 * width):
+        for rows in (1, 3):
+            x = sample(rng, (rows, n), dtype)
+            av = segmented.axis_view(x, (1,), False, True, resolve_stream(None, "numpy"))
+            assert segmented.row_vector_width(av, x.dtype, ordered=False) == width
+            assert_close(nk.sum(x, axis=1, strategy=strategy, lanes=lanes),
+                         lambda a: a.sum(axis=1), x)
+            x[:, 1::3] = x.max()  # ties in and across vectors: the first index wins
+            np.testing.assert_array_equal(
+                nk.argmax(x, axis=1, strategy=strategy, lanes=lanes), x.argmax(axis=1))
+
+
+def test_vector_rows_need_aligned_rows():
+    x = sample(np.random.default_rng(0), (8, 68), "float32")
+    stream = resolve_stream(None, "numpy")
+    for view, width in [(x, 4), (x[:, 4:], 4), (x[:, 1:], 0), (x[:, :67], 0), (x[1::2], 4)]:
+        av = segmented.axis_view(view, (1,), False, True, stream)
+        assert segmented.row_vector_width(av, x.dtype, ordered=False) == width
+    assert segmented.row_vector_width(av, x.dtype, ordered=True) == 0
+
+
 # --- column kernel: adjacent threads, adjacent columns --------------------------------
 
 
@@ -416,6 +448,20 @@ def test_gpu_dtypes(cp, dtype, strategy):
         np.testing.assert_array_equal(cp.asnumpy(nk.min(xd, axis=axis, strategy=strategy)),
                                       np.min(x, axis=axis))
     assert_close(nk.sum(x, axis=1, strategy=strategy), lambda a: np.sum(a, axis=1), x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("strategy", nk.strategies.available())
+def test_gpu_vector_rows(cp, dtype, strategy):
+    x = sample(np.random.default_rng(1), (1000, 4112), dtype)  # rows of 16-byte multiples
+    xd = cp.asarray(x)
+    for view in (xd, xd[:1], xd[::3, 16:]):
+        h = cp.asnumpy(view)
+        assert_close(cp.asnumpy(nk.sum(view, axis=1, strategy=strategy)),
+                     lambda a: np.sum(a, axis=1), h)
+        np.testing.assert_array_equal(cp.asnumpy(nk.argmax(view, axis=1, strategy=strategy)),
+                                      h.argmax(axis=1))
 
 
 @pytest.mark.gpu
