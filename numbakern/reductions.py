@@ -16,7 +16,7 @@ Every function takes:
   stream for CuPy input, else the default stream.
 * ``lanes``: for axis reductions whose reduced elements lie together in memory, the
   threads that share one output's row: ``32`` (one warp per row), the strategy's
-  thread count (one block per row), or ``None`` (a warp for rows of up to 1024
+  thread count (one block per row), or ``None`` (a warp for rows of up to 16384
   elements, else a block). ``numbakern/segmented.py`` explains the kernels.
 
 Results: NumPy in, NumPy out (a NumPy scalar for a 0-d result); CuPy in, CuPy out

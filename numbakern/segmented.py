@@ -71,7 +71,9 @@ from .strategy import ceil_div
 WARP = 32
 UNROLL = 8
 #: rows of at most this many elements get one warp each, unless ``lanes`` says otherwise
-WARP_ROW_MAX = 1024
+#: (H200, float32 rows read in vectors: a warp per row of 4096 took 124 us against a
+#: block's 168; at 32768 the block won the sum, 121 against 137 us; bench/NOTES.md)
+WARP_ROW_MAX = 16384
 #: rows of at most this many bytes get one thread each (the column kernel)
 THREAD_ROW_BYTES = 32
 #: fewest elements per thread in one piece of a split row
@@ -517,14 +519,51 @@ def emit_fold(folder):
 # --- kernels ---------------------------------------------------------------------------
 
 
+# A 64-bit integer division costs ~70 instructions on a GPU, a 32-bit one ~20. With a
+# thread per output and rows of two elements the divisions were most of the kernel
+# (H200, (1_000_000, 2) float32 row sum: 17.9 us against 3.6 us for a hand-written
+# kernel without them; bench/NOTES.md), so the grid and output arithmetic divides in
+# 32 bits where the operands allow.
+
+
+@cuda.jit(device=True)
+def _pieces_of_grid(S):
+    """``(piece, group, groups)``: this block's piece of its rows (``blockIdx % S``),
+    its group of rows and the number of groups (``S <= MAX_PIECES``: 32 bits)."""
+    s = uint32(S)
+    return (int64(uint32(cuda.blockIdx.x) % s), int64(uint32(cuda.blockIdx.x) // s),
+            int64(uint32(cuda.gridDim.x) // s))
+
+
+def _split(outputs32: bool):
+    """Device function ``split(i, K1) -> (i // K1, i % K1)``: output ``i``'s two kept
+    coordinates, in 32 bits when every output index fits (``outputs32``)."""
+    if outputs32:
+
+        @cuda.jit(device=True)
+        def split(i, K1):
+            k0 = uint32(i) // uint32(K1)
+            return int64(k0), int64(uint32(i) - k0 * uint32(K1))
+
+        return split
+
+    @cuda.jit(device=True)
+    def split(i, K1):
+        k0 = i // K1
+        return k0, i - k0 * K1
+
+    return split
+
+
 def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32: bool,
-                     vector=None):
+                     outputs32: bool, vector=None):
     """Row kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1)``.
 
     A group of ``lanes`` threads (the block, or one warp) owns a row at a time; block
     ``b`` takes piece ``b % S`` (elements ``[piece * chunk, piece * chunk + chunk)``)
     of rows ``b // S``, grid-strided. ``vector``: ``(width, to_state)`` to read rows
-    in vectors from ``a1`` (:func:`vector_row_reducer`).
+    in vectors from ``a1`` (:func:`vector_row_reducer`). ``outputs32``: ``M < 2**31``,
+    so the row's division by ``K1`` runs in 32 bits (see :func:`_split`).
     """
     threads = block.threads
     if lanes == threads:
@@ -540,6 +579,7 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
         thread_reduce = vector_row_reducer(kit, load, vector[1], vector[0])
     else:
         thread_reduce = thread_reducer(kit, load, ordered, index32)
+    split = _split(outputs32)
 
     @cuda.jit
     def row_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1):
@@ -547,14 +587,13 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
         temp1 = cuda.shared.array(slots1, t1)
         tid = cuda.threadIdx.x
         lane = tid % lanes
-        piece = cuda.blockIdx.x % S
+        piece, group, groups = _pieces_of_grid(S)
         start = piece * chunk
         stop = min(start + chunk, N)
-        row = (cuda.blockIdx.x // S) * per_block + tid // lanes
-        step = (cuda.gridDim.x // S) * per_block
+        row = group * per_block + tid // lanes
+        step = groups * per_block
         while row < M:
-            k0 = row // K1
-            k1 = row - k0 * K1
+            k0, k1 = split(row, K1)
             s = thread_reduce(a0, a1, k0, k1, row, start, stop, lane, lanes, N, R1, c0, c1)
             s = group_reduce(s, temp0, temp1)
             if lane == 0:
@@ -566,35 +605,35 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
     return row_kernel
 
 
-def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool):
+def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool,
+                        outputs32: bool):
     """Column kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1)``.
 
     Thread ``(c, g) = (tid % C, tid // C)`` owns output ``tile * C + c`` and walks
     the reduced elements ``g, g + G, ...`` of its block's piece (``G = blockDim / C``
-    groups); the groups are then combined per column in shared memory.
+    groups); the groups are then combined per column in shared memory. ``outputs32``
+    as in :func:`build_row_kernel`.
     """
     combine, identity, store, load_state = kit.combine, kit.identity, kit.store, kit.load
     slots1 = threads if kit.fields == 2 else 1
     t0, t1 = kernels.temp_dtypes(kit)
     thread_reduce = thread_reducer(kit, load, ordered, index32)
+    split = _split(outputs32)
 
     @cuda.jit
     def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
         temp0 = cuda.shared.array(threads, t0)
         temp1 = cuda.shared.array(slots1, t1)
         tid = cuda.threadIdx.x
-        G = cuda.blockDim.x // C
-        c = tid % C
-        g = tid // C
-        piece = cuda.blockIdx.x % S
+        G = int64(uint32(cuda.blockDim.x) // uint32(C))
+        c = int64(uint32(tid) % uint32(C))
+        g = int64(uint32(tid) // uint32(C))
+        piece, tile, tiles = _pieces_of_grid(S)
         start = piece * chunk
         stop = min(start + chunk, N)
-        tile = cuda.blockIdx.x // S
-        tiles = cuda.gridDim.x // S
         while tile * C < M:
             col = tile * C + c
-            k0 = col // K1
-            k1 = col - k0 * K1
+            k0, k1 = split(col, K1)
             s = identity()
             if col < M:
                 s = thread_reduce(a0, a1, k0, k1, col, start, stop, g, G, N, R1, c0, c1)
@@ -756,22 +795,23 @@ def _second_pass(partials, plan: Launch, av: AxisView, grid, op, kit, workspace)
     cap = grid.blocks or (max_resident_blocks(block.threads) * (1 if SIMULATOR else 32))
     by_piece = plan.kernel == "column"
     load = lambda: partial_loader(kit, by_piece)  # noqa: E731
+    outputs32 = av.M < 2**31
     out = _alloc_state(workspace, kit, av.M)
     if by_piece:
         columns = min(_pow2_floor(block.threads), _pow2_ceil(av.M))
-        key = ("segmented", "column", "partials", ordered, block.threads, op, kit.dtypes,
-               kernels.device_key())
+        key = ("segmented", "column", "partials", ordered, outputs32, block.threads, op,
+               kit.dtypes, kernels.device_key())
         kernel = kernels.cached(key, lambda: build_column_kernel(
-            block.threads, kit, load(), emit_store(kit), ordered, True))
+            block.threads, kit, load(), emit_store(kit), ordered, True, outputs32))
         launch(kernel, min(ceil_div(av.M, columns), cap), columns, workspace.stream,
                *partials, av.M, pieces, av.K1, av.M, 0, 0, *av.out_mult, pieces, 1, columns,
                *out)
         return out
     lanes = WARP if pieces <= WARP_ROW_MAX and has_warp_form(block) else block.threads
-    key = ("segmented", "row", "partials", lanes, ordered, block.key, op, kit.dtypes,
-           kernels.device_key())
+    key = ("segmented", "row", "partials", lanes, ordered, outputs32, block.key, op,
+           kit.dtypes, kernels.device_key())
     kernel = kernels.cached(key, lambda: build_row_kernel(
-        block, kit, load(), emit_store(kit), lanes, ordered, True))
+        block, kit, load(), emit_store(kit), lanes, ordered, True, outputs32))
     groups = ceil_div(av.M, block.threads // lanes)
     launch(kernel, min(groups, cap), block.threads, workspace.stream, *partials, av.M, pieces,
            av.K1, 1, 0, 0, *av.out_mult, pieces, 1, *out)
@@ -794,14 +834,15 @@ def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit,
     emit_name, make_emit = emit
     # int32 in-row arithmetic when no index of the loop can reach 2**31
     index32 = av.N + UNROLL * plan.threads < 2**31
+    outputs32 = av.M < 2**31
     load = lambda: view_loader(op, kit, av.reduced_dims, index32)  # noqa: E731
     if plan.kernel == "row":
         key = ("segmented", "row", av.reduced_dims, plan.lanes, ordered, emit_name, index32,
-               vector, block.key, op, kit.dtypes, kernels.device_key())
+               outputs32, vector, block.key, op, kit.dtypes, kernels.device_key())
         return kernels.cached(key, lambda: build_row_kernel(
-            block, kit, load(), make_emit(), plan.lanes, ordered, index32,
+            block, kit, load(), make_emit(), plan.lanes, ordered, index32, outputs32,
             (vector, _to_state(op, kit)) if vector else None))
-    key = ("segmented", "column", av.reduced_dims, ordered, emit_name, index32,
+    key = ("segmented", "column", av.reduced_dims, ordered, emit_name, index32, outputs32,
            block.threads, op, kit.dtypes, kernels.device_key())
     return kernels.cached(key, lambda: build_column_kernel(
-        block.threads, kit, load(), make_emit(), ordered, index32))
+        block.threads, kit, load(), make_emit(), ordered, index32, outputs32))

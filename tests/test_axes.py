@@ -136,7 +136,9 @@ def _plan(shape, axis, strategy=DEFAULT, lanes=None, order="C"):
 def test_plan_chooses_kernels():
     s64 = TwoPass(WarpShuffle(64), blocks=2)
     assert _plan((8, 300), 1, s64).kernel == "row" and _plan((8, 300), 1, s64).lanes == 32
-    assert _plan((8, 3000), 1, s64).lanes == 64  # long rows: a block each
+    assert _plan((8, 3000), 1, s64).lanes == 32
+    long_row = segmented.WARP_ROW_MAX + 1
+    assert _plan((8, long_row), 1, s64).lanes == 64  # long rows: a block each
     assert _plan((8, 300), 1, s64, lanes=64).lanes == 64
     assert _plan((300, 8), 0).kernel == "column"
     assert _plan((300, 8), 1).kernel == "column"  # 32-byte rows: one thread each
