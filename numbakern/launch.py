@@ -192,12 +192,25 @@ def flatten(args) -> tuple[tuple, list, list]:
     return tuple(key), flat, slots
 
 
-def driver_launch(function: int, grid: int, block: int, stream: int, pointers) -> None:
-    """``cuLaunchKernel`` on a 1-D grid with parameters already in place."""
-    global _cuLaunchKernel
+_UNSET = object()
+# CuPy's Cython binding of cuLaunchKernel, when CuPy is loaded at the first launch:
+# 3.6 us a call on the H200 host against 5.5 us through ctypes (2026-11-30).
+_cupy_launch_kernel: Any = _UNSET
+
+
+def driver_launch(function: int, grid: int, block: int, stream: int, params) -> None:
+    """``cuLaunchKernel`` on a 1-D grid with parameters already in place (``params``
+    from :func:`parameter_block`)."""
+    global _cupy_launch_kernel, _cuLaunchKernel
+    if _cupy_launch_kernel is _UNSET:
+        cupy = sys.modules.get("cupy")
+        _cupy_launch_kernel = cupy.cuda.driver.launchKernel if cupy is not None else None
+    if _cupy_launch_kernel is not None:  # raises CUDADriverError itself
+        _cupy_launch_kernel(function, grid, 1, 1, block, 1, 1, 0, stream, params[2], 0)
+        return
     if _cuLaunchKernel is None:
         _cuLaunchKernel = _driver()
-    err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, pointers, None)
+    err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, params[0], None)
     if err:
         raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
 
@@ -220,7 +233,7 @@ class _Launcher:
         function, values, pointers = self.entry(key, len(flat))
         with self.lock:
             values[:] = flat
-            driver_launch(function, grid, block, stream_handle(stream), pointers[0])
+            driver_launch(function, grid, block, stream_handle(stream), pointers)
 
     def entry(self, key: tuple, count: int) -> tuple:
         """``(CUfunction, values, pointers)`` for a signature, compiled on first use."""
@@ -240,11 +253,11 @@ class _Launcher:
 
 def parameter_block(count: int) -> tuple:
     """``count`` int64 parameter values and ``cuLaunchKernel``'s array of pointers to
-    each: ``(values, (pointer array, its numpy owner))``."""
+    each: ``(values, (pointer array as ctypes, its numpy owner, its address))``."""
     values = np.zeros(count, dtype=np.int64)
     addresses = values.ctypes.data + 8 * np.arange(count, dtype=np.uint64)
     pointers = addresses.ctypes.data_as(ctypes.POINTER(ctypes.c_void_p))
-    return values, (pointers, addresses)
+    return values, (pointers, addresses, addresses.ctypes.data)
 
 
 _launchers: dict[tuple, _Launcher] = {}

@@ -399,7 +399,7 @@ class Program:
                     for slot, source, offset in step.patches:
                         values[slot] = bases[source] + offset
                     driver_launch(step.function, step.grid, step.block, stream,
-                                  step.pointers[0])
+                                  step.pointers)
         return self._view(self.result, block, address)
 
     def _allocate(self):
@@ -410,8 +410,8 @@ class Program:
         if self.kind == "cupy":
             import cupy
 
-            block = cupy.empty(self.total, np.uint8)
-            return block, block.data.ptr
+            block = cupy.cuda.alloc(self.total)  # a pool MemoryPointer: 0.6 us, empty() 1.9
+            return block, block.ptr
         block = cuda.device_array(self.total, np.uint8)
         return block, block.__cuda_array_interface__["data"][0]
 
@@ -428,7 +428,7 @@ class Program:
         if self.kind == "cupy":
             import cupy
 
-            return cupy.ndarray(spec.shape, spec.dtype, memptr=block.data + spec.offset,
+            return cupy.ndarray(spec.shape, spec.dtype, memptr=block + spec.offset,
                                 strides=spec.strides)
         return to_device_array(DeviceBuffer(address + spec.offset, spec.shape, spec.strides,
                                             spec.dtype, owner=block))

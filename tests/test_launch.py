@@ -35,6 +35,7 @@ def launched(monkeypatch):
 
     monkeypatch.setattr(launcher, "_prepare", prepare)
     monkeypatch.setattr(launch, "_cuLaunchKernel", driver)
+    monkeypatch.setattr(launch, "_cupy_launch_kernel", None)  # the ctypes path
 
     class Stream:
         handle = 0

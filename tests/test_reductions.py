@@ -314,6 +314,7 @@ def test_gpu_launcher_packs_parameters_without_a_gpu(monkeypatch):
             return None
 
     monkeypatch.setattr(L, "_cuLaunchKernel", fake_launch)
+    monkeypatch.setattr(L, "_cupy_launch_kernel", None)  # the ctypes path
     monkeypatch.setattr(L, "_function_handle", lambda kernel: 1234)
 
     class Stream:
