@@ -50,6 +50,7 @@ from .ops import MAX, SUM
 from .strategies.online_softmax import ONLINE_SOFTMAX
 from .strategies.warp_shuffle import build_warp_reduce
 from .strategy import BlockStrategy
+from .vector import vector_loader, vector_storer
 
 WARP = 32
 UNROLL = 4  # loads in flight per thread in a tiled pass
@@ -80,6 +81,8 @@ class RowPlan:
         max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
         sum_block: the block strategy of the sum, or of the online pair.
         dtype: the input and output dtype (its name).
+        vector: elements per 16-byte vector load and store (fused forward kernels
+            over rows that start 16-byte aligned: :func:`vector_width`), or 0.
     """
 
     kind: str
@@ -90,6 +93,7 @@ class RowPlan:
     max_block: BlockStrategy | None
     sum_block: BlockStrategy
     dtype: str
+    vector: int = 0
 
     @property
     def group(self) -> int:
@@ -140,7 +144,7 @@ class RowPlan:
     def key(self) -> tuple:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.layout, self.threads,
-                self.per_thread, blocks, self.dtype)
+                self.per_thread, blocks, self.dtype, self.vector)
 
 
 def kernel_for(plan: RowPlan):
@@ -211,6 +215,47 @@ def _jit_kernel(plan: RowPlan):
 # --- forward: the row's (max, sum) --------------------------------------------------
 
 
+def _element_index(plan: RowPlan):
+    """Device function ``element(lane, k)``: the row element a fused kernel's thread
+    ``lane`` holds in its ``v[k]``: ``lane + k*G``, or with vectors of ``W``, element
+    ``k % W`` of vector ``lane + (k // W)*G``. Coalesced either way: a warp reads 32
+    consecutive elements, or 32 consecutive vectors."""
+    G, W = plan.group, plan.vector
+    if W:
+
+        @cuda.jit(device=True)
+        def element(lane, k):
+            return (lane + (k // W) * G) * W + k % W
+
+        return element
+
+    @cuda.jit(device=True)
+    def element(lane, k):
+        return lane + k * G
+
+    return element
+
+
+def vector_width(plan: RowPlan, n: int, views: list) -> int:
+    """Elements per 16-byte vector for a fused forward ``plan`` over ``views`` (3-D,
+    rows last), or 0: float32/float64 rows of a multiple of the vector length, held
+    as whole vectors per thread, each row of every view starting 16-byte aligned
+    (CUB's ``LOAD_VECTORIZE`` condition). Fewer load and store instructions and
+    address registers per element than scalar accesses."""
+    dtype = np.dtype(plan.dtype)
+    if not plan.fused or plan.kind not in FORWARD or dtype.kind != "f" or dtype.itemsize < 4:
+        return 0
+    width = 16 // dtype.itemsize
+    if n % width or plan.per_thread % width:
+        return 0
+    for v in views:
+        if v.strides[2] != dtype.itemsize or kernels._pointer(v) % 16:
+            return 0
+        if any(e > 1 and (st < 0 or st % 16) for e, st in zip(v.shape[:2], v.strides[:2])):
+            return 0
+    return width
+
+
 def _fused_stats(plan: RowPlan, keep_exp: bool):
     """Device function ``stats(v, lane, n, sh) -> (max, sum, ref)`` over the ``K``
     values ``v`` this thread holds (-inf past the row's end).
@@ -220,9 +265,10 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
     no second ``exp``. ``sh``: the kernel's 8 shared arrays (two reduces' worth).
     """
     tc_t, _, tc = _numba_types(plan)
-    K, G = plan.per_thread, plan.group
+    K = plan.per_thread
     NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
     vmax = MAX.device_combine()
+    element = _element_index(plan)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, ONLINE_SOFTMAX)
 
@@ -234,7 +280,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
             s = ZERO
             if m == NEG:  # only -inf here: each counts exp(0) = 1 at max -inf
                 for k in range(K):
-                    if lane + k * G < n:
+                    if element(lane, k) < n:
                         s += ONE
                     if keep_exp:
                         v[k] = ZERO
@@ -396,6 +442,8 @@ def _forward_kernel(plan: RowPlan):
     jit = _jit_kernel(plan)
     load = _masked_loader(tc_t, NEG)
 
+    if plan.vector:
+        return _vector_forward(plan, prepare, finish, jit, (first0, first1, second0, second1))
     if plan.fused:
         stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
 
@@ -575,3 +623,68 @@ def _backward_kernel(plan: RowPlan):
             row += int64(cuda.gridDim.x) * RPB
 
     return tiled_backward
+
+
+def _vector_forward(plan: RowPlan, prepare, finish, jit, slots):
+    """``kernel(x, y, xf, yf)``: the fused forward kernel reading and writing each row
+    in 16-byte vectors through ``xf``/``yf``, 1-D views of the rows' memory from
+    ``x``'s and ``y``'s first element (:func:`vector_width` has checked them)."""
+    tc_t, _, tc = _numba_types(plan)
+    K, G, RPB, W = plan.per_thread, plan.group, plan.rows_per_block, plan.vector
+    KV, NEG, itemsize = K // W, tc(-np.inf), np.dtype(plan.dtype).itemsize
+    first0, first1, second0, second1 = slots
+    stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+    vload, vstore = vector_loader(W), vector_storer(W)
+    pack = _PACKERS[W]
+
+    @jit
+    def vector_forward(x, y, xf, yf):
+        sh = (cuda.shared.array(first0, tc_t),
+              cuda.shared.array(first1, tc_t),
+              cuda.shared.array(1, tc_t),
+              cuda.shared.array(1, tc_t),
+              cuda.shared.array(second0, tc_t),
+              cuda.shared.array(second1, tc_t),
+              cuda.shared.array(1, tc_t),
+              cuda.shared.array(1, tc_t))
+        v = cuda.local.array(K, tc_t)
+        lane = cuda.threadIdx.x % G
+        inner, n = x.shape[1], x.shape[2]
+        rows = x.shape[0] * inner
+        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+        while row < rows:  # the same for every thread of a group
+            o = row // inner
+            i = row - o * inner
+            xv = (o * x.strides[0] + i * x.strides[1]) // (itemsize * W)  # row's 1st vector
+            yv = (o * y.strides[0] + i * y.strides[1]) // (itemsize * W)
+            for j in range(KV):  # KV vector loads in flight, then only registers
+                if (lane + j * G) * W < n:
+                    t = vload(xf, xv + lane + j * G)
+                    for q in range(W):
+                        v[j * W + q] = t[q]
+                else:
+                    for q in range(W):
+                        v[j * W + q] = NEG
+            m, s, ref = stats(v, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            for k in range(K):
+                v[k] = finish(v[k], a, b)
+            for j in range(KV):
+                if (lane + j * G) * W < n:
+                    vstore(yf, yv + lane + j * G, pack(v, j * W))
+            row += int64(cuda.gridDim.x) * RPB
+
+    return vector_forward
+
+
+@cuda.jit(device=True)
+def _pack2(v, b):
+    return (v[b], v[b + 1])
+
+
+@cuda.jit(device=True)
+def _pack4(v, b):
+    return (v[b], v[b + 1], v[b + 2], v[b + 3])
+
+
+_PACKERS = {2: _pack2, 4: _pack4}  # W elements of a local array as a tuple

@@ -33,6 +33,7 @@ least one dimension. Empty inputs give empty results and launch nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any
@@ -46,6 +47,7 @@ from .arrays import (
     CopyWarning,
     Workspace,
     _device_view,
+    _strided,
     _to_device,
     as_array_like,
     axis_last_views,
@@ -349,9 +351,20 @@ def _make(spec, threads: int) -> BlockStrategy:
 
 
 def _launch(plan: RowPlan, views: list, stream) -> None:
-    rows = views[0].shape[0] * views[0].shape[1]
+    rows, n = views[0].shape[0] * views[0].shape[1], views[0].shape[2]
     grid = min(-(-rows // plan.rows_per_block), _GRID_MAX)
+    width = rowwise.vector_width(plan, n, views)
+    if width:  # the same rows, read and written in 16-byte vectors
+        plan = dataclasses.replace(plan, vector=width)
+        views = [*views, *(_flat(v) for v in views)]
     launch(rowwise.kernel_for(plan), grid, plan.threads, stream, *views)
+
+
+def _flat(view):
+    """A 1-D view of a 3-D view's memory, from its first element to its last."""
+    dtype = np.dtype(view.dtype)
+    span = sum((e - 1) * s for e, s in zip(view.shape, view.strides)) // dtype.itemsize
+    return _strided(view, [(span + 1, dtype.itemsize)], dtype)
 
 
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream):

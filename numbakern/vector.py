@@ -8,8 +8,9 @@ aligned, and falls back to scalar loads when it is not; numbakern does the same
 (``kernels.vector_width``).
 
 Numba has no vector type, so :func:`vector_loader` builds an intrinsic that emits an
-LLVM load of ``<W x T>`` and returns its lanes as a tuple. Under the simulator the
-same call is a slice of the array.
+LLVM load of ``<W x T>`` and returns its lanes as a tuple, and :func:`vector_storer`
+one that stores a tuple as one ``<W x T>`` (``st.global.v4.f32``). Under the
+simulator the same calls are slices of the array.
 """
 
 from __future__ import annotations
@@ -38,11 +39,26 @@ if config.ENABLE_CUDASIM:
 
         return load
 
+    @functools.lru_cache(maxsize=None)
+    def vector_storer(width: int):
+        """``store(a, j, values)``: ``a[j*W : j*W + W] = values`` (simulator version)."""
+
+        def store(a, j, values):
+            a[j * width:(j + 1) * width] = values
+
+        return store
+
 else:
     from llvmlite import ir
     from numba.core import types
     from numba.core.errors import TypingError
     from numba.cuda.extending import intrinsic
+
+    def _check_vector_array(a, j, what: str) -> None:
+        if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"):
+            raise TypingError(f"vector {what} needs a 1-D C-contiguous array, got {a}")
+        if not isinstance(j, types.Integer):
+            raise TypingError(f"vector {what} index must be an integer, got {j}")
 
     @functools.lru_cache(maxsize=None)
     def vector_loader(width: int):
@@ -55,10 +71,7 @@ else:
 
         @intrinsic
         def load(typingctx, a, j):
-            if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"):
-                raise TypingError(f"vector load needs a 1-D C-contiguous array, got {a}")
-            if not isinstance(j, types.Integer):
-                raise TypingError(f"vector load index must be an integer, got {j}")
+            _check_vector_array(a, j, "load")
 
             def codegen(context, builder, sig, args):
                 array = context.make_array(sig.args[0])(context, builder, args[0])
@@ -75,3 +88,38 @@ else:
             return types.UniTuple(a.dtype, width)(a, j), codegen
 
         return load
+
+    @functools.lru_cache(maxsize=None)
+    def vector_storer(width: int):
+        """Device function ``store(a, j, values)``: ``a[j*W : j*W + W] = values``, one
+        ``W``-wide vector store.
+
+        ``a``: as :func:`vector_loader`'s; ``values``: a tuple of ``W`` elements of
+        ``a``'s dtype.
+        """
+
+        @intrinsic
+        def store(typingctx, a, j, values):
+            _check_vector_array(a, j, "store")
+            if not (isinstance(values, types.UniTuple) and values.count == width
+                    and values.dtype == a.dtype):
+                raise TypingError(f"vector store takes {width} values of {a.dtype}, got "
+                                  f"{values}")
+
+            def codegen(context, builder, sig, args):
+                array = context.make_array(sig.args[0])(context, builder, args[0])
+                element = context.get_data_type(a.dtype)
+                vector = ir.VectorType(element, width)
+                packed = ir.Constant(vector, ir.Undefined)
+                for k in range(width):
+                    packed = builder.insert_element(packed, builder.extract_value(args[2], k),
+                                                    ir.Constant(ir.IntType(32), k))
+                base = builder.bitcast(array.data, vector.as_pointer())
+                index = context.cast(builder, args[1], sig.args[1], types.int64)
+                builder.store(packed, builder.gep(base, [index]),
+                              align=width * context.get_abi_sizeof(element))
+                return context.get_dummy_value()
+
+            return types.none(a, j, values), codegen
+
+        return store

@@ -117,6 +117,53 @@ def test_rows_longer_than_registers_loop_in_tiles(pair, normalizer):
     np.testing.assert_allclose(np.exp(got.astype(np.float64)).sum(-1), 1, rtol=1e-5)
 
 
+# --- fused rows read and written in 16-byte vectors ---------------------------------------
+
+
+@pytest.fixture
+def vector_plans(monkeypatch):
+    """The vector widths of the fused kernels launched (the plan each launch used)."""
+    seen = []
+    choose = rowwise.vector_width
+
+    def spy(plan, n, views):
+        seen.append(choose(plan, n, views))
+        return seen[-1]
+
+    monkeypatch.setattr(rowwise, "vector_width", spy)
+    return seen
+
+
+@pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
+@pytest.mark.parametrize("layout", ["warp", "block"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_rows(dtype, layout, normalizer, vector_plans):
+    width = 16 // np.dtype(dtype).itemsize
+    for n in (68, 128, 256):  # whole vectors per thread in every plan chosen
+        x = logits((5, n), dtype, seed=n)
+        x[1, ::3] = -np.inf  # masked lanes beside finite ones
+        for kind in FORWARD:
+            check_forward(kind, x, layout=layout, fused=True, normalizer=normalizer)
+    assert set(vector_plans) == {width}
+    device = cuda.to_device(logits((6, 136), dtype))[::2, 8:]  # rows still 16-byte aligned
+    host = device.copy_to_host()
+    np.testing.assert_allclose(nk.softmax(device, layout=layout).copy_to_host(),
+                               ref_softmax(host), **TOL[dtype])
+    assert vector_plans[-1] == width
+
+
+def test_vector_rows_need_aligned_whole_vectors(vector_plans):
+    x = cuda.to_device(logits((4, 132)))
+    for view, width in [(x, 4), (x[:, 4:], 4), (x[:, 1:], 0), (x[:, :130], 0),
+                        (x[::-1], 0)]:
+        nk.softmax(view, fused=True)
+        assert vector_plans[-1] == width
+    nk.softmax(logits((4, 64), np.float16), fused=True)  # float16 computes in float32
+    assert vector_plans[-1] == 0
+    nk.softmax(logits((4, 64)), fused=False)  # tiled
+    assert vector_plans[-1] == 0
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
 def test_float16_and_float64(dtype):
     for n, kw in [(33, {}), (129, dict(layout="block")), (300, dict(fused=False))]:
