@@ -66,17 +66,13 @@ FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 _PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)  # the fused kernels compiled
 # Elements per thread the automatic block size aims for. Measured on an H200 at
-# (32768, 4096) float32, kernel times (bench/NOTES.md, 2026-11-30): softmax 514 us
-# with 512 threads x 8, 432 with 256 x 16, 418 with 128 x 32 (fewer threads wait at
-# each row's barriers); log_softmax 684 us at 512 x 8, 880 at 256 x 16 with two
-# reduces but 504 with the online pair's one (see _ONLINE_FUSED). The backward passes
-# keep 8.
+# (32768, 4096) float32, kernel times by CUPTI (bench/NOTES.md, 2026-11-30), rows read
+# and written in 16-byte vectors: softmax 258 us with 128 threads x 32, 261 with
+# 256 x 16, 418 with 512 x 8 (fewer threads wait at each row's barriers);
+# log_softmax 297 us at 256 x 16, 351 at 128 x 32, 421 at 512 x 8. The backward
+# passes keep 8.
 _PER_THREAD_TARGET = {"softmax": 32, "log_softmax": 16}
 _PER_THREAD_DEFAULT = 8
-# Fused kernels whose automatic normalizer is the online pair (one block reduce per
-# row instead of two): log_softmax (same run: 504 against 880 us); softmax is faster
-# with max-then-sum (418 against 473 us at 128 x 32).
-_ONLINE_FUSED = ("log_softmax",)
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
 _TILED_THREADS = 64 if SIMULATOR else 512
@@ -101,8 +97,8 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
             ``"online"`` (one reduce of ``(max, sum)`` pairs with ``sum_strategy``,
             Milakov and Gimelshein 2018; ``max_strategy`` must be left None) or
             ``"auto"``: online for tiled rows (it saves a read of the row) unless
-            ``max_strategy`` is given; for rows held in registers max-then-sum in
-            softmax, online in log_softmax (the faster of each on an H200).
+            ``max_strategy`` is given, max-then-sum for rows held in registers (the
+            faster there on an H200: 258 against 260-298 us at (32768, 4096)).
         axis: the axis to normalise along (any; default the last). Device input is
             read in place through strided views.
         layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
@@ -267,7 +263,7 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
     per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _TILED_THREADS)
     if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
-        online = specs["max_strategy"] is None and (not per_thread or kind in _ONLINE_FUSED)
+        online = not per_thread and specs["max_strategy"] is None
         normalizer = "online" if online else "max_then_sum"
     max_block, sum_block = (_make(specs[k], threads) for k in ("max_strategy", "sum_strategy"))
     if normalizer != "max_then_sum":
