@@ -61,6 +61,7 @@ from . import kernels
 from .vector import vector_loader
 from .memo import planner
 from .arrays import CopyWarning, _strided, _to_device, kind_of
+from .elementwise import THREADS, grid_for
 from .job import max_resident_blocks
 from .launch import SIMULATOR, buffer, launch
 from .strategies.atomic_fold import AtomicFold, folder_for
@@ -766,11 +767,15 @@ def reduce_axes(x, axes, op, kit, grid, workspace, lanes=None, track_index=False
     ordered = not op.commutative
     av = axis_view(x, axes, track_index, not ordered, workspace.stream)
     dtype = np.dtype(x.dtype)
+    width = tiny_row_width(av, dtype) if lanes is None else 0
+    if width:
+        return _tiny_rows(av, dtype, width, op, kit, workspace)
     plan = plan_launch(av, grid.block, grid.blocks, lanes, dtype.itemsize)
     vector = row_vector_width(av, dtype, ordered) if plan.kernel == "row" else 0
     first = _kernel_for(plan, grid.block, op, kit, av, ordered,
                         _emit_for(plan, grid, op, kit, av), vector)
-    args = (av.view, _rows_flat(av, dtype) if vector else av.view, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
+    rows = _rows_flat(av, dtype) if vector else av.view
+    args = (av.view, rows, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
             plan.chunk, plan.pieces) + ((plan.lanes,) if plan.kernel == "column" else ())
     stream = workspace.stream
     if plan.pieces == 1:
@@ -785,6 +790,58 @@ def reduce_axes(x, axes, op, kit, grid, workspace, lanes=None, track_index=False
     partials = _alloc_state(workspace, kit, av.M * plan.pieces)
     launch(first, plan.blocks, plan.threads, stream, *args, *partials)
     return _second_pass(partials, plan, av, grid, op, kit, workspace)
+
+
+# --- tiny rows: a thread and one load per row ----------------------------------------
+
+
+def tiny_row_width(av: AxisView, dtype: np.dtype) -> int:
+    """Elements per row when every row is one aligned vector of 2 to 16 elements (4 to
+    16 bytes, a power of two) and the rows lie back to back, else 0.
+
+    Then each thread reduces a whole row from one load (:func:`build_tiny_row_kernel`);
+    no threads combine, so no block strategy takes part. (H200, (1_000_000, 2)
+    float32: a hand-written kernel of this form 3.6 us, the column kernel's thread
+    per row 10.4 us; bench/NOTES.md.)
+    """
+    n, itemsize = av.N, dtype.itemsize
+    row_bytes = n * itemsize
+    if av.reduced_dims != 1 or av.M != av.K1 or dtype.kind not in "iuf" or n < 2:
+        return 0
+    if row_bytes > 16 or row_bytes & (row_bytes - 1) or av.index_mult[1] > 1:
+        return 0
+    strides = av.view.strides
+    if strides[3] != itemsize or (av.M > 1 and strides[1] != row_bytes):
+        return 0
+    return n if kernels._pointer(av.view) % row_bytes == 0 else 0
+
+
+def build_tiny_row_kernel(kit, to_state, width: int):
+    """Kernel ``(a, M, m1, o0, o1)``: thread ``i`` (grid-strided) folds row ``i``, the
+    ``i``-th ``width``-element vector of the 1-D ``a``, in element order, and stores
+    the state at ``i * m1``."""
+    vload = vector_loader(width)
+    fold = kernels._lane_folder(kit.combine, to_state, 0, width)
+    store = kit.store
+
+    @cuda.jit
+    def tiny_rows(a, M, m1, o0, o1):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < M:
+            store(o0, o1, i * m1, fold(vload(a, i), 0))
+            i += step
+
+    return tiny_rows
+
+
+def _tiny_rows(av: AxisView, dtype: np.dtype, width: int, op, kit, workspace):
+    key = ("segmented", "tiny", width, op, kit.dtypes, kernels.device_key())
+    kernel = kernels.cached(key, lambda: build_tiny_row_kernel(kit, _to_state(op, kit), width))
+    out = _alloc_state(workspace, kit, av.M)
+    launch(kernel, grid_for(av.M), THREADS, workspace.stream, _rows_flat(av, dtype), av.M,
+           av.out_mult[1], *out)
+    return out
 
 
 def _second_pass(partials, plan: Launch, av: AxisView, grid, op, kit, workspace):

@@ -234,6 +234,46 @@ def test_vector_rows_need_aligned_rows():
     assert segmented.row_vector_width(av, x.dtype, ordered=True) == 0
 
 
+# --- tiny rows: one thread and one vector load per row ---------------------------------
+
+
+@pytest.mark.parametrize("dtype,n", [("int8", 4), ("int8", 16), ("uint16", 8), ("int32", 2),
+                                     ("float16", 2), ("float32", 2), ("float32", 4),
+                                     ("uint64", 2), ("float64", 2)])
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_tiny_rows(name, dtype, n):
+    x = sample(np.random.default_rng(n), (129, n), dtype)
+    x[::5] = x[::5, :1]  # rows of equal values: ties, the first index wins
+    av = segmented.axis_view(x, (1,), False, True, resolve_stream(None, "numpy"))
+    assert segmented.tiny_row_width(av, x.dtype) == n
+    strategy = STRATEGIES[name]
+    assert_close(nk.sum(x, axis=1, strategy=strategy), lambda a: a.sum(axis=1), x)
+    assert_close(nk.min(x, axis=-1, keepdims=True, strategy=strategy),
+                 lambda a: a.min(axis=-1, keepdims=True), x, exact=True)
+    np.testing.assert_array_equal(nk.argmax(x, axis=1, strategy=strategy), x.argmax(axis=1))
+
+
+def test_tiny_rows_keep_element_order_and_need_back_to_back_rows():
+    @nk.op(identity=0.0, commutative=False)
+    def last_nonzero(a, b):
+        return b if b != 0 else a
+
+    x = sample(np.random.default_rng(1), (40, 4), "float32")
+    x[::3, 3] = 0  # then the third element is the last nonzero one
+    want = np.where(x[:, 3] != 0, x[:, 3], x[:, 2])
+    np.testing.assert_array_equal(nk.reduce(x, last_nonzero, axis=1, strategy=DEFAULT), want)
+    from numba import cuda
+
+    d = cuda.to_device(x)  # device views are read in place (host input is packed)
+    stream = resolve_stream(None, "device")
+    for view, width in [(d, 4), (d[:, :2], 0), (d[:, :3], 0), (d[::2], 0), (d[:1], 4),
+                        (d[:, 2:], 0)]:
+        av = segmented.axis_view(view, (1,), False, True, stream)
+        assert segmented.tiny_row_width(av, x.dtype) == width
+        np.testing.assert_array_equal(nk.max(view, axis=1).copy_to_host(),
+                                      view.copy_to_host().max(axis=1))
+
+
 # --- column kernel: adjacent threads, adjacent columns --------------------------------
 
 
@@ -464,6 +504,16 @@ def test_gpu_vector_rows(cp, dtype, strategy):
                      lambda a: np.sum(a, axis=1), h)
         np.testing.assert_array_equal(cp.asnumpy(nk.argmax(view, axis=1, strategy=strategy)),
                                       h.argmax(axis=1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_tiny_rows(cp, dtype):
+    n = 16 // np.dtype(dtype).itemsize // 2 or 2  # rows of 8 bytes (2 for 8-byte types)
+    x = sample(np.random.default_rng(2), (100_003, n), dtype)
+    xd = cp.asarray(x)
+    assert_close(cp.asnumpy(nk.sum(xd, axis=1)), lambda a: np.sum(a, axis=1), x)
+    np.testing.assert_array_equal(cp.asnumpy(nk.argmin(xd, axis=1)), x.argmin(axis=1))
 
 
 @pytest.mark.gpu
