@@ -160,6 +160,9 @@ class _Refused(NamedTuple):
     why: str
 
 
+_UNKEYED = object()
+
+
 def replayable(fn):
     """Decorator: replay ``fn``'s recorded launches on repeated signatures (this
     module's docstring says when); ``fn`` itself otherwise."""
@@ -172,9 +175,12 @@ def replayable(fn):
             return fn(*args, **kwargs)
         arrays, refs = [], []
         key = _signature(args, kwargs, arrays, refs)
-        if key is None:
+        try:
+            entry = table.get(key) if key is not None else _UNKEYED
+        except TypeError:  # an unhashable value (a structured NumPy scalar): fn decides
+            entry = _UNKEYED
+        if entry is _UNKEYED:
             return fn(*args, **kwargs)
-        entry = table.get(key)
         if entry is None:
             result, program = _record(fn, args, kwargs, arrays)
             if len(table) >= MAX_SIGNATURES:
@@ -222,6 +228,14 @@ class Recording:
         self.allocations: list[tuple[int, int]] = []  # (address, bytes)
         self.launches: list[tuple] = []  # (kernel, grid, block, stream, args)
         self.flaw: str | None = None
+        # Every allocation stays alive until the call ends, so that no other allocation
+        # of the call (a CuPy cast, say) can reuse its memory and pass for it.
+        self.alive: list = []
+        extents = sorted(_extent(a) for a in inputs)
+        if any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:])):
+            # Which input an address belongs to would be ambiguous, and recorded
+            # offsets from one input would replay into another.
+            self.refuse("inputs that share memory")
 
     def refuse(self, why: str) -> None:
         """Mark the call as not replayable (the first reason is kept)."""
@@ -237,6 +251,7 @@ class Recording:
         if nbytes == 0:
             self.refuse("an empty allocation")
         self.allocations.append((address, nbytes))
+        self.alive.append(arr)
 
     def launch(self, kernel, grid: int, block: int, stream, args: tuple) -> None:
         self.launches.append((kernel, grid, block, stream, args))

@@ -219,7 +219,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     else:
         grid.scan(job)
     result = finish()
-    return result if len(results) == 2 else result[0]
+    return tuple(result) if len(results) == 2 else result[0]
 
 
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:

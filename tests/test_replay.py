@@ -124,6 +124,40 @@ def test_a_failing_call_records_nothing():
             nk.sum(x, axis=5)
 
 
+def test_inputs_sharing_memory_are_never_recorded():
+    """Offsets recorded from one input would replay into another (found in review)."""
+    base = rng.standard_normal((8, 40)).astype(np.float32)
+    y0 = cuda.to_device(base)
+    nk.softmax_backward(y0[::2], y0[1::2])  # interleaved rows of one array: refused
+    for _ in range(2):
+        hy, hd = (rng.random((4, 40)).astype(np.float32) for _ in range(2))
+        y = cuda.to_device(np.repeat(hy, 2, axis=0))[::2]  # the same signature
+        dy = cuda.to_device(np.repeat(hd, 2, axis=0))[1::2]
+        got = nk.softmax_backward(y, dy).copy_to_host()
+        want = hy * (hd - (hy * hd).sum(-1, keepdims=True))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    program = next(p for p, _ in nk.softmax_backward.replay_table.values())
+    assert program.why == "inputs that share memory"
+
+
+def test_an_argument_that_cannot_be_hashed_reaches_the_function():
+    x = cuda.to_device(np.ones((3, 4), np.float32))
+    axis = np.zeros((), dtype=[("a", "i4")])[()]  # a structured scalar: unhashable
+    with pytest.raises(TypeError, match="axis"):
+        nk.sum(x, axis=axis)
+
+
+def test_two_field_scans_return_a_tuple_and_replay():
+    x = cuda.to_device(rng.standard_normal(100).astype(np.float32))
+    before = replay.counts["replayed"]
+    for _ in range(2):
+        values, indices = result = nk.associative_scan(x, "argmax")
+        assert isinstance(result, tuple)
+        h = x.copy_to_host()
+        np.testing.assert_array_equal(values.copy_to_host(), np.maximum.accumulate(h))
+    assert replay.counts["replayed"] == before + 1
+
+
 # --- the GPU step's parameter patching, without a GPU (driver and allocation stubbed) ---
 
 
@@ -185,3 +219,19 @@ def test_cupy_scalar_reductions_replay_on_the_current_stream():
     with cupy.cuda.Stream(non_blocking=True):
         assert _repeat(cupy.asarray, nk.sum, np.sum, (1 << 20,)) == 2
         assert _repeat(cupy.asarray, nk.argmax, np.argmax, (1000,)) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("call", [lambda x: nk.sum(x, axis=1),
+                                  lambda x: nk.sum(x.astype(np.float32), axis=1,
+                                                   dtype=np.float16)],
+                         ids=["float16", "dtype=float16"])
+def test_cupy_results_cast_after_the_kernels_replay_correctly(call):
+    """A CuPy cast after the kernels allocates outside the recording; it must never
+    take memory a recorded temporary freed (found in review)."""
+    cupy = pytest.importorskip("cupy")
+    for _ in range(3):  # one long row per output: split rows, partials, then the cast
+        h = rng.standard_normal((3, 300_000)).astype(np.float16)
+        got = cupy.asnumpy(call(cupy.asarray(h)))
+        np.testing.assert_allclose(got.astype(np.float64), h.astype(np.float64).sum(axis=1),
+                                   rtol=2e-3, atol=0.5)
