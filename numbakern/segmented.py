@@ -520,11 +520,11 @@ def emit_fold(folder):
 # --- kernels ---------------------------------------------------------------------------
 
 
-# A 64-bit integer division costs ~70 instructions on a GPU, a 32-bit one ~20. With a
-# thread per output and rows of two elements the divisions were most of the kernel
-# (H200, (1_000_000, 2) float32 row sum: 17.9 us against 3.6 us for a hand-written
-# kernel without them; bench/NOTES.md), so the grid and output arithmetic divides in
-# 32 bits where the operands allow.
+# A 64-bit integer division costs ~70 instructions on a GPU, a 32-bit one ~20: the row
+# kernel's grid and output arithmetic divides in 32 bits where the operands allow.
+# (In the column kernel the same change took a (1_000_000, 2) row sum from 17.9 to
+# 10.4 us but a (4096, 32768) column sum from 131 to 164 us, H200, bench/NOTES.md;
+# tiny rows now have their own kernel, and the column kernel kept 64 bits.)
 
 
 @cuda.jit(device=True)
@@ -606,35 +606,37 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
     return row_kernel
 
 
-def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool,
-                        outputs32: bool):
+def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool):
     """Column kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1)``.
 
     Thread ``(c, g) = (tid % C, tid // C)`` owns output ``tile * C + c`` and walks
     the reduced elements ``g, g + G, ...`` of its block's piece (``G = blockDim / C``
-    groups); the groups are then combined per column in shared memory. ``outputs32``
-    as in :func:`build_row_kernel`.
+    groups); the groups are then combined per column in shared memory. Its index
+    arithmetic stays 64-bit: the row kernel's 32-bit divisions made it slower on an
+    H200 ((4096, 32768) column sum 131 -> 164 us, bench/NOTES.md).
     """
     combine, identity, store, load_state = kit.combine, kit.identity, kit.store, kit.load
     slots1 = threads if kit.fields == 2 else 1
     t0, t1 = kernels.temp_dtypes(kit)
     thread_reduce = thread_reducer(kit, load, ordered, index32)
-    split = _split(outputs32)
 
     @cuda.jit
     def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
         temp0 = cuda.shared.array(threads, t0)
         temp1 = cuda.shared.array(slots1, t1)
         tid = cuda.threadIdx.x
-        G = int64(uint32(cuda.blockDim.x) // uint32(C))
-        c = int64(uint32(tid) % uint32(C))
-        g = int64(uint32(tid) // uint32(C))
-        piece, tile, tiles = _pieces_of_grid(S)
+        G = cuda.blockDim.x // C
+        c = tid % C
+        g = tid // C
+        piece = cuda.blockIdx.x % S
         start = piece * chunk
         stop = min(start + chunk, N)
+        tile = cuda.blockIdx.x // S
+        tiles = cuda.gridDim.x // S
         while tile * C < M:
             col = tile * C + c
-            k0, k1 = split(col, K1)
+            k0 = col // K1
+            k1 = col - k0 * K1
             s = identity()
             if col < M:
                 s = thread_reduce(a0, a1, k0, k1, col, start, stop, g, G, N, R1, c0, c1)
@@ -801,8 +803,8 @@ def tiny_row_width(av: AxisView, dtype: np.dtype) -> int:
 
     Then each thread reduces a whole row from one load (:func:`build_tiny_row_kernel`);
     no threads combine, so no block strategy takes part. (H200, (1_000_000, 2)
-    float32: a hand-written kernel of this form 3.6 us, the column kernel's thread
-    per row 10.4 us; bench/NOTES.md.)
+    float32: this kernel 4.9 us, the column kernel's thread per row 17.9 us, cupy.sum's
+    kernel 4.7 us; bench/NOTES.md.)
     """
     n, itemsize = av.N, dtype.itemsize
     row_bytes = n * itemsize
@@ -856,10 +858,10 @@ def _second_pass(partials, plan: Launch, av: AxisView, grid, op, kit, workspace)
     out = _alloc_state(workspace, kit, av.M)
     if by_piece:
         columns = min(_pow2_floor(block.threads), _pow2_ceil(av.M))
-        key = ("segmented", "column", "partials", ordered, outputs32, block.threads, op,
-               kit.dtypes, kernels.device_key())
+        key = ("segmented", "column", "partials", ordered, block.threads, op, kit.dtypes,
+               kernels.device_key())
         kernel = kernels.cached(key, lambda: build_column_kernel(
-            block.threads, kit, load(), emit_store(kit), ordered, True, outputs32))
+            block.threads, kit, load(), emit_store(kit), ordered, True))
         launch(kernel, min(ceil_div(av.M, columns), cap), columns, workspace.stream,
                *partials, av.M, pieces, av.K1, av.M, 0, 0, *av.out_mult, pieces, 1, columns,
                *out)
@@ -899,7 +901,7 @@ def _kernel_for(plan: Launch, block, op, kit, av: AxisView, ordered: bool, emit,
         return kernels.cached(key, lambda: build_row_kernel(
             block, kit, load(), make_emit(), plan.lanes, ordered, index32, outputs32,
             (vector, _to_state(op, kit)) if vector else None))
-    key = ("segmented", "column", av.reduced_dims, ordered, emit_name, index32, outputs32,
+    key = ("segmented", "column", av.reduced_dims, ordered, emit_name, index32,
            block.threads, op, kit.dtypes, kernels.device_key())
     return kernels.cached(key, lambda: build_column_kernel(
-        block.threads, kit, load(), make_emit(), ordered, index32, outputs32))
+        block.threads, kit, load(), make_emit(), ordered, index32))
