@@ -25,13 +25,17 @@ byte:
      it) or one **warp** (``lanes = 32``, ``threads / 32`` rows per block, chosen by
      default for rows of at most :data:`WARP_ROW_MAX` elements: a short row would
      leave most of a block idle and pay a barrier per row). Rows are grid-strided.
+     Rows that all start 16-byte aligned are read in 16-byte vectors
+     (:func:`vector_row_reducer`).
+   * **tiny-row kernel** for rows of one aligned vector each (4 to 16 bytes) lying
+     back to back: a thread per row, one load (:func:`build_tiny_row_kernel`).
    * **column kernel** otherwise: each thread owns an output *column* and walks the
      reduced axis, so a warp reads ``C`` adjacent columns of one row. When there are
      fewer than ``threads`` columns, ``G = threads / C`` thread groups split the
      reduced axis and are combined per column in shared memory (a tree with growing
-     offsets: element order is kept). Tiny rows (at most :data:`THREAD_ROW_BYTES`)
-     also go here, one thread per row: a warp then reads 32 short rows that lie
-     side by side.
+     offsets: element order is kept). Other short rows (at most
+     :data:`THREAD_ROW_BYTES`) also go here, one thread per row: a warp then reads
+     32 short rows that lie side by side.
 3. **Split long rows over blocks.** When there are too few rows (or column tiles)
    to fill the GPU, each row is cut into ``S`` pieces, one block each, and the
    **grid strategy** decides how the pieces meet: ``two_pass`` writes ``S``
