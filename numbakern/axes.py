@@ -42,7 +42,9 @@ _ANY_AXES = "axis must be None, an int or a tuple of ints"
 _ONE_AXIS = "axis must be None or an int (one axis)"
 
 
-def _index(axis: Any, allowed: str = _ANY_AXES) -> int:
+def axis_index(axis: Any, allowed: str = _ANY_AXES) -> int:
+    """``axis`` as an int (any object with ``__index__`` but a bool), or a TypeError
+    saying what is ``allowed``."""
     if isinstance(axis, (bool, np.bool_)):  # operator.index(True) is 1: NumPy refuses it
         raise TypeError(f"{allowed}, got {axis!r}")
     try:
@@ -56,7 +58,7 @@ def _index(axis: Any, allowed: str = _ANY_AXES) -> int:
 def normalize_axis(axis: Any, ndim: int, allowed: str = _ONE_AXIS) -> int:
     """One axis as a non-negative int (argmax's ``axis``; a tuple raises TypeError
     whose message says what is ``allowed``)."""
-    a = _index(axis, allowed)
+    a = axis_index(axis, allowed)
     if not -ndim <= a < ndim:
         raise AxisError(a, ndim)
     return a % ndim
@@ -78,8 +80,8 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of distinct non-negative axes (``None``: all)."""
     if axis is None:
         return tuple(range(ndim))
-    if not isinstance(axis, (tuple, list)):
-        if ndim == 0 and _index(axis) in (0, -1):
+    if not isinstance(axis, tuple):  # a list too, as NumPy: not an int
+        if ndim == 0 and axis_index(axis) in (0, -1):
             return ()  # NumPy's 0-d reductions take axis=0 and axis=-1
         return (normalize_axis(axis, ndim, _ANY_AXES),)
     axes = tuple(normalize_axis(a, ndim, _ANY_AXES) for a in axis)
@@ -108,7 +110,8 @@ def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str,
 
     Raises:
         TypeError: ``out`` is not an array of the input's library.
-        ValueError: a wrong shape; :class:`OutDtypeError` for a wrong dtype.
+        ValueError: a wrong shape, a read-only NumPy ``out``; :class:`OutDtypeError`
+            for a wrong dtype.
     """
     if out is None:
         return
@@ -126,6 +129,8 @@ def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str,
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{name}: out has shape {tuple(out.shape)}, the result has shape "
                          f"{tuple(shape)}")
+    if kind == "numpy" and not out.flags.writeable:
+        raise ValueError(f"{name}: out must be a writeable NumPy array")
     if integer and np.dtype(out.dtype).kind not in "iu":
         raise OutDtypeError(f"{name}: indices need an integer out, got dtype "
                             f"{np.dtype(out.dtype)}")

@@ -72,14 +72,20 @@ SHAPE = Shape()
 
 
 class OutputPath(click.Path):
-    """A file to write, checked before any work: its folder must exist and be writable
-    (so a slow run never ends in a traceback about the path)."""
+    """A file to write, checked before any work: its folder must exist and be writable,
+    and its suffix one of ``suffixes`` when given (so a slow run never ends in a
+    traceback about the path or the format)."""
 
-    def __init__(self):
+    def __init__(self, suffixes: tuple[str, ...] = ()):
         super().__init__(dir_okay=False)
+        self.suffixes = suffixes
 
     def convert(self, value, param, ctx):
         path = super().convert(value, param, ctx)
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        if self.suffixes and suffix not in self.suffixes:
+            self.fail(f"{value!r}: a figure is written as {', '.join(self.suffixes)}",
+                      param, ctx)
         folder = os.path.dirname(os.path.abspath(os.fspath(path)))
         if not os.path.isdir(folder):
             self.fail(f"{value!r}: no folder {folder!r} to write it in", param, ctx)
@@ -89,6 +95,7 @@ class OutputPath(click.Path):
 
 
 OUTPUT = OutputPath()
+FIGURE = OutputPath(suffixes=(".png", ".svg", ".pdf"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -195,8 +202,9 @@ def _variants(op, names) -> list:
               help="Timed calls per strategy (median). Default 20; 3 under the simulator.")
 @click.option("--json", "json_path", type=OUTPUT,
               help="Also write the results as JSON.")
-@click.option("--png", "png_path", type=OUTPUT,
-              help="Also draw GB/s per strategy, under the copy bandwidth (matplotlib).")
+@click.option("--png", "png_path", type=FIGURE,
+              help="Also draw GB/s per strategy, under the copy bandwidth (matplotlib; "
+                   ".png, .svg or .pdf).")
 def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, png_path):
     """Time every strategy of one operation beside CuPy and PyTorch.
 
@@ -330,9 +338,9 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Blocks of the first launch.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
-@click.option("--figure", type=OUTPUT,
-              help="Draw the combine tree (.png or .svg); with STRATEGY all, {name} in the "
-                   "path becomes each strategy's name.")
+@click.option("--figure", type=FIGURE,
+              help="Draw the combine tree (.png, .svg or .pdf); with STRATEGY all, {name} "
+                   "in the path becomes each strategy's name.")
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
 def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figure,

@@ -27,7 +27,7 @@ from . import kernels
 from .arrays import SIMULATOR, Workspace
 from .job import max_resident_blocks
 from .launch import launch
-from .strategy import _check_threads, ceil_div
+from .strategy import Immutable, _check_threads, ceil_div
 
 #: static shared memory a block may use (48 KiB without opting in to more)
 SHARED_LIMIT = 48 * 1024
@@ -35,7 +35,7 @@ SHARED_LIMIT = 48 * 1024
 COUNTER_BYTES = 4
 
 
-class HistogramStrategy:
+class HistogramStrategy(Immutable):
     """Where a block's counts accumulate before they reach the global counters.
 
     Args:

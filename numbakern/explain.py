@@ -22,9 +22,9 @@ from rich.tree import Tree
 from .trace import ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, Node, Trace
 
 LEGEND = (
-    "How to read this: ⊕ is the op, [a-b] the elements a state covers. A thread's step "
-    "counts the shuffles and barriers it has passed, so combines of one step happen in "
-    "the same round. A join combines two states that both hold elements: a reduction of "
+    "How to read this: ⊕ is the op, [a-b] the elements a state covers. Steps are the "
+    "rounds of combines, numbered as listed (the table counts them too): the combines of "
+    "one step happen in the same round, after the same shuffles and barriers. A join combines two states that both hold elements: a reduction of "
     "n elements makes exactly n - 1 joins, whatever the strategy; the other combines run "
     "on idle lanes, with the identity, or make states nobody reads. In brackets: how the "
     "right-hand state reached the thread (a shuffle from another lane's register, a "
@@ -184,21 +184,33 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
 
 def _add_block(trace, branch, steps, stores, barriers, threads, limit) -> None:
     barriers = list(barriers)
+    shown = 0  # steps are numbered as listed: the recording counts barriers as steps too
     for step in sorted(set(steps) | {s for s, *_ in stores}):
         while barriers and barriers[0] <= step:
             branch.add(Text(f"barrier: __syncthreads(), all {threads} threads wait", "yellow"))
             barriers.pop(0)
-        _add_step(trace, branch, step, steps.get(step, []),
+        shown += step != 0 and _combining(steps.get(step, []))
+        _add_step(trace, branch, step, shown, steps.get(step, []),
                   [s[1:] for s in stores if s[0] == step], limit)
     for _ in barriers:
         branch.add(Text(f"barrier: __syncthreads(), all {threads} threads wait", "yellow"))
 
 
-def _add_step(trace, branch, step, nodes, stores, limit) -> None:
+def _combining(nodes) -> bool:
+    """Whether a step has combines of its own (not only atomics into the output)."""
+    return any(n.via != ATOMIC for n in nodes)
+
+
+def _add_step(trace, branch, step, shown, nodes, stores, limit) -> None:
     joins = [n for n in nodes if trace.is_join(n) or (n.via == ATOMIC and n.id in trace.ancestry)]
     arrivals = [n for n in nodes if _arrival(trace, n)]
     idle = len(nodes) - len(joins) - len(arrivals)
-    title = "thread reduce" if step == 0 else f"step {step}"
+    if step == 0:
+        title = "thread reduce"
+    elif _combining(nodes):
+        title = f"step {shown}"
+    else:  # the table counts these apart: atomics, and stores
+        title = "atomic fold" if nodes else "write-out"
     if joins:
         node = branch.add(Text(f"{title}: {_step_title(trace, joins, idle)}"))
     elif arrivals:

@@ -44,7 +44,7 @@ import numpy as np
 from . import kernels
 from . import ops as _ops
 from . import strategies as _strategies
-from .axes import check_flag, optional_axis
+from .axes import axis_index, check_flag, optional_axis
 from .arrays import (
     honours_stream,
     SIMULATOR,
@@ -185,6 +185,8 @@ def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse
     states, results = _dtypes(op, in_dtype, dtype, rule)
     grid = _strategies.resolve_scan(strategy)
     layout = check_layout(layout)
+    if len(shape) == 0 and axis is not None and axis_index(axis) in (0, -1):
+        axis = None  # NumPy scans a 0-d array along axis 0 or -1 as one element
     axis = optional_axis(axis, len(shape))
     size = math.prod(shape)
     out_shape = (size,) if axis is None else shape
@@ -319,9 +321,11 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
     xv = _device_view(x)
     views = _segment_views(xv, tviews, axis)
     if views is None:
-        warnings.warn(f"numbakern copied a {tuple(x.shape)} input whose strides need more "
-                      "than two strided dimensions; pass a contiguous array to avoid the "
-                      "copy", CopyWarning, stacklevel=4)
+        need = ("a flattened scan (axis=None) reads its input in C order as one strided "
+                "run" if axis is None else
+                "its strides need more than two strided outer dimensions")
+        warnings.warn(f"numbakern copied a {tuple(x.shape)} input: {need}; pass a "
+                      "contiguous array to avoid the copy", CopyWarning, stacklevel=4)
         xv = _contiguous_copy(x, kind, xv, workspace)
         views = _segment_views(xv, tviews, axis)
         if views is None:

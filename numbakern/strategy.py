@@ -45,7 +45,32 @@ class Cost:
     atomics: int
 
 
-class BlockStrategy:
+class _MadeOnce(type):
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_made", True)  # __init__ is over: fixed from now on
+        return obj
+
+
+class Immutable(metaclass=_MadeOnce):
+    """Base of strategy classes: an object's attributes are fixed once it is made.
+
+    Strategies are values: equal and hashed by their ``key``, and the plans and
+    recorded launches numbakern caches (``memo.py``, ``replay.py``) hold them. A
+    strategy changed after it was made would leave those answering for its old value
+    (found in a trial: setting ``threads`` on a used object ran the old block size),
+    so a change raises ``AttributeError``; make a new object instead.
+    """
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_made", False):
+            raise AttributeError(f"{type(self).__name__} objects are immutable: make a new "
+                                 f"one (for example {type(self).__name__}(...)) instead of "
+                                 f"setting {name!r}")
+        object.__setattr__(self, name, value)
+
+
+class BlockStrategy(Immutable):
     """How the threads of one block combine their states.
 
     Subclasses set ``name``, ``needs_commutative`` and implement :meth:`temp_slots`
@@ -96,7 +121,7 @@ class BlockStrategy:
         return hash(self.key)
 
 
-class GridStrategy:
+class GridStrategy(Immutable):
     """How the blocks of a grid combine their results.
 
     Subclasses set ``name``, ``deterministic``, ``needs_commutative`` and implement

@@ -41,10 +41,10 @@ from numba import cuda, from_dtype, int32
 from numbakern import kernels
 from numbakern.launch import SIMULATOR, launch
 from numbakern.sort_keys import max_key
-from numbakern.strategy import _check_threads
+from numbakern.strategy import Immutable, _check_threads
 
 
-class BitonicSort:
+class BitonicSort(Immutable):
     """Sort each row in one block with a bitonic network on ``(key, index)`` pairs.
 
     Args:

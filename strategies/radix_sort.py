@@ -52,7 +52,7 @@ from numbakern import kernels
 from numbakern.counting import HistogramStrategy
 from numbakern.elementwise import zeros
 from numbakern.launch import SIMULATOR, launch
-from numbakern.strategy import _check_threads, ceil_div
+from numbakern.strategy import Immutable, _check_threads, ceil_div
 
 from .shared_privatized import SharedPrivatized
 from .warp_privatized import WarpPrivatized
@@ -64,7 +64,7 @@ WARP = 32
 FULL_MASK = 0xFFFFFFFF
 
 
-class RadixSort:
+class RadixSort(Immutable):
     """Stable LSD radix sort on 8-bit digits, any row length, rows of a batch together.
 
     Args:

@@ -70,7 +70,7 @@ def test_normalize_axes(axis, ndim, want):
 @pytest.mark.parametrize("axis,ndim,error", [
     (3, 3, AxisError), (-4, 3, AxisError), ((0, 3), 3, AxisError), ((0,), 0, AxisError),
     (1, 0, AxisError), ((1, 1), 3, ValueError), ((0, -3), 3, ValueError), (1.0, 3, TypeError),
-    ("0", 3, TypeError),
+    ("0", 3, TypeError), ([0, 1], 3, TypeError),  # NumPy refuses a list too
 ])
 def test_normalize_axes_errors(axis, ndim, error):
     with pytest.raises(error):
@@ -411,6 +411,10 @@ def test_out_errors():
         nk.sum(x, axis=0, out=np.empty(4, np.int64))
     with pytest.raises(TypeError, match="numpy.ndarray"):
         nk.sum(x, axis=0, out=[0, 0, 0, 0])
+    read_only = np.empty(4, np.float32)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="out must be a writeable"):  # before any kernel
+        nk.sum(x, axis=0, out=read_only)
 
 
 def test_out_device():

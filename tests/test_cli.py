@@ -137,6 +137,8 @@ def test_compare_named_strategies_dtype_and_png(tmp_path):
     (["explain", "--figure", "/no/such/folder/a.png"], "'--figure'"),
     (["compare", "sum", "--json", "/no/such/folder/a.json"], "'--json'"),
     (["compare", "sum", "--png", "/no/such/folder/a.png"], "'--png'"),
+    (["explain", "--figure", "tree.txt"], "'--figure'"),  # a format matplotlib lacks
+    (["compare", "sum", "--png", "speed.txt"], "'--png'"),
 ])
 def test_bad_arguments_are_one_error_line(args, where):
     result = invoke(*args)

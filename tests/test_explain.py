@@ -195,3 +195,25 @@ def test_explain_on_a_gpu_backend_says_how_to_run_it(monkeypatch):
 def test_trace_refuses_a_gpu():
     with pytest.raises(TraceError, match="NUMBAKERN_SIMULATOR=1"):
         trace_reduce(X64, "sum", AtomicFold(WarpShuffle(32)))
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", numbakern.strategies.available())
+def test_tree_numbers_steps_as_the_table_counts_them(strategy):
+    """Every block's steps are listed 1, 2, ... up to the table's count (found in a
+    trial: barriers used to take numbers, and a write alone showed as a step)."""
+    import re
+
+    from rich.console import Console
+
+    from numbakern.explain import tree
+
+    trace = trace_reduce(np.arange(5, dtype=np.float32), "sum", strategy, blocks=1)
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    console.print(tree(trace, limit=1))
+    text = console.export_text()
+    for (launch, block), counts in trace.blocks.items():
+        section = text.split(f"launch {launch}:")[1].split(f"block {block}")[1]
+        section = re.split(r"block \d|launch \d|result", section)[0]
+        shown = [int(k) for k in re.findall(r"step (\d+)", section)]
+        assert shown == list(range(1, counts.steps + 1)), (launch, block, shown)

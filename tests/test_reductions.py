@@ -270,6 +270,26 @@ def test_second_call_compiles_nothing():
     assert kernels.cache_info()["builds"] == builds
 
 
+def test_strategies_are_immutable_values():
+    """Plans and recorded launches hold strategy objects: a change after use would
+    leave them running the old value (found in a trial), so changes raise."""
+    from numba import cuda
+
+    from numbakern.strategies import RadixSort, WarpPrivatized
+
+    block = WarpShuffle(threads=32)
+    grid = TwoPass(block)
+    x = cuda.to_device(np.ones((2, 300), np.float32))
+    for _ in range(2):
+        nk.sum(x, axis=1, strategy=grid)
+    for obj, name, value in [(block, "threads", 64), (grid, "block", SharedTree()),
+                             (grid, "blocks", 4), (WarpPrivatized(), "threads", 64),
+                             (RadixSort(), "items", 4)]:
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(obj, name, value)
+    assert grid == TwoPass(WarpShuffle(threads=32)) and block.threads == 32
+
+
 def test_strategies_describe_themselves():
     assert set(nk.strategies.available()) == set(STRATEGIES)
     for name in nk.strategies.available():

@@ -38,12 +38,12 @@ COMBOS = [f"{g}/{b}" for g in SCAN_GRID for b in SCAN_BLOCK]
 MODES = [(False, False), (True, False), (False, True), (True, True)]  # (exclusive, reverse)
 
 
-def make(spec: str, threads: int = 32, items: int = 2, blocks: int = 3):
+def make(spec: str, threads: int = 32, items: int = 2, blocks: int = 3, hold: str = "shared"):
     grid, block = spec.split("/")
     blk = SCAN_BLOCK[block](threads)
     if grid == "reduce_then_scan":
-        return ReduceThenScan(blk, blocks=blocks, items=items)
-    return DecoupledLookback(blk, items=items)
+        return ReduceThenScan(blk, blocks=blocks, items=items, hold=hold)
+    return DecoupledLookback(blk, items=items, hold=hold)
 
 
 def ref_scan(x, f, exclusive=False, reverse=False, empty=0) -> list:
@@ -125,8 +125,7 @@ def test_hold_registers_and_shared(spec):
     """Item prefixes held in registers or in shared memory give the same scans."""
     x = np.random.default_rng(12).integers(-100, 100, 3 * 64 + 7).astype(np.int32)
     for hold in ("registers", "shared"):
-        g = make(spec)
-        g.hold = hold
+        g = make(spec, hold=hold)
         for exclusive, reverse in MODES:
             got = nk.cumsum(x, exclusive=exclusive, reverse=reverse, strategy=g)
             np.testing.assert_array_equal(got, np_scan(x.astype(np.int64), exclusive, reverse),
@@ -254,6 +253,10 @@ def test_result_dtype_rules():
     assert nk.cumsum(b).tolist() == [1, 1, 2, 3] and nk.cumsum(b).dtype == np.int64
     assert nk.associative_scan(b, "bitwise_or").dtype == np.bool_
     assert nk.cumsum(np.float32(2.5)).shape == (1,)  # 0-d: flattened, as NumPy
+    for axis in (0, -1):  # NumPy scans a 0-d array along axis 0 or -1 too
+        np.testing.assert_array_equal(nk.cumsum(np.float32(2.5), axis=axis), [2.5])
+    with pytest.raises(np.exceptions.AxisError):
+        nk.cumsum(np.float32(2.5), axis=1)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's float overflow
@@ -340,7 +343,7 @@ def test_device_input_strided_views_and_out():
     flat = nk.cumsum(cuda.to_device(base)[1], axis=None, reverse=True)
     np.testing.assert_array_equal(flat.copy_to_host(),
                                   np.cumsum(base[1].ravel()[::-1])[::-1])
-    with pytest.warns(arrays.CopyWarning):  # not one flat stride: copied, announced
+    with pytest.warns(arrays.CopyWarning, match="flattened scan"):  # not one flat run
         flat = nk.cumsum(cuda.to_device(base)[:, :3], axis=None)
     np.testing.assert_array_equal(flat.copy_to_host(), np.cumsum(base[:, :3]))
 
