@@ -217,8 +217,20 @@ def flat_view(x, any_order: bool, stream):
             CopyWarning,
             stacklevel=3,
         )
-        return _to_device(host_copy(view).ravel(), stream), n
+        packed = contiguous_copy(x, view, stream)
+        return _strided(packed, [(n, np.dtype(x.dtype).itemsize)], np.dtype(x.dtype)), n
     return _strided(view, dims, np.dtype(x.dtype)), n
+
+
+def contiguous_copy(x, view, stream):
+    """A C-contiguous device copy of device input ``x`` (``view``: its device view):
+    on the device for CuPy input, through the host otherwise (Numba has no strided
+    device-to-device copy)."""
+    if kind_of(x) == "cupy" and not SIMULATOR:
+        import cupy
+
+        return _device_view(cupy.ascontiguousarray(x))
+    return _to_device(host_copy(view, stream), stream)
 
 
 def host_copy(view, stream=0) -> np.ndarray:

@@ -56,6 +56,7 @@ from .arrays import (
     as_array_like,
     axis_last_views,
     collapse,
+    contiguous_copy,
     host_copy,
     kind_of,
     resolve_stream,
@@ -326,7 +327,7 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
                 "its strides need more than two strided outer dimensions")
         warnings.warn(f"numbakern copied a {tuple(x.shape)} input: {need}; pass a "
                       "contiguous array to avoid the copy", CopyWarning, stacklevel=4)
-        xv = _contiguous_copy(x, kind, xv, workspace)
+        xv = contiguous_copy(x, xv, workspace.stream)
         views = _segment_views(xv, tviews, axis)
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "
@@ -353,14 +354,6 @@ def _segment_views(xv, outs: list, axis):
         return [_strided(xv, flat, np.dtype(xv.dtype))] + [
             _strided(o, [(1, 0), (1, 0), (n, o.strides[0])], np.dtype(o.dtype)) for o in outs]
     return axis_last_views([xv] + outs, axis)
-
-
-def _contiguous_copy(x, kind: str, view, workspace: Workspace):
-    if kind == "cupy" and not SIMULATOR:
-        import cupy
-
-        return _device_view(cupy.ascontiguousarray(x))
-    return _to_device(host_copy(view, workspace.stream), workspace.stream)
 
 
 def _reversed(view):

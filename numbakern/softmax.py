@@ -51,6 +51,7 @@ from .arrays import (
     _to_device,
     as_array_like,
     axis_last_views,
+    contiguous_copy,
     host_copy,
     kind_of,
     resolve_stream,
@@ -384,7 +385,7 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     if views is None:  # an input strided in three or more outer dimensions
         warnings.warn(f"numbakern copied {names} of shape {shape}: their strides need "
                       "more than two strided dimensions", CopyWarning, stacklevel=4)
-        devs = [_to_device(host_copy(d, workspace.stream), workspace.stream) for d in devs]
+        devs = [contiguous_copy(a, d, workspace.stream) for a, d in zip(inputs, devs)]
         views = axis_last_views(devs + [result_view], axis)
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "

@@ -370,3 +370,22 @@ def test_vector_loads_and_their_scalar_tail(name, dtype):
             assert_matches(np.asarray(got.copy_to_host()), host, np.sum, "sum")
         got = nk.argmax(dev[:n], strategy=STRATEGIES[name])
         assert int(np.asarray(got.copy_to_host())) == int(np.argmax(x[:n]))
+
+
+def test_whole_reduction_of_a_layout_that_needs_a_copy():
+    """Three strided dimensions: one announced C-order copy, then the usual answers
+    (element order kept for a non-commutative op)."""
+    from numba import cuda
+
+    from numbakern.arrays import CopyWarning
+
+    h = np.random.default_rng(3).integers(-3, 4, (4, 5, 6)).astype(np.float32)
+    view = cuda.to_device(h)[::2, ::2, ::2]
+    want = h[::2, ::2, ::2]
+    with pytest.warns(CopyWarning, match="copied"):
+        got = nk.sum(view, strategy=STRATEGIES["two_pass/warp_shuffle"])
+    np.testing.assert_allclose(got.copy_to_host(), want.sum(dtype=np.float64), rtol=1e-6)
+    with pytest.warns(CopyWarning):
+        last = nk.reduce(view, LAST_NONZERO, strategy=STRATEGIES["two_pass/warp_shuffle"])
+    flat = want.ravel()
+    assert float(last.copy_to_host()) == flat[flat != 0][-1]
