@@ -11,8 +11,9 @@ import functools
 
 import numpy as np
 
-# Arguments that are their value: equal ones are interchangeable once their types match.
-_VALUES = (int, float, str, bool, type(None), type, np.dtype, np.generic)
+# Arguments that are their value: equal ones are interchangeable once their types match
+# (numbakern.replay keys its calls on the same ones).
+VALUES = (int, float, str, bool, type(None), type, np.dtype, np.generic)
 
 
 def _tag(arg):
@@ -22,7 +23,7 @@ def _tag(arg):
     key may still differ in what a plan keeps of them, so each plans for itself."""
     if type(arg) is tuple:
         return tuple(map(type, arg))
-    if isinstance(arg, _VALUES):
+    if isinstance(arg, VALUES):
         return type(arg)
     return type(arg), id(arg)  # the cache holds arg, so its id stays its own
 

@@ -47,6 +47,7 @@ from numba import cuda
 from .launch import (SIMULATOR, DeviceBuffer, current_device_id, current_recording,
                      driver_launch, flatten, launcher_for, parameter_block, set_recording,
                      stream_handle, to_device_array)
+from .memo import VALUES
 
 ALIGN = 256  # each temporary's offset in the call's one allocation (CuPy's pool's too)
 # An address keys a call by its remainder modulo this: the one property of an address a
@@ -57,7 +58,6 @@ MAX_SIGNATURES = 256  # per function; the table starts afresh when full
 # Replays, recordings kept and refused, since import: for tests and the curious.
 counts: Counter = Counter()
 
-_PLAIN = (int, float, str, type(None), type, np.dtype, np.generic)  # keyed on value
 _HOST = (list, dict, set, np.ndarray)  # never keyed: their contents are the input
 _enabled = True
 
@@ -127,10 +127,10 @@ def _signature(args: tuple, kwargs: dict, arrays: list, refs: list):
     table, so that their ids stay theirs)."""
     key = []
     for v in (*args, *kwargs.values()):
-        if isinstance(v, _PLAIN):
+        if isinstance(v, VALUES):
             key.append((type(v), v))
         elif type(v) is tuple:
-            if not all(isinstance(e, _PLAIN) for e in v):
+            if not all(isinstance(e, VALUES) for e in v):
                 return None
             key.append((tuple, tuple(map(type, v)), v))
         elif isinstance(v, _HOST):
