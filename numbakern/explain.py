@@ -24,8 +24,9 @@ from .trace import ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, Node, Tra
 LEGEND = (
     "How to read this: ⊕ is the op, [a-b] the elements a state covers. Steps are the "
     "rounds of combines, numbered as listed (the table counts them too): the combines of "
-    "one step happen in the same round, after the same shuffles and barriers. A join combines two states that both hold elements: a reduction of "
-    "n elements makes exactly n - 1 joins, whatever the strategy; the other combines run "
+    "one step happen in the same round, after the same shuffles and barriers. A join "
+    "combines two states that both hold elements: a reduction of n elements makes "
+    "exactly n - 1 joins, whatever the strategy; the other combines run "
     "on idle lanes, with the identity, or make states nobody reads. In brackets: how the "
     "right-hand state reached the thread (a shuffle from another lane's register, a "
     "shared-memory slot, a partial in global memory written by an earlier launch)."
