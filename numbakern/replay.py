@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import cuda
 
-from .launch import (SIMULATOR, DeviceBuffer, current_device_id, current_recording,
+from .launch import (SIMULATOR, DeviceBuffer, buffer, current_device_id, current_recording,
                      driver_launch, flatten, launcher_for, parameter_block, set_recording,
                      stream_handle, to_device_array)
 from .memo import VALUES
@@ -98,14 +98,10 @@ def _device_array(v) -> _Array | None:
         if not hasattr(v, "data"):
             return None
         return _Array("cupy", v.data.ptr, v.dtype, v.shape, v.strides)
-    cai = getattr(v, "__cuda_array_interface__", None)
-    if cai is None:
+    if not hasattr(v, "__cuda_array_interface__"):
         return None
-    dtype = np.dtype(cai["typestr"])
-    shape = tuple(cai["shape"])
-    strides = cai.get("strides") or tuple(
-        dtype.itemsize * int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
-    return _Array("device", cai["data"][0], dtype, shape, tuple(strides))
+    b = buffer(v)  # the launcher's reading of the interface (strides None: C order)
+    return _Array("device", b.ptr, b.dtype, b.shape, b.strides)
 
 
 def _extent(a: _Array) -> tuple[int, int]:
