@@ -151,6 +151,15 @@ def _strided(view, dims, dtype):
     return view.with_layout(shape, strides)
 
 
+def span_view(view):
+    """A 1-D view of a device view's memory from its first element to its last (the
+    view's strides non-negative): what 16-byte vector loads index, the elements between
+    rows included."""
+    dtype = np.dtype(view.dtype)
+    span = sum((e - 1) * s for e, s in zip(view.shape, view.strides)) // dtype.itemsize
+    return _strided(view, [(span + 1, dtype.itemsize)], dtype)
+
+
 def axis_last_views(arrays: list, axis: int):
     """3-D ``(outer, inner, n)`` views of same-shaped device arrays, ``axis`` last.
 

@@ -64,7 +64,7 @@ from numba import cuda, from_dtype, int32, int64, uint32, uint64
 from . import kernels
 from .vector import vector_loader
 from .memo import planner
-from .arrays import CopyWarning, _strided, _to_device, kind_of
+from .arrays import CopyWarning, _strided, _to_device, kind_of, span_view
 from .elementwise import THREADS, grid_for
 from .job import max_resident_blocks
 from .launch import SIMULATOR, buffer, launch
@@ -431,13 +431,6 @@ def row_vector_width(av: "AxisView", dtype: np.dtype, ordered: bool) -> int:
     return width if kernels._pointer(av.view) % 16 == 0 else 0
 
 
-def _rows_flat(av: "AxisView", dtype: np.dtype):
-    """A 1-D view of the memory from the first to the last element of ``av``'s rows."""
-    shape, strides = av.view.shape, av.view.strides
-    span = sum((n - 1) * s for n, s in zip(shape[:2], strides[:2])) // dtype.itemsize
-    return _strided(av.view, [(span + av.N, dtype.itemsize)], dtype)
-
-
 def warp_reducer(block, kit):
     """``(warp_reduce(s, t0, t1), temp_slots)`` for one warp per row, or ``None``.
 
@@ -780,7 +773,7 @@ def reduce_axes(x, axes, op, kit, grid, workspace, lanes=None, track_index=False
     vector = row_vector_width(av, dtype, ordered) if plan.kernel == "row" else 0
     first = _kernel_for(plan, grid.block, op, kit, av, ordered,
                         _emit_for(plan, grid, op, kit, av), vector)
-    rows = _rows_flat(av, dtype) if vector else av.view
+    rows = span_view(av.view) if vector else av.view
     args = (av.view, rows, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
             plan.chunk, plan.pieces) + ((plan.lanes,) if plan.kernel == "column" else ())
     stream = workspace.stream
@@ -845,7 +838,7 @@ def _tiny_rows(av: AxisView, dtype: np.dtype, width: int, op, kit, workspace):
     key = ("segmented", "tiny", width, op, kit.dtypes, kernels.device_key())
     kernel = kernels.cached(key, lambda: build_tiny_row_kernel(kit, _to_state(op, kit), width))
     out = _alloc_state(workspace, kit, av.M)
-    launch(kernel, grid_for(av.M), THREADS, workspace.stream, _rows_flat(av, dtype), av.M,
+    launch(kernel, grid_for(av.M), THREADS, workspace.stream, span_view(av.view), av.M,
            av.out_mult[1], *out)
     return out
 

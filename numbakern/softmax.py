@@ -47,7 +47,6 @@ from .arrays import (
     CopyWarning,
     Workspace,
     _device_view,
-    _strided,
     _to_device,
     as_array_like,
     axis_last_views,
@@ -55,6 +54,7 @@ from .arrays import (
     host_copy,
     kind_of,
     resolve_stream,
+    span_view,
     user_array,
 )
 from .launch import SIMULATOR, launch
@@ -353,15 +353,8 @@ def _launch(plan: RowPlan, views: list, stream) -> None:
     width = rowwise.vector_width(plan, n, views)
     if width:  # the same rows, read and written in 16-byte vectors
         plan = dataclasses.replace(plan, vector=width)
-        views = [*views, *(_flat(v) for v in views)]
+        views = [*views, *(span_view(v) for v in views)]
     launch(rowwise.kernel_for(plan), grid, plan.threads, stream, *views)
-
-
-def _flat(view):
-    """A 1-D view of a 3-D view's memory, from its first element to its last."""
-    dtype = np.dtype(view.dtype)
-    span = sum((e - 1) * s for e, s in zip(view.shape, view.strides)) // dtype.itemsize
-    return _strided(view, [(span + 1, dtype.itemsize)], dtype)
 
 
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream):
