@@ -32,7 +32,7 @@ from numba import cuda, from_dtype, int64, uint64
 
 from .launch import SIMULATOR, current_device_id
 from .state import StateKit, build_kit
-from .vector import vector_loader
+from .vector import rows_aligned, vector_lanes, vector_loader
 
 UNROLL = 8
 
@@ -229,17 +229,12 @@ def vector_width(x, ordered: bool) -> int:
     loads: only a C-contiguous 1-D numeric input whose data is 16-byte aligned (as
     CUB's ``LOAD_VECTORIZE``), read grid-strided (``ordered`` False)."""
     dtype = np.dtype(x.dtype)
-    if ordered or x.ndim != 1 or dtype.kind not in "iuf" or dtype.itemsize > 8:
+    width = vector_lanes(dtype)
+    if ordered or x.ndim != 1 or not width:
         return 0
     if x.strides[0] != dtype.itemsize and x.shape[0] > 1:
         return 0
-    return 16 // dtype.itemsize if _pointer(x) % 16 == 0 else 0
-
-
-def _pointer(x) -> int:
-    if SIMULATOR:  # a FakeCUDAArray over a NumPy array
-        return x._ary.ctypes.data
-    return x.ptr
+    return width if rows_aligned(x, 0) else 0
 
 
 def contiguous_thread_reduce(kit: StateKit, load, threads: int):

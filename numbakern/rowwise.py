@@ -50,7 +50,7 @@ from .ops import MAX, SUM
 from .strategies.online_softmax import ONLINE_SOFTMAX
 from .strategies.warp_shuffle import build_warp_reduce
 from .strategy import BlockStrategy
-from .vector import vector_loader, vector_storer
+from .vector import rows_aligned, vector_lanes, vector_loader, vector_storer
 
 WARP = 32
 UNROLL = 4  # loads in flight per thread in a tiled pass
@@ -245,14 +245,11 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     dtype = np.dtype(plan.dtype)
     if not plan.fused or plan.kind not in FORWARD or dtype.kind != "f" or dtype.itemsize < 4:
         return 0
-    width = 16 // dtype.itemsize
+    width = vector_lanes(dtype)
     if n % width or plan.per_thread % width:
         return 0
-    for v in views:
-        if v.strides[2] != dtype.itemsize or kernels._pointer(v) % 16:
-            return 0
-        if any(e > 1 and (st < 0 or st % 16) for e, st in zip(v.shape[:2], v.strides[:2])):
-            return 0
+    if any(v.strides[2] != dtype.itemsize or not rows_aligned(v, 2) for v in views):
+        return 0
     return width
 
 

@@ -62,7 +62,7 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from . import kernels
-from .vector import vector_loader
+from .vector import rows_aligned, vector_address, vector_lanes, vector_loader
 from .memo import planner
 from .arrays import CopyWarning, _strided, _to_device, kind_of, span_view
 from .elementwise import THREADS, grid_for
@@ -420,15 +420,12 @@ def row_vector_width(av: "AxisView", dtype: np.dtype, ordered: bool) -> int:
     """Elements per 16-byte vector load for the row kernel over ``av``, or 0: a
     commutative op over one contiguous reduced dimension of numeric elements whose
     rows all start 16-byte aligned (CUB's ``LOAD_VECTORIZE`` condition, per row)."""
-    shape, strides = av.view.shape, av.view.strides
-    if ordered or av.reduced_dims != 1 or dtype.kind not in "iuf" or dtype.itemsize > 8:
+    width = vector_lanes(dtype)
+    if ordered or av.reduced_dims != 1 or not width:
         return 0
-    width = 16 // dtype.itemsize
-    if strides[3] != dtype.itemsize or av.N < width or av.index_mult[1] > 1:
+    if av.view.strides[3] != dtype.itemsize or av.N < width or av.index_mult[1] > 1:
         return 0
-    if any(n > 1 and (s < 0 or s % 16) for n, s in zip(shape[:2], strides[:2])):
-        return 0
-    return width if kernels._pointer(av.view) % 16 == 0 else 0
+    return width if rows_aligned(av.view, 2) else 0
 
 
 def warp_reducer(block, kit):
@@ -812,7 +809,7 @@ def tiny_row_width(av: AxisView, dtype: np.dtype) -> int:
     strides = av.view.strides
     if strides[3] != itemsize or (av.M > 1 and strides[1] != row_bytes):
         return 0
-    return n if kernels._pointer(av.view) % row_bytes == 0 else 0
+    return n if vector_address(av.view) % row_bytes == 0 else 0
 
 
 def build_tiny_row_kernel(kit, to_state, width: int):

@@ -23,9 +23,27 @@ from numba.cuda.core import config
 VECTOR_BYTES = 16  # the widest load a CUDA thread can issue
 
 
-def lanes(dtype) -> int:
-    """Elements of ``dtype`` in one 16-byte vector load."""
-    return VECTOR_BYTES // np.dtype(dtype).itemsize
+def vector_lanes(dtype) -> int:
+    """Elements of ``dtype`` in one 16-byte vector, or 0 for a dtype the vector loads
+    do not take (bool, and anything wider than 8 bytes)."""
+    dtype = np.dtype(dtype)
+    return VECTOR_BYTES // dtype.itemsize if dtype.kind in "iuf" and dtype.itemsize <= 8 \
+        else 0
+
+
+def vector_address(x) -> int:
+    """The address of a device view's first element (a simulator array's NumPy data)."""
+    return x._ary.ctypes.data if config.ENABLE_CUDASIM else x.ptr
+
+
+def rows_aligned(view, outer: int) -> bool:
+    """Whether every row of ``view`` starts 16-byte aligned: its first element, and each
+    step along its first ``outer`` dimensions (those longer than one, which must not
+    run backwards), CUB's ``LOAD_VECTORIZE`` condition per row."""
+    if vector_address(view) % VECTOR_BYTES:
+        return False
+    return all(e <= 1 or (s >= 0 and s % VECTOR_BYTES == 0)
+               for e, s in zip(view.shape[:outer], view.strides[:outer]))
 
 
 if config.ENABLE_CUDASIM:
