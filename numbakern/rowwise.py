@@ -26,6 +26,14 @@ How the row is read is the other choice (``per_thread``):
   ``"max_then_sum"`` and twice with ``"online"``: the online normalizer of
   ``strategies/online_softmax.py`` computes maximum and sum in one pass.
 
+And how elements move (``vector``): scalar loads and stores, or 16-byte vectors
+(``numbakern/vector.py``: a quarter of the instructions for float32) where the arrays
+allow them (:func:`vector_width`). A fused kernel's rows must start 16-byte aligned
+and hold whole vectors; a tiled kernel reads the few elements of each row before its
+first 16-byte boundary and after its last with scalar loads, as PyTorch's softmax
+does, so any row length serves as long as each row lies as far from a boundary in
+every array (then one thread's vectors of ``x`` are its vectors of ``y``).
+
 Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
 float16 loads widen to float32 and results narrow back; the maximum is always
 subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for
@@ -45,15 +53,18 @@ import numpy as np
 from numba import cuda, from_dtype, int64
 
 from . import kernels
-from .launch import SIMULATOR
+from .arrays import span_view
+from .launch import SIMULATOR, DeviceBuffer
 from .ops import MAX, SUM
 from .strategies.online_softmax import ONLINE_SOFTMAX
 from .strategies.warp_shuffle import build_warp_reduce
 from .strategy import BlockStrategy
-from .vector import rows_aligned, vector_lanes, vector_loader, vector_storer
+from .vector import (VECTOR_BYTES, rows_aligned, vector_address, vector_lanes, vector_loader,
+                     vector_storer)
 
 WARP = 32
 UNROLL = 4  # loads in flight per thread in a tiled pass
+VECTORS = 4  # 16-byte loads in flight per thread in a tiled pass over vectors
 REGISTER_FILE = 65536  # 32-bit registers per multiprocessor (sm_70 to sm_100)
 MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
 
@@ -81,8 +92,8 @@ class RowPlan:
         max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
         sum_block: the block strategy of the sum, or of the online pair.
         dtype: the input and output dtype (its name).
-        vector: elements per 16-byte vector load and store (fused forward kernels
-            over rows that start 16-byte aligned: :func:`vector_width`), or 0.
+        vector: elements per 16-byte vector load and store (rows that allow them:
+            :func:`vector_width`), or 0 for scalar loads.
     """
 
     kind: str
@@ -120,10 +131,11 @@ class RowPlan:
 
         A fused kernel keeps each element's value and address live from its load to
         its store (about 3 registers an element, float64 and float16 conversions a few
-        more on top); a tiled one holds a tile of ``UNROLL``.
+        more on top); a tiled one holds a tile of ``UNROLL`` elements, or of
+        :data:`VECTORS` vectors (float64 forward: 102-116 with ptxas 13.0).
         """
         if not self.fused:
-            return 96 if self.dtype == "float64" else 64
+            return (120 if self.vector else 96) if self.dtype == "float64" else 64
         base = 32 + {"float64": 16, "float16": 8}.get(self.dtype, 0)
         base += 8 if self.kind in BACKWARD else 0
         return base + 3 * self.per_thread * self.words
@@ -234,23 +246,6 @@ def _element_index(plan: RowPlan):
         return lane + k * G
 
     return element
-
-
-def vector_width(plan: RowPlan, n: int, views: list) -> int:
-    """Elements per 16-byte vector for a fused forward ``plan`` over ``views`` (3-D,
-    rows last), or 0: float32/float64 rows of a multiple of the vector length, held
-    as whole vectors per thread, each row of every view starting 16-byte aligned
-    (CUB's ``LOAD_VECTORIZE`` condition). Fewer load and store instructions and
-    address registers per element than scalar accesses."""
-    dtype = np.dtype(plan.dtype)
-    if not plan.fused or plan.kind not in FORWARD or dtype.kind != "f" or dtype.itemsize < 4:
-        return 0
-    width = vector_lanes(dtype)
-    if n % width or plan.per_thread % width:
-        return 0
-    if any(v.strides[2] != dtype.itemsize or not rows_aligned(v, 2) for v in views):
-        return 0
-    return width
 
 
 def _fused_stats(plan: RowPlan, keep_exp: bool):
@@ -424,38 +419,76 @@ def _finisher(plan: RowPlan):
     return prepare, finish
 
 
+# --- kernels: shared memory ------------------------------------------------------------
+
+
+def _temp_storage(plan: RowPlan, first: tuple, second: tuple | None = None):
+    """Device function ``storage() -> arrays``: a row kernel's shared memory, called
+    once per thread at the kernel's start (CUB's ``TempStorage``).
+
+    ``first``/``second``: ``(block strategy or None, fields)`` of each block reduce
+    the kernel runs, in order. For each, the strategy's two temp arrays, then a
+    broadcast slot per field (:func:`_allreduce`'s ``t0, t1, b0, b1``): 4 arrays, or
+    8 with ``second``.
+    """
+    tc_t = _numba_types(plan)[0]
+    a0, a1 = _slots(plan, *first)
+    # Each shared array on its own line, and each line run once per thread: the
+    # simulator keys a shared array by the line that asks for it.
+    if second is None:
+
+        @cuda.jit(device=True)
+        def storage():
+            return (cuda.shared.array(a0, tc_t),
+                    cuda.shared.array(a1, tc_t),
+                    cuda.shared.array(1, tc_t),
+                    cuda.shared.array(1, tc_t))
+
+        return storage
+    b0, b1 = _slots(plan, *second)
+
+    @cuda.jit(device=True)
+    def storage():
+        return (cuda.shared.array(a0, tc_t),
+                cuda.shared.array(a1, tc_t),
+                cuda.shared.array(1, tc_t),
+                cuda.shared.array(1, tc_t),
+                cuda.shared.array(b0, tc_t),
+                cuda.shared.array(b1, tc_t),
+                cuda.shared.array(1, tc_t),
+                cuda.shared.array(1, tc_t))
+
+    return storage
+
+
+# --- forward kernels --------------------------------------------------------------------
+
+
 def _forward_kernel(plan: RowPlan):
-    """``kernel(x, y)`` over 3-D views: softmax or log-softmax of every row."""
+    """``kernel(x, y)`` over 3-D views: softmax or log-softmax of every row (with
+    ``plan.vector``, ``kernel(x, y, *vector_views(plan, [x, y]))``)."""
     tc_t, out_t, tc = _numba_types(plan)
     K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
     NEG = tc(-np.inf)
     # Temp storage of two reduces: first the maximum (or the online pair), then the sum
     # (none after the online pair).
-    online = plan.normalizer == "online"
-    first0, first1 = _slots(plan, plan.sum_block if online else plan.max_block,
-                            2 if online else 1)
-    second0, second1 = _slots(plan, None if online else plan.sum_block, 1)
+    if plan.normalizer == "online":
+        storage = _temp_storage(plan, (plan.sum_block, 2), (None, 1))
+    else:
+        storage = _temp_storage(plan, (plan.max_block, 1), (plan.sum_block, 1))
     prepare, finish = _finisher(plan)
     jit = _jit_kernel(plan)
     load = _masked_loader(tc_t, NEG)
 
     if plan.vector:
-        return _vector_forward(plan, prepare, finish, jit, (first0, first1, second0, second1))
+        build = _vector_forward if plan.fused else _vector_tiled_forward
+        return build(plan, prepare, finish, jit, storage)
     if plan.fused:
         stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
 
         @jit
         def fused_forward(x, y):
-            # Each shared array on its own line: the simulator keys them by line. Two
-            # reduces' worth: temp storage (two fields), then a broadcast slot per field.
-            sh = (cuda.shared.array(first0, tc_t),
-                  cuda.shared.array(first1, tc_t),
-                  cuda.shared.array(1, tc_t),
-                  cuda.shared.array(1, tc_t),
-                  cuda.shared.array(second0, tc_t),
-                  cuda.shared.array(second1, tc_t),
-                  cuda.shared.array(1, tc_t),
-                  cuda.shared.array(1, tc_t))
+            sh = storage()
             v = cuda.local.array(K, tc_t)
             lane = cuda.threadIdx.x % G
             inner, n = x.shape[1], x.shape[2]
@@ -480,14 +513,7 @@ def _forward_kernel(plan: RowPlan):
 
     @jit
     def tiled_forward(x, y):
-        sh = (cuda.shared.array(first0, tc_t),
-              cuda.shared.array(first1, tc_t),
-              cuda.shared.array(1, tc_t),
-              cuda.shared.array(1, tc_t),
-              cuda.shared.array(second0, tc_t),
-              cuda.shared.array(second1, tc_t),
-              cuda.shared.array(1, tc_t),
-              cuda.shared.array(1, tc_t))
+        sh = storage()
         lane = cuda.threadIdx.x % G
         inner, n = x.shape[1], x.shape[2]
         rows = x.shape[0] * inner
@@ -544,24 +570,25 @@ def _gradient(plan: RowPlan):
 
 
 def _backward_kernel(plan: RowPlan):
-    """``kernel(y, dy, dx)`` over 3-D views: one sum per row, then ``dx``."""
+    """``kernel(y, dy, dx)`` over 3-D views: one sum per row, then ``dx`` (with
+    ``plan.vector``, ``kernel(y, dy, dx, *vector_views(plan, [y, dy, dx]))``)."""
     tc_t, out_t, tc = _numba_types(plan)
     K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
     ZERO = tc(0)
-    s0, s1 = _slots(plan, plan.sum_block, 1)
+    storage = _temp_storage(plan, (plan.sum_block, 1))
     red_sum = _allreduce(plan, plan.sum_block, SUM)
     term, grad = _gradient(plan)
     jit = _jit_kernel(plan)
     load = _masked_loader(tc_t, ZERO)
 
+    if plan.vector:
+        build = _vector_fused_backward if plan.fused else _vector_tiled_backward
+        return build(plan, storage, red_sum, (term, grad), jit)
     if plan.fused:
 
         @jit
         def fused_backward(y, dy, dx):
-            t0 = cuda.shared.array(s0, tc_t)
-            t1 = cuda.shared.array(s1, tc_t)
-            b0 = cuda.shared.array(1, tc_t)
-            b1 = cuda.shared.array(1, tc_t)
+            sh = storage()
             vy = cuda.local.array(K, tc_t)
             vd = cuda.local.array(K, tc_t)
             lane = cuda.threadIdx.x % G
@@ -577,7 +604,7 @@ def _backward_kernel(plan: RowPlan):
                     vy[k] = load(yr, lane + k * G, n)
                     vd[k] = load(dyr, lane + k * G, n)
                     total += term(vy[k], vd[k])
-                total = red_sum((total,), t0, t1, b0, b1)[0]
+                total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
                 for k in range(K):
                     c = lane + k * G
                     if c < n:
@@ -588,10 +615,7 @@ def _backward_kernel(plan: RowPlan):
 
     @jit
     def tiled_backward(y, dy, dx):
-        t0 = cuda.shared.array(s0, tc_t)
-        t1 = cuda.shared.array(s1, tc_t)
-        b0 = cuda.shared.array(1, tc_t)
-        b1 = cuda.shared.array(1, tc_t)
+        sh = storage()
         lane = cuda.threadIdx.x % G
         inner, n = y.shape[1], y.shape[2]
         rows = y.shape[0] * inner
@@ -608,7 +632,7 @@ def _backward_kernel(plan: RowPlan):
                 total += term(load(yr, c + 2 * G, n), load(dyr, c + 2 * G, n))
                 total += term(load(yr, c + 3 * G, n), load(dyr, c + 3 * G, n))
                 c += UNROLL * G
-            total = red_sum((total,), t0, t1, b0, b1)[0]
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
             c = lane
             while c < n:  # loads of a pair of elements before their stores: dx may alias
                 y0, d0 = load(yr, c, n), load(dyr, c, n)
@@ -622,28 +646,96 @@ def _backward_kernel(plan: RowPlan):
     return tiled_backward
 
 
-def _vector_forward(plan: RowPlan, prepare, finish, jit, slots):
+# --- rows read and written in 16-byte vectors --------------------------------------------
+
+
+def vector_width(plan: RowPlan, n: int, views: list) -> int:
+    """Elements per 16-byte vector for ``plan`` over ``views`` (3-D, rows last: every
+    array the kernel reads or writes), or 0 for scalar loads: float32/float64 rows,
+    contiguous in every view, and
+
+    * fused plans (rows held as whole vectors per thread): ``n`` and ``per_thread``
+      multiples of the vector length, each row of every view starting 16-byte
+      aligned (CUB's ``LOAD_VECTORIZE`` condition);
+    * tiled plans (any ``n``: each row's head before its first 16-byte boundary and
+      tail after its last go through scalar loads): each row as far from a boundary
+      in every view (:func:`_rows_in_step`), so that a thread's vectors of one array
+      are its vectors of the others.
+
+    Fewer load and store instructions and address registers per element than
+    scalar accesses. ``n``: the row length.
+    """
+    dtype = np.dtype(plan.dtype)
+    if dtype.kind != "f" or dtype.itemsize < 4:  # float16 computes in float32: scalar
+        return 0
+    if any(v.strides[2] != dtype.itemsize for v in views):
+        return 0
+    width = vector_lanes(dtype)
+    if plan.fused:
+        whole = n % width == 0 and plan.per_thread % width == 0
+        return width if whole and all(rows_aligned(v, 2) for v in views) else 0
+    return width if _rows_in_step(views, dtype.itemsize) else 0
+
+
+def _rows_in_step(views: list, itemsize: int) -> bool:
+    """Whether every row starts the same whole number of elements past a 16-byte
+    boundary in each of ``views``: the same address modulo 16 and, along each outer
+    dimension longer than one, non-negative strides of whole elements, equal modulo
+    16. And the first boundary lies inside every view's memory (:func:`vector_views`
+    starts there)."""
+    offsets = {vector_address(v) % VECTOR_BYTES for v in views}
+    if len(offsets) > 1 or next(iter(offsets)) % itemsize:
+        return False
+    for d in (0, 1):
+        strides = [v.strides[d] for v in views]
+        if views[0].shape[d] > 1 and (any(s < 0 or s % itemsize for s in strides)
+                                      or len({s % VECTOR_BYTES for s in strides}) > 1):
+            return False
+    head = _head(views[0])
+    return all(head * itemsize <= sum((e - 1) * s for e, s in zip(v.shape, v.strides))
+               for v in views)
+
+
+def _head(view) -> int:
+    """Elements from a view's first element to the first 16-byte boundary."""
+    return -vector_address(view) % VECTOR_BYTES // np.dtype(view.dtype).itemsize
+
+
+def vector_views(plan: RowPlan, views: list) -> list:
+    """The arguments a vector kernel takes after its 3-D ``views``: for each, a 1-D
+    view of its memory from its first 16-byte boundary (what vector loads index:
+    ``arrays.span_view`` less the elements before the boundary); a tiled kernel
+    then takes the number of those elements, the same for every view
+    (:func:`vector_width` has checked)."""
+    head = _head(views[0])
+    spans = [_skip(span_view(v), head) for v in views]
+    return spans if plan.fused else [*spans, head]
+
+
+def _skip(span, k: int):
+    """The 1-D device view ``span`` without its first ``k`` elements."""
+    if not k:
+        return span
+    if SIMULATOR:
+        return span[k:]
+    return DeviceBuffer(span.ptr + k * span.dtype.itemsize, (span.shape[0] - k,),
+                        span.strides, span.dtype, span.owner)
+
+
+def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     """``kernel(x, y, xf, yf)``: the fused forward kernel reading and writing each row
     in 16-byte vectors through ``xf``/``yf``, 1-D views of the rows' memory from
     ``x``'s and ``y``'s first element (:func:`vector_width` has checked them)."""
     tc_t, _, tc = _numba_types(plan)
     K, G, RPB, W = plan.per_thread, plan.group, plan.rows_per_block, plan.vector
     KV, NEG, itemsize = K // W, tc(-np.inf), np.dtype(plan.dtype).itemsize
-    first0, first1, second0, second1 = slots
     stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
     pack = _PACKERS[W]
 
     @jit
     def vector_forward(x, y, xf, yf):
-        sh = (cuda.shared.array(first0, tc_t),
-              cuda.shared.array(first1, tc_t),
-              cuda.shared.array(1, tc_t),
-              cuda.shared.array(1, tc_t),
-              cuda.shared.array(second0, tc_t),
-              cuda.shared.array(second1, tc_t),
-              cuda.shared.array(1, tc_t),
-              cuda.shared.array(1, tc_t))
+        sh = storage()
         v = cuda.local.array(K, tc_t)
         lane = cuda.threadIdx.x % G
         inner, n = x.shape[1], x.shape[2]
@@ -672,6 +764,307 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, slots):
             row += int64(cuda.gridDim.x) * RPB
 
     return vector_forward
+
+
+# Tiled rows in vectors: a row is a head of scalars, `count` whole vectors, a tail of
+# scalars (head and tail shorter than a vector: lanes 0 to W-2 take one element of
+# each). Each pass loops over the vectors in tiles of `vectors * G`, masked at the end.
+
+
+def _row_vectors(plan: RowPlan):
+    """Device function ``row_vectors(a, o, i, head0, n) -> (first, head, count)`` for
+    row ``(o, i)`` of the 3-D view ``a``: ``head`` elements (at most ``n``) before the
+    row's first 16-byte boundary, then ``count`` whole vectors, the first being
+    vector ``first`` of ``a``'s 1-D view (whose element 0 is ``a``'s element
+    ``head0``: :func:`vector_views`); the tail, the rest, is shorter than a vector."""
+    W, itemsize = plan.vector, np.dtype(plan.dtype).itemsize
+
+    @cuda.jit(device=True)
+    def row_vectors(a, o, i, head0, n):
+        e = (o * a.strides[0] + i * a.strides[1]) // itemsize  # from a's first element
+        head = min((head0 + W - e % W) % W, n)
+        return (e + head - head0) // W, head, (n - head) // W
+
+    return row_vectors
+
+
+def _edge_loader(plan: RowPlan, fill):
+    """Device function ``edges(r, lane, head, count, n) -> (h, t)``: element ``lane``
+    of row ``r``'s head and of its tail, ``fill`` where there is none."""
+    W = plan.vector
+    load = _masked_loader(_numba_types(plan)[0], fill)
+
+    @cuda.jit(device=True)
+    def edges(r, lane, head, count, n):
+        return load(r, lane, head), load(r, head + count * W + lane, n)
+
+    return edges
+
+
+def _tile_loader(plan: RowPlan, vectors: int, fill):
+    """Device function ``tile(v, af, first, j, count) -> loaded``: the row's vectors
+    ``j, j + G, ..., j + (vectors - 1) G`` of ``count`` (vector 0 being ``af``'s
+    vector ``first``) into the local array ``v``, ``fill`` past the row's last;
+    ``loaded``: the elements read. Every load is issued before any value is used:
+    ``vectors`` loads in flight."""
+    G, W = plan.group, plan.vector
+    vload = vector_loader(W)
+
+    @cuda.jit(device=True)
+    def tile(v, af, first, j, count):
+        loaded = 0
+        for u in range(vectors):
+            if j + u * G < count:
+                t = vload(af, first + j + u * G)
+                for q in range(W):
+                    v[u * W + q] = t[q]
+                loaded += W
+            else:
+                for q in range(W):
+                    v[u * W + q] = fill
+        return loaded
+
+    return tile
+
+
+def _online_folder(plan: RowPlan, length: int):
+    """Device function ``fold(m, s, v, valid) -> (m, s)``: the online ``(max, sum)``
+    after the ``length`` values of the local array ``v``, ``valid`` of which are row
+    elements (the others -inf): one rescale, one exp per value."""
+    tc_t, _, tc = _numba_types(plan)
+    NEG = tc(-np.inf)
+    vmax = MAX.device_combine()
+
+    @cuda.jit(device=True)
+    def fold(m, s, v, valid):
+        mt = m
+        for k in range(length):
+            mt = vmax(mt, v[k])
+        if mt == NEG:  # nothing but -inf so far: count them, never exp(-inf + inf)
+            return mt, s + tc_t(valid)
+        if mt != m:
+            s *= tc_t(math.exp(m - mt))
+        for k in range(length):
+            s += tc_t(math.exp(v[k] - mt))
+        return mt, s
+
+    return fold
+
+
+def _vector_tiled_stats(plan: RowPlan):
+    """Device function ``stats(xr, xf, first, head, count, lane, n, sh) -> (max, sum,
+    max)``: :func:`_tiled_stats` reading the row's vectors from ``xf``
+    (:func:`_row_vectors`' ``first, head, count``) and its head and tail from ``xr``."""
+    tc_t, _, tc = _numba_types(plan)
+    G, W, L = plan.group, plan.vector, VECTORS * plan.vector
+    NEG, ZERO = tc(-np.inf), tc(0)
+    tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, ONLINE_SOFTMAX)
+        fold_edges, fold = _online_folder(plan, 2), _online_folder(plan, L)
+
+        @cuda.jit(device=True)
+        def stats(xr, xf, first, head, count, lane, n, sh):
+            v = cuda.local.array(L, tc_t)
+            h, t = edges(xr, lane, head, count, n)
+            v[0] = h  # the edges fold first, through the tiles' array
+            v[1] = t
+            ends = (lane < head) + (head + count * W + lane < n)  # elements in h, t
+            m, s = fold_edges(NEG, ZERO, v, ends)
+            j = lane
+            while j < count:
+                m, s = fold(m, s, v, tile(v, xf, first, j, count))
+                j += VECTORS * G
+            r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1], r[0]
+
+        return stats
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+    vmax = MAX.device_combine()
+
+    @cuda.jit(device=True)
+    def stats(xr, xf, first, head, count, lane, n, sh):
+        v = cuda.local.array(L, tc_t)
+        h, t = edges(xr, lane, head, count, n)
+        m = vmax(h, t)
+        j = lane
+        while j < count:
+            tile(v, xf, first, j, count)
+            for k in range(L):
+                m = vmax(m, v[k])
+            j += VECTORS * G
+        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
+        s = tc_t(math.exp(h - m)) + tc_t(math.exp(t - m))
+        j = lane
+        while j < count:
+            tile(v, xf, first, j, count)
+            for k in range(L):
+                s += tc_t(math.exp(v[k] - m))
+            j += VECTORS * G
+        s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+        return m, s, m
+
+    return stats
+
+
+def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, xf, yf, head0)``: the tiled forward kernel with each row's whole
+    16-byte vectors read from ``xf`` (by the stats pass and the write pass) and
+    written to ``yf``, and its head and tail through ``x`` and ``y``
+    (:func:`vector_views`)."""
+    tc_t, out_t, tc = _numba_types(plan)
+    G, RPB, W = plan.group, plan.rows_per_block, plan.vector
+    L, NEG = VECTORS * W, tc(-np.inf)  # a tile's elements per thread
+    stats, row_vectors = _vector_tiled_stats(plan), _row_vectors(plan)
+    tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
+    vstore, pack = vector_storer(W), _PACKERS[W]
+
+    @jit
+    def vector_tiled_forward(x, y, xf, yf, head0):
+        sh = storage()
+        v = cuda.local.array(L, tc_t)
+        lane = cuda.threadIdx.x % G
+        inner, n = x.shape[1], x.shape[2]
+        rows = x.shape[0] * inner
+        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+        while row < rows:
+            o = row // inner
+            i = row - o * inner
+            xr, yr = x[o, i], y[o, i]
+            xv, head, count = row_vectors(x, o, i, head0, n)
+            yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
+            m, s, ref = stats(xr, xf, xv, head, count, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            j = lane
+            while j < count:  # all loads of a tile before its stores: y may alias x
+                tile(v, xf, xv, j, count)
+                for u in range(VECTORS):
+                    if j + u * G < count:
+                        for q in range(W):
+                            v[u * W + q] = finish(v[u * W + q], a, b)
+                        vstore(yf, yv + j + u * G, pack(v, u * W))
+                j += VECTORS * G
+            h, t = edges(xr, lane, head, count, n)
+            if lane < head:
+                yr[lane] = out_t(finish(h, a, b))
+            if head + count * W + lane < n:
+                yr[head + count * W + lane] = out_t(finish(t, a, b))
+            row += int64(cuda.gridDim.x) * RPB
+
+    return vector_tiled_forward
+
+
+# --- backward in vectors ------------------------------------------------------------------
+
+
+def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
+    """``kernel(y, dy, dx, yf, dyf, dxf)``: the fused backward kernel reading ``y`` and
+    ``dy`` and writing ``dx`` in 16-byte vectors through 1-D views from each array's
+    first element (rows aligned, whole vectors: :func:`vector_width`)."""
+    tc_t, _, tc = _numba_types(plan)
+    K, G, RPB, W = plan.per_thread, plan.group, plan.rows_per_block, plan.vector
+    KV, ZERO, itemsize = K // W, tc(0), np.dtype(plan.dtype).itemsize
+    term, grad = gradient
+    vload, vstore, pack = vector_loader(W), vector_storer(W), _PACKERS[W]
+
+    @jit
+    def vector_fused_backward(y, dy, dx, yf, dyf, dxf):
+        sh = storage()
+        vy = cuda.local.array(K, tc_t)
+        vd = cuda.local.array(K, tc_t)
+        lane = cuda.threadIdx.x % G
+        inner, n = y.shape[1], y.shape[2]
+        rows = y.shape[0] * inner
+        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+        while row < rows:
+            o = row // inner
+            i = row - o * inner
+            yv = (o * y.strides[0] + i * y.strides[1]) // (itemsize * W)  # row's 1st vector
+            dv = (o * dy.strides[0] + i * dy.strides[1]) // (itemsize * W)
+            xv = (o * dx.strides[0] + i * dx.strides[1]) // (itemsize * W)
+            for j in range(KV):  # 2 KV vector loads in flight, then only registers
+                if (lane + j * G) * W < n:
+                    ty, td = vload(yf, yv + lane + j * G), vload(dyf, dv + lane + j * G)
+                    for q in range(W):
+                        vy[j * W + q] = ty[q]
+                        vd[j * W + q] = td[q]
+                else:
+                    for q in range(W):
+                        vy[j * W + q] = ZERO
+                        vd[j * W + q] = ZERO
+            total = ZERO
+            for k in range(K):
+                total += term(vy[k], vd[k])
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            for k in range(K):
+                vy[k] = grad(vy[k], vd[k], total)
+            for j in range(KV):
+                if (lane + j * G) * W < n:
+                    vstore(dxf, xv + lane + j * G, pack(vy, j * W))
+            row += int64(cuda.gridDim.x) * RPB
+
+    return vector_fused_backward
+
+
+def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
+    """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the tiled backward kernel with each
+    row's whole vectors read from ``yf``/``dyf`` and written to ``dxf``, its head and
+    tail through ``y``, ``dy``, ``dx`` (:func:`vector_views`). Half of
+    :data:`VECTORS` vectors of each input per tile: ``VECTORS`` loads in flight."""
+    tc_t, out_t, tc = _numba_types(plan)
+    G, RPB, W = plan.group, plan.rows_per_block, plan.vector
+    U, ZERO = VECTORS // 2, tc(0)
+    L = U * W  # a tile's elements per thread, of each input
+    term, grad = gradient
+    row_vectors = _row_vectors(plan)
+    tile, edges = _tile_loader(plan, U, ZERO), _edge_loader(plan, ZERO)
+    vstore, pack = vector_storer(W), _PACKERS[W]
+
+    @jit
+    def vector_tiled_backward(y, dy, dx, yf, dyf, dxf, head0):
+        sh = storage()
+        vy = cuda.local.array(L, tc_t)
+        vd = cuda.local.array(L, tc_t)
+        lane = cuda.threadIdx.x % G
+        inner, n = y.shape[1], y.shape[2]
+        rows = y.shape[0] * inner
+        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
+        while row < rows:
+            o = row // inner
+            i = row - o * inner
+            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+            yv, head, count = row_vectors(y, o, i, head0, n)
+            dv = row_vectors(dy, o, i, head0, n)[0]  # the same head and count
+            xv = row_vectors(dx, o, i, head0, n)[0]
+            y0, y1 = edges(yr, lane, head, count, n)  # kept for the write pass
+            d0, d1 = edges(dyr, lane, head, count, n)
+            total = term(y0, d0) + term(y1, d1)
+            j = lane
+            while j < count:
+                tile(vy, yf, yv, j, count)
+                tile(vd, dyf, dv, j, count)
+                for k in range(L):
+                    total += term(vy[k], vd[k])
+                j += U * G
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            j = lane
+            while j < count:  # all loads of a tile before its stores: dx may alias
+                tile(vy, yf, yv, j, count)
+                tile(vd, dyf, dv, j, count)
+                for u in range(U):
+                    if j + u * G < count:
+                        for q in range(W):
+                            vy[u * W + q] = grad(vy[u * W + q], vd[u * W + q], total)
+                        vstore(dxf, xv + j + u * G, pack(vy, u * W))
+                j += U * G
+            if lane < head:
+                dxr[lane] = out_t(grad(y0, d0, total))
+            if head + count * W + lane < n:
+                dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
+            row += int64(cuda.gridDim.x) * RPB
+
+    return vector_tiled_backward
 
 
 @cuda.jit(device=True)

@@ -54,7 +54,6 @@ from .arrays import (
     host_copy,
     kind_of,
     resolve_stream,
-    span_view,
     user_array,
 )
 from .launch import SIMULATOR, launch
@@ -353,7 +352,7 @@ def _launch(plan: RowPlan, views: list, stream) -> None:
     width = rowwise.vector_width(plan, n, views)
     if width:  # the same rows, read and written in 16-byte vectors
         plan = dataclasses.replace(plan, vector=width)
-        views = [*views, *(span_view(v) for v in views)]
+        views = [*views, *rowwise.vector_views(plan, views)]
     launch(rowwise.kernel_for(plan), grid, plan.threads, stream, *views)
 
 

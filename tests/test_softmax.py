@@ -160,8 +160,131 @@ def test_vector_rows_need_aligned_whole_vectors(vector_plans):
         assert vector_plans[-1] == width
     nk.softmax(logits((4, 64), np.float16), fused=True)  # float16 computes in float32
     assert vector_plans[-1] == 0
-    nk.softmax(logits((4, 64)), fused=False)  # tiled
+    nk.softmax(logits((4, 64), np.float16), fused=False)
     assert vector_plans[-1] == 0
+    nk.softmax(x[:, 1:], fused=False)  # tiled: rows 4 bytes past a boundary, out's not
+    assert vector_plans[-1] == 0
+
+
+# --- tiled rows and backward passes in 16-byte vectors ------------------------------------
+
+# Around vectors, warps and tiles: 2500 is past one tile of vectors (4 vectors x 64
+# threads: 1024 float32 elements, 512 float64).
+VECTOR_SIZES = [1, 3, 4, 5, 31, 32, 33, 127, 128, 129, 781, 2500]
+
+
+@pytest.fixture
+def row_kernels(monkeypatch):
+    """``(kind, fused, vector)`` of the row kernel each launch ran."""
+    seen = []
+    get = rowwise.kernel_for
+
+    def spy(plan):
+        seen.append((plan.kind, plan.fused, plan.vector))
+        return get(plan)
+
+    monkeypatch.setattr(rowwise, "kernel_for", spy)
+    return seen
+
+
+def device_rows(host, offset):
+    """``host`` on the device, each row ``offset`` elements into a row that much
+    wider: with ``offset`` 1 the rows start 4 (float32) or 8 (float64) bytes past a
+    16-byte boundary, and later rows elsewhere (a head of 0 to W-1 elements)."""
+    wide = np.zeros((host.shape[0], host.shape[1] + offset), host.dtype)
+    wide[:, offset:] = host
+    return cuda.to_device(wide)[:, offset:]
+
+
+def vector_lanes(dtype):
+    return 0 if dtype == np.float16 else 16 // np.dtype(dtype).itemsize
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
+@pytest.mark.parametrize("layout,normalizer", [("block", "online"), ("block", "max_then_sum"),
+                                               ("warp", "online")])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_tiled_rows_in_vectors(dtype, layout, normalizer, offset, row_kernels):
+    # Whole vectors between a scalar head and tail per row; float16 stays scalar.
+    for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(VECTOR_SIZES)]:
+        host = logits((3, n), dtype, seed=n)
+        y = device_rows(np.zeros_like(host), offset)  # each row as far from a boundary as x's
+        FORWARD[kind](device_rows(host, offset), out=y, fused=False, layout=layout,
+                      normalizer=normalizer)
+        assert row_kernels[-1] == (kind, False, vector_lanes(dtype))
+        tol = (TOL if kind == "softmax" else LOG_TOL)[dtype]
+        np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host), **tol)
+
+
+def test_tiled_vectors_in_place_and_fallbacks(row_kernels):
+    host = logits((4, 781), seed=5)
+    x = device_rows(host, 1)
+    nk.softmax(x, fused=False)  # out's rows lie elsewhere from a boundary than x's: scalar
+    assert row_kernels[-1] == ("softmax", False, 0)
+    nk.log_softmax(x, out=x, fused=False)  # y is x: vectors, each loaded before stored
+    assert row_kernels[-1] == ("log_softmax", False, 4)
+    np.testing.assert_allclose(x.copy_to_host(), ref_log_softmax(host), **LOG_TOL[np.float32])
+    reversed_rows = cuda.to_device(host)[::-1]
+    got = nk.softmax(reversed_rows, fused=False, out=cuda.device_array_like(host)[::-1])
+    assert row_kernels[-1] == ("softmax", False, 0)
+    np.testing.assert_allclose(got.copy_to_host(), ref_softmax(host[::-1]), **TOL[np.float32])
+    y, dy = cuda.to_device(host), device_rows(host, 1)  # y aligned, dy not: scalar
+    nk.softmax_backward(y, dy, fused=False)
+    assert row_kernels[-1] == ("softmax_backward", False, 0)
+
+
+@SIMULATED_INF
+@pytest.mark.parametrize("normalizer", ["online", "max_then_sum"])
+def test_tiled_vectors_minus_infinity_first(normalizer, row_kernels):
+    # 32 threads: every lane's first tile (4 vectors of 4, 512 elements) and the rows'
+    # heads are all -inf; the tails too. Then rows with no finite normalizer.
+    host = logits((4, 1203), seed=6)
+    host[:, :515] = -np.inf
+    host[:, -2:] = -np.inf
+    host[3, 700] = np.nan
+    kw = dict(fused=False, layout="block", threads=32, normalizer=normalizer)
+    y = device_rows(np.zeros_like(host), 1)
+    nk.softmax(device_rows(host, 1), out=y, **kw)
+    assert row_kernels[-1] == ("softmax", False, 4)
+    y = y.copy_to_host()
+    np.testing.assert_allclose(y[:3], ref_softmax(host[:3]), **TOL[np.float32])
+    assert (y[:3, :515] == 0).all() and np.isnan(y[3]).all()
+    lg = device_rows(np.zeros_like(host), 1)
+    nk.log_softmax(device_rows(host, 1), out=lg, **kw)
+    lg = lg.copy_to_host()
+    assert np.isneginf(lg[:3, :515]).all() and np.isnan(lg[3]).all()
+    np.testing.assert_allclose(lg[:3, 515:-2], ref_log_softmax(host[:3])[:, 515:-2],
+                               **LOG_TOL[np.float32])
+    host[:2] = -np.inf  # nothing but -inf
+    host[2, 900] = np.inf
+    y = device_rows(np.zeros_like(host), 1)
+    nk.softmax(device_rows(host, 1), out=y, **kw)
+    assert np.isnan(y.copy_to_host()).all()
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_tiled_backward_in_vectors(dtype, offset, row_kernels):
+    for n in VECTOR_SIZES:
+        x, dy = backward_case(n, dtype=dtype, seed=n)
+        check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
+                              fused=False, layout="block")
+        assert row_kernels[-2:] == [(k, False, vector_lanes(dtype)) for k in BACKWARD]
+
+
+@pytest.mark.parametrize("layout", ["warp", "block"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_backward_in_vectors(dtype, layout, row_kernels):
+    width = vector_lanes(dtype)
+    for n in (68, 128):  # 4 per thread of 32: whole vectors
+        x, dy = backward_case(n, dtype=dtype, seed=n)
+        check_backward_bounds(x, dy, dtype, fused=True, layout=layout, threads=32)
+        assert row_kernels[-2:] == [(k, True, width) for k in BACKWARD]
+    for n, offset, want in [(66, 0, 2 if width == 2 else 0), (68, 1, 0)]:  # part vectors,
+        x, dy = backward_case(n, dtype=dtype, seed=n)                      # unaligned rows
+        check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
+                              fused=True, layout=layout, threads=32)
+        assert row_kernels[-1] == ("log_softmax_backward", True, want)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
@@ -518,25 +641,34 @@ def test_gpu_every_kind_and_width(dtype, kw):
         check_backward_bounds(x, dy, dtype, **kw)
 
 
-def check_backward_bounds(x, dy, dtype, **kw):
+def check_backward_bounds(x, dy, dtype, place=None, **kw):
     # The references start from the inputs as the kernel saw them (rounded to `dtype`),
     # and the error allowed grows with each row's sum of magnitudes, as a float32 row
     # sum's rounding error does (Higham, "Accuracy and Stability of Numerical
     # Algorithms", section 4.2): cancellation in dy - sum(...) leaves small results
-    # whose relative error no fixed rtol bounds.
+    # whose relative error no fixed rtol bounds. `place`: host array -> the device
+    # array to pass (dx laid out as the inputs); None passes NumPy arrays.
     d64 = dy.astype(np.float64)
     y = ref_softmax(x).astype(dtype)
     y64 = y.astype(np.float64)
-    got = nk.softmax_backward(y, dy, **kw)
+    got = run_backward(nk.softmax_backward, y, dy, place, **kw)
     want = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
     scale = y64 * (np.abs(d64) + (y64 * np.abs(d64)).sum(-1, keepdims=True))
     assert_within(got, want, scale, dtype)
     lg = ref_log_softmax(x).astype(dtype)
     p64 = np.exp(lg.astype(np.float64))
-    got = nk.log_softmax_backward(lg, dy, **kw)
+    got = run_backward(nk.log_softmax_backward, lg, dy, place, **kw)
     want = d64 - p64 * d64.sum(-1, keepdims=True)
     scale = np.abs(d64) + p64 * np.abs(d64).sum(-1, keepdims=True)
     assert_within(got, want, scale, dtype)
+
+
+def run_backward(backward, y, dy, place, **kw):
+    if place is None:
+        return backward(y, dy, **kw)
+    dx = place(np.zeros_like(y))
+    backward(place(y), place(dy), out=dx, **kw)
+    return dx.copy_to_host()
 
 
 def assert_within(got, want, scale, dtype):
