@@ -30,6 +30,24 @@ def test_sort(measure, cp, torch_cuda, n, dtype, impl):
     measure(fn, 2 * x.nbytes, op="sort", impl=impl, n=n, dtype=dtype)
 
 
+@pytest.mark.parametrize("impl", ["numbakern", "cupy", "torch"])
+def test_argsort(measure, cp, torch_cuda, impl):
+    """Indices (torch: values and indices, its sort's one form). GB/s: keys read once,
+    int64 indices written once."""
+    n = 1 << 28
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    if impl == "numbakern":
+        fn = lambda: nk.argsort(x)  # noqa: E731
+    elif impl == "cupy":
+        fn = lambda: cp.argsort(x)  # noqa: E731
+    else:
+        if torch_cuda is None:
+            pytest.skip("PyTorch with CUDA is not installed")
+        t = torch_cuda.as_tensor(x, device="cuda")
+        fn = lambda: torch_cuda.sort(t, stable=True)  # noqa: E731
+    measure(fn, x.nbytes + 8 * n, op="argsort", impl=impl, n=n, dtype="float32")
+
+
 @pytest.mark.parametrize("data", ["uniform", "all_equal"])
 @pytest.mark.parametrize("impl", ["global_atomic", "shared_privatized", "warp_privatized",
                                   "cupy", "torch"])

@@ -1,6 +1,8 @@
 """Kernel time against whole-call time, per operation, on a GPU (CUPTI via torch.profiler).
 
-    python bench/kernel_time.py        # on a GPU host with CuPy and PyTorch
+    python bench/kernel_time.py [NAME ...]   # on a GPU host with CuPy and PyTorch
+
+Names (substrings of the case names below) pick cases; none runs them all.
 
 For each call: the median CUDA-event time of the whole Python call (as the
 benchmarks measure it), the GPU time of every kernel it launched (CUPTI, through
@@ -8,6 +10,7 @@ benchmarks measure it), the GPU time of every kernel it launched (CUPTI, through
 before and between launches that left the GPU idle. bench/NOTES.md's table of
 2026-11-30 came from this script. Not a test; skips nothing: it needs a GPU.
 """
+import sys
 import numpy as np, cupy as cp, torch
 import numbakern as nk
 from torch.profiler import profile, ProfilerActivity
@@ -21,6 +24,7 @@ x28 = cp.random.standard_normal(1 << 28, dtype=cp.float32)
 r2 = cp.random.standard_normal((1_000_000, 2), dtype=cp.float32)
 m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
 x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
+u28 = cp.random.randint(0, 2**31, 1 << 28, dtype=cp.int64).astype(cp.uint32)
 cases = {
     "sum 2^28": lambda: nk.sum(x28),
     "sum 2^20": lambda: nk.sum(x20),
@@ -33,8 +37,17 @@ cases = {
     "log_softmax 32768x4096": lambda: nk.log_softmax(m),
     "cumsum 2^28": lambda: nk.cumsum(x28),
     "cumsum 2^20": lambda: nk.cumsum(x20),
+    "sort float32 2^28": lambda: nk.sort(x28),
+    "sort uint32 2^28": lambda: nk.sort(u28),
+    "argsort float32 2^28": lambda: nk.argsort(x28),
+    "cupy sort float32 2^28": lambda: cp.sort(x28),
+    "cupy argsort float32 2^28": lambda: cp.argsort(x28),
+    "torch sort float32 2^28": lambda: torch.sort(torch.as_tensor(x28, device="cuda")),
 }
+wanted = sys.argv[1:]
 for name, f in cases.items():
+    if wanted and not any(w in name for w in wanted):
+        continue
     whole = ev(f)
     f(); torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:

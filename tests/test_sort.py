@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numba import cuda
 
 import numbakern as nk
 from numbakern.strategies import BitonicSort, RadixSort
@@ -174,3 +175,47 @@ def test_zero_d_inputs_as_numpy():
     np.testing.assert_array_equal(nk.sort(x, axis=None), np.sort(x, axis=None))
     with pytest.raises(np.exceptions.AxisError):
         nk.sort(x)  # NumPy's sort of a 0-d array along -1 raises too
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_radix_sort_values_every_dtype_several_tiles(dtype):
+    """sort moves the input's own bits (no indices): every dtype, 4 tiles of 64, two
+    rows, both orders."""
+    x = values(dtype, 2 * 230).reshape(2, 230)
+    s = RadixSort(threads=32, items=2)
+    assert same_bits(nk.sort(x, strategy=s), np.sort(x, kind="stable"))
+    flat = x.reshape(-1)
+    assert same_bits(nk.sort(flat, descending=True, strategy=s),
+                     flat[descending_reference(flat)])
+
+
+def test_radix_look_back_walks_aggregates():
+    """The look-back sums published aggregates back to the nearest inclusive prefix,
+    across several windows of reads (under the simulator every earlier tile has its
+    prefix already, so the words are built here)."""
+    from strategies.radix_sort import RADIX, STATUS_A, STATUS_P, _look_back
+
+    tiles = 40
+    counts = RNG.integers(0, 1000, (tiles, RADIX))
+    status = np.full(tiles, STATUS_A)
+    status[[0, 5, 20]] = STATUS_P  # rows' first tiles (0, 20) and one prefix (5)
+    words = ((status[:, None] << 30) | counts).astype(np.uint32).reshape(-1)
+    look_back = _look_back(np.uint32, 30, np.uint32((1 << 30) - 1))
+
+    @cuda.jit
+    def run(words, g, first, out):
+        d = cuda.threadIdx.x
+        out[d] = look_back(words, 0, g, first, d)
+
+    for g, first, stop in [(39, 20, 20), (19, 0, 5), (6, 0, 5), (1, 0, 0)]:
+        out = np.zeros(RADIX, np.int64)
+        run[1, RADIX](words, g, first, out)
+        assert np.array_equal(out, counts[stop:g].sum(axis=0)), (g, first)
+
+
+def test_radix_items_and_wide_counter_fallback():
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.sort(np.zeros(10, np.float64), strategy=RadixSort(threads=256, items=32))
+    x = values(np.int64, 150)  # 8 passes x 256 digits x 7 warps: per-block counters
+    s = RadixSort(threads=224, items=1)
+    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
