@@ -419,6 +419,29 @@ def _finisher(plan: RowPlan):
     return prepare, finish
 
 
+# --- kernels: the walk over rows --------------------------------------------------------
+
+
+def _row_walk(plan: RowPlan):
+    """Device functions of the grid-stride walk every row kernel makes over its rows:
+    ``walk() -> (lane, row, step)``, this thread's lane in its group (a warp or the
+    block), its group's first row and the stride to its next; ``split(row, inner) ->
+    (o, i)``, a row's place in the 3-D views (rows are ``(outer, inner)`` pairs)."""
+    G, RPB = plan.group, plan.rows_per_block
+
+    @cuda.jit(device=True)
+    def walk():
+        return (cuda.threadIdx.x % G, int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G,
+                int64(cuda.gridDim.x) * RPB)
+
+    @cuda.jit(device=True)
+    def split(row, inner):
+        o = row // inner
+        return o, row - o * inner
+
+    return walk, split
+
+
 # --- kernels: shared memory ------------------------------------------------------------
 
 
@@ -468,7 +491,8 @@ def _forward_kernel(plan: RowPlan):
     """``kernel(x, y)`` over 3-D views: softmax or log-softmax of every row (with
     ``plan.vector``, ``kernel(x, y, *vector_views(plan, [x, y]))``)."""
     tc_t, out_t, tc = _numba_types(plan)
-    K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
+    K, G = plan.per_thread, plan.group
+    walk, split = _row_walk(plan)
     NEG = tc(-np.inf)
     # Temp storage of two reduces: first the maximum (or the online pair), then the sum
     # (none after the online pair).
@@ -490,13 +514,11 @@ def _forward_kernel(plan: RowPlan):
         def fused_forward(x, y):
             sh = storage()
             v = cuda.local.array(K, tc_t)
-            lane = cuda.threadIdx.x % G
+            lane, row, step = walk()
             inner, n = x.shape[1], x.shape[2]
-            rows = x.shape[0] * inner
-            row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-            while row < rows:  # the same for every thread of a group
-                o = row // inner
-                xr, yr = x[o, row - o * inner], y[o, row - o * inner]
+            while row < x.shape[0] * inner:  # the same for every thread of a group
+                o, i = split(row, inner)
+                xr, yr = x[o, i], y[o, i]
                 for k in range(K):  # K loads in flight, then nothing but registers
                     v[k] = load(xr, lane + k * G, n)
                 m, s, ref = stats(v, lane, n, sh)
@@ -505,7 +527,7 @@ def _forward_kernel(plan: RowPlan):
                     c = lane + k * G
                     if c < n:
                         yr[c] = out_t(finish(v[k], a, b))
-                row += int64(cuda.gridDim.x) * RPB
+                row += step
 
         return fused_forward
 
@@ -514,13 +536,11 @@ def _forward_kernel(plan: RowPlan):
     @jit
     def tiled_forward(x, y):
         sh = storage()
-        lane = cuda.threadIdx.x % G
+        lane, row, step = walk()
         inner, n = x.shape[1], x.shape[2]
-        rows = x.shape[0] * inner
-        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-        while row < rows:
-            o = row // inner
-            xr, yr = x[o, row - o * inner], y[o, row - o * inner]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            xr, yr = x[o, i], y[o, i]
             m, s, ref = stats(xr, lane, n, sh)
             a, b = prepare(m, s, ref)
             c = lane
@@ -535,7 +555,7 @@ def _forward_kernel(plan: RowPlan):
                 if c + 3 * G < n:
                     yr[c + 3 * G] = out_t(finish(x3, a, b))
                 c += UNROLL * G
-            row += int64(cuda.gridDim.x) * RPB
+            row += step
 
     return tiled_forward
 
@@ -573,7 +593,8 @@ def _backward_kernel(plan: RowPlan):
     """``kernel(y, dy, dx)`` over 3-D views: one sum per row, then ``dx`` (with
     ``plan.vector``, ``kernel(y, dy, dx, *vector_views(plan, [y, dy, dx]))``)."""
     tc_t, out_t, tc = _numba_types(plan)
-    K, G, RPB = plan.per_thread, plan.group, plan.rows_per_block
+    K, G = plan.per_thread, plan.group
+    walk, split = _row_walk(plan)
     ZERO = tc(0)
     storage = _temp_storage(plan, (plan.sum_block, 1))
     red_sum = _allreduce(plan, plan.sum_block, SUM)
@@ -591,13 +612,10 @@ def _backward_kernel(plan: RowPlan):
             sh = storage()
             vy = cuda.local.array(K, tc_t)
             vd = cuda.local.array(K, tc_t)
-            lane = cuda.threadIdx.x % G
+            lane, row, step = walk()
             inner, n = y.shape[1], y.shape[2]
-            rows = y.shape[0] * inner
-            row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-            while row < rows:
-                o = row // inner
-                i = row - o * inner
+            while row < y.shape[0] * inner:
+                o, i = split(row, inner)
                 yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
                 total = ZERO
                 for k in range(K):
@@ -609,20 +627,17 @@ def _backward_kernel(plan: RowPlan):
                     c = lane + k * G
                     if c < n:
                         dxr[c] = out_t(grad(vy[k], vd[k], total))
-                row += int64(cuda.gridDim.x) * RPB
+                row += step
 
         return fused_backward
 
     @jit
     def tiled_backward(y, dy, dx):
         sh = storage()
-        lane = cuda.threadIdx.x % G
+        lane, row, step = walk()
         inner, n = y.shape[1], y.shape[2]
-        rows = y.shape[0] * inner
-        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-        while row < rows:
-            o = row // inner
-            i = row - o * inner
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
             yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
             total = ZERO
             c = lane
@@ -641,7 +656,7 @@ def _backward_kernel(plan: RowPlan):
                 if c + G < n:
                     dxr[c + G] = out_t(grad(y1, d1, total))
                 c += 2 * G
-            row += int64(cuda.gridDim.x) * RPB
+            row += step
 
     return tiled_backward
 
@@ -722,13 +737,28 @@ def _skip(span, k: int):
                         span.strides, span.dtype, span.owner)
 
 
+def _first_vector(plan: RowPlan):
+    """Device function ``first_vector(a, o, i)``: the vector of ``a``'s 1-D view
+    (from ``a``'s first element) where row ``(o, i)`` starts; rows of a fused vector
+    plan start 16-byte aligned (:func:`vector_width`)."""
+    step = np.dtype(plan.dtype).itemsize * plan.vector
+
+    @cuda.jit(device=True)
+    def first_vector(a, o, i):
+        return (o * a.strides[0] + i * a.strides[1]) // step
+
+    return first_vector
+
+
 def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     """``kernel(x, y, xf, yf)``: the fused forward kernel reading and writing each row
     in 16-byte vectors through ``xf``/``yf``, 1-D views of the rows' memory from
     ``x``'s and ``y``'s first element (:func:`vector_width` has checked them)."""
     tc_t, _, tc = _numba_types(plan)
-    K, G, RPB, W = plan.per_thread, plan.group, plan.rows_per_block, plan.vector
-    KV, NEG, itemsize = K // W, tc(-np.inf), np.dtype(plan.dtype).itemsize
+    K, G, W = plan.per_thread, plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    KV, NEG = K // W, tc(-np.inf)
+    first_vector = _first_vector(plan)
     stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
     pack = _PACKERS[W]
@@ -737,15 +767,11 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     def vector_forward(x, y, xf, yf):
         sh = storage()
         v = cuda.local.array(K, tc_t)
-        lane = cuda.threadIdx.x % G
+        lane, row, step = walk()
         inner, n = x.shape[1], x.shape[2]
-        rows = x.shape[0] * inner
-        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-        while row < rows:  # the same for every thread of a group
-            o = row // inner
-            i = row - o * inner
-            xv = (o * x.strides[0] + i * x.strides[1]) // (itemsize * W)  # row's 1st vector
-            yv = (o * y.strides[0] + i * y.strides[1]) // (itemsize * W)
+        while row < x.shape[0] * inner:  # the same for every thread of a group
+            o, i = split(row, inner)
+            xv, yv = first_vector(x, o, i), first_vector(y, o, i)
             for j in range(KV):  # KV vector loads in flight, then only registers
                 if (lane + j * G) * W < n:
                     t = vload(xf, xv + lane + j * G)
@@ -761,7 +787,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
             for j in range(KV):
                 if (lane + j * G) * W < n:
                     vstore(yf, yv + lane + j * G, pack(v, j * W))
-            row += int64(cuda.gridDim.x) * RPB
+            row += step
 
     return vector_forward
 
@@ -914,7 +940,8 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     written to ``yf``, and its head and tail through ``x`` and ``y``
     (:func:`vector_views`)."""
     tc_t, out_t, tc = _numba_types(plan)
-    G, RPB, W = plan.group, plan.rows_per_block, plan.vector
+    G, W = plan.group, plan.vector
+    walk, split = _row_walk(plan)
     L, NEG = VECTORS * W, tc(-np.inf)  # a tile's elements per thread
     stats, row_vectors = _vector_tiled_stats(plan), _row_vectors(plan)
     tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
@@ -924,13 +951,10 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     def vector_tiled_forward(x, y, xf, yf, head0):
         sh = storage()
         v = cuda.local.array(L, tc_t)
-        lane = cuda.threadIdx.x % G
+        lane, row, step = walk()
         inner, n = x.shape[1], x.shape[2]
-        rows = x.shape[0] * inner
-        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-        while row < rows:
-            o = row // inner
-            i = row - o * inner
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
             xr, yr = x[o, i], y[o, i]
             xv, head, count = row_vectors(x, o, i, head0, n)
             yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
@@ -950,7 +974,7 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
                 yr[lane] = out_t(finish(h, a, b))
             if head + count * W + lane < n:
                 yr[head + count * W + lane] = out_t(finish(t, a, b))
-            row += int64(cuda.gridDim.x) * RPB
+            row += step
 
     return vector_tiled_forward
 
@@ -963,8 +987,10 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     ``dy`` and writing ``dx`` in 16-byte vectors through 1-D views from each array's
     first element (rows aligned, whole vectors: :func:`vector_width`)."""
     tc_t, _, tc = _numba_types(plan)
-    K, G, RPB, W = plan.per_thread, plan.group, plan.rows_per_block, plan.vector
-    KV, ZERO, itemsize = K // W, tc(0), np.dtype(plan.dtype).itemsize
+    K, G, W = plan.per_thread, plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    KV, ZERO = K // W, tc(0)
+    first_vector = _first_vector(plan)
     term, grad = gradient
     vload, vstore, pack = vector_loader(W), vector_storer(W), _PACKERS[W]
 
@@ -973,16 +999,12 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
         sh = storage()
         vy = cuda.local.array(K, tc_t)
         vd = cuda.local.array(K, tc_t)
-        lane = cuda.threadIdx.x % G
+        lane, row, step = walk()
         inner, n = y.shape[1], y.shape[2]
-        rows = y.shape[0] * inner
-        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-        while row < rows:
-            o = row // inner
-            i = row - o * inner
-            yv = (o * y.strides[0] + i * y.strides[1]) // (itemsize * W)  # row's 1st vector
-            dv = (o * dy.strides[0] + i * dy.strides[1]) // (itemsize * W)
-            xv = (o * dx.strides[0] + i * dx.strides[1]) // (itemsize * W)
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
+            yv, dv = first_vector(y, o, i), first_vector(dy, o, i)
+            xv = first_vector(dx, o, i)
             for j in range(KV):  # 2 KV vector loads in flight, then only registers
                 if (lane + j * G) * W < n:
                     ty, td = vload(yf, yv + lane + j * G), vload(dyf, dv + lane + j * G)
@@ -1002,7 +1024,7 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
             for j in range(KV):
                 if (lane + j * G) * W < n:
                     vstore(dxf, xv + lane + j * G, pack(vy, j * W))
-            row += int64(cuda.gridDim.x) * RPB
+            row += step
 
     return vector_fused_backward
 
@@ -1013,7 +1035,8 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     tail through ``y``, ``dy``, ``dx`` (:func:`vector_views`). Half of
     :data:`VECTORS` vectors of each input per tile: ``VECTORS`` loads in flight."""
     tc_t, out_t, tc = _numba_types(plan)
-    G, RPB, W = plan.group, plan.rows_per_block, plan.vector
+    G, W = plan.group, plan.vector
+    walk, split = _row_walk(plan)
     U, ZERO = VECTORS // 2, tc(0)
     L = U * W  # a tile's elements per thread, of each input
     term, grad = gradient
@@ -1026,13 +1049,10 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
         sh = storage()
         vy = cuda.local.array(L, tc_t)
         vd = cuda.local.array(L, tc_t)
-        lane = cuda.threadIdx.x % G
+        lane, row, step = walk()
         inner, n = y.shape[1], y.shape[2]
-        rows = y.shape[0] * inner
-        row = int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G
-        while row < rows:
-            o = row // inner
-            i = row - o * inner
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
             yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
             yv, head, count = row_vectors(y, o, i, head0, n)
             dv = row_vectors(dy, o, i, head0, n)[0]  # the same head and count
@@ -1062,7 +1082,7 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
                 dxr[lane] = out_t(grad(y0, d0, total))
             if head + count * W + lane < n:
                 dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
-            row += int64(cuda.gridDim.x) * RPB
+            row += step
 
     return vector_tiled_backward
 
