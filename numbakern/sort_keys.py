@@ -37,8 +37,9 @@ def bits_dtype(dtype: np.dtype) -> np.dtype:
 
 def check_dtype(dtype: np.dtype, name: str = "x") -> np.dtype:
     dtype = np.dtype(dtype)
-    if dtype.kind not in "biuf":
-        raise TypeError(f"{name} must have a bool, integer or float dtype, got {dtype}")
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:  # keys are at most 64-bit
+        raise TypeError(f"{name} must have a bool, integer or float dtype of at most 8 "
+                        f"bytes, got {dtype}")
     return dtype
 
 

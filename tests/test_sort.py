@@ -154,6 +154,8 @@ def test_empty_and_zero_d():
 def test_errors():
     with pytest.raises(TypeError, match="x must have"):
         nk.sort(np.zeros(3, np.complex64))
+    with pytest.raises(TypeError, match="x must have .* at most 8 bytes, got float128"):
+        nk.argsort(np.zeros(3, np.longdouble))  # found by a fresh-user trial
     with pytest.raises(np.exceptions.AxisError):
         nk.argsort(np.zeros((2, 3)), axis=2)
     with pytest.raises(ValueError, match="unknown sort strategy"):
