@@ -75,7 +75,12 @@ _PER_THREAD_TARGET = {"softmax": 32, "log_softmax": 16}
 _PER_THREAD_DEFAULT = 8
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
-_TILED_THREADS = 64 if SIMULATOR else 512
+# Tiled rows: as few rows in flight as fill the device, so a row's second read finds
+# it in L2: 1024 threads, one block a multiprocessor, 132 rows of 128 KB (17 MB) in
+# flight on an H200 at (4096, 32768) float32, softmax 350 us; 512 threads, two blocks,
+# 378 us; 256, 404 (bench/NOTES.md, 2026-12-01). Plans whose registers do not fit
+# 1024 threads (float64) take 512.
+_TILED_THREADS = (64,) if SIMULATOR else (1024, 512)
 _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop rows
 
 
@@ -261,7 +266,7 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
         raise ValueError(f"fused=True: a row of {n} {dtype} elements does not fit in the "
                          f"registers of one {layout}; use fused=None or False")
     per_thread = chosen.per_thread if chosen else 0
-    threads = chosen.threads if chosen else (threads or _TILED_THREADS)
+    threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype))
     if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
         online = not per_thread and specs["max_strategy"] is None
         normalizer = "online" if online else "max_then_sum"
@@ -273,6 +278,12 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
+
+
+def _tiled_threads(kind: str, dtype: np.dtype) -> int:
+    """The largest of :data:`_TILED_THREADS` whose tiled kernel's registers fit."""
+    return next(t for t in _TILED_THREADS
+                if RowPlan(kind, None, "block", t, 0, None, None, dtype.name).fits)
 
 
 def _normalizer(normalizer, backward: bool, max_spec):
