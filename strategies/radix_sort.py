@@ -52,10 +52,13 @@ Where the time goes, and what this leaves out of CUB (bench/NOTES.md, H200, 2^28
 uint32 keys, 256 threads x 16 keys): a pass takes about 4.6 ms where CUB's takes 0.66.
 Loading and storing a tile through shared memory alone takes 1.0 ms (half the copy
 bandwidth), ranking adds 1.9 ms, and the look-back with the scattered writes 2 ms:
-no single step, but every step, is several times CUB's. Next steps, after CUB's
-onesweep kernel: count a tile's digits and publish them before ranking (CUB's "early
-counts"), so later tiles rarely find a predecessor unpublished; fewer instructions a
-key in the ranking; fewer registers, so more tiles share a multiprocessor. Not done
+no single step, but every step, is several times CUB's. Launch bounds that cap a
+pass's registers so that 3 blocks share a multiprocessor (:func:`_pass_jit`) took the
+2^28 float32 sort from 18.0 to 16.3 ms. Tried and slower: ranking every key's peers
+first and then folding the counts with shared atomics (29.5 ms: the matches are not
+the chain that costs). Next steps, after CUB's onesweep kernel: count a tile's
+digits and publish them before ranking (CUB's "early counts"), so later tiles rarely
+find a predecessor unpublished; fewer instructions a key in the ranking. Not done
 either: skipping passes whose digit is the same for every key, and a
 one-block-per-row kernel for medium rows.
 """
@@ -70,7 +73,7 @@ from numbakern.counting import SHARED_LIMIT, HistogramStrategy
 from numbakern.elementwise import zeros
 from numbakern.job import max_resident_blocks
 from numbakern.launch import SIMULATOR, launch
-from numbakern.strategy import Immutable, _check_threads, ceil_div
+from numbakern.strategy import Immutable, _check_threads, ceil_div, check_count
 
 from .shared_privatized import SharedPrivatized
 from .warp_privatized import WarpPrivatized
@@ -114,9 +117,10 @@ class RadixSort(Immutable):
     def __init__(self, threads: int | None = None, items: int | None = None,
                  histogram="warp_privatized", scan=None):
         self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
-        if items is not None and (not isinstance(items, int) or isinstance(items, bool)
-                                  or items < 1):
-            raise ValueError(f"items must be a positive int or None, got {items!r}")
+        if items is not None:
+            items = check_count(items, "items")
+            if items < 1:
+                raise ValueError(f"items must be a positive int or None, got {items!r}")
         self.items = items
         self.counter = _counter(histogram, self.threads)
         self.scan = scan
@@ -309,7 +313,7 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
 
     look_back = _look_back(wt, shift, value)
 
-    @cuda.jit
+    @_pass_jit(threads, key_dtype.itemsize, carry)
     def onesweep_pass(src_k, src_i, dst_k, dst_i, n, tiles, shift_bits, offsets, at_offsets,
                       pass_base, words, at):
         sorted_k = cuda.shared.array(tile, kt)
@@ -404,6 +408,23 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
             i += threads
 
     return onesweep_pass
+
+
+def _pass_jit(threads: int, key_bytes: int, carry: bool):
+    """``cuda.jit`` for a pass with launch bounds asking ptxas for 3 blocks a
+    multiprocessor (80 registers at 256 threads) for keys of 4 bytes or fewer, else 2.
+
+    Left alone, ptxas gives a pass 113-150 registers, so 1 or 2 blocks of 256 threads
+    share a multiprocessor, too few to hide the ranking's and the look-back's
+    latencies. H200, 2^28 float32 sort: 18.0 -> 16.3 ms with 3; 2^26 float64 sort
+    15.7 -> 9.7 ms with 2 (10.3 with 3); 2^28 argsort 22.0 -> 21.5 ms with 2
+    (bench/NOTES.md, 2026-12-01).
+    """
+    if SIMULATOR:
+        return cuda.jit
+    want = 3 if key_bytes <= 4 and not carry else 2
+    # never below 64 registers a thread (larger blocks than 256 threads)
+    return cuda.jit(launch_bounds=(threads, max(1, min(want, 65536 // (threads * 64)))))
 
 
 def _look_back(wt, shift: int, value):
