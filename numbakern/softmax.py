@@ -248,7 +248,7 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
 def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads,
           max_spec, sum_spec) -> RowPlan:
     """Choose the kernel for rows of ``n`` elements; all errors about arguments here."""
-    if fused not in (None, True, False):
+    if fused is not None and not isinstance(fused, (bool, np.bool_)):
         raise TypeError(f"fused must be None, True or False, got {fused!r}")
     backward = kind in rowwise.BACKWARD
     normalizer = _normalizer(normalizer, backward, max_spec)

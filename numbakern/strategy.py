@@ -18,14 +18,22 @@ import math
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
+import numpy as np
+
 from numba.cuda.core import config
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 
 
+def check_count(value, name: str) -> int:
+    """``value`` as an int: a Python or NumPy integer (not a bool), else TypeError."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return int(value)
+
+
 def _check_threads(threads: int) -> int:
-    if not isinstance(threads, int) or isinstance(threads, bool):
-        raise TypeError(f"threads must be an int, got {threads!r}")
+    threads = check_count(threads, "threads")
     if threads < 32 or threads > 1024 or threads % 32:
         raise ValueError(f"threads must be a multiple of 32 from 32 to 1024, got {threads}")
     return threads

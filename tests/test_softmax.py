@@ -565,6 +565,8 @@ def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
     (lambda x: nk.softmax(x, normalizer="online", max_strategy="shared_tree"), ValueError,
      "leave max_strategy None"),
     (lambda x: nk.softmax(x, fused="yes"), TypeError, "fused must be"),
+    (lambda x: nk.softmax(x, fused=1), TypeError, "fused must be"),
+    (lambda x: nk.log_softmax(x, fused=1.0), TypeError, "fused must be"),
     (lambda x: nk.softmax(np.zeros((1, 5000), np.float32), fused=True, threads=32),
      ValueError, "fused=True"),
     (lambda x: nk.softmax(x, max_strategy=WarpShuffle(32), sum_strategy=SharedTree(64)),

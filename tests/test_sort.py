@@ -221,3 +221,18 @@ def test_radix_items_and_wide_counter_fallback():
     x = values(np.int64, 150)  # 8 passes x 256 digits x 7 warps: per-block counters
     s = RadixSort(threads=224, items=1)
     assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("items, error", [(0, ValueError), (-3, ValueError),
+                                          (2.0, TypeError), (True, TypeError),
+                                          ("4", TypeError)])
+def test_radix_items_checked(items, error):
+    with pytest.raises(error, match="items must be"):
+        RadixSort(threads=32, items=items)
+
+
+def test_radix_takes_numpy_integers():
+    s = RadixSort(threads=np.int64(32), items=np.int32(2))
+    assert (s.threads, s.items) == (32, 2) and type(s.items) is int
+    x = values(np.float32, 100)
+    assert np.array_equal(nk.sort(x, strategy=s), np.sort(x), equal_nan=True)
