@@ -57,18 +57,18 @@ def build_to_key(dtype: np.dtype, descending: bool):
         inf = uint64(((1 << finfo.nexp) - 1) << finfo.nmant)  # +inf's bits
         magnitude = uint64((1 << (width - 1)) - 1)
 
+        top = uint64(width - 1)
+
         @cuda.jit(device=True)
         def to_key(bits):
+            # Selects, not branches: a radix sort pass takes a key's digit several
+            # times, and divergent branches cost more than these few operations.
             u = uint64(bits)
             m = u & magnitude
-            if m > inf:  # NaN: above everything
-                k = ones
-            elif m == uint64(0):  # -0.0 == +0.0
-                k = sign
-            elif u & sign:
-                k = ~u & ones
-            else:
-                k = u | sign
+            negative = (uint64(0) - (u >> top)) & ones  # all ones for a negative value
+            k = u ^ (negative | sign)  # negative: every bit flipped; else the sign set
+            k = sign if m == uint64(0) else k  # -0.0 == +0.0
+            k = ones if m > inf else k  # NaN: above everything
             return kt(k ^ flip)
 
         return to_key

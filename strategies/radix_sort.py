@@ -355,7 +355,9 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
                 before = in_warp[warp, dig]
                 in_warp[warp, dig] = before + cuda.popc(peers)
             cuda.syncwarp()  # the count is seen by the next round's lowest lane
-            ranks[k] = cuda.shfl_sync(FULL_MASK, before, cuda.ffs(peers) - 1) + rank
+            # the digit rides above the rank (below 2**16), not recomputed in (b)
+            ranks[k] = (cuda.shfl_sync(FULL_MASK, before, cuda.ffs(peers) - 1) + rank
+                        | dig << 16)
         cuda.syncthreads()
         for d in range(tid, RADIX, threads):  # (b) counts, published; warps' prefixes
             run = int32(0)
@@ -384,8 +386,8 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
         cuda.syncthreads()
         for k in range(items):  # each key to its sorted place in the tile
             if seg + k * WARP < n:
-                dig = digit(keys[k], shift_bits)
-                pos = firsts[dig] + in_warp[warp, dig] + ranks[k]
+                dig = ranks[k] >> 16
+                pos = firsts[dig] + in_warp[warp, dig] + (ranks[k] & 0xFFFF)
                 sorted_k[pos] = keys[k]
                 if carry:
                     sorted_i[pos] = idx[k]
@@ -443,9 +445,17 @@ def _look_back(wt, shift: int, value):
     @cuda.jit(device=True)
     def look_back(words, at, g, first, d):
         window = cuda.local.array(WINDOW, wt)
+        w = cuda.atomic.or_(words, at + (g - 1) * RADIX + d, wt(0))  # the nearest alone
+        status = w >> wt(shift)
+        if status == done:  # the common case: no window, no loop
+            return int64(w & value)
         excl = int64(0)
         end = g  # tiles first .. end-1 are still to be summed
-        span = 1
+        span = 1  # unpublished: read it again alone
+        if status != wt(0):
+            excl = int64(w & value)
+            end = g - 1
+            span = WINDOW
         while True:
             lo = max(first, end - span)
             for q in range(WINDOW):  # independent reads: in flight together
