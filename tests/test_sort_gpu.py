@@ -46,6 +46,20 @@ def test_sort_2_28_vs_cupy(cp, dtype):
     assert bool(cp.array_equal(nk.sort(x), cp.sort(x)))
 
 
+@pytest.mark.bigmem
+def test_past_2_30_wide_look_back(cp):
+    """2**30 + 1000 keys: a row long enough for 64-bit look-back words (WIDE_ROWS)."""
+    n = (1 << 30) + 1000
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    x[::4099] = x[7]  # duplicates: the argsort must keep them in input order
+    want = cp.sort(x)
+    assert bool(cp.array_equal(nk.sort(x), want))
+    idx = nk.argsort(x)
+    assert bool(cp.array_equal(x[idx], want))
+    equal = cp.nonzero(x[idx] == x[7])[0]
+    assert bool((cp.diff(idx[equal]) > 0).all())  # stable: ascending positions
+
+
 @pytest.mark.parametrize("shape,strategy", [((4096, 1000), None), ((1000, 2048), "bitonic"),
                                             ((64, 100_000), "radix")])
 def test_rows(cp, shape, strategy):
