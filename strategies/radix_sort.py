@@ -49,14 +49,18 @@ written once. An ``argsort`` carries each key's index in the row beside it and
 writes only the indices in its last pass.
 
 Where the time goes, and what this leaves out of CUB (bench/NOTES.md, H200, 2^28
-uint32 keys, 256 threads x 16 keys): a pass takes about 4.6 ms where CUB's takes 0.66.
+uint32 keys, 256 threads x 16 keys): a pass took about 4.6 ms where CUB's takes 0.66.
 Loading and storing a tile through shared memory alone takes 1.0 ms (half the copy
 bandwidth), ranking adds 1.9 ms, and the look-back with the scattered writes 2 ms:
 no single step, but every step, is several times CUB's. Launch bounds that cap a
 pass's registers so that 3 blocks share a multiprocessor (:func:`_pass_jit`) took the
-2^28 float32 sort from 18.0 to 16.3 ms. Tried and slower: ranking every key's peers
-first and then folding the counts with shared atomics (29.5 ms: the matches are not
-the chain that costs). Next steps, after CUB's onesweep kernel: count a tile's
+2^28 float32 sort from 18.0 to 16.3 ms. Tried and no faster: every key's peers first,
+then the counts folded with shared atomics (16.5 ms under the same bounds; 29.5
+without, at 135 registers and one block a multiprocessor). Nsight Compute then found a pass issuing about 270 warp
+instructions a 32 keys on 62% of its cycles: most of its time is the count of
+instructions. Selects instead of branches in the float key, the digit kept beside
+the rank, and the nearest tile read alone in the look-back cut 12% of them (16.3 ->
+15.6 ms; passes of 3.5 ms). Next steps, after CUB's onesweep kernel: count a tile's
 digits and publish them before ranking (CUB's "early counts"), so later tiles rarely
 find a predecessor unpublished; fewer instructions a key in the ranking. Not done
 either: skipping passes whose digit is the same for every key, and a
