@@ -90,9 +90,13 @@ def tree_bound(scale):
 
 
 def allclose(x, ref, dtype, kw):
-    """``allclose``'s default tolerance, ``1e-8 + 1e-5 |ref|``: how the fused-softmax
-    tutorial checks its 1823 x 781 result against ``torch.softmax``."""
-    return 1e-8 + 1e-5 * np.abs(ref)
+    """``allclose``'s default tolerance, ``1e-8 + 1e-5 |ref|`` (how the fused-softmax
+    tutorial checks its 1823 x 781 result against ``torch.softmax``), widened to what
+    the result dtype can hold: float16 rounds to ``eps/2 = 4.9e-4`` relative, and
+    below its smallest normal to a subnormal step."""
+    result = np.finfo(dtype)
+    atol = max(1e-8, float(result.smallest_subnormal))
+    return atol + max(1e-5, 2 * float(result.eps)) * np.abs(ref)
 
 
 def check(got, ref: np.ndarray, tol) -> tuple[bool, float]:
