@@ -63,8 +63,10 @@ def bincount(x, minlength=0, *, strategy=None, stream=None):
         empty ``x``).
 
     Raises:
-        TypeError: a non-integer dtype (bool is taken, as NumPy takes it).
-        ValueError: ``x`` not 1-D, a negative value, a negative ``minlength``.
+        TypeError: a non-integer dtype (bool is taken, as NumPy takes it); a
+            ``minlength`` that is not an int (a bool included).
+        ValueError: ``x`` not 1-D, a negative value, a negative ``minlength``, an
+            unknown ``strategy`` name (checked even when ``x`` is empty).
     """
     from .reductions import max as _max, min as _min
 
@@ -72,9 +74,10 @@ def bincount(x, minlength=0, *, strategy=None, stream=None):
     _check_int_dtype(x.dtype, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
-    minlength = operator.index(minlength)
+    minlength = _int(minlength, "minlength")
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
+    _strategies.resolve_histogram(strategy, max(minlength, 1))  # refused even for no x
     bins = minlength
     if x.size:
         if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream)) < 0:
@@ -120,6 +123,7 @@ def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
     nbins = _positive_int(bins, "bins")
+    _strategies.resolve_histogram(strategy, nbins)  # refused even for an empty x
     value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
     if range is None and x.size:
         lo, hi = (_scalar(f(x, stream=stream)).astype(value_dtype)[()] for f in (_min, _max))
@@ -261,13 +265,18 @@ def _check_int_dtype(dtype, name: str) -> None:
                            if np.dtype(dtype).kind == "f" else ""))
 
 
-def _positive_int(value, name: str) -> int:
+def _int(value, name: str) -> int:
+    """``value`` as an int (anything with ``__index__`` but a bool), else TypeError."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an int, got {value!r}")
     try:
-        value = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, got {value!r}") from None
+
+
+def _positive_int(value, name: str) -> int:
+    value = _int(value, name)
     if value < 1:
         raise ValueError(f"{name} must be positive, got {value}")
     return value

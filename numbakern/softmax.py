@@ -221,7 +221,9 @@ def _check_out(out, kind: str, shape, dtype):
     if (out_kind == "numpy") != (kind == "numpy"):
         want = "a NumPy array" if kind == "numpy" else "a device array"
         raise TypeError(f"out must be {want} for {kind} input, got {type(out).__name__}")
-    if out_kind == "numpy" and not (isinstance(out, np.ndarray) and out.flags.writeable):
+    if out_kind == "numpy" and not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
+    if out_kind == "numpy" and not out.flags.writeable:
         raise ValueError("out must be a writeable NumPy array")
     view = out if out_kind == "numpy" else _device_view(out)
     if tuple(view.shape) != shape or np.dtype(view.dtype) != dtype:

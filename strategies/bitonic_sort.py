@@ -41,7 +41,7 @@ from numba import cuda, from_dtype, int32
 from numbakern import kernels
 from numbakern.launch import SIMULATOR, launch
 from numbakern.sort_keys import max_key
-from numbakern.strategy import Immutable, _check_threads
+from numbakern.strategy import Immutable, _check_threads, check_count
 
 
 class BitonicSort(Immutable):
@@ -61,9 +61,9 @@ class BitonicSort(Immutable):
 
     def __init__(self, threads: int | None = None, max_size: int | None = None):
         self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
-        max_size = self.DEFAULT_MAX_SIZE if max_size is None else max_size
-        if not isinstance(max_size, int) or max_size < 2 or max_size & (max_size - 1) \
-                or max_size * 12 > 48 * 1024:
+        max_size = self.DEFAULT_MAX_SIZE if max_size is None else check_count(max_size,
+                                                                              "max_size")
+        if max_size < 2 or max_size & (max_size - 1) or max_size * 12 > 48 * 1024:
             raise ValueError(f"max_size must be a power of two from 2 to 4096, got {max_size!r}")
         self.max_size = max_size
 

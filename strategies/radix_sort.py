@@ -127,6 +127,9 @@ class RadixSort(Immutable):
                 raise ValueError(f"items must be a positive int or None, got {items!r}")
         self.items = items
         self.counter = _counter(histogram, self.threads)
+        from . import resolve_scan  # the package imports this module
+
+        resolve_scan(scan)  # an unknown scan is refused here, not at the first sort
         self.scan = scan
 
     @property

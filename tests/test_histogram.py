@@ -54,6 +54,18 @@ def test_bincount():
         nk.bincount(x.reshape(10, 20))
     with pytest.raises(TypeError, match="integer"):
         nk.bincount(np.ones(3))
+    with pytest.raises(TypeError, match="minlength must be an int"):
+        nk.bincount(np.array([1]), minlength=True)  # NumPy refuses it too
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: nk.bincount(np.zeros(0, np.int64), strategy=s),
+    lambda s: nk.histogram(np.zeros(0, np.float32), strategy=s),
+    lambda s: nk.histogram_counts(np.zeros(0, np.int32), 4, strategy=s),
+])
+def test_bad_strategy_refused_for_empty_input(call):  # found by a fresh-user trial
+    with pytest.raises(ValueError, match="unknown histogram strategy"):
+        call("bogus")
 
 
 def check_histogram(x, bins, range=None, strategy=None):

@@ -166,6 +166,14 @@ def test_errors():
         nk.sort(np.zeros(3), descending="yes")
     with pytest.raises(ValueError, match="max_size"):
         BitonicSort(max_size=100)
+    for bad in (128.0, True, "128"):  # found by a fresh-user trial
+        with pytest.raises(TypeError, match="max_size must be an int"):
+            BitonicSort(max_size=bad)
+    assert BitonicSort(max_size=np.int64(128)).max_size == 128
+    with pytest.raises(ValueError, match="unknown"):
+        RadixSort(scan="no_such_scan")  # at construction, not at the first sort
+    with pytest.raises(TypeError):
+        RadixSort(scan=123)
     with pytest.raises(ValueError, match="histogram"):
         RadixSort(histogram="global_atomic")
 
