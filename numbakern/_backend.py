@@ -22,7 +22,12 @@ from dataclasses import dataclass
 
 
 class BackendError(RuntimeError):
-    """The requested backend cannot be used on this machine."""
+    """The requested backend cannot be used on this machine.
+
+    Raised by ``import numbakern`` when ``NUMBAKERN_SIMULATOR=0`` and no GPU is usable,
+    or when ``numba.cuda`` was imported first in a mode that conflicts with the
+    request or has no usable GPU.
+    """
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class Backend:
 
     @property
     def is_simulator(self) -> bool:
+        """Whether kernels run under Numba's CUDA simulator (``kind == "simulator"``)."""
         return self.kind == "simulator"
 
     def __str__(self) -> str:

@@ -43,9 +43,10 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
         not counted (unlike :func:`bincount`, which raises on negatives).
 
     Raises:
-        TypeError: a float (or other non-integer) dtype; a non-int ``num_bins``.
-        ValueError: ``num_bins < 1``; a strategy whose counters do not fit in shared
-            memory for ``num_bins`` bins.
+        TypeError: a float (or other non-integer) dtype; a non-int ``num_bins``; a
+            ``strategy`` that is neither a name nor a histogram strategy object.
+        ValueError: ``num_bins < 1``; an unknown ``strategy`` name; a strategy whose
+            counters do not fit in shared memory for ``num_bins`` bins.
     """
     x = as_array_like(x)
     _check_int_dtype(x.dtype, "histogram_counts")
@@ -64,9 +65,11 @@ def bincount(x, minlength=0, *, strategy=None, stream=None):
 
     Raises:
         TypeError: a non-integer dtype (bool is taken, as NumPy takes it); a
-            ``minlength`` that is not an int (a bool included).
+            ``minlength`` that is not an int (a bool included); a ``strategy`` that
+            is neither a name nor a histogram strategy object.
         ValueError: ``x`` not 1-D, a negative value, a negative ``minlength``, an
-            unknown ``strategy`` name (checked even when ``x`` is empty).
+            unknown ``strategy`` name (checked even when ``x`` is empty); a strategy
+            whose counters do not fit in shared memory for that many bins.
     """
     from .reductions import max as _max, min as _min
 
@@ -109,9 +112,11 @@ def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
         table of every value's bin made by that rule on the host.
 
     Raises:
-        TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype.
+        TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype;
+            a ``strategy`` that is neither a name nor a histogram strategy object.
         ValueError: ``bins < 1``; ``range`` with ``lo > hi`` or not finite; an
-            automatic range that is not finite (NaN or inf in ``x``).
+            automatic range that is not finite (NaN or inf in ``x``); an unknown
+            ``strategy`` name, or one whose counters do not fit in shared memory.
     """
     from .reductions import max as _max, min as _min
 
@@ -243,7 +248,16 @@ def _table_binner(dtype: np.dtype, value_dtype: np.dtype, edges: np.ndarray):
 
 def numpy_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """The bin ``np.histogram`` puts each of ``values`` in (``-1``: not counted),
-    computed with the same operations in the same dtypes as NumPy's equal-bin path."""
+    computed with the same operations in the same dtypes as NumPy's equal-bin path.
+
+    Args:
+        values: a NumPy array of integer or float values, any shape.
+        edges: the ``bins + 1`` increasing, equally spaced edges
+            (``np.histogram_bin_edges``), as a NumPy float array.
+
+    Returns:
+        int64 bin indices of ``values``'s shape, in ``[-1, bins)``.
+    """
     nb = len(edges) - 1
     first, last = edges[0], edges[-1]
     keep = (values >= first) & (values <= last)

@@ -119,6 +119,11 @@ class Op:
         map: for two-field ops, ``map(value, index) -> (f0, f1)``: the state of one
             element (argmax: the value and its flat index). One-field ops cast the
             element to the accumulator dtype.
+
+    Raises:
+        TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
+            arguments; ``identity`` is ``None``.
+        ValueError: ``fields`` not 1 or 2; a two-field op without ``map``.
     """
 
     name: str
@@ -207,6 +212,21 @@ class Op:
 def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kwargs):
     """Decorator: turn a plain ``f(a, b)`` into an :class:`Op`.
 
+    Args:
+        identity: the value that fills lanes holding no element (a scalar, a
+            function of the dtype, or a pair for ``fields=2``).
+        name: the op's name (default: the function's ``__name__``).
+        commutative: whether ``f(a, b) == f(b, a)``.
+        **kwargs: any other :class:`Op` field (``atomic``, ``kinds``, ``fields``,
+            ``map``, ``empty``, ...).
+
+    Returns:
+        a decorator that returns the :class:`Op`.
+
+    Raises:
+        TypeError, ValueError: as :class:`Op` (when the decorator is applied); an
+            unknown keyword is a ``TypeError``.
+
     Example::
 
         @numbakern.op(identity=0.0)
@@ -268,7 +288,12 @@ BUILTIN = {o.name: o for o in (SUM, PROD, MAX, MIN, BITWISE_AND, BITWISE_OR, BIT
 
 
 def get(op_or_name: Op | str) -> Op:
-    """Look up a built-in op by name, or pass an :class:`Op` through."""
+    """Look up a built-in op by name, or pass an :class:`Op` through.
+
+    Raises:
+        TypeError: a plain function (wrap it with :func:`op`).
+        ValueError: an unknown name, or anything else that is not an :class:`Op`.
+    """
     if isinstance(op_or_name, Op):
         return op_or_name
     if callable(op_or_name):
@@ -386,7 +411,11 @@ _ARG_OPS = {(o.direction, o.tie_break_left): o
 
 
 def arg_op(direction: str, tie_break_left: bool = True) -> ArgOp:
-    """The built-in argmax (``direction="max"``) or argmin op with the given tie rule."""
+    """The built-in argmax (``direction="max"``) or argmin op with the given tie rule.
+
+    Raises:
+        ValueError: ``direction`` not ``"max"`` or ``"min"``.
+    """
     try:
         return _ARG_OPS[direction, bool(tie_break_left)]
     except KeyError:

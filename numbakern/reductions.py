@@ -279,6 +279,10 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
     """Product along ``axis``, as ``np.prod`` (no elements: 1).
 
     Integer products wrap on overflow as NumPy's do; float products overflow to inf.
+    Result dtype: as :func:`sum`'s.
+
+    Raises:
+        TypeError, ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
 
@@ -289,8 +293,11 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
     """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
 
+    Result dtype: the input's; shape as :func:`sum`'s.
+
     Raises:
-        ValueError: reducing no elements, as NumPy.
+        ValueError: reducing no elements, as NumPy; otherwise as :func:`sum`.
+        TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
     """
     return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
 
@@ -301,8 +308,11 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         strategy=None, stream=None, lanes=None):
     """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
 
+    Result dtype: the input's; shape as :func:`sum`'s.
+
     Raises:
-        ValueError: reducing no elements, as NumPy.
+        ValueError: reducing no elements, as NumPy; otherwise as :func:`sum`.
+        TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
     """
     return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
 
@@ -313,8 +323,11 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
             lanes=None):
     """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
 
+    Result dtype: the input's.
+
     Raises:
         TypeError: for float input (bool and integers only).
+        ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
 
@@ -325,8 +338,11 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
                     lanes=None):
     """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
 
+    Result dtype: the input's.
+
     Raises:
         TypeError: for float input (bool and integers only).
+        ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
 
@@ -337,8 +353,11 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
                    lanes=None):
     """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
 
+    Result dtype: the input's.
+
     Raises:
         TypeError: for float input (bool and integers only).
+        ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
 
@@ -364,9 +383,12 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
         numbakern.reduce(x, absmax, axis=1)
 
     Raises:
-        ValueError: an unknown op name, or a strategy that needs a commutative op
-            given a non-commutative one.
-        TypeError: a two-field op (use the value-index functions).
+        ValueError: an unknown op name (or an ``op`` that is neither an Op nor a
+            name), a strategy that needs a commutative op given a non-commutative
+            one; reducing no elements with an op whose ``empty`` is ``"raise"``.
+        TypeError: a plain function not wrapped by :func:`numbakern.op`; a two-field
+            op (use the value-index functions); a dtype the op does not take.
+        AxisError: as :func:`sum`.
     """
     return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
 
@@ -406,6 +428,8 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
 
     The mirror of :func:`argmax`: ties go to the first index (``tie_break_left``),
     NaN wins (the first NaN's index), int64 indices, exact for every strategy.
+
+    Raises: as :func:`argmax`.
     """
     return _arg(x, "min", axis, keepdims, tie_break_left, (None, out), False, strategy,
                 stream, lanes)
@@ -427,6 +451,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
 
     Raises:
         ValueError: reducing an empty axis; a bad ``out``. AxisError: a bad ``axis``.
+        TypeError: ``out`` not ``None`` nor a pair; ``axis`` not an int.
     """
     return _arg(x, "max", axis, keepdims, tie_break_left, _out_pair(out), True, strategy,
                 stream, lanes)
@@ -437,7 +462,10 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
                      strategy=None, stream=None, lanes=None):
     """``(values, indices)``: the smallest elements along ``axis`` and where they are
-    (the mirror of :func:`max_with_indices`)."""
+    (the mirror of :func:`max_with_indices`).
+
+    Raises: as :func:`max_with_indices`.
+    """
     return _arg(x, "min", axis, keepdims, tie_break_left, _out_pair(out), True, strategy,
                 stream, lanes)
 

@@ -166,7 +166,10 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
 
         numbakern.associative_scan(x, last_nonzero)   # forward fill of zeros
 
-    Raises: as :func:`cumsum`; ``ValueError`` for an unknown op name.
+    Raises: as :func:`cumsum`; ``ValueError`` for an unknown op name (or an ``op``
+    that is neither an Op nor a name); ``TypeError`` for a plain function not
+    wrapped by :func:`numbakern.op`, or an ``out`` that is not a pair for a
+    two-field op.
     """
     if isinstance(op, str) and op in ("argmax", "argmin"):
         op = _ops.arg_op(op[3:])

@@ -44,13 +44,15 @@ def sort(x, axis=-1, descending=False, *, strategy=None, stream=None):
     values' exact bits are kept (``-0.0``, NaN payloads).
 
     Raises:
-        TypeError: a dtype outside bool/int/uint/float; a non-bool flag.
+        TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
+            that is neither a name nor a ``BitonicSort`` or ``RadixSort``.
         ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes.
         numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input with an int axis).
 
-    Algorithms: Batcher's bitonic network on (key, index) pairs in one block per row
-    (``strategies/bitonic_sort.py``); an LSD radix sort on 8-bit digits, whose digit
-    counts are numbakern histograms and whose offsets a numbakern exclusive scan
+    Algorithms: Batcher's bitonic network (1968) on (key, index) pairs in one block
+    per row (``strategies/bitonic_sort.py``); an LSD radix sort on 8-bit digits
+    after Onesweep (Adinets and Merrill, 2022), whose digit counts are numbakern
+    histograms and whose offsets a numbakern exclusive scan
     (``strategies/radix_sort.py``).
     """
     return _sort(x, axis, descending, False, strategy, stream)

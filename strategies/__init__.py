@@ -33,7 +33,12 @@ def available() -> list[str]:
 
 
 def describe(strategy: GridStrategy) -> dict:
-    """What a strategy promises: for tables and for teaching."""
+    """What a strategy promises: for tables and for teaching.
+
+    Returns:
+        a dict with ``name`` (``"grid/block"``), ``deterministic``,
+        ``needs_commutative`` (bools), ``threads`` and ``barriers_per_block`` (ints).
+    """
     return {
         "name": strategy.label,
         "deterministic": strategy.deterministic,
@@ -52,8 +57,9 @@ def resolve(spec=None, threads: int | None = None) -> GridStrategy:
         threads: threads per block when ``spec`` is a name or ``None``.
 
     Raises:
-        ValueError: an unknown name (the message lists the known ones).
-        TypeError: anything else.
+        ValueError: an unknown name (the message lists the known ones); ``threads``
+            not a multiple of 32 from 32 to 1024.
+        TypeError: anything else; ``threads`` not an int.
     """
     if isinstance(spec, GridStrategy):
         return spec
@@ -134,6 +140,8 @@ def resolve_scan(spec=None, threads: int | None = None) -> ScanGrid:
         ValueError: an unknown name, or a reduction-only one (the message lists the
             scan strategies).
         TypeError: anything else, or a block strategy with no block scan.
+
+    ``threads`` is checked as :func:`resolve` checks it.
     """
     if isinstance(spec, ScanGrid):
         return spec

@@ -154,6 +154,10 @@ class AtomicFold(GridStrategy):
     Not deterministic for float sums and products (block order varies); exact for
     max, min, bitwise ops and argmax/argmin. Needs a commutative op. Two-field states
     fold through a packed 64-bit word or a per-output lock (module docstring).
+
+    Raises:
+        TypeError: ``block`` not a :class:`~numbakern.strategy.BlockStrategy`.
+        ValueError: ``blocks`` not a positive int or ``None``.
     """
 
     name = "atomic_fold"

@@ -47,12 +47,21 @@ from numbakern.strategy import Immutable, _check_threads, check_count
 class BitonicSort(Immutable):
     """Sort each row in one block with a bitonic network on ``(key, index)`` pairs.
 
+    Batcher, "Sorting networks and their applications" (AFIPS, 1968).
+
     Args:
-        threads: threads per block.
-        max_size: the longest row it takes (a power of two; rows are padded to the
-            next power of two). Default 2048 on a GPU, 256 under the simulator.
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
+        max_size: the longest row it takes (a power of two from 2 to 4096; rows are
+            padded to the next power of two). Default 2048 on a GPU, 256 under the
+            simulator.
 
     Stable; one launch; rows longer than ``max_size`` raise ``ValueError``.
+
+    Raises:
+        TypeError: ``threads`` or ``max_size`` not an int (a bool or float included).
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``max_size`` not
+            a power of two from 2 to 4096.
     """
 
     name = "bitonic"
@@ -75,9 +84,15 @@ class BitonicSort(Immutable):
         return f"BitonicSort(threads={self.threads}, max_size={self.max_size})"
 
     def fits(self, n: int) -> bool:
+        """Whether rows of ``n`` elements fit (``n <= max_size``)."""
         return n <= self.max_size
 
     def sort(self, job) -> None:
+        """Sort ``job``'s rows into ``job.out`` in one launch, one block per row.
+
+        Raises:
+            ValueError: rows longer than ``max_size``.
+        """
         if not self.fits(job.n):
             raise ValueError(f"bitonic sorts rows of at most {self.max_size} elements in "
                              f"one block, got rows of {job.n}: use the radix sort")

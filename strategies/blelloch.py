@@ -49,11 +49,18 @@ def _slot(i):
 class Blelloch(BlockStrategy):
     """Block scan (and reduce) by Blelloch's up-sweep and down-sweep, bank-conflict padded.
 
+    Blelloch, "Prefix Sums and Their Applications" (CMU-CS-90-190, 1990).
+
     Args:
-        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256).
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
 
     Order-preserving (any associative op). ``build_scan`` results are valid in every
     thread; ``build_reduce`` returns the block total, valid in every thread.
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024.
     """
 
     name = "blelloch"

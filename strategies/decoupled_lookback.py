@@ -85,6 +85,12 @@ class DecoupledLookback(ScanGrid):
 
     One launch (after zeroing the flags); ``n`` reads and ``n`` writes; order-
     preserving (any associative op); not bitwise deterministic for floats.
+
+    Raises:
+        TypeError: ``block`` not a block strategy with a block scan (``warp_shuffle``,
+            ``hillis_steele``, ``blelloch``).
+        ValueError: ``items`` not a positive int; an unknown ``hold``. At
+            scan time, a tile of ``items`` that overflows shared memory.
     """
 
     name = "decoupled_lookback"

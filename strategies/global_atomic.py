@@ -26,7 +26,18 @@ from numbakern.counting import HistogramStrategy
 
 
 class GlobalAtomic(HistogramStrategy):
-    """One ``atomicAdd`` per element on global int64 counters; any number of bins."""
+    """One ``atomicAdd`` per element on global int64 counters; any number of bins.
+
+    Args:
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
+        blocks: blocks of the grid-stride loop (``None``: enough to fill the device).
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` not a
+            positive int.
+    """
 
     name = "global_atomic"
     privatized = False

@@ -36,11 +36,18 @@ from numbakern.strategy import BlockStrategy, reduce_from_scan, log2_ceil
 class HillisSteele(BlockStrategy):
     """Block scan (and reduce) by Hillis-Steele steps on double-buffered shared memory.
 
+    Hillis and Steele, "Data Parallel Algorithms" (CACM, 1986).
+
     Args:
-        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256).
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
 
     Order-preserving (any associative op). ``build_scan`` results are valid in every
     thread; ``build_reduce`` returns the block total, valid in every thread.
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024.
     """
 
     name = "hillis_steele"

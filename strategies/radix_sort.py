@@ -113,6 +113,14 @@ class RadixSort(Immutable):
     Launches: a histogram, a scan and one pass per 8-bit digit, after zeroing the
     counts and look-back words. Traffic per pass: the keys (and an argsort's
     indices) read once and written once, plus ``256`` look-back words a tile.
+
+    Raises:
+        TypeError: ``threads`` or ``items`` not an int; a ``scan`` of the wrong type
+            (see ``resolve_scan``).
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items < 1``;
+            a ``histogram`` that is not a privatized strategy, has other ``threads``
+            or whose counters do not fit; an unknown ``scan`` name. At sort time, an
+            ``items`` whose tile overflows shared memory.
     """
 
     name = "radix"

@@ -50,7 +50,14 @@ class ReduceThenScan(ScanGrid):
             ``"shared"``.
 
     Deterministic; order-preserving (any associative op); three launches (one for
-    segments that fit in one chunk).
+    segments that fit in one chunk). The reduce-then-scan baseline of Merrill and
+    Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back" (2016).
+
+    Raises:
+        TypeError: ``block`` not a block strategy with a block scan (``warp_shuffle``,
+            ``hillis_steele``, ``blelloch``).
+        ValueError: ``items`` or ``blocks`` not a positive int; an unknown ``hold``. At
+            scan time, a tile of ``items`` that overflows shared memory.
     """
 
     name = "reduce_then_scan"

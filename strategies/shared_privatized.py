@@ -31,7 +31,20 @@ from numbakern.counting import HistogramStrategy
 
 
 class SharedPrivatized(HistogramStrategy):
-    """One private copy of the bins per block, in shared memory, merged with atomics."""
+    """One private copy of the bins per block, in shared memory, merged with atomics.
+
+    Args:
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
+        blocks: blocks of the grid-stride loop (``None``: enough to fill the device).
+
+    Uses ``4 * bins`` bytes of shared memory a block: at most 12288 bins.
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` not a
+            positive int; when counting, more bins than fit in shared memory.
+    """
 
     name = "shared_privatized"
     privatized = True

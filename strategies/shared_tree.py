@@ -34,9 +34,14 @@ class SharedTree(BlockStrategy):
     """Block reduce by a shared-memory tree with sequential addressing (Harris 2007, #3).
 
     Args:
-        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256).
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
 
     Needs a commutative op; result valid in thread 0.
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024.
     """
 
     name = "shared_tree"

@@ -39,6 +39,10 @@ class TwoPass(GridStrategy):
 
     Deterministic; order-preserving (non-commutative ops allowed if the block
     strategy preserves order).
+
+    Raises:
+        TypeError: ``block`` not a :class:`~numbakern.strategy.BlockStrategy`.
+        ValueError: ``blocks`` not a positive int or ``None``.
     """
 
     name = "two_pass"

@@ -34,7 +34,21 @@ WARP = 32
 
 
 class WarpPrivatized(HistogramStrategy):
-    """One private copy of the bins per warp, in shared memory, summed and merged."""
+    """One private copy of the bins per warp, in shared memory, summed and merged.
+
+    Args:
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
+        blocks: blocks of the grid-stride loop (``None``: enough to fill the device).
+
+    Uses ``4 * (threads // 32) * bins`` bytes of shared memory a block: at most 1536
+    bins with 256 threads.
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` not a
+            positive int; when counting, more bins than fit in shared memory.
+    """
 
     name = "warp_privatized"
     privatized = True

@@ -40,9 +40,14 @@ class WarpShuffle(BlockStrategy):
     """Block reduce by warp shuffles (CUB's ``BlockReduceWarpReductions``).
 
     Args:
-        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256).
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
+            64 under the simulator).
 
     Order-preserving (any associative op); result valid in thread 0.
+
+    Raises:
+        TypeError: ``threads`` not an int.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024.
     """
 
     name = "warp_shuffle"
