@@ -27,7 +27,7 @@ from . import kernels
 from .arrays import SIMULATOR, Workspace
 from .job import max_resident_blocks
 from .launch import launch
-from .strategy import Immutable, _check_threads, ceil_div
+from .strategy import Immutable, _check_threads, ceil_div, check_optional_count
 
 #: static shared memory a block may use (48 KiB without opting in to more)
 SHARED_LIMIT = 48 * 1024
@@ -54,10 +54,7 @@ class HistogramStrategy(Immutable):
 
     def __init__(self, threads: int | None = None, blocks: int | None = None):
         self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
-        if blocks is not None and (not isinstance(blocks, int) or isinstance(blocks, bool)
-                                   or blocks < 1):
-            raise ValueError(f"blocks must be a positive int or None (automatic), got {blocks!r}")
-        self.blocks = blocks
+        self.blocks = check_optional_count(blocks, "blocks")
 
     @property
     def warps(self) -> int:
@@ -103,8 +100,8 @@ class HistogramStrategy(Immutable):
         device; never so few that one block counts 2**31 elements (its private uint32
         counters would overflow)."""
         fewest = ceil_div(n, 2**31)
-        if self.blocks is not None:
-            return max(self.blocks, fewest)
+        if self.blocks is not None:  # at most one a element: more would count nothing
+            return max(min(self.blocks, max(1, n)), fewest)
         return max(1, fewest, min(ceil_div(n, self.threads), max_resident_blocks(self.threads)))
 
     def histogram(self, job: "HistogramJob") -> None:

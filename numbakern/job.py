@@ -56,9 +56,10 @@ class ReduceJob:
                     kernels.device_key())  # a first pass's kernel key adds self.vector
 
     def grid_blocks(self, requested: int | None, threads: int) -> int:
-        """``requested``, or enough blocks to fill the device once (fewer for small n)."""
+        """``requested`` (at most one a element: more would have nothing to read), or
+        enough blocks to fill the device once (fewer for small n)."""
         if requested is not None:
-            return requested
+            return max(1, min(requested, int(self.n)))
         want = ceil_div(int(self.n), threads * kernels.UNROLL)
         return max(1, min(want, max_resident_blocks(threads)))
 

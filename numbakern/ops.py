@@ -148,6 +148,9 @@ class Op:
                             "function of the dtype), not None: it fills lanes with no element")
         if not callable(self.identity):
             object.__setattr__(self, "identity", _constant_identity(self.identity))
+        if not isinstance(self.commutative, (bool, np.bool_)):  # 'no' would read as True
+            raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "
+                            f"{self.commutative!r}")
         if self.fields not in (1, 2):
             raise ValueError(f"Op {self.name!r}: fields must be 1 or 2, got {self.fields}")
         if self.fields == 2 and self.map is None:
@@ -165,9 +168,8 @@ class Op:
             allowed = {"b": "bool", "i": "signed integers", "u": "unsigned integers",
                        "f": "float16/32/64"}
             names = ", ".join(allowed[k] for k in self.kinds)
-            raise TypeError(
-                f"{self.name} is not defined for {what} {dtype}; it accepts {names}"
-            )
+            where = f"{what}{dtype}" if what.endswith("=") else f"{what} {dtype}"
+            raise TypeError(f"{self.name} is not defined for {where}; it accepts {names}")
 
     def result_dtype_for(self, in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
         """The checked result dtype of this op on ``in_dtype`` with NumPy's ``dtype=``.

@@ -40,7 +40,7 @@ from . import ops as _ops
 from . import strategies as _strategies
 from .arrays import SIMULATOR, Workspace, as_array_like, as_cupy, flat_view, host_copy, kind_of
 from .arrays import honours_stream, resolve_stream
-from .axes import check_out, normalize_axes, normalize_axis, result_shape
+from .axes import check_flag, check_out, normalize_axes, normalize_axis, result_shape
 from .elementwise import cast_into
 from .job import ReduceJob
 from .launch import buffer, to_device_array
@@ -80,6 +80,7 @@ def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, ax
            keepdims: bool, lanes) -> _Setup:
     """Check the arguments and derive what they decide; every argument error is raised
     here."""
+    keepdims = check_flag(keepdims, "keepdims")
     result = op.result_dtype_for(in_dtype, dtype)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
@@ -129,7 +130,8 @@ def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: t
                  keepdims: bool, strategy, lanes) -> tuple:
     """argmax/argmin's argument checks and what they decide, as :func:`_setup`:
     ``(op, dtypes, axes, shape, grid, M, N, kit)``."""
-    op = _ops.arg_op(direction, tie_break_left)
+    keepdims = check_flag(keepdims, "keepdims")
+    op = _ops.arg_op(direction, check_flag(tie_break_left, "tie_break_left"))
     op.check_dtype(in_dtype)
     ndim = len(in_shape)
     axes = tuple(range(ndim)) if axis is None else (normalize_axis(axis, ndim),)

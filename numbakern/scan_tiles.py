@@ -36,7 +36,7 @@ from numba import cuda, from_dtype, uint64
 from . import kernels
 from .arrays import SIMULATOR, Workspace
 from .elementwise import zeros
-from .strategy import BlockStrategy, Cost, GridStrategy
+from .strategy import BlockStrategy, Cost, GridStrategy, check_optional_count
 
 WARP = 32
 #: static shared memory a block may use (48 KiB without opting in to more)
@@ -372,10 +372,7 @@ class ScanGrid(GridStrategy):
         if not callable(getattr(self.block, "build_scan", None)):
             raise TypeError(f"{self.block!r} has no block scan; use one of warp_shuffle, "
                             "hillis_steele, blelloch")
-        if items is not None and (not isinstance(items, int) or isinstance(items, bool)
-                                  or items < 1):
-            raise ValueError(f"items must be a positive int or None (automatic), got {items!r}")
-        self.items = items
+        self.items = check_optional_count(items, "items")
 
     @property
     def key(self) -> tuple:

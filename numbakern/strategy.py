@@ -32,6 +32,22 @@ def check_count(value, name: str) -> int:
     return int(value)
 
 
+#: the most blocks of one launch (CUDA's grid x limit)
+MAX_GRID = 2**31 - 1
+
+
+def check_optional_count(value, name: str, most: int = MAX_GRID) -> int | None:
+    """``None`` (automatic), or ``value`` as an int from 1 to ``most``: TypeError for
+    a non-int (a bool or float included), ValueError out of range."""
+    if value is None:
+        return None
+    value = check_count(value, name)
+    if not 1 <= value <= most:
+        raise ValueError(f"{name} must be a positive int up to {most} or None (automatic), "
+                         f"got {value}")
+    return value
+
+
 def _check_threads(threads: int) -> int:
     threads = check_count(threads, "threads")
     if threads < 32 or threads > 1024 or threads % 32:
@@ -147,10 +163,8 @@ class GridStrategy(Immutable):
             block = WarpShuffle()
         if not isinstance(block, BlockStrategy):
             raise TypeError(f"block must be a BlockStrategy such as WarpShuffle(), got {block!r}")
-        if blocks is not None and (not isinstance(blocks, int) or blocks < 1):
-            raise ValueError(f"blocks must be a positive int or None (automatic), got {blocks!r}")
         self.block = block
-        self.blocks = blocks
+        self.blocks = check_optional_count(blocks, "blocks")
 
     @property
     def commutative_required(self) -> bool:

@@ -79,7 +79,9 @@ def _from_name(spec: str, grids: dict, blocks: dict, default_grid: str, what: st
                threads: int | None):
     """A grid strategy from ``"grid/block"``, a grid name alone (block
     ``warp_shuffle``) or a block name alone (grid ``default_grid``)."""
-    grid_name, _, block_name = spec.partition("/")
+    grid_name, slash, block_name = spec.partition("/")
+    if slash and not block_name:  # "two_pass/": a block was meant and left out
+        grid_name = ""
     if not block_name and grid_name in blocks:
         grid_name, block_name = default_grid, grid_name
     block_name = block_name or "warp_shuffle"

@@ -63,6 +63,7 @@ from numbakern import kernels
 from numbakern.bits import bitcast
 from numbakern.launch import SIMULATOR, launch
 from numbakern.scan_tiles import WARP, ScanGrid, Tile
+from numbakern.axes import check_flag
 from numbakern.strategy import Cost, ceil_div
 
 FULL_MASK = 0xFFFFFFFF
@@ -99,7 +100,7 @@ class DecoupledLookback(ScanGrid):
     def __init__(self, block=None, items: int | None = None, publish_prefix: bool = True,
                  hold: str = "shared"):
         super().__init__(block, None, items, hold)
-        self.publish_prefix = bool(publish_prefix)
+        self.publish_prefix = check_flag(publish_prefix, "publish_prefix")
 
     @property
     def key(self) -> tuple:

@@ -77,7 +77,7 @@ from numbakern.counting import SHARED_LIMIT, HistogramStrategy
 from numbakern.elementwise import zeros
 from numbakern.job import max_resident_blocks
 from numbakern.launch import SIMULATOR, launch
-from numbakern.strategy import Immutable, _check_threads, ceil_div, check_count
+from numbakern.strategy import Immutable, _check_threads, ceil_div, check_optional_count
 
 from .shared_privatized import SharedPrivatized
 from .warp_privatized import WarpPrivatized
@@ -129,11 +129,7 @@ class RadixSort(Immutable):
     def __init__(self, threads: int | None = None, items: int | None = None,
                  histogram="warp_privatized", scan=None):
         self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
-        if items is not None:
-            items = check_count(items, "items")
-            if items < 1:
-                raise ValueError(f"items must be a positive int or None, got {items!r}")
-        self.items = items
+        self.items = check_optional_count(items, "items")
         self.counter = _counter(histogram, self.threads)
         from . import resolve_scan  # the package imports this module
 

@@ -244,6 +244,37 @@ def test_reduce_by_builtin_name_and_bad_names():
         nk.sum(x, strategy=3)
 
 
+def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
+    with pytest.raises(TypeError, match="commutative must be True or False"):
+        nk.op(identity=0, commutative="no")(lambda a, b: a if a != 0 else b)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: nk.sum(x, strategy="two_pass/"), ValueError, "unknown strategy"),
+    (lambda x: nk.sum(x, axis=0, keepdims="yes"), TypeError, "keepdims must be True"),
+    (lambda x: nk.max(x, keepdims=None), TypeError, "keepdims must be True"),
+    (lambda x: nk.argmax(x, keepdims=1), TypeError, "keepdims must be True"),
+    (lambda x: nk.argmax(x, tie_break_left="no"), TypeError, "tie_break_left must be"),
+    (lambda x: TwoPass(blocks=1.5), TypeError, "blocks must be an int"),
+    (lambda x: TwoPass(blocks=True), TypeError, "blocks must be an int"),
+    (lambda x: TwoPass(blocks=2**31), ValueError, "blocks must be a positive int up to"),
+    (lambda x: TwoPass(blocks=0), ValueError, "blocks must be a positive int up to"),
+    (lambda x: nk.DecoupledLookback(publish_prefix="no"), TypeError, "publish_prefix must"),
+    (lambda x: nk.DecoupledLookback(items=2.0), TypeError, "items must be an int"),
+])
+def test_bad_arguments_found_by_a_fresh_user(call, error, match):
+    with pytest.raises(error, match=match):
+        call(np.arange(10.0))
+
+
+def test_blocks_past_the_elements_are_not_launched():
+    """blocks=10**9 over 100 elements once allocated 7.45 GiB of partials; a block
+    beyond the elements would read nothing, so at most one a element runs."""
+    x = np.arange(100.0)
+    assert nk.sum(x, strategy=TwoPass(WarpShuffle(32), blocks=10**9)) == x.sum()
+    assert nk.sum(x, strategy=nk.AtomicFold(WarpShuffle(32), blocks=10**9)) == x.sum()
+
+
 @pytest.mark.parametrize("threads", [0, 16, 33, 2048])
 def test_bad_thread_counts(threads):
     with pytest.raises(ValueError, match="multiple of 32"):
