@@ -145,7 +145,9 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     built-in's name (``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"bitwise_and"``,
     ``"bitwise_or"``, ``"bitwise_xor"``, and ``"argmax"``/``"argmin"``: the running
     maximum or minimum *with its index*, the first occurrence winning ties, NaN
-    propagating, as ``np.argmax``).
+    propagating, as ``np.argmax``; an exclusive one starts from the identity: value
+    -inf (argmax) or +inf (argmin), or the dtype's extreme for integers, with index
+    ``2**63 - 1``, which loses every tie).
 
     Element ``i`` of the result is ``x[0] (+) x[1] (+) ... (+) x[i]`` in that order, so
     a non-commutative op gets the ordered result. ``dtype`` sets the accumulator and

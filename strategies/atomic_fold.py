@@ -18,7 +18,8 @@ straight into the output with an atomic read-modify-write:
      max/min (NumPy propagates NaN, which Numba's float ``atomic.max`` does not
      promise), products, and a user's own ops.
 
-One launch and no partials, but blocks arrive in an order the scheduler picks: a
+One reduce launch (after a fill of the output with the identity) and no partials,
+but blocks arrive in an order the scheduler picks: a
 float sum may differ in the last bits **run to run** (float addition is not
 associative), and the op must be **commutative**. Contention is low (one atomic per
 block, not per element), so speed matches the two-pass reduce.
