@@ -38,6 +38,14 @@ def _float_identity(value: float) -> Callable[[np.dtype], Any]:
     return identity
 
 
+def _check_identity(name: str, value: Any) -> None:
+    """A constant identity must be a number (bool, int, float) or a tuple of them."""
+    values = value if isinstance(value, tuple) else (value,)
+    if not all(np.asarray(v).dtype.kind in "biuf" and np.ndim(v) == 0 for v in values):
+        raise TypeError(f"Op {name!r}: identity must be a number, a tuple of numbers or a "
+                        f"function of the dtype, got {value!r}")
+
+
 def _constant_identity(value: Any) -> Callable[[np.dtype], Any]:
     return lambda dtype: np.dtype(dtype).type(value)
 
@@ -147,6 +155,7 @@ class Op:
             raise TypeError(f"Op {self.name!r}: identity must be a scalar (or a tuple, or a "
                             "function of the dtype), not None: it fills lanes with no element")
         if not callable(self.identity):
+            _check_identity(self.name, self.identity)
             object.__setattr__(self, "identity", _constant_identity(self.identity))
         if not isinstance(self.commutative, (bool, np.bool_)):  # 'no' would read as True
             raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "

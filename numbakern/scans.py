@@ -44,7 +44,7 @@ import numpy as np
 from . import kernels
 from . import ops as _ops
 from . import strategies as _strategies
-from .axes import axis_index, check_flag, optional_axis
+from .axes import OutDtypeError, axis_index, check_flag, optional_axis
 from .arrays import (
     honours_stream,
     SIMULATOR,
@@ -210,7 +210,8 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
         op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
         layout, rule)
-    outs = _check_out(out, kind, out_shape, results)
+    outs = _check_out(out, kind, out_shape, results,
+                      _SCAN_NAMES.get(op.name, "associative_scan"))
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:
         return _empty(workspace, out_shape, results, outs)
@@ -253,8 +254,13 @@ def _empty_state(op, kit) -> tuple:
     return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
 
 
-def _check_out(out, kind: str, shape: tuple, dtypes: tuple):
-    """The caller's output arrays as a list (one per field), or ``None``."""
+_SCAN_NAMES = {"sum": "cumsum", "prod": "cumprod"}  # the function, for messages
+
+
+def _check_out(out, kind: str, shape: tuple, dtypes: tuple, name: str):
+    """The caller's output arrays as a list (one per field), or ``None``; ``name``,
+    the function's, begins a dtype error (:class:`~numbakern.axes.OutDtypeError`, as
+    the reductions raise)."""
     if out is None:
         return None
     arrays = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -271,8 +277,8 @@ def _check_out(out, kind: str, shape: tuple, dtypes: tuple):
         if tuple(arr.shape) != shape:
             raise ValueError(f"out must have shape {shape}, got {tuple(arr.shape)}")
         if not np.can_cast(dtype, arr.dtype, "same_kind"):
-            raise TypeError(f"cannot cast the {dtype} result to out's dtype {arr.dtype} "
-                            "with casting rule 'same_kind'")
+            raise OutDtypeError(f"{name}: cannot cast the {dtype} result to out's dtype "
+                                f"{arr.dtype} with casting rule 'same_kind'")
     return arrays
 
 

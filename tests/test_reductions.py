@@ -15,6 +15,7 @@ import pytest
 
 import numbakern as nk
 from numbakern import kernels
+from numbakern.axes import OutDtypeError
 from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
 
 STRATEGIES = {
@@ -261,6 +262,10 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
     (lambda x: TwoPass(blocks=0), ValueError, "blocks must be a positive int up to"),
     (lambda x: nk.DecoupledLookback(publish_prefix="no"), TypeError, "publish_prefix must"),
     (lambda x: nk.DecoupledLookback(items=2.0), TypeError, "items must be an int"),
+    (lambda x: nk.op(identity="a")(lambda a, b: a + b), TypeError,
+     "identity must be a number"),
+    (lambda x: nk.cumsum(x, out=np.zeros(10, np.int64)), OutDtypeError, "^cumsum: cannot"),
+    (lambda x: nk.cumprod(x, out=np.zeros(10, np.int64)), OutDtypeError, "^cumprod: cannot"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
