@@ -119,6 +119,27 @@ def _softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _log_softmax(x, axis=-1):
+    """``(x - max) - log(sum(exp(x - max)))``, as numbakern computes it."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _factors(a, ref, kw):
+    """A running product of ``k`` factors, multiplied in any order, is off by at most
+    ``(k - 1)`` unit roundoffs (``eps / 2``) relative: ``k |ref| / 8`` under
+    :func:`tree_bound`'s ``4 eps`` (tight enough that a scan shifted by one element
+    of ``1 +- 0.001`` fails)."""
+    axis = kw.get("axis")
+    if axis is None:  # NumPy's cumprod of the flattened input: 1-D
+        k = np.arange(1, ref.size + 1)
+    else:
+        shape = [1] * ref.ndim
+        shape[axis] = ref.shape[axis]
+        k = np.arange(1, ref.shape[axis] + 1).reshape(shape)
+    return np.abs(ref) * k / 8
+
+
 def _ufunc_reduce(name):
     return lambda x, axis=None: getattr(np, name).reduce(x, axis=axis)
 
@@ -217,23 +238,33 @@ OPERATIONS: dict[str, Operation] = {
         Operation("argmax", np.argmax, exact, reduce_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.argmax(x, **k),
                               lambda t, x, **k: t.argmax(x, **k))),
+        Operation("argmin", np.argmin, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.argmin(x, **k),
+                              lambda t, x, **k: t.argmin(x, **k))),
         Operation("cumsum", np.cumsum,
                   tree_bound(lambda a, ref, kw: np.cumsum(a, axis=kw.get("axis")).reshape(
                       ref.shape)), scan_variants,
                   peers=_peer(lambda cp, x, **k: cp.cumsum(x, **k),
                               lambda t, x, **k: t.cumsum(x.reshape(-1) if not k else x,
                                                          **(k or {"dim": 0})))),
+        Operation("cumprod", np.cumprod, tree_bound(_factors), scan_variants,
+                  peers=_peer(lambda cp, x, **k: cp.cumprod(x, **k),
+                              lambda t, x, **k: t.cumprod(x.reshape(-1) if not k else x,
+                                                          **(k or {"dim": 0})))),
         Operation("softmax", _softmax, allclose, softmax_variants, kinds="f",
                   peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, **k),
                               lambda t, x, **k: t.softmax(x, **k))),
+        Operation("log_softmax", _log_softmax, allclose, softmax_variants, kinds="f",
+                  peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, log=True, **k),
+                              lambda t, x, **k: t.log_softmax(x, **k))),
     ]
 }
 
 
-def _cupyx_softmax(x, axis=-1):
-    from cupyx.scipy.special import softmax
+def _cupyx_softmax(x, axis=-1, log=False):
+    from cupyx.scipy.special import log_softmax, softmax
 
-    return softmax(x, axis=axis)
+    return (log_softmax if log else softmax)(x, axis=axis)
 
 
 def sample(op: Operation, shape, dtype, seed: int = 0) -> np.ndarray:
@@ -242,12 +273,12 @@ def sample(op: Operation, shape, dtype, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        if op.name == "prod":
+        if op.name in ("prod", "cumprod"):
             return rng.uniform(0.999, 1.001, shape).astype(dtype)
         return (3 * rng.standard_normal(shape, dtype=np.float32)).astype(dtype, copy=False)
     if dtype.kind == "b":
         return rng.integers(0, 2, shape).astype(bool)
-    low, high = (1, 3) if op.name == "prod" else (-50, 51)
+    low, high = (1, 3) if op.name in ("prod", "cumprod") else (-50, 51)
     info = np.iinfo(dtype)
     return rng.integers(max(low, info.min), min(high, info.max + 1), shape).astype(dtype)
 

@@ -221,6 +221,30 @@ def test_check_holds_results_to_the_reference():
     assert OPERATIONS["sum"].expected(np.arange(4), {}).tolerance is None
 
 
+@simulator_only
+@pytest.mark.parametrize("args", [["argmin", "-n", "3x50", "--axis", "1", "--dtype", "int16"],
+                                  ["cumprod", "-n", "300"],
+                                  ["cumprod", "-n", "3x100", "--axis", "1", "--dtype",
+                                   "float16"],
+                                  ["log_softmax", "-n", "3x50", "--dtype", "float16"]])
+def test_compare_argmin_cumprod_log_softmax(args):
+    result = invoke("compare", *args, "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert " ok " in result.output and "WRONG" not in result.output
+
+
+def test_cumprod_bound_catches_a_shifted_scan():
+    from numbakern.compare import OPERATIONS, check, sample
+
+    op = OPERATIONS["cumprod"]
+    x = sample(op, (2000,), np.float32)
+    want = op.expected(x, {})
+    right = np.cumprod(x, dtype=np.float32)
+    assert check(right, want.values, want.tolerance)[0]
+    shifted = np.concatenate([[1.0], right[:-1]]).astype(np.float32)  # exclusive
+    assert not check(shifted, want.values, want.tolerance)[0]
+
+
 def test_shape_parser():
     from numbakern.cli import SHAPE
 
