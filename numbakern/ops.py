@@ -165,8 +165,10 @@ class Op:
         if self.fields == 2 and self.map is None:
             raise ValueError(f"Op {self.name!r}: a two-field op needs map(value, index)")
 
-    def check_dtype(self, dtype: np.dtype, what: str = "dtype") -> None:
-        """Raise ``TypeError`` naming the op and dtype if this op cannot take it.
+    def check_dtype(self, dtype: np.dtype, what: str = "dtype", caller: str | None = None
+                    ) -> None:
+        """Raise ``TypeError`` naming the op (or ``caller``, the function the user
+        called: ``cumsum`` for the sum op) and dtype if this op cannot take it.
 
         ``what`` names the argument in the message (the input's dtype, or ``dtype=``).
         Kernels handle bool, integers up to 64 bits and float16/32/64 only: not
@@ -178,7 +180,8 @@ class Op:
                        "f": "float16/32/64"}
             names = ", ".join(allowed[k] for k in self.kinds)
             where = f"{what}{dtype}" if what.endswith("=") else f"{what} {dtype}"
-            raise TypeError(f"{self.name} is not defined for {where}; it accepts {names}")
+            raise TypeError(f"{caller or self.name} is not defined for {where}; it accepts "
+                            f"{names}")
 
     def result_dtype_for(self, in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
         """The checked result dtype of this op on ``in_dtype`` with NumPy's ``dtype=``.

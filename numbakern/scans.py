@@ -182,12 +182,18 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
 # --- the common path ---------------------------------------------------------------------
 
 
+_SCAN_NAMES = {"sum": "cumsum", "prod": "cumprod"}  # the function, for messages
+
+
 def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse, strategy,
            layout, rule) -> tuple:
     """Check the arguments and derive what they decide (every argument error is raised
     here): ``(exclusive, reverse, results, grid, layout, axis, out_shape, kit, size)``."""
-    op.check_dtype(in_dtype)
+    caller = _SCAN_NAMES.get(op.name, op.name)
+    op.check_dtype(in_dtype, caller=caller)
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
+    if dtype is not None:
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=", caller)
     states, results = _dtypes(op, in_dtype, dtype, rule)
     grid = _strategies.resolve_scan(strategy)
     layout = check_layout(layout)
@@ -234,8 +240,6 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
     """``(state dtypes, result dtypes)``, one of each per field; float16 fields are
     held as float32 in the state."""
-    if dtype is not None:
-        op.check_dtype(_ops._as_dtype(dtype), "dtype=")
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
     if op.fields == 1:
         results = (result,)
@@ -252,9 +256,6 @@ def _empty_state(op, kit) -> tuple:
     if kit.fields == 2 or isinstance(op.empty, str):
         return kit.identity_values
     return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
-
-
-_SCAN_NAMES = {"sum": "cumsum", "prod": "cumprod"}  # the function, for messages
 
 
 def _check_out(out, kind: str, shape: tuple, dtypes: tuple, name: str):

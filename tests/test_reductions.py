@@ -266,6 +266,10 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
      "identity must be a number"),
     (lambda x: nk.cumsum(x, out=np.zeros(10, np.int64)), OutDtypeError, "^cumsum: cannot"),
     (lambda x: nk.cumprod(x, out=np.zeros(10, np.int64)), OutDtypeError, "^cumprod: cannot"),
+    (lambda x: nk.cumsum(x, dtype=np.complex64), TypeError,
+     "^cumsum is not defined for dtype=complex64"),
+    (lambda x: nk.cumprod(x.astype(np.complex64)), TypeError,
+     "^cumprod is not defined for dtype complex64"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
