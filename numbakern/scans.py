@@ -119,7 +119,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                 cumsum_dtype)
+                 cumsum_dtype, "cumsum")
 
 
 @replayable
@@ -134,7 +134,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
     Raises: as :func:`cumsum`.
     """
     return _scan(x, _ops.PROD, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                 cumprod_dtype)
+                 cumprod_dtype, "cumprod")
 
 
 @replayable
@@ -176,20 +176,18 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     if isinstance(op, str) and op in ("argmax", "argmin"):
         op = _ops.arg_op(op[3:])
     return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, layout,
-                 stream, None)
+                 stream, None, None)
 
 
 # --- the common path ---------------------------------------------------------------------
 
 
-_SCAN_NAMES = {"sum": "cumsum", "prod": "cumprod"}  # the function, for messages
-
-
 def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse, strategy,
-           layout, rule) -> tuple:
+           layout, rule, caller) -> tuple:
     """Check the arguments and derive what they decide (every argument error is raised
-    here): ``(exclusive, reverse, results, grid, layout, axis, out_shape, kit, size)``."""
-    caller = _SCAN_NAMES.get(op.name, op.name)
+    here): ``(exclusive, reverse, results, grid, layout, axis, out_shape, kit, size)``.
+    ``caller``: the function that dtype errors name (``cumsum``), or None for the op's
+    own name (``associative_scan``)."""
     op.check_dtype(in_dtype, caller=caller)
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
     if dtype is not None:
@@ -209,15 +207,16 @@ def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse
 _planned = planner(_setup)  # a repeated call skips the checks
 
 
-def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule):
-    """Validate, lay out, scan; returns the result in the input's kind."""
+def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule,
+          caller):
+    """Validate, lay out, scan; returns the result in the input's kind. ``caller``, as
+    :func:`_setup`'s."""
     x = as_array_like(x)
     kind = kind_of(x)
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
         op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
-        layout, rule)
-    outs = _check_out(out, kind, out_shape, results,
-                      _SCAN_NAMES.get(op.name, "associative_scan"))
+        layout, rule, caller)
+    outs = _check_out(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:
         return _empty(workspace, out_shape, results, outs)

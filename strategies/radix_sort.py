@@ -56,9 +56,9 @@ no single step, but every step, is several times CUB's. Launch bounds that cap a
 pass's registers so that 3 blocks share a multiprocessor (:func:`_pass_jit`) took the
 2^28 float32 sort from 18.0 to 16.3 ms. Tried and no faster: every key's peers first,
 then the counts folded with shared atomics (16.5 ms under the same bounds; 29.5
-without, at 135 registers and one block a multiprocessor). Nsight Compute then found a pass issuing about 270 warp
-instructions a 32 keys on 62% of its cycles: most of its time is the count of
-instructions. Selects instead of branches in the float key, the digit kept beside
+without, at 135 registers and one block a multiprocessor). Nsight Compute then found
+a pass issuing about 270 warp instructions a 32 keys on 62% of its cycles: most of
+its time is the count of instructions. Selects instead of branches in the float key, the digit kept beside
 the rank, and the nearest tile read alone in the look-back cut 12% of them (16.3 ->
 15.6 ms; passes of 3.5 ms). Next steps, after CUB's onesweep kernel: count a tile's
 digits and publish them before ranking (CUB's "early counts"), so later tiles rarely

@@ -270,6 +270,8 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
      "^cumsum is not defined for dtype=complex64"),
     (lambda x: nk.cumprod(x.astype(np.complex64)), TypeError,
      "^cumprod is not defined for dtype complex64"),
+    (lambda x: nk.associative_scan(x.astype(np.complex64), "sum"), TypeError,
+     "^sum is not defined for dtype complex64"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
