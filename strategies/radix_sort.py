@@ -25,58 +25,61 @@ Faster Least Significant Digit Radix Sort for GPUs", 2022), the algorithm of CUB
    consecutive keys of a row, one block a tile, taken in launch order from an
    atomic counter (``decoupled_lookback.py`` says why that order matters):
 
-   a. *Rank* the tile: each warp walks its keys in input order; one
-      ``match_any_sync`` finds the lanes holding the same digit, the lowest of
-      them adds their number to the warp's private count of the digit in shared
-      memory, and each key's rank among equal digits of its warp is that count
-      before the add plus the peers in lower lanes.
-   b. *Publish* the tile's count of each digit (status **A**), sum the warps'
-      counts into an exclusive prefix over digits, and move every key to its
-      sorted place within the tile, in shared memory.
+   a. *Count and publish early*: each warp counts its keys' digits with shared
+      atomics; the block sums the warps' counts and publishes the tile's count of
+      each digit (status **A**) at once, before any ranking, so that later tiles
+      rarely wait for it (CUB's "early counts"). An exclusive scan over the 256
+      counts, plus the counts of earlier warps, gives where each warp's first key
+      of each digit goes in the tile.
+   b. *Rank*: each warp walks its keys in input order. A key's lanes of equal digit
+      are found by every lane setting its bit in the digit's mask in shared memory
+      (CUB's ``WARP_MATCH_ATOMIC_OR``); the lowest of them claims the places of
+      all with one atomic add to its warp's next place for the digit, and each key
+      goes at once to its sorted place in the tile, in shared memory.
    c. *Look back*, one thread per digit: sum the counts that earlier tiles of the
       row published for the digit, back to the first inclusive prefix (status
       **P**), and publish this tile's own inclusive prefix. This is decoupled
-      look-back (Merrill and Garland, 2016) with 256 counters instead of one.
+      look-back (Merrill and Garland, 2016) with 256 counters instead of one; the
+      words are read four tiles at a time (:func:`_look_back`).
    d. *Scatter*: the tile's keys, now sorted, are written in order; key ``i`` of
       the tile with digit ``d`` goes to ``start(d) + looked-back(d) + i - first(d)``,
       so keys of one digit are written as consecutive runs.
 
 Every step keeps input order among equal digits, so the sort is stable. A ``sort``
-moves the input's own bits (the digit is taken from their key each time it is
-needed), so the values come out exact (``-0.0`` and NaN payloads where a stable
-sort puts them) and nothing else is carried: per pass the keys are read once and
-written once. An ``argsort`` carries each key's index in the row beside it and
-writes only the indices in its last pass.
+moves the input's own bits (each digit is computed from their key when needed and
+kept beside the sorted key in shared memory), so the values come out exact
+(``-0.0`` and NaN payloads where a stable sort puts them) and nothing else is
+carried: per pass the keys are read once and written once. An ``argsort`` carries
+each key's index in the row beside it and writes only the indices in its last pass.
+Keys past a row's end, in its last tile, take the last digit: they rank after every
+key of the row and are neither counted nor written.
 
-Where the time goes, and what this leaves out of CUB (bench/NOTES.md, H200, 2^28
-uint32 keys, 256 threads x 16 keys): a pass took about 4.6 ms where CUB's takes 0.66.
-Loading and storing a tile through shared memory alone takes 1.0 ms (half the copy
-bandwidth), ranking adds 1.9 ms, and the look-back with the scattered writes 2 ms:
-no single step, but every step, is several times CUB's. Launch bounds that cap a
-pass's registers so that 3 blocks share a multiprocessor (:func:`_pass_jit`) took the
-2^28 float32 sort from 18.0 to 16.3 ms. Tried and no faster: every key's peers first,
-then the counts folded with shared atomics (16.5 ms under the same bounds; 29.5
-without, at 135 registers and one block a multiprocessor). Nsight Compute then found
-a pass issuing about 270 warp instructions a 32 keys on 62% of its cycles: most of
-its time is the count of instructions. Selects instead of branches in the float key, the digit kept beside
-the rank, and the nearest tile read alone in the look-back cut 12% of them (16.3 ->
-15.6 ms; passes of 3.5 ms). Next steps, after CUB's onesweep kernel: count a tile's
-digits and publish them before ranking (CUB's "early counts"), so later tiles rarely
-find a predecessor unpublished; fewer instructions a key in the ranking. Not done
-either: skipping passes whose digit is the same for every key, and a
-one-block-per-row kernel for medium rows.
+Where the time went (bench/NOTES.md, H200, Nsight Compute on a 2^26 float32 pass):
+a pass ran 563 M warp instructions at first, 40% of them in a look-back that found
+its nearest predecessor unpublished (counts were published only after ranking) and
+walked over windows of 16 reads unrolled with 64-bit index arithmetic. Early counts,
+a lean look-back of relaxed loads (``numbakern/relaxed.py``) and places claimed
+straight from the ranking took it to 287 M, and the 2^28 float32 sort from 15.3 to
+10.9 ms; ``match_any_sync`` then stalled half the ranking's cycles (its cost grows
+with the number of distinct digits in a warp: about 30 for random keys). Masks set
+with shared atomics instead took the sort to 7.8 ms, against cupy.sort's 7.1; eight
+ballots a key (CUB's ``MatchAny``) gave 10.4. Launch bounds cap a pass's registers
+so that 3 blocks share a multiprocessor (:func:`_pass_jit`). Not done: skipping
+passes whose digit is the same for every key, and a one-block-per-row kernel for
+medium rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, from_dtype, int32, int64, uint32, uint64
+from numba import cuda, from_dtype, int32, int64, uint8, uint32, uint64
 
 from numbakern import kernels
 from numbakern.counting import SHARED_LIMIT, HistogramStrategy
 from numbakern.elementwise import zeros
 from numbakern.job import max_resident_blocks
 from numbakern.launch import SIMULATOR, launch
+from numbakern.relaxed import load_relaxed
 from numbakern.strategy import Immutable, _check_threads, ceil_div, check_optional_count
 
 from .shared_privatized import SharedPrivatized
@@ -93,8 +96,10 @@ STATUS_A, STATUS_P = 1, 2
 WIDE_ROWS = 1 << 30
 #: keys a block of the histogram counts at least
 HISTOGRAM_ITEMS = 16
-#: earlier tiles' look-back words read at once past the nearest
-WINDOW = 16
+#: keys a thread of the histogram loads at once (in flight together)
+HISTOGRAM_LOADS = 8
+#: earlier tiles' look-back words read at once
+WINDOW = 4
 
 
 class RadixSort(Immutable):
@@ -210,10 +215,10 @@ class RadixSort(Immutable):
 
 
 def _pass_shared(threads: int, items: int, key_bytes: int, index_bytes: int) -> int:
-    """Shared bytes of a pass: the tile's keys and indices, per-warp digit counts, and
-    per-digit counts, starts and global bases."""
+    """Shared bytes of a pass: the tile's keys, indices and digits, per-warp digit
+    counts and lane masks, and per-digit counts, starts and global bases."""
     tile = threads * items
-    return tile * (key_bytes + index_bytes) + (threads // WARP) * RADIX * 4 + RADIX * 16 + 8
+    return tile * (key_bytes + index_bytes + 1) + (threads // WARP) * RADIX * 8 + RADIX * 16 + 8
 
 
 def _histogram_chunks(n: int, rows: int, threads: int) -> int:
@@ -259,7 +264,7 @@ def _build(threads, items, passes, counter, job, index_dtype, word):
                                        write_keys=not (job.indices and place[1]))
         return built[place]
 
-    return _build_histogram(threads, counter, passes, to_key), pass_kernel
+    return _build_histogram(threads, counter, passes, to_key, job.key_dtype), pass_kernel
 
 
 def _digit(to_key):
@@ -273,8 +278,10 @@ def _digit(to_key):
     return digit
 
 
-def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_key):
+def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_key,
+                     key_dtype):
     bins = passes * RADIX
+    kt = from_dtype(key_dtype)
     clear, count, total = counter.build_counter(bins)
     slots = counter.shared_slots(bins)
     mask = uint64(RADIX - 1)
@@ -289,11 +296,18 @@ def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_k
         j = (cuda.blockIdx.x - row * chunks) * int64(chunk) + cuda.threadIdx.x
         end = min(n, (cuda.blockIdx.x - row * chunks + 1) * int64(chunk))
         base = row * int64(n)
-        while j < end:
-            key = uint64(to_key(x[base + j]))
-            for p in range(passes):
-                count(sh, counts, p * RADIX + int32((key >> uint64(p * DIGIT_BITS)) & mask))
-            j += threads
+        held = cuda.local.array(HISTOGRAM_LOADS, kt)
+        while j < end:  # HISTOGRAM_LOADS keys a thread in flight at once
+            for u in range(HISTOGRAM_LOADS):
+                if j + u * threads < end:
+                    held[u] = x[uint64(base + j + u * threads)]
+            for u in range(HISTOGRAM_LOADS):
+                if j + u * threads < end:
+                    key = uint64(to_key(held[u]))
+                    for p in range(passes):
+                        count(sh, counts,
+                              p * RADIX + int32((key >> uint64(p * DIGIT_BITS)) & mask))
+            j += HISTOGRAM_LOADS * threads
         cuda.syncthreads()
         b = cuda.threadIdx.x
         while b < bins:  # one atomic per non-empty bin
@@ -321,7 +335,7 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
     value = wt((1 << shift) - 1)
     aggregate, prefix = wt(STATUS_A << shift), wt(STATUS_P << shift)
     per_lane = RADIX // WARP
-
+    last_digit = int32(RADIX - 1)
     look_back = _look_back(wt, shift, value)
 
     @_pass_jit(threads, key_dtype.itemsize, carry)
@@ -329,11 +343,15 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
                       pass_base, words, at):
         sorted_k = cuda.shared.array(tile, kt)
         sorted_i = cuda.shared.array(index_tile, it)
-        in_warp = cuda.shared.array((warps, RADIX), int32)  # then the warps' prefixes
+        sorted_d = cuda.shared.array(tile, uint8)  # each sorted key's digit
+        # each warp's count of each digit, then where its first key of the digit goes
+        in_warp = cuda.shared.array((warps, RADIX), int32)
         counts = cuda.shared.array(RADIX, int32)
         firsts = cuda.shared.array(RADIX, int32)  # the tile's first key of each digit
         bases = cuda.shared.array(RADIX, int64)
         tile_id = cuda.shared.array(1, int32)
+        # each warp's lanes holding each digit, while the warp ranks one key a lane
+        masks = cuda.shared.array((warps, RADIX), uint32)
         tid = cuda.threadIdx.x
         lane, warp = tid % WARP, tid // WARP
         if tid == 0:  # tiles in the order blocks start: every tile waited for is running
@@ -341,43 +359,40 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
         for d in range(tid, RADIX, threads):
             for w in range(warps):
                 in_warp[w, d] = 0
+            for w in range(warps):
+                masks[w, d] = uint32(0)
         cuda.syncthreads()
         g = int64(tile_id[0])
         row = g // tiles
         t = g - row * tiles
         base = row * n
+        held = min(int64(tile), n - t * tile)  # keys of the row in this tile
         keys = cuda.local.array(items, kt)
-        ranks = cuda.local.array(items, int32)
         idx = cuda.local.array(items, it)
-        below = cuda.lanemask_lt()
         seg = t * tile + warp * (WARP * items) + lane  # warp-striped: coalesced loads
+        ahead = n - seg  # keys k with k * WARP < ahead are in the row
         for k in range(items):  # every load in flight before the first barrier below
             j = seg + k * WARP
-            keys[k] = src_k[base + j] if j < n else kt(0)
+            keys[k] = src_k[uint64(base + j)] if k * WARP < ahead else kt(0)
             if carry:
-                idx[k] = it(j) if first else (src_i[base + j] if j < n else it(0))
-        for k in range(items):  # (a) rank among equal digits of the warp, in input order
-            valid = seg + k * WARP < n
-            dig = digit(keys[k], shift_bits) if valid else int32(RADIX)
-            peers = uint32(cuda.match_any_sync(FULL_MASK, dig))  # popc of a uint32
-            rank = cuda.popc(peers & below)
-            before = int32(0)
-            if valid and rank == 0:
-                before = in_warp[warp, dig]
-                in_warp[warp, dig] = before + cuda.popc(peers)
-            cuda.syncwarp()  # the count is seen by the next round's lowest lane
-            # the digit rides above the rank (below 2**16), not recomputed in (b)
-            ranks[k] = (cuda.shfl_sync(FULL_MASK, before, cuda.ffs(peers) - 1) + rank
-                        | dig << 16)
+                idx[k] = it(j) if first else (src_i[uint64(base + j)] if k * WARP < ahead
+                                              else it(0))
+        for k in range(items):  # (a) count the tile's digits, each warp its own
+            dig = digit(keys[k], shift_bits)
+            if k * WARP >= ahead:  # past the row's end: the last digit, ranked last
+                dig = last_digit
+            cuda.atomic.add(in_warp, (warp, dig), 1)
         cuda.syncthreads()
-        for d in range(tid, RADIX, threads):  # (b) counts, published; warps' prefixes
+        for d in range(tid, RADIX, threads):  # publish the counts now, before ranking
             run = int32(0)
             for w in range(warps):
                 c = in_warp[w, d]
                 in_warp[w, d] = run
                 run += c
+            if d == RADIX - 1:
+                run -= int32(tile - held)  # keys past the row's end are not counted
             counts[d] = run
-            words[at + g * RADIX + d] = (prefix if t == 0 else aggregate) | wt(run)
+            words[uint64(at + g * RADIX + d)] = (prefix if t == 0 else aggregate) | wt(run)
         cuda.syncthreads()
         if warp == 0:  # exclusive scan of the 256 counts: 8 a lane, then the warp
             own = int32(0)
@@ -395,27 +410,44 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
                 firsts[lane * per_lane + q] = run
                 run += counts[lane * per_lane + q]
         cuda.syncthreads()
-        for k in range(items):  # each key to its sorted place in the tile
-            if seg + k * WARP < n:
-                dig = ranks[k] >> 16
-                pos = firsts[dig] + in_warp[warp, dig] + (ranks[k] & 0xFFFF)
-                sorted_k[pos] = keys[k]
-                if carry:
-                    sorted_i[pos] = idx[k]
+        for d in range(tid, RADIX, threads):  # where each warp's first key of d goes
+            for w in range(warps):
+                in_warp[w, d] += firsts[d]
+        cuda.syncthreads()
+        below = cuda.lanemask_lt()
+        bit = uint32(1) << uint32(lane)
+        for k in range(items):  # (b) rank: each key straight to its place in the tile
+            dig = digit(keys[k], shift_bits)
+            if k * WARP >= ahead:
+                dig = last_digit
+            # the warp's lanes holding dig: each sets its bit in the digit's mask
+            cuda.atomic.or_(masks, (warp, dig), bit)
+            cuda.syncwarp()
+            peers = masks[warp, dig]
+            rank = cuda.popc(peers & below)
+            claimed = int32(0)
+            if rank == 0:  # the lowest lane of the digit claims its peers' places
+                claimed = cuda.atomic.add(in_warp, (warp, dig), cuda.popc(peers))
+            pos = uint32(cuda.shfl_sync(FULL_MASK, claimed, cuda.ffs(peers) - 1) + rank)
+            if rank == 0:  # every lane has read its mask (the shuffle): clear it
+                masks[warp, dig] = uint32(0)
+            cuda.syncwarp()
+            sorted_k[pos] = keys[k]
+            sorted_d[pos] = uint8(dig)
+            if carry:
+                sorted_i[pos] = idx[k]
         for d in range(tid, RADIX, threads):  # (c) look back, publish the prefix
             excl = int64(0)
             if t > 0:
                 excl = look_back(words, at, g, g - t, d)
-                words[at + g * RADIX + d] = prefix | wt(excl + counts[d])
+                words[uint64(at + g * RADIX + d)] = prefix | wt(excl + counts[d])
             bases[d] = offsets[at_offsets + row * RADIX + d] - pass_base + excl - firsts[d]
         cuda.syncthreads()
         i = tid
-        held = min(int64(tile), n - t * tile)
         while i < held:  # (d) runs of equal digits, written in order
-            key = sorted_k[i]
-            dst = bases[digit(key, shift_bits)] + i
+            dst = uint64(bases[sorted_d[i]] + i)
             if write_keys:
-                dst_k[dst] = key
+                dst_k[dst] = sorted_k[i]
             if carry:
                 dst_i[dst] = sorted_i[i]
             i += threads
@@ -444,48 +476,34 @@ def _look_back(wt, shift: int, value):
     """Device function ``look_back(words, at, g, first, d)``: the keys of digit ``d`` in
     the row's tiles ``first .. g-1`` (module doc, 3c).
 
-    Reads are atomics (from L2, never a stale L1 line; status and count together).
-    The nearest tile is read alone (usually already a prefix); past it, ``WINDOW``
-    earlier tiles are read at once, so a walk over many aggregates costs one memory
-    latency per window, not per tile: with a thousand tiles in flight, walks of tens
-    of tiles are common, and a serial walk made each pass several times slower.
+    ``WINDOW`` earlier tiles' words are read at once (relaxed loads from L2,
+    ``numbakern/relaxed.py``), then summed nearest first down to the first inclusive
+    prefix; at a word not yet published, the next window starts from it. Tile ``first``
+    starts its row and publishes a prefix at once, so the walk ends there at the
+    latest (reads past it are clamped to it).
     """
     done = wt(STATUS_P)
     simulated = SIMULATOR
+    window = WINDOW
 
     @cuda.jit(device=True)
     def look_back(words, at, g, first, d):
-        window = cuda.local.array(WINDOW, wt)
-        w = cuda.atomic.or_(words, at + (g - 1) * RADIX + d, wt(0))  # the nearest alone
-        status = w >> wt(shift)
-        if status == done:  # the common case: no window, no loop
-            return int64(w & value)
+        got = cuda.local.array(window, wt)
         excl = int64(0)
-        end = g  # tiles first .. end-1 are still to be summed
-        span = 1  # unpublished: read it again alone
-        if status != wt(0):
-            excl = int64(w & value)
-            end = g - 1
-            span = WINDOW
+        top = g  # tiles first .. top-1 are still to be summed
         while True:
-            lo = max(first, end - span)
-            for q in range(WINDOW):  # independent reads: in flight together
-                if end - 1 - q >= lo:
-                    window[q] = cuda.atomic.or_(words, at + (end - 1 - q) * RADIX + d, wt(0))
-            span = WINDOW
-            for q in range(WINDOW):
-                if end - 1 - q < lo:
-                    break
-                w = window[q]
-                status = w >> wt(shift)
-                if status == wt(0):  # tile end-1 is running and will publish: read it again
-                    if simulated:  # blocks run one at a time there: it never will
+            for q in range(window):  # independent reads: in flight together
+                j = max(top - 1 - q, first)
+                got[q] = load_relaxed(words, uint64(at + j * RADIX + d))
+            for q in range(window):
+                w = got[q]
+                if w >> wt(shift) == wt(0):  # not yet published: read again from here
+                    if simulated:  # blocks run one at a time there: it never will be
                         raise RuntimeError("radix sort: a tile looks back at one not yet run")
-                    span = 1
                     break
                 excl += int64(w & value)
-                if status == done:
+                if w >> wt(shift) == done:
                     return excl
-                end -= 1
+                top -= 1
 
     return look_back
