@@ -25,6 +25,7 @@ r2 = cp.random.standard_normal((1_000_000, 2), dtype=cp.float32)
 m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
 x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
 u28 = cp.random.randint(0, 2**31, 1 << 28, dtype=cp.int64).astype(cp.uint32)
+x24, u24 = x28[: 1 << 24].copy(), u28[: 1 << 24].copy()
 cases = {
     "sum 2^28": lambda: nk.sum(x28),
     "sum 2^20": lambda: nk.sum(x20),
@@ -40,6 +41,9 @@ cases = {
     "sort float32 2^28": lambda: nk.sort(x28),
     "sort uint32 2^28": lambda: nk.sort(u28),
     "argsort float32 2^28": lambda: nk.argsort(x28),
+    "sort float32 2^24": lambda: nk.sort(x24),
+    "sort uint32 2^24": lambda: nk.sort(u24),
+    "cupy sort float32 2^24": lambda: cp.sort(x24),
     "cupy sort float32 2^28": lambda: cp.sort(x28),
     "cupy argsort float32 2^28": lambda: cp.argsort(x28),
     "torch sort float32 2^28": lambda: torch.sort(torch.as_tensor(x28, device="cuda")),
@@ -57,5 +61,5 @@ for name, f in cases.items():
     ks = [(e.key, e.device_time_total / e.count, e.count) for e in prof.key_averages() if e.device_time_total > 0]
     gpu = sum(t * c for _, t, c in ks) / 10
     print(f"{name:24s} whole {whole:8.1f} us | kernels {gpu:8.1f} us | host+gaps {whole-gpu:7.1f} us")
-    for k, t, c in sorted(ks, key=lambda z: -z[1] * z[2])[:4]:
+    for k, t, c in sorted(ks, key=lambda z: -z[1] * z[2])[:8]:
         print(f"     {t:8.1f} us x{c // 10:<2d} {k[:90]}")

@@ -179,6 +179,25 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                  stream, None, None)
 
 
+def exclusive_sum(counts, out, strategy, workspace: Workspace) -> None:
+    """``out[i] = counts[0] + ... + counts[i-1]`` (``out[0] = 0``) for 1-D int64 device
+    arrays of one length, by scan strategy ``strategy`` (what ``cumsum``'s
+    ``strategy=`` takes), launched on ``workspace``'s stream.
+
+    The path of the library's own kernels (the radix sort's digit offsets): the
+    arguments are trusted, nothing is wrapped or allocated outside ``workspace``. A
+    public ``cumsum`` call checks its arguments and, for a buffer that is not a CuPy
+    array, allocates through Numba (``cudaMalloc``): about half a millisecond of host
+    time for a sort whose kernels take as long.
+    """
+    op = _ops.get("sum")
+    kit = kernels.state_kit(op, (np.dtype(np.int64),))
+    views = _segment_views(counts, [out], None)
+    job = ScanJob(views[0], tuple(views[1:]), op, kit, True, False, _empty_state(op, kit),
+                  workspace)
+    _strategies.resolve_scan(strategy).scan(job)
+
+
 # --- the common path ---------------------------------------------------------------------
 
 

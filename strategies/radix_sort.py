@@ -17,8 +17,8 @@ Faster Least Significant Digit Radix Sort for GPUs", 2022), the algorithm of CUB
    digit ``p``: ``passes * 256`` bins per row, counted by a histogram strategy's
    block-private counters (``strategies/warp_privatized.py`` by default;
    ``numbakern/counting.py``) and folded into global counts with atomics.
-2. **Scan them** (numbakern's own ``cumsum(exclusive=True)``, any scan strategy):
-   the exclusive prefix of the counts, laid out ``[pass][row][digit]``, is where the
+2. **Scan them** (numbakern's ``scans.exclusive_sum``, by any scan strategy): the
+   exclusive prefix of the counts, laid out ``[pass][row][digit]``, is where the
    first key of each (row, digit) goes in pass ``p``'s output (plus ``p * size``,
    the keys of the earlier passes' blocks of counts, which the pass subtracts).
 3. **One pass per digit** (``onesweep_pass``), over tiles of ``threads * items``
@@ -115,8 +115,8 @@ class RadixSort(Immutable):
             per-warp counters), one shared copy per block counts them instead.
         scan: the scan strategy of the digit offsets (any name ``cumsum`` takes).
 
-    Launches: a histogram, a scan and one pass per 8-bit digit, after zeroing the
-    counts and look-back words. Traffic per pass: the keys (and an argsort's
+    Launches: a zeroing of the counts, a histogram (which also zeroes the look-back
+    words), a scan and one pass per 8-bit digit. Traffic per pass: the keys (and an argsort's
     indices) read once and written once, plus ``256`` look-back words a tile.
 
     Raises:
@@ -168,7 +168,7 @@ class RadixSort(Immutable):
                     if _pass_shared(self.threads, k, key_bytes, index_bytes) <= SHARED_LIMIT)
 
     def sort(self, job) -> None:
-        from numbakern.scans import cumsum  # scans import the strategies package
+        from numbakern.scans import exclusive_sum  # scans import the strategies package
 
         ws, stream, rows, n = job.workspace, job.stream, job.rows, job.n
         index_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
@@ -181,14 +181,15 @@ class RadixSort(Immutable):
         histogram, k = self._kernels(job, items, passes, index_dtype, word)
 
         counts = zeros(ws, passes * rows * RADIX, np.int64)
+        # per pass: each tile's 256 look-back words, then the pass's tile counter;
+        # the histogram zeroes them (one launch fewer: host time of a 2^24 sort)
+        stride = rows * tiles * RADIX + 1
+        words = ws.empty(passes * stride, word)
         chunks = _histogram_chunks(n, rows, self.threads)
         launch(histogram, rows * chunks, self.threads, stream, job.x, n, chunks,
-               ceil_div(n, chunks), counts)
+               ceil_div(n, chunks), counts, words)
         offsets = ws.empty(passes * rows * RADIX, np.int64)
-        cumsum(counts, exclusive=True, out=offsets, strategy=self.scan, stream=stream)
-        # per pass: each tile's 256 look-back words, then the pass's tile counter
-        stride = rows * tiles * RADIX + 1
-        words = zeros(ws, passes * stride, word)
+        exclusive_sum(counts, offsets, self.scan, ws)
 
         src_k, src_i = job.x, job.x  # the first pass makes indices, reads none
         spare = min(2, passes - 1)
@@ -280,6 +281,7 @@ def _digit(to_key):
 
 def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_key,
                      key_dtype):
+    """The kernel of step 1 (module doc)."""
     bins = passes * RADIX
     kt = from_dtype(key_dtype)
     clear, count, total = counter.build_counter(bins)
@@ -287,10 +289,15 @@ def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_k
     mask = uint64(RADIX - 1)
 
     @cuda.jit
-    def digit_histogram(x, n, chunks, chunk, counts):
-        """counts[pass][row][digit] += the block's keys' digits (chunk of one row)."""
+    def digit_histogram(x, n, chunks, chunk, counts, words):
+        """counts[pass][row][digit] += the block's keys' digits (chunk of one row);
+        the grid also zeroes the passes' look-back words."""
         sh = cuda.shared.array(slots, uint32)
         clear(sh)
+        w = uint64(cuda.grid(1))
+        while w < words.shape[0]:
+            words[w] = 0
+            w += uint64(cuda.gridsize(1))
         row = cuda.blockIdx.x // chunks
         rows = cuda.gridDim.x // chunks
         j = (cuda.blockIdx.x - row * chunks) * int64(chunk) + cuda.threadIdx.x
