@@ -31,11 +31,13 @@ import numpy as np
 from . import strategies as _strategies
 from .axes import check_flag, normalize_axis, optional_axis
 from .arrays import Workspace, as_array_like, kind_of, honours_stream, resolve_stream
+from .replay import replayable
 from .sort_keys import SortJob, as_layout_array, bits_dtype, check_dtype, flat_device, to_user
 
 INDEX_DTYPE = np.dtype(np.int64)
 
 
+@replayable
 @honours_stream
 def sort(x, axis=-1, descending=False, *, strategy=None, stream=None):
     """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
@@ -58,6 +60,7 @@ def sort(x, axis=-1, descending=False, *, strategy=None, stream=None):
     return _sort(x, axis, descending, False, strategy, stream)
 
 
+@replayable
 @honours_stream
 def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=None):
     """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
