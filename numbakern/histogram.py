@@ -3,7 +3,7 @@
 All three count the elements of the flattened input (any shape, any order: counting
 does not depend on it) into int64 counters on the device, with a histogram strategy
 (``strategy=``: ``"global_atomic"``, ``"shared_privatized"``, ``"warp_privatized"`` or
-a strategy object; default: the most private one whose counters fit in shared
+a strategy object; default: ``shared_privatized`` when its counters fit in shared
 memory, see ``numbakern.strategies.resolve_histogram``). Inputs: NumPy arrays (or
 anything ``np.asarray`` takes), CuPy arrays, or any ``__cuda_array_interface__``
 object; results NumPy for NumPy input, CuPy for CuPy input.

@@ -211,18 +211,16 @@ def resolve_sort(spec=None, n: int = 0):
 def resolve_histogram(spec=None, bins: int = 1):
     """A histogram strategy for ``bins`` bins.
 
-    ``None``: ``warp_privatized`` when its per-warp counters fit in shared memory,
-    else ``shared_privatized`` when one copy per block fits, else ``global_atomic``;
+    ``None``: ``shared_privatized`` when one copy of the counters per block fits in
+    shared memory, else ``global_atomic`` (``warp_privatized`` measured 2-3% slower
+    on an H200, bench/NOTES.md 2026-12-01);
     a name in ``HISTOGRAM``; or a strategy object. Raises ``ValueError`` for an
     unknown name, ``TypeError`` for anything else.
     """
     from numbakern.counting import HistogramStrategy
 
     if spec is None:
-        for cls in (WarpPrivatized, SharedPrivatized):
-            if cls().fits(bins):
-                return cls()
-        return GlobalAtomic()
+        return SharedPrivatized() if SharedPrivatized().fits(bins) else GlobalAtomic()
     if isinstance(spec, HistogramStrategy):
         return spec
     if isinstance(spec, str):

@@ -13,10 +13,12 @@ a block never counts 2**32 elements):
    the global int64 counters with one ``atomicAdd`` per non-empty bin.
 
 Global atomics drop from ``n`` to at most ``blocks * bins``. Contention moves into
-shared memory: when every value falls in one bin, the threads of a block still
-serialise on one shared counter (shared atomics on one address from one warp are
-replayed lane by lane), but blocks no longer wait for each other, so the worst case
-is many times faster than ``global_atomic``.
+shared memory, and there it is cheap: an ``atomicAdd`` of one compiles to
+``ATOMS.POPC.INC``, which adds a warp's lanes that hit one address as a single
+operation, so when every value falls in one bin only the block's warps take turns on
+the counter. On an H200, 2^28 values into 256 bins take 595 us uniform and 597 us
+all in one bin, against 43 and 197 ms for ``global_atomic`` (bench/NOTES.md,
+2026-12-01).
 
 The price is shared memory: ``4 * bins`` bytes a block, so at most 12288 bins in
 the 48 KiB a block has (more bins raise ``ValueError``; use ``global_atomic``), and

@@ -129,7 +129,7 @@ def test_batch_of_rows_radix():
 
 def test_radix_other_counter_and_scan():
     x = values(np.int16, 150)
-    s = RadixSort(threads=32, items=2, histogram="shared_privatized",
+    s = RadixSort(threads=32, items=2, histogram="warp_privatized",
                   scan="reduce_then_scan/blelloch")
     assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
 
@@ -227,7 +227,7 @@ def test_radix_items_and_wide_counter_fallback():
     with pytest.raises(ValueError, match="shared memory"):
         nk.sort(np.zeros(10, np.float64), strategy=RadixSort(threads=256, items=32))
     x = values(np.int64, 150)  # 8 passes x 256 digits x 7 warps: per-block counters
-    s = RadixSort(threads=224, items=1)
+    s = RadixSort(threads=224, items=1, histogram="warp_privatized")
     assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
 
 
