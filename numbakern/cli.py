@@ -192,7 +192,8 @@ def _variants(op, names) -> list:
 @cli.command(name="compare")
 @click.argument("op_name", metavar="OP", type=click.Choice(list(_compare.OPERATIONS)))
 @click.option("-n", "--size", type=SHAPE, default=None,
-              help="N or ROWSxCOLS. Default 2**26 on a GPU, 4096 under the simulator.")
+              help="N or ROWSxCOLS. Default 2**26 on a GPU, 4096 under the simulator "
+                   "(sorts: 256).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
 @click.option("-s", "--strategy", "strategies", multiple=True,
               help="A strategy to run (repeatable); default every one.")
@@ -217,7 +218,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
         raise click.BadParameter(f"{op.name} does not take {dtype}", param_hint="'--dtype'")
     variants = _variants(op, strategies)
     simulator = numbakern.backend().is_simulator
-    shape = size or ((4096,) if simulator else (1 << 26,))
+    shape = size or (op.simulator_shape if simulator else (1 << 26,))
     if simulator and int(np.prod(shape)) > SIMULATOR_MAX_ELEMENTS:
         raise click.BadParameter(
             f"{'x'.join(map(str, shape))} is too large for the simulator (one OS thread per "

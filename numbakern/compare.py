@@ -60,6 +60,28 @@ def scan_variants() -> list[Variant]:
     return [Variant(name, {"strategy": name}) for name in _strategies.available_scans()]
 
 
+def sort_variants() -> list[Variant]:
+    """The sort strategies: Onesweep radix sort (any row) and the bitonic network
+    (rows of at most ``BitonicSort().max_size``)."""
+    return [Variant(name, {"strategy": name}) for name in ("radix", "bitonic")]
+
+
+def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
+    """Why ``variant`` cannot sort rows of this input, or None."""
+    n = shape[kw.get("axis", -1)]
+    most = _strategies.BitonicSort().max_size
+    if variant.label == "bitonic" and n > most:
+        return f"rows of {n} (bitonic takes at most {most})"
+    return None
+
+
+def _stable(fn):
+    """NumPy's stable sort or argsort (the order numbakern's sorts give)."""
+    def call(x, axis=-1):
+        return fn(x, axis=axis, kind="stable")
+    return call
+
+
 # --- tolerances: computed once per input, then every strategy is held to them ----------
 
 
@@ -161,6 +183,9 @@ class Operation:
         kinds: dtype kinds the operation takes (``"f"``: floats only).
         exact: the reference runs on ``x`` as is (max, argmax, bitwise).
         peers: ``{"cupy": f(cupy, x, **kw), "torch": f(torch, x, **kw)}``.
+        skips: ``f(variant, shape, kw)`` -> why a variant cannot run on this input
+            (reported, not run), or None.
+        simulator_shape: the default input under the simulator.
     """
 
     name: str
@@ -170,6 +195,8 @@ class Operation:
     kinds: str = "biuf"
     exact: bool = False
     peers: dict = field(default_factory=dict)
+    skips: Callable | None = None
+    simulator_shape: tuple = (4096,)
 
     @property
     def available(self) -> bool:
@@ -257,6 +284,15 @@ OPERATIONS: dict[str, Operation] = {
         Operation("log_softmax", _log_softmax, allclose, softmax_variants, kinds="f",
                   peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, log=True, **k),
                               lambda t, x, **k: t.log_softmax(x, **k))),
+        # without --axis, numbakern, NumPy and both peers sort along the last axis
+        Operation("sort", _stable(np.sort), exact, sort_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.sort(x, **k),
+                              lambda t, x, **k: t.sort(x, stable=True, **k).values),
+                  skips=_sort_skips, simulator_shape=(256,)),
+        Operation("argsort", _stable(np.argsort), exact, sort_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.argsort(x, **k),
+                              lambda t, x, **k: t.argsort(x, stable=True, **k)),
+                  skips=_sort_skips, simulator_shape=(256,)),
     ]
 }
 
@@ -500,6 +536,10 @@ def compare(op: Operation, shape: tuple, dtype, variants: list[Variant], repeat:
     rows = []
     for variant in variants:
         advance(variant.label)
+        reason = op.skips(variant, tuple(shape), kw) if op.skips else None
+        if reason:
+            rows.append(Row("numbakern", variant.label, ok=None, note=f"n/a: {reason}"))
+            continue
         rows.append(run_one(op, variant, x, x_dev, kw, want, True, repeat))
     for peer in installed_peers():
         if peer in op.peers:

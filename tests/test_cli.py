@@ -233,6 +233,30 @@ def test_compare_argmin_cumprod_log_softmax(args):
     assert " ok " in result.output and "WRONG" not in result.output
 
 
+@simulator_only
+def test_compare_sorts_against_numpys_stable_order(tmp_path):
+    out = tmp_path / "sort.json"
+    result = invoke("compare", "sort", "--repeat", "1", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["shape"] == [256]  # the simulator's default for sorts
+    assert {r["strategy"]: r["ok"] for r in data["rows"]} == {"radix": True, "bitonic": True}
+    result = invoke("compare", "argsort", "-n", "300x3", "--axis", "0", "--dtype", "int16",
+                    "--repeat", "1")
+    assert result.exit_code == 0, result.output  # bitonic is n/a for rows of 300, not WRONG
+    assert "n/a: rows of 300 (bitonic takes at most 256)" in result.output
+    assert "WRONG" not in result.output
+
+
+def test_sort_comparison_catches_an_unstable_argsort():
+    from numbakern.compare import OPERATIONS, check
+
+    x = np.array([2, 1, 2, 1], np.int8)
+    want = OPERATIONS["argsort"].expected(x, {})
+    assert check(np.array([1, 3, 0, 2]), want.values, want.tolerance)[0]
+    assert not check(np.array([3, 1, 0, 2]), want.values, want.tolerance)[0]
+
+
 def test_cumprod_bound_catches_a_shifted_scan():
     from numbakern.compare import OPERATIONS, check, sample
 
