@@ -194,7 +194,8 @@ def _variants(op, names) -> list:
 @click.option("-n", "--size", type=SHAPE, default=None,
               help="N or ROWSxCOLS. Default 2**26 on a GPU, 4096 under the simulator "
                    "(sorts: 256).")
-@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option("--dtype", type=click.Choice(DTYPES), default=None,
+              help="Default float32 (int32 for xor_sum and bincount: integers only).")
 @click.option("-s", "--strategy", "strategies", multiple=True,
               help="A strategy to run (repeatable); default every one.")
 @click.option("--axis", type=int, default=None,
@@ -214,6 +215,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     Under the simulator the times are CPU wall-clock: meaningless for speed.
     """
     op = _operation(op_name)
+    dtype = dtype or ("float32" if "f" in op.kinds else "int32")
     if np.dtype(dtype).kind not in op.kinds:
         raise click.BadParameter(f"{op.name} does not take {dtype}", param_hint="'--dtype'")
     variants = _variants(op, strategies)
@@ -225,6 +227,8 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
             f"CUDA thread): use at most {SIMULATOR_MAX_ELEMENTS:,} elements", param_hint="'--size'")
     if png_path:
         _need_matplotlib("--png")
+    if op.one_d and len(shape) > 1:
+        raise click.BadParameter(f"{op.name} takes a 1-D input", param_hint="'--size'")
     if axis is not None and not -len(shape) <= axis < len(shape):
         raise click.BadParameter(
             f"axis {axis} is out of bounds for a {len(shape)}-D input of shape "

@@ -66,6 +66,11 @@ def sort_variants() -> list[Variant]:
     return [Variant(name, {"strategy": name}) for name in ("radix", "bitonic")]
 
 
+def histogram_variants() -> list[Variant]:
+    """Every histogram strategy (``numbakern.strategies.HISTOGRAM``)."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.HISTOGRAM]
+
+
 def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     """Why ``variant`` cannot sort rows of this input, or None."""
     n = shape[kw.get("axis", -1)]
@@ -186,6 +191,7 @@ class Operation:
         skips: ``f(variant, shape, kw)`` -> why a variant cannot run on this input
             (reported, not run), or None.
         simulator_shape: the default input under the simulator.
+        one_d: the operation takes 1-D input only (``bincount``).
     """
 
     name: str
@@ -197,6 +203,7 @@ class Operation:
     peers: dict = field(default_factory=dict)
     skips: Callable | None = None
     simulator_shape: tuple = (4096,)
+    one_d: bool = False
 
     @property
     def available(self) -> bool:
@@ -293,6 +300,9 @@ OPERATIONS: dict[str, Operation] = {
                   peers=_peer(lambda cp, x, **k: cp.argsort(x, **k),
                               lambda t, x, **k: t.argsort(x, stable=True, **k)),
                   skips=_sort_skips, simulator_shape=(256,)),
+        Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.bincount(x),
+                              lambda t, x, **k: t.bincount(x)), one_d=True),
     ]
 }
 
@@ -314,6 +324,8 @@ def sample(op: Operation, shape, dtype, seed: int = 0) -> np.ndarray:
         return (3 * rng.standard_normal(shape, dtype=np.float32)).astype(dtype, copy=False)
     if dtype.kind == "b":
         return rng.integers(0, 2, shape).astype(bool)
+    if op.name == "bincount":  # non-negative values, 256 bins
+        return rng.integers(0, min(256, np.iinfo(dtype).max + 1), shape).astype(dtype)
     low, high = (1, 3) if op.name in ("prod", "cumprod") else (-50, 51)
     info = np.iinfo(dtype)
     return rng.integers(max(low, info.min), min(high, info.max + 1), shape).astype(dtype)

@@ -248,6 +248,16 @@ def test_compare_sorts_against_numpys_stable_order(tmp_path):
     assert "WRONG" not in result.output
 
 
+@simulator_only
+def test_compare_bincount_of_every_histogram_strategy():
+    result = invoke("compare", "bincount", "--repeat", "1")  # int32 by default
+    assert result.exit_code == 0, result.output
+    assert "bincount of 4096 int32" in result.output
+    assert result.output.count(" ok ") == len(numbakern.strategies.HISTOGRAM)
+    result = invoke("compare", "bincount", "-n", "3x4")
+    assert result.exit_code == 2 and "bincount takes a 1-D input" in result.output
+
+
 def test_sort_comparison_catches_an_unstable_argsort():
     from numbakern.compare import OPERATIONS, check
 
