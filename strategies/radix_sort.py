@@ -108,7 +108,8 @@ class RadixSort(Immutable):
     Args:
         threads: threads per block.
         items: keys per thread in a tile (``None``: 16 for a sort, 12 for an argsort,
-            then 8, 4, 2, 1 until the tile fits in shared memory; 2 under the simulator).
+            then 12 (sorts), 8, 4, 2, 1 until the tile fits in shared memory; 2 under
+            the simulator).
         histogram: how a block counts digits: ``"shared_privatized"`` (default:
             2% faster on an H200) or ``"warp_privatized"``, or such a strategy
             object. When its counters for every pass's digits do not fit in shared
@@ -163,8 +164,9 @@ class RadixSort(Immutable):
             return self.items
         if SIMULATOR:
             return 2
-        # measured (bench/NOTES.md): 16 keys a thread for a sort, 12 for an argsort
-        start = (12, 8, 4, 2, 1) if index_bytes else (16, 8, 4, 2, 1)
+        # measured (bench/NOTES.md): 16 keys a thread for a sort, 12 for an argsort;
+        # 8-byte keys fit 12 a sort
+        start = (12, 8, 4, 2, 1) if index_bytes else (16, 12, 8, 4, 2, 1)
         return next(k for k in start
                     if _pass_shared(self.threads, k, key_bytes, index_bytes) <= SHARED_LIMIT)
 
