@@ -93,6 +93,36 @@ def test_histogram_dtypes_and_ranges(dtype):
         check_histogram(x, 9, rng)
 
 
+@pytest.mark.parametrize("x, bins, rng", [
+    # the width of a float32 range past float32's largest value (NumPy takes it in float64)
+    (np.array([0.3e38, -2.9e38, 0.0, 0.35e38], np.float32), 10, (-3e38, 3e38)),
+    # integers past 2**53 against an integer range: kept exactly, as NumPy compares
+    (np.array([2**53, 2**53 + 1, 0, 2**53 - 1], np.int64), 1, (0, 2**53)),
+    (np.array([2**53, 2**53 + 1, 0], np.uint64), 1, (0, 2**53)),
+    (np.array([2**60 + 1, 2**60 + 2, 2**60 + 100, 2**61, 2**61 + 1], np.int64), 2,
+     (2**60 + 2, 2**61)),
+    (np.array([2**63 - 1, -2**63, 0], np.int64), 3, (-2**63, 2**63 - 1)),
+    # a float16 range wider than float16's largest value (found by a fresh-user trial:
+    # the host table of every float16 value raised IndexError)
+    (np.array([1.0, -5.0, 100.0, 1000.0], np.float16), 3, (-60000, 60000)),
+    (np.array([1.0, -5.0, 100.0, 30000.0], np.float16), 3, (0, 70000)),
+], ids=["float32 wide range", "int64 past 2**53", "uint64 past 2**53", "int64 near 2**61",
+        "int64 full range", "float16 wide range", "float16 range past its max"])
+def test_histogram_ranges_at_the_ends_of_the_dtype(x, bins, rng):
+    check_histogram(x, bins, rng)
+
+
+def test_histogram_where_numpys_own_arithmetic_overflows():
+    """60000 - (-60000) overflows float16 (NumPy raises IndexError); numbakern takes
+    such a value's bin in float64 instead, as BinRule documents."""
+    x = np.array([60000, 1, -60000], np.float16)
+    with pytest.raises(IndexError):
+        np.histogram(x, 3, (-60000, 60000))
+    assert nk.histogram(x, 3, (-60000, 60000))[0].tolist() == [1, 1, 1]
+    y = np.array([1e38, 0.0], np.float32)  # 1e38 + 3e38 overflows float32
+    assert nk.histogram(y, 10, (-3e38, 3e38))[0].tolist() == [0] * 5 + [1, 1, 0, 0, 0]
+
+
 def test_histogram_nan_inf_and_empty():
     x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, 1.0, 2.0], np.float32)
     check_histogram(x, 4, (0, 1))  # NaN and inf never counted; 1.0 in the last bin
