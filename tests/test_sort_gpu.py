@@ -92,3 +92,24 @@ def test_histogram_float_matches_numpy_2_24(cp):
     hist_np, edges_np = np.histogram(cp.asnumpy(x), 1000, range=(-3, 3))
     assert np.array_equal(cp.asnumpy(hist), hist_np)
     assert np.array_equal(cp.asnumpy(edges), edges_np)
+
+
+@pytest.mark.parametrize("dtype, rng", [
+    (np.float32, (-3e38, 3e38)), (np.float64, (-1.5, 2.25)), (np.int64, (2**60 + 7, 2**61)),
+    (np.uint64, (2**53 - 70, 2**53 + 70)), (np.int32, (-3.5, 1e6)), (np.float16, (-6e4, 6e4))])
+def test_histogram_ranges_match_numpy_on_the_device(cp, dtype, rng):
+    """The device's binning (BinRule) against np.histogram, values near the range's
+    ends and its edges included."""
+    gen = np.random.default_rng(3)
+    lo, hi = rng
+    if np.dtype(dtype).kind in "iu":
+        span = np.linspace(float(lo) - 10, float(hi) + 10, 1 << 20)
+        ends = np.array([lo - 1, lo, lo + 1, hi - 1, hi, hi + 1], dtype=object)
+        x = np.concatenate([np.clip(span, np.iinfo(dtype).min, np.iinfo(dtype).max)
+                            .astype(dtype), ends.astype(dtype)])
+    else:
+        x = (gen.uniform(-0.4, 0.05, 1 << 20) * np.float64(hi)).astype(dtype)  # v - lo finite
+    hist, edges = nk.histogram(cp.asarray(x), 7, range=rng)
+    hist_np, edges_np = np.histogram(x, 7, range=rng)
+    assert np.array_equal(cp.asnumpy(hist), hist_np)
+    assert np.array_equal(cp.asnumpy(edges), edges_np)
