@@ -49,23 +49,25 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
         ValueError: ``num_bins < 1``; an unknown ``strategy`` name; a strategy whose
             counters do not fit in shared memory for ``num_bins`` bins.
     """
-    x = as_array_like(x)
+    x = _empty_list_as_int(x)
     _check_int_dtype(x.dtype, "histogram_counts")
     bins = _positive_int(num_bins, "num_bins")
     return _count(x, bins, _int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
 @honours_stream
-def bincount(x, minlength=0, *, strategy=None, stream=None):
+def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     """Occurrences of each value of a 1-D array of non-negative ints, as
-    ``np.bincount(x, minlength=minlength)`` (no ``weights``).
+    ``np.bincount(x, minlength=minlength)``. ``weights`` is in NumPy's place for
+    code written against NumPy, and must be None: numbakern counts.
 
     Returns:
         int64 counts of length ``max(x.max() + 1, minlength)`` (``minlength`` for an
         empty ``x``).
 
     Raises:
-        TypeError: a non-integer dtype (bool is taken, as NumPy takes it); a
+        TypeError: ``weights`` given; a non-integer dtype (bool is taken, as NumPy
+            takes it; an empty list is taken as int64, as NumPy takes it); a
             ``minlength`` that is not an int (a bool included); a ``strategy`` that
             is neither a name nor a histogram strategy object.
         ValueError: ``x`` not 1-D, a negative value, a negative ``minlength``, an
@@ -74,7 +76,10 @@ def bincount(x, minlength=0, *, strategy=None, stream=None):
     """
     from .reductions import max as _max, min as _min
 
-    x = as_array_like(x)
+    if weights is not None:
+        raise TypeError("bincount: weights are not supported (numbakern counts); use "
+                        "np.bincount for weighted sums")
+    x = _empty_list_as_int(x)
     _check_int_dtype(x.dtype, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
@@ -93,7 +98,8 @@ def bincount(x, minlength=0, *, strategy=None, stream=None):
 
 
 @honours_stream
-def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
+def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=None,
+              stream=None):
     """``bins`` equal-width bins over ``range``, as ``np.histogram(x, bins, range)``.
 
     Args:
@@ -101,6 +107,8 @@ def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
         bins: a positive int (the number of equal-width bins).
         range: ``(lo, hi)``, or ``None`` for ``(x.min(), x.max())``; a zero-width
             range is widened by 0.5 either side, as NumPy does.
+        density, weights: in NumPy's places for code written against NumPy; must be
+            None (or ``density=False``): numbakern counts.
 
     Returns:
         ``(hist, edges)``: int64 counts of shape ``(bins,)`` and the ``bins + 1``
@@ -117,7 +125,8 @@ def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
         largest value), the estimate is taken in float64 instead.
 
     Raises:
-        TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype;
+        TypeError: ``weights`` or ``density=True`` given; a non-int ``bins`` (edge
+            arrays are not supported), a bad dtype;
             a ``strategy`` that is neither a name nor a histogram strategy object.
         ValueError: ``bins < 1``; ``range`` with ``lo > hi`` or not finite; an
             automatic range that is not finite (NaN or inf in ``x``); an unknown
@@ -125,6 +134,9 @@ def histogram(x, bins=10, range=None, *, strategy=None, stream=None):
     """
     from .reductions import max as _max, min as _min
 
+    if weights is not None or density not in (None, False):
+        raise TypeError("histogram: weights and density are not supported (numbakern "
+                        "counts); use np.histogram for them")
     x = as_array_like(x)
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "biuf":
@@ -382,6 +394,14 @@ def _table_binner(dtype: np.dtype, rule: BinRule):
         return bin_of, key, bits_dtype(dtype)
 
     return kernels.cached(key, build), table
+
+
+def _empty_list_as_int(x):
+    """``as_array_like(x)``, an empty list or tuple as int64 (NumPy makes it float64,
+    and ``np.bincount([])`` takes it)."""
+    if isinstance(x, (list, tuple)) and np.size(x) == 0:
+        return np.zeros(np.shape(x), np.int64)
+    return as_array_like(x)
 
 
 def _check_int_dtype(dtype, name: str) -> None:

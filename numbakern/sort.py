@@ -39,16 +39,24 @@ INDEX_DTYPE = np.dtype(np.int64)
 
 @replayable
 @honours_stream
-def sort(x, axis=-1, descending=False, *, strategy=None, stream=None):
+def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
+         stream=None):
     """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
 
     Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
     values' exact bits are kept (``-0.0``, NaN payloads).
 
+    ``descending=True``: largest first, NaN first, equal values still in input order
+    (as ``torch.sort(x, descending=True, stable=True)``; not ``np.sort(x)[::-1]``,
+    which reverses the order of equal values). ``kind`` (any of NumPy's) and
+    ``stable`` (None, True or False) are taken for code written against NumPy: the
+    sort is always stable, an order every kind allows.
+
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
             that is neither a name nor a ``BitonicSort`` or ``RadixSort``.
-        ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes.
+        ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes;
+            a ``kind`` NumPy does not have.
         numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input with an int axis).
 
     Algorithms: Batcher's bitonic network (1968) on (key, index) pairs in one block
@@ -57,20 +65,26 @@ def sort(x, axis=-1, descending=False, *, strategy=None, stream=None):
     histograms and whose offsets a numbakern exclusive scan
     (``strategies/radix_sort.py``).
     """
+    _check_kind(kind)
+    if stable is not None:
+        check_flag(stable, "stable")
     return _sort(x, axis, descending, False, strategy, stream)
 
 
 @replayable
 @honours_stream
-def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=None):
+def argsort(x, axis=-1, stable=True, descending=False, *, kind=None, strategy=None,
+            stream=None):
     """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
 
     Returns int64 indices of ``x``'s shape (``(x.size,)`` for ``axis=None``): along
     ``axis``, positions within that axis; equal values in input order. ``stable``
-    is accepted for NumPy's signature; both strategies are always stable.
+    and ``kind`` (any of NumPy's) are accepted for NumPy's signature; both strategies
+    are always stable. ``descending``: as :func:`sort`'s, equal values in input order.
 
     Raises: as :func:`sort`.
     """
+    _check_kind(kind)
     if stable is not None:
         check_flag(stable, "stable")
     if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
@@ -78,7 +92,17 @@ def argsort(x, axis=-1, stable=True, descending=False, *, strategy=None, stream=
     return _sort(x, axis, descending, True, strategy, stream)
 
 
+def _check_kind(kind) -> None:
+    """NumPy's rule: a kind is read by its first letter (quick, merge, heap, stable)."""
+    if kind is None:
+        return
+    if not (isinstance(kind, str) and kind[:1].lower() in "qmhs" and kind):
+        raise ValueError(f"kind must be None, 'quicksort', 'mergesort', 'heapsort' or "
+                         f"'stable', got {kind!r}")
+
+
 def _sort(x, axis, descending, indices: bool, strategy, stream):
+    asked = x.dtype if isinstance(x, np.ndarray) else None  # a byte order to give back
     x = as_array_like(x)
     kind = kind_of(x)
     dtype = check_dtype(x.dtype)
@@ -102,6 +126,8 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
     job = SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace)
     sorter.sort(job)
     result = to_user(out, workspace, moved.shape, None if indices else dtype)
+    if asked is not None and not asked.isnative and not indices:
+        result = result.astype(asked)  # NumPy keeps a big-endian input's byte order
     return wrap(_restore(result, axis))
 
 

@@ -93,6 +93,20 @@ def test_histogram_dtypes_and_ranges(dtype):
         check_histogram(x, 9, rng)
 
 
+def test_numpy_signature_compatibility():
+    """Found by a fresh-user trial: NumPy's weights/density places, and an empty list."""
+    assert nk.bincount([]).tolist() == [] and nk.bincount([]).dtype == np.int64
+    assert nk.bincount([], minlength=2).tolist() == [0, 0]
+    assert nk.histogram_counts([], 3).tolist() == [0, 0, 0]
+    with pytest.raises(TypeError, match="weights are not supported"):
+        nk.bincount(np.array([1, 2]), np.array([1.0, 1.0]))  # NumPy's positional weights
+    with pytest.raises(TypeError, match="weights and density"):
+        nk.histogram(np.array([1.0, 2.0]), 2, weights=np.ones(2))
+    with pytest.raises(TypeError, match="weights and density"):
+        nk.histogram(np.array([1.0, 2.0]), 2, density=True)
+    assert nk.histogram(np.array([1.0, 2.0]), 2, density=False)[0].tolist() == [1, 1]
+
+
 @pytest.mark.parametrize("x, bins, rng", [
     # the width of a float32 range past float32's largest value (NumPy takes it in float64)
     (np.array([0.3e38, -2.9e38, 0.0, 0.35e38], np.float32), 10, (-3e38, 3e38)),

@@ -244,3 +244,20 @@ def test_radix_takes_numpy_integers():
     assert (s.threads, s.items) == (32, 2) and type(s.items) is int
     x = values(np.float32, 100)
     assert np.array_equal(nk.sort(x, strategy=s), np.sort(x), equal_nan=True)
+
+
+def test_numpy_signature_compatibility():
+    """Found by a fresh-user trial: NumPy's kind= and stable= are taken (the sort is
+    always stable), and a big-endian input's byte order comes back as NumPy gives it."""
+    x = np.array([3, 1, 2, 1], ">i4")
+    got = nk.sort(x)
+    assert got.dtype == x.dtype and got.tolist() == [1, 1, 2, 3]
+    assert nk.argsort(x).tolist() == [1, 3, 2, 0]
+    assert nk.sort(np.array([2.0, 1.0]), stable=True).tolist() == [1.0, 2.0]
+    for kind in ("quicksort", "mergesort", "heapsort", "stable", "Q"):
+        assert nk.argsort(np.array([2, 1, 2]), kind=kind).tolist() == [1, 0, 2]
+    for bad in ("bogus", 3, ""):
+        with pytest.raises(ValueError, match="kind must be"):
+            nk.sort(np.array([1]), kind=bad)
+    with pytest.raises(TypeError, match="stable must be"):
+        nk.sort(np.array([1]), stable="yes")
