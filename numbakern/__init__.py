@@ -48,6 +48,7 @@ from .reductions import (  # noqa: E402
     bitwise_and_sum,
     bitwise_or_sum,
     max,
+    mean,
     min,
     prod,
     reduce,
@@ -60,8 +61,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AtomicFold", "Backend", "BackendError", "Op", "SharedTree", "TwoPass", "WarpShuffle",
-    "backend", "bitwise_and_sum", "bitwise_or_sum", "max", "min", "op", "prod", "reduce",
-    "strategies", "sum", "xor_sum",
+    "backend", "bitwise_and_sum", "bitwise_or_sum", "max", "mean", "min", "op", "prod",
+    "reduce", "strategies", "sum", "xor_sum",
 ]
 
 # Value-index reductions (issue 4: axes, keepdims, out=, argmax/argmin).

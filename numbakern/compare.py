@@ -116,6 +116,15 @@ def tree_bound(scale):
     return tolerance
 
 
+def mean_bound(x, ref, dtype, kw):
+    """The sum's bound divided by the count (float input), or only the final rounding
+    (bool and integer input: an exact integer sum, divided in float64)."""
+    if x.dtype.kind in "biu":
+        result = np.finfo(dtype)
+        return result.eps * np.abs(ref) + result.smallest_subnormal
+    return tree_bound(lambda a, ref, kw: a.mean(axis=kw.get("axis")))(x, ref, dtype, kw)
+
+
 def allclose(x, ref, dtype, kw):
     """``allclose``'s default tolerance, ``1e-8 + 1e-5 |ref|`` (how the fused-softmax
     tutorial checks its 1823 x 781 result against ``torch.softmax``), widened to what
@@ -258,6 +267,10 @@ OPERATIONS: dict[str, Operation] = {
                   reduce_variants,
                   peers=_peer(lambda cp, x, **k: cp.sum(x, **k),
                               lambda t, x, **k: t.sum(x, **k))),
+        Operation("mean", np.mean, mean_bound, reduce_variants,
+                  peers=_peer(lambda cp, x, **k: cp.mean(x, **k),
+                              lambda t, x, **k: t.mean(x if x.is_floating_point()
+                                                       else x.double(), **k))),
         Operation("max", np.max, exact, reduce_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.max(x, **k),
                               lambda t, x, **k: t.amax(x, **k))),

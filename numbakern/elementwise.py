@@ -1,4 +1,4 @@
-"""Small element-wise kernels: fill a device array, cast one into another.
+"""Small element-wise kernels: fill a device array, cast one into another, divide.
 
 Reductions need them around the real work: atomic folds start from the op's identity
 in every output slot (``fill``), and results in the accumulator dtype become the
@@ -9,7 +9,7 @@ Both are grid-strided one-element-per-thread loops.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, int64
+from numba import cuda, float64, int64
 
 from .launch import SIMULATOR, launch
 from .strategy import ceil_div
@@ -42,6 +42,15 @@ def _cast(src, dst):
         i += step
 
 
+@cuda.jit
+def _divide(src, dst, count):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < src.shape[0]:
+        dst[i] = float64(src[i]) / count  # the store casts, as NumPy's unsafe cast
+        i += step
+
+
 def _scalar(value, dtype: np.dtype):
     """``value`` as a kernel argument for an array of ``dtype``: a NumPy scalar of that
     dtype (integers travel as int64 bit patterns on a GPU, which the store narrows
@@ -66,6 +75,12 @@ def zeros(workspace, k: int, dtype):
     arr = workspace.empty(k, np.dtype(dtype))
     fill(arr, 0, workspace.stream)
     return arr
+
+
+def divide_into(src, dst, count: int, stream) -> None:
+    """``dst[i] = dst.dtype(float64(src[i]) / count)`` (1-D arrays of one length): a
+    mean from a sum, divided as NumPy's ``mean`` divides (in float64, then cast)."""
+    launch(_divide, grid_for(src.shape[0]), THREADS, stream, src, dst, float(count))
 
 
 def cast_into(src, dst, stream) -> None:

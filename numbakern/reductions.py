@@ -31,6 +31,7 @@ commutative op, a reduction with no identity over no elements, or a bad ``out``.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -41,7 +42,7 @@ from . import strategies as _strategies
 from .arrays import SIMULATOR, Workspace, as_array_like, as_cupy, flat_view, host_copy, kind_of
 from .arrays import honours_stream, resolve_stream
 from .axes import check_flag, check_out, normalize_axes, normalize_axis, result_shape
-from .elementwise import cast_into
+from .elementwise import cast_into, divide_into
 from .job import ReduceJob
 from .launch import buffer, to_device_array
 from .memo import planner
@@ -272,6 +273,60 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
             ``out``; :class:`~numbakern.axes.AxisError` for a bad ``axis``.
     """
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+@honours_stream
+def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
+         lanes=None):
+    """The mean along ``axis``, as ``np.mean(x, axis, dtype, out, keepdims)``.
+
+    NumPy's rule: the sum (``dtype``, else float64 for bool and integers, float32 for
+    float16, the input's own for float32/64), divided by the number of elements in
+    float64 and cast to the result dtype (``dtype``, else float64 for bool and
+    integers, the input's float dtype). The mean of no elements is NaN (NumPy also
+    warns, on the host).
+
+    Args:
+        x, axis, dtype, out, keepdims: as ``np.mean``.
+        strategy, stream, lanes: as :func:`sum`, which computes the sum.
+
+    Raises: as :func:`sum`.
+    """
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    acc = dtype
+    if dtype is None and in_dtype.kind in "biu":
+        acc = np.float64
+    elif dtype is None and in_dtype == np.float16:
+        acc = np.float32
+    result = np.dtype(dtype if dtype is not None else
+                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
+                       lanes)
+    kind = kind_of(x)
+    check_out(out, planned.shape, result, kind, "mean")
+    total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes)
+    count = planned.N
+    if count == 0:
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)  # as NumPy
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if kind == "numpy":
+        with np.errstate(invalid="ignore"):
+            value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
+        return _deliver_host(workspace, value.astype(result), out)
+    src = _flat_device(total)
+    if out is not None:
+        divide_into(src, _flat_device(out), count, workspace.stream)
+        return out
+    dst = workspace.empty(src.shape[0], result)
+    divide_into(src, dst, count, workspace.stream)
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(dst._ary.reshape(planned.shape))
+    if kind == "cupy":
+        return as_cupy(dst).reshape(planned.shape)
+    return to_device_array(dst).reshape(planned.shape)
 
 
 @replayable

@@ -249,6 +249,26 @@ def test_compare_sorts_against_numpys_stable_order(tmp_path):
 
 
 @simulator_only
+@pytest.mark.parametrize("args", [["-n", "500"], ["-n", "4x70", "--axis", "1", "--dtype",
+                                                  "int16"], ["-n", "300", "--dtype", "float16"]])
+def test_compare_mean(args):
+    result = invoke("compare", "mean", *args, "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert result.output.count(" ok ") == len(numbakern.strategies.available())
+
+
+def test_mean_bound_catches_a_wrong_count():
+    from numbakern.compare import OPERATIONS, check, sample
+
+    op = OPERATIONS["mean"]
+    x = sample(op, (1000,), np.float32)
+    want = op.expected(x, {})
+    assert check(np.float32(x.astype(np.float64).sum() / 1000), want.values, want.tolerance)[0]
+    assert not check(np.float32(x.astype(np.float64).sum() / 999), want.values,
+                     want.tolerance)[0]
+
+
+@simulator_only
 def test_compare_bincount_of_every_histogram_strategy():
     result = invoke("compare", "bincount", "--repeat", "1")  # int32 by default
     assert result.exit_code == 0, result.output

@@ -10,8 +10,11 @@ Products use ``|ref|`` in place of ``sum(|x|)``. max/min are exact.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from numba import cuda
 
 import numbakern as nk
 from numbakern import kernels
@@ -431,3 +434,87 @@ def test_whole_reduction_of_a_layout_that_needs_a_copy():
         last = nk.reduce(view, LAST_NONZERO, strategy=STRATEGIES["two_pass/warp_shuffle"])
     flat = want.ravel()
     assert float(last.copy_to_host()) == flat[flat != 0][-1]
+
+# --- mean: the sum divided as np.mean divides --------------------------------------------
+# Tolerance for float results: the sum's bound above divided by the count, plus the
+# final rounding; integer and bool inputs average in float64 from an exact integer
+# sum, so only the final rounding remains.
+
+
+def assert_mean(got, x, **kw):
+    want = np.mean(x, **kw)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    ref = np.asarray(np.mean(x.astype(np.float64), **kw))
+    axis = kw.get("axis")
+    count = x.size // max(ref.size, 1)
+    scale = np.abs(x.astype(np.float64)).sum(axis=axis, keepdims=kw.get("keepdims", False))
+    exact_sum = x.dtype.kind in "biu"
+    acc = np.float32 if x.dtype == np.float16 else (np.float64 if exact_sum else x.dtype)
+    result = np.finfo(want.dtype)
+    tol = (0 if exact_sum else 4 * np.finfo(acc).eps * scale / count) \
+        + result.eps * np.abs(ref) + result.smallest_subnormal
+    assert np.all(np.abs(got.astype(np.float64) - ref) <= tol), (got, ref, tol)
+
+
+@pytest.mark.parametrize("name", list(ALL))
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129, 1000])
+def test_mean_sizes(name, n):
+    x = sample(np.random.default_rng(n), n, "float32")
+    assert_mean(nk.mean(x, strategy=ALL[name]), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mean_dtypes_and_axes(dtype):
+    x = sample(np.random.default_rng(5), 210, dtype).reshape(6, 35)
+    for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1, "keepdims": True},
+               {"axis": (0, 1)}):
+        assert_mean(nk.mean(x, **kw), x, **kw)
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_mean_every_strategy_on_axes(name):
+    x = sample(np.random.default_rng(9), 3 * 4 * 33, "float64").reshape(3, 4, 33)
+    for axis in (None, 0, 1, 2, (0, 2)):
+        assert_mean(nk.mean(x, axis=axis, strategy=STRATEGIES[name]), x, axis=axis)
+
+
+def test_mean_dtype_argument_as_numpy():
+    x = np.arange(10, dtype=np.int32)
+    assert_mean(nk.mean(x, dtype=np.float32), x, dtype=np.float32)
+    y = np.array([1.0, 2.0, 4.0])
+    got = nk.mean(y, dtype=np.int64)  # NumPy: int sum 7, divided in float64, truncated
+    assert got == np.mean(y, dtype=np.int64) and np.asarray(got).dtype == np.int64
+
+
+def test_mean_out_and_errors():
+    x = np.ones((5, 4), np.int16)
+    out = np.empty(5, np.float32)
+    assert nk.mean(x, axis=1, out=out) is out and np.array_equal(out, np.ones(5))
+    with pytest.raises(ValueError, match="mean: out has shape"):
+        nk.mean(np.ones(3), out=np.empty(3))
+    with pytest.raises(OutDtypeError, match="mean: cannot cast"):
+        nk.mean(np.ones((2, 3)), axis=1, out=np.empty(2, np.int32))
+    with pytest.raises(TypeError):
+        nk.mean(np.array(["a"]))
+
+
+def test_mean_of_nothing_is_nan_with_numpys_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nk.mean(np.zeros(0, np.float32))
+    assert np.isnan(got) and np.asarray(got).dtype == np.float32
+    assert any("Mean of empty slice" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(nk.mean(np.zeros((3, 0)), axis=1)).all()
+
+
+def test_mean_device_input_gives_device_output():
+    h = np.arange(12, dtype=np.float32).reshape(3, 4)
+    d = cuda.to_device(h)
+    assert np.allclose(nk.mean(d, axis=1).copy_to_host(), h.mean(axis=1))
+    assert np.allclose(nk.mean(d).copy_to_host(), h.mean())
+    o = cuda.device_array(3, np.float64)
+    nk.mean(d, axis=1, out=o)
+    assert np.allclose(o.copy_to_host(), h.mean(axis=1))
