@@ -315,18 +315,12 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
             value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
         return _deliver_host(workspace, value.astype(result), out)
     src = _flat_device(total)
-    if out is not None:
+    if out is not None:  # divided straight into it: no copy of the means
         divide_into(src, _flat_device(out), count, workspace.stream)
         return out
     dst = workspace.empty(src.shape[0], result)
     divide_into(src, dst, count, workspace.stream)
-    if SIMULATOR:
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-        return FakeCUDAArray(dst._ary.reshape(planned.shape))
-    if kind == "cupy":
-        return as_cupy(dst).reshape(planned.shape)
-    return to_device_array(dst).reshape(planned.shape)
+    return _deliver(workspace, dst, result, planned.shape, None)
 
 
 @replayable

@@ -190,7 +190,7 @@ def exclusive_sum(counts, out, strategy, workspace: Workspace) -> None:
     array, allocates through Numba (``cudaMalloc``): about half a millisecond of host
     time for a sort whose kernels take as long.
     """
-    op = _ops.get("sum")
+    op = _ops.SUM
     kit = kernels.state_kit(op, (np.dtype(np.int64),))
     views = _segment_views(counts, [out], None)
     job = ScanJob(views[0], tuple(views[1:]), op, kit, True, False, _empty_state(op, kit),
