@@ -38,7 +38,7 @@ def columns(cp):
 
 def _lanes(strategy: str, lanes: str):
     return {"auto": None, "warp": 32,
-            "block": nk.strategies.resolve(strategy).block.threads}[lanes]
+            "block": nk.strategies.resolve("reduce", strategy).block.threads}[lanes]
 
 
 def _moved(x, results: int, itemsize: int) -> int:

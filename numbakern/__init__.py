@@ -1,11 +1,13 @@
-"""numbakern: Numba-CUDA reductions, scans and softmax with pluggable strategies.
+"""numbakern: Numba-CUDA reductions, scans, softmax, sorts and histograms with pluggable
+strategies.
 
 Importing numbakern first chooses where kernels run (a real GPU, or Numba's CUDA
 simulator on a machine without one: see :func:`backend`), and under the simulator
-installs the warp intrinsics the simulator lacks.
+installs the warp intrinsics the simulator lacks. This module holds public names only;
+the README's Layout section says where each part lives.
 """
 
-from . import _backend
+from .runtime import backend as _backend
 
 try:
     _USE_SIMULATOR, _REASON = _backend.select()
@@ -17,11 +19,11 @@ except _backend.BackendError as _error:
 from numba import cuda  # noqa: E402  (only after the backend is chosen)
 
 if _USE_SIMULATOR:
-    from . import simulator as _simulator  # noqa: E402
+    from .runtime import simulator as _simulator  # noqa: E402
 
     _simulator.install()
 
-from ._backend import Backend, BackendError  # noqa: E402
+from .runtime.backend import Backend, BackendError  # noqa: E402
 
 _BACKEND: Backend | None = None
 
@@ -43,55 +45,56 @@ def backend() -> Backend:
 
 
 from . import strategies  # noqa: E402
-from .ops import Op, op  # noqa: E402
-from .reductions import (  # noqa: E402
+from .api.histogram import bincount, histogram, histogram_counts  # noqa: E402
+from .api.reductions import (  # noqa: E402
+    argmax,
+    argmin,
     bitwise_and_sum,
     bitwise_or_sum,
     max,
+    max_with_indices,
     mean,
     min,
+    min_with_indices,
     prod,
     reduce,
     sum,
     xor_sum,
 )
-from .strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle  # noqa: E402
+from .api.scans import associative_scan, cumprod, cumsum  # noqa: E402
+from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
+from .api.sort import argsort, sort  # noqa: E402
+from .core.arrays import CopyWarning  # noqa: E402
+from .core.axes import AxisError, OutDtypeError  # noqa: E402
+from .ops import Op, op  # noqa: E402
+from .runtime import warp  # noqa: E402
+from .strategies import (  # noqa: E402
+    AtomicFold,
+    BitonicSort,
+    Blelloch,
+    DecoupledLookback,
+    GlobalAtomic,
+    HillisSteele,
+    RadixSort,
+    ReduceThenScan,
+    SharedPrivatized,
+    SharedTree,
+    TwoPass,
+    WarpPrivatized,
+    WarpShuffle,
+)
+from . import _moved  # noqa: E402  (old module names, for now)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AtomicFold", "Backend", "BackendError", "Op", "SharedTree", "TwoPass", "WarpShuffle",
-    "backend", "bitwise_and_sum", "bitwise_or_sum", "max", "mean", "min", "op", "prod",
-    "reduce", "strategies", "sum", "xor_sum",
+    "AtomicFold", "AxisError", "Backend", "BackendError", "BitonicSort", "Blelloch",
+    "CopyWarning", "DecoupledLookback", "GlobalAtomic", "HillisSteele", "Op",
+    "OutDtypeError", "RadixSort", "ReduceThenScan", "SharedPrivatized", "SharedTree",
+    "TwoPass", "WarpPrivatized", "WarpShuffle", "argmax", "argmin", "argsort",
+    "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
+    "cumprod", "cumsum", "histogram", "histogram_counts", "log_softmax",
+    "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
+    "op", "prod", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
+    "warp", "xor_sum",
 ]
-
-# Value-index reductions (issue 4: axes, keepdims, out=, argmax/argmin).
-from .reductions import argmax, argmin, max_with_indices, min_with_indices  # noqa: E402
-
-__all__ += ["argmax", "argmin", "max_with_indices", "min_with_indices"]
-
-# Scans (issue 6: cumsum, cumprod, associative_scan; scan strategies).
-from .scans import associative_scan, cumprod, cumsum  # noqa: E402
-from .strategies import Blelloch, DecoupledLookback, HillisSteele, ReduceThenScan  # noqa: E402
-
-__all__ += ["associative_scan", "cumprod", "cumsum", "Blelloch", "DecoupledLookback",
-            "HillisSteele", "ReduceThenScan"]
-
-# Softmax (issue 5: softmax, log-softmax and their backward passes, any axis).
-from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
-
-__all__ += ["log_softmax", "log_softmax_backward", "softmax", "softmax_backward"]
-
-# Sort, argsort and histograms (issue 7: bitonic and radix sorts; histogram strategies).
-from .histogram import bincount, histogram, histogram_counts  # noqa: E402
-from .sort import argsort, sort  # noqa: E402
-from .strategies import (  # noqa: E402
-    BitonicSort,
-    GlobalAtomic,
-    RadixSort,
-    SharedPrivatized,
-    WarpPrivatized,
-)
-
-__all__ += ["argsort", "bincount", "histogram", "histogram_counts", "sort", "BitonicSort",
-            "GlobalAtomic", "RadixSort", "SharedPrivatized", "WarpPrivatized"]

@@ -1,6 +1,6 @@
-"""``python -m numbakern``: the ``numbakern`` command (see numbakern/cli.py)."""
+"""``python -m numbakern``: the ``numbakern`` command (see numbakern/teach/cli.py)."""
 
-from .cli import main
+from .teach.cli import main
 
 if __name__ == "__main__":
     main()

@@ -65,12 +65,15 @@ from typing import Callable
 import numpy as np
 from numba import cuda, from_dtype, int64, uint32, uint64
 
-from numbakern import kernels
-from numbakern.bits import bitcast
-from numbakern.elementwise import THREADS, fill, grid_for
-from numbakern.launch import SIMULATOR, launch
+from numbakern.kernels.elementwise import THREADS, fill, grid_for
+from numbakern.kernels.emits import emit_fold
 from numbakern.ops import ArgOp
-from numbakern.strategy import Cost, GridStrategy
+from numbakern.runtime.bits import bitcast
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.launch import launch
+from numbakern.runtime.views import head, view_as
+
+from .protocols import Cost, GridReduce
 
 # Numba's native atomics, by op, and the dtypes they take (numba.cuda.atomic docs).
 _NATIVE = {
@@ -141,11 +144,11 @@ def folder_for(op, kit, count: int) -> Folder:
         build, method = _packed, "packed"
     else:
         build, method = _locked, "lock"
-    key = ("folder", method, op, kit.dtypes, kernels.device_key())
-    return kernels.cached(key, lambda: build(op, kit))
+    key = ("folder", method, op, kit.dtypes, device_key())
+    return cached(key, lambda: build(op, kit))
 
 
-class AtomicFold(GridStrategy):
+class AtomicFold(GridReduce):
     """Grid reduce in one launch: each block folds its state into the output atomically.
 
     Args:
@@ -165,34 +168,20 @@ class AtomicFold(GridStrategy):
     deterministic = False
     needs_commutative = True
 
-    def reduce(self, job):
-        """Reduce ``job.x`` to one state; returns the field arrays (length 1)."""
-        threads = self.block.threads
-        blocks = job.grid_blocks(self.blocks, threads)
-        folder = folder_for(job.op, job.kit, int(job.n))
-        w0, w1 = folder.alloc(job.workspace, 1)
-        key = ("atomic_fold", folder.key, self.block.key, job.key, job.vector)
-        kernel = kernels.cached(
-            key,
-            lambda: kernels.build_reduce_kernel(
-                self.block, job.kit, job.element_loader(), _emit_slot0(folder.fold), False,
-                job.vector_reader(),
-            ),
-        )
-        launch(kernel, blocks, threads, job.stream, job.x, w0, job.n, w0, w1)
-        return folder.finish(job.workspace, w0, w1, 1)
+    def reduce(self, job) -> tuple:
+        """Reduce every output of ``job`` (``strategies/protocols.py``, ``GridReduce``);
+        returns the field arrays (each in a dtype its values convert to exactly)."""
+        plan = job.plan(self)
+        if plan.pieces == 1:  # one block per output: nothing to fold
+            return job.store(plan)
+        folder = folder_for(job.op, job.kit, job.count)
+        words = folder.alloc(job.workspace, job.outputs)
+        job.run(plan, emit_fold(folder.key, folder.fold), words)
+        return folder.finish(job.workspace, *words, job.outputs)
 
     def cost(self, n: int, itemsize: int, state_bytes: int, blocks: int) -> Cost:
         return Cost(1, n * itemsize + state_bytes, state_bytes, blocks)
 
-
-def _emit_slot0(fold):
-    @cuda.jit(device=True)
-    def emit(o0, o1, s):
-        if cuda.threadIdx.x == 0:
-            fold(o0, o1, 0, s)
-
-    return emit
 
 
 # --- one field: a native atomic or a CAS loop ----------------------------------------
@@ -217,7 +206,7 @@ def _one_field(op, kit) -> Folder:
         return w, w
 
     def finish(workspace, w0, w1, m):
-        return (w0 if native else workspace.view_as(w0, word),)
+        return (w0 if native else view_as(w0, word),)
 
     return Folder(f"native:{native}" if native else "cas", fold, alloc, finish)
 
@@ -452,13 +441,6 @@ def _locked(op, kit) -> Folder:
         return w0, w1
 
     def finish(workspace, w0, w1, m):
-        return workspace.view_as(w0, word0), workspace.view_as(_head(w1, m), word1)
+        return view_as(w0, word0), view_as(head(w1, m), word1)
 
     return Folder("lock", fold, alloc, finish)
-
-
-def _head(arr, m: int):
-    """The first ``m`` elements of a 1-D contiguous device array, as a view."""
-    if SIMULATOR:
-        return arr[:m]
-    return arr.with_layout((m,), arr.strides)

@@ -38,13 +38,15 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, from_dtype, int32
 
-from numbakern import kernels
-from numbakern.launch import SIMULATOR, launch
-from numbakern.sort_keys import max_key
-from numbakern.strategy import Immutable, _check_threads, check_count
+from numbakern.kernels.sort_keys import max_key
+from numbakern.runtime.cache import cached
+from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR
+from numbakern.runtime.launch import launch
+
+from .protocols import SortStrategy, check_count, check_threads
 
 
-class BitonicSort(Immutable):
+class BitonicSort(SortStrategy):
     """Sort each row in one block with a bitonic network on ``(key, index)`` pairs.
 
     Batcher, "Sorting networks and their applications" (AFIPS, 1968).
@@ -65,14 +67,13 @@ class BitonicSort(Immutable):
     """
 
     name = "bitonic"
-    DEFAULT_THREADS = 64 if SIMULATOR else 256
     DEFAULT_MAX_SIZE = 256 if SIMULATOR else 2048
 
     def __init__(self, threads: int | None = None, max_size: int | None = None):
-        self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
+        self.threads = check_threads(threads)
         max_size = self.DEFAULT_MAX_SIZE if max_size is None else check_count(max_size,
                                                                               "max_size")
-        if max_size < 2 or max_size & (max_size - 1) or max_size * 12 > 48 * 1024:
+        if max_size < 2 or max_size & (max_size - 1) or max_size * 12 > SHARED_LIMIT:
             raise ValueError(f"max_size must be a power of two from 2 to 4096, got {max_size!r}")
         self.max_size = max_size
 
@@ -98,7 +99,7 @@ class BitonicSort(Immutable):
                              f"one block, got rows of {job.n}: use the radix sort")
         size = 1 << max(1, (job.n - 1).bit_length())  # the next power of two
         key = ("bitonic_sort", self.threads, size, job.key)
-        kernel = kernels.cached(key, lambda: _build(self.threads, size, job.to_key(),
+        kernel = cached(key, lambda: _build(self.threads, size, job.to_key(),
                                                     job.key_dtype, job.emitter()))
         launch(kernel, job.rows, self.threads, job.stream, job.x, job.out, job.n)
 

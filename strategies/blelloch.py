@@ -27,6 +27,8 @@ Details that make it exact and fast:
   every level) hold *nothing*, so their right child gets the left sum as it is, not
   ``identity (+) left``; tree nodes wholly past the last thread (``threads`` not a
   power of two) are skipped rather than filled with the identity.
+* **Warp form** (a warp per row): the same sweeps in each run of ``group`` lanes,
+  on the run's own padded tree, ``__syncwarp()`` for ``__syncthreads()``.
 * **Bank conflicts.** At ``offset = 32`` every active thread of a warp would hit the
   same shared-memory bank. Slot ``i`` is stored at ``i + i // 32`` (GPU Gems 3's
   ``CONFLICT_FREE_OFFSET`` with 32 banks), which spreads them over the banks.
@@ -36,7 +38,10 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.strategy import BlockStrategy, reduce_from_scan, log2_ceil
+from numbakern.runtime.device import FULL_MASK, WARP
+
+from .protocols import (BlockStrategy, WarpForm, block_barrier, log2_ceil, place_in_block,
+                        place_in_runs, reduce_from_scan, warp_barrier)
 
 LOG_BANKS = 5
 
@@ -72,8 +77,7 @@ class Blelloch(BlockStrategy):
         return 1 << log2_ceil(self.threads)
 
     def temp_slots(self) -> int:
-        p = self.leaves
-        return p + (p - 1) // 32 + 1  # the padded tree, and one slot for the total
+        return _tree_slots(self.threads)
 
     def barriers(self) -> int:
         return 2 + 2 * log2_ceil(self.leaves)
@@ -85,58 +89,100 @@ class Blelloch(BlockStrategy):
         ``exclusive`` is the identity in thread 0 (never to be combined), and a
         barrier must separate two calls that share ``t0``/``t1``.
         """
-        combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
-        threads, p = self.threads, self.leaves
-        root, total_slot = _slot_host(p - 1), self.temp_slots() - 1
-
-        @cuda.jit(device=True)
-        def block_scan(s, t0, t1):
-            tid = cuda.threadIdx.x
-            store(t0, t1, _slot(tid), s)  # 1. stage
-            cuda.syncthreads()
-            offset = 1
-            pairs = p // 2
-            while pairs > 0:  # 2. up-sweep
-                if tid < pairs:
-                    ai = offset * (2 * tid + 1) - 1
-                    bi = ai + offset
-                    if ai + 1 < threads:  # the right subtree holds threads
-                        store(t0, t1, _slot(bi),
-                              combine(load(t0, t1, _slot(ai)), load(t0, t1, _slot(bi))))
-                    elif ai + 1 - offset < threads:  # only the left one does
-                        store(t0, t1, _slot(bi), load(t0, t1, _slot(ai)))
-                cuda.syncthreads()
-                offset *= 2
-                pairs //= 2
-            if tid == 0:  # 3. save the total, clear the root
-                store(t0, t1, total_slot, load(t0, t1, root))
-                store(t0, t1, root, identity())
-            pairs = 1
-            offset = p // 2
-            while pairs < p:  # 4. down-sweep
-                cuda.syncthreads()
-                if tid < pairs:
-                    ai = offset * (2 * tid + 1) - 1
-                    bi = ai + offset
-                    if ai + 1 - offset < threads:  # the parent holds threads
-                        left = load(t0, t1, _slot(ai))
-                        prefix = load(t0, t1, _slot(bi))
-                        store(t0, t1, _slot(ai), prefix)
-                        if ai + 1 < threads:  # left spine (tid 0): no prefix to add
-                            store(t0, t1, _slot(bi), left if tid == 0 else combine(prefix, left))
-                pairs *= 2
-                offset //= 2
-            cuda.syncthreads()
-            exc = load(t0, t1, _slot(tid))
-            total = load(t0, t1, total_slot)
-            inc = s if tid == 0 else combine(exc, s)
-            return inc, exc, total
-
-        return block_scan
+        return _build_scan(kit, self.threads, block_barrier, place_in_block)
 
     def build_reduce(self, kit):
         """Device function ``block_reduce(s, t0, t1)``: the scan's total, in every thread."""
         return reduce_from_scan(self.build_scan(kit))
+
+    def build_warp_scan(self, kit, group: int) -> WarpForm:
+        """The same sweeps in each run of ``group`` lanes, on the run's own padded tree,
+        ``__syncwarp()`` for barriers; returns the inclusive prefix, and ends with a
+        ``__syncwarp()`` so that the next call may reuse the slots at once."""
+        scan = _build_scan(kit, group, warp_barrier, place_in_runs(group, _tree_slots(group)))
+
+        @cuda.jit(device=True)
+        def warp_scan(s, t0, t1):
+            inc = scan(s, t0, t1)[0]
+            cuda.syncwarp(FULL_MASK)
+            return inc
+
+        return WarpForm(warp_scan, (WARP // group) * _tree_slots(group))
+
+    def build_warp_reduce(self, kit) -> WarpForm:
+        """The warp scan's total over the whole warp, valid in every lane."""
+        scan = _build_scan(kit, WARP, warp_barrier, place_in_runs(WARP, _tree_slots(WARP)))
+
+        @cuda.jit(device=True)
+        def warp_reduce(s, t0, t1):
+            total = scan(s, t0, t1)[2]
+            cuda.syncwarp(FULL_MASK)
+            return total
+
+        return WarpForm(warp_reduce, _tree_slots(WARP))
+
+
+def _tree_slots(lanes: int) -> int:
+    """Slots of the padded tree of ``lanes`` leaves (rounded up to a power of two),
+    and one for the total."""
+    p = 1 << log2_ceil(lanes)
+    return p + (p - 1) // 32 + 1
+
+
+def _build_scan(kit, threads: int, barrier, place):
+    """Blelloch's scan over runs of ``threads`` threads (a block, or runs within a
+    warp): ``scan(s, t0, t1) -> (inclusive, exclusive, total)``; ``place()`` gives the
+    thread's place in its run and the run's first slot, ``barrier()`` synchronises a
+    run."""
+    combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
+    p = 1 << log2_ceil(threads)
+    root, total_slot = _slot_host(p - 1), _tree_slots(threads) - 1
+
+    @cuda.jit(device=True)
+    def scan(s, t0, t1):
+        tid, base = place()
+        store(t0, t1, base + _slot(tid), s)  # 1. stage
+        barrier()
+        offset = 1
+        pairs = p // 2
+        while pairs > 0:  # 2. up-sweep
+            if tid < pairs:
+                ai = offset * (2 * tid + 1) - 1
+                bi = ai + offset
+                if ai + 1 < threads:  # the right subtree holds threads
+                    store(t0, t1, base + _slot(bi),
+                          combine(load(t0, t1, base + _slot(ai)), load(t0, t1, base + _slot(bi))))
+                elif ai + 1 - offset < threads:  # only the left one does
+                    store(t0, t1, base + _slot(bi), load(t0, t1, base + _slot(ai)))
+            barrier()
+            offset *= 2
+            pairs //= 2
+        if tid == 0:  # 3. save the total, clear the root
+            store(t0, t1, base + total_slot, load(t0, t1, base + root))
+            store(t0, t1, base + root, identity())
+        pairs = 1
+        offset = p // 2
+        while pairs < p:  # 4. down-sweep
+            barrier()
+            if tid < pairs:
+                ai = offset * (2 * tid + 1) - 1
+                bi = ai + offset
+                if ai + 1 - offset < threads:  # the parent holds threads
+                    left = load(t0, t1, base + _slot(ai))
+                    prefix = load(t0, t1, base + _slot(bi))
+                    store(t0, t1, base + _slot(ai), prefix)
+                    if ai + 1 < threads:  # left spine (tid 0): no prefix to add
+                        store(t0, t1, base + _slot(bi),
+                              left if tid == 0 else combine(prefix, left))
+            pairs *= 2
+            offset //= 2
+        barrier()
+        exc = load(t0, t1, base + _slot(tid))
+        total = load(t0, t1, base + total_slot)
+        inc = s if tid == 0 else combine(exc, s)
+        return inc, exc, total
+
+    return scan
 
 
 def _slot_host(i: int) -> int:

@@ -59,19 +59,18 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
-from numbakern import kernels
-from numbakern.bits import bitcast
-from numbakern.launch import SIMULATOR, launch
-from numbakern.scan_tiles import WARP, ScanGrid, Tile
-from numbakern.axes import check_flag
-from numbakern.strategy import Cost, ceil_div
+from numbakern.kernels.scan_tiles import Tile
+from numbakern.runtime.bits import bitcast
+from numbakern.runtime.cache import cached
+from numbakern.runtime.device import FULL_MASK, SIMULATOR, WARP, ceil_div
+from numbakern.runtime.launch import launch
 
-FULL_MASK = 0xFFFFFFFF
+from .protocols import Cost, GridScan, check_flag
 #: tile status: not yet published, aggregate published, inclusive prefix published
 STATUS_X, STATUS_A, STATUS_P = 0, 1, 2
 
 
-class DecoupledLookback(ScanGrid):
+class DecoupledLookback(GridScan):
     """Single-pass grid scan by decoupled look-back (Merrill and Garland, 2016).
 
     Args:
@@ -124,7 +123,7 @@ class DecoupledLookback(ScanGrid):
             values = (*aggregates, *inclusive)
         key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
                job.key)
-        kernel = kernels.cached(key, lambda: _build(
+        kernel = cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
             job.exclusive, job.empty, self.publish_prefix, self.hold))
         launch(kernel, total, threads, job.stream, job.x, job.x, *job.outs, job.n, tiles,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from numba import cuda, int64, uint32
 
-from numbakern.counting import HistogramStrategy
+from .protocols import HistogramStrategy
 
 
 class GlobalAtomic(HistogramStrategy):

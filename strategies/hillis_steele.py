@@ -24,13 +24,20 @@ work-efficient Blelloch scan (``strategies/blelloch.py``): more work, fewer step
 With a thread per element that is the right trade on a GPU, where idle threads cost
 as much as busy ones; the warp-shuffle scan (``strategies/warp_shuffle.py``) runs the
 same algorithm inside each warp in registers, with no barriers.
+
+**Warp form** (a warp per row): the same steps in each run of ``group`` lanes on the
+run's own slots, ``__syncwarp()`` for ``__syncthreads()``: what ``warp_shuffle`` does
+with shuffles, done through shared memory.
 """
 
 from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.strategy import BlockStrategy, reduce_from_scan, log2_ceil
+from numbakern.runtime.device import FULL_MASK, WARP
+
+from .protocols import (BlockStrategy, WarpForm, block_barrier, log2_ceil, place_in_block,
+                        place_in_runs, reduce_from_scan, warp_barrier)
 
 
 class HillisSteele(BlockStrategy):
@@ -66,29 +73,62 @@ class HillisSteele(BlockStrategy):
         ``exclusive`` is the identity in thread 0 (never to be combined), and a
         barrier must separate two calls that share ``t0``/``t1``.
         """
-        combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
-        threads = self.threads
-
-        @cuda.jit(device=True)
-        def block_scan(s, t0, t1):
-            tid = cuda.threadIdx.x
-            store(t0, t1, tid, s)  # 1. stage in buffer 0
-            cuda.syncthreads()
-            src = 0
-            d = 1
-            while d < threads:  # 2. one step per power of two
-                if tid >= d:
-                    s = combine(load(t0, t1, src + tid - d), s)
-                src = threads - src  # the other buffer
-                store(t0, t1, src + tid, s)
-                cuda.syncthreads()
-                d *= 2
-            total = load(t0, t1, src + threads - 1)  # 3. results
-            exc = load(t0, t1, src + tid - 1) if tid > 0 else identity()
-            return s, exc, total
-
-        return block_scan
+        return _build_scan(kit, self.threads, block_barrier, place_in_block)
 
     def build_reduce(self, kit):
         """Device function ``block_reduce(s, t0, t1)``: the scan's total, in every thread."""
         return reduce_from_scan(self.build_scan(kit))
+
+    def build_warp_scan(self, kit, group: int) -> WarpForm:
+        """The same steps in each run of ``group`` lanes, on the run's own
+        ``2 * group`` slots (64 a warp), ``__syncwarp()`` for barriers;
+        returns the inclusive prefix, and ends with a ``__syncwarp()`` so that the next
+        call may reuse the slots at once."""
+        scan = _build_scan(kit, group, warp_barrier, place_in_runs(group, 2 * group))
+
+        @cuda.jit(device=True)
+        def warp_scan(s, t0, t1):
+            inc = scan(s, t0, t1)[0]
+            cuda.syncwarp(FULL_MASK)
+            return inc
+
+        return WarpForm(warp_scan, 2 * WARP)
+
+    def build_warp_reduce(self, kit) -> WarpForm:
+        """The warp scan's total over the whole warp, valid in every lane."""
+        scan = _build_scan(kit, WARP, warp_barrier, place_in_runs(WARP, 2 * WARP))
+
+        @cuda.jit(device=True)
+        def warp_reduce(s, t0, t1):
+            total = scan(s, t0, t1)[2]
+            cuda.syncwarp(FULL_MASK)
+            return total
+
+        return WarpForm(warp_reduce, 2 * WARP)
+
+
+def _build_scan(kit, lanes: int, barrier, place):
+    """Hillis-Steele over runs of ``lanes`` threads (a block, or runs within a warp):
+    ``scan(s, t0, t1) -> (inclusive, exclusive, total)``; ``place()`` gives the thread's
+    place in its run and the run's first slot, ``barrier()`` synchronises a run."""
+    combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
+
+    @cuda.jit(device=True)
+    def scan(s, t0, t1):
+        i, base = place()
+        store(t0, t1, base + i, s)  # 1. stage in buffer 0
+        barrier()
+        src = 0
+        d = 1
+        while d < lanes:  # 2. one step per power of two
+            if i >= d:
+                s = combine(load(t0, t1, base + src + i - d), s)
+            src = lanes - src  # the other buffer
+            store(t0, t1, base + src + i, s)
+            barrier()
+            d *= 2
+        total = load(t0, t1, base + src + lanes - 1)  # 3. results
+        exc = load(t0, t1, base + src + i - 1) if i > 0 else identity()
+        return s, exc, total
+
+    return scan

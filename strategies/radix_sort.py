@@ -74,22 +74,19 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint8, uint32, uint64
 
-from numbakern import kernels
-from numbakern.counting import SHARED_LIMIT, HistogramStrategy
-from numbakern.elementwise import zeros
-from numbakern.job import max_resident_blocks
-from numbakern.launch import SIMULATOR, launch
-from numbakern.relaxed import load_relaxed
-from numbakern.strategy import Immutable, _check_threads, ceil_div, check_optional_count
+from numbakern.kernels.elementwise import zeros
+from numbakern.runtime.cache import cached
+from numbakern.runtime.device import (FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, ceil_div,
+                                      max_resident_blocks)
+from numbakern.runtime.launch import launch
+from numbakern.runtime.relaxed import load_relaxed
 
-from .shared_privatized import SharedPrivatized
-from .warp_privatized import WarpPrivatized
+from .protocols import HistogramStrategy, SortStrategy, check_optional_count, check_threads
+from .registry import resolve
 
 #: bits per digit, and digits per pass
 DIGIT_BITS = 8
 RADIX = 1 << DIGIT_BITS
-WARP = 32
-FULL_MASK = 0xFFFFFFFF
 #: tile status in the top two bits of a look-back word: aggregate, inclusive prefix
 STATUS_A, STATUS_P = 1, 2
 #: rows this long or longer count in 64-bit look-back words (30 bits hold less)
@@ -102,7 +99,7 @@ HISTOGRAM_LOADS = 8
 WINDOW = 4
 
 
-class RadixSort(Immutable):
+class RadixSort(SortStrategy):
     """Stable Onesweep LSD radix sort on 8-bit digits, any row length, rows together.
 
     Args:
@@ -115,15 +112,16 @@ class RadixSort(Immutable):
             object. When its counters for every pass's digits do not fit in shared
             memory (64-bit keys with per-warp counters), one shared copy per block
             counts them instead.
-        scan: the scan strategy of the digit offsets (any name ``cumsum`` takes).
+        scan: the scan strategy of the digit offsets (any name or object ``cumsum``
+            takes; default ``decoupled_lookback/warp_shuffle``).
 
     Launches: a zeroing of the counts, a histogram (which also zeroes the look-back
     words), a scan and one pass per 8-bit digit. Traffic per pass: the keys (and an argsort's
     indices) read once and written once, plus ``256`` look-back words a tile.
 
     Raises:
-        TypeError: ``threads`` or ``items`` not an int; a ``scan`` of the wrong type
-            (see ``resolve_scan``).
+        TypeError: ``threads`` or ``items`` not an int; a ``scan`` or ``histogram`` of
+            the wrong type (see ``numbakern.strategies.resolve``).
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items < 1``;
             a ``histogram`` that is not a privatized strategy, has other ``threads``
             or whose counters do not fit; an unknown ``scan`` name. At sort time, an
@@ -131,25 +129,21 @@ class RadixSort(Immutable):
     """
 
     name = "radix"
-    DEFAULT_THREADS = 64 if SIMULATOR else 256
 
     def __init__(self, threads: int | None = None, items: int | None = None,
                  histogram="shared_privatized", scan=None):
-        self.threads = _check_threads(self.DEFAULT_THREADS if threads is None else threads)
+        self.threads = check_threads(threads)
         self.items = check_optional_count(items, "items")
         self.counter = _counter(histogram, self.threads)
-        from . import resolve_scan  # the package imports this module
-
-        resolve_scan(scan)  # an unknown scan is refused here, not at the first sort
-        self.scan = scan
+        self.scan = resolve("scan", scan)  # an unknown scan is refused here, not later
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.threads, self.items, self.counter.key, repr(self.scan))
+        return (self.name, self.threads, self.items, self.counter.key, self.scan.key)
 
     def __repr__(self) -> str:
         return (f"RadixSort(threads={self.threads}, items={self.items}, "
-                f"histogram={self.counter.name!r}, scan={self.scan!r})")
+                f"histogram={self.counter.name!r}, scan={self.scan.label!r})")
 
     def fits(self, n: int) -> bool:
         return True
@@ -171,8 +165,6 @@ class RadixSort(Immutable):
                     if _pass_shared(self.threads, k, key_bytes, index_bytes) <= SHARED_LIMIT)
 
     def sort(self, job) -> None:
-        from numbakern.scans import exclusive_sum  # scans import the strategies package
-
         ws, stream, rows, n = job.workspace, job.stream, job.rows, job.n
         index_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
         index_bytes = index_dtype.itemsize if job.indices else 0
@@ -192,7 +184,7 @@ class RadixSort(Immutable):
         launch(histogram, rows * chunks, self.threads, stream, job.x, n, chunks,
                ceil_div(n, chunks), counts, words)
         offsets = ws.empty(passes * rows * RADIX, np.int64)
-        exclusive_sum(counts, offsets, self.scan, ws)
+        job.exclusive_sum(counts, offsets, self.scan)
 
         src_k, src_i = job.x, job.x  # the first pass makes indices, reads none
         spare = min(2, passes - 1)
@@ -214,7 +206,7 @@ class RadixSort(Immutable):
 
     def _kernels(self, job, items: int, passes: int, index_dtype, word):
         key = ("radix_sort", self.key, items, index_dtype.str, word.str, job.key)
-        return kernels.cached(key, lambda: _build(self.threads, items, passes,
+        return cached(key, lambda: _build(self.threads, items, passes,
                                                   self.counter, job, index_dtype, word))
 
 
@@ -236,14 +228,10 @@ def _histogram_chunks(n: int, rows: int, threads: int) -> int:
 def _counter(histogram, threads: int) -> HistogramStrategy:
     """The block digit counter: a privatized histogram strategy (global atomics would
     fold every key into global memory, where the counts gather anyway)."""
-    if isinstance(histogram, (SharedPrivatized, WarpPrivatized)):
-        counter = histogram
-    elif histogram in ("warp_privatized", "shared_privatized"):
-        cls = WarpPrivatized if histogram == "warp_privatized" else SharedPrivatized
-        counter = cls(threads)
-    else:
-        raise ValueError(f"histogram must be 'warp_privatized' or 'shared_privatized' (a "
-                         f"block-private counter), got {histogram!r}")
+    counter = resolve("histogram", histogram, threads=threads)
+    if not counter.privatized:
+        raise ValueError(f"histogram must be a privatized strategy such as "
+                         f"'shared_privatized' or 'warp_privatized', got {histogram!r}")
     if counter.threads != threads:
         raise ValueError(f"the histogram strategy has {counter.threads} threads, the sort "
                          f"{threads}")
@@ -256,7 +244,7 @@ def _build(threads, items, passes, counter, job, index_dtype, word):
     for a pass's place (an argsort's first makes indices, its last writes only them)."""
     to_key = job.to_key()
     if not counter.fits(passes * RADIX):  # 64-bit keys' 2048 bins per warp: per block
-        counter = SharedPrivatized(threads)
+        counter = resolve("histogram", "shared_privatized", threads=threads)
     digit = _digit(to_key)
     built = {}
 

@@ -31,14 +31,15 @@ from __future__ import annotations
 
 from numba import cuda, int64
 
-from numbakern import kernels
-from numbakern.job import max_resident_blocks
-from numbakern.launch import launch
-from numbakern.scan_tiles import ScanGrid, Tile, state_loader
-from numbakern.strategy import Cost, ceil_div
+from numbakern.kernels.scan_tiles import Tile, state_loader
+from numbakern.runtime.cache import cached
+from numbakern.runtime.device import ceil_div, max_resident_blocks
+from numbakern.runtime.launch import launch
+
+from .protocols import Cost, GridScan
 
 
-class ReduceThenScan(ScanGrid):
+class ReduceThenScan(GridScan):
     """Grid scan by chunk totals, an exclusive scan of them, and a carried scan per chunk.
 
     Args:
@@ -78,7 +79,7 @@ class ReduceThenScan(ScanGrid):
             launch(main[0], job.segments * chunks, threads, job.stream,
                    job.x, job.x, job.n, tiles, per_chunk, chunks, *totals)
             carries = job.alloc_states((1, job.segments, chunks))
-            state = kernels.cached(("scan_state_load", job.kit), lambda: state_loader(job.kit))
+            state = cached(("scan_state_load", job.kit), lambda: state_loader(job.kit))
             partial = self._kernels(job, items, "totals", state, job.kit.store, True,
                                     job.kit.identity_values)
             launch(partial[1], job.segments, threads, job.stream, *totals, *carries,
@@ -95,7 +96,7 @@ class ReduceThenScan(ScanGrid):
 
     def _kernels(self, job, items, source, load, store, exclusive, empty):
         key = ("reduce_then_scan", source, self.block.key, items, self.hold, job.key)
-        return kernels.cached(key, lambda: _build(self.block, job.kit, items, load, store,
+        return cached(key, lambda: _build(self.block, job.kit, items, load, store,
                                                   exclusive, empty, self.hold))
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, chunks: int) -> Cost:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from numba import cuda, uint32
 
-from numbakern.counting import HistogramStrategy
+from .protocols import HistogramStrategy
 
 
 class SharedPrivatized(HistogramStrategy):

@@ -17,6 +17,9 @@ the first free of bank conflicts and divergent warps:
 Result: valid in thread 0. Cost: log2(threads) levels, one barrier each, and
 ``threads`` shared-memory slots.
 
+**Warp form** (a warp per row): the same halving on each warp's own 32 slots, with
+``__syncwarp()`` for ``__syncthreads()``: 5 levels, valid in lane 0.
+
 Trade-off: simple and portable, but a barrier per level and a shared-memory round
 trip per step cost more than shuffles. And slot ``tid`` is combined with slot
 ``tid + stride``, far from it in element order: the op must be **commutative**
@@ -27,7 +30,9 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.strategy import BlockStrategy, log2_ceil
+from numbakern.runtime.device import FULL_MASK, WARP
+
+from .protocols import BlockStrategy, WarpForm, log2_ceil
 
 
 class SharedTree(BlockStrategy):
@@ -82,3 +87,25 @@ class SharedTree(BlockStrategy):
             return s
 
         return block_reduce
+
+    def build_warp_reduce(self, kit) -> WarpForm:
+        """The same tree on each warp's own 32 slots, with
+        ``__syncwarp()`` for the barriers: 5 halvings, valid in lane 0."""
+        combine, store, load = kit.combine, kit.store, kit.load
+
+        @cuda.jit(device=True)
+        def warp_reduce(s, t0, t1):
+            tid = cuda.threadIdx.x
+            lane = tid % WARP
+            store(t0, t1, tid, s)
+            cuda.syncwarp(FULL_MASK)
+            stride = WARP // 2
+            while stride > 0:
+                if lane < stride:
+                    s = combine(s, load(t0, t1, tid + stride))
+                    store(t0, t1, tid, s)
+                cuda.syncwarp(FULL_MASK)
+                stride //= 2
+            return s
+
+        return WarpForm(warp_reduce, WARP)

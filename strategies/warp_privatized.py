@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from numba import cuda, uint32
 
-from numbakern.counting import HistogramStrategy
+from numbakern.runtime.device import WARP
 
-WARP = 32
+from .protocols import HistogramStrategy
 
 
 class WarpPrivatized(HistogramStrategy):

@@ -22,6 +22,9 @@ Result: valid in thread 0 only. Cost per block: 10 shuffle steps, one barrier,
 ``threads / 32`` shared-memory slots; every thread count that is a multiple of 32
 works, powers of two or not.
 
+**Warp form** (a warp per row): phase 1 alone, valid in lane 0; the scan's phase 1
+alone likewise (Kogge-Stone, below).
+
 Trade-off: shuffles move data through registers at the speed of an ALU op, so this
 is the fastest block reduce on every GPU since Kepler; it needs warp intrinsics,
 which numbakern supplies to Numba's simulator.
@@ -31,9 +34,9 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.strategy import BlockStrategy
+from numbakern.runtime.device import WARP
 
-WARP = 32
+from .protocols import BlockStrategy, WarpForm
 
 
 class WarpShuffle(BlockStrategy):
@@ -78,6 +81,16 @@ class WarpShuffle(BlockStrategy):
             return s
 
         return block_reduce
+
+    def build_warp_reduce(self, kit) -> WarpForm:
+        """Phase 1 alone: the 5-step shuffle tree, valid in lane 0; no shared memory."""
+        tree = build_warp_reduce(kit)
+
+        @cuda.jit(device=True)
+        def warp_reduce(s, t0, t1):
+            return tree(s)
+
+        return WarpForm(warp_reduce, 0)
 
     # --- block scan ----------------------------------------------------------------
     # The same warp-first shape serves a *scan* (CUB's ``BLOCK_SCAN_WARP_SCANS``):
@@ -132,6 +145,17 @@ class WarpShuffle(BlockStrategy):
             return inc, exc, total
 
         return block_scan
+
+    def build_warp_scan(self, kit, group: int) -> WarpForm:
+        """Phase 1 alone: Kogge-Stone in runs of ``group`` lanes (:func:`build_warp_scan`);
+        no shared memory."""
+        scan = build_warp_scan(kit, group)
+
+        @cuda.jit(device=True)
+        def warp_scan(s, t0, t1):
+            return scan(s)
+
+        return WarpForm(warp_scan, 0)
 
 
 def build_warp_reduce(kit):

@@ -1,0 +1,1 @@
+"""NumPy-style public functions: parse the arguments, plan, run, deliver (thin)."""

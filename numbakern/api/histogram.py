@@ -1,0 +1,234 @@
+"""Histograms: ``histogram`` (NumPy's), ``bincount`` (NumPy's) and ``histogram_counts``.
+
+All three count the elements of the flattened input (any shape, any order: counting
+does not depend on it) into int64 counters on the device, with a histogram strategy
+(``strategy=``: ``"global_atomic"``, ``"shared_privatized"``, ``"warp_privatized"`` or
+a strategy object; default: ``shared_privatized`` when its counters fit in shared
+memory, see ``numbakern.strategies.resolve_histogram``). Inputs: NumPy arrays (or
+anything ``np.asarray`` takes), CuPy arrays, or any ``__cuda_array_interface__``
+object; results NumPy for NumPy input, CuPy for CuPy input.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
+                                   honours_stream, kind_of, resolve_stream, to_user)
+from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binner
+from numbakern.core.deliver import deliver_host
+from numbakern.core.jobs import HistogramJob
+from numbakern.kernels.elementwise import zeros
+
+@honours_stream
+def histogram_counts(x, num_bins, *, strategy=None, stream=None):
+    """Count the integer values of ``x`` in ``[0, num_bins)``: bin ``v`` counts the
+    elements equal to ``v``.
+
+    Args:
+        x: bool or integer values, any shape (flattened).
+        num_bins: a positive int.
+
+    Returns:
+        int64 counts of shape ``(num_bins,)``. Values outside ``[0, num_bins)`` are
+        not counted (unlike :func:`bincount`, which raises on negatives).
+
+    Raises:
+        TypeError: a float (or other non-integer) dtype; a non-int ``num_bins``; a
+            ``strategy`` that is neither a name nor a histogram strategy object.
+        ValueError: ``num_bins < 1``; an unknown ``strategy`` name; a strategy whose
+            counters do not fit in shared memory for ``num_bins`` bins.
+    """
+    x = _empty_list_as_int(x)
+    _check_int_dtype(x.dtype, "histogram_counts")
+    bins = _positive_int(num_bins, "num_bins")
+    return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
+
+
+@honours_stream
+def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
+    """Occurrences of each value of a 1-D array of non-negative ints, as
+    ``np.bincount(x, minlength=minlength)``. ``weights`` is in NumPy's place for
+    code written against NumPy, and must be None: numbakern counts.
+
+    Returns:
+        int64 counts of length ``max(x.max() + 1, minlength)`` (``minlength`` for an
+        empty ``x``).
+
+    Raises:
+        TypeError: ``weights`` given; a non-integer dtype (bool is taken, as NumPy
+            takes it; an empty list is taken as int64, as NumPy takes it); a
+            ``minlength`` that is not an int (a bool included); a ``strategy`` that
+            is neither a name nor a histogram strategy object.
+        ValueError: ``x`` not 1-D, a negative value, a negative ``minlength``, an
+            unknown ``strategy`` name (checked even when ``x`` is empty); a strategy
+            whose counters do not fit in shared memory for that many bins.
+    """
+    from numbakern.api.reductions import max as _max, min as _min
+
+    if weights is not None:
+        raise TypeError("bincount: weights are not supported (numbakern counts); use "
+                        "np.bincount for weighted sums")
+    x = _empty_list_as_int(x)
+    _check_int_dtype(x.dtype, "bincount")
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
+    minlength = _int(minlength, "minlength")
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    _strategies.resolve("histogram", strategy, bins=max(minlength, 1))  # refused for no x too
+    bins = minlength
+    if x.size:
+        if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream)) < 0:
+            raise ValueError("'x' argument must have no negative elements")
+        bins = max(bins, int(_scalar(_max(x, stream=stream))) + 1)
+    if bins == 0:
+        return _empty_counts(x, kind_of(x))
+    return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
+
+
+@honours_stream
+def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=None,
+              stream=None):
+    """``bins`` equal-width bins over ``range``, as ``np.histogram(x, bins, range)``.
+
+    Args:
+        x: bool, integer or float values, any shape (flattened).
+        bins: a positive int (the number of equal-width bins).
+        range: ``(lo, hi)``, or ``None`` for ``(x.min(), x.max())``; a zero-width
+            range is widened by 0.5 either side, as NumPy does.
+        density, weights: in NumPy's places for code written against NumPy; must be
+            None (or ``density=False``): numbakern counts.
+
+    Returns:
+        ``(hist, edges)``: int64 counts of shape ``(bins,)`` and the ``bins + 1``
+        edges NumPy computes (its dtype: the input's float type, float64 for
+        integers). Bin ``i`` holds ``edges[i] <= v < edges[i+1]``, the last bin also
+        ``v == edges[-1]``; values outside the range, and NaN, are not counted.
+        Each value lands in NumPy's bin exactly (:class:`BinRule`): kept when
+        ``lo <= v <= hi`` compared as NumPy compares (an int range against integers
+        exactly), the bin NumPy's estimate ``int((v - lo) / (hi - lo) * bins)`` with
+        its operands' dtypes (the width from the range as given), corrected against
+        the edges as NumPy corrects it; inputs of one or two bytes use a table of
+        every value's bin made by that rule on the host. Where NumPy's own arithmetic
+        overflows and it raises IndexError (``v - lo`` past float16's or float32's
+        largest value), the estimate is taken in float64 instead.
+
+    Raises:
+        TypeError: ``weights`` or ``density=True`` given; a non-int ``bins`` (edge
+            arrays are not supported), a bad dtype;
+            a ``strategy`` that is neither a name nor a histogram strategy object.
+        ValueError: ``bins < 1``; ``range`` with ``lo > hi`` or not finite; an
+            automatic range that is not finite (NaN or inf in ``x``); an unknown
+            ``strategy`` name, or one whose counters do not fit in shared memory.
+    """
+    from numbakern.api.reductions import max as _max, min as _min
+
+    if weights is not None or density not in (None, False):
+        raise TypeError("histogram: weights and density are not supported (numbakern "
+                        "counts); use np.histogram for them")
+    x = as_array_like(x)
+    dtype = np.dtype(x.dtype)
+    if dtype.kind not in "biuf":
+        raise TypeError(f"histogram: x must have a bool, integer or float dtype, got {dtype}")
+    if np.ndim(bins) != 0:
+        raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
+                        f"bins only), got {bins!r}")
+    nbins = _positive_int(bins, "bins")
+    _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
+    value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
+    if range is None and x.size:
+        lo, hi = (_scalar(f(x, stream=stream)).astype(value_dtype)[()] for f in (_min, _max))
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+        range = (lo, hi)
+    kind = kind_of(x)
+    if range is None:  # an empty x: NumPy's range (0, 1)
+        range = (0, 1)
+    rule = BinRule(value_dtype, nbins, range)
+    edges = rule.edges
+    if x.size == 0:
+        return _empty_counts(x, kind, nbins), _edges_out(edges, kind)
+    if dtype.itemsize <= TABLE_ITEMSIZE:
+        binner = table_binner(dtype, rule)
+    else:
+        binner = (rule.binner(dtype), rule.aux())
+    return _count(x, nbins, binner[0], binner[1], strategy, stream), _edges_out(edges, kind)
+
+
+# --- the common path ---------------------------------------------------------------------
+
+
+def _count(x, bins: int, binner, aux_host, strategy, stream):
+    """Count ``x`` into ``bins`` counters; ``binner`` = (bin_of, bin_key, read_dtype)."""
+    kind = kind_of(x)
+    bin_of, bin_key, read_dtype = binner
+    arr, wrap = as_layout_array(x, kind)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    chosen = _strategies.resolve("histogram", strategy, bins=bins)
+    chosen.check(bins)
+    out = zeros(workspace, bins, np.int64)
+    n = math.prod(arr.shape)
+    if n:
+        xv = flat_device(arr, workspace, read_dtype)
+        aux_host = np.zeros(1, np.int64) if aux_host is None else aux_host
+        aux = workspace.from_host(aux_host)
+        chosen.histogram(HistogramJob(xv, n, bins, bin_of, bin_key, aux, out, workspace))
+    return wrap(to_user(out, workspace, (bins,)))
+
+
+def _empty_list_as_int(x):
+    """``as_array_like(x)``, an empty list or tuple as int64 (NumPy makes it float64,
+    and ``np.bincount([])`` takes it)."""
+    if isinstance(x, (list, tuple)) and np.size(x) == 0:
+        return np.zeros(np.shape(x), np.int64)
+    return as_array_like(x)
+
+
+def _check_int_dtype(dtype, name: str) -> None:
+    if np.dtype(dtype).kind not in "biu":
+        raise TypeError(f"{name}: x must have a bool or integer dtype, got {np.dtype(dtype)}"
+                        + (" (use numbakern.histogram for floats)"
+                           if np.dtype(dtype).kind == "f" else ""))
+
+
+def _int(value, name: str) -> int:
+    """``value`` as an int (anything with ``__index__`` but a bool), else TypeError."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {value!r}") from None
+
+
+def _positive_int(value, name: str) -> int:
+    value = _int(value, name)
+    if value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _scalar(value) -> np.generic:
+    """A reduction's result (NumPy scalar, 0-d CuPy or device array) as a NumPy scalar."""
+    if isinstance(value, np.generic):
+        return value
+    if hasattr(value, "get"):
+        return value.get()[()]
+    return value.copy_to_host()[()]
+
+
+def _empty_counts(x, kind: str, bins: int = 0):
+    return _edges_out(np.zeros(bins, np.int64), kind)
+
+
+def _edges_out(host: np.ndarray, kind: str):
+    """A small host array as the caller's kind."""
+    return deliver_host(Workspace(kind, None), host, None)
+
+
+__all__ = ["bincount", "histogram", "histogram_counts"]

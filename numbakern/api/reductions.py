@@ -1,0 +1,469 @@
+"""Reductions with NumPy's semantics: sum, prod, max, min, bitwise, reduce, and the
+value-index family argmax, argmin, max_with_indices, min_with_indices.
+
+Every function takes:
+
+* ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
+  object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
+  int8-int64, uint8-uint64, float16, float32, float64.
+* ``axis``: ``None`` (every axis), an int (negative counts from the end) or a tuple
+  of ints (argmax and friends: ``None`` or an int); ``keepdims`` keeps reduced axes
+  as length 1; ``out`` receives the result (``numbakern/axes.py`` has the rules:
+  NumPy's, with ``same_kind`` casting into ``out``).
+* ``strategy``: how threads combine (``numbakern.strategies.resolve`` explains the
+  names, ``available()`` lists them); default ``"two_pass/warp_shuffle"``,
+  deterministic.
+* ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
+  stream for CuPy input, else the default stream.
+* ``lanes``: for axis reductions whose reduced elements lie together in memory, the
+  threads that share one output's row: ``32`` (one warp per row), the strategy's
+  thread count (one block per row), or ``None`` (a warp for rows of up to 16384
+  elements, else a block). ``numbakern/kernels/axis_reduce.py`` explains the kernels.
+
+Results: NumPy in, NumPy out (a NumPy scalar for a 0-d result); CuPy in, CuPy out
+(0-d arrays for scalars, never copied to the host); other device input gives Numba
+device arrays. With ``out``, ``out`` itself is returned.
+
+Errors: ``TypeError`` for a dtype the op does not take; :class:`numbakern.axes.AxisError`
+for an axis out of range; ``ValueError`` for an unknown strategy, one that needs a
+commutative op, a reduction with no identity over no elements, or a bad ``out``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from numbakern import ops as _ops
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
+from numbakern.core.axes import check_flag, check_out, normalize_axes, normalize_axis, result_shape
+from numbakern.core.deliver import deliver, deliver_host
+from numbakern.core.jobs import ReduceJob
+from numbakern.core.layout import reduce_layout
+from numbakern.kernels.axis_reduce import check_lanes
+from numbakern.kernels.elementwise import divide_into
+from numbakern.ops.state import state_kit
+from numbakern.runtime.memo import planner
+from numbakern.runtime.replay import replayable
+from numbakern.runtime.views import flat
+
+
+def _grid(op: _ops.Op, strategy):
+    grid = _strategies.resolve("reduce", strategy)
+    if grid.commutative_required and not op.commutative:
+        raise ValueError(
+            f"strategy {grid.label} combines out of element order and needs a commutative "
+            f"op; {op.name} is not commutative: use 'two_pass/warp_shuffle'"
+        )
+    return grid
+
+
+def _extents(shape, axes) -> tuple[int, int]:
+    """``(M, N)``: outputs, and elements reduced into each."""
+    kept = math.prod(n for a, n in enumerate(shape) if a not in axes)
+    return kept, math.prod(shape[a] for a in axes)
+
+
+class _Setup(NamedTuple):
+    """What a reduction's arguments (not its data) decide."""
+
+    result: np.dtype  # the result dtype
+    axes: tuple  # the reduced axes, sorted
+    shape: tuple  # the result's shape
+    grid: Any  # the grid strategy
+    M: int  # outputs
+    N: int  # elements reduced into each
+    kit: Any  # the op's state kit in the accumulator dtype
+
+
+def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, axis,
+           keepdims: bool, lanes) -> _Setup:
+    """Check the arguments and derive what they decide; every argument error is raised
+    here."""
+    keepdims = check_flag(keepdims, "keepdims")
+    result = op.result_dtype_for(in_dtype, dtype)
+    if op.fields != 1:
+        raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
+                        "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
+    axes = normalize_axes(axis, len(in_shape))
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    kit = state_kit(op, (_ops.accumulator_dtype(result),))
+    return _Setup(result, axes, result_shape(in_shape, axes, keepdims), grid,
+                  *_extents(in_shape, axes), kit)
+
+
+# A repeated call (same op, strategy, dtypes, shape and axes) skips ~10 us of checks.
+_planned = planner(_setup)
+
+
+def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
+         keepdims=False, out=None, lanes=None):
+    """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
+    x = as_array_like(x)
+    result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
+                                               tuple(x.shape), axis, keepdims, lanes)
+    kind = kind_of(x)
+    check_out(out, shape, result, kind, op.name)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    scalar = shape == () and out is None
+    if N == 0:
+        value = op.empty_result(result)  # raises for ops with no identity
+        if scalar:
+            return workspace.scalar(workspace.from_host(np.full(1, value)), result)
+        return deliver_host(workspace, np.full(shape, value, dtype=result), out)
+    if M == 0:
+        return deliver_host(workspace, np.empty(shape, dtype=result), out)
+    fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    if scalar:
+        return workspace.scalar(fields[0], result)
+    return deliver(workspace, fields[0], result, shape, out)
+
+
+def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bool) -> tuple:
+    """The field arrays of reducing ``axes`` of ``x``: the layout's job, through the grid
+    strategy (one state per output, C order)."""
+    layout = reduce_layout(x, axes, kit, not op.commutative, lanes, track_index,
+                           workspace.stream)
+    return grid.reduce(ReduceJob(layout, op, kit, workspace))
+
+
+@planner
+def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: tuple, axis,
+                 keepdims: bool, strategy, lanes) -> tuple:
+    """argmax/argmin's argument checks and what they decide, as :func:`_setup`:
+    ``(op, dtypes, axes, shape, grid, M, N, kit)``."""
+    keepdims = check_flag(keepdims, "keepdims")
+    op = _ops.arg_op(direction, check_flag(tie_break_left, "tie_break_left"))
+    op.check_dtype(in_dtype)
+    ndim = len(in_shape)
+    axes = tuple(range(ndim)) if axis is None else (normalize_axis(axis, ndim),)
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    kit = state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
+    return (op, (in_dtype, _ops.INDEX_DTYPE), axes, result_shape(in_shape, axes, keepdims),
+            grid, *_extents(in_shape, axes), kit)
+
+
+def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, outs,
+         want_values: bool, strategy, stream, lanes):
+    """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch."""
+    x = as_array_like(x)
+    if x.ndim == 0:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
+        x = x.reshape(1)
+        keepdims = False  # and its result stays 0-d
+    op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
+        direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
+        strategy, lanes)
+    name = f"arg{direction}"
+    kind = kind_of(x)
+    for o, dt in zip(outs, dtypes):
+        check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if N == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    if M == 0:
+        results = [deliver_host(workspace, np.empty(shape, dtype=dt), o)
+                   for dt, o in zip(dtypes, outs)]
+    else:
+        fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=True)
+        results = [deliver(workspace, f, dt, shape, o) if want_values or i == 1 else None
+                   for i, (f, dt, o) in enumerate(zip(fields, dtypes, outs))]
+    return tuple(results) if want_values else results[1]
+
+
+# --- public functions --------------------------------------------------------------
+
+
+@replayable
+@honours_stream
+def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Sum along ``axis``, as ``np.sum(x, axis, dtype, out, keepdims)``.
+
+    Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
+    uint64; float16 stays float16 but accumulates in float32), or ``dtype``. The sum
+    of no elements is 0.
+
+    Args:
+        x, axis, dtype, out, keepdims: as ``np.sum``.
+        strategy: how threads combine: a name from
+            ``numbakern.strategies.available()`` (``"atomic_fold/shared_tree"``) or a
+            strategy object; default ``"two_pass/warp_shuffle"``, bitwise reproducible.
+        stream: a Numba stream, a CuPy stream or a raw pointer (default: CuPy's
+            current stream for CuPy input, else the default stream).
+        lanes: for axis reductions, threads per row (see this module's docstring,
+            which the other reductions share).
+
+    Example::
+
+        numbakern.sum(np.array([3, 1, 4, 1, 5]))   # 14, an int64
+
+    Raises:
+        TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64.
+        ValueError: an unknown strategy, or one that needs a commutative op; a bad
+            ``out``; :class:`~numbakern.axes.AxisError` for a bad ``axis``.
+    """
+    return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+@honours_stream
+def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
+         lanes=None):
+    """The mean along ``axis``, as ``np.mean(x, axis, dtype, out, keepdims)``.
+
+    NumPy's rule: the sum (``dtype``, else float64 for bool and integers, float32 for
+    float16, the input's own for float32/64), divided by the number of elements in
+    float64 and cast to the result dtype (``dtype``, else float64 for bool and
+    integers, the input's float dtype). The mean of no elements is NaN (NumPy also
+    warns, on the host).
+
+    Args:
+        x, axis, dtype, out, keepdims: as ``np.mean``.
+        strategy, stream, lanes: as :func:`sum`, which computes the sum.
+
+    Raises: as :func:`sum`.
+    """
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    acc = dtype
+    if dtype is None and in_dtype.kind in "biu":
+        acc = np.float64
+    elif dtype is None and in_dtype == np.float16:
+        acc = np.float32
+    result = np.dtype(dtype if dtype is not None else
+                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
+                       lanes)
+    kind = kind_of(x)
+    check_out(out, planned.shape, result, kind, "mean")
+    total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes)
+    count = planned.N
+    if count == 0:
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)  # as NumPy
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if kind == "numpy":
+        with np.errstate(invalid="ignore"):
+            value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
+        return deliver_host(workspace, value.astype(result), out)
+    src = flat(total, "the sum")
+    if out is not None:  # divided straight into it: no copy of the means
+        divide_into(src, flat(out), count, workspace.stream)
+        return out
+    dst = workspace.empty(src.shape[0], result)
+    divide_into(src, dst, count, workspace.stream)
+    return deliver(workspace, dst, result, planned.shape, None)
+
+
+@replayable
+@honours_stream
+def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
+         strategy=None, stream=None, lanes=None):
+    """Product along ``axis``, as ``np.prod`` (no elements: 1).
+
+    Integer products wrap on overflow as NumPy's do; float products overflow to inf.
+    Result dtype: as :func:`sum`'s.
+
+    Raises:
+        TypeError, ValueError, AxisError: as :func:`sum`.
+    """
+    return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
+
+    Result dtype: the input's; shape as :func:`sum`'s.
+
+    Raises:
+        ValueError: reducing no elements, as NumPy; otherwise as :func:`sum`.
+        TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
+    """
+    return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
+
+    Result dtype: the input's; shape as :func:`sum`'s.
+
+    Raises:
+        ValueError: reducing no elements, as NumPy; otherwise as :func:`sum`.
+        TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
+    """
+    return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+            lanes=None):
+    """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
+
+    Result dtype: the input's.
+
+    Raises:
+        TypeError: for float input (bool and integers only).
+        ValueError, AxisError: as :func:`sum`.
+    """
+    return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+                    lanes=None):
+    """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
+
+    Result dtype: the input's.
+
+    Raises:
+        TypeError: for float input (bool and integers only).
+        ValueError, AxisError: as :func:`sum`.
+    """
+    return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+                   lanes=None):
+    """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
+
+    Result dtype: the input's.
+
+    Raises:
+        TypeError: for float input (bool and integers only).
+        ValueError, AxisError: as :func:`sum`.
+    """
+    return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
+           strategy=None, stream=None, lanes=None):
+    """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
+    built-in's name.
+
+    ``dtype`` sets the accumulator and result dtype (default: the op's rule, the
+    input's dtype for a user's op). The op's identity fills only lanes that hold no
+    element; reducing no elements gives the op's ``empty`` result. A non-commutative
+    op combines in C order of the reduced axes.
+
+    Example::
+
+        @numbakern.op(identity=0.0)
+        def absmax(a, b):
+            return max(abs(a), abs(b))
+
+        numbakern.reduce(x, absmax, axis=1)
+
+    Raises:
+        ValueError: an unknown op name (or an ``op`` that is neither an Op nor a
+            name), a strategy that needs a commutative op given a non-commutative
+            one; reducing no elements with an op whose ``empty`` is ``"raise"``.
+        TypeError: a plain function not wrapped by :func:`numbakern.op`; a two-field
+            op (use the value-index functions); a dtype the op does not take.
+        AxisError: as :func:`sum`.
+    """
+    return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
+           strategy=None, stream=None, lanes=None):
+    """Index of the largest element along ``axis``, as ``np.argmax``.
+
+    ``axis=None``: the flat index in C order, whatever the memory layout. Among equal
+    values the first (smallest) index wins, or with ``tie_break_left=False`` the last.
+    NaN counts as larger than everything, all NaNs equal: the first NaN's index
+    (NumPy's answer), the last with ``tie_break_left=False``.
+
+    Returns:
+        int64 indices of shape ``x.shape`` without ``axis`` (``keepdims``: with it as
+        length 1); a scalar for ``axis=None``.
+
+    Every strategy gives the exact same indices: the combine is a total order (value,
+    then index), so the order blocks and threads combine in cannot matter.
+
+    Raises:
+        ValueError: reducing an empty axis (NumPy's "attempt to get argmax of an empty
+            sequence"); a bad ``out`` (int64 result, ``same_kind`` casting).
+        AxisError: ``axis`` out of range; TypeError: ``axis`` not an int.
+    """
+    return _arg(x, "max", axis, keepdims, tie_break_left, (None, out), False, strategy,
+                stream, lanes)
+
+
+@replayable
+@honours_stream
+def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
+           strategy=None, stream=None, lanes=None):
+    """Index of the smallest element along ``axis``, as ``np.argmin``.
+
+    The mirror of :func:`argmax`: ties go to the first index (``tie_break_left``),
+    NaN wins (the first NaN's index), int64 indices, exact for every strategy.
+
+    Raises: as :func:`argmax`.
+    """
+    return _arg(x, "min", axis, keepdims, tie_break_left, (None, out), False, strategy,
+                stream, lanes)
+
+
+@replayable
+@honours_stream
+def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
+                     strategy=None, stream=None, lanes=None):
+    """``(values, indices)``: the largest elements along ``axis`` and where they are.
+
+    ``values`` equals ``np.max(x, axis)`` (NaN where a NaN is present; the input's
+    dtype) and ``indices`` equals ``np.argmax(x, axis)`` (int64), computed in one pass
+    over ``x``; ``tie_break_left`` as in :func:`argmax`. ``out``: ``None`` or a pair
+    ``(values_out, indices_out)`` (either may be ``None``).
+
+    Note: the ``atomic_fold`` strategy's packed words return a maximum of ``-0.0`` as
+    ``0.0`` (``strategies/atomic_fold.py``); indices are exact everywhere.
+
+    Raises:
+        ValueError: reducing an empty axis; a bad ``out``. AxisError: a bad ``axis``.
+        TypeError: ``out`` not ``None`` nor a pair; ``axis`` not an int.
+    """
+    return _arg(x, "max", axis, keepdims, tie_break_left, _out_pair(out), True, strategy,
+                stream, lanes)
+
+
+@replayable
+@honours_stream
+def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
+                     strategy=None, stream=None, lanes=None):
+    """``(values, indices)``: the smallest elements along ``axis`` and where they are
+    (the mirror of :func:`max_with_indices`).
+
+    Raises: as :func:`max_with_indices`.
+    """
+    return _arg(x, "min", axis, keepdims, tie_break_left, _out_pair(out), True, strategy,
+                stream, lanes)
+
+
+def _out_pair(out) -> tuple:
+    if out is None:
+        return (None, None)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError("out must be None or a pair (values_out, indices_out)")
+    return tuple(out)
+
+
+__all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
+           "reduce", "argmax", "argmin", "max_with_indices", "min_with_indices"]

@@ -1,0 +1,341 @@
+"""Scans with NumPy's semantics: cumsum, cumprod and associative_scan.
+
+Every function takes:
+
+* ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
+  object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
+  int8-int64, uint8-uint64, float16, float32, float64.
+* ``axis``: ``None`` (scan the flattened array, in C order, as NumPy) or an int.
+* ``exclusive``: element ``i`` combines elements ``0..i-1`` (the first is the op's
+  empty result: 0 for a sum, 1 for a product, the identity otherwise); default
+  inclusive, elements ``0..i``.
+* ``reverse``: scan from the end: element ``i`` combines elements ``i..n-1``
+  (``n-1`` first), computed as a scan of the reversed sequence.
+* ``strategy``: how threads and blocks combine (``numbakern.strategies.resolve_scan``
+  explains the names); default ``"decoupled_lookback/warp_shuffle"``: one pass over
+  the data; float results may differ in the last bits run to run. Pass
+  ``"reduce_then_scan"`` for bitwise-reproducible results.
+* ``layout``: who scans a row: ``"tiles"`` (the strategy's blocks, one per tile of
+  ``threads * items`` elements), ``"warp"`` (one warp per row, rows grid-strided:
+  ``numbakern/scan_rows.py``) or ``"auto"`` (the default: ``"warp"`` for two or more
+  rows of at most ``scan_rows.WARP_ROW_MAX`` elements, else ``"tiles"``). Under
+  ``"warp"`` no block waits for another, so the grid strategy is not used and the
+  result is bitwise reproducible whichever was asked for; the warp scan is
+  ``warp_shuffle``'s whatever the block strategy.
+* ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
+  stream for CuPy input, else the default stream.
+* ``out``: an array of the result's shape, of the caller's kind (NumPy for NumPy
+  input, a device array otherwise), whose dtype the result casts to (``same_kind``).
+
+and returns an array of the input's kind: NumPy for NumPy input, CuPy (computed
+without a host round trip) for CuPy input, a Numba device array for other device
+input. The result has ``x``'s shape, or ``(x.size,)`` for ``axis=None``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from numbakern import ops as _ops
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
+                                   honours_stream, kind_of, resolve_stream, user_array)
+from numbakern.core.axes import OutDtypeError, axis_index, check_flag, optional_axis
+from numbakern.core.jobs import ScanJob
+from numbakern.core.layout import scan_views
+from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
+from numbakern.ops.state import state_kit
+from numbakern.runtime.memo import planner
+from numbakern.runtime.replay import replayable
+from numbakern.runtime.views import device_view, host_copy, reversed_last, to_device
+
+
+@functools.lru_cache(maxsize=None)
+def cumsum_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    """NumPy's result dtype for ``np.cumsum(x, dtype=dtype)``."""
+    return np.cumsum(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
+
+
+@functools.lru_cache(maxsize=None)
+def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    """NumPy's result dtype for ``np.cumprod(x, dtype=dtype)``."""
+    return np.cumprod(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
+
+
+@replayable
+@honours_stream
+def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+           strategy=None, layout="auto", stream=None):
+    """Cumulative sum along ``axis``, as ``np.cumsum(x, axis, dtype, out)``.
+
+    Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
+    uint64; float16 stays float16 but accumulates in float32). Integer sums wrap on
+    overflow, as NumPy's do. Float results are accurate to a few ulps of the
+    running sum of magnitudes (a tree, not NumPy's sequential loop: usually closer
+    to the exact sum on long inputs).
+
+    Args:
+        x, dtype, out: as ``np.cumsum``; ``axis=None`` scans the flattened input.
+        exclusive: element ``i`` holds the sum of the elements before it (0 first).
+        reverse: scan from the end (each element: the sum of it and those after it),
+            computed as a scan over the reversed order, never as total minus prefix.
+        strategy: ``"grid/block"`` from ``numbakern.strategies.available_scans()``;
+            default ``"decoupled_lookback/warp_shuffle"``: one pass, but which earlier
+            tiles a float carry sums depends on timing, so float results may differ
+            in the last bits run to run; ``"reduce_then_scan/..."`` is reproducible.
+            Used by ``layout="tiles"`` only.
+        layout: ``"auto"`` (default), ``"warp"`` or ``"tiles"``: one warp per row
+            (rows grid-strided; for many short rows; reproducible; no grid strategy
+            needed) or the strategy's tiles. ``"auto"`` picks ``"warp"`` for two or
+            more rows of at most 1024 elements (``scan_rows.WARP_ROW_MAX``).
+        stream: a Numba stream, a CuPy stream or a raw pointer.
+
+    Example::
+
+        numbakern.cumsum(np.array([3, 1, 4, 1, 5]))   # array([ 3,  4,  8,  9, 14])
+
+    Raises:
+        TypeError: a dtype outside bool/int/uint/float; a bad ``out`` or flag.
+        ValueError: an unknown strategy or layout; ``out`` of the wrong shape.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+    """
+    return _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
+                 cumsum_dtype, "cumsum")
+
+
+@replayable
+@honours_stream
+def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+            strategy=None, layout="auto", stream=None):
+    """Cumulative product along ``axis``, as ``np.cumprod(x, axis, dtype, out)``.
+
+    Result dtype as :func:`cumsum`. Integer products wrap on overflow; float products
+    overflow to inf, and a zero (or NaN) carries through everything after it.
+
+    Raises: as :func:`cumsum`.
+    """
+    return _scan(x, _ops.PROD, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
+                 cumprod_dtype, "cumprod")
+
+
+@replayable
+@honours_stream
+def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
+                     out=None, strategy=None, layout="auto", stream=None):
+    """Scan along ``axis`` with any associative ``op``: a :class:`numbakern.Op` or a
+    built-in's name (``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"bitwise_and"``,
+    ``"bitwise_or"``, ``"bitwise_xor"``, and ``"argmax"``/``"argmin"``: the running
+    maximum or minimum *with its index*, the first occurrence winning ties, NaN
+    propagating, as ``np.argmax``; an exclusive one starts from the identity: value
+    -inf (argmax) or +inf (argmin), or the dtype's extreme for integers, with index
+    ``2**63 - 1``, which loses every tie).
+
+    Element ``i`` of the result is ``x[0] (+) x[1] (+) ... (+) x[i]`` in that order, so
+    a non-commutative op gets the ordered result. ``dtype`` sets the accumulator and
+    result dtype (default: the op's rule; the input's dtype for a user's op).
+    ``strategy`` and ``layout`` as :func:`cumsum`'s.
+
+    A two-field op (``fields=2``, e.g. a value-index pair) maps each element with
+    ``op.map(value, index)``, ``index`` its position along the axis, and returns a
+    tuple of two arrays, one per field (dtypes: ``op.state_dtypes(in_dtype, dtype)``
+    when the op has it, else the op's result dtype and int64); ``out`` is then a
+    tuple of two arrays.
+
+    Example::
+
+        @numbakern.op(identity=0.0, commutative=False)
+        def last_nonzero(a, b):
+            return b if b != 0 else a
+
+        numbakern.associative_scan(x, last_nonzero)   # forward fill of zeros
+
+    Raises: as :func:`cumsum`; ``ValueError`` for an unknown op name (or an ``op``
+    that is neither an Op nor a name); ``TypeError`` for a plain function not
+    wrapped by :func:`numbakern.op`, or an ``out`` that is not a pair for a
+    two-field op.
+    """
+    if isinstance(op, str) and op in ("argmax", "argmin"):
+        op = _ops.arg_op(op[3:])
+    return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, layout,
+                 stream, None, None)
+
+
+# --- the common path ---------------------------------------------------------------------
+
+
+def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse, strategy,
+           layout, rule, caller) -> tuple:
+    """Check the arguments and derive what they decide (every argument error is raised
+    here): ``(exclusive, reverse, results, grid, layout, axis, out_shape, kit, size)``.
+    ``caller``: the function that dtype errors name (``cumsum``), or None for the op's
+    own name (``associative_scan``)."""
+    op.check_dtype(in_dtype, caller=caller)
+    exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
+    if dtype is not None:
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=", caller)
+    states, results = _dtypes(op, in_dtype, dtype, rule)
+    grid = _strategies.resolve("scan", strategy)
+    layout = check_layout(layout)
+    if len(shape) == 0 and axis is not None and axis_index(axis) in (0, -1):
+        axis = None  # NumPy scans a 0-d array along axis 0 or -1 as one element
+    axis = optional_axis(axis, len(shape))
+    size = math.prod(shape)
+    out_shape = (size,) if axis is None else shape
+    kit = state_kit(op, states)
+    return exclusive, reverse, results, grid, layout, axis, out_shape, kit, size
+
+
+_planned = planner(_setup)  # a repeated call skips the checks
+
+
+def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule,
+          caller):
+    """Validate, lay out, scan; returns the result in the input's kind. ``caller``, as
+    :func:`_setup`'s."""
+    x = as_array_like(x)
+    kind = kind_of(x)
+    exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
+        op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
+        layout, rule, caller)
+    outs = _check_out(out, kind, out_shape, results, caller or "associative_scan")
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if size == 0:
+        return _empty(workspace, out_shape, results, outs)
+    if kind == "numpy":
+        xv, views, finish = _host_layout(x, axis, results, outs, workspace)
+    else:
+        xv, views, finish = _device_layout(x, kind, axis, out_shape, results, outs, workspace)
+    if reverse:
+        xv, views = reversed_last(xv), [reversed_last(v) for v in views]
+    job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
+                  workspace)
+    if use_warp_rows(layout, job.n, job.segments, grid.block):
+        scan_rows(job, grid.block)
+    else:
+        grid.scan(job)
+    result = finish()
+    return tuple(result) if len(results) == 2 else result[0]
+
+
+def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
+    """``(state dtypes, result dtypes)``, one of each per field; float16 fields are
+    held as float32 in the state."""
+    result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
+    if op.fields == 1:
+        results = (result,)
+    elif getattr(op, "state_dtypes", None) is not None:
+        results = tuple(np.dtype(d) for d in op.state_dtypes(in_dtype, dtype))
+    else:
+        results = (result, _ops.INDEX_DTYPE)
+    return tuple(_ops.accumulator_dtype(d) for d in results), results
+
+
+def _empty_state(op, kit) -> tuple:
+    """What an exclusive scan writes first: the op's empty result (sum 0, prod 1), or
+    its identity for ops whose empty reduction raises (max, min)."""
+    if kit.fields == 2 or isinstance(op.empty, str):
+        return kit.identity_values
+    return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
+
+
+def _check_out(out, kind: str, shape: tuple, dtypes: tuple, name: str):
+    """The caller's output arrays as a list (one per field), or ``None``; ``name``,
+    the function's, begins a dtype error (:class:`~numbakern.axes.OutDtypeError`, as
+    the reductions raise)."""
+    if out is None:
+        return None
+    arrays = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(arrays) != len(dtypes):
+        what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
+        raise TypeError(f"out must be {what} for this op, got {out!r}")
+    for arr, dtype in zip(arrays, dtypes):
+        out_kind = kind_of(arr)
+        if (out_kind == "numpy") != (kind == "numpy"):
+            want = "a NumPy array" if kind == "numpy" else "a device array"
+            raise TypeError(f"out must be {want} for {kind} input, got {type(arr).__name__}")
+        if out_kind == "numpy" and not (isinstance(arr, np.ndarray) and arr.flags.writeable):
+            raise ValueError("out must be a writeable NumPy array")
+        if tuple(arr.shape) != shape:
+            raise ValueError(f"out must have shape {shape}, got {tuple(arr.shape)}")
+        if not np.can_cast(dtype, arr.dtype, "same_kind"):
+            raise OutDtypeError(f"{name}: cannot cast the {dtype} result to out's dtype "
+                                f"{arr.dtype} with casting rule 'same_kind'")
+    return arrays
+
+
+def _empty(workspace: Workspace, shape: tuple, dtypes: tuple, outs):
+    if outs is not None:
+        arrays = outs
+    elif workspace.kind == "numpy":
+        arrays = [np.empty(shape, d) for d in dtypes]
+    else:
+        arrays = [user_array(workspace.empty(shape, d)) for d in dtypes]
+    return tuple(arrays) if len(dtypes) == 2 else arrays[0]
+
+
+# --- layouts: every scan is (A, B, n) to the kernels ------------------------------------
+
+
+def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace):
+    """NumPy input: moved and made contiguous on the host, transferred once."""
+    moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    n = moved.shape[-1]
+    rows = moved.size // n
+    host = np.ascontiguousarray(moved).reshape(1, rows, n)
+    if not host.dtype.isnative:
+        host = host.astype(host.dtype.newbyteorder("="))
+    xv = to_device(host, workspace.stream)
+    views = [workspace.empty((1, rows, n), d) for d in results]
+
+    def finish():
+        copies = [host_copy(view, workspace.stream) for view in views]
+        workspace.stream.synchronize()  # the copies may be asynchronous
+        arrays = []
+        for host_out, target in zip(copies, outs or [None] * len(views)):
+            host_out = host_out.reshape(moved.shape)
+            if axis is not None:
+                host_out = np.moveaxis(host_out, -1, axis)
+            if target is not None:
+                target[...] = host_out
+                arrays.append(target)
+            else:
+                arrays.append(np.ascontiguousarray(host_out))
+        return arrays
+
+    return xv, views, finish
+
+
+def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
+                   workspace: Workspace):
+    """Device input: strided views in place (a copy, announced, only when the input
+    needs three or more strided outer dimensions)."""
+    targets = outs if outs is not None else [workspace.empty(out_shape, d) for d in results]
+    tviews = [device_view(t) for t in targets]
+    xv = device_view(x)
+    views = scan_views(xv, tviews, axis)
+    if views is None:
+        need = ("a flattened scan (axis=None) reads its input in C order as one strided "
+                "run" if axis is None else
+                "its strides need more than two strided outer dimensions")
+        warnings.warn(f"numbakern copied a {tuple(x.shape)} input: {need}; pass a "
+                      "contiguous array to avoid the copy", CopyWarning, stacklevel=4)
+        xv = contiguous_copy(x, xv, workspace.stream)
+        views = scan_views(xv, tviews, axis)
+        if views is None:
+            raise ValueError("out is strided in three or more outer dimensions; pass a "
+                             "contiguous out")
+
+    def finish():
+        if outs is not None:
+            return outs
+        return [user_array(t) for t in targets]
+
+    return views[0], views[1:], finish
+
+
+__all__ = ["cumsum", "cumprod", "associative_scan"]

@@ -1,0 +1,428 @@
+"""Softmax, log-softmax and their backward passes along any axis.
+
+Each function composes a row kernel of ``numbakern/rowwise.py`` from block strategies:
+the row's maximum is a block reduce with ``max_strategy`` and numbakern's ``MAX`` op,
+its sum of exponentials one with ``sum_strategy`` and ``SUM`` (or, with
+``normalizer="online"``, one reduce of ``(max, sum)`` pairs: see
+``strategies/online_softmax.py``).
+
+Arguments common to all four functions:
+
+* ``axis``: the axis to normalise along (an int, negative counts from the end). The
+  kernels see the axis as the last one of a strided view, so no device input is
+  copied (except a layout needing more than two strided outer dimensions, which is
+  copied with a :class:`~numbakern.arrays.CopyWarning`).
+* ``layout``: ``"block"`` (one row per block), ``"warp"`` (one row per warp, for
+  short rows; warp shuffles, so the strategies must be ``warp_shuffle``) or
+  ``"auto"``: a warp per row up to 1024 float32 elements (512 for float64 or a
+  backward pass, 256 for both) when the strategies allow it.
+* ``fused``: hold the row in registers and move it once each way (``True``), loop
+  over the row in tiles (``False``), or decide by row length (``None``).
+* ``threads``: threads per block (a multiple of 32 up to 1024); by default from the
+  strategy objects, else chosen by row length.
+* ``out``: where to write the result, of the input's shape and dtype and kind
+  (may be the input itself).
+* ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's
+  current stream for CuPy input, else the default stream.
+
+Inputs: NumPy arrays (returned as NumPy), CuPy arrays (returned as CuPy, nothing
+copied to the host), other ``__cuda_array_interface__`` arrays (returned as Numba
+device arrays); float16 (computed in float32), float32, float64; any shape with at
+least one dimension. Empty inputs give empty results and launch nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
+                                   honours_stream, kind_of, resolve_stream, user_array)
+from numbakern.core.layout import axis_last_views
+from numbakern.kernels import softmax_rows as rowwise
+from numbakern.kernels.softmax_rows import RowPlan
+from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.launch import launch
+from numbakern.runtime.memo import planner
+from numbakern.runtime.replay import replayable
+from numbakern.runtime.views import device_view, host_copy, to_device
+from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
+from numbakern.strategies.protocols import BlockStrategy, check_threads
+
+FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+_PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)  # the fused kernels compiled
+# Elements per thread the automatic block size aims for. Measured on an H200 at
+# (32768, 4096) float32, kernel times by CUPTI (bench/NOTES.md, 2026-11-30), rows read
+# and written in 16-byte vectors: softmax 258 us with 128 threads x 32, 261 with
+# 256 x 16, 418 with 512 x 8 (fewer threads wait at each row's barriers);
+# log_softmax 297 us at 256 x 16, 351 at 128 x 32, 421 at 512 x 8. The backward
+# passes keep 8.
+_PER_THREAD_TARGET = {"softmax": 32, "log_softmax": 16}
+_PER_THREAD_DEFAULT = 8
+_BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
+_WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
+# Tiled rows: as few rows in flight as fill the device, so a row's second read finds
+# it in L2: 1024 threads, one block a multiprocessor, 132 rows of 128 KB (17 MB) in
+# flight on an H200 at (4096, 32768) float32, softmax 350 us; 512 threads, two blocks,
+# 378 us; 256, 404 (bench/NOTES.md, 2026-12-01). Plans whose registers do not fit
+# 1024 threads (float64) take 512.
+_TILED_THREADS = (64,) if SIMULATOR else (1024, 512)
+_GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop rows
+
+
+# --- public functions ---------------------------------------------------------------
+
+
+@replayable
+@honours_stream
+def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
+            layout="auto", fused=None, threads=None, out=None, stream=None):
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
+
+    Args:
+        x: float16, float32 or float64 array, at least 1-D (see the module docstring).
+        max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
+            name (``"warp_shuffle"``, ``"shared_tree"``) or a
+            :class:`~numbakern.strategy.BlockStrategy`; default ``warp_shuffle``.
+        normalizer: ``"max_then_sum"`` (a max reduce, then a sum reduce),
+            ``"online"`` (one reduce of ``(max, sum)`` pairs with ``sum_strategy``,
+            Milakov and Gimelshein 2018; ``max_strategy`` must be left None) or
+            ``"auto"``: online for tiled rows (it saves a read of the row) unless
+            ``max_strategy`` is given, max-then-sum for rows held in registers (the
+            faster there on an H200: 258 against 260-298 us at (32768, 4096)).
+        axis: the axis to normalise along (any; default the last). Device input is
+            read in place through strided views.
+        layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
+            per row) or ``"auto"`` (warp for short rows).
+        fused: ``True`` keeps each row in registers (one read, one write; rows that
+            fit), ``False`` loops over the row in tiles (any length), ``None``
+            chooses.
+        threads: threads per block (a multiple of 32); default chosen by row length.
+        out: an array of ``x``'s shape and dtype (``x`` itself works).
+        stream: a Numba stream, a CuPy stream or a raw pointer.
+
+    Returns:
+        An array of ``x``'s shape and dtype; each row sums to 1 (to rounding).
+        Rows holding NaN or +inf, and rows of nothing but -inf, are NaN throughout
+        (PyTorch's results); logits of +-1000 give exact 1s and 0s.
+
+    Raises:
+        TypeError: ``x`` not float16/32/64; a strategy of the wrong type.
+        ValueError: an unknown name, mismatched threads, ``layout="warp"`` with
+            ``shared_tree``, ``fused=True`` for a row too long to hold, a bad ``out``.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+    """
+    return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
+                    fused, threads, out, stream)
+
+
+@replayable
+@honours_stream
+def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
+                layout="auto", fused=None, threads=None, out=None, stream=None):
+    """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, as ``torch.log_softmax``.
+
+    Same arguments, results and errors as :func:`softmax`. ``x - max`` is taken
+    first, so rows of large nearby values keep their precision (float32 rows near
+    1e7 give the exact differences); ``log(sum)`` is subtracted last.
+    """
+    return _forward("log_softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
+                    fused, threads, out, stream)
+
+
+@replayable
+@honours_stream
+def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
+                     threads=None, out=None, stream=None):
+    """Gradient of softmax: ``dx = y * (dy - sum(y * dy))`` along ``axis``.
+
+    Args:
+        y: the softmax output (float16/32/64, any shape).
+        dy: the gradient of the loss with respect to ``y``: same shape, dtype, kind.
+        sum_strategy: block strategy of the row sum (name or object).
+        axis: the axis to normalise along (any; default the last). Device input is
+            read in place through strided views.
+        layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
+            per row) or ``"auto"`` (warp for short rows).
+        fused: ``True`` keeps each row in registers (one read, one write; rows that
+            fit), ``False`` loops over the row in tiles (any length), ``None``
+            chooses.
+        threads: threads per block (a multiple of 32); default chosen by row length.
+        out: an array of ``y``'s shape and dtype.
+        stream: a Numba stream, a CuPy stream or a raw pointer.
+
+    Returns:
+        ``dx``, of ``y``'s shape and dtype.
+
+    Raises:
+        TypeError, ValueError: as :func:`softmax`; ``y`` and ``dy`` differing in
+        shape, dtype or kind.
+    """
+    return _backward("softmax_backward", y, dy, axis, sum_strategy, layout, fused, threads,
+                     out, stream)
+
+
+@replayable
+@honours_stream
+def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
+                         threads=None, out=None, stream=None):
+    """Gradient of log-softmax: ``dx = dy - exp(y) * sum(dy)`` along ``axis``.
+
+    ``y`` is the log-softmax output. Same arguments, results and errors as
+    :func:`softmax_backward`.
+    """
+    return _backward("log_softmax_backward", y, dy, axis, sum_strategy, layout, fused,
+                     threads, out, stream)
+
+
+# --- validation -----------------------------------------------------------------------
+
+
+def _describe(a: Any, name: str):
+    """``(view, kind, shape, dtype)`` of an input checked to be a float array: ``view``
+    is the NumPy array, or the device array as the kernels take it."""
+    a = as_array_like(a)
+    kind = kind_of(a)
+    view = a if kind == "numpy" else device_view(a)
+    dtype = np.dtype(view.dtype)
+    if dtype not in FLOATS:
+        raise TypeError(f"{name} must be float16, float32 or float64, got dtype {dtype}")
+    if len(view.shape) == 0:
+        raise np.exceptions.AxisError(f"{name} is 0-d: softmax needs at least one axis")
+    return view, kind, tuple(view.shape), dtype
+
+
+def _axis(axis, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be an int, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(int(axis), ndim)
+    return int(axis) % ndim
+
+
+def _check_out(out, kind: str, shape, dtype):
+    if out is None:
+        return None
+    out_kind = kind_of(out)
+    if (out_kind == "numpy") != (kind == "numpy"):
+        want = "a NumPy array" if kind == "numpy" else "a device array"
+        raise TypeError(f"out must be {want} for {kind} input, got {type(out).__name__}")
+    if out_kind == "numpy" and not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
+    if out_kind == "numpy" and not out.flags.writeable:
+        raise ValueError("out must be a writeable NumPy array")
+    view = out if out_kind == "numpy" else device_view(out)
+    if tuple(view.shape) != shape or np.dtype(view.dtype) != dtype:
+        raise ValueError(f"out must have shape {shape} and dtype {dtype}, got "
+                         f"{tuple(view.shape)} and {np.dtype(view.dtype)}")
+    return out
+
+
+def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
+    if spec is None or isinstance(spec, BlockStrategy):
+        return spec
+    if isinstance(spec, str):
+        if spec not in _strategies.REGISTRY["block"]:
+            raise ValueError(f"{name} must be one of {_strategies.available('block')} or a "
+                             f"BlockStrategy, got {spec!r}")
+        return spec
+    raise TypeError(f"{name} must be a block strategy name or a BlockStrategy such as "
+                    f"WarpShuffle(), got {spec!r}")
+
+
+# --- planning: layout, block size, fused or tiled ----------------------------------------
+
+
+def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads,
+          max_spec, sum_spec) -> RowPlan:
+    """Choose the kernel for rows of ``n`` elements; all errors about arguments here."""
+    if fused is not None and not isinstance(fused, (bool, np.bool_)):
+        raise TypeError(f"fused must be None, True or False, got {fused!r}")
+    backward = kind in rowwise.BACKWARD
+    normalizer = _normalizer(normalizer, backward, max_spec)
+    specs = {"max_strategy": _block_strategy(max_spec, "max_strategy"),
+             "sum_strategy": _block_strategy(sum_spec, "sum_strategy")}
+    threads = _threads(threads, specs)
+
+    layout = _layout(layout, specs,
+                     lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,)))
+    if layout == "warp":
+        threads = threads or _WARP_THREADS
+    chosen = None if fused is False else _fused_plan(
+        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES)
+    if fused and chosen is None:
+        raise ValueError(f"fused=True: a row of {n} {dtype} elements does not fit in the "
+                         f"registers of one {layout}; use fused=None or False")
+    per_thread = chosen.per_thread if chosen else 0
+    threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype))
+    if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
+        online = not per_thread and specs["max_strategy"] is None
+        normalizer = "online" if online else "max_then_sum"
+    max_block, sum_block = (_make(specs[k], threads) for k in ("max_strategy", "sum_strategy"))
+    if normalizer != "max_then_sum":
+        max_block = None
+    pair_op = ONLINE_SOFTMAX if normalizer == "online" else None
+    return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
+                   dtype.name, pair_op=pair_op)
+
+
+_planned = planner(_plan)  # a repeated call plans in a dictionary lookup
+
+
+def _tiled_threads(kind: str, dtype: np.dtype) -> int:
+    """The largest of :data:`_TILED_THREADS` whose tiled kernel's registers fit."""
+    return next(t for t in _TILED_THREADS
+                if RowPlan(kind, None, "block", t, 0, None, None, dtype.name).fits)
+
+
+def _normalizer(normalizer, backward: bool, max_spec):
+    if backward:
+        return None
+    if normalizer not in ("auto",) + rowwise.NORMALIZERS:
+        raise ValueError(f"normalizer must be 'auto', 'max_then_sum' or 'online', got "
+                         f"{normalizer!r}")
+    if normalizer == "online" and max_spec is not None:
+        raise ValueError("normalizer='online' reduces (max, sum) pairs with sum_strategy; "
+                         "leave max_strategy None")
+    return normalizer
+
+
+def _threads(threads, specs: dict) -> int | None:
+    """The block size fixed by ``threads`` or the strategy objects, if any."""
+    fixed = {k: s.threads for k, s in specs.items() if isinstance(s, BlockStrategy)}
+    if threads is not None:
+        fixed["threads"] = check_threads(threads)
+    if len(set(fixed.values())) > 1:
+        raise ValueError(f"the block strategies share one block, so their threads must "
+                         f"agree; got {fixed}")
+    return next(iter(fixed.values()), None)
+
+
+def _has_warp_form(spec) -> bool:
+    """Whether a strategy spec (None: ``warp_shuffle``) has a warp form of its reduce."""
+    cls = type(spec) if isinstance(spec, BlockStrategy) else \
+        _strategies.REGISTRY["block"][spec or _strategies.registry.DEFAULT_BLOCK]
+    return cls.offers_warp_reduce()
+
+
+def _layout(layout, specs: dict, warp_fused) -> str:
+    """The layout asked for, or for ``"auto"`` a warp per row when the strategies have
+    warp forms and ``warp_fused()`` finds the row fits a warp's registers."""
+    if layout not in ("auto", "block", "warp"):
+        raise ValueError(f"layout must be 'auto', 'block' or 'warp', got {layout!r}")
+    warp_forms = all(_has_warp_form(s) for s in specs.values())
+    if layout == "warp" and not warp_forms:
+        raise ValueError("layout='warp' reduces each row with the block strategies' warp "
+                         f"forms; {specs} include one without: use layout='block'")
+    if layout == "auto":
+        layout = "warp" if warp_forms and warp_fused() is not None else "block"
+    return layout
+
+
+def _fused_plan(kind: str, n: int, dtype: np.dtype, layout: str, offered: tuple):
+    """A fused plan for rows of ``n``, or None if no offered block size can hold one.
+
+    For each block size offered, the fewest elements per thread (a compiled size) that
+    hold the row and fit the registers; of those, the nearest the target per thread
+    (several loads in flight, moderate registers), larger blocks first.
+    """
+    plans = []
+    for threads in offered:
+        group = rowwise.WARP if layout == "warp" else threads
+        for k in _PER_THREAD:
+            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype.name)
+            if k * group >= n and plan.fits:
+                plans.append(plan)
+                break
+    target = _PER_THREAD_TARGET.get(kind, _PER_THREAD_DEFAULT)
+    return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
+               default=None)
+
+
+def _make(spec, threads: int) -> BlockStrategy:
+    return _strategies.resolve("block", spec, threads=threads)
+
+
+# --- views and launch --------------------------------------------------------------------
+
+
+def _launch(plan: RowPlan, views: list, stream) -> None:
+    rows, n = views[0].shape[0] * views[0].shape[1], views[0].shape[2]
+    grid = min(-(-rows // plan.rows_per_block), _GRID_MAX)
+    width = rowwise.vector_width(plan, n, views)
+    if width:  # the same rows, read and written in 16-byte vectors
+        plan = dataclasses.replace(plan, vector=width)
+        views = [*views, *rowwise.vector_views(plan, views)]
+    launch(rowwise.kernel_for(plan), grid, plan.threads, stream, *views)
+
+
+def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream):
+    """Validate, plan, lay out, launch; returns the result in the inputs' kind."""
+    described = [_describe(a, name) for a, name in zip(inputs, names)]
+    _, akind, shape, dtype = described[0]
+    for (_, k, s, d), name in zip(described[1:], names[1:]):
+        if (k, s, d) != (akind, shape, dtype):
+            raise ValueError(f"{name} must match {names[0]} in kind, shape and dtype: "
+                             f"{(k, s, d)} vs {(akind, shape, dtype)}")
+    axis = _axis(axis, len(shape))
+    plan = _planned(kind, shape[axis], dtype, *plan_args)
+    out = _check_out(out, akind, shape, dtype)
+    workspace = Workspace(akind, resolve_stream(stream, akind))
+    if math.prod(shape) == 0:
+        return out if out is not None else _empty(workspace, shape, dtype)
+    devs = [_on_device(a, akind, workspace) for a, _, _, _ in described]
+    result = workspace.empty(shape, dtype) if out is None or akind == "numpy" else out
+    result_view = device_view(result)
+    views = axis_last_views(devs + [result_view], axis)
+    if views is None:  # an input strided in three or more outer dimensions
+        warnings.warn(f"numbakern copied {names} of shape {shape}: their strides need "
+                      "more than two strided dimensions", CopyWarning, stacklevel=4)
+        devs = [contiguous_copy(a, d, workspace.stream) for a, d in zip(inputs, devs)]
+        views = axis_last_views(devs + [result_view], axis)
+        if views is None:
+            raise ValueError("out is strided in three or more outer dimensions; pass a "
+                             "contiguous out")
+    _launch(plan, views, workspace.stream)
+    return _deliver(result, akind, out, workspace)
+
+
+def _forward(kind, x, axis, max_strategy, sum_strategy, normalizer, layout, fused, threads,
+             out, stream):
+    args = (normalizer, layout, fused, threads, max_strategy, sum_strategy)
+    return _run(kind, [x], ["x"], axis, args, out, stream)
+
+
+def _backward(kind, y, dy, axis, sum_strategy, layout, fused, threads, out, stream):
+    args = (None, layout, fused, threads, None, sum_strategy)
+    return _run(kind, [y, dy], ["y", "dy"], axis, args, out, stream)
+
+
+def _on_device(view, kind: str, workspace: Workspace):
+    return to_device(view, workspace.stream) if kind == "numpy" else view
+
+
+def _empty(workspace: Workspace, shape, dtype):
+    if workspace.kind == "numpy":
+        return np.empty(shape, dtype)
+    return user_array(workspace.empty(shape, dtype))
+
+
+
+def _deliver(result, kind: str, out, workspace: Workspace):
+    if kind == "numpy":
+        host = host_copy(result, workspace.stream)
+        workspace.stream.synchronize()
+        if out is None:
+            return host.reshape(result.shape)
+        out[...] = host
+        return out
+    return out if out is not None else user_array(result)
+
+
+__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]

@@ -1,0 +1,164 @@
+"""Sorting with NumPy's order: ``sort`` and ``argsort`` along an axis, stable.
+
+Both take:
+
+* ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
+  object with ``__cuda_array_interface__``; any shape; dtypes bool, int8-int64,
+  uint8-uint64, float16, float32, float64.
+* ``axis``: an int (default ``-1``, the last axis) or ``None`` (sort the flattened
+  array, in C order, as NumPy).
+* ``descending``: largest first. NaN, last in an ascending sort, then comes first
+  (the reversed order, as ``torch.sort(descending=True)``); equal values still
+  keep their input order.
+* ``strategy``: ``None`` (one block per row with the bitonic sort when rows fit in
+  one block, else the radix sort), ``"bitonic"``, ``"radix"``, or a strategy
+  object (``numbakern.strategies.BitonicSort(...)``, ``RadixSort(...)``).
+* ``stream``: as the scans (a Numba or CuPy stream, or a raw pointer).
+
+The order is NumPy's: ``-inf < ... < -0.0 == +0.0 < ... < +inf < NaN``, all NaNs
+equal; both sorts are **stable**: equal values (``-0.0`` and ``+0.0`` among them)
+keep their input order, as ``np.sort(x, kind="stable")`` and
+``np.argsort(x, kind="stable")``. Results are NumPy arrays for NumPy input and
+CuPy arrays for CuPy input (sorted on the device, no host round trip).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
+                                   honours_stream, kind_of, resolve_stream, to_user)
+from numbakern.core.axes import check_flag, normalize_axis, optional_axis
+from numbakern.core.jobs import SortJob
+from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.replay import replayable
+
+INDEX_DTYPE = np.dtype(np.int64)
+
+
+@replayable
+@honours_stream
+def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
+         stream=None):
+    """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
+
+    Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
+    values' exact bits are kept (``-0.0``, NaN payloads).
+
+    ``descending=True``: largest first, NaN first, equal values still in input order
+    (as ``torch.sort(x, descending=True, stable=True)``; not ``np.sort(x)[::-1]``,
+    which reverses the order of equal values). ``kind`` (any of NumPy's) and
+    ``stable`` (None, True or False) are taken for code written against NumPy: the
+    sort is always stable, an order every kind allows.
+
+    Raises:
+        TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
+            that is neither a name nor a ``BitonicSort`` or ``RadixSort``.
+        ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes;
+            a ``kind`` NumPy does not have.
+        numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input with an int axis).
+
+    Algorithms: Batcher's bitonic network (1968) on (key, index) pairs in one block
+    per row (``strategies/bitonic_sort.py``); an LSD radix sort on 8-bit digits
+    after Onesweep (Adinets and Merrill, 2022), whose digit counts are numbakern
+    histograms and whose offsets a numbakern exclusive scan
+    (``strategies/radix_sort.py``).
+    """
+    _check_kind(kind)
+    if stable is not None:
+        check_flag(stable, "stable")
+    return _sort(x, axis, descending, False, strategy, stream)
+
+
+@replayable
+@honours_stream
+def argsort(x, axis=-1, stable=True, descending=False, *, kind=None, strategy=None,
+            stream=None):
+    """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
+
+    Returns int64 indices of ``x``'s shape (``(x.size,)`` for ``axis=None``): along
+    ``axis``, positions within that axis; equal values in input order. ``stable``
+    and ``kind`` (any of NumPy's) are accepted for NumPy's signature; both strategies
+    are always stable. ``descending``: as :func:`sort`'s, equal values in input order.
+
+    Raises: as :func:`sort`.
+    """
+    _check_kind(kind)
+    if stable is not None:
+        check_flag(stable, "stable")
+    if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
+        axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
+    return _sort(x, axis, descending, True, strategy, stream)
+
+
+def check_dtype(dtype: np.dtype, name: str = "x") -> np.dtype:
+    """``dtype`` if the sorts take it (keys are at most 64 bits), else TypeError."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:
+        raise TypeError(f"{name} must have a bool, integer or float dtype of at most 8 "
+                        f"bytes, got {dtype}")
+    return dtype
+
+
+def _check_kind(kind) -> None:
+    """NumPy's rule: a kind is read by its first letter (quick, merge, heap, stable)."""
+    if kind is None:
+        return
+    if not (isinstance(kind, str) and kind[:1].lower() in "qmhs" and kind):
+        raise ValueError(f"kind must be None, 'quicksort', 'mergesort', 'heapsort' or "
+                         f"'stable', got {kind!r}")
+
+
+def _sort(x, axis, descending, indices: bool, strategy, stream):
+    asked = x.dtype if isinstance(x, np.ndarray) else None  # a byte order to give back
+    x = as_array_like(x)
+    kind = kind_of(x)
+    dtype = check_dtype(x.dtype)
+    descending = check_flag(descending, "descending")
+    shape = tuple(x.shape)
+    axis = optional_axis(axis, len(shape))
+    size = math.prod(shape)
+    arr, wrap = as_layout_array(x, kind)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    out_dtype = INDEX_DTYPE if indices else dtype
+    if axis is None:
+        moved = arr.reshape(-1)
+    else:
+        moved = _moveaxis(arr, axis, -1)
+    n = moved.shape[-1] if moved.ndim else 1
+    sorter = _strategies.resolve("sort", strategy, n=n)
+    if size == 0:
+        return wrap(_restore(_xp(arr).empty(moved.shape, out_dtype), axis))
+    xbits = flat_device(moved, workspace, bits_dtype(dtype))
+    out = workspace.empty(size, INDEX_DTYPE if indices else bits_dtype(dtype))
+    job = SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace)
+    sorter.sort(job)
+    result = to_user(out, workspace, moved.shape, None if indices else dtype)
+    if asked is not None and not asked.isnative and not indices:
+        result = result.astype(asked)  # NumPy keeps a big-endian input's byte order
+    return wrap(_restore(result, axis))
+
+
+def _xp(arr):
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _moveaxis(arr, source: int, dest: int):
+    return _xp(arr).moveaxis(arr, source, dest)
+
+
+def _restore(result, axis):
+    """The sorted axis back in its place, C-contiguous, as NumPy returns it."""
+    if axis is None:
+        return result
+    return _xp(result).ascontiguousarray(_moveaxis(result, -1, axis))
+
+
+__all__ = ["argsort", "sort"]

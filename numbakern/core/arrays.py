@@ -1,0 +1,262 @@
+"""Array handling: NumPy, CuPy and ``__cuda_array_interface__`` inputs, without copies.
+
+* NumPy in: one host-to-device transfer (the data has to get there), NumPy out.
+* CuPy in: a zero-copy Numba view, kernels on CuPy's current stream, CuPy out, no
+  host round trip.
+* Any other object with ``__cuda_array_interface__`` (a Numba device array, a
+  PyTorch CUDA tensor, ...): a zero-copy view; the result is a Numba device array.
+
+Non-contiguous inputs are described to the kernels as a 1-D or 2-D strided view
+(dimensions merged where the strides allow), so slices such as ``x[::2]`` or
+``x[:, :100]`` are read in place. Only a layout that needs three or more strided
+dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.launch import DeviceBuffer, buffer, current_device_id, current_recording, stream_handle
+from numbakern.runtime.views import device_empty, device_view, host_copy, strided, to_device
+
+
+class CopyWarning(UserWarning):
+    """numbakern had to copy an input to lay it out for a kernel."""
+
+
+def kind_of(x: Any) -> str:
+    """``"cupy"``, ``"device"`` (any other CUDA array) or ``"numpy"``."""
+    module = type(x).__module__.split(".")[0]
+    if module == "cupy":
+        return "cupy"
+    if getattr(x, "__cuda_ndarray__", False) or hasattr(x, "__cuda_array_interface__"):
+        return "device"
+    return "numpy"
+
+
+def as_array_like(x: Any):
+    """The input as an array object with shape, dtype and strides (lists via NumPy).
+
+    Host arrays in a non-native byte order are converted (they are copied to the
+    device anyway). Raises ``TypeError`` for masked arrays, whose mask a kernel
+    would silently ignore.
+    """
+    if kind_of(x) != "numpy":
+        return x
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError("masked arrays are not supported: pass x.filled(value) or "
+                        "x.compressed()")
+    x = np.asarray(x)
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
+    return x
+
+
+def resolve_stream(stream: Any, kind: str):
+    """A Numba stream from ``None``, a Numba stream, a CuPy stream or a raw pointer.
+
+    ``None`` means CuPy's current stream for CuPy input (so the result is ordered
+    after the user's own CuPy work) and the default stream otherwise.
+    """
+    if SIMULATOR:  # one stream there; still refuse what a GPU would refuse
+        if stream is not None and not isinstance(stream, type(cuda.default_stream())):
+            _stream_pointer(stream)
+        return cuda.default_stream()
+    if stream is None:
+        if kind == "cupy":
+            import cupy
+
+            return _external_stream(cupy.cuda.get_current_stream().ptr)
+        return _external_stream(0)
+    if isinstance(stream, cuda.cudadrv.driver.Stream):
+        return stream
+    return _external_stream(_stream_pointer(stream))
+
+
+def _stream_pointer(stream: Any) -> int:
+    """The raw handle of a CuPy stream (``.ptr``) or a pointer; TypeError otherwise."""
+    ptr = getattr(stream, "ptr", stream)
+    if isinstance(ptr, (int, np.integer)):
+        return int(ptr)
+    raise TypeError(
+        f"stream must be None, a numba.cuda stream, a CuPy stream or a pointer, got {stream!r}"
+    )
+
+
+def _external_stream(ptr: int):
+    """A Numba stream for a raw handle (0: the default stream), made once per handle
+    and device (Numba's stream objects are not free to create)."""
+    return _stream_on(ptr, current_device_id())
+
+
+@functools.lru_cache(maxsize=64)
+def _stream_on(ptr: int, device: int):
+    return cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
+
+
+def honours_stream(fn):
+    """Decorator: with CuPy input and an explicit ``stream=``, run the whole call with
+    that stream as CuPy's current one, so the call's CuPy temporaries (partials,
+    casts, copies, and the memory pool's reuse of them) are ordered with its kernels.
+    Without it they would follow CuPy's current stream, racing the kernels."""
+
+    @functools.wraps(fn)
+    def call(x, *args, stream=None, **kwargs):
+        if stream is None or SIMULATOR or kind_of(x) != "cupy":
+            return fn(x, *args, stream=stream, **kwargs)
+        import cupy
+
+        handle = stream_handle(resolve_stream(stream, "cupy"))
+        with cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null:
+            return fn(x, *args, stream=stream, **kwargs)
+
+    return call
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def contiguous_copy(x, view, stream):
+    """A C-contiguous device copy of device input ``x`` (``view``: its device view):
+    on the device for CuPy input, through the host otherwise (Numba has no strided
+    device-to-device copy)."""
+    if kind_of(x) == "cupy" and not SIMULATOR:
+        import cupy
+
+        return device_view(cupy.ascontiguousarray(x))
+    return to_device(host_copy(view, stream), stream)
+
+
+
+
+def as_cupy(buf: DeviceBuffer):
+    """A CuPy array over a buffer's memory: its owner itself when it is one."""
+    import cupy
+
+    owner = buf.owner
+    if isinstance(owner, cupy.ndarray) and owner.data.ptr == buf.ptr and \
+            owner.shape == buf.shape and owner.strides == buf.strides:
+        return owner if owner.dtype == buf.dtype else owner.view(buf.dtype)
+    return cupy.asarray(buf)
+
+
+def user_array(buf):
+    """The array a device buffer stands for (CuPy or Numba); itself in the simulator."""
+    return buf if SIMULATOR else buf.owner
+
+
+class Workspace:
+    """Allocations and results for one call, in the input's array library."""
+
+    def __init__(self, kind: str, stream):
+        self.kind = kind
+        self.stream = stream
+
+    def empty(self, shape, dtype) -> Any:
+        """A C-contiguous device array of ``shape`` and ``dtype``.
+
+        A :class:`~numbakern.launch.DeviceBuffer` on a GPU (CuPy's memory pool for CuPy
+        input, else Numba's allocator); a simulator array under the simulator.
+        """
+        if self.kind == "cupy" and not SIMULATOR:
+            import cupy
+
+            arr = buffer(cupy.empty(shape, dtype=dtype))
+        else:
+            arr = device_empty(shape, dtype, self.stream)
+        recording = current_recording()
+        if recording is not None:
+            recording.allocate(arr)
+        return arr
+
+    def from_host(self, host: np.ndarray) -> Any:
+        """A device copy of a small host array (identities, initial values)."""
+        if self.kind == "cupy" and not SIMULATOR:
+            import cupy
+
+            return buffer(cupy.asarray(host))
+        return to_device(host, self.stream)
+
+    def scalar(self, arr, dtype) -> Any:
+        """Element 0 of a device array as the user's scalar of ``dtype``.
+
+        NumPy scalar for NumPy input; a 0-d CuPy array (computed on the device) for
+        CuPy input; a 0-d Numba device array otherwise.
+        """
+        dtype = np.dtype(dtype)
+        if self.kind == "cupy" and not SIMULATOR:
+            return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
+        host = host_copy(arr, self.stream)
+        self.stream.synchronize()
+        value = np.asarray(host[0]).astype(dtype)[()]
+        if self.kind == "numpy":
+            return value
+        return cuda.to_device(np.asarray(value), stream=self.stream)
+
+
+# --- sorts: the input laid out as NumPy or CuPy, the result back ----------------------
+
+def flat_device(arr, workspace: Workspace, view_dtype=None):
+    """``arr`` (a NumPy or CuPy array, already laid out) as a 1-D C-contiguous device
+    view, its bits read as ``view_dtype`` (default its own dtype).
+
+    NumPy arrays are made contiguous on the host and transferred once; CuPy arrays
+    are made contiguous on the device (a copy only if they are not already).
+    """
+    view_dtype = np.dtype(arr.dtype if view_dtype is None else view_dtype)
+    if isinstance(arr, np.ndarray):
+        host = np.ascontiguousarray(arr).reshape(-1)
+        if not host.dtype.isnative:
+            host = host.astype(host.dtype.newbyteorder("="))
+        return to_device(host.view(view_dtype), workspace.stream)
+    import cupy
+
+    return buffer(cupy.ascontiguousarray(arr).reshape(-1).view(view_dtype))
+
+
+def as_layout_array(x, kind: str):
+    """``(array, wrap)``: the input as a NumPy or CuPy array to lay out, and how to
+    return a result of that kind (NumPy in, NumPy out; CuPy in, CuPy out; other device
+    arrays: a Numba device array)."""
+    if kind == "numpy":
+        return np.asarray(x), lambda r: r
+    if kind == "cupy" and not SIMULATOR:
+        return x, lambda r: r
+    if SIMULATOR:  # a simulator device array: lay it out on the host
+        return x.copy_to_host(), lambda r: cuda.to_device(np.ascontiguousarray(r))
+    import cupy
+
+    return cupy.asarray(x), lambda r: cuda.as_cuda_array(r)
+
+
+def to_user(buf, workspace: Workspace, shape, dtype=None):
+    """A 1-D device result as the caller's NumPy or CuPy array of ``shape`` (its bits
+    read as ``dtype``)."""
+    if workspace.kind == "numpy" or SIMULATOR:
+        out = host_copy(buf, workspace.stream)
+        workspace.stream.synchronize()
+    else:
+        out = as_cupy(buf)
+    if dtype is not None:
+        out = out.view(dtype)
+    return out.reshape(shape)

@@ -1,0 +1,230 @@
+"""Bins: how a value finds its histogram bin, by NumPy's rules, on the host and the device.
+
+Each binner is ``(bin_of, bin_key, read_dtype)``: a device function ``bin_of(x, i,
+aux) -> int64`` (element ``i``'s bin, or ``-1`` to leave it out; ``aux`` a device array
+it may read), the key naming it in kernel caches, and the dtype the input is read as.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, float64, from_dtype, int64, uint64
+
+from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.bits import bitcast
+from numbakern.runtime.cache import cached
+
+#: inputs of at most this many bytes an element are binned through a lookup table of
+#: all their 2**(8 * itemsize) values, computed on the host by NumPy's own rule
+TABLE_ITEMSIZE = 2
+
+
+def int_binner(dtype: np.dtype, bins: int):
+    """``bin_of`` for integer values: the value itself when in ``[0, bins)``."""
+    key = ("int_bins", dtype.str, bins)
+    return cached(key, lambda: (_build_int_bin_of(dtype, bins), key, dtype))
+
+
+def _build_int_bin_of(dtype: np.dtype, bins: int):
+    if dtype.kind == "u":
+        limit = uint64(bins)
+
+        @cuda.jit(device=True)
+        def bin_of(x, i, aux):
+            v = uint64(x[i])
+            return int64(v) if v < limit else int64(-1)
+
+        return bin_of
+
+    @cuda.jit(device=True)
+    def bin_of(x, i, aux):
+        v = int64(x[i])
+        return v if v >= 0 and v < bins else int64(-1)
+
+    return bin_of
+
+
+class BinRule:
+    """``np.histogram``'s equal-width rule for one input dtype, range and bin count,
+    held so that the host (:meth:`bins_of`) and a device kernel (:meth:`binner`)
+    apply it with NumPy's own operands and dtypes.
+
+    NumPy (``numpy/lib/_histograms_impl.py``, the equal-bin path) keeps a value ``v``
+    when ``v >= first`` and ``v <= last``, compared with the range as the caller gave
+    it (an int range against integers exactly); computes ``(t(v) - first) / (last -
+    first) * bins`` with ``t`` the edges' dtype and the width ``last - first`` taken
+    from the range itself (wrapping unsigned for integers: exact), truncates it to a
+    bin, and moves the bin one step down or up where ``t(v)`` falls outside its
+    edges. ``first``/``last`` are the range after NumPy widens a zero-width one by
+    0.5 either side.
+
+    Where NumPy's own arithmetic overflows (its estimate is inf or NaN, and NumPy
+    raises IndexError: ``v - first`` past float16's or float32's largest value), the
+    estimate is taken again in float64, so the value still lands in its bin.
+    """
+
+    def __init__(self, value_dtype: np.dtype, nbins: int, range_):
+        self.value_dtype = np.dtype(value_dtype)
+        self.nbins = nbins
+        self.edges = np.histogram_bin_edges(np.empty(0, value_dtype), nbins, range=range_)
+        first, last = range_
+        if first == last:  # NumPy's widening of a zero-width range (_get_outer_edges)
+            first, last = first - 0.5, last + 0.5
+        self.first, self.last = first, last
+        self.denominator = _unsigned_subtract(last, first)
+        et = self.edges.dtype
+        self.sub_dtype = np.result_type(np.empty(0, et), first)
+        self.div_dtype = np.result_type(np.empty(0, self.sub_dtype), self.denominator)
+
+    def bins_of(self, values: np.ndarray) -> np.ndarray:
+        """The bin of each of ``values`` (of ``value_dtype``), ``-1`` where not counted."""
+        keep = (values >= self.first) & (values <= self.last)
+        v = values[keep].astype(self.edges.dtype, copy=False)
+        nb, edges = self.nbins, self.edges
+        with np.errstate(all="ignore"):
+            f = _unsigned_subtract(v, self.first) / self.denominator * nb
+            wide = (v.astype(np.float64) - np.float64(self.first)) / np.float64(
+                self.denominator) * nb  # where NumPy's arithmetic overflowed
+            f = np.where(np.isfinite(f), f, wide)
+            f = np.where(np.isnan(f), nb, f)
+        b = np.clip(f, 0, nb - 1).astype(np.intp)  # nb: the last edge, NumPy's last bin
+        b[(v < edges[b]) & (b > 0)] -= 1
+        b[(v >= edges[b + 1]) & (b != nb - 1)] += 1
+        out = np.full(values.shape, -1, np.int64)
+        out[keep] = b
+        return out
+
+    def aux(self) -> np.ndarray:
+        """The device kernel's constants as int64 bit patterns: the edges and the width
+        as float64, then the kept range's bounds (see :meth:`binner`)."""
+        words = np.concatenate([self.edges.astype(np.float64),
+                                [np.float64(self.denominator)]]).view(np.int64)
+        bounds = np.array(self._bounds(), dtype=self._bound_storage())
+        return np.concatenate([words, bounds.view(np.int64)])
+
+    def binner(self, dtype: np.dtype):
+        """``(bin_of, key, read_dtype)`` for input of ``dtype`` (4 or 8 bytes; its values
+        are ``value_dtype``'s), reading :meth:`aux`."""
+        et, st, qt, bt = (self.edges.dtype, self.sub_dtype, self.div_dtype,
+                          self._bound_dtype())
+        nb = self.nbins
+        float_bounds = bt.kind == "f"
+        if not float_bounds:  # integers compare in 64 bits, as the bounds are stored
+            bt = self._bound_storage()
+        key = ("edge_bins", dtype.str, et.str, st.str, qt.str, bt.str, nb)
+
+        def build():
+            t, s, q, c = (from_dtype(d) for d in (et, st, qt, bt))
+
+            @cuda.jit(device=True)
+            def edge(aux, k):
+                return t(bitcast(aux[k], float64))
+
+            @cuda.jit(device=True)
+            def bin_of(x, i, aux):
+                v = c(x[i])
+                if float_bounds:
+                    lo, hi = c(bitcast(aux[nb + 2], float64)), c(bitcast(aux[nb + 3], float64))
+                else:
+                    lo, hi = bitcast(aux[nb + 2], c), bitcast(aux[nb + 3], c)
+                if not (v >= lo and v <= hi):  # out of range, or NaN
+                    return int64(-1)
+                tv = t(x[i])
+                width = bitcast(aux[nb + 1], float64)
+                f = float64(q(s(tv) - s(edge(aux, 0))) / q(width) * q(nb))
+                if not math.isfinite(f):  # NumPy's arithmetic overflowed: in float64
+                    f = (float64(tv) - float64(edge(aux, 0))) / width * float64(nb)
+                b = int64(nb - 1)
+                if f < float64(nb):  # (NaN: the last bin)
+                    b = max(int64(0), int64(f))
+                if tv < edge(aux, b) and b > 0:
+                    b -= 1
+                if tv >= edge(aux, b + 1) and b != nb - 1:
+                    b += 1
+                return b
+
+            return bin_of, key, dtype
+
+        return cached(key, build)
+
+    def _bound_dtype(self) -> np.dtype:
+        """What the kept range is compared in on the device: the input's own integer
+        dtype (bounds found with NumPy's comparisons), or NumPy's comparison dtype."""
+        if self.value_dtype.kind in "iu":
+            return self.value_dtype
+        return np.result_type(np.empty(0, self.value_dtype), self.first)
+
+    def _bound_storage(self) -> np.dtype:
+        """The 8-byte dtype the bounds travel in: float64, int64 or uint64."""
+        kind = self.value_dtype.kind
+        return np.dtype({"u": np.uint64, "i": np.int64}.get(kind, np.float64))
+
+    def _bounds(self) -> tuple:
+        """The kept range: for integers the least and greatest values NumPy keeps
+        (``(1, 0)`` for none), found by bisection with NumPy's own comparisons, which
+        are monotone whatever they promote to; for floats ``first`` and ``last`` in
+        the comparison dtype."""
+        if self.value_dtype.kind not in "iu":
+            bt = self._bound_dtype()
+            return bt.type(self.first), bt.type(self.last)
+        info = np.iinfo(self.value_dtype)
+
+        def at_least(v):
+            return bool((np.array([v], self.value_dtype) >= self.first)[0])
+
+        def at_most(v):
+            return bool((np.array([v], self.value_dtype) <= self.last)[0])
+
+        if not (at_least(info.max) and at_most(info.min)):
+            return 1, 0
+        lo, hi = _first_true(at_least, info.min, info.max), _last_true(at_most, info.min,
+                                                                       info.max)
+        return (lo, hi) if lo <= hi else (1, 0)
+
+
+def _first_true(pred, lo: int, hi: int) -> int:
+    """The least ``v`` in ``[lo, hi]`` with ``pred(v)`` (``pred`` monotone, ``pred(hi)``)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if pred(mid) else (mid + 1, hi)
+    return lo
+
+
+def _last_true(pred, lo: int, hi: int) -> int:
+    """The greatest ``v`` in ``[lo, hi]`` with ``pred(v)`` (``pred`` antitone, ``pred(lo)``)."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if pred(mid) else (lo, mid - 1)
+    return lo
+
+
+def _unsigned_subtract(a, b):
+    """``a - b`` as NumPy's histogram takes it: in the operands' common dtype, and for
+    signed integers as the unsigned difference (exact however far apart they are)."""
+    dt = np.result_type(a, b)
+    if dt.kind == "i":
+        unsigned = np.dtype(f"u{dt.itemsize}")
+        return np.subtract(np.asarray(a, dtype=dt), np.asarray(b, dtype=dt),
+                           casting="unsafe", dtype=unsigned)
+    return np.subtract(a, b, dtype=dt)
+
+
+def table_binner(dtype: np.dtype, rule: BinRule):
+    """``bin_of`` for 1- and 2-byte values (float16 among them): a table of the bin
+    of every possible bit pattern, computed by :class:`BinRule` on the host; the
+    input is read as unsigned bits that index it."""
+    every = np.arange(2 ** (8 * dtype.itemsize), dtype=np.uint64)
+    values = every.astype(bits_dtype(dtype)).view(rule.value_dtype)
+    table = rule.bins_of(values)
+    key = ("table_bins", bits_dtype(dtype).str)
+
+    def build():
+        @cuda.jit(device=True)
+        def bin_of(x, i, aux):
+            return aux[x[i]]
+
+        return bin_of, key, bits_dtype(dtype)
+
+    return cached(key, build), table

@@ -1,0 +1,215 @@
+"""Jobs: one operation in flight, as a strategy receives it.
+
+A strategy is about *how* threads and blocks combine; everything else about the call
+(the input as device views, the op's state kit, where to allocate, which stream, the
+kernel pieces that depend on the layout) reaches it through a job, and the strategy
+asks the job for what it needs. There is one job per family: :class:`ReduceJob`,
+:class:`ScanJob`, :class:`SortJob` and :class:`HistogramJob`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numbakern.core.arrays import Workspace
+from numbakern.kernels.elementwise import zeros
+from numbakern.kernels.emits import emit_store
+from numbakern.kernels.scan_tiles import element_loader as scan_element_loader
+from numbakern.kernels.scan_tiles import output_storer
+from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter
+from numbakern.ops import SUM
+from numbakern.ops.state import state_kit
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.views import strided
+
+INT64 = np.dtype(np.int64)
+
+
+def alloc_states(workspace: Workspace, kit, shape) -> tuple:
+    """Two device arrays of ``shape`` states, one per field (one-field states repeat
+    the first, which the kit never touches as a second field)."""
+    first = workspace.empty(shape, kit.dtypes[0])
+    if kit.fields == 1:
+        return first, first
+    return first, workspace.empty(shape, kit.dtypes[1])
+
+
+class ReduceJob:
+    """One reduction in flight: ``outputs`` results, each the combine of ``count``
+    elements, laid out by ``layout`` (``numbakern/kernels``: ``FlatReduce`` for a whole
+    array, ``AxisReduce`` for rows and columns, ``TinyRows``).
+
+    A grid strategy (``strategies/protocols.py``, ``GridReduce``) asks it for the first
+    pass (:meth:`plan`, :meth:`run`) and for what goes between the pieces of an output
+    (:meth:`store`, :meth:`emit_partial`, :meth:`reduce_partials`), so that it
+    stays about *how* pieces meet, whatever the layout.
+
+    Attributes:
+        op, kit: the op and its state kit; ``workspace``, ``stream``: where
+            allocations and launches go.
+    """
+
+    def __init__(self, layout, op, kit, workspace: Workspace):
+        self.layout = layout
+        self.op = op
+        self.kit = kit
+        self.workspace = workspace
+        self.stream = workspace.stream
+        self.outputs = layout.outputs
+        self.count = layout.count
+
+    def plan(self, grid):
+        """The first pass for ``grid``'s block strategy and block count: its
+        ``pieces`` per output."""
+        return self.layout.plan(grid.block, grid.blocks)
+
+    def run(self, plan, emit, out) -> None:
+        """Run the first pass, each piece's state handed to ``emit`` (an
+        ``numbakern.kernels.emits.Emit``), which writes ``out``."""
+        self.layout.run(plan, emit, out, self.stream)
+
+    def store(self, plan) -> tuple:
+        """Run a first pass of one piece per output, each storing its output; returns
+        the field arrays."""
+        out = self.alloc_state(self.outputs)
+        self.run(plan, emit_store(self.kit), out)
+        return out
+
+    def emit_partial(self, plan):
+        """The emit that writes ``outputs * plan.pieces`` partial states."""
+        return self.layout.emit_partial(plan)
+
+    def reduce_partials(self, plan, partials) -> tuple:
+        """A second pass: each output's partials reduced with the plan's block
+        strategy; returns the field arrays."""
+        out = self.alloc_state(self.outputs)
+        self.layout.reduce_partials(plan, partials, out, self.stream)
+        return out
+
+    def alloc_state(self, k: int) -> tuple:
+        """Two arrays of ``k`` states (:func:`alloc_states`)."""
+        return alloc_states(self.workspace, self.kit, k)
+
+
+class ScanJob:
+    """One scan in flight: what grid scan strategies are given.
+
+    Attributes:
+        x: the input as a 3-D device view ``(A, B, n)``: ``A*B`` segments of ``n``
+            elements (last stride negative for a reverse scan).
+        outs: the outputs, one 3-D view per state field, laid out as ``x``.
+        n, segments: elements per segment, number of segments.
+        op, kit: the op and its state kit.
+        exclusive, reverse: the scan's direction and kind.
+        empty: the state an exclusive scan writes first (the combine of nothing).
+        stream, workspace: where launches go and allocations come from.
+    """
+
+    def __init__(self, x, outs, op, kit, exclusive: bool, reverse: bool, empty: tuple,
+                 workspace: Workspace):
+        self.x = x
+        self.outs = outs if len(outs) == 2 else (outs[0], outs[0])
+        a, b, n = x.shape
+        self.n = int(n)
+        self.segments = int(a) * int(b)
+        self.op = op
+        self.kit = kit
+        self.exclusive = exclusive
+        self.reverse = reverse
+        self.empty = empty
+        self.workspace = workspace
+        self.stream = workspace.stream
+        out_dtypes = tuple(np.dtype(o.dtype).str for o in outs)
+        empty_bits = tuple(np.asarray(v).tobytes() for v in empty)  # NaN-safe
+        self.key = (op, kit.dtypes, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
+                    empty_bits, device_key())
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(d.itemsize for d in self.kit.dtypes)
+
+    def element_loader(self):
+        """Device function ``load(row0, row1, j, n) -> state`` for the input."""
+        key = ("scan_load", self.op, self.kit.dtypes, self.reverse)
+        return cached(key, lambda: scan_element_loader(self.kit, self.reverse))
+
+    def output_storer(self):
+        """Device function ``store(row0, row1, j, state)`` for the outputs."""
+        dtypes = tuple(np.dtype(o.dtype) for o in self.outs[:self.kit.fields])
+        key = ("scan_store", tuple(d.str for d in dtypes))
+        return cached(key, lambda: output_storer(dtypes))
+
+    def alloc_states(self, shape) -> tuple:
+        """Two device arrays of ``shape`` states (:func:`alloc_states`)."""
+        return alloc_states(self.workspace, self.kit, shape)
+
+    def zeros(self, k: int, dtype):
+        """A zeroed 1-D device array (status flags and tile counters)."""
+        return zeros(self.workspace, k, dtype)
+
+
+class SortJob:
+    """One sort in flight: ``rows`` independent rows of ``n`` elements, sorted.
+
+    Attributes:
+        x: the input's bits, a 1-D C-contiguous device array of ``rows * n``
+            unsigned ints (row ``r`` at ``[r*n, (r+1)*n)``).
+        out: where the result goes, 1-D like ``x``: int64 indices within the row
+            (``indices``) or the sorted values' bits.
+        indices: write indices (argsort) rather than values (sort).
+        descending: largest first.
+        dtype: the input's dtype (the key rule); ``to_key`` its device function.
+    """
+
+    def __init__(self, x, out, rows: int, n: int, dtype: np.dtype, descending: bool,
+                 indices: bool, workspace: Workspace):
+        self.x, self.out = x, out
+        self.rows, self.n = int(rows), int(n)
+        self.dtype = np.dtype(dtype)
+        self.key_dtype = bits_dtype(self.dtype)
+        self.descending, self.indices = bool(descending), bool(indices)
+        self.workspace = workspace
+        self.stream = workspace.stream
+        self.key = (self.dtype.str, self.descending, self.indices, device_key())
+
+    def to_key(self):
+        """Device function ``to_key(bits) -> key``: NumPy's order as unsigned order."""
+        return cached(("sort_to_key", self.dtype.str, self.descending),
+                      lambda: build_to_key(self.dtype, self.descending))
+
+    def emitter(self):
+        """Device function ``emit(x, out, base, j, i)``: output ``base + j`` gets row
+        element ``i`` (its index, or its value's bits)."""
+        return emitter(self.indices)
+
+    def exclusive_sum(self, counts, out, scan) -> None:
+        """``out[i] = counts[0] + ... + counts[i-1]`` (``out[0] = 0``) for 1-D int64
+        device arrays of one length, by the scan strategy ``scan`` (a ``GridScan``),
+        on this job's stream: the scan a radix sort makes of its digit counts. Nothing
+        is checked or allocated outside the job's workspace (the public ``cumsum``
+        would check its arguments and allocate through Numba: half a millisecond of
+        host time for a sort whose kernels take as long)."""
+        n = counts.shape[0]
+        views = [strided(a, [(1, 0), (1, 0), (n, INT64.itemsize)]) for a in (counts, out)]
+        kit = state_kit(SUM, (INT64,))
+        scan.scan(ScanJob(views[0], (views[1],), SUM, kit, True, False, kit.identity_values,
+                          self.workspace))
+
+
+class HistogramJob:
+    """One histogram in flight.
+
+    Attributes:
+        x: the input, a 1-D device view; ``n`` its length.
+        bins: number of counters; ``out`` a zeroed 1-D int64 device array of them.
+        bin_of: device function ``bin_of(x, i, aux) -> int64``: element ``i``'s bin,
+            or ``-1`` to leave it out; ``aux`` a device array it may read (bin edges,
+            a lookup table); ``bin_key`` names ``bin_of`` in kernel cache keys.
+    """
+
+    def __init__(self, x, n: int, bins: int, bin_of, bin_key: tuple, aux, out,
+                 workspace: Workspace):
+        self.x, self.n, self.bins = x, int(n), int(bins)
+        self.bin_of, self.bin_key, self.aux, self.out = bin_of, bin_key, aux, out
+        self.workspace = workspace
+        self.stream = workspace.stream

@@ -1,0 +1,88 @@
+"""Small element-wise kernels: fill a device array, cast one into another, divide.
+
+Reductions need them around the real work: atomic folds start from the op's identity
+in every output slot (``fill``), and results in the accumulator dtype become the
+result dtype on the device when no array library is there to do it (``cast_into``).
+Both are grid-strided one-element-per-thread loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float64, int64
+
+from numbakern.runtime.device import SIMULATOR, ceil_div
+from numbakern.runtime.launch import launch
+
+THREADS = 64 if SIMULATOR else 256
+# The simulator runs every thread as an OS thread: two blocks exercise the grid stride.
+MAX_BLOCKS = 2 if SIMULATOR else 4096
+
+
+def grid_for(n: int) -> int:
+    """Blocks for an element-wise launch over ``n`` elements."""
+    return max(1, min(ceil_div(int(n), THREADS), MAX_BLOCKS))
+
+
+@cuda.jit
+def _fill(a, m, first, rest):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < a.shape[0]:
+        a[i] = first if i < m else rest
+        i += step
+
+
+@cuda.jit
+def _cast(src, dst):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < src.shape[0]:
+        dst[i] = src[i]
+        i += step
+
+
+@cuda.jit
+def _divide(src, dst, count):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < src.shape[0]:
+        dst[i] = float64(src[i]) / count  # the store casts, as NumPy's unsafe cast
+        i += step
+
+
+def _scalar(value, dtype: np.dtype):
+    """``value`` as a kernel argument for an array of ``dtype``: a NumPy scalar of that
+    dtype (integers travel as int64 bit patterns on a GPU, which the store narrows
+    back; floats as float64; bools as integers, which the launcher requires)."""
+    if dtype.kind == "b":
+        return int(bool(value))
+    return np.asarray(value).astype(dtype)[()]
+
+
+def fill(arr, value, stream, m: int | None = None, rest=None) -> None:
+    """Set a 1-D device array to ``value`` (its first ``m`` elements; ``rest`` after)."""
+    dtype = np.dtype(arr.dtype)
+    n = int(arr.shape[0])
+    m = n if m is None else m
+    rest = value if rest is None else rest
+    launch(_fill, grid_for(n), THREADS, stream, arr, m, _scalar(value, dtype),
+           _scalar(rest, dtype))
+
+
+def zeros(workspace, k: int, dtype):
+    """A zeroed 1-D device array of ``k`` elements (counters, status flags)."""
+    arr = workspace.empty(k, np.dtype(dtype))
+    fill(arr, 0, workspace.stream)
+    return arr
+
+
+def divide_into(src, dst, count: int, stream) -> None:
+    """``dst[i] = dst.dtype(float64(src[i]) / count)`` (1-D arrays of one length): a
+    mean from a sum, divided as NumPy's ``mean`` divides (in float64, then cast)."""
+    launch(_divide, grid_for(src.shape[0]), THREADS, stream, src, dst, float(count))
+
+
+def cast_into(src, dst, stream) -> None:
+    """``dst[i] = src[i]`` with a C cast (1-D arrays of one length)."""
+    launch(_cast, grid_for(src.shape[0]), THREADS, stream, src, dst)

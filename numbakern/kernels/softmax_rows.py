@@ -1,0 +1,1098 @@
+"""Row-wise kernels: softmax, log-softmax and their backward passes.
+
+Every kernel here takes 3-D views ``(outer, inner, n)``: a row is ``x[o, i, :]``, its
+``n`` elements at any stride, so any axis of any array reaches the kernel without a
+copy (``numbakern/softmax.py`` builds the views). A *group* of threads owns a row at a
+time and loops over rows grid-strided:
+
+* ``layout="block"``: the group is the whole block; the row's maximum and sum are
+  block reduces built by the caller's block strategies (``build_reduce`` with
+  numbakern's ``MAX`` and ``SUM`` ops, or the online ``(max, sum)`` op of
+  ``strategies/online_softmax.py``, which the plan carries), and thread 0 hands the
+  result to the block through shared memory.
+* ``layout="warp"``: the group is one warp, ``threads / 32`` rows per block, for short
+  rows; the reduce is the block strategy's warp form (``warp_shuffle``: its shuffle
+  tree, no barrier, no shared memory) and lane 0's result is shuffled to every lane.
+
+How the row is read is the other choice (``per_thread``):
+
+* **fused** (``per_thread = K > 0``): each thread loads its ``K`` elements of the row
+  (``lane, lane + G, ..., lane + (K-1)G`` for a group of ``G`` threads: every warp
+  load is coalesced) into registers once, reduces, and writes: one read and one
+  write of device memory, the least a softmax can move. ``K`` is a compile-time
+  constant, so the loops unroll and the row never leaves registers.
+* **tiled** (``per_thread = 0``): rows of any length. Each pass over the row loops
+  in tiles of ``UNROLL * G`` elements, ``UNROLL`` loads in flight per thread. A
+  forward pass reads the row three times (maximum, sum, write) with
+  ``"max_then_sum"`` and twice with ``"online"``: the online normalizer of
+  ``strategies/online_softmax.py`` computes maximum and sum in one pass.
+
+And how elements move (``vector``): scalar loads and stores, or 16-byte vectors
+(``numbakern/vector.py``: a quarter of the instructions for float32) where the arrays
+allow them (:func:`vector_width`). A fused kernel's rows must start 16-byte aligned
+and hold whole vectors; a tiled kernel reads the few elements of each row before its
+first 16-byte boundary and after its last with scalar loads, as PyTorch's softmax
+does, so any row length serves as long as each row lies as far from a boundary in
+every array (then one thread's vectors of ``x`` are its vectors of ``y``).
+
+Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
+float16 loads widen to float32 and results narrow back; the maximum is always
+subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for
+nearby values even at ``x = 1e7`` in float32, and the small ``log(sum)`` comes last;
+NaN-propagating maxima. A row holding NaN or +inf, or nothing but -inf, has no finite
+normalizer and gives NaN throughout, as PyTorch does (``exp(x - max)`` with max
++-inf is ``exp(nan)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, from_dtype, int64
+
+from numbakern.kernels.vector import (VECTOR_BYTES, rows_aligned, vector_lanes, vector_loader,
+                     vector_storer)
+from numbakern.ops import MAX, SUM
+from numbakern.ops.state import state_kit
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP
+from numbakern.runtime.views import address, skip, span_view
+
+UNROLL = 4  # loads in flight per thread in a tiled pass
+VECTORS = 4  # 16-byte loads in flight per thread in a tiled pass over vectors
+MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
+
+FORWARD = ("softmax", "log_softmax")
+BACKWARD = ("softmax_backward", "log_softmax_backward")
+NORMALIZERS = ("max_then_sum", "online")
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float16 computes in float32; float32 and float64 in themselves."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """Everything a row kernel is specialised on (its cache key, with the device).
+
+    Attributes:
+        kind: one of :data:`FORWARD` or :data:`BACKWARD`.
+        normalizer: ``"max_then_sum"`` or ``"online"`` (forward); ``None`` (backward).
+        layout: ``"block"`` or ``"warp"``.
+        threads: threads per block.
+        per_thread: elements each thread holds in registers (fused), or 0 (tiled).
+        max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
+        sum_block: the block strategy of the sum, or of the online pair.
+        pair_op: the online normalizer's ``(max, sum)`` op (``"online"``), else None.
+        dtype: the input and output dtype (its name).
+        vector: elements per 16-byte vector load and store (rows that allow them:
+            :func:`vector_width`), or 0 for scalar loads.
+    """
+
+    kind: str
+    normalizer: str | None
+    layout: str
+    threads: int
+    per_thread: int
+    max_block: object
+    sum_block: object
+    dtype: str
+    vector: int = 0
+    pair_op: object = None
+
+    @property
+    def group(self) -> int:
+        """Threads that share one row."""
+        return WARP if self.layout == "warp" else self.threads
+
+    @property
+    def rows_per_block(self) -> int:
+        return self.threads // self.group
+
+    @property
+    def fused(self) -> bool:
+        return self.per_thread > 0
+
+    @property
+    def words(self) -> int:
+        """32-bit registers per element held: values per element times their width."""
+        return ((2 if self.dtype == "float64" else 1)
+                * (2 if self.kind in BACKWARD else 1))
+
+    @property
+    def registers(self) -> int:
+        """Registers per thread the kernel needs, fitted to ptxas for sm_90 (no spills).
+
+        A fused kernel keeps each element's value and address live from its load to
+        its store (about 3 registers an element, float64 and float16 conversions a few
+        more on top); a tiled one holds a tile of ``UNROLL`` elements, or of
+        :data:`VECTORS` vectors (float64 forward: 102-116 with ptxas 13.0).
+        """
+        if not self.fused:
+            return (120 if self.vector else 96) if self.dtype == "float64" else 64
+        base = 32 + {"float64": 16, "float16": 8}.get(self.dtype, 0)
+        base += 8 if self.kind in BACKWARD else 0
+        return base + 3 * self.per_thread * self.words
+
+    @property
+    def fits(self) -> bool:
+        """Whether the registers fit ``threads`` per block (and ``MAX_REGISTERS``)."""
+        return self.registers <= min(MAX_REGISTERS, REGISTER_FILE // self.threads)
+
+    @property
+    def launch_bounds(self) -> tuple[int, int]:
+        """``(threads, blocks per multiprocessor)`` for ptxas: as many blocks as the
+        register estimate allows, so it neither spills nor overspends registers."""
+        blocks = REGISTER_FILE // (self.threads * self.registers)
+        return self.threads, max(1, min(blocks, 2048 // self.threads))
+
+    @functools.cached_property
+    def key(self) -> tuple:
+        blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
+        return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
+                self.per_thread, blocks, self.dtype, self.vector)
+
+
+def kernel_for(plan: RowPlan):
+    """The compiled kernel for ``plan`` (built once per plan and device)."""
+    build = _forward_kernel if plan.kind in FORWARD else _backward_kernel
+    return cached(plan.key + (device_key(),), lambda: build(plan))
+
+
+# --- a reduce that every thread of the group sees ------------------------------------
+
+
+def _kit(plan: RowPlan, op):
+    tc = compute_dtype(plan.dtype)
+    return state_kit(op, (tc,) * op.fields)
+
+
+def _allreduce(plan: RowPlan, block, op):
+    """Device function ``allreduce(s, t0, t1, b0, b1) -> state``, valid in every thread
+    of the group.
+
+    ``t0``/``t1``: the block strategy's temp storage (or its warp form's); ``b0``/``b1``:
+    one slot per field through which thread 0 broadcasts (unused by the warp layout).
+    """
+    kit = _kit(plan, op)
+    if plan.layout == "warp":
+        warp_reduce, shfl_idx = block.build_warp_reduce(kit).function, kit.shfl_idx
+
+        @cuda.jit(device=True)
+        def allreduce(s, t0, t1, b0, b1):
+            return shfl_idx(warp_reduce(s, t0, t1), 0)  # lane 0 holds the result
+
+        return allreduce
+    block_reduce, store, load = block.build_reduce(kit), kit.store, kit.load
+
+    @cuda.jit(device=True)
+    def allreduce(s, t0, t1, b0, b1):
+        s = block_reduce(s, t0, t1)
+        if cuda.threadIdx.x == 0:
+            store(b0, b1, 0, s)
+        # One barrier: the broadcast is visible, and no thread reaches this reduce's
+        # temp storage again (next row) before every thread has passed it.
+        cuda.syncthreads()
+        return load(b0, b1, 0)
+
+    return allreduce
+
+
+def _slots(plan: RowPlan, block, op) -> tuple[int, int]:
+    """Shared-memory slots for one reduce's two temp arrays (1 where unused)."""
+    if block is None:
+        return 1, 1
+    if plan.layout == "warp":
+        slots = block.build_warp_reduce(_kit(plan, op)).slots * (plan.threads // WARP)
+    else:
+        slots = block.temp_slots()
+    slots = max(1, slots)
+    return slots, (slots if op.fields == 2 else 1)
+
+
+def _numba_types(plan: RowPlan):
+    tc = compute_dtype(plan.dtype)
+    return from_dtype(tc), from_dtype(np.dtype(plan.dtype)), tc.type
+
+
+def _jit_kernel(plan: RowPlan):
+    """``cuda.jit`` for a kernel: launch bounds on a GPU, nothing under the simulator.
+
+    The bounds (:attr:`RowPlan.launch_bounds`) promise ``threads`` per block, so a
+    launch never runs out of registers.
+    """
+    if SIMULATOR:
+        return cuda.jit
+    return cuda.jit(launch_bounds=plan.launch_bounds)
+
+
+# --- forward: the row's (max, sum) --------------------------------------------------
+
+
+def _element_index(plan: RowPlan):
+    """Device function ``element(lane, k)``: the row element a fused kernel's thread
+    ``lane`` holds in its ``v[k]``: ``lane + k*G``, or with vectors of ``W``, element
+    ``k % W`` of vector ``lane + (k // W)*G``. Coalesced either way: a warp reads 32
+    consecutive elements, or 32 consecutive vectors."""
+    G, W = plan.group, plan.vector
+    if W:
+
+        @cuda.jit(device=True)
+        def element(lane, k):
+            return (lane + (k // W) * G) * W + k % W
+
+        return element
+
+    @cuda.jit(device=True)
+    def element(lane, k):
+        return lane + k * G
+
+    return element
+
+
+def _fused_stats(plan: RowPlan, keep_exp: bool):
+    """Device function ``stats(v, lane, n, sh) -> (max, sum, ref)`` over the ``K``
+    values ``v`` this thread holds (-inf past the row's end).
+
+    With ``keep_exp``, ``v[k]`` is overwritten by ``exp(v[k] - ref)`` (``ref``: the
+    row's maximum, or this thread's own with ``"online"``) so the write phase needs
+    no second ``exp``. ``sh``: the kernel's 8 shared arrays (two reduces' worth).
+    """
+    tc_t, _, tc = _numba_types(plan)
+    K = plan.per_thread
+    NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
+    vmax = MAX.device_combine()
+    element = _element_index(plan)
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
+
+        @cuda.jit(device=True)
+        def stats(v, lane, n, sh):
+            m = v[0]
+            for k in range(1, K):
+                m = vmax(m, v[k])
+            s = ZERO
+            if m == NEG:  # only -inf here: each counts exp(0) = 1 at max -inf
+                for k in range(K):
+                    if element(lane, k) < n:
+                        s += ONE
+                    if keep_exp:
+                        v[k] = ZERO
+            else:
+                for k in range(K):
+                    e = tc_t(math.exp(v[k] - m))
+                    if keep_exp:
+                        v[k] = e
+                    s += e
+            r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1], m
+
+        return stats
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+
+    @cuda.jit(device=True)
+    def stats(v, lane, n, sh):
+        m = v[0]
+        for k in range(1, K):
+            m = vmax(m, v[k])
+        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
+        s = ZERO
+        for k in range(K):
+            e = tc_t(math.exp(v[k] - m))
+            if keep_exp:
+                v[k] = e
+            s += e
+        s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+        return m, s, m
+
+    return stats
+
+
+def _tiled_stats(plan: RowPlan):
+    """Device function ``stats(xr, lane, n, sh) -> (max, sum, max)`` reading the row
+    ``xr`` in tiles: two passes (``"max_then_sum"``) or one (``"online"``)."""
+    tc_t, _, tc = _numba_types(plan)
+    G = plan.group
+    NEG, ZERO = tc(-np.inf), tc(0)
+    vmax = MAX.device_combine()
+    load = _masked_loader(tc_t, NEG)
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
+
+        @cuda.jit(device=True)
+        def stats(xr, lane, n, sh):
+            m, s = NEG, ZERO
+            c = lane
+            while c < n:
+                x0, x1 = load(xr, c, n), load(xr, c + G, n)
+                x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+                mt = vmax(m, vmax(vmax(x0, x1), vmax(x2, x3)))
+                if mt == NEG:  # nothing but -inf so far: count them, never exp(-inf + inf)
+                    s += tc_t((c < n) + (c + G < n) + (c + 2 * G < n) + (c + 3 * G < n))
+                else:  # one rescale per tile, one exp per element
+                    if mt != m:
+                        s *= tc_t(math.exp(m - mt))
+                    s += tc_t(math.exp(x0 - mt)) + tc_t(math.exp(x1 - mt))
+                    s += tc_t(math.exp(x2 - mt)) + tc_t(math.exp(x3 - mt))
+                m = mt
+                c += UNROLL * G
+            r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1], r[0]
+
+        return stats
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+
+    @cuda.jit(device=True)
+    def stats(xr, lane, n, sh):
+        m = NEG
+        c = lane
+        while c < n:
+            x0, x1 = load(xr, c, n), load(xr, c + G, n)
+            x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+            m = vmax(m, vmax(vmax(x0, x1), vmax(x2, x3)))
+            c += UNROLL * G
+        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
+        s = ZERO
+        c = lane
+        while c < n:
+            x0, x1 = load(xr, c, n), load(xr, c + G, n)
+            x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+            s += tc_t(math.exp(x0 - m)) + tc_t(math.exp(x1 - m))
+            s += tc_t(math.exp(x2 - m)) + tc_t(math.exp(x3 - m))
+            c += UNROLL * G
+        s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+        return m, s, m
+
+    return stats
+
+
+def _masked_loader(tc_t, fill):
+    @cuda.jit(device=True)
+    def load(xr, c, n):
+        return tc_t(xr[c]) if c < n else fill
+
+    return load
+
+
+# --- forward: from (max, sum) to the output ------------------------------------------
+
+
+def _finisher(plan: RowPlan):
+    """``prepare(max, sum, ref) -> (a, b)`` once per row and ``finish(v, a, b)`` per
+    element, ``v`` being what the thread holds: ``exp(x - ref)`` (fused softmax) or
+    ``x`` (tiled softmax, log-softmax)."""
+    tc_t, _, tc = _numba_types(plan)
+    ONE = tc(1)
+    if plan.kind == "log_softmax":
+
+        @cuda.jit(device=True)
+        def prepare(m, s, ref):
+            return m, tc_t(math.log(s))
+
+        @cuda.jit(device=True)
+        def finish(v, a, b):
+            return (v - a) - b  # x - max first: exact for nearby values; log(sum) last
+
+        return prepare, finish
+    if plan.fused:
+
+        @cuda.jit(device=True)
+        def prepare(m, s, ref):
+            # exp(ref - max) is 1 unless ref is a thread's own maximum ("online"); it
+            # is exp(nan) = nan when the row's max is +-inf: the documented NaN rows.
+            return tc_t(math.exp(ref - m)) / s, ONE
+
+        @cuda.jit(device=True)
+        def finish(v, a, b):
+            return v * a
+
+        return prepare, finish
+
+    @cuda.jit(device=True)
+    def prepare(m, s, ref):
+        return m, ONE / s
+
+    @cuda.jit(device=True)
+    def finish(v, a, b):
+        return tc_t(math.exp(v - a)) * b
+
+    return prepare, finish
+
+
+# --- kernels: the walk over rows --------------------------------------------------------
+
+
+def _row_walk(plan: RowPlan):
+    """Device functions of the grid-stride walk every row kernel makes over its rows:
+    ``walk() -> (lane, row, step)``, this thread's lane in its group (a warp or the
+    block), its group's first row and the stride to its next; ``split(row, inner) ->
+    (o, i)``, a row's place in the 3-D views (rows are ``(outer, inner)`` pairs)."""
+    G, RPB = plan.group, plan.rows_per_block
+
+    @cuda.jit(device=True)
+    def walk():
+        return (cuda.threadIdx.x % G, int64(cuda.blockIdx.x) * RPB + cuda.threadIdx.x // G,
+                int64(cuda.gridDim.x) * RPB)
+
+    @cuda.jit(device=True)
+    def split(row, inner):
+        o = row // inner
+        return o, row - o * inner
+
+    return walk, split
+
+
+# --- kernels: shared memory ------------------------------------------------------------
+
+
+def _temp_storage(plan: RowPlan, first: tuple, second: tuple | None = None):
+    """Device function ``storage() -> arrays``: a row kernel's shared memory, called
+    once per thread at the kernel's start (CUB's ``TempStorage``).
+
+    ``first``/``second``: ``(block strategy or None, op)`` of each block reduce
+    the kernel runs, in order. For each, the strategy's two temp arrays, then a
+    broadcast slot per field (:func:`_allreduce`'s ``t0, t1, b0, b1``): 4 arrays, or
+    8 with ``second``.
+    """
+    tc_t = _numba_types(plan)[0]
+    a0, a1 = _slots(plan, *first)
+    # Each shared array on its own line, and each line run once per thread: the
+    # simulator keys a shared array by the line that asks for it.
+    if second is None:
+
+        @cuda.jit(device=True)
+        def storage():
+            return (cuda.shared.array(a0, tc_t),
+                    cuda.shared.array(a1, tc_t),
+                    cuda.shared.array(1, tc_t),
+                    cuda.shared.array(1, tc_t))
+
+        return storage
+    b0, b1 = _slots(plan, *second)
+
+    @cuda.jit(device=True)
+    def storage():
+        return (cuda.shared.array(a0, tc_t),
+                cuda.shared.array(a1, tc_t),
+                cuda.shared.array(1, tc_t),
+                cuda.shared.array(1, tc_t),
+                cuda.shared.array(b0, tc_t),
+                cuda.shared.array(b1, tc_t),
+                cuda.shared.array(1, tc_t),
+                cuda.shared.array(1, tc_t))
+
+    return storage
+
+
+# --- forward kernels --------------------------------------------------------------------
+
+
+def _forward_kernel(plan: RowPlan):
+    """``kernel(x, y)`` over 3-D views: softmax or log-softmax of every row (with
+    ``plan.vector``, ``kernel(x, y, *vector_views(plan, [x, y]))``)."""
+    tc_t, out_t, tc = _numba_types(plan)
+    K, G = plan.per_thread, plan.group
+    walk, split = _row_walk(plan)
+    NEG = tc(-np.inf)
+    # Temp storage of two reduces: first the maximum (or the online pair), then the sum
+    # (none after the online pair).
+    if plan.normalizer == "online":
+        storage = _temp_storage(plan, (plan.sum_block, plan.pair_op), (None, SUM))
+    else:
+        storage = _temp_storage(plan, (plan.max_block, MAX), (plan.sum_block, SUM))
+    prepare, finish = _finisher(plan)
+    jit = _jit_kernel(plan)
+    load = _masked_loader(tc_t, NEG)
+
+    if plan.vector:
+        build = _vector_forward if plan.fused else _vector_tiled_forward
+        return build(plan, prepare, finish, jit, storage)
+    if plan.fused:
+        stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+
+        @jit
+        def fused_forward(x, y):
+            sh = storage()
+            v = cuda.local.array(K, tc_t)
+            lane, row, step = walk()
+            inner, n = x.shape[1], x.shape[2]
+            while row < x.shape[0] * inner:  # the same for every thread of a group
+                o, i = split(row, inner)
+                xr, yr = x[o, i], y[o, i]
+                for k in range(K):  # K loads in flight, then nothing but registers
+                    v[k] = load(xr, lane + k * G, n)
+                m, s, ref = stats(v, lane, n, sh)
+                a, b = prepare(m, s, ref)
+                for k in range(K):
+                    c = lane + k * G
+                    if c < n:
+                        yr[c] = out_t(finish(v[k], a, b))
+                row += step
+
+        return fused_forward
+
+    stats = _tiled_stats(plan)
+
+    @jit
+    def tiled_forward(x, y):
+        sh = storage()
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            xr, yr = x[o, i], y[o, i]
+            m, s, ref = stats(xr, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            c = lane
+            while c < n:  # all loads of a tile before its stores: y may alias x
+                x0, x1 = load(xr, c, n), load(xr, c + G, n)
+                x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
+                yr[c] = out_t(finish(x0, a, b))
+                if c + G < n:
+                    yr[c + G] = out_t(finish(x1, a, b))
+                if c + 2 * G < n:
+                    yr[c + 2 * G] = out_t(finish(x2, a, b))
+                if c + 3 * G < n:
+                    yr[c + 3 * G] = out_t(finish(x3, a, b))
+                c += UNROLL * G
+            row += step
+
+    return tiled_forward
+
+
+# --- backward -------------------------------------------------------------------------
+
+
+def _gradient(plan: RowPlan):
+    """``term(y, dy)`` summed over the row, and ``grad(y, dy, total) -> dx``."""
+    tc_t, _, _ = _numba_types(plan)
+    if plan.kind == "softmax_backward":
+
+        @cuda.jit(device=True)
+        def term(y, dy):
+            return y * dy
+
+        @cuda.jit(device=True)
+        def grad(y, dy, total):
+            return y * (dy - total)  # dx = y * (dy - sum(y * dy))
+
+        return term, grad
+
+    @cuda.jit(device=True)
+    def term(y, dy):
+        return dy
+
+    @cuda.jit(device=True)
+    def grad(y, dy, total):
+        return dy - tc_t(math.exp(y)) * total  # y = log_softmax(x): softmax = exp(y)
+
+    return term, grad
+
+
+def _backward_kernel(plan: RowPlan):
+    """``kernel(y, dy, dx)`` over 3-D views: one sum per row, then ``dx`` (with
+    ``plan.vector``, ``kernel(y, dy, dx, *vector_views(plan, [y, dy, dx]))``)."""
+    tc_t, out_t, tc = _numba_types(plan)
+    K, G = plan.per_thread, plan.group
+    walk, split = _row_walk(plan)
+    ZERO = tc(0)
+    storage = _temp_storage(plan, (plan.sum_block, SUM))
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+    term, grad = _gradient(plan)
+    jit = _jit_kernel(plan)
+    load = _masked_loader(tc_t, ZERO)
+
+    if plan.vector:
+        build = _vector_fused_backward if plan.fused else _vector_tiled_backward
+        return build(plan, storage, red_sum, (term, grad), jit)
+    if plan.fused:
+
+        @jit
+        def fused_backward(y, dy, dx):
+            sh = storage()
+            vy = cuda.local.array(K, tc_t)
+            vd = cuda.local.array(K, tc_t)
+            lane, row, step = walk()
+            inner, n = y.shape[1], y.shape[2]
+            while row < y.shape[0] * inner:
+                o, i = split(row, inner)
+                yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+                total = ZERO
+                for k in range(K):
+                    vy[k] = load(yr, lane + k * G, n)
+                    vd[k] = load(dyr, lane + k * G, n)
+                    total += term(vy[k], vd[k])
+                total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+                for k in range(K):
+                    c = lane + k * G
+                    if c < n:
+                        dxr[c] = out_t(grad(vy[k], vd[k], total))
+                row += step
+
+        return fused_backward
+
+    @jit
+    def tiled_backward(y, dy, dx):
+        sh = storage()
+        lane, row, step = walk()
+        inner, n = y.shape[1], y.shape[2]
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
+            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+            total = ZERO
+            c = lane
+            while c < n:
+                total += term(load(yr, c, n), load(dyr, c, n))
+                total += term(load(yr, c + G, n), load(dyr, c + G, n))
+                total += term(load(yr, c + 2 * G, n), load(dyr, c + 2 * G, n))
+                total += term(load(yr, c + 3 * G, n), load(dyr, c + 3 * G, n))
+                c += UNROLL * G
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            c = lane
+            while c < n:  # loads of a pair of elements before their stores: dx may alias
+                y0, d0 = load(yr, c, n), load(dyr, c, n)
+                y1, d1 = load(yr, c + G, n), load(dyr, c + G, n)
+                dxr[c] = out_t(grad(y0, d0, total))
+                if c + G < n:
+                    dxr[c + G] = out_t(grad(y1, d1, total))
+                c += 2 * G
+            row += step
+
+    return tiled_backward
+
+
+# --- rows read and written in 16-byte vectors --------------------------------------------
+
+
+def vector_width(plan: RowPlan, n: int, views: list) -> int:
+    """Elements per 16-byte vector for ``plan`` over ``views`` (3-D, rows last: every
+    array the kernel reads or writes), or 0 for scalar loads: float32/float64 rows,
+    contiguous in every view, and
+
+    * fused plans (rows held as whole vectors per thread): ``n`` and ``per_thread``
+      multiples of the vector length, each row of every view starting 16-byte
+      aligned (CUB's ``LOAD_VECTORIZE`` condition);
+    * tiled plans (any ``n``: each row's head before its first 16-byte boundary and
+      tail after its last go through scalar loads): each row as far from a boundary
+      in every view (:func:`_rows_in_step`), so that a thread's vectors of one array
+      are its vectors of the others.
+
+    Fewer load and store instructions and address registers per element than
+    scalar accesses. ``n``: the row length.
+    """
+    dtype = np.dtype(plan.dtype)
+    if dtype.kind != "f" or dtype.itemsize < 4:  # float16 computes in float32: scalar
+        return 0
+    if any(v.strides[2] != dtype.itemsize for v in views):
+        return 0
+    width = vector_lanes(dtype)
+    if plan.fused:
+        whole = n % width == 0 and plan.per_thread % width == 0
+        return width if whole and all(rows_aligned(v, 2) for v in views) else 0
+    return width if _rows_in_step(views, dtype.itemsize) else 0
+
+
+def _rows_in_step(views: list, itemsize: int) -> bool:
+    """Whether every row starts the same whole number of elements past a 16-byte
+    boundary in each of ``views``: the same address modulo 16 and, along each outer
+    dimension longer than one, non-negative strides of whole elements, equal modulo
+    16. And the first boundary lies inside every view's memory (:func:`vector_views`
+    starts there)."""
+    offsets = {address(v) % VECTOR_BYTES for v in views}
+    if len(offsets) > 1 or next(iter(offsets)) % itemsize:
+        return False
+    for d in (0, 1):
+        strides = [v.strides[d] for v in views]
+        if views[0].shape[d] > 1 and (any(s < 0 or s % itemsize for s in strides)
+                                      or len({s % VECTOR_BYTES for s in strides}) > 1):
+            return False
+    head = _head(views[0])
+    return all(head * itemsize <= sum((e - 1) * s for e, s in zip(v.shape, v.strides))
+               for v in views)
+
+
+def _head(view) -> int:
+    """Elements from a view's first element to the first 16-byte boundary."""
+    return -address(view) % VECTOR_BYTES // np.dtype(view.dtype).itemsize
+
+
+def vector_views(plan: RowPlan, views: list) -> list:
+    """The arguments a vector kernel takes after its 3-D ``views``: for each, a 1-D
+    view of its memory from its first 16-byte boundary (what vector loads index:
+    ``runtime.views.span_view`` less the elements before the boundary); a tiled kernel
+    then takes the number of those elements, the same for every view
+    (:func:`vector_width` has checked)."""
+    head = _head(views[0])
+    spans = [skip(span_view(v), head) for v in views]
+    return spans if plan.fused else [*spans, head]
+
+
+
+def _first_vector(plan: RowPlan):
+    """Device function ``first_vector(a, o, i)``: the vector of ``a``'s 1-D view
+    (from ``a``'s first element) where row ``(o, i)`` starts; rows of a fused vector
+    plan start 16-byte aligned (:func:`vector_width`)."""
+    step = np.dtype(plan.dtype).itemsize * plan.vector
+
+    @cuda.jit(device=True)
+    def first_vector(a, o, i):
+        return (o * a.strides[0] + i * a.strides[1]) // step
+
+    return first_vector
+
+
+def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, xf, yf)``: the fused forward kernel reading and writing each row
+    in 16-byte vectors through ``xf``/``yf``, 1-D views of the rows' memory from
+    ``x``'s and ``y``'s first element (:func:`vector_width` has checked them)."""
+    tc_t, _, tc = _numba_types(plan)
+    K, G, W = plan.per_thread, plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    KV, NEG = K // W, tc(-np.inf)
+    first_vector = _first_vector(plan)
+    stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+    vload, vstore = vector_loader(W), vector_storer(W)
+    pack = _PACKERS[W]
+
+    @jit
+    def vector_forward(x, y, xf, yf):
+        sh = storage()
+        v = cuda.local.array(K, tc_t)
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:  # the same for every thread of a group
+            o, i = split(row, inner)
+            xv, yv = first_vector(x, o, i), first_vector(y, o, i)
+            for j in range(KV):  # KV vector loads in flight, then only registers
+                if (lane + j * G) * W < n:
+                    t = vload(xf, xv + lane + j * G)
+                    for q in range(W):
+                        v[j * W + q] = t[q]
+                else:
+                    for q in range(W):
+                        v[j * W + q] = NEG
+            m, s, ref = stats(v, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            for k in range(K):
+                v[k] = finish(v[k], a, b)
+            for j in range(KV):
+                if (lane + j * G) * W < n:
+                    vstore(yf, yv + lane + j * G, pack(v, j * W))
+            row += step
+
+    return vector_forward
+
+
+# Tiled rows in vectors: a row is a head of scalars, `count` whole vectors, a tail of
+# scalars (head and tail shorter than a vector: lanes 0 to W-2 take one element of
+# each). Each pass loops over the vectors in tiles of `vectors * G`, masked at the end.
+
+
+def _row_vectors(plan: RowPlan):
+    """Device function ``row_vectors(a, o, i, head0, n) -> (first, head, count)`` for
+    row ``(o, i)`` of the 3-D view ``a``: ``head`` elements (at most ``n``) before the
+    row's first 16-byte boundary, then ``count`` whole vectors, the first being
+    vector ``first`` of ``a``'s 1-D view (whose element 0 is ``a``'s element
+    ``head0``: :func:`vector_views`); the tail, the rest, is shorter than a vector."""
+    W, itemsize = plan.vector, np.dtype(plan.dtype).itemsize
+
+    @cuda.jit(device=True)
+    def row_vectors(a, o, i, head0, n):
+        e = (o * a.strides[0] + i * a.strides[1]) // itemsize  # from a's first element
+        head = min((head0 + W - e % W) % W, n)
+        return (e + head - head0) // W, head, (n - head) // W
+
+    return row_vectors
+
+
+def _edge_loader(plan: RowPlan, fill):
+    """Device function ``edges(r, lane, head, count, n) -> (h, t)``: element ``lane``
+    of row ``r``'s head and of its tail, ``fill`` where there is none."""
+    W = plan.vector
+    load = _masked_loader(_numba_types(plan)[0], fill)
+
+    @cuda.jit(device=True)
+    def edges(r, lane, head, count, n):
+        return load(r, lane, head), load(r, head + count * W + lane, n)
+
+    return edges
+
+
+def _tile_loader(plan: RowPlan, vectors: int, fill):
+    """Device function ``tile(v, af, first, j, count) -> loaded``: the row's vectors
+    ``j, j + G, ..., j + (vectors - 1) G`` of ``count`` (vector 0 being ``af``'s
+    vector ``first``) into the local array ``v``, ``fill`` past the row's last;
+    ``loaded``: the elements read. Every load is issued before any value is used:
+    ``vectors`` loads in flight."""
+    G, W = plan.group, plan.vector
+    vload = vector_loader(W)
+
+    @cuda.jit(device=True)
+    def tile(v, af, first, j, count):
+        loaded = 0
+        for u in range(vectors):
+            if j + u * G < count:
+                t = vload(af, first + j + u * G)
+                for q in range(W):
+                    v[u * W + q] = t[q]
+                loaded += W
+            else:
+                for q in range(W):
+                    v[u * W + q] = fill
+        return loaded
+
+    return tile
+
+
+def _online_folder(plan: RowPlan, length: int):
+    """Device function ``fold(m, s, v, valid) -> (m, s)``: the online ``(max, sum)``
+    after the ``length`` values of the local array ``v``, ``valid`` of which are row
+    elements (the others -inf): one rescale, one exp per value."""
+    tc_t, _, tc = _numba_types(plan)
+    NEG = tc(-np.inf)
+    vmax = MAX.device_combine()
+
+    @cuda.jit(device=True)
+    def fold(m, s, v, valid):
+        mt = m
+        for k in range(length):
+            mt = vmax(mt, v[k])
+        if mt == NEG:  # nothing but -inf so far: count them, never exp(-inf + inf)
+            return mt, s + tc_t(valid)
+        if mt != m:
+            s *= tc_t(math.exp(m - mt))
+        for k in range(length):
+            s += tc_t(math.exp(v[k] - mt))
+        return mt, s
+
+    return fold
+
+
+def _vector_tiled_stats(plan: RowPlan):
+    """Device function ``stats(xr, xf, first, head, count, lane, n, sh) -> (max, sum,
+    max)``: :func:`_tiled_stats` reading the row's vectors from ``xf``
+    (:func:`_row_vectors`' ``first, head, count``) and its head and tail from ``xr``."""
+    tc_t, _, tc = _numba_types(plan)
+    G, W, L = plan.group, plan.vector, VECTORS * plan.vector
+    NEG, ZERO = tc(-np.inf), tc(0)
+    tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
+        fold_edges, fold = _online_folder(plan, 2), _online_folder(plan, L)
+
+        @cuda.jit(device=True)
+        def stats(xr, xf, first, head, count, lane, n, sh):
+            v = cuda.local.array(L, tc_t)
+            h, t = edges(xr, lane, head, count, n)
+            v[0] = h  # the edges fold first, through the tiles' array
+            v[1] = t
+            ends = (lane < head) + (head + count * W + lane < n)  # elements in h, t
+            m, s = fold_edges(NEG, ZERO, v, ends)
+            j = lane
+            while j < count:
+                m, s = fold(m, s, v, tile(v, xf, first, j, count))
+                j += VECTORS * G
+            r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1], r[0]
+
+        return stats
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+    vmax = MAX.device_combine()
+
+    @cuda.jit(device=True)
+    def stats(xr, xf, first, head, count, lane, n, sh):
+        v = cuda.local.array(L, tc_t)
+        h, t = edges(xr, lane, head, count, n)
+        m = vmax(h, t)
+        j = lane
+        while j < count:
+            tile(v, xf, first, j, count)
+            for k in range(L):
+                m = vmax(m, v[k])
+            j += VECTORS * G
+        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
+        s = tc_t(math.exp(h - m)) + tc_t(math.exp(t - m))
+        j = lane
+        while j < count:
+            tile(v, xf, first, j, count)
+            for k in range(L):
+                s += tc_t(math.exp(v[k] - m))
+            j += VECTORS * G
+        s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+        return m, s, m
+
+    return stats
+
+
+def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, xf, yf, head0)``: the tiled forward kernel with each row's whole
+    16-byte vectors read from ``xf`` (by the stats pass and the write pass) and
+    written to ``yf``, and its head and tail through ``x`` and ``y``
+    (:func:`vector_views`)."""
+    tc_t, out_t, tc = _numba_types(plan)
+    G, W = plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    L, NEG = VECTORS * W, tc(-np.inf)  # a tile's elements per thread
+    stats, row_vectors = _vector_tiled_stats(plan), _row_vectors(plan)
+    tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
+    vstore, pack = vector_storer(W), _PACKERS[W]
+
+    @jit
+    def vector_tiled_forward(x, y, xf, yf, head0):
+        sh = storage()
+        v = cuda.local.array(L, tc_t)
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            xr, yr = x[o, i], y[o, i]
+            xv, head, count = row_vectors(x, o, i, head0, n)
+            yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
+            m, s, ref = stats(xr, xf, xv, head, count, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            j = lane
+            while j < count:  # all loads of a tile before its stores: y may alias x
+                tile(v, xf, xv, j, count)
+                for u in range(VECTORS):
+                    if j + u * G < count:
+                        for q in range(W):
+                            v[u * W + q] = finish(v[u * W + q], a, b)
+                        vstore(yf, yv + j + u * G, pack(v, u * W))
+                j += VECTORS * G
+            h, t = edges(xr, lane, head, count, n)
+            if lane < head:
+                yr[lane] = out_t(finish(h, a, b))
+            if head + count * W + lane < n:
+                yr[head + count * W + lane] = out_t(finish(t, a, b))
+            row += step
+
+    return vector_tiled_forward
+
+
+# --- backward in vectors ------------------------------------------------------------------
+
+
+def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
+    """``kernel(y, dy, dx, yf, dyf, dxf)``: the fused backward kernel reading ``y`` and
+    ``dy`` and writing ``dx`` in 16-byte vectors through 1-D views from each array's
+    first element (rows aligned, whole vectors: :func:`vector_width`)."""
+    tc_t, _, tc = _numba_types(plan)
+    K, G, W = plan.per_thread, plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    KV, ZERO = K // W, tc(0)
+    first_vector = _first_vector(plan)
+    term, grad = gradient
+    vload, vstore, pack = vector_loader(W), vector_storer(W), _PACKERS[W]
+
+    @jit
+    def vector_fused_backward(y, dy, dx, yf, dyf, dxf):
+        sh = storage()
+        vy = cuda.local.array(K, tc_t)
+        vd = cuda.local.array(K, tc_t)
+        lane, row, step = walk()
+        inner, n = y.shape[1], y.shape[2]
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
+            yv, dv = first_vector(y, o, i), first_vector(dy, o, i)
+            xv = first_vector(dx, o, i)
+            for j in range(KV):  # 2 KV vector loads in flight, then only registers
+                if (lane + j * G) * W < n:
+                    ty, td = vload(yf, yv + lane + j * G), vload(dyf, dv + lane + j * G)
+                    for q in range(W):
+                        vy[j * W + q] = ty[q]
+                        vd[j * W + q] = td[q]
+                else:
+                    for q in range(W):
+                        vy[j * W + q] = ZERO
+                        vd[j * W + q] = ZERO
+            total = ZERO
+            for k in range(K):
+                total += term(vy[k], vd[k])
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            for k in range(K):
+                vy[k] = grad(vy[k], vd[k], total)
+            for j in range(KV):
+                if (lane + j * G) * W < n:
+                    vstore(dxf, xv + lane + j * G, pack(vy, j * W))
+            row += step
+
+    return vector_fused_backward
+
+
+def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
+    """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the tiled backward kernel with each
+    row's whole vectors read from ``yf``/``dyf`` and written to ``dxf``, its head and
+    tail through ``y``, ``dy``, ``dx`` (:func:`vector_views`). Half of
+    :data:`VECTORS` vectors of each input per tile: ``VECTORS`` loads in flight."""
+    tc_t, out_t, tc = _numba_types(plan)
+    G, W = plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    U, ZERO = VECTORS // 2, tc(0)
+    L = U * W  # a tile's elements per thread, of each input
+    term, grad = gradient
+    row_vectors = _row_vectors(plan)
+    tile, edges = _tile_loader(plan, U, ZERO), _edge_loader(plan, ZERO)
+    vstore, pack = vector_storer(W), _PACKERS[W]
+
+    @jit
+    def vector_tiled_backward(y, dy, dx, yf, dyf, dxf, head0):
+        sh = storage()
+        vy = cuda.local.array(L, tc_t)
+        vd = cuda.local.array(L, tc_t)
+        lane, row, step = walk()
+        inner, n = y.shape[1], y.shape[2]
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
+            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+            yv, head, count = row_vectors(y, o, i, head0, n)
+            dv = row_vectors(dy, o, i, head0, n)[0]  # the same head and count
+            xv = row_vectors(dx, o, i, head0, n)[0]
+            y0, y1 = edges(yr, lane, head, count, n)  # kept for the write pass
+            d0, d1 = edges(dyr, lane, head, count, n)
+            total = term(y0, d0) + term(y1, d1)
+            j = lane
+            while j < count:
+                tile(vy, yf, yv, j, count)
+                tile(vd, dyf, dv, j, count)
+                for k in range(L):
+                    total += term(vy[k], vd[k])
+                j += U * G
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            j = lane
+            while j < count:  # all loads of a tile before its stores: dx may alias
+                tile(vy, yf, yv, j, count)
+                tile(vd, dyf, dv, j, count)
+                for u in range(U):
+                    if j + u * G < count:
+                        for q in range(W):
+                            vy[u * W + q] = grad(vy[u * W + q], vd[u * W + q], total)
+                        vstore(dxf, xv + j + u * G, pack(vy, u * W))
+                j += U * G
+            if lane < head:
+                dxr[lane] = out_t(grad(y0, d0, total))
+            if head + count * W + lane < n:
+                dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
+            row += step
+
+    return vector_tiled_backward
+
+
+@cuda.jit(device=True)
+def _pack2(v, b):
+    return (v[b], v[b + 1])
+
+
+@cuda.jit(device=True)
+def _pack4(v, b):
+    return (v[b], v[b + 1], v[b + 2], v[b + 3])
+
+
+_PACKERS = {2: _pack2, 4: _pack4}  # W elements of a local array as a tuple

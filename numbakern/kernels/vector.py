@@ -1,0 +1,165 @@
+"""Vector loads: one 16-byte load instruction for several consecutive elements.
+
+A memory-bound kernel is limited by the bytes each thread has in flight. Scalar loads
+of float32 put 4 bytes in flight per instruction; ``ld.global.v4.f32`` puts 16, so a
+thread needs a quarter of the load instructions (and their address arithmetic) to
+keep the same bytes in flight. CUB does this in ``LOAD_VECTORIZE`` when the input is
+aligned, and falls back to scalar loads when it is not; numbakern does the same
+(``flat_reduce.vector_width``).
+
+Numba has no vector type, so :func:`vector_loader` builds an intrinsic that emits an
+LLVM load of ``<W x T>`` and returns its lanes as a tuple, and :func:`vector_storer`
+one that stores a tuple as one ``<W x T>`` (``st.global.v4.f32``). Under the
+simulator the same calls are slices of the array.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import cuda, int64
+
+from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.views import address
+
+VECTOR_BYTES = 16  # the widest load a CUDA thread can issue
+
+
+def vector_lanes(dtype) -> int:
+    """Elements of ``dtype`` in one 16-byte vector, or 0 for a dtype the vector loads
+    do not take (bool, and anything wider than 8 bytes)."""
+    dtype = np.dtype(dtype)
+    return VECTOR_BYTES // dtype.itemsize if dtype.kind in "iuf" and dtype.itemsize <= 8 \
+        else 0
+
+
+def rows_aligned(view, outer: int) -> bool:
+    """Whether every row of ``view`` starts 16-byte aligned: its first element, and each
+    step along its first ``outer`` dimensions (those longer than one, which must not
+    run backwards), CUB's ``LOAD_VECTORIZE`` condition per row."""
+    if address(view) % VECTOR_BYTES:
+        return False
+    return all(e <= 1 or (s >= 0 and s % VECTOR_BYTES == 0)
+               for e, s in zip(view.shape[:outer], view.strides[:outer]))
+
+
+if SIMULATOR:
+
+    @functools.lru_cache(maxsize=None)
+    def vector_loader(width: int):
+        """``load(a, j) -> (a[j*W], ..., a[j*W + W-1])`` (simulator version)."""
+
+        def load(a, j):
+            return tuple(a[j * width:(j + 1) * width])
+
+        return load
+
+    @functools.lru_cache(maxsize=None)
+    def vector_storer(width: int):
+        """``store(a, j, values)``: ``a[j*W : j*W + W] = values`` (simulator version)."""
+
+        def store(a, j, values):
+            a[j * width:(j + 1) * width] = values
+
+        return store
+
+else:
+    from llvmlite import ir
+    from numba.core import types
+    from numba.core.errors import TypingError
+    from numba.cuda.extending import intrinsic
+
+    def _check_vector_array(a, j, what: str) -> None:
+        if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"):
+            raise TypingError(f"vector {what} needs a 1-D C-contiguous array, got {a}")
+        if not isinstance(j, types.Integer):
+            raise TypingError(f"vector {what} index must be an integer, got {j}")
+
+    @functools.lru_cache(maxsize=None)
+    def vector_loader(width: int):
+        """Device function ``load(a, j) -> (a[j*W], ..., a[j*W + W-1])``, one
+        ``W``-wide vector load.
+
+        ``a``: a 1-D C-contiguous device array whose data pointer is aligned to
+        ``W * itemsize`` bytes (the caller checks); ``j``: the vector's index.
+        """
+
+        @intrinsic
+        def load(typingctx, a, j):
+            _check_vector_array(a, j, "load")
+
+            def codegen(context, builder, sig, args):
+                array = context.make_array(sig.args[0])(context, builder, args[0])
+                element = context.get_data_type(a.dtype)
+                vector = ir.VectorType(element, width)
+                base = builder.bitcast(array.data, vector.as_pointer())
+                index = context.cast(builder, args[1], sig.args[1], types.int64)
+                loaded = builder.load(builder.gep(base, [index]),
+                                      align=width * context.get_abi_sizeof(element))
+                items = [builder.extract_element(loaded, ir.Constant(ir.IntType(32), k))
+                         for k in range(width)]
+                return context.make_tuple(builder, sig.return_type, items)
+
+            return types.UniTuple(a.dtype, width)(a, j), codegen
+
+        return load
+
+    @functools.lru_cache(maxsize=None)
+    def vector_storer(width: int):
+        """Device function ``store(a, j, values)``: ``a[j*W : j*W + W] = values``, one
+        ``W``-wide vector store.
+
+        ``a``: as :func:`vector_loader`'s; ``values``: a tuple of ``W`` elements of
+        ``a``'s dtype.
+        """
+
+        @intrinsic
+        def store(typingctx, a, j, values):
+            _check_vector_array(a, j, "store")
+            if not (isinstance(values, types.UniTuple) and values.count == width
+                    and values.dtype == a.dtype):
+                raise TypingError(f"vector store takes {width} values of {a.dtype}, got "
+                                  f"{values}")
+
+            def codegen(context, builder, sig, args):
+                array = context.make_array(sig.args[0])(context, builder, args[0])
+                element = context.get_data_type(a.dtype)
+                vector = ir.VectorType(element, width)
+                packed = ir.Constant(vector, ir.Undefined)
+                for k in range(width):
+                    packed = builder.insert_element(packed, builder.extract_value(args[2], k),
+                                                    ir.Constant(ir.IntType(32), k))
+                base = builder.bitcast(array.data, vector.as_pointer())
+                index = context.cast(builder, args[1], sig.args[1], types.int64)
+                builder.store(packed, builder.gep(base, [index]),
+                              align=width * context.get_abi_sizeof(element))
+                return context.get_dummy_value()
+
+            return types.none(a, j, values), codegen
+
+        return store
+
+
+def lane_folder(combine, to_state, first: int, count: int):
+    """Device function ``fold(v, base)``: the combine of lanes ``first .. first+count-1``
+    of the vector ``v`` (element ``base + lane``), as a tree. Every lane index is a
+    compile-time constant, so the tuple stays in registers without relying on loop
+    unrolling (the compiled first pass uses 32 registers and no local memory on
+    sm_90)."""
+    if count == 1:
+
+        @cuda.jit(device=True)
+        def fold(v, base):
+            return to_state(v[first], int64(base) + first)  # uint64 + int is a float
+
+        return fold
+    half = count // 2
+    low = lane_folder(combine, to_state, first, half)
+    high = lane_folder(combine, to_state, first + half, count - half)
+
+    @cuda.jit(device=True)
+    def fold(v, base):
+        return combine(low(v, base), high(v, base))
+
+    return fold

@@ -1,0 +1,34 @@
+"""Argument checks every layer shares: counts and flags, with messages that name the
+argument and say what is allowed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .device import MAX_GRID
+
+
+def check_count(value, name: str) -> int:
+    """``value`` as an int: a Python or NumPy integer (not a bool), else TypeError."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return int(value)
+
+
+def check_optional_count(value, name: str, most: int = MAX_GRID) -> int | None:
+    """``None`` (automatic), or ``value`` as an int from 1 to ``most``: TypeError for
+    a non-int (a bool or float included), ValueError out of range."""
+    if value is None:
+        return None
+    value = check_count(value, name)
+    if not 1 <= value <= most:
+        raise ValueError(f"{name} must be a positive int up to {most} or None (automatic), "
+                         f"got {value}")
+    return value
+
+
+def check_flag(value, name: str) -> bool:
+    """A keyword that must be True or False (``exclusive``, ``descending``, ...)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)

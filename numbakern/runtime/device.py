@@ -1,0 +1,53 @@
+"""What the device is: a real GPU or Numba's simulator, and the numbers kernels size by.
+
+Every other module asks here rather than deciding for itself: whether the simulator
+runs (chosen at import, ``numbakern/runtime/backend.py``), the warp and shared-memory
+sizes of CUDA GPUs, and the block sizes and grid caps numbakern uses on each. Under
+the simulator every CUDA thread is an OS thread, so everything is smaller there.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from numba import cuda
+from numba.cuda.core import config
+
+SIMULATOR = bool(config.ENABLE_CUDASIM)
+
+#: threads of a warp, on every NVIDIA GPU
+WARP = 32
+#: every lane of a warp
+FULL_MASK = 0xFFFFFFFF
+#: static shared memory a block may use (48 KiB without opting in to more)
+SHARED_LIMIT = 48 * 1024
+#: the most blocks of one launch (CUDA's grid x limit)
+MAX_GRID = 2**31 - 1
+#: threads a multiprocessor holds at once (sm_70 and later)
+THREADS_PER_MULTIPROCESSOR = 2048
+#: 32-bit registers per multiprocessor (sm_70 to sm_100)
+REGISTER_FILE = 65536
+
+#: the default threads per block: 256 on a GPU; 64 under the simulator
+DEFAULT_THREADS = 64 if SIMULATOR else 256
+#: Under the simulator every block costs ~0.1 s of Python threads: two are enough to
+#: exercise a grid-level combine.
+SIMULATOR_MAX_BLOCKS = 2
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device_id: int) -> int:
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
+def max_resident_blocks(threads: int) -> int:
+    """Blocks of ``threads`` that fill the device once (2 under the simulator)."""
+    if SIMULATOR:
+        return SIMULATOR_MAX_BLOCKS
+    from .launch import current_device_id
+
+    return _multiprocessors(current_device_id()) * max(1, THREADS_PER_MULTIPROCESSOR // threads)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)

@@ -1,0 +1,465 @@
+"""Replay: a repeated call with the same signature re-runs its recorded launches.
+
+Why
+---
+Once a call's arguments are checked, its strategy resolved and its kernels chosen,
+what reaches the GPU is fixed: some allocations, some kernel launches whose
+parameters are constants (sizes, strides, grid) plus the addresses of the inputs and
+of the allocations, and a result that is a view of an allocation. None of it depends
+on the data, only on the signature: the arrays' dtypes, shapes, strides and address
+alignment, the other arguments' values, the device. Yet Python spends 40-100 us
+deciding it again on each call (H200 host, bench/NOTES.md): as long as the kernels
+of a whole 256 MB reduction.
+
+So the first call with a signature runs as usual while a recording notes each
+allocation (``Workspace.empty``), each launch (``launch.launch``) and what the result
+is a view of. Later calls replay it: one allocation holding every temporary, the
+new addresses patched into the recorded kernel parameters, the driver calls, the
+result views. It is the idea of CUDA graphs (capture once, launch many times) kept
+at the level of plain launches, so that addresses can change from call to call.
+
+What is never replayed
+----------------------
+A recording is kept only when everything the call did to device memory went through
+those two doors. Each of these makes a signature run the ordinary way every time:
+a device-to-host read (a later decision might depend on the data), a host-to-device
+upload, a launch argument whose address is neither an input's nor an allocation's
+(a copy CuPy made, say), a launch on another stream, a result that is not a view of
+an allocation (an ``out=`` array, a host scalar, a CuPy cast), an empty array.
+Calls with host (NumPy) input, with an explicit ``stream=``, or with an argument
+that cannot be keyed (a list, a mutable array) also run the ordinary way.
+
+Under the simulator the same recordings replay through Numba's simulated launches,
+so the test suite exercises recording and replay on every machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections import Counter
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import cuda
+
+from .device import SIMULATOR
+from .launch import (DeviceBuffer, buffer, current_device_id, current_recording,
+                     driver_launch, flatten, launcher_for, parameter_block, set_recording,
+                     stream_handle, to_device_array)
+from .memo import VALUES
+
+ALIGN = 256  # each temporary's offset in the call's one allocation (CuPy's pool's too)
+# An address keys a call by its remainder modulo this: the one property of an address a
+# plan reads (16-byte vector loads, kernels.vector_width).
+ADDRESS_KEY = 16
+MAX_SIGNATURES = 256  # per function; the table starts afresh when full
+
+# Replays, recordings kept and refused, since import: for tests and the curious.
+counts: Counter = Counter()
+
+_HOST = (list, dict, set, np.ndarray)  # never keyed: their contents are the input
+_enabled = True
+
+
+@contextlib.contextmanager
+def disabled():
+    """Run the calls inside the ``with`` block the ordinary way (for comparisons)."""
+    global _enabled
+    before, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = before
+
+
+# --- arrays: what keys them, where they live -----------------------------------------
+
+
+class _Array(NamedTuple):
+    """An array argument: its address and the layout that keys it."""
+
+    kind: str  # "cupy", "device" (Numba, PyTorch, ... on a GPU) or "sim"
+    address: int
+    dtype: np.dtype
+    shape: tuple
+    strides: tuple
+
+
+def _device_array(v) -> _Array | None:
+    """``v`` as a device array, or None when it is not one."""
+    if SIMULATOR:
+        ary = getattr(v, "_ary", None)  # the simulator's FakeCUDAArray
+        if ary is None:
+            return None
+        return _Array("sim", ary.__array_interface__["data"][0], ary.dtype, ary.shape,
+                      ary.strides)
+    if type(v).__module__.startswith("cupy"):
+        if not hasattr(v, "data"):
+            return None
+        return _Array("cupy", v.data.ptr, v.dtype, v.shape, v.strides)
+    if not hasattr(v, "__cuda_array_interface__"):
+        return None
+    b = buffer(v)  # the launcher's reading of the interface (strides None: C order)
+    return _Array("device", b.ptr, b.dtype, b.shape, b.strides)
+
+
+def _extent(a: _Array) -> tuple[int, int]:
+    """``[lo, hi)``: the bytes an array's elements span (empty for an empty array)."""
+    if 0 in a.shape:
+        return a.address, a.address
+    lo = hi = a.address
+    for n, s in zip(a.shape, a.strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + a.dtype.itemsize
+
+
+def _signature(args: tuple, kwargs: dict, arrays: list, refs: list):
+    """The key of a call, or None when it cannot be keyed; fills ``arrays`` with the
+    array arguments and ``refs`` with objects keyed by identity (kept alive by the
+    table, so that their ids stay theirs)."""
+    key = []
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, VALUES):
+            key.append((type(v), v))
+        elif type(v) is tuple:
+            if not all(isinstance(e, VALUES) for e in v):
+                return None
+            key.append((tuple, tuple(map(type, v)), v))
+        elif isinstance(v, _HOST):
+            return None
+        else:
+            a = _device_array(v)
+            if a is None:
+                refs.append(v)  # a strategy, an op, a function: by identity
+                key.append((type(v), id(v)))
+                continue
+            if arrays and a.kind != arrays[0].kind:
+                return None
+            arrays.append(a)
+            key.append((a.kind, a.dtype, a.shape, a.strides, a.address % ADDRESS_KEY))
+    if not arrays:
+        return None
+    key.append(tuple(kwargs))
+    if not SIMULATOR:
+        key.append(current_device_id())
+    return tuple(key)
+
+
+# --- the decorator ---------------------------------------------------------------------
+
+
+class _Refused(NamedTuple):
+    why: str
+
+
+_UNKEYED = object()
+
+
+def replayable(fn):
+    """Decorator: replay ``fn``'s recorded launches on repeated signatures (this
+    module's docstring says when); ``fn`` itself otherwise."""
+    table: dict = {}
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not _enabled or kwargs.get("stream") is not None or \
+                current_recording() is not None:
+            return fn(*args, **kwargs)
+        arrays, refs = [], []
+        key = _signature(args, kwargs, arrays, refs)
+        try:
+            entry = table.get(key) if key is not None else _UNKEYED
+        except TypeError:  # an unhashable value (a structured NumPy scalar): fn decides
+            entry = _UNKEYED
+        if entry is _UNKEYED:
+            return fn(*args, **kwargs)
+        if entry is None:
+            result, program = _record(fn, args, kwargs, arrays)
+            if len(table) >= MAX_SIGNATURES:
+                table.clear()
+            table[key] = (program, refs)
+            counts["refused" if type(program) is _Refused else "recorded"] += 1
+            return result
+        program = entry[0]
+        if type(program) is _Refused:
+            return fn(*args, **kwargs)
+        counts["replayed"] += 1
+        return program.run(arrays)
+
+    call.replay_table = table
+    return call
+
+
+def _record(fn, args, kwargs, arrays: list):
+    """Run ``fn`` once while recording: ``(result, program or _Refused)``."""
+    recording = Recording(arrays)
+    set_recording(recording)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        set_recording(None)
+    try:
+        program = recording.program(result)
+    except _Flaw as flaw:
+        program = _Refused(str(flaw))
+    return result, program
+
+
+class _Flaw(Exception):
+    """Why a recording cannot be replayed."""
+
+
+# --- recording -------------------------------------------------------------------------
+
+
+class Recording:
+    """What one call did to device memory (reported by ``launch`` and ``arrays``)."""
+
+    def __init__(self, inputs: list):
+        self.inputs = inputs
+        self.allocations: list[tuple[int, int]] = []  # (address, bytes)
+        self.launches: list[tuple] = []  # (kernel, grid, block, stream, args)
+        self.flaw: str | None = None
+        # Every allocation stays alive until the call ends, so that no other allocation
+        # of the call (a CuPy cast, say) can reuse its memory and pass for it.
+        self.alive: list = []
+        extents = sorted(_extent(a) for a in inputs)
+        if any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:])):
+            # Which input an address belongs to would be ambiguous, and recorded
+            # offsets from one input would replay into another.
+            self.refuse("inputs that share memory")
+
+    def refuse(self, why: str) -> None:
+        """Mark the call as not replayable (the first reason is kept)."""
+        if self.flaw is None:
+            self.flaw = why
+
+    def allocate(self, arr) -> None:
+        """An allocation of ``Workspace.empty``: a DeviceBuffer, or a simulator array."""
+        if SIMULATOR:
+            address, nbytes = arr._ary.__array_interface__["data"][0], arr._ary.nbytes
+        else:
+            address, nbytes = arr.ptr, arr.size * arr.dtype.itemsize
+        if nbytes == 0:
+            self.refuse("an empty allocation")
+        self.allocations.append((address, nbytes))
+        self.alive.append(arr)
+
+    def launch(self, kernel, grid: int, block: int, stream, args: tuple) -> None:
+        self.launches.append((kernel, grid, block, stream, args))
+
+    def program(self, result) -> "Program":
+        """The replayable program; raises :class:`_Flaw` when there is none."""
+        if self.flaw is not None:
+            raise _Flaw(self.flaw)
+        layout = _Layout(self.inputs, self.allocations)
+        kind = self.inputs[0].kind
+        stream = _stream_of(kind)
+        steps = []
+        for kernel, grid, block, launch_stream, args in self.launches:
+            if _handle(launch_stream) != _handle(stream):
+                raise _Flaw("a launch on another stream")
+            steps.append((_sim_step if SIMULATOR else _gpu_step)(layout, kernel, grid, block,
+                                                                 args))
+        return Program(kind, layout.total, steps, _result_spec(result, layout))
+
+
+class _Layout:
+    """Where recorded addresses came from: input ``i`` or the one allocation (source
+    ``len(inputs)``) at an offset."""
+
+    def __init__(self, inputs: list, allocations: list):
+        self.extents = [(*_extent(a), a.address) for a in inputs]
+        self.block = len(inputs)
+        self.offsets = []  # (address, bytes, offset in the one allocation)
+        total = 0
+        for address, nbytes in allocations:
+            self.offsets.append((address, nbytes, total))
+            total += -(-nbytes // ALIGN) * ALIGN
+        self.total = total
+
+    def locate(self, address: int) -> tuple[int, int]:
+        """``(source, offset)`` of a recorded address; _Flaw when it is neither."""
+        for start, nbytes, offset in self.offsets:
+            if start <= address < start + nbytes:
+                return self.block, offset + address - start
+        for i, (lo, hi, base) in enumerate(self.extents):
+            if lo <= address < hi:
+                return i, address - base
+        raise _Flaw("a launch argument that is neither an input nor an allocation")
+
+
+def _stream_of(kind: str):
+    """The stream an ordinary call with ``stream=None`` uses (arrays.resolve_stream)."""
+    if kind == "cupy":
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return 0 if not SIMULATOR else cuda.default_stream()
+
+
+def _handle(stream) -> int:
+    if isinstance(stream, int):
+        return stream
+    return 0 if SIMULATOR else stream_handle(stream)
+
+
+# --- steps: one launch each ------------------------------------------------------------
+
+
+class _GpuStep(NamedTuple):
+    function: int
+    grid: int
+    block: int
+    values: np.ndarray  # the parameters, patched before each launch
+    pointers: tuple
+    patches: tuple  # (slot in values, source, offset)
+
+
+def _gpu_step(layout: _Layout, kernel, grid, block, args) -> _GpuStep:
+    key, flat, slots = flatten(args)
+    patches = []
+    for slot, buf in slots:
+        if buf.size == 0:  # never dereferenced
+            flat[slot] = 0
+            continue
+        patches.append((slot, *layout.locate(buf.ptr)))
+    function = launcher_for(kernel).entry(key, len(flat))[0]
+    values, pointers = parameter_block(len(flat))
+    values[:] = flat
+    return _GpuStep(function, grid, block, values, pointers, tuple(patches))
+
+
+class _SimStep(NamedTuple):
+    kernel: Any
+    grid: int
+    block: int
+    args: tuple  # constants, or (source, offset, shape, strides, dtype) for arrays
+
+
+class _ArraySpec(NamedTuple):
+    source: int
+    offset: int
+    shape: tuple
+    strides: tuple
+    dtype: np.dtype
+
+
+def _sim_step(layout: _Layout, kernel, grid, block, args) -> _SimStep:
+    specs = []
+    for a in args:
+        ary = getattr(a, "_ary", None)
+        if ary is None:
+            specs.append(a)
+            continue
+        if ary.size == 0:
+            raise _Flaw("an empty array argument")
+        source, offset = layout.locate(ary.__array_interface__["data"][0])
+        specs.append(_ArraySpec(source, offset, ary.shape, ary.strides, ary.dtype))
+    return _SimStep(kernel, grid, block, tuple(specs))
+
+
+# --- results ---------------------------------------------------------------------------
+
+
+def _result_spec(result, layout: _Layout):
+    """What the result is made of: views of the one allocation, in tuples."""
+    if result is None:
+        return None
+    if type(result) is tuple:
+        return tuple(_result_spec(r, layout) for r in result)
+    a = _device_array(result)
+    if a is None or 0 in a.shape:
+        raise _Flaw("a result that is not a device array view")
+    source, offset = layout.locate(a.address)
+    if source != layout.block:
+        raise _Flaw("a result that is not a view of an allocation")
+    return _ArraySpec(source, offset, a.shape, a.strides, a.dtype)
+
+
+class Program:
+    """A recorded call, ready to replay on new arrays of the same signature."""
+
+    def __init__(self, kind: str, total: int, steps: list, result):
+        self.kind = kind
+        self.total = total
+        self.steps = steps
+        self.result = result
+        self.lock = threading.Lock()  # the steps' parameter arrays are shared
+
+    def run(self, arrays: list):
+        """Replay on ``arrays`` (the call's array arguments, in order)."""
+        block, address = self._allocate()
+        bases = [a.address for a in arrays]
+        bases.append(address)
+        if SIMULATOR:
+            stream = cuda.default_stream()
+            for step in self.steps:
+                args = [_sim_view(a, bases, block) if type(a) is _ArraySpec else a
+                        for a in step.args]
+                step.kernel[step.grid, step.block, stream](*args)
+        else:
+            stream = _stream_of(self.kind)
+            with self.lock:
+                for step in self.steps:
+                    values = step.values
+                    for slot, source, offset in step.patches:
+                        values[slot] = bases[source] + offset
+                    driver_launch(step.function, step.grid, step.block, stream,
+                                  step.pointers)
+        return self._view(self.result, block, address)
+
+    def _allocate(self):
+        """``(owner, address)`` of one allocation holding every temporary."""
+        if SIMULATOR:
+            block = np.empty(self.total, np.uint8)
+            return block, block.__array_interface__["data"][0]
+        if self.kind == "cupy":
+            import cupy
+
+            block = cupy.cuda.alloc(self.total)  # a pool MemoryPointer: 0.6 us, empty() 1.9
+            return block, block.ptr
+        block = cuda.device_array(self.total, np.uint8)
+        return block, block.__cuda_array_interface__["data"][0]
+
+    def _view(self, spec, block, address: int):
+        if spec is None:
+            return None
+        if type(spec) is tuple:
+            return tuple(self._view(s, block, address) for s in spec)
+        if SIMULATOR:
+            from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+            return FakeCUDAArray(np.ndarray(spec.shape, spec.dtype, buffer=block,
+                                            offset=spec.offset, strides=spec.strides))
+        if self.kind == "cupy":
+            import cupy
+
+            return cupy.ndarray(spec.shape, spec.dtype, memptr=block + spec.offset,
+                                strides=spec.strides)
+        return to_device_array(DeviceBuffer(address + spec.offset, spec.shape, spec.strides,
+                                            spec.dtype, owner=block))
+
+
+class _HostInterface:
+    """A NumPy view of simulator memory at an address (it holds the memory's owner)."""
+
+    def __init__(self, address, spec: _ArraySpec, owner):
+        self.owner = owner
+        self.__array_interface__ = {"data": (address, False), "shape": spec.shape,
+                                    "strides": spec.strides, "typestr": spec.dtype.str,
+                                    "version": 3}
+
+
+def _sim_view(spec: _ArraySpec, bases: list, block):
+    """A simulator array at a source's address (the caller holds the inputs)."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    owner = block if spec.source == len(bases) - 1 else None
+    return FakeCUDAArray(np.asarray(_HostInterface(bases[spec.source] + spec.offset, spec,
+                                                   owner)))

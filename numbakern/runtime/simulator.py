@@ -1,0 +1,297 @@
+"""Warp intrinsics, and a faster block engine, for Numba's CUDA simulator.
+
+Numba's simulator has no warp-level intrinsics. :func:`install` adds them to the
+simulator's ``cuda`` module with the semantics of the CUDA C++ Programming Guide
+(sections "Warp Vote Functions", "Warp Match Functions", "Warp Shuffle Functions"
+and ``__syncwarp``) and of the PTX ISA (``shfl.sync``, ``vote.sync``,
+``match.sync``), with the signatures Numba gives them on a GPU:
+
+==========================================  =========================================
+``shfl_sync(mask, value, src_lane)``        value of lane ``src_lane % 32``
+``shfl_up_sync(mask, value, delta)``        value of lane ``lane - delta``
+``shfl_down_sync(mask, value, delta)``      value of lane ``lane + delta``
+``shfl_xor_sync(mask, value, lane_mask)``   value of lane ``lane ^ lane_mask``
+``syncwarp(mask=0xFFFFFFFF)``               wait for the lanes of ``mask``
+``ballot_sync(mask, pred)``                 int32 bit mask of lanes whose pred is true
+``all_sync`` / ``any_sync`` / ``eq_sync``   bool: all, any, all-equal predicates
+``match_any_sync(mask, value)``             int32 mask of lanes holding equal bits
+``match_all_sync(mask, value)``             ``(mask or 0, pred)``: do all hold equal bits
+``activemask()``                            uint32 mask of the converged lanes
+``lanemask_lt()``                           uint32 mask of the lanes below this one
+==========================================  =========================================
+
+Semantics chosen where CUDA leaves room:
+
+* Lanes are numbered by linear thread id ``x + y*bx + z*bx*by``; warp ``w`` holds
+  threads ``32w .. 32w+31``.
+* Every warp-synchronous call is a rendezvous of the lanes in ``mask``: no lane
+  returns before all live lanes of the mask have arrived, so shared memory written
+  before the call is seen after it. Lanes past the end of a partial last warp and
+  lanes that have exited count as outside the mask (CUDA: "all non-exited threads
+  named in mask must execute the same intrinsic").
+* ``delta``, ``src_lane`` and ``lane_mask`` are taken modulo 32, as the hardware
+  uses only bits 4:0 (PTX ``shfl.sync``). ``shfl_up``/``shfl_down`` past the warp
+  edge return the caller's own value (PTX: ``pval`` false).
+* Reading from a lane that is not taking part (outside the mask, exited, or past
+  the end of the block) returns the caller's own value; CUDA leaves it undefined.
+* Values pass through as the very objects the source lane gave, so NumPy scalar
+  types and bit patterns survive (int32/int64/float32/float64, and also bool and
+  float16, which Numba rejects on a GPU).
+* ``activemask()`` waits until every other live lane of the warp is either at the
+  same call site or waiting elsewhere (a barrier, a rendezvous) or has exited, and
+  returns the lanes at the call site: lanes that diverged into another branch are
+  inactive, as on a GPU where the branch has not reconverged. It is exact for
+  code where divergent branches meet at a synchronising call; a lane spinning
+  without ever waiting holds the others up.
+* A caller missing from its own ``mask`` raises ``ValueError``; lanes of one mask
+  calling different intrinsics raise ``RuntimeError``; a block in which every
+  live thread waits with no barrier able to complete raises ``RuntimeError``
+  (all three undefined behaviour or a hang on a GPU).
+
+:func:`install` also replaces the simulator's polling ``BlockManager`` with the
+event-driven one of :mod:`numbakern._simblock`, and the per-call stack walk that
+keys ``cuda.shared.array`` with a frame lookup (bench/NOTES.md has the figures).
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import threading
+
+import numpy as np
+
+_WARP_SIZE = 32
+_FULL_MASK = 0xFFFFFFFF
+_installed = False
+_SimThread = None  # numbakern._simblock.SimThread, once installed
+
+
+def install() -> bool:
+    """Attach numbakern's warp intrinsics and block engine to Numba's simulator.
+
+    Called by ``import numbakern`` when the simulator is selected. Idempotent.
+    Adds only names Numba's ``FakeCUDAModule`` lacks, so nothing Numba already
+    simulates changes behaviour. Does nothing when the simulator is off.
+
+    Returns:
+        True if the simulator now has the intrinsics, False if it is off.
+    """
+    global _installed, _SimThread
+    from numba.cuda.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return False
+    if _installed:
+        return True
+    from numba.cuda.simulator import kernel, kernelapi
+
+    from . import simblock as _simblock
+
+    for name, fn in _INTRINSICS.items():
+        if not hasattr(kernelapi.FakeCUDAModule, name):
+            setattr(kernelapi.FakeCUDAModule, name, fn)
+    _SimThread = _simblock.SimThread
+    kernel.BlockManager = _simblock.BlockManager
+    kernelapi.FakeCUDAShared = _shared_class(kernelapi.FakeCUDAShared)
+    _installed = True
+    return True
+
+
+def _shared_class(base):
+    """``FakeCUDAShared`` whose ``array`` finds its caller without a stack walk.
+
+    Numba keys each static shared array by the caller's (file, line), found with
+    ``traceback.extract_stack``, which reads every frame's source line: about
+    100 us per call, once per thread. One frame lookup gives the same key.
+    """
+
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+
+    class FakeCUDAShared(base):
+        def array(self, shape, dtype, alignment=None):
+            if shape == 0 or alignment is not None:  # dynamic, or Numba's error
+                return super().array(shape, dtype, alignment)
+            caller = sys._getframe(1)
+            key = (caller.f_code.co_filename, caller.f_lineno)
+            res = self._allocations.get(key)
+            if res is None:
+                if isinstance(dtype, types.Type):
+                    dtype = numpy_support.as_dtype(dtype)
+                res = self._allocations[key] = np.empty(shape, dtype)
+            return res
+
+    return FakeCUDAShared
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+def _thread():
+    t = threading.current_thread()
+    if not isinstance(t, _SimThread):
+        raise RuntimeError("warp intrinsics can only be called inside a simulated kernel")
+    return t
+
+
+def _mask(mask) -> int:
+    return operator.index(mask) & _FULL_MASK
+
+
+def _int32(bits: int) -> np.int32:
+    """A 32-bit lane mask as Numba types it on a GPU: int32, so bit 31 is the sign."""
+    return np.int32(bits - (1 << 32) if bits >> 31 else bits)
+
+
+def _lanes(bits: int):
+    return (j for j in range(_WARP_SIZE) if bits >> j & 1)
+
+
+def _check_value(op: str, value) -> None:
+    if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+        raise TypeError("%s: cannot shuffle a %s" % (op, type(value).__name__))
+
+
+def _bits(value):
+    """The bits ``match.sync`` compares: +0.0 and -0.0 differ; equal NaNs match."""
+    if isinstance(value, float):
+        value = np.float64(value)
+    if isinstance(value, np.floating):
+        return (value.dtype.itemsize, int(value.view(f"u{value.dtype.itemsize}")))
+    return int(value)
+
+
+# -- shuffles (PTX shfl.sync with Numba's clamp values) ---------------------------
+
+
+def _shuffle(op: str, mask, value, b, source):
+    """Meet, then read lane ``source(lane, b & 31)`` (None: out of range)."""
+    _check_value(op, value)
+    t = _thread()
+    meeting = t._manager.meet(t, op, _mask(mask), value)
+    j = source(t.lane, operator.index(b) & (_WARP_SIZE - 1))
+    if j is None or not meeting.arrived >> j & 1:
+        return value
+    return meeting.values[j]
+
+
+def shfl_sync(self, mask, value, src_lane):
+    """Value of lane ``src_lane % 32``; own value if that lane is not taking part."""
+    return _shuffle("shfl_sync", mask, value, src_lane, lambda lane, b: b)
+
+
+def shfl_up_sync(self, mask, value, delta):
+    """Value of lane ``lane - delta``; own value below lane 0 (``delta % 32``)."""
+    return _shuffle(
+        "shfl_up_sync", mask, value, delta, lambda lane, b: lane - b if lane >= b else None
+    )
+
+
+def shfl_down_sync(self, mask, value, delta):
+    """Value of lane ``lane + delta``; own value past lane 31 (``delta % 32``)."""
+    return _shuffle(
+        "shfl_down_sync",
+        mask,
+        value,
+        delta,
+        lambda lane, b: lane + b if lane + b < _WARP_SIZE else None,
+    )
+
+
+def shfl_xor_sync(self, mask, value, lane_mask):
+    """Value of lane ``lane ^ (lane_mask % 32)``."""
+    return _shuffle("shfl_xor_sync", mask, value, lane_mask, lambda lane, b: lane ^ b)
+
+
+# -- barrier, votes, matches --------------------------------------------------------
+
+
+def syncwarp(self, mask=_FULL_MASK):
+    """Wait until every live lane of ``mask`` has called ``syncwarp`` with ``mask``."""
+    t = _thread()
+    t._manager.meet(t, "syncwarp", _mask(mask), None)
+
+
+def _vote(op: str, mask, predicate) -> dict:
+    """Meet, then {lane: predicate as bool} for the lanes that took part."""
+    if isinstance(predicate, (float, np.floating)):  # a TypingError on a GPU
+        raise TypeError("%s: the predicate must be an integer or a bool" % op)
+    t = _thread()
+    meeting = t._manager.meet(t, op, _mask(mask), bool(predicate))
+    return {j: meeting.values[j] for j in _lanes(meeting.arrived)}
+
+
+def ballot_sync(self, mask, predicate):
+    """Bit ``j`` set iff lane ``j`` takes part and its predicate is non-zero."""
+    votes = _vote("ballot_sync", mask, predicate)
+    return _int32(sum(1 << j for j, p in votes.items() if p))
+
+
+def all_sync(self, mask, predicate):
+    """True iff the predicate is non-zero on every lane taking part."""
+    return all(_vote("all_sync", mask, predicate).values())
+
+
+def any_sync(self, mask, predicate):
+    """True iff the predicate is non-zero on some lane taking part."""
+    return any(_vote("any_sync", mask, predicate).values())
+
+
+def eq_sync(self, mask, predicate):
+    """True iff the predicate is zero on all lanes taking part, or non-zero on all."""
+    return len(set(_vote("eq_sync", mask, predicate).values())) == 1
+
+
+def _match(op: str, mask, value):
+    """Meet, then (own bits, {lane: bits}) of the lanes that took part."""
+    _check_value(op, value)
+    t = _thread()
+    meeting = t._manager.meet(t, op, _mask(mask), _bits(value))
+    return meeting.values[t.lane], {j: meeting.values[j] for j in _lanes(meeting.arrived)}
+
+
+def match_any_sync(self, mask, value):
+    """Mask of the lanes taking part whose ``value`` has the caller's bit pattern."""
+    own, lanes = _match("match_any_sync", mask, value)
+    return _int32(sum(1 << j for j, bits in lanes.items() if bits == own))
+
+
+def match_all_sync(self, mask, value):
+    """``(mask of lanes taking part, True)`` if all hold equal bits, else ``(0, False)``."""
+    own, lanes = _match("match_all_sync", mask, value)
+    if all(bits == own for bits in lanes.values()):
+        return _int32(sum(1 << j for j in lanes)), True
+    return _int32(0), False
+
+
+def activemask(self):
+    """Lanes converged at this call site (see the module docstring), as uint32."""
+    t = _thread()
+    caller = sys._getframe(1)
+    return np.uint32(t._manager.converge(t, (caller.f_code, caller.f_lasti)))
+
+
+def lanemask_lt(self):
+    """Lanes numbered below the caller's, active or not, as uint32."""
+    return np.uint32((1 << _thread().lane) - 1)
+
+
+_INTRINSICS = {
+    fn.__name__: fn
+    for fn in (
+        shfl_sync,
+        shfl_up_sync,
+        shfl_down_sync,
+        shfl_xor_sync,
+        syncwarp,
+        ballot_sync,
+        all_sync,
+        any_sync,
+        eq_sync,
+        match_any_sync,
+        match_all_sync,
+        activemask,
+        lanemask_lt,
+    )
+}

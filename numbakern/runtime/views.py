@@ -1,0 +1,133 @@
+"""Device views: the arrays kernels take, made from other arrays without copying.
+
+On a GPU a kernel argument is a :class:`~numbakern.runtime.launch.DeviceBuffer` (a
+pointer, shape, strides and dtype); under the simulator it is Numba's fake device
+array over a NumPy array. Every view numbakern makes (strided, reinterpreted,
+reversed, shortened) is made here, once for each backend, so that no other module
+needs to know which one runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from .device import SIMULATOR
+from .launch import DeviceBuffer, buffer, current_recording, to_device_array
+
+if SIMULATOR:
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+
+def device_view(x):
+    """A device array (CuPy, Numba, ``__cuda_array_interface__``) as the kernels'
+    argument type: a :class:`DeviceBuffer`, or itself under the simulator."""
+    return x if SIMULATOR else buffer(x)
+
+
+def strided(view, dims, dtype=None):
+    """A view of ``view``'s memory with the given ``(extent, stride in bytes)`` dims."""
+    dtype = np.dtype(view.dtype if dtype is None else dtype)
+    shape = tuple(n for n, _ in dims) or (1,)
+    strides = tuple(s for _, s in dims) or (dtype.itemsize,)
+    if SIMULATOR:
+        return FakeCUDAArray(np.lib.stride_tricks.as_strided(view._ary, shape, strides))
+    return view.with_layout(shape, strides)
+
+
+def reshaped(view, shape):
+    """A C-contiguous view with another shape (same number of elements)."""
+    if SIMULATOR:
+        return FakeCUDAArray(view._ary.reshape(shape))
+    return to_device_array(view).reshape(shape)
+
+
+def span_view(view):
+    """A 1-D view of a device view's memory from its first element to its last (the
+    view's strides non-negative): what 16-byte vector loads index, the elements between
+    rows included."""
+    dtype = np.dtype(view.dtype)
+    span = sum((e - 1) * s for e, s in zip(view.shape, view.strides)) // dtype.itemsize
+    return strided(view, [(span + 1, dtype.itemsize)], dtype)
+
+
+def skip(span, k: int):
+    """The 1-D device view ``span`` without its first ``k`` elements."""
+    if not k:
+        return span
+    if SIMULATOR:
+        return span[k:]
+    return DeviceBuffer(span.ptr + k * span.dtype.itemsize, (span.shape[0] - k,),
+                        span.strides, span.dtype, span.owner)
+
+
+def head(arr, m: int):
+    """The first ``m`` elements of a 1-D contiguous device array, as a view."""
+    if SIMULATOR:
+        return arr[:m]
+    return arr.with_layout((m,), arr.strides)
+
+
+def reversed_last(view):
+    """The same view with its last axis running backwards."""
+    if SIMULATOR:
+        return FakeCUDAArray(view._ary[..., ::-1])
+    n, stride = view.shape[-1], view.strides[-1]
+    return DeviceBuffer(view.ptr + (n - 1) * stride, view.shape,
+                        view.strides[:-1] + (-stride,), view.dtype, view.owner)
+
+
+def view_as(arr, dtype):
+    """Reinterpret a device array's bits as ``dtype`` (same item size)."""
+    dtype = np.dtype(dtype)
+    if SIMULATOR:
+        return FakeCUDAArray(arr._ary.view(dtype))
+    return DeviceBuffer(arr.ptr, arr.shape, arr.strides, dtype, arr.owner)
+
+
+def flat(arr, name: str = "out"):
+    """A C-contiguous device array as a 1-D view the kernels can write.
+
+    Raises:
+        ValueError: ``arr`` (named ``name`` in the message) is not C-contiguous.
+    """
+    if SIMULATOR:
+        if not arr._ary.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous for device input")
+        return FakeCUDAArray(arr._ary.reshape(-1))
+    buf = buffer(arr)
+    if not buf.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous for device input")
+    return buf.with_layout((buf.size,), (buf.dtype.itemsize,))
+
+
+def address(x) -> int:
+    """The address of a device view's first element (a simulator array's NumPy data)."""
+    return x._ary.ctypes.data if SIMULATOR else x.ptr
+
+
+def refuse_replay(why: str) -> None:
+    """Tell a recording call (``numbakern/runtime/replay.py``) that it must not be
+    replayed."""
+    recording = current_recording()
+    if recording is not None:
+        recording.refuse(why)
+
+
+def to_device(host: np.ndarray, stream):
+    """A device copy of a host array, as a view (never replayed: it uploads data)."""
+    refuse_replay("a host-to-device copy")
+    return device_view(cuda.to_device(np.ascontiguousarray(host), stream=stream))
+
+
+def host_copy(view, stream=0) -> np.ndarray:
+    """Copy a device array (simulator array or buffer) to a new host array."""
+    refuse_replay("a device-to-host copy")
+    if SIMULATOR:
+        return view.copy_to_host()
+    return to_device_array(view).copy_to_host(stream=stream)
+
+
+def device_empty(shape, dtype, stream):
+    """A new device array from Numba's allocator, as a view."""
+    return device_view(cuda.device_array(shape, dtype=dtype, stream=stream))

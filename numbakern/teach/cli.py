@@ -1,0 +1,405 @@
+"""The ``numbakern`` command: demonstrate, compare and explain the strategies.
+
+    numbakern demo                          every operation, every strategy, checked
+    numbakern compare sum -n 1e8            one operation: time, GB/s, vs CuPy/PyTorch
+    numbakern explain two_pass/shared_tree  how one strategy combines, step by step
+
+``python -m numbakern`` is the same command. Bad arguments give one ``Error:`` line
+and exit status 2; a failed check exits with status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+import numbakern
+
+from numbakern import ops as _ops
+from numbakern import strategies as _strategies
+
+from . import compare as _compare
+from . import demo as _demo
+
+DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "float32", "float64"]
+# Under the simulator every CUDA thread is an OS thread: ~30,000 elements a second.
+SIMULATOR_MAX_ELEMENTS = 1 << 20
+
+
+def _console() -> Console:
+    # Wide enough for the tables when the output is a file or a pipe, not a terminal.
+    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+
+
+class Shape(click.ParamType):
+    """``N`` (``1000``, ``1e6``, ``2**20``) or ``ROWSxCOLS`` (``8192x50257``)."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            shape = tuple(self._count(part) for part in str(value).lower().split("x"))
+        except ValueError:
+            shape = ()
+        if not 1 <= len(shape) <= 2 or min(shape) < 1:
+            self.fail(f"{value!r} is not a size: give N (1000, 1e6, 2**20) or ROWSxCOLS "
+                      "(8192x50257), each at least 1", param, ctx)
+        return shape
+
+    @staticmethod
+    def _count(text: str) -> int:
+        text = text.strip()
+        if "**" in text:
+            base, exp = text.split("**")
+            return int(base) ** int(exp)
+        number = float(text)
+        if number != int(number):
+            raise ValueError(text)
+        return int(number)
+
+
+SHAPE = Shape()
+
+
+class OutputPath(click.Path):
+    """A file to write, checked before any work: its folder must exist and be writable,
+    and its suffix one of ``suffixes`` when given (so a slow run never ends in a
+    traceback about the path or the format)."""
+
+    def __init__(self, suffixes: tuple[str, ...] = ()):
+        super().__init__(dir_okay=False)
+        self.suffixes = suffixes
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        if self.suffixes and suffix not in self.suffixes:
+            self.fail(f"{value!r}: a figure is written as {', '.join(self.suffixes)}",
+                      param, ctx)
+        folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+        if not os.path.isdir(folder):
+            self.fail(f"{value!r}: no folder {folder!r} to write it in", param, ctx)
+        if not os.access(folder, os.W_OK):
+            self.fail(f"{value!r}: the folder {folder!r} is not writable", param, ctx)
+        return path
+
+
+OUTPUT = OutputPath()
+FIGURE = OutputPath(suffixes=(".png", ".svg", ".pdf"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(numbakern.__version__, prog_name="numbakern")
+def cli():
+    """numbakern: Numba-CUDA reductions with pluggable strategies.
+
+    Runs on a GPU if there is one, else under Numba's CUDA simulator
+    (NUMBAKERN_SIMULATOR=1 forces the simulator).
+    """
+
+
+# --- demo -----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--quick", is_flag=True,
+              help="Smaller inputs under the simulator (a first look; the tests).")
+@click.option("--repeat", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="Timed calls per strategy on a GPU (the median is shown).")
+def demo(quick, repeat):
+    """Check every operation with every strategy against NumPy.
+
+    Inputs: the textbook's worked example [3, 1, 4, 1, 5], the fused-softmax
+    tutorial's 1823 x 781, and a batch of language-model logits (8192 x 50257; under
+    the simulator smaller slices). On a GPU each is timed beside CuPy and PyTorch.
+    Exit status 1 if any check fails.
+    """
+    console = _console()
+    backend = numbakern.backend()
+    console.print(f"[bold]backend[/bold]: {escape(str(backend))}")
+    if backend.is_simulator:
+        console.print("Under the simulator the large inputs run cut down (the table says "
+                      "which shape ran) and nothing is timed.")
+    results, unavailable = _with_progress(
+        console, _demo.steps(), lambda advance: _demo.run(quick, repeat, advance))
+    console.print(_demo.table(results, timed=not backend.is_simulator))
+    if unavailable:
+        console.print(f"[yellow]not available yet[/yellow] (numbakern has no such function): "
+                      f"{', '.join(unavailable)}")
+    failures = _demo.failed(results)
+    if failures:
+        for case, row in failures:
+            console.print(f"[bold red]FAILED[/bold red] {case.op} on {case.input} with "
+                          f"{row.strategy}: max |error| {row.max_error:.3g} {escape(row.note)}")
+        sys.exit(1)
+    checked = sum(row.ok is True for r in results for row in r.rows)
+    console.print(f"[bold green]all {checked} checks passed[/bold green] on {backend.kind}")
+
+
+def _with_progress(console, total: int, work):
+    """Run ``work(advance)`` under a progress bar that ``advance(label)`` moves on."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=total)
+        started = [False]
+
+        def advance(label: str) -> None:
+            if started[0]:
+                progress.advance(task)
+            started[0] = True
+            progress.update(task, description=label)
+
+        return work(advance)
+
+
+# --- compare --------------------------------------------------------------------------
+
+
+def _operation(name: str) -> _compare.Operation:
+    op = _compare.OPERATIONS[name]
+    if not op.available:
+        raise click.BadParameter(f"{name} is not available in this numbakern yet",
+                                 param_hint="'OP'")
+    return op
+
+
+def _variants(op, names) -> list:
+    known = op.variants()
+    if not names:
+        return known
+    labels = {v.label: v for v in known}
+    names = list(dict.fromkeys(names))  # a strategy named twice runs once
+    unknown = [n for n in names if n not in labels]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown strategy {unknown[0]!r} for {op.name}; choose from "
+            f"{', '.join(labels)}", param_hint="'--strategy'")
+    return [labels[n] for n in names]
+
+
+@cli.command(name="compare")
+@click.argument("op_name", metavar="OP", type=click.Choice(list(_compare.OPERATIONS)))
+@click.option("-n", "--size", type=SHAPE, default=None,
+              help="N or ROWSxCOLS. Default 2**26 on a GPU, 4096 under the simulator "
+                   "(sorts: 256).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None,
+              help="Default float32 (int32 for xor_sum and bincount: integers only).")
+@click.option("-s", "--strategy", "strategies", multiple=True,
+              help="A strategy to run (repeatable); default every one.")
+@click.option("--axis", type=int, default=None,
+              help="Axis of row-wise operations (softmax: -1 by default).")
+@click.option("--repeat", type=click.IntRange(1, 10000), default=None,
+              help="Timed calls per strategy (median). Default 20; 3 under the simulator.")
+@click.option("--json", "json_path", type=OUTPUT,
+              help="Also write the results as JSON.")
+@click.option("--png", "png_path", type=FIGURE,
+              help="Also draw GB/s per strategy, under the copy bandwidth (matplotlib; "
+                   ".png, .svg or .pdf).")
+def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, png_path):
+    """Time every strategy of one operation beside CuPy and PyTorch.
+
+    Each strategy is checked against NumPy first. The table gives the median time,
+    GB/s (bytes read + written) and the fraction of the device's copy bandwidth.
+    Under the simulator the times are CPU wall-clock: meaningless for speed.
+    """
+    op = _operation(op_name)
+    dtype = dtype or ("float32" if "f" in op.kinds else "int32")
+    if np.dtype(dtype).kind not in op.kinds:
+        raise click.BadParameter(f"{op.name} does not take {dtype}", param_hint="'--dtype'")
+    variants = _variants(op, strategies)
+    simulator = numbakern.backend().is_simulator
+    shape = size or (op.simulator_shape if simulator else (1 << 26,))
+    if simulator and int(np.prod(shape)) > SIMULATOR_MAX_ELEMENTS:
+        raise click.BadParameter(
+            f"{'x'.join(map(str, shape))} is too large for the simulator (one OS thread per "
+            f"CUDA thread): use at most {SIMULATOR_MAX_ELEMENTS:,} elements", param_hint="'--size'")
+    if png_path:
+        _need_matplotlib("--png")
+    if op.one_d and len(shape) > 1:
+        raise click.BadParameter(f"{op.name} takes a 1-D input", param_hint="'--size'")
+    if axis is not None and not -len(shape) <= axis < len(shape):
+        raise click.BadParameter(
+            f"axis {axis} is out of bounds for a {len(shape)}-D input of shape "
+            f"{'x'.join(map(str, shape))}", param_hint="'--axis'")
+    kw = {"axis": -1 if op.name == "softmax" and axis is None else axis}
+    kw = {k: v for k, v in kw.items() if v is not None}
+    repeat = repeat or (3 if simulator else 20)
+    console = _console()
+    console.print(f"[bold]backend[/bold]: {escape(str(numbakern.backend()))}")
+    if simulator:
+        console.print("[yellow]simulator timings: the CPU runs every CUDA thread as an OS "
+                      "thread, so these times are meaningless for speed[/yellow]")
+    peers = [p for p in _compare.installed_peers() if p in op.peers]
+    result = _with_progress(console, len(variants) + len(peers), lambda advance: _compare.compare(
+        op, shape, dtype, variants, repeat, kw, advance))
+    console.print(_compare.comparison_table(result))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result.as_dict(), f, indent=2, default=_json_default)
+        console.print(f"wrote {json_path}")
+    if png_path:
+        _compare.comparison_figure(result, png_path)
+        console.print(f"wrote {png_path}")
+    if any(r.ok is False for r in result.rows):
+        sys.exit(1)
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON: {value!r}")
+
+
+def _need_matplotlib(option: str) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.UsageError(f"{option} needs matplotlib: pip install 'numbakern[plot]'")
+
+
+# --- explain --------------------------------------------------------------------------
+
+_EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
+
+
+def _strategy_names(value: str) -> list[str]:
+    if value == "all":
+        return _strategies.available()
+    if value not in _strategies.available():
+        raise click.BadParameter(f"unknown strategy {value!r}; choose from "
+                                 f"{', '.join(_strategies.available())} or all",
+                                 param_hint="'STRATEGY'")
+    return [value]
+
+
+def _explain_input(values, size, dtype) -> np.ndarray:
+    """``--values`` as given, or ``size`` small random integers (exact in any dtype)."""
+    if values is not None:
+        try:
+            numbers = [_number(v) for v in values.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"{values!r} is not a comma-separated list of numbers",
+                                     param_hint="'--values'") from None
+        _check_representable(numbers, dtype)
+        x = np.array(numbers, dtype=dtype if np.dtype(dtype).kind in "iu" else np.float64)
+    else:
+        x = np.random.default_rng(0).integers(0, 10, size).astype(np.float64)
+    if x.size > 4096:
+        raise click.BadParameter("explain records every combine: use at most 4096 elements",
+                                 param_hint="'--values'")
+    if np.dtype(dtype).kind == "b":
+        return x != 0
+    return x.astype(dtype)
+
+
+def _number(text: str) -> int | float:
+    """An int when the text is one (exact beyond 2**53), else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _check_representable(numbers: list, dtype) -> None:
+    """``--values`` must be ``dtype`` values: integers in range (no wrapping, compared
+    exactly), floats that do not overflow (rounding to the nearest float is as NumPy)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        bad = [v for v in numbers if v not in (0, 1)]
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        whole = [isinstance(v, int) or (math.isfinite(v) and v.is_integer()) for v in numbers]
+        bad = [v for v, w in zip(numbers, whole) if not w or not info.min <= int(v) <= info.max]
+    else:
+        with np.errstate(over="ignore"):
+            bad = [v for v in numbers if math.isfinite(v) and not np.isfinite(dtype.type(v))]
+    if bad:
+        raise click.BadParameter(f"{bad[0]} is not a {dtype} value", param_hint="'--values'")
+
+
+@cli.command()
+@click.argument("strategy", default="two_pass/warp_shuffle")
+@click.option("--op", "op_name", type=click.Choice(_EXPLAIN_OPS), default="sum",
+              show_default=True)
+@click.option("-n", "--size", type=click.IntRange(1, 4096), default=64, show_default=True,
+              help="Elements (small random integers).")
+@click.option("--values", help="The input itself, e.g. 3,1,4,1,5 (instead of --size).")
+@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
+              help="Threads per block, a multiple of 32.")
+@click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
+              help="Blocks of the first launch.")
+@click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
+              help="Lines listed per step.")
+@click.option("--figure", type=FIGURE,
+              help="Draw the combine tree (.png, .svg or .pdf); with STRATEGY all, {name} "
+                   "in the path becomes each strategy's name.")
+@click.option("--json", "json_path", type=OUTPUT,
+              help="Write the counts as JSON.")
+def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figure,
+            json_path):
+    """Show how STRATEGY combines, recorded from the real kernels as they run.
+
+    STRATEGY is grid/block (two_pass/warp_shuffle, atomic_fold/shared_tree, ...) or
+    all. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
+    shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by
+    step, which thread combined which elements and through what.
+    """
+    names = _strategy_names(strategy)
+    if threads % 32:
+        raise click.BadParameter(f"{threads} is not a multiple of 32", param_hint="'--threads'")
+    if figure:
+        _need_matplotlib("--figure")
+        if len(names) > 1 and "{name}" not in figure:
+            raise click.BadParameter("with STRATEGY all, put {name} in the path",
+                                     param_hint="'--figure'")
+    op = _ops.get(op_name)
+    if np.dtype(dtype).kind not in op.kinds:
+        raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
+    if not numbakern.backend().is_simulator:
+        raise click.ClickException(
+            "explain watches the kernels run, which only Numba's CUDA simulator allows, and "
+            f"this process runs on {numbakern.backend().device}. Run it as: "
+            "NUMBAKERN_SIMULATOR=1 numbakern explain ...")
+    from . import explain as _explain
+    from .trace import trace_reduce
+
+    x = _explain_input(values, size, dtype)
+    console = _console()
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_reduce(x, op, name, threads=threads, blocks=blocks)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(_explain.tree(trace, limit))
+        console.print(_explain.counts_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            _explain.draw(trace, path)
+            console.print(f"wrote {path}")
+        if not trace.exact_cover:
+            sys.exit(1)
+    console.print(Text(_explain.LEGEND))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+
+
+def main(argv=None) -> None:
+    """The console script's entry point (``numbakern``)."""
+    cli.main(args=argv, prog_name="numbakern")

@@ -1,0 +1,644 @@
+"""The harness behind ``numbakern demo`` and ``numbakern compare``: check, then time.
+
+As in llm.c's ``dev/cuda``, nothing is timed before it is checked: every strategy's
+result is compared with a float64 NumPy reference first. Then, on a GPU, each call
+is timed with CUDA events (the median of ``repeat``), beside the same operation in
+CuPy and PyTorch when they are installed, and turned into GB/s (bytes of the input
+read plus the output written, divided by the time) and a fraction of the
+device-to-device copy bandwidth measured once per process (bytes read + written).
+
+Under the simulator the same code runs with wall-clock times, which say nothing
+about a GPU: callers label them so.
+
+:data:`OPERATIONS` holds one :class:`Operation` per function: how to call it with
+each strategy (its *variants*), its reference, its tolerance and its peers. An
+operation numbakern does not have yet (``hasattr(numbakern, name)`` false) is
+reported as not available rather than run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+import numbakern
+
+from numbakern import strategies as _strategies
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of running an operation: a label and the keyword arguments it adds."""
+
+    label: str
+    kwargs: dict = field(default_factory=dict)
+
+
+def reduce_variants() -> list[Variant]:
+    """Every grid/block strategy of the whole-array reductions."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.available()]
+
+
+def softmax_variants() -> list[Variant]:
+    """Softmax's normalizers, each with every block strategy (``numbakern.softmax``)."""
+    out = []
+    for block in _strategies.available("block"):
+        out.append(Variant(f"max_then_sum/{block}", {"normalizer": "max_then_sum",
+                                                     "max_strategy": block,
+                                                     "sum_strategy": block}))
+        out.append(Variant(f"online/{block}", {"normalizer": "online", "sum_strategy": block}))
+    return out
+
+
+def scan_variants() -> list[Variant]:
+    """Every grid/block scan strategy (``numbakern.strategies.available_scans``)."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.available_scans()]
+
+
+def sort_variants() -> list[Variant]:
+    """The sort strategies: Onesweep radix sort (any row) and the bitonic network
+    (rows of at most ``BitonicSort().max_size``)."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.available("sort")]
+
+
+def histogram_variants() -> list[Variant]:
+    """Every histogram strategy (``numbakern.strategies.available("histogram")``)."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.available("histogram")]
+
+
+def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
+    """Why ``variant`` cannot sort rows of this input, or None."""
+    n = shape[kw.get("axis", -1)]
+    most = _strategies.BitonicSort().max_size
+    if variant.label == "bitonic" and n > most:
+        return f"rows of {n} (bitonic takes at most {most})"
+    return None
+
+
+def _stable(fn):
+    """NumPy's stable sort or argsort (the order numbakern's sorts give)."""
+    def call(x, axis=-1):
+        return fn(x, axis=axis, kind="stable")
+    return call
+
+
+# --- tolerances: computed once per input, then every strategy is held to them ----------
+
+
+def exact(x, ref, dtype, kw):
+    """No tolerance: the result must equal NumPy's (integers, max/min, indices)."""
+    return None
+
+
+def tree_bound(scale):
+    """``4 eps(acc) scale + eps(result) |ref| + tiny(result)``, elementwise.
+
+    The error bound of a tree reduction in the accumulator dtype (float16
+    accumulates in float32) plus the final rounding, as tests/test_reductions.py;
+    ``scale(x64, ref, kw)`` is the sum of magnitudes the error grows with. Integer
+    results are exact.
+    """
+
+    def tolerance(x, ref, dtype, kw):
+        if dtype.kind != "f":
+            return None
+        acc = np.float32 if x.dtype == np.float16 else x.dtype
+        result = np.finfo(dtype)
+        x64 = np.abs(x.astype(np.float64))
+        return (4 * np.finfo(acc).eps * scale(x64, ref, kw) + result.eps * np.abs(ref)
+                + result.smallest_subnormal)
+
+    return tolerance
+
+
+def mean_bound(x, ref, dtype, kw):
+    """The sum's bound divided by the count (float input), or only the final rounding
+    (bool and integer input: an exact integer sum, divided in float64)."""
+    if x.dtype.kind in "biu":
+        result = np.finfo(dtype)
+        return result.eps * np.abs(ref) + result.smallest_subnormal
+    return tree_bound(lambda a, ref, kw: a.mean(axis=kw.get("axis")))(x, ref, dtype, kw)
+
+
+def allclose(x, ref, dtype, kw):
+    """``allclose``'s default tolerance, ``1e-8 + 1e-5 |ref|`` (how the fused-softmax
+    tutorial checks its 1823 x 781 result against ``torch.softmax``), widened to what
+    the result dtype can hold: float16 rounds to ``eps/2 = 4.9e-4`` relative, and
+    below its smallest normal to a subnormal step."""
+    result = np.finfo(dtype)
+    atol = max(1e-8, float(result.smallest_subnormal))
+    return atol + max(1e-5, 2 * float(result.eps)) * np.abs(ref)
+
+
+def check(got, ref: np.ndarray, tol) -> tuple[bool, float]:
+    """``(ok, max |got - ref|)``: equal (``tol`` None) or within ``tol`` elementwise;
+    NaN where the reference has NaN counts as right."""
+    got = np.asarray(got)
+    if got.shape != ref.shape:
+        return False, float("inf")
+    err = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    both_nan = np.isnan(err) & np.isnan(ref.astype(np.float64))
+    err = np.where(both_nan, 0.0, err)
+    ok = np.array_equal(got, ref, equal_nan=ref.dtype.kind == "f") if tol is None \
+        else bool(np.all(err <= tol))  # a NaN error (got NaN, ref not) fails here
+    return bool(ok), float(np.nan_to_num(err.max(), nan=np.inf)) if err.size else 0.0
+
+
+def _softmax(x, axis=-1):
+    """In ``x``'s precision (the harness passes float64 for the reference values)."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis=-1):
+    """``(x - max) - log(sum(exp(x - max)))``, as numbakern computes it."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _factors(a, ref, kw):
+    """A running product of ``k`` factors, multiplied in any order, is off by at most
+    ``(k - 1)`` unit roundoffs (``eps / 2``) relative: ``k |ref| / 8`` under
+    :func:`tree_bound`'s ``4 eps`` (tight enough that a scan shifted by one element
+    of ``1 +- 0.001`` fails)."""
+    axis = kw.get("axis")
+    if axis is None:  # NumPy's cumprod of the flattened input: 1-D
+        k = np.arange(1, ref.size + 1)
+    else:
+        shape = [1] * ref.ndim
+        shape[axis] = ref.shape[axis]
+        k = np.arange(1, ref.shape[axis] + 1).reshape(shape)
+    return np.abs(ref) * k / 8
+
+
+def _ufunc_reduce(name):
+    return lambda x, axis=None: getattr(np, name).reduce(x, axis=axis)
+
+
+# --- operations -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One numbakern function, as the harness runs it.
+
+    Attributes:
+        name: the function's name in ``numbakern`` (``"sum"``).
+        reference: ``f(x, **kw)`` in NumPy: run on ``x`` as float64 (``exact``
+            operations: on ``x`` itself) for the expected values.
+        tolerance: ``f(x, ref, result_dtype, kw)`` -> allowed ``|got - ref|``
+            (elementwise), or None for an exact match.
+        variants: the strategies to run, as :class:`Variant` s.
+        kinds: dtype kinds the operation takes (``"f"``: floats only).
+        exact: the reference runs on ``x`` as is (max, argmax, bitwise).
+        peers: ``{"cupy": f(cupy, x, **kw), "torch": f(torch, x, **kw)}``.
+        skips: ``f(variant, shape, kw)`` -> why a variant cannot run on this input
+            (reported, not run), or None.
+        simulator_shape: the default input under the simulator.
+        one_d: the operation takes 1-D input only (``bincount``).
+    """
+
+    name: str
+    reference: Callable
+    tolerance: Callable
+    variants: Callable[[], list[Variant]]
+    kinds: str = "biuf"
+    exact: bool = False
+    peers: dict = field(default_factory=dict)
+    skips: Callable | None = None
+    simulator_shape: tuple = (4096,)
+    one_d: bool = False
+
+    @property
+    def available(self) -> bool:
+        return hasattr(numbakern, self.name)
+
+    def call(self, x, variant: Variant, kw: dict):
+        return getattr(numbakern, self.name)(x, **kw, **variant.kwargs)
+
+    def expected(self, x: np.ndarray, kw: dict) -> "Expected":
+        """The reference values (float64 unless exact), NumPy's result dtype and the
+        tolerance, computed once for all the strategies."""
+        corner = x[(slice(0, 1),) * x.ndim]
+        dtype = np.asarray(self.reference(corner, **kw)).dtype
+        values = x if self.exact or x.dtype.kind != "f" else x.astype(np.float64)
+        ref = np.asarray(self.reference(values, **kw))
+        return Expected(ref, dtype, self.tolerance(x, ref, dtype, kw))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What every strategy is held to: NumPy's values, its dtype, the tolerance."""
+
+    values: np.ndarray
+    dtype: np.dtype
+    tolerance: Any  # an array (or scalar) of allowed |error|, or None: exact
+
+
+def _axis_kw(name: str):
+    """``kw`` for a peer that spells axis ``dim`` (torch) and wants it left out for None."""
+    def convert(kw):
+        axis = kw.get("axis")
+        return {} if axis is None else {name: axis}
+    return convert
+
+
+_dim, _ax = _axis_kw("dim"), _axis_kw("axis")
+
+
+def _peer(cupy_fn: Callable | None, torch_fn: Callable | None) -> dict:
+    peers = {}
+    if cupy_fn:
+        peers["cupy"] = lambda cp, x, **kw: cupy_fn(cp, x, **_ax(kw))
+    if torch_fn:
+        peers["torch"] = lambda t, x, **kw: torch_fn(t, x, **_dim(kw))
+    return peers
+
+
+OPERATIONS: dict[str, Operation] = {
+    o.name: o
+    for o in [
+        Operation("sum", np.sum, tree_bound(lambda a, ref, kw: a.sum(axis=kw.get("axis"))),
+                  reduce_variants,
+                  peers=_peer(lambda cp, x, **k: cp.sum(x, **k),
+                              lambda t, x, **k: t.sum(x, **k))),
+        Operation("mean", np.mean, mean_bound, reduce_variants,
+                  peers=_peer(lambda cp, x, **k: cp.mean(x, **k),
+                              lambda t, x, **k: t.mean(x if x.is_floating_point()
+                                                       else x.double(), **k))),
+        Operation("max", np.max, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.max(x, **k),
+                              lambda t, x, **k: t.amax(x, **k))),
+        Operation("min", np.min, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.min(x, **k),
+                              lambda t, x, **k: t.amin(x, **k))),
+        Operation("prod", np.prod, tree_bound(lambda a, ref, kw: np.abs(ref)), reduce_variants,
+                  peers=_peer(lambda cp, x, **k: cp.prod(x, **k),
+                              lambda t, x, **k: t.prod(x, **k))),
+        Operation("xor_sum", _ufunc_reduce("bitwise_xor"), exact, reduce_variants,
+                  kinds="biu", exact=True),
+        Operation("argmax", np.argmax, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.argmax(x, **k),
+                              lambda t, x, **k: t.argmax(x, **k))),
+        Operation("argmin", np.argmin, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.argmin(x, **k),
+                              lambda t, x, **k: t.argmin(x, **k))),
+        Operation("cumsum", np.cumsum,
+                  tree_bound(lambda a, ref, kw: np.cumsum(a, axis=kw.get("axis")).reshape(
+                      ref.shape)), scan_variants,
+                  peers=_peer(lambda cp, x, **k: cp.cumsum(x, **k),
+                              lambda t, x, **k: t.cumsum(x.reshape(-1) if not k else x,
+                                                         **(k or {"dim": 0})))),
+        Operation("cumprod", np.cumprod, tree_bound(_factors), scan_variants,
+                  peers=_peer(lambda cp, x, **k: cp.cumprod(x, **k),
+                              lambda t, x, **k: t.cumprod(x.reshape(-1) if not k else x,
+                                                          **(k or {"dim": 0})))),
+        Operation("softmax", _softmax, allclose, softmax_variants, kinds="f",
+                  peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, **k),
+                              lambda t, x, **k: t.softmax(x, **k))),
+        Operation("log_softmax", _log_softmax, allclose, softmax_variants, kinds="f",
+                  peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, log=True, **k),
+                              lambda t, x, **k: t.log_softmax(x, **k))),
+        # without --axis, numbakern, NumPy and both peers sort along the last axis
+        Operation("sort", _stable(np.sort), exact, sort_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.sort(x, **k),
+                              lambda t, x, **k: t.sort(x, stable=True, **k).values),
+                  skips=_sort_skips, simulator_shape=(256,)),
+        Operation("argsort", _stable(np.argsort), exact, sort_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.argsort(x, **k),
+                              lambda t, x, **k: t.argsort(x, stable=True, **k)),
+                  skips=_sort_skips, simulator_shape=(256,)),
+        Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.bincount(x),
+                              lambda t, x, **k: t.bincount(x)), one_d=True),
+    ]
+}
+
+
+def _cupyx_softmax(x, axis=-1, log=False):
+    from cupyx.scipy.special import log_softmax, softmax
+
+    return (log_softmax if log else softmax)(x, axis=axis)
+
+
+def sample(op: Operation, shape, dtype, seed: int = 0) -> np.ndarray:
+    """A reproducible input: normal floats (logit-like, std 3), small integers;
+    values near 1 for products, so they neither overflow nor vanish."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        if op.name in ("prod", "cumprod"):
+            return rng.uniform(0.999, 1.001, shape).astype(dtype)
+        return (3 * rng.standard_normal(shape, dtype=np.float32)).astype(dtype, copy=False)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if op.name == "bincount":  # non-negative values, 256 bins
+        return rng.integers(0, min(256, np.iinfo(dtype).max + 1), shape).astype(dtype)
+    low, high = (1, 3) if op.name in ("prod", "cumprod") else (-50, 51)
+    info = np.iinfo(dtype)
+    return rng.integers(max(low, info.min), min(high, info.max + 1), shape).astype(dtype)
+
+
+# --- devices, peers, timing -------------------------------------------------------------
+
+
+def on_gpu() -> bool:
+    return not numbakern.backend().is_simulator
+
+
+def _module(name: str):
+    try:
+        if name == "torch":
+            import torch
+
+            return torch if torch.cuda.is_available() else None
+        import cupy
+
+        return cupy
+    except Exception:  # not installed, or installed without a usable CUDA
+        return None
+
+
+@lru_cache(maxsize=None)
+def installed_peers() -> tuple[str, ...]:
+    """The peers importable here with a usable GPU (none under the simulator)."""
+    if not on_gpu():
+        return ()
+    return tuple(name for name in ("cupy", "torch") if _module(name) is not None)
+
+
+def to_device(x: np.ndarray):
+    """The input where numbakern and the peers read it: CuPy if installed, else a
+    Numba device array; the NumPy array itself under the simulator."""
+    if not on_gpu():
+        return x
+    cp = _module("cupy")
+    if cp is not None:
+        return cp.asarray(x)
+    from numba import cuda
+
+    return cuda.to_device(x)
+
+
+def peer_input(name: str, x_dev):
+    if name == "torch":
+        return _module("torch").as_tensor(x_dev, device="cuda")
+    return _module("cupy").asarray(x_dev)
+
+
+def to_host(result) -> np.ndarray:
+    """Any result (NumPy, CuPy, PyTorch, Numba or ``__cuda_array_interface__``) on the host."""
+    if isinstance(result, (np.ndarray, np.generic, int, float, bool)):
+        return np.asarray(result)
+    module = type(result).__module__.split(".")[0]
+    if module == "cupy":
+        return result.get()
+    if module == "torch":
+        return result.detach().cpu().numpy()
+    if hasattr(result, "copy_to_host"):
+        return result.copy_to_host()
+    from numba import cuda
+
+    return cuda.as_cuda_array(result).copy_to_host()
+
+
+def measure(fn: Callable[[], Any], repeat: int) -> float:
+    """Median seconds per call: CUDA events on a GPU (after a warm-up call),
+    wall-clock under the simulator."""
+    if not on_gpu():
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    from numba import cuda
+
+    fn()
+    cuda.synchronize()
+    stream = cuda.default_stream()  # the legacy stream: ordered with CuPy's and torch's
+    times = []
+    for _ in range(repeat):
+        start, stop = cuda.event(), cuda.event()
+        start.record(stream)
+        fn()
+        stop.record(stream)
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop) / 1e3)
+    return statistics.median(times)
+
+
+@lru_cache(maxsize=None)
+def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
+    """Device-to-device copy bandwidth, bytes read + written per second / 1e9
+    (measured once per process; under the simulator a host memcpy)."""
+    from numba import cuda
+
+    n = nbytes if on_gpu() else 1 << 20
+    src = cuda.device_array(n, dtype=np.uint8)
+    dst = cuda.device_array(n, dtype=np.uint8)
+    seconds = measure(lambda: dst.copy_to_device(src), repeat)
+    return 2 * n / seconds / 1e9
+
+
+# --- one measurement ---------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One checked (and maybe timed) call: a strategy of numbakern, or a peer."""
+
+    provider: str  # "numbakern" or a peer's name
+    strategy: str  # the variant's label, or the peer's name
+    ok: bool | None = None  # None: a peer that could not run
+    max_error: float = float("nan")
+    result: str = ""
+    note: str = ""
+    seconds: float | None = None
+    nbytes: int = 0
+    value: Any = None  # the result on the host
+
+    @property
+    def gbps(self) -> float | None:
+        return None if not self.seconds else self.nbytes / self.seconds / 1e9
+
+    def as_dict(self, copy: float | None = None) -> dict:
+        d = {"provider": self.provider, "strategy": self.strategy, "ok": self.ok,
+             "max_error": self.max_error, "result": self.result, "note": self.note,
+             "seconds": self.seconds, "bytes": self.nbytes, "gbps": self.gbps}
+        if copy and self.gbps:
+            d["copy_fraction"] = self.gbps / copy
+        return d
+
+
+def describe(value: np.ndarray) -> str:
+    value = np.asarray(value)
+    if value.ndim == 0:
+        v = value[()]
+        return f"{v:.7g}" if value.dtype.kind == "f" else str(v)
+    if value.size <= 8:
+        return np.array2string(value, separator=" ", precision=4)
+    return "x".join(map(str, value.shape)) + f" {value.dtype}"
+
+
+def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, want: Expected,
+            timed: bool, repeat: int, peer: str | None = None, rows=None) -> Row:
+    """Check one strategy (or one peer) against the reference, then time it.
+
+    ``rows``: indices of the rows ``want`` holds, when it was computed for a sample of
+    them (a row-wise op on a large input); the result's other rows are not checked.
+    """
+    if peer is not None:
+        def fn():
+            return op.peers[peer](_module(peer), arg, **kw)
+
+        row = Row(peer, peer)
+    else:
+        def fn():
+            return op.call(x_dev, variant, kw)
+
+        row = Row("numbakern", variant.label)
+    try:
+        arg = peer_input(peer, x_dev) if peer is not None else None
+        got = to_host(fn())
+        nbytes = int(x.nbytes + got.nbytes)
+        got = got if rows is None else got[rows]
+    except Exception as exc:  # a failure of numbakern's; a peer's is only reported
+        said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        row.ok = False if peer is None else None
+        row.note = f"raised {said}" if peer is None else f"n/a: {peer} raised {said}"
+        return row
+    row.ok, row.max_error = check(got, want.values, want.tolerance)
+    if peer is None and got.dtype != want.dtype:
+        row.ok, row.note = False, f"dtype {got.dtype}, NumPy gives {want.dtype}"
+    row.value, row.result = got, describe(got)
+    row.nbytes = nbytes
+    if timed and row.ok:
+        row.seconds = measure(fn, repeat)
+    return row
+
+
+# --- numbakern compare ---------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    """``numbakern compare``'s result: one operation, size and dtype, every strategy."""
+
+    op: str
+    shape: tuple
+    dtype: str
+    backend: str
+    simulator: bool
+    copy_gbps: float
+    rows: list
+
+    def as_dict(self) -> dict:
+        return {"op": self.op, "shape": list(self.shape), "dtype": self.dtype,
+                "backend": self.backend, "simulator": self.simulator,
+                "timing": "wall clock under the simulator: meaningless for speed"
+                if self.simulator else "CUDA events, median",
+                "copy_gbps": self.copy_gbps,
+                "rows": [r.as_dict(self.copy_gbps) for r in self.rows]}
+
+
+def compare(op: Operation, shape: tuple, dtype, variants: list[Variant], repeat: int,
+            kw: dict | None = None, advance: Callable[[str], None] = lambda label: None
+            ) -> Comparison:
+    """Check then time ``op`` on one input with each variant, then each installed peer.
+
+    ``advance(label)`` is called before each run (a progress bar's hook).
+    """
+    kw = kw or {}
+    x = sample(op, shape, dtype)
+    x_dev = to_device(x)
+    want = op.expected(x, kw)
+    rows = []
+    for variant in variants:
+        advance(variant.label)
+        reason = op.skips(variant, tuple(shape), kw) if op.skips else None
+        if reason:
+            rows.append(Row("numbakern", variant.label, ok=None, note=f"n/a: {reason}"))
+            continue
+        rows.append(run_one(op, variant, x, x_dev, kw, want, True, repeat))
+    for peer in installed_peers():
+        if peer in op.peers:
+            advance(peer)
+            rows.append(run_one(op, None, x, x_dev, kw, want, True, repeat,
+                                peer=peer))
+    return Comparison(op.name, tuple(shape), str(np.dtype(dtype)), str(numbakern.backend()),
+                      not on_gpu(), copy_gbps(), rows)
+
+
+def comparison_table(c: Comparison):
+    """A ``rich`` table: strategy, check, median time, GB/s, fraction of copy bandwidth."""
+    from rich.table import Table
+
+    shape = "x".join(map(str, c.shape))
+    copy = "host memcpy under the simulator" if c.simulator else "device to device"
+    table = Table(title=f"{c.op} of {shape} {c.dtype}",
+                  caption=f"copy bandwidth ({copy}, bytes read + written): "
+                          f"{gbps_text(c.copy_gbps)} GB/s")
+    for col, just in (("strategy", "left"), ("check", "left"), ("max |error|", "right"),
+                      ("median", "right"), ("GB/s", "right"), ("of copy", "right")):
+        table.add_column(col, justify=just)
+    for r in c.rows:
+        check = _verdict(r)
+        time_ = "" if r.seconds is None else _time_text(r.seconds)
+        gbps = "" if r.gbps is None else gbps_text(r.gbps)
+        frac = "" if r.gbps is None or c.simulator else f"{r.gbps / c.copy_gbps:.0%}"
+        name = r.strategy if r.provider == "numbakern" else f"[dim]{r.strategy} (peer)[/dim]"
+        table.add_row(name, check, _error_text(r), time_, gbps, frac)
+    return table
+
+
+def _verdict(r: Row) -> str:
+    from rich.markup import escape
+
+    if r.ok is None:
+        return f"[yellow]{escape(r.note)}[/yellow]"
+    if r.ok:
+        return "[green]ok[/green]"
+    return "[bold red]WRONG[/bold red]" + (f" ({escape(r.note)})" if r.note else "")
+
+
+def _error_text(r: Row) -> str:
+    return "" if r.ok is None or np.isnan(r.max_error) else f"{r.max_error:.2g}"
+
+
+def gbps_text(gbps: float) -> str:
+    return f"{gbps:,.0f}" if gbps >= 100 else f"{gbps:.3g}"
+
+
+def _time_text(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def comparison_figure(c: Comparison, path: str) -> None:
+    """Bars of GB/s per strategy and peer, with the copy bandwidth as the ceiling."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in c.rows if r.gbps]
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4))
+    colours = ["#1f77b4" if r.provider == "numbakern" else "#7f7f7f" for r in rows]
+    ax.bar(range(len(rows)), [r.gbps for r in rows], color=colours)
+    ax.axhline(c.copy_gbps, color="#d62728", ls="--", lw=1)
+    ax.text(len(rows) - 0.5, c.copy_gbps, "copy bandwidth", color="#d62728", ha="right",
+            va="bottom", fontsize=8)
+    ax.set_xticks(range(len(rows)), [r.strategy for r in rows], rotation=20, ha="right",
+                  fontsize=8)
+    ax.set_ylabel("GB/s (bytes read + written / time)")
+    shape = "x".join(map(str, c.shape))
+    note = " (simulator: meaningless for speed)" if c.simulator else ""
+    ax.set_title(f"{c.op} of {shape} {c.dtype}{note}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,620 @@
+"""Record how a strategy combines, by running the real reduction under the simulator.
+
+``numbakern explain`` answers "which thread combined which elements, through what?"
+from a recording, never from a description of the algorithm: :func:`trace_reduce`
+runs the very kernels ``numbakern.sum`` runs (the grid strategy's ``reduce``, the
+kernel builder, the block strategy's device functions) with two things swapped:
+
+* the op's :class:`~numbakern.ops.state.StateKit` is wrapped by a *tracing kit*. A
+  state travels as the real fields plus one more, a **tag**: the id of a
+  :class:`Node` in the recording. ``combine`` calls the real combine and records
+  which nodes it joined; ``shfl_*`` call the real shuffles and shuffle the tag
+  beside the value (with the real shuffle, so it arrives from the lane the value
+  came from); ``store``/``load`` call the real ones and keep the tag of each
+  memory slot in a side table keyed by the slot's address;
+* the element loader is wrapped the same way: element ``i`` becomes a node
+  covering ``{i}``.
+
+Each node knows the set of elements it covers, so the recording proves, rather than
+assumes, that the result covers every element exactly once. Barriers, atomics and
+launches are counted by wrapping the simulator's ``syncthreads``, atomic functions
+and kernel launch for the duration of the run (and only then), so the strategy's
+code is not touched.
+
+Only Numba's CUDA simulator runs kernels as Python, so only it can be watched:
+:func:`trace_reduce` raises :class:`TraceError` on a GPU backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import cuda
+
+from numbakern import ops as _ops
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import Workspace, as_array_like
+from numbakern.core.jobs import ReduceJob
+from numbakern.core.layout import flat_view
+from numbakern.kernels.flat_reduce import FlatReduce
+from numbakern.ops.state import StateKit, state_kit
+from numbakern.runtime.cache import cached
+from numbakern.runtime.device import SIMULATOR
+
+IDENTITY = 0  # node id of "the op's identity": covers no element
+
+# How an operand reached the thread that combined it.
+ELEMENT = "global load"  # an input element, read by the thread that folds it
+REGISTER = "register"  # the thread's own running state
+SHUFFLE = "shuffle"  # a lane's register, through shfl_*_sync
+SHARED = "shared memory"
+GLOBAL = "global memory"  # a state written to device memory (a partial)
+ATOMIC = "global atomic"
+
+
+class TraceError(RuntimeError):
+    """The trace cannot be taken (no simulator), or the recording is inconsistent."""
+
+
+@dataclass
+class Node:
+    """One state that existed during the run.
+
+    Attributes:
+        id: index in :attr:`Trace.nodes`.
+        kind: ``"identity"``, ``"element"``, ``"combine"``, ``"move"`` (a state that
+            reached a thread through a shuffle or memory) or ``"initial"`` (an
+            output's starting value, written by the host).
+        cover: the input elements the state combines.
+        value: the real state's fields.
+        launch, block, thread: where it was created (launch counts from 1).
+        step: the creating thread's count of synchronising operations (barriers and
+            shuffles) so far: states with equal steps were made in the same round.
+        via: for ``"move"``, the path (:data:`SHUFFLE`, :data:`SHARED`,
+            :data:`GLOBAL`); for ``"combine"``, :data:`REGISTER` or :data:`ATOMIC`.
+        args: operand node ids (combine: ``(a, b)``; move: ``(source,)``).
+        detail: the element (``"x[3]"``), the shuffle (``"down"``, ``"up"``, ``"idx"``)
+            or the atomic (``"cuda.atomic.add"``).
+        offset: a shuffle's ``delta`` (``idx``: source lane), or the slot a load read.
+        overlap: a combine whose operands share an element (counted twice).
+    """
+
+    id: int
+    kind: str
+    cover: frozenset
+    value: tuple
+    launch: int = 0
+    block: int = -1
+    thread: int = -1
+    step: int = 0
+    via: str = ""
+    args: tuple = ()
+    detail: str = ""
+    offset: int = -1
+    overlap: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.cover
+
+
+@dataclass
+class BlockCounts:
+    """What one block of one launch did (all threads together)."""
+
+    barriers: int = 0
+    shuffle_steps: dict = field(default_factory=dict)  # warp -> shuffles lane-wise
+    combines: int = 0  # every combine the kit ran, idle ones too
+    joins: int = 0  # combines of the result's tree that joined two non-empty states
+    steps: int = 0  # rounds of the block reduce (steps > 0 holding the result's combines)
+    shared_loads: int = 0
+    shared_stores: int = 0
+    global_element_loads: int = 0
+    global_state_loads: int = 0
+    global_stores: int = 0
+    atomics: int = 0
+    cas_retries: int = 0
+
+
+@dataclass
+class Trace:
+    """A recorded reduction: the nodes, the result, and the counts.
+
+    Attributes:
+        strategy: the strategy's label (``"two_pass/warp_shuffle"``).
+        op: the op's name.
+        n, dtype: the input's size and dtype.
+        threads: threads per block.
+        launches: ``[(kernel name, blocks, threads)]`` in launch order.
+        nodes: every state (``nodes[0]`` is the identity).
+        result: id of the node the output holds.
+        value: the result as the public functions return it.
+        blocks: ``{(launch, block): BlockCounts}``.
+        state_bytes, element_bytes: bytes of one state and of one input element.
+        ancestry: ids of the nodes the result was built from.
+        barrier_steps: ``{(launch, block): [step after each barrier]}``.
+        stores: ``[(node id, launch, block, thread, step, slot)]``: states written to
+            global memory (partials and outputs).
+    """
+
+    strategy: str
+    op: str
+    n: int
+    dtype: np.dtype
+    threads: int
+    launches: list
+    nodes: list
+    result: int
+    value: object
+    blocks: dict
+    state_bytes: int
+    element_bytes: int
+    ancestry: frozenset = frozenset()
+    barrier_steps: dict = field(default_factory=dict)
+    stores: list = field(default_factory=list)
+
+    @property
+    def exact_cover(self) -> bool:
+        """The result covers every element once: all of them, none counted twice."""
+        overlap = any(self.nodes[i].overlap for i in self.ancestry)
+        return not overlap and self.nodes[self.result].cover == frozenset(range(self.n))
+
+    def is_join(self, node: Node) -> bool:
+        """A combine of the result's tree that joined two non-empty states.
+
+        A reduction of n elements has exactly n - 1 of them, whatever the strategy;
+        every other combine works on the identity.
+        """
+        return (node.kind == "combine" and node.id in self.ancestry
+                and not any(self.nodes[a].empty for a in node.args))
+
+    @property
+    def combining_launches(self) -> list[int]:
+        """The launches (numbered from 1) in which states were combined."""
+        return sorted({key[0] for key, c in self.blocks.items() if c.combines or c.atomics})
+
+    def total(self, name: str) -> int:
+        """A :class:`BlockCounts` field summed over every block of every launch."""
+        return sum(getattr(c, name) for c in self.blocks.values())
+
+    def bytes_moved(self) -> dict:
+        """Bytes through each level of the memory hierarchy, all blocks together."""
+        sb = self.state_bytes
+        return {
+            "global read": self.total("global_element_loads") * self.element_bytes
+            + self.total("global_state_loads") * sb,
+            "global written": (self.total("global_stores") + self.total("atomics")) * sb,
+            "shared read": self.total("shared_loads") * sb,
+            "shared written": self.total("shared_stores") * sb,
+            "shuffled": sum(sum(c.shuffle_steps.values()) for c in self.blocks.values())
+            * 32 * sb,
+        }
+
+    def summary(self) -> dict:
+        """The counts a teacher asks for, as plain numbers (JSON-ready)."""
+        return {
+            "strategy": self.strategy,
+            "op": self.op,
+            "n": self.n,
+            "dtype": str(self.dtype),
+            "threads": self.threads,
+            "launches": len(self.launches),
+            "combining_launches": len(self.combining_launches),
+            "blocks": [blocks for _, blocks, _ in self.launches],
+            "steps": {f"{k[0]}/{k[1]}": c.steps for k, c in self.blocks.items()},
+            "barriers": {f"{k[0]}/{k[1]}": c.barriers for k, c in self.blocks.items()},
+            "shuffle_steps": {f"{k[0]}/{k[1]}": dict(c.shuffle_steps)
+                              for k, c in self.blocks.items()},
+            "atomics": self.total("atomics"),
+            "combines": self.total("combines") + self.total("atomics"),
+            "joins": self.total("joins"),
+            "bytes": self.bytes_moved(),
+            "exact_cover": self.exact_cover,
+        }
+
+
+# --- the recorder -------------------------------------------------------------------
+
+
+class _Recorder:
+    """Collects nodes and counts while one traced reduction runs.
+
+    Called from simulated CUDA threads (one OS thread each); every mutation holds
+    ``lock``.
+    """
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.nodes = [Node(IDENTITY, "identity", frozenset(), ())]
+        self.ids = itertools.count(1)
+        self.memory: dict[int, int] = {}  # address -> node id stored there
+        self.current: dict[tuple, int] = {}  # thread -> node id of its latest state
+        self.sync: Counter = Counter()  # thread -> barriers + shuffles passed
+        self.launches: list = []
+        self.counts: dict = defaultdict(BlockCounts)
+        self.barrier_steps: dict = defaultdict(set)  # (launch, block) -> steps after one
+        self.stores: list = []  # global stores: (tag, launch, block, thread, step, slot)
+
+    # where the calling simulated thread is
+    def _where(self):
+        t = threading.current_thread()
+        return len(self.launches), t.blockIdx.x, t.threadIdx.x
+
+    def _new(self, kind, cover, value, hold=True, **kw) -> int:
+        """A new node made by the calling thread; ``hold``: it is the thread's state."""
+        launch, block, thread = self._where()
+        with self.lock:
+            node = Node(next(self.ids), kind, cover, tuple(value), launch, block, thread,
+                        self.sync[(launch, block, thread)], **kw)
+            self.nodes.append(node)
+            if hold:
+                self.current[(launch, block, thread)] = node.id
+            return node.id
+
+    def _block(self) -> BlockCounts:
+        launch, block, _ = self._where()
+        return self.counts[(launch, block)]
+
+    # called by the tracing kit and loader
+    def identity(self) -> int:
+        """The identity state; the thread's own state if it holds none yet (an identity
+        made later, such as a block scan's exclusive prefix of thread 0, is not the
+        state it goes on with)."""
+        launch, block, thread = self._where()
+        self.current.setdefault((launch, block, thread), IDENTITY)
+        return IDENTITY
+
+    def element(self, i, value) -> int:
+        with self.lock:
+            self._block().global_element_loads += 1
+        return self._new("element", frozenset((int(i),)), value, via=ELEMENT,
+                         detail=f"x[{int(i)}]")
+
+    def combine(self, a, b, value) -> int:
+        a, b = self.nodes[int(a)], self.nodes[int(b)]
+        with self.lock:
+            self._block().combines += 1
+        return self._new("combine", a.cover | b.cover, value, via=REGISTER,
+                         args=(a.id, b.id), overlap=bool(a.cover & b.cover))
+
+    def shuffle(self, kind, delta, got) -> int:
+        """The calling lane received node ``got`` through ``shfl_<kind>`` by ``delta``."""
+        launch, block, thread = self._where()
+        key = (launch, block, thread)
+        with self.lock:
+            self.sync[key] += 1
+            steps = self._block().shuffle_steps
+            warp = thread // 32
+            if thread % 32 == 0:
+                steps[warp] = steps.get(warp, 0) + 1
+        src = self.nodes[int(got)]
+        return self._new("move", src.cover, src.value, via=SHUFFLE, args=(src.id,),
+                         detail=kind, offset=int(delta))
+
+    def store(self, arr, i, tag) -> None:
+        address, shared = _address(arr, i)
+        launch, block, thread = self._where()
+        with self.lock:
+            self.memory[address] = int(tag)
+            self.current[(launch, block, thread)] = int(tag)
+            c = self._block()
+            if shared:
+                c.shared_stores += 1
+            else:
+                c.global_stores += 1
+                self.stores.append((int(tag), launch, block, thread,
+                                    self.sync[(launch, block, thread)], int(i)))
+
+    def load(self, arr, i, value) -> int:
+        address, shared = _address(arr, i)
+        with self.lock:
+            src = self.memory.get(address)
+            c = self._block()
+            if shared:
+                c.shared_loads += 1
+            else:
+                c.global_state_loads += 1
+        if src is None:
+            raise TraceError(f"a thread read {'shared' if shared else 'global'} slot {i} "
+                             "that nothing in this run wrote")
+        return self._new("move", self.nodes[src].cover, value,
+                         via=SHARED if shared else GLOBAL, args=(src,), offset=int(i))
+
+    # called by the wrapped simulator functions
+    def barrier(self) -> None:
+        launch, block, thread = self._where()
+        with self.lock:
+            key = (launch, block, thread)
+            self.sync[key] += 1
+            if thread == 0:
+                self.counts[(launch, block)].barriers += 1
+                self.barrier_steps[(launch, block)].add(self.sync[key])
+
+    def atomic(self, name, arr, index, val, success: bool) -> None:
+        """An atomic on ``arr[index]`` folded ``val``: the state its thread holds.
+
+        ``success`` is false for a compare-and-swap that lost a race (a retry).
+        """
+        launch, block, thread = self._where()
+        address, _ = _address(arr, index)
+        with self.lock:
+            c = self.counts[(launch, block)]
+            if not success:
+                c.cas_retries += 1
+                return
+            c.atomics += 1
+            mine = self.nodes[self.current[(launch, block, thread)]]
+            if name != "cas":
+                _check_atomic_value(name, val, mine)
+            prev = self.memory.get(address)
+            if prev is None:
+                prev = self._new("initial", frozenset(), (), hold=False,
+                                 detail="the output's starting value, the identity")
+            before = self.nodes[prev]
+            content = arr[index] if name != "cas" else None  # CAS swaps bits, not values
+            node = self._new("combine", before.cover | mine.cover,
+                             () if content is None else (content,), via=ATOMIC,
+                             args=(prev, mine.id), overlap=bool(before.cover & mine.cover),
+                             detail=f"cuda.atomic.{name}")
+            self.memory[address] = node
+
+
+def _check_atomic_value(name, val, mine: Node) -> None:
+    """The value an atomic folds must be the state its thread last held."""
+    if mine.kind == "identity" or not mine.value:
+        return
+    want = np.asarray(mine.value[0]).astype(np.asarray(val).dtype)
+    if not (want == val or (want != want and val != val)):
+        raise TraceError(f"cuda.atomic.{name} folded {val!r}, but its thread's last state "
+                         f"holds {mine.value[0]!r}")
+
+
+def _address(arr, i) -> tuple[int, bool]:
+    """``(address of arr[i], is it shared memory)``.
+
+    Inside a simulated kernel, device arrays passed as arguments are Numba's
+    ``FakeWithinKernelCUDAArray`` wrappers; shared arrays are plain ndarrays.
+    """
+    shared = isinstance(arr, np.ndarray)
+    base = arr if shared else arr._item._ary
+    return base.__array_interface__["data"][0] + int(i) * base.strides[0], shared
+
+
+_ACTIVE: _Recorder | None = None
+_RUN_LOCK = threading.Lock()
+
+
+def _rec() -> _Recorder:
+    if _ACTIVE is None:
+        raise TraceError("a tracing kernel ran outside trace_reduce")
+    return _ACTIVE
+
+
+# --- the tracing kit and loader --------------------------------------------------------
+
+
+def tracing_kit(op, dtypes) -> StateKit:
+    """The op's real :class:`StateKit`, with every state carrying a node tag.
+
+    States are the real fields plus the tag, so the strategies' code, which only
+    handles states through the kit, runs unchanged.
+    """
+    key = ("trace-kit", op, tuple(np.dtype(d).str for d in dtypes))
+    return cached(key, lambda: _build_tracing_kit(op, dtypes))
+
+
+def _build_tracing_kit(op, dtypes) -> StateKit:
+    real = state_kit(op, dtypes)
+    # Tags travel through the same shuffles as values, as int64 one-field states.
+    tags = state_kit(_ops.SUM, (np.dtype(np.int64),))
+    f = real.fields
+
+    @cuda.jit(device=True)
+    def identity():
+        return real.identity() + (_rec().identity(),)
+
+    @cuda.jit(device=True)
+    def combine(a, b):
+        c = real.combine(a[:f], b[:f])
+        return c + (_rec().combine(a[f], b[f], c),)
+
+    def shuffle(real_shfl, tag_shfl, kind):
+        @cuda.jit(device=True)
+        def shfl(s, delta):
+            v = real_shfl(s[:f], delta)
+            got = tag_shfl((s[f],), delta)[0]
+            return v + (_rec().shuffle(kind, delta, got),)
+
+        return shfl
+
+    @cuda.jit(device=True)
+    def store(a0, a1, i, s):
+        real.store(a0, a1, i, s[:f])
+        _rec().store(a0, i, s[f])
+
+    @cuda.jit(device=True)
+    def load(a0, a1, i):
+        s = real.load(a0, a1, i)
+        return s + (_rec().load(a0, i, s),)
+
+    @cuda.jit(device=True)
+    def to_state(v, i):  # an element read from the input
+        s = real.to_state(v, i)
+        return s + (_rec().element(i, s),)
+
+    return StateKit(
+        real.dtypes,
+        identity,
+        combine,
+        shuffle(real.shfl_down, tags.shfl_down, "down"),
+        shuffle(real.shfl_up, tags.shfl_up, "up"),
+        shuffle(real.shfl_idx, tags.shfl_idx, "idx"),
+        store,
+        load,
+        to_state,
+        real.identity_values,
+    )
+
+
+# --- watching the simulator --------------------------------------------------------------
+
+_ATOMICS = ("add", "max", "min", "and_", "or_", "xor", "cas")
+
+
+@contextlib.contextmanager
+def _watching(rec: _Recorder):
+    """Wrap the simulator's barrier, atomics and launch to report to ``rec``."""
+    from numba.cuda.simulator import kernel, kernelapi
+
+    saved = []
+
+    def patch(cls, name, make):
+        original = getattr(cls, name)
+        saved.append((cls, name, original))
+        setattr(cls, name, make(original))
+
+    def barrier(original):
+        def syncthreads(self):
+            rec.barrier()
+            return original(self)
+
+        return syncthreads
+
+    def atomic(name):
+        def make(original):
+            def fold(self, array, index, *args):
+                with rec.lock:  # the fold and its record as one step
+                    old = original(self, array, index, *args)
+                    rec.atomic(name, array, index, args[-1], name != "cas" or old == args[0])
+                return old
+
+            return fold
+
+        return make
+
+    def launch(original):
+        def call(self, *args):
+            if not self._device:
+                rec.launches.append((self.fn.__name__, self.grid_dim[0], self.block_dim[0]))
+            return original(self, *args)
+
+        return call
+
+    try:
+        patch(kernelapi.FakeCUDAModule, "syncthreads", barrier)
+        for name in _ATOMICS:
+            patch(kernelapi.FakeCUDAAtomic, name, atomic(name))
+        patch(kernel.FakeCUDAKernel, "__call__", launch)
+        yield
+    finally:
+        for cls, name, original in reversed(saved):
+            setattr(cls, name, original)
+
+
+# --- the entry point ----------------------------------------------------------------------
+
+
+def resolve_grid(strategy: str, threads: int = 32, blocks: int | None = 2):
+    """A grid strategy from its ``"grid/block"`` name with the given grid shape."""
+    base = _strategies.resolve("reduce", strategy, threads=threads)
+    return type(base)(block=type(base.block)(threads), blocks=blocks)
+
+
+def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int = 32,
+                 blocks: int | None = 2) -> Trace:
+    """Reduce ``x`` with the real kernels under the simulator, recording every combine.
+
+    Args:
+        x: a 1-D or 2-D NumPy array (or list); keep it small (up to a few thousand
+            elements): every thread is an OS thread and every combine a record.
+        op: a built-in op's name or a :class:`numbakern.Op`.
+        strategy: a ``"grid/block"`` name or a :class:`GridStrategy` (then
+            ``threads`` and ``blocks`` are ignored).
+        threads: threads per block, a multiple of 32.
+        blocks: blocks of the first launch (``None``: the strategy's choice).
+
+    Returns:
+        a :class:`Trace`.
+
+    Raises:
+        TraceError: not under the simulator (kernels on a GPU cannot be watched), or
+            the recording contradicts itself.
+        ValueError, TypeError: as ``numbakern.reduce`` for a bad op, strategy or
+            dtype.
+    """
+    global _ACTIVE
+    if not SIMULATOR:
+        raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
+                         "Run it with NUMBAKERN_SIMULATOR=1")
+    op = _ops.get(op)
+    grid = strategy if not isinstance(strategy, str) else resolve_grid(strategy, threads, blocks)
+    x = np.asarray(as_array_like(x))
+    if x.size == 0:
+        raise ValueError("x must hold at least one element to trace")
+    op.check_dtype(x.dtype)
+    if grid.commutative_required and not op.commutative:
+        raise ValueError(f"strategy {grid.label} needs a commutative op; {op.name} is not")
+    if op.fields != 1:
+        raise ValueError(f"tracing takes one-field ops (sum, max, ...); {op.name} has two")
+    result = op.result_dtype(x.dtype, None)
+    real = state_kit(op, (_ops.accumulator_dtype(result),))
+    kit = tracing_kit(op, real.dtypes)
+    workspace = Workspace("numpy", cuda.default_stream())
+    view, n = flat_view(x, any_order=op.commutative, stream=workspace.stream)
+    # Scalar loads: every element's load is recorded (the tracing kit's to_state).
+    layout = FlatReduce(view, n, kit, ordered=not op.commutative, vectors=False)
+    job = ReduceJob(layout, op, kit, workspace)
+    rec = _Recorder()
+    with _RUN_LOCK:
+        _ACTIVE = rec
+        try:
+            with _watching(rec):
+                out = grid.reduce(job)
+        finally:
+            _ACTIVE = None
+    address, _ = _address(out[0]._ary, 0)
+    if address not in rec.memory:
+        raise TraceError("the output holds no recorded state")
+    value = workspace.scalar(out[0], result)
+    return _finish(rec, grid, op, x, n, rec.memory[address], value, real)
+
+
+def _finish(rec: _Recorder, grid, op, x, n, result: int, value, real) -> Trace:
+    trace = Trace(
+        strategy=grid.label, op=op.name, n=n, dtype=np.dtype(x.dtype),
+        threads=grid.block.threads, launches=rec.launches, nodes=rec.nodes, result=result,
+        value=value, blocks=dict(sorted(rec.counts.items())),
+        state_bytes=sum(d.itemsize for d in real.dtypes),
+        element_bytes=np.dtype(x.dtype).itemsize,
+        ancestry=frozenset(_ancestry(rec.nodes, result)),
+        barrier_steps={k: sorted(v) for k, v in rec.barrier_steps.items()},
+        stores=rec.stores,
+    )
+    rounds = defaultdict(set)
+    for i in trace.ancestry:
+        node = rec.nodes[i]
+        if node.kind == "combine":
+            if trace.is_join(node):
+                trace.blocks[(node.launch, node.block)].joins += 1
+            if node.via == REGISTER and node.step > 0:
+                rounds[(node.launch, node.block)].add(node.step)
+    for key, c in trace.blocks.items():
+        c.steps = len(rounds[key])
+    return trace
+
+
+def _ancestry(nodes, root: int) -> set:
+    """Every node the result was built from (the states that mattered)."""
+    seen, todo = set(), [root]
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        todo.extend(nodes[i].args)
+    return seen

@@ -1,0 +1,543 @@
+"""The contract of each strategy family, stated once.
+
+A strategy decides *how* threads or blocks combine; everything else (the input's
+layout, the op, where memory comes from) reaches it through a *job* (``numbakern/core/
+jobs.py``). Each family's contract is written here after CUB's ``block_reduce.cuh``:
+its phases, its temp storage, which threads hold the result, what it costs, whether it
+is deterministic and whether it needs a commutative op. A new strategy subclasses one
+of these, lives in one file of ``strategies/``, and is added to the family's registry
+with one line (``strategies/__init__.py``); every layout of its family then uses it.
+
+=====================  ===========================  =====================================
+family                 base class                   decides
+=====================  ===========================  =====================================
+``"block"``            :class:`BlockStrategy`       how the threads of one block (or one
+                                                    warp) combine their states
+``"reduce"``           :class:`GridReduce`          how the blocks that share an output
+                                                    meet: partials, or atomics
+``"scan"``             :class:`GridScan`            how a tile learns the combine of the
+                                                    tiles before it
+``"histogram"``        :class:`HistogramStrategy`   where a block's counts gather
+``"sort"``             :class:`SortStrategy`        how rows are put in order
+=====================  ===========================  =====================================
+
+Strategies are values: immutable once made, equal and hashed by their ``key``
+(the plans and recorded launches numbakern caches hold them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, ClassVar, NamedTuple
+
+import numpy as np
+from numba import cuda
+
+from numbakern.kernels.counting import COUNTER_BYTES, build_histogram_kernel
+from numbakern.kernels.scan_tiles import auto_items, check_hold, padded_slots
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.checks import check_count, check_flag, check_optional_count
+from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, ceil_div,
+                                      max_resident_blocks)
+from numbakern.runtime.launch import launch
+
+from .registry import REGISTRY
+
+__all__ = ["BlockStrategy", "Cost", "GridReduce", "GridScan", "GridStrategy",
+           "HistogramStrategy", "Immutable", "SortStrategy", "Strategy", "WarpForm",
+           "block_barrier", "check_count", "check_flag", "check_optional_count",
+           "check_threads", "log2_ceil", "place_in_block", "place_in_runs",
+           "reduce_from_scan", "warp_barrier"]
+
+# --- argument checks every strategy shares -------------------------------------------
+
+
+def check_threads(threads: int | None) -> int:
+    """Threads per block: ``None`` (the default, 256; 64 under the simulator) or a
+    multiple of 32 from 32 to 1024."""
+    threads = check_count(DEFAULT_THREADS if threads is None else threads, "threads")
+    if threads < 32 or threads > 1024 or threads % 32:
+        raise ValueError(f"threads must be a multiple of 32 from 32 to 1024, got {threads}")
+    return threads
+
+
+def log2_ceil(n: int) -> int:
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one operation of ``n`` elements costs a strategy: for teaching and for GB/s.
+
+    ``bytes_read`` and ``bytes_written`` count device-memory traffic (input, partials,
+    output), ``launches`` kernel launches and ``atomics`` atomic operations.
+    """
+
+    launches: int
+    bytes_read: int
+    bytes_written: int
+    atomics: int
+
+
+# --- values, not objects ---------------------------------------------------------------
+
+
+class _MadeOnce(type):
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_made", True)  # __init__ is over: fixed from now on
+        return obj
+
+
+class Immutable(metaclass=_MadeOnce):
+    """Base of strategy classes: an object's attributes are fixed once it is made.
+
+    A strategy changed after it was made would leave the plans and recorded launches
+    that hold it answering for its old value (found in a trial: setting ``threads``
+    on a used object ran the old block size), so a change raises ``AttributeError``;
+    make a new object instead.
+    """
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_made", False):
+            raise AttributeError(f"{type(self).__name__} objects are immutable: make a new "
+                                 f"one (for example {type(self).__name__}(...)) instead of "
+                                 f"setting {name!r}")
+        object.__setattr__(self, name, value)
+
+
+class Strategy(Immutable):
+    """What every strategy has: a ``name`` (its registry name), a ``family`` and a
+    ``key`` by which it is equal to and hashed like another."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+
+    @property
+    def key(self) -> tuple:
+        raise NotImplementedError
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+# --- block: the threads of one block (or one warp) -------------------------------------
+
+
+class WarpForm(NamedTuple):
+    """A block strategy's algorithm run by each warp on its own (a warp per row).
+
+    ``function``: the device function (signatures in :class:`BlockStrategy`);
+    ``slots``: the shared-memory states *each warp* needs (0 for one that works in
+    registers): a kernel of ``W`` warps allocates ``W * slots``, and warp ``w`` uses
+    slots ``w * slots`` onwards (the functions find them from ``threadIdx.x``).
+    """
+
+    function: Callable
+    slots: int
+
+
+class BlockStrategy(Strategy):
+    """How the threads of one block combine their states (CUB's ``BlockReduce`` and
+    ``BlockScan`` algorithms).
+
+    Every device function takes the calling thread's state ``s`` and the temp storage
+    ``t0, t1`` (one shared array per state field, :meth:`temp_slots` long, allocated by
+    the kernel: ``cuda.shared.array`` is never called inside a strategy), and must be
+    called by every thread of the block. Two calls that share ``t0, t1`` need a
+    barrier between them (CUB's rule for ``TempStorage``).
+
+    * :meth:`build_reduce` (required): ``block_reduce(s, t0, t1) -> state``, the
+      combine of every thread's state, **valid in thread 0** (some strategies give it
+      to every thread; none promises more than thread 0).
+    * :meth:`build_scan` (optional, :attr:`has_scan`): ``block_scan(s, t0, t1) ->
+      (inclusive, exclusive, total)``, all three **valid in every thread**, in thread
+      order; ``exclusive`` in thread 0 is the identity and must never be combined.
+    * :meth:`build_warp_reduce` and :meth:`build_warp_scan` (optional): the same
+      algorithm run by each warp on its own, for layouts that give a row to a warp.
+      A layout whose strategy has no warp form gives each row a block instead.
+
+    Subclasses set ``name`` and ``needs_commutative`` (whether the algorithm combines
+    states out of thread order) and implement :meth:`temp_slots`, :meth:`build_reduce`
+    and :meth:`barriers`.
+
+    Args:
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default 256; 64
+            under the simulator, which runs one OS thread per CUDA thread).
+
+    Raises:
+        TypeError: ``threads`` not an int. ValueError: not a multiple of 32 in range.
+    """
+
+    family = "block"
+    needs_commutative: ClassVar[bool]
+    #: default threads per block: 256 on a GPU; 64 under the simulator
+    DEFAULT_THREADS: ClassVar[int] = DEFAULT_THREADS
+
+    def __init__(self, threads: int | None = None):
+        self.threads = check_threads(self.DEFAULT_THREADS if threads is None else threads)
+
+    @property
+    def warps(self) -> int:
+        return self.threads // 32
+
+    def temp_slots(self) -> int:
+        """How many states of shared-memory temp storage the block reduce and block
+        scan need."""
+        raise NotImplementedError
+
+    def build_reduce(self, kit) -> Callable:
+        """Device function ``block_reduce(s, t0, t1) -> state``, valid in thread 0."""
+        raise NotImplementedError
+
+    def barriers(self) -> int:
+        """``__syncthreads()`` calls in one block reduce."""
+        raise NotImplementedError
+
+    def build_scan(self, kit) -> Callable:
+        """Device function ``block_scan(s, t0, t1) -> (inclusive, exclusive, total)``,
+        valid in every thread (see the class docstring)."""
+        raise TypeError(f"{self.name} has no block scan")
+
+    def build_warp_reduce(self, kit) -> WarpForm | None:
+        """A warp form of the reduce, or None: ``warp_reduce(s, t0, t1) -> state``,
+        called by every lane of a warp, valid in lane 0."""
+        return None
+
+    def build_warp_scan(self, kit, group: int) -> WarpForm | None:
+        """A warp form of the scan, or None: ``warp_scan(s, t0, t1) -> inclusive``,
+        called by every lane of a warp; each run of ``group`` lanes (a power of two up
+        to 32) scans on its own, lane ``l`` getting lanes ``l - l % group .. l`` of its
+        run combined in lane order, no identity folded in."""
+        return None
+
+    @property
+    def has_scan(self) -> bool:
+        return type(self).offers_scan()
+
+    @classmethod
+    def offers_scan(cls) -> bool:
+        """Whether the class has a block scan (:meth:`build_scan`)."""
+        return cls.build_scan is not BlockStrategy.build_scan
+
+    @classmethod
+    def offers_warp_reduce(cls) -> bool:
+        """Whether the class has a warp form of its reduce (:meth:`build_warp_reduce`)."""
+        return cls.build_warp_reduce is not BlockStrategy.build_warp_reduce
+
+    @classmethod
+    def offers_warp_scan(cls) -> bool:
+        """Whether the class has a warp form of its scan (:meth:`build_warp_scan`)."""
+        return cls.build_warp_scan is not BlockStrategy.build_warp_scan
+
+    @property
+    def key(self) -> tuple:
+        return (self.name, self.threads)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(threads={self.threads})"
+
+
+def reduce_from_scan(block_scan) -> Callable:
+    """A block reduce made of a block scan (``(inclusive, exclusive, total)`` per
+    thread): the scan's total, valid in every thread."""
+
+    @cuda.jit(device=True)
+    def block_reduce(s, t0, t1):
+        return block_scan(s, t0, t1)[2]
+
+    return block_reduce
+
+
+# --- helpers for strategies whose algorithm runs on a block or on runs of a warp -----------
+
+
+@cuda.jit(device=True)
+def block_barrier():
+    """``__syncthreads()``: the barrier of a run that is the whole block."""
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def warp_barrier():
+    """``__syncwarp()``: the barrier of runs within one warp (every lane calls it)."""
+    cuda.syncwarp(FULL_MASK)
+
+
+@cuda.jit(device=True)
+def place_in_block():
+    """``(i, base)`` for a run that is the whole block: the thread's index, slot 0."""
+    return cuda.threadIdx.x, 0
+
+
+def place_in_runs(lanes: int, slots: int):
+    """Device function ``place() -> (i, base)`` for runs of ``lanes`` consecutive
+    threads: the thread's place in its run, and its run's first slot (``slots`` a
+    run)."""
+
+    @cuda.jit(device=True)
+    def place():
+        tid = cuda.threadIdx.x
+        return tid % lanes, (tid // lanes) * slots
+
+    return place
+
+
+# --- grid strategies: a block strategy, and how the blocks meet ---------------------------
+
+
+class GridStrategy(Strategy):
+    """Base of the grid families: a :class:`BlockStrategy` for the blocks, and a
+    number of blocks (``None``: chosen from the input size and the device).
+
+    Subclasses set ``name``, ``deterministic`` (the same bits on every run) and
+    ``needs_commutative``.
+
+    Raises:
+        TypeError: ``block`` not a :class:`BlockStrategy`.
+        ValueError: ``blocks`` not a positive int or ``None``.
+    """
+
+    deterministic: ClassVar[bool]
+    needs_commutative: ClassVar[bool]
+
+    def __init__(self, block: BlockStrategy | None = None, blocks: int | None = None):
+        if block is None:
+            block = REGISTRY["block"]["warp_shuffle"]()
+        if not isinstance(block, BlockStrategy):
+            raise TypeError(f"block must be a BlockStrategy such as WarpShuffle(), got {block!r}")
+        self.block = block
+        self.blocks = check_optional_count(blocks, "blocks")
+
+    @property
+    def commutative_required(self) -> bool:
+        """Whether this combination needs a commutative op."""
+        return self.needs_commutative or self.block.needs_commutative
+
+    @property
+    def key(self) -> tuple:
+        return (self.name, self.blocks, self.block.key)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/{self.block.name}"
+
+    def __repr__(self) -> str:
+        blocks = "" if self.blocks is None else f", blocks={self.blocks}"
+        return f"{type(self).__name__}(block={self.block!r}{blocks})"
+
+
+class GridReduce(GridStrategy):
+    """How the blocks that share an output meet (CUB's ``DeviceReduce`` and
+    ``DeviceSegmentedReduce`` passes).
+
+    A reduce job (:class:`~numbakern.core.jobs.ReduceJob`) holds ``outputs`` results,
+    each the combine of ``count`` elements: one output for a whole-array reduction,
+    one per row, column or tiny row for an axis reduction. The job's layout decides
+    which threads read which elements; when too few outputs would fill the device, it
+    cuts each output's elements into ``pieces``, one block (or warp) each. The grid
+    strategy decides how the pieces of an output meet:
+
+    * ``job.plan(self)``: the first pass (its ``pieces`` per output);
+    * ``job.store(plan)``: run it when every output is one piece: each stores its
+      output;
+    * ``job.run(plan, emit, out)``: run it, each piece's state handed to ``emit``
+      (``numbakern/kernels/emits.py``): ``job.emit_partial(plan)`` writes partial
+      ``(output, piece)`` into ``outputs * pieces`` states, or the strategy's own
+      (an atomic fold into the output);
+    * ``job.reduce_partials(plan, partials)``: a second pass over the partials.
+
+    :meth:`reduce` returns the result's field arrays, one state per output in the
+    order of the C-ordered result.
+    """
+
+    family = "reduce"
+
+    def reduce(self, job) -> tuple:
+        """Reduce every output of ``job``; returns the field arrays."""
+        raise NotImplementedError
+
+    def cost(self, n: int, itemsize: int, state_bytes: int, blocks: int) -> Cost:
+        """The traffic of one reduction of ``n`` elements over ``blocks`` blocks."""
+        raise NotImplementedError
+
+
+class GridScan(GridStrategy):
+    """How a tile learns the combine of every tile before it (CUB's ``DeviceScan``).
+
+    A scan job (:class:`~numbakern.core.jobs.ScanJob`) holds ``segments`` rows of
+    ``n`` elements, cut into tiles of ``threads * items`` elements that a block scans
+    with the block strategy's :meth:`BlockStrategy.build_scan`
+    (``numbakern/kernels/scan_tiles.py``); the grid strategy supplies each tile's
+    carry. :meth:`scan` writes ``job.outs``.
+
+    Args:
+        block: a block strategy with a block scan (default ``WarpShuffle()``).
+        blocks: see the subclass.
+        items: items per thread (``None``: chosen from the state's size).
+        hold: where item prefixes wait during the block scan and carry-in:
+            ``"shared"`` (the default) or ``"registers"``
+            (``numbakern.kernels.scan_tiles.Tile``).
+
+    Raises:
+        TypeError: ``block`` has no block scan. ValueError: ``items`` not a positive
+            int; an unknown ``hold``.
+    """
+
+    family = "scan"
+    needs_commutative = False
+
+    def __init__(self, block: BlockStrategy | None = None, blocks: int | None = None,
+                 items: int | None = None, hold: str = "shared"):
+        super().__init__(block, blocks)
+        self.hold = check_hold(hold)
+        if not self.block.has_scan:
+            raise TypeError(f"{self.block!r} has no block scan; use a block strategy with "
+                            "one (numbakern.strategies.available('block', scan=True))")
+        self.items = check_optional_count(items, "items")
+
+    @property
+    def key(self) -> tuple:
+        return super().key + (self.items, self.hold)
+
+    def __repr__(self) -> str:
+        extra = "" if self.items is None else f", items={self.items}"
+        extra += "" if self.hold == "shared" else f", hold={self.hold!r}"
+        return super().__repr__()[:-1] + extra + ")"
+
+    def tile_items(self, job) -> int:
+        """Items per thread for this job; raises if the tile overflows shared memory."""
+        items = self.items or auto_items(job.state_bytes, self.block.threads)
+        slots = padded_slots(self.block.threads * items) + self.block.temp_slots() + 1
+        if slots * job.state_bytes > SHARED_LIMIT:
+            raise ValueError(
+                f"items={items} x threads={self.block.threads} x {job.state_bytes}-byte "
+                f"states need {slots * job.state_bytes} bytes of shared memory, more than "
+                f"the {SHARED_LIMIT} a block has: use fewer items"
+            )
+        return items
+
+    def scan(self, job) -> None:
+        """Scan ``job.x`` into ``job.outs``."""
+        raise NotImplementedError
+
+    def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
+        raise NotImplementedError
+
+
+# --- histograms ---------------------------------------------------------------------------
+
+
+class HistogramStrategy(Strategy):
+    """Where a block's counts accumulate before they reach the global counters.
+
+    A histogram is a reduction whose state is a whole array of counters. Each
+    strategy gives three device functions (:meth:`build_counter`), which the shared
+    kernel (``numbakern/kernels/counting.py``) and the radix sort's digit histogram
+    run:
+
+    * ``clear(sh)``: every thread of the block calls it; zeroes the block's private
+      counters in shared memory (:meth:`shared_slots` uint32) and ends with a barrier;
+    * ``count(sh, out, b)``: one element falls in bin ``b`` (``0 <= b < bins``);
+    * ``total(sh, b) -> uint32``: after a barrier, the block's count of bin ``b``
+      (privatized strategies: the kernel then folds it into the global int64 counts
+      with one atomic per non-empty bin).
+
+    Counts are integers, so every strategy gives the same counts on every run.
+
+    Args:
+        threads: threads per block (a multiple of 32, 32 to 1024).
+        blocks: blocks of the grid-stride loop (``None``: enough to fill the device,
+            at most one per ``threads`` elements).
+
+    Subclasses set ``name`` and ``privatized`` and implement :meth:`shared_slots`
+    and :meth:`build_counter`.
+    """
+
+    family = "histogram"
+    #: whether counts gather in shared memory first (then folded with atomics)
+    privatized: ClassVar[bool]
+    DEFAULT_THREADS: ClassVar[int] = DEFAULT_THREADS
+
+    def __init__(self, threads: int | None = None, blocks: int | None = None):
+        self.threads = check_threads(self.DEFAULT_THREADS if threads is None else threads)
+        self.blocks = check_optional_count(blocks, "blocks")
+
+    @property
+    def warps(self) -> int:
+        return self.threads // 32
+
+    @property
+    def key(self) -> tuple:
+        return (self.name, self.threads, self.blocks)
+
+    def __repr__(self) -> str:
+        blocks = "" if self.blocks is None else f", blocks={self.blocks}"
+        return f"{type(self).__name__}(threads={self.threads}{blocks})"
+
+    def shared_slots(self, bins: int) -> int:
+        """uint32 counters this strategy keeps in shared memory for ``bins`` bins."""
+        raise NotImplementedError
+
+    def build_counter(self, bins: int):
+        """``(clear, count, total)`` device functions for ``bins`` bins."""
+        raise NotImplementedError
+
+    def fits(self, bins: int) -> bool:
+        return self.shared_slots(bins) * COUNTER_BYTES <= SHARED_LIMIT
+
+    def check(self, bins: int) -> None:
+        """Raise ``ValueError`` if ``bins`` private counters overflow shared memory."""
+        if not self.fits(bins):
+            need = self.shared_slots(bins) * COUNTER_BYTES
+            raise ValueError(
+                f"{self.name} with {self.threads} threads needs {need} bytes of shared "
+                f"memory for {bins} bins, more than the {SHARED_LIMIT} a block has: use "
+                "fewer bins, fewer threads (warp_privatized), shared_privatized or "
+                "global_atomic")
+
+    def grid(self, n: int) -> int:
+        """Blocks for ``n`` elements: ``blocks`` if given, else enough to fill the
+        device; never so few that one block counts 2**31 elements (its private uint32
+        counters would overflow)."""
+        fewest = ceil_div(n, 2**31)
+        if self.blocks is not None:  # at most one a element: more would count nothing
+            return max(min(self.blocks, max(1, n)), fewest)
+        return max(1, fewest, min(ceil_div(n, self.threads), max_resident_blocks(self.threads)))
+
+    def histogram(self, job) -> None:
+        """Add the counts of ``job.x`` to ``job.out`` (zeroed by the caller)."""
+        self.check(job.bins)
+        key = ("histogram", self.key, job.bins, job.bin_key, device_key())
+        kernel = cached(key, lambda: build_histogram_kernel(self, job.bins, job.bin_of))
+        launch(kernel, self.grid(job.n), self.threads, job.stream, job.x, job.n, job.aux,
+               job.out)
+
+
+# --- sorts -----------------------------------------------------------------------------
+
+
+class SortStrategy(Strategy):
+    """How the rows of a sort job (:class:`~numbakern.core.jobs.SortJob`) are put in
+    order: ``rows`` independent rows of ``n`` keys, each sorted **stably** (equal keys
+    keep their input order) into ``job.out``, as values or as indices. Keys are
+    unsigned integers in NumPy's order (``job.to_key()``); a strategy that needs a
+    scan of its counts asks the job (``job.exclusive_sum``), never the front end.
+
+    Subclasses set ``name`` and implement :meth:`fits` and :meth:`sort`.
+    """
+
+    family = "sort"
+    deterministic = True
+
+    def fits(self, n: int) -> bool:
+        """Whether this strategy takes rows of ``n`` keys."""
+        raise NotImplementedError
+
+    def sort(self, job) -> None:
+        """Sort ``job``'s rows into ``job.out``."""
+        raise NotImplementedError

@@ -1,0 +1,220 @@
+"""The registry: one table of strategies per family, and one way to resolve a name.
+
+``REGISTRY[family][name]`` is a strategy class; :func:`register` adds one (the one
+line a new strategy needs beside its file), :func:`resolve` turns what a caller
+passes (``None``, a name, an object) into a strategy of the family, and
+:func:`available` lists the names. Families and their contracts:
+``strategies/protocols.py``. This module imports no strategy (it knows them by their
+``family`` and ``name`` attributes), so any strategy module may import it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+#: the families, in the order listings show them
+FAMILIES = ("block", "reduce", "scan", "histogram", "sort")
+
+#: family -> {name: class}, in the order listings show them (defaults first)
+REGISTRY: dict[str, dict[str, type]] = {family: {} for family in FAMILIES}
+
+#: what a strategy of each family is called in messages
+_NOUN = {"block": "block", "reduce": "reduction", "scan": "scan", "histogram": "histogram",
+         "sort": "sort"}
+
+#: the grid each grid family takes when only a block is named, and the default block
+_DEFAULT_GRID = {"reduce": "two_pass", "scan": "decoupled_lookback"}
+DEFAULT_BLOCK = "warp_shuffle"
+
+
+def register(cls: type) -> type:
+    """Add a strategy class to its family's registry (by ``cls.family`` and
+    ``cls.name``); returns it, so it serves as a class decorator.
+
+    Raises:
+        TypeError: ``cls`` is not a class of one of the families (a subclass of a
+            base in ``strategies/protocols.py`` has its ``family``).
+        ValueError: its name is taken in its family by another class.
+    """
+    family, name = getattr(cls, "family", None), getattr(cls, "name", None)
+    if not isinstance(cls, type) or family not in FAMILIES or not isinstance(name, str):
+        raise TypeError(f"register takes a strategy class (a subclass of a base in "
+                        f"numbakern.strategies.protocols, with a name), got {cls!r}")
+    known = REGISTRY[family].get(name)
+    if known is not None and known is not cls:
+        raise ValueError(f"a {family} strategy named {name!r} is registered already: "
+                         f"{known.__name__}")
+    REGISTRY[family][name] = cls
+    return cls
+
+
+def unregister(cls: type) -> None:
+    """Remove a class :func:`register` added (a throwaway strategy in a test)."""
+    if REGISTRY.get(getattr(cls, "family", None), {}).get(cls.name) is cls:
+        del REGISTRY[cls.family][cls.name]
+
+
+def block_names(scan: bool = False) -> list[str]:
+    """The registered block strategies (``scan``: those with a block scan)."""
+    return [name for name, cls in REGISTRY["block"].items() if not scan or cls.offers_scan()]
+
+
+def available(family: str = "reduce", *, scan: bool = False) -> list[str]:
+    """The names :func:`resolve` takes for ``family``.
+
+    ``"reduce"`` and ``"scan"``: every ``"grid/block"`` pair (scans: blocks with a
+    block scan), ``["two_pass/warp_shuffle", ...]``; ``"block"``, ``"histogram"``,
+    ``"sort"``: the names. ``available("block", scan=True)``: blocks with a scan.
+
+    Raises:
+        ValueError: an unknown family.
+    """
+    family = _check_family(family)
+    if family in _DEFAULT_GRID:
+        return [f"{g}/{b}" for g in REGISTRY[family] for b in block_names(family == "scan")]
+    if family == "block":
+        return block_names(scan)
+    return list(REGISTRY[family])
+
+
+def every(family: str, *, threads: int | None = None, **options) -> list:
+    """One strategy of each name :func:`available` lists for ``family``, made with
+    ``threads`` per block (``None``: each class's default) and ``options`` (for the
+    grid families, passed to the grid: ``every("reduce", threads=32, blocks=2)``).
+    What a test or a benchmark runs to cover a family from the registry itself."""
+    family = _check_family(family)
+    if family in _DEFAULT_GRID:
+        return [REGISTRY[family][g](block=_block(b, threads), **options)
+                for g, b in (name.split("/") for name in available(family))]
+    return [REGISTRY[family][name](**({} if threads is None else {"threads": threads}),
+                                   **options) for name in available(family)]
+
+
+def available_scans() -> list[str]:
+    """Every scan ``"grid/block"`` name: ``available("scan")``."""
+    return available("scan")
+
+
+def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: int = 1):
+    """Turn a strategy spec into a strategy of ``family``.
+
+    Args:
+        family: ``"block"``, ``"reduce"``, ``"scan"``, ``"histogram"`` or ``"sort"``.
+        spec: ``None`` (the family's default), a strategy object of the family, a name
+            from :func:`available`, or for ``"reduce"``/``"scan"`` a block strategy
+            (run under the family's default grid).
+        threads: threads per block when ``spec`` is a name or ``None``.
+        n: the row length a sort is for (``None`` then picks ``bitonic`` for rows that
+            fit one block, else ``radix``).
+        bins: the bins a histogram is for (``None`` then picks ``shared_privatized``
+            when its counters fit in shared memory, else ``global_atomic``; per-warp
+            counters measured 2-3% slower on an H200, bench/NOTES.md 2026-12-01).
+
+    Raises:
+        ValueError: an unknown family or name (the message lists the known ones);
+            ``threads`` not a multiple of 32 from 32 to 1024.
+        TypeError: a strategy object of another family, or anything else.
+    """
+    if not isinstance(family, str) or family not in FAMILIES:  # resolve(spec, threads)
+        warnings.warn("numbakern.strategies.resolve(spec) is resolve('reduce', spec) now",
+                      DeprecationWarning, stacklevel=2)
+        return resolve("reduce", family, threads=spec)
+    kind = getattr(spec, "family", None)
+    if kind == family:
+        return spec
+    if kind is not None:
+        if family in _DEFAULT_GRID and kind == "block":
+            return REGISTRY[family][_DEFAULT_GRID[family]](block=spec)
+        raise TypeError(f"strategy {spec!r} is a {_NOUN[kind]} strategy; a {_NOUN[family]} "
+                        f"takes one of {', '.join(available(family))}")
+    if spec is not None and not isinstance(spec, str):
+        raise TypeError(f"strategy must be None, a name from numbakern.strategies."
+                        f"available({family!r}) or a {family} strategy object, got {spec!r}")
+    if family in _DEFAULT_GRID:
+        return _grid_from_name(family, spec, threads)
+    if family == "block":
+        return _block(spec or DEFAULT_BLOCK, threads)
+    if spec is None:
+        return _default(family, n, bins)
+    if spec not in REGISTRY[family]:
+        raise ValueError(f"unknown {family} strategy {spec!r}; known: "
+                         f"{', '.join(REGISTRY[family])}")
+    cls = REGISTRY[family][spec]
+    return cls() if threads is None else cls(threads)
+
+
+def _check_family(family) -> str:
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    return family
+
+
+def _default(family: str, n: int, bins: int):
+    if family == "sort":
+        bitonic = REGISTRY["sort"]["bitonic"]()
+        return bitonic if bitonic.fits(n) else REGISTRY["sort"]["radix"]()
+    shared = REGISTRY["histogram"]["shared_privatized"]()
+    return shared if shared.fits(bins) else REGISTRY["histogram"]["global_atomic"]()
+
+
+def _block(name: str, threads):
+    if name not in REGISTRY["block"]:
+        raise ValueError(f"unknown block strategy {name!r}; known: "
+                         f"{', '.join(REGISTRY['block'])}")
+    return REGISTRY["block"][name](threads)
+
+
+def _grid_from_name(family: str, spec: str | None, threads):
+    """A grid strategy from ``"grid/block"``, a grid name alone (block
+    ``warp_shuffle``) or a block name alone (the family's default grid)."""
+    grids, blocks = REGISTRY[family], block_names(family == "scan")
+    if spec is None:
+        return grids[_DEFAULT_GRID[family]](block=_block(DEFAULT_BLOCK, threads))
+    grid_name, slash, block_name = spec.partition("/")
+    if slash and not block_name:  # "two_pass/": a block was meant and left out
+        grid_name = ""
+    if not block_name and grid_name in REGISTRY["block"]:
+        grid_name, block_name = _DEFAULT_GRID[family], grid_name
+    block_name = block_name or DEFAULT_BLOCK
+    if grid_name not in grids or block_name not in blocks:
+        what = "strategy" if family == "reduce" else "scan strategy"
+        other = "scan" if family == "reduce" else "reduce"
+        hint = ""
+        if grid_name in REGISTRY[other]:
+            hint = (" (a scan strategy: cumsum and associative_scan take it)"
+                    if other == "scan" else " (a reduction strategy: sum, max, ... take it)")
+        raise ValueError(
+            f"unknown {what} {spec!r}{hint}; known: {', '.join(available(family))} "
+            f"(or a grid name {sorted(grids)} or a block name {sorted(blocks)} alone)")
+    return grids[grid_name](block=_block(block_name, threads))
+
+
+def describe(strategy) -> dict:
+    """What a reduction strategy promises: for tables and for teaching.
+
+    Returns:
+        a dict with ``name`` (``"grid/block"``), ``deterministic``,
+        ``needs_commutative`` (bools), ``threads`` and ``barriers_per_block`` (ints).
+    """
+    return {
+        "name": strategy.label,
+        "deterministic": strategy.deterministic,
+        "needs_commutative": strategy.commutative_required,
+        "threads": strategy.block.threads,
+        "barriers_per_block": strategy.block.barriers(),
+    }
+
+
+def resolve_scan(spec=None, threads: int | None = None):
+    """``resolve("scan", spec, threads=threads)`` (the older name)."""
+    return resolve("scan", spec, threads=threads)
+
+
+def resolve_sort(spec=None, n: int = 0):
+    """``resolve("sort", spec, n=n)`` (the older name)."""
+    return resolve("sort", spec, n=n)
+
+
+def resolve_histogram(spec=None, bins: int = 1):
+    """``resolve("histogram", spec, bins=bins)`` (the older name)."""
+    return resolve("histogram", spec, bins=bins)

@@ -1,0 +1,534 @@
+"""Reductions along axes (``axis``, ``keepdims``, ``dtype``, ``out``) against NumPy.
+
+Simulator: every strategy of ``numbakern.strategies.available()`` with small grids
+(32 or 64 threads, ``blocks=2``). Sweeps are split to stay fast: sizes with one
+dtype, dtypes with one size, layouts with one strategy. Tolerances as in
+``test_reductions.py``: integers exact; float sums within ``4 * eps(acc) * sum|x|``
+plus the final rounding; max/min exact. GPU tests (``-m gpu``) repeat the matrix at
+realistic shapes against CuPy.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern.core import layout
+from numbakern.kernels import axis_reduce
+from numbakern.core.arrays import CopyWarning, resolve_stream
+from numbakern.core.axes import (AxisError, OutDtypeError, check_out, normalize_axes,
+                            result_shape)
+from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
+
+STRATEGIES = {s.label: s for s in nk.strategies.every("reduce", threads=32, blocks=2)}
+DEFAULT = STRATEGIES["two_pass/warp_shuffle"]
+DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "float32", "float64"]
+
+
+def sample(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind == "f":
+        return rng.uniform(-50, 50, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(-50, info.min), min(50, info.max) + 1, shape).astype(dtype)
+
+
+def assert_close(got, ref, x, exact=False):
+    """``got`` against ``ref(x)`` (a NumPy reduction): same shape and dtype; integers
+    and ``exact`` ops (max, min) equal; float sums within ``4 * eps(acc) * ref(|x|)``
+    (the tree-sum bound, accumulator dtype) plus the final rounding, against
+    ``ref`` computed in float64."""
+    got, want = np.asarray(got), np.asarray(ref(x))
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    if want.dtype.kind != "f" or exact:
+        np.testing.assert_array_equal(got, want)
+        return
+    acc = np.finfo(np.float32 if want.dtype == np.float16 else want.dtype)  # accumulator
+    ref64 = np.asarray(ref(x.astype(np.float64)))
+    tol = (4 * acc.eps * np.asarray(ref(np.abs(x.astype(np.float64))))
+           + np.finfo(want.dtype).eps * np.abs(ref64) + np.finfo(want.dtype).tiny)
+    assert np.all(np.abs(got.astype(np.float64) - ref64) <= tol), (got, ref64)
+
+
+# --- axis, keepdims and out rules (no kernels) ----------------------------------------
+
+
+@pytest.mark.parametrize("axis,ndim,want", [
+    (None, 3, (0, 1, 2)), (1, 3, (1,)), (-1, 3, (2,)), ((2, 0), 3, (0, 2)),
+    ((-1, -3), 3, (0, 2)), ((), 3, ()), (np.int64(1), 2, (1,)), (0, 0, ()), (-1, 0, ()),
+])
+def test_normalize_axes(axis, ndim, want):
+    assert normalize_axes(axis, ndim) == want
+
+
+@pytest.mark.parametrize("axis,ndim,error", [
+    (3, 3, AxisError), (-4, 3, AxisError), ((0, 3), 3, AxisError), ((0,), 0, AxisError),
+    (1, 0, AxisError), ((1, 1), 3, ValueError), ((0, -3), 3, ValueError), (1.0, 3, TypeError),
+    ("0", 3, TypeError), ([0, 1], 3, TypeError),  # NumPy refuses a list too
+])
+def test_normalize_axes_errors(axis, ndim, error):
+    with pytest.raises(error):
+        normalize_axes(axis, ndim)
+
+
+def test_axis_error_is_numpys():
+    with pytest.raises(AxisError) as info:
+        nk.sum(np.ones((2, 3)), axis=2)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, IndexError)
+    assert str(info.value) == "axis 2 is out of bounds for array of dimension 2"
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3), (2, 1, 4), (2, 3, 4, 5)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_result_shape_matches_numpy(shape, keepdims):
+    x = np.ones(shape)
+    ndim = len(shape)
+    for axis in [None, 0, -1, (0, -1)[:ndim], tuple(range(ndim))]:
+        axes = normalize_axes(axis, ndim)
+        assert result_shape(shape, axes, keepdims) == np.sum(x, axis=axis,
+                                                              keepdims=keepdims).shape
+
+
+def test_check_out():
+    check_out(np.empty((2,), np.float64), (2,), np.dtype(np.float32), "numpy", "sum")
+    check_out(np.empty((2,), np.float32), (2,), np.dtype(np.int64), "numpy", "sum")
+    with pytest.raises(ValueError, match="shape"):
+        check_out(np.empty((3,)), (2,), np.dtype(np.float64), "numpy", "sum")
+    with pytest.raises(OutDtypeError) as info:
+        check_out(np.empty((2,), np.int64), (2,), np.dtype(np.float32), "numpy", "sum")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        check_out([0.0, 0.0], (2,), np.dtype(np.float64), "numpy", "sum")
+
+
+# --- layout planning: which kernel, how rows are split ----------------------------------
+
+
+def test_plan_dims_collapses_c_and_f_order():
+    x = np.ones((4, 5, 6), np.float32)
+    dims = layout.plan_dims(x.shape, x.strides, (1, 2), False, True)
+    assert dims.kept == ((4, 120, 1),) and dims.reduced == ((30, 4, 0),)
+    f = np.asfortranarray(x)
+    dims = layout.plan_dims(f.shape, f.strides, (0, 1), False, True)
+    assert dims.kept == ((6, 80, 1),) and dims.reduced == ((20, 4, 0),)
+
+
+def test_plan_dims_keeps_c_index_for_argmax():
+    f = np.asfortranarray(np.ones((4, 5), np.float32))
+    dims = layout.plan_dims(f.shape, f.strides, (0, 1), True, True)
+    # memory order (axis 1 outer), each with its C-order index multiplier: no merge
+    assert dims.reduced == ((5, 16, 1), (4, 4, 5))
+
+
+def _plan(shape, axis, strategy=DEFAULT, lanes=None, order="C"):
+    x = np.ones(shape, np.float32, order=order)
+    axes = normalize_axes(axis, x.ndim)
+    av = layout.axis_view(x, axes, False, True, resolve_stream(None, "numpy"))
+    return axis_reduce.plan_launch(av, strategy.block, strategy.blocks, lanes, 4)
+
+
+def test_plan_chooses_kernels():
+    s64 = TwoPass(WarpShuffle(64), blocks=2)
+    assert _plan((8, 300), 1, s64).kernel == "row" and _plan((8, 300), 1, s64).lanes == 32
+    assert _plan((8, 3000), 1, s64).lanes == 32
+    long_row = axis_reduce.WARP_ROW_MAX + 1
+    assert _plan((8, long_row), 1, s64).lanes == 64  # long rows: a block each
+    assert _plan((8, 300), 1, s64, lanes=64).lanes == 64
+    assert _plan((300, 8), 0).kernel == "column"
+    assert _plan((300, 8), 1).kernel == "column"  # 32-byte rows: one thread each
+    assert _plan((300, 8), 0, order="F").kernel == "row"
+    assert _plan((1, 3000), 1).pieces == 2  # one long row is split over the 2 blocks
+    assert _plan((4, 3000), 1).pieces == 1  # enough rows to fill them
+
+
+def test_lanes_checked():
+    with pytest.raises(ValueError, match="lanes"):
+        nk.sum(np.ones((2, 3)), axis=1, lanes=48, strategy=DEFAULT)
+
+
+# --- every strategy, every op family, against NumPy ------------------------------------
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_strategy_every_axis(name):
+    s = STRATEGIES[name]
+    x = sample(np.random.default_rng(7), (3, 37, 5), "float32")
+    for i, axis in enumerate([0, 1, 2, -1, (0, 2), (1, 2), (0, 1)]):
+        keep = i % 2 == 1
+        assert_close(nk.sum(x, axis=axis, keepdims=keep, strategy=s),
+                     lambda a: np.sum(a, axis=axis, keepdims=keep), x)
+        assert_close(nk.max(x, axis=axis, keepdims=not keep, strategy=s),
+                     lambda a: np.max(a, axis=axis, keepdims=not keep), x, exact=True)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # products wrap
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_strategy_integer_ops(name):
+    s = STRATEGIES[name]
+    x = sample(np.random.default_rng(8), (6, 45), "int32")
+    for fn, ref in [(nk.min, np.min), (nk.prod, np.prod), (nk.xor_sum, np.bitwise_xor.reduce),
+                    (nk.bitwise_and_sum, np.bitwise_and.reduce),
+                    (nk.bitwise_or_sum, np.bitwise_or.reduce)]:
+        for axis in (0, 1):
+            np.testing.assert_array_equal(fn(x, axis=axis, strategy=s), ref(x, axis=axis))
+
+
+# --- row kernel: one warp or one block per row, split rows ----------------------------
+
+
+@pytest.mark.parametrize("strategy", [TwoPass(WarpShuffle(64), blocks=2),
+                                      AtomicFold(SharedTree(64), blocks=2)],
+                         ids=["two_pass/warp_shuffle", "atomic_fold/shared_tree"])
+@pytest.mark.parametrize("lanes", [None, 32, 64])
+@pytest.mark.parametrize("n", [1, 31, 33, 64, 129, 700])
+def test_row_sizes(strategy, lanes, n):
+    rng = np.random.default_rng(n)
+    for rows in (1, 3):  # one row is split over both blocks once it is long enough
+        x = sample(rng, (rows, n), "float32")
+        assert_close(nk.sum(x, axis=1, strategy=strategy, lanes=lanes),
+                     lambda a: a.sum(axis=1), x)
+
+
+def test_row_blocks_of_three_warps():
+    s = TwoPass(WarpShuffle(96), blocks=2)
+    x = sample(np.random.default_rng(3), (2, 1100), "float32")
+    assert_close(nk.sum(x, axis=1, strategy=s), lambda a: a.sum(axis=1), x)
+    assert_close(nk.sum(x[:1], axis=1, strategy=s, lanes=96), lambda a: a.sum(axis=1), x[:1])
+
+
+# --- row kernel with 16-byte vector loads: rows that start aligned ----------------------
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "int32", "float32", "uint64", "float64"])
+@pytest.mark.parametrize("lanes", [None, 64])
+def test_vector_rows(dtype, lanes):
+    """Rows of 16-byte multiples read in vectors; one row is split over both blocks, so
+    pieces start and stop inside vectors (the scalar head and tail)."""
+    width = 16 // np.dtype(dtype).itemsize
+    strategy = TwoPass(WarpShuffle(64), blocks=2)
+    rng = np.random.default_rng(width)
+    for n in (width, 3 * width, 65 * width):
+        for rows in (1, 3):
+            x = sample(rng, (rows, n), dtype)
+            av = layout.axis_view(x, (1,), False, True, resolve_stream(None, "numpy"))
+            assert axis_reduce.row_vector_width(av, x.dtype, ordered=False) == width
+            assert_close(nk.sum(x, axis=1, strategy=strategy, lanes=lanes),
+                         lambda a: a.sum(axis=1), x)
+            x[:, 1::3] = x.max()  # ties in and across vectors: the first index wins
+            np.testing.assert_array_equal(
+                nk.argmax(x, axis=1, strategy=strategy, lanes=lanes), x.argmax(axis=1))
+
+
+def test_vector_rows_need_aligned_rows():
+    x = sample(np.random.default_rng(0), (8, 68), "float32")
+    stream = resolve_stream(None, "numpy")
+    for view, width in [(x, 4), (x[:, 4:], 4), (x[:, 1:], 0), (x[:, :67], 0), (x[1::2], 4)]:
+        av = layout.axis_view(view, (1,), False, True, stream)
+        assert axis_reduce.row_vector_width(av, x.dtype, ordered=False) == width
+    assert axis_reduce.row_vector_width(av, x.dtype, ordered=True) == 0
+
+
+# --- tiny rows: one thread and one vector load per row ---------------------------------
+
+
+@pytest.mark.parametrize("dtype,n", [("int8", 4), ("int8", 16), ("uint16", 8), ("int32", 2),
+                                     ("float16", 2), ("float32", 2), ("float32", 4),
+                                     ("uint64", 2), ("float64", 2)])
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_tiny_rows(name, dtype, n):
+    x = sample(np.random.default_rng(n), (129, n), dtype)
+    x[::5] = x[::5, :1]  # rows of equal values: ties, the first index wins
+    av = layout.axis_view(x, (1,), False, True, resolve_stream(None, "numpy"))
+    assert axis_reduce.tiny_row_width(av, x.dtype) == n
+    strategy = STRATEGIES[name]
+    assert_close(nk.sum(x, axis=1, strategy=strategy), lambda a: a.sum(axis=1), x)
+    assert_close(nk.min(x, axis=-1, keepdims=True, strategy=strategy),
+                 lambda a: a.min(axis=-1, keepdims=True), x, exact=True)
+    np.testing.assert_array_equal(nk.argmax(x, axis=1, strategy=strategy), x.argmax(axis=1))
+
+
+def test_tiny_rows_keep_element_order_and_need_back_to_back_rows():
+    @nk.op(identity=0.0, commutative=False)
+    def last_nonzero(a, b):
+        return b if b != 0 else a
+
+    x = sample(np.random.default_rng(1), (40, 4), "float32")
+    x[::3, 3] = 0  # then the third element is the last nonzero one
+    want = np.where(x[:, 3] != 0, x[:, 3], x[:, 2])
+    np.testing.assert_array_equal(nk.reduce(x, last_nonzero, axis=1, strategy=DEFAULT), want)
+    from numba import cuda
+
+    d = cuda.to_device(x)  # device views are read in place (host input is packed)
+    stream = resolve_stream(None, "device")
+    for view, width in [(d, 4), (d[:, :2], 0), (d[:, :3], 0), (d[::2], 0), (d[:1], 4),
+                        (d[:, 2:], 0)]:
+        av = layout.axis_view(view, (1,), False, True, stream)
+        assert axis_reduce.tiny_row_width(av, x.dtype) == width
+        np.testing.assert_array_equal(nk.max(view, axis=1).copy_to_host(),
+                                      view.copy_to_host().max(axis=1))
+
+
+# --- column kernel: adjacent threads, adjacent columns --------------------------------
+
+
+@pytest.mark.parametrize("strategy", [TwoPass(SharedTree(64), blocks=2),
+                                      AtomicFold(WarpShuffle(64), blocks=2)],
+                         ids=["two_pass/shared_tree", "atomic_fold/warp_shuffle"])
+@pytest.mark.parametrize("cols", [1, 2, 3, 33, 70])
+@pytest.mark.parametrize("n", [1, 5, 300])
+def test_column_sizes(strategy, cols, n):
+    x = sample(np.random.default_rng(cols * n), (n, cols), "float32")
+    assert_close(nk.sum(x, axis=0, strategy=strategy), lambda a: a.sum(axis=0), x)
+
+
+# --- layouts: no copies, any strides ---------------------------------------------------
+
+
+def _layouts():
+    rng = np.random.default_rng(11)
+    base = sample(rng, (4, 30, 6), "float32")
+    return {
+        "C": base,
+        "F": np.asfortranarray(base),
+        "sliced": sample(rng, (8, 64, 13), "float32")[::2, 5:35, ::-2],
+        "transposed": base.transpose(2, 0, 1),
+        "reversed": base[::-1, :, ::-1],
+    }
+
+
+@pytest.mark.parametrize("layout", list(_layouts()))
+def test_layouts(layout):
+    x = _layouts()[layout]
+    for axis in [0, 1, 2, (0, 2), (1, 2)]:
+        assert_close(nk.sum(x, axis=axis, strategy=DEFAULT), lambda a: np.sum(a, axis=axis), x)
+    assert_close(nk.min(x, axis=(0, 1), strategy=STRATEGIES["atomic_fold/shared_tree"]),
+                 lambda a: np.min(a, axis=(0, 1)), x, exact=True)
+
+
+def test_device_input_gives_device_output():
+    from numba import cuda
+
+    x = sample(np.random.default_rng(2), (3, 40, 5), "int16")
+    got = nk.sum(cuda.to_device(x), axis=1, keepdims=True, strategy=DEFAULT)
+    assert hasattr(got, "copy_to_host")
+    np.testing.assert_array_equal(got.copy_to_host(), x.sum(axis=1, keepdims=True))
+
+
+def test_copy_only_when_layout_needs_it():
+    from numba import cuda
+
+    x4 = sample(np.random.default_rng(5), (3, 4, 5, 6), "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CopyWarning)
+        got = nk.sum(cuda.to_device(x4), axis=(1, 3), strategy=DEFAULT)  # 2 kept, 2 reduced
+    assert_close(got.copy_to_host(), lambda a: a.sum(axis=(1, 3)), x4)
+    x = sample(np.random.default_rng(5), (3, 4, 5, 6, 2), "float32")
+    with pytest.warns(CopyWarning):
+        got = nk.sum(cuda.to_device(x), axis=(0, 2, 4), strategy=DEFAULT)  # 3 reduced
+    assert_close(got.copy_to_host(), lambda a: a.sum(axis=(0, 2, 4)), x)
+    assert_close(nk.sum(x, axis=(0, 2, 4), strategy=DEFAULT), lambda a: a.sum(axis=(0, 2, 4)), x)
+
+
+# --- dtypes ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dtypes(dtype):
+    x = sample(np.random.default_rng(4), (5, 40), dtype)
+    for axis in (0, 1):
+        assert_close(nk.sum(x, axis=axis, strategy=DEFAULT), lambda a: np.sum(a, axis=axis), x)
+        assert_close(nk.max(x, axis=axis, strategy=DEFAULT), lambda a: np.max(a, axis=axis), x,
+                     exact=True)
+    if np.dtype(dtype).kind != "f":
+        np.testing.assert_array_equal(nk.xor_sum(x, axis=1, strategy=DEFAULT),
+                                      np.bitwise_xor.reduce(x, axis=1))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # int8 sums wrap
+def test_dtype_argument_and_float16_accumulation():
+    x = np.full((2, 3000), 1.0, np.float16)  # float16 alone would stall at 2048
+    got = nk.sum(x, axis=1, strategy=DEFAULT)
+    assert got.dtype == np.float16 and np.all(got == 3000)
+    x = sample(np.random.default_rng(6), (4, 30), "int8")
+    for dtype in (np.int8, np.float32, np.uint16):
+        assert_close(nk.sum(x, axis=0, dtype=dtype, strategy=DEFAULT),
+                     lambda a: np.sum(a, axis=0, dtype=dtype), x)
+    np.testing.assert_array_equal(nk.prod(x[:, :3], axis=0, dtype=np.int64, strategy=DEFAULT),
+                                  np.prod(x[:, :3], axis=0, dtype=np.int64))
+
+
+# --- empty reductions ------------------------------------------------------------------
+
+
+def test_empty_axes():
+    np.testing.assert_array_equal(nk.sum(np.zeros((3, 0)), axis=1), np.zeros(3))
+    assert nk.prod(np.zeros((3, 0), np.int32), axis=1, keepdims=True).shape == (3, 1)
+    assert nk.sum(np.zeros((0, 3)), axis=1).shape == (0,)
+    assert nk.max(np.zeros((0, 3)), axis=1).shape == (0,)
+    for x, axis in [(np.zeros((3, 0)), 1), (np.zeros((0, 3)), 0), (np.zeros((0, 0)), 1)]:
+        with pytest.raises(ValueError, match="zero-size"):
+            nk.max(x, axis=axis)
+
+
+def test_nothing_reduced():
+    x = sample(np.random.default_rng(9), (3, 4), "int8")
+    np.testing.assert_array_equal(nk.sum(x, axis=(), strategy=DEFAULT), np.sum(x, axis=()))
+    np.testing.assert_array_equal(nk.max(x[:, :1], axis=1, strategy=DEFAULT), x[:, 0])
+
+
+# --- out= and axis=None ----------------------------------------------------------------
+
+
+def test_out():
+    x = sample(np.random.default_rng(10), (3, 20, 4), "float32")
+    out = np.empty((3, 1, 4), np.float64)
+    assert nk.sum(x, axis=1, keepdims=True, out=out, strategy=DEFAULT) is out
+    # computed in float32 (the result dtype without out), then cast exactly into out
+    assert_close(out.astype(np.float32), lambda a: np.sum(a, axis=1, keepdims=True), x)
+    out = np.empty((20,), np.int64)
+    assert nk.max(x.astype(np.int16), axis=(0, 2), out=out, strategy=DEFAULT) is out
+    np.testing.assert_array_equal(out, np.max(x.astype(np.int16), axis=(0, 2)))
+    out = np.empty((), np.float32)
+    assert nk.sum(x, out=out, strategy=DEFAULT) is out
+    assert_close(out, lambda a: np.asarray(np.sum(a), dtype=a.dtype), x)
+
+
+def test_out_errors():
+    x = np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match="shape"):
+        nk.sum(x, axis=0, out=np.empty(3, np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        nk.sum(x, axis=0, keepdims=True, out=np.empty(4, np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        nk.sum(x, out=np.empty((1,), np.float32))
+    with pytest.raises(OutDtypeError):
+        nk.sum(x, axis=0, out=np.empty(4, np.int64))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        nk.sum(x, axis=0, out=[0, 0, 0, 0])
+    read_only = np.empty(4, np.float32)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="out must be a writeable"):  # before any kernel
+        nk.sum(x, axis=0, out=read_only)
+
+
+def test_out_device():
+    from numba import cuda
+
+    x = sample(np.random.default_rng(12), (6, 33), "int32")
+    out = cuda.device_array(6, np.float64)
+    assert nk.sum(cuda.to_device(x), axis=1, out=out, strategy=DEFAULT) is out
+    np.testing.assert_array_equal(out.copy_to_host(), x.sum(axis=1).astype(np.float64))
+
+
+def test_axis_none_keepdims():
+    x = sample(np.random.default_rng(13), (3, 5, 2), "int32")
+    got = nk.sum(x, keepdims=True, strategy=DEFAULT)
+    assert got.shape == (1, 1, 1) and got[0, 0, 0] == x.sum()
+    assert isinstance(nk.sum(x, axis=(0, 1, 2), strategy=DEFAULT), np.int64)
+
+
+# --- non-commutative ops keep element order along any axis ---------------------------
+
+
+@nk.op(identity=0.0, commutative=False)
+def first_nonzero(a, b):
+    return a if a != 0 else b
+
+
+def _first_nonzero_ref(x, axis):
+    moved = np.moveaxis(x, axis, -1)
+    idx = np.argmax(moved != 0, axis=-1)
+    return np.take_along_axis(moved, idx[..., None], -1)[..., 0]
+
+
+@pytest.mark.parametrize("shape,axis", [((1, 700), 1), ((3, 50), 1), ((300, 3), 0)])
+def test_non_commutative_op(shape, axis):
+    x = np.random.default_rng(1).uniform(1, 2, shape).astype(np.float32)
+    x *= np.random.default_rng(2).uniform(size=shape) < 0.02  # mostly zeros
+    s = TwoPass(WarpShuffle(32), blocks=2)
+    got = nk.reduce(x, first_nonzero, axis=axis, strategy=s)
+    np.testing.assert_array_equal(got, _first_nonzero_ref(x, axis))
+
+
+# --- GPU: the same matrix at realistic shapes ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+GPU_CASES = [((32768, 4096), 1), ((4096, 32768), 1), ((1_000_000, 2), 1),
+             ((4096, 32768), 0), ((1_000_000, 2), 0), ((3, 2_000_000), 1), ((64, 513, 7), (0, 2)),
+             ((2, 3, 5_000_000), 2)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("strategy", nk.strategies.available())
+@pytest.mark.parametrize("shape,axis", GPU_CASES)
+def test_gpu_sum_max_vs_cupy(cp, strategy, shape, axis):
+    x = cp.random.standard_normal(shape, dtype=cp.float32)
+    got = nk.sum(x, axis=axis, strategy=strategy)
+    assert isinstance(got, cp.ndarray)
+    want = x.astype(cp.float64).sum(axis=axis)
+    scale = float(cp.abs(x).max()) * (x.size // want.size)
+    assert float(cp.abs(got - want).max()) <= 4 * np.finfo(np.float32).eps * scale
+    cp.testing.assert_array_equal(nk.max(x, axis=axis, strategy=strategy), x.max(axis=axis))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("strategy", nk.strategies.available())
+def test_gpu_dtypes(cp, dtype, strategy):
+    x = sample(np.random.default_rng(0), (777, 1031), dtype)
+    xd = cp.asarray(x)
+    for axis in (0, 1, None):
+        assert_close(cp.asnumpy(nk.sum(xd, axis=axis, strategy=strategy)),
+                     lambda a: np.sum(a, axis=axis), x)
+        np.testing.assert_array_equal(cp.asnumpy(nk.min(xd, axis=axis, strategy=strategy)),
+                                      np.min(x, axis=axis))
+    assert_close(nk.sum(x, axis=1, strategy=strategy), lambda a: np.sum(a, axis=1), x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("strategy", nk.strategies.available())
+def test_gpu_vector_rows(cp, dtype, strategy):
+    x = sample(np.random.default_rng(1), (1000, 4112), dtype)  # rows of 16-byte multiples
+    xd = cp.asarray(x)
+    for view in (xd, xd[:1], xd[::3, 16:]):
+        h = cp.asnumpy(view)
+        assert_close(cp.asnumpy(nk.sum(view, axis=1, strategy=strategy)),
+                     lambda a: np.sum(a, axis=1), h)
+        np.testing.assert_array_equal(cp.asnumpy(nk.argmax(view, axis=1, strategy=strategy)),
+                                      h.argmax(axis=1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_tiny_rows(cp, dtype):
+    n = 16 // np.dtype(dtype).itemsize // 2 or 2  # rows of 8 bytes (2 for 8-byte types)
+    x = sample(np.random.default_rng(2), (100_003, n), dtype)
+    xd = cp.asarray(x)
+    assert_close(cp.asnumpy(nk.sum(xd, axis=1)), lambda a: np.sum(a, axis=1), x)
+    np.testing.assert_array_equal(cp.asnumpy(nk.argmin(xd, axis=1)), x.argmin(axis=1))
+
+
+@pytest.mark.gpu
+def test_gpu_layouts_and_out(cp):
+    x = cp.random.standard_normal((64, 2000, 24), dtype=cp.float32)
+    for view in (x[:, ::3, 1:], cp.asfortranarray(x), x.transpose(2, 0, 1)):
+        for axis in (0, 1, (0, 2), (1, 2)):
+            want = view.astype(cp.float64).sum(axis=axis)
+            got = nk.sum(view, axis=axis)
+            assert float(cp.abs(got - want).max()) <= 1e-3 * float(cp.abs(want).max() + 1)
+    out = cp.empty((64, 1, 24), cp.float64)
+    assert nk.sum(x, axis=1, keepdims=True, out=out) is out
+    cp.testing.assert_allclose(out, x.astype(cp.float64).sum(axis=1, keepdims=True),
+                               rtol=1e-4, atol=1e-3)

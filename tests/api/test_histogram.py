@@ -1,0 +1,181 @@
+"""histogram, bincount and histogram_counts against NumPy, every strategy (simulator)."""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern.strategies import GlobalAtomic, SharedPrivatized, WarpPrivatized
+
+RNG = np.random.default_rng(11)
+STRATEGIES = [s for t in (32, 64) for s in nk.strategies.every("histogram", threads=t, blocks=2)]
+IDS = [f"{s.name}-{s.threads}" for s in STRATEGIES]
+
+
+def reference_counts(x, bins):
+    x = x.astype(np.int64).ravel()
+    return np.bincount(x[(x >= 0) & (x < bins)], minlength=bins)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
+def test_counts_uniform_out_of_range_and_one_bin(strategy):
+    x = RNG.integers(-5, 40, 333).astype(np.int32)  # some below 0, some >= 32
+    assert np.array_equal(nk.histogram_counts(x, 32, strategy=strategy), reference_counts(x, 32))
+    same = np.full(257, 7, np.uint8)  # worst contention: every element in one bin
+    got = nk.histogram_counts(same, 10, strategy=strategy)
+    assert got.dtype == np.int64 and np.array_equal(got, reference_counts(same, 10))
+    assert np.array_equal(nk.histogram_counts(np.zeros(0, np.int64), 5, strategy=strategy),
+                          np.zeros(5, np.int64))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64])
+def test_counts_dtypes(dtype):
+    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    x = RNG.integers(0, 2, 100).astype(bool) if info is None else \
+        RNG.integers(max(info.min, -20), 50, 100).astype(dtype)
+    assert np.array_equal(nk.histogram_counts(x.reshape(4, 25), 40), reference_counts(x, 40))
+
+
+def test_bincount():
+    x = RNG.integers(0, 50, 200)
+    for s in STRATEGIES[::2]:
+        assert np.array_equal(nk.bincount(x, strategy=s), np.bincount(x))
+    assert np.array_equal(nk.bincount(x, minlength=70), np.bincount(x, minlength=70))
+    assert np.array_equal(nk.bincount(np.array([True, False, True])),
+                          np.bincount(np.array([True, False, True])))
+    assert np.array_equal(nk.bincount(np.zeros(0, np.int32), minlength=3), np.zeros(3, np.int64))
+    assert nk.bincount(np.zeros(0, np.int32)).shape == (0,)
+    with pytest.raises(ValueError, match="negative"):
+        nk.bincount(np.array([1, -1, 2]))
+    with pytest.raises(ValueError, match="minlength"):
+        nk.bincount(x, minlength=-1)
+    with pytest.raises(ValueError, match="1-D"):
+        nk.bincount(x.reshape(10, 20))
+    with pytest.raises(TypeError, match="integer"):
+        nk.bincount(np.ones(3))
+    with pytest.raises(TypeError, match="minlength must be an int"):
+        nk.bincount(np.array([1]), minlength=True)  # NumPy refuses it too
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: nk.bincount(np.zeros(0, np.int64), strategy=s),
+    lambda s: nk.histogram(np.zeros(0, np.float32), strategy=s),
+    lambda s: nk.histogram_counts(np.zeros(0, np.int32), 4, strategy=s),
+])
+def test_bad_strategy_refused_for_empty_input(call):  # found by a fresh-user trial
+    with pytest.raises(ValueError, match="unknown histogram strategy"):
+        call("bogus")
+
+
+def check_histogram(x, bins, range=None, strategy=None):
+    hist, edges = nk.histogram(x, bins, range=range, strategy=strategy)
+    hist_np, edges_np = np.histogram(x, bins, range=range)
+    assert hist.dtype == np.int64 and np.array_equal(hist, hist_np), (hist, hist_np)
+    assert edges.dtype == edges_np.dtype and np.array_equal(edges, edges_np)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
+def test_histogram_values_on_edges(strategy):
+    x = np.concatenate([np.linspace(0, 1, 11), np.linspace(0, 1, 31), [0.1, 0.2, 0.3, 0.7]])
+    check_histogram(x, 10, strategy=strategy)  # values on (NumPy-rounded) edges
+    check_histogram(x.astype(np.float32), 3, (0.1, 0.7), strategy=strategy)
+    check_histogram(x, 7, (0.0, 0.3), strategy=strategy)
+
+
+@pytest.mark.filterwarnings("ignore:Converting input from bool")  # NumPy's, for bool x
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint16,
+                                   np.int32, np.uint64, np.int64, np.bool_])
+def test_histogram_dtypes_and_ranges(dtype):
+    x = (RNG.standard_normal(300) * 8).astype(dtype) if np.dtype(dtype).kind == "f" else \
+        RNG.integers(0, 60, 300).astype(dtype)
+    for rng in (None, (-3, 25), (np.float32(-1.5), np.float32(2.25)), (4, 4)):
+        check_histogram(x, 9, rng)
+
+
+def test_numpy_signature_compatibility():
+    """Found by a fresh-user trial: NumPy's weights/density places, and an empty list."""
+    assert nk.bincount([]).tolist() == [] and nk.bincount([]).dtype == np.int64
+    assert nk.bincount([], minlength=2).tolist() == [0, 0]
+    assert nk.histogram_counts([], 3).tolist() == [0, 0, 0]
+    with pytest.raises(TypeError, match="weights are not supported"):
+        nk.bincount(np.array([1, 2]), np.array([1.0, 1.0]))  # NumPy's positional weights
+    with pytest.raises(TypeError, match="weights and density"):
+        nk.histogram(np.array([1.0, 2.0]), 2, weights=np.ones(2))
+    with pytest.raises(TypeError, match="weights and density"):
+        nk.histogram(np.array([1.0, 2.0]), 2, density=True)
+    assert nk.histogram(np.array([1.0, 2.0]), 2, density=False)[0].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("x, bins, rng", [
+    # the width of a float32 range past float32's largest value (NumPy takes it in float64)
+    (np.array([0.3e38, -2.9e38, 0.0, 0.35e38], np.float32), 10, (-3e38, 3e38)),
+    # integers past 2**53 against an integer range: kept exactly, as NumPy compares
+    (np.array([2**53, 2**53 + 1, 0, 2**53 - 1], np.int64), 1, (0, 2**53)),
+    (np.array([2**53, 2**53 + 1, 0], np.uint64), 1, (0, 2**53)),
+    (np.array([2**60 + 1, 2**60 + 2, 2**60 + 100, 2**61, 2**61 + 1], np.int64), 2,
+     (2**60 + 2, 2**61)),
+    (np.array([2**63 - 1, -2**63, 0], np.int64), 3, (-2**63, 2**63 - 1)),
+    # a float16 range wider than float16's largest value (found by a fresh-user trial:
+    # the host table of every float16 value raised IndexError)
+    (np.array([1.0, -5.0, 100.0, 1000.0], np.float16), 3, (-60000, 60000)),
+    (np.array([1.0, -5.0, 100.0, 30000.0], np.float16), 3, (0, 70000)),
+], ids=["float32 wide range", "int64 past 2**53", "uint64 past 2**53", "int64 near 2**61",
+        "int64 full range", "float16 wide range", "float16 range past its max"])
+def test_histogram_ranges_at_the_ends_of_the_dtype(x, bins, rng):
+    check_histogram(x, bins, rng)
+
+
+def test_histogram_where_numpys_own_arithmetic_overflows():
+    """60000 - (-60000) overflows float16 (NumPy raises IndexError); numbakern takes
+    such a value's bin in float64 instead, as BinRule documents."""
+    x = np.array([60000, 1, -60000], np.float16)
+    with pytest.raises(IndexError):
+        np.histogram(x, 3, (-60000, 60000))
+    assert nk.histogram(x, 3, (-60000, 60000))[0].tolist() == [1, 1, 1]
+    y = np.array([1e38, 0.0], np.float32)  # 1e38 + 3e38 overflows float32
+    assert nk.histogram(y, 10, (-3e38, 3e38))[0].tolist() == [0] * 5 + [1, 1, 0, 0, 0]
+
+
+def test_histogram_nan_inf_and_empty():
+    x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, 1.0, 2.0], np.float32)
+    check_histogram(x, 4, (0, 1))  # NaN and inf never counted; 1.0 in the last bin
+    check_histogram(np.zeros(0, np.float64), 5)
+    with pytest.raises(ValueError, match="not finite"):
+        nk.histogram(x, 4)
+    with pytest.raises(ValueError, match="larger"):
+        nk.histogram(x, 4, range=(1, 0))
+    with pytest.raises(ValueError, match="bins must be positive"):
+        nk.histogram(x, 0)
+    with pytest.raises(TypeError, match="bins must be an int"):
+        nk.histogram(x, [0, 1, 2])
+
+
+def test_too_many_bins_for_shared_memory():
+    x = np.arange(100)
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.histogram_counts(x, 20000, strategy="shared_privatized")
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.histogram_counts(x, 2000, strategy=WarpPrivatized(threads=256, blocks=1))
+    got = nk.histogram_counts(x, 20000)  # the default falls back to global atomics
+    assert np.array_equal(got, reference_counts(x, 20000))
+
+
+def test_errors_and_registry():
+    with pytest.raises(TypeError, match="use numbakern.histogram"):
+        nk.histogram_counts(np.ones(3), 4)
+    with pytest.raises(ValueError, match="num_bins"):
+        nk.histogram_counts(np.ones(3, np.int32), 0)
+    with pytest.raises(ValueError, match="unknown histogram strategy"):
+        nk.histogram_counts(np.ones(3, np.int32), 4, strategy="magic")
+    assert sorted(nk.strategies.HISTOGRAM) == ["global_atomic", "shared_privatized",
+                                               "warp_privatized"]
+
+
+def test_private_counters_cannot_overflow_a_forced_small_grid():
+    """A block's private counters are uint32: the grid grows so that no block counts
+    2**31 elements, whatever ``blocks`` asks for."""
+    from numbakern.strategies.shared_privatized import SharedPrivatized
+
+    strategy = SharedPrivatized(blocks=1)
+    assert strategy.grid(10) == 1
+    assert strategy.grid(2**32 + 5) == 3

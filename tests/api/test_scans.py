@@ -1,0 +1,720 @@
+"""Scans: cumsum, cumprod, associative_scan over every block x grid scan strategy.
+
+Simulator tests use blocks of 32 or 64 threads and 1-3 items per thread, so tiles are
+32-192 elements and every size below spans a few tiles: the carries between tiles
+(and, for reduce-then-scan, between chunks) are exercised on a laptop. References:
+integers exactly (NumPy's, with its wraparound); floats against a float64 scan, within
+``4 * eps * (items + log2(threads) + tiles)`` of the running sum of magnitudes, the
+error bound of a scan whose combines nest that deep. GPU tests (marked ``gpu``) repeat
+the contract at up to 2**32 elements.
+"""
+
+import math
+import time
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+import numbakern.api.scans as scans_mod
+from numbakern.core import arrays
+from numbakern.kernels import scan_rows as rows_mod
+from numbakern.core.jobs import ScanJob
+from numbakern.strategies import (
+    REGISTRY,
+    Blelloch,
+    DecoupledLookback,
+    HillisSteele,
+    ReduceThenScan,
+    SharedTree,
+    TwoPass,
+    WarpShuffle,
+    resolve_scan,
+)
+
+COMBOS = nk.strategies.available("scan")
+MODES = [(False, False), (True, False), (False, True), (True, True)]  # (exclusive, reverse)
+
+
+def make(spec: str, threads: int = 32, items: int = 2, blocks: int = 3, hold: str = "shared"):
+    grid, block = spec.split("/")
+    blk = REGISTRY["block"][block](threads)
+    if grid == "reduce_then_scan":
+        return ReduceThenScan(blk, blocks=blocks, items=items, hold=hold)
+    return DecoupledLookback(blk, items=items, hold=hold)
+
+
+def ref_scan(x, f, exclusive=False, reverse=False, empty=0) -> list:
+    """Sequential reference: a Python loop over ``f`` in the scan's order."""
+    seq = list(x)[::-1] if reverse else list(x)
+    out, acc = [], None
+    for v in seq:
+        if exclusive:
+            out.append(empty if acc is None else acc)
+        acc = v if acc is None else f(acc, v)
+        if not exclusive:
+            out.append(acc)
+    return out[::-1] if reverse else out
+
+
+def np_scan(x, exclusive=False, reverse=False, fn=np.cumsum, empty=0):
+    """NumPy's scan with the exclusive / reverse variants built from it."""
+    y = fn(x[::-1])[::-1] if reverse else fn(x)
+    if not exclusive:
+        return y
+    first = np.full(1, empty, dtype=y.dtype)
+    return np.concatenate([y[1:], first]) if reverse else np.concatenate([first, y[:-1]])
+
+
+def float_close(got, x64, exclusive=False, reverse=False, depth=64):
+    """``got`` against a float64 scan, within the nesting-depth error bound."""
+    ref = np_scan(x64, exclusive, reverse)
+    scale = np_scan(np.abs(x64), exclusive, reverse)
+    eps = np.finfo(got.dtype if got.dtype != np.float16 else np.float32).eps
+    tol = 4 * eps * depth * scale + np.finfo(got.dtype).eps * np.abs(ref) + 1e-30
+    return np.all(np.abs(got.astype(np.float64) - ref) <= tol)
+
+
+# --- every strategy: sizes around warp, block and tile boundaries ------------------------
+
+
+@pytest.mark.parametrize("threads", [32, 64])
+@pytest.mark.parametrize("spec", COMBOS)
+def test_sizes_every_strategy(spec, threads):
+    tile = threads * 2
+    rng = np.random.default_rng(threads)
+    g = make(spec, threads)
+    sizes = [1, 31, 33, tile - 1, tile, tile + 1, 3 * tile + 5]
+    for k, n in enumerate(sizes):
+        if k % 2:  # int32 in, int64 state: exact, and the look-back's separate-flag path
+            x = rng.integers(-1000, 1000, n).astype(np.int32)
+            got = nk.cumsum(x, strategy=g)
+            assert got.dtype == np.int64
+            np.testing.assert_array_equal(got, np.cumsum(x), err_msg=f"{spec} n={n}")
+        else:  # float32: the packed flag-and-value path
+            x = rng.uniform(-1, 1, n).astype(np.float32)
+            got = nk.cumsum(x, strategy=g)
+            assert got.dtype == np.float32 and got.shape == (n,)
+            assert float_close(got, x.astype(np.float64)), f"{spec} n={n}"
+
+
+@pytest.mark.parametrize("spec", COMBOS)
+def test_modes_every_strategy(spec):
+    """Inclusive, exclusive, reverse and both, on an exact sum and an ordered op."""
+    rng = np.random.default_rng(1)
+    g = make(spec, items=3)
+    n = 5 * 32 * 3 + 17  # six tiles, the last partial
+    x = rng.integers(-100, 100, n).astype(np.int16)
+    v = (rng.integers(1, 9, n) * (rng.random(n) < 0.2)).astype(np.float64)
+    for exclusive, reverse in MODES:
+        got = nk.cumsum(x, exclusive=exclusive, reverse=reverse, strategy=g)
+        np.testing.assert_array_equal(got, np_scan(x.astype(np.int64), exclusive, reverse),
+                                      err_msg=f"{spec} exclusive={exclusive} reverse={reverse}")
+        got = nk.associative_scan(v, last_nonzero, exclusive=exclusive, reverse=reverse,
+                                  strategy=g)
+        want = ref_scan(v, last_nonzero.combine, exclusive, reverse, empty=0.0)
+        np.testing.assert_array_equal(got, np.array(want),
+                                      err_msg=f"{spec} exclusive={exclusive} reverse={reverse}")
+
+
+@pytest.mark.parametrize("spec", ["decoupled_lookback/warp_shuffle",
+                                  "reduce_then_scan/blelloch"])
+def test_hold_registers_and_shared(spec):
+    """Item prefixes held in registers or in shared memory give the same scans."""
+    x = np.random.default_rng(12).integers(-100, 100, 3 * 64 + 7).astype(np.int32)
+    for hold in ("registers", "shared"):
+        g = make(spec, hold=hold)
+        for exclusive, reverse in MODES:
+            got = nk.cumsum(x, exclusive=exclusive, reverse=reverse, strategy=g)
+            np.testing.assert_array_equal(got, np_scan(x.astype(np.int64), exclusive, reverse),
+                                          err_msg=f"{spec} {hold} {exclusive} {reverse}")
+    with pytest.raises(ValueError, match="hold"):
+        DecoupledLookback(hold="global")
+
+
+@nk.op(identity=0.0, commutative=False)
+def last_nonzero(a, b):
+    """Forward fill: the last non-zero value so far (associative, not commutative)."""
+    return b if b != 0 else a
+
+
+# A sum whose "identity" is not one: any result that folded it in would be 100 off.
+NOT_AN_IDENTITY = nk.Op("sum_bad_identity", lambda a, b: a + b, 100)
+
+
+@pytest.mark.parametrize("spec", COMBOS)
+def test_identity_never_folded_in(spec):
+    x = np.random.default_rng(2).integers(-50, 50, 4 * 64 + 9).astype(np.int64)
+    g = make(spec)
+    for reverse in (False, True):
+        got = nk.associative_scan(x, NOT_AN_IDENTITY, reverse=reverse, strategy=g)
+        np.testing.assert_array_equal(got, np_scan(x, False, reverse), err_msg=spec)
+    got = nk.associative_scan(x, NOT_AN_IDENTITY, exclusive=True, strategy=g)
+    np.testing.assert_array_equal(got[1:], np.cumsum(x)[:-1])
+    assert got[0] == 100  # the exclusive scan's first element is the op's identity
+
+
+# A non-commutative two-field op: (m, c) is the map h -> m*h + c (mod P); combining
+# composes the maps in element order. Element i maps to (x[i], i).
+P = 1_000_003
+
+
+def _affine(a0, a1, b0, b1):
+    return (a0 * b0) % P, (b0 * a1 + b1) % P
+
+
+def _affine_map(v, i):
+    return v, i
+
+
+AFFINE = nk.Op("affine", _affine, lambda dtypes: (1, 0), commutative=False, fields=2,
+               map=_affine_map)
+
+
+def affine_ref(x, exclusive, reverse):
+    idx = np.arange(len(x))
+    pairs = list(zip(x.tolist(), idx.tolist()))
+    got = ref_scan(pairs, lambda a, b: _affine(*a, *b), exclusive, reverse, empty=(1, 0))
+    return (np.array([p[0] for p in got], dtype=np.int64),
+            np.array([p[1] for p in got], dtype=np.int64))
+
+
+@pytest.mark.parametrize("spec", COMBOS)
+def test_two_field_non_commutative_op(spec):
+    x = np.random.default_rng(3).integers(1, P, 3 * 64 + 5).astype(np.int64)
+    g = make(spec)
+    for exclusive, reverse in [(False, False), (False, True), (True, True)]:
+        m, c = nk.associative_scan(x, AFFINE, exclusive=exclusive, reverse=reverse,
+                                   strategy=g)
+        assert m.dtype == np.int64 and c.dtype == np.int64
+        want_m, want_c = affine_ref(x, exclusive, reverse)
+        np.testing.assert_array_equal(m, want_m, err_msg=f"{spec} {exclusive} {reverse}")
+        np.testing.assert_array_equal(c, want_c, err_msg=f"{spec} {exclusive} {reverse}")
+
+
+@pytest.mark.parametrize("spec", ["decoupled_lookback/hillis_steele",
+                                  "reduce_then_scan/warp_shuffle"])
+def test_running_max_with_indices(spec):
+    """cummax with indices: the argmax pair op, first occurrence on ties, NaN wins."""
+    rng = np.random.default_rng(13)
+    x = rng.integers(0, 20, 3 * 64 + 11).astype(np.float32)  # many ties
+    x[150] = np.nan
+    pairs = list(zip(x.tolist(), range(x.size)))
+    for name, op in (("argmax", nk.ops.ARGMAX), ("argmin", nk.ops.ARGMIN)):
+        for reverse in (False, True):
+            values, index = nk.associative_scan(x, name, reverse=reverse, strategy=make(spec))
+            assert values.dtype == np.float32 and index.dtype == np.int64
+            want = ref_scan(pairs, lambda a, b: op.combine(*a, *b), False, reverse)
+            np.testing.assert_array_equal(values, np.array([w[0] for w in want], np.float32))
+            np.testing.assert_array_equal(index, [w[1] for w in want])
+    half = x[:150].astype(np.float16)  # float16 values are held as float32 in the state
+    values, index = nk.associative_scan(half, "argmax")
+    assert values.dtype == np.float16
+    np.testing.assert_array_equal(values, np.maximum.accumulate(half))
+    assert all(index[i] == np.argmax(half[:i + 1]) for i in range(150))
+
+
+# --- dtypes and NumPy's result types -------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "int32",
+                                   "uint32", "int64", "uint64", "float16", "float32",
+                                   "float64"])
+def test_cumsum_dtypes(dtype):
+    rng = np.random.default_rng(4)
+    n = 300
+    if dtype == "bool":
+        x = rng.integers(0, 2, n).astype(bool)
+    elif dtype.startswith("float"):
+        x = rng.uniform(-4, 4, n).astype(dtype)
+    else:
+        x = rng.integers(0, 120, n).astype(dtype)
+    got = nk.cumsum(x)
+    want = np.cumsum(x)
+    assert got.dtype == want.dtype, dtype
+    if dtype.startswith("float"):
+        assert float_close(got, x.astype(np.float64)), dtype
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's integer wrap
+def test_result_dtype_rules():
+    x = np.arange(1, 40, dtype=np.uint8)
+    got = nk.cumsum(x, dtype=np.int16)  # wraps in int16, as NumPy's
+    np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.int16))
+    assert got.dtype == np.int16
+    got = nk.cumprod(np.arange(1, 30, dtype=np.int8))
+    assert got.dtype == np.cumprod(np.arange(1, 30, dtype=np.int8)).dtype
+    np.testing.assert_array_equal(got, np.cumprod(np.arange(1, 30, dtype=np.int8)))
+    b = np.array([True, False, True, True])
+    assert nk.cumsum(b).tolist() == [1, 1, 2, 3] and nk.cumsum(b).dtype == np.int64
+    assert nk.associative_scan(b, "bitwise_or").dtype == np.bool_
+    assert nk.cumsum(np.float32(2.5)).shape == (1,)  # 0-d: flattened, as NumPy
+    for axis in (0, -1):  # NumPy scans a 0-d array along axis 0 or -1 too
+        np.testing.assert_array_equal(nk.cumsum(np.float32(2.5), axis=axis), [2.5])
+    with pytest.raises(np.exceptions.AxisError):
+        nk.cumsum(np.float32(2.5), axis=1)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's float overflow
+def test_cumprod_through_zero_and_overflow():
+    x = np.full(200, 1e5, dtype=np.float32)  # 1e5**8 = 1e40 overflows float32
+    x[150] = 0.0  # inf * 0 is NaN, and stays NaN, as NumPy's
+    got = nk.cumprod(x)
+    want = np.cumprod(x.astype(np.float64)).astype(np.float32)
+    assert np.isinf(got[7:150]).all() and np.isfinite(got[:7]).all()
+    np.testing.assert_allclose(got[:7], want[:7], rtol=1e-5)
+    assert np.isnan(got[150:]).all()
+    y = np.full(150, 1.5, dtype=np.float32)
+    y[40] = 0.0  # through a zero: all zeros after it (before it, reversed)
+    got = nk.cumprod(y, reverse=True)
+    assert (got[:41] == 0).all()
+    np.testing.assert_allclose(got[41:], 1.5 ** np.arange(109, 0, -1), rtol=1e-4)
+    z = np.arange(1, 120, dtype=np.int64) | 1  # int64 products wrap, as NumPy's
+    np.testing.assert_array_equal(nk.cumprod(z), np.cumprod(z))
+
+
+def test_max_min_bitwise_scans():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=333).astype(np.float32)
+    x[100] = np.nan
+    np.testing.assert_array_equal(nk.associative_scan(x, "max"), np.maximum.accumulate(x))
+    np.testing.assert_array_equal(nk.associative_scan(x, "min", reverse=True),
+                                  np.minimum.accumulate(x[::-1])[::-1])
+    i = rng.integers(-100, 100, 333).astype(np.int8)
+    got = nk.associative_scan(i, "max", exclusive=True)
+    assert got[0] == np.iinfo(np.int8).min  # nothing before: the identity
+    np.testing.assert_array_equal(got[1:], np.maximum.accumulate(i)[:-1])
+    u = rng.integers(0, 256, 333).astype(np.uint8)
+    np.testing.assert_array_equal(nk.associative_scan(u, "bitwise_xor"),
+                                  np.bitwise_xor.accumulate(u))
+    assert nk.cumsum(np.ones(5, np.float32), exclusive=True)[0] == 0.0
+    assert not np.signbit(nk.cumsum(np.ones(5), exclusive=True)[0])  # 0.0, not -0.0
+    assert nk.cumprod(np.full(5, 2.0), exclusive=True).tolist() == [1, 2, 4, 8, 16]
+
+
+def test_float32_accuracy_long():
+    """A float32 scan is checked against float64, never NumPy's float32 loop."""
+    x = np.random.default_rng(6).uniform(0, 1, 20000).astype(np.float32)
+    g = make("decoupled_lookback/warp_shuffle", threads=64, items=4)
+    got = nk.cumsum(x, strategy=g)
+    tiles = math.ceil(x.size / 256)
+    assert float_close(got, x.astype(np.float64), depth=4 + 6 + tiles)
+
+
+# --- axes, layouts, out= ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape,axes", [((3, 100), (0, 1, -1, None)),
+                                        ((100, 3), (0,)),
+                                        ((3, 4, 6), (0, 1, 2, None))])
+def test_axes(shape, axes):
+    rng = np.random.default_rng(7)
+    x = rng.integers(-9, 9, shape).astype(np.int32)
+    g = make("reduce_then_scan/warp_shuffle", items=1, blocks=6)  # rows of several chunks
+    for axis in axes:
+        for exclusive, reverse in [(False, False), (True, True)]:
+            got = nk.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse, strategy=g,
+                            layout="tiles")  # short rows: "auto" would take a warp each
+            moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+            want = np.apply_along_axis(np_scan, -1, moved.astype(np.int64), exclusive,
+                                       reverse)
+            if axis is not None:
+                want = np.moveaxis(want, -1, axis)
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} axis={axis}")
+            assert got.flags.c_contiguous
+
+
+def test_device_input_strided_views_and_out():
+    """Device arrays are scanned in place through strided views, into a device out."""
+    rng = np.random.default_rng(8)
+    base = rng.integers(-9, 9, (6, 5, 40)).astype(np.int64)
+    host = base[::2, :, ::3]  # strided in every dimension
+    for axis in (0, 1, 2):
+        d = cuda.to_device(base)[::2, :, ::3]
+        out = cuda.device_array(host.shape, np.float64)
+        got = nk.cumsum(d, axis=axis, out=out, strategy="decoupled_lookback/blelloch",
+                        layout="tiles")
+        assert got is out
+        np.testing.assert_array_equal(out.copy_to_host(), np.cumsum(host, axis=axis))
+    flat = nk.cumsum(cuda.to_device(base)[1], axis=None, reverse=True)
+    np.testing.assert_array_equal(flat.copy_to_host(),
+                                  np.cumsum(base[1].ravel()[::-1])[::-1])
+    with pytest.warns(arrays.CopyWarning, match="flattened scan"):  # not one flat run
+        flat = nk.cumsum(cuda.to_device(base)[:, :3], axis=None)
+    np.testing.assert_array_equal(flat.copy_to_host(), np.cumsum(base[:, :3]))
+
+
+def test_numpy_out_and_casting():
+    x = np.arange(50, dtype=np.int32)
+    out = np.zeros(50, np.float64)
+    assert nk.cumsum(x, out=out) is out
+    np.testing.assert_array_equal(out, np.cumsum(x))
+    with pytest.raises(TypeError, match="same_kind"):
+        nk.cumsum(np.ones(5), out=np.zeros(5, np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        nk.cumsum(np.ones((2, 3)), axis=1, out=np.zeros(6))
+    with pytest.raises(TypeError, match="device array"):
+        nk.cumsum(cuda.to_device(np.ones(3)), out=np.zeros(3))
+    with pytest.raises(TypeError, match="tuple of two"):
+        nk.associative_scan(np.ones(3, np.int64), AFFINE, out=np.zeros(3, np.int64))
+
+
+def test_empty_inputs():
+    assert nk.cumsum(np.zeros(0, np.float32)).shape == (0,)
+    got = nk.cumsum(np.zeros((3, 0), np.int8), axis=1)
+    assert got.shape == (3, 0) and got.dtype == np.int64
+    assert nk.cumprod(np.zeros((0, 4)), axis=1).shape == (0, 4)
+    m, c = nk.associative_scan(np.zeros(0, np.int64), AFFINE)
+    assert m.shape == c.shape == (0,)
+
+
+def test_errors():
+    x = np.ones(4)
+    with pytest.raises(np.exceptions.AxisError):
+        nk.cumsum(x, axis=1)
+    with pytest.raises(TypeError, match="axis"):
+        nk.cumsum(x, axis=1.0)
+    with pytest.raises(TypeError, match="exclusive"):
+        nk.cumsum(x, exclusive=1)
+    with pytest.raises(TypeError, match="bitwise_xor"):
+        nk.associative_scan(x, "bitwise_xor")
+    with pytest.raises(ValueError, match="unknown scan strategy"):
+        nk.cumsum(x, strategy="two_pass")
+    with pytest.raises(TypeError, match="reduction strategy"):
+        nk.cumsum(x, strategy=TwoPass())
+    with pytest.raises(TypeError, match="no block scan"):
+        nk.cumsum(x, strategy=SharedTree())
+    with pytest.raises(ValueError, match="items"):
+        DecoupledLookback(items=0)
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.cumsum(x, strategy=DecoupledLookback(WarpShuffle(1024), items=64))
+    with pytest.raises(TypeError, match="is a scan strategy; a reduction takes"):
+        nk.sum(x, strategy=ReduceThenScan())
+
+
+def test_resolve_scan_names():
+    resolve = nk.strategies.resolve
+    assert resolve("scan", None) == DecoupledLookback(WarpShuffle())
+    assert resolve("scan", "blelloch") == DecoupledLookback(Blelloch())
+    assert resolve("scan", "reduce_then_scan") == ReduceThenScan(WarpShuffle())
+    assert resolve("scan", "reduce_then_scan/hillis_steele", threads=32) == \
+        ReduceThenScan(HillisSteele(32))
+    assert resolve("scan", HillisSteele(64)).block == HillisSteele(64)
+    assert resolve_scan("blelloch") == resolve("scan", "blelloch")  # the older name
+    assert not DecoupledLookback().deterministic and ReduceThenScan().deterministic
+
+
+def test_reduce_then_scan_chunking():
+    g = ReduceThenScan(WarpShuffle(256), blocks=2112)
+    assert g.chunking(1, 65536) == (2048, 32)  # 2**28 float32 in 4096-element tiles
+    assert g.chunking(32768, 1) == (1, 1)  # short rows: one pass
+    assert g.chunking(4, 100) == (100, 1)
+
+
+# --- the decoupled look-back's own paths ---------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])  # packed / separate flags
+def test_lookback_through_aggregates_only(dtype):
+    """Tiles that publish only aggregates make every look-back walk back to the first
+    tile of its row, 32 tiles a step, across the row boundary's stop markers."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-5, 5, (2, 35 * 32)).astype(dtype)  # 35 tiles per row
+    g = DecoupledLookback(WarpShuffle(32), items=1, publish_prefix=False)
+    got = nk.cumsum(x, axis=1, strategy=g)
+    np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
+
+
+def test_lookback_tile_order_broken_fails_not_hangs(monkeypatch):
+    """If a tile had to wait for one never scanned (tile ids out of launch order), the
+    simulator's look-back raises instead of spinning: the counter starts at 1 here."""
+    zeros = ScanJob.zeros
+
+    def counter_at_one(self, k, dtype):
+        arr = zeros(self, k, dtype)
+        arr._ary[-1] = 1
+        return arr
+
+    monkeypatch.setattr(ScanJob, "zeros", counter_at_one)
+    with pytest.raises(RuntimeError, match="out of order"):
+        nk.cumsum(np.ones(200, np.float32), strategy=DecoupledLookback(WarpShuffle(32)))
+
+
+def test_block_strategies_also_reduce():
+    """Hillis-Steele and Blelloch serve reductions too (their scan's total)."""
+    x = np.arange(1000, dtype=np.int64)
+    for block in (HillisSteele(32), Blelloch(96)):
+        assert nk.sum(x, strategy=TwoPass(block=block)) == x.sum()
+
+
+# --- many short rows: one warp per row (numbakern/scan_rows.py) ---------------------------
+#
+# Row lengths 1, 2 (rows sharing a warp in lane groups), 31, 32, 33 (one chunk, one chunk
+# exactly, a carry into a one-element chunk) and 100 (four chunks), in every mode. The
+# layout each scan took is checked by spying on which scan ran.
+
+LENGTHS = [1, 2, 31, 32, 33, 100]
+
+
+@pytest.fixture
+def ran(monkeypatch):
+    """Which layout each scan took: a list of ``"warp"`` / ``"tiles"``."""
+    calls = []
+    real_rows = rows_mod.scan_rows
+    real_dl, real_rts = DecoupledLookback.scan, ReduceThenScan.scan
+
+    def rows(job, block):
+        calls.append("warp")
+        real_rows(job, block)
+
+    def tiles(real):
+        def scan(self, job):
+            calls.append("tiles")
+            real(self, job)
+        return scan
+
+    monkeypatch.setattr(scans_mod, "scan_rows", rows)
+    monkeypatch.setattr(DecoupledLookback, "scan", tiles(real_dl))
+    monkeypatch.setattr(ReduceThenScan, "scan", tiles(real_rts))
+    return calls
+
+
+def along(fn, x, axis, *args):
+    """``fn`` applied to every 1-D slice of ``x`` along ``axis``."""
+    return np.moveaxis(np.apply_along_axis(fn, -1, np.moveaxis(x, axis, -1), *args), -1, axis)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_every_mode_and_row_length(n, ran):
+    rng = np.random.default_rng(n)
+    x = rng.integers(-100, 100, (9, n)).astype(np.int32)  # 9 rows: the last warp part-full
+    v = (rng.integers(1, 9, (9, n)) * (rng.random((9, n)) < 0.3)).astype(np.float64)
+    for exclusive, reverse in MODES:
+        got = nk.cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse)
+        want = along(np_scan, x.astype(np.int64), -1, exclusive, reverse)
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n} {exclusive} {reverse}")
+        got = nk.associative_scan(v, last_nonzero, axis=1, exclusive=exclusive,
+                                  reverse=reverse)
+        want = np.array([ref_scan(r, last_nonzero.combine, exclusive, reverse, empty=0.0)
+                         for r in v])
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n} {exclusive} {reverse}")
+    assert ran == ["warp"] * 8
+
+
+@pytest.mark.parametrize("n", [2, 33])
+def test_identity_never_folded_in_and_two_fields(n, ran):
+    x = np.random.default_rng(3).integers(1, 1000, (5, n)).astype(np.int64)
+    for reverse in (False, True):
+        got = nk.associative_scan(x, NOT_AN_IDENTITY, axis=1, reverse=reverse)
+        np.testing.assert_array_equal(got, along(np_scan, x, 1, False, reverse))
+    got = nk.associative_scan(x, NOT_AN_IDENTITY, axis=1, exclusive=True)
+    assert (got[:, 0] == 100).all()  # the exclusive scan's first element: the identity
+    np.testing.assert_array_equal(got[:, 1:], np.cumsum(x, axis=1)[:, :-1])
+    for exclusive, reverse in [(False, False), (True, True)]:
+        m, c = nk.associative_scan(x, AFFINE, axis=1, exclusive=exclusive, reverse=reverse)
+        for r in range(x.shape[0]):
+            want_m, want_c = affine_ref(x[r], exclusive, reverse)
+            np.testing.assert_array_equal(m[r], want_m)
+            np.testing.assert_array_equal(c[r], want_c)
+    assert ran == ["warp"] * 5
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "float16", "float64", "int64"])
+def test_dtypes(dtype):
+    rng = np.random.default_rng(4)
+    shape = (7, 33)
+    if dtype == "bool":
+        x = rng.integers(0, 2, shape).astype(bool)
+    elif dtype.startswith("float"):
+        x = rng.uniform(-4, 4, shape).astype(dtype)
+    else:
+        x = rng.integers(0, 120, shape).astype(dtype)
+    got = nk.cumsum(x, axis=1)
+    want = np.cumsum(x, axis=1)
+    assert got.dtype == want.dtype, dtype
+    if dtype.startswith("float"):
+        assert all(float_close(g, r.astype(np.float64)) for g, r in zip(got, x)), dtype
+    else:
+        np.testing.assert_array_equal(got, want)
+    got = nk.cumprod(x[:, :5], axis=1, reverse=True)
+    want = np.cumprod(x[:, :5][:, ::-1], axis=1)[:, ::-1]
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "float16" else 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(3, 31), (4, 5, 2), (2, 33, 3)])
+def test_axes_of_2d_and_3d(shape, ran):
+    x = np.random.default_rng(5).integers(-9, 9, shape).astype(np.int16)
+    for axis in (0, -1):
+        for exclusive, reverse in [(False, False), (True, True)]:
+            got = nk.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse)
+            want = along(np_scan, x.astype(np.int64), axis, exclusive, reverse)
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} axis={axis}")
+            assert got.flags.c_contiguous
+    assert set(ran) == {"warp"}
+
+
+def test_device_strided_views_and_out(ran):
+    base = np.random.default_rng(6).integers(-9, 9, (6, 5, 40)).astype(np.int64)
+    host = base[::2, :, ::3]  # strided in every dimension
+    for axis in (0, 1, 2):
+        d = cuda.to_device(base)[::2, :, ::3]
+        out = cuda.device_array(host.shape, np.float64)
+        got = nk.cumsum(d, axis=axis, out=out, reverse=True)
+        assert got is out
+        want = np.flip(np.cumsum(np.flip(host, axis), axis=axis), axis)
+        np.testing.assert_array_equal(out.copy_to_host(), want)
+    assert ran == ["warp"] * 3
+
+
+def test_the_2x4000_axis0_case(ran):
+    """4000 rows of 2: 126 s under the simulator as tiles (one block per row)."""
+    b = np.random.default_rng(7).uniform(0, 1, (2, 4000)).astype(np.float32)
+    t = time.perf_counter()
+    got = nk.cumsum(b, axis=0)
+    assert time.perf_counter() - t < 20  # the tile path needed minutes
+    np.testing.assert_array_equal(got, np.cumsum(b, axis=0))  # one combine: exact
+    got = nk.cumsum(b.T, axis=-1, exclusive=True)
+    np.testing.assert_array_equal(got[:, 0], 0)
+    np.testing.assert_array_equal(got[:, 1], b[0])
+    assert ran == ["warp", "warp"]
+
+
+def test_automatic_choice_and_overrides(ran):
+    x = np.arange(3 * 40, dtype=np.int32).reshape(3, 40)
+    want = np.cumsum(x, axis=1)
+    tiles = DecoupledLookback(WarpShuffle(32), items=1)  # rows of two tiles
+    np.testing.assert_array_equal(nk.cumsum(x, axis=1, strategy=tiles), want)
+    np.testing.assert_array_equal(nk.cumsum(x, axis=1, strategy=tiles, layout="tiles"), want)
+    np.testing.assert_array_equal(
+        nk.cumsum(x, axis=1, strategy=ReduceThenScan(Blelloch(32), items=1), layout="tiles"),
+        want)
+    np.testing.assert_array_equal(nk.cumsum(x[0], layout="warp"), want[0])  # one row
+    np.testing.assert_array_equal(nk.cumsum(x[0], strategy=tiles), want[0])
+    assert ran == ["warp", "tiles", "tiles", "warp", "tiles"]
+    block = nk.WarpShuffle()
+    assert rows_mod.use_warp_rows("auto", rows_mod.WARP_ROW_MAX, 2, block)
+    assert not rows_mod.use_warp_rows("auto", rows_mod.WARP_ROW_MAX + 1, 1000, block)
+    assert not rows_mod.use_warp_rows("auto", 5, 1, block)
+    assert [rows_mod.lane_group(n) for n in (1, 2, 3, 16, 17, 100)] == [1, 2, 4, 16, 32, 32]
+    for bad in ("block", None, 1):
+        with pytest.raises(ValueError, match="layout"):
+            nk.cumsum(x, axis=1, layout=bad)
+
+
+# --- on a real GPU ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec", COMBOS)
+@pytest.mark.parametrize("n", [1, 31, 33, 4095, 4096, 4097, (1 << 20) + 7, 1 << 24])
+def test_gpu_sizes_every_strategy(cp, spec, n):
+    x = cp.random.uniform(-1, 1, n, dtype=cp.float32)
+    got = nk.cumsum(x, strategy=spec)
+    assert isinstance(got, cp.ndarray) and got.dtype == cp.float32
+    depth = 16 + 8 + math.ceil(n / 4096)
+    assert float_close(cp.asnumpy(got), cp.asnumpy(x).astype(np.float64), depth=depth)
+    # Small integers in float32: every partial sum is exact, so the scan must be too,
+    # whatever order it combines in (a missing or doubled carry cannot hide).
+    xf = cp.random.randint(-3, 4, n).astype(cp.float32)
+    got = nk.cumsum(xf, reverse=True, strategy=spec)
+    want = cp.cumsum(xf[::-1].astype(cp.int64))[::-1]
+    assert bool((got.astype(cp.int64) == want).all())
+    xi = cp.random.randint(-1000, 1000, n, dtype=cp.int32)
+    for exclusive, reverse in MODES:
+        got = nk.cumsum(xi, exclusive=exclusive, reverse=reverse, strategy=spec)
+        want = np_scan(cp.asnumpy(xi).astype(np.int64), exclusive, reverse)
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec", COMBOS)
+def test_gpu_ordered_ops(cp, spec):
+    rng = np.random.default_rng(10)
+    n = 100_003
+    v = (rng.integers(1, 9, n) * (rng.random(n) < 0.01)).astype(np.float64)
+    got = nk.associative_scan(cp.asarray(v), last_nonzero, reverse=True, strategy=spec)
+    want = ref_scan(v, last_nonzero.combine, False, True, 0.0)
+    np.testing.assert_array_equal(cp.asnumpy(got), np.array(want))
+    x = rng.integers(1, P, 20_011).astype(np.int64)
+    m, c = nk.associative_scan(cp.asarray(x), AFFINE, exclusive=True, strategy=spec)
+    want_m, want_c = affine_ref(x, True, False)
+    np.testing.assert_array_equal(cp.asnumpy(m), want_m)
+    np.testing.assert_array_equal(cp.asnumpy(c), want_c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec", ["decoupled_lookback", "reduce_then_scan"])
+def test_gpu_2_28(cp, spec):
+    n = 1 << 28
+    x = cp.random.uniform(0, 1, n, dtype=cp.float32)
+    got = cp.asnumpy(nk.cumsum(x, strategy=spec))
+    assert float_close(got, cp.asnumpy(x).astype(np.float64), depth=16 + 8 + n // 4096)
+    sparse = (cp.random.random(n, dtype=cp.float32) < 1 / 32).astype(cp.float32)
+    got = nk.cumsum(sparse, strategy=spec)  # sums stay below 2**24: exact in float32
+    assert bool((got.astype(cp.int64) == cp.cumsum(sparse.astype(cp.int64))).all())
+    xi = cp.random.randint(-(1 << 20), 1 << 20, n, dtype=cp.int32)
+    got = nk.cumsum(xi, strategy=spec)
+    assert got.dtype == cp.int64
+    assert bool((got == cp.cumsum(xi.astype(cp.int64))).all())
+    got = nk.cumsum(xi, reverse=True, exclusive=True, strategy=spec)
+    want = cp.cumsum(xi[::-1].astype(cp.int64))[::-1]
+    assert bool((got[:-1] == want[1:]).all()) and int(got[-1]) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.bigmem
+def test_gpu_int64_past_2_32(cp):
+    """int8 ones, 2**32 + 100 of them: an int64 cumsum whose indices pass 2**32."""
+    n = (1 << 32) + 100
+    x = cp.ones(n, dtype=cp.int8)
+    y = nk.cumsum(x)
+    del x
+    assert y.dtype == cp.int64 and y.shape == (n,)
+    step = 1 << 28
+    for start in range(0, n, step):  # compare with arange in slices (34 GB each)
+        stop = min(start + step, n)
+        assert bool((y[start:stop] == cp.arange(start + 1, stop + 1, dtype=cp.int64)).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.bigmem
+def test_gpu_long_rows(cp):
+    """(65536, 100000) float32 rows: 26 GB in, 26 GB out, 25 tiles per row."""
+    x = cp.random.uniform(0, 1, (65536, 100000), dtype=cp.float32)
+    y = nk.cumsum(x, axis=1)
+    rows = np.random.default_rng(11).choice(65536, 16, replace=False)
+    for r in rows:
+        assert float_close(cp.asnumpy(y[r]), cp.asnumpy(x[r]).astype(np.float64), depth=64)
+    totals = cp.sum(x, axis=1, dtype=cp.float64)
+    err = cp.abs(y[:, -1].astype(cp.float64) - totals)
+    assert bool((err <= 4 * np.finfo(np.float32).eps * 64 * totals).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(100000, 2), (50000, 7), (20000, 33), (4096, 1000)])
+def test_gpu_short_rows(cp, shape):
+    """One warp per row (lane groups for rows of at most 16) against CuPy, every mode."""
+    x = cp.random.randint(-1000, 1000, shape, dtype=cp.int64)
+    v = cp.asnumpy(x[:64]).astype(np.float64) * (np.arange(shape[1]) % 3 == 0)
+    for exclusive, reverse in MODES:
+        got = nk.cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse)
+        want = cp.flip(cp.cumsum(cp.flip(x, -1), axis=-1), -1) if reverse else x.cumsum(-1)
+        if exclusive:
+            want = (want - x)
+        cp.testing.assert_array_equal(got, want)
+        got = nk.associative_scan(v, last_nonzero, axis=-1, exclusive=exclusive,
+                                  reverse=reverse)
+        ref = np.array([ref_scan(r, last_nonzero.combine, exclusive, reverse, empty=0.0)
+                        for r in v])
+        np.testing.assert_array_equal(got, ref)
+    got = nk.cumsum(x.T, axis=0)  # strided rows, read in place
+    cp.testing.assert_array_equal(got, x.T.cumsum(0))

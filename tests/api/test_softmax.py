@@ -1,0 +1,697 @@
+"""Softmax, log-softmax and their backward passes (numbakern/softmax.py, rowwise.py).
+
+Under the simulator: every max/sum block-strategy pair, the online normalizer under
+each block strategy, the warp and block layouts, fused (row in registers) and tiled
+kernels, row lengths around warp and block edges, against float64 NumPy references.
+GPU tests (marked ``gpu``): the fused-softmax tutorial's check against PyTorch,
+float64 rows of every width from 513 to 1023, and a (8192, 50257) input.
+"""
+
+import importlib
+import math
+import warnings
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+from numbakern.kernels import softmax_rows as rowwise
+from numbakern.core.arrays import CopyWarning
+from numbakern.strategies import SharedTree, WarpShuffle
+from numbakern.strategies.online_softmax import ONLINE_SOFTMAX, combine
+
+softmax_module = importlib.import_module("numbakern.api.softmax")
+
+SIZES = [1, 2, 31, 32, 33, 127, 128, 129, 781]
+BLOCKS = nk.strategies.available("block")
+PAIRS = [(m, s) for m in BLOCKS for s in BLOCKS]
+FORWARD = {"softmax": nk.softmax, "log_softmax": nk.log_softmax}
+BACKWARD = {"softmax_backward": nk.softmax_backward,
+            "log_softmax_backward": nk.log_softmax_backward}
+# float32 results against float64 references: a few ulp of each output, plus a few ulp
+# of the row's largest log-probabilities for log-softmax.
+TOL = {np.float16: dict(rtol=2e-3, atol=1e-4), np.float32: dict(rtol=1e-5, atol=1e-7),
+       np.float64: dict(rtol=1e-12, atol=1e-15)}
+LOG_TOL = {np.float16: dict(rtol=2e-3, atol=2e-2), np.float32: dict(rtol=1e-5, atol=2e-5),
+           np.float64: dict(rtol=1e-12, atol=1e-12)}
+
+
+def ref_log_softmax(x, axis=-1):
+    x = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = x.max(axis=axis, keepdims=True)
+        return (x - m) - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def ref_softmax(x, axis=-1):
+    x = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+REF = {"softmax": ref_softmax, "log_softmax": ref_log_softmax}
+# Under the simulator, device code's inf - inf runs as NumPy scalar arithmetic, which
+# warns; on a GPU it is silently NaN, as intended.
+SIMULATED_INF = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def logits(shape, dtype=np.float32, seed=0, scale=3.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def check_forward(kind, x, axis=-1, **kw):
+    got = FORWARD[kind](x, axis=axis, **kw)
+    assert got.dtype == x.dtype and got.shape == x.shape
+    tol = (TOL if kind == "softmax" else LOG_TOL)[x.dtype.type]
+    np.testing.assert_allclose(got.astype(np.float64), REF[kind](x, axis), **tol)
+    return got
+
+
+# --- every block-strategy pair, fused and tiled, around warp and block edges ----------
+
+
+def sweep(shift=0):
+    """Every row length of SIZES, softmax and log-softmax taking turns (the simulator
+    is slow: each length once per test, each kind at half of them)."""
+    kinds = list(FORWARD)
+    return [(kinds[(i + shift) % 2], n) for i, n in enumerate(SIZES)]
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def test_block_layout_every_strategy_pair(pair, fused):
+    for kind, n in sweep():
+        check_forward(kind, logits((3, n), seed=n), max_strategy=pair[0], sum_strategy=pair[1],
+                      normalizer="max_then_sum", layout="block", fused=fused, threads=32)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
+@pytest.mark.parametrize("block", BLOCKS)
+def test_online_normalizer_under_every_block_strategy(block, fused):
+    for kind, n in sweep(shift=1):
+        check_forward(kind, logits((3, n), seed=n), sum_strategy=block, normalizer="online",
+                      layout="block", fused=fused, threads=64)
+
+
+@pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
+def test_warp_layout(fused, normalizer):
+    for kind, n in sweep(shift=int(fused)):
+        # 5 rows: two blocks of two warps, and a spare warp
+        check_forward(kind, logits((5, n), seed=n), layout="warp", fused=fused,
+                      normalizer=normalizer)
+
+
+@pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def test_rows_longer_than_registers_loop_in_tiles(pair, normalizer):
+    x = logits((2, 2500), seed=1)  # > 32 per thread x 64 threads: tiles, automatically
+    plan = softmax_module._plan("softmax", 2500, x.dtype, normalizer, "auto", None, None,
+                                None if normalizer == "online" else pair[0], pair[1])
+    assert not plan.fused and plan.layout == "block"
+    kw = {} if normalizer == "online" else {"max_strategy": pair[0]}
+    for kind in FORWARD:
+        got = check_forward(kind, x, sum_strategy=pair[1], normalizer=normalizer, **kw)
+    np.testing.assert_allclose(np.exp(got.astype(np.float64)).sum(-1), 1, rtol=1e-5)
+
+
+# --- fused rows read and written in 16-byte vectors ---------------------------------------
+
+
+@pytest.fixture
+def vector_plans(monkeypatch):
+    """The vector widths of the fused kernels launched (the plan each launch used)."""
+    seen = []
+    choose = rowwise.vector_width
+
+    def spy(plan, n, views):
+        seen.append(choose(plan, n, views))
+        return seen[-1]
+
+    monkeypatch.setattr(rowwise, "vector_width", spy)
+    return seen
+
+
+@pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
+@pytest.mark.parametrize("layout", ["warp", "block"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_rows(dtype, layout, normalizer, vector_plans):
+    width = 16 // np.dtype(dtype).itemsize
+    for n in (68, 128, 256):  # whole vectors per thread in every plan chosen
+        x = logits((5, n), dtype, seed=n)
+        x[1, ::3] = -np.inf  # masked lanes beside finite ones
+        for kind in FORWARD:
+            check_forward(kind, x, layout=layout, fused=True, normalizer=normalizer)
+    assert set(vector_plans) == {width}
+    device = cuda.to_device(logits((6, 136), dtype))[::2, 8:]  # rows still 16-byte aligned
+    host = device.copy_to_host()
+    np.testing.assert_allclose(nk.softmax(device, layout=layout).copy_to_host(),
+                               ref_softmax(host), **TOL[dtype])
+    assert vector_plans[-1] == width
+
+
+def test_vector_rows_need_aligned_whole_vectors(vector_plans):
+    x = cuda.to_device(logits((4, 132)))
+    for view, width in [(x, 4), (x[:, 4:], 4), (x[:, 1:], 0), (x[:, :130], 0),
+                        (x[::-1], 0)]:
+        nk.softmax(view, fused=True)
+        assert vector_plans[-1] == width
+    nk.softmax(logits((4, 64), np.float16), fused=True)  # float16 computes in float32
+    assert vector_plans[-1] == 0
+    nk.softmax(logits((4, 64), np.float16), fused=False)
+    assert vector_plans[-1] == 0
+    nk.softmax(x[:, 1:], fused=False)  # tiled: rows 4 bytes past a boundary, out's not
+    assert vector_plans[-1] == 0
+
+
+# --- tiled rows and backward passes in 16-byte vectors ------------------------------------
+
+# Around vectors, warps and tiles: 2500 is past one tile of vectors (4 vectors x 64
+# threads: 1024 float32 elements, 512 float64).
+VECTOR_SIZES = [1, 3, 4, 5, 31, 32, 33, 127, 128, 129, 781, 2500]
+
+
+@pytest.fixture
+def row_kernels(monkeypatch):
+    """``(kind, fused, vector)`` of the row kernel each launch ran."""
+    seen = []
+    get = rowwise.kernel_for
+
+    def spy(plan):
+        seen.append((plan.kind, plan.fused, plan.vector))
+        return get(plan)
+
+    monkeypatch.setattr(rowwise, "kernel_for", spy)
+    return seen
+
+
+def device_rows(host, offset):
+    """``host`` on the device, each row ``offset`` elements into a row that much
+    wider: with ``offset`` 1 the rows start 4 (float32) or 8 (float64) bytes past a
+    16-byte boundary, and later rows elsewhere (a head of 0 to W-1 elements)."""
+    wide = np.zeros((host.shape[0], host.shape[1] + offset), host.dtype)
+    wide[:, offset:] = host
+    return cuda.to_device(wide)[:, offset:]
+
+
+def vector_lanes(dtype):
+    return 0 if dtype == np.float16 else 16 // np.dtype(dtype).itemsize
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
+@pytest.mark.parametrize("layout,normalizer", [("block", "online"), ("block", "max_then_sum"),
+                                               ("warp", "online")])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_tiled_rows_in_vectors(dtype, layout, normalizer, offset, row_kernels):
+    # Whole vectors between a scalar head and tail per row; float16 stays scalar.
+    for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(VECTOR_SIZES)]:
+        host = logits((3, n), dtype, seed=n)
+        y = device_rows(np.zeros_like(host), offset)  # each row as far from a boundary as x's
+        FORWARD[kind](device_rows(host, offset), out=y, fused=False, layout=layout,
+                      normalizer=normalizer)
+        assert row_kernels[-1] == (kind, False, vector_lanes(dtype))
+        tol = (TOL if kind == "softmax" else LOG_TOL)[dtype]
+        np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host), **tol)
+
+
+def test_tiled_vectors_in_place_and_fallbacks(row_kernels):
+    host = logits((4, 781), seed=5)
+    x = device_rows(host, 1)
+    nk.softmax(x, fused=False)  # out's rows lie elsewhere from a boundary than x's: scalar
+    assert row_kernels[-1] == ("softmax", False, 0)
+    nk.log_softmax(x, out=x, fused=False)  # y is x: vectors, each loaded before stored
+    assert row_kernels[-1] == ("log_softmax", False, 4)
+    np.testing.assert_allclose(x.copy_to_host(), ref_log_softmax(host), **LOG_TOL[np.float32])
+    reversed_rows = cuda.to_device(host)[::-1]
+    got = nk.softmax(reversed_rows, fused=False, out=cuda.device_array_like(host)[::-1])
+    assert row_kernels[-1] == ("softmax", False, 0)
+    np.testing.assert_allclose(got.copy_to_host(), ref_softmax(host[::-1]), **TOL[np.float32])
+    y, dy = cuda.to_device(host), device_rows(host, 1)  # y aligned, dy not: scalar
+    nk.softmax_backward(y, dy, fused=False)
+    assert row_kernels[-1] == ("softmax_backward", False, 0)
+
+
+@SIMULATED_INF
+@pytest.mark.parametrize("normalizer", ["online", "max_then_sum"])
+def test_tiled_vectors_minus_infinity_first(normalizer, row_kernels):
+    # 32 threads: every lane's first tile (4 vectors of 4, 512 elements) and the rows'
+    # heads are all -inf; the tails too. Then rows with no finite normalizer.
+    host = logits((4, 1203), seed=6)
+    host[:, :515] = -np.inf
+    host[:, -2:] = -np.inf
+    host[3, 700] = np.nan
+    kw = dict(fused=False, layout="block", threads=32, normalizer=normalizer)
+    y = device_rows(np.zeros_like(host), 1)
+    nk.softmax(device_rows(host, 1), out=y, **kw)
+    assert row_kernels[-1] == ("softmax", False, 4)
+    y = y.copy_to_host()
+    np.testing.assert_allclose(y[:3], ref_softmax(host[:3]), **TOL[np.float32])
+    assert (y[:3, :515] == 0).all() and np.isnan(y[3]).all()
+    lg = device_rows(np.zeros_like(host), 1)
+    nk.log_softmax(device_rows(host, 1), out=lg, **kw)
+    lg = lg.copy_to_host()
+    assert np.isneginf(lg[:3, :515]).all() and np.isnan(lg[3]).all()
+    np.testing.assert_allclose(lg[:3, 515:-2], ref_log_softmax(host[:3])[:, 515:-2],
+                               **LOG_TOL[np.float32])
+    host[:2] = -np.inf  # nothing but -inf
+    host[2, 900] = np.inf
+    y = device_rows(np.zeros_like(host), 1)
+    nk.softmax(device_rows(host, 1), out=y, **kw)
+    assert np.isnan(y.copy_to_host()).all()
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_tiled_backward_in_vectors(dtype, offset, row_kernels):
+    for n in VECTOR_SIZES:
+        x, dy = backward_case(n, dtype=dtype, seed=n)
+        check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
+                              fused=False, layout="block")
+        assert row_kernels[-2:] == [(k, False, vector_lanes(dtype)) for k in BACKWARD]
+
+
+@pytest.mark.parametrize("layout", ["warp", "block"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_backward_in_vectors(dtype, layout, row_kernels):
+    width = vector_lanes(dtype)
+    for n in (68, 128):  # 4 per thread of 32: whole vectors
+        x, dy = backward_case(n, dtype=dtype, seed=n)
+        check_backward_bounds(x, dy, dtype, fused=True, layout=layout, threads=32)
+        assert row_kernels[-2:] == [(k, True, width) for k in BACKWARD]
+    for n, offset, want in [(66, 0, 2 if width == 2 else 0), (68, 1, 0)]:  # part vectors,
+        x, dy = backward_case(n, dtype=dtype, seed=n)                      # unaligned rows
+        check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
+                              fused=True, layout=layout, threads=32)
+        assert row_kernels[-1] == ("log_softmax_backward", True, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_float16_and_float64(dtype):
+    for n, kw in [(33, {}), (129, dict(layout="block")), (300, dict(fused=False))]:
+        x = logits((3, n), dtype, seed=n)
+        for kind in FORWARD:
+            check_forward(kind, x, **kw)
+
+
+def test_rows_sum_to_one():
+    for n in (1, 7, 128, 781, 3000):
+        y = nk.softmax(logits((4, n), seed=n, scale=10.0)).astype(np.float64)
+        np.testing.assert_allclose(y.sum(-1), 1.0, rtol=n * 1e-7 + 1e-6)
+        assert (y >= 0).all()
+
+
+# --- which kernel the automatic choice runs --------------------------------------------
+
+
+def test_automatic_plans():
+    plan = softmax_module._plan
+    f32 = np.dtype(np.float32)
+    short = plan("softmax", 128, f32, "auto", "auto", None, None, None, None)
+    assert (short.layout, short.fused, short.normalizer) == ("warp", True, "max_then_sum")
+    tree = plan("softmax", 128, f32, "auto", "auto", None, None, "shared_tree", None)
+    assert tree.layout == "warp" and tree.max_block == SharedTree(tree.threads)  # warp form
+    long = plan("softmax", 10**6, f32, "auto", "auto", None, None, None, None)
+    assert (long.layout, long.fused, long.normalizer) == ("block", False, "online")
+    told = plan("softmax", 10**6, f32, "auto", "auto", None, None, "warp_shuffle", None)
+    assert told.normalizer == "max_then_sum"
+    fixed = plan("softmax", 100, f32, "auto", "block", None, None, WarpShuffle(32), None)
+    assert fixed.threads == 32 and fixed.per_thread == 4
+    backward = plan("softmax_backward", 128, f32, None, "auto", None, None, None, None)
+    assert backward.max_block is None and backward.words == 2
+
+
+def test_registers_fit_the_block():
+    for kind in ("softmax", "softmax_backward"):
+        for dtype in ("float16", "float32", "float64"):
+            for threads in (128, 256, 512, 1024):
+                for k in (0, 1, 8, 32):
+                    p = rowwise.RowPlan(kind, None, "block", threads, k, None, None, dtype)
+                    t, blocks = p.launch_bounds
+                    assert t == threads and blocks >= 1
+                    assert not p.fits or p.registers * threads * blocks <= 65536
+
+
+# --- numerics -------------------------------------------------------------------------
+
+VARIANTS = [dict(layout="warp"), dict(layout="block", normalizer="max_then_sum"),
+            dict(layout="block", normalizer="online"),
+            dict(layout="block", fused=False, normalizer="max_then_sum"),
+            dict(layout="block", fused=False, normalizer="online")]
+VARIANT_IDS = ["warp", "fused", "fused-online", "tiled", "tiled-online"]
+
+
+@pytest.mark.parametrize("kw", VARIANTS, ids=VARIANT_IDS)
+def test_log_softmax_keeps_precision_far_from_zero(kw):
+    # float32 rows near 1e7 (ulp 1): x - max is exact, log(sum) is subtracted last.
+    # Computing x - (max + log(sum)) instead rounds at 1e7 and is off by up to 0.5.
+    x = (1e7 + np.arange(200, dtype=np.float64)).astype(np.float32)[None, :]
+    got = nk.log_softmax(x, threads=32, **kw)
+    np.testing.assert_allclose(got, ref_log_softmax(x), rtol=0, atol=2e-5)
+    np.testing.assert_allclose(nk.softmax(x, threads=32, **kw), ref_softmax(x), rtol=1e-5,
+                               atol=1e-8)
+
+
+@SIMULATED_INF
+@pytest.mark.parametrize("kw", VARIANTS, ids=VARIANT_IDS)
+def test_large_logits_give_exact_ones_and_zeros(kw):
+    x = np.array([[1000, -1000, 0, -1000], [-1000, -1000, 1000, 1000]], np.float32)
+    y = nk.softmax(x, threads=32, **kw)
+    np.testing.assert_array_equal(y, [[1, 0, 0, 0], [0, 0, 0.5, 0.5]])
+    lg = nk.log_softmax(x[:1], threads=32, **kw)
+    np.testing.assert_array_equal(lg, [[0, -2000, -1000, -2000]])
+
+
+@SIMULATED_INF
+@pytest.mark.parametrize("kw", VARIANTS, ids=VARIANT_IDS)
+def test_rows_without_a_finite_normalizer_are_nan(kw):
+    # PyTorch's policy: all -inf, any +inf or any NaN in a row makes the row NaN.
+    inf, nan = np.inf, np.nan
+    x = np.array([[-inf] * 5, [0, inf, 1, 2, 3], [0, 1, nan, 2, 3], [inf, -inf, 0, 1, 2],
+                  [0.5, 1, 2, 3, 4]], np.float32)
+    for f in (nk.softmax, nk.log_softmax):
+        y = f(x, threads=32, **kw)
+        assert np.isnan(y[:4]).all(), y
+        assert np.isfinite(y[4]).all()
+
+
+@SIMULATED_INF
+@pytest.mark.parametrize("kw", VARIANTS, ids=VARIANT_IDS)
+def test_minus_infinity_beside_finite_values(kw):
+    # The online trap: a thread (or tile) that sees only -inf first must not turn
+    # exp(-inf - -inf) into NaN. 32 threads: lane 0 holds 0, 32, 64, ... of each row.
+    x = logits((2, 300), seed=3)
+    x[0, :160] = -np.inf  # lanes' first tiles (4 x 32) all -inf
+    x[1, ::32] = -np.inf  # every element of lane 0
+    y = nk.softmax(x, threads=32, **kw)
+    np.testing.assert_allclose(y, ref_softmax(x), rtol=1e-5, atol=1e-8)
+    assert (y[0, :160] == 0).all() and (y[1, ::32] == 0).all()
+    lg = nk.log_softmax(x, threads=32, **kw)
+    assert np.isneginf(lg[0, :160]).all()
+    np.testing.assert_allclose(lg[0, 160:], ref_log_softmax(x)[0, 160:], rtol=1e-5, atol=2e-5)
+
+
+def test_online_op_combine():
+    inf, nan = math.inf, math.nan
+    assert ONLINE_SOFTMAX.fields == 2 and ONLINE_SOFTMAX.commutative
+    assert combine(-inf, 0.0, -inf, 1.0) == (-inf, 1.0)  # no exp(-inf - -inf)
+    assert combine(-inf, 2.0, 3.0, 1.0) == (3.0, 1.0)
+    m, s = combine(inf, 1.0, 0.0, 1.0)
+    assert m == inf and math.isnan(s)
+    m, s = combine(inf, 1.0, -inf, 0.0)  # +inf meets the identity: still NaN
+    assert m == inf and math.isnan(s)
+    m, s = combine(nan, 1.0, 0.0, 1.0)
+    assert math.isnan(m) and math.isnan(s)
+    # Folding elements in any tree gives (max, sum exp(x - max)).
+    xs = np.random.default_rng(0).standard_normal(9) * 5
+    states = [(float(x), 1.0) for x in xs]
+    left = states[0]
+    for st in states[1:]:
+        left = combine(*left, *st)
+    pairs = states
+    while len(pairs) > 1:
+        pairs = [combine(*pairs[i], *pairs[i + 1]) if i + 1 < len(pairs) else pairs[i]
+                 for i in range(0, len(pairs), 2)]
+    want = (xs.max(), np.exp(xs - xs.max()).sum())
+    np.testing.assert_allclose(left, want, rtol=1e-14)
+    np.testing.assert_allclose(pairs[0], want, rtol=1e-14)
+
+
+# --- backward ---------------------------------------------------------------------------
+
+
+def backward_case(n, rows=3, dtype=np.float64, seed=0):
+    x = logits((rows, n), dtype, seed=seed)
+    dy = logits((rows, n), dtype, seed=seed + 1, scale=1.0)
+    return x, dy
+
+
+@pytest.mark.parametrize("kw", [dict(layout="warp"), dict(layout="block"),
+                                dict(layout="block", fused=False)],
+                         ids=["warp", "fused", "tiled"])
+@pytest.mark.parametrize("block", BLOCKS)
+def test_backward_closed_form(block, kw):
+    if kw["layout"] == "warp" and block == "shared_tree":
+        pytest.skip("the warp layout reduces with shuffles")
+    for n in (1, 31, 33, 129, 781):
+        x, dy = backward_case(n, dtype=np.float32, seed=n)
+        check_backward_bounds(x, dy, np.float32, sum_strategy=block, threads=32, **kw)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+def test_backward_matches_finite_differences(kind):
+    # d/dx of sum(f(x) * dy), by central differences of numbakern's own forward pass,
+    # one column of every row at a time.
+    x, dy = backward_case(7, rows=2, seed=5)
+    forward, backward = FORWARD[kind], BACKWARD[f"{kind}_backward"]
+    grad = backward(forward(x), dy)
+    eps = 1e-6
+    numeric = np.empty_like(x)
+    for j in range(x.shape[1]):
+        step = np.zeros_like(x)
+        step[:, j] = eps
+        up = (forward(x + step) * dy).sum(-1)
+        down = (forward(x - step) * dy).sum(-1)
+        numeric[:, j] = (up - down) / (2 * eps)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_backward_long_rows_and_float16():
+    x, dy = backward_case(2500, rows=2, dtype=np.float32, seed=2)  # tiled
+    check_backward_bounds(x, dy, np.float32, sum_strategy="shared_tree")
+    x, dy = backward_case(100, dtype=np.float16, seed=3)
+    check_backward_bounds(x, dy, np.float16)
+    assert nk.log_softmax_backward(x, dy).dtype == np.float16
+
+
+# --- axes, layouts, kinds, out= -----------------------------------------------------------
+
+
+def test_any_axis_of_3d_input():
+    x = logits((4, 5, 6), seed=7)
+    for axis in (0, 1, 2, -1, -3):
+        for kind in FORWARD:
+            check_forward(kind, x, axis=axis)
+    dy = logits((4, 5, 6), seed=8)
+    y = ref_softmax(x, 1)
+    want = y * (dy - (y * dy).sum(1, keepdims=True))
+    np.testing.assert_allclose(nk.softmax_backward(y.astype(np.float32), dy, axis=1), want,
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_axis_0_of_a_matrix_and_1d_input():
+    x = logits((50, 3), seed=9)
+    check_forward("softmax", x, axis=0)
+    check_forward("log_softmax", x[:, 1], axis=0)
+
+
+def test_device_input_strided_views_are_not_copied():
+    host = logits((6, 40, 5), seed=10)
+    d = cuda.to_device(host)
+    view = d[1:5, ::3, :]  # strided outer and row dimensions
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CopyWarning)
+        got = nk.softmax(view, axis=1)
+    assert not isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got.copy_to_host(), ref_softmax(host[1:5, ::3, :], 1),
+                               rtol=1e-5, atol=1e-8)
+
+
+def test_reversed_device_views():
+    host = logits((5, 70), seed=13)
+    d = cuda.to_device(host)
+    got = nk.log_softmax(d[::-1, ::-2], layout="block", threads=32)
+    np.testing.assert_allclose(got.copy_to_host(), ref_log_softmax(host[::-1, ::-2]),
+                               rtol=1e-5, atol=2e-5)
+
+
+def test_layout_needing_three_strided_outer_dims_is_copied_with_a_warning():
+    host = logits((4, 4, 5, 6), seed=11)
+    d = cuda.to_device(host)[::2, ::2, 1:, :]
+    with pytest.warns(CopyWarning):
+        got = nk.log_softmax(d, axis=-1)
+    np.testing.assert_allclose(got.copy_to_host(), ref_log_softmax(host[::2, ::2, 1:, :]),
+                               rtol=1e-5, atol=2e-5)
+
+
+def test_out_and_in_place():
+    x = logits((3, 50), seed=12)
+    out = np.empty_like(x)
+    assert nk.softmax(x, out=out) is out
+    np.testing.assert_allclose(out, ref_softmax(x), rtol=1e-5, atol=1e-8)
+    same = x.copy()
+    nk.log_softmax(same, out=same)
+    np.testing.assert_allclose(same, ref_log_softmax(x), rtol=1e-5, atol=2e-5)
+    d = cuda.to_device(x)
+    nk.softmax(d, out=d, fused=False, layout="block")  # tiled, in place on the device
+    np.testing.assert_allclose(d.copy_to_host(), ref_softmax(x), rtol=1e-5, atol=1e-8)
+    dx = cuda.device_array_like(x)
+    y = cuda.to_device(ref_softmax(x).astype(np.float32))
+    assert nk.softmax_backward(y, d, out=dx) is dx
+
+
+@pytest.mark.parametrize("shape,axis", [((0, 5), -1), ((5, 0), -1), ((5, 0), 0), ((0,), 0),
+                                        ((2, 0, 3), 1)])
+def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
+    def no_launch(*args, **kwargs):
+        raise AssertionError("launched a kernel for an empty input")
+
+    monkeypatch.setattr(softmax_module, "launch", no_launch)
+    x = np.empty(shape, np.float32)
+    for f in FORWARD.values():
+        y = f(x, axis=axis)
+        assert y.shape == shape and y.dtype == np.float32
+    for f in BACKWARD.values():
+        assert f(x, x, axis=axis).shape == shape
+    d = nk.softmax(cuda.to_device(x), axis=axis)
+    assert d.shape == shape
+
+
+# --- errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda x: nk.softmax(x.astype(np.int32)), TypeError, "x must be float"),
+    (lambda x: nk.softmax(x, axis=2), np.exceptions.AxisError, "axis 2"),
+    (lambda x: nk.softmax(x, axis=1.0), TypeError, "axis must be an int"),
+    (lambda x: nk.softmax(np.float32(1.0)), np.exceptions.AxisError, "0-d"),
+    (lambda x: nk.softmax(x, max_strategy="bogus"), ValueError, "max_strategy must be"),
+    (lambda x: nk.softmax(x, sum_strategy=nk.TwoPass()), TypeError, "sum_strategy must be"),
+    (lambda x: nk.softmax(x, layout="diagonal"), ValueError, "layout must be"),
+    (lambda x: nk.softmax(x, normalizer="fast"), ValueError, "normalizer must be"),
+    (lambda x: nk.softmax(x, normalizer="online", max_strategy="shared_tree"), ValueError,
+     "leave max_strategy None"),
+    (lambda x: nk.softmax(x, fused="yes"), TypeError, "fused must be"),
+    (lambda x: nk.softmax(x, fused=1), TypeError, "fused must be"),
+    (lambda x: nk.log_softmax(x, fused=1.0), TypeError, "fused must be"),
+    (lambda x: nk.softmax(np.zeros((1, 5000), np.float32), fused=True, threads=32),
+     ValueError, "fused=True"),
+    (lambda x: nk.softmax(x, max_strategy=WarpShuffle(32), sum_strategy=SharedTree(64)),
+     ValueError, "threads must agree"),
+    (lambda x: nk.softmax(x, threads=48), ValueError, "multiple of 32"),
+    (lambda x: nk.softmax(x, out=np.empty((3, 4), np.float32)), ValueError, "out must have"),
+    (lambda x: nk.softmax(x, out=cuda.to_device(x)), TypeError, "out must be a NumPy"),
+    (lambda x: nk.softmax(x, out=[0.0] * 15), TypeError, "out must be a NumPy array, got list"),
+    (lambda x: nk.softmax_backward(x, x[:, :3]), ValueError, "dy must match"),
+    (lambda x: nk.log_softmax_backward(x, x.astype(np.float64)), ValueError, "dy must match"),
+])
+def test_bad_arguments_raise_clearly(call, error, match):
+    with pytest.raises(error, match=match):
+        call(logits((3, 5)))
+
+
+# --- GPU --------------------------------------------------------------------------------
+
+GPU_VARIANTS = {
+    **{f"block-{m}+{s}": dict(max_strategy=m, sum_strategy=s, normalizer="max_then_sum",
+                              layout="block") for m, s in PAIRS},
+    **{f"block-online-{b}": dict(sum_strategy=b, normalizer="online", layout="block")
+       for b in BLOCKS},
+    "warp": dict(layout="warp"), "warp-online": dict(layout="warp", normalizer="online"),
+    "tiled": dict(fused=False), "auto": {},
+}
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", GPU_VARIANTS)
+def test_gpu_fused_softmax_tutorial_check(variant):
+    # Triton tutorial 02: 1823 x 781 float32 against torch.softmax, allclose's defaults;
+    # read as the tutorial does, a 1823 x 781 view of rows stored 784 wide.
+    torch, kw = _torch(), GPU_VARIANTS[variant]
+    torch.manual_seed(0)
+    rows, cols = 1823, 781
+    x = torch.randn(rows, cols, device="cuda")
+    xp = torch.zeros(rows + 1, cols + 3, device="cuda")
+    xp[:rows, :cols] = x
+    yp = torch.zeros_like(xp)
+    nk.softmax(xp[:rows, :cols], axis=1, out=yp[:rows, :cols], **kw)
+    torch.cuda.synchronize()
+    got, want = yp[:rows, :cols], torch.softmax(x, axis=1)
+    assert torch.allclose(got, want), float((got - want).abs().max())
+    lg = torch.as_tensor(nk.log_softmax(x, **kw), device="cuda")
+    assert torch.allclose(lg, torch.log_softmax(x, 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_float64_rows_513_to_1023_wide():
+    for n in range(513, 1024):
+        x = logits((8, n), np.float64, seed=n)
+        np.testing.assert_allclose(nk.softmax(x), ref_softmax(x), rtol=1e-12, atol=1e-15)
+        lg = nk.log_softmax(x)
+        np.testing.assert_allclose(lg, ref_log_softmax(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", [{}, dict(fused=False), dict(layout="block")],
+                         ids=["auto", "tiled", "block"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_gpu_every_kind_and_width(dtype, kw):
+    # The register-heavy configurations only a GPU compiles: every compiled size.
+    for n in (1, 600, 2048, 4096, 8192, 12000, 40000):
+        x, dy = backward_case(n, rows=64, dtype=dtype, seed=n)
+        for kind in FORWARD:
+            check_forward(kind, x, **kw)
+        check_backward_bounds(x, dy, dtype, **kw)
+
+
+def check_backward_bounds(x, dy, dtype, place=None, **kw):
+    # The references start from the inputs as the kernel saw them (rounded to `dtype`),
+    # and the error allowed grows with each row's sum of magnitudes, as a float32 row
+    # sum's rounding error does (Higham, "Accuracy and Stability of Numerical
+    # Algorithms", section 4.2): cancellation in dy - sum(...) leaves small results
+    # whose relative error no fixed rtol bounds. `place`: host array -> the device
+    # array to pass (dx laid out as the inputs); None passes NumPy arrays.
+    d64 = dy.astype(np.float64)
+    y = ref_softmax(x).astype(dtype)
+    y64 = y.astype(np.float64)
+    got = run_backward(nk.softmax_backward, y, dy, place, **kw)
+    want = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
+    scale = y64 * (np.abs(d64) + (y64 * np.abs(d64)).sum(-1, keepdims=True))
+    assert_within(got, want, scale, dtype)
+    lg = ref_log_softmax(x).astype(dtype)
+    p64 = np.exp(lg.astype(np.float64))
+    got = run_backward(nk.log_softmax_backward, lg, dy, place, **kw)
+    want = d64 - p64 * d64.sum(-1, keepdims=True)
+    scale = np.abs(d64) + p64 * np.abs(d64).sum(-1, keepdims=True)
+    assert_within(got, want, scale, dtype)
+
+
+def run_backward(backward, y, dy, place, **kw):
+    if place is None:
+        return backward(y, dy, **kw)
+    dx = place(np.zeros_like(y))
+    backward(place(y), place(dy), out=dx, **kw)
+    return dx.copy_to_host()
+
+
+def assert_within(got, want, scale, dtype):
+    n = want.shape[-1]
+    if dtype == np.float16:  # computed in float32, then rounded to float16 (subnormals too)
+        bound = 2e-3 * np.abs(want) + 1e-3 * scale + np.finfo(dtype).smallest_subnormal
+    else:
+        bound = 1e-5 * np.abs(want) + 4 * np.log2(n + 1) * np.finfo(dtype).eps * scale
+    err = np.abs(got.astype(np.float64) - want)
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), (worst, got[worst], want[worst], bound[worst])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", [{}, dict(normalizer="max_then_sum"),
+                                dict(sum_strategy="shared_tree")], ids=["online", "max", "tree"])
+def test_gpu_vocabulary_rows_8192_by_50257(kw):
+    torch = _torch()
+    torch.manual_seed(1)
+    x = torch.randn(8192, 50257, device="cuda") * 4
+    got = torch.as_tensor(nk.softmax(x, **kw), device="cuda")
+    want = torch.softmax(x.double(), 1)
+    assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-9)
+    assert torch.allclose(got.double().sum(1), torch.ones(8192, device="cuda",
+                                                          dtype=torch.float64), rtol=1e-5)

@@ -1,0 +1,78 @@
+"""The launcher's kernel parameters, checked without a GPU (the driver call stubbed).
+
+On a GPU every kernel goes through ``launch._Launcher``; a wrong parameter there is a
+wrong pointer in every kernel. These tests hold its flattening to Numba's array ABI
+(``meminfo, parent, size, itemsize, data, *shape, *strides``, 8 bytes each) and its
+scalars to int64 (wrapping uint64) and float64 bits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from numbakern.runtime import launch
+
+
+@pytest.fixture
+def launched(monkeypatch):
+    """``run(args) -> (signature key, int64 parameters)`` through a stubbed driver."""
+    seen = {}
+    launcher = launch._Launcher(dispatcher=None)
+
+    def prepare(key, count):
+        values = np.zeros(count, dtype=np.int64)
+        addresses = values.ctypes.data + 8 * np.arange(count, dtype=np.uint64)
+        seen["key"] = key
+        return 0, values, (addresses.ctypes.data_as(ctypes.POINTER(ctypes.c_void_p)),
+                           addresses)
+
+    def driver(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        seen["values"] = launcher.compiled[seen["key"]][1].tolist()
+        return 0
+
+    monkeypatch.setattr(launcher, "_prepare", prepare)
+    monkeypatch.setattr(launch, "_cuLaunchKernel", driver)
+    monkeypatch.setattr(launch, "_cupy_launch_kernel", None)  # the ctypes path
+
+    class Stream:
+        handle = 0
+
+    def run(args):
+        launcher(1, 32, Stream(), args)
+        return seen["key"], seen["values"]
+
+    return run
+
+
+def test_arrays_flatten_as_numbas_abi(launched):
+    matrix = launch.DeviceBuffer(0x10000, (7, 5), (40, 8), np.float64)
+    reversed_view = launch.DeviceBuffer(0x20000 + 32, (9,), (-4,), np.int32)
+    key, values = launched((matrix, reversed_view))
+    assert key == ((np.dtype(np.float64), 2, True), (np.dtype(np.int32), 1, False))
+    assert values == [0, 0, 35, 8, 0x10000, 7, 5, 40, 8,
+                      0, 0, 9, 4, 0x20000 + 32, 9, -4]
+
+
+def test_scalars_travel_as_8_bytes(launched):
+    key, values = launched((3, np.int64(-2), np.uint64(2**64 - 1), 2.5, np.float32(1.5)))
+    assert key == ("i", "i", "i", "f", "f")
+    assert values == [3, -2, -1, int(np.float64(2.5).view(np.int64)),
+                      int(np.float64(1.5).view(np.int64))]
+
+
+def test_cuda_array_interface_objects_are_described(launched):
+    class Foreign:  # no strides: C-contiguous by the interface's rule
+        __cuda_array_interface__ = {"shape": (3, 4), "strides": None, "typestr": "<f4",
+                                    "data": (0x4000, False), "version": 3}
+
+    key, values = launched((Foreign(),))
+    assert key == ((np.dtype(np.float32), 2, True),)
+    assert values == [0, 0, 12, 4, 0x4000, 3, 4, 16, 4]
+
+
+def test_bools_are_refused(launched):
+    with pytest.raises(TypeError, match="not bools"):
+        launched((True,))

@@ -1,0 +1,248 @@
+"""Replay of recorded launches (numbakern/replay.py): a repeated call with the same
+signature must give the same answers as an ordinary call, on new data, without
+disturbing earlier results; calls that cannot be replayed must run the ordinary way.
+
+Under the simulator the replays run through Numba's simulated launches (device input:
+``cuda.to_device``); the GPU tests repeat the main cases with CuPy input and the
+driver. Tolerances as the families' own tests: float32 results against a float64
+NumPy reference, rtol 1e-5 (sums: plus atol 1e-4 for cancellation), indices exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+from numbakern.runtime import launch, replay
+from numbakern.strategies import available
+
+rng = np.random.default_rng(7)
+
+
+def _host(r):
+    if isinstance(r, tuple):
+        return tuple(_host(e) for e in r)
+    return r.get() if hasattr(r, "get") and not hasattr(r, "copy_to_host") else \
+        r.copy_to_host()
+
+
+def _softmax(h):
+    e = np.exp(h - h.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# (name, call, float64 reference, shape): each replays on a GPU and under the simulator
+CASES = [
+    ("row sum", lambda x: nk.sum(x, axis=1), lambda h: h.sum(axis=1), (40, 33)),
+    ("column sum", lambda x: nk.sum(x, axis=0), lambda h: h.sum(axis=0), (40, 33)),
+    ("row max, keepdims", lambda x: nk.max(x, axis=1, keepdims=True),
+     lambda h: h.max(axis=1, keepdims=True), (9, 129)),
+    ("row argmax", lambda x: nk.argmax(x, axis=1), lambda h: h.argmax(axis=1), (40, 33)),
+    ("max_with_indices", lambda x: nk.max_with_indices(x, axis=0),
+     lambda h: (h.max(axis=0), h.argmax(axis=0)), (33, 5)),
+    ("cumsum", lambda x: nk.cumsum(x), lambda h: np.cumsum(h), (1000,)),
+    ("reverse exclusive cumsum", lambda x: nk.cumsum(x, exclusive=True, reverse=True),
+     lambda h: np.cumsum(h[::-1])[::-1] - h, (129,)),
+    ("row cumsum", lambda x: nk.cumsum(x, axis=1), lambda h: np.cumsum(h, axis=1), (5, 70)),
+    ("softmax", lambda x: nk.softmax(x), _softmax, (6, 50)),
+    ("log_softmax", lambda x: nk.log_softmax(x), lambda h: np.log(_softmax(h)), (3, 200)),
+    ("sliced row sum", lambda x: nk.sum(x[::-1, ::2], axis=1),
+     lambda h: h[::-1, ::2].sum(axis=1), (12, 66)),
+]
+
+# sorts replay on a GPU only: under the simulator they lay out device input on the host
+SORT_CASES = [
+    ("radix sort", lambda x: nk.sort(x, strategy="radix"), np.sort, (300_000,)),
+    ("radix argsort of rows", lambda x: nk.argsort(x, strategy="radix"),
+     lambda h: np.argsort(h, axis=-1, kind="stable"), (3, 5000)),
+    ("bitonic sort of rows", lambda x: nk.sort(x, strategy="bitonic"),
+     lambda h: np.sort(h, axis=-1), (4, 500)),
+]
+
+
+def _check(result, expected):
+    for r, e in zip(result if isinstance(result, tuple) else (result,),
+                    expected if isinstance(expected, tuple) else (expected,)):
+        if np.issubdtype(r.dtype, np.integer):
+            np.testing.assert_array_equal(r, e)
+        else:
+            np.testing.assert_allclose(r, e, rtol=1e-5, atol=1e-4)
+
+
+def _repeat(to_device, call, reference, shape, times=3):
+    """Call ``times`` times on new data; returns the replay count and keeps every
+    result until the end (a replay must not reuse an earlier result's memory)."""
+    before = replay.counts["replayed"]
+    kept = []
+    for _ in range(times):
+        h = rng.standard_normal(shape).astype(np.float32)
+        kept.append((call(to_device(h)), reference(h.astype(np.float64))))
+    for result, expected in kept:
+        _check(_host(result), expected)
+    return replay.counts["replayed"] - before
+
+
+@pytest.mark.parametrize("name, call, reference, shape", CASES, ids=[c[0] for c in CASES])
+def test_repeated_calls_replay_with_the_ordinary_answers(name, call, reference, shape):
+    assert _repeat(cuda.to_device, call, reference, shape) == 2
+
+
+@pytest.mark.parametrize("strategy", available())
+def test_every_grid_strategy_replays(strategy):
+    def call(x):
+        return nk.sum(x, axis=1, strategy=strategy)
+
+    assert _repeat(cuda.to_device, call, lambda h: h.sum(axis=1), (3, 100)) == 2
+
+
+def test_a_new_signature_records_its_own_program():
+    for shape in [(4, 33), (5, 33), (4, 32)]:  # each twice: recorded, then replayed
+        assert _repeat(cuda.to_device, lambda x: nk.sum(x, axis=1),
+                       lambda h: h.sum(axis=1), shape, times=2) == 1
+
+
+def test_calls_that_cannot_replay_run_the_ordinary_way():
+    h = rng.standard_normal((4, 40)).astype(np.float32)
+    x = cuda.to_device(h)
+    before = dict(replay.counts)
+    for _ in range(2):
+        out = cuda.device_array(4, np.float32)
+        nk.sum(x, axis=1, out=out)  # the result is the caller's array
+        _check(out.copy_to_host(), h.astype(np.float64).sum(axis=1))
+        nk.sum(h, axis=1)  # host input: its transfer is the call
+        nk.sum(x, axis=1, stream=cuda.default_stream())  # an explicit stream
+    assert replay.counts["replayed"] == before.get("replayed", 0)
+    assert replay.counts["refused"] == before.get("refused", 0) + 1  # the out= call
+
+
+def test_disabled_runs_the_ordinary_way():
+    x = cuda.to_device(rng.standard_normal((4, 40)).astype(np.float32))
+    nk.sum(x, axis=1)
+    before = dict(replay.counts)
+    with replay.disabled():
+        nk.sum(x, axis=1)
+    assert dict(replay.counts) == before
+
+
+def test_a_failing_call_records_nothing():
+    x = cuda.to_device(np.ones((4, 40), np.float32))
+    for _ in range(2):
+        with pytest.raises(nk.AxisError):
+            nk.sum(x, axis=5)
+
+
+def test_inputs_sharing_memory_are_never_recorded():
+    """Offsets recorded from one input would replay into another (found in review)."""
+    nk.softmax_backward.replay_table.clear()  # only this test's signatures below
+    base = rng.standard_normal((8, 40)).astype(np.float32)
+    y0 = cuda.to_device(base)
+    nk.softmax_backward(y0[::2], y0[1::2])  # interleaved rows of one array: refused
+    for _ in range(2):
+        hy, hd = (rng.random((4, 40)).astype(np.float32) for _ in range(2))
+        y = cuda.to_device(np.repeat(hy, 2, axis=0))[::2]  # the same signature
+        dy = cuda.to_device(np.repeat(hd, 2, axis=0))[1::2]
+        got = nk.softmax_backward(y, dy).copy_to_host()
+        want = hy * (hd - (hy * hd).sum(-1, keepdims=True))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    program = next(p for p, _ in nk.softmax_backward.replay_table.values())
+    assert program.why == "inputs that share memory"
+
+
+def test_an_argument_that_cannot_be_hashed_reaches_the_function():
+    x = cuda.to_device(np.ones((3, 4), np.float32))
+    axis = np.zeros((), dtype=[("a", "i4")])[()]  # a structured scalar: unhashable
+    with pytest.raises(TypeError, match="axis"):
+        nk.sum(x, axis=axis)
+
+
+def test_two_field_scans_return_a_tuple_and_replay():
+    x = cuda.to_device(rng.standard_normal(100).astype(np.float32))
+    before = replay.counts["replayed"]
+    for _ in range(2):
+        values, indices = result = nk.associative_scan(x, "argmax")
+        assert isinstance(result, tuple)
+        h = x.copy_to_host()
+        np.testing.assert_array_equal(values.copy_to_host(), np.maximum.accumulate(h))
+    assert replay.counts["replayed"] == before + 1
+
+
+# --- the GPU step's parameter patching, without a GPU (driver and allocation stubbed) ---
+
+
+def test_replay_patches_new_addresses_into_the_recorded_parameters(monkeypatch):
+    launched = []
+
+    class Launcher:
+        def entry(self, key, count):
+            return 0xF00, None, None
+
+    monkeypatch.setattr(replay, "SIMULATOR", False)
+    monkeypatch.setattr(replay, "launcher_for", lambda kernel: Launcher())
+    monkeypatch.setattr(replay, "driver_launch", lambda *a: launched.append(a[:4]))
+    monkeypatch.setattr(replay, "_stream_of", lambda kind: 0)
+    monkeypatch.setattr(replay.Program, "_allocate", lambda self: (None, 0xA0000))
+
+    x = replay._Array("device", 0x10000, np.dtype(np.float32), (8,), (4,))
+    recording = replay.Recording([x])
+    partials = launch.DeviceBuffer(0x50000, (3,), (4,), np.float32)
+    out = launch.DeviceBuffer(0x60000, (1,), (4,), np.float32)
+    recording.allocate(partials)
+    recording.allocate(out)
+    view = launch.DeviceBuffer(0x10000 + 28, (8,), (-4,), np.float32)  # x[::-1]
+    recording.launch("kernel", 2, 32, 0, (view, partials, np.int64(8)))
+    recording.launch("kernel", 1, 32, 0, (partials, out))
+    program = recording.program(None)
+
+    program.run([replay._Array("device", 0x90000, x.dtype, x.shape, x.strides)])
+    assert launched == [(0xF00, 2, 32, 0), (0xF00, 1, 32, 0)]
+    # x[::-1] starts 28 bytes into x; partials at offset 0 of the one allocation, out
+    # at the next 256-byte boundary
+    assert program.steps[0].values.tolist() == [0, 0, 8, 4, 0x90000 + 28, 8, -4,
+                                                0, 0, 3, 4, 0xA0000, 3, 4, 8]
+    assert program.steps[1].values[[4, 11]].tolist() == [0xA0000, 0xA0000 + 256]
+
+
+def test_an_address_from_elsewhere_refuses_replay():
+    x = replay._Array("sim", 0x10000, np.dtype(np.float32), (8,), (4,))
+    layout = replay._Layout([x], [(0x50000, 12)])
+    assert layout.locate(0x10000 + 4) == (0, 4)
+    assert layout.locate(0x50000 + 8) == (1, 8)
+    with pytest.raises(replay._Flaw):
+        layout.locate(0x70000)
+
+
+# --- on a GPU: CuPy input, the driver, CuPy's current stream -----------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, call, reference, shape", CASES + SORT_CASES,
+                         ids=[c[0] for c in CASES + SORT_CASES])
+def test_cupy_calls_replay_with_the_ordinary_answers(name, call, reference, shape):
+    cupy = pytest.importorskip("cupy")
+    assert _repeat(cupy.asarray, call, reference, shape) == 2
+
+
+@pytest.mark.gpu
+def test_cupy_scalar_reductions_replay_on_the_current_stream():
+    cupy = pytest.importorskip("cupy")
+    with cupy.cuda.Stream(non_blocking=True):
+        assert _repeat(cupy.asarray, nk.sum, np.sum, (1 << 20,)) == 2
+        assert _repeat(cupy.asarray, nk.argmax, np.argmax, (1000,)) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("call", [lambda x: nk.sum(x, axis=1),
+                                  lambda x: nk.sum(x.astype(np.float32), axis=1,
+                                                   dtype=np.float16)],
+                         ids=["float16", "dtype=float16"])
+def test_cupy_results_cast_after_the_kernels_replay_correctly(call):
+    """A CuPy cast after the kernels allocates outside the recording; it must never
+    take memory a recorded temporary freed (found in review)."""
+    cupy = pytest.importorskip("cupy")
+    for _ in range(3):  # one long row per output: split rows, partials, then the cast
+        h = rng.standard_normal((3, 300_000)).astype(np.float16)
+        got = cupy.asnumpy(call(cupy.asarray(h)))
+        np.testing.assert_allclose(got.astype(np.float64), h.astype(np.float64).sum(axis=1),
+                                   rtol=2e-3, atol=0.5)

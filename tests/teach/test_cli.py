@@ -1,0 +1,334 @@
+"""The ``numbakern`` command: demo, compare, and its errors (click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import numbakern
+from numbakern.teach import demo as demo_module
+from numbakern.teach.cli import cli
+from numbakern.teach.compare import OPERATIONS
+
+SIMULATOR = numbakern.backend().is_simulator
+simulator_only = pytest.mark.skipif(not SIMULATOR, reason="sizes chosen for the simulator")
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+@simulator_only
+def test_demo_quick_checks_every_available_operation():
+    result = invoke("demo", "--quick")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "backend: simulator" in out
+    assert "worked example [3, 1, 4, 1, 5]" in out and " 14 " in out
+    for name in numbakern.strategies.available():
+        assert name in out
+    missing = [o for o in OPERATIONS.values() if not o.available
+               and any(c.op == o.name for c in demo_module.CASES)]
+    if missing:
+        line = next(l for l in out.splitlines() if l.startswith("not available yet"))
+        assert all(o.name in line for o in missing)
+    assert "WRONG" not in out and "all " in out and "checks passed" in out
+
+
+@simulator_only
+def test_demo_exits_nonzero_when_a_check_fails(monkeypatch):
+    wrong = demo_module.Case("sum", "worked example, misquoted", demo_module._worked, expect=15)
+    monkeypatch.setattr(demo_module, "CASES", [wrong])
+    result = invoke("demo", "--quick")
+    assert result.exit_code == 1
+    assert "FAILED sum on worked example, misquoted" in result.output
+    assert "the chapter says 15" in result.output
+
+
+@simulator_only
+def test_demo_counts_an_exception_as_a_failure(monkeypatch):
+    def broken(x, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(demo_module, "CASES", demo_module.CASES[:1])
+    monkeypatch.setattr(numbakern, "sum", broken)
+    result = invoke("demo", "--quick")
+    assert result.exit_code == 1
+    assert "raised TypeError: a bug" in result.output
+
+
+@simulator_only
+def test_demo_checks_a_sample_of_rows_and_catches_a_wrong_one(monkeypatch):
+    x = np.random.default_rng(3).standard_normal((9, 40)).astype(np.float32)
+    case = demo_module.Case("argmax", "nine rows", lambda quick: x, {"axis": -1}, sample=3)
+    monkeypatch.setattr(demo_module, "CASES", [case])
+    monkeypatch.setattr(demo_module, "installed_peers", lambda: [])
+    results, _ = demo_module.run(quick=True)
+    assert results[0].checked_rows == 3 and not demo_module.failed(results)
+    right = numbakern.argmax
+
+    def off_in_last_row(a, **kw):  # row 8 is one of the three checked (0, 4, 8)
+        got = np.array(right(a, **kw))
+        got[-1] += 1
+        return got
+
+    monkeypatch.setattr(numbakern, "argmax", off_in_last_row)
+    results, _ = demo_module.run(quick=True)
+    assert len(demo_module.failed(results)) == len(results[0].rows)
+
+
+@simulator_only
+def test_compare_json(tmp_path):
+    out = tmp_path / "sum.json"
+    result = invoke("compare", "sum", "-n", "1000", "--repeat", "1", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert "meaningless for speed" in result.output
+    data = json.loads(out.read_text())
+    assert data["op"] == "sum" and data["shape"] == [1000] and data["simulator"]
+    assert [r["strategy"] for r in data["rows"]] == numbakern.strategies.available()
+    for row in data["rows"]:
+        assert row["ok"] is True and row["seconds"] > 0 and row["bytes"] == 1000 * 4 + 4
+    assert data["copy_gbps"] > 0
+
+
+@simulator_only
+def test_compare_named_strategies_dtype_and_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "max.png"
+    result = invoke("compare", "max", "-n", "3x50", "--dtype", "int16", "-s",
+                    "two_pass/shared_tree", "-s", "atomic_fold/warp_shuffle", "--repeat", "1",
+                    "--png", str(png))
+    assert result.exit_code == 0, result.output
+    assert "max of 3x50 int16" in result.output
+    assert "two_pass/warp_shuffle" not in result.output
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@simulator_only
+def test_compare_softmax_float16_within_its_precision():
+    """float16 softmax is held to what float16 holds, not float32's 1e-5 (found by a
+    fresh-user trial: every strategy showed WRONG)."""
+    result = invoke("compare", "softmax", "-n", "3x50", "--dtype", "float16", "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert "WRONG" not in result.output
+
+
+@pytest.mark.parametrize("args,where", [
+    (["compare", "nosuchop"], "'OP'"),
+    (["compare", "sum", "-s", "two_pass/no_such_block"], "'--strategy'"),
+    (["compare", "sum", "-n", "0"], "'--size'"),
+    (["compare", "sum", "-n", "12x"], "'--size'"),
+    (["compare", "sum", "-n", "1.5"], "'--size'"),
+    (["compare", "xor_sum", "--dtype", "float32"], "'--dtype'"),
+    (["compare", "sum", "-n", "3x100", "--axis", "5"], "'--axis'"),
+    (["compare", "sum", "-n", "300", "--axis", "1"], "'--axis'"),
+    (["explain", "no_such_strategy"], "'STRATEGY'"),
+    (["explain", "--values", "3,x"], "'--values'"),
+    (["explain", "--threads", "48"], "'--threads'"),
+    (["explain", "--op", "bitwise_xor"], "'--dtype'"),
+    (["explain", "all", "--figure", "one.png"], "'--figure'"),
+    (["explain", "--values", "300,5", "--dtype", "int8"], "'--values'"),  # would wrap
+    (["explain", "--values", "1.5,2", "--dtype", "int32"], "'--values'"),
+    (["explain", "--values", "-1", "--dtype", "uint8"], "'--values'"),
+    (["explain", "--values", "9223372036854775808", "--dtype", "int64"], "'--values'"),
+    (["explain", "--values", "inf", "--dtype", "int32"], "'--values'"),
+    (["explain", "--values", "nan", "--dtype", "int32"], "'--values'"),
+    (["explain", "--values", "1e6", "--dtype", "float16"], "'--values'"),  # overflows
+    (["explain", "--values", ""], "'--values'"),
+    (["explain", "--json", "/no/such/folder/a.json"], "'--json'"),
+    (["explain", "--figure", "/no/such/folder/a.png"], "'--figure'"),
+    (["compare", "sum", "--json", "/no/such/folder/a.json"], "'--json'"),
+    (["compare", "sum", "--png", "/no/such/folder/a.png"], "'--png'"),
+    (["explain", "--figure", "tree.txt"], "'--figure'"),  # a format matplotlib lacks
+    (["compare", "sum", "--png", "speed.txt"], "'--png'"),
+])
+def test_bad_arguments_are_one_error_line(args, where):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    errors = [l for l in result.output.splitlines() if l.startswith("Error:")]
+    assert len(errors) == 1 and where in errors[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_backend_error_is_one_line_from_the_command():
+    for command in (["-m", "numbakern", "--help"], ["-c", "import numbakern"]):
+        r = subprocess.run([sys.executable, *command], capture_output=True, text=True,
+                           env={**os.environ, "NUMBAKERN_SIMULATOR": "bogus"}, timeout=120)
+        assert r.returncode != 0
+        if command[0] == "-m":  # the command's user gets one line
+            assert r.stderr.strip() == "Error: NUMBAKERN_SIMULATOR must be 0 or 1, got 'bogus'"
+        else:  # a program importing numbakern gets the exception
+            assert "BackendError" in r.stderr
+
+
+@simulator_only
+def test_compare_refuses_a_size_the_simulator_cannot_run():
+    result = invoke("compare", "sum", "-n", "2**30")
+    assert result.exit_code == 2 and "too large for the simulator" in result.output
+
+
+def test_unavailable_operation_is_a_usage_error():
+    missing = [o.name for o in OPERATIONS.values() if not o.available]
+    if not missing:
+        pytest.skip("every operation is available")
+    result = invoke("compare", missing[0])
+    assert result.exit_code == 2 and "not available in this numbakern yet" in result.output
+
+
+def test_python_m_numbakern():
+    done = subprocess.run([sys.executable, "-m", "numbakern", "--version"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and numbakern.__version__ in done.stdout
+
+
+@pytest.mark.gpu
+def test_compare_on_the_gpu_times_against_the_copy_bandwidth(tmp_path):
+    out = tmp_path / "sum.json"
+    result = invoke("compare", "sum", "-n", "2**26", "--repeat", "5", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert not data["simulator"] and data["copy_gbps"] > 100
+    rows = {r["strategy"]: r for r in data["rows"]}
+    for name in numbakern.strategies.available():
+        assert rows[name]["ok"] and 0 < rows[name]["copy_fraction"] < 1.5
+    for peer in ("cupy", "torch"):
+        if peer in rows:
+            assert rows[peer]["ok"] and rows[peer]["gbps"] > 0
+
+
+def test_check_holds_results_to_the_reference():
+    from numbakern.teach.compare import OPERATIONS, check
+
+    ref = np.array([1.0, np.nan, 3.0])
+    assert check(np.array([1.0, np.nan, 3.0], np.float32), ref, None) == (True, 0.0)
+    assert check(np.array([1.0, 2.0, 3.0]), ref, None)[0] is False
+    assert check(np.array([1.0, np.nan, 3.5]), ref, 0.6) == (True, 0.5)
+    assert check(np.array([1.0, np.nan, 3.5]), ref, 0.4) == (False, 0.5)
+    assert check(np.array([1.0, 1.0, 3.0]), np.array([1.0, 2.0, 3.0]), 5.0)[0]
+    assert check(np.array([np.nan, 1.0, 3.0]), np.array([1.0, 1.0, 3.0]), 5.0)[0] is False
+    assert check(np.array([1, 2]), np.array([1, 2, 3]), None) == (False, float("inf"))
+    # the sum bound grows with sum |x|; integer results have none
+    x = np.array([1e8, 1.0, -1e8], np.float32)
+    want = OPERATIONS["sum"].expected(x, {})
+    assert want.dtype == np.float32 and 0 < want.tolerance < 1e2
+    assert OPERATIONS["sum"].expected(np.arange(4), {}).tolerance is None
+
+
+@simulator_only
+@pytest.mark.parametrize("args", [["argmin", "-n", "3x50", "--axis", "1", "--dtype", "int16"],
+                                  ["cumprod", "-n", "300"],
+                                  ["cumprod", "-n", "3x100", "--axis", "1", "--dtype",
+                                   "float16"],
+                                  ["log_softmax", "-n", "3x50", "--dtype", "float16"]])
+def test_compare_argmin_cumprod_log_softmax(args):
+    result = invoke("compare", *args, "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert " ok " in result.output and "WRONG" not in result.output
+
+
+@simulator_only
+def test_compare_sorts_against_numpys_stable_order(tmp_path):
+    out = tmp_path / "sort.json"
+    result = invoke("compare", "sort", "--repeat", "1", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["shape"] == [256]  # the simulator's default for sorts
+    assert {r["strategy"]: r["ok"] for r in data["rows"]} == {"radix": True, "bitonic": True}
+    result = invoke("compare", "argsort", "-n", "300x3", "--axis", "0", "--dtype", "int16",
+                    "--repeat", "1")
+    assert result.exit_code == 0, result.output  # bitonic is n/a for rows of 300, not WRONG
+    assert "n/a: rows of 300 (bitonic takes at most 256)" in result.output
+    assert "WRONG" not in result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("args", [["-n", "500"], ["-n", "4x70", "--axis", "1", "--dtype",
+                                                  "int16"], ["-n", "300", "--dtype", "float16"]])
+def test_compare_mean(args):
+    result = invoke("compare", "mean", *args, "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert result.output.count(" ok ") == len(numbakern.strategies.available())
+
+
+def test_mean_bound_catches_a_wrong_count():
+    from numbakern.teach.compare import OPERATIONS, check, sample
+
+    op = OPERATIONS["mean"]
+    x = sample(op, (1000,), np.float32)
+    want = op.expected(x, {})
+    assert check(np.float32(x.astype(np.float64).sum() / 1000), want.values, want.tolerance)[0]
+    assert not check(np.float32(x.astype(np.float64).sum() / 999), want.values,
+                     want.tolerance)[0]
+
+
+@simulator_only
+def test_compare_bincount_of_every_histogram_strategy():
+    result = invoke("compare", "bincount", "--repeat", "1")  # int32 by default
+    assert result.exit_code == 0, result.output
+    assert "bincount of 4096 int32" in result.output
+    assert result.output.count(" ok ") == len(numbakern.strategies.HISTOGRAM)
+    result = invoke("compare", "bincount", "-n", "3x4")
+    assert result.exit_code == 2 and "bincount takes a 1-D input" in result.output
+
+
+def test_sort_comparison_catches_an_unstable_argsort():
+    from numbakern.teach.compare import OPERATIONS, check
+
+    x = np.array([2, 1, 2, 1], np.int8)
+    want = OPERATIONS["argsort"].expected(x, {})
+    assert check(np.array([1, 3, 0, 2]), want.values, want.tolerance)[0]
+    assert not check(np.array([3, 1, 0, 2]), want.values, want.tolerance)[0]
+
+
+def test_cumprod_bound_catches_a_shifted_scan():
+    from numbakern.teach.compare import OPERATIONS, check, sample
+
+    op = OPERATIONS["cumprod"]
+    x = sample(op, (2000,), np.float32)
+    want = op.expected(x, {})
+    right = np.cumprod(x, dtype=np.float32)
+    assert check(right, want.values, want.tolerance)[0]
+    shifted = np.concatenate([[1.0], right[:-1]]).astype(np.float32)  # exclusive
+    assert not check(shifted, want.values, want.tolerance)[0]
+
+
+def test_shape_parser():
+    from numbakern.teach.cli import SHAPE
+
+    assert SHAPE.convert("1e3", None, None) == (1000,)
+    assert SHAPE.convert("2**4x7", None, None) == (16, 7)
+    assert SHAPE.convert("8192x50257", None, None) == (8192, 50257)
+    with pytest.raises(Exception):
+        SHAPE.convert("1x2x3", None, None)
+    assert np.prod(SHAPE.convert("8192X50257", None, None)) == 8192 * 50257
+
+
+def test_bench_plot(tmp_path):
+    """bench/plot.py draws pytest-benchmark JSON as bench/conftest.py records it."""
+    pytest.importorskip("matplotlib")
+    records = [
+        {"fullname": f"bench/bench_reduce.py::test_x[{n}-{p}]",
+         "extra_info": {"provider": p, "n": n, "bytes": 4 * n, "gbps": g * n / (n + 2**20),
+                        "copy_gbps": 4180.0}}
+        for n in (2**20, 2**24, 2**28)
+        for p, g in (("two_pass/warp_shuffle", 3500), ("cupy", 4000), ("torch", 3900))
+    ]
+    data = tmp_path / "bench.json"
+    data.write_text(json.dumps({"benchmarks": records + [{"fullname": "x", "extra_info": {}}]}))
+    plot = Path(__file__).resolve().parents[2] / "bench" / "plot.py"
+    done = subprocess.run([sys.executable, str(plot), str(data), "-o", str(tmp_path / "b.png")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"benchmarks": []}))
+    done = subprocess.run([sys.executable, str(plot), str(empty)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "no benchmark" in done.stderr
