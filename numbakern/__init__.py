@@ -65,7 +65,8 @@ from .api.scans import associative_scan, cumprod, cumsum  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
-from .core.axes import AxisError, OutDtypeError  # noqa: E402
+from .core.axes import AxisError  # noqa: E402
+from .core.deliver import OutDtypeError  # noqa: E402
 from .ops import Op, op  # noqa: E402
 from .runtime import warp  # noqa: E402
 from .strategies import (  # noqa: E402

@@ -21,7 +21,7 @@ MOVED = {
     "_backend": ("runtime.backend",),
     "_simblock": ("runtime.simblock",),
     "arrays": ("core.arrays", "core.layout", "runtime.views"),
-    "axes": ("core.axes",),
+    "axes": ("core.axes", "core.deliver"),
     "bits": ("runtime.bits",),
     "cli": ("teach.cli",),
     "compare": ("teach.compare",),

@@ -38,10 +38,11 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.runtime.device import FULL_MASK, WARP
+from numbakern.runtime.device import WARP
 
 from .protocols import (BlockStrategy, WarpForm, block_barrier, log2_ceil, place_in_block,
-                        place_in_runs, reduce_from_scan, warp_barrier)
+                        place_in_runs, reduce_from_scan, warp_barrier, warp_reduce_form,
+                        warp_scan_form)
 
 LOG_BANKS = 5
 
@@ -100,26 +101,12 @@ class Blelloch(BlockStrategy):
         ``__syncwarp()`` for barriers; returns the inclusive prefix, and ends with a
         ``__syncwarp()`` so that the next call may reuse the slots at once."""
         scan = _build_scan(kit, group, warp_barrier, place_in_runs(group, _tree_slots(group)))
-
-        @cuda.jit(device=True)
-        def warp_scan(s, t0, t1):
-            inc = scan(s, t0, t1)[0]
-            cuda.syncwarp(FULL_MASK)
-            return inc
-
-        return WarpForm(warp_scan, (WARP // group) * _tree_slots(group))
+        return warp_scan_form(scan, (WARP // group) * _tree_slots(group))
 
     def build_warp_reduce(self, kit) -> WarpForm:
         """The warp scan's total over the whole warp, valid in every lane."""
         scan = _build_scan(kit, WARP, warp_barrier, place_in_runs(WARP, _tree_slots(WARP)))
-
-        @cuda.jit(device=True)
-        def warp_reduce(s, t0, t1):
-            total = scan(s, t0, t1)[2]
-            cuda.syncwarp(FULL_MASK)
-            return total
-
-        return WarpForm(warp_reduce, _tree_slots(WARP))
+        return warp_reduce_form(scan, _tree_slots(WARP))
 
 
 def _tree_slots(lanes: int) -> int:

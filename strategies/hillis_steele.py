@@ -34,10 +34,11 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numbakern.runtime.device import FULL_MASK, WARP
+from numbakern.runtime.device import WARP
 
 from .protocols import (BlockStrategy, WarpForm, block_barrier, log2_ceil, place_in_block,
-                        place_in_runs, reduce_from_scan, warp_barrier)
+                        place_in_runs, reduce_from_scan, warp_barrier, warp_reduce_form,
+                        warp_scan_form)
 
 
 class HillisSteele(BlockStrategy):
@@ -85,26 +86,12 @@ class HillisSteele(BlockStrategy):
         returns the inclusive prefix, and ends with a ``__syncwarp()`` so that the next
         call may reuse the slots at once."""
         scan = _build_scan(kit, group, warp_barrier, place_in_runs(group, 2 * group))
-
-        @cuda.jit(device=True)
-        def warp_scan(s, t0, t1):
-            inc = scan(s, t0, t1)[0]
-            cuda.syncwarp(FULL_MASK)
-            return inc
-
-        return WarpForm(warp_scan, 2 * WARP)
+        return warp_scan_form(scan, 2 * WARP)
 
     def build_warp_reduce(self, kit) -> WarpForm:
         """The warp scan's total over the whole warp, valid in every lane."""
         scan = _build_scan(kit, WARP, warp_barrier, place_in_runs(WARP, 2 * WARP))
-
-        @cuda.jit(device=True)
-        def warp_reduce(s, t0, t1):
-            total = scan(s, t0, t1)[2]
-            cuda.syncwarp(FULL_MASK)
-            return total
-
-        return WarpForm(warp_reduce, 2 * WARP)
+        return warp_reduce_form(scan, 2 * WARP)
 
 
 def _build_scan(kit, lanes: int, barrier, place):

@@ -48,7 +48,7 @@ __all__ = ["BlockStrategy", "Cost", "GridReduce", "GridScan", "GridStrategy",
            "HistogramStrategy", "Immutable", "SortStrategy", "Strategy", "WarpForm",
            "block_barrier", "check_count", "check_flag", "check_optional_count",
            "check_threads", "log2_ceil", "place_in_block", "place_in_runs",
-           "reduce_from_scan", "warp_barrier"]
+           "reduce_from_scan", "warp_barrier", "warp_reduce_form", "warp_scan_form"]
 
 # --- argument checks every strategy shares -------------------------------------------
 
@@ -285,6 +285,33 @@ def place_in_runs(lanes: int, slots: int):
         return tid % lanes, (tid // lanes) * slots
 
     return place
+
+
+def warp_scan_form(scan, slots: int) -> WarpForm:
+    """The warp scan of a run scan ``scan(s, t0, t1) -> (inclusive, exclusive, total)``
+    over runs within a warp: the inclusive prefix, then a ``__syncwarp()`` so that the
+    next call may reuse the slots at once."""
+
+    @cuda.jit(device=True)
+    def warp_scan(s, t0, t1):
+        inc = scan(s, t0, t1)[0]
+        cuda.syncwarp(FULL_MASK)
+        return inc
+
+    return WarpForm(warp_scan, slots)
+
+
+def warp_reduce_form(scan, slots: int) -> WarpForm:
+    """The warp reduce of a run scan over the whole warp: its total (valid in every
+    lane), then a ``__syncwarp()`` so that the next call may reuse the slots at once."""
+
+    @cuda.jit(device=True)
+    def warp_reduce(s, t0, t1):
+        total = scan(s, t0, t1)[2]
+        cuda.syncwarp(FULL_MASK)
+        return total
+
+    return WarpForm(warp_reduce, slots)
 
 
 # --- grid strategies: a block strategy, and how the blocks meet ---------------------------

@@ -40,8 +40,8 @@ import numpy as np
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
-from numbakern.core.axes import check_flag, check_out, normalize_axes, normalize_axis, result_shape
-from numbakern.core.deliver import deliver, deliver_host
+from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
+from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes

@@ -45,7 +45,8 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
                                    honours_stream, kind_of, resolve_stream, user_array)
-from numbakern.core.axes import OutDtypeError, axis_index, check_flag, optional_axis
+from numbakern.core.axes import axis_index, check_flag, optional_axis
+from numbakern.core.deliver import check_out
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
@@ -202,7 +203,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
         op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
         layout, rule, caller)
-    outs = _check_out(out, kind, out_shape, results, caller or "associative_scan")
+    outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:
         return _empty(workspace, out_shape, results, outs)
@@ -243,28 +244,18 @@ def _empty_state(op, kit) -> tuple:
     return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
 
 
-def _check_out(out, kind: str, shape: tuple, dtypes: tuple, name: str):
-    """The caller's output arrays as a list (one per field), or ``None``; ``name``,
-    the function's, begins a dtype error (:class:`~numbakern.axes.OutDtypeError`, as
-    the reductions raise)."""
+def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):
+    """The caller's output arrays as a list (one per field), or ``None``, each checked
+    by :func:`~numbakern.core.deliver.check_out`; ``name``, the function's, begins
+    the messages."""
     if out is None:
         return None
     arrays = list(out) if isinstance(out, (tuple, list)) else [out]
     if len(arrays) != len(dtypes):
         what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
-        raise TypeError(f"out must be {what} for this op, got {out!r}")
+        raise TypeError(f"{name}: out must be {what} for this op, got {out!r}")
     for arr, dtype in zip(arrays, dtypes):
-        out_kind = kind_of(arr)
-        if (out_kind == "numpy") != (kind == "numpy"):
-            want = "a NumPy array" if kind == "numpy" else "a device array"
-            raise TypeError(f"out must be {want} for {kind} input, got {type(arr).__name__}")
-        if out_kind == "numpy" and not (isinstance(arr, np.ndarray) and arr.flags.writeable):
-            raise ValueError("out must be a writeable NumPy array")
-        if tuple(arr.shape) != shape:
-            raise ValueError(f"out must have shape {shape}, got {tuple(arr.shape)}")
-        if not np.can_cast(dtype, arr.dtype, "same_kind"):
-            raise OutDtypeError(f"{name}: cannot cast the {dtype} result to out's dtype "
-                                f"{arr.dtype} with casting rule 'same_kind'")
+        check_out(arr, shape, dtype, kind, name)
     return arrays
 
 

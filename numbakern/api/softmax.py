@@ -43,6 +43,7 @@ import numpy as np
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
                                    honours_stream, kind_of, resolve_stream, user_array)
+from numbakern.core.deliver import check_out
 from numbakern.core.layout import axis_last_views
 from numbakern.kernels import softmax_rows as rowwise
 from numbakern.kernels.softmax_rows import RowPlan
@@ -206,23 +207,6 @@ def _axis(axis, ndim: int) -> int:
     return int(axis) % ndim
 
 
-def _check_out(out, kind: str, shape, dtype):
-    if out is None:
-        return None
-    out_kind = kind_of(out)
-    if (out_kind == "numpy") != (kind == "numpy"):
-        want = "a NumPy array" if kind == "numpy" else "a device array"
-        raise TypeError(f"out must be {want} for {kind} input, got {type(out).__name__}")
-    if out_kind == "numpy" and not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
-    if out_kind == "numpy" and not out.flags.writeable:
-        raise ValueError("out must be a writeable NumPy array")
-    view = out if out_kind == "numpy" else device_view(out)
-    if tuple(view.shape) != shape or np.dtype(view.dtype) != dtype:
-        raise ValueError(f"out must have shape {shape} and dtype {dtype}, got "
-                         f"{tuple(view.shape)} and {np.dtype(view.dtype)}")
-    return out
-
 
 def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
     if spec is None or isinstance(spec, BlockStrategy):
@@ -372,7 +356,7 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
                              f"{(k, s, d)} vs {(akind, shape, dtype)}")
     axis = _axis(axis, len(shape))
     plan = _planned(kind, shape[axis], dtype, *plan_args)
-    out = _check_out(out, akind, shape, dtype)
+    check_out(out, shape, dtype, akind, kind, exact=True)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:
         return out if out is not None else _empty(workspace, shape, dtype)

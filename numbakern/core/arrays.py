@@ -41,6 +41,12 @@ def kind_of(x: Any) -> str:
     return "numpy"
 
 
+def on_cupy(kind: str) -> bool:
+    """Whether CuPy holds this call's device memory: CuPy input on a GPU. (Under the
+    simulator, on a machine where CuPy runs too, device memory is the simulator's.)"""
+    return kind == "cupy" and not SIMULATOR
+
+
 def as_array_like(x: Any):
     """The input as an array object with shape, dtype and strides (lists via NumPy).
 
@@ -109,7 +115,7 @@ def honours_stream(fn):
 
     @functools.wraps(fn)
     def call(x, *args, stream=None, **kwargs):
-        if stream is None or SIMULATOR or kind_of(x) != "cupy":
+        if stream is None or not on_cupy(kind_of(x)):
             return fn(x, *args, stream=stream, **kwargs)
         import cupy
 
@@ -140,7 +146,7 @@ def contiguous_copy(x, view, stream):
     """A C-contiguous device copy of device input ``x`` (``view``: its device view):
     on the device for CuPy input, through the host otherwise (Numba has no strided
     device-to-device copy)."""
-    if kind_of(x) == "cupy" and not SIMULATOR:
+    if on_cupy(kind_of(x)):
         import cupy
 
         return device_view(cupy.ascontiguousarray(x))
@@ -178,7 +184,7 @@ class Workspace:
         A :class:`~numbakern.launch.DeviceBuffer` on a GPU (CuPy's memory pool for CuPy
         input, else Numba's allocator); a simulator array under the simulator.
         """
-        if self.kind == "cupy" and not SIMULATOR:
+        if on_cupy(self.kind):
             import cupy
 
             arr = buffer(cupy.empty(shape, dtype=dtype))
@@ -191,7 +197,7 @@ class Workspace:
 
     def from_host(self, host: np.ndarray) -> Any:
         """A device copy of a small host array (identities, initial values)."""
-        if self.kind == "cupy" and not SIMULATOR:
+        if on_cupy(self.kind):
             import cupy
 
             return buffer(cupy.asarray(host))
@@ -204,7 +210,7 @@ class Workspace:
         CuPy input; a 0-d Numba device array otherwise.
         """
         dtype = np.dtype(dtype)
-        if self.kind == "cupy" and not SIMULATOR:
+        if on_cupy(self.kind):
             return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
         host = host_copy(arr, self.stream)
         self.stream.synchronize()
@@ -240,7 +246,7 @@ def as_layout_array(x, kind: str):
     arrays: a Numba device array)."""
     if kind == "numpy":
         return np.asarray(x), lambda r: r
-    if kind == "cupy" and not SIMULATOR:
+    if on_cupy(kind):
         return x, lambda r: r
     if SIMULATOR:  # a simulator device array: lay it out on the host
         return x.copy_to_host(), lambda r: cuda.to_device(np.ascontiguousarray(r))

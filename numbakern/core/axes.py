@@ -1,19 +1,11 @@
-"""NumPy's rules for ``axis``, ``keepdims`` and ``out=``, checked before any launch.
+"""NumPy's rules for ``axis`` and ``keepdims``, checked before any launch (``out=``:
+``numbakern/core/deliver.py``).
 
 * ``axis``: ``None`` (every axis), an int (negative counts from the end) or a tuple
   of ints; out of range raises :class:`AxisError` (NumPy's own class, a ``ValueError``
   and an ``IndexError``), a repeated axis ``ValueError``, a non-integer ``TypeError``.
   As NumPy, a 0-d array takes ``axis=0`` or ``-1`` as an int (not in a tuple).
 * ``keepdims``: reduced axes stay as length-1 axes.
-* ``out``: must be an array of the input's library (NumPy for NumPy input, CuPy for
-  CuPy, any ``__cuda_array_interface__`` array for other device input) with exactly
-  the result's shape (``ValueError`` otherwise). The result is cast into it with
-  ``same_kind`` casting: float results go to float arrays, integers to integers or
-  floats, bool anywhere. That is stricter than NumPy's reductions, which cast
-  ``unsafe``ly (a float sum into an int array): such an ``out`` raises
-  :class:`OutDtypeError`, a ``ValueError`` that is also a ``TypeError``, the class
-  NumPy raises for a forbidden cast. Indices (argmax and friends) need an integer
-  ``out``, as NumPy's argmax (int64 results; a narrower integer ``out`` wraps).
 """
 
 from __future__ import annotations
@@ -30,15 +22,8 @@ try:
 except ImportError:  # NumPy < 1.25
     AxisError = np.AxisError
 
-__all__ = ["AxisError", "OutDtypeError", "check_out", "normalize_axes", "normalize_axis",
+__all__ = ["AxisError", "check_flag", "normalize_axes", "normalize_axis",
            "result_shape"]
-
-OUT_CASTING = "same_kind"
-
-
-class OutDtypeError(ValueError, TypeError):
-    """``out``'s dtype cannot take the result under ``same_kind`` casting."""
-
 
 _ANY_AXES = "axis must be None, an int or a tuple of ints"
 _ONE_AXIS = "axis must be None or an int (one axis)"
@@ -90,45 +75,3 @@ def result_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
     if keepdims:
         return tuple(1 if a in axes else n for a, n in enumerate(shape))
     return tuple(n for a, n in enumerate(shape) if a not in axes)
-
-
-def check_out(out: Any, shape: tuple, dtype: np.dtype, kind: str, name: str,
-              integer: bool = False) -> None:
-    """Raise unless ``out`` (or ``None``) can receive a ``dtype`` result of ``shape``.
-
-    Args:
-        out: the user's ``out``.
-        shape, dtype: the result's.
-        kind: the input's array library, ``"numpy"``, ``"cupy"`` or ``"device"``.
-        name: the function, for messages.
-        integer: ``out`` must have an integer dtype (indices, as NumPy's argmax).
-
-    Raises:
-        TypeError: ``out`` is not an array of the input's library.
-        ValueError: a wrong shape, a read-only NumPy ``out``; :class:`OutDtypeError`
-            for a wrong dtype.
-    """
-    if out is None:
-        return
-    if kind == "numpy" and not isinstance(out, np.ndarray):
-        raise TypeError(f"{name}: out must be a numpy.ndarray for NumPy input, got "
-                        f"{type(out).__name__}")
-    if kind == "cupy" and type(out).__module__.split(".")[0] != "cupy":
-        raise TypeError(f"{name}: out must be a cupy.ndarray for CuPy input, got "
-                        f"{type(out).__name__}")
-    if kind == "device" and not (hasattr(out, "__cuda_array_interface__")
-                                 or getattr(out, "__cuda_ndarray__", False)):
-        raise TypeError(f"{name}: out must be a device array (with "
-                        f"__cuda_array_interface__) for device input, got "
-                        f"{type(out).__name__}")
-    if tuple(out.shape) != tuple(shape):
-        raise ValueError(f"{name}: out has shape {tuple(out.shape)}, the result has shape "
-                         f"{tuple(shape)}")
-    if kind == "numpy" and not out.flags.writeable:
-        raise ValueError(f"{name}: out must be a writeable NumPy array")
-    if integer and np.dtype(out.dtype).kind not in "iu":
-        raise OutDtypeError(f"{name}: indices need an integer out, got dtype "
-                            f"{np.dtype(out.dtype)}")
-    if not np.can_cast(dtype, out.dtype, casting=OUT_CASTING):
-        raise OutDtypeError(f"{name}: cannot cast the {np.dtype(dtype)} result to out's "
-                            f"dtype {np.dtype(out.dtype)} with casting rule '{OUT_CASTING}'")

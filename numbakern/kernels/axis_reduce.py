@@ -612,6 +612,22 @@ def build_tiny_row_kernel(kit, emit, width: int):
     return tiny_rows
 
 
+def build_scatter_kernel(kit):
+    """Kernel ``(p0, p1, M, m1, o0, o1)``: state ``i`` of ``p`` (traversal order) to
+    ``o`` at ``i * m1`` (its place in the result), grid-strided."""
+    load, store = kit.load, kit.store
+
+    @cuda.jit
+    def scatter(p0, p1, M, m1, o0, o1):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < M:
+            store(o0, o1, i * m1, load(p0, p1, i))
+            i += step
+
+    return scatter
+
+
 @dataclass(frozen=True)
 class TinyPlan:
     """The tiny-row kernel's launch: one piece per output, always."""
@@ -636,3 +652,15 @@ class TinyRows:
         kernel = cached(key, lambda: build_tiny_row_kernel(kit, emit.build(), width))
         launch(kernel, grid_for(av.M), THREADS, stream, span_view(av.view), av.M,
                av.out_mult[1], *out)
+
+    def emit_partial(self, plan: TinyPlan) -> Emit:
+        """Partial ``row`` (each row is its output's one piece)."""
+        return emit_partial(self.kit, False)
+
+    def reduce_partials(self, plan: TinyPlan, partials, out, stream) -> None:
+        """Each row's one partial to its place in the result."""
+        kit = self.kit
+        kernel = cached(("axis_reduce", "scatter", kit, device_key()),
+                        lambda: build_scatter_kernel(kit))
+        launch(kernel, grid_for(self.av.M), THREADS, stream, *partials, self.av.M,
+               self.av.out_mult[1], *out)

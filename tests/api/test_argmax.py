@@ -17,7 +17,8 @@ import pytest
 import numbakern as nk
 from numbakern import ops
 from numbakern.ops.state import state_kit
-from numbakern.core.axes import AxisError, OutDtypeError
+from numbakern.core.axes import AxisError
+from numbakern.core.deliver import OutDtypeError
 from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
 from numbakern.strategies.atomic_fold import _rank, folder_for
 

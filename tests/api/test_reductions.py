@@ -18,7 +18,7 @@ from numba import cuda
 
 import numbakern as nk
 from numbakern.runtime.cache import cache_info
-from numbakern.core.axes import OutDtypeError
+from numbakern.core.deliver import OutDtypeError
 from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
 
 # Every reduction strategy the registry lists, with small grids.

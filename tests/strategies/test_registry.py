@@ -1,0 +1,393 @@
+"""A strategy of any family is one class plus one registry line, and then serves every
+layout of its family.
+
+Each test here writes a throwaway strategy (simple on purpose), registers it, and runs
+its family's matrix through it by name, against NumPy: whole arrays, rows, columns,
+tiny rows and argmax for a reduction; tiles, row scans and non-commutative ops for a
+scan; softmax rows; histograms, bincount and a radix sort's digit counts; sorts and
+argsorts. It also checks the registry's listings and its errors.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda, int32, uint32
+
+import numbakern as nk
+from numbakern.kernels.scan_tiles import Tile
+from numbakern.runtime.launch import launch
+from numbakern.strategies import register, unregister
+from numbakern.strategies.protocols import (BlockStrategy, Cost, GridReduce, GridScan,
+                                            HistogramStrategy, SortStrategy)
+
+RNG = np.random.default_rng(5)
+
+
+@nk.op(identity=0, commutative=False, name="last_nonzero")
+def LAST_NONZERO(a, b):
+    return b if b != 0 else a
+
+
+@pytest.fixture
+def registered():
+    """Register throwaway classes for one test, and remove them after it."""
+    added = []
+
+    def add(cls):
+        added.append(register(cls))
+        return cls
+
+    yield add
+    for cls in added:
+        unregister(cls)
+
+
+# --- a block strategy: thread 0 folds everything, in thread order ------------------------
+
+
+class Sequential(BlockStrategy):
+    """Thread 0 combines every thread's state in thread order, through shared memory:
+    no tree at all. Order-preserving; no warp form."""
+
+    name = "sequential"
+    needs_commutative = False
+
+    def temp_slots(self) -> int:
+        return self.threads + 1  # the states, and the total
+
+    def barriers(self) -> int:
+        return 2
+
+    def build_reduce(self, kit):
+        scan = self.build_scan(kit)
+
+        @cuda.jit(device=True)
+        def block_reduce(s, t0, t1):
+            return scan(s, t0, t1)[2]
+
+        return block_reduce
+
+    def build_scan(self, kit):
+        combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
+        threads = self.threads
+
+        @cuda.jit(device=True)
+        def block_scan(s, t0, t1):
+            tid = cuda.threadIdx.x
+            store(t0, t1, tid, s)
+            cuda.syncthreads()
+            if tid == 0:
+                acc = load(t0, t1, 0)
+                for i in range(1, threads):
+                    acc = combine(acc, load(t0, t1, i))
+                    store(t0, t1, i, acc)
+                store(t0, t1, threads, acc)
+            cuda.syncthreads()
+            exc = load(t0, t1, tid - 1) if tid > 0 else identity()
+            return load(t0, t1, tid), exc, load(t0, t1, threads)
+
+        return block_scan
+
+
+def _sample(shape, dtype=np.float64):
+    return RNG.integers(-9, 10, shape).astype(dtype)
+
+
+def test_a_block_strategy_serves_every_reduction_layout(registered):
+    registered(Sequential)
+    assert "two_pass/sequential" in nk.strategies.available()
+    assert "sequential" in nk.strategies.available("block", scan=True)
+    x = _sample((33, 40))
+    for grid in ("two_pass", "atomic_fold"):
+        strategy = f"{grid}/sequential"
+        if grid == "atomic_fold":  # atomic folds need a commutative op
+            with pytest.raises(ValueError, match="commutative"):
+                nk.reduce(x, LAST_NONZERO, strategy=strategy)
+        assert nk.sum(x, strategy=strategy) == x.sum()  # the whole array
+        np.testing.assert_array_equal(nk.sum(x, axis=1, strategy=strategy), x.sum(1))  # rows
+        np.testing.assert_array_equal(nk.max(x, axis=0, strategy=strategy), x.max(0))  # cols
+        np.testing.assert_array_equal(nk.argmax(x, axis=1, strategy=strategy), x.argmax(1))
+        pairs = _sample((50, 2))  # tiny rows: a thread each, no block strategy at work
+        np.testing.assert_array_equal(nk.sum(pairs, axis=1, strategy=strategy), pairs.sum(1))
+    y = (RNG.integers(0, 3, 300) * RNG.integers(1, 9, 300)).astype(np.int64)
+    last = y[np.flatnonzero(y)[-1]]
+    assert nk.reduce(y, LAST_NONZERO, strategy="two_pass/sequential") == last
+    # no warp form: a row gets a block, and asking for a warp says why not
+    with pytest.raises(ValueError, match="lanes must be"):
+        nk.sum(x, axis=1, strategy="sequential", lanes=16)
+
+
+def test_a_block_strategy_serves_scans_and_softmax(registered):
+    registered(Sequential)
+    x = _sample((5, 70))
+    for grid in ("decoupled_lookback", "reduce_then_scan"):
+        got = nk.cumsum(x, axis=1, strategy=f"{grid}/sequential")  # rows: tiles (no warp)
+        np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
+        flat = nk.cumsum(x, strategy=f"{grid}/sequential", exclusive=True)
+        np.testing.assert_array_equal(flat, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    with pytest.raises(ValueError, match="sequential has none"):
+        nk.cumsum(x, axis=1, strategy="sequential", layout="warp")
+    probs = nk.softmax(x, sum_strategy="sequential", max_strategy="sequential")
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(probs, e / e.sum(axis=1, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match="warp forms"):
+        nk.softmax(x, sum_strategy="sequential", layout="warp")
+
+
+def test_explain_records_a_new_block_strategy(registered):
+    from numbakern.teach.trace import trace_reduce
+
+    registered(Sequential)
+    trace = trace_reduce(np.arange(40, dtype=np.float32), "sum", "two_pass/sequential")
+    assert trace.exact_cover and trace.value == 780.0
+    assert trace.total("joins") == 39
+
+
+# --- a grid reduce: always through partials -----------------------------------------------
+
+
+class AlwaysPartials(GridReduce):
+    """Every piece writes a partial and a second pass reduces them, even when each
+    output is one piece."""
+
+    name = "always_partials"
+    deterministic = True
+    needs_commutative = False
+
+    def reduce(self, job):
+        plan = job.plan(self)
+        partials = job.alloc_state(job.outputs * plan.pieces)
+        job.run(plan, job.emit_partial(plan), partials)
+        return job.reduce_partials(plan, partials)
+
+    def cost(self, n, itemsize, state_bytes, blocks):
+        return Cost(2, n * itemsize, state_bytes, 0)
+
+
+def test_a_grid_reduce_serves_every_layout(registered):
+    registered(AlwaysPartials)
+    assert "always_partials/shared_tree" in nk.strategies.available()
+    x = _sample((33, 40), np.float32)
+    for block in ("warp_shuffle", "shared_tree", "blelloch"):
+        s = f"always_partials/{block}"
+        assert nk.sum(x, strategy=s) == x.sum()
+        np.testing.assert_array_equal(nk.sum(x, axis=1, strategy=s), x.sum(1))
+        np.testing.assert_array_equal(nk.sum(x, axis=0, strategy=s), x.sum(0))
+        np.testing.assert_array_equal(nk.argmin(x, axis=0, strategy=s), x.argmin(0))
+        np.testing.assert_array_equal(nk.min(x[:, :4], axis=1, strategy=s), x[:, :4].min(1))
+        np.testing.assert_array_equal(nk.mean(x, axis=1, strategy=s), x.mean(1))
+
+
+# --- a grid scan: one block walks each segment's tiles in order ----------------------------
+
+
+class OneBlockPerSegment(GridScan):
+    """Each segment is scanned by one block, tile after tile, carrying the total."""
+
+    name = "one_block_per_segment"
+    deterministic = True
+
+    def scan(self, job):
+        items = self.tile_items(job)
+        tile = Tile(self.block, job.kit, items, job.element_loader(), job.output_storer(),
+                    job.exclusive, job.empty, self.hold)
+        launch(_segment_kernel(tile, job.kit), job.segments, self.block.threads, job.stream,
+               job.x, job.x, *job.outs, job.n)
+
+    def cost(self, n, in_itemsize, out_itemsize, tiles):
+        return Cost(1, n * in_itemsize, n * out_itemsize, 0)
+
+
+def _segment_kernel(t, kit):
+    combine, identity = kit.combine, kit.identity
+    (xs0_n, xs1_n), (tmp0_n, tmp1_n), (l0_n, l1_n) = t.xs_slots, t.temp_slots, t.local_slots
+    d0, d1 = t.dtypes
+    size, load_tile, block_scan = t.size, t.load_tile, t.block_scan
+    emit_tile, thread_prefix = t.emit_tile, t.thread_prefix
+
+    @cuda.jit
+    def kernel(src0, src1, dst0, dst1, n):
+        xs0 = cuda.shared.array(xs0_n, d0)
+        xs1 = cuda.shared.array(xs1_n, d1)
+        tmp0 = cuda.shared.array(tmp0_n, d0)
+        tmp1 = cuda.shared.array(tmp1_n, d1)
+        l0 = cuda.local.array(l0_n, d0)
+        l1 = cuda.local.array(l1_n, d1)
+        seg = cuda.blockIdx.x
+        a, b = seg // src0.shape[1], seg % src0.shape[1]
+        carry, has = identity(), False
+        start = 0
+        while start < n:
+            r = load_tile(src0[a, b], src1[a, b], n, start, xs0, xs1, l0, l1)
+            inc, exc, total = block_scan(r, tmp0, tmp1)
+            pre, have = thread_prefix(exc, carry, has)
+            emit_tile(dst0[a, b], dst1[a, b], n, start, pre, have, xs0, xs1, l0, l1)
+            carry = combine(carry, total) if has else total
+            has = True
+            cuda.syncthreads()
+            start += size
+
+    return kernel
+
+
+def test_a_grid_scan_serves_every_scan(registered):
+    registered(OneBlockPerSegment)
+    assert "one_block_per_segment/blelloch" in nk.strategies.available("scan")
+    x = _sample((4, 150))
+    y = (RNG.integers(0, 3, 150) * RNG.integers(1, 9, 150)).astype(np.int64)
+    for block in nk.strategies.available("block", scan=True):
+        s = f"one_block_per_segment/{block}"
+        np.testing.assert_array_equal(nk.cumsum(x, strategy=s), np.cumsum(x))
+        np.testing.assert_array_equal(nk.cumsum(x, axis=1, strategy=s, layout="tiles"),
+                                      np.cumsum(x, axis=1))
+        got = nk.cumprod(x[:, :8] % 3 + 1, axis=0, strategy=s, reverse=True, layout="tiles")
+        np.testing.assert_array_equal(got, np.cumprod((x[:, :8] % 3 + 1)[::-1], 0)[::-1])
+        filled = nk.associative_scan(y, LAST_NONZERO, strategy=s)
+        want = [y[:i + 1][np.flatnonzero(y[:i + 1])[-1]] if y[:i + 1].any() else 0
+                for i in range(y.size)]
+        np.testing.assert_array_equal(filled, want)
+    counts = RNG.integers(0, 9, 1000)  # a radix sort's digit offsets by this scan
+    assert (nk.sort(counts, strategy=nk.RadixSort(scan="one_block_per_segment"))
+            == np.sort(counts)).all()
+
+
+# --- a histogram strategy ------------------------------------------------------------------
+
+
+class Halves(HistogramStrategy):
+    """Two shared copies of the bins per block, one for even threads and one for odd:
+    a block-private histogram that halves the contention on each counter."""
+
+    name = "halves"
+    privatized = True
+
+    def shared_slots(self, bins):
+        return 2 * bins
+
+    def build_counter(self, bins):
+        threads = self.threads
+
+        @cuda.jit(device=True)
+        def clear(sh):
+            b = cuda.threadIdx.x
+            while b < 2 * bins:
+                sh[b] = uint32(0)
+                b += threads
+            cuda.syncthreads()
+
+        @cuda.jit(device=True)
+        def count(sh, out, b):
+            cuda.atomic.add(sh, (cuda.threadIdx.x % 2) * bins + b, uint32(1))
+
+        @cuda.jit(device=True)
+        def total(sh, b):
+            return uint32(sh[b] + sh[bins + b])
+
+        return clear, count, total
+
+
+def test_a_histogram_strategy_serves_every_count(registered):
+    registered(Halves)
+    assert "halves" in nk.strategies.available("histogram")
+    x = RNG.integers(0, 20, 777)
+    np.testing.assert_array_equal(nk.bincount(x, strategy="halves"), np.bincount(x))
+    v = RNG.random(500)
+    np.testing.assert_array_equal(nk.histogram(v, 7, strategy="halves")[0],
+                                  np.histogram(v, 7)[0])
+    keys = RNG.integers(0, 2**31, 300).astype(np.uint32)  # the radix sort's digit counter
+    assert (nk.sort(keys, strategy=nk.RadixSort(histogram="halves")) == np.sort(keys)).all()
+
+
+# --- a sort strategy: odd-even transposition in one block per row ---------------------------
+
+
+class OddEven(SortStrategy):
+    """Odd-even transposition sort of ``(key, index)`` pairs, one block per row of at
+    most ``threads`` keys: ``n`` rounds of compare-exchanges, a barrier after each."""
+
+    name = "odd_even"
+
+    def __init__(self, threads: int | None = None):
+        from numbakern.strategies.protocols import check_threads
+
+        self.threads = check_threads(threads)
+
+    @property
+    def key(self):
+        return (self.name, self.threads)
+
+    def fits(self, n):
+        return n <= self.threads
+
+    def sort(self, job):
+        if not self.fits(job.n):
+            raise ValueError(f"odd_even sorts rows of at most {self.threads} keys")
+        launch(_odd_even(self.threads, job.to_key(), job.key_dtype, job.emitter()), job.rows,
+               self.threads, job.stream, job.x, job.out, job.n)
+
+
+def _odd_even(threads, to_key, key_dtype, emit):
+    from numba import from_dtype
+
+    kt = from_dtype(key_dtype)
+
+    @cuda.jit
+    def kernel(x, out, n):
+        keys = cuda.shared.array(threads, kt)
+        idx = cuda.shared.array(threads, int32)
+        tid = cuda.threadIdx.x
+        base = cuda.blockIdx.x * n
+        if tid < n:
+            keys[tid] = to_key(x[base + tid])
+            idx[tid] = tid
+        cuda.syncthreads()
+        for r in range(n):
+            i = 2 * tid + r % 2
+            if i + 1 < n and (keys[i] > keys[i + 1] or
+                              (keys[i] == keys[i + 1] and idx[i] > idx[i + 1])):
+                keys[i], keys[i + 1] = keys[i + 1], keys[i]
+                idx[i], idx[i + 1] = idx[i + 1], idx[i]
+            cuda.syncthreads()
+        if tid < n:
+            emit(x, out, base, tid, idx[tid])
+
+    return kernel
+
+
+def test_a_sort_strategy_serves_sort_and_argsort(registered):
+    registered(OddEven)
+    assert "odd_even" in nk.strategies.available("sort")
+    x = RNG.integers(-5, 5, (6, 40)).astype(np.float32)
+    x[2, 7] = np.nan
+    np.testing.assert_array_equal(nk.sort(x, strategy="odd_even"), np.sort(x, kind="stable"))
+    np.testing.assert_array_equal(nk.argsort(x, axis=0, strategy="odd_even"),
+                                  np.argsort(x, axis=0, kind="stable"))
+    with pytest.raises(ValueError, match="at most"):
+        nk.sort(np.zeros(100), strategy="odd_even")
+
+
+# --- the registry's own contract -----------------------------------------------------------
+
+
+def test_registry_listings_and_errors():
+    assert nk.strategies.available() == nk.strategies.available("reduce")
+    assert nk.strategies.available("sort") == ["bitonic", "radix"]
+    assert len(nk.strategies.every("reduce", threads=32)) == len(nk.strategies.available())
+    with pytest.raises(ValueError, match="family must be one of"):
+        nk.strategies.available("sorts")
+    with pytest.raises(ValueError, match="known: bitonic, radix"):
+        nk.strategies.resolve("sort", "merge")
+    with pytest.raises(TypeError, match="is a block strategy; a histogram takes"):
+        nk.strategies.resolve("histogram", nk.WarpShuffle())
+    with pytest.raises(TypeError, match="strategy must be None"):
+        nk.strategies.resolve("block", 3)
+    with pytest.raises(TypeError, match="register takes a strategy class"):
+        register(int)
+
+    class Clash(BlockStrategy):
+        name = "warp_shuffle"
+
+    with pytest.raises(ValueError, match="registered already: WarpShuffle"):
+        register(Clash)
+    with pytest.warns(DeprecationWarning, match="resolve\\('reduce', spec\\)"):
+        assert nk.strategies.resolve("two_pass/shared_tree") == \
+            nk.strategies.resolve("reduce", "two_pass/shared_tree")
