@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import numbakern
-from numbakern import compare
+from numbakern.teach import compare
 
 
 def _cupy():
