@@ -25,7 +25,7 @@ from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.views import flat, host_copy, reshaped
+from numbakern.runtime.views import device_view, flat, host_copy, reshaped
 
 OUT_CASTING = "same_kind"
 
@@ -63,12 +63,13 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         raise TypeError(f"{name}: out must be a device array (with "
                         f"__cuda_array_interface__) for device input, got "
                         f"{type(out).__name__}")
-    if tuple(out.shape) != tuple(shape):
-        raise ValueError(f"{name}: out has shape {tuple(out.shape)}, the result has shape "
+    view = out if kind == "numpy" else device_view(out)  # NumPy's dtype, whoever made it
+    if tuple(view.shape) != tuple(shape):
+        raise ValueError(f"{name}: out has shape {tuple(view.shape)}, the result has shape "
                          f"{tuple(shape)}")
     if kind == "numpy" and not out.flags.writeable:
         raise ValueError(f"{name}: out must be a writeable NumPy array")
-    got, dtype = np.dtype(out.dtype), np.dtype(dtype)
+    got, dtype = np.dtype(view.dtype), np.dtype(dtype)
     if integer and got.kind not in "iu":
         raise OutDtypeError(f"{name}: indices need an integer out, got dtype {got}")
     if exact and got != dtype:
