@@ -160,7 +160,7 @@ class AtomicFold(GridReduce):
     fold through a packed 64-bit word or a per-output lock (module docstring).
 
     Raises:
-        TypeError: ``block`` not a :class:`~numbakern.strategy.BlockStrategy`.
+        TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`.
         ValueError: ``blocks`` not a positive int or ``None``.
     """
 

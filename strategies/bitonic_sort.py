@@ -7,7 +7,7 @@ applications", AFIPS 1968) sorts ``S = 2**m`` keys with a fixed sequence of
 compare-exchange steps that does not depend on the data, which is what a block of
 threads does well: every step, each thread compares disjoint pairs, then a barrier.
 
-One block per row. The row's keys (``numbakern/sort_keys.py``) are loaded into shared
+One block per row. The row's keys (``numbakern/kernels/sort_keys.py``) are loaded into shared
 memory beside their indices, padded to ``S`` with the largest key. Then, for
 ``k = 2, 4, ..., S`` (the length of the sorted runs being built) and
 ``j = k/2, k/4, ..., 1`` (the distance of the pairs compared)::

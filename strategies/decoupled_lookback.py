@@ -10,7 +10,7 @@ tile publishes what it knows as soon as it knows it, and a tile waiting for its
 carry reads what its predecessors have published:
 
 1. **Take a tile id** from an atomic counter (see below), and load and scan the tile
-   in the block (``numbakern/scan_tiles.py``): this gives the tile's *aggregate*.
+   in the block (``numbakern/kernels/scan_tiles.py``): this gives the tile's *aggregate*.
 2. **Publish** the aggregate with status **A**. (The first tile of a segment has
    nothing before it: it publishes its aggregate as its *inclusive prefix*, status
    **P**, and skips step 3.)

@@ -38,7 +38,7 @@ Three traps, and what this combine does about them:
 
 Cost per combine: two ``exp``. A thread that folds many elements does better by
 folding a tile at a time (the tile's maximum, one rescale, one ``exp`` per
-element): ``numbakern/rowwise.py`` does that, then block-reduces the threads'
+element): ``numbakern/kernels/softmax_rows.py`` does that, then block-reduces the threads'
 pairs with this op.
 """
 

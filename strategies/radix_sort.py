@@ -2,7 +2,7 @@
 
 The lesson
 ----------
-A least-significant-digit radix sort orders ``w``-bit keys (``numbakern/sort_keys.py``
+A least-significant-digit radix sort orders ``w``-bit keys (``numbakern/kernels/sort_keys.py``
 turns any dtype into unsigned keys in NumPy's order) by sorting them ``w / 8``
 times, on 8-bit digits from the lowest to the highest, each pass **stable**: after
 the pass on digit ``p``, keys are ordered by digits ``p..0``, equal ones still in
@@ -16,7 +16,7 @@ Faster Least Significant Digit Radix Sort for GPUs", 2022), the algorithm of CUB
    counts, for every pass ``p`` and every row, how many keys have each value of
    digit ``p``: ``passes * 256`` bins per row, counted by a histogram strategy's
    block-private counters (``strategies/shared_privatized.py`` by default;
-   ``numbakern/counting.py``) and folded into global counts with atomics.
+   ``numbakern/kernels/counting.py``) and folded into global counts with atomics.
 2. **Scan them** (numbakern's ``scans.exclusive_sum``, by any scan strategy): the
    exclusive prefix of the counts, laid out ``[pass][row][digit]``, is where the
    first key of each (row, digit) goes in pass ``p``'s output (plus ``p * size``,
@@ -58,7 +58,7 @@ Where the time went (bench/NOTES.md, H200, Nsight Compute on a 2^26 float32 pass
 a pass ran 563 M warp instructions at first, 40% of them in a look-back that found
 its nearest predecessor unpublished (counts were published only after ranking) and
 walked over windows of 16 reads unrolled with 64-bit index arithmetic. Early counts,
-a lean look-back of relaxed loads (``numbakern/relaxed.py``) and places claimed
+a lean look-back of relaxed loads (``numbakern/runtime/relaxed.py``) and places claimed
 straight from the ranking took it to 287 M, and the 2^28 float32 sort from 15.3 to
 10.9 ms; ``match_any_sync`` then stalled half the ranking's cycles (its cost grows
 with the number of distinct digits in a warp: about 30 for random keys). Masks set
@@ -475,7 +475,7 @@ def _look_back(wt, shift: int, value):
     the row's tiles ``first .. g-1`` (module doc, 3c).
 
     ``WINDOW`` earlier tiles' words are read at once (relaxed loads from L2,
-    ``numbakern/relaxed.py``), then summed nearest first down to the first inclusive
+    ``numbakern/runtime/relaxed.py``), then summed nearest first down to the first inclusive
     prefix; at a word not yet published, the next window starts from it. Tile ``first``
     starts its row and publishes a prefix at once, so the walk ends there at the
     latest (reads past it are clamped to it).

@@ -2,7 +2,7 @@
 
 The lesson
 ----------
-A block can scan a tile (``numbakern/scan_tiles.py``), but a tile in the middle of an
+A block can scan a tile (``numbakern/kernels/scan_tiles.py``), but a tile in the middle of an
 array needs the combine of *everything before it*, which other blocks hold. Blocks of
 one launch cannot wait for each other safely, so the simplest answer lets launches
 end in between (Merrill and Garland's "reduce-then-scan", the shape of most GPU scans

@@ -42,7 +42,7 @@ class TwoPass(GridReduce):
     strategy preserves order).
 
     Raises:
-        TypeError: ``block`` not a :class:`~numbakern.strategy.BlockStrategy`.
+        TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`.
         ValueError: ``blocks`` not a positive int or ``None``.
     """
 

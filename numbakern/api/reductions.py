@@ -8,7 +8,7 @@ Every function takes:
   int8-int64, uint8-uint64, float16, float32, float64.
 * ``axis``: ``None`` (every axis), an int (negative counts from the end) or a tuple
   of ints (argmax and friends: ``None`` or an int); ``keepdims`` keeps reduced axes
-  as length 1; ``out`` receives the result (``numbakern/axes.py`` has the rules:
+  as length 1; ``out`` receives the result (``numbakern/core/axes.py`` has the rules:
   NumPy's, with ``same_kind`` casting into ``out``).
 * ``strategy``: how threads combine (``numbakern.strategies.resolve`` explains the
   names, ``available()`` lists them); default ``"two_pass/warp_shuffle"``,
@@ -24,7 +24,7 @@ Results: NumPy in, NumPy out (a NumPy scalar for a 0-d result); CuPy in, CuPy ou
 (0-d arrays for scalars, never copied to the host); other device input gives Numba
 device arrays. With ``out``, ``out`` itself is returned.
 
-Errors: ``TypeError`` for a dtype the op does not take; :class:`numbakern.axes.AxisError`
+Errors: ``TypeError`` for a dtype the op does not take; :class:`numbakern.AxisError`
 for an axis out of range; ``ValueError`` for an unknown strategy, one that needs a
 commutative op, a reduction with no identity over no elements, or a bad ``out``.
 """
@@ -206,7 +206,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
     Raises:
         TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64.
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
-            ``out``; :class:`~numbakern.axes.AxisError` for a bad ``axis``.
+            ``out``; :class:`~numbakern.AxisError` for a bad ``axis``.
     """
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
 

@@ -17,7 +17,7 @@ Every function takes:
   ``"reduce_then_scan"`` for bitwise-reproducible results.
 * ``layout``: who scans a row: ``"tiles"`` (the strategy's blocks, one per tile of
   ``threads * items`` elements), ``"warp"`` (one warp per row, rows grid-strided:
-  ``numbakern/scan_rows.py``) or ``"auto"`` (the default: ``"warp"`` for two or more
+  ``numbakern/kernels/scan_rows.py``) or ``"auto"`` (the default: ``"warp"`` for two or more
   rows of at most ``scan_rows.WARP_ROW_MAX`` elements, else ``"tiles"``). Under
   ``"warp"`` no block waits for another, so the grid strategy is not used and the
   result is bitwise reproducible whichever was asked for; the warp scan is

@@ -1,7 +1,7 @@
 """Softmax, log-softmax and their backward passes along any axis.
 
-Each function composes a row kernel of ``numbakern/rowwise.py`` from block strategies:
-the row's maximum is a block reduce with ``max_strategy`` and numbakern's ``MAX`` op,
+Each function composes a row kernel of ``numbakern/kernels/softmax_rows.py`` from
+block strategies: the row's maximum is a block reduce with ``max_strategy`` and numbakern's ``MAX`` op,
 its sum of exponentials one with ``sum_strategy`` and ``SUM`` (or, with
 ``normalizer="online"``, one reduce of ``(max, sum)`` pairs: see
 ``strategies/online_softmax.py``).
@@ -11,11 +11,11 @@ Arguments common to all four functions:
 * ``axis``: the axis to normalise along (an int, negative counts from the end). The
   kernels see the axis as the last one of a strided view, so no device input is
   copied (except a layout needing more than two strided outer dimensions, which is
-  copied with a :class:`~numbakern.arrays.CopyWarning`).
+  copied with a :class:`~numbakern.CopyWarning`).
 * ``layout``: ``"block"`` (one row per block), ``"warp"`` (one row per warp, for
-  short rows; warp shuffles, so the strategies must be ``warp_shuffle``) or
-  ``"auto"``: a warp per row up to 1024 float32 elements (512 for float64 or a
-  backward pass, 256 for both) when the strategies allow it.
+  short rows, reduced by the block strategies' warp forms) or ``"auto"``: a warp per
+  row up to 1024 float32 elements (512 for float64 or a backward pass, 256 for both)
+  when the strategies have warp forms (every registered one does).
 * ``fused``: hold the row in registers and move it once each way (``True``), loop
   over the row in tiles (``False``), or decide by row length (``None``).
 * ``threads``: threads per block (a multiple of 32 up to 1024); by default from the
@@ -45,7 +45,7 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contig
                                    honours_stream, kind_of, resolve_stream, user_array)
 from numbakern.core.deliver import check_out
 from numbakern.core.layout import axis_last_views
-from numbakern.kernels import softmax_rows as rowwise
+from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
@@ -89,8 +89,8 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
     Args:
         x: float16, float32 or float64 array, at least 1-D (see the module docstring).
         max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
-            name (``"warp_shuffle"``, ``"shared_tree"``) or a
-            :class:`~numbakern.strategy.BlockStrategy`; default ``warp_shuffle``.
+            name from ``numbakern.strategies.available("block")`` or a
+            :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
         normalizer: ``"max_then_sum"`` (a max reduce, then a sum reduce),
             ``"online"`` (one reduce of ``(max, sum)`` pairs with ``sum_strategy``,
             Milakov and Gimelshein 2018; ``max_strategy`` must be left None) or
@@ -115,8 +115,9 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
 
     Raises:
         TypeError: ``x`` not float16/32/64; a strategy of the wrong type.
-        ValueError: an unknown name, mismatched threads, ``layout="warp"`` with
-            ``shared_tree``, ``fused=True`` for a row too long to hold, a bad ``out``.
+        ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
+            strategy that has no warp form, ``fused=True`` for a row too long to
+            hold, a bad ``out``.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
@@ -228,7 +229,7 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
     """Choose the kernel for rows of ``n`` elements; all errors about arguments here."""
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
         raise TypeError(f"fused must be None, True or False, got {fused!r}")
-    backward = kind in rowwise.BACKWARD
+    backward = kind in softmax_rows.BACKWARD
     normalizer = _normalizer(normalizer, backward, max_spec)
     specs = {"max_strategy": _block_strategy(max_spec, "max_strategy"),
              "sum_strategy": _block_strategy(sum_spec, "sum_strategy")}
@@ -268,7 +269,7 @@ def _tiled_threads(kind: str, dtype: np.dtype) -> int:
 def _normalizer(normalizer, backward: bool, max_spec):
     if backward:
         return None
-    if normalizer not in ("auto",) + rowwise.NORMALIZERS:
+    if normalizer not in ("auto",) + softmax_rows.NORMALIZERS:
         raise ValueError(f"normalizer must be 'auto', 'max_then_sum' or 'online', got "
                          f"{normalizer!r}")
     if normalizer == "online" and max_spec is not None:
@@ -318,7 +319,7 @@ def _fused_plan(kind: str, n: int, dtype: np.dtype, layout: str, offered: tuple)
     """
     plans = []
     for threads in offered:
-        group = rowwise.WARP if layout == "warp" else threads
+        group = softmax_rows.WARP if layout == "warp" else threads
         for k in _PER_THREAD:
             plan = RowPlan(kind, None, layout, threads, k, None, None, dtype.name)
             if k * group >= n and plan.fits:
@@ -339,11 +340,11 @@ def _make(spec, threads: int) -> BlockStrategy:
 def _launch(plan: RowPlan, views: list, stream) -> None:
     rows, n = views[0].shape[0] * views[0].shape[1], views[0].shape[2]
     grid = min(-(-rows // plan.rows_per_block), _GRID_MAX)
-    width = rowwise.vector_width(plan, n, views)
+    width = softmax_rows.vector_width(plan, n, views)
     if width:  # the same rows, read and written in 16-byte vectors
         plan = dataclasses.replace(plan, vector=width)
-        views = [*views, *rowwise.vector_views(plan, views)]
-    launch(rowwise.kernel_for(plan), grid, plan.threads, stream, *views)
+        views = [*views, *softmax_rows.vector_views(plan, views)]
+    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views)
 
 
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream):

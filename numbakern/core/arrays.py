@@ -181,7 +181,7 @@ class Workspace:
     def empty(self, shape, dtype) -> Any:
         """A C-contiguous device array of ``shape`` and ``dtype``.
 
-        A :class:`~numbakern.launch.DeviceBuffer` on a GPU (CuPy's memory pool for CuPy
+        A :class:`~numbakern.runtime.launch.DeviceBuffer` on a GPU (CuPy's memory pool for CuPy
         input, else Numba's allocator); a simulator array under the simulator.
         """
         if on_cupy(self.kind):

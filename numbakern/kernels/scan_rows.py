@@ -2,7 +2,7 @@
 
 The lesson
 ----------
-The tile scans (``numbakern/scan_tiles.py``) give every tile of every row a block of
+The tile scans (``numbakern/kernels/scan_tiles.py``) give every tile of every row a block of
 its own: a row of 2 elements still gets a block of 256 threads, its barriers and its
 flags. With thousands of short rows (``cumsum`` along axis 0 of a ``(2, 4000)`` array
 is 4000 rows of 2), that is thousands of mostly idle blocks: wasteful on a GPU, and

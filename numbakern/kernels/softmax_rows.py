@@ -2,7 +2,7 @@
 
 Every kernel here takes 3-D views ``(outer, inner, n)``: a row is ``x[o, i, :]``, its
 ``n`` elements at any stride, so any axis of any array reaches the kernel without a
-copy (``numbakern/softmax.py`` builds the views). A *group* of threads owns a row at a
+copy (``numbakern/api/softmax.py`` builds the views). A *group* of threads owns a row at a
 time and loops over rows grid-strided:
 
 * ``layout="block"``: the group is the whole block; the row's maximum and sum are
@@ -28,7 +28,7 @@ How the row is read is the other choice (``per_thread``):
   ``strategies/online_softmax.py`` computes maximum and sum in one pass.
 
 And how elements move (``vector``): scalar loads and stores, or 16-byte vectors
-(``numbakern/vector.py``: a quarter of the instructions for float32) where the arrays
+(``numbakern/kernels/vector.py``: a quarter of the instructions for float32) where the arrays
 allow them (:func:`vector_width`). A fused kernel's rows must start 16-byte aligned
 and hold whole vectors; a tiled kernel reads the few elements of each row before its
 first 16-byte boundary and after its last with scalar loads, as PyTorch's softmax

@@ -174,7 +174,7 @@ def flatten(args) -> tuple[tuple, list, list]:
     """Kernel arguments as ``(signature key, 8-byte parameter values, data slots)``:
     each array becomes Numba's ``meminfo, parent, size, itemsize, data, *shape,
     *strides`` and each scalar one int64; ``slots`` pairs each array's data-pointer
-    position in the values with its :class:`DeviceBuffer` (what :mod:`numbakern.replay`
+    position in the values with its :class:`DeviceBuffer` (what :mod:`numbakern.runtime.replay`
     patches)."""
     key, flat, slots = [], [], []
     for a in args:
@@ -302,14 +302,14 @@ def launcher_for(kernel) -> _Launcher:
     return launcher
 
 
-# numbakern.replay's recording in progress on this thread, if any: every launch and
+# numbakern.runtime.replay's recording in progress on this thread, if any: every launch and
 # allocation reports to it (the record lives here, beside the launch, so that the
 # modules reporting to it need not import replay).
 _local = threading.local()
 
 
 def current_recording():
-    """The recording in progress on this thread (see :mod:`numbakern.replay`), or None."""
+    """The recording in progress on this thread (see :mod:`numbakern.runtime.replay`), or None."""
     return getattr(_local, "recording", None)
 
 

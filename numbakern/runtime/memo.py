@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 # Arguments that are their value: equal ones are interchangeable once their types match
-# (numbakern.replay keys its calls on the same ones).
+# (numbakern.runtime.replay keys its calls on the same ones).
 VALUES = (int, float, str, bool, type(None), type, np.dtype, np.generic)
 
 

@@ -7,7 +7,7 @@ waiting for the poller to let go. Here nothing polls: a waiting thread blocks on
 lock of its own, and whichever thread completes a barrier releases the others.
 
 The same machinery gives warps their rendezvous (:meth:`BlockManager.meet`), which
-``numbakern.simulator`` builds the warp intrinsics on. The rules, after the CUDA C++
+``numbakern.runtime.simulator`` builds the warp intrinsics on. The rules, after the CUDA C++
 Programming Guide (Synchronization Functions; Warp Vote, Match and Shuffle
 Functions):
 

@@ -49,7 +49,7 @@ Semantics chosen where CUDA leaves room:
   (all three undefined behaviour or a hang on a GPU).
 
 :func:`install` also replaces the simulator's polling ``BlockManager`` with the
-event-driven one of :mod:`numbakern._simblock`, and the per-call stack walk that
+event-driven one of :mod:`numbakern.runtime.simblock`, and the per-call stack walk that
 keys ``cuda.shared.array`` with a frame lookup (bench/NOTES.md has the figures).
 """
 
@@ -64,7 +64,7 @@ import numpy as np
 _WARP_SIZE = 32
 _FULL_MASK = 0xFFFFFFFF
 _installed = False
-_SimThread = None  # numbakern._simblock.SimThread, once installed
+_SimThread = None  # numbakern.runtime.simblock.SimThread, once installed
 
 
 def install() -> bool:

@@ -15,7 +15,7 @@ Under the simulator, which runs each CUDA thread as an OS thread, the large inpu
 are cut down (``quick``: further still) so that the demo ends in about a minute; the
 table says which shape ran. An operation numbakern does not have yet is
 listed as not available instead of run. Every result is checked against NumPy
-(float64) by :mod:`numbakern.compare` (the row-wise cases on the GPU's full logits: 64
+(float64) by :mod:`numbakern.teach.compare` (the row-wise cases on the GPU's full logits: 64
 evenly spaced rows, the table says so; a float64 reference of all 8192 rows would
 take tens of seconds per strategy); on a GPU each is also timed beside CuPy and
 PyTorch.
@@ -41,7 +41,7 @@ class Case:
     """One operation on one input.
 
     Attributes:
-        op: a key of :data:`numbakern.compare.OPERATIONS`.
+        op: a key of :data:`numbakern.teach.compare.OPERATIONS`.
         input: what the input is, in words.
         make: ``make(quick) -> np.ndarray``: the input (smaller under the simulator).
         kw: keyword arguments of the call and of the reference (``axis``).

@@ -1,4 +1,4 @@
-"""Show a recorded reduction (a :class:`~numbakern.trace.Trace`): a tree and a figure.
+"""Show a recorded reduction (a :class:`~numbakern.teach.trace.Trace`): a tree and a figure.
 
 * :func:`tree`: launch, block, then step by step, which thread combined which
   elements and through what (register, shuffle, shared memory, a partial in global

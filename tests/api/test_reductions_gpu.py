@@ -131,7 +131,7 @@ def test_more_than_2_to_31_elements(cp, strategy):
 
 def test_explicit_stream_orders_cupy_temporaries(cp):
     """stream= other than CuPy's current stream: the call's CuPy allocations and casts
-    must follow it too (numbakern.arrays.honours_stream), or they race the kernels."""
+    must follow it too (numbakern.core.arrays.honours_stream), or they race the kernels."""
     stream = cp.cuda.Stream(non_blocking=True)
     x = cp.random.standard_normal((4096, 1000), dtype=cp.float32)
     cp.cuda.Device().synchronize()

@@ -450,7 +450,7 @@ def test_block_strategies_also_reduce():
         assert nk.sum(x, strategy=TwoPass(block=block)) == x.sum()
 
 
-# --- many short rows: one warp per row (numbakern/scan_rows.py) ---------------------------
+# --- many short rows: one warp per row (numbakern/kernels/scan_rows.py) ---------------------------
 #
 # Row lengths 1, 2 (rows sharing a warp in lane groups), 31, 32, 33 (one chunk, one chunk
 # exactly, a carry into a one-element chunk) and 100 (four chunks), in every mode. The

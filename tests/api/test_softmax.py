@@ -1,4 +1,4 @@
-"""Softmax, log-softmax and their backward passes (numbakern/softmax.py, rowwise.py).
+"""Softmax, log-softmax and their backward passes (numbakern/api/softmax.py, rowwise.py).
 
 Under the simulator: every max/sum block-strategy pair, the online normalizer under
 each block strategy, the warp and block layouts, fused (row in registers) and tiled

@@ -1,4 +1,4 @@
-"""Cached argument checking (numbakern/memo.py) never caches its way past a check."""
+"""Cached argument checking (numbakern/runtime/memo.py) never caches its way past a check."""
 
 from __future__ import annotations
 

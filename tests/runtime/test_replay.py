@@ -1,4 +1,4 @@
-"""Replay of recorded launches (numbakern/replay.py): a repeated call with the same
+"""Replay of recorded launches (numbakern/runtime/replay.py): a repeated call with the same
 signature must give the same answers as an ordinary call, on new data, without
 disturbing earlier results; calls that cannot be replayed must run the ordinary way.
 

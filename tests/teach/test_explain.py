@@ -1,4 +1,4 @@
-"""numbakern.trace and ``numbakern explain``: counts recorded from the real kernels.
+"""numbakern.teach.trace and ``numbakern explain``: counts recorded from the real kernels.
 
 The recorded counts are held to what each strategy's lesson says (5 shuffle steps
 per warp reduce, one barrier per shared-tree level, one atomic per block, two
