@@ -16,7 +16,7 @@ except _backend.BackendError as _error:
         raise SystemExit(f"Error: {_error}") from None
     raise
 
-from numba import cuda  # noqa: E402  (only after the backend is chosen)
+from numba import cuda  # noqa: E402, F401  (only after the backend is chosen)
 
 if _USE_SIMULATOR:
     from .runtime import simulator as _simulator  # noqa: E402
@@ -84,7 +84,7 @@ from .strategies import (  # noqa: E402
     WarpPrivatized,
     WarpShuffle,
 )
-from . import _moved  # noqa: E402  (old module names, for now)
+from . import _moved  # noqa: E402, F401  (old module names, for now)
 
 __version__ = "0.1.0"
 

@@ -65,6 +65,6 @@ SCAN_BLOCK = {name: REGISTRY["block"][name] for name in block_names(scan=True)}
 __all__ = ["AtomicFold", "BitonicSort", "Blelloch", "BlockStrategy", "DecoupledLookback",
            "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan", "GridStrategy", "HillisSteele",
            "HistogramStrategy", "REGISTRY", "RadixSort", "ReduceThenScan", "SharedPrivatized",
-           "SharedTree", "SortStrategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
+           "SharedTree", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
            "available", "available_scans", "block_names", "describe", "every", "register",
            "resolve", "resolve_histogram", "resolve_scan", "resolve_sort", "unregister"]

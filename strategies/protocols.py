@@ -31,7 +31,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
-import numpy as np
 from numba import cuda
 
 from numbakern.kernels.counting import COUNTER_BYTES, build_histogram_kernel

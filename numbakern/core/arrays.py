@@ -15,8 +15,6 @@ dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
 from __future__ import annotations
 
 import functools
-import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -24,7 +22,7 @@ from numba import cuda
 
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import DeviceBuffer, buffer, current_device_id, current_recording, stream_handle
-from numbakern.runtime.views import device_empty, device_view, host_copy, strided, to_device
+from numbakern.runtime.views import device_empty, device_view, host_copy, to_device
 
 
 class CopyWarning(UserWarning):

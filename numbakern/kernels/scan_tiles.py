@@ -244,11 +244,3 @@ def _build_thread_prefix(kit):
         return exc, True
 
     return thread_prefix
-
-    v0, v1 = values
-
-    @cuda.jit(device=True)
-    def state():
-        return (v0, v1)
-
-    return state

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import numbakern as nk
-from numbakern.strategies import GlobalAtomic, SharedPrivatized, WarpPrivatized
+from numbakern.strategies import WarpPrivatized
 
 RNG = np.random.default_rng(11)
 STRATEGIES = [s for t in (32, 64) for s in nk.strategies.every("histogram", threads=t, blocks=2)]
