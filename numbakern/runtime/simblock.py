@@ -39,8 +39,8 @@ import numpy as np
 from numba.cuda.simulator.kernel import BlockThread
 from numba.cuda.simulator.kernelapi import Dim3
 
-WARP_SIZE = 32
-FULL_MASK = 0xFFFFFFFF
+from .device import FULL_MASK, WARP
+
 
 
 class Meeting:
@@ -56,7 +56,7 @@ class Meeting:
         self.op = op
         self.mask = mask
         self.arrived = 0
-        self.values = [None] * WARP_SIZE
+        self.values = [None] * WARP
         self.waiters: list[SimThread] = []
 
 
@@ -107,9 +107,9 @@ class SimThread(BlockThread):
         self.threadIdx = Dim3(*threadIdx)
         bx, by, _ = manager.block_dim
         self.thread_id = threadIdx[0] + bx * (threadIdx[1] + by * threadIdx[2])
-        self.lane = self.thread_id % WARP_SIZE
+        self.lane = self.thread_id % WARP
         self.bit = 1 << self.lane
-        self.warp = manager.warps[self.thread_id // WARP_SIZE]
+        self.warp = manager.warps[self.thread_id // WARP]
         self.exception = None
         try:
             try:
@@ -199,8 +199,8 @@ class BlockManager:
         self.block_state = np.zeros(block_dim, dtype=np.bool_)  # syncthreads_count & co
         nthreads = int(np.prod(block_dim))
         self.warps = [
-            _Warp(w, min(WARP_SIZE, nthreads - w * WARP_SIZE))
-            for w in range((nthreads + WARP_SIZE - 1) // WARP_SIZE)
+            _Warp(w, min(WARP, nthreads - w * WARP))
+            for w in range((nthreads + WARP - 1) // WARP)
         ]
         self._mutex = threading.Lock()  # guards everything below
         self._live = nthreads  # threads not exited; set before any starts

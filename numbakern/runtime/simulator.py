@@ -61,8 +61,8 @@ import threading
 
 import numpy as np
 
-_WARP_SIZE = 32
-_FULL_MASK = 0xFFFFFFFF
+from .device import FULL_MASK, WARP
+
 _installed = False
 _SimThread = None  # numbakern.runtime.simblock.SimThread, once installed
 
@@ -136,7 +136,7 @@ def _thread():
 
 
 def _mask(mask) -> int:
-    return operator.index(mask) & _FULL_MASK
+    return operator.index(mask) & FULL_MASK
 
 
 def _int32(bits: int) -> np.int32:
@@ -145,7 +145,7 @@ def _int32(bits: int) -> np.int32:
 
 
 def _lanes(bits: int):
-    return (j for j in range(_WARP_SIZE) if bits >> j & 1)
+    return (j for j in range(WARP) if bits >> j & 1)
 
 
 def _check_value(op: str, value) -> None:
@@ -170,7 +170,7 @@ def _shuffle(op: str, mask, value, b, source):
     _check_value(op, value)
     t = _thread()
     meeting = t._manager.meet(t, op, _mask(mask), value)
-    j = source(t.lane, operator.index(b) & (_WARP_SIZE - 1))
+    j = source(t.lane, operator.index(b) & (WARP - 1))
     if j is None or not meeting.arrived >> j & 1:
         return value
     return meeting.values[j]
@@ -195,7 +195,7 @@ def shfl_down_sync(self, mask, value, delta):
         mask,
         value,
         delta,
-        lambda lane, b: lane + b if lane + b < _WARP_SIZE else None,
+        lambda lane, b: lane + b if lane + b < WARP else None,
     )
 
 
@@ -207,7 +207,7 @@ def shfl_xor_sync(self, mask, value, lane_mask):
 # -- barrier, votes, matches --------------------------------------------------------
 
 
-def syncwarp(self, mask=_FULL_MASK):
+def syncwarp(self, mask=FULL_MASK):
     """Wait until every live lane of ``mask`` has called ``syncwarp`` with ``mask``."""
     t = _thread()
     t._manager.meet(t, "syncwarp", _mask(mask), None)
