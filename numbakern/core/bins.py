@@ -216,7 +216,9 @@ def table_binner(dtype: np.dtype, rule: BinRule):
     of every possible bit pattern, computed by :class:`BinRule` on the host; the
     input is read as unsigned bits that index it."""
     every = np.arange(2 ** (8 * dtype.itemsize), dtype=np.uint64)
-    values = every.astype(bits_dtype(dtype)).view(rule.value_dtype)
+    # each bit pattern as the input dtype, then converted as NumPy converts it: a bool
+    # byte of 2 or 255 is True, so 1, as NumPy's histogram reads it
+    values = every.astype(bits_dtype(dtype)).view(dtype).astype(rule.value_dtype)
     table = rule.bins_of(values)
     key = ("table_bins", bits_dtype(dtype).str)
 
