@@ -47,21 +47,27 @@ def backend() -> Backend:
 from . import strategies  # noqa: E402
 from .api.histogram import bincount, histogram, histogram_counts  # noqa: E402
 from .api.reductions import (  # noqa: E402
+    all,
+    any,
     argmax,
     argmin,
     bitwise_and_sum,
     bitwise_or_sum,
+    count_nonzero,
     max,
     max_with_indices,
     mean,
     min,
     min_with_indices,
+    nanprod,
+    nansum,
     prod,
     reduce,
     sum,
     xor_sum,
 )
-from .api.scans import associative_scan, cumprod, cumsum  # noqa: E402
+from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # noqa: E402
+                        nancumprod, nancumsum)
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
@@ -92,9 +98,10 @@ __all__ = [
     "AtomicFold", "AxisError", "Backend", "BackendError", "BitonicSort", "Blelloch",
     "CopyWarning", "DecoupledLookback", "GlobalAtomic", "HillisSteele", "Op",
     "OutDtypeError", "RadixSort", "ReduceThenScan", "SharedPrivatized", "SharedTree",
-    "TwoPass", "WarpPrivatized", "WarpShuffle", "argmax", "argmin", "argsort",
+    "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "argmax", "argmin", "argsort",
     "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
-    "cumprod", "cumsum", "histogram", "histogram_counts", "log_softmax",
+    "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "nancumprod", "nancumsum",
+    "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "op", "prod", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
     "warp", "xor_sum",

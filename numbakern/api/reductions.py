@@ -382,6 +382,69 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
 
 @replayable
 @honours_stream
+def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Whether any element along ``axis`` is nonzero, as ``np.any`` (NaN counts as
+    nonzero; no elements: False).
+
+    Result dtype bool; ``axis``, ``out``, ``keepdims``, ``strategy``, ``stream`` and
+    ``lanes`` as :func:`sum`. Each element enters as ``x != 0`` (the op's map), on
+    every path, so a bool byte other than 0 or 1 is True, as NumPy reads it.
+
+    Raises:
+        TypeError, ValueError, AxisError: as :func:`sum`.
+    """
+    return _run(x, _ops.ANY, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def all(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
+        strategy=None, stream=None, lanes=None):
+    """Whether every element along ``axis`` is nonzero, as ``np.all`` (no elements:
+    True). Arguments, result and errors as :func:`any`.
+    """
+    return _run(x, _ops.ALL, strategy, None, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, lanes=None):
+    """The number of nonzero elements along ``axis``, as ``np.count_nonzero`` (NaN
+    counts as nonzero).
+
+    Returns:
+        a Python int for ``axis=None`` without ``keepdims`` (NumPy input), else
+        ``intp`` counts of the reduced shape.
+
+    Raises: as :func:`sum`.
+    """
+    counts = _run(x, _ops.COUNT_NONZERO, strategy, None, stream, axis, keepdims, None, lanes)
+    return int(counts) if isinstance(counts, np.generic) else counts
+
+
+@replayable
+@honours_stream
+def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
+           strategy=None, stream=None, lanes=None):
+    """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
+    no elements: 0). Arguments, result dtype and errors as :func:`sum`.
+    """
+    return _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
+def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
+            strategy=None, stream=None, lanes=None):
+    """Product along ``axis`` treating NaN as one, as ``np.nanprod`` (an all-NaN
+    slice and no elements: 1). Arguments, result dtype and errors as :func:`prod`.
+    """
+    return _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes)
+
+
+@replayable
+@honours_stream
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
            strategy=None, stream=None, lanes=None):
     """Index of the largest element along ``axis``, as ``np.argmax``.
@@ -466,4 +529,5 @@ def _out_pair(out) -> tuple:
 
 
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
-           "reduce", "argmax", "argmin", "max_with_indices", "min_with_indices"]
+           "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "argmax", "argmin",
+           "max_with_indices", "min_with_indices"]

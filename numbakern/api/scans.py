@@ -166,6 +166,63 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                  stream, None, None)
 
 
+@replayable
+@honours_stream
+def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+              strategy=None, layout="auto", stream=None):
+    """Cumulative sum treating NaN as zero, as ``np.nancumsum(x, axis, dtype, out)``:
+    each element enters as ``0`` if it is NaN (the op's map, on every path). Arguments,
+    result dtype and errors as :func:`cumsum`.
+    """
+    return _scan(x, _ops.NANSUM, axis, dtype, out, exclusive, reverse, strategy, layout,
+                 stream, cumsum_dtype, "nancumsum")
+
+
+@replayable
+@honours_stream
+def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+               strategy=None, layout="auto", stream=None):
+    """Cumulative product treating NaN as one, as ``np.nancumprod``. Arguments, result
+    dtype and errors as :func:`cumprod`.
+    """
+    return _scan(x, _ops.NANPROD, axis, dtype, out, exclusive, reverse, strategy, layout,
+                 stream, cumprod_dtype, "nancumprod")
+
+
+@replayable
+@honours_stream
+def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
+           stream=None):
+    """``(values, indices)``: the running maximum along ``axis`` and where it was, as
+    ``torch.cummax(x, dim)``.
+
+    torch's rule, followed here: among equal values the *latest* index wins (ties
+    move the index forward), and NaN beats every number: once a NaN is seen the values
+    are NaN, with the index of the latest NaN so far. ``axis=None`` scans the
+    flattened input (NumPy's habit; torch needs a dim). It is the ``argmax`` pair
+    scan with ties going right (``numbakern.ops.arg_op("max", False)``).
+
+    Returns:
+        values of ``x``'s dtype and int64 indices along ``axis``, each of ``x``'s shape
+        (``(x.size,)`` for ``axis=None``); ``out``: a pair of arrays.
+
+    Raises: as :func:`cumsum`.
+    """
+    return _scan(x, _ops.arg_op("max", False), axis, None, out, False, reverse, strategy,
+                 layout, stream, None, "cummax")
+
+
+@replayable
+@honours_stream
+def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
+           stream=None):
+    """``(values, indices)``: the running minimum along ``axis`` and where it was, as
+    ``torch.cummin`` (ties: the latest index; NaN wins). The mirror of :func:`cummax`.
+    """
+    return _scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse, strategy,
+                 layout, stream, None, "cummin")
+
+
 # --- the common path ---------------------------------------------------------------------
 
 
@@ -329,4 +386,5 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
     return views[0], views[1:], finish
 
 
-__all__ = ["cumsum", "cumprod", "associative_scan"]
+__all__ = ["cumsum", "cumprod", "associative_scan", "nancumsum", "nancumprod", "cummax",
+           "cummin"]

@@ -124,8 +124,9 @@ class Op:
         empty: the result of reducing no elements: ``"identity"`` (NumPy's rule for
             ufuncs with an identity), ``"raise"`` (``ValueError``, as ``np.max``), or
             a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
-        map: for two-field ops, ``map(value, index) -> (f0, f1)``: the state of one
-            element (argmax: the value and its flat index). One-field ops cast the
+        map: ``map(value, index)``: the state of one element (argmax: ``(value,
+            flat index)``; a one-field op: a scalar, such as ``value != 0`` for
+            ``any``). Required for two-field ops; a one-field op without one casts the
             element to the accumulator dtype.
 
     Raises:
@@ -209,7 +210,7 @@ class Op:
         return self._compiled("combine", self.combine)
 
     def device_map(self):
-        """The map function (two-field ops) compiled as a CUDA device function."""
+        """The map function compiled as a CUDA device function."""
         return self._compiled("map", self.map)
 
     def _compiled(self, what: str, fn: Callable):
@@ -298,7 +299,46 @@ BITWISE_AND = Op("bitwise_and", _and, _all_ones, atomic="and_", kinds=INTEGER_KI
 BITWISE_OR = Op("bitwise_or", _or, _constant_identity(0), atomic="or_", kinds=INTEGER_KINDS)
 BITWISE_XOR = Op("bitwise_xor", _xor, _constant_identity(0), atomic="xor", kinds=INTEGER_KINDS)
 
-BUILTIN = {o.name: o for o in (SUM, PROD, MAX, MIN, BITWISE_AND, BITWISE_OR, BITWISE_XOR)}
+
+# --- ops whose elements are mapped first: logical and NaN-skipping reductions ---------
+# Each element's state is ``map(value, index)`` (``numbakern/ops/state.py``'s
+# ``to_state``), on every path alike. NaN != 0 is True, as NumPy's any and count_nonzero
+# read it.
+
+
+def _nonzero(v, i):
+    return v != 0
+
+
+def _nan_as_zero(v, i):
+    return v if v == v else 0
+
+
+def _nan_as_one(v, i):
+    return v if v == v else 1
+
+
+def _bool_result(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    return np.dtype(np.bool_)
+
+
+def _count_result(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
+    return np.dtype(np.intp)
+
+
+ANY = Op("any", _or, _constant_identity(False), atomic="or_", result_dtype=_bool_result,
+         map=_nonzero)
+ALL = Op("all", _and, _constant_identity(True), atomic="and_", result_dtype=_bool_result,
+         map=_nonzero)
+COUNT_NONZERO = Op("count_nonzero", _add, _constant_identity(0), atomic="add",
+                   result_dtype=_count_result, map=_nonzero)
+NANSUM = Op("nansum", _add, _constant_identity(0), atomic="add", result_dtype=numpy_sum_dtype,
+            map=_nan_as_zero)
+NANPROD = Op("nanprod", _mul, _constant_identity(1), result_dtype=numpy_sum_dtype,
+             map=_nan_as_one)
+
+BUILTIN = {o.name: o for o in (SUM, PROD, MAX, MIN, BITWISE_AND, BITWISE_OR, BITWISE_XOR,
+                               ANY, ALL, COUNT_NONZERO, NANSUM, NANPROD)}
 
 
 def get(op_or_name: Op | str) -> Op:

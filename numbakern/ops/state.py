@@ -13,8 +13,8 @@ dtypes:
   of a pair of arrays, one per field (shared-memory temp storage, partials, outputs).
   One-field states leave ``a1`` alone, so callers pass any small array there;
 * ``to_state(value, index)``: one input element as a state, the only way any kernel
-  turns an element into a state (one-field ops: the value cast to the accumulator
-  dtype; two-field ops: ``op.map(value, index)``, each field cast to its dtype), so
+  turns an element into a state (``op.map(value, index)``, each field cast to its
+  dtype; a one-field op without a map: the value cast to the accumulator dtype), so
   every path reads its input by the op's one rule.
 
 Which function of each pair is used is decided here, in Python, from the number of
@@ -122,11 +122,19 @@ def state_kit(op: Op, dtypes: tuple) -> StateKit:
 def _element_to_state(op: Op, dtypes: tuple):
     """Device function ``to_state(value, index) -> state`` (the module docstring)."""
     t0 = from_dtype(dtypes[0])
-    if op.fields == 1:
+    if op.fields == 1 and op.map is None:
 
         @cuda.jit(device=True)
         def to_state(v, i):
             return (t0(v),)
+
+        return to_state
+    if op.fields == 1:
+        g = op.device_map()
+
+        @cuda.jit(device=True)
+        def to_state(v, i):
+            return (t0(g(v, i)),)
 
         return to_state
     t1 = from_dtype(dtypes[1])

@@ -1,0 +1,114 @@
+"""any, all, count_nonzero, nansum, nanprod, nancumsum, nancumprod, cummax and cummin
+against NumPy (and torch's cummax rule), on every path: each element enters through
+the op's map, so a strategy or layout chosen for speed reads it the same way.
+
+Integer results exactly; float sums and products of small integers exactly too.
+"""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+RNG = np.random.default_rng(17)
+REDUCE = nk.strategies.every("reduce", threads=32, blocks=2)
+SCAN = nk.strategies.every("scan", threads=32)
+FUNCS = {"any": np.any, "all": np.all, "count_nonzero": np.count_nonzero,
+         "nansum": np.nansum, "nanprod": np.nanprod}
+
+
+def _data(dtype, shape):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:  # bytes other than 0 and 1, which NumPy reads as True
+        return RNG.choice(np.array([0, 1, 2, 255], np.uint8), shape).view(bool)
+    x = RNG.integers(-1, 3, shape).astype(dtype)
+    if dtype.kind == "f":
+        x[RNG.random(shape) < 0.2] = np.nan
+        x[RNG.random(shape) < 0.1] = -0.0
+    return x
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float32"])
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_reductions_match_numpy(name, dtype):
+    x = _data(dtype, (33, 40))
+    fn, ref = getattr(nk, name), FUNCS[name]
+    if name == "nanprod" and np.dtype(dtype).kind != "b":
+        x = np.where(np.abs(x) > 1, np.sign(x), x).astype(dtype)  # products stay small
+    for axis in (None, 1, (0, 1)):
+        _same(fn(x, axis=axis), ref(x, axis=axis))
+    _same(fn(x[:, :2], axis=1), ref(x[:, :2], axis=1))  # tiny rows
+    _same(fn(x.T, axis=0), ref(x.T, axis=0))  # F-ordered rows
+    _same(fn(x[:0], axis=0), ref(x[:0], axis=0))  # no elements: the identity
+
+
+@pytest.mark.parametrize("dtype", ["uint64", "float16", "float64"])
+def test_other_dtypes(dtype):
+    x = _data(dtype, (6, 40))
+    for name in ("any", "nansum"):
+        _same(getattr(nk, name)(x, axis=1, keepdims=True),
+              FUNCS[name](x, axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("strategy", REDUCE, ids=lambda s: s.label)
+def test_every_reduction_strategy(strategy):
+    x = _data("float32", (9, 70))
+    _same(nk.nansum(x, axis=1, strategy=strategy), np.nansum(x, axis=1))
+    _same(nk.any(x > 1, strategy=strategy), np.any(x > 1))
+
+
+def test_count_nonzero_is_a_python_int_for_the_whole_array():
+    x = np.array([0.0, np.nan, 2.0, -0.0])
+    assert nk.count_nonzero(x) == 2 and type(nk.count_nonzero(x)) is int
+    assert nk.count_nonzero(x.reshape(2, 2), axis=0).dtype == np.intp
+
+
+@pytest.mark.parametrize("strategy", SCAN, ids=lambda s: s.label)
+def test_nan_scans_match_numpy(strategy):
+    x = _data("float64", (5, 37))
+    small = np.where(np.abs(x) > 1, np.sign(x), x)
+    _same(nk.nancumsum(x, strategy=strategy), np.nancumsum(x))
+    _same(nk.nancumprod(small, axis=1, strategy=strategy, layout="tiles"),
+          np.nancumprod(small, axis=1))
+
+
+def test_nan_scans_on_warp_rows_and_integers():
+    x = _data("float64", (5, 37))
+    _same(nk.nancumsum(x, axis=1), np.nancumsum(x, axis=1))  # a warp per row
+    _same(nk.nancumsum(x.astype(np.int32), axis=0), np.nancumsum(x.astype(np.int32), 0))
+
+
+def _torch_cummax(x, less):
+    """torch's cummax (less=False) / cummin rule, sequentially: a NaN, or a value at
+    least as large (small) as the running one, takes over with its index."""
+    values, indices = np.empty_like(x), np.empty(x.shape, np.int64)
+    best, at = x[0], 0
+    for i, v in enumerate(x):
+        if v != v or (best == best and (v <= best if less else v >= best)):
+            best, at = v, i
+        values[i], indices[i] = best, at
+    return values, indices
+
+
+@pytest.mark.parametrize("direction", ["max", "min"])
+def test_cummax_and_cummin_follow_torch(direction):
+    fn = nk.cummax if direction == "max" else nk.cummin
+    x = RNG.integers(0, 4, 150).astype(np.float32)  # many ties
+    x[[40, 90, 91]] = np.nan
+    values, indices = fn(x)
+    want_v, want_i = _torch_cummax(x, direction == "min")
+    np.testing.assert_array_equal(values, want_v)
+    np.testing.assert_array_equal(indices, want_i)
+    rows = RNG.integers(-3, 3, (4, 33)).astype(np.int16)
+    values, indices = fn(rows, axis=1)
+    for r in range(4):
+        want_v, want_i = _torch_cummax(rows[r], direction == "min")
+        np.testing.assert_array_equal(values[r], want_v)
+        np.testing.assert_array_equal(indices[r], want_i)
+    assert values.dtype == np.int16 and indices.dtype == np.int64
