@@ -45,11 +45,12 @@ from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import divide_into
+from numbakern.kernels.elementwise import divide_into, log_sum_exp_into
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import flat
+from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
 def _grid(op: _ops.Op, strategy):
@@ -520,6 +521,64 @@ def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 stream, lanes)
 
 
+@planner
+def _planned_lse(in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, strategy,
+                 lanes) -> tuple:
+    """logsumexp's argument checks and what they decide: ``(result dtype, axes, shape,
+    grid, M, N, kit)``."""
+    keepdims = check_flag(keepdims, "keepdims")
+    if in_dtype.kind not in "biuf" or in_dtype.itemsize > 8:
+        raise TypeError(f"logsumexp is not defined for x of dtype {in_dtype}; it accepts "
+                        "bool, integers and float16/32/64")
+    result = in_dtype if in_dtype.kind == "f" else np.dtype(np.float64)  # as SciPy's
+    axes = normalize_axes(axis, len(in_shape))
+    grid = _grid(ONLINE_SOFTMAX, strategy)
+    check_lanes(lanes, grid.block)
+    acc = _ops.accumulator_dtype(result)
+    kit = state_kit(ONLINE_SOFTMAX, (acc, acc))
+    return (result, axes, result_shape(in_shape, axes, keepdims), grid,
+            *_extents(in_shape, axes), kit)
+
+
+@replayable
+@honours_stream
+def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strategy=None,
+              stream=None, lanes=None):
+    """``log(sum(exp(x)))`` along ``axis``, as ``scipy.special.logsumexp(x, axis,
+    keepdims=keepdims)``, in one pass and without overflow.
+
+    Each output reduces the online softmax's ``(max, sum of exp(x - max))`` pairs
+    (``strategies/online_softmax.py``; Milakov and Gimelshein, 2018) with any
+    reduction strategy, then takes ``max + log(sum)``. A slice holding +inf gives
+    +inf, one holding NaN gives NaN, one of nothing but -inf (or no elements) gives
+    -inf, as SciPy. Result dtype: the input's float dtype (float16 accumulates in
+    float32), float64 for bool and integers.
+
+    Args:
+        x, axis, keepdims: as SciPy's (axis None, an int or a tuple).
+        b, return_sign: SciPy's scale factors and signed result are not supported:
+            they must be left out.
+        strategy, stream, lanes: as :func:`sum`.
+
+    Raises:
+        TypeError: ``b`` or ``return_sign`` given; a dtype other than bool, integers
+            and float16/32/64.
+        ValueError, AxisError: as :func:`sum`.
+    """
+    if b is not None or return_sign:
+        raise TypeError("logsumexp: b= and return_sign= (SciPy's) are not supported")
+    x = as_array_like(x)
+    result, axes, shape, grid, M, N, kit = _planned_lse(
+        np.dtype(x.dtype), tuple(x.shape), axis, keepdims, strategy, lanes)
+    workspace = Workspace(kind_of(x), resolve_stream(stream, kind_of(x)))
+    if M * N == 0:
+        return deliver_host(workspace, np.full(shape, -np.inf, dtype=result), None)
+    m, s = _reduce(x, axes, ONLINE_SOFTMAX, kit, grid, workspace, lanes, track_index=False)
+    dst = workspace.empty(M, kit.dtypes[0])
+    log_sum_exp_into(m, s, dst, workspace.stream)
+    return deliver(workspace, dst, result, shape, None)
+
+
 def _out_pair(out) -> tuple:
     if out is None:
         return (None, None)
@@ -529,5 +588,6 @@ def _out_pair(out) -> tuple:
 
 
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
-           "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "argmax", "argmin",
+           "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "logsumexp", "argmax",
+           "argmin",
            "max_with_indices", "min_with_indices"]

@@ -8,6 +8,8 @@ Both are grid-strided one-element-per-thread loops.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda, float64, int64
 
@@ -51,6 +53,16 @@ def _divide(src, dst, count):
         i += step
 
 
+@cuda.jit
+def _log_sum_exp(m, s, dst):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < m.shape[0]:
+        # +inf dominates (its sum is inf - inf, NaN); a NaN maximum stays NaN
+        dst[i] = m[i] if m[i] == math.inf else m[i] + math.log(s[i])
+        i += step
+
+
 def _scalar(value, dtype: np.dtype):
     """``value`` as a kernel argument for an array of ``dtype``: a NumPy scalar of that
     dtype (integers travel as int64 bit patterns on a GPU, which the store narrows
@@ -81,6 +93,12 @@ def divide_into(src, dst, count: int, stream) -> None:
     """``dst[i] = dst.dtype(float64(src[i]) / count)`` (1-D arrays of one length): a
     mean from a sum, divided as NumPy's ``mean`` divides (in float64, then cast)."""
     launch(_divide, grid_for(src.shape[0]), THREADS, stream, src, dst, float(count))
+
+
+def log_sum_exp_into(m, s, dst, stream) -> None:
+    """``dst[i] = m[i] + log(s[i])`` (``+inf`` where ``m[i]`` is): ``log(sum(exp(x)))``
+    from the online softmax's ``(max, sum of exp(x - max))`` state of each output."""
+    launch(_log_sum_exp, grid_for(m.shape[0]), THREADS, stream, m, s, dst)
 
 
 def cast_into(src, dst, stream) -> None:

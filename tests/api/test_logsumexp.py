@@ -1,0 +1,52 @@
+"""logsumexp against a float64 NumPy reference (SciPy's semantics), every reduction
+strategy of the registry, special values and the arguments it refuses."""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+RNG = np.random.default_rng(23)
+
+
+def ref(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) in float64 with the maximum taken out first."""
+    x = np.asarray(x, np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else np.squeeze(r, axis=axis)
+
+
+@pytest.mark.parametrize("strategy", nk.strategies.every("reduce", threads=32, blocks=2),
+                         ids=lambda s: s.label)
+def test_every_strategy(strategy):
+    x = (RNG.standard_normal((9, 70)) * 30).astype(np.float32)
+    np.testing.assert_allclose(nk.logsumexp(x, axis=1, strategy=strategy), ref(x, 1),
+                               rtol=2e-6)
+    np.testing.assert_allclose(nk.logsumexp(x, strategy=strategy), ref(x), rtol=2e-6)
+
+
+def test_axes_dtypes_and_special_values():
+    x = RNG.standard_normal((5, 6, 33)) * 10
+    for axis in (0, 2, (0, 2)):
+        got = nk.logsumexp(x, axis=axis, keepdims=True)
+        np.testing.assert_allclose(got, ref(x, axis, keepdims=True), rtol=1e-12)
+    assert nk.logsumexp(x.astype(np.float16)).dtype == np.float16
+    assert nk.logsumexp(np.arange(5)).dtype == np.float64
+    np.testing.assert_allclose(nk.logsumexp(np.arange(5)), ref(np.arange(5)), rtol=1e-12)
+    rows = np.array([[np.inf, 1.0, -np.inf], [-np.inf, -np.inf, -np.inf],
+                     [np.nan, 1.0, 2.0], [1e30, 1e30, 0.0]])
+    np.testing.assert_array_equal(nk.logsumexp(rows, axis=1)[:3], [np.inf, -np.inf, np.nan])
+    np.testing.assert_allclose(nk.logsumexp(rows, axis=1)[3], 1e30 + np.log(2), rtol=1e-15)
+    assert nk.logsumexp(np.zeros((0, 3)), axis=0).tolist() == [-np.inf] * 3
+
+
+def test_refuses_what_it_does_not_take():
+    with pytest.raises(TypeError, match="b= and return_sign="):
+        nk.logsumexp(np.ones(3), b=np.ones(3))
+    with pytest.raises(TypeError, match="logsumexp is not defined"):
+        nk.logsumexp(np.ones(3, np.complex64))
+    with pytest.raises(nk.AxisError):
+        nk.logsumexp(np.ones(3), axis=1)
