@@ -63,6 +63,7 @@ from .api.reductions import (  # noqa: E402
     nanprod,
     nansum,
     prod,
+    ptp,
     reduce,
     sum,
     xor_sum,
@@ -104,6 +105,6 @@ __all__ = [
     "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "nancumprod", "nancumsum",
     "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
-    "op", "prod", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
+    "op", "prod", "ptp", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
     "warp", "xor_sum",
 ]

@@ -45,7 +45,7 @@ from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import divide_into, log_sum_exp_into
+from numbakern.kernels.elementwise import divide_into, log_sum_exp_into, subtract_into
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -579,6 +579,55 @@ def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strate
     return deliver(workspace, dst, result, shape, None)
 
 
+@replayable
+@honours_stream
+def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, lanes=None):
+    """Range (maximum minus minimum) along ``axis``, as ``np.ptp``, in one pass: each
+    output reduces ``(min, max)`` pairs (``numbakern.ops.MINMAX``), then subtracts.
+
+    Result dtype: the input's (integers wrap, as NumPy's subtract does); NaN where a
+    NaN is present. Arguments as :func:`max`.
+
+    Raises:
+        ValueError: reducing no elements, as NumPy.
+        TypeError: bool input (NumPy's subtract refuses booleans) or another dtype the
+            op does not take. AxisError, ValueError: as :func:`sum`.
+    """
+    x = as_array_like(x)
+    if np.dtype(x.dtype).kind == "b":
+        raise TypeError("ptp is not defined for bool x (NumPy's subtract refuses "
+                        "booleans): pass x.astype(np.uint8)")
+    op, dtypes, axes, shape, grid, M, N, kit = _planned_pair(
+        _ops.MINMAX, np.dtype(x.dtype), tuple(x.shape), axis, keepdims, strategy, lanes)
+    kind = kind_of(x)
+    check_out(out, shape, dtypes[0], kind, "ptp")
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if N == 0:
+        op.empty_result(dtypes[0])  # raises, as NumPy
+    if M == 0:
+        return deliver_host(workspace, np.empty(shape, dtype=dtypes[0]), out)
+    lo, hi = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    dst = workspace.empty(M, dtypes[0])
+    subtract_into(hi, lo, dst, workspace.stream)
+    return deliver(workspace, dst, dtypes[0], shape, out)
+
+
+@planner
+def _planned_pair(op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, strategy,
+                  lanes) -> tuple:
+    """A two-field op's argument checks, as :func:`_setup`: ``(op, result dtypes, axes,
+    shape, grid, M, N, kit)``, both fields in the input's accumulator dtype."""
+    keepdims = check_flag(keepdims, "keepdims")
+    op.check_dtype(in_dtype)
+    axes = normalize_axes(axis, len(in_shape))
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    acc = _ops.accumulator_dtype(in_dtype)
+    kit = state_kit(op, (acc, acc))
+    return (op, (in_dtype, in_dtype), axes, result_shape(in_shape, axes, keepdims), grid,
+            *_extents(in_shape, axes), kit)
+
+
 def _out_pair(out) -> tuple:
     if out is None:
         return (None, None)
@@ -588,6 +637,5 @@ def _out_pair(out) -> tuple:
 
 
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
-           "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "logsumexp", "argmax",
-           "argmin",
-           "max_with_indices", "min_with_indices"]
+           "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "logsumexp", "ptp",
+           "argmax", "argmin", "max_with_indices", "min_with_indices"]

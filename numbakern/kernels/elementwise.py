@@ -8,10 +8,11 @@ Both are grid-strided one-element-per-thread loops.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from numba import cuda, float64, int64
+from numba import cuda, float64, from_dtype, int64
 
 from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import launch
@@ -99,6 +100,29 @@ def log_sum_exp_into(m, s, dst, stream) -> None:
     """``dst[i] = m[i] + log(s[i])`` (``+inf`` where ``m[i]`` is): ``log(sum(exp(x)))``
     from the online softmax's ``(max, sum of exp(x - max))`` state of each output."""
     launch(_log_sum_exp, grid_for(m.shape[0]), THREADS, stream, m, s, dst)
+
+
+def subtract_into(a, b, dst, stream) -> None:
+    """``dst[i] = a[i] - b[i]`` in ``dst``'s dtype (1-D arrays of one length; ``a`` and
+    ``b`` may hold their values in wider words, as an atomic fold's results do): each
+    operand is cast first, so integers wrap as NumPy's subtract does."""
+    launch(_subtracter(np.dtype(dst.dtype)), grid_for(a.shape[0]), THREADS, stream, a, b,
+           dst)
+
+
+@functools.lru_cache(maxsize=None)
+def _subtracter(dtype: np.dtype):
+    t = from_dtype(dtype)
+
+    @cuda.jit
+    def subtract(a, b, dst):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < a.shape[0]:
+            dst[i] = t(a[i]) - t(b[i])
+            i += step
+
+    return subtract
 
 
 def cast_into(src, dst, stream) -> None:

@@ -337,6 +337,27 @@ NANSUM = Op("nansum", _add, _constant_identity(0), atomic="add", result_dtype=nu
 NANPROD = Op("nanprod", _mul, _constant_identity(1), result_dtype=numpy_sum_dtype,
              map=_nan_as_one)
 
+
+
+# --- the (min, max) pair of ptp ----------------------------------------------------------
+
+
+def _minmax(a0, a1, b0, b1):
+    return _min(a0, b0), _max(a1, b1)
+
+
+def _twice(v, i):
+    return v, v
+
+
+def _minmax_identity(dtypes):
+    return _float_identity(np.inf)(dtypes[0]), _float_identity(-np.inf)(dtypes[1])
+
+
+#: ``(min, max)`` of a stretch, in one pass (``ptp`` is ``max - min``); NaN propagates
+MINMAX = Op("minmax", _minmax, _minmax_identity, fields=2, map=_twice, nan_propagating=True,
+            empty="raise", kinds="iuf")
+
 BUILTIN = {o.name: o for o in (SUM, PROD, MAX, MIN, BITWISE_AND, BITWISE_OR, BITWISE_XOR,
                                ANY, ALL, COUNT_NONZERO, NANSUM, NANPROD)}
 
