@@ -60,6 +60,10 @@ from .api.reductions import (  # noqa: E402
     mean,
     min,
     min_with_indices,
+    nanargmax,
+    nanargmin,
+    nanmax,
+    nanmin,
     nanprod,
     nansum,
     prod,
@@ -105,6 +109,7 @@ __all__ = [
     "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "nancumprod", "nancumsum",
     "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
+    "nanargmax", "nanargmin", "nanmax", "nanmin",
     "op", "prod", "ptp", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
     "warp", "xor_sum",
 ]

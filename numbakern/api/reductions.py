@@ -45,7 +45,8 @@ from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import divide_into, log_sum_exp_into, subtract_into
+from numbakern.kernels.elementwise import (divide_into, log_sum_exp_into, nan_where,
+                                            subtract_into)
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -135,11 +136,16 @@ def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bo
 
 @planner
 def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: tuple, axis,
-                 keepdims: bool, strategy, lanes) -> tuple:
+                 keepdims: bool, strategy, lanes, skip_nan: bool = False) -> tuple:
     """argmax/argmin's argument checks and what they decide, as :func:`_setup`:
-    ``(op, dtypes, axes, shape, grid, M, N, kit)``."""
+    ``(op, dtypes, axes, shape, grid, M, N, kit)``; ``skip_nan``: the nanargmax and
+    nanargmin ops."""
     keepdims = check_flag(keepdims, "keepdims")
-    op = _ops.arg_op(direction, check_flag(tie_break_left, "tie_break_left"))
+    tie_break_left = check_flag(tie_break_left, "tie_break_left")
+    if skip_nan:
+        op = _ops.NANARGMAX if direction == "max" else _ops.NANARGMIN
+    else:
+        op = _ops.arg_op(direction, tie_break_left)
     op.check_dtype(in_dtype)
     ndim = len(in_shape)
     axes = tuple(range(ndim)) if axis is None else (normalize_axis(axis, ndim),)
@@ -151,16 +157,18 @@ def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: t
 
 
 def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, outs,
-         want_values: bool, strategy, stream, lanes):
-    """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch."""
+         want_values: bool, strategy, stream, lanes, skip_nan: bool = False):
+    """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch;
+    ``skip_nan``: their NaN-skipping forms (an all-NaN output keeps the identity's
+    index, :func:`_all_nan`)."""
     x = as_array_like(x)
     if x.ndim == 0:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
         x = x.reshape(1)
         keepdims = False  # and its result stays 0-d
     op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
         direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
-        strategy, lanes)
-    name = f"arg{direction}"
+        strategy, lanes, skip_nan)
+    name = f"nanarg{direction}" if skip_nan else f"arg{direction}"
     kind = kind_of(x)
     for o, dt in zip(outs, dtypes):
         check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
@@ -628,6 +636,78 @@ def _planned_pair(op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool,
             *_extents(in_shape, axes), kit)
 
 
+@honours_stream
+def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
+              lanes=None):
+    """Index of the largest element along ``axis`` ignoring NaN, as ``np.nanargmax``:
+    a NaN counts as -inf at its own index (so ``[nan, -inf]`` gives 0, as NumPy), the
+    first of equal values wins. One pass (``numbakern.ops.NANARGMAX``: the state flags
+    a slice of nothing but NaN).
+
+    Raises:
+        ValueError: a slice of nothing but NaN ("All-NaN slice encountered", NumPy's
+            error: device input is read back to find it), or an empty axis. Otherwise
+            as :func:`argmax`.
+    """
+    return _nan_arg(x, "max", axis, keepdims, out, True, strategy, stream, lanes)
+
+
+@honours_stream
+def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
+              lanes=None):
+    """Index of the smallest element along ``axis`` ignoring NaN (NaN counts as +inf),
+    as ``np.nanargmin``. The mirror of :func:`nanargmax`."""
+    return _nan_arg(x, "min", axis, keepdims, out, True, strategy, stream, lanes)
+
+
+@honours_stream
+def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+           lanes=None):
+    """Largest element along ``axis`` ignoring NaN, as ``np.nanmax``: NaN for a slice of
+    nothing but NaN, with NumPy's ``RuntimeWarning`` (device input: read back to find
+    it). Result dtype: the input's. Raises: as :func:`max`.
+    """
+    return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes)
+
+
+@honours_stream
+def nanmin(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
+           lanes=None):
+    """Smallest element along ``axis`` ignoring NaN, as ``np.nanmin``. The mirror of
+    :func:`nanmax`."""
+    return _nan_arg(x, "min", axis, keepdims, out, False, strategy, stream, lanes)
+
+
+def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strategy, stream,
+             lanes):
+    """nanargmax/nanargmin (``want_indices``) or nanmax/nanmin through the NaN-skipping
+    arg op. Where a slice held nothing but NaN its code carries ``ops.ALL_NAN``:
+    indices raise NumPy's error; values warn as NumPy and are NaN there."""
+    outs = (None, out) if want_indices else (out, None)
+    values, codes = _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream,
+                         lanes, skip_nan=True)
+    on_host = isinstance(codes, (np.ndarray, np.generic))
+    flags = np.asarray(codes if on_host else _to_host(codes)) & _ops.ALL_NAN
+    if not flags.any():
+        return codes if want_indices else values
+    if want_indices:
+        raise ValueError("All-NaN slice encountered")
+    warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+    if isinstance(values, np.generic):
+        return values.dtype.type(np.nan)
+    if on_host:
+        values[flags != 0] = np.nan
+    else:
+        nan_where(flat(values), flat(codes), _ops.ALL_NAN,
+                  resolve_stream(stream, kind_of(values)))
+    return values
+
+
+def _to_host(arr) -> np.ndarray:
+    """A device result on the host (CuPy's ``get``, Numba's ``copy_to_host``)."""
+    return arr.get() if hasattr(arr, "get") else arr.copy_to_host()
+
+
 def _out_pair(out) -> tuple:
     if out is None:
         return (None, None)
@@ -638,4 +718,5 @@ def _out_pair(out) -> tuple:
 
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
            "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "logsumexp", "ptp",
-           "argmax", "argmin", "max_with_indices", "min_with_indices"]
+           "argmax", "argmin", "nanargmax", "nanargmin", "nanmax", "nanmin",
+           "max_with_indices", "min_with_indices"]

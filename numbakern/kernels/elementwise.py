@@ -64,6 +64,16 @@ def _log_sum_exp(m, s, dst):
         i += step
 
 
+@cuda.jit
+def _nan_where(values, marks, marker):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < values.shape[0]:
+        if marks[i] & marker:
+            values[i] = math.nan
+        i += step
+
+
 def _scalar(value, dtype: np.dtype):
     """``value`` as a kernel argument for an array of ``dtype``: a NumPy scalar of that
     dtype (integers travel as int64 bit patterns on a GPU, which the store narrows
@@ -123,6 +133,12 @@ def _subtracter(dtype: np.dtype):
             i += step
 
     return subtract
+
+
+def nan_where(values, marks, marker: int, stream) -> None:
+    """``values[i] = NaN`` where ``marks[i]`` has a bit of ``marker`` set (1-D arrays of
+    one length)."""
+    launch(_nan_where, grid_for(values.shape[0]), THREADS, stream, values, marks, int(marker))
 
 
 def cast_into(src, dst, stream) -> None:

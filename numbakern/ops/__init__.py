@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from numba import int64
 
 INTEGER_KINDS = "biu"
 ALL_KINDS = "biuf"
@@ -495,3 +497,45 @@ def arg_op(direction: str, tie_break_left: bool = True) -> ArgOp:
         return _ARG_OPS[direction, bool(tie_break_left)]
     except KeyError:
         raise ValueError(f"direction must be 'max' or 'min', got {direction!r}") from None
+
+
+# --- nanargmax / nanargmin: NaN as -inf (+inf), and a flag for slices of only NaN ------
+# NumPy's nanargmax reads a NaN as -inf (nanargmin: +inf) at its own index, and raises
+# for a slice of nothing but NaN; nanmax gives NaN there. The state is (value, code):
+# the code is the index, with bit 62 set while every element so far was NaN (the
+# combine ANDs the bits). Ties: the smaller index. The identity's code has every index
+# bit set (it loses every tie) and the flag (neutral under AND).
+
+ALL_NAN = 1 << 62
+INDEX_BITS = ALL_NAN - 1
+
+
+def _nan_coded(extreme: float):
+    def code(value, i):
+        if value != value:
+            return extreme, int64(i) | ALL_NAN
+        return value, int64(i)
+
+    return code
+
+
+def _nanargmax(a0, a1, b0, b1):
+    flag = a1 & b1 & ALL_NAN
+    ai, bi = a1 & INDEX_BITS, b1 & INDEX_BITS
+    if a0 > b0 or (a0 == b0 and ai < bi):
+        return a0, ai | flag
+    return b0, bi | flag
+
+
+def _nanargmin(a0, a1, b0, b1):
+    flag = a1 & b1 & ALL_NAN
+    ai, bi = a1 & INDEX_BITS, b1 & INDEX_BITS
+    if a0 < b0 or (a0 == b0 and ai < bi):
+        return a0, ai | flag
+    return b0, bi | flag
+
+
+NANARGMAX = Op("nanargmax", _nanargmax, _arg_identity("max", True), fields=2,
+               map=_nan_coded(-math.inf), empty="raise")
+NANARGMIN = Op("nanargmin", _nanargmin, _arg_identity("min", True), fields=2,
+               map=_nan_coded(math.inf), empty="raise")

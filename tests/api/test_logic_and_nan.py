@@ -112,3 +112,31 @@ def test_cummax_and_cummin_follow_torch(direction):
         np.testing.assert_array_equal(values[r], want_v)
         np.testing.assert_array_equal(indices[r], want_i)
     assert values.dtype == np.int16 and indices.dtype == np.int64
+
+
+NAN_ROWS = np.array([[np.nan, -np.inf, 3.0, 3.0, np.nan], [1.0, np.nan, -2.0, -0.0, -2.0],
+                     [np.nan, np.inf, np.nan, 0.5, 0.5]], np.float32)
+
+
+@pytest.mark.parametrize("strategy", REDUCE, ids=lambda s: s.label)
+def test_nan_extremes_match_numpy(strategy):
+    """NaN counts as -inf (+inf) at its own index; ties: the first; every strategy."""
+    x = np.concatenate([NAN_ROWS, _data("float32", (6, 5))])
+    for fn, ref in ((nk.nanargmax, np.nanargmax), (nk.nanargmin, np.nanargmin),
+                    (nk.nanmax, np.nanmax), (nk.nanmin, np.nanmin)):
+        _same(fn(x, axis=1, strategy=strategy), ref(x, axis=1))
+        _same(fn(x, strategy=strategy), ref(x))
+    assert nk.nanargmax(np.array([np.nan, -np.inf])) == 0  # as NumPy: NaN reads as -inf
+
+
+def test_all_nan_slices():
+    x = np.array([[np.nan, np.nan], [1.0, np.nan]])
+    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+        nk.nanargmax(x, axis=1)
+    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+        nk.nanargmin(np.full(3, np.nan))
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        _same(nk.nanmax(x, axis=1), np.array([np.nan, 1.0]))
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        assert np.isnan(nk.nanmin(np.full(3, np.nan)))
+    _same(nk.nanmax(np.arange(7, dtype=np.int16).reshape(7, 1), axis=0), np.array([6], np.int16))
