@@ -63,6 +63,7 @@ from .api.reductions import (  # noqa: E402
     nanargmax,
     nanargmin,
     nanmax,
+    nanmean,
     nanmin,
     nanprod,
     nansum,
@@ -109,7 +110,7 @@ __all__ = [
     "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "nancumprod", "nancumsum",
     "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
-    "nanargmax", "nanargmin", "nanmax", "nanmin",
+    "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
     "op", "prod", "ptp", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
     "warp", "xor_sum",
 ]

@@ -45,8 +45,8 @@ from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import (divide_into, log_sum_exp_into, nan_where,
-                                            subtract_into)
+from numbakern.kernels.elementwise import (divide_by_into, divide_into, log_sum_exp_into,
+                                            nan_where, subtract_into)
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -708,6 +708,53 @@ def _to_host(arr) -> np.ndarray:
     return arr.get() if hasattr(arr, "get") else arr.copy_to_host()
 
 
+@honours_stream
+def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None,
+            stream=None, lanes=None):
+    """The mean along ``axis`` of the elements that are not NaN, as ``np.nanmean``, in
+    one pass: each output reduces ``(sum, count)`` pairs (``numbakern.ops.SUM_COUNT``),
+    then divides in float64. A slice of nothing but NaN (or no elements) gives NaN,
+    with NumPy's "Mean of empty slice" ``RuntimeWarning`` for NumPy input (device input
+    gets the NaN without the warning, which would need the counts on the host).
+
+    Result dtype: as :func:`mean`'s. Arguments and errors as :func:`mean`.
+    """
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    if in_dtype.kind not in "biuf" or in_dtype.itemsize > 8:
+        raise TypeError(f"nanmean is not defined for x of dtype {in_dtype}; it accepts "
+                        "bool, integers and float16/32/64")
+    result = np.dtype(dtype if dtype is not None else
+                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
+    keepdims = check_flag(keepdims, "keepdims")
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, keepdims)
+    grid = _grid(_ops.SUM_COUNT, strategy)
+    check_lanes(lanes, grid.block)
+    kind = kind_of(x)
+    check_out(out, shape, result, kind, "nanmean")
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(tuple(x.shape), axes)
+    if M * N == 0:
+        if M:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
+    kit = state_kit(_ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE))
+    sums, counts = _reduce(x, axes, _ops.SUM_COUNT, kit, grid, workspace, lanes,
+                           track_index=False)
+    means = deliver(workspace, _divided(sums, counts, result, workspace), result, shape, out)
+    if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) == 0).any():
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+    return means
+
+
+def _divided(sums, counts, result: np.dtype, workspace: Workspace):
+    dst = workspace.empty(sums.shape[0], result)
+    divide_by_into(sums, counts, dst, workspace.stream)
+    return dst
+
+
 def _out_pair(out) -> tuple:
     if out is None:
         return (None, None)
@@ -718,5 +765,5 @@ def _out_pair(out) -> tuple:
 
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
            "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "logsumexp", "ptp",
-           "argmax", "argmin", "nanargmax", "nanargmin", "nanmax", "nanmin",
+           "argmax", "argmin", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
            "max_with_indices", "min_with_indices"]

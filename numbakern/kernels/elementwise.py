@@ -74,6 +74,15 @@ def _nan_where(values, marks, marker):
         i += step
 
 
+@cuda.jit
+def _divide_by(src, counts, dst):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < src.shape[0]:
+        dst[i] = float64(src[i]) / float64(counts[i]) if counts[i] else math.nan
+        i += step
+
+
 def _scalar(value, dtype: np.dtype):
     """``value`` as a kernel argument for an array of ``dtype``: a NumPy scalar of that
     dtype (integers travel as int64 bit patterns on a GPU, which the store narrows
@@ -139,6 +148,12 @@ def nan_where(values, marks, marker: int, stream) -> None:
     """``values[i] = NaN`` where ``marks[i]`` has a bit of ``marker`` set (1-D arrays of
     one length)."""
     launch(_nan_where, grid_for(values.shape[0]), THREADS, stream, values, marks, int(marker))
+
+
+def divide_by_into(src, counts, dst, stream) -> None:
+    """``dst[i] = src[i] / counts[i]`` in float64, cast to ``dst``'s dtype; NaN where a
+    count is 0 (1-D arrays of one length): a mean of the elements counted."""
+    launch(_divide_by, grid_for(src.shape[0]), THREADS, stream, src, counts, dst)
 
 
 def cast_into(src, dst, stream) -> None:

@@ -539,3 +539,25 @@ NANARGMAX = Op("nanargmax", _nanargmax, _arg_identity("max", True), fields=2,
                map=_nan_coded(-math.inf), empty="raise")
 NANARGMIN = Op("nanargmin", _nanargmin, _arg_identity("min", True), fields=2,
                map=_nan_coded(math.inf), empty="raise")
+
+
+# --- nanmean: (sum, count) of the elements that are not NaN ---------------------------
+
+
+def _sum_count(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
+
+
+def _not_nan(value, i):
+    if value != value:
+        return 0, int64(0)
+    return value, int64(1)
+
+
+def _sum_count_identity(dtypes):
+    return np.dtype(dtypes[0]).type(0), np.dtype(dtypes[1]).type(0)
+
+
+#: ``(sum, count)`` of the non-NaN elements (``nanmean`` divides them)
+SUM_COUNT = Op("sum_count", _sum_count, _sum_count_identity, fields=2, map=_not_nan)
+

@@ -140,3 +140,24 @@ def test_all_nan_slices():
     with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
         assert np.isnan(nk.nanmin(np.full(3, np.nan)))
     _same(nk.nanmax(np.arange(7, dtype=np.int16).reshape(7, 1), axis=0), np.array([6], np.int16))
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+@pytest.mark.parametrize("strategy", REDUCE[:2] + REDUCE[-2:], ids=lambda s: s.label)
+def test_nanmean_matches_numpy(strategy):
+    x = np.concatenate([NAN_ROWS.astype(np.float64), _data("float64", (6, 5))])
+    for axis in (None, 0, 1):
+        np.testing.assert_allclose(nk.nanmean(x, axis=axis, strategy=strategy),
+                                   np.nanmean(x, axis=axis), rtol=1e-14)
+    ints = RNG.integers(-5, 5, (4, 33)).astype(np.int16)
+    _same(nk.nanmean(ints, axis=1, strategy=strategy), np.nanmean(ints, axis=1))
+
+
+def test_nanmean_of_nothing_warns_as_numpy():
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        _same(nk.nanmean(np.array([[np.nan, np.nan], [1.0, 3.0]]), axis=1),
+              np.array([np.nan, 2.0]))
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        assert np.isnan(nk.nanmean(np.zeros(0)))
+    h = np.array([1, np.nan, 2], np.float16)
+    assert nk.nanmean(h) == 1.5 and nk.nanmean(h).dtype == np.float16
