@@ -74,7 +74,7 @@ from .api.reductions import (  # noqa: E402
     xor_sum,
 )
 from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # noqa: E402
-                        nancumprod, nancumsum)
+                        logcumsumexp, nancumprod, nancumsum)
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
@@ -108,7 +108,7 @@ __all__ = [
     "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "argmax", "argmin", "argsort",
     "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
     "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "nancumprod", "nancumsum",
-    "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logsumexp",
+    "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logcumsumexp", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
     "op", "prod", "ptp", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",

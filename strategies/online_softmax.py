@@ -71,6 +71,13 @@ def element(value, index):
     return value, 1.0
 
 
+def state_dtypes(in_dtype, dtype=None):
+    """Both fields in the input's float dtype (float64 for integers)."""
+    d = np.dtype(in_dtype if dtype is None else dtype)
+    d = d if d.kind == "f" else np.dtype(np.float64)
+    return d, d
+
+
 ONLINE_SOFTMAX = Op(
     "online_softmax",
     combine,
@@ -79,4 +86,5 @@ ONLINE_SOFTMAX = Op(
     kinds="f",
     fields=2,
     map=element,
+    state_dtypes=state_dtypes,
 )

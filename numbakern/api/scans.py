@@ -50,10 +50,12 @@ from numbakern.core.deliver import check_out
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
+from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import device_view, host_copy, reversed_last, to_device
+from numbakern.runtime.views import device_view, flat, host_copy, reversed_last, to_device
+from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
 @functools.lru_cache(maxsize=None)
@@ -223,6 +225,40 @@ def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
                  layout, stream, None, "cummin")
 
 
+@honours_stream
+def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
+                 stream=None):
+    """``log(cumsum(exp(x)))`` along ``axis`` without overflow, as
+    ``torch.logcumsumexp(x, dim)``: a scan of the online softmax's ``(max, sum of
+    exp(x - max))`` pairs (``strategies/online_softmax.py``) by any scan strategy, then
+    ``max + log(sum)`` per element (+inf where the running maximum is +inf; NaN from
+    a NaN on). ``axis=None`` scans the flattened input, as :func:`cumsum`.
+
+    Returns:
+        an array of ``x``'s float dtype (float16 computes in float32) and shape
+        (``(x.size,)`` for ``axis=None``).
+
+    Raises:
+        TypeError: ``x`` not float16/32/64 (torch's logcumsumexp takes floats only).
+        Otherwise as :func:`cumsum`.
+    """
+    m, s = _scan(x, ONLINE_SOFTMAX, axis, None, None, False, reverse, strategy, layout,
+                 stream, None, "logcumsumexp")
+    if isinstance(m, np.ndarray):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = np.where(m == np.inf, m, m + np.log(s)).astype(m.dtype)
+    else:
+        result = m  # written over in place: m[i] + log(s[i])
+        stream_ = resolve_stream(stream, kind_of(m))
+        log_sum_exp_into(flat(m), flat(s), flat(result), stream_)
+    if out is not None:
+        check_out(out, tuple(np.shape(result)), np.dtype(result.dtype), kind_of(x),
+                  "logcumsumexp")
+        out[...] = result
+        return out
+    return result
+
+
 # --- the common path ---------------------------------------------------------------------
 
 
@@ -286,7 +322,7 @@ def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
     if op.fields == 1:
         results = (result,)
-    elif getattr(op, "state_dtypes", None) is not None:
+    elif op.state_dtypes is not None:
         results = tuple(np.dtype(d) for d in op.state_dtypes(in_dtype, dtype))
     else:
         results = (result, _ops.INDEX_DTYPE)
@@ -387,4 +423,4 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
 
 
 __all__ = ["cumsum", "cumprod", "associative_scan", "nancumsum", "nancumprod", "cummax",
-           "cummin"]
+           "cummin", "logcumsumexp"]

@@ -130,6 +130,9 @@ class Op:
             flat index)``; a one-field op: a scalar, such as ``value != 0`` for
             ``any``). Required for two-field ops; a one-field op without one casts the
             element to the accumulator dtype.
+        state_dtypes: for two-field ops, ``state_dtypes(in_dtype, dtype) -> (d0, d1)``:
+            each field's dtype in a scan's results (default: the result dtype, then
+            int64, a value-index pair's).
 
     Raises:
         TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
@@ -148,6 +151,7 @@ class Op:
     nan_propagating: bool = False
     empty: Any = "identity"
     map: Callable | None = None
+    state_dtypes: Callable | None = None
     _device: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):

@@ -50,3 +50,24 @@ def test_refuses_what_it_does_not_take():
         nk.logsumexp(np.ones(3, np.complex64))
     with pytest.raises(nk.AxisError):
         nk.logsumexp(np.ones(3), axis=1)
+
+
+@pytest.mark.parametrize("strategy", nk.strategies.every("scan", threads=32),
+                         ids=lambda s: s.label)
+def test_logcumsumexp_every_scan_strategy(strategy):
+    x = (RNG.standard_normal((3, 70)) * 20).astype(np.float32)
+    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    got = nk.logcumsumexp(x, axis=1, strategy=strategy, layout="tiles")
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-5)
+    assert got.dtype == np.float32
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_logcumsumexp_special_values_and_errors():
+    x = np.array([-np.inf, 1.0, np.inf, 2.0, np.nan, 3.0])
+    np.testing.assert_array_equal(nk.logcumsumexp(x), np.logaddexp.accumulate(x))
+    y = RNG.standard_normal(50)
+    np.testing.assert_allclose(nk.logcumsumexp(y, reverse=True),
+                               np.logaddexp.accumulate(y[::-1])[::-1], rtol=1e-12)
+    with pytest.raises(TypeError, match="logcumsumexp is not defined"):
+        nk.logcumsumexp(np.arange(4))
