@@ -75,6 +75,22 @@ def lookup(old: str, homes: tuple, name: str):
                          f"{', '.join('numbakern.' + h for h in homes)})")
 
 
+def _callers_level() -> int:
+    """The ``stacklevel`` of the first frame outside the import machinery and
+    numbakern: the user's import line, so Python's default filters show the warning
+    (they show a DeprecationWarning raised in ``__main__``)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen"):  # warnings skips these
+            frame = frame.f_back
+            continue
+        module = frame.f_globals.get("__name__", "")
+        if not module.split(".")[0] in ("numbakern", "importlib"):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
+
+
 class _Shim(types.ModuleType):
     """An old module: each name read from the modules that hold it now."""
 
@@ -100,7 +116,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         old = spec.name.rpartition(".")[2]
         warnings.warn(f"numbakern.{old} moved to "
                       f"{', '.join('numbakern.' + h for h in MOVED[old])}; the old name will "
-                      "be removed", DeprecationWarning, stacklevel=3)
+                      "be removed", DeprecationWarning, stacklevel=_callers_level())
         return _Shim(old)
 
     def exec_module(self, module):

@@ -79,7 +79,7 @@ class BitonicSort(SortStrategy):
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.threads, self.max_size)
+        return (type(self), self.threads, self.max_size)
 
     def __repr__(self) -> str:
         return f"BitonicSort(threads={self.threads}, max_size={self.max_size})"

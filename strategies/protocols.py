@@ -5,8 +5,10 @@ layout, the op, where memory comes from) reaches it through a *job* (``numbakern
 jobs.py``). Each family's contract is written here after CUB's ``block_reduce.cuh``:
 its phases, its temp storage, which threads hold the result, what it costs, whether it
 is deterministic and whether it needs a commutative op. A new strategy subclasses one
-of these, lives in one file of ``strategies/``, and is added to the family's registry
-with one line (``strategies/__init__.py``); every layout of its family then uses it.
+of these, lives in one file, and is added to its family's registry with one line,
+``numbakern.strategies.register(MyStrategy)`` (the built-in ones are registered in
+``strategies/__init__.py``); every layout of its family then uses it. Its ``name``
+must be its own within its family (``register`` refuses a taken one).
 
 =====================  ===========================  =====================================
 family                 base class                   decides
@@ -108,7 +110,10 @@ class Immutable(metaclass=_MadeOnce):
 
 class Strategy(Immutable):
     """What every strategy has: a ``name`` (its registry name), a ``family`` and a
-    ``key`` by which it is equal to and hashed like another."""
+    ``key`` by which it is equal to and hashed like another. A key starts with the
+    class itself, so compiled kernels, which are cached on keys, never pass from one
+    class to another of the same name (a subclass of a built-in strategy, or an
+    edited class registered again)."""
 
     name: ClassVar[str]
     family: ClassVar[str]
@@ -143,6 +148,13 @@ class WarpForm(NamedTuple):
 class BlockStrategy(Strategy):
     """How the threads of one block combine their states (CUB's ``BlockReduce`` and
     ``BlockScan`` algorithms).
+
+    The device functions are built from the op's *state kit* ``kit``
+    (``numbakern/ops/state.py``): ``kit.combine(a, b)`` and ``kit.identity()`` on whole
+    states, ``kit.shfl_down/shfl_up/shfl_idx(s, k)`` (a warp shuffle of every field),
+    ``kit.store(t0, t1, i, s)`` and ``kit.load(t0, t1, i)`` (a state to or from slot
+    ``i`` of a pair of arrays, one per field), ``kit.fields`` and ``kit.dtypes``. A
+    strategy touches states only through these, so it serves every op.
 
     Every device function takes the calling thread's state ``s`` and the temp storage
     ``t0, t1`` (one shared array per state field, :meth:`temp_slots` long, allocated by
@@ -235,7 +247,7 @@ class BlockStrategy(Strategy):
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.threads)
+        return (type(self), self.threads)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(threads={self.threads})"
@@ -346,7 +358,7 @@ class GridStrategy(Strategy):
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.blocks, self.block.key)
+        return (type(self), self.blocks, self.block.key)
 
     @property
     def label(self) -> str:
@@ -499,7 +511,7 @@ class HistogramStrategy(Strategy):
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.threads, self.blocks)
+        return (type(self), self.threads, self.blocks)
 
     def __repr__(self) -> str:
         blocks = "" if self.blocks is None else f", blocks={self.blocks}"

@@ -17,7 +17,7 @@ Faster Least Significant Digit Radix Sort for GPUs", 2022), the algorithm of CUB
    digit ``p``: ``passes * 256`` bins per row, counted by a histogram strategy's
    block-private counters (``strategies/shared_privatized.py`` by default;
    ``numbakern/kernels/counting.py``) and folded into global counts with atomics.
-2. **Scan them** (numbakern's ``scans.exclusive_sum``, by any scan strategy): the
+2. **Scan them** (the job's ``exclusive_sum``, by any scan strategy): the
    exclusive prefix of the counts, laid out ``[pass][row][digit]``, is where the
    first key of each (row, digit) goes in pass ``p``'s output (plus ``p * size``,
    the keys of the earlier passes' blocks of counts, which the pass subtracts).
@@ -139,7 +139,7 @@ class RadixSort(SortStrategy):
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.threads, self.items, self.counter.key, self.scan.key)
+        return (type(self), self.threads, self.items, self.counter.key, self.scan.key)
 
     def __repr__(self) -> str:
         return (f"RadixSort(threads={self.threads}, items={self.items}, "

@@ -6,11 +6,17 @@ passes (``None``, a name, an object) into a strategy of the family, and
 :func:`available` lists the names. Families and their contracts:
 ``strategies/protocols.py``. This module imports no strategy (it knows them by their
 ``family`` and ``name`` attributes), so any strategy module may import it.
+
+A change to the registry drops every cached plan and recorded call
+(``numbakern/runtime/memo.py``, ``replay.py``): a name may then mean another class.
 """
 
 from __future__ import annotations
 
 import warnings
+
+from numbakern.runtime import memo, replay
+from numbakern.runtime.checks import check_count
 
 #: the families, in the order listings show them
 FAMILIES = ("block", "reduce", "scan", "histogram", "sort")
@@ -40,18 +46,34 @@ def register(cls: type) -> type:
     if not isinstance(cls, type) or family not in FAMILIES or not isinstance(name, str):
         raise TypeError(f"register takes a strategy class (a subclass of a base in "
                         f"numbakern.strategies.protocols, with a name), got {cls!r}")
+    missing = [a for a in _REQUIRED.get(family, ()) if not hasattr(cls, a)]
+    if missing:
+        raise TypeError(f"{cls.__name__} must set {', '.join(missing)} (class attributes "
+                        f"of a {family} strategy: strategies/protocols.py)")
     known = REGISTRY[family].get(name)
     if known is not None and known is not cls:
         raise ValueError(f"a {family} strategy named {name!r} is registered already: "
-                         f"{known.__name__}")
+                         f"{known.__name__} (unregister it first)")
     REGISTRY[family][name] = cls
+    _forget()
     return cls
+
+
+#: class attributes each family's contract asks for (beyond ``name``)
+_REQUIRED = {"block": ("needs_commutative",), "reduce": ("deterministic", "needs_commutative"),
+             "scan": ("deterministic",), "histogram": ("privatized",)}
+
+
+def _forget() -> None:
+    memo.forget()
+    replay.forget()
 
 
 def unregister(cls: type) -> None:
     """Remove a class :func:`register` added (a throwaway strategy in a test)."""
     if REGISTRY.get(getattr(cls, "family", None), {}).get(cls.name) is cls:
         del REGISTRY[cls.family][cls.name]
+        _forget()
 
 
 def block_names(scan: bool = False) -> list[str]:
@@ -115,10 +137,11 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
             ``threads`` not a multiple of 32 from 32 to 1024.
         TypeError: a strategy object of another family, or anything else.
     """
-    if not isinstance(family, str) or family not in FAMILIES:  # resolve(spec, threads)
+    if family not in FAMILIES and _a_reduce_spec(family):  # the older resolve(spec, threads)
         warnings.warn("numbakern.strategies.resolve(spec) is resolve('reduce', spec) now",
                       DeprecationWarning, stacklevel=2)
         return resolve("reduce", family, threads=spec)
+    family = _check_family(family)
     kind = getattr(spec, "family", None)
     if kind == family:
         return spec
@@ -135,7 +158,7 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     if family == "block":
         return _block(spec or DEFAULT_BLOCK, threads)
     if spec is None:
-        return _default(family, n, bins)
+        return _default(family, check_count(n, "n"), check_count(bins, "bins"), threads)
     if spec not in REGISTRY[family]:
         raise ValueError(f"unknown {family} strategy {spec!r}; known: "
                          f"{', '.join(REGISTRY[family])}")
@@ -143,18 +166,30 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     return cls() if threads is None else cls(threads)
 
 
+def _a_reduce_spec(spec) -> bool:
+    """Whether ``spec`` reads as the older form's first argument: None, a strategy
+    object, or a reduction strategy's name (``"two_pass/warp_shuffle"``, ``"two_pass"``,
+    ``"warp_shuffle"``)."""
+    if spec is None or getattr(spec, "family", None) is not None:
+        return True
+    if not isinstance(spec, str):
+        return False
+    grid, _, block = spec.partition("/")
+    return grid in REGISTRY["reduce"] or grid in REGISTRY["block"] or block in REGISTRY["block"]
+
+
 def _check_family(family) -> str:
-    if family not in FAMILIES:
+    if not isinstance(family, str) or family not in FAMILIES:
         raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
     return family
 
 
-def _default(family: str, n: int, bins: int):
+def _default(family: str, n: int, bins: int, threads):
     if family == "sort":
-        bitonic = REGISTRY["sort"]["bitonic"]()
-        return bitonic if bitonic.fits(n) else REGISTRY["sort"]["radix"]()
-    shared = REGISTRY["histogram"]["shared_privatized"]()
-    return shared if shared.fits(bins) else REGISTRY["histogram"]["global_atomic"]()
+        bitonic = REGISTRY["sort"]["bitonic"](threads)
+        return bitonic if bitonic.fits(n) else REGISTRY["sort"]["radix"](threads)
+    shared = REGISTRY["histogram"]["shared_privatized"](threads)
+    return shared if shared.fits(bins) else REGISTRY["histogram"]["global_atomic"](threads)
 
 
 def _block(name: str, threads):

@@ -238,6 +238,8 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     Raises: as :func:`sum`.
     """
     x = as_array_like(x)
+    if x.ndim == 0 and axis is not None and axis != ():
+        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)  # as np.mean: raises
     in_dtype = np.dtype(x.dtype)
     acc = dtype
     if dtype is None and in_dtype.kind in "biu":

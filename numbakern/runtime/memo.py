@@ -32,6 +32,16 @@ def _type_tags(args: tuple) -> tuple:
     return tuple(map(_tag, args))
 
 
+_PLANNERS: list = []  # every planner's cache
+
+
+def forget() -> None:
+    """Drop every cached plan: a name (a strategy's, say) may mean something else from
+    now on (``numbakern.strategies.register``)."""
+    for cache in _PLANNERS:
+        cache.cache_clear()
+
+
 def planner(fn):
     """Decorator: cache ``fn(*args)`` when every argument hashes, keyed on the values
     and their types (objects other than plain values on their identity); call ``fn``
@@ -39,6 +49,7 @@ def planner(fn):
     list for ``axis``, is for ``fn`` to accept or refuse). Exceptions are not cached,
     so a bad argument raises every time."""
     cached = functools.lru_cache(maxsize=1024)(lambda tags, *args: fn(*args))
+    _PLANNERS.append(cached)
 
     @functools.wraps(fn)
     def plan(*args):

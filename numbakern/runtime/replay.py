@@ -160,10 +160,21 @@ class _Refused(NamedTuple):
 _UNKEYED = object()
 
 
+_TABLES: list[dict] = []  # every replayable function's table of recorded calls
+
+
+def forget() -> None:
+    """Drop every recorded call: a name (a strategy's, say) may mean something else
+    from now on (``numbakern.strategies.register``)."""
+    for table in _TABLES:
+        table.clear()
+
+
 def replayable(fn):
     """Decorator: replay ``fn``'s recorded launches on repeated signatures (this
     module's docstring says when); ``fn`` itself otherwise."""
     table: dict = {}
+    _TABLES.append(table)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):

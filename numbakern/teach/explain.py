@@ -235,6 +235,8 @@ def _add_step(trace, branch, step, shown, nodes, stores, limit) -> None:
         node.add(_combine_line(trace, line))
     if len(lines) > limit:
         node.add(Text(f"… and {len(lines) - limit} more like these", "dim"))
+    if stores and not _counted(trace, nodes) and _combining(nodes):
+        node = branch.add(Text("write-out"))  # not under combines the result never read
     for tag, thread, slot in stores:
         if tag in trace.ancestry:
             s = trace.nodes[tag]

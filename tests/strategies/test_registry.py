@@ -385,9 +385,44 @@ def test_registry_listings_and_errors():
 
     class Clash(BlockStrategy):
         name = "warp_shuffle"
+        needs_commutative = False
 
     with pytest.raises(ValueError, match="registered already: WarpShuffle"):
         register(Clash)
     with pytest.warns(DeprecationWarning, match="resolve\\('reduce', spec\\)"):
         assert nk.strategies.resolve("two_pass/shared_tree") == \
             nk.strategies.resolve("reduce", "two_pass/shared_tree")
+
+
+def test_a_subclass_of_the_same_name_gets_its_own_kernels(registered):
+    """Kernels are cached on the strategy's key, which starts with its class: a
+    subclass that keeps a built-in's name cannot take or leave the built-in's kernels
+    (found by a fresh-user trial), and a class registered again under a name replaces
+    the old one's plans and recorded calls."""
+
+    class OnlyThreadZero(nk.SharedTree):  # a deliberately wrong reduce: thread 0's state
+        def build_reduce(self, kit):
+            @cuda.jit(device=True)
+            def block_reduce(s, t0, t1):
+                return s
+
+            return block_reduce
+
+    x = np.arange(1, 101, dtype=np.int64)
+    assert nk.sum(x, strategy="two_pass/shared_tree") == 5050
+    assert nk.sum(x, strategy=nk.TwoPass(OnlyThreadZero(), blocks=1)) != 5050
+    assert nk.sum(x, strategy="two_pass/shared_tree") == 5050
+
+    class First(Sequential):
+        name = "edited"
+
+    class Second(OnlyThreadZero):
+        name = "edited"
+
+    registered(First)
+    assert nk.sum(x, strategy="two_pass/edited") == 5050
+    unregister(First)
+    registered(Second)
+    assert nk.sum(x, strategy="two_pass/edited") != 5050  # Second's kernel, not First's
+    with pytest.raises(TypeError, match="must set needs_commutative"):
+        register(type("NoCommutativity", (BlockStrategy,), {"name": "nc"}))
