@@ -324,8 +324,10 @@ def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
         results = (result,)
     elif op.state_dtypes is not None:
         results = tuple(np.dtype(d) for d in op.state_dtypes(in_dtype, dtype))
-    else:
+    elif isinstance(op, _ops.ArgOp):
         results = (result, _ops.INDEX_DTYPE)
+    else:
+        results = _ops.field_dtypes(op, result)
     return tuple(_ops.accumulator_dtype(d) for d in results), results
 
 

@@ -49,7 +49,16 @@ def _check_identity(name: str, value: Any) -> None:
 
 
 def _constant_identity(value: Any) -> Callable[[np.dtype], Any]:
-    return lambda dtype: np.dtype(dtype).type(value)
+    """A constant identity, a number or a tuple of numbers (one per field), as a
+    function of the field dtypes (one dtype, or a tuple of them)."""
+    if isinstance(value, tuple):
+        def identity(dtypes):
+            return tuple(np.dtype(d).type(v) for v, d in zip(value, dtypes))
+    else:
+        def identity(dtype):
+            return np.dtype(dtype).type(value)
+    identity.constant = value  # what field_dtypes reads the kinds from
+    return identity
 
 
 def _all_ones(dtype: np.dtype) -> Any:
@@ -564,4 +573,22 @@ def _sum_count_identity(dtypes):
 
 #: ``(sum, count)`` of the non-NaN elements (``nanmean`` divides them)
 SUM_COUNT = Op("sum_count", _sum_count, _sum_count_identity, fields=2, map=_not_nan)
+
+
+def field_dtypes(op: Op, result: np.dtype) -> tuple:
+    """A two-field op's field dtypes when it does not say (``state_dtypes``): each
+    field of the kind of its identity's value, in ``result`` where that is of the same
+    kind, else float64, int64 or bool. Never an integer field for a float identity."""
+    result = np.dtype(result)
+    values = getattr(op.identity, "constant", None)
+    if values is None:  # a function of the dtypes: its values' kinds in float64 fields
+        values = op.identity((np.dtype(np.float64),) * 2)
+    fields = []
+    for v in values:
+        kind = np.asarray(v).dtype.kind
+        if kind == result.kind or (kind in "iu" and result.kind in "iu"):
+            fields.append(result)
+        else:
+            fields.append(np.dtype({"f": np.float64, "b": np.bool_}.get(kind, np.int64)))
+    return tuple(fields)
 

@@ -93,12 +93,31 @@ class StateKit:
 
 
 def _identity_values(op: Op, dtypes: tuple[np.dtype, ...]) -> tuple[Any, ...]:
-    raw = op.identity(dtypes[0]) if len(dtypes) == 1 else op.identity(dtypes)
+    """The identity's fields in ``dtypes``.
+
+    Raises:
+        ValueError: it gives another number of fields, or a value a field's dtype
+            cannot hold (``identity=np.inf`` for an integer input: use a function of
+            the dtype, as the built-in max does).
+    """
+    try:
+        raw = op.identity(dtypes[0]) if len(dtypes) == 1 else op.identity(dtypes)
+    except (OverflowError, ValueError) as error:
+        raise ValueError(f"Op {op.name!r}: identity cannot be made in dtype "
+                         f"{dtypes if len(dtypes) > 1 else dtypes[0]}: {error}") from None
     values = raw if isinstance(raw, tuple) else (raw,)
     if len(values) != len(dtypes):
         raise ValueError(f"Op {op.name!r}: identity gives {len(values)} fields, "
                          f"the op has {len(dtypes)}")
-    return tuple(np.asarray(v).astype(dt)[()] for v, dt in zip(values, dtypes))
+    out = []
+    for v, dt in zip(values, dtypes):
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = np.asarray(v).astype(dt)[()]
+        if not (cast == v or (cast != cast and v != v)):
+            raise ValueError(f"Op {op.name!r}: identity {v!r} is not a value of dtype {dt} "
+                             "(give identity as a function of the dtype)")
+        out.append(cast)
+    return tuple(out)
 
 
 def build_kit(op: Op, dtypes: tuple[np.dtype, ...]) -> StateKit:

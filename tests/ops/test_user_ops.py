@@ -1,0 +1,51 @@
+"""A user's own ops: a constant pair identity, field dtypes inferred from the identity
+(never an integer field for a float value), and clear errors for an identity a dtype
+cannot hold."""
+
+import math
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+
+@nk.op(identity=(-np.inf, 0.0), fields=2, map=lambda v, i: (v, 1.0), name="max_sumexp")
+def MAX_SUMEXP(a0, a1, b0, b1):
+    m = max(a0, b0)
+    if m == -math.inf:
+        return m, a1 + b1
+    return m, a1 * math.exp(a0 - m) + b1 * math.exp(b0 - m)
+
+
+def test_a_two_field_op_with_a_constant_pair_identity():
+    """Found by a new user: this op's sum field came back as int64 (2.0024 where the
+    answer is 5.1294), and a constant pair identity was refused."""
+    x = np.array([1.0, 2.0, 3.0, 0.5, -1.0])
+    for data in (x, x.astype(np.int64).astype(np.float32)):
+        m, s = nk.associative_scan(data, MAX_SUMEXP)
+        assert s.dtype.kind == "f" and m.dtype.kind == "f"
+        np.testing.assert_allclose(m + np.log(s), np.logaddexp.accumulate(
+            data.astype(np.float64)), rtol=1e-6)
+    m, s = nk.associative_scan(np.arange(4), MAX_SUMEXP)  # integers: float fields
+    assert (m.dtype, s.dtype) == (np.float64, np.float64)
+    np.testing.assert_allclose(m + np.log(s), np.logaddexp.accumulate(np.arange(4.0)))
+
+
+def test_state_dtypes_says_the_field_dtypes():
+    op = nk.Op("count_max", lambda a0, a1, b0, b1: (max(a0, b0), a1 + b1), (-np.inf, 0),
+               fields=2, map=lambda v, i: (v, 1), state_dtypes=lambda d, dt=None:
+               (np.float32, np.int32))
+    m, c = nk.associative_scan(np.array([3.0, 1.0, 4.0]), op)
+    assert (m.dtype, c.dtype) == (np.float32, np.int32)
+    assert m.tolist() == [3.0, 3.0, 4.0] and c.tolist() == [1, 2, 3]
+
+
+def test_an_identity_the_dtype_cannot_hold_is_a_clear_error():
+    smallest = nk.op(identity=np.inf, name="smallest")(lambda a, b: min(a, b))
+    with pytest.raises(ValueError, match="identity cannot be made in dtype int64"):
+        nk.reduce(np.arange(5), smallest)
+    assert nk.reduce(np.arange(5.0), smallest) == 0.0
+    big = nk.op(identity=300, name="big")(lambda a, b: a + b)
+    with pytest.raises(ValueError, match="identity cannot be made in dtype int8"):
+        nk.reduce(np.arange(5, dtype=np.int8), big, dtype=np.int8)
