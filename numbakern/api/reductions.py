@@ -45,8 +45,8 @@ from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import (divide_by_into, divide_into, log_sum_exp_into,
-                                            nan_where, subtract_into)
+from numbakern.kernels.elementwise import (divide_by_into, divide_into, fold_first_into,
+                                            log_sum_exp_into, nan_where, subtract_into)
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -104,26 +104,44 @@ _planned = planner(_setup)
 
 
 def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
-         keepdims=False, out=None, lanes=None):
-    """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result."""
+         keepdims=False, out=None, lanes=None, initial=None):
+    """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result;
+    ``initial``: NumPy's, combined before each output's elements."""
     x = as_array_like(x)
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes)
     kind = kind_of(x)
     check_out(out, shape, result, kind, op.name)
+    first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     scalar = shape == () and out is None
     if N == 0:
-        value = op.empty_result(result)  # raises for ops with no identity
+        # no elements: the initial value, else the empty result (raising for max, ...)
+        value = op.empty_result(result) if first is None else first
         if scalar:
             return workspace.scalar(workspace.from_host(np.full(1, value)), result)
         return deliver_host(workspace, np.full(shape, value, dtype=result), out)
     if M == 0:
         return deliver_host(workspace, np.empty(shape, dtype=result), out)
     fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    if first is not None:
+        held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
+        fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
     if scalar:
         return workspace.scalar(fields[0], result)
     return deliver(workspace, fields[0], result, shape, out)
+
+
+def _initial(initial, dtype: np.dtype, name: str):
+    """NumPy's ``initial``: a number the accumulator dtype holds."""
+    if np.ndim(initial) != 0 or np.asarray(initial).dtype.kind not in "biuf":
+        raise TypeError(f"{name}: initial must be a number, got {initial!r}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = np.asarray(initial).astype(dtype)[()]
+    if not (value == initial or (value != value and initial != initial)):
+        raise ValueError(f"{name}: initial={initial!r} is not a value of the "
+                         f"accumulator dtype {dtype}")
+    return value
 
 
 def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bool) -> tuple:
@@ -191,7 +209,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
 @replayable
 @honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None):
+        strategy=None, stream=None, lanes=None, initial=None):
     """Sum along ``axis``, as ``np.sum(x, axis, dtype, out, keepdims)``.
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
@@ -207,6 +225,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
             current stream for CuPy input, else the default stream).
         lanes: for axis reductions, threads per row (see this module's docstring,
             which the other reductions share).
+        initial: NumPy's: a number combined before each output's elements, and the
+            result of reducing none (so ``max`` of nothing with ``initial`` is it).
 
     Example::
 
@@ -217,7 +237,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
             ``out``; :class:`~numbakern.AxisError` for a bad ``axis``.
     """
-    return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @honours_stream
@@ -273,7 +294,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
 @replayable
 @honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
-         strategy=None, stream=None, lanes=None):
+         strategy=None, stream=None, lanes=None, initial=None):
     """Product along ``axis``, as ``np.prod`` (no elements: 1).
 
     Integer products wrap on overflow as NumPy's do; float products overflow to inf.
@@ -282,13 +303,14 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
     Raises:
         TypeError, ValueError, AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None):
+        strategy=None, stream=None, lanes=None, initial=None):
     """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
 
     Result dtype: the input's; shape as :func:`sum`'s.
@@ -297,13 +319,14 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         ValueError: reducing no elements, as NumPy; otherwise as :func:`sum`.
         TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
     """
-    return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None):
+        strategy=None, stream=None, lanes=None, initial=None):
     """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
 
     Result dtype: the input's; shape as :func:`sum`'s.
@@ -312,13 +335,14 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         ValueError: reducing no elements, as NumPy; otherwise as :func:`sum`.
         TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
     """
-    return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-            lanes=None):
+            lanes=None, initial=None):
     """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
 
     Result dtype: the input's.
@@ -327,13 +351,14 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
         TypeError: for float input (bool and integers only).
         ValueError, AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-                    lanes=None):
+                    lanes=None, initial=None):
     """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
 
     Result dtype: the input's.
@@ -342,13 +367,14 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
         TypeError: for float input (bool and integers only).
         ValueError, AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-                   lanes=None):
+                   lanes=None, initial=None):
     """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
 
     Result dtype: the input's.
@@ -357,13 +383,14 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
         TypeError: for float input (bool and integers only).
         ValueError, AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
-           strategy=None, stream=None, lanes=None):
+           strategy=None, stream=None, lanes=None, initial=None):
     """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
     built-in's name.
 
@@ -388,7 +415,8 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
             op (use the value-index functions); a dtype the op does not take.
         AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
@@ -437,21 +465,23 @@ def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, l
 @replayable
 @honours_stream
 def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
-           strategy=None, stream=None, lanes=None):
+           strategy=None, stream=None, lanes=None, initial=None):
     """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
     no elements: 0). Arguments, result dtype and errors as :func:`sum`.
     """
-    return _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable
 @honours_stream
 def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
-            strategy=None, stream=None, lanes=None):
+            strategy=None, stream=None, lanes=None, initial=None):
     """Product along ``axis`` treating NaN as one, as ``np.nanprod`` (an all-NaN
     slice and no elements: 1). Arguments, result dtype and errors as :func:`prod`.
     """
-    return _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes,
+                initial=initial)
 
 
 @replayable

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import cuda, float64, from_dtype, int64
 
+from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import launch
 
@@ -159,3 +160,27 @@ def divide_by_into(src, counts, dst, stream) -> None:
 def cast_into(src, dst, stream) -> None:
     """``dst[i] = src[i]`` with a C cast (1-D arrays of one length)."""
     launch(_cast, grid_for(src.shape[0]), THREADS, stream, src, dst)
+
+
+def fold_first_into(kit, states: tuple, first: tuple, stream) -> None:
+    """``states[i] = combine(first, states[i])`` for every state of the 1-D field arrays
+    ``states`` (``first``: one state in 1-element arrays of the same dtypes): a
+    reduction's ``initial`` value, put before its elements as NumPy puts it."""
+    key = ("fold_first", kit, device_key())
+    kernel = cached(key, lambda: _build_fold_first(kit))
+    launch(kernel, grid_for(states[0].shape[0]), THREADS, stream, *states, *first)
+
+
+def _build_fold_first(kit):
+    combine, load, store = kit.combine, kit.load, kit.store
+
+    @cuda.jit
+    def fold_first(s0, s1, f0, f1):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < s0.shape[0]:
+            store(s0, s1, i, combine(load(f0, f1, 0), load(s0, s1, i)))
+            i += step
+
+    return fold_first
+

@@ -161,3 +161,19 @@ def test_nanmean_of_nothing_warns_as_numpy():
         assert np.isnan(nk.nanmean(np.zeros(0)))
     h = np.array([1, np.nan, 2], np.float16)
     assert nk.nanmean(h) == 1.5 and nk.nanmean(h).dtype == np.float16
+
+
+@pytest.mark.parametrize("strategy", REDUCE[:1] + REDUCE[-1:], ids=lambda s: s.label)
+def test_initial_as_numpy(strategy):
+    """``initial``: combined before each output's elements, and the result of none."""
+    x = RNG.integers(-4, 5, (6, 9)).astype(np.float64)
+    for fn, ref, initial in ((nk.sum, np.sum, 5), (nk.max, np.max, 3.5), (nk.min, np.min, -1),
+                             (nk.nanprod, np.nanprod, 2)):
+        for axis in (None, 1):
+            _same(fn(x, axis=axis, initial=initial, strategy=strategy),
+                  ref(x, axis=axis, initial=initial))
+    _same(nk.max(np.zeros((0, 3)), axis=0, initial=-1), np.max(np.zeros((0, 3)), 0, initial=-1))
+    with pytest.raises(ValueError, match="initial=1.5 is not a value"):
+        nk.sum(np.arange(3, dtype=np.int8), initial=1.5, dtype=np.int8)
+    with pytest.raises(TypeError, match="initial must be a number"):
+        nk.sum(x, initial=[1, 2])
