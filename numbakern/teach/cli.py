@@ -276,13 +276,22 @@ _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
 
 
 def _strategy_names(value: str) -> list[str]:
+    """``all`` (every reduction strategy), ``scans`` (every scan strategy) or one
+    name of either family."""
     if value == "all":
         return _strategies.available()
-    if value not in _strategies.available():
+    if value == "scans":
+        return _strategies.available("scan")
+    known = _strategies.available() + _strategies.available("scan")
+    if value not in known:
         raise click.BadParameter(f"unknown strategy {value!r}; choose from "
-                                 f"{', '.join(_strategies.available())} or all",
+                                 f"{', '.join(known)}, all or scans",
                                  param_hint="'STRATEGY'")
     return [value]
+
+
+def _is_scan(name: str) -> bool:
+    return name in _strategies.available("scan")
 
 
 def _explain_input(values, size, dtype) -> np.ndarray:
@@ -341,7 +350,11 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
               help="Threads per block, a multiple of 32.")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
-              help="Blocks of the first launch.")
+              help="Blocks of the first launch (reduce_then_scan: chunks).")
+@click.option("--items", type=click.IntRange(1, 16), default=None,
+              help="Scans: items per thread (a tile is threads x items elements; "
+                   "default 2).")
+@click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
@@ -349,12 +362,14 @@ def _check_representable(numbers: list, dtype) -> None:
                    "in the path becomes each strategy's name.")
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
-def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figure,
-            json_path):
+def explain(strategy, op_name, size, values, dtype, threads, blocks, items, exclusive,
+            limit, figure, json_path):
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
-    STRATEGY is grid/block (two_pass/warp_shuffle, atomic_fold/shared_tree, ...) or
-    all. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
+    STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
+    atomic_fold/shared_tree, ...), a scan's (decoupled_lookback/blelloch,
+    reduce_then_scan/hillis_steele, ...), all (every reduction) or scans (every
+    scan). The kernels run under Numba's CUDA simulator, with every combine, shuffle,
     shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by
     step, which thread combined which elements and through what.
     """
@@ -380,6 +395,13 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figu
     x = _explain_input(values, size, dtype)
     console = _console()
     summaries = []
+    if any(_is_scan(name) for name in names):
+        summaries = _explain_scans(console, names, x, op, threads, blocks, items, exclusive,
+                                   limit, figure)
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+        return
     for name in names:
         try:
             trace = trace_reduce(x, op, name, threads=threads, blocks=blocks)
@@ -398,6 +420,37 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figu
     if json_path:
         with open(json_path, "w") as f:
             json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+
+
+def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, limit,
+                   figure) -> list:
+    """``explain`` for scan strategies: the tree, the counts, the block scan's work and
+    depth beside the formulas, and the figure; exits 1 when a proof fails."""
+    from . import explain_scan as _explain
+    from .scan_trace import trace_scan
+
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_scan(x, name, op=op, threads=threads, blocks=blocks, items=items,
+                               exclusive=exclusive)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(_explain.scan_tree(trace, limit))
+        states = _explain.tile_states_table(trace)
+        if states is not None:
+            console.print(states)
+        console.print(_explain.scan_counts_table(trace))
+        console.print(_explain.work_depth_table(_explain.block_counts(trace)))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            _explain.draw_scan(trace, path)
+            console.print(f"wrote {path}")
+        if not (trace.exact_cover and trace.matches_numpy):
+            sys.exit(1)
+    console.print(Text(_explain.SCAN_LEGEND))
+    return summaries
 
 
 def main(argv=None) -> None:
