@@ -343,8 +343,9 @@ def draw_scan(trace: ScanTrace, path: str) -> None:
     """Draw each step's joins as the element ranges they produce (``.png``/``.svg``).
 
     One row per (launch, block, step), numbered as :func:`scan_tree` numbers them; a
-    bar spans the elements a join's result covers, coloured by how its operand
-    arrived; the last row shows what each output covers.
+    bar spans the elements a join's result covers (threads top to bottom within the
+    row), coloured by how its operand arrived; the last row shows what each output
+    covers (green: exactly its prefix).
     """
     import matplotlib
 
@@ -362,18 +363,20 @@ def draw_scan(trace: ScanTrace, path: str) -> None:
     fig, ax = plt.subplots(figsize=(width, min(height, 40.0)))
     used = set()
     for y, (_, joins) in enumerate(rows):
-        for j in joins:
+        for j in joins:  # one thin bar per join, staggered by thread within the row
             lo, hi = min(j.cover), max(j.cover)
             via = _last_hop(trace, j)
             used.add(via)
-            ax.plot([lo - 0.4, hi + 0.4], [y, y], color=VIA_COLOUR.get(via, "#424242"),
-                    lw=2.2, alpha=0.55, solid_capstyle="butt")
+            dy = (j.thread / trace.threads) * 0.8 - 0.4
+            ax.plot([lo - 0.4, hi + 0.4], [y + dy] * 2, color=VIA_COLOUR.get(via, "#424242"),
+                    lw=0.9, solid_capstyle="butt")
     y = len(rows)
     for i, r in enumerate(trace.outputs):
         cover = trace.nodes[r].cover
         ok = trace.output_exact(i)
         if cover:
-            ax.plot([min(cover) - 0.4, max(cover) + 0.4], [y + i / max(trace.n, 1) * 0.8] * 2,
+            ax.plot([min(cover) - 0.4, max(cover) + 0.4],
+                    [y - 0.4 + i / max(trace.n, 1) * 0.8] * 2,
                     color="#2ca02c" if ok else "#d62728", lw=0.8)
     labels = [f"launch {l} · block {b} · step {k}" for (l, b, k), _ in rows] + ["outputs"]
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
