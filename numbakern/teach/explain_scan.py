@@ -169,14 +169,15 @@ def loaded_by(trace: ScanTrace) -> dict:
 
 
 def step_phase(trace: ScanTrace, key, step: int, joins, clears, loaded) -> str:
-    """A step's phase, from what its joins read: ``"carry-in"`` (a join holds elements
-    this block did not load), ``"down-sweep"`` (after a thread stored the identity into
-    a shared array, joins reading that array), or ``""``."""
+    """A step's phase, from what its joins read and where they went: ``"carry-in"``
+    (a join holds elements this block did not load), ``"down-sweep"`` (after a thread
+    stored the identity into a shared array, joins that read that array and are
+    stored back into it), or ``""``."""
     if any(not j.cover <= loaded for j in joins):
         return "carry-in"
     for c in clears:
-        if c[3] <= step and any(trace.nodes[a].detail == f"array@{c[5]}"
-                                for j in joins for a in j.args):
+        if c[3] <= step and any(c[5] in trace.stored_in.get(j.id, ()) and any(
+                trace.nodes[a].detail == f"array@{c[5]}" for a in j.args) for j in joins):
             return "down-sweep"
     return ""
 

@@ -102,6 +102,7 @@ class ScanTrace:
         stores: :class:`GlobalStore` list, in order.
         clears: ``[(launch, block, thread, step, slot, array address)]``: the identity
             stored to a shared slot (Blelloch's root, cleared between the sweeps).
+        stored_in: ``{node id: {addresses of the shared arrays it was stored to}}``.
         arrays: ``{parameter name: final NumPy contents}`` of the launches' arrays.
         state_bytes, element_bytes: of one real state and one input element.
     """
@@ -123,6 +124,7 @@ class ScanTrace:
     atomics: list
     stores: list
     clears: list
+    stored_in: dict
     arrays: dict
     state_bytes: int
     element_bytes: int
@@ -215,6 +217,7 @@ class _ScanRecorder(_Recorder):
         self.local_ids: set = set()
         self.local_keep: list = []
         self.local_counts: dict = defaultdict(lambda: [0, 0])
+        self.stored_in: dict = {}  # node id -> addresses of the shared arrays it went to
         self.clears: list = []  # identity stored to shared: (launch, block, thread, step, slot)
 
     def on_launch(self, kernel, args) -> None:
@@ -255,10 +258,12 @@ class _ScanRecorder(_Recorder):
                 c.shared_stores += 1
                 if id(arr) in self.local_ids:
                     self.local_counts[(launch, block)][1] += 1
-                elif tag == IDENTITY:
-                    self.clears.append((launch, block, thread,
-                                        self.sync[(launch, block, thread)], int(i),
-                                        address - int(i) * arr.strides[0]))
+                else:
+                    base = address - int(i) * arr.strides[0]
+                    self.stored_in.setdefault(tag, set()).add(base)
+                    if tag == IDENTITY:
+                        self.clears.append((launch, block, thread,
+                                            self.sync[(launch, block, thread)], int(i), base))
             else:
                 c.global_stores += 1
                 name, index = self.name_of(arr, i)
@@ -457,7 +462,8 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
         values=values, blocks=dict(sorted(rec.counts.items())),
         local={k: list(v) for k, v in rec.local_counts.items()},
         barrier_steps={k: sorted(v) for k, v in rec.barrier_steps.items()},
-        atomics=rec.events, stores=rec.global_stores, clears=rec.clears, arrays=arrays,
+        atomics=rec.events, stores=rec.global_stores, clears=rec.clears, stored_in=rec.stored_in,
+        arrays=arrays,
         state_bytes=sum(d.itemsize for d in real.dtypes),
         element_bytes=np.dtype(x.dtype).itemsize,
         expected=_numpy_scan(op, x, result, bool(exclusive)),

@@ -140,3 +140,19 @@ def test_bad_scan_input_names_the_argument():
         trace_scan(np.ones(3), "no_such/strategy")
     with pytest.raises(ValueError, match="block"):
         trace_block_scan("shared_tree", 32)
+
+
+@simulator_only
+def test_readme_explain_examples_run_as_written(tmp_path, monkeypatch):
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    commands = re.findall(r"^numbakern (explain [^\n#]*)", readme, flags=re.M)
+    assert any("decoupled_lookback" in c for c in commands)
+    monkeypatch.chdir(tmp_path)  # where --figure files go
+    for command in commands:
+        result = CliRunner().invoke(cli, shlex.split(command))
+        assert result.exit_code == 0, (command, result.output)
+        assert "proof:" in result.output or "every element exactly once: yes" in result.output
