@@ -277,16 +277,19 @@ _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
 
 
 def _strategy_names(value: str) -> list[str]:
-    """``all`` (every reduction strategy), ``scans`` (every scan strategy) or one
-    name of either family."""
+    """``all`` (every reduction strategy), ``scans`` (every scan strategy),
+    ``histograms`` (every histogram strategy) or one name of those families."""
     if value == "all":
         return _strategies.available()
     if value == "scans":
         return _strategies.available("scan")
-    known = _strategies.available() + _strategies.available("scan")
+    if value == "histograms":
+        return _strategies.available("histogram")
+    known = (_strategies.available() + _strategies.available("scan")
+             + _strategies.available("histogram"))
     if value not in known:
         raise click.BadParameter(f"unknown strategy {value!r}; choose from "
-                                 f"{', '.join(known)}, all or scans",
+                                 f"{', '.join(known)}, all, scans or histograms",
                                  param_hint="'STRATEGY'")
     return [value]
 
@@ -356,6 +359,8 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Scans: items per thread (a tile is threads x items elements; "
                    "default 2).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
+@click.option("--bins", type=click.IntRange(1, 1024), default=8, show_default=True,
+              help="Histograms: bins (values outside [0, bins) are not counted).")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
@@ -364,13 +369,13 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
 def explain(strategy, op_name, size, values, dtype, threads, blocks, items, exclusive,
-            limit, figure, json_path):
+            bins, limit, figure, json_path):
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
     atomic_fold/shared_tree, ...), a scan's (decoupled_lookback/blelloch,
-    reduce_then_scan/hillis_steele, ...), all (every reduction) or scans (every
-    scan). The kernels run under Numba's CUDA simulator, with every combine, shuffle,
+    reduce_then_scan/hillis_steele, ...), a histogram strategy's name
+    (shared_privatized, ...), all (every reduction), scans or histograms. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
     shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by
     step, which thread combined which elements and through what.
     """
@@ -396,6 +401,9 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     x = _explain_input(values, size, dtype)
     console = _console()
     summaries = []
+    if all(name in _strategies.available("histogram") for name in names):
+        _explain_histograms(console, names, x, bins, threads, blocks, limit)
+        return
     if any(_is_scan(name) for name in names):
         summaries = _explain_scans(console, names, x, op, threads, blocks, items, exclusive,
                                    limit, figure)
@@ -452,6 +460,26 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
             sys.exit(1)
     console.print(Text(_explain.SCAN_LEGEND))
     return summaries
+
+
+def _explain_histograms(console, names, x, bins, threads, blocks, limit) -> None:
+    """``explain`` for histogram strategies: each element's counting atomic, the folds,
+    the proof line and the atomics per address; exits 1 when a proof fails."""
+    from .hist_trace import contention_table, histogram_tree, trace_histogram
+
+    if not np.all(np.isfinite(x)) or not np.all(np.asarray(x) == np.round(x)):
+        raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
+    if np.asarray(x).dtype.kind not in "iu":
+        x = np.asarray(x).astype(np.int64)
+    for name in names:
+        try:
+            trace = trace_histogram(x, bins, name, threads=threads, blocks=blocks)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(histogram_tree(trace, limit))
+        console.print(contention_table(trace))
+        if not trace.exact:
+            sys.exit(1)
 
 
 def main(argv=None) -> None:

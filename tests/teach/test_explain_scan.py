@@ -155,4 +155,5 @@ def test_readme_explain_examples_run_as_written(tmp_path, monkeypatch):
     for command in commands:
         result = CliRunner().invoke(cli, shlex.split(command))
         assert result.exit_code == 0, (command, result.output)
-        assert "proof:" in result.output or "every element exactly once: yes" in result.output
+        assert ("yes · equals NumPy's" in result.output
+                or "every element exactly once: yes" in result.output)
