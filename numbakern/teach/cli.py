@@ -402,7 +402,11 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     console = _console()
     summaries = []
     if all(name in _strategies.available("histogram") for name in names):
-        _explain_histograms(console, names, x, bins, threads, blocks, limit)
+        summaries = _explain_histograms(console, names, x, bins, threads, blocks, limit,
+                                        figure)
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
         return
     if any(_is_scan(name) for name in names):
         summaries = _explain_scans(console, names, x, op, threads, blocks, items, exclusive,
@@ -462,15 +466,17 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
     return summaries
 
 
-def _explain_histograms(console, names, x, bins, threads, blocks, limit) -> None:
+def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure) -> list:
     """``explain`` for histogram strategies: each element's counting atomic, the folds,
-    the proof line and the atomics per address; exits 1 when a proof fails."""
-    from .hist_trace import contention_table, histogram_tree, trace_histogram
+    the proof line, the atomics per address and the figure; exits 1 when a proof
+    fails."""
+    from .hist_trace import contention_table, draw_histogram, histogram_tree, trace_histogram
 
     if not np.all(np.isfinite(x)) or not np.all(np.asarray(x) == np.round(x)):
         raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
     if np.asarray(x).dtype.kind not in "iu":
         x = np.asarray(x).astype(np.int64)
+    summaries = []
     for name in names:
         try:
             trace = trace_histogram(x, bins, name, threads=threads, blocks=blocks)
@@ -478,8 +484,14 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit) -> None
             raise click.UsageError(str(exc).splitlines()[0]) from None
         console.print(histogram_tree(trace, limit))
         console.print(contention_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            draw_histogram(trace, path)
+            console.print(f"wrote {path}")
         if not trace.exact:
             sys.exit(1)
+    return summaries
 
 
 def main(argv=None) -> None:

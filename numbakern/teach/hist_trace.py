@@ -74,6 +74,18 @@ class HistogramTrace:
     def exact(self) -> bool:
         return not self.problems and np.array_equal(self.out, self.expected)
 
+    def summary(self) -> dict:
+        """The counts, as plain numbers (JSON-ready)."""
+        shared = sum(a.where == "shared" for a in self.atomics)
+        hits = self.contention()
+        return {"strategy": self.strategy, "family": "histogram", "n": self.n,
+                "bins": self.bins, "threads": self.threads,
+                "launches": len(self.launches), "barriers": self.barriers,
+                "atomics": len(self.atomics), "shared_atomics": shared,
+                "global_atomics": len(self.atomics) - shared,
+                "busiest_address": max(hits.values(), default=0),
+                "out": self.out.tolist(), "exact": self.exact}
+
     def contention(self) -> dict:
         """``{(where, block or None, slot): atomics}``: how many atomics hit each
         address (shared slots are per block)."""
@@ -259,3 +271,37 @@ def contention_table(trace: HistogramTrace, top: int = 8) -> Table:
                      f"{len(trace.atomics) - shared} global; {trace.barriers} barriers; "
                      f"{len(hits)} addresses, the busiest {hits[0][1] if hits else 0}")
     return table
+
+
+def draw_histogram(trace: HistogramTrace, path: str) -> None:
+    """Atomics per bin, by where they landed (each block's shared counters, the global
+    counters), beside the counts: the contention a strategy puts on each address."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    per = defaultdict(lambda: np.zeros(trace.bins))
+    for a in trace.atomics:
+        if a.where == "global":
+            per["global"][a.slot] += 1
+        else:  # a shared slot: bin = slot modulo bins (per-warp copies follow each other)
+            per[f"block {a.block} shared"][a.slot % trace.bins] += 1
+    fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 0.5 * trace.bins + 3)), 4))
+    width = 0.8 / max(1, len(per))
+    xs = np.arange(trace.bins)
+    for k, (label, hits) in enumerate(sorted(per.items())):
+        ax.bar(xs + k * width - 0.4 + width / 2, hits, width, label=label)
+    ax.plot(xs, trace.out, "k_", ms=14, mew=2, label="out (the count)")
+    ax.set_xticks(xs)
+    ax.set_xlabel("bin")
+    ax.set_ylabel("atomics on the bin's counter")
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(f"{trace.strategy}: {trace.n} elements into {trace.bins} bins, "
+                 f"{len(trace.atomics)} atomics · exact: {'yes' if trace.exact else 'NO'}",
+                 fontsize=9)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -42,7 +41,7 @@ from numbakern.runtime.cache import cached
 from numbakern.runtime.device import SIMULATOR
 
 from . import trace as _trace
-from .trace import GLOBAL, IDENTITY, SHARED, BlockCounts, Node, TraceError, _Recorder
+from .trace import GLOBAL, IDENTITY, SHARED, Node, TraceError, _Recorder
 
 LOCAL = "local memory"
 

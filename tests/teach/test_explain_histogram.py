@@ -45,12 +45,24 @@ def test_the_histogram_proof_fails_on_a_lost_element():
 
 
 @simulator_only
-def test_cli_explains_a_histogram():
-    result = CliRunner().invoke(cli, ["explain", "warp_privatized", "--values",
-                                      "3,1,4,1,5,9,2,6", "--bins", "10", "--limit", "2"])
+def test_cli_explains_a_histogram(tmp_path):
+    png, js = tmp_path / "{name}.png", tmp_path / "h.json"
+    result = CliRunner().invoke(cli, ["explain", "histograms", "--values",
+                                      "3,1,4,1,5,9,2,6", "--bins", "10", "--limit", "2",
+                                      "--figure", str(png), "--json", str(js)])
     assert result.exit_code == 0, result.output
     assert "equals NumPy's bincount: yes" in result.output
     assert "atomics per address" in result.output
+    import json
+
+    from PIL import Image
+
+    summaries = json.loads(js.read_text())
+    assert [s["strategy"] for s in summaries] == numbakern.strategies.available("histogram")
+    assert all(s["exact"] and s["out"][1] == 2 for s in summaries)
+    for name in numbakern.strategies.available("histogram"):
+        with Image.open(tmp_path / f"{name}.png") as im:
+            assert im.format == "PNG"
     bad = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", "1.5,2"])
     assert bad.exit_code == 2 and "'--values'" in bad.output
 
