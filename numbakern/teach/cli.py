@@ -252,7 +252,8 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
         console.print(f"wrote {json_path}")
     if png_path:
         _compare.comparison_figure(result, png_path)
-        console.print(f"wrote {png_path}")
+        console.print(f"wrote {png_path}" + (" (the checks only: the simulator's times are "
+                                             "nothing to plot)" if simulator else ""))
     if any(r.ok is False for r in result.rows):
         sys.exit(1)
 
@@ -276,13 +277,25 @@ _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
 
 
 def _strategy_names(value: str) -> list[str]:
+    """``all`` (every reduction strategy), ``scans`` (every scan strategy),
+    ``histograms`` (every histogram strategy) or one name of those families."""
     if value == "all":
         return _strategies.available()
-    if value not in _strategies.available():
+    if value == "scans":
+        return _strategies.available("scan")
+    if value == "histograms":
+        return _strategies.available("histogram")
+    known = (_strategies.available() + _strategies.available("scan")
+             + _strategies.available("histogram"))
+    if value not in known:
         raise click.BadParameter(f"unknown strategy {value!r}; choose from "
-                                 f"{', '.join(_strategies.available())} or all",
+                                 f"{', '.join(known)}, all, scans or histograms",
                                  param_hint="'STRATEGY'")
     return [value]
+
+
+def _is_scan(name: str) -> bool:
+    return name in _strategies.available("scan")
 
 
 def _explain_input(values, size, dtype) -> np.ndarray:
@@ -341,7 +354,13 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
               help="Threads per block, a multiple of 32.")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
-              help="Blocks of the first launch.")
+              help="Blocks of the first launch (reduce_then_scan: chunks).")
+@click.option("--items", type=click.IntRange(1, 16), default=None,
+              help="Scans: items per thread (a tile is threads x items elements; "
+                   "default 2).")
+@click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
+@click.option("--bins", type=click.IntRange(1, 1024), default=8, show_default=True,
+              help="Histograms: bins (values outside [0, bins) are not counted).")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
@@ -349,12 +368,14 @@ def _check_representable(numbers: list, dtype) -> None:
                    "in the path becomes each strategy's name.")
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
-def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figure,
-            json_path):
+def explain(strategy, op_name, size, values, dtype, threads, blocks, items, exclusive,
+            bins, limit, figure, json_path):
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
-    STRATEGY is grid/block (two_pass/warp_shuffle, atomic_fold/shared_tree, ...) or
-    all. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
+    STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
+    atomic_fold/shared_tree, ...), a scan's (decoupled_lookback/blelloch,
+    reduce_then_scan/hillis_steele, ...), a histogram strategy's name
+    (shared_privatized, ...), all (every reduction), scans or histograms. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
     shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by
     step, which thread combined which elements and through what.
     """
@@ -380,6 +401,20 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figu
     x = _explain_input(values, size, dtype)
     console = _console()
     summaries = []
+    if all(name in _strategies.available("histogram") for name in names):
+        summaries = _explain_histograms(console, names, x, bins, threads, blocks, limit,
+                                        figure)
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+        return
+    if any(_is_scan(name) for name in names):
+        summaries = _explain_scans(console, names, x, op, threads, blocks, items, exclusive,
+                                   limit, figure)
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+        return
     for name in names:
         try:
             trace = trace_reduce(x, op, name, threads=threads, blocks=blocks)
@@ -398,6 +433,65 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, limit, figu
     if json_path:
         with open(json_path, "w") as f:
             json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+
+
+def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, limit,
+                   figure) -> list:
+    """``explain`` for scan strategies: the tree, the counts, the block scan's work and
+    depth beside the formulas, and the figure; exits 1 when a proof fails."""
+    from . import explain_scan as _explain
+    from .scan_trace import trace_scan
+
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_scan(x, name, op=op, threads=threads, blocks=blocks, items=items,
+                               exclusive=exclusive)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(_explain.scan_tree(trace, limit))
+        states = _explain.tile_states_table(trace)
+        if states is not None:
+            console.print(states)
+        console.print(_explain.scan_counts_table(trace))
+        console.print(_explain.work_depth_table(_explain.block_counts(trace)))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            _explain.draw_scan(trace, path)
+            console.print(f"wrote {path}")
+        if not (trace.exact_cover and trace.matches_numpy):
+            sys.exit(1)
+    console.print(Text(_explain.SCAN_LEGEND))
+    return summaries
+
+
+def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure) -> list:
+    """``explain`` for histogram strategies: each element's counting atomic, the folds,
+    the proof line, the atomics per address and the figure; exits 1 when a proof
+    fails."""
+    from .hist_trace import contention_table, draw_histogram, histogram_tree, trace_histogram
+
+    if not np.all(np.isfinite(x)) or not np.all(np.asarray(x) == np.round(x)):
+        raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
+    if np.asarray(x).dtype.kind not in "iu":
+        x = np.asarray(x).astype(np.int64)
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_histogram(x, bins, name, threads=threads, blocks=blocks)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(histogram_tree(trace, limit))
+        console.print(contention_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            draw_histogram(trace, path)
+            console.print(f"wrote {path}")
+        if not trace.exact:
+            sys.exit(1)
+    return summaries
 
 
 def main(argv=None) -> None:

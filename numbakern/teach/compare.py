@@ -586,7 +586,9 @@ def comparison_table(c: Comparison):
                           f"{gbps_text(c.copy_gbps)} GB/s")
     for col, just in (("strategy", "left"), ("check", "left"), ("max |error|", "right"),
                       ("median", "right"), ("GB/s", "right"), ("of copy", "right")):
-        table.add_column(col, justify=just)
+        # folded, never cut with an ellipsis: two strategies must not read alike
+        table.add_column(col, justify=just, overflow="fold",
+                         min_width=12 if col == "strategy" else None)
     for r in c.rows:
         check = _verdict(r)
         time_ = "" if r.seconds is None else _time_text(r.seconds)
@@ -620,12 +622,20 @@ def _time_text(seconds: float) -> str:
 
 
 def comparison_figure(c: Comparison, path: str) -> None:
-    """Bars of GB/s per strategy and peer, with the copy bandwidth as the ceiling."""
+    """Bars of GB/s per strategy and peer, with the copy bandwidth as the ceiling.
+
+    Under the simulator, times measure Python threads, not a GPU, so no speed is
+    drawn: the figure says so and lists what is meaningful there, each strategy's
+    check against NumPy and its largest error.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if c.simulator:
+        _checks_figure(c, path, plt)
+        return
     rows = [r for r in c.rows if r.gbps]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4))
     colours = ["#1f77b4" if r.provider == "numbakern" else "#7f7f7f" for r in rows]
@@ -639,6 +649,26 @@ def comparison_figure(c: Comparison, path: str) -> None:
     shape = "x".join(map(str, c.shape))
     note = " (simulator: meaningless for speed)" if c.simulator else ""
     ax.set_title(f"{c.op} of {shape} {c.dtype}{note}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _checks_figure(c: Comparison, path: str, plt) -> None:
+    """The simulator's figure: no speed, only each row's check and largest error."""
+    lines = []
+    for r in c.rows:
+        verdict = "could not run" if r.ok is None else "ok" if r.ok else "WRONG"
+        error = _error_text(r)
+        lines.append(f"{r.strategy:<36} {verdict:<14} {'max |error| ' + error if error else ''}")
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.25 * len(lines)))
+    ax.axis("off")
+    shape = "x".join(map(str, c.shape))
+    ax.set_title(f"{c.op} of {shape} {c.dtype}: nothing to plot for speed under the "
+                 "simulator\n(it runs every CUDA thread as an OS thread; run on a GPU for "
+                 "GB/s). The checks against NumPy:", fontsize=9)
+    ax.text(0, 1, "\n".join(lines), family="monospace", fontsize=8, va="top",
+            transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -190,7 +190,9 @@ def table(results, timed: bool):
     t = Table(title="numbakern demo: every operation, every strategy, checked against NumPy")
     for col, just in (("input", "left"), ("op", "left"), ("strategy", "left"),
                       ("result", "right"), ("max |error|", "right"), ("check", "left")):
-        t.add_column(col, justify=just)
+        # folded, never cut with an ellipsis: two strategies must not read alike
+        t.add_column(col, justify=just, overflow="fold",
+                     min_width=12 if col == "strategy" else None)
     if timed:
         t.add_column("time", justify="right")
         t.add_column("GB/s", justify="right")

@@ -164,6 +164,7 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
     stores = defaultdict(list)
     for tag, launch, block, thread, step, slot in trace.stores:
         stores[(launch, block)].append((step, tag, thread, slot))
+    titles = step_titles(trace)
     for number, (name, blocks, threads) in enumerate(trace.launches, 1):
         launch = root.add(Text(f"launch {number}: {name}, {blocks} block(s) × {threads} "
                                "threads", "bold magenta"))
@@ -175,7 +176,8 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
             branch = launch.add(Text(f"block {block}", "bold"))
             _add_block(trace, branch, by_step.get((number, block), {}),
                        stores.get((number, block), []),
-                       trace.barrier_steps.get((number, block), []), threads, limit)
+                       trace.barrier_steps.get((number, block), []), threads, limit,
+                       titles, (number, block))
     result = trace.nodes[trace.result]
     root.add(Text(f"result {cover_text(result.cover)} = {trace.value}"
                   f" · every element exactly once: {'yes' if trace.exact_cover else 'NO'}",
@@ -183,15 +185,43 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
     return root
 
 
-def _add_block(trace, branch, steps, stores, barriers, threads, limit) -> None:
+def step_titles(trace: Trace) -> dict:
+    """``{(launch, block, recorded step): title}``, the names the text and the figure
+    both give a block's rounds: ``"thread reduce"``, ``"step k"`` (numbered as listed,
+    counting only rounds whose combines the result was built from), ``"not in the
+    result"``, ``"atomic fold"`` or ``"write-out"``."""
+    by_step = defaultdict(lambda: defaultdict(list))
+    for node in trace.nodes:
+        if node.kind == "combine":
+            by_step[(node.launch, node.block)][node.step].append(node)
+    for tag, launch, block, thread, step, slot in trace.stores:
+        by_step[(launch, block)].setdefault(step, [])
+    titles = {}
+    for (launch, block), steps in by_step.items():
+        shown = 0  # the recording counts barriers and shuffles as steps too
+        for step in sorted(steps):
+            nodes = steps[step]
+            shown += step != 0 and _counted(trace, nodes)
+            if step == 0:
+                title = "thread reduce"
+            elif _counted(trace, nodes):
+                title = f"step {shown}"
+            elif _combining(nodes):
+                title = "not in the result"
+            else:  # the table counts these apart: atomics, and stores
+                title = "atomic fold" if nodes else "write-out"
+            titles[(launch, block, step)] = title
+    return titles
+
+
+def _add_block(trace, branch, steps, stores, barriers, threads, limit, titles=None,
+               key=None) -> None:
     barriers = list(barriers)
-    shown = 0  # steps are numbered as listed: the recording counts barriers as steps too
     for step in sorted(set(steps) | {s for s, *_ in stores}):
         while barriers and barriers[0] <= step:
             branch.add(Text(f"barrier: __syncthreads(), all {threads} threads wait", "yellow"))
             barriers.pop(0)
-        shown += step != 0 and _counted(trace, steps.get(step, []))
-        _add_step(trace, branch, step, shown, steps.get(step, []),
+        _add_step(trace, branch, step, titles[(*key, step)], steps.get(step, []),
                   [s[1:] for s in stores if s[0] == step], limit)
     for _ in barriers:
         branch.add(Text(f"barrier: __syncthreads(), all {threads} threads wait", "yellow"))
@@ -209,18 +239,10 @@ def _counted(trace: Trace, nodes) -> bool:
     return any(n.via != ATOMIC and n.id in trace.ancestry for n in nodes)
 
 
-def _add_step(trace, branch, step, shown, nodes, stores, limit) -> None:
+def _add_step(trace, branch, step, title, nodes, stores, limit) -> None:
     joins = [n for n in nodes if trace.is_join(n) or (n.via == ATOMIC and n.id in trace.ancestry)]
     arrivals = [n for n in nodes if _arrival(trace, n)]
     idle = len(nodes) - len(joins) - len(arrivals)
-    if step == 0:
-        title = "thread reduce"
-    elif _counted(trace, nodes):
-        title = f"step {shown}"
-    elif _combining(nodes):
-        title = "not in the result"
-    else:  # the table counts these apart: atomics, and stores
-        title = "atomic fold" if nodes else "write-out"
     if joins:
         node = branch.add(Text(f"{title}: {_step_title(trace, joins, idle)}"))
     elif arrivals:
@@ -316,8 +338,10 @@ def draw(trace: Trace, path: str) -> None:
         x = out_col if n.via == ATOMIC else n.block * trace.threads + n.thread
         return x, row[key(n)]
 
-    fig, ax = plt.subplots(figsize=(max(8.0, 0.16 * cols + 3),
+    # at most 14 inches (1120 px at 80 dpi) wide, whatever the threads and blocks
+    fig, ax = plt.subplots(figsize=(min(14.0, max(8.0, 0.16 * cols + 3)),
                                     max(4.0, 1.6 + 0.28 * (len(keys) + 1))))
+    mark = min(1.0, 120 / max(cols, 1))  # markers shrink as the columns grow
     used = set()
     for n in combines:
         for arg in n.args:
@@ -331,12 +355,12 @@ def draw(trace: Trace, path: str) -> None:
     for n in nodes:
         x, y = xy(n)
         if n.kind == "element":
-            ax.plot(x, y, "s", color="#616161", ms=4, zorder=2)
+            ax.plot(x, y, "s", color="#616161", ms=4 * mark, zorder=2)
         elif trace.is_join(n):
             ax.plot(x, y, "o", color=VIA_COLOUR[ATOMIC if n.via == ATOMIC else REGISTER],
-                    ms=5, zorder=3)
+                    ms=5 * mark, zorder=3)
         else:
-            ax.plot(x, y, ".", color="#9e9e9e", ms=3, zorder=2)
+            ax.plot(x, y, ".", color="#9e9e9e", ms=3 * mark, zorder=2)
     _mark_result(ax, trace, xy, cols)
     _mark_barriers(ax, trace, keys, row, cols)
     _frame(ax, trace, keys, row, cols, out_col)
@@ -375,13 +399,31 @@ def _mark_barriers(ax, trace, keys, row, cols) -> None:
                         color="#f57f17", va="bottom", ha="right")
 
 
+def row_labels(trace: Trace) -> list[str]:
+    """The figure's row labels, top to bottom: ``"elements"``, then ``"launch L ·
+    <title>"`` with the titles the text gives (:func:`step_titles`) and ``"atomic k"``
+    for the atomics into the output."""
+    titles = step_titles(trace)
+    drawn = [n for n in trace.nodes if _drawn(trace, n) and n.kind == "combine"]
+    atomics = [n.id for n in drawn if n.via == ATOMIC]
+    first = {}
+    for n in drawn:
+        key = (n.launch, n.step, atomics.index(n.id) + 1 if n.via == ATOMIC else 0)
+        first.setdefault(key, n)
+    return ["elements"] + [
+        f"launch {k[0]} · " + (f"atomic {k[2]}" if k[2] else
+                               titles.get((k[0], first[k].block, k[1]), f"round {k[1]}"))
+        for k in sorted(first)]
+
+
 def _frame(ax, trace, keys, row, cols, out_col) -> None:
-    labels = ["elements"] + [f"launch {k[0]} · {f'atomic {k[2]}' if k[2] else f'step {k[1]}'}"
-                             for k in keys]
+    labels = row_labels(trace)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ticks = [b * trace.threads for b in range(cols // trace.threads)]
+    ticks = [b * trace.threads + trace.threads / 2 - 0.5 for b in range(cols // trace.threads)]
     names = [f"block {b}" for b in range(len(ticks))]
+    for b in range(1, len(ticks)):
+        ax.axvline(b * trace.threads - 0.5, color="#9e9e9e", lw=0.9, zorder=0)
     if any(k[2] for k in keys):
         ticks, names = ticks + [out_col], names + ["out"]
     ax.set_xticks(ticks, names, fontsize=7)
@@ -392,9 +434,10 @@ def _frame(ax, trace, keys, row, cols, out_col) -> None:
     c = trace
     per_block = "/".join(str(v) for v in sorted({b.barriers for b in c.blocks.values()
                                                  if b.combines}))
+    combining = ", ".join(str(k) for k in c.combining_launches)
     ax.set_title(
-        f"{c.strategy}: {c.op} of {c.n} {c.dtype}, {len(c.combining_launches)} combining "
-        f"launch(es), {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
+        f"{c.strategy}: {c.op} of {c.n} {c.dtype}, {len(c.launches)} launch(es), combines in "
+        f"launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
         f"{c.total('combines') + c.total('atomics')} combines run · {per_block} barrier(s) "
         f"per block · {sum(sum(b.shuffle_steps.values()) for b in c.blocks.values())} warp "
         f"shuffle steps · {c.total('atomics')} atomics", fontsize=9)

@@ -326,6 +326,16 @@ class _Recorder:
                          via=SHARED if shared else GLOBAL, args=(src,), offset=int(i))
 
     # called by the wrapped simulator functions
+    atomics = ("add", "max", "min", "and_", "or_", "xor", "cas")  # the ones watched
+
+    def on_launch(self, kernel, args) -> None:
+        """A kernel (a simulator ``FakeCUDAKernel``) is launched with ``args``."""
+        self.launches.append((kernel.fn.__name__, kernel.grid_dim[0], kernel.block_dim[0]))
+
+    def on_atomic(self, name, arr, index, args, old) -> None:
+        """An atomic ran: ``cuda.atomic.<name>(arr, index, *args)`` returned ``old``."""
+        self.atomic(name, arr, index, args[-1], name != "cas" or old == args[0])
+
     def barrier(self) -> None:
         launch, block, thread = self._where()
         with self.lock:
@@ -463,9 +473,6 @@ def _build_tracing_kit(op, dtypes) -> StateKit:
 
 # --- watching the simulator --------------------------------------------------------------
 
-_ATOMICS = ("add", "max", "min", "and_", "or_", "xor", "cas")
-
-
 @contextlib.contextmanager
 def _watching(rec: _Recorder):
     """Wrap the simulator's barrier, atomics and launch to report to ``rec``."""
@@ -490,7 +497,7 @@ def _watching(rec: _Recorder):
             def fold(self, array, index, *args):
                 with rec.lock:  # the fold and its record as one step
                     old = original(self, array, index, *args)
-                    rec.atomic(name, array, index, args[-1], name != "cas" or old == args[0])
+                    rec.on_atomic(name, array, index, args, old)
                 return old
 
             return fold
@@ -500,14 +507,14 @@ def _watching(rec: _Recorder):
     def launch(original):
         def call(self, *args):
             if not self._device:
-                rec.launches.append((self.fn.__name__, self.grid_dim[0], self.block_dim[0]))
+                rec.on_launch(self, args)
             return original(self, *args)
 
         return call
 
     try:
         patch(kernelapi.FakeCUDAModule, "syncthreads", barrier)
-        for name in _ATOMICS:
+        for name in rec.atomics:
             patch(kernelapi.FakeCUDAAtomic, name, atomic(name))
         patch(kernel.FakeCUDAKernel, "__call__", launch)
         yield

@@ -1,0 +1,75 @@
+"""numbakern.teach.hist_trace and ``numbakern explain`` for histograms: every
+counted element reaches its bin once, through the atomics the recording ties to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import numbakern
+from numbakern.teach.cli import cli
+from numbakern.teach.hist_trace import _check, trace_histogram
+
+simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
+                                    reason="tracing runs under the simulator")
+
+X = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4] * 3 + [12, -1])
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", numbakern.strategies.available("histogram"))
+def test_every_counted_element_reaches_its_bin_once(strategy):
+    trace = trace_histogram(X, 10, strategy, threads=32, blocks=2)
+    assert trace.exact and not trace.problems
+    inside = X[(X >= 0) & (X < 10)]
+    assert np.array_equal(trace.out, np.bincount(inside, minlength=10))
+    counting = [a for a in trace.atomics if a.element >= 0]
+    assert sorted(a.element for a in counting) == [i for i, v in enumerate(X) if 0 <= v < 10]
+    hits = trace.contention()
+    if strategy == "global_atomic":  # one global atomic per element: contention = count
+        assert {slot: k for (_, _, slot), k in hits.items()} == {
+            b: int(c) for b, c in enumerate(np.bincount(inside, minlength=10)) if c}
+    else:  # one global atomic per block and non-empty bin
+        folds = [a for a in trace.atomics if a.where == "global"]
+        assert all(a.element < 0 for a in folds) and len(folds) <= 2 * 10
+        assert sum(a.value for a in folds) == inside.size
+
+
+@simulator_only
+def test_the_histogram_proof_fails_on_a_lost_element():
+    trace = trace_histogram(X, 10, "shared_privatized", threads=32, blocks=2)
+    lost = next(a for a in trace.atomics if a.element >= 0)
+    trace.atomics.remove(lost)
+    assert _check(trace, privatized=True)
+
+
+@simulator_only
+def test_cli_explains_a_histogram(tmp_path):
+    png, js = tmp_path / "{name}.png", tmp_path / "h.json"
+    result = CliRunner().invoke(cli, ["explain", "histograms", "--values",
+                                      "3,1,4,1,5,9,2,6", "--bins", "10", "--limit", "2",
+                                      "--figure", str(png), "--json", str(js)])
+    assert result.exit_code == 0, result.output
+    assert "equals NumPy's bincount: yes" in result.output
+    assert "atomics per address" in result.output
+    import json
+
+    from PIL import Image
+
+    summaries = json.loads(js.read_text())
+    assert [s["strategy"] for s in summaries] == numbakern.strategies.available("histogram")
+    assert all(s["exact"] and s["out"][1] == 2 for s in summaries)
+    for name in numbakern.strategies.available("histogram"):
+        with Image.open(tmp_path / f"{name}.png") as im:
+            assert im.format == "PNG"
+    bad = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", "1.5,2"])
+    assert bad.exit_code == 2 and "'--values'" in bad.output
+
+
+@simulator_only
+def test_bad_histogram_input_names_the_argument():
+    with pytest.raises(TypeError, match="x must hold integers"):
+        trace_histogram(np.ones(4), 4)
+    with pytest.raises(ValueError, match="bins"):
+        trace_histogram(np.ones(4, np.int64), 0)

@@ -1,0 +1,159 @@
+"""numbakern.teach.scan_trace and ``numbakern explain`` for scans.
+
+Every scan strategy's recording must prove each output covers exactly its prefix and
+equals NumPy's; the block scans' work and depth must equal the formulas where they
+are exact; the grid scans' published states must be the prefixes they claim.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import numbakern
+from numbakern.teach.cli import cli
+from numbakern.teach.explain_scan import published, scan_tree, tile_states_table
+from numbakern.teach.scan_trace import STATUS_NAMES, textbook, trace_block_scan, trace_scan
+
+simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
+                                    reason="tracing runs under the simulator")
+
+X70 = np.random.default_rng(7).integers(0, 10, 70).astype(np.int64)
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", numbakern.strategies.available("scan"))
+def test_every_output_covers_its_prefix_and_equals_numpy(strategy):
+    trace = trace_scan(X70, strategy, threads=32, items=1, blocks=2)
+    assert np.array_equal(trace.values, np.cumsum(X70))
+    assert trace.exact_cover and trace.matches_numpy
+    for i in (0, 31, 32, 69):
+        assert trace.nodes[trace.outputs[i]].cover == frozenset(range(i + 1))
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", ["decoupled_lookback/hillis_steele",
+                                      "reduce_then_scan/warp_shuffle"])
+def test_exclusive_outputs_cover_elements_before_them(strategy):
+    x = np.arange(1, 41, dtype=np.int64)
+    trace = trace_scan(x, strategy, threads=32, items=1, blocks=2, exclusive=True)
+    assert trace.exact_cover
+    assert np.array_equal(trace.values, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    assert trace.nodes[trace.outputs[0]].empty
+
+
+@simulator_only
+def test_the_proof_fails_on_a_wrong_output():
+    trace = trace_scan(X70[:40], "decoupled_lookback/warp_shuffle", threads=32, items=1)
+    assert trace.exact_cover
+    trace.outputs[5] = trace.outputs[6]  # output 5 claims elements 0..6
+    assert not trace.output_exact(5) and not trace.exact_cover
+    assert "NO" in str(scan_tree(trace).children[-1].label)
+
+
+@simulator_only
+def test_decoupled_lookback_publishes_prefixes_and_reads_back():
+    trace = trace_scan(X70, "decoupled_lookback/blelloch", threads=32, items=1)
+    tile = trace.tile
+    tiles = -(-X70.size // tile)
+    publishes = [e for e in trace.atomics if e.name == "exch" and e.array == "st"]
+    by_tile = {}
+    for e in publishes:
+        by_tile.setdefault(e.index, []).append(STATUS_NAMES[e.args[-1]])
+    # tile 0 publishes P at once; later tiles A, then P after their look-back
+    assert by_tile == {0: ["P"], **{k: ["A", "P"] for k in range(1, tiles)}}
+    for k in range(tiles):
+        end = min((k + 1) * tile, X70.size)
+        assert trace.nodes[published(trace, "P", k)].cover == frozenset(range(end))
+        if k:
+            assert trace.nodes[published(trace, "A", k)].cover == frozenset(
+                range(k * tile, end))
+    reads = [e for e in trace.atomics if e.name == "or_" and e.array in ("v1", "w1")]
+    assert len(reads) == sum(range(tiles))  # tile k: lanes reading tiles 0..k-1
+    table = tile_states_table(trace)
+    assert table is not None and table.row_count == len(publishes) + len(reads)
+
+
+@simulator_only
+def test_reduce_then_scan_chunk_totals_and_carries():
+    trace = trace_scan(X70, "reduce_then_scan/hillis_steele", threads=32, items=1, blocks=2)
+    assert [name for name, *_ in trace.launches] == ["totals_kernel", "scan_kernel",
+                                                     "scan_kernel"]
+    totals = {s.index: trace.nodes[s.node].cover for s in trace.stores
+              if s.array == "tot0"}
+    carries = {s.index: trace.nodes[s.node].cover for s in trace.stores
+               if s.array == "car0"}
+    assert totals == {0: frozenset(range(64)), 1: frozenset(range(64, 70))}
+    assert carries == {0: frozenset(), 1: frozenset(range(64))}
+
+
+@simulator_only
+@pytest.mark.parametrize("block", ["hillis_steele", "blelloch", "warp_shuffle"])
+@pytest.mark.parametrize("p", [32, 64])
+def test_block_scan_work_and_depth_equal_the_formulas(block, p):
+    counts = trace_block_scan(block, p)
+    formula = textbook(block, p)
+    assert counts.exact
+    assert getattr(counts, formula.counted) == formula.work
+    assert counts.depth == formula.depth
+    if block == "hillis_steele":  # the textbook's p log2 p, less the idle lanes
+        assert counts.work == p * int(np.log2(p)) - (p - 1)
+    if block == "blelloch":  # up-sweep p - 1, down-sweep p - 1 - log2 p, inclusive p - 1
+        assert counts.work == 3 * (p - 1) - int(np.log2(p))
+
+
+@simulator_only
+def test_cli_explains_a_scan_with_figure_and_json(tmp_path):
+    png, js = tmp_path / "scan.png", tmp_path / "scan.json"
+    result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/blelloch", "--values",
+                                      "3,1,4,1,5", "--dtype", "int64", "--figure", str(png),
+                                      "--json", str(js)])
+    assert result.exit_code == 0, result.output
+    assert "down-sweep" in result.output and "work and depth" in result.output
+    assert "equals NumPy's cumsum: yes" in result.output
+    summary = json.loads(js.read_text())
+    assert summary["exact_cover"] and summary["matches_numpy"] and summary["n"] == 5
+    from PIL import Image
+
+    with Image.open(png) as im:
+        assert im.format == "PNG" and im.size[0] > 100
+
+
+@simulator_only
+def test_cli_exclusive_scan_and_items():
+    result = CliRunner().invoke(cli, ["explain", "reduce_then_scan/warp_shuffle", "-n", "40",
+                                      "--items", "1", "--exclusive", "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "covers exactly elements 0..i - 1 (exclusive)" in result.output
+
+
+@simulator_only
+def test_bad_scan_input_names_the_argument():
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        trace_scan(np.ones((2, 3)), "decoupled_lookback/warp_shuffle")
+    with pytest.raises(ValueError, match="op"):
+        trace_scan(np.ones(3), "decoupled_lookback/warp_shuffle", op="argmax")
+    with pytest.raises(ValueError):
+        trace_scan(np.ones(3), "no_such/strategy")
+    with pytest.raises(ValueError, match="block"):
+        trace_block_scan("shared_tree", 32)
+
+
+@simulator_only
+def test_readme_explain_examples_run_as_written(tmp_path, monkeypatch):
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    commands = re.findall(r"^numbakern (explain [^\n#]*)", readme, flags=re.M)
+    assert any("decoupled_lookback" in c for c in commands)
+    monkeypatch.chdir(tmp_path)  # where --figure files go
+    for command in commands:
+        result = CliRunner().invoke(cli, shlex.split(command))
+        assert result.exit_code == 0, (command, result.output)
+        assert ("yes · equals NumPy's" in result.output
+                or "every element exactly once: yes" in result.output)
