@@ -87,6 +87,14 @@ def _stable(fn):
     return call
 
 
+def _logsumexp(x, axis=None):
+    """log(sum(exp(x))) in float64 with the maximum taken out (SciPy's, without SciPy)."""
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out.reshape(np.max(x, axis=axis).shape)
+
+
 # --- tolerances: computed once per input, then every strategy is held to them ----------
 
 
@@ -282,6 +290,23 @@ OPERATIONS: dict[str, Operation] = {
                               lambda t, x, **k: t.prod(x, **k))),
         Operation("xor_sum", _ufunc_reduce("bitwise_xor"), exact, reduce_variants,
                   kinds="biu", exact=True),
+        Operation("nansum", np.nansum, tree_bound(lambda a, ref, kw: np.nansum(
+                      a, axis=kw.get("axis"))), reduce_variants,
+                  peers=_peer(lambda cp, x, **k: cp.nansum(x, **k),
+                              lambda t, x, **k: t.nansum(x, **k))),
+        Operation("nanmax", np.nanmax, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.nanmax(x, **k), None)),
+        Operation("any", np.any, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.any(x, **k),
+                              lambda t, x, **k: t.any(x, **k))),
+        Operation("count_nonzero", np.count_nonzero, exact, reduce_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.count_nonzero(x, **k),
+                              lambda t, x, **k: t.count_nonzero(x, **k))),
+        Operation("ptp", np.ptp, exact, reduce_variants, exact=True, kinds="iuf",
+                  peers=_peer(lambda cp, x, **k: cp.ptp(x, **k), None)),
+        Operation("logsumexp", _logsumexp, allclose, reduce_variants, kinds="f",
+                  peers=_peer(None, lambda t, x, **k: t.logsumexp(
+                      x, **(k or {"dim": tuple(range(x.ndim))})))),
         Operation("argmax", np.argmax, exact, reduce_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.argmax(x, **k),
                               lambda t, x, **k: t.argmax(x, **k))),
