@@ -37,6 +37,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from numbakern.api._dispatch import dask_aware
+
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
@@ -179,6 +181,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
 # --- public functions --------------------------------------------------------------
 
 
+@dask_aware
 @replayable
 @honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
@@ -211,6 +214,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @honours_stream
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
          lanes=None):
@@ -259,6 +263,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     return deliver(workspace, dst, result, planned.shape, None)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -274,6 +279,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
     return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -289,6 +295,7 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -304,6 +311,7 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -319,6 +327,7 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -334,6 +343,7 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -349,6 +359,7 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -380,6 +391,7 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
     return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -407,6 +419,7 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -422,6 +435,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -444,6 +458,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 stream, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
