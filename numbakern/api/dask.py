@@ -405,6 +405,159 @@ def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 strategy, lanes)
 
 
-__all__ = ["argmax", "argmin", "bitwise_and_sum", "bitwise_or_sum", "max",
+# --- scans ---------------------------------------------------------------------------
+
+SCAN_METHODS = ("sequential", "blelloch")
+
+
+def _scan_chunk(x, *, ref, result, axis, exclusive, strategy, layout):
+    with _kernels():
+        return _nk().associative_scan(x, _op(ref), axis=axis, exclusive=exclusive,
+                                      dtype=result, strategy=strategy, layout=layout)
+
+
+def _total_chunk(x, *, ref, result, axis):
+    """The chunk's reduction along ``axis`` (kept as length 1); no elements: the op's
+    identity."""
+    op = _op(ref)
+    if x.shape[axis] == 0:
+        shape = tuple(1 if a == axis else s for a, s in enumerate(x.shape))
+        return np.full_like(x, op.identity(result), shape=shape, dtype=result)
+    with _kernels():
+        return _nk().reduce(x, op, axis=axis, dtype=result, keepdims=True)
+
+
+def _pair(a, b, *, ref, result):
+    """``a (+) b`` elementwise (``a`` the earlier), by a reduce over the two stacked."""
+    both = np.stack([np.broadcast_to(a, b.shape), b])
+    with _kernels():
+        return _nk().reduce(both, _op(ref), axis=0, dtype=result)
+
+
+def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
+          layout, rule):
+    _check_dask(x, name)
+    if op.fields != 1:
+        raise TypeError(f"numbakern.{name}: Dask arrays are scanned with one-field ops; "
+                        f"{op.name} has {op.fields} fields")
+    op.check_dtype(x.dtype, caller=name)
+    exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
+    if method not in SCAN_METHODS:
+        raise ValueError(f"numbakern.{name}: method must be one of {SCAN_METHODS}, got "
+                         f"{method!r}")
+    if dtype is not None:
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=", name)
+    result = np.dtype((rule or op.result_dtype)(np.dtype(x.dtype), dtype))
+    _strategies.resolve("scan", strategy)
+    from numbakern.kernels.scan_rows import check_layout
+
+    check_layout(layout)
+    if axis is None or x.ndim == 0:  # the flattened array, in C order, as NumPy
+        x, axis = x.reshape(-1), 0
+    else:
+        axis = normalize_axis(axis, x.ndim)
+    flip = tuple(slice(None, None, -1) if a == axis else slice(None) for a in range(x.ndim))
+    if reverse:
+        x = x[flip]
+    ref = _op_ref(op)
+    meta = _meta(x, x.ndim, result)
+    local = x.map_blocks(functools.partial(
+        _scan_chunk, ref=ref, result=result, axis=axis, exclusive=exclusive,
+        strategy=strategy, layout=layout), dtype=result, meta=meta)
+    nblocks = x.numblocks[axis]
+    if nblocks > 1:
+        chunks = tuple((1,) * nblocks if a == axis else c for a, c in enumerate(x.chunks))
+        totals = x.map_blocks(functools.partial(_total_chunk, ref=ref, result=result,
+                                                axis=axis),
+                              chunks=chunks, dtype=result, meta=meta)
+        pair = functools.partial(_pair, ref=ref, result=result)
+
+        def combine(a, b):
+            return da.map_blocks(pair, a, b, dtype=result, meta=meta)
+
+        def block(arr, k):
+            return arr.blocks[tuple(k if a == axis else slice(None) for a in range(x.ndim))]
+
+        t = [block(totals, k) for k in range(nblocks)]
+        inclusive = _chain(t, combine) if method == "sequential" else _tree(t, combine)
+        pieces = [block(local, 0)]
+        for k in range(1, nblocks):
+            piece = block(local, k)
+            pieces.append(da.map_blocks(pair, inclusive[k - 1], piece, dtype=result,
+                                        meta=meta, chunks=piece.chunks))
+        local = da.concatenate(pieces, axis=axis)
+    return local[flip] if reverse else local
+
+
+def _chain(t: list, combine) -> list:
+    """Inclusive prefixes of ``t``, one after another."""
+    out = [t[0]]
+    for item in t[1:]:
+        out.append(combine(out[-1], item))
+    return out
+
+
+def _tree(t: list, combine) -> list:
+    """Inclusive prefixes of ``t`` by a tree (Blelloch's up and down sweeps): depth
+    ``2 log2(len(t))``, ``2 len(t)`` combines."""
+    if len(t) == 1:
+        return list(t)
+    pairs = [combine(t[2 * j], t[2 * j + 1]) for j in range(len(t) // 2)]
+    odd = _tree(pairs, combine)  # odd[j]: t[0] .. t[2j + 1]
+    out = []
+    for k in range(len(t)):
+        if k == 0:
+            out.append(t[0])
+        elif k % 2 == 1:
+            out.append(odd[k // 2])
+        else:
+            out.append(combine(odd[k // 2 - 1], t[k]))
+    return out
+
+
+def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+           method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.cumsum` of a Dask array. ``method``: how the chunks'
+    totals become carries, ``"sequential"`` (a chain, as Dask's default) or
+    ``"blelloch"`` (a tree); both keep ``dtype`` and the input's ``_meta`` kind.
+
+    Raises: as :func:`numbakern.cumsum`; ``ValueError`` for another ``method``,
+    ``TypeError`` for ``out=``.
+    """
+    from numbakern.api.scans import cumsum_dtype
+
+    _refuse_out(out, "cumsum")
+    return _scan(x, _ops.SUM, "cumsum", axis, dtype, exclusive, reverse, method, strategy,
+                 layout, cumsum_dtype)
+
+
+def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+            method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.cumprod` of a Dask array (``method`` as :func:`cumsum`)."""
+    from numbakern.api.scans import cumprod_dtype
+
+    _refuse_out(out, "cumprod")
+    return _scan(x, _ops.PROD, "cumprod", axis, dtype, exclusive, reverse, method, strategy,
+                 layout, cumprod_dtype)
+
+
+def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
+                     out=None, method="sequential", strategy=None, layout="auto",
+                     stream=None):
+    """Lazy :func:`numbakern.associative_scan` of a Dask array with a one-field op (a
+    non-commutative one keeps its order: a chunk's carry is always the left operand).
+
+    Raises: as :func:`numbakern.associative_scan`; ``TypeError`` for a two-field op
+    (``"argmax"``/``"argmin"``) or ``out=``; ``ValueError`` for another ``method``.
+    """
+    _refuse_out(out, "associative_scan")
+    if isinstance(op, str) and op in ("argmax", "argmin"):
+        op = _ops.arg_op(op[3:])
+    return _scan(x, _ops.get(op), "associative_scan", axis, dtype, exclusive, reverse, method,
+                 strategy, layout, None)
+
+
+__all__ = ["argmax", "argmin", "associative_scan", "bitwise_and_sum", "bitwise_or_sum",
+           "cumprod", "cumsum", "max",
            "max_with_indices", "mean", "min", "min_with_indices", "prod", "reduce", "sum",
            "xor_sum"]

@@ -185,3 +185,54 @@ def test_argmax_last_index_with_tie_break_right():
     assert nk.argmax(x).compute() == 1
     with pytest.raises(ValueError, match="empty"):
         nk.argmax(da.zeros(0, chunks=1)).compute()
+
+
+# --- scans ---------------------------------------------------------------------------
+
+S = np.random.default_rng(7).integers(-5, 5, size=(7, 70)).astype(np.int16)
+S_CHUNKS = ((3, 0, 4), (32, 0, 6, 32))  # a zero-size chunk, edges at a warp
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cumsum_both_methods_every_axis(method, axis):
+    x = da.from_array(S, chunks=S_CHUNKS)
+    lazy = nk.cumsum(x, axis=axis, method=method)
+    _check(lazy, np.cumsum(S, axis=axis), exact=True, like=da.cumsum(x, axis=axis))
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_scan_reverse_exclusive_and_dtype_kept(method):
+    x = da.from_array(S, chunks=S_CHUNKS)
+    rev = np.flip(np.cumsum(np.flip(S, 1), axis=1), 1)
+    _check(nk.cumsum(x, axis=1, reverse=True, method=method), rev, exact=True)
+    _check(nk.cumsum(x, axis=1, reverse=True, exclusive=True, method=method), rev - S,
+           exact=True)
+    _check(nk.cumsum(x, axis=0, exclusive=True, method=method), np.cumsum(S, 0) - S,
+           exact=True)
+    # dtype= kept by both methods (dask/dask#12097: Dask's blelloch loses it)
+    f = da.from_array(np.full(40, 1.01), chunks=9)
+    _check(nk.cumprod(f, dtype=np.float32, method=method),
+           np.cumprod(np.full(40, 1.01), dtype=np.float32), rtol=1e-5)
+    _check(nk.cumsum(x.astype(np.int8), method=method), np.cumsum(S.astype(np.int8)),
+           exact=True)
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_non_commutative_scan_keeps_order_across_chunks(method):
+    a = np.zeros(90)
+    a[[3, 40, 41, 77]] = [5.0, 2.0, 7.0, 1.0]
+    x = da.from_array(a, chunks=((10, 25, 0, 30, 25),))
+    ref = np.array([_last_nonzero(a[:i + 1]) for i in range(a.size)])
+    _check(nk.associative_scan(x, last_nonzero, method=method), ref, exact=True)
+    rev = np.array([_last_nonzero(a[i:][::-1]) for i in range(a.size)])
+    _check(nk.associative_scan(x, last_nonzero, reverse=True, method=method), rev,
+           exact=True)
+
+
+def test_scan_argument_errors():
+    x = da.from_array(S, chunks=S_CHUNKS)
+    with pytest.raises(ValueError, match="method"):
+        nk.cumsum(x, method="parallel")
+    with pytest.raises(TypeError, match="fields"):
+        nk.associative_scan(x, "argmax")
