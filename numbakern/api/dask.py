@@ -557,7 +557,198 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                  strategy, layout, None)
 
 
-__all__ = ["argmax", "argmin", "associative_scan", "bitwise_and_sum", "bitwise_or_sum",
-           "cumprod", "cumsum", "max",
-           "max_with_indices", "mean", "min", "min_with_indices", "prod", "reduce", "sum",
-           "xor_sum"]
+# --- softmax -------------------------------------------------------------------------
+
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _softmax_chunk(x, *, kind, axis, options):
+    with _kernels():
+        fn = _nk().softmax if kind == "softmax" else _nk().log_softmax
+        return fn(x, axis=axis, **options)
+
+
+def _state_chunk(x, *, axis, acc):
+    """One chunk's online softmax state per row: ``{"m": max, "s": sum exp(x - m)}``
+    (``strategies/online_softmax.py``); a row of nothing but -inf is ``(-inf, n)``,
+    an empty chunk ``(-inf, 0)``."""
+    (a,) = axis
+    shape = tuple(1 if d == a else n for d, n in enumerate(x.shape))
+    if x.shape[a] == 0:
+        return {"m": np.full_like(x, -np.inf, shape=shape, dtype=acc),
+                "s": np.zeros_like(x, shape=shape, dtype=acc)}
+    with _kernels(), np.errstate(invalid="ignore"):
+        m = _nk().max(x, axis=a, keepdims=True).astype(acc)
+        shifted = np.where(m == -np.inf, np.zeros_like(m), x.astype(acc) - m)
+        s = _nk().sum(np.exp(shifted), axis=a, keepdims=True, dtype=acc)
+    return {"m": m, "s": s}
+
+
+def _state_combine(states, axis=None, keepdims=True, **_):
+    """The states along ``axis`` combined: the largest maximum (NaN propagating), each
+    sum rescaled to it (both maxima -inf: the sums add)."""
+    m = _concat(_deep(states, "m"), list(axis))
+    s = _concat(_deep(states, "s"), list(axis))
+    top = m.max(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        scale = np.where(top == -np.inf, np.ones_like(m), np.exp(m - top))
+    return {"m": top, "s": (s * scale).sum(axis=axis, keepdims=True)}
+
+
+def _softmax(x, kind: str, axis, options: dict):
+    _check_dask(x, kind)
+    _refuse_out(options.pop("out"), kind)
+    if np.dtype(x.dtype) not in _FLOATS:
+        raise TypeError(f"x must be float16, float32 or float64, got dtype {x.dtype}")
+    if x.ndim == 0:
+        raise np.exceptions.AxisError(f"x is 0-d: {kind} needs at least one axis")
+    from numbakern.api.softmax import _axis
+
+    axis = _axis(axis, x.ndim)
+    meta = _meta(x, x.ndim, x.dtype)
+    if x.numblocks[axis] == 1:  # each row in one chunk: numbakern's row kernels
+        return x.map_blocks(functools.partial(_softmax_chunk, kind=kind, axis=axis,
+                                              options=options), dtype=x.dtype, meta=meta)
+    acc = _ops.accumulator_dtype(x.dtype)
+    chunks = tuple((1,) * x.numblocks[a] if a == axis else c for a, c in enumerate(x.chunks))
+    states = x.map_blocks(functools.partial(_state_chunk, axis=(axis,), acc=acc),
+                          chunks=chunks, dtype=acc, meta=_meta(x, x.ndim, acc))
+    state = da.reduction(states, _identity_chunk, _state_combine, combine=_state_combine,
+                         axis=(axis,), keepdims=True, dtype=acc, concatenate=False,
+                         meta=_meta(x, x.ndim, acc))
+    m = state.map_blocks(functools.partial(_field, "m"), dtype=acc,
+                         meta=_meta(x, x.ndim, acc))
+    s = state.map_blocks(functools.partial(_field, "s"), dtype=acc,
+                         meta=_meta(x, x.ndim, acc))
+    return da.map_blocks(functools.partial(_normalise, kind=kind, acc=acc), x, m, s,
+                         dtype=x.dtype, meta=meta)
+
+
+def _normalise(x, m, s, *, kind, acc):
+    """One chunk of the result from its rows' ``(max, sum)``; rows of NaN, +inf or
+    nothing but -inf come out NaN."""
+    with np.errstate(invalid="ignore"):
+        shifted = x.astype(acc) - m
+        out = np.exp(shifted) / s if kind == "softmax" else shifted - np.log(s)
+    return out.astype(x.dtype)
+
+
+def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
+            layout="auto", fused=None, threads=None, out=None, stream=None):
+    """Lazy :func:`numbakern.softmax` of a Dask array along ``axis``.
+
+    Rows held in one chunk (``axis`` not chunked): numbakern's row kernel per chunk,
+    with every keyword as :func:`numbakern.softmax`. Rows split across chunks: each
+    chunk's online ``(max, sum)`` state per row (numbakern's ``max`` and ``sum``,
+    the keywords unused), the states combined across chunks, then
+    ``exp(x - max) / sum`` as a Dask elementwise map (computed in float32 for
+    float16). Rows holding NaN or +inf, and rows of nothing but -inf, are NaN.
+
+    Raises: as :func:`numbakern.softmax`; ``TypeError`` for ``out=``.
+    """
+    return _softmax(x, "softmax", axis, dict(
+        max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
+        layout=layout, fused=fused, threads=threads, out=out))
+
+
+def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
+                layout="auto", fused=None, threads=None, out=None, stream=None):
+    """Lazy :func:`numbakern.log_softmax` of a Dask array: as :func:`softmax`, the map
+    ``(x - max) - log(sum)``."""
+    return _softmax(x, "log_softmax", axis, dict(
+        max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
+        layout=layout, fused=fused, threads=threads, out=out))
+
+
+# --- histogram and bincount ------------------------------------------------------------
+
+
+def _counts_chunk(x, *, bins, range_, strategy):
+    with _kernels():
+        if range_ is None:
+            return _nk().histogram_counts(x.reshape(-1), bins, strategy=strategy)
+        return _nk().histogram(x.reshape(-1), bins, range=range_, strategy=strategy)[0]
+
+
+def _summed_counts(x, bins: int, range_, strategy):
+    """Each chunk's int64 counts, summed by numbakern's sum: a Dask array ``(bins,)``."""
+    import dask
+
+    count = functools.partial(_counts_chunk, bins=bins, range_=range_, strategy=strategy)
+    meta = _meta(x, 1, np.int64)
+    parts = [da.from_delayed(dask.delayed(count)(block), shape=(bins,), dtype=np.int64,
+                             meta=meta)
+             for block in x.to_delayed().reshape(-1)]
+    return sum(da.stack(parts), axis=0)
+
+
+def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A002
+              strategy=None, stream=None):
+    """Lazy counts of :func:`numbakern.histogram` of a Dask array: ``(hist, edges)``,
+    ``hist`` a Dask int64 array of ``(bins,)`` (each chunk's counts, summed),
+    ``edges`` the ``bins + 1`` edges NumPy computes (an array of the chunks' kind).
+
+    Without ``range`` the edges need ``x``'s minimum and maximum: they are computed
+    now (as NumPy must), by numbakern's min and max over the chunks; pass ``range``
+    to keep everything lazy.
+
+    Raises: as :func:`numbakern.histogram` (an automatic range that is not finite:
+    ``ValueError``, raised by this call).
+    """
+    import dask
+
+    _check_dask(x, "histogram")
+    if weights is not None or density not in (None, False):
+        raise TypeError("histogram: weights and density are not supported (numbakern "
+                        "counts); use np.histogram for them")
+    if np.ndim(bins) != 0:
+        raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
+                        f"bins only), got {bins!r}")
+    if range is None and x.size:
+        lo, hi = dask.compute(min(x), max(x))
+        lo, hi = (np.asarray(v).reshape(())[()] for v in (lo, hi))
+        if x.dtype == np.bool_:
+            lo, hi = np.uint8(lo), np.uint8(hi)
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+        range = (lo, hi)
+    empty = x._meta.reshape(-1)[:0]
+    with _kernels():  # checks the arguments and makes NumPy's edges; runs no kernel
+        _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
+    return _summed_counts(x, int(bins), range if range is not None else (0, 1),
+                          strategy), edges
+
+
+def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
+    """Lazy :func:`numbakern.bincount` of a 1-D Dask array of non-negative ints: each
+    chunk's counts, summed. The result's length needs ``x``'s maximum, computed now
+    (with its minimum, to refuse negatives) by numbakern over the chunks.
+
+    Raises: as :func:`numbakern.bincount` (a negative value: ``ValueError``, raised by
+    this call).
+    """
+    import dask
+
+    _check_dask(x, "bincount")
+    with _kernels():  # the argument checks, on an empty array of the chunks' kind
+        _nk().bincount(x._meta.reshape(-1)[:0] if x.ndim == 1 else x._meta, weights,
+                       minlength, strategy=strategy)
+    bins = int(minlength)
+    if x.size:
+        lo, hi = dask.compute(min(x), max(x))
+        if np.dtype(x.dtype).kind == "i" and int(lo) < 0:
+            raise ValueError("'x' argument must have no negative elements")
+        bins = builtins_max(bins, int(hi) + 1)
+    if bins == 0:
+        return da.zeros(0, dtype=np.int64, chunks=1, meta=_meta(x, 1, np.int64))
+    return _summed_counts(x, bins, None, strategy)
+
+
+def builtins_max(a: int, b: int) -> int:
+    return a if a > b else b
+
+
+__all__ = ["argmax", "argmin", "associative_scan", "bincount", "bitwise_and_sum",
+           "bitwise_or_sum", "cumprod", "cumsum", "histogram", "log_softmax", "max",
+           "max_with_indices", "mean", "min", "min_with_indices", "prod", "reduce", "softmax",
+           "sum", "xor_sum"]

@@ -236,3 +236,103 @@ def test_scan_argument_errors():
         nk.cumsum(x, method="parallel")
     with pytest.raises(TypeError, match="fields"):
         nk.associative_scan(x, "argmax")
+
+
+# --- softmax -------------------------------------------------------------------------
+
+
+def _softmax_ref(a, axis, log=False):
+    a = a.astype(np.float64)
+    m = np.max(a, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        shifted = a - m
+        s = np.exp(shifted).sum(axis=axis, keepdims=True)
+        return shifted - np.log(s) if log else np.exp(shifted) / s
+
+
+@pytest.mark.parametrize("chunks", [((5,), (70,)), ((2, 3), (32, 0, 38))])
+def test_softmax_along_a_chunked_axis(chunks):
+    a = np.random.default_rng(8).standard_normal((5, 70)).astype(np.float32) * 3
+    a[1, :40] = -np.inf  # a chunk of nothing but -inf in a finite row
+    a[2, 10] = np.nan
+    a[3, :] = -np.inf
+    x = da.from_array(a, chunks=chunks)
+    for axis in (-1, 0):
+        for log in (False, True):
+            fn = nk.log_softmax if log else nk.softmax
+            lazy = fn(x, axis=axis)
+            assert lazy.dtype == np.float32 and isinstance(lazy._meta, np.ndarray)
+            np.testing.assert_allclose(lazy.compute(), _softmax_ref(a, axis, log),
+                                       rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_softmax_float16_and_errors():
+    h = np.random.default_rng(9).standard_normal((3, 40)).astype(np.float16)
+    lazy = nk.softmax(da.from_array(h, chunks=(3, 15)))
+    assert lazy.dtype == np.float16
+    np.testing.assert_allclose(lazy.compute(), _softmax_ref(h, -1), rtol=2e-3, atol=1e-3)
+    with pytest.raises(TypeError, match="float"):
+        nk.softmax(da.zeros(4, dtype=np.int32, chunks=2))
+
+
+# --- histogram and bincount ---------------------------------------------------------------
+
+
+def test_histogram_and_bincount_sum_chunk_counts():
+    f = np.random.default_rng(10).standard_normal((6, 50))
+    x = da.from_array(f, chunks=(4, 20))
+    for rng in (None, (-1.0, 1.0)):
+        hist, edges = nk.histogram(x, bins=7, range=rng)
+        ref_hist, ref_edges = np.histogram(f, bins=7, range=rng)
+        _check(hist, ref_hist, exact=True)
+        np.testing.assert_array_equal(edges, ref_edges)
+    i = np.random.default_rng(11).integers(0, 20, size=300)
+    xi = da.from_array(i, chunks=((70, 0, 130, 100),))
+    _check(nk.bincount(xi, minlength=25), np.bincount(i, minlength=25), exact=True)
+    _check(nk.bincount(xi), np.bincount(i), exact=True)
+    with pytest.raises(ValueError, match="negative"):
+        nk.bincount(da.from_array(np.array([1, -2, 3]), chunks=2))
+
+
+# --- schedulers --------------------------------------------------------------------------
+
+
+def test_threaded_scheduler_runs_one_simulated_chunk_at_a_time():
+    a = np.arange(400, dtype=np.float64)
+    x = da.from_array(a, chunks=50)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        assert nk.sum(x).compute() == a.sum()
+        np.testing.assert_array_equal(nk.cumsum(x).compute(), np.cumsum(a))
+
+
+CLUSTER = """
+import numpy as np, dask.array as da, numbakern as nk
+from distributed import Client, LocalCluster
+
+@nk.op(identity=0.0, commutative=False)
+def last_nonzero(a, b):
+    return b if b != 0 else a
+
+if __name__ == "__main__":
+    a = np.zeros(200); a[[5, 90, 150]] = [1.0, 2.0, 3.0]
+    x = da.from_array(a, chunks=60)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        r = nk.reduce(x, last_nonzero).compute()
+        s = nk.associative_scan(x, last_nonzero, method="blelloch").compute()
+        i = nk.argmax(x).compute()
+    ref = np.maximum.accumulate(np.where(a != 0, np.arange(200), -1))
+    assert r == 3.0, r
+    assert (s == np.where(ref >= 0, a[np.maximum(ref, 0)], 0.0)).all()
+    assert i == 150, i
+    print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_local_cluster_of_two_processes_with_a_users_op(tmp_path):
+    script = tmp_path / "cluster.py"
+    script.write_text(textwrap.dedent(CLUSTER))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
