@@ -297,7 +297,7 @@ def _arg_combine(pairs, axis=None, keepdims=False, *, direction, tie_break_left,
     if v.dtype.kind == "f":
         nan = v != v
         fill = -np.inf if direction == "max" else np.inf
-        filled = np.where(nan, np.asarray(fill, dtype=v.dtype), v)
+        filled = np.where(nan, fill, v)  # Python scalars: CuPy takes them, dtype kept
     else:
         nan, filled = None, v
     best = filled.max(axis=-1, keepdims=True) if direction == "max" else \
@@ -306,7 +306,7 @@ def _arg_combine(pairs, axis=None, keepdims=False, *, direction, tie_break_left,
     if nan is not None:
         any_nan = nan.any(axis=-1, keepdims=True)
         candidate = np.where(any_nan, nan, candidate)
-        best = np.where(any_nan, np.asarray(np.nan, dtype=v.dtype), best)
+        best = np.where(any_nan, np.nan, best)
     if tie_break_left:
         index = np.where(candidate, i, np.iinfo(np.int64).max).min(axis=-1, keepdims=True)
     else:
@@ -705,10 +705,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
     if range is None and x.size:
-        lo, hi = dask.compute(min(x), max(x))
-        lo, hi = (np.asarray(v).reshape(())[()] for v in (lo, hi))
-        if x.dtype == np.bool_:
-            lo, hi = np.uint8(lo), np.uint8(hi)
+        value_dtype = np.dtype(np.uint8) if x.dtype == np.bool_ else np.dtype(x.dtype)
+        lo, hi = (value_dtype.type(v.item()) for v in dask.compute(min(x), max(x)))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
         range = (lo, hi)
@@ -736,7 +734,8 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     bins = int(minlength)
     if x.size:
         lo, hi = dask.compute(min(x), max(x))
-        if np.dtype(x.dtype).kind == "i" and int(lo) < 0:
+        lo, hi = lo.item(), hi.item()  # NumPy scalars or CuPy 0-d arrays
+        if np.dtype(x.dtype).kind == "i" and lo < 0:
             raise ValueError("'x' argument must have no negative elements")
         bins = builtins_max(bins, int(hi) + 1)
     if bins == 0:
