@@ -728,9 +728,10 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     import dask
 
     _check_dask(x, "bincount")
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
     with _kernels():  # the argument checks, on an empty array of the chunks' kind
-        _nk().bincount(x._meta.reshape(-1)[:0] if x.ndim == 1 else x._meta, weights,
-                       minlength, strategy=strategy)
+        _nk().bincount(x._meta.reshape(-1)[:0], weights, minlength, strategy=strategy)
     bins = int(minlength)
     if x.size:
         lo, hi = dask.compute(min(x), max(x))

@@ -336,3 +336,8 @@ def test_local_cluster_of_two_processes_with_a_users_op(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_bincount_refuses_two_dimensions_naming_the_shape():
+    with pytest.raises(ValueError, match=r"1-D, got shape \(2, 3\)"):
+        nk.bincount(da.zeros((2, 3), dtype=np.int64, chunks=1))
