@@ -142,10 +142,6 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
 
     _grid(op, strategy)
     axes = normalize_axes(axis, x.ndim)
-    if not axes:
-        axes_for_dask = ()
-    else:
-        axes_for_dask = axes
     if not op.commutative and len(axes) > 1:
         x = x.rechunk({a: -1 for a in axes[1:]})
     acc = _ops.accumulator_dtype(result)
@@ -154,7 +150,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     aggregate = functools.partial(_reduce_chunk, ref=ref, acc=result, strategy=strategy,
                                   lanes=lanes, partial=False)
     ndim = len(result_shape(x.shape, axes, keepdims))
-    return da.reduction(x, chunk, aggregate, combine=chunk, axis=axes_for_dask,
+    return da.reduction(x, chunk, aggregate, combine=chunk, axis=axes,
                         keepdims=keepdims, dtype=result, split_every=split_every,
                         meta=_meta(x, ndim, result), concatenate=True)
 
@@ -738,14 +734,10 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         lo, hi = lo.item(), hi.item()  # NumPy scalars or CuPy 0-d arrays
         if np.dtype(x.dtype).kind == "i" and lo < 0:
             raise ValueError("'x' argument must have no negative elements")
-        bins = builtins_max(bins, int(hi) + 1)
+        bins = bins if bins > int(hi) + 1 else int(hi) + 1
     if bins == 0:
         return da.zeros(0, dtype=np.int64, chunks=1, meta=_meta(x, 1, np.int64))
     return _summed_counts(x, bins, None, strategy)
-
-
-def builtins_max(a: int, b: int) -> int:
-    return a if a > b else b
 
 
 __all__ = ["argmax", "argmin", "associative_scan", "bincount", "bitwise_and_sum",

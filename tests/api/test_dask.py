@@ -341,3 +341,12 @@ def test_local_cluster_of_two_processes_with_a_users_op(tmp_path):
 def test_bincount_refuses_two_dimensions_naming_the_shape():
     with pytest.raises(ValueError, match=r"1-D, got shape \(2, 3\)"):
         nk.bincount(da.zeros((2, 3), dtype=np.int64, chunks=1))
+
+
+def test_dask_is_imported_only_when_a_dask_array_is_passed():
+    code = ("import sys, numpy as np, numbakern as nk; nk.sum(np.ones(3)); "
+            "nk.cumsum(np.ones(3)); assert 'dask' not in sys.modules, 'dask imported'; "
+            "print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
