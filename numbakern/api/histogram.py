@@ -16,6 +16,8 @@ import operator
 
 import numpy as np
 
+from numbakern.api._dispatch import dask_aware
+
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
                                    honours_stream, kind_of, resolve_stream, to_user)
@@ -24,6 +26,7 @@ from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
 from numbakern.kernels.elementwise import zeros
 
+@dask_aware
 @honours_stream
 def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     """Count the integer values of ``x`` in ``[0, num_bins)``: bin ``v`` counts the
@@ -49,6 +52,7 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
+@dask_aware
 @honours_stream
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     """Occurrences of each value of a 1-D array of non-negative ints, as
@@ -91,6 +95,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
+@dask_aware
 @honours_stream
 def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=None,
               stream=None):

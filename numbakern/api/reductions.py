@@ -37,6 +37,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from numbakern.api._dispatch import dask_aware
+
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
@@ -206,6 +208,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
 # --- public functions --------------------------------------------------------------
 
 
+@dask_aware
 @replayable
 @honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
@@ -241,6 +244,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
                 initial=initial)
 
 
+@dask_aware
 @honours_stream
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
          lanes=None):
@@ -291,6 +295,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     return deliver(workspace, dst, result, planned.shape, None)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -307,6 +312,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -323,6 +329,7 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -339,6 +346,7 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -355,6 +363,7 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -371,6 +380,7 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -387,6 +397,7 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -484,6 +495,7 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -511,6 +523,7 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -526,6 +539,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -548,6 +562,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 stream, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,

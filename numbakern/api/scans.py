@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from numbakern.api._dispatch import dask_aware
+
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
@@ -70,6 +72,7 @@ def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     return np.cumprod(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
 
 
+@dask_aware
 @replayable
 @honours_stream
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -111,6 +114,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
                  cumsum_dtype, "cumsum")
 
 
+@dask_aware
 @replayable
 @honours_stream
 def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -126,6 +130,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
                  cumprod_dtype, "cumprod")
 
 
+@dask_aware
 @replayable
 @honours_stream
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,

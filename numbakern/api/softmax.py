@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from numbakern.api._dispatch import dask_aware
+
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
                                    honours_stream, kind_of, resolve_stream, user_array)
@@ -80,6 +82,7 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 # --- public functions ---------------------------------------------------------------
 
 
+@dask_aware
 @replayable
 @honours_stream
 def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
@@ -124,6 +127,7 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
                     fused, threads, out, stream)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
@@ -138,6 +142,7 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
                     fused, threads, out, stream)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
@@ -170,6 +175,7 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
                      out, stream)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,

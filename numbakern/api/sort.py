@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from numbakern.api._dispatch import dask_aware
+
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
                                    honours_stream, kind_of, resolve_stream, to_user)
@@ -39,6 +41,7 @@ from numbakern.runtime.replay import replayable
 INDEX_DTYPE = np.dtype(np.int64)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
@@ -73,6 +76,7 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
     return _sort(x, axis, descending, False, strategy, stream)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def argsort(x, axis=-1, stable=True, descending=False, *, kind=None, strategy=None,

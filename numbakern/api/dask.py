@@ -1,0 +1,746 @@
+"""numbakern on Dask arrays: lazy Dask arrays whose chunks numbakern's kernels compute.
+
+The public functions (``numbakern.sum`` and the others named in ``__all__``) come
+here when given a ``dask.array.Array`` (``numbakern/api/_dispatch.py``); this module
+is imported only then, and it alone imports Dask. Each function takes the same
+arguments as its NumPy/CuPy form, less ``out=`` and ``stream=``, plus Dask's own
+(``split_every=`` for reductions, ``method=`` for scans), and returns a lazy
+``dask.array.Array``. Chunks may be NumPy arrays (each chunk is copied to the device,
+or run under the simulator) or CuPy arrays (stays on the GPU; the result's ``_meta``
+is a CuPy array). ``strategy=`` reaches every chunk's kernel.
+
+How each family maps onto Dask (README, "Design", "Dask arrays"):
+
+* Reductions (sum, prod, max, min, the bitwise ones, ``reduce`` with any one-field
+  op): ``dask.array.reduction`` with numbakern's ``reduce`` as chunk, combine and
+  aggregate; partials stay in the op's accumulator dtype (float32 for float16) and
+  the aggregate casts to the result dtype. A non-commutative op reducing several
+  axes has every reduced axis but the first rechunked whole, so that the partials
+  are combined in the C order of the elements. ``mean``: the sum, then a division by
+  the count, as :func:`numbakern.mean`.
+* argmax, argmin, max/min_with_indices: one ``max_with_indices`` per chunk, its
+  indices made global from the chunk's position; partials ``(values, indices)``
+  cross chunks as pairs and are combined with NumPy's rules (NaN wins, then the
+  larger value, then the first index; ``tie_break_left=False``: the last).
+* Scans: each chunk scanned along the axis by numbakern; the chunks' totals combined
+  into carries (``method="sequential"``: a chain; ``"blelloch"``: a tree of depth
+  ``log2`` of the number of chunks), each carry combined into its chunk by a
+  two-row ``numbakern.reduce``, so any one-field op (a non-commutative one
+  included: the carry is always the left operand) works. ``reverse`` scans the
+  reversed array; ``exclusive`` scans each chunk exclusively and carries the totals.
+* softmax, log_softmax: along an axis held in one chunk, ``numbakern.softmax`` per
+  chunk; along a chunked axis, a reduction to the online ``(max, sum)`` state of
+  each row (``strategies/online_softmax.py``'s combine, on whole arrays), then a
+  normalising map ``exp(x - max) / sum`` (``x - max - log(sum)``).
+* histogram, bincount: per-chunk counts summed (int64); ``histogram`` without
+  ``range`` and ``bincount`` compute ``min``/``max`` first (as NumPy must).
+
+Determinism: with the same chunks and ``split_every`` (and the same ``method`` for
+scans), the graph is the same tree of the same calls, so a deterministic strategy
+gives the same bits run to run, on any scheduler and any number of workers. The
+bits may differ from one numbakern call on the whole array: the partials of a
+float reduction are summed in a different tree. Integer results, max/min, argmax
+and the bitwise ops are exact and equal to a single call.
+
+Under Numba's CUDA simulator kernels are not thread-safe; every chunk call made here
+holds one process-wide lock (:data:`_ONE_SIMULATED_CALL_AT_A_TIME`), so Dask's
+threaded scheduler works, one chunk at a time per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import threading
+
+import dask.array as da
+import numpy as np
+from dask.array.utils import meta_from_array
+
+from numbakern import ops as _ops
+from numbakern import strategies as _strategies
+from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
+from numbakern.runtime.device import SIMULATOR
+
+# --- the simulator's one call at a time (delete when simulated calls are thread-safe) --
+
+_ONE_SIMULATED_CALL_AT_A_TIME = threading.Lock()
+
+
+def _kernels():
+    """A context for one chunk's numbakern calls: under the simulator, the
+    process-wide lock (the simulator keeps a kernel's state on the launching
+    machinery, so two threads launching at once break each other); on a GPU
+    nothing."""
+    return _ONE_SIMULATED_CALL_AT_A_TIME if SIMULATOR else contextlib.nullcontext()
+
+
+def _nk():
+    import numbakern
+
+    return numbakern
+
+
+# --- checks -----------------------------------------------------------------------
+
+
+def _check_dask(x, name: str):
+    if not isinstance(x, da.Array):
+        raise TypeError(f"numbakern.{name}: expected a dask.array.Array, got "
+                        f"{type(x).__name__}")
+    if any(math.isnan(c) for cs in x.chunks for c in cs):
+        raise ValueError(f"numbakern.{name}: the Dask array has unknown chunk sizes; call "
+                         "x.compute_chunk_sizes() first")
+    return x
+
+
+def _refuse_out(out, name: str) -> None:
+    if out is not None:
+        raise TypeError(f"numbakern.{name}: out= is not supported for Dask arrays (the "
+                        "result is a lazy Dask array; use da.store to write it)")
+
+
+def _meta(x, ndim: int, dtype):
+    return meta_from_array(x._meta, ndim=ndim, dtype=dtype)
+
+
+def _op_ref(op: _ops.Op):
+    """A built-in op by name (resolved again on a worker), a user's op as itself
+    (cloudpickle carries its functions to the workers)."""
+    return op.name if _ops.BUILTIN.get(op.name) is op else op
+
+
+def _op(ref) -> _ops.Op:
+    return _ops.get(ref)
+
+
+# --- reductions --------------------------------------------------------------------
+
+
+def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, partial=True,
+                  **_):
+    """``numbakern.reduce`` of one chunk (``partial``: a chunk or combine step, whose
+    empty input yields an empty partial for ops without an identity)."""
+    op = _op(ref)
+    n = math.prod(x.shape[a] for a in axis)
+    if n == 0 and partial and isinstance(op.empty, str) and op.empty == "raise":
+        shape = tuple(0 if a in axis else s for a, s in enumerate(x.shape))
+        return np.empty_like(x, shape=shape, dtype=acc)
+    with _kernels():
+        return _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
+                            strategy=strategy, lanes=lanes)
+
+
+def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, strategy,
+               lanes, out):
+    _check_dask(x, name)
+    _refuse_out(out, name)
+    keepdims = check_flag(keepdims, "keepdims")
+    result = op.result_dtype_for(x.dtype, dtype)
+    from numbakern.api.reductions import _grid  # the strategy's checks, at once
+
+    _grid(op, strategy)
+    axes = normalize_axes(axis, x.ndim)
+    if not op.commutative and len(axes) > 1:
+        x = x.rechunk({a: -1 for a in axes[1:]})
+    acc = _ops.accumulator_dtype(result)
+    ref = _op_ref(op)
+    chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
+    aggregate = functools.partial(_reduce_chunk, ref=ref, acc=result, strategy=strategy,
+                                  lanes=lanes, partial=False)
+    ndim = len(result_shape(x.shape, axes, keepdims))
+    return da.reduction(x, chunk, aggregate, combine=chunk, axis=axes,
+                        keepdims=keepdims, dtype=result, split_every=split_every,
+                        meta=_meta(x, ndim, result), concatenate=True)
+
+
+def sum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.sum` of a Dask array (module docstring). Raises as the
+    NumPy form does, at once for argument errors; ``TypeError`` for ``out=``."""
+    return _reduction(x, _ops.SUM, "sum", axis, dtype, keepdims, split_every, strategy,
+                      lanes, out)
+
+
+def prod(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
+         strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.prod` of a Dask array."""
+    return _reduction(x, _ops.PROD, "prod", axis, dtype, keepdims, split_every, strategy,
+                      lanes, out)
+
+
+def max(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.max` of a Dask array (no elements: ``ValueError`` at
+    compute, as NumPy)."""
+    return _reduction(x, _ops.MAX, "max", axis, None, keepdims, split_every, strategy,
+                      lanes, out)
+
+
+def min(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.min` of a Dask array."""
+    return _reduction(x, _ops.MIN, "min", axis, None, keepdims, split_every, strategy,
+                      lanes, out)
+
+
+def xor_sum(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=None,
+            lanes=None, stream=None):
+    """Lazy :func:`numbakern.xor_sum` of a Dask array."""
+    return _reduction(x, _ops.BITWISE_XOR, "xor_sum", axis, None, keepdims, split_every,
+                      strategy, lanes, out)
+
+
+def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, split_every=None,
+                    strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.bitwise_and_sum` of a Dask array."""
+    return _reduction(x, _ops.BITWISE_AND, "bitwise_and_sum", axis, None, keepdims,
+                      split_every, strategy, lanes, out)
+
+
+def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, split_every=None,
+                   strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.bitwise_or_sum` of a Dask array."""
+    return _reduction(x, _ops.BITWISE_OR, "bitwise_or_sum", axis, None, keepdims,
+                      split_every, strategy, lanes, out)
+
+
+def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.reduce` of a Dask array with a one-field op (a user's
+    :class:`numbakern.Op` is pickled to distributed workers)."""
+    op = _ops.get(op)
+    if op.fields != 1:
+        raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
+                        "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
+    return _reduction(x, op, "reduce", axis, dtype, keepdims, split_every, strategy, lanes,
+                      out)
+
+
+def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
+         strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.mean` of a Dask array: the sum in NumPy's accumulator
+    dtype, divided by the count in float64, cast to NumPy's result dtype."""
+    _check_dask(x, "mean")
+    in_dtype = np.dtype(x.dtype)
+    acc = dtype
+    if dtype is None and in_dtype.kind in "biu":
+        acc = np.float64
+    elif dtype is None and in_dtype == np.float16:
+        acc = np.float32
+    result = np.dtype(dtype if dtype is not None else
+                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    total = _reduction(x, _ops.SUM, "mean", axis, acc, keepdims, split_every, strategy,
+                       lanes, out)
+    count = math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim))
+    return (total.astype(np.float64) / np.float64(count)).astype(result)
+
+
+# --- argmax and friends -----------------------------------------------------------------
+
+
+def _arg_chunk(direction, tie_break_left, strategy, lanes, axes, shape, x, block_info=None):
+    """One chunk's ``{"v": values, "i": global indices}``, reduced axes kept as 1; a
+    chunk with nothing to reduce gives the op's identity (its index loses every
+    tie)."""
+    loc = block_info[0]["array-location"]
+    if math.prod(x.shape[a] for a in axes) == 0:  # the identity, whose index loses ties
+        shape = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
+        value, index = _ops.arg_op(direction, tie_break_left).identity(
+            (x.dtype, _ops.INDEX_DTYPE))
+        return {"v": np.full_like(x, value, shape=shape),
+                "i": np.full_like(x, index, shape=shape, dtype=np.int64)}
+    axis = axes[0] if len(axes) == 1 and len(shape) > 1 else None
+    with _kernels():
+        fn = _nk().max_with_indices if direction == "max" else _nk().min_with_indices
+        v, i = fn(x, axis=axis, keepdims=True, tie_break_left=tie_break_left,
+                  strategy=strategy, lanes=lanes)
+    i = np.asarray(i, dtype=np.int64) if isinstance(x, np.ndarray) else i.astype(np.int64)
+    if axis is not None:
+        i = i + loc[axis][0]
+    else:  # the chunk's flat index to the array's
+        rest, glob = i, 0
+        for d in reversed(range(len(shape))):
+            coord = rest % x.shape[d] + loc[d][0]
+            rest = rest // x.shape[d]
+            glob = glob + coord * math.prod(shape[d + 1:])
+        i = glob
+        v = v.reshape((1,) * len(shape))
+        i = i.reshape((1,) * len(shape))
+    return {"v": v, "i": i}
+
+
+def _concat(nested, axes):
+    if not isinstance(nested, list):
+        return nested
+    parts = [_concat(n, axes[1:]) for n in nested]
+    return np.concatenate(parts, axis=axes[0]) if len(parts) > 1 else parts[0]
+
+
+def _arg_combine(pairs, axis=None, keepdims=False, *, direction, tie_break_left,
+                 partial=True, **_):
+    """The winner of the partials along ``axis``: NaN first, then the larger (smaller)
+    value, then the first (last) index."""
+    v = _concat(_deep(pairs, "v"), list(axis))
+    i = _concat(_deep(pairs, "i"), list(axis))
+    kept = tuple(s for a, s in enumerate(v.shape) if a not in axis)
+    shape = tuple(1 if a in axis else s for a, s in enumerate(v.shape))
+    rest = [a for a in range(v.ndim) if a not in axis]
+    span = math.prod(v.shape[a] for a in axis)
+    v = np.transpose(v, rest + list(axis)).reshape(kept + (span,))
+    i = np.transpose(i, rest + list(axis)).reshape(kept + (span,))
+    if v.dtype.kind == "f":
+        nan = v != v
+        fill = -np.inf if direction == "max" else np.inf
+        filled = np.where(nan, fill, v)  # Python scalars: CuPy takes them, dtype kept
+    else:
+        nan, filled = None, v
+    best = filled.max(axis=-1, keepdims=True) if direction == "max" else \
+        filled.min(axis=-1, keepdims=True)
+    candidate = v == best
+    if nan is not None:
+        any_nan = nan.any(axis=-1, keepdims=True)
+        candidate = np.where(any_nan, nan, candidate)
+        best = np.where(any_nan, np.nan, best)
+    if tie_break_left:
+        index = np.where(candidate, i, np.iinfo(np.int64).max).min(axis=-1, keepdims=True)
+    else:
+        index = np.where(candidate, i, -1).max(axis=-1, keepdims=True)
+    best, index = best.reshape(shape), index.reshape(shape)
+    loser = _ops.arg_op(direction, tie_break_left).identity_index
+    if not partial and index.size and bool((index == loser).any()):
+        raise ValueError(f"attempt to get arg{direction} of an empty sequence")
+    if not keepdims and not partial:
+        best, index = best.reshape(kept), index.reshape(kept)
+    return {"v": best, "i": index}
+
+
+def _deep(nested, key):
+    if isinstance(nested, list):
+        return [_deep(n, key) for n in nested]
+    return nested[key]
+
+
+def _field(key, pair):
+    return pair[key]
+
+
+def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_every,
+         strategy, lanes):
+    _check_dask(x, name)
+    keepdims = check_flag(keepdims, "keepdims")
+    tie_break_left = check_flag(tie_break_left, "tie_break_left")
+    op = _ops.arg_op(direction, tie_break_left)
+    op.check_dtype(x.dtype)
+    from numbakern.api.reductions import _grid
+
+    _grid(op, strategy)
+    if x.ndim == 0:
+        x, keepdims = x.reshape(1), False
+    axes = tuple(range(x.ndim)) if axis is None else (normalize_axis(axis, x.ndim),)
+    chunk_shape = tuple(1 if a in axes else None for a in range(x.ndim))
+    chunks = tuple(tuple(1 for _ in c) if chunk_shape[a] == 1 else c
+                   for a, c in enumerate(x.chunks))
+    # (partials for empty chunks are empty along the reduced axes; the declared
+    # chunk size 1 is only the graph's bookkeeping)
+    partials = x.map_blocks(
+        functools.partial(_arg_chunk, direction, tie_break_left, strategy, lanes, axes,
+                          x.shape),
+        chunks=chunks, dtype=x.dtype, meta=_meta(x, x.ndim, x.dtype))
+    combine = functools.partial(_arg_combine, direction=direction,
+                                tie_break_left=tie_break_left)
+    aggregate = functools.partial(combine, partial=False)
+    shape = result_shape(x.shape, axes, keepdims)
+    pairs = da.reduction(partials, _identity_chunk, aggregate, combine=combine, axis=axes,
+                         keepdims=keepdims, dtype=x.dtype, split_every=split_every,
+                         concatenate=False, meta=_meta(x, len(shape), x.dtype))
+    values = pairs.map_blocks(functools.partial(_field, "v"), dtype=x.dtype,
+                              meta=_meta(x, len(shape), x.dtype))
+    indices = pairs.map_blocks(functools.partial(_field, "i"), dtype=np.int64,
+                               meta=_meta(x, len(shape), np.int64))
+    return values, indices
+
+
+def _identity_chunk(pair, axis=None, keepdims=True, **_):
+    return pair
+
+
+def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
+           split_every=None, strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.argmax` of a Dask array: global int64 indices, NumPy's
+    answer across chunk edges (first occurrence; NaN wins)."""
+    _refuse_out(out, "argmax")
+    return _arg(x, "max", "argmax", axis, keepdims, tie_break_left, split_every, strategy,
+                lanes)[1]
+
+
+def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
+           split_every=None, strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.argmin` of a Dask array."""
+    _refuse_out(out, "argmin")
+    return _arg(x, "min", "argmin", axis, keepdims, tie_break_left, split_every, strategy,
+                lanes)[1]
+
+
+def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
+                     split_every=None, strategy=None, lanes=None, stream=None):
+    """Lazy ``(values, indices)`` of :func:`numbakern.max_with_indices`: two Dask
+    arrays from one pass over each chunk (compute them together with
+    ``dask.compute(values, indices)`` to read the data once)."""
+    _refuse_out(out, "max_with_indices")
+    return _arg(x, "max", "max_with_indices", axis, keepdims, tie_break_left, split_every,
+                strategy, lanes)
+
+
+def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
+                     split_every=None, strategy=None, lanes=None, stream=None):
+    """Lazy ``(values, indices)`` of :func:`numbakern.min_with_indices`."""
+    _refuse_out(out, "min_with_indices")
+    return _arg(x, "min", "min_with_indices", axis, keepdims, tie_break_left, split_every,
+                strategy, lanes)
+
+
+# --- scans ---------------------------------------------------------------------------
+
+SCAN_METHODS = ("sequential", "blelloch")
+
+
+def _scan_chunk(x, *, ref, result, axis, exclusive, strategy, layout):
+    with _kernels():
+        return _nk().associative_scan(x, _op(ref), axis=axis, exclusive=exclusive,
+                                      dtype=result, strategy=strategy, layout=layout)
+
+
+def _total_chunk(x, *, ref, result, axis):
+    """The chunk's reduction along ``axis`` (kept as length 1); no elements: the op's
+    identity."""
+    op = _op(ref)
+    if x.shape[axis] == 0:
+        shape = tuple(1 if a == axis else s for a, s in enumerate(x.shape))
+        return np.full_like(x, op.identity(result), shape=shape, dtype=result)
+    with _kernels():
+        return _nk().reduce(x, op, axis=axis, dtype=result, keepdims=True)
+
+
+def _pair(a, b, *, ref, result):
+    """``a (+) b`` elementwise (``a`` the earlier), by a reduce over the two stacked."""
+    both = np.stack([np.broadcast_to(a, b.shape), b])
+    with _kernels():
+        return _nk().reduce(both, _op(ref), axis=0, dtype=result)
+
+
+def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
+          layout, rule):
+    _check_dask(x, name)
+    if op.fields != 1:
+        raise TypeError(f"numbakern.{name}: Dask arrays are scanned with one-field ops; "
+                        f"{op.name} has {op.fields} fields")
+    op.check_dtype(x.dtype, caller=name)
+    exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
+    if method not in SCAN_METHODS:
+        raise ValueError(f"numbakern.{name}: method must be one of {SCAN_METHODS}, got "
+                         f"{method!r}")
+    if dtype is not None:
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=", name)
+    result = np.dtype((rule or op.result_dtype)(np.dtype(x.dtype), dtype))
+    _strategies.resolve("scan", strategy)
+    from numbakern.kernels.scan_rows import check_layout
+
+    check_layout(layout)
+    if axis is None or x.ndim == 0:  # the flattened array, in C order, as NumPy
+        x, axis = x.reshape(-1), 0
+    else:
+        axis = normalize_axis(axis, x.ndim)
+    flip = tuple(slice(None, None, -1) if a == axis else slice(None) for a in range(x.ndim))
+    if reverse:
+        x = x[flip]
+    ref = _op_ref(op)
+    meta = _meta(x, x.ndim, result)
+    local = x.map_blocks(functools.partial(
+        _scan_chunk, ref=ref, result=result, axis=axis, exclusive=exclusive,
+        strategy=strategy, layout=layout), dtype=result, meta=meta)
+    nblocks = x.numblocks[axis]
+    if nblocks > 1:
+        chunks = tuple((1,) * nblocks if a == axis else c for a, c in enumerate(x.chunks))
+        totals = x.map_blocks(functools.partial(_total_chunk, ref=ref, result=result,
+                                                axis=axis),
+                              chunks=chunks, dtype=result, meta=meta)
+        pair = functools.partial(_pair, ref=ref, result=result)
+
+        def combine(a, b):
+            return da.map_blocks(pair, a, b, dtype=result, meta=meta)
+
+        def block(arr, k):
+            return arr.blocks[tuple(k if a == axis else slice(None) for a in range(x.ndim))]
+
+        t = [block(totals, k) for k in range(nblocks)]
+        inclusive = _chain(t, combine) if method == "sequential" else _tree(t, combine)
+        pieces = [block(local, 0)]
+        for k in range(1, nblocks):
+            piece = block(local, k)
+            pieces.append(da.map_blocks(pair, inclusive[k - 1], piece, dtype=result,
+                                        meta=meta, chunks=piece.chunks))
+        local = da.concatenate(pieces, axis=axis)
+    return local[flip] if reverse else local
+
+
+def _chain(t: list, combine) -> list:
+    """Inclusive prefixes of ``t``, one after another."""
+    out = [t[0]]
+    for item in t[1:]:
+        out.append(combine(out[-1], item))
+    return out
+
+
+def _tree(t: list, combine) -> list:
+    """Inclusive prefixes of ``t`` by a tree (Blelloch's up and down sweeps): depth
+    ``2 log2(len(t))``, ``2 len(t)`` combines."""
+    if len(t) == 1:
+        return list(t)
+    pairs = [combine(t[2 * j], t[2 * j + 1]) for j in range(len(t) // 2)]
+    odd = _tree(pairs, combine)  # odd[j]: t[0] .. t[2j + 1]
+    out = []
+    for k in range(len(t)):
+        if k == 0:
+            out.append(t[0])
+        elif k % 2 == 1:
+            out.append(odd[k // 2])
+        else:
+            out.append(combine(odd[k // 2 - 1], t[k]))
+    return out
+
+
+def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+           method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.cumsum` of a Dask array. ``method``: how the chunks'
+    totals become carries, ``"sequential"`` (a chain, as Dask's default) or
+    ``"blelloch"`` (a tree); both keep ``dtype`` and the input's ``_meta`` kind.
+
+    Raises: as :func:`numbakern.cumsum`; ``ValueError`` for another ``method``,
+    ``TypeError`` for ``out=``.
+    """
+    from numbakern.api.scans import cumsum_dtype
+
+    _refuse_out(out, "cumsum")
+    return _scan(x, _ops.SUM, "cumsum", axis, dtype, exclusive, reverse, method, strategy,
+                 layout, cumsum_dtype)
+
+
+def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+            method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.cumprod` of a Dask array (``method`` as :func:`cumsum`)."""
+    from numbakern.api.scans import cumprod_dtype
+
+    _refuse_out(out, "cumprod")
+    return _scan(x, _ops.PROD, "cumprod", axis, dtype, exclusive, reverse, method, strategy,
+                 layout, cumprod_dtype)
+
+
+def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
+                     out=None, method="sequential", strategy=None, layout="auto",
+                     stream=None):
+    """Lazy :func:`numbakern.associative_scan` of a Dask array with a one-field op (a
+    non-commutative one keeps its order: a chunk's carry is always the left operand).
+
+    Raises: as :func:`numbakern.associative_scan`; ``TypeError`` for a two-field op
+    (``"argmax"``/``"argmin"``) or ``out=``; ``ValueError`` for another ``method``.
+    """
+    _refuse_out(out, "associative_scan")
+    if isinstance(op, str) and op in ("argmax", "argmin"):
+        op = _ops.arg_op(op[3:])
+    return _scan(x, _ops.get(op), "associative_scan", axis, dtype, exclusive, reverse, method,
+                 strategy, layout, None)
+
+
+# --- softmax -------------------------------------------------------------------------
+
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _softmax_chunk(x, *, kind, axis, options):
+    with _kernels():
+        fn = _nk().softmax if kind == "softmax" else _nk().log_softmax
+        return fn(x, axis=axis, **options)
+
+
+def _state_chunk(x, *, axis, acc):
+    """One chunk's online softmax state per row: ``{"m": max, "s": sum exp(x - m)}``
+    (``strategies/online_softmax.py``); a row of nothing but -inf is ``(-inf, n)``,
+    an empty chunk ``(-inf, 0)``."""
+    (a,) = axis
+    shape = tuple(1 if d == a else n for d, n in enumerate(x.shape))
+    if x.shape[a] == 0:
+        return {"m": np.full_like(x, -np.inf, shape=shape, dtype=acc),
+                "s": np.zeros_like(x, shape=shape, dtype=acc)}
+    with _kernels(), np.errstate(invalid="ignore"):
+        m = _nk().max(x, axis=a, keepdims=True).astype(acc)
+        shifted = np.where(m == -np.inf, np.zeros_like(m), x.astype(acc) - m)
+        s = _nk().sum(np.exp(shifted), axis=a, keepdims=True, dtype=acc)
+    return {"m": m, "s": s}
+
+
+def _state_combine(states, axis=None, keepdims=True, **_):
+    """The states along ``axis`` combined: the largest maximum (NaN propagating), each
+    sum rescaled to it (both maxima -inf: the sums add)."""
+    m = _concat(_deep(states, "m"), list(axis))
+    s = _concat(_deep(states, "s"), list(axis))
+    top = m.max(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        scale = np.where(top == -np.inf, np.ones_like(m), np.exp(m - top))
+    return {"m": top, "s": (s * scale).sum(axis=axis, keepdims=True)}
+
+
+def _softmax(x, kind: str, axis, options: dict):
+    _check_dask(x, kind)
+    _refuse_out(options.pop("out"), kind)
+    if np.dtype(x.dtype) not in _FLOATS:
+        raise TypeError(f"x must be float16, float32 or float64, got dtype {x.dtype}")
+    if x.ndim == 0:
+        raise np.exceptions.AxisError(f"x is 0-d: {kind} needs at least one axis")
+    from numbakern.api.softmax import _axis
+
+    axis = _axis(axis, x.ndim)
+    meta = _meta(x, x.ndim, x.dtype)
+    if x.numblocks[axis] == 1:  # each row in one chunk: numbakern's row kernels
+        return x.map_blocks(functools.partial(_softmax_chunk, kind=kind, axis=axis,
+                                              options=options), dtype=x.dtype, meta=meta)
+    acc = _ops.accumulator_dtype(x.dtype)
+    chunks = tuple((1,) * x.numblocks[a] if a == axis else c for a, c in enumerate(x.chunks))
+    states = x.map_blocks(functools.partial(_state_chunk, axis=(axis,), acc=acc),
+                          chunks=chunks, dtype=acc, meta=_meta(x, x.ndim, acc))
+    state = da.reduction(states, _identity_chunk, _state_combine, combine=_state_combine,
+                         axis=(axis,), keepdims=True, dtype=acc, concatenate=False,
+                         meta=_meta(x, x.ndim, acc))
+    m = state.map_blocks(functools.partial(_field, "m"), dtype=acc,
+                         meta=_meta(x, x.ndim, acc))
+    s = state.map_blocks(functools.partial(_field, "s"), dtype=acc,
+                         meta=_meta(x, x.ndim, acc))
+    return da.map_blocks(functools.partial(_normalise, kind=kind, acc=acc), x, m, s,
+                         dtype=x.dtype, meta=meta)
+
+
+def _normalise(x, m, s, *, kind, acc):
+    """One chunk of the result from its rows' ``(max, sum)``; rows of NaN, +inf or
+    nothing but -inf come out NaN."""
+    with np.errstate(invalid="ignore"):
+        shifted = x.astype(acc) - m
+        out = np.exp(shifted) / s if kind == "softmax" else shifted - np.log(s)
+    return out.astype(x.dtype)
+
+
+def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
+            layout="auto", fused=None, threads=None, out=None, stream=None):
+    """Lazy :func:`numbakern.softmax` of a Dask array along ``axis``.
+
+    Rows held in one chunk (``axis`` not chunked): numbakern's row kernel per chunk,
+    with every keyword as :func:`numbakern.softmax`. Rows split across chunks: each
+    chunk's online ``(max, sum)`` state per row (numbakern's ``max`` and ``sum``,
+    the keywords unused), the states combined across chunks, then
+    ``exp(x - max) / sum`` as a Dask elementwise map (computed in float32 for
+    float16). Rows holding NaN or +inf, and rows of nothing but -inf, are NaN.
+
+    Raises: as :func:`numbakern.softmax`; ``TypeError`` for ``out=``.
+    """
+    return _softmax(x, "softmax", axis, dict(
+        max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
+        layout=layout, fused=fused, threads=threads, out=out))
+
+
+def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
+                layout="auto", fused=None, threads=None, out=None, stream=None):
+    """Lazy :func:`numbakern.log_softmax` of a Dask array: as :func:`softmax`, the map
+    ``(x - max) - log(sum)``."""
+    return _softmax(x, "log_softmax", axis, dict(
+        max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
+        layout=layout, fused=fused, threads=threads, out=out))
+
+
+# --- histogram and bincount ------------------------------------------------------------
+
+
+def _counts_chunk(x, *, bins, range_, strategy):
+    with _kernels():
+        if range_ is None:
+            return _nk().histogram_counts(x.reshape(-1), bins, strategy=strategy)
+        return _nk().histogram(x.reshape(-1), bins, range=range_, strategy=strategy)[0]
+
+
+def _summed_counts(x, bins: int, range_, strategy):
+    """Each chunk's int64 counts, summed by numbakern's sum: a Dask array ``(bins,)``."""
+    import dask
+
+    count = functools.partial(_counts_chunk, bins=bins, range_=range_, strategy=strategy)
+    meta = _meta(x, 1, np.int64)
+    parts = [da.from_delayed(dask.delayed(count)(block), shape=(bins,), dtype=np.int64,
+                             meta=meta)
+             for block in x.to_delayed().reshape(-1)]
+    return sum(da.stack(parts), axis=0)
+
+
+def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A002
+              strategy=None, stream=None):
+    """Lazy counts of :func:`numbakern.histogram` of a Dask array: ``(hist, edges)``,
+    ``hist`` a Dask int64 array of ``(bins,)`` (each chunk's counts, summed),
+    ``edges`` the ``bins + 1`` edges NumPy computes (an array of the chunks' kind).
+
+    Without ``range`` the edges need ``x``'s minimum and maximum: they are computed
+    now (as NumPy must), by numbakern's min and max over the chunks; pass ``range``
+    to keep everything lazy.
+
+    Raises: as :func:`numbakern.histogram` (an automatic range that is not finite:
+    ``ValueError``, raised by this call).
+    """
+    import dask
+
+    _check_dask(x, "histogram")
+    if weights is not None or density not in (None, False):
+        raise TypeError("histogram: weights and density are not supported (numbakern "
+                        "counts); use np.histogram for them")
+    if np.ndim(bins) != 0:
+        raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
+                        f"bins only), got {bins!r}")
+    if range is None and x.size:
+        value_dtype = np.dtype(np.uint8) if x.dtype == np.bool_ else np.dtype(x.dtype)
+        lo, hi = (value_dtype.type(v.item()) for v in dask.compute(min(x), max(x)))
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+        range = (lo, hi)
+    empty = x._meta.reshape(-1)[:0]
+    with _kernels():  # checks the arguments and makes NumPy's edges; runs no kernel
+        _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
+    return _summed_counts(x, int(bins), range if range is not None else (0, 1),
+                          strategy), edges
+
+
+def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
+    """Lazy :func:`numbakern.bincount` of a 1-D Dask array of non-negative ints: each
+    chunk's counts, summed. The result's length needs ``x``'s maximum, computed now
+    (with its minimum, to refuse negatives) by numbakern over the chunks.
+
+    Raises: as :func:`numbakern.bincount` (a negative value: ``ValueError``, raised by
+    this call).
+    """
+    import dask
+
+    _check_dask(x, "bincount")
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
+    with _kernels():  # the argument checks, on an empty array of the chunks' kind
+        _nk().bincount(x._meta.reshape(-1)[:0], weights, minlength, strategy=strategy)
+    bins = int(minlength)
+    if x.size:
+        lo, hi = dask.compute(min(x), max(x))
+        lo, hi = lo.item(), hi.item()  # NumPy scalars or CuPy 0-d arrays
+        if np.dtype(x.dtype).kind == "i" and lo < 0:
+            raise ValueError("'x' argument must have no negative elements")
+        bins = bins if bins > int(hi) + 1 else int(hi) + 1
+    if bins == 0:
+        return da.zeros(0, dtype=np.int64, chunks=1, meta=_meta(x, 1, np.int64))
+    return _summed_counts(x, bins, None, strategy)
+
+
+__all__ = ["argmax", "argmin", "associative_scan", "bincount", "bitwise_and_sum",
+           "bitwise_or_sum", "cumprod", "cumsum", "histogram", "log_softmax", "max",
+           "max_with_indices", "mean", "min", "min_with_indices", "prod", "reduce", "softmax",
+           "sum", "xor_sum"]

@@ -1,0 +1,352 @@
+"""numbakern on Dask arrays (numbakern/api/dask.py): lazy results equal to NumPy's, with
+the dtype and ``_meta`` of ``dask.array`` on NumPy, on the synchronous scheduler (and
+the threaded one, refused or serialised under the simulator), plus one small
+``LocalCluster`` of two worker processes.
+
+Kept cheap: small arrays, a few chunks (the simulator runs one OS thread per CUDA
+thread).
+"""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def synchronous():
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+def _check(lazy, expected, *, exact=False, rtol=1e-5, like=None):
+    """``lazy`` is a Dask array of ``expected``'s dtype and shape, NumPy ``_meta``,
+    and computes to it."""
+    assert isinstance(lazy, da.Array)
+    assert isinstance(lazy._meta, np.ndarray)
+    expected = np.asarray(expected)
+    assert lazy.dtype == expected.dtype, (lazy.dtype, expected.dtype)
+    assert lazy.shape == expected.shape
+    if like is not None:  # dask.array's own on NumPy: the same dtype and meta's ndim
+        assert like.dtype == lazy.dtype and like._meta.ndim == lazy._meta.ndim
+    got = np.asarray(lazy.compute())
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    if exact:
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-6)
+
+
+# --- reductions --------------------------------------------------------------------
+
+A = np.random.default_rng(0).standard_normal((37, 70))
+# uneven chunks, a zero-size chunk, chunk edges at 32 (a warp) along axis 1
+CHUNKS = ((10, 0, 20, 7), (32, 32, 6))
+
+
+@pytest.mark.parametrize("axis,keepdims,split_every", [
+    (None, False, 2), (None, True, None), (0, False, 4), (1, True, 2), (-1, False, None),
+    ((0, 1), True, 4), ((1,), False, 2)])
+def test_sum_every_axis_form(axis, keepdims, split_every):
+    x = da.from_array(A.astype(np.float32), chunks=CHUNKS)
+    lazy = nk.sum(x, axis=axis, keepdims=keepdims, split_every=split_every)
+    ref = A.astype(np.float32).astype(np.float64).sum(axis=axis, keepdims=keepdims)
+    _check(lazy, ref.astype(np.float32), like=da.sum(x, axis=axis, keepdims=keepdims))
+
+
+@pytest.mark.parametrize("fn,ref", [(nk.sum, np.sum), (nk.prod, np.prod),
+                                    (nk.max, np.max), (nk.min, np.min),
+                                    (nk.xor_sum, np.bitwise_xor.reduce),
+                                    (nk.bitwise_and_sum, np.bitwise_and.reduce),
+                                    (nk.bitwise_or_sum, np.bitwise_or.reduce)])
+def test_integer_reductions_are_exact(fn, ref):
+    a = np.random.default_rng(1).integers(-50, 50, size=(9, 65)).astype(np.int16)
+    x = da.from_array(a, chunks=(4, 33))
+    for axis in (None, 0, 1):
+        _check(fn(x, axis=axis, split_every=2), ref(a, axis=axis), exact=True)
+
+
+def test_dtype_and_float16_accumulate_as_numpy():
+    a = np.random.default_rng(2).integers(0, 100, size=200).astype(np.int8)
+    x = da.from_array(a, chunks=64)
+    _check(nk.sum(x), np.sum(a), exact=True, like=da.sum(x))  # int8 -> int64
+    _check(nk.sum(x, dtype=np.float32), np.sum(a, dtype=np.float32), exact=True)
+    h = (np.random.default_rng(3).random(300) * 4).astype(np.float16)
+    lazy = nk.sum(da.from_array(h, chunks=100))
+    assert lazy.dtype == np.float16
+    np.testing.assert_allclose(float(lazy.compute()), h.astype(np.float64).sum(), rtol=1e-3)
+
+
+def test_mean_matches_numpy():
+    x = da.from_array(A, chunks=CHUNKS)
+    for axis in (None, 0, (0, 1)):
+        _check(nk.mean(x, axis=axis), np.mean(A, axis=axis), rtol=1e-12)
+    i = da.from_array(np.arange(10, dtype=np.int32), chunks=3)
+    _check(nk.mean(i), np.mean(np.arange(10, dtype=np.int32)), exact=True)
+
+
+def test_max_of_no_elements_raises_at_compute_and_empty_chunks_are_skipped():
+    x = da.from_array(np.array([3.0, 1.0, 4.0]), chunks=((0, 2, 0, 1),))
+    _check(nk.max(x), np.float64(4.0), exact=True)
+    empty = da.from_array(np.zeros((0, 3)), chunks=((0,), (2, 1)))
+    lazy = nk.max(empty, axis=0)  # building the graph does not raise (dask/dask#6736)
+    with pytest.raises(ValueError, match="zero-size"):
+        lazy.compute()
+    _check(nk.sum(empty, axis=0), np.zeros(3), exact=True)
+
+
+@nk.op(identity=0.0, commutative=False)
+def last_nonzero(a, b):
+    return b if b != 0 else a
+
+
+def _last_nonzero(v):
+    nz = v[v != 0]
+    return nz[-1] if nz.size else 0.0
+
+
+def test_non_commutative_op_keeps_order_across_chunks():
+    a = np.zeros((6, 50))
+    a[np.random.default_rng(4).random(a.shape) < 0.3] = 1.0
+    a *= np.arange(a.size).reshape(a.shape)
+    x = da.from_array(a, chunks=(4, 17))
+    for axis in (None, 1, (0, 1)):
+        flat = a.reshape(-1) if axis in (None, (0, 1)) else None
+        ref = _last_nonzero(flat) if flat is not None else \
+            np.array([_last_nonzero(r) for r in a])
+        _check(nk.reduce(x, last_nonzero, axis=axis, split_every=2), ref, exact=True)
+    ref0 = np.array([_last_nonzero(c) for c in a.T])
+    _check(nk.reduce(x, last_nonzero, axis=0, split_every=2), ref0, exact=True)
+
+
+def test_strategy_reaches_the_chunks_and_errors_are_raised_at_once():
+    x = da.from_array(A, chunks=CHUNKS)
+    ref = A.sum(axis=1)
+    _check(nk.sum(x, axis=1, strategy="atomic_fold/shared_tree"), ref, rtol=1e-12)
+    with pytest.raises(ValueError, match="strategy"):
+        nk.sum(x, strategy="no_such_strategy")
+    with pytest.raises(ValueError, match="commutative"):
+        nk.reduce(x, last_nonzero, strategy="atomic_fold/shared_tree")
+    with pytest.raises(TypeError, match="out="):
+        nk.sum(x, out=np.empty(()))
+    with pytest.raises(TypeError, match="Dask"):
+        nk.sort(x)
+
+
+def test_same_bits_run_to_run():
+    x = da.from_array(np.random.default_rng(5).standard_normal(5000).astype(np.float32),
+                      chunks=700)
+    first = nk.sum(x, split_every=3).compute()
+    assert nk.sum(x, split_every=3).compute().tobytes() == first.tobytes()
+
+
+# --- argmax and friends ------------------------------------------------------------
+
+
+def _ties_and_nans():
+    a = np.random.default_rng(6).integers(0, 5, size=(9, 70)).astype(np.float32)
+    a[:, 31] = 9.0  # a tie across the chunk edge at 32: the first must win
+    a[:, 32] = 9.0
+    a[2, 40] = np.nan  # NaN wins
+    a[2, 60] = np.nan
+    a[5, 2] = np.nan
+    return a
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, True), (1, False), (-1, True)])
+def test_argmax_argmin_global_indices_ties_and_nan(axis, keepdims):
+    a = _ties_and_nans()
+    x = da.from_array(a, chunks=((4, 0, 5), (32, 32, 6)))
+    _check(nk.argmax(x, axis=axis, keepdims=keepdims, split_every=2),
+           np.argmax(a, axis=axis, keepdims=keepdims), exact=True)
+    _check(nk.argmin(x, axis=axis, keepdims=keepdims),
+           np.argmin(a, axis=axis, keepdims=keepdims), exact=True)
+    values, indices = nk.max_with_indices(x, axis=axis, keepdims=keepdims)
+    v, i = dask.compute(values, indices)
+    np.testing.assert_array_equal(v, np.max(a, axis=axis, keepdims=keepdims))
+    np.testing.assert_array_equal(i, np.argmax(a, axis=axis, keepdims=keepdims))
+    assert values.dtype == a.dtype and indices.dtype == np.int64
+
+
+def test_argmax_last_index_with_tie_break_right():
+    a = np.array([1, 7, 3, 7, 7, 2], dtype=np.int32)
+    x = da.from_array(a, chunks=2)
+    assert nk.argmax(x, tie_break_left=False).compute() == 4
+    assert nk.argmax(x).compute() == 1
+    with pytest.raises(ValueError, match="empty"):
+        nk.argmax(da.zeros(0, chunks=1)).compute()
+
+
+# --- scans ---------------------------------------------------------------------------
+
+S = np.random.default_rng(7).integers(-5, 5, size=(7, 70)).astype(np.int16)
+S_CHUNKS = ((3, 0, 4), (32, 0, 6, 32))  # a zero-size chunk, edges at a warp
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cumsum_both_methods_every_axis(method, axis):
+    x = da.from_array(S, chunks=S_CHUNKS)
+    lazy = nk.cumsum(x, axis=axis, method=method)
+    _check(lazy, np.cumsum(S, axis=axis), exact=True, like=da.cumsum(x, axis=axis))
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_scan_reverse_exclusive_and_dtype_kept(method):
+    x = da.from_array(S, chunks=S_CHUNKS)
+    rev = np.flip(np.cumsum(np.flip(S, 1), axis=1), 1)
+    _check(nk.cumsum(x, axis=1, reverse=True, method=method), rev, exact=True)
+    _check(nk.cumsum(x, axis=1, reverse=True, exclusive=True, method=method), rev - S,
+           exact=True)
+    _check(nk.cumsum(x, axis=0, exclusive=True, method=method), np.cumsum(S, 0) - S,
+           exact=True)
+    # dtype= kept by both methods (dask/dask#12097: Dask's blelloch loses it)
+    f = da.from_array(np.full(40, 1.01), chunks=9)
+    _check(nk.cumprod(f, dtype=np.float32, method=method),
+           np.cumprod(np.full(40, 1.01), dtype=np.float32), rtol=1e-5)
+    _check(nk.cumsum(x.astype(np.int8), method=method), np.cumsum(S.astype(np.int8)),
+           exact=True)
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_non_commutative_scan_keeps_order_across_chunks(method):
+    a = np.zeros(90)
+    a[[3, 40, 41, 77]] = [5.0, 2.0, 7.0, 1.0]
+    x = da.from_array(a, chunks=((10, 25, 0, 30, 25),))
+    ref = np.array([_last_nonzero(a[:i + 1]) for i in range(a.size)])
+    _check(nk.associative_scan(x, last_nonzero, method=method), ref, exact=True)
+    rev = np.array([_last_nonzero(a[i:][::-1]) for i in range(a.size)])
+    _check(nk.associative_scan(x, last_nonzero, reverse=True, method=method), rev,
+           exact=True)
+
+
+def test_scan_argument_errors():
+    x = da.from_array(S, chunks=S_CHUNKS)
+    with pytest.raises(ValueError, match="method"):
+        nk.cumsum(x, method="parallel")
+    with pytest.raises(TypeError, match="fields"):
+        nk.associative_scan(x, "argmax")
+
+
+# --- softmax -------------------------------------------------------------------------
+
+
+def _softmax_ref(a, axis, log=False):
+    a = a.astype(np.float64)
+    m = np.max(a, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        shifted = a - m
+        s = np.exp(shifted).sum(axis=axis, keepdims=True)
+        return shifted - np.log(s) if log else np.exp(shifted) / s
+
+
+@pytest.mark.parametrize("chunks", [((5,), (70,)), ((2, 3), (32, 0, 38))])
+def test_softmax_along_a_chunked_axis(chunks):
+    a = np.random.default_rng(8).standard_normal((5, 70)).astype(np.float32) * 3
+    a[1, :40] = -np.inf  # a chunk of nothing but -inf in a finite row
+    a[2, 10] = np.nan
+    a[3, :] = -np.inf
+    x = da.from_array(a, chunks=chunks)
+    for axis in (-1, 0):
+        for log in (False, True):
+            fn = nk.log_softmax if log else nk.softmax
+            lazy = fn(x, axis=axis)
+            assert lazy.dtype == np.float32 and isinstance(lazy._meta, np.ndarray)
+            np.testing.assert_allclose(lazy.compute(), _softmax_ref(a, axis, log),
+                                       rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_softmax_float16_and_errors():
+    h = np.random.default_rng(9).standard_normal((3, 40)).astype(np.float16)
+    lazy = nk.softmax(da.from_array(h, chunks=(3, 15)))
+    assert lazy.dtype == np.float16
+    np.testing.assert_allclose(lazy.compute(), _softmax_ref(h, -1), rtol=2e-3, atol=1e-3)
+    with pytest.raises(TypeError, match="float"):
+        nk.softmax(da.zeros(4, dtype=np.int32, chunks=2))
+
+
+# --- histogram and bincount ---------------------------------------------------------------
+
+
+def test_histogram_and_bincount_sum_chunk_counts():
+    f = np.random.default_rng(10).standard_normal((6, 50))
+    x = da.from_array(f, chunks=(4, 20))
+    for rng in (None, (-1.0, 1.0)):
+        hist, edges = nk.histogram(x, bins=7, range=rng)
+        ref_hist, ref_edges = np.histogram(f, bins=7, range=rng)
+        _check(hist, ref_hist, exact=True)
+        np.testing.assert_array_equal(edges, ref_edges)
+    i = np.random.default_rng(11).integers(0, 20, size=300)
+    xi = da.from_array(i, chunks=((70, 0, 130, 100),))
+    _check(nk.bincount(xi, minlength=25), np.bincount(i, minlength=25), exact=True)
+    _check(nk.bincount(xi), np.bincount(i), exact=True)
+    with pytest.raises(ValueError, match="negative"):
+        nk.bincount(da.from_array(np.array([1, -2, 3]), chunks=2))
+
+
+# --- schedulers --------------------------------------------------------------------------
+
+
+def test_threaded_scheduler_runs_one_simulated_chunk_at_a_time():
+    a = np.arange(400, dtype=np.float64)
+    x = da.from_array(a, chunks=50)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        assert nk.sum(x).compute() == a.sum()
+        np.testing.assert_array_equal(nk.cumsum(x).compute(), np.cumsum(a))
+
+
+CLUSTER = """
+import numpy as np, dask.array as da, numbakern as nk
+from distributed import Client, LocalCluster
+
+@nk.op(identity=0.0, commutative=False)
+def last_nonzero(a, b):
+    return b if b != 0 else a
+
+if __name__ == "__main__":
+    a = np.zeros(200); a[[5, 90, 150]] = [1.0, 2.0, 3.0]
+    x = da.from_array(a, chunks=60)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        r = nk.reduce(x, last_nonzero).compute()
+        s = nk.associative_scan(x, last_nonzero, method="blelloch").compute()
+        i = nk.argmax(x).compute()
+    ref = np.maximum.accumulate(np.where(a != 0, np.arange(200), -1))
+    assert r == 3.0, r
+    assert (s == np.where(ref >= 0, a[np.maximum(ref, 0)], 0.0)).all()
+    assert i == 150, i
+    print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_local_cluster_of_two_processes_with_a_users_op(tmp_path):
+    script = tmp_path / "cluster.py"
+    script.write_text(textwrap.dedent(CLUSTER))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_bincount_refuses_two_dimensions_naming_the_shape():
+    with pytest.raises(ValueError, match=r"1-D, got shape \(2, 3\)"):
+        nk.bincount(da.zeros((2, 3), dtype=np.int64, chunks=1))
+
+
+def test_dask_is_imported_only_when_a_dask_array_is_passed():
+    code = ("import sys, numpy as np, numbakern as nk; nk.sum(np.ones(3)); "
+            "nk.cumsum(np.ones(3)); assert 'dask' not in sys.modules, 'dask imported'; "
+            "print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

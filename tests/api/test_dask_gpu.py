@@ -1,0 +1,69 @@
+"""numbakern on Dask arrays of CuPy chunks, on a real GPU (marked `gpu`; skipped under
+the simulator): results equal to NumPy's, ``_meta`` still CuPy, the threaded scheduler
+(numbakern's launch and replay caches used from several threads at once), and a
+``dask_cuda.LocalCUDACluster`` of one worker (skipped without dask-cuda).
+
+Run on the GPU machine: ``pytest -n 0 -m gpu tests/api/test_dask_gpu.py``.
+"""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+pytestmark = pytest.mark.gpu
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def _cupy_result(cp, lazy):
+    assert isinstance(lazy._meta, cp.ndarray), type(lazy._meta)
+    got = lazy.compute()
+    assert isinstance(got, cp.ndarray), type(got)
+    return cp.asnumpy(got)
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_cupy_chunks_every_family(cp, scheduler):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((300, 5000)).astype(np.float32)
+    a[7, 4321] = a.max() + 1
+    x = da.from_array(cp.asarray(a), chunks=(128, 2048))
+    assert isinstance(x._meta, cp.ndarray)
+    with dask.config.set(scheduler=scheduler, num_workers=8):
+        np.testing.assert_allclose(_cupy_result(cp, nk.sum(x, axis=1)),
+                                   a.astype(np.float64).sum(1), rtol=1e-4, atol=1e-3)
+        np.testing.assert_array_equal(_cupy_result(cp, nk.max(x, axis=0)), a.max(0))
+        np.testing.assert_array_equal(_cupy_result(cp, nk.argmax(x)), np.argmax(a))
+        np.testing.assert_array_equal(_cupy_result(cp, nk.argmax(x, axis=1)),
+                                      np.argmax(a, axis=1))
+        for method in ("sequential", "blelloch"):
+            lazy = nk.cumsum(x, axis=1, method=method, dtype=np.float64)
+            assert lazy.dtype == np.float64
+            np.testing.assert_allclose(_cupy_result(cp, lazy),
+                                       np.cumsum(a.astype(np.float64), 1), rtol=1e-9,
+                                       atol=1e-9)
+        ref = np.exp(a - a.max(1, keepdims=True))
+        ref /= ref.sum(1, keepdims=True)
+        np.testing.assert_allclose(_cupy_result(cp, nk.softmax(x, axis=1)), ref, rtol=1e-5,
+                                   atol=1e-7)
+        hist, _ = nk.histogram(x, bins=16, range=(-3, 3))
+        np.testing.assert_array_equal(_cupy_result(cp, hist),
+                                      np.histogram(a, bins=16, range=(-3, 3))[0])
+
+
+def test_local_cuda_cluster_of_one_worker(cp):
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    a = np.arange(1 << 20, dtype=np.int64)
+    with dask_cuda.LocalCUDACluster(n_workers=1) as cluster, distributed.Client(cluster):
+        x = da.from_array(cp.asarray(a), chunks=1 << 18)
+        assert int(nk.sum(x).compute()) == int(a.sum())
+        assert int(nk.cumsum(x)[-1].compute()) == int(a.sum())
+        assert int(nk.argmax(x).compute()) == a.size - 1
