@@ -430,6 +430,7 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -447,6 +448,7 @@ def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.ANY, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def all(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -457,6 +459,7 @@ def all(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.ALL, strategy, None, stream, axis, keepdims, out, lanes)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, lanes=None):
@@ -473,6 +476,7 @@ def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, l
     return int(counts) if isinstance(counts, np.generic) else counts
 
 
+@dask_aware
 @replayable
 @honours_stream
 def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -484,6 +488,7 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -595,6 +600,7 @@ def _planned_lse(in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, stra
             *_extents(in_shape, axes), kit)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strategy=None,
@@ -634,6 +640,7 @@ def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strate
     return deliver(workspace, dst, result, shape, None)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, lanes=None):
@@ -683,6 +690,7 @@ def _planned_pair(op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool,
             *_extents(in_shape, axes), kit)
 
 
+@dask_aware
 @honours_stream
 def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
@@ -699,6 +707,7 @@ def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
     return _nan_arg(x, "max", axis, keepdims, out, True, strategy, stream, lanes)
 
 
+@dask_aware
 @honours_stream
 def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
@@ -707,6 +716,7 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
     return _nan_arg(x, "min", axis, keepdims, out, True, strategy, stream, lanes)
 
 
+@dask_aware
 @honours_stream
 def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
            lanes=None):
@@ -717,6 +727,7 @@ def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None
     return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes)
 
 
+@dask_aware
 @honours_stream
 def nanmin(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
            lanes=None):
@@ -755,6 +766,7 @@ def _to_host(arr) -> np.ndarray:
     return arr.get() if hasattr(arr, "get") else arr.copy_to_host()
 
 
+@dask_aware
 @honours_stream
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None,
             stream=None, lanes=None):

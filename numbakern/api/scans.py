@@ -173,6 +173,7 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                  stream, None, None)
 
 
+@dask_aware
 @replayable
 @honours_stream
 def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -185,6 +186,7 @@ def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fa
                  stream, cumsum_dtype, "nancumsum")
 
 
+@dask_aware
 @replayable
 @honours_stream
 def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -196,6 +198,7 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
                  stream, cumprod_dtype, "nancumprod")
 
 
+@dask_aware
 @replayable
 @honours_stream
 def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
@@ -219,6 +222,7 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
                  layout, stream, None, "cummax")
 
 
+@dask_aware
 @replayable
 @honours_stream
 def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
@@ -230,6 +234,7 @@ def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
                  layout, stream, None, "cummin")
 
 
+@dask_aware
 @honours_stream
 def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
                  stream=None):
