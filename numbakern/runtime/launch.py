@@ -285,12 +285,20 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
         args: device arrays (CuPy, Numba, :class:`DeviceBuffer`, any
             ``__cuda_array_interface__``) and Python/NumPy scalars (integers are
             passed as int64, floats as float64).
+
+    Raises:
+        numbakern.runtime.simcost.SimulatorTooSlow: under the simulator, a launch
+            estimated (or measured, as it runs) to take longer than
+            ``NUMBAKERN_SIM_MAX_SECONDS`` (:mod:`numbakern.runtime.simcost`).
     """
     recording = current_recording()
     if recording is not None:
         recording.launch(kernel, grid, block, stream, args)
     if SIMULATOR:
-        kernel[grid, block, stream](*args)
+        from .simcost import guarded
+
+        with guarded(kernel, grid, block, args):  # refused, announced, watched
+            kernel[grid, block, stream](*args)
         return
     launcher_for(kernel)(grid, block, stream, args)
 

@@ -261,12 +261,14 @@ class BlockManager:
 
         self._ctaid = list(grid_point)
         progress = getattr(_launching, "progress", None)
-        for point in np.ndindex(*self.block_dim):
-            _pool.start((self, grid_point, point, target, self._debug))
+        started = 0
         try:
+            for point in np.ndindex(*self.block_dim):
+                _pool.start((self, grid_point, point, target, self._debug))
+                started += 1
             self._finished.acquire()  # the launching thread sleeps; nothing polls
         except BaseException:  # KeyboardInterrupt: stop this block, start no other
-            self.interrupt()
+            self.interrupt(int(np.prod(self.block_dim)) - started)
             raise
         if progress is not None:
             progress()
@@ -278,10 +280,14 @@ class BlockManager:
     def aborted(self) -> bool:
         return self._aborted
 
-    def interrupt(self) -> None:
+    def interrupt(self, unstarted: int = 0) -> None:
         """Abort the block from the launching thread and wait (at most
-        :data:`DRAIN_SECONDS`) for its threads to stop."""
+        :data:`DRAIN_SECONDS`) for its threads to stop; ``unstarted`` of them never
+        started."""
         with self._mutex:
+            self._live -= unstarted
+            if self._live <= 0:
+                self._drained.set()
             if self._failure is None:
                 self._failure = (Aborted("launch interrupted"), None)
             self._abort()
