@@ -290,9 +290,10 @@ def test_counts_on_each_histogram_strategy_agree_with_numpy(strategy, data):
     minlength = data.draw(st.integers(0, 30))
     _same_exact(nk.bincount(x, minlength=minlength, strategy=strategy),
                 np.bincount(x, minlength=minlength))
-    y = data.draw(arrays(FLOATS, "any"))
+    y = data.draw(arrays([np.bool_, *FLOATS], "any"))
     bins = data.draw(st.integers(1, 40))
     hist, edges = nk.histogram(y, bins=bins, range=(-50.0, 50.0), strategy=strategy)
-    want_hist, want_edges = np.histogram(y[np.isfinite(y)], bins=bins, range=(-50.0, 50.0))
+    finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y.ravel()
+    want_hist, want_edges = np.histogram(finite, bins=bins, range=(-50.0, 50.0))
     _same_exact(hist, want_hist)
     _same_exact(edges, want_edges)
