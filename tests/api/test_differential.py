@@ -8,7 +8,8 @@ every kind of draw, not only the shapes that select it. Hypothesis draws:
   as True), every int, float16/32/64, as each function takes them;
 * shapes: 0-d, empty, rows of 1-4, 5-31, 32, warp multiples and longer rows, one
   column, many columns;
-* layouts: C, F, transposed, reversed (negative strides), offset views;
+* layouts: C, F, transposed, reversed (negative strides), offset views,
+  unaligned starts (one byte into the buffer);
 * values: signed zeros, +-inf, NaN, subnormals, integer extremes.
 
 Tolerances (stated per comparison): integers, indices, sorts, counts and max/min
@@ -99,9 +100,14 @@ def arrays(draw, dtypes, kind="any", shapes=SHAPES):
     shape = draw(shapes)
     n = int(np.prod(shape))
     base = _values(dtype, n + 1, draw, kind)
-    layout = draw(st.sampled_from(["C", "F", "T", "reversed", "offset"]))
+    layout = draw(st.sampled_from(["C", "F", "T", "reversed", "offset", "unaligned"]))
     if layout == "offset":  # a view starting one element in
         return base[1:].reshape(shape)
+    if layout == "unaligned":  # starting one byte into its buffer (NumPy allows it)
+        raw = np.zeros(n * dtype.itemsize + 1, np.uint8)
+        x = np.ndarray(shape, dtype, buffer=raw, offset=1)
+        x[...] = base[:n].reshape(shape)
+        return x
     x = base[:n].reshape(shape)
     if layout == "F":
         return np.asfortranarray(x)
