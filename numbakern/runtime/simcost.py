@@ -11,7 +11,7 @@ through :func:`guarded`:
   (blocks times threads per block) plus the elements of the largest array argument
   (grid-stride kernels do a thread's work per element), and ``seconds_per_unit`` is
   the cost measured on this kernel's last launch of at least
-  :data:`MIN_MEASURED_SECONDS`, or :data:`PRIOR_SECONDS_PER_UNIT`
+  :data:`MIN_MEASURED_SECONDS` and :data:`MIN_MEASURED_UNITS`, or :data:`PRIOR_SECONDS_PER_UNIT`
   for a kernel not launched yet.
 * **Refuse** when the estimate is over ``NUMBAKERN_SIM_MAX_SECONDS`` (default
   :data:`MAX_SECONDS`, one hour): :class:`SimulatorTooSlow` names the size, the
@@ -40,7 +40,8 @@ WARN_SECONDS = 10.0
 MAX_SECONDS = 3600.0
 PRIOR_SECONDS_PER_UNIT = 2e-5  # a sum's cost on a 2-core laptop; scans cost 10-20x
 MEASURE_AFTER_SECONDS = 2.0
-MIN_MEASURED_SECONDS = 0.2  # shorter launches leave the kernel's cost as it was
+MIN_MEASURED_SECONDS = 0.2  # shorter launches leave the kernel's cost as it was,
+MIN_MEASURED_UNITS = 20_000  # and so do smaller ones (their time is the launch's own)
 
 _cost: dict[int, float] = {}  # id(kernel) -> seconds per unit, measured
 _lock = threading.Lock()
@@ -194,6 +195,6 @@ def guarded(kernel, grid, block, args):
         _launching.progress = before
         watch.close()
     elapsed = time.perf_counter() - watch.start
-    if n and elapsed >= MIN_MEASURED_SECONDS:  # shorter: mostly the launch's overhead
+    if n >= MIN_MEASURED_UNITS and elapsed >= MIN_MEASURED_SECONDS:  # else mostly overhead
         with _lock:
             _cost[id(kernel)] = elapsed / n
