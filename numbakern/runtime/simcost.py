@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import threading
 import time
 import warnings
@@ -115,6 +116,19 @@ def _size(threads: int, elements: int, blocks: int) -> str:
             "largest array")
 
 
+_INTERNAL = ("numbakern", "numba", "numba_cuda", "contextlib")
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside numbakern and Numba (the call
+    the user made), counted from the caller of this function."""
+    f, level = sys._getframe(1), 1
+    while f.f_back is not None and \
+            f.f_globals.get("__name__", "").split(".")[0] in _INTERNAL:
+        f, level = f.f_back, level + 1
+    return level
+
+
 class _Watch:
     """Per-block progress of one launch: the bar, the projection, the refusal."""
 
@@ -132,7 +146,7 @@ class _Watch:
         warnings.warn(SimulatorSlowWarning(
             f"kernel {_name(self.kernel)} under the simulator: {self.size}; about "
             f"{seconds:.0f} s (NUMBAKERN_SIM_WARN_SECONDS={self.warn:g}). A GPU takes "
-            "milliseconds; Ctrl-C stops the launch"), stacklevel=4)
+            "milliseconds; Ctrl-C stops the launch"), stacklevel=_caller_level())
         try:
             from rich.progress import Progress
 

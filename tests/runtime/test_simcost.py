@@ -110,6 +110,7 @@ def test_a_long_launch_says_so_once_with_its_estimate_and_still_answers(monkeypa
     with pytest.warns(simcost.SimulatorSlowWarning, match=r"about \d+ s") as record:
         launch(fill_index, 2, 32, cuda.default_stream(), x)
     assert len(record) == 1
+    assert record[0].filename == __file__  # points at the call, not into numbakern
     assert np.array_equal(x.copy_to_host(), np.arange(40))
 
 
