@@ -214,11 +214,13 @@ def _unsigned_subtract(a, b):
 def table_binner(dtype: np.dtype, rule: BinRule):
     """``bin_of`` for 1- and 2-byte values (float16 among them): a table of the bin
     of every possible bit pattern, computed by :class:`BinRule` on the host; the
-    input is read as unsigned bits that index it."""
+    input is read as unsigned bits that index it (a bool's non-zero bytes all bin as
+    True)."""
     every = np.arange(2 ** (8 * dtype.itemsize), dtype=np.uint64)
-    # each bit pattern as the input dtype, then converted as NumPy converts it: a bool
-    # byte of 2 or 255 is True, so 1, as NumPy's histogram reads it
-    values = every.astype(bits_dtype(dtype)).view(dtype).astype(rule.value_dtype)
+    if dtype.kind == "b":  # every non-zero byte is True, as NumPy reads it
+        values = (every != 0).astype(rule.value_dtype)
+    else:
+        values = every.astype(bits_dtype(dtype)).view(rule.value_dtype)
     table = rule.bins_of(values)
     key = ("table_bins", bits_dtype(dtype).str)
 

@@ -15,19 +15,37 @@ from .device import SIMULATOR
 
 _lock = threading.Lock()
 _cache: dict[tuple, object] = {}
+_building: dict[tuple, threading.Lock] = {}  # a lock per key being built
 _stats = {"hits": 0, "builds": 0}
 
 
 def cached(key: tuple, build: Callable[[], object]):
-    """Return the object cached under ``key``, building it once."""
+    """Return the object cached under ``key``, building it once.
+
+    Thread-safe: threads asking for the same new key at once wait for one build
+    (a lock per key), threads asking for other keys do not wait. A build that
+    raises caches nothing; the next call builds again.
+    """
     with _lock:
         if key in _cache:
             _stats["hits"] += 1
             return _cache[key]
-    obj = build()
-    with _lock:
-        _stats["builds"] += 1
-        return _cache.setdefault(key, obj)
+        building = _building.setdefault(key, threading.Lock())
+    with building:
+        with _lock:
+            if key in _cache:
+                _stats["hits"] += 1
+                return _cache[key]
+        try:
+            obj = build()
+        except BaseException:
+            with _lock:
+                _building.pop(key, None)
+            raise
+        with _lock:
+            _stats["builds"] += 1
+            _building.pop(key, None)
+            return _cache.setdefault(key, obj)
 
 
 def cache_info() -> dict:

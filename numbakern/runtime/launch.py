@@ -226,6 +226,7 @@ class _Launcher:
         self.dispatcher = dispatcher
         self.compiled: dict[tuple, tuple] = {}  # key -> (CUfunction, values, pointers)
         self.lock = threading.Lock()  # the driver copies the values at launch
+        self._compiling = threading.Lock()  # one compilation per signature
 
     def __call__(self, grid, block, stream, args):
         key, flat, _ = flatten(args)
@@ -238,7 +239,10 @@ class _Launcher:
         """``(CUfunction, values, pointers)`` for a signature, compiled on first use."""
         entry = self.compiled.get(key)
         if entry is None:
-            entry = self.compiled[key] = self._prepare(key, count)
+            with self._compiling:  # threads first calling one signature compile once
+                entry = self.compiled.get(key)
+                if entry is None:
+                    entry = self.compiled[key] = self._prepare(key, count)
         return entry
 
     def _prepare(self, key, count: int) -> tuple:
@@ -281,12 +285,20 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
         args: device arrays (CuPy, Numba, :class:`DeviceBuffer`, any
             ``__cuda_array_interface__``) and Python/NumPy scalars (integers are
             passed as int64, floats as float64).
+
+    Raises:
+        numbakern.runtime.simcost.SimulatorTooSlow: under the simulator, a launch
+            estimated (or measured, as it runs) to take longer than
+            ``NUMBAKERN_SIM_MAX_SECONDS`` (:mod:`numbakern.runtime.simcost`).
     """
     recording = current_recording()
     if recording is not None:
         recording.launch(kernel, grid, block, stream, args)
     if SIMULATOR:
-        kernel[grid, block, stream](*args)
+        from .simcost import guarded
+
+        with guarded(kernel, grid, block, args):  # refused, announced, watched
+            kernel[grid, block, stream](*args)
         return
     launcher_for(kernel)(grid, block, stream, args)
 
@@ -298,7 +310,7 @@ def launcher_for(kernel) -> _Launcher:
     key = (id(kernel), current_device_id())
     launcher = _launchers.get(key)
     if launcher is None:
-        launcher = _launchers[key] = _Launcher(kernel)
+        launcher = _launchers.setdefault(key, _Launcher(kernel))  # one, if threads race
     return launcher
 
 

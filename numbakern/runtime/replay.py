@@ -410,10 +410,13 @@ class Program:
         bases.append(address)
         if SIMULATOR:
             stream = cuda.default_stream()
+            from .simcost import guarded
+
             for step in self.steps:
                 args = [_sim_view(a, bases, block) if type(a) is _ArraySpec else a
                         for a in step.args]
-                step.kernel[step.grid, step.block, stream](*args)
+                with guarded(step.kernel, step.grid, step.block, args):
+                    step.kernel[step.grid, step.block, stream](*args)
         else:
             stream = _stream_of(self.kind)
             with self.lock:

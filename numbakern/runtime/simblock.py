@@ -27,10 +27,22 @@ raise, and the launch re-raises the first exception with the thread's ``tid`` an
 
 The OS threads come from a pool reused across blocks and launches, and are kept
 on one CPU; bench/NOTES.md has what each of these choices saves.
+
+Each block knows the ``FakeCUDAModule`` of its own launch (:func:`kernel_context`,
+set by the launching thread), and each simulated thread reads ``cuda.*`` from its
+block's: so launches from several Python threads at once run side by side, each
+with its own grid, shared memory and abort flag.
+
+A ``KeyboardInterrupt`` (or any exception) raised in the launching thread while it
+waits for a block aborts the block: threads waiting at a barrier or a rendezvous
+raise, threads still computing stop at their next ``cuda.*`` access or barrier (or
+finish their thread's work), the launcher waits up to :data:`DRAIN_SECONDS` for
+them, and the exception propagates, so no later block of that launch starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -40,6 +52,31 @@ from numba.cuda.simulator.kernel import BlockThread
 from numba.cuda.simulator.kernelapi import Dim3
 
 from .device import FULL_MASK, WARP
+
+# The FakeCUDAModule of the launch the current (launching) thread is running.
+_launching = threading.local()
+
+
+@contextlib.contextmanager
+def kernel_context(module):
+    """Numba's ``_push_kernel_context``, per launching thread instead of one global
+    (Numba's asserts that no other launch is running)."""
+    before = getattr(_launching, "module", None)
+    _launching.module = module
+    try:
+        yield
+    finally:
+        _launching.module = before
+
+
+def current_module():
+    """Numba's ``_get_kernel_context``: the calling simulated thread's launch module."""
+    t = threading.current_thread()
+    return t.cuda_module if isinstance(t, SimThread) else None
+
+
+class Aborted(RuntimeError):
+    """Raised in a simulated thread whose block was aborted."""
 
 
 
@@ -82,6 +119,8 @@ class SimThread(BlockThread):
     on the thread's own ``wake`` lock, which whoever has work for it releases.
     """
 
+    cuda_module = None  # the FakeCUDAModule of the launch being run
+
     def __init__(self):
         threading.Thread.__init__(self, daemon=True)
         self.wake = threading.Lock()
@@ -103,6 +142,7 @@ class SimThread(BlockThread):
     def _run(self, manager, blockIdx, threadIdx, target, debug):
         """Run one CUDA thread: Numba's BlockThread, with the fields it sets."""
         self._manager = manager
+        self.cuda_module = manager.module
         self.blockIdx = Dim3(*blockIdx)
         self.threadIdx = Dim3(*threadIdx)
         bx, by, _ = manager.block_dim
@@ -186,6 +226,7 @@ class _Pool:
 
 
 IDLE_SECONDS = 0.5
+DRAIN_SECONDS = 2.0  # how long an interrupted launch waits for its threads to stop
 _pool = _Pool()
 
 
@@ -210,19 +251,47 @@ class BlockManager:
         self._aborted = False
         self._finished = threading.Lock()
         self._finished.acquire()  # released once: all exited, or the first failure
+        self._drained = threading.Event()  # set once every thread has exited
         self._ctaid = None
+        self.module = getattr(_launching, "module", None)
 
     def run(self, grid_point, *args):
         def target():
             self._f(*args)
 
         self._ctaid = list(grid_point)
-        for point in np.ndindex(*self.block_dim):
-            _pool.start((self, grid_point, point, target, self._debug))
-        self._finished.acquire()  # the launching thread sleeps; nothing polls
+        progress = getattr(_launching, "progress", None)
+        started = 0
+        try:
+            for point in np.ndindex(*self.block_dim):
+                _pool.start((self, grid_point, point, target, self._debug))
+                started += 1
+            self._finished.acquire()  # the launching thread sleeps; nothing polls
+        except BaseException:  # KeyboardInterrupt: stop this block, start no other
+            self.interrupt(int(np.prod(self.block_dim)) - started)
+            raise
+        if progress is not None:
+            progress()
         if self._failure is not None:
             exc, tb = self._failure
             raise exc.with_traceback(tb)
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted
+
+    def interrupt(self, unstarted: int = 0) -> None:
+        """Abort the block from the launching thread and wait (at most
+        :data:`DRAIN_SECONDS`) for its threads to stop; ``unstarted`` of them never
+        started."""
+        with self._mutex:
+            self._live -= unstarted
+            if self._live <= 0:
+                self._drained.set()
+            if self._failure is None:
+                self._failure = (Aborted("launch interrupted"), None)
+            self._abort()
+        self._drained.wait(DRAIN_SECONDS)
 
     # -- entry points called from simulated threads ------------------------------
 
@@ -303,14 +372,16 @@ class BlockManager:
                 self._abort()
             elif not self._aborted:
                 self._progress_after_exit(warp, t.bit)
-            if self._live == 0 and not self._aborted:
-                self._finished.release()
+            if self._live == 0:
+                self._drained.set()
+                if not self._aborted:
+                    self._finished.release()
 
     # -- internals; all called with the mutex held --------------------------------
 
     def _check_abort(self, where: str) -> None:
         if self._aborted:
-            raise RuntimeError("abort flag set on " + where)  # Numba's wording
+            raise Aborted("abort flag set on " + where)  # Numba's wording
 
     def _wait(self, t: SimThread, where: str) -> None:
         t.wake.acquire()  # blocks, GIL released, until a completer wakes us

@@ -51,10 +51,22 @@ Semantics chosen where CUDA leaves room:
 :func:`install` also replaces the simulator's polling ``BlockManager`` with the
 event-driven one of :mod:`numbakern.runtime.simblock`, and the per-call stack walk that
 keys ``cuda.shared.array`` with a frame lookup (bench/NOTES.md has the figures).
+
+Launches from several Python threads at once: Numba's simulator swaps a kernel
+module's ``cuda`` global for the launch's ``FakeCUDAModule`` while the launch runs
+and keeps the launch in one global, so a second thread launching, or merely running
+host code of that module (``cuda.jit``), meets the other launch's module and fails.
+:func:`install` replaces the swap with a router (:class:`CudaRouter`), put in place
+of the module's ``cuda`` once: read from a simulated thread it is that thread's own
+launch's ``FakeCUDAModule`` (and raises once that thread's block is aborted), read
+from any other thread it is ``numba.cuda`` itself. Launches then run side by side,
+each with its own grid and shared memory; the simulated threads of all take turns
+holding the GIL, so N concurrent launches take about as long as N in a row.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import sys
 import threading
@@ -93,6 +105,9 @@ def install() -> bool:
             setattr(kernelapi.FakeCUDAModule, name, fn)
     _SimThread = _simblock.SimThread
     kernel.BlockManager = _simblock.BlockManager
+    kernel._push_kernel_context = _simblock.kernel_context
+    kernel._get_kernel_context = _simblock.current_module
+    kernel.swapped_cuda_module = _routed
     kernelapi.FakeCUDAShared = _shared_class(kernelapi.FakeCUDAShared)
     _installed = True
     return True
@@ -123,6 +138,70 @@ def _shared_class(base):
             return res
 
     return FakeCUDAShared
+
+
+# -- one `cuda` per thread ---------------------------------------------------------
+
+
+class CudaRouter:
+    """Stands for ``numba.cuda`` in the globals of kernel modules under the simulator.
+
+    Attribute reads from a simulated thread go to the ``FakeCUDAModule`` of that
+    thread's launch (``Aborted`` once its block is aborted); from any other thread,
+    to ``numba.cuda``. Writes and deletions go to ``numba.cuda``.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        t = threading.current_thread()
+        module = getattr(t, "cuda_module", None)
+        if module is None:
+            return getattr(_real_cuda(), name)
+        if t._manager.aborted:
+            from .simblock import Aborted
+
+            raise Aborted("abort flag set on cuda.%s" % name)
+        return getattr(module, name)
+
+    def __setattr__(self, name, value):
+        setattr(_real_cuda(), name, value)
+
+    def __delattr__(self, name):
+        delattr(_real_cuda(), name)
+
+    def __dir__(self):
+        return dir(_real_cuda())
+
+    def __repr__(self):
+        return "<numbakern CudaRouter for %r>" % (_real_cuda(),)
+
+
+_router = CudaRouter()
+_routed_lock = threading.Lock()
+_routed_globals: dict[int, dict] = {}  # id -> the globals dict (kept alive)
+_no_swap = contextlib.nullcontext()
+
+
+def _real_cuda():
+    from numba import cuda
+
+    return cuda
+
+
+def _routed(fn, fake_cuda_module):
+    """Numba's ``swapped_cuda_module``, done once per module: every global of ``fn``'s
+    module that is ``numba.cuda`` becomes the router, for good (it reads as
+    ``numba.cuda`` outside simulated threads)."""
+    globs = fn.__globals__
+    if id(globs) not in _routed_globals:
+        cuda = _real_cuda()
+        with _routed_lock:
+            for k, v in list(globs.items()):
+                if v is cuda:
+                    globs[k] = _router
+            _routed_globals[id(globs)] = globs
+    return _no_swap
 
 
 # -- helpers -------------------------------------------------------------------

@@ -189,3 +189,14 @@ def test_private_counters_cannot_overflow_a_forced_small_grid():
     strategy = SharedPrivatized(blocks=1)
     assert strategy.grid(10) == 1
     assert strategy.grid(2**32 + 5) == 3
+
+
+def test_histogram_of_bools_with_non_canonical_bytes_counts_every_non_zero_byte_as_true():
+    # NumPy reads any non-zero byte as True (IntelPython/dpnp#3054: a peer binned the
+    # bytes); the table binner must too.
+    b = np.array([0, 2, 255, 1, 0, 2], np.uint8).view(np.bool_)
+    for bins, rng in ((2, (0, 1)), (3, None)):
+        hist, edges = nk.histogram(b, bins=bins, range=rng)
+        want, want_edges = np.histogram(b, bins=bins, range=rng)
+        assert np.array_equal(hist, want)
+        assert np.array_equal(edges, want_edges)
