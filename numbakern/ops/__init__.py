@@ -358,7 +358,11 @@ NANPROD = Op("nanprod", _mul, _constant_identity(1), result_dtype=numpy_sum_dtyp
 
 
 def _minmax(a0, a1, b0, b1):
-    return _min(a0, b0), _max(a1, b1)
+    # Inlined rather than calling _min/_max: a combine is compiled for the device, and
+    # plain Python helpers it calls are not.
+    lo = a0 if (a0 < b0 or a0 != a0) else b0
+    hi = a1 if (a1 > b1 or a1 != a1) else b1
+    return lo, hi
 
 
 def _twice(v, i):

@@ -300,7 +300,21 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
         with guarded(kernel, grid, block, args):  # refused, announced, watched
             kernel[grid, block, stream](*args)
         return
+    if not getattr(_local, "has_context", False):
+        _make_context_current()
     launcher_for(kernel)(grid, block, stream, args)
+
+
+def _make_context_current() -> None:
+    """Make the current device's primary context current on this thread.
+
+    ``cuLaunchKernel`` needs a current context, and a thread that has not yet touched
+    the GPU (a Dask or thread-pool worker) has none.
+    """
+    from numba.cuda.cudadrv.devices import get_context
+
+    get_context(current_device_id())
+    _local.has_context = True
 
 
 def launcher_for(kernel) -> _Launcher:

@@ -1,0 +1,39 @@
+"""Every built-in op's combine and map compile in nopython mode.
+
+The simulator runs them as plain Python, so an op calling an uncompilable helper passes
+every simulator test and fails only on a GPU; compiling them with ``numba.njit`` on the
+CPU catches that here.
+"""
+
+import numba
+import numpy as np
+import pytest
+
+import numbakern.ops as ops
+from numbakern.ops import Op
+
+BUILTIN_OPS = sorted(
+    (value for value in vars(ops).values() if isinstance(value, Op)), key=lambda op: op.name
+)
+
+
+def _states(op, compiled_map):
+    """Two element states of ``op`` as a kernel holds them (mapped, in the state dtype),
+    NaN among the inputs where the op takes floats."""
+    values = (np.float64(2.5), np.float64("nan")) if "f" in op.kinds else (np.int64(5), np.int64(-3))
+    if op.fields == 2:
+        return [compiled_map(v, np.int64(i)) for i, v in enumerate(values)]
+    state = op.result_dtype_for(values[0].dtype).type  # a one-field state is the result's
+    if op.map is None:
+        return [(state(v),) for v in values]
+    return [(state(compiled_map(v, np.int64(i))),) for i, v in enumerate(values)]
+
+
+@pytest.mark.parametrize("op", BUILTIN_OPS, ids=lambda op: op.name)
+def test_combine_and_map_compile_and_agree_with_python(op):
+    compiled_map = numba.njit(op.map) if op.map is not None else None
+    a, b = _states(op, compiled_map)
+    got = numba.njit(op.combine)(*a, *b)
+    want = op.combine(*a, *b)
+    np.testing.assert_array_equal(np.asarray(got, dtype=object).astype(float),
+                                  np.asarray(want, dtype=object).astype(float))
