@@ -201,6 +201,8 @@ def driver_launch(function: int, grid: int, block: int, stream: int, params) -> 
     """``cuLaunchKernel`` on a 1-D grid with parameters already in place (``params``
     from :func:`parameter_block`)."""
     global _cupy_launch_kernel, _cuLaunchKernel
+    if not getattr(_local, "has_context", False):
+        _make_context_current()
     if _cupy_launch_kernel is _UNSET:
         cupy = sys.modules.get("cupy")
         _cupy_launch_kernel = cupy.cuda.driver.launchKernel if cupy is not None else None
@@ -300,8 +302,6 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
         with guarded(kernel, grid, block, args):  # refused, announced, watched
             kernel[grid, block, stream](*args)
         return
-    if not getattr(_local, "has_context", False):
-        _make_context_current()
     launcher_for(kernel)(grid, block, stream, args)
 
 
