@@ -52,6 +52,7 @@ from numbakern.kernels.elementwise import (divide_by_into, divide_into, fold_fir
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
+from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import flat
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
@@ -280,7 +281,8 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes)
     count = planned.N
     if count == 0:
-        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)  # as NumPy
+        warnings.warn("Mean of empty slice.", RuntimeWarning,  # as NumPy
+                      stacklevel=user_stacklevel())
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if kind == "numpy":
         with np.errstate(invalid="ignore"):
@@ -750,7 +752,8 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
         return codes if want_indices else values
     if want_indices:
         raise ValueError("All-NaN slice encountered")
-    warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+    warnings.warn("All-NaN slice encountered", RuntimeWarning,
+                  stacklevel=user_stacklevel())
     if isinstance(values, np.generic):
         return values.dtype.type(np.nan)
     if on_host:
@@ -797,14 +800,16 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     M, N = _extents(tuple(x.shape), axes)
     if M * N == 0:
         if M:
-            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+            warnings.warn("Mean of empty slice", RuntimeWarning,
+                          stacklevel=user_stacklevel())
         return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
     kit = state_kit(_ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE))
     sums, counts = _reduce(x, axes, _ops.SUM_COUNT, kit, grid, workspace, lanes,
                            track_index=False)
     means = deliver(workspace, _divided(sums, counts, result, workspace), result, shape, out)
     if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) == 0).any():
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        warnings.warn("Mean of empty slice", RuntimeWarning,
+                      stacklevel=user_stacklevel())
     return means
 
 

@@ -56,6 +56,7 @@ from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
+from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import device_view, flat, host_copy, reversed_last, to_device
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
@@ -419,7 +420,8 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
                 "run" if axis is None else
                 "its strides need more than two strided outer dimensions")
         warnings.warn(f"numbakern copied a {tuple(x.shape)} input: {need}; pass a "
-                      "contiguous array to avoid the copy", CopyWarning, stacklevel=4)
+                      "contiguous array to avoid the copy", CopyWarning,
+                      stacklevel=user_stacklevel())
         xv = contiguous_copy(x, xv, workspace.stream)
         views = scan_views(xv, tviews, axis)
         if views is None:

@@ -53,6 +53,7 @@ from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
+from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import device_view, host_copy, to_device
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 from numbakern.strategies.protocols import BlockStrategy, check_threads
@@ -373,7 +374,8 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     views = axis_last_views(devs + [result_view], axis)
     if views is None:  # an input strided in three or more outer dimensions
         warnings.warn(f"numbakern copied {names} of shape {shape}: their strides need "
-                      "more than two strided dimensions", CopyWarning, stacklevel=4)
+                      "more than two strided dimensions", CopyWarning,
+                      stacklevel=user_stacklevel())
         devs = [contiguous_copy(a, d, workspace.stream) for a, d in zip(inputs, devs)]
         views = axis_last_views(devs + [result_view], axis)
         if views is None:

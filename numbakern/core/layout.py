@@ -23,6 +23,7 @@ from numbakern.kernels.flat_reduce import FlatReduce
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import buffer
 from numbakern.runtime.memo import planner
+from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import device_view, strided, to_device
 
 def collapse(shape, strides, any_order: bool) -> list[tuple[int, int]]:
@@ -92,7 +93,7 @@ def flat_view(x, any_order: bool, stream):
             f"numbakern copied a {x.shape} input whose strides {view.strides} need more "
             "than two strided dimensions; pass a contiguous array to avoid the copy",
             CopyWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         packed = contiguous_copy(x, view, stream)
         return strided(packed, [(n, np.dtype(x.dtype).itemsize)], np.dtype(x.dtype)), n
@@ -236,7 +237,7 @@ def _transposed(x, axes, stream):
         "not collapse to two strided dimensions each; pass a contiguous array to avoid "
         "the copy",
         CopyWarning,
-        stacklevel=6,  # the user's call of sum, argmax, ...
+        stacklevel=user_stacklevel(),
     )
     if SIMULATOR:
         return to_device(np.ascontiguousarray(x.copy_to_host().transpose(perm)), stream), \

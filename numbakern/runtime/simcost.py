@@ -32,10 +32,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import sys
 import threading
 import time
 import warnings
+
+from .stacklevel import user_stacklevel
 
 WARN_SECONDS = 10.0
 MAX_SECONDS = 3600.0
@@ -116,19 +117,6 @@ def _size(threads: int, elements: int, blocks: int) -> str:
             "largest array")
 
 
-_INTERNAL = ("numbakern", "numba", "numba_cuda", "contextlib")
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside numbakern and Numba (the call
-    the user made), counted from the caller of this function."""
-    f, level = sys._getframe(1), 1
-    while f.f_back is not None and \
-            f.f_globals.get("__name__", "").split(".")[0] in _INTERNAL:
-        f, level = f.f_back, level + 1
-    return level
-
-
 class _Watch:
     """Per-block progress of one launch: the bar, the projection, the refusal."""
 
@@ -146,7 +134,8 @@ class _Watch:
         warnings.warn(SimulatorSlowWarning(
             f"kernel {_name(self.kernel)} under the simulator: {self.size}; about "
             f"{seconds:.0f} s (NUMBAKERN_SIM_WARN_SECONDS={self.warn:g}). A GPU takes "
-            "milliseconds; Ctrl-C stops the launch"), stacklevel=_caller_level())
+            "milliseconds; Ctrl-C stops the launch"),
+            stacklevel=user_stacklevel())
         try:
             from rich.progress import Progress
 

@@ -1,0 +1,38 @@
+"""numbakern's warnings point at the caller's line (the file and line Python shows),
+whatever path inside numbakern raised them."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+from numbakern.core.arrays import CopyWarning
+
+
+def _one_warning(call, category):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    ours = [w for w in caught if issubclass(w.category, category)]
+    assert len(ours) == 1, [str(w.message) for w in caught]
+    return ours[0]
+
+
+def _strided_4d():
+    host = np.arange(4 * 4 * 5 * 6, dtype=np.float32).reshape(4, 4, 5, 6)
+    return cuda.to_device(host)[::2, ::2, 1:, :]
+
+
+@pytest.mark.parametrize("call, category", [
+    (lambda: nk.log_softmax(_strided_4d(), axis=-1), CopyWarning),
+    (lambda: nk.cumsum(_strided_4d(), axis=-1), CopyWarning),
+    (lambda: nk.sum(cuda.to_device(np.ones((3, 4, 5, 6, 2), np.float32)), axis=(0, 2, 4)),
+     CopyWarning),
+    (lambda: nk.nanmax(np.array([np.nan, np.nan])), RuntimeWarning),
+    (lambda: nk.mean(np.zeros(0, np.float32)), RuntimeWarning),
+], ids=["softmax-copy", "cumsum-copy", "sum-copy", "nanmax-all-nan", "mean-empty"])
+def test_warning_points_at_the_callers_line(call, category):
+    w = _one_warning(call, category)
+    assert w.filename == __file__, (w.filename, w.lineno, str(w.message))
