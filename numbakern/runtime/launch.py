@@ -201,7 +201,7 @@ def driver_launch(function: int, grid: int, block: int, stream: int, params) -> 
     """``cuLaunchKernel`` on a 1-D grid with parameters already in place (``params``
     from :func:`parameter_block`)."""
     global _cupy_launch_kernel, _cuLaunchKernel
-    if not getattr(_local, "has_context", False):
+    if not (SIMULATOR or getattr(_local, "has_context", False)):
         _make_context_current()
     if _cupy_launch_kernel is _UNSET:
         cupy = sys.modules.get("cupy")
