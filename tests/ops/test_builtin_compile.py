@@ -20,7 +20,10 @@ BUILTIN_OPS = sorted(
 def _states(op, compiled_map):
     """Two element states of ``op`` as a kernel holds them (mapped, in the state dtype),
     NaN among the inputs where the op takes floats."""
-    values = (np.float64(2.5), np.float64("nan")) if "f" in op.kinds else (np.int64(5), np.int64(-3))
+    if "f" in op.kinds:
+        values = (np.float64(2.5), np.float64("nan"))
+    else:
+        values = (np.int64(5), np.int64(-3))
     if op.fields == 2:
         return [compiled_map(v, np.int64(i)) for i, v in enumerate(values)]
     state = op.result_dtype_for(values[0].dtype).type  # a one-field state is the result's
