@@ -224,13 +224,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None
     dtype, divided by the count in float64, cast to NumPy's result dtype."""
     _check_dask(x, "mean")
     in_dtype = np.dtype(x.dtype)
-    acc = dtype
-    if dtype is None and in_dtype.kind in "biu":
-        acc = np.float64
-    elif dtype is None and in_dtype == np.float16:
-        acc = np.float32
-    result = np.dtype(dtype if dtype is not None else
-                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
     total = _reduction(x, _ops.SUM, "mean", axis, acc, keepdims, split_every, strategy,
                        lanes, out)
     count = math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim))

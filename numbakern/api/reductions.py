@@ -267,13 +267,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if x.ndim == 0 and axis is not None and axis != ():
         normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)  # as np.mean: raises
     in_dtype = np.dtype(x.dtype)
-    acc = dtype
-    if dtype is None and in_dtype.kind in "biu":
-        acc = np.float64
-    elif dtype is None and in_dtype == np.float16:
-        acc = np.float32
-    result = np.dtype(dtype if dtype is not None else
-                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes)
     kind = kind_of(x)

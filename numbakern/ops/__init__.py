@@ -79,6 +79,21 @@ def same_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     return np.dtype(in_dtype if dtype is None else dtype)
 
 
+def numpy_mean_dtypes(in_dtype: np.dtype, dtype: Any = None) -> tuple:
+    """``(accumulator, result)`` dtypes of ``np.mean(x, dtype=dtype)``: integers and
+    bool sum in float64 to a float64 mean, float16 in float32 to a float16 mean, a
+    given ``dtype`` is both; the accumulator is None where the sum's own rule holds."""
+    in_dtype = np.dtype(in_dtype)
+    acc = dtype
+    if dtype is None and in_dtype.kind in "biu":
+        acc = np.float64
+    elif dtype is None and in_dtype == np.float16:
+        acc = np.float32
+    result = np.dtype(dtype if dtype is not None else
+                      np.float64 if in_dtype.kind in "biu" else in_dtype)
+    return acc, result
+
+
 def accumulator_dtype(result: np.dtype) -> np.dtype:
     """float16 accumulates in float32 (its running sum overflows at 65504); others as is."""
     result = np.dtype(result)
