@@ -179,7 +179,6 @@ class CudaRouter:
 
 _router = CudaRouter()
 _routed_lock = threading.Lock()
-_routed_globals: dict[int, dict] = {}  # id -> the globals dict (kept alive)
 _no_swap = contextlib.nullcontext()
 
 
@@ -190,17 +189,18 @@ def _real_cuda():
 
 
 def _routed(fn, fake_cuda_module):
-    """Numba's ``swapped_cuda_module``, done once per module: every global of ``fn``'s
-    module that is ``numba.cuda`` becomes the router, for good (it reads as
-    ``numba.cuda`` outside simulated threads)."""
+    """Numba's ``swapped_cuda_module``, done for good: every global of ``fn``'s module
+    that is ``numba.cuda`` becomes the router (it reads as ``numba.cuda`` outside
+    simulated threads). The globals are read at every launch, not once per module: a
+    notebook (or one ``exec`` namespace) may import ``numba.cuda`` after its first
+    launch."""
     globs = fn.__globals__
-    if id(globs) not in _routed_globals:
-        cuda = _real_cuda()
+    cuda = _real_cuda()
+    if any(v is cuda for v in list(globs.values())):
         with _routed_lock:
             for k, v in list(globs.items()):
                 if v is cuda:
                     globs[k] = _router
-            _routed_globals[id(globs)] = globs
     return _no_swap
 
 

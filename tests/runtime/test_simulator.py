@@ -643,3 +643,25 @@ def mixed_intrinsics_kernel(out):
 def test_different_intrinsics_on_one_mask_raise():
     with pytest.raises(RuntimeError, match="wait in"):
         mixed_intrinsics_kernel[1, 2](np.zeros(2))
+
+
+# -- kernels defined in a namespace that imports numba.cuda late --------------------
+
+
+def test_a_namespace_may_import_cuda_after_its_first_launch():
+    """A notebook defines an op, launches, and only then imports ``numba.cuda`` for a
+    kernel of its own: that kernel must see the simulator's ``cuda`` too."""
+    namespace = {"__name__": "notebook"}
+    exec("import numpy as np, numbakern as nk\n"  # noqa: S102
+         "@nk.op(identity=0)\n"
+         "def add(a, b):\n"
+         "    return a + b\n"
+         "first = nk.reduce(np.arange(40), add)\n", namespace)
+    exec("from numba import cuda\n"  # noqa: S102
+         "@cuda.jit\n"
+         "def lanes(out):\n"
+         "    out[cuda.threadIdx.x] = cuda.threadIdx.x\n"
+         "second = np.zeros(32, dtype=np.int64)\n"
+         "lanes[1, 32](second)\n", namespace)
+    assert namespace["first"] == sum(range(40))
+    np.testing.assert_array_equal(namespace["second"], np.arange(32))
