@@ -1,14 +1,20 @@
-"""The one place where a public function sees a Dask array: it hands the call to
-:mod:`numbakern.api.dask` (the function of the same name), which builds a lazy Dask
-array whose chunks numbakern's kernels compute.
+"""The one place where a public function sees arrays of other libraries.
 
-Nothing of Dask is imported unless a Dask array is passed: the check reads the
-argument's type's module name only.
+* A Dask array as the first argument: the call goes to :mod:`numbakern.api.dask`
+  (the function of the same name), which builds a lazy Dask array whose chunks
+  numbakern's kernels compute.
+* PyTorch tensors, other DLPack producers and bfloat16 arrays, in any argument
+  (``out`` included): translated on the way in and out by :mod:`numbakern.api._interop`.
+
+Nothing of Dask or PyTorch is imported unless such an array is passed: the checks
+read the arguments' types (and a NumPy array's dtype name) only.
 """
 
 from __future__ import annotations
 
 import functools
+
+from numbakern.api._interop import foreign_call, is_foreign, positional_names
 
 
 def is_dask(x) -> bool:
@@ -17,22 +23,33 @@ def is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "dask"
 
 
-def dask_aware(fn):
-    """Decorator: a Dask array as the first argument goes to
-    ``numbakern.api.dask.<fn's name>``; a function that module lacks raises
-    ``TypeError`` rather than computing the whole Dask array on the host."""
+def dispatch(fn):
+    """Decorator for a public function whose first argument is an array.
+
+    A Dask array goes to ``numbakern.api.dask.<fn's name>``; a function that module
+    lacks raises ``TypeError`` rather than computing the whole Dask array on the host.
+    Foreign arrays (torch, DLPack, bfloat16) go through :func:`foreign_call`.
+    """
     name = fn.__name__
+    names = positional_names(fn)
 
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
-        if not is_dask(x):
-            return fn(x, *args, **kwargs)
-        from numbakern.api import dask as _dask
-
-        lazy = getattr(_dask, name, None)
-        if lazy is None or name not in _dask.__all__:
-            raise TypeError(f"numbakern.{name} does not take Dask arrays; it takes NumPy, "
-                            f"CuPy and CUDA arrays (Dask arrays: {', '.join(_dask.__all__)})")
-        return lazy(x, *args, **kwargs)
+        if is_dask(x):
+            return _to_dask(name, x, args, kwargs)
+        if is_foreign(x) or any(is_foreign(a) for a in args) or \
+                any(is_foreign(v) for v in kwargs.values()):
+            return foreign_call(fn, names, (x, *args), kwargs)
+        return fn(x, *args, **kwargs)
 
     return call
+
+
+def _to_dask(name: str, x, args, kwargs):
+    from numbakern.api import dask as _dask
+
+    lazy = getattr(_dask, name, None)
+    if lazy is None or name not in _dask.__all__:
+        raise TypeError(f"numbakern.{name} does not take Dask arrays; it takes NumPy, "
+                        f"CuPy and CUDA arrays (Dask arrays: {', '.join(_dask.__all__)})")
+    return lazy(x, *args, **kwargs)

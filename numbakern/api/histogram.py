@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from numbakern.api._dispatch import dask_aware
+from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
@@ -26,7 +26,7 @@ from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
 from numbakern.kernels.elementwise import zeros
 
-@dask_aware
+@dispatch
 @honours_stream
 def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     """Count the integer values of ``x`` in ``[0, num_bins)``: bin ``v`` counts the
@@ -52,7 +52,7 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     """Occurrences of each value of a 1-D array of non-negative ints, as
@@ -95,7 +95,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=None,
               stream=None):

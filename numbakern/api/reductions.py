@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbakern.api._dispatch import dask_aware
+from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -209,7 +209,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
 # --- public functions --------------------------------------------------------------
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
@@ -245,7 +245,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
          lanes=None):
@@ -291,7 +291,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     return deliver(workspace, dst, result, planned.shape, None)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -308,7 +308,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -325,7 +325,7 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -342,7 +342,7 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -359,7 +359,7 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -376,7 +376,7 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
@@ -393,7 +393,7 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -426,7 +426,7 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -444,7 +444,7 @@ def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.ANY, strategy, None, stream, axis, keepdims, out, lanes)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def all(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
@@ -455,7 +455,7 @@ def all(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     return _run(x, _ops.ALL, strategy, None, stream, axis, keepdims, out, lanes)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, lanes=None):
@@ -472,7 +472,7 @@ def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, l
     return int(counts) if isinstance(counts, np.generic) else counts
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -484,7 +484,7 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
@@ -496,7 +496,7 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -524,7 +524,7 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -540,7 +540,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
                 stream, lanes)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -563,7 +563,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
                 stream, lanes)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -596,7 +596,7 @@ def _planned_lse(in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, stra
             *_extents(in_shape, axes), kit)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strategy=None,
@@ -636,7 +636,7 @@ def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strate
     return deliver(workspace, dst, result, shape, None)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, lanes=None):
@@ -686,7 +686,7 @@ def _planned_pair(op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool,
             *_extents(in_shape, axes), kit)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
@@ -703,7 +703,7 @@ def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
     return _nan_arg(x, "max", axis, keepdims, out, True, strategy, stream, lanes)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
@@ -712,7 +712,7 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
     return _nan_arg(x, "min", axis, keepdims, out, True, strategy, stream, lanes)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
            lanes=None):
@@ -723,7 +723,7 @@ def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None
     return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes)
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def nanmin(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
            lanes=None):
@@ -763,7 +763,7 @@ def _to_host(arr) -> np.ndarray:
     return arr.get() if hasattr(arr, "get") else arr.copy_to_host()
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None,
             stream=None, lanes=None):

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from numbakern.api._dispatch import dask_aware
+from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -73,7 +73,7 @@ def cumprod_dtype(in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
     return np.cumprod(np.zeros(1, dtype=in_dtype), dtype=dtype).dtype
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -115,7 +115,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
                  cumsum_dtype, "cumsum")
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -131,7 +131,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
                  cumprod_dtype, "cumprod")
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
@@ -174,7 +174,7 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                  stream, None, None)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -187,7 +187,7 @@ def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fa
                  stream, cumsum_dtype, "nancumsum")
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
@@ -199,7 +199,7 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
                  stream, cumprod_dtype, "nancumprod")
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
@@ -223,7 +223,7 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
                  layout, stream, None, "cummax")
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
@@ -235,7 +235,7 @@ def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
                  layout, stream, None, "cummin")
 
 
-@dask_aware
+@dispatch
 @honours_stream
 def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
                  stream=None):

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from numbakern.api._dispatch import dask_aware
+from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
@@ -83,7 +83,7 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 # --- public functions ---------------------------------------------------------------
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
@@ -128,7 +128,7 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
                     fused, threads, out, stream)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
@@ -143,7 +143,7 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
                     fused, threads, out, stream)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
@@ -176,7 +176,7 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
                      out, stream)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from numbakern.api._dispatch import dask_aware
+from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
@@ -41,7 +41,7 @@ from numbakern.runtime.replay import replayable
 INDEX_DTYPE = np.dtype(np.int64)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
@@ -76,7 +76,7 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
     return _sort(x, axis, descending, False, strategy, stream)
 
 
-@dask_aware
+@dispatch
 @replayable
 @honours_stream
 def argsort(x, axis=-1, stable=True, descending=False, *, kind=None, strategy=None,

@@ -1,0 +1,290 @@
+"""Arrays of other libraries at the public functions' door: PyTorch tensors, other
+DLPack producers, and bfloat16.
+
+The kernels below this layer read NumPy arrays, CuPy arrays and
+``__cuda_array_interface__`` arrays. A call that passes anything else is translated
+here, once, on the way in and on the way out:
+
+* **PyTorch, CPU**: the tensor's NumPy view (``Tensor.numpy()``, no copy), so it runs
+  as NumPy input does; results come back as CPU tensors (``torch.from_numpy``, no
+  copy), scalars as 0-d tensors.
+* **PyTorch, CUDA**: a CuPy view through DLPack (no copy) when CuPy is installed,
+  else the tensor itself through its ``__cuda_array_interface__``; the kernels run on
+  torch's current stream of the tensor's device (unless ``stream=`` is given), so
+  they follow the caller's queued torch work without a device synchronisation;
+  results come back as CUDA tensors through DLPack or the interface (no copy).
+  A tensor on another device than torch's current one is refused (``ValueError``).
+* **requires_grad**: the answer is the one on ``tensor.detach()``; results are not
+  part of the autograd graph.
+* **Other DLPack producers** (``__dlpack__`` without ``__cuda_array_interface__``):
+  read with ``numpy.from_dlpack`` (CPU) or ``cupy.from_dlpack`` (CUDA, CuPy needed);
+  results are NumPy or CuPy arrays.
+* **bfloat16** (a torch tensor, or a NumPy array of ``ml_dtypes.bfloat16``): there is
+  no bfloat16 type in Numba, so the input is widened to a float32 working copy (on
+  the tensor's device by torch; on the host for NumPy) and a :class:`CopyWarning`
+  says so; the kernels accumulate in float32, as for float16, and floating results
+  are rounded back to bfloat16 (round to nearest even) unless ``dtype=`` asked for
+  another dtype.
+
+Nothing here imports torch: only a tensor that the caller passed leads to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+import numpy as np
+
+from numbakern.core.arrays import CopyWarning
+from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.stacklevel import user_stacklevel
+
+_ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+_NATIVE_MODULES = ("numpy", "cupy", "numba", "dask", "numbakern")
+
+
+def is_torch(a) -> bool:
+    """Whether ``a`` is a torch tensor, by its type's module alone (no import)."""
+    return type(a).__module__.startswith("torch")
+
+
+def _is_bfloat16_numpy(a) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype.name == "bfloat16"
+
+
+def _is_dlpack_only(a) -> bool:
+    """A DLPack producer the layers below cannot read themselves."""
+    return (type(a).__module__.split(".")[0] not in _NATIVE_MODULES
+            and hasattr(a, "__dlpack__") and not hasattr(a, "__cuda_array_interface__"))
+
+
+def is_foreign(a) -> bool:
+    """Whether argument ``a`` needs translating here (cheap: type checks only)."""
+    if isinstance(a, np.ndarray):
+        return a.dtype.name == "bfloat16"
+    if isinstance(a, (int, float, str, type(None), tuple, list)):
+        return False
+    return is_torch(a) or _is_dlpack_only(a)
+
+
+def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
+    """Run ``fn`` with its foreign arguments translated, and translate its results.
+
+    ``names`` are ``fn``'s positional parameter names, for messages.
+    """
+    call = _Call(fn.__name__, kwargs.get("dtype") is not None)
+    args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}")
+                 for i, a in enumerate(args))
+    kwargs = {k: call.inward(v, k) for k, v in kwargs.items()}
+    with call.stream_context(kwargs):
+        result = fn(*args, **kwargs)
+        return call.outward(result)
+
+
+class _Call:
+    """One call's translations: what came in, to turn results back the same way."""
+
+    def __init__(self, name: str, dtype_given: bool):
+        self.name = name
+        self.dtype_given = dtype_given
+        self.tensor = None  # the first tensor argument: results take its device
+        self.via_cupy = False
+        self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
+        self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
+
+    # --- in ------------------------------------------------------------------------
+
+    def inward(self, a, name: str):
+        if isinstance(a, (tuple, list)) and name == "out":
+            return type(a)(self.inward(v, name) for v in a)
+        if is_torch(a) and _is_tensor(a):
+            return self._tensor_in(a, name)
+        if _is_bfloat16_numpy(a):
+            return self._widen_numpy(a, name)
+        if _is_dlpack_only(a):
+            return _from_dlpack(a, name)
+        return a
+
+    def _tensor_in(self, t, name: str):
+        import torch
+
+        if t.dtype not in _torch_dtypes(torch):
+            raise TypeError(f"{self.name}: {name} has torch dtype {t.dtype}; numbakern "
+                            f"takes {_ALLOWED}")
+        caller, t = t, t.detach()
+        if t.device.type == "cuda":
+            self._check_device(t, name, torch)
+        elif t.device.type != "cpu":
+            raise ValueError(f"{self.name}: {name} is on device {t.device}; numbakern "
+                             f"takes CPU and CUDA tensors")
+        if self.tensor is None:
+            self.tensor = t
+        if t.dtype == torch.bfloat16:
+            if name == "out":
+                return self._bfloat16_out(caller, t)
+            self._note_bfloat16(torch.bfloat16, name)
+            t = t.float()
+        translated = self._tensor_view(t)
+        if name == "out":
+            self.outs[id(translated)] = caller
+        return translated
+
+    def _tensor_view(self, t):
+        if t.device.type == "cpu":
+            return t.resolve_neg().resolve_conj().numpy()
+        cupy = _cupy()
+        if cupy is None:
+            return t
+        self.via_cupy = True
+        return cupy.from_dlpack(t)
+
+    def _check_device(self, t, name: str, torch) -> None:
+        if SIMULATOR:
+            raise ValueError(f"{self.name}: {name} is a CUDA tensor, but numbakern runs "
+                             f"under the CUDA simulator here (NUMBAKERN_SIMULATOR=1); "
+                             f"pass a CPU tensor")
+        current = torch.cuda.current_device()
+        if t.device.index != current:
+            raise ValueError(f"{self.name}: {name} is on cuda:{t.device.index} but the "
+                             f"current device is cuda:{current}; call inside "
+                             f"`with torch.cuda.device({t.device.index}):`")
+
+    def _bfloat16_out(self, caller, t):
+        """A bfloat16 ``out`` cannot be written by the kernels: compute into a float32
+        one and copy it over, rounding."""
+        self._note_bfloat16(t.dtype, "out")
+        wide = t.float()
+        translated = self._tensor_view(wide)
+        self.outs[id(translated)] = (caller, wide)
+        return translated
+
+    def _widen_numpy(self, a: np.ndarray, name: str) -> np.ndarray:
+        self._note_bfloat16(a.dtype, name)
+        wide = a.astype(np.float32)
+        if name == "out":
+            self.outs[id(wide)] = (a, wide)
+        return wide
+
+    def _note_bfloat16(self, dtype, name: str) -> None:
+        self.bfloat16 = dtype
+        warnings.warn(f"{self.name}: {name} is bfloat16, which the kernels read through a "
+                      f"float32 copy (twice its size); results are rounded back to "
+                      f"bfloat16", CopyWarning, stacklevel=user_stacklevel())
+
+    def stream_context(self, kwargs: dict):
+        """Torch's current stream as CuPy's (or as ``stream=``) for a CUDA tensor call
+        that names no stream of its own."""
+        t = self.tensor
+        if t is None or t.device.type != "cuda" or kwargs.get("stream") is not None:
+            return _nothing()
+        import torch
+
+        handle = torch.cuda.current_stream(t.device).cuda_stream
+        if self.via_cupy:
+            cupy = _cupy()
+            return cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null
+        kwargs["stream"] = handle
+        return _nothing()
+
+    # --- out -----------------------------------------------------------------------
+
+    def outward(self, r):
+        if isinstance(r, tuple):
+            items = [self.outward(v) for v in r]
+            return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
+        if isinstance(r, list):
+            return [self.outward(v) for v in r]
+        mine = self.outs.get(id(r))
+        if mine is not None:
+            return self._out_back(mine)
+        if self.bfloat16 is not None and not self.dtype_given:
+            r = self._round_back(r)
+        if self.tensor is None:
+            return r
+        return self._as_tensor(r)
+
+    def _out_back(self, mine):
+        if isinstance(mine, tuple):  # a bfloat16 out computed in float32
+            caller, wide = mine
+            if isinstance(caller, np.ndarray):
+                caller[...] = wide.astype(caller.dtype)
+            else:
+                caller.detach().copy_(wide)
+            return caller
+        return mine
+
+    def _round_back(self, r):
+        """float32 results of bfloat16 input back to bfloat16 (torch rounds tensors
+        later, in :meth:`_as_tensor`)."""
+        if self.tensor is not None or np.asarray(r).dtype != np.float32:
+            return r
+        return np.asarray(r).astype(self.bfloat16)[()] if np.ndim(r) == 0 else \
+            r.astype(self.bfloat16)
+
+    def _as_tensor(self, r):
+        import torch
+
+        if isinstance(r, (bool, int, float, np.generic)):
+            out = torch.from_numpy(np.asarray(r))
+        elif isinstance(r, np.ndarray):
+            out = torch.from_numpy(r)
+        elif self.via_cupy:
+            out = torch.from_dlpack(r)
+        else:
+            out = torch.as_tensor(r, device=self.tensor.device)
+        if self.tensor.device.type == "cuda" and out.device.type == "cpu":
+            out = out.to(self.tensor.device)
+        if self.bfloat16 is not None and not self.dtype_given and out.dtype == torch.float32:
+            out = out.to(torch.bfloat16)
+        return out
+
+
+def _is_tensor(a) -> bool:
+    import torch
+
+    return isinstance(a, torch.Tensor)
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_dtypes(torch) -> frozenset:
+    names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+             "uint64", "float16", "bfloat16", "float32", "float64"]
+    return frozenset(getattr(torch, n) for n in names if hasattr(torch, n))
+
+
+def _from_dlpack(a, name: str):
+    device, _ = a.__dlpack_device__()
+    if device == _DLPACK_CPU:
+        return np.from_dlpack(a)
+    if device == _DLPACK_CUDA and not SIMULATOR:
+        cupy = _cupy()
+        if cupy is not None:
+            return cupy.from_dlpack(a)
+    raise TypeError(f"{name}: a DLPack array on device type {device} needs CuPy on a GPU "
+                    f"(numbakern reads CPU DLPack arrays through NumPy)")
+
+
+def _cupy():
+    """CuPy, or None where it is not installed."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def positional_names(fn) -> list[str]:
+    """``fn``'s positional parameter names (for messages about its arguments)."""
+    params = inspect.signature(fn).parameters.values()
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -1,0 +1,362 @@
+"""PyTorch tensors, DLPack producers and bfloat16 (numbakern/api/_interop.py).
+
+Under the simulator: CPU tensors through every public array function, the result's
+type asserted and its values compared with the same call on the tensor's NumPy view
+(which the NumPy tests hold to NumPy), and against torch's own op where torch has
+one; bfloat16 (torch and ``ml_dtypes``) against a float64 reference rounded to
+bfloat16; ``out=`` tensors; requires_grad; refused dtypes. The ``gpu`` tests run
+CUDA tensors of float32, float16 and bfloat16, with and without CuPy, on a
+non-default stream behind queued torch work.
+"""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern.api import _interop
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(7)
+
+# Each public array function, the arguments after the array, and the input it takes:
+# "f" a float32 (6, 33) array, "i" int32, "b" bool, "p" a probability-like pair (y, dy).
+CALLS = {
+    "sum": ("f", (), {"axis": 1}), "mean": ("f", (), {}), "prod": ("f", (), {"axis": 0}),
+    "max": ("f", (), {}), "min": ("f", (), {"axis": 1}), "xor_sum": ("i", (), {}),
+    "bitwise_and_sum": ("i", (), {"axis": 0}), "bitwise_or_sum": ("i", (), {}),
+    "reduce": ("f", ("sum",), {"axis": 1}), "any": ("b", (), {}), "all": ("b", (), {"axis": 1}),
+    "count_nonzero": ("f", (), {"axis": 0}), "nansum": ("f", (), {}),
+    "nanprod": ("f", (), {"axis": 1}), "argmax": ("f", (), {"axis": 1}),
+    "argmin": ("f", (), {}), "max_with_indices": ("f", (), {"axis": 1}),
+    "min_with_indices": ("f", (), {"axis": 0}), "logsumexp": ("f", (), {"axis": 1}),
+    "ptp": ("f", (), {}), "nanargmax": ("f", (), {"axis": 0}), "nanargmin": ("f", (), {}),
+    "nanmax": ("f", (), {"axis": 1}), "nanmin": ("f", (), {}), "nanmean": ("f", (), {"axis": 1}),
+    "cumsum": ("f", (), {"axis": 1}), "cumprod": ("f", (), {"axis": 0}),
+    "associative_scan": ("f", ("max",), {"axis": 1}), "nancumsum": ("f", (), {}),
+    "nancumprod": ("f", (), {"axis": 1}), "cummax": ("f", (), {"axis": 1}),
+    "cummin": ("f", (), {"axis": 0}), "logcumsumexp": ("f", (), {"axis": 1}),
+    "softmax": ("f", (), {}), "log_softmax": ("f", (), {"axis": 0}),
+    "softmax_backward": ("p", (), {}), "log_softmax_backward": ("p", (), {"axis": 0}),
+    "sort": ("f", (), {}), "argsort": ("f", (), {"axis": 0}),
+    "histogram_counts": ("u", (8,), {}), "bincount": ("u", (), {}),
+    "histogram": ("f", (), {"bins": 5}),
+}
+SHAPE = (6, 33)
+
+
+def _input(kind):
+    if kind == "f":
+        return RNG.standard_normal(SHAPE).astype(np.float32)
+    if kind == "i":
+        return RNG.integers(-50, 50, SHAPE).astype(np.int32)
+    if kind == "u":
+        return RNG.integers(0, 8, SHAPE[1]).astype(np.int32)
+    return RNG.random(SHAPE) < 0.9
+
+
+def _leaves(r):
+    return [v for item in r for v in _leaves(item)] if isinstance(r, tuple) else [r]
+
+
+def test_every_public_array_function_is_covered():
+    """The table is checked against the package: a new public function needs a row."""
+    arrays = {name for name in nk.__all__ if callable(getattr(nk, name))
+              and getattr(getattr(nk, name), "__module__", "").startswith("numbakern.api")}
+    assert arrays == set(CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_cpu_tensor_in_tensor_out(name):
+    kind, args, kwargs = CALLS[name]
+    fn = getattr(nk, name)
+    if kind == "p":
+        y = np.asarray(nk.softmax(_input("f")))
+        arrays = (y, _input("f"))
+    else:
+        arrays = (_input(kind),)
+    expected = fn(*arrays, *args, **kwargs)
+    got = fn(*(torch.from_numpy(a) for a in arrays), *args, **kwargs)
+    assert isinstance(got, tuple) == isinstance(expected, tuple)
+    for g, e in zip(_leaves(got), _leaves(expected)):
+        assert isinstance(g, torch.Tensor) and g.device.type == "cpu"
+        e = np.asarray(e)
+        assert g.numpy().dtype == e.dtype and tuple(g.shape) == e.shape
+        np.testing.assert_array_equal(g.numpy(), e)
+
+
+def test_results_agree_with_torch_itself():
+    x = torch.from_numpy(_input("f"))
+    torch.testing.assert_close(nk.softmax(x, axis=1), torch.softmax(x, dim=1))
+    torch.testing.assert_close(nk.log_softmax(x, axis=0), torch.log_softmax(x, dim=0))
+    torch.testing.assert_close(nk.cumsum(x, axis=1), torch.cumsum(x, dim=1))
+    torch.testing.assert_close(nk.logsumexp(x, axis=1), torch.logsumexp(x, dim=1))
+    torch.testing.assert_close(nk.sort(x, axis=1), torch.sort(x, dim=1).values)
+    assert torch.equal(nk.argmax(x, axis=1), torch.argmax(x, dim=1))
+    values, indices = nk.cummax(x, axis=1)
+    ref = torch.cummax(x, dim=1)
+    assert torch.equal(values, ref.values) and torch.equal(indices, ref.indices)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 129])
+def test_strided_tensors_are_read_in_place(n):
+    base = torch.from_numpy(RNG.standard_normal((4, 2 * n)).astype(np.float32))
+    for view in (base[:, ::2], base.T, base[1:, 1:]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", nk.CopyWarning)
+            got = nk.sum(view, axis=-1)
+        np.testing.assert_allclose(got.numpy(), view.numpy().astype(np.float64).sum(-1),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_a_tensor_that_requires_grad_gives_the_detached_answer():
+    x = torch.from_numpy(_input("f")).requires_grad_(True)
+    got = nk.softmax(x)
+    assert not got.requires_grad
+    assert torch.equal(got, nk.softmax(x.detach()))
+    assert torch.equal(nk.sum(x), nk.sum(x.detach()))
+
+
+def test_out_tensor_is_written_and_returned():
+    x = torch.from_numpy(_input("f"))
+    out = torch.empty(SHAPE[0], dtype=torch.float64)
+    assert nk.sum(x, axis=1, out=out) is out
+    np.testing.assert_allclose(out.numpy(), x.numpy().astype(np.float64).sum(1), rtol=1e-6)
+    out = torch.empty(SHAPE, dtype=torch.float32)
+    assert nk.softmax(x, out=out) is out
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1))
+
+
+def test_full_reductions_are_zero_dim_tensors():
+    x = torch.arange(10, dtype=torch.int32)
+    got = nk.sum(x)
+    assert isinstance(got, torch.Tensor) and got.shape == () and got.dtype == torch.int64
+    assert got.item() == 45
+    assert nk.count_nonzero(x).item() == 9
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float8_e4m3fn", "float8_e5m2"])
+def test_dtypes_numbakern_cannot_take_are_refused(dtype):
+    if not hasattr(torch, dtype):
+        pytest.skip(f"torch has no {dtype}")
+    x = torch.zeros(4).to(getattr(torch, dtype))
+    with pytest.raises(TypeError, match=r"sum: x has torch dtype .*float16, bfloat16"):
+        nk.sum(x)
+
+
+def test_bool_softmax_is_refused_naming_the_argument():
+    with pytest.raises(TypeError, match="float16, float32 or float64"):
+        nk.softmax(torch.ones(3, dtype=torch.bool))
+
+
+def test_other_devices_are_refused():
+    meta = torch.empty(4, device="meta")
+    with pytest.raises(ValueError, match="device meta"):
+        nk.sum(meta)
+
+
+# --- bfloat16 ----------------------------------------------------------------------
+
+BF16_RTOL = 2.0 ** -7  # one bfloat16 ulp of rounding after a float32 computation
+
+
+BF16_CASES = {
+    "sum": (lambda x: nk.sum(x, axis=1), lambda a: a.sum(1)),
+    "mean": (lambda x: nk.mean(x), lambda a: a.mean()),
+    "max": (lambda x: nk.max(x, axis=0), lambda a: a.max(0)),
+    "cumsum": (lambda x: nk.cumsum(x, axis=1), lambda a: a.cumsum(1)),
+    "softmax": (lambda x: nk.softmax(x), lambda a: np.exp(a - a.max(-1, keepdims=True))
+                / np.exp(a - a.max(-1, keepdims=True)).sum(-1, keepdims=True)),
+    "log_softmax": (lambda x: nk.log_softmax(x, axis=0),
+                    lambda a: (a - a.max(0)) - np.log(np.exp(a - a.max(0)).sum(0))),
+    "sort": (lambda x: nk.sort(x, axis=1), lambda a: np.sort(a, axis=1)),
+}
+
+
+def _bf16_torch(a):
+    return torch.from_numpy(a).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("name", sorted(BF16_CASES))
+@pytest.mark.parametrize("library", ["torch", "ml_dtypes"])
+def test_bfloat16_in_bfloat16_out(name, library):
+    run, reference = BF16_CASES[name]
+    a = RNG.standard_normal((5, 40)).astype(np.float32)
+    if library == "torch":
+        x = _bf16_torch(a)
+        x64 = x.double().numpy()
+    else:
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        x = a.astype(ml_dtypes.bfloat16)
+        x64 = x.astype(np.float64)
+    with pytest.warns(nk.CopyWarning, match="bfloat16"):
+        got = run(x)
+    if library == "torch":
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+        got64 = got.double().numpy()
+    else:
+        assert isinstance(got, (np.ndarray, np.generic)) and got.dtype == x.dtype
+        got64 = np.asarray(got).astype(np.float64)
+    expected = reference(x64)
+    np.testing.assert_allclose(got64, expected, rtol=BF16_RTOL, atol=BF16_RTOL * 1e-2)
+
+
+def test_bfloat16_indices_and_explicit_dtype():
+    x = _bf16_torch(RNG.standard_normal((3, 50)).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        assert torch.equal(nk.argmax(x, axis=1), torch.argmax(x, dim=1))
+        assert torch.equal(nk.argsort(x[0]), torch.sort(x[0], stable=True).indices)
+        wide = nk.sum(x, axis=1, dtype=np.float32)
+        assert wide.dtype == torch.float32
+        np.testing.assert_allclose(wide.numpy(), x.double().sum(1).numpy(), rtol=1e-5)
+
+
+def test_bfloat16_backward_passes():
+    logits = torch.from_numpy(RNG.standard_normal((4, 70)).astype(np.float32))
+    y, dy = torch.softmax(logits, -1).to(torch.bfloat16), _bf16_torch(
+        RNG.standard_normal((4, 70)).astype(np.float32))
+    y64, dy64 = y.double(), dy.double()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        got = nk.softmax_backward(y, dy)
+        got_log = nk.log_softmax_backward(torch.log(y.float()).to(torch.bfloat16), dy)
+    assert got.dtype == torch.bfloat16 == got_log.dtype
+    ref = y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
+    torch.testing.assert_close(got.double(), ref, rtol=2 * BF16_RTOL, atol=1e-2)
+    ly = torch.log(y.float()).to(torch.bfloat16).double()
+    ref_log = dy64 - torch.exp(ly) * dy64.sum(-1, keepdim=True)
+    torch.testing.assert_close(got_log.double(), ref_log, rtol=2 * BF16_RTOL, atol=3e-2)
+
+
+def test_bfloat16_out_is_rounded_into():
+    x = _bf16_torch(RNG.standard_normal((3, 40)).astype(np.float32))
+    out = torch.empty(3, dtype=torch.bfloat16)
+    with pytest.warns(nk.CopyWarning):
+        assert nk.sum(x, axis=1, out=out) is out
+    torch.testing.assert_close(out, x.float().sum(1).to(torch.bfloat16))
+
+
+# --- DLPack, imports ---------------------------------------------------------------
+
+
+class _DLPackOnly:
+    """A producer with the DLPack protocol and nothing else (as JAX's CPU arrays)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_a_dlpack_producer_is_read_through_numpy():
+    a = _input("f")
+    got = nk.sum(_DLPackOnly(a), axis=1)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, nk.sum(a, axis=1))
+
+
+def test_numpy_calls_do_not_import_torch():
+    code = ("import sys, numpy as np, numbakern as nk; nk.sum(np.arange(3.0)); "
+            "nk.softmax(np.ones((2, 3))); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --- CUDA tensors (gpu) ------------------------------------------------------------
+
+GPU_DTYPES = ["float32", "float16", "bfloat16"]
+
+
+def _cuda(a, dtype):
+    return torch.from_numpy(a).to("cuda").to(getattr(torch, dtype))
+
+
+@pytest.fixture(params=["cupy", "no_cupy"])
+def cupy_or_not(request, monkeypatch):
+    if request.param == "no_cupy":
+        monkeypatch.setattr(_interop, "_cupy", lambda: None)
+    elif _interop._cupy() is None:
+        pytest.skip("CuPy is not installed")
+    return request.param
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", GPU_DTYPES)
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_cuda_tensors_through_every_function(name, dtype, cupy_or_not):
+    kind, args, kwargs = CALLS[name]
+    if kind not in "fp" and dtype != "float32":
+        pytest.skip("integer and bool inputs have no half form")
+    fn = getattr(nk, name)
+    if kind == "p":
+        arrays = (np.asarray(nk.softmax(_input("f"))), _input("f"))
+    else:
+        arrays = (_input(kind),)
+    if kind in "fp":
+        tensors = tuple(_cuda(a, dtype) for a in arrays)
+        host = tuple(t.float().cpu().numpy() for t in tensors)
+    else:
+        tensors = tuple(torch.from_numpy(a).to("cuda") for a in arrays)
+        host = arrays
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        got = fn(*tensors, *args, **kwargs)
+    expected = fn(*host, *args, **kwargs)
+    for g, e in zip(_leaves(got), _leaves(expected)):
+        assert isinstance(g, torch.Tensor) and g.device.type == "cuda"
+        e = np.asarray(e)
+        g = g.cpu()
+        if e.dtype.kind == "f":
+            rtol = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2 * BF16_RTOL}[dtype]
+            np.testing.assert_allclose(g.double().numpy(), e, rtol=rtol, atol=rtol)
+        else:
+            np.testing.assert_array_equal(g.numpy(), e)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_cuda_tensors_are_read_and_written_in_place(dtype, cupy_or_not):
+    x = _cuda(RNG.standard_normal((64, 300)).astype(np.float32), dtype)
+    out = torch.empty_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)
+        assert nk.softmax(x[:, :257], out=out[:, :257]) is not None
+        got = nk.sum(x[::2], axis=1)
+    torch.testing.assert_close(out[:, :257], torch.softmax(x[:, :257].float(), -1).to(x.dtype),
+                               rtol=2e-3, atol=1e-4)
+    torch.testing.assert_close(got.float(), x[::2].float().sum(1), rtol=2e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_cuda_calls_follow_queued_work_on_a_side_stream(cupy_or_not):
+    n = 1 << 22
+    x = torch.zeros(n, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # the fill below lands long after the call returns
+        x.fill_(1.0)
+        total = nk.sum(x)
+        probs = nk.softmax(x.view(1024, -1))
+    side.synchronize()
+    assert total.item() == n
+    torch.testing.assert_close(probs, torch.full((1024, n // 1024), 1024 / n, device="cuda"))
+
+
+@pytest.mark.gpu
+def test_a_cuda_tensor_on_another_device_is_refused():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    x = torch.ones(4, device="cuda:1")
+    with pytest.raises(ValueError, match="cuda:1 but the current device is cuda:0"):
+        nk.sum(x)
