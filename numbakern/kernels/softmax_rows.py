@@ -673,8 +673,9 @@ def _backward_kernel(plan: RowPlan):
 
 def vector_width(plan: RowPlan, n: int, views: list) -> int:
     """Elements per 16-byte vector for ``plan`` over ``views`` (3-D, rows last: every
-    array the kernel reads or writes), or 0 for scalar loads: float32/float64 rows,
-    contiguous in every view, and
+    array the kernel reads or writes), or 0 for scalar loads: float rows (float16:
+    eight halves a vector, widened to float32 as they arrive and rounded back as
+    they are packed for the store), contiguous in every view, and
 
     * fused plans (rows held as whole vectors per thread): ``n`` and ``per_thread``
       multiples of the vector length, each row of every view starting 16-byte
@@ -688,7 +689,7 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     scalar accesses. ``n``: the row length.
     """
     dtype = np.dtype(plan.dtype)
-    if dtype.kind != "f" or dtype.itemsize < 4:  # float16 computes in float32: scalar
+    if dtype.kind != "f":
         return 0
     if any(v.strides[2] != dtype.itemsize for v in views):
         return 0
@@ -759,7 +760,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     first_vector = _first_vector(plan)
     stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
-    pack = _PACKERS[W]
+    pack = _packer(plan)
 
     @jit
     def vector_forward(x, y, xf, yf):
@@ -943,7 +944,7 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     L, NEG = VECTORS * W, tc(-np.inf)  # a tile's elements per thread
     stats, row_vectors = _vector_tiled_stats(plan), _row_vectors(plan)
     tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
-    vstore, pack = vector_storer(W), _PACKERS[W]
+    vstore, pack = vector_storer(W), _packer(plan)
 
     @jit
     def vector_tiled_forward(x, y, xf, yf, head0):
@@ -990,7 +991,7 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     KV, ZERO = K // W, tc(0)
     first_vector = _first_vector(plan)
     term, grad = gradient
-    vload, vstore, pack = vector_loader(W), vector_storer(W), _PACKERS[W]
+    vload, vstore, pack = vector_loader(W), vector_storer(W), _packer(plan)
 
     @jit
     def vector_fused_backward(y, dy, dx, yf, dyf, dxf):
@@ -1040,7 +1041,7 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     term, grad = gradient
     row_vectors = _row_vectors(plan)
     tile, edges = _tile_loader(plan, U, ZERO), _edge_loader(plan, ZERO)
-    vstore, pack = vector_storer(W), _PACKERS[W]
+    vstore, pack = vector_storer(W), _packer(plan)
 
     @jit
     def vector_tiled_backward(y, dy, dx, yf, dyf, dxf, head0):
@@ -1085,14 +1086,28 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     return vector_tiled_backward
 
 
-@cuda.jit(device=True)
-def _pack2(v, b):
-    return (v[b], v[b + 1])
+def _packer(plan: RowPlan):
+    """Device function ``pack(v, b)``: the ``W`` elements ``v[b], ..., v[b + W - 1]``
+    of a local array of the compute dtype as a tuple of the output dtype (float16
+    rounds here, eight to a 16-byte store)."""
+    out_t, W = _numba_types(plan)[1], plan.vector
+    if W == 2:
 
+        @cuda.jit(device=True)
+        def pack(v, b):
+            return (out_t(v[b]), out_t(v[b + 1]))
 
-@cuda.jit(device=True)
-def _pack4(v, b):
-    return (v[b], v[b + 1], v[b + 2], v[b + 3])
+    elif W == 4:
 
+        @cuda.jit(device=True)
+        def pack(v, b):
+            return (out_t(v[b]), out_t(v[b + 1]), out_t(v[b + 2]), out_t(v[b + 3]))
 
-_PACKERS = {2: _pack2, 4: _pack4}  # W elements of a local array as a tuple
+    else:
+
+        @cuda.jit(device=True)
+        def pack(v, b):
+            return (out_t(v[b]), out_t(v[b + 1]), out_t(v[b + 2]), out_t(v[b + 3]),
+                    out_t(v[b + 4]), out_t(v[b + 5]), out_t(v[b + 6]), out_t(v[b + 7]))
+
+    return pack

@@ -136,16 +136,18 @@ def vector_plans(monkeypatch):
 
 @pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
 @pytest.mark.parametrize("layout", ["warp", "block"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_vector_rows(dtype, layout, normalizer, vector_plans):
     width = 16 // np.dtype(dtype).itemsize
-    for n in (68, 128, 256):  # whole vectors per thread in every plan chosen
+    # whole vectors per thread in every plan chosen (float16: 8 per thread, one vector)
+    for n in (136, 200, 256) if width == 8 else (68, 128, 256):
         x = logits((5, n), dtype, seed=n)
         x[1, ::3] = -np.inf  # masked lanes beside finite ones
         for kind in FORWARD:
             check_forward(kind, x, layout=layout, fused=True, normalizer=normalizer)
     assert set(vector_plans) == {width}
-    device = cuda.to_device(logits((6, 136), dtype))[::2, 8:]  # rows still 16-byte aligned
+    wide = 264 if width == 8 else 136
+    device = cuda.to_device(logits((6, wide), dtype))[::2, 8:]  # rows still 16-byte aligned
     host = device.copy_to_host()
     np.testing.assert_allclose(nk.softmax(device, layout=layout).copy_to_host(),
                                ref_softmax(host), **TOL[dtype])
@@ -158,10 +160,10 @@ def test_vector_rows_need_aligned_whole_vectors(vector_plans):
                         (x[::-1], 0)]:
         nk.softmax(view, fused=True)
         assert vector_plans[-1] == width
-    nk.softmax(logits((4, 64), np.float16), fused=True)  # float16 computes in float32
+    nk.softmax(logits((4, 64), np.float16), fused=True)  # 2 per thread: no vector of 8
     assert vector_plans[-1] == 0
-    nk.softmax(logits((4, 64), np.float16), fused=False)
-    assert vector_plans[-1] == 0
+    nk.softmax(logits((4, 64), np.float16), fused=False)  # tiled: vectors of 8 halves
+    assert vector_plans[-1] == 8
     nk.softmax(x[:, 1:], fused=False)  # tiled: rows 4 bytes past a boundary, out's not
     assert vector_plans[-1] == 0
 
@@ -197,7 +199,16 @@ def device_rows(host, offset):
 
 
 def vector_lanes(dtype):
-    return 0 if dtype == np.float16 else 16 // np.dtype(dtype).itemsize
+    return 16 // np.dtype(dtype).itemsize
+
+
+def tiled_lanes(dtype, n, offset, rows=3):
+    """The vector width a tiled kernel takes over ``device_rows`` of ``rows`` rows:
+    none when the first 16-byte boundary (``head`` elements in) lies past the view's
+    last element, as it does for one-element rows of float16 seven elements short."""
+    width = vector_lanes(dtype)
+    head = (width - offset) % width
+    return width if head <= (rows - 1) * (n + offset) + n - 1 else 0
 
 
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
@@ -205,13 +216,13 @@ def vector_lanes(dtype):
                                                ("warp", "online")])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_tiled_rows_in_vectors(dtype, layout, normalizer, offset, row_kernels):
-    # Whole vectors between a scalar head and tail per row; float16 stays scalar.
+    # Whole vectors between a scalar head and tail per row (eight halves a vector).
     for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(VECTOR_SIZES)]:
         host = logits((3, n), dtype, seed=n)
         y = device_rows(np.zeros_like(host), offset)  # each row as far from a boundary as x's
         FORWARD[kind](device_rows(host, offset), out=y, fused=False, layout=layout,
                       normalizer=normalizer)
-        assert row_kernels[-1] == (kind, False, vector_lanes(dtype))
+        assert row_kernels[-1] == (kind, False, tiled_lanes(dtype, n, offset))
         tol = (TOL if kind == "softmax" else LOG_TOL)[dtype]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host), **tol)
 
@@ -269,18 +280,21 @@ def test_tiled_backward_in_vectors(dtype, offset, row_kernels):
         x, dy = backward_case(n, dtype=dtype, seed=n)
         check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
                               fused=False, layout="block")
-        assert row_kernels[-2:] == [(k, False, vector_lanes(dtype)) for k in BACKWARD]
+        assert row_kernels[-2:] == [(k, False, tiled_lanes(dtype, n, offset)) for k in BACKWARD]
 
 
 @pytest.mark.parametrize("layout", ["warp", "block"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_fused_backward_in_vectors(dtype, layout, row_kernels):
     width = vector_lanes(dtype)
-    for n in (68, 128):  # 4 per thread of 32: whole vectors
+    # 4 per thread of 32 (8 for float16's vectors of 8): whole vectors
+    for n in (200, 256) if width == 8 else (68, 128):
         x, dy = backward_case(n, dtype=dtype, seed=n)
         check_backward_bounds(x, dy, dtype, fused=True, layout=layout, threads=32)
         assert row_kernels[-2:] == [(k, True, width) for k in BACKWARD]
-    for n, offset, want in [(66, 0, 2 if width == 2 else 0), (68, 1, 0)]:  # part vectors,
+    cases = [(252, 0, 0), (256, 1, 0)] if width == 8 else [(66, 0, 2 if width == 2 else 0),
+                                                           (68, 1, 0)]
+    for n, offset, want in cases:  # part vectors,
         x, dy = backward_case(n, dtype=dtype, seed=n)                      # unaligned rows
         check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
                               fused=True, layout=layout, threads=32)
