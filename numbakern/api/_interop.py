@@ -8,12 +8,13 @@ here, once, on the way in and on the way out:
 * **PyTorch, CPU**: the tensor's NumPy view (``Tensor.numpy()``, no copy), so it runs
   as NumPy input does; results come back as CPU tensors (``torch.from_numpy``, no
   copy), scalars as 0-d tensors.
-* **PyTorch, CUDA**: a CuPy view through DLPack (no copy) when CuPy is installed,
-  else the tensor itself through its ``__cuda_array_interface__``; the kernels run on
-  torch's current stream of the tensor's device (unless ``stream=`` is given), so
-  they follow the caller's queued torch work without a device synchronisation;
-  results come back as CUDA tensors through DLPack or the interface (no copy).
-  A tensor on another device than torch's current one is refused (``ValueError``).
+* **PyTorch, CUDA**: a CuPy array over the tensor's memory (no copy) when CuPy is
+  installed, else a :class:`~numbakern.runtime.launch.DeviceBuffer` over it; the
+  kernels run on torch's current stream of the tensor's device (unless ``stream=``
+  is given), so they follow the caller's queued torch work without a device
+  synchronisation; results come back as CUDA tensors over the result's memory
+  (``torch.as_tensor`` through ``__cuda_array_interface__``, no copy). A tensor on
+  another device than torch's current one is refused (``ValueError``).
 * **requires_grad**: the answer is the one on ``tensor.detach()``; results are not
   part of the autograd graph.
 * **Other DLPack producers** (``__dlpack__`` without ``__cuda_array_interface__``):
@@ -39,6 +40,7 @@ import numpy as np
 
 from numbakern.core.arrays import CopyWarning
 from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.launch import DeviceBuffer
 from numbakern.runtime.stacklevel import user_stacklevel
 
 _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
@@ -91,6 +93,7 @@ class _Call:
         self.name = name
         self.dtype_given = dtype_given
         self.tensor = None  # the first tensor argument: results take its device
+        self.device = None
         self.via_cupy = False
         self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
@@ -114,14 +117,16 @@ class _Call:
         if t.dtype not in _torch_dtypes(torch):
             raise TypeError(f"{self.name}: {name} has torch dtype {t.dtype}; numbakern "
                             f"takes {_ALLOWED}")
-        caller, t = t, t.detach()
-        if t.device.type == "cuda":
+        caller = t
+        if t.requires_grad:
+            t = t.detach()
+        if t.is_cuda:
             self._check_device(t, name, torch)
-        elif t.device.type != "cpu":
+        elif not t.is_cpu:
             raise ValueError(f"{self.name}: {name} is on device {t.device}; numbakern "
                              f"takes CPU and CUDA tensors")
         if self.tensor is None:
-            self.tensor = t
+            self.tensor, self.device = t, t.device
         if t.dtype == torch.bfloat16:
             if name == "out":
                 return self._bfloat16_out(caller, t)
@@ -133,24 +138,22 @@ class _Call:
         return translated
 
     def _tensor_view(self, t):
-        if t.device.type == "cpu":
+        if t.is_cpu:
             return t.resolve_neg().resolve_conj().numpy()
         cupy = _cupy()
-        if cupy is None:
-            return t
-        self.via_cupy = True
-        return cupy.from_dlpack(t)
+        self.via_cupy = cupy is not None
+        return _device_view(t, cupy)
 
     def _check_device(self, t, name: str, torch) -> None:
         if SIMULATOR:
             raise ValueError(f"{self.name}: {name} is a CUDA tensor, but numbakern runs "
                              f"under the CUDA simulator here (NUMBAKERN_SIMULATOR=1); "
                              f"pass a CPU tensor")
-        current = torch.cuda.current_device()
-        if t.device.index != current:
-            raise ValueError(f"{self.name}: {name} is on cuda:{t.device.index} but the "
-                             f"current device is cuda:{current}; call inside "
-                             f"`with torch.cuda.device({t.device.index}):`")
+        index, current = t.get_device(), torch.cuda.current_device()
+        if index != current:
+            raise ValueError(f"{self.name}: {name} is on cuda:{index} but the current "
+                             f"device is cuda:{current}; call inside "
+                             f"`with torch.cuda.device({index}):`")
 
     def _bfloat16_out(self, caller, t):
         """A bfloat16 ``out`` cannot be written by the kernels: compute into a float32
@@ -178,14 +181,12 @@ class _Call:
         """Torch's current stream as CuPy's (or as ``stream=``) for a CUDA tensor call
         that names no stream of its own."""
         t = self.tensor
-        if t is None or t.device.type != "cuda" or kwargs.get("stream") is not None:
+        if t is None or not t.is_cuda or kwargs.get("stream") is not None:
             return _nothing()
-        import torch
-
-        handle = torch.cuda.current_stream(t.device).cuda_stream
+        index = self.device.index
+        handle = _current_stream(index)
         if self.via_cupy:
-            cupy = _cupy()
-            return cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null
+            return _cupy_stream(handle, index)
         kwargs["stream"] = handle
         return _nothing()
 
@@ -231,12 +232,10 @@ class _Call:
             out = torch.from_numpy(np.asarray(r))
         elif isinstance(r, np.ndarray):
             out = torch.from_numpy(r)
-        elif self.via_cupy:
-            out = torch.from_dlpack(r)
-        else:
-            out = torch.as_tensor(r, device=self.tensor.device)
-        if self.tensor.device.type == "cuda" and out.device.type == "cpu":
-            out = out.to(self.tensor.device)
+        else:  # CuPy or Numba memory, through __cuda_array_interface__ (no copy)
+            out = torch.as_tensor(r, device=self.device)
+        if self.tensor.is_cuda and out.is_cpu:
+            out = out.to(self.device)
         if self.bfloat16 is not None and not self.dtype_given and out.dtype == torch.float32:
             out = out.to(torch.bfloat16)
         return out
@@ -265,6 +264,44 @@ def _from_dlpack(a, name: str):
             return cupy.from_dlpack(a)
     raise TypeError(f"{name}: a DLPack array on device type {device} needs CuPy on a GPU "
                     f"(numbakern reads CPU DLPack arrays through NumPy)")
+
+
+def _device_view(t, cupy):
+    """A CUDA tensor as a CuPy array over its memory (no copy), or as a
+    :class:`DeviceBuffer` where CuPy is not installed: built from its pointer, shape
+    and strides. (A DLPack exchange asks torch for its current stream again and
+    costs tens of microseconds a call, more than a small reduction.)"""
+    dtype = _numpy_dtype(t.dtype)
+    shape = tuple(t.shape)
+    strides = tuple(s * dtype.itemsize for s in t.stride())
+    if cupy is None:
+        return DeviceBuffer(t.data_ptr(), shape, strides, dtype, owner=t)
+    extent = dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides)) \
+        if t.numel() else 0
+    memory = cupy.cuda.UnownedMemory(t.data_ptr(), extent, t, t.device.index)
+    return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, 0), strides)
+
+
+def _numpy_dtype(torch_dtype) -> np.dtype:
+    return _NUMPY_DTYPES.get(torch_dtype) or _NUMPY_DTYPES.setdefault(
+        torch_dtype, np.dtype(str(torch_dtype).removeprefix("torch.")))
+
+
+_NUMPY_DTYPES: dict = {}
+
+
+def _current_stream(device: int) -> int:
+    """torch's current stream on ``device``, as a raw ``cudaStream_t``."""
+    import torch
+
+    return torch._C._cuda_getCurrentRawStream(device)
+
+
+@functools.lru_cache(maxsize=64)
+def _cupy_stream(handle: int, device: int):
+    """A CuPy stream object for a raw handle (made once: they are not free)."""
+    cupy = _cupy()
+    return cupy.cuda.ExternalStream(handle, device) if handle else cupy.cuda.Stream.null
 
 
 def _cupy():

@@ -63,6 +63,14 @@ from numbakern.runtime.views import address, skip, span_view
 
 UNROLL = 4  # loads in flight per thread in a tiled pass
 VECTORS = 4  # 16-byte loads in flight per thread in a tiled pass over vectors
+TILE_ELEMENTS = 16  # at most, per thread, held in compute-dtype registers by a tile
+
+
+def tile_vectors(plan) -> int:
+    """Vectors a tiled pass loads per thread per tile: :data:`VECTORS`, fewer where
+    that would hold more than :data:`TILE_ELEMENTS` (float16's vectors of eight halves
+    widen to sixteen float32 registers each pair)."""
+    return max(1, min(VECTORS, TILE_ELEMENTS // plan.vector))
 MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
 
 FORWARD = ("softmax", "log_softmax")
@@ -881,9 +889,9 @@ def _vector_tiled_stats(plan: RowPlan):
     max)``: :func:`_tiled_stats` reading the row's vectors from ``xf``
     (:func:`_row_vectors`' ``first, head, count``) and its head and tail from ``xr``."""
     tc_t, _, tc = _numba_types(plan)
-    G, W, L = plan.group, plan.vector, VECTORS * plan.vector
-    NEG, ZERO = tc(-np.inf), tc(0)
-    tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
+    G, W, V = plan.group, plan.vector, tile_vectors(plan)
+    L, NEG, ZERO = V * W, tc(-np.inf), tc(0)
+    tile, edges = _tile_loader(plan, V, NEG), _edge_loader(plan, NEG)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
         fold_edges, fold = _online_folder(plan, 2), _online_folder(plan, L)
@@ -899,7 +907,7 @@ def _vector_tiled_stats(plan: RowPlan):
             j = lane
             while j < count:
                 m, s = fold(m, s, v, tile(v, xf, first, j, count))
-                j += VECTORS * G
+                j += V * G
             r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
             return r[0], r[1], r[0]
 
@@ -918,7 +926,7 @@ def _vector_tiled_stats(plan: RowPlan):
             tile(v, xf, first, j, count)
             for k in range(L):
                 m = vmax(m, v[k])
-            j += VECTORS * G
+            j += V * G
         m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
         s = tc_t(math.exp(h - m)) + tc_t(math.exp(t - m))
         j = lane
@@ -926,7 +934,7 @@ def _vector_tiled_stats(plan: RowPlan):
             tile(v, xf, first, j, count)
             for k in range(L):
                 s += tc_t(math.exp(v[k] - m))
-            j += VECTORS * G
+            j += V * G
         s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
         return m, s, m
 
@@ -941,9 +949,10 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     tc_t, out_t, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
     walk, split = _row_walk(plan)
-    L, NEG = VECTORS * W, tc(-np.inf)  # a tile's elements per thread
+    V = tile_vectors(plan)
+    L, NEG = V * W, tc(-np.inf)  # a tile's elements per thread
     stats, row_vectors = _vector_tiled_stats(plan), _row_vectors(plan)
-    tile, edges = _tile_loader(plan, VECTORS, NEG), _edge_loader(plan, NEG)
+    tile, edges = _tile_loader(plan, V, NEG), _edge_loader(plan, NEG)
     vstore, pack = vector_storer(W), _packer(plan)
 
     @jit
@@ -962,12 +971,12 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
             j = lane
             while j < count:  # all loads of a tile before its stores: y may alias x
                 tile(v, xf, xv, j, count)
-                for u in range(VECTORS):
+                for u in range(V):
                     if j + u * G < count:
                         for q in range(W):
                             v[u * W + q] = finish(v[u * W + q], a, b)
                         vstore(yf, yv + j + u * G, pack(v, u * W))
-                j += VECTORS * G
+                j += V * G
             h, t = edges(xr, lane, head, count, n)
             if lane < head:
                 yr[lane] = out_t(finish(h, a, b))
@@ -1032,11 +1041,11 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the tiled backward kernel with each
     row's whole vectors read from ``yf``/``dyf`` and written to ``dxf``, its head and
     tail through ``y``, ``dy``, ``dx`` (:func:`vector_views`). Half of
-    :data:`VECTORS` vectors of each input per tile: ``VECTORS`` loads in flight."""
+    :func:`tile_vectors` of each input per tile."""
     tc_t, out_t, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
     walk, split = _row_walk(plan)
-    U, ZERO = VECTORS // 2, tc(0)
+    U, ZERO = max(1, tile_vectors(plan) // 2), tc(0)
     L = U * W  # a tile's elements per thread, of each input
     term, grad = gradient
     row_vectors = _row_vectors(plan)
