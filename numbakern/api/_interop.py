@@ -20,12 +20,14 @@ here, once, on the way in and on the way out:
 * **Other DLPack producers** (``__dlpack__`` without ``__cuda_array_interface__``):
   read with ``numpy.from_dlpack`` (CPU) or ``cupy.from_dlpack`` (CUDA, CuPy needed);
   results are NumPy or CuPy arrays.
-* **bfloat16** (a torch tensor, or a NumPy array of ``ml_dtypes.bfloat16``): there is
-  no bfloat16 type in Numba, so the input is widened to a float32 working copy (on
-  the tensor's device by torch; on the host for NumPy) and a :class:`CopyWarning`
-  says so; the kernels accumulate in float32, as for float16, and floating results
-  are rounded back to bfloat16 (round to nearest even) unless ``dtype=`` asked for
-  another dtype.
+* **bfloat16** (a torch tensor, or a NumPy array of ``ml_dtypes.bfloat16``): the
+  softmax family (:data:`NATIVE_BFLOAT16`) reads and writes it as its 16 bits
+  (:class:`~numbakern.core.arrays.BFloat16Bits`), computing in float32 and rounding
+  once. The other functions, with no bfloat16 kernels yet, read a float32 working
+  copy (made on the tensor's device by torch; on the host for NumPy) and a
+  :class:`CopyWarning` says so; they accumulate in float32, as for float16, and
+  floating results are rounded back to bfloat16 (round to nearest even) unless
+  ``dtype=`` asked for another dtype.
 
 Nothing here imports torch: only a tensor that the caller passed leads to it.
 """
@@ -38,12 +40,16 @@ import warnings
 
 import numpy as np
 
-from numbakern.core.arrays import CopyWarning
+from numbakern.core.arrays import BFloat16Bits, CopyWarning
 from numbakern.runtime.device import SIMULATOR
-from numbakern.runtime.launch import DeviceBuffer
+from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
 
 _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
+# Functions whose kernels read and write bfloat16 themselves (as uint16 bits): no
+# float32 copy for them.
+NATIVE_BFLOAT16 = frozenset({"softmax", "log_softmax", "softmax_backward",
+                             "log_softmax_backward"})
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 _NATIVE_MODULES = ("numpy", "cupy", "numba", "dask", "numbakern")
 
@@ -97,6 +103,7 @@ class _Call:
         self.via_cupy = False
         self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
+        self.native_bits = None  # the bfloat16 dtype of a call that read its bits
 
     # --- in ------------------------------------------------------------------------
 
@@ -106,6 +113,8 @@ class _Call:
         if is_torch(a) and _is_tensor(a):
             return self._tensor_in(a, name)
         if _is_bfloat16_numpy(a):
+            if self.name in NATIVE_BFLOAT16:
+                return self._bits(a.view(np.uint16), a, name)
             return self._widen_numpy(a, name)
         if _is_dlpack_only(a):
             return _from_dlpack(a, name)
@@ -128,6 +137,8 @@ class _Call:
         if self.tensor is None:
             self.tensor, self.device = t, t.device
         if t.dtype == torch.bfloat16:
+            if self.name in NATIVE_BFLOAT16:
+                return self._bits(self._tensor_view(t, np.dtype(np.uint16)), caller, name)
             if name == "out":
                 return self._bfloat16_out(caller, t)
             self._note_bfloat16(torch.bfloat16, name)
@@ -137,12 +148,24 @@ class _Call:
             self.outs[id(translated)] = caller
         return translated
 
-    def _tensor_view(self, t):
+    def _tensor_view(self, t, dtype=None):
+        """``t`` as a NumPy, CuPy or device array, its elements read as ``dtype``
+        (default: its own)."""
         if t.is_cpu:
-            return t.resolve_neg().resolve_conj().numpy()
+            if dtype is None:
+                return t.resolve_neg().resolve_conj().numpy()
+            return t.view(_torch_like(dtype)).numpy().view(dtype)
         cupy = _cupy()
         self.via_cupy = cupy is not None
-        return _device_view(t, cupy)
+        return _device_view(t, cupy, dtype)
+
+    def _bits(self, bits, caller, name: str):
+        """A bfloat16 array as :class:`BFloat16Bits` for a function that reads them;
+        its results (uint16 arrays) are read back as bfloat16 in :meth:`outward`."""
+        self.native_bits = caller.dtype
+        if name == "out":
+            self.outs[id(bits)] = caller
+        return BFloat16Bits(bits)
 
     def _check_device(self, t, name: str, torch) -> None:
         if SIMULATOR:
@@ -201,6 +224,8 @@ class _Call:
         mine = self.outs.get(id(r))
         if mine is not None:
             return self._out_back(mine)
+        if self.native_bits is not None:
+            return self._from_bits(r)
         if self.bfloat16 is not None and not self.dtype_given:
             r = self._round_back(r)
         if self.tensor is None:
@@ -216,6 +241,17 @@ class _Call:
                 caller.detach().copy_(wide)
             return caller
         return mine
+
+    def _from_bits(self, r):
+        """A uint16 result of a function that wrote bfloat16 bits, as bfloat16."""
+        if self.tensor is None:
+            return r.view(self.native_bits)
+        import torch
+
+        if isinstance(r, np.ndarray):
+            return torch.from_numpy(r.view(np.int16)).view(torch.bfloat16)
+        return torch.as_tensor(_device_view_as(r, np.int16), device=self.device) \
+            .view(torch.bfloat16)
 
     def _round_back(self, r):
         """float32 results of bfloat16 input back to bfloat16 (torch rounds tensors
@@ -266,12 +302,13 @@ def _from_dlpack(a, name: str):
                     f"(numbakern reads CPU DLPack arrays through NumPy)")
 
 
-def _device_view(t, cupy):
+def _device_view(t, cupy, dtype=None):
     """A CUDA tensor as a CuPy array over its memory (no copy), or as a
     :class:`DeviceBuffer` where CuPy is not installed: built from its pointer, shape
-    and strides. (A DLPack exchange asks torch for its current stream again and
-    costs tens of microseconds a call, more than a small reduction.)"""
-    dtype = _numpy_dtype(t.dtype)
+    and strides, its elements read as ``dtype`` (default: its own; the same size).
+    (A DLPack exchange asks torch for its current stream again and costs tens of
+    microseconds a call, more than a small reduction.)"""
+    dtype = _numpy_dtype(t.dtype) if dtype is None else dtype
     shape = tuple(t.shape)
     strides = tuple(s * dtype.itemsize for s in t.stride())
     if cupy is None:
@@ -280,6 +317,23 @@ def _device_view(t, cupy):
         if t.numel() else 0
     memory = cupy.cuda.UnownedMemory(t.data_ptr(), extent, t, t.device.index)
     return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, 0), strides)
+
+
+def _device_view_as(r, dtype):
+    """A CuPy or device array's memory read as ``dtype`` (the same size): torch reads
+    no uint16 through the array interface."""
+    if type(r).__module__.startswith("cupy"):
+        return r.view(dtype)
+    b = buffer(r)
+    return DeviceBuffer(b.ptr, b.shape, b.strides, dtype, owner=r)
+
+
+def _torch_like(dtype: np.dtype):
+    """The torch dtype of ``dtype``'s size for a reinterpreting view (int16 for the
+    uint16 bits of bfloat16)."""
+    import torch
+
+    return {2: torch.int16}[np.dtype(dtype).itemsize]
 
 
 def _numpy_dtype(torch_dtype) -> np.dtype:

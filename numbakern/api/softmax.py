@@ -26,9 +26,12 @@ Arguments common to all four functions:
   current stream for CuPy input, else the default stream.
 
 Inputs: NumPy arrays (returned as NumPy), CuPy arrays (returned as CuPy, nothing
-copied to the host), other ``__cuda_array_interface__`` arrays (returned as Numba
-device arrays); float16 (computed in float32), float32, float64; any shape with at
-least one dimension. Empty inputs give empty results and launch nothing.
+copied to the host), PyTorch tensors (returned as tensors: ``numbakern/api/_interop.py``),
+other ``__cuda_array_interface__`` arrays (returned as Numba device arrays); float16
+and bfloat16 (computed in float32, rounded once to the input's dtype; bfloat16 from
+torch tensors or ``ml_dtypes`` arrays, read and written as its 16 bits, no copy),
+float32, float64; any shape with at least one dimension. Empty inputs give empty
+results and launch nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import numpy as np
 from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
+from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like, contiguous_copy,
                                    honours_stream, kind_of, resolve_stream, user_array)
 from numbakern.core.deliver import check_out
 from numbakern.core.layout import axis_last_views
@@ -91,7 +94,8 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
 
     Args:
-        x: float16, float32 or float64 array, at least 1-D (see the module docstring).
+        x: float16, bfloat16, float32 or float64 array, at least 1-D (see the module
+            docstring).
         max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
             name from ``numbakern.strategies.available("block")`` or a
             :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
@@ -118,7 +122,7 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
         (PyTorch's results); logits of +-1000 give exact 1s and 0s.
 
     Raises:
-        TypeError: ``x`` not float16/32/64; a strategy of the wrong type.
+        TypeError: ``x`` not float16/bfloat16/32/64; a strategy of the wrong type.
         ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
             strategy that has no warp form, ``fused=True`` for a row too long to
             hold, a bad ``out``.
@@ -194,17 +198,23 @@ def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fu
 
 
 def _describe(a: Any, name: str):
-    """``(view, kind, shape, dtype)`` of an input checked to be a float array: ``view``
-    is the NumPy array, or the device array as the kernels take it."""
-    a = as_array_like(a)
+    """``(view, kind, shape, dtype, precision)`` of an input checked to be a float
+    array: ``view`` is the NumPy array, or the device array as the kernels take it;
+    ``dtype`` its elements' (uint16 for :class:`BFloat16Bits`), ``precision`` the
+    name of the float type they hold (``"bfloat16"`` for those bits)."""
+    bits = isinstance(a, BFloat16Bits)
+    a = as_array_like(a.bits if bits else a)
     kind = kind_of(a)
     view = a if kind == "numpy" else device_view(a)
     dtype = np.dtype(view.dtype)
-    if dtype not in FLOATS:
-        raise TypeError(f"{name} must be float16, float32 or float64, got dtype {dtype}")
+    if bits and dtype != np.uint16:
+        raise TypeError(f"{name}: bfloat16 bits must be uint16, got {dtype}")
+    if not bits and dtype not in FLOATS:
+        raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got "
+                        f"dtype {dtype}")
     if len(view.shape) == 0:
         raise np.exceptions.AxisError(f"{name} is 0-d: softmax needs at least one axis")
-    return view, kind, tuple(view.shape), dtype
+    return view, kind, tuple(view.shape), dtype, "bfloat16" if bits else dtype.name
 
 
 def _axis(axis, ndim: int) -> int:
@@ -231,9 +241,11 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
 # --- planning: layout, block size, fused or tiled ----------------------------------------
 
 
-def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads,
+def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
           max_spec, sum_spec) -> RowPlan:
-    """Choose the kernel for rows of ``n`` elements; all errors about arguments here."""
+    """Choose the kernel for rows of ``n`` elements of ``dtype`` (a NumPy dtype, or the
+    name ``"bfloat16"``); all errors about arguments here."""
+    dtype = dtype if dtype == "bfloat16" else np.dtype(dtype).name
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
         raise TypeError(f"fused must be None, True or False, got {fused!r}")
     backward = kind in softmax_rows.BACKWARD
@@ -261,16 +273,16 @@ def _plan(kind: str, n: int, dtype: np.dtype, normalizer, layout, fused, threads
         max_block = None
     pair_op = ONLINE_SOFTMAX if normalizer == "online" else None
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
-                   dtype.name, pair_op=pair_op)
+                   dtype, pair_op=pair_op)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
 
 
-def _tiled_threads(kind: str, dtype: np.dtype) -> int:
+def _tiled_threads(kind: str, dtype: str) -> int:
     """The largest of :data:`_TILED_THREADS` whose tiled kernel's registers fit."""
     return next(t for t in _TILED_THREADS
-                if RowPlan(kind, None, "block", t, 0, None, None, dtype.name).fits)
+                if RowPlan(kind, None, "block", t, 0, None, None, dtype).fits)
 
 
 def _normalizer(normalizer, backward: bool, max_spec):
@@ -317,7 +329,7 @@ def _layout(layout, specs: dict, warp_fused) -> str:
     return layout
 
 
-def _fused_plan(kind: str, n: int, dtype: np.dtype, layout: str, offered: tuple):
+def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple):
     """A fused plan for rows of ``n``, or None if no offered block size can hold one.
 
     For each block size offered, the fewest elements per thread (a compiled size) that
@@ -328,7 +340,7 @@ def _fused_plan(kind: str, n: int, dtype: np.dtype, layout: str, offered: tuple)
     for threads in offered:
         group = softmax_rows.WARP if layout == "warp" else threads
         for k in _PER_THREAD:
-            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype.name)
+            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype)
             if k * group >= n and plan.fits:
                 plans.append(plan)
                 break
@@ -357,18 +369,20 @@ def _launch(plan: RowPlan, views: list, stream) -> None:
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream):
     """Validate, plan, lay out, launch; returns the result in the inputs' kind."""
     described = [_describe(a, name) for a, name in zip(inputs, names)]
-    _, akind, shape, dtype = described[0]
-    for (_, k, s, d), name in zip(described[1:], names[1:]):
-        if (k, s, d) != (akind, shape, dtype):
+    _, akind, shape, dtype, precision = described[0]
+    for (_, k, s, _, p), name in zip(described[1:], names[1:]):
+        if (k, s, p) != (akind, shape, precision):
             raise ValueError(f"{name} must match {names[0]} in kind, shape and dtype: "
-                             f"{(k, s, d)} vs {(akind, shape, dtype)}")
+                             f"{(k, s, p)} vs {(akind, shape, precision)}")
     axis = _axis(axis, len(shape))
-    plan = _planned(kind, shape[axis], dtype, *plan_args)
+    plan = _planned(kind, shape[axis], precision, *plan_args)
+    if isinstance(out, BFloat16Bits):
+        out = out.bits
     check_out(out, shape, dtype, akind, kind, exact=True)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:
         return out if out is not None else _empty(workspace, shape, dtype)
-    devs = [_on_device(a, akind, workspace) for a, _, _, _ in described]
+    devs = [_on_device(a, akind, workspace) for a, _, _, _, _ in described]
     result = workspace.empty(shape, dtype) if out is None or akind == "numpy" else out
     result_view = device_view(result)
     views = axis_last_views(devs + [result_view], axis)
@@ -376,7 +390,8 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
         warnings.warn(f"numbakern copied {names} of shape {shape}: their strides need "
                       "more than two strided dimensions", CopyWarning,
                       stacklevel=user_stacklevel())
-        devs = [contiguous_copy(a, d, workspace.stream) for a, d in zip(inputs, devs)]
+        devs = [contiguous_copy(a.bits if isinstance(a, BFloat16Bits) else a, d,
+                                workspace.stream) for a, d in zip(inputs, devs)]
         views = axis_last_views(devs + [result_view], axis)
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "

@@ -29,6 +29,18 @@ class CopyWarning(UserWarning):
     """numbakern had to copy an input to lay it out for a kernel."""
 
 
+class BFloat16Bits:
+    """bfloat16 values held as their uint16 bits (a NumPy, CuPy or device array of
+    uint16): how a bfloat16 array reaches the functions that read it natively (the
+    softmax family), since neither Numba nor CuPy has a bfloat16 type.
+    ``numbakern/api/_interop.py`` makes them from torch and ``ml_dtypes`` arrays."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits):
+        self.bits = bits
+
+
 def kind_of(x: Any) -> str:
     """``"cupy"``, ``"device"`` (any other CUDA array) or ``"numpy"``."""
     module = type(x).__module__.split(".")[0]

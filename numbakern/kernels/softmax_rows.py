@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, from_dtype, int64
 
+from numbakern.kernels import bfloat16
 from numbakern.kernels.vector import (VECTOR_BYTES, rows_aligned, vector_lanes, vector_loader,
                      vector_storer)
 from numbakern.ops import MAX, SUM
@@ -79,9 +80,18 @@ NORMALIZERS = ("max_then_sum", "online")
 
 
 def compute_dtype(dtype) -> np.dtype:
-    """float16 computes in float32; float32 and float64 in themselves."""
+    """float16 and bfloat16 compute in float32; float32 and float64 in themselves."""
+    if dtype == "bfloat16":
+        return np.dtype(np.float32)
     dtype = np.dtype(dtype)
     return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The dtype of the arrays a kernel reads and writes: bfloat16 as its uint16 bits
+    (Numba has no bfloat16 type; :func:`numbakern.kernels.bfloat16.widen` and
+    ``narrow`` convert), the others as themselves."""
+    return np.dtype(np.uint16) if dtype == "bfloat16" else np.dtype(dtype)
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,7 @@ class RowPlan:
         """
         if not self.fused:
             return (120 if self.vector else 96) if self.dtype == "float64" else 64
-        base = 32 + {"float64": 16, "float16": 8}.get(self.dtype, 0)
+        base = 32 + {"float64": 16, "float16": 8, "bfloat16": 8}.get(self.dtype, 0)
         base += 8 if self.kind in BACKWARD else 0
         return base + 3 * self.per_thread * self.words
 
@@ -224,8 +234,17 @@ def _slots(plan: RowPlan, block, op) -> tuple[int, int]:
 
 
 def _numba_types(plan: RowPlan):
+    """``(compute type, narrow, compute scalar)``: ``narrow(v)`` turns a computed value
+    into a stored element (a cast, or bfloat16's rounding to its bits)."""
     tc = compute_dtype(plan.dtype)
-    return from_dtype(tc), from_dtype(np.dtype(plan.dtype)), tc.type
+    narrow = bfloat16.narrow if plan.dtype == "bfloat16" else from_dtype(np.dtype(plan.dtype))
+    return from_dtype(tc), narrow, tc.type
+
+
+def _widener(plan: RowPlan):
+    """``widen(element)``: a stored element as the compute type (bfloat16's bits
+    widened; the others cast)."""
+    return bfloat16.widen if plan.dtype == "bfloat16" else _numba_types(plan)[0]
 
 
 def _jit_kernel(plan: RowPlan):
@@ -329,7 +348,7 @@ def _tiled_stats(plan: RowPlan):
     G = plan.group
     NEG, ZERO = tc(-np.inf), tc(0)
     vmax = MAX.device_combine()
-    load = _masked_loader(tc_t, NEG)
+    load = _masked_loader(_widener(plan), NEG)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
 
@@ -381,10 +400,10 @@ def _tiled_stats(plan: RowPlan):
     return stats
 
 
-def _masked_loader(tc_t, fill):
+def _masked_loader(widen, fill):
     @cuda.jit(device=True)
     def load(xr, c, n):
-        return tc_t(xr[c]) if c < n else fill
+        return widen(xr[c]) if c < n else fill
 
     return load
 
@@ -517,7 +536,7 @@ def _forward_kernel(plan: RowPlan):
         storage = _temp_storage(plan, (plan.max_block, MAX), (plan.sum_block, SUM))
     prepare, finish = _finisher(plan)
     jit = _jit_kernel(plan)
-    load = _masked_loader(tc_t, NEG)
+    load = _masked_loader(_widener(plan), NEG)
 
     if plan.vector:
         build = _vector_forward if plan.fused else _vector_tiled_forward
@@ -615,7 +634,7 @@ def _backward_kernel(plan: RowPlan):
     red_sum = _allreduce(plan, plan.sum_block, SUM)
     term, grad = _gradient(plan)
     jit = _jit_kernel(plan)
-    load = _masked_loader(tc_t, ZERO)
+    load = _masked_loader(_widener(plan), ZERO)
 
     if plan.vector:
         build = _vector_fused_backward if plan.fused else _vector_tiled_backward
@@ -696,8 +715,8 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     Fewer load and store instructions and address registers per element than
     scalar accesses. ``n``: the row length.
     """
-    dtype = np.dtype(plan.dtype)
-    if dtype.kind != "f":
+    dtype = storage_dtype(plan.dtype)
+    if plan.dtype != "bfloat16" and dtype.kind != "f":
         return 0
     if any(v.strides[2] != dtype.itemsize for v in views):
         return 0
@@ -748,7 +767,7 @@ def _first_vector(plan: RowPlan):
     """Device function ``first_vector(a, o, i)``: the vector of ``a``'s 1-D view
     (from ``a``'s first element) where row ``(o, i)`` starts; rows of a fused vector
     plan start 16-byte aligned (:func:`vector_width`)."""
-    step = np.dtype(plan.dtype).itemsize * plan.vector
+    step = storage_dtype(plan.dtype).itemsize * plan.vector
 
     @cuda.jit(device=True)
     def first_vector(a, o, i):
@@ -768,7 +787,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     first_vector = _first_vector(plan)
     stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
-    pack = _packer(plan)
+    pack, widen = _packer(plan), _widener(plan)
 
     @jit
     def vector_forward(x, y, xf, yf):
@@ -783,7 +802,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
                 if (lane + j * G) * W < n:
                     t = vload(xf, xv + lane + j * G)
                     for q in range(W):
-                        v[j * W + q] = t[q]
+                        v[j * W + q] = widen(t[q])
                 else:
                     for q in range(W):
                         v[j * W + q] = NEG
@@ -810,7 +829,7 @@ def _row_vectors(plan: RowPlan):
     row's first 16-byte boundary, then ``count`` whole vectors, the first being
     vector ``first`` of ``a``'s 1-D view (whose element 0 is ``a``'s element
     ``head0``: :func:`vector_views`); the tail, the rest, is shorter than a vector."""
-    W, itemsize = plan.vector, np.dtype(plan.dtype).itemsize
+    W, itemsize = plan.vector, storage_dtype(plan.dtype).itemsize
 
     @cuda.jit(device=True)
     def row_vectors(a, o, i, head0, n):
@@ -825,7 +844,7 @@ def _edge_loader(plan: RowPlan, fill):
     """Device function ``edges(r, lane, head, count, n) -> (h, t)``: element ``lane``
     of row ``r``'s head and of its tail, ``fill`` where there is none."""
     W = plan.vector
-    load = _masked_loader(_numba_types(plan)[0], fill)
+    load = _masked_loader(_widener(plan), fill)
 
     @cuda.jit(device=True)
     def edges(r, lane, head, count, n):
@@ -841,7 +860,7 @@ def _tile_loader(plan: RowPlan, vectors: int, fill):
     ``loaded``: the elements read. Every load is issued before any value is used:
     ``vectors`` loads in flight."""
     G, W = plan.group, plan.vector
-    vload = vector_loader(W)
+    vload, widen = vector_loader(W), _widener(plan)
 
     @cuda.jit(device=True)
     def tile(v, af, first, j, count):
@@ -850,7 +869,7 @@ def _tile_loader(plan: RowPlan, vectors: int, fill):
             if j + u * G < count:
                 t = vload(af, first + j + u * G)
                 for q in range(W):
-                    v[u * W + q] = t[q]
+                    v[u * W + q] = widen(t[q])
                 loaded += W
             else:
                 for q in range(W):
@@ -1001,6 +1020,7 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     first_vector = _first_vector(plan)
     term, grad = gradient
     vload, vstore, pack = vector_loader(W), vector_storer(W), _packer(plan)
+    widen = _widener(plan)
 
     @jit
     def vector_fused_backward(y, dy, dx, yf, dyf, dxf):
@@ -1017,8 +1037,8 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
                 if (lane + j * G) * W < n:
                     ty, td = vload(yf, yv + lane + j * G), vload(dyf, dv + lane + j * G)
                     for q in range(W):
-                        vy[j * W + q] = ty[q]
-                        vd[j * W + q] = td[q]
+                        vy[j * W + q] = widen(ty[q])
+                        vd[j * W + q] = widen(td[q])
                 else:
                     for q in range(W):
                         vy[j * W + q] = ZERO

@@ -709,3 +709,80 @@ def test_gpu_vocabulary_rows_8192_by_50257(kw):
     assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-9)
     assert torch.allclose(got.double().sum(1), torch.ones(8192, device="cuda",
                                                           dtype=torch.float64), rtol=1e-5)
+
+
+# --- bfloat16, read and written as its bits -------------------------------------------------
+
+def _bfloat16(a):
+    mld = pytest.importorskip("ml_dtypes")
+    return np.asarray(a, np.float32).astype(mld.bfloat16)
+
+
+BF16_ULP = 2.0 ** -7  # a bfloat16 rounding of a float32 result: half an ulp, 2^-8, each way
+
+
+@pytest.mark.parametrize("kw", [dict(fused=True), dict(fused=False, normalizer="online"),
+                                dict(fused=False, normalizer="max_then_sum"),
+                                dict(layout="warp")],
+                         ids=["fused", "tiled-online", "tiled-max", "warp"])
+@pytest.mark.parametrize("n", [1, 8, 31, 33, 128, 200])
+def test_bfloat16_forward_is_float32_rounded_once(n, kw):
+    """bfloat16 rows (vectors of eight where they allow) give float32's softmax of the
+    same values rounded once to bfloat16: within one bfloat16 rounding of it."""
+    x = _bfloat16(logits((3, n), seed=n))
+    for kind, fn in FORWARD.items():
+        got = fn(x, **kw)
+        assert got.dtype == x.dtype
+        expected = REF[kind](x.astype(np.float64))
+        tol = dict(rtol=BF16_ULP, atol=BF16_ULP * 1e-2) if kind == "softmax" else \
+            dict(rtol=BF16_ULP, atol=4 * BF16_ULP)
+        np.testing.assert_allclose(got.astype(np.float64), expected, **tol)
+
+
+def test_bfloat16_rows_use_vectors_of_eight(row_kernels):
+    x = _bfloat16(logits((4, 256), seed=2))
+    nk.softmax(x, fused=True, threads=32)
+    assert row_kernels[-1] == ("softmax", True, 8)
+    nk.log_softmax(x, fused=False)
+    assert row_kernels[-1] == ("log_softmax", False, 8)
+
+
+def test_bfloat16_special_values_and_backward():
+    x = logits((4, 40), seed=3)
+    x[0, 5] = np.nan
+    x[1, 7] = np.inf
+    x[2] = -np.inf
+    x[3, :10] = -np.inf
+    got = nk.softmax(_bfloat16(x)).astype(np.float64)
+    assert np.isnan(got[:3]).all()  # NaN, +inf and all -inf rows: NaN throughout
+    assert (got[3, :10] == 0).all()
+    np.testing.assert_allclose(got[3], ref_softmax(_bfloat16(x[3:]).astype(np.float64))[0],
+                               rtol=BF16_ULP, atol=1e-6)
+    y = nk.softmax(_bfloat16(logits((3, 100), seed=4)))
+    dy = _bfloat16(logits((3, 100), seed=5, scale=1.0))
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    got = nk.softmax_backward(y, dy)
+    assert got.dtype == y.dtype
+    ref = y64 * (dy64 - (y64 * dy64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2 * BF16_ULP, atol=1e-3)
+    got = nk.log_softmax_backward(y, dy)  # y read as log-probabilities
+    ref = dy64 - np.exp(y64) * dy64.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2 * BF16_ULP, atol=2e-2)
+
+
+def test_bfloat16_narrowing_rounds_to_nearest_even():
+    """The device functions' rounding (called as Python, as the simulator runs them)
+    against ml_dtypes' round to nearest even: ties either way, the largest float32
+    (rounds to inf), -inf, a NaN, subnormals."""
+    mld = pytest.importorskip("ml_dtypes")
+    from numbakern.kernels import bfloat16
+    bits = np.array([0x3F808000, 0x3F818000, 0x3F80FFFF, 0x7F7FFFFF, 0xFF800000,
+                     0x7FC00001, 0x00008000, 0x80018000], dtype=np.uint32)
+    values = bits.view(np.float32)
+    got = np.array([bfloat16.narrow(v) for v in values], dtype=np.uint16)
+    expected = values.astype(mld.bfloat16).view(np.uint16)
+    nan = np.isnan(values)
+    np.testing.assert_array_equal(got[~nan], expected[~nan])
+    assert np.isnan(got[nan].view(mld.bfloat16).astype(np.float32)).all()
+    widened = np.array([bfloat16.widen(b) for b in expected[~nan]], dtype=np.float32)
+    np.testing.assert_array_equal(widened, expected[~nan].view(mld.bfloat16).astype(np.float32))

@@ -1,0 +1,34 @@
+"""bfloat16 in device code, as its 16 bits: Numba has no bfloat16 type (and its
+simulator none at all), so kernels read and write bfloat16 arrays as uint16 and
+convert with these two functions.
+
+bfloat16 is the top half of a float32 (sign, 8 exponent bits, 7 mantissa bits), so
+widening is exact: the bits shifted into the top of a float32. Narrowing rounds to
+nearest, ties to even, as ``__float2bfloat16_rn`` and PyTorch's conversion do; a NaN
+stays a (quiet) NaN of the same sign.
+"""
+
+from __future__ import annotations
+
+from numba import cuda, float32, uint16, uint32
+
+from numbakern.runtime.bits import bitcast
+
+_QUIET = uint32(0x0040)  # the top mantissa bit of a bfloat16: a NaN stays a NaN
+_ROUND = uint32(0x7FFF)  # half an ulp of bfloat16 less one, in a float32's low 16 bits
+
+
+@cuda.jit(device=True)
+def widen(bits):
+    """bfloat16 bits (a uint16) as the float32 of the same value."""
+    return bitcast(uint32(bits) << uint32(16), float32)
+
+
+@cuda.jit(device=True)
+def narrow(value):
+    """A float32 (or any float) as the bits of the nearest bfloat16, ties to even."""
+    b = bitcast(float32(value), uint32)
+    if (b & uint32(0x7FFFFFFF)) > uint32(0x7F800000):  # NaN
+        return uint16((b >> uint32(16)) | _QUIET)
+    b += _ROUND + ((b >> uint32(16)) & uint32(1))
+    return uint16(b >> uint32(16))
