@@ -75,6 +75,7 @@ from .api.reductions import (  # noqa: E402
 )
 from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # noqa: E402
                         logcumsumexp, nancumprod, nancumsum)
+from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
@@ -111,6 +112,7 @@ __all__ = [
     "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logcumsumexp", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
-    "op", "prod", "ptp", "reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
+    "op", "prod", "ptp", "reduce", "segmented_argmax", "segmented_argmin",
+    "segmented_reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
     "warp", "xor_sum",
 ]

@@ -21,7 +21,7 @@ _ROUND = uint32(0x7FFF)  # half an ulp of bfloat16 less one, in a float32's low 
 @cuda.jit(device=True)
 def widen(bits):
     """bfloat16 bits (a uint16) as the float32 of the same value."""
-    return bitcast(uint32(bits) << uint32(16), float32)
+    return bitcast(uint32(uint32(bits) << uint32(16)), float32)  # Numba shifts in 64 bits
 
 
 @cuda.jit(device=True)

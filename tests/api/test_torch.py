@@ -24,7 +24,8 @@ torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(7)
 
 # Each public array function, the arguments after the array, and the input it takes:
-# "f" a float32 (6, 33) array, "i" int32, "b" bool, "p" a probability-like pair (y, dy).
+# "f" a float32 (6, 33) array, "i" int32, "b" bool, "p" a probability-like pair (y, dy),
+# "u" small non-negative int32 of 33, "v" float32 of 70.
 CALLS = {
     "sum": ("f", (), {"axis": 1}), "mean": ("f", (), {}), "prod": ("f", (), {"axis": 0}),
     "max": ("f", (), {}), "min": ("f", (), {"axis": 1}), "xor_sum": ("i", (), {}),
@@ -45,6 +46,9 @@ CALLS = {
     "sort": ("f", (), {}), "argsort": ("f", (), {"axis": 0}),
     "histogram_counts": ("u", (8,), {}), "bincount": ("u", (), {}),
     "histogram": ("f", (), {"bins": 5}),
+    "segmented_reduce": ("v", (np.array([0, 3, 3, 40, 70]),), {}),
+    "segmented_argmax": ("v", (np.array([0, 3, 40, 70]),), {}),
+    "segmented_argmin": ("v", (np.array([0, 1, 70]),), {}),
 }
 SHAPE = (6, 33)
 
@@ -56,6 +60,8 @@ def _input(kind):
         return RNG.integers(-50, 50, SHAPE).astype(np.int32)
     if kind == "u":
         return RNG.integers(0, 8, SHAPE[1]).astype(np.int32)
+    if kind == "v":
+        return RNG.standard_normal(70).astype(np.float32)
     return RNG.random(SHAPE) < 0.9
 
 
@@ -301,16 +307,16 @@ def cupy_or_not(request, monkeypatch):
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_cuda_tensors_through_every_function(name, dtype, cupy_or_not):
     kind, args, kwargs = CALLS[name]
-    if kind not in "fp" and dtype != "float32":
+    if kind not in "fpv" and dtype != "float32":
         pytest.skip("integer and bool inputs have no half form")
     fn = getattr(nk, name)
     if kind == "p":
         arrays = (np.asarray(nk.softmax(_input("f"))), _input("f"))
     else:
         arrays = (_input(kind),)
-    if kind in "fp":
+    if kind in "fpv":  # the host runs float16 as float16, bfloat16 as the float32 it reads
         tensors = tuple(_cuda(a, dtype) for a in arrays)
-        host = tuple(t.float().cpu().numpy() for t in tensors)
+        host = tuple((t.float() if dtype == "bfloat16" else t).cpu().numpy() for t in tensors)
     else:
         tensors = tuple(torch.from_numpy(a).to("cuda") for a in arrays)
         host = arrays
