@@ -8,10 +8,11 @@ segments lie back to back, possibly empty, covering ``x[offsets[0]:offsets[-1]]`
 
 * ``x``: a 1-D array (NumPy, CuPy, a torch tensor, any ``__cuda_array_interface__``
   array; any stride), of a dtype the op takes.
-* ``offsets``: a 1-D integer array (host or device). It is checked before any launch
-  (read on the host: for device offsets a copy of ``n + 1`` integers and a
-  synchronisation): ``ValueError`` naming ``offsets`` when it decreases or leaves
-  ``[0, len(x)]``, never a read out of bounds.
+* ``offsets``: a 1-D integer array (host or device). Host offsets are checked before
+  the launch; device offsets are checked by the kernel as it reads them (a segment
+  whose bounds decrease or leave ``[0, len(x)]`` is clamped, never read out of
+  bounds) and reported after it, which costs one synchronisation: ``ValueError``
+  naming ``offsets`` either way.
 * ``strategy``, ``lanes``, ``stream``: as the reductions'; ``lanes`` is the threads per
   segment (``numbakern/kernels/segment_reduce.py``: a warp for short segments, a
   block for long ones).
@@ -81,18 +82,17 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     result = op.result_dtype_for(np.dtype(x.dtype), dtype)
     kit = state_kit(op, (_ops.accumulator_dtype(result),))
     first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
-    bounds = _offsets(offsets, x.shape[0])
+    empty = None
     if first is None and isinstance(op.empty, str) and op.empty == "raise":
-        _no_empty_segment(bounds, f"zero-size segment to reduction operation {op.name} "
-                                  "which has no identity; pass initial=")
-    fields, workspace = _reduce(x, offsets, bounds, op, kit, strategy, lanes, stream)
-    if fields is None:  # no segments, or only empty ones over an empty x
-        value = first if first is not None else op.empty_result(result)
-        return deliver_host(workspace, np.full(len(bounds) - 1, value, dtype=result), None)
+        empty = f"zero-size segment to reduction operation {op.name} which has no identity; " \
+                "pass initial="
+    fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty)
+    if fields is None:  # no segments
+        return deliver_host(workspace, np.empty(0, dtype=result), None)
     if first is not None:
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
-    return deliver(workspace, fields[0], result, (len(bounds) - 1,), None)
+    return deliver(workspace, fields[0], result, (segments,), None)
 
 
 @dispatch
@@ -123,12 +123,11 @@ def _arg(x, offsets, direction: str, strategy, lanes, stream):
     in_dtype = np.dtype(x.dtype)
     op.check_dtype(in_dtype)
     kit = state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
-    bounds = _offsets(offsets, x.shape[0])
-    _no_empty_segment(bounds, f"attempt to get arg{direction} of an empty segment")
-    fields, workspace = _reduce(x, offsets, bounds, op, kit, strategy, lanes, stream)
+    fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream,
+                                          f"attempt to get arg{direction} of an empty segment")
     if fields is None:
         return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None)
-    return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (len(bounds) - 1,), None)
+    return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None)
 
 
 def _one_d(x):
@@ -138,45 +137,75 @@ def _one_d(x):
     return x
 
 
-def _offsets(offsets, size: int) -> np.ndarray:
-    """The offsets on the host, checked (``ValueError`` naming them)."""
-    host = offsets if isinstance(offsets, np.ndarray) else _to_host(offsets)
+def _host_offsets(offsets, size: int, empty: str | None) -> np.ndarray:
+    """Host offsets, checked whole (``ValueError`` naming them); ``empty``: the message
+    for an empty segment where none may be."""
+    host = np.asarray(offsets)
     why = offsets_ok(host, size)
     if why is not None:
         raise ValueError(f"offsets {why}")
+    if empty is not None:
+        gaps = np.flatnonzero(np.diff(host) == 0)
+        if gaps.size:
+            raise ValueError(f"{empty} (segment {int(gaps[0])} is empty)")
     return host
 
 
-def _to_host(offsets) -> np.ndarray:
-    if kind_of(offsets) == "numpy":
-        return np.asarray(offsets)
-    return host_copy(device_view(offsets))
+def _device_offsets(offsets):
+    """Device offsets, checked as far as the host can without reading them (their
+    order and range are the kernel's to check)."""
+    view = device_view(offsets)
+    dtype = np.dtype(view.dtype)
+    if len(view.shape) != 1 or view.shape[0] < 1:
+        raise ValueError(f"offsets must be 1-D with at least one entry, got shape "
+                         f"{tuple(view.shape)}")
+    if dtype.kind not in "iu":
+        raise ValueError(f"offsets must hold integers, got dtype {dtype}")
+    return view
 
 
-def _no_empty_segment(bounds: np.ndarray, message: str) -> None:
-    empty = np.flatnonzero(np.diff(bounds) == 0)
-    if empty.size:
-        raise ValueError(f"{message} (segment {int(empty[0])} is empty)")
+def _report(bad, offsets, segments: int, size: int, empty: str | None) -> None:
+    """Raise what the kernel recorded about device offsets (a synchronisation)."""
+    first_bad, first_empty = (int(v) for v in host_copy(bad))
+    if first_bad < segments:
+        pair = host_copy(device_view(offsets))[first_bad:first_bad + 2]
+        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
+                         f"length of x), but segment {first_bad} runs from {int(pair[0])} "
+                         f"to {int(pair[1])}")
+    if empty is not None and first_empty < segments:
+        raise ValueError(f"{empty} (segment {first_empty} is empty)")
 
 
-def _reduce(x, offsets, bounds, op, kit, strategy, lanes, stream):
-    """``(fields, workspace)``: the segments reduced by the grid strategy; ``fields``
-    None when there is nothing to launch."""
+def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
+    """``(fields, workspace, segments)``: the segments reduced by the grid strategy
+    (``fields`` None when there are none). Host offsets are checked before the launch,
+    device offsets by the kernel, reported after it; ``empty``: the message for an
+    empty segment where none may be."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if len(bounds) == 1 or bounds[-1] == bounds[0]:
-        return None, workspace
+    on_host = kind_of(offsets) == "numpy"
+    if on_host:
+        host = _host_offsets(offsets, x.shape[0], empty)
+        segments = host.shape[0] - 1
+    else:
+        ov = _device_offsets(offsets)
+        segments = ov.shape[0] - 1
+    if segments == 0:
+        return None, workspace, 0
     if kind == "numpy":
         xv = to_device(np.ascontiguousarray(x), workspace.stream)
-        ov = to_device(bounds.astype(np.int64), workspace.stream)
     else:
         xv = device_view(x)
-        ov = device_view(offsets) if kind_of(offsets) != "numpy" else \
-            workspace.from_host(bounds.astype(np.int64))
-    layout = SegmentReduce(xv, ov, kit, not op.commutative, lanes)
-    return grid.reduce(ReduceJob(layout, op, kit, workspace)), workspace
+    if on_host:
+        ov = workspace.from_host(host.astype(np.int64))
+    bad = workspace.from_host(np.full(2, segments, np.int64))
+    layout = SegmentReduce(xv, ov, bad, kit, not op.commutative, lanes)
+    fields = grid.reduce(ReduceJob(layout, op, kit, workspace))
+    if not on_host:
+        _report(bad, offsets, segments, x.shape[0], empty)
+    return fields, workspace, segments
 
 
 __all__ = ["segmented_reduce", "segmented_argmax", "segmented_argmin"]

@@ -17,7 +17,9 @@ grid-strided over segments:
 
 Each thread folds the elements ``start + lane, start + lane + lanes, ...`` of its
 segment, ``UNROLL`` loads in flight, or for a non-commutative op a contiguous run, in
-order (``axis_reduce.thread_reducer``). An element's state is the kit's
+order (``axis_reduce.thread_reducer``). (Reading whole 16-byte vectors inside each
+segment, its ends one by one, as the row kernel reads a row, was slower on an H200
+for segments of 64 and 1024 elements and no faster at 16384: bench/NOTES.md.) An element's state is the kit's
 ``to_state(value, index)`` with ``index`` its position *within its segment* (argmax
 of a segment). An empty segment is the op's identity (the caller decides whether
 that is allowed). Every segment is one piece: the grid strategy only stores.
@@ -33,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, int64
 
-from numbakern.kernels.axis_reduce import build_scatter_kernel, thread_reducer, warp_reducer
+from numbakern.kernels.axis_reduce import (UNROLL, build_scatter_kernel, thread_reducer,
+                                           warp_reducer)
 from numbakern.kernels.elementwise import THREADS, grid_for
 from numbakern.kernels.emits import Emit, emit_partial
 from numbakern.runtime.cache import cached, device_key
@@ -57,9 +60,16 @@ def segment_loader(kit):
     return load
 
 
-def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool):
-    """Kernel ``(x, offsets, M, o0, o1)``: segment ``i`` of ``x`` reduced by a group of
-    ``lanes`` threads and emitted at ``i``."""
+def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: bool):
+    """Kernel ``(x, offsets, M, bad, o0, o1)``: segment ``i`` of ``x`` reduced by a group
+    of ``lanes`` threads and emitted at ``i``; ``index32``: every element index fits in
+    32 bits, so the loop's index arithmetic runs in them.
+
+    Offsets are trusted no further than memory safety needs: a segment whose bounds
+    decrease or leave ``[0, n]`` is clamped into them (never read out of bounds) and
+    the first such segment is recorded in ``bad[0]`` (an atomic minimum, ``M`` when
+    none), the first empty one in ``bad[1]``, for the caller to raise after.
+    """
     threads = block.threads
     if lanes == threads:
         group_reduce, slots = block.build_reduce(kit), block.temp_slots()
@@ -70,18 +80,25 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool):
     slots0 = max(1, slots)
     slots1 = slots0 if kit.fields == 2 else 1
     t0, t1 = kit.temp_dtypes
-    thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32=False)
+    thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32)
 
     @cuda.jit
-    def segment_kernel(x, offsets, M, o0, o1):
+    def segment_kernel(x, offsets, M, bad, o0, o1):
         temp0 = cuda.shared.array(slots0, t0)
         temp1 = cuda.shared.array(slots1, t1)
         tid = cuda.threadIdx.x
         lane = tid % lanes
         row = int64(cuda.blockIdx.x) * per_block + tid // lanes
         step = int64(cuda.gridDim.x) * per_block
+        n = int64(x.shape[0])
         while row < M:
             start, stop = int64(offsets[row]), int64(offsets[row + 1])
+            if start < 0 or stop < start or stop > n:
+                cuda.atomic.min(bad, 0, row)
+                start = min(max(start, int64(0)), n)
+                stop = min(max(stop, start), n)
+            if stop == start and lane == 0:
+                cuda.atomic.min(bad, 1, row)
             s = thread_reduce(x, x, start, 0, row, start, stop, lane, lanes, 0, 0, 0, 0)
             s = group_reduce(s, temp0, temp1)
             if lane == 0:
@@ -117,13 +134,15 @@ class SegmentReduce:
 
     Args:
         x: the 1-D device view of the values; ``offsets``: the 1-D device view of the
-            ``segments + 1`` checked offsets (any integer dtype).
+            ``segments + 1`` offsets (any integer dtype); ``bad``: a device int64 pair
+            holding ``segments``, where the kernel records the first segment with bad
+            bounds and the first empty one (:func:`build_segment_kernel`).
         kit: the op's state kit; ``ordered``: keep element order (non-commutative op);
         lanes: threads per segment (``None``, 32 or the block's).
     """
 
-    def __init__(self, x, offsets, kit, ordered: bool, lanes):
-        self.x, self.offsets, self.kit = x, offsets, kit
+    def __init__(self, x, offsets, bad, kit, ordered: bool, lanes):
+        self.x, self.offsets, self.bad, self.kit = x, offsets, bad, kit
         self.ordered, self.lanes = ordered, lanes
         self.outputs = offsets.shape[0] - 1
         self.count = max(1, x.shape[0] // max(self.outputs, 1))  # mean elements per output
@@ -135,13 +154,14 @@ class SegmentReduce:
         return SegmentPlan(block, lanes, max(1, min(groups, target)))
 
     def run(self, plan: SegmentPlan, emit: Emit, out, stream) -> None:
-        kit, block = self.kit, plan.block
-        key = ("segment_reduce", block.key, plan.lanes, self.ordered, emit.name, kit,
-               device_key())
-        kernel = cached(key, lambda: build_segment_kernel(block, kit, emit.build(),
-                                                          plan.lanes, self.ordered))
-        launch(kernel, plan.blocks, block.threads, stream, self.x, self.offsets,
-               self.outputs, *out)
+        kit, block, x = self.kit, plan.block, self.x
+        index32 = x.shape[0] + UNROLL * block.threads < 2**31
+        key = ("segment_reduce", block.key, plan.lanes, self.ordered, index32, emit.name,
+               kit, device_key())
+        kernel = cached(key, lambda: build_segment_kernel(
+            block, kit, emit.build(), plan.lanes, self.ordered, index32))
+        launch(kernel, plan.blocks, block.threads, stream, x, self.offsets, self.outputs,
+               self.bad, *out)
 
     def emit_partial(self, plan: SegmentPlan) -> Emit:
         """Partial ``row`` (each segment is its output's one piece)."""

@@ -39,14 +39,26 @@ def reference(x, offsets, name, initial=None):
 
 
 def check(got, x, offsets, name, initial=None):
+    """Integers exactly; a float sum within a tree's rounding of its float64 value:
+    ``n * eps`` of the segment's sum of magnitudes (a segment summing to about zero
+    has no relative error to speak of)."""
     expected = reference(x, offsets, name, initial)
     want = np.asarray(NUMPY[name](x[:1] if x.size else np.zeros(1, x.dtype))).dtype
     assert got.dtype == want and got.shape == expected.shape
-    if x.dtype.kind == "f":
-        np.testing.assert_allclose(got, expected, rtol=1e-5 if x.dtype == np.float32
-                                   else 1e-12)
-    else:
+    if x.dtype.kind != "f":
         np.testing.assert_array_equal(got, expected)
+        return
+    if name in ("max", "min"):
+        np.testing.assert_array_equal(got, expected.astype(x.dtype))
+        return
+    if name == "prod":  # each multiplication rounds once
+        rtol = 2 * np.diff(offsets).max(initial=1) * np.finfo(x.dtype).eps
+        np.testing.assert_allclose(got, expected, rtol=rtol)
+        return
+    magnitude = reference(np.abs(x), offsets, "sum")
+    lengths = np.maximum(np.diff(offsets), 1)
+    bound = lengths * np.finfo(x.dtype).eps * magnitude
+    assert (np.abs(got - expected) <= bound).all(), (got, expected, bound)
 
 
 @pytest.mark.parametrize("label", list(STRATEGIES))
@@ -152,3 +164,17 @@ def test_random_segmentations_match_numpy(lengths, start):
     x = RNG.integers(-1000, 1000, offsets[-1] + 2).astype(np.int32)
     check(nk.segmented_reduce(x, offsets), x, offsets, "sum")
     check(nk.segmented_reduce(x, offsets, "min", initial=5000), x, offsets, "min", 5000)
+
+
+@pytest.mark.parametrize("offsets, segment", [([0, 3, 2, 10], 1), ([0, 4, 11], 1),
+                                              ([-1, 4, 5], 0)])
+def test_bad_device_offsets_are_caught_by_the_kernel(offsets, segment):
+    """Device offsets are not read on the host: the kernel clamps a bad segment (no
+    read out of bounds) and the call raises after it, naming the first one."""
+    device = cuda.to_device(np.array(offsets, dtype=np.int64))
+    with pytest.raises(ValueError, match=rf"offsets must not decrease.*segment {segment} runs"):
+        nk.segmented_reduce(np.arange(10.0), device)
+    with pytest.raises(ValueError, match="no identity.*segment 1 is empty"):
+        nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0, 4, 4, 10])), "max")
+    with pytest.raises(ValueError, match="offsets must hold integers"):
+        nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0.0, 4.0])))
