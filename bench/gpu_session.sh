@@ -29,7 +29,7 @@ case "${1:-tests}" in
     pt "$root/tests" -m bigmem -q 2>&1 | tee "$out/gpu-bigmem.log" | tail -5
     ;;
   bench)
-    for suite in reduce axes softmax half segments scans sort; do
+    for suite in reduce axes softmax half segments cross_entropy scans sort; do
       [ -f "$root/bench/bench_$suite.py" ] || continue
       pt "$root/bench/bench_$suite.py" -q --benchmark-json="$out/bench_$suite.json" 2>&1 \
         | tee "$out/bench-$suite.log" | tail -3

@@ -31,9 +31,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", nargs="+")
     args = parser.parse_args(argv)
-    print(f"{'op':22} {'shape':12} {'dtype':9} {'provider':28} {'ms':>8} {'GB/s':>7} copy")
+    print(f"{'op':22} {'shape':14} {'dtype':9} {'provider':28} {'ms':>8} {'GB/s':>7} copy")
     for op, shape, dtype, provider, ms, gbps, frac in rows(args.json):
-        print(f"{op:22} {shape:12} {dtype:9} {provider:28} {ms:8.3f} {gbps:7.0f} {frac:4.0%}")
+        print(f"{op:22} {shape:14} {dtype:9} {provider:28} {ms:8.3f} {gbps:7.0f} {frac:4.0%}")
     return 0
 
 

@@ -49,7 +49,9 @@ _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
 # Functions whose kernels read and write bfloat16 themselves (as uint16 bits): no
 # float32 copy for them.
 NATIVE_BFLOAT16 = frozenset({"softmax", "log_softmax", "softmax_backward",
-                             "log_softmax_backward"})
+                             "log_softmax_backward", "cross_entropy"})
+# Arguments a function writes and returns: the caller gets its own object back.
+OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 _NATIVE_MODULES = ("numpy", "cupy", "numba", "dask", "numbakern")
 
@@ -108,7 +110,7 @@ class _Call:
     # --- in ------------------------------------------------------------------------
 
     def inward(self, a, name: str):
-        if isinstance(a, (tuple, list)) and name == "out":
+        if isinstance(a, (tuple, list)) and name in OUTS:
             return type(a)(self.inward(v, name) for v in a)
         if is_torch(a) and _is_tensor(a):
             return self._tensor_in(a, name)
@@ -139,12 +141,12 @@ class _Call:
         if t.dtype == torch.bfloat16:
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(self._tensor_view(t, np.dtype(np.uint16)), caller, name)
-            if name == "out":
+            if name in OUTS:
                 return self._bfloat16_out(caller, t)
             self._note_bfloat16(torch.bfloat16, name)
             t = t.float()
         translated = self._tensor_view(t)
-        if name == "out":
+        if name in OUTS:
             self.outs[id(translated)] = caller
         return translated
 
@@ -163,7 +165,7 @@ class _Call:
         """A bfloat16 array as :class:`BFloat16Bits` for a function that reads them;
         its results (uint16 arrays) are read back as bfloat16 in :meth:`outward`."""
         self.native_bits = caller.dtype
-        if name == "out":
+        if name in OUTS:
             self.outs[id(bits)] = caller
         return BFloat16Bits(bits)
 
@@ -190,7 +192,7 @@ class _Call:
     def _widen_numpy(self, a: np.ndarray, name: str) -> np.ndarray:
         self._note_bfloat16(a.dtype, name)
         wide = a.astype(np.float32)
-        if name == "out":
+        if name in OUTS:
             self.outs[id(wide)] = (a, wide)
         return wide
 
@@ -248,8 +250,8 @@ class _Call:
             return r.view(self.native_bits)
         import torch
 
-        if isinstance(r, np.ndarray):
-            return torch.from_numpy(r.view(np.int16)).view(torch.bfloat16)
+        if isinstance(r, (np.ndarray, np.generic)):
+            return torch.from_numpy(np.asarray(r).view(np.int16)).view(torch.bfloat16)
         return torch.as_tensor(_device_view_as(r, np.int16), device=self.device) \
             .view(torch.bfloat16)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from numba import cuda, float32, uint16, uint32
 
 from numbakern.runtime.bits import bitcast
+from numbakern.runtime.launch import launch
 
 _QUIET = uint32(0x0040)  # the top mantissa bit of a bfloat16: a NaN stays a NaN
 _ROUND = uint32(0x7FFF)  # half an ulp of bfloat16 less one, in a float32's low 16 bits
@@ -32,3 +33,18 @@ def narrow(value):
         return uint16((b >> uint32(16)) | _QUIET)
     b += _ROUND + ((b >> uint32(16)) & uint32(1))
     return uint16(b >> uint32(16))
+
+
+@cuda.jit
+def _narrow_all(src, dst):
+    i = cuda.grid(1)
+    if i < src.shape[0]:
+        dst[i] = narrow(src[i])
+
+
+def narrow_into(src, dst, stream) -> None:
+    """``dst[i] = narrow(src[i])``: a 1-D float array rounded into the 1-D uint16
+    array ``dst`` of bfloat16 bits."""
+    n = src.shape[0]
+    if n:
+        launch(_narrow_all, -(-n // 256), 256, stream, src, dst)

@@ -233,18 +233,25 @@ def _slots(plan: RowPlan, block, op) -> tuple[int, int]:
     return slots, (slots if op.fields == 2 else 1)
 
 
+def element_converters(dtype) -> tuple:
+    """``(widen, narrow)`` for elements of ``dtype`` (a NumPy dtype or ``"bfloat16"``):
+    ``widen(element)`` a stored element as the compute dtype, ``narrow(value)`` a
+    computed value as a stored element (casts; bfloat16's bits widened and rounded)."""
+    if dtype == "bfloat16":
+        return bfloat16.widen, bfloat16.narrow
+    return from_dtype(compute_dtype(dtype)), from_dtype(np.dtype(dtype))
+
+
 def _numba_types(plan: RowPlan):
     """``(compute type, narrow, compute scalar)``: ``narrow(v)`` turns a computed value
     into a stored element (a cast, or bfloat16's rounding to its bits)."""
     tc = compute_dtype(plan.dtype)
-    narrow = bfloat16.narrow if plan.dtype == "bfloat16" else from_dtype(np.dtype(plan.dtype))
-    return from_dtype(tc), narrow, tc.type
+    return from_dtype(tc), element_converters(plan.dtype)[1], tc.type
 
 
 def _widener(plan: RowPlan):
-    """``widen(element)``: a stored element as the compute type (bfloat16's bits
-    widened; the others cast)."""
-    return bfloat16.widen if plan.dtype == "bfloat16" else _numba_types(plan)[0]
+    """``widen(element)``: a stored element as the compute type."""
+    return element_converters(plan.dtype)[0]
 
 
 def _jit_kernel(plan: RowPlan):

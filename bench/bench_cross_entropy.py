@@ -1,0 +1,87 @@
+"""Fused cross-entropy forward + backward beside torch eager, on torch tensors.
+
+numbakern: one call, the loss and the gradient written over the logits
+(``grad_out=logits``). torch: ``F.cross_entropy`` then ``backward()`` (logits that
+require grad; the gradient is a second logits-sized tensor). GB/s count the bytes the
+fused kernel cannot avoid: two reads of the logits and one write of the gradient
+(3 x nbytes). ``extra_info["peak_extra_bytes"]``: device memory beyond the inputs at
+the call's peak (torch's allocator statistics for torch; CuPy's pool, where
+numbakern's temporaries live, for numbakern).
+
+    pytest bench/bench_cross_entropy.py --benchmark-json=ce.json
+"""
+
+import pytest
+
+import numbakern as nk
+
+CASES = [((16384, 50257), "float32"), ((8192, 128256), "bfloat16")]
+
+
+def _label(case):
+    (n, c), dtype = case
+    return f"{n}x{c}-{dtype}"
+
+
+@pytest.fixture(scope="module", params=CASES, ids=_label)
+def logits(request, cp, torch_cuda):
+    if torch_cuda is None:
+        pytest.skip("torch with CUDA not installed")
+    torch = torch_cuda
+    (n, c), dtype = request.param
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn((n, c), device="cuda", generator=g).to(getattr(torch, dtype))
+    t = torch.randint(0, c, (n,), device="cuda", generator=g)
+    return x, t
+
+
+def _info(x, provider):
+    return dict(op="cross_entropy fwd+bwd", provider=provider,
+                shape=f"{x.shape[0]}x{x.shape[1]}", dtype=str(x.dtype).removeprefix("torch."))
+
+
+def test_numbakern(logits, measure, cp):
+    x, t = logits
+    work = x.clone()
+    pool = cp.get_default_memory_pool()
+    nk.cross_entropy(work, t, return_grad=True, grad_out=work)
+    cp.cuda.Device().synchronize()
+    pool.free_all_blocks()
+    before = pool.total_bytes()
+    nk.cross_entropy(work, t, return_grad=True, grad_out=work)
+    cp.cuda.Device().synchronize()
+    extra = pool.total_bytes() - before
+    measure(lambda: nk.cross_entropy(work, t, return_grad=True, grad_out=work),
+            3 * x.nbytes, peak_extra_bytes=extra, **_info(x, "numbakern"))
+
+
+def test_torch_eager(logits, measure, torch_cuda):
+    torch = torch_cuda
+    x, t = logits
+    leaf = x.clone().requires_grad_(True)
+
+    def step():
+        leaf.grad = None
+        loss = torch.nn.functional.cross_entropy(leaf, t)
+        loss.backward()
+        return loss
+
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    step()
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - base
+    measure(step, 3 * x.nbytes, peak_extra_bytes=extra, **_info(x, "torch"))
+
+
+def test_results_agree(logits, torch_cuda):
+    torch = torch_cuda
+    x, t = logits
+    leaf = x.clone().float().requires_grad_(True)
+    ref = torch.nn.functional.cross_entropy(leaf, t)
+    ref.backward()
+    loss, grad = nk.cross_entropy(x, t, return_grad=True)
+    torch.testing.assert_close(loss.float(), ref, rtol=1e-2, atol=1e-3)
+    torch.testing.assert_close(grad.float(), leaf.grad, rtol=2e-2, atol=1e-6)

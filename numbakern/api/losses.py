@@ -1,0 +1,214 @@
+"""Losses over rows of logits: ``cross_entropy``, fused (loss and gradient in one
+kernel, ``numbakern/kernels/cross_entropy.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numbakern import ops as _ops
+from numbakern import strategies as _strategies
+from numbakern.api._dispatch import dispatch
+from numbakern.api.reductions import _reduce as _reduce_axes
+from numbakern.api.softmax import _describe
+from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
+                                   resolve_stream, user_array)
+from numbakern.core.deliver import check_out
+from numbakern.kernels import bfloat16, cross_entropy as _ce
+from numbakern.kernels.elementwise import cast_into, grid_for
+from numbakern.kernels.softmax_rows import compute_dtype
+from numbakern.ops.state import state_kit
+from numbakern.runtime.launch import launch
+from numbakern.runtime.views import device_view, host_copy, to_device
+
+REDUCTIONS = ("mean", "sum", "none")
+_ROW_BLOCKS = 65535  # rows are grid-strided beyond this many blocks
+
+
+@dispatch
+@honours_stream
+def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
+                  reduction="mean", return_grad=False, grad_out=None, strategy=None,
+                  stream=None):
+    """Cross-entropy of rows of logits against class-index targets, as
+    ``torch.nn.functional.cross_entropy``, with its gradient from the same kernel.
+
+    Args:
+        logits: ``(N, C)`` float16, bfloat16, float32 or float64 array (any strides;
+            NumPy, CuPy, a torch tensor, ...). Computed in float32 (float64 for
+            float64).
+        target: ``(N,)`` integer class indices in ``[0, C)``, or ``ignore_index``.
+        ignore_index: rows with this target count nothing (loss and gradient 0; a
+            mean divides by the rows that count).
+        label_smoothing: ``eps`` in ``[0, 1]``: the target is ``(1 - eps)`` one-hot
+            plus ``eps / C`` everywhere (PyTorch's definition).
+        reduction: ``"mean"`` (over rows that count; NaN when none does),
+            ``"sum"`` or ``"none"`` (each row's loss).
+        return_grad: also return the gradient of the reduced loss with respect to
+            ``logits`` (for ``"none"``, of the sum of the row losses), written in the
+            same pass: ``softmax(x) - target distribution``, scaled.
+        grad_out: where to write the gradient (``logits``' shape, dtype and kind;
+            ``logits`` itself works: the gradient then replaces the logits, and no
+            second logits-sized buffer exists).
+        strategy: the block strategy reducing each row (its online ``(max, sum)``,
+            and its sum with smoothing): a name or a
+            :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
+        stream: as the reductions'.
+
+    Returns:
+        the loss (a scalar of ``logits``' dtype for ``"mean"``/``"sum"``, ``(N,)``
+        for ``"none"``), or ``(loss, grad)`` with ``return_grad``.
+
+    Raises:
+        IndexError: a target outside ``[0, C)`` that is not ``ignore_index`` (host
+            targets checked before the launch; device targets by the kernel, raised
+            after it, which costs a synchronisation).
+        ValueError: ``logits`` not 2-D, ``target`` of the wrong shape, a bad
+            ``reduction`` or ``label_smoothing``, a bad ``grad_out``.
+        TypeError: ``logits`` not float16/bfloat16/32/64, ``target`` not integer.
+
+    Source: the fused loss-and-gradient kernels of Liger-Kernel and QuACK; the
+    online softmax normalizer of Milakov and Gimelshein (2018).
+    """
+    view, kind, shape, dtype, precision = _describe(logits, "logits")
+    if len(shape) != 2:
+        raise ValueError(f"logits must be 2-D (rows, classes), got shape {shape}")
+    N, C = shape
+    eps = _smoothing(label_smoothing)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    ignore = int(ignore_index)
+    tv, on_host = _target(target, N, C, ignore)
+    if grad_out is not None:
+        out = grad_out.bits if isinstance(grad_out, BFloat16Bits) else grad_out
+        check_out(out, shape, dtype, kind, "cross_entropy", exact=True)
+    block = _strategies.resolve("block", strategy)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    tc = compute_dtype(precision)
+    x = to_device(view, workspace.stream) if kind == "numpy" else device_view(view)
+    t = tv if not on_host else workspace.from_host(tv.astype(np.int64))
+    grad = _grad_array(workspace, grad_out, x, logits, shape, dtype, kind, return_grad)
+    scale = _scale(workspace, t, ignore, tc, reduction, N)
+    rows = workspace.empty(max(N, 1), tc)
+    bad = workspace.from_host(np.full(1, N, np.int64))
+    if N:
+        kernel = _ce.kernel_for(block, precision, eps > 0, bool(return_grad))
+        launch(kernel, min(N, _ROW_BLOCKS), block.threads, workspace.stream, x, t,
+               grad if grad is not None else x, rows, scale, bad, ignore, tc.type(eps))
+    if not on_host:
+        _report(bad, target, N, C)
+    loss = _loss(workspace, rows, N, tc, dtype, precision, reduction)
+    if not return_grad:
+        return loss
+    return loss, _deliver_grad(workspace, grad, grad_out, kind)
+
+
+def _smoothing(value) -> float:
+    eps = float(value)
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"label_smoothing must lie in [0, 1], got {value!r}")
+    return eps
+
+
+def _target(target, N: int, C: int, ignore: int):
+    """``(view, on_host)``: the targets checked as far as the host can (all of them
+    for host targets: ``IndexError`` naming ``target``)."""
+    on_host = kind_of(target) == "numpy"
+    view = np.asarray(target) if on_host else device_view(target)
+    dtype = np.dtype(view.dtype)
+    if dtype.kind not in "iu":
+        raise TypeError(f"target must hold integer class indices, got dtype {dtype}")
+    if tuple(view.shape) != (N,):
+        raise ValueError(f"target must have shape ({N},) (one class per row of logits), "
+                         f"got {tuple(view.shape)}")
+    if on_host:
+        wrong = np.flatnonzero((view != ignore) & ((view < 0) | (view >= C)))
+        if wrong.size:
+            i = int(wrong[0])
+            raise IndexError(f"target {int(view[i])} of row {i} is out of bounds for {C} "
+                             f"classes (and is not ignore_index={ignore})")
+    return view, on_host
+
+
+def _report(bad, target, N: int, C: int) -> None:
+    row = int(host_copy(bad)[0])
+    if row < N:
+        value = int(host_copy(device_view(target))[row])
+        raise IndexError(f"target {value} of row {row} is out of bounds for {C} classes")
+
+
+def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int):
+    """A 1-element device array: ``1 / rows counted`` for a mean (computed on the
+    device: the host never waits for the count), else 1."""
+    if reduction != "mean":
+        return workspace.from_host(np.ones(1, tc))
+    count = workspace.from_host(np.zeros(1, np.int64))
+    scale = workspace.empty(1, tc)
+    if N:
+        launch(_ce.count_kernel(), min(grid_for(N), 1024), 256, workspace.stream, t,
+               ignore, count)
+    launch(_ce.scale_kernel(), 1, 32, workspace.stream, count, scale)
+    return scale
+
+
+def _grad_array(workspace, grad_out, x, logits, shape, dtype, kind, wanted: bool):
+    """The device array the gradient goes to (``grad_out``'s, ``x`` itself when it is
+    ``logits``), or None."""
+    if not wanted:
+        return None
+    if grad_out is None:
+        return workspace.empty(shape, dtype)
+    out = grad_out.bits if isinstance(grad_out, BFloat16Bits) else grad_out
+    if kind == "numpy":
+        return x if out is logits else workspace.empty(shape, dtype)
+    return device_view(out)
+
+
+def _loss(workspace, rows, N: int, tc, dtype, precision: str, reduction: str):
+    """The row losses (``"none"``) or their sum, in ``logits``' dtype."""
+    if reduction == "none":
+        values = workspace.empty(N, dtype)
+        _narrow(rows, values, precision, workspace, N)
+        return _deliver_rows(workspace, values, N)
+    if N:
+        kit = state_kit(_ops.SUM, (tc,))
+        grid = _strategies.resolve("reduce", None)
+        total = _reduce_axes(rows if N == rows.shape[0] else rows[:N], (0,), _ops.SUM, kit,
+                             grid, workspace, None, track_index=False)[0]
+    else:
+        total = workspace.from_host(np.full(1, np.nan if reduction == "mean" else 0, tc))
+    value = workspace.empty(1, dtype)
+    _narrow(total, value, precision, workspace, 1)
+    return workspace.scalar(value, dtype)
+
+
+def _narrow(src, dst, precision: str, workspace, n: int) -> None:
+    if not n:
+        return
+    if precision == "bfloat16":
+        bfloat16.narrow_into(src, dst, workspace.stream)
+    else:
+        cast_into(src, dst, workspace.stream)
+
+
+def _deliver_rows(workspace, values, N: int):
+    if workspace.kind == "numpy":
+        host = host_copy(values, workspace.stream)
+        workspace.stream.synchronize()
+        return host.reshape(N)
+    return user_array(values)
+
+
+def _deliver_grad(workspace, grad, grad_out, kind: str):
+    out = grad_out.bits if isinstance(grad_out, BFloat16Bits) else grad_out
+    if kind == "numpy":
+        host = host_copy(grad, workspace.stream)
+        workspace.stream.synchronize()
+        if out is None:
+            return host.reshape(grad.shape)
+        out[...] = host
+        return out
+    return out if out is not None else user_array(grad)
+
+
+__all__ = ["cross_entropy"]

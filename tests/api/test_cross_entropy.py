@@ -1,0 +1,140 @@
+"""Fused cross-entropy (numbakern/api/losses.py) against PyTorch's on the CPU.
+
+torch.nn.functional.cross_entropy in float64 is the reference for the loss, and
+torch.autograd for the gradient; class counts sweep warp and block boundaries; every
+block strategy the registry lists reduces the rows; all three reductions, label
+smoothing, ignore_index (some rows, every row), the gradient written over the
+logits, half-precision tensors, and bad input.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+from numbakern.strategies import every
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+RNG = np.random.default_rng(5)
+CLASSES = [1, 31, 32, 33, 129, 1000]
+BLOCKS = {s.name: s for s in every("block", threads=64)}
+TOL = {np.float64: 1e-12, np.float32: 2e-6}
+
+
+def case(rows, classes, dtype=np.float64, ignored=()):
+    x = (RNG.standard_normal((rows, classes)) * 3).astype(dtype)
+    t = RNG.integers(0, classes, rows)
+    t[list(ignored)] = -100
+    return x, t
+
+
+def reference(x, t, reduction="mean", eps=0.0):
+    xr = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
+    loss = F.cross_entropy(xr, torch.from_numpy(t), reduction=reduction, label_smoothing=eps)
+    loss.sum().backward()
+    return loss.detach().numpy(), xr.grad.numpy()
+
+
+@pytest.mark.parametrize("classes", CLASSES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_loss_and_gradient_match_torch(classes, reduction, eps):
+    x, t = case(5, classes, ignored=[2])
+    loss, grad = nk.cross_entropy(x, t, reduction=reduction, label_smoothing=eps,
+                                  return_grad=True)
+    ref_loss, ref_grad = reference(x, t, reduction, eps)
+    assert np.asarray(loss).dtype == np.float64 and np.shape(loss) == ref_loss.shape
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", list(BLOCKS))
+def test_every_block_strategy_reduces_the_rows(name):
+    x, t = case(4, 129, np.float32)
+    loss, grad = nk.cross_entropy(x, t, label_smoothing=0.05, return_grad=True,
+                                  strategy=BLOCKS[name])
+    ref_loss, ref_grad = reference(x, t, "mean", 0.05)
+    assert loss.dtype == np.float32
+    np.testing.assert_allclose(loss, ref_loss, rtol=TOL[np.float32] * 10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-5, atol=1e-7)
+
+
+def test_ignored_rows_count_nothing_and_a_mean_of_none_is_nan():
+    x, t = case(4, 33, ignored=[0, 1, 2, 3])
+    loss, grad = nk.cross_entropy(x, t, return_grad=True)
+    assert np.isnan(loss) and (grad == 0).all()  # torch: nan, and a zero gradient
+    assert nk.cross_entropy(x, t, reduction="sum") == 0
+    x, t = case(4, 33)
+    t[1] = 7
+    got = nk.cross_entropy(x, t, ignore_index=7, reduction="none")
+    np.testing.assert_allclose(got, reference(x, np.where(t == 7, -100, t), "none")[0])
+    assert got[1] == 0
+
+
+def test_the_gradient_may_replace_the_logits():
+    x, t = case(3, 70)
+    ref_loss, ref_grad = reference(x, t)
+    host = x.copy()
+    loss, grad = nk.cross_entropy(host, t, return_grad=True, grad_out=host)
+    assert grad is host
+    np.testing.assert_allclose(host, ref_grad, rtol=1e-12, atol=1e-14)
+    device = cuda.to_device(x)
+    loss, grad = nk.cross_entropy(device, t, return_grad=True, grad_out=device)
+    assert grad is device
+    np.testing.assert_allclose(device.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_tensors_of_every_float_dtype(dtype):
+    x = torch.randn(6, 50).to(getattr(torch, dtype))
+    t = torch.tensor([3, -100, 49, 0, 7, 7])
+    loss, grad = nk.cross_entropy(x, t, label_smoothing=0.1, return_grad=True)
+    xr = x.clone().requires_grad_(True)
+    ref = F.cross_entropy(xr, t, label_smoothing=0.1)
+    ref.backward()
+    assert loss.dtype == x.dtype and grad.dtype == x.dtype
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=2e-2, atol=2e-3)
+    torch.testing.assert_close(loss.float(), ref.float(), **tol)
+    torch.testing.assert_close(grad.float(), xr.grad.float(), **tol)
+    out = torch.empty_like(x)
+    assert nk.cross_entropy(x, t, return_grad=True, grad_out=out)[1] is out
+
+
+def test_bad_input_is_named():
+    x, t = case(3, 10)
+    with pytest.raises(IndexError, match="target 10 of row 1 is out of bounds for 10"):
+        nk.cross_entropy(x, np.array([0, 10, 2]))
+    with pytest.raises(IndexError, match="target -3 of row 0 is out of bounds"):
+        nk.cross_entropy(x, np.array([-3, 1, 2]))
+    with pytest.raises(IndexError, match="target 12 of row 2 is out of bounds for 10"):
+        nk.cross_entropy(cuda.to_device(x), cuda.to_device(np.array([0, 1, 12])))
+    with pytest.raises(ValueError, match=r"target must have shape \(3,\)"):
+        nk.cross_entropy(x, np.array([0, 1]))
+    with pytest.raises(TypeError, match="target must hold integer"):
+        nk.cross_entropy(x, np.array([0.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="logits must be 2-D"):
+        nk.cross_entropy(x[None], t)
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        nk.cross_entropy(x, t, reduction="avg")
+    with pytest.raises(ValueError, match="label_smoothing must lie in"):
+        nk.cross_entropy(x, t, label_smoothing=1.5)
+    with pytest.raises(TypeError, match="logits must be float16"):
+        nk.cross_entropy(x > 0, t)
+
+
+@pytest.mark.gpu
+def test_the_in_place_gradient_allocates_nothing_logits_sized():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.random.standard_normal((4096, 32000), dtype=cupy.float32)
+    t = cupy.random.randint(0, 32000, 4096)
+    nk.cross_entropy(x, t, return_grad=True, grad_out=x)  # compile first
+    pool = cupy.get_default_memory_pool()
+    cupy.cuda.Device().synchronize()
+    pool.free_all_blocks()
+    before = pool.total_bytes()
+    nk.cross_entropy(x, t, return_grad=True, grad_out=x)
+    cupy.cuda.Device().synchronize()
+    assert pool.total_bytes() - before < x.nbytes // 10
