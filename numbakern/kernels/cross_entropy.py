@@ -74,7 +74,7 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
     reduce_pair = _broadcast_reduce(block, pair)
     reduce_sum = _broadcast_reduce(block, total)
     slots = max(1, block.temp_slots())
-    to_pair, combine = pair.to_state, pair.combine
+    to_pair, combine, empty = pair.to_state, pair.combine, pair.identity
     threads = block.threads
 
     @cuda.jit
@@ -96,7 +96,7 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
             xt = widen(x[row, t]) if valid and tid == 0 else ZERO
-            s = pair.identity()
+            s = empty()
             sx = ZERO
             c = tid
             while c < C:
