@@ -13,6 +13,9 @@ smoothing ``eps`` (PyTorch's ``cross_entropy``):
 ``lse`` is the online softmax normalizer (``strategies/online_softmax.py``): a
 ``(max, scaled sum)`` pair per thread, reduced by the caller's block strategy, so
 pass 1 reads the row once (and, with smoothing, sums it with the same strategy).
+Each thread folds its elements a tile of :data:`TILE` at a time: the tile's loads
+all issued first, then one rescale and one ``exp`` per element
+(``softmax_rows.online_folder``), where the pair's own combine would take two.
 Pass 2, only when the gradient is wanted, reads the row again and writes the
 gradient straight from the logits, scaled by the reduction's factor (``1 / rows
 counted`` for a mean, read from device memory: the host never waits for the count).
@@ -35,11 +38,13 @@ import math
 
 from numba import cuda, from_dtype, int64
 
-from numbakern.kernels.softmax_rows import compute_dtype, element_converters
+from numbakern.kernels.softmax_rows import compute_dtype, element_converters, online_folder
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
+
+TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
 
 
 def _broadcast_reduce(block, kit):
@@ -74,8 +79,8 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
     reduce_pair = _broadcast_reduce(block, pair)
     reduce_sum = _broadcast_reduce(block, total)
     slots = max(1, block.temp_slots())
-    to_pair, combine, empty = pair.to_state, pair.combine, pair.identity
-    threads = block.threads
+    fold = online_folder(tc, TILE)
+    threads, NEG = block.threads, tc.type(-math.inf)
 
     @cuda.jit
     def cross_entropy(x, target, g, loss, scale, bad, ignore, eps):
@@ -83,6 +88,7 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
         t1 = cuda.shared.array(slots, tc_t)
         b0 = cuda.shared.array(1, tc_t)
         b1 = cuda.shared.array(1, tc_t)
+        tile = cuda.local.array(TILE, tc_t)
         tid = cuda.threadIdx.x
         N, C = x.shape[0], x.shape[1]
         row = int64(cuda.blockIdx.x)
@@ -96,16 +102,22 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
             xt = widen(x[row, t]) if valid and tid == 0 else ZERO
-            s = empty()
-            sx = ZERO
+            m, z, sx = NEG, ZERO, ZERO
             c = tid
-            while c < C:
-                v = widen(x[row, c])
-                s = combine(s, to_pair(v, c))
-                if smoothing:
-                    sx += v
-                c += threads
-            m, z = reduce_pair(s, t0, t1, b0, b1)
+            while c < C:  # a tile of TILE elements per thread, all loads first
+                valid_here = 0
+                for u in range(TILE):
+                    k = c + u * threads
+                    if k < C:
+                        tile[u] = widen(x[row, k])
+                        valid_here += 1
+                        if smoothing:
+                            sx += tile[u]
+                    else:
+                        tile[u] = NEG
+                m, z = fold(m, z, tile, valid_here)
+                c += TILE * threads
+            m, z = reduce_pair((m, z), t0, t1, b0, b1)
             if smoothing:
                 cuda.syncthreads()  # every thread has read b0, b1 before they are reused
                 sx = reduce_sum((sx,), t0, t1, b0, b1)[0]

@@ -887,11 +887,17 @@ def _tile_loader(plan: RowPlan, vectors: int, fill):
 
 
 def _online_folder(plan: RowPlan, length: int):
+    return online_folder(compute_dtype(plan.dtype), length)
+
+
+@functools.lru_cache(maxsize=None)
+def online_folder(dtype, length: int):
     """Device function ``fold(m, s, v, valid) -> (m, s)``: the online ``(max, sum)``
-    after the ``length`` values of the local array ``v``, ``valid`` of which are row
-    elements (the others -inf): one rescale, one exp per value."""
-    tc_t, _, tc = _numba_types(plan)
-    NEG = tc(-np.inf)
+    after the ``length`` values of the local array ``v`` (of compute dtype ``dtype``),
+    ``valid`` of which are row elements (the others -inf): one rescale, one exp per
+    value (the per-element combine of ``strategies/online_softmax.py`` costs two)."""
+    tc = np.dtype(dtype)
+    tc_t, NEG = from_dtype(tc), tc.type(-np.inf)
     vmax = MAX.device_combine()
 
     @cuda.jit(device=True)
