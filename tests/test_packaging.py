@@ -1,4 +1,5 @@
-"""The wheel installs `strategies/` as numbakern.strategies, never as a top-level package."""
+"""The wheel installs `strategies/` as numbakern.strategies, never as a top-level
+package, and its `numbakern` command starts without a deprecation warning."""
 
 import subprocess
 import sys
@@ -20,3 +21,6 @@ def test_wheel_installs_strategies_inside_numbakern(tmp_path):
     assert top_level == {"numbakern"}, top_level
     for lesson in ("warp_shuffle", "shared_tree", "two_pass", "atomic_fold"):
         assert f"numbakern/strategies/{lesson}.py" in names
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    commands = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "numbakern = numbakern.teach.cli:main" in commands  # not the old module name

@@ -85,17 +85,44 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
 
     ``names`` are ``fn``'s positional parameter names, for messages.
     """
-    call = _Call(fn.__name__, kwargs.get("dtype") is not None)
-    args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}")
+    args, kwargs = _no_bfloat16_dtype(names, args, kwargs)
+    call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
+    first = names[0] if names else None
+    args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
-    kwargs = {k: call.inward(v, k) for k, v in kwargs.items()}
+    kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}
     with call.stream_context(kwargs):
         result = fn(*args, **kwargs)
         return call.outward(result)
 
 
+def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:
+    """Whether argument ``name`` was passed (not None), by keyword or position."""
+    if kwargs.get(name) is not None:
+        return True
+    return name in names and names.index(name) < len(args) and \
+        args[names.index(name)] is not None
+
+
+def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
+    """``dtype=`` bfloat16 (an ``ml_dtypes`` or torch dtype) asks for what a bfloat16
+    input gives anyway: dropped, so the kernels see no dtype they cannot hold."""
+    def is_bf16(d):
+        return d is not None and "bfloat16" in str(d)
+
+    if is_bf16(kwargs.get("dtype")):
+        kwargs = {**kwargs, "dtype": None}
+    if "dtype" in names and names.index("dtype") < len(args) and \
+            is_bf16(args[names.index("dtype")]):
+        args = tuple(None if i == names.index("dtype") else a for i, a in enumerate(args))
+    return args, kwargs
+
+
 class _Call:
-    """One call's translations: what came in, to turn results back the same way."""
+    """One call's translations: what came in, to turn results back the same way.
+
+    Results take the first argument's type: a NumPy ``x`` with torch ``offsets`` gives
+    NumPy results."""
 
     def __init__(self, name: str, dtype_given: bool):
         self.name = name
@@ -109,11 +136,13 @@ class _Call:
 
     # --- in ------------------------------------------------------------------------
 
-    def inward(self, a, name: str):
+    def inward(self, a, name: str, first: bool):
         if isinstance(a, (tuple, list)) and name in OUTS:
-            return type(a)(self.inward(v, name) for v in a)
+            return type(a)(self.inward(v, name, False) for v in a)
         if is_torch(a) and _is_tensor(a):
-            return self._tensor_in(a, name)
+            return self._tensor_in(a, name, first)
+        if name in OUTS and a is not None:  # the caller's own out comes back as itself
+            self.outs.setdefault(id(a), a)
         if _is_bfloat16_numpy(a):
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(a.view(np.uint16), a, name)
@@ -122,21 +151,27 @@ class _Call:
             return _from_dlpack(a, name)
         return a
 
-    def _tensor_in(self, t, name: str):
+    def _tensor_in(self, t, name: str, first: bool):
         import torch
 
         if t.dtype not in _torch_dtypes(torch):
-            raise TypeError(f"{self.name}: {name} has torch dtype {t.dtype}; numbakern "
-                            f"takes {_ALLOWED}")
+            raise TypeError(f"{self.name}: {name} has torch dtype {t.dtype}, which numbakern "
+                            f"does not take (its functions take {_ALLOWED}, each some of "
+                            f"them)")
         caller = t
         if t.requires_grad:
+            if name in OUTS:
+                raise ValueError(f"{self.name}: {name} is a tensor that requires grad; "
+                                 f"numbakern writes it outside autograd, which would leave "
+                                 f"a wrong gradient: pass {name}.detach() or a tensor that "
+                                 f"does not require grad")
             t = t.detach()
         if t.is_cuda:
             self._check_device(t, name, torch)
         elif not t.is_cpu:
             raise ValueError(f"{self.name}: {name} is on device {t.device}; numbakern "
                              f"takes CPU and CUDA tensors")
-        if self.tensor is None:
+        if first:
             self.tensor, self.device = t, t.device
         if t.dtype == torch.bfloat16:
             if self.name in NATIVE_BFLOAT16:

@@ -10,7 +10,7 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
-from numbakern.api.softmax import _describe
+from numbakern.api.softmax import _describe, bits_like
 from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
                                    resolve_stream, user_array)
 from numbakern.core.deliver import check_out
@@ -63,9 +63,14 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
         IndexError: a target outside ``[0, C)`` that is not ``ignore_index`` (host
             targets checked before the launch; device targets by the kernel, raised
             after it, which costs a synchronisation).
-        ValueError: ``logits`` not 2-D, ``target`` of the wrong shape, a bad
-            ``reduction`` or ``label_smoothing``, a bad ``grad_out``.
-        TypeError: ``logits`` not float16/bfloat16/32/64, ``target`` not integer.
+        ValueError: ``logits`` not 2-D or with no class, ``target`` of the wrong
+            shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
+            one without ``return_grad``).
+        TypeError: ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
+            ``ignore_index`` not an int, ``grad_out`` of another dtype.
+
+    Targets are class indices; class probabilities as targets (torch's other form)
+    are not taken.
 
     Source: the fused loss-and-gradient kernels of Liger-Kernel and QuACK; the
     online softmax normalizer of Milakov and Gimelshein (2018).
@@ -74,13 +79,19 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     if len(shape) != 2:
         raise ValueError(f"logits must be 2-D (rows, classes), got shape {shape}")
     N, C = shape
+    if C == 0:
+        raise ValueError("logits must have at least one class (column)")
     eps = _smoothing(label_smoothing)
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
+        raise TypeError(f"ignore_index must be an int, got {ignore_index!r}")
     ignore = int(ignore_index)
     tv, on_host = _target(target, N, C, ignore)
     if grad_out is not None:
-        out = grad_out.bits if isinstance(grad_out, BFloat16Bits) else grad_out
+        if not return_grad:
+            raise ValueError("grad_out is written only with return_grad=True")
+        out = bits_like(grad_out, precision, "grad_out", "cross_entropy")
         check_out(out, shape, dtype, kind, "cross_entropy", exact=True)
     block = _strategies.resolve("block", strategy)
     workspace = Workspace(kind, resolve_stream(stream, kind))

@@ -44,15 +44,24 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     """Reduce each segment ``x[offsets[i]:offsets[i + 1]]`` with ``op``.
 
     Args:
-        x: 1-D array (see the module docstring).
-        offsets: ``n + 1`` ascending integers in ``[0, len(x)]``.
+        x: a 1-D array (NumPy, CuPy, a torch tensor, any ``__cuda_array_interface__``
+            array; any stride) of a dtype the op takes.
+        offsets: ``n + 1`` non-decreasing integers in ``[0, len(x)]``, segment ``i``
+            being ``x[offsets[i]:offsets[i + 1]]`` (CUB's convention). Host offsets
+            are checked before the launch; device offsets by the kernel as it reads
+            them (a bad segment is clamped, never read out of bounds) and reported
+            after it, at the cost of one synchronisation.
         op: a one-field :class:`numbakern.Op` or a built-in's name (``"sum"``,
-            ``"prod"``, ``"max"``, ``"min"``, ``"xor"``, ...).
+            ``"prod"``, ``"max"``, ``"min"``, ``"bitwise_xor"``, ...).
         dtype: the accumulator and result dtype (default: the op's rule, as
             :func:`numbakern.reduce`: a sum of int32 is int64, as ``np.sum``).
         initial: a number combined before each segment's elements; the result of an
             empty segment.
-        strategy, lanes, stream: see the module docstring.
+        strategy: how threads combine, as :func:`numbakern.sum`'s (a reduce
+            strategy: its block strategy reduces each segment).
+        lanes: threads per segment: 32 (a warp), the strategy's thread count (a
+            block), or None: a warp when the mean segment has at most 4096 elements.
+        stream: as :func:`numbakern.sum`'s.
 
     Returns:
         a 1-D array of ``n`` results. An empty segment gives ``initial``, else the
@@ -145,7 +154,7 @@ def _host_offsets(offsets, size: int, empty: str | None) -> np.ndarray:
     if why is not None:
         raise ValueError(f"offsets {why}")
     if empty is not None:
-        gaps = np.flatnonzero(np.diff(host) == 0)
+        gaps = np.flatnonzero(host[1:] == host[:-1])
         if gaps.size:
             raise ValueError(f"{empty} (segment {int(gaps[0])} is empty)")
     return host

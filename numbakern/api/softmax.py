@@ -217,6 +217,20 @@ def _describe(a: Any, name: str):
     return view, kind, tuple(view.shape), dtype, "bfloat16" if bits else dtype.name
 
 
+def bits_like(out, precision: str, name: str, caller: str):
+    """``out`` as the array the kernels write: a :class:`BFloat16Bits`' bits for
+    bfloat16 input, else ``out`` itself; ``TypeError`` when one is bfloat16 and the
+    other not (a uint16 array is no bfloat16 ``out``)."""
+    if out is None:
+        return None
+    bits = isinstance(out, BFloat16Bits)
+    if bits != (precision == "bfloat16"):
+        got = "bfloat16" if bits else np.dtype(getattr(out, "dtype", "O")).name
+        raise TypeError(f"{caller}: {name} must have the input's dtype {precision}, "
+                        f"got {got}")
+    return out.bits if bits else out
+
+
 def _axis(axis, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
         raise TypeError(f"axis must be an int, got {axis!r}")
@@ -376,8 +390,7 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
                              f"{(k, s, p)} vs {(akind, shape, precision)}")
     axis = _axis(axis, len(shape))
     plan = _planned(kind, shape[axis], precision, *plan_args)
-    if isinstance(out, BFloat16Bits):
-        out = out.bits
+    out = bits_like(out, precision, "out", kind)
     check_out(out, shape, dtype, akind, kind, exact=True)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:

@@ -185,8 +185,9 @@ def offsets_ok(offsets: np.ndarray, size: int) -> str | None:
     if offsets[0] < 0 or offsets[-1] > size:
         return (f"must lie in [0, {size}] (the length of x), got {int(offsets[0])} .. "
                 f"{int(offsets[-1])}")
-    if (np.diff(offsets) < 0).any():
-        where = int(np.argmax(np.diff(offsets) < 0))
+    falls = offsets[1:] < offsets[:-1]  # not np.diff: it wraps for unsigned offsets
+    if falls.any():
+        where = int(np.argmax(falls))
         return (f"must not decrease, but offsets[{where + 1}] = {int(offsets[where + 1])} "
                 f"< offsets[{where}] = {int(offsets[where])}")
     return None

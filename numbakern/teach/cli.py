@@ -278,7 +278,11 @@ _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
 
 def _strategy_names(value: str) -> list[str]:
     """``all`` (every reduction strategy), ``scans`` (every scan strategy),
-    ``histograms`` (every histogram strategy) or one name of those families."""
+    ``histograms`` (every histogram strategy) or one name of those families; a block
+    strategy's name alone is the default grid reduction with that block
+    (``shared_tree``: ``two_pass/shared_tree``), as ``strategy=`` reads it."""
+    if value in _strategies.available("block"):
+        value = f"two_pass/{value}"
     if value == "all":
         return _strategies.available()
     if value == "scans":
@@ -373,7 +377,7 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
-    atomic_fold/shared_tree, ...), a scan's (decoupled_lookback/blelloch,
+    atomic_fold/shared_tree, ...; a block alone, shared_tree, is two_pass's), a scan's (decoupled_lookback/blelloch,
     reduce_then_scan/hillis_steele, ...), a histogram strategy's name
     (shared_privatized, ...), all (every reduction), scans or histograms. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
     shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by

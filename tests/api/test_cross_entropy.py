@@ -123,6 +123,12 @@ def test_bad_input_is_named():
         nk.cross_entropy(x, t, label_smoothing=1.5)
     with pytest.raises(TypeError, match="logits must be float16"):
         nk.cross_entropy(x > 0, t)
+    with pytest.raises(ValueError, match="grad_out is written only with return_grad=True"):
+        nk.cross_entropy(x, t, grad_out=x)
+    with pytest.raises(ValueError, match="at least one class"):
+        nk.cross_entropy(np.zeros((3, 0)), t)
+    with pytest.raises(TypeError, match="ignore_index must be an int"):
+        nk.cross_entropy(x, t, ignore_index=1.5)
 
 
 @pytest.mark.gpu

@@ -178,3 +178,11 @@ def test_bad_device_offsets_are_caught_by_the_kernel(offsets, segment):
         nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0, 4, 4, 10])), "max")
     with pytest.raises(ValueError, match="offsets must hold integers"):
         nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0.0, 4.0])))
+
+
+def test_unsigned_offsets_that_fall_are_refused():
+    """np.diff of unsigned offsets wraps; the check must not use it."""
+    with pytest.raises(ValueError, match=r"offsets must not decrease, but offsets\[2\] = 3"):
+        nk.segmented_reduce(np.arange(8.0), np.array([0, 5, 3, 8], np.uint32))
+    with pytest.raises(ValueError, match="argmax of an empty segment"):
+        nk.segmented_argmax(np.arange(8.0), np.array([0, 4, 4, 8], np.uint8))

@@ -373,3 +373,43 @@ def test_a_cuda_tensor_on_another_device_is_refused():
     x = torch.ones(4, device="cuda:1")
     with pytest.raises(ValueError, match="cuda:1 but the current device is cuda:0"):
         nk.sum(x)
+
+
+# --- what the first user of this found ----------------------------------------------
+
+
+def test_dtype_given_by_position_is_honoured_for_bfloat16():
+    x = _bf16_torch(np.full(257, 1.0, np.float32))
+    x[0] = 1.0078125
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        assert nk.sum(x, None, np.float32).dtype == torch.float32
+        assert nk.sum(x, dtype=np.float32).dtype == torch.float32
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        assert nk.sum(x, dtype=ml_dtypes.bfloat16).dtype == torch.bfloat16  # what it gives
+
+
+def test_outs_that_require_grad_are_refused():
+    x = torch.randn(3, 8)
+    with pytest.raises(ValueError, match="out is a tensor that requires grad"):
+        nk.softmax(x, out=torch.empty(3, 8, requires_grad=True))
+    logits = torch.randn(3, 8, requires_grad=True)
+    with pytest.raises(ValueError, match="grad_out is a tensor that requires grad"):
+        nk.cross_entropy(logits, torch.tensor([0, 1, 2]), return_grad=True, grad_out=logits)
+
+
+def test_a_bfloat16_input_needs_a_bfloat16_out():
+    x = _bf16_torch(np.ones((2, 8), np.float32))
+    with pytest.raises(TypeError, match="out must have the input's dtype bfloat16, got uint16"):
+        nk.softmax(x, out=np.zeros((2, 8), np.uint16))
+    with pytest.raises(TypeError, match="got bfloat16"):
+        nk.softmax(torch.ones(2, 8), out=torch.empty(2, 8, dtype=torch.bfloat16))
+
+
+def test_results_follow_the_first_argument_and_outs_come_back_as_themselves():
+    got = nk.segmented_reduce(np.arange(4.0), torch.tensor([0, 2, 4]))
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, [1.0, 5.0])
+    out = np.empty(3, np.float32)
+    assert nk.sum(torch.ones(3, 5), axis=1, out=out) is out
+    np.testing.assert_array_equal(out, [5, 5, 5])

@@ -171,6 +171,15 @@ def test_explain_command_tree_counts_and_json(tmp_path):
 
 
 @simulator_only
+def test_a_block_strategy_alone_is_the_default_grid_with_it(tmp_path):
+    out = tmp_path / "counts.json"
+    result = CliRunner().invoke(cli, ["explain", "shared_tree", "--values", "3,1,4,1,5",
+                                      "--blocks", "1", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["strategy"] == "two_pass/shared_tree"
+
+
+@simulator_only
 def test_explain_all_figures(tmp_path):
     pytest.importorskip("matplotlib")
     pattern = str(tmp_path / "{name}.png")
