@@ -234,8 +234,8 @@ class _Call:
     def _note_bfloat16(self, dtype, name: str) -> None:
         self.bfloat16 = dtype
         warnings.warn(f"{self.name}: {name} is bfloat16, which the kernels read through a "
-                      f"float32 copy (twice its size); results are rounded back to "
-                      f"bfloat16", CopyWarning, stacklevel=user_stacklevel())
+                      f"float32 copy (twice its size); floating results are rounded back "
+                      f"to bfloat16", CopyWarning, stacklevel=user_stacklevel())
 
     def stream_context(self, kwargs: dict):
         """Torch's current stream as CuPy's (or as ``stream=``) for a CUDA tensor call
