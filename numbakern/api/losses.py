@@ -20,6 +20,7 @@ from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import device_view, host_copy, to_device
+from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 REDUCTIONS = ("mean", "sum", "none")
 _ROW_BLOCKS = 65535  # rows are grid-strided beyond this many blocks
@@ -103,7 +104,7 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     rows = workspace.empty(max(N, 1), tc)
     bad = workspace.from_host(np.full(1, N, np.int64))
     if N:
-        kernel = _ce.kernel_for(block, precision, eps > 0, bool(return_grad))
+        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, eps > 0, bool(return_grad))
         launch(kernel, min(N, _ROW_BLOCKS), block.threads, workspace.stream, x, t,
                grad if grad is not None else x, rows, scale, bad, ignore, tc.type(eps))
     if not on_host:

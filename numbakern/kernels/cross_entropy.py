@@ -42,7 +42,6 @@ from numbakern.kernels.softmax_rows import compute_dtype, element_converters, on
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
-from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
 
@@ -64,7 +63,7 @@ def _broadcast_reduce(block, kit):
     return allreduce
 
 
-def build_kernel(block, dtype, smoothing: bool, gradient: bool):
+def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     """Kernel ``(x, target, g, loss, scale, bad, ignore, eps)`` over ``x`` (rows of
     logits, 2-D, any strides): ``loss[i]`` each row's loss times ``scale[0]`` in the
     compute dtype (``1 / rows counted`` makes their sum a mean) and, with
@@ -74,7 +73,7 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
     tc = compute_dtype(dtype)
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
     widen, narrow = element_converters(dtype)
-    pair = state_kit(ONLINE_SOFTMAX, (tc, tc))
+    pair = state_kit(pair_op, (tc, tc))
     total = state_kit(SUM, (tc,))
     reduce_pair = _broadcast_reduce(block, pair)
     reduce_sum = _broadcast_reduce(block, total)
@@ -145,10 +144,13 @@ def build_kernel(block, dtype, smoothing: bool, gradient: bool):
     return cross_entropy
 
 
-def kernel_for(block, dtype, smoothing: bool, gradient: bool):
-    """The compiled kernel (built once per block strategy, dtype, flags and device)."""
-    key = ("cross_entropy", block.key, str(dtype), smoothing, gradient, device_key())
-    return cached(key, lambda: build_kernel(block, dtype, smoothing, gradient))
+def kernel_for(block, pair_op, dtype, smoothing: bool, gradient: bool):
+    """The compiled kernel (built once per block strategy, dtype, flags and device);
+    ``pair_op``: the online ``(max, sum)`` op (``strategies/online_softmax.py``'s,
+    which the caller passes: kernels sit below the strategies)."""
+    key = ("cross_entropy", block.key, pair_op.name, str(dtype), smoothing, gradient,
+           device_key())
+    return cached(key, lambda: build_kernel(block, pair_op, dtype, smoothing, gradient))
 
 
 def count_kernel():

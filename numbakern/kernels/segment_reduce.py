@@ -19,10 +19,11 @@ Each thread folds the elements ``start + lane, start + lane + lanes, ...`` of it
 segment, ``UNROLL`` loads in flight, or for a non-commutative op a contiguous run, in
 order (``axis_reduce.thread_reducer``). (Reading whole 16-byte vectors inside each
 segment, its ends one by one, as the row kernel reads a row, was slower on an H200
-for segments of 64 and 1024 elements and no faster at 16384: bench/NOTES.md.) An element's state is the kit's
-``to_state(value, index)`` with ``index`` its position *within its segment* (argmax
-of a segment). An empty segment is the op's identity (the caller decides whether
-that is allowed). Every segment is one piece: the grid strategy only stores.
+for segments of 64 and 1024 elements and no faster at 16384: bench/NOTES.md.) An
+element's state is the kit's ``to_state(value, index)`` with ``index`` its position
+*within its segment* (argmax of a segment). An empty segment is the op's identity
+(the caller decides whether that is allowed). Every segment is one piece: the grid
+strategy only stores.
 
 What this does not do yet: split one long segment over several blocks (CUB's
 ``DeviceSegmentedReduce`` does not either; a single huge segment runs on one block).
