@@ -46,8 +46,9 @@ import numpy as np
 from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like, contiguous_copy,
-                                   honours_stream, kind_of, resolve_stream, user_array)
+from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like,
+                                   contiguous_copy, honours_stream, kind_of, resolve_stream,
+                                   user_array)
 from numbakern.core.deliver import check_out
 from numbakern.core.layout import axis_last_views
 from numbakern.kernels import softmax_rows
