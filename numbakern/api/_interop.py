@@ -105,16 +105,19 @@ def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:
 
 
 def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
-    """``dtype=`` bfloat16 (an ``ml_dtypes`` or torch dtype) asks for what a bfloat16
-    input gives anyway: dropped, so the kernels see no dtype they cannot hold."""
-    def is_bf16(d):
-        return d is not None and "bfloat16" in str(d)
+    """``dtype=`` as NumPy's: a torch dtype becomes its NumPy dtype, and bfloat16 (an
+    ``ml_dtypes`` or torch dtype) is dropped: it asks for what a bfloat16 input gives
+    anyway, and the kernels hold no bfloat16 accumulator."""
+    def numpy_dtype(d):
+        if d is None or "bfloat16" in str(d):
+            return None
+        return _numpy_dtype(d) if is_torch(d) else d
 
-    if is_bf16(kwargs.get("dtype")):
-        kwargs = {**kwargs, "dtype": None}
-    if "dtype" in names and names.index("dtype") < len(args) and \
-            is_bf16(args[names.index("dtype")]):
-        args = tuple(None if i == names.index("dtype") else a for i, a in enumerate(args))
+    if "dtype" in kwargs:
+        kwargs = {**kwargs, "dtype": numpy_dtype(kwargs["dtype"])}
+    if "dtype" in names and names.index("dtype") < len(args):
+        i = names.index("dtype")
+        args = (*args[:i], numpy_dtype(args[i]), *args[i + 1:])
     return args, kwargs
 
 

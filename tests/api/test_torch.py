@@ -413,3 +413,10 @@ def test_results_follow_the_first_argument_and_outs_come_back_as_themselves():
     out = np.empty(3, np.float32)
     assert nk.sum(torch.ones(3, 5), axis=1, out=out) is out
     np.testing.assert_array_equal(out, [5, 5, 5])
+
+
+def test_torch_dtypes_are_read_as_numpys():
+    x = torch.arange(10, dtype=torch.int32)
+    got = nk.sum(x, dtype=torch.float64)
+    assert got.dtype == torch.float64 and got.item() == 45
+    assert nk.cumsum(x, 0, torch.int16).dtype == torch.int16
