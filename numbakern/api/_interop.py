@@ -109,9 +109,12 @@ def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
     ``ml_dtypes`` or torch dtype) is dropped: it asks for what a bfloat16 input gives
     anyway, and the kernels hold no bfloat16 accumulator."""
     def numpy_dtype(d):
-        if d is None or "bfloat16" in str(d):
-            return None
-        return _numpy_dtype(d) if is_torch(d) else d
+        if d is None or "bfloat16" not in str(d):
+            return _numpy_dtype(d) if is_torch(d) else d
+        if not any("bfloat16" in str(getattr(a, "dtype", "")) for a in (*args, *kwargs.values())):
+            raise TypeError("dtype=bfloat16 is taken only where the input is bfloat16 (whose "
+                            "results it gives anyway); ask for float16, float32 or float64")
+        return None
 
     if "dtype" in kwargs:
         kwargs = {**kwargs, "dtype": numpy_dtype(kwargs["dtype"])}
@@ -264,8 +267,8 @@ class _Call:
         mine = self.outs.get(id(r))
         if mine is not None:
             return self._out_back(mine)
-        if self.native_bits is not None:
-            return self._from_bits(r)
+        if self.native_bits is not None and np.dtype(getattr(r, "dtype", "O")) == np.uint16:
+            return self._from_bits(r)  # bfloat16 bits (a dtype= result is itself)
         if self.bfloat16 is not None and not self.dtype_given:
             r = self._round_back(r)
         if self.tensor is None:

@@ -91,7 +91,7 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 @replayable
 @honours_stream
 def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-            layout="auto", fused=None, threads=None, out=None, stream=None):
+            layout="auto", fused=None, threads=None, out=None, stream=None, dtype=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
 
     Args:
@@ -114,30 +114,37 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
             fit), ``False`` loops over the row in tiles (any length), ``None``
             chooses.
         threads: threads per block (a multiple of 32); default chosen by row length.
-        out: an array of ``x``'s shape and dtype (``x`` itself works).
+        out: an array of ``x``'s shape and the result's dtype (``x`` itself works).
         stream: a Numba stream, a CuPy stream or a raw pointer.
+        dtype: the result's dtype (float16, float32 or float64), as
+            ``torch.softmax(x, dtype=)``: ``x`` is computed in it (float32 for
+            float16), so float16 logits can give float32 probabilities. Default:
+            ``x``'s dtype.
 
     Returns:
-        An array of ``x``'s shape and dtype; each row sums to 1 (to rounding).
+        An array of ``x``'s shape and dtype (or ``dtype``); each row sums to 1 (to
+        rounding).
         Rows holding NaN or +inf, and rows of nothing but -inf, are NaN throughout
         (PyTorch's results); logits of +-1000 give exact 1s and 0s.
 
     Raises:
-        TypeError: ``x`` not float16/bfloat16/32/64; a strategy of the wrong type.
+        TypeError: ``x`` not float16/bfloat16/32/64, or ``dtype`` not float16/32/64; a
+            strategy of the wrong type.
         ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
             strategy that has no warp form, ``fused=True`` for a row too long to
             hold, a bad ``out``.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
-                    fused, threads, out, stream)
+                    fused, threads, out, stream, dtype)
 
 
 @dispatch
 @replayable
 @honours_stream
 def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-                layout="auto", fused=None, threads=None, out=None, stream=None):
+                layout="auto", fused=None, threads=None, out=None, stream=None,
+                dtype=None):
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, as ``torch.log_softmax``.
 
     Same arguments, results and errors as :func:`softmax`. ``x - max`` is taken
@@ -145,7 +152,7 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
     1e7 give the exact differences); ``log(sum)`` is subtracted last.
     """
     return _forward("log_softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
-                    fused, threads, out, stream)
+                    fused, threads, out, stream, dtype)
 
 
 @dispatch
@@ -257,10 +264,12 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
 
 
 def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
-          max_spec, sum_spec) -> RowPlan:
+          max_spec, sum_spec, result: str = "") -> RowPlan:
     """Choose the kernel for rows of ``n`` elements of ``dtype`` (a NumPy dtype, or the
-    name ``"bfloat16"``); all errors about arguments here."""
+    name ``"bfloat16"``) giving ``result`` (a dtype's name; "": ``dtype``); all errors
+    about arguments here."""
     dtype = dtype if dtype == "bfloat16" else np.dtype(dtype).name
+    out = result if result and result != dtype else ""
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
         raise TypeError(f"fused must be None, True or False, got {fused!r}")
     backward = kind in softmax_rows.BACKWARD
@@ -270,16 +279,16 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     threads = _threads(threads, specs)
 
     layout = _layout(layout, specs,
-                     lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,)))
+                     lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,), out))
     if layout == "warp":
         threads = threads or _WARP_THREADS
     chosen = None if fused is False else _fused_plan(
-        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES)
+        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out)
     if fused and chosen is None:
         raise ValueError(f"fused=True: a row of {n} {dtype} elements does not fit in the "
                          f"registers of one {layout}; use fused=None or False")
     per_thread = chosen.per_thread if chosen else 0
-    threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype))
+    threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out))
     if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
         online = not per_thread and specs["max_strategy"] is None
         normalizer = "online" if online else "max_then_sum"
@@ -288,16 +297,16 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         max_block = None
     pair_op = ONLINE_SOFTMAX if normalizer == "online" else None
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
-                   dtype, pair_op=pair_op)
+                   dtype, pair_op=pair_op, out=out)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
 
 
-def _tiled_threads(kind: str, dtype: str) -> int:
+def _tiled_threads(kind: str, dtype: str, out: str = "") -> int:
     """The largest of :data:`_TILED_THREADS` whose tiled kernel's registers fit."""
     return next(t for t in _TILED_THREADS
-                if RowPlan(kind, None, "block", t, 0, None, None, dtype).fits)
+                if RowPlan(kind, None, "block", t, 0, None, None, dtype, out=out).fits)
 
 
 def _normalizer(normalizer, backward: bool, max_spec):
@@ -344,7 +353,7 @@ def _layout(layout, specs: dict, warp_fused) -> str:
     return layout
 
 
-def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple):
+def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out: str = ""):
     """A fused plan for rows of ``n``, or None if no offered block size can hold one.
 
     For each block size offered, the fewest elements per thread (a compiled size) that
@@ -355,7 +364,7 @@ def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple):
     for threads in offered:
         group = softmax_rows.WARP if layout == "warp" else threads
         for k in _PER_THREAD:
-            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype)
+            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype, out=out)
             if k * group >= n and plan.fits:
                 plans.append(plan)
                 break
@@ -381,8 +390,10 @@ def _launch(plan: RowPlan, views: list, stream) -> None:
     launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views)
 
 
-def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream):
-    """Validate, plan, lay out, launch; returns the result in the inputs' kind."""
+def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream,
+         result_dtype=None):
+    """Validate, plan, lay out, launch; returns the result in the inputs' kind (of
+    ``result_dtype``, default the inputs' dtype)."""
     described = [_describe(a, name) for a, name in zip(inputs, names)]
     _, akind, shape, dtype, precision = described[0]
     for (_, k, s, _, p), name in zip(described[1:], names[1:]):
@@ -390,7 +401,10 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
             raise ValueError(f"{name} must match {names[0]} in kind, shape and dtype: "
                              f"{(k, s, p)} vs {(akind, shape, precision)}")
     axis = _axis(axis, len(shape))
-    plan = _planned(kind, shape[axis], precision, *plan_args)
+    if result_dtype is not None:
+        dtype = np.dtype(_result_dtype(result_dtype))
+        precision = dtype.name if precision != dtype.name else precision
+    plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision)
     out = bits_like(out, precision, "out", kind)
     check_out(out, shape, dtype, akind, kind, exact=True)
     workspace = Workspace(akind, resolve_stream(stream, akind))
@@ -415,9 +429,20 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
 
 
 def _forward(kind, x, axis, max_strategy, sum_strategy, normalizer, layout, fused, threads,
-             out, stream):
+             out, stream, dtype=None):
     args = (normalizer, layout, fused, threads, max_strategy, sum_strategy)
-    return _run(kind, [x], ["x"], axis, args, out, stream)
+    return _run(kind, [x], ["x"], axis, args, out, stream, dtype)
+
+
+def _result_dtype(dtype) -> np.dtype:
+    """``dtype=`` checked: float16, float32 or float64 (``TypeError`` otherwise)."""
+    try:
+        result = np.dtype(dtype)
+    except TypeError:
+        result = None
+    if result not in FLOATS:
+        raise TypeError(f"dtype must be float16, float32 or float64, got {dtype!r}")
+    return result
 
 
 def _backward(kind, y, dy, axis, sum_strategy, layout, fused, threads, out, stream):

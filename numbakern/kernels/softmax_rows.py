@@ -107,9 +107,11 @@ class RowPlan:
         max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
         sum_block: the block strategy of the sum, or of the online pair.
         pair_op: the online normalizer's ``(max, sum)`` op (``"online"``), else None.
-        dtype: the input and output dtype (its name).
+        dtype: the input dtype (its name).
         vector: elements per 16-byte vector load and store (rows that allow them:
             :func:`vector_width`), or 0 for scalar loads.
+        out: the result dtype's name when it is not the input's (``dtype=``); the
+            input is then computed in it, as ``torch.softmax(x, dtype=)`` casts first.
     """
 
     kind: str
@@ -122,6 +124,17 @@ class RowPlan:
     dtype: str
     vector: int = 0
     pair_op: object = None
+    out: str = ""
+
+    @property
+    def result(self) -> str:
+        """The result dtype's name."""
+        return self.out or self.dtype
+
+    @property
+    def compute(self) -> str:
+        """The dtype computed in (float32 for the halves)."""
+        return compute_dtype(self.result).name
 
     @property
     def group(self) -> int:
@@ -139,7 +152,7 @@ class RowPlan:
     @property
     def words(self) -> int:
         """32-bit registers per element held: values per element times their width."""
-        return ((2 if self.dtype == "float64" else 1)
+        return ((2 if self.compute == "float64" else 1)
                 * (2 if self.kind in BACKWARD else 1))
 
     @property
@@ -152,8 +165,9 @@ class RowPlan:
         :data:`VECTORS` vectors (float64 forward: 102-116 with ptxas 13.0).
         """
         if not self.fused:
-            return (120 if self.vector else 96) if self.dtype == "float64" else 64
-        base = 32 + {"float64": 16, "float16": 8, "bfloat16": 8}.get(self.dtype, 0)
+            return (120 if self.vector else 96) if self.compute == "float64" else 64
+        halves = {self.dtype, self.result} & {"float16", "bfloat16"}
+        base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
         base += 8 if self.kind in BACKWARD else 0
         return base + 3 * self.per_thread * self.words
 
@@ -173,7 +187,7 @@ class RowPlan:
     def key(self) -> tuple:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
-                self.per_thread, blocks, self.dtype, self.vector)
+                self.per_thread, blocks, self.dtype, self.vector, self.out)
 
 
 def kernel_for(plan: RowPlan):
@@ -186,7 +200,7 @@ def kernel_for(plan: RowPlan):
 
 
 def _kit(plan: RowPlan, op):
-    tc = compute_dtype(plan.dtype)
+    tc = np.dtype(plan.compute)
     return state_kit(op, (tc,) * op.fields)
 
 
@@ -233,25 +247,36 @@ def _slots(plan: RowPlan, block, op) -> tuple[int, int]:
     return slots, (slots if op.fields == 2 else 1)
 
 
-def element_converters(dtype) -> tuple:
+def element_converters(dtype, compute=None) -> tuple:
     """``(widen, narrow)`` for elements of ``dtype`` (a NumPy dtype or ``"bfloat16"``):
-    ``widen(element)`` a stored element as the compute dtype, ``narrow(value)`` a
-    computed value as a stored element (casts; bfloat16's bits widened and rounded)."""
-    if dtype == "bfloat16":
+    ``widen(element)`` a stored element as ``compute`` (default: ``dtype``'s compute
+    dtype), ``narrow(value)`` a computed value as a stored element (casts; bfloat16's
+    bits widened and rounded)."""
+    compute = np.dtype(compute or compute_dtype(dtype))
+    to = from_dtype(compute)
+    if dtype != "bfloat16":
+        return to, from_dtype(np.dtype(dtype))
+    if compute == np.float32:
         return bfloat16.widen, bfloat16.narrow
-    return from_dtype(compute_dtype(dtype)), from_dtype(np.dtype(dtype))
+    bits = bfloat16.widen
+
+    @cuda.jit(device=True)
+    def widen(b):
+        return to(bits(b))
+
+    return widen, bfloat16.narrow
 
 
 def _numba_types(plan: RowPlan):
     """``(compute type, narrow, compute scalar)``: ``narrow(v)`` turns a computed value
-    into a stored element (a cast, or bfloat16's rounding to its bits)."""
-    tc = compute_dtype(plan.dtype)
-    return from_dtype(tc), element_converters(plan.dtype)[1], tc.type
+    into a result element (a cast, or bfloat16's rounding to its bits)."""
+    tc = np.dtype(plan.compute)
+    return from_dtype(tc), element_converters(plan.result)[1], tc.type
 
 
 def _widener(plan: RowPlan):
-    """``widen(element)``: a stored element as the compute type."""
-    return element_converters(plan.dtype)[0]
+    """``widen(element)``: an input element as the compute type."""
+    return element_converters(plan.dtype, plan.compute)[0]
 
 
 def _jit_kernel(plan: RowPlan):
@@ -723,8 +748,8 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     scalar accesses. ``n``: the row length.
     """
     dtype = storage_dtype(plan.dtype)
-    if plan.dtype != "bfloat16" and dtype.kind != "f":
-        return 0
+    if plan.result != plan.dtype or (plan.dtype != "bfloat16" and dtype.kind != "f"):
+        return 0  # (a result of another width than the input: scalar loads and stores)
     if any(v.strides[2] != dtype.itemsize for v in views):
         return 0
     width = vector_lanes(dtype)
@@ -887,7 +912,7 @@ def _tile_loader(plan: RowPlan, vectors: int, fill):
 
 
 def _online_folder(plan: RowPlan, length: int):
-    return online_folder(compute_dtype(plan.dtype), length)
+    return online_folder(np.dtype(plan.compute), length)
 
 
 @functools.lru_cache(maxsize=None)

@@ -786,3 +786,34 @@ def test_bfloat16_narrowing_rounds_to_nearest_even():
     assert np.isnan(got[nan].view(mld.bfloat16).astype(np.float32)).all()
     widened = np.array([bfloat16.widen(b) for b in expected[~nan]], dtype=np.float32)
     np.testing.assert_array_equal(widened, expected[~nan].view(mld.bfloat16).astype(np.float32))
+
+
+# --- dtype=: the result's dtype, computed in it ---------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(fused=False), dict(layout="warp"),
+                                dict(fused=False, normalizer="max_then_sum")],
+                         ids=["auto", "tiled", "warp", "tiled-max"])
+@pytest.mark.parametrize("source, result", [(np.float16, np.float32),
+                                            (np.float32, np.float64),
+                                            (np.float64, np.float32)])
+def test_dtype_gives_the_result_dtype_computed_in_it(source, result, kw):
+    """As torch.softmax(x, dtype=): x is cast to dtype first (float16 computed in
+    float32), so the result carries dtype's precision, not x's."""
+    x = logits((3, 100), source, seed=9)
+    wide = x.astype(result).astype(np.float64)  # x as dtype sees it
+    for kind, fn in FORWARD.items():
+        got = fn(x, dtype=result, **kw)
+        assert got.dtype == result
+        tol = (TOL if kind == "softmax" else LOG_TOL)[result]
+        np.testing.assert_allclose(got.astype(np.float64), REF[kind](wide), **tol)
+
+
+def test_dtype_and_out_must_agree_and_dtype_must_be_a_float():
+    x = logits((2, 40), np.float16)
+    out = np.empty((2, 40), np.float32)
+    assert nk.softmax(x, dtype=np.float32, out=out) is out
+    with pytest.raises(nk.OutDtypeError, match="result's dtype float32"):
+        nk.softmax(x, dtype=np.float32, out=np.empty((2, 40), np.float16))
+    with pytest.raises(TypeError, match="dtype must be float16, float32 or float64"):
+        nk.softmax(x, dtype=np.int32)

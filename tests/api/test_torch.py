@@ -420,3 +420,12 @@ def test_torch_dtypes_are_read_as_numpys():
     got = nk.sum(x, dtype=torch.float64)
     assert got.dtype == torch.float64 and got.item() == 45
     assert nk.cumsum(x, 0, torch.int16).dtype == torch.int16
+
+
+def test_softmax_dtype_as_torch_and_bfloat16_only_for_bfloat16_input():
+    x = torch.randn(3, 40).to(torch.bfloat16)
+    got = nk.softmax(x, dtype=torch.float32)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, torch.softmax(x, -1, dtype=torch.float32))
+    with pytest.raises(TypeError, match="dtype=bfloat16 is taken only where the input"):
+        nk.softmax(torch.randn(3, 4), dtype=torch.bfloat16)
