@@ -246,6 +246,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
 
 
 @dispatch
+@replayable
 @honours_stream
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
          lanes=None):
