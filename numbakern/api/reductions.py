@@ -237,9 +237,14 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
         numbakern.sum(np.array([3, 1, 4, 1, 5]))   # 14, an int64
 
     Raises:
-        TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64.
+        TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64 (or
+            bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
+            number; ``keepdims`` not a bool; a ``stream`` that is none of the kinds
+            above.
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
-            ``out``; :class:`~numbakern.AxisError` for a bad ``axis``.
+            ``out`` (:class:`~numbakern.OutDtypeError` for its dtype); ``initial``
+            out of the accumulator dtype's range; ``lanes`` other than None, 32 or the
+            strategy's threads; :class:`~numbakern.AxisError` for a bad ``axis``.
     """
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
                 initial=initial)
