@@ -49,6 +49,7 @@ threaded scheduler works, one chunk at a time per process.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import math
@@ -89,7 +90,7 @@ def _check_dask(x, name: str):
     if not isinstance(x, da.Array):
         raise TypeError(f"numbakern.{name}: expected a dask.array.Array, got "
                         f"{type(x).__name__}")
-    if any(math.isnan(c) for cs in x.chunks for c in cs):
+    if builtins.any(math.isnan(c) for cs in x.chunks for c in cs):  # any: this module's
         raise ValueError(f"numbakern.{name}: the Dask array has unknown chunk sizes; call "
                          "x.compute_chunk_sizes() first")
     return x
@@ -133,7 +134,10 @@ def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, pa
 
 
 def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, strategy,
-               lanes, out):
+               lanes, out, partials: _ops.Op | None = None):
+    """``op`` over each chunk, then ``partials`` (default ``op``) over the partial
+    results: the op without its element map where the map must see elements only
+    (``count_nonzero``'s counts are summed, not counted again)."""
     _check_dask(x, name)
     _refuse_out(out, name)
     keepdims = check_flag(keepdims, "keepdims")
@@ -145,12 +149,14 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     if not op.commutative and len(axes) > 1:
         x = x.rechunk({a: -1 for a in axes[1:]})
     acc = _ops.accumulator_dtype(result)
-    ref = _op_ref(op)
+    ref, meet = _op_ref(op), _op_ref(partials or op)
     chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
-    aggregate = functools.partial(_reduce_chunk, ref=ref, acc=result, strategy=strategy,
+    combine = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,
+                                lanes=lanes)
+    aggregate = functools.partial(_reduce_chunk, ref=meet, acc=result, strategy=strategy,
                                   lanes=lanes, partial=False)
     ndim = len(result_shape(x.shape, axes, keepdims))
-    return da.reduction(x, chunk, aggregate, combine=chunk, axis=axes,
+    return da.reduction(x, chunk, aggregate, combine=combine, axis=axes,
                         keepdims=keepdims, dtype=result, split_every=split_every,
                         meta=_meta(x, ndim, result), concatenate=True)
 
@@ -216,6 +222,43 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *, split_ever
                         "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
     return _reduction(x, op, "reduce", axis, dtype, keepdims, split_every, strategy, lanes,
                       out)
+
+
+def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nansum` of a Dask array (each chunk skips its NaN; the
+    partial sums add as a sum does)."""
+    return _reduction(x, _ops.NANSUM, "nansum", axis, dtype, keepdims, split_every,
+                      strategy, lanes, out, partials=_ops.SUM)
+
+
+def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
+            strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanprod` of a Dask array."""
+    return _reduction(x, _ops.NANPROD, "nanprod", axis, dtype, keepdims, split_every,
+                      strategy, lanes, out, partials=_ops.PROD)
+
+
+def any(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.any` of a Dask array."""
+    return _reduction(x, _ops.ANY, "any", axis, None, keepdims, split_every, strategy,
+                      lanes, out)
+
+
+def all(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.all` of a Dask array."""
+    return _reduction(x, _ops.ALL, "all", axis, None, keepdims, split_every, strategy,
+                      lanes, out)
+
+
+def count_nonzero(x, axis=None, *, keepdims=False, split_every=None, strategy=None,
+                  lanes=None, stream=None):
+    """Lazy :func:`numbakern.count_nonzero` of a Dask array: each chunk's count, the
+    counts summed (a 0-d Dask array for ``axis=None``, where NumPy gives an int)."""
+    return _reduction(x, _ops.COUNT_NONZERO, "count_nonzero", axis, None, keepdims,
+                      split_every, strategy, lanes, None, partials=_ops.SUM)
 
 
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
@@ -734,7 +777,8 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     return _summed_counts(x, bins, None, strategy)
 
 
-__all__ = ["argmax", "argmin", "associative_scan", "bincount", "bitwise_and_sum",
-           "bitwise_or_sum", "cumprod", "cumsum", "histogram", "log_softmax", "max",
-           "max_with_indices", "mean", "min", "min_with_indices", "prod", "reduce", "softmax",
-           "sum", "xor_sum"]
+__all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
+           "bitwise_and_sum", "bitwise_or_sum", "count_nonzero", "cumprod", "cumsum",
+           "histogram", "log_softmax", "max", "max_with_indices", "mean", "min",
+           "min_with_indices", "nanprod", "nansum", "prod", "reduce", "softmax", "sum",
+           "xor_sum"]

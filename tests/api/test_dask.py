@@ -64,6 +64,24 @@ def test_sum_every_axis_form(axis, keepdims, split_every):
     _check(lazy, ref.astype(np.float32), like=da.sum(x, axis=axis, keepdims=keepdims))
 
 
+@pytest.mark.parametrize("fn,ref,exact", [(nk.nansum, np.nansum, False),
+                                          (nk.nanprod, np.nanprod, False),
+                                          (nk.any, np.any, True), (nk.all, np.all, True),
+                                          (nk.count_nonzero, np.count_nonzero, True)])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nan_and_logic_reductions(fn, ref, exact, axis):
+    """Each chunk's op maps its elements (NaN skipped, x != 0); the partials then meet
+    without the map (counts are summed, never counted again)."""
+    a = np.random.default_rng(2).standard_normal((37, 70)).astype(np.float32)
+    a[a > 1.2] = np.nan
+    a[:, 5] = 0.0
+    a[3] = np.nan  # an all-NaN row
+    x = da.from_array(a, chunks=CHUNKS)
+    expected = np.asarray(ref(a.astype(np.float64) if not exact else a, axis=axis))
+    expected = expected.astype(np.asarray(ref(a, axis=axis)).dtype)
+    _check(fn(x, axis=axis, split_every=2), expected, exact=exact, rtol=1e-4)
+
+
 @pytest.mark.parametrize("fn,ref", [(nk.sum, np.sum), (nk.prod, np.prod),
                                     (nk.max, np.max), (nk.min, np.min),
                                     (nk.xor_sum, np.bitwise_xor.reduce),
