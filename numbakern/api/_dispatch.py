@@ -51,5 +51,6 @@ def _to_dask(name: str, x, args, kwargs):
     lazy = getattr(_dask, name, None)
     if lazy is None or name not in _dask.__all__:
         raise TypeError(f"numbakern.{name} does not take Dask arrays; it takes NumPy, "
-                        f"CuPy and CUDA arrays (Dask arrays: {', '.join(_dask.__all__)})")
+                        f"CuPy and CUDA arrays and torch tensors (Dask arrays: "
+                        f"{', '.join(_dask.__all__)})")
     return lazy(x, *args, **kwargs)
