@@ -268,6 +268,48 @@ def _peer(cupy_fn: Callable | None, torch_fn: Callable | None) -> dict:
     return peers
 
 
+def _class_targets(shape) -> np.ndarray:
+    """Targets for a cross-entropy of rows of ``shape`` (1-D: one row): spread over
+    the classes, the same for numbakern, the reference and the peers."""
+    rows, classes = (1, shape[0]) if len(shape) == 1 else shape
+    return (np.arange(rows, dtype=np.int64) * 7919) % max(classes, 1)
+
+
+def _rows(x):
+    return x.reshape(1, -1) if x.ndim == 1 else x
+
+
+def _cross_entropy(x, **kw):
+    """The mean cross-entropy of ``x``'s rows against :func:`_class_targets`."""
+    rows = _rows(np.asarray(x))
+    t = _class_targets(rows.shape)
+    wide = rows.astype(np.float64)
+    m = wide.max(axis=1)
+    lse = m + np.log(np.exp(wide - m[:, None]).sum(axis=1))
+    return np.asarray((lse - wide[np.arange(len(t)), t]).mean(), dtype=np.asarray(x).dtype)
+
+
+@dataclass(frozen=True)
+class CrossEntropy(Operation):
+    """``numbakern.cross_entropy`` of the input's rows against fixed class targets
+    (it takes a second array, which the other operations do not)."""
+
+    def call(self, x, variant: Variant, kw: dict):
+        rows = _rows(x)
+        return numbakern.cross_entropy(rows, _class_targets(rows.shape), **variant.kwargs)
+
+
+def _torch_cross_entropy(t, x, **kw):
+    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    target = t.as_tensor(_class_targets(tuple(rows.shape)), device=rows.device)
+    return t.nn.functional.cross_entropy(rows, target)
+
+
+def block_variants() -> list[Variant]:
+    """Every block strategy, for the row kernels that take one (``strategy=``)."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.available("block")]
+
+
 OPERATIONS: dict[str, Operation] = {
     o.name: o
     for o in [
@@ -341,6 +383,8 @@ OPERATIONS: dict[str, Operation] = {
         Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
                   peers=_peer(lambda cp, x, **k: cp.bincount(x),
                               lambda t, x, **k: t.bincount(x)), one_d=True),
+        CrossEntropy("cross_entropy", _cross_entropy, allclose, block_variants, kinds="f",
+                     peers={"torch": _torch_cross_entropy}, simulator_shape=(64, 100)),
     ]
 }
 

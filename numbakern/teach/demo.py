@@ -104,6 +104,7 @@ CASES = [
     Case("cumsum", "LM logits 8192 x 50257, rows", _logits_scan, {"axis": -1}, sample=64),
     Case("sum", "LM logits 8192 x 50257, all", _logits),
     Case("max", "LM logits 8192 x 50257, all", _logits),
+    Case("cross_entropy", "LM logits 8192 x 50257, mean loss", _logits_scan),
 ]
 
 

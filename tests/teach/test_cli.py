@@ -332,3 +332,13 @@ def test_bench_plot(tmp_path):
     done = subprocess.run([sys.executable, str(plot), str(empty)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2 and "no benchmark" in done.stderr
+
+
+@simulator_only
+def test_compare_cross_entropy_checks_every_block_strategy():
+    from numbakern.strategies import available
+
+    result = invoke("compare", "cross_entropy", "-n", "4x40", "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert result.output.count(" ok ") == len(available("block"))
+    assert "WRONG" not in result.output
