@@ -666,8 +666,19 @@ def _normalise(x, m, s, *, kind, acc):
     return out.astype(x.dtype)
 
 
+def _as_dtype(x, dtype):
+    """``x`` cast lazily to ``dtype=`` (checked as :func:`numbakern.softmax` checks it),
+    as ``torch.softmax(x, dtype=)`` casts before computing; ``x`` itself for None."""
+    if dtype is None:
+        return x
+    from numbakern.api.softmax import _result_dtype
+
+    _check_dask(x, "softmax")
+    return x.astype(_result_dtype(dtype))
+
+
 def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-            layout="auto", fused=None, threads=None, out=None, stream=None):
+            layout="auto", fused=None, threads=None, out=None, stream=None, dtype=None):
     """Lazy :func:`numbakern.softmax` of a Dask array along ``axis``.
 
     Rows held in one chunk (``axis`` not chunked): numbakern's row kernel per chunk,
@@ -677,18 +688,21 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
     ``exp(x - max) / sum`` as a Dask elementwise map (computed in float32 for
     float16). Rows holding NaN or +inf, and rows of nothing but -inf, are NaN.
 
+    ``dtype=``: each chunk cast to it first (as ``torch.softmax``), then as above.
+
     Raises: as :func:`numbakern.softmax`; ``TypeError`` for ``out=``.
     """
-    return _softmax(x, "softmax", axis, dict(
+    return _softmax(_as_dtype(x, dtype), "softmax", axis, dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))
 
 
 def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-                layout="auto", fused=None, threads=None, out=None, stream=None):
+                layout="auto", fused=None, threads=None, out=None, stream=None,
+                dtype=None):
     """Lazy :func:`numbakern.log_softmax` of a Dask array: as :func:`softmax`, the map
     ``(x - max) - log(sum)``."""
-    return _softmax(x, "log_softmax", axis, dict(
+    return _softmax(_as_dtype(x, dtype), "log_softmax", axis, dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))
 

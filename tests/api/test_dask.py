@@ -368,3 +368,14 @@ def test_dask_is_imported_only_when_a_dask_array_is_passed():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("chunks", [((5,), (70,)), ((5,), (32, 38))], ids=["rows", "split"])
+def test_softmax_dtype_casts_first_as_torch(chunks):
+    a = np.random.default_rng(4).standard_normal((5, 70)).astype(np.float16)
+    x = da.from_array(a, chunks=chunks)
+    for fn, log in ((nk.softmax, False), (nk.log_softmax, True)):
+        expected = _softmax_ref(a.astype(np.float64), 1, log=log)
+        _check(fn(x, axis=1, dtype=np.float64), expected, rtol=1e-12)
+    with pytest.raises(TypeError, match="dtype must be float16, float32 or float64"):
+        nk.softmax(x, dtype=np.int8)
