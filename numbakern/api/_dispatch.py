@@ -37,6 +37,10 @@ def dispatch(fn):
     def call(x, *args, **kwargs):
         if is_dask(x):
             return _to_dask(name, x, args, kwargs)
+        if any(is_dask(a) for a in args) or any(is_dask(v) for v in kwargs.values()):
+            raise TypeError(f"numbakern.{name}: a Dask array is taken as the first "
+                            f"argument only (the others would be computed on the host "
+                            f"whole); pass x as a Dask array, or compute the others first")
         if is_foreign(x) or any(is_foreign(a) for a in args) or \
                 any(is_foreign(v) for v in kwargs.values()):
             return foreign_call(fn, names, (x, *args), kwargs)

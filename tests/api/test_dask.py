@@ -379,3 +379,14 @@ def test_softmax_dtype_casts_first_as_torch(chunks):
         _check(fn(x, axis=1, dtype=np.float64), expected, rtol=1e-12)
     with pytest.raises(TypeError, match="dtype must be float16, float32 or float64"):
         nk.softmax(x, dtype=np.int8)
+
+
+def test_a_dask_array_in_a_later_argument_is_refused():
+    """Only the first argument routes to the Dask forms; a Dask array elsewhere would
+    be computed whole on the host by NumPy's conversion."""
+    offsets = da.from_array(np.array([0, 2, 4]), chunks=2)
+    with pytest.raises(TypeError, match="segmented_reduce: a Dask array is taken as the "
+                                        "first argument only"):
+        nk.segmented_reduce(np.arange(4.0), offsets)
+    with pytest.raises(TypeError, match="softmax_backward: a Dask array"):
+        nk.softmax_backward(np.ones((2, 3)), dy=da.ones((2, 3), chunks=1))
