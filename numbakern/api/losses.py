@@ -10,9 +10,8 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
-from numbakern.api.softmax import _describe, bits_like
-from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
-                                   resolve_stream, user_array)
+from numbakern.api.softmax import _deliver, _describe, bits_like
+from numbakern.core.arrays import Workspace, honours_stream, kind_of, resolve_stream
 from numbakern.core.deliver import check_out
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import cast_into, grid_for
@@ -89,17 +88,16 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
         raise TypeError(f"ignore_index must be an int, got {ignore_index!r}")
     ignore = int(ignore_index)
     tv, on_host = _target(target, N, C, ignore)
-    if grad_out is not None:
-        if not return_grad:
-            raise ValueError("grad_out is written only with return_grad=True")
-        out = bits_like(grad_out, precision, "grad_out", "cross_entropy")
-        check_out(out, shape, dtype, kind, "cross_entropy", exact=True)
+    if grad_out is not None and not return_grad:
+        raise ValueError("grad_out is written only with return_grad=True")
+    out = bits_like(grad_out, precision, "grad_out", "cross_entropy")  # None: allocated
+    check_out(out, shape, dtype, kind, "cross_entropy", exact=True)
     block = _strategies.resolve("block", strategy)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     tc = compute_dtype(precision)
     x = to_device(view, workspace.stream) if kind == "numpy" else device_view(view)
     t = tv if not on_host else workspace.from_host(tv.astype(np.int64))
-    grad = _grad_array(workspace, grad_out, x, logits, shape, dtype, kind, return_grad)
+    grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad)
     scale = _scale(workspace, t, ignore, tc, reduction, N)
     rows = workspace.empty(max(N, 1), tc)
     bad = workspace.from_host(np.full(1, N, np.int64))
@@ -112,7 +110,7 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     loss = _loss(workspace, rows, N, tc, dtype, precision, reduction)
     if not return_grad:
         return loss
-    return loss, _deliver_grad(workspace, grad, grad_out, kind)
+    return loss, _deliver(grad, kind, out, workspace)
 
 
 def _smoothing(value) -> float:
@@ -163,14 +161,13 @@ def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N
     return scale
 
 
-def _grad_array(workspace, grad_out, x, logits, shape, dtype, kind, wanted: bool):
-    """The device array the gradient goes to (``grad_out``'s, ``x`` itself when it is
+def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool):
+    """The device array the gradient goes to (``out``'s, ``x`` itself when it is
     ``logits``), or None."""
     if not wanted:
         return None
-    if grad_out is None:
+    if out is None:
         return workspace.empty(shape, dtype)
-    out = grad_out.bits if isinstance(grad_out, BFloat16Bits) else grad_out
     if kind == "numpy":
         return x if out is logits else workspace.empty(shape, dtype)
     return device_view(out)
@@ -181,7 +178,7 @@ def _loss(workspace, rows, N: int, tc, dtype, precision: str, reduction: str):
     if reduction == "none":
         values = workspace.empty(N, dtype)
         _narrow(rows, values, precision, workspace, N)
-        return _deliver_rows(workspace, values, N)
+        return _deliver(values, workspace.kind, None, workspace)
     if N:
         kit = state_kit(_ops.SUM, (tc,))
         grid = _strategies.resolve("reduce", None)
@@ -201,26 +198,6 @@ def _narrow(src, dst, precision: str, workspace, n: int) -> None:
         bfloat16.narrow_into(src, dst, workspace.stream)
     else:
         cast_into(src, dst, workspace.stream)
-
-
-def _deliver_rows(workspace, values, N: int):
-    if workspace.kind == "numpy":
-        host = host_copy(values, workspace.stream)
-        workspace.stream.synchronize()
-        return host.reshape(N)
-    return user_array(values)
-
-
-def _deliver_grad(workspace, grad, grad_out, kind: str):
-    out = grad_out.bits if isinstance(grad_out, BFloat16Bits) else grad_out
-    if kind == "numpy":
-        host = host_copy(grad, workspace.stream)
-        workspace.stream.synchronize()
-        if out is None:
-            return host.reshape(grad.shape)
-        out[...] = host
-        return out
-    return out if out is not None else user_array(grad)
 
 
 __all__ = ["cross_entropy"]

@@ -305,6 +305,18 @@ def _split(outputs32: bool):
     return split
 
 
+def group_reducer(block, kit, lanes: int):
+    """``(group_reduce, slots0, slots1)``: the reduce of a group of ``lanes`` threads
+    (the block strategy's reduce for the whole block, its warp form for one warp) and
+    the shared-memory slots of its two temp arrays (1 where unused)."""
+    if lanes == block.threads:
+        group_reduce, slots = block.build_reduce(kit), block.temp_slots()
+    else:
+        group_reduce, slots = warp_reducer(block, kit)
+    slots0 = max(1, slots)
+    return group_reduce, slots0, slots0 if kit.fields == 2 else 1
+
+
 def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32: bool,
                      outputs32: bool, vector=None):
     """Row kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1)``.
@@ -316,14 +328,9 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
     so the row's division by ``K1`` runs in 32 bits (see :func:`_split`).
     """
     threads = block.threads
-    if lanes == threads:
-        group_reduce, slots = block.build_reduce(kit), block.temp_slots()
-    else:
-        group_reduce, slots = warp_reducer(block, kit)
+    group_reduce, slots0, slots1 = group_reducer(block, kit, lanes)
     per_block = threads // lanes
     barrier = lanes == threads  # the block's temp storage is reused by the next row
-    slots0 = max(1, slots)
-    slots1 = slots0 if kit.fields == 2 else 1
     t0, t1 = kit.temp_dtypes
     if vector:
         thread_reduce = vector_row_reducer(kit, load, vector[1], vector[0])

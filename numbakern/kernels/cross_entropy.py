@@ -38,29 +38,13 @@ import math
 
 from numba import cuda, from_dtype, int64
 
-from numbakern.kernels.softmax_rows import compute_dtype, element_converters, online_folder
+from numbakern.kernels.softmax_rows import (block_allreduce, compute_dtype, element_converters,
+                                            online_folder)
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
 
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
-
-
-def _broadcast_reduce(block, kit):
-    """Device function ``allreduce(s, t0, t1, b0, b1) -> state`` valid in every thread
-    of the block: the block strategy's reduce, then thread 0's result through the
-    one-slot arrays ``b0``/``b1`` (one barrier)."""
-    block_reduce, store, load = block.build_reduce(kit), kit.store, kit.load
-
-    @cuda.jit(device=True)
-    def allreduce(s, t0, t1, b0, b1):
-        s = block_reduce(s, t0, t1)
-        if cuda.threadIdx.x == 0:
-            store(b0, b1, 0, s)
-        cuda.syncthreads()
-        return load(b0, b1, 0)
-
-    return allreduce
 
 
 def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
@@ -75,8 +59,8 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     widen, narrow = element_converters(dtype)
     pair = state_kit(pair_op, (tc, tc))
     total = state_kit(SUM, (tc,))
-    reduce_pair = _broadcast_reduce(block, pair)
-    reduce_sum = _broadcast_reduce(block, total)
+    reduce_pair = block_allreduce(block, pair)
+    reduce_sum = block_allreduce(block, total)
     slots = max(1, block.temp_slots())
     fold = online_folder(tc, TILE)
     threads, NEG = block.threads, tc.type(-math.inf)

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, int64
 
-from numbakern.kernels.axis_reduce import (UNROLL, build_scatter_kernel, thread_reducer,
-                                           warp_reducer)
+from numbakern.kernels.axis_reduce import (UNROLL, build_scatter_kernel, group_reducer,
+                                           thread_reducer)
 from numbakern.kernels.elementwise import THREADS, grid_for
 from numbakern.kernels.emits import Emit, emit_partial
 from numbakern.runtime.cache import cached, device_key
@@ -72,14 +72,9 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
     none), the first empty one in ``bad[1]``, for the caller to raise after.
     """
     threads = block.threads
-    if lanes == threads:
-        group_reduce, slots = block.build_reduce(kit), block.temp_slots()
-    else:
-        group_reduce, slots = warp_reducer(block, kit)
+    group_reduce, slots0, slots1 = group_reducer(block, kit, lanes)
     per_block = threads // lanes
     barrier = lanes == threads  # the block's temp storage is reused by the next segment
-    slots0 = max(1, slots)
-    slots1 = slots0 if kit.fields == 2 else 1
     t0, t1 = kit.temp_dtypes
     thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32)
 

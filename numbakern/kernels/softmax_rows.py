@@ -220,6 +220,13 @@ def _allreduce(plan: RowPlan, block, op):
             return shfl_idx(warp_reduce(s, t0, t1), 0)  # lane 0 holds the result
 
         return allreduce
+    return block_allreduce(block, kit)
+
+
+def block_allreduce(block, kit):
+    """Device function ``allreduce(s, t0, t1, b0, b1) -> state`` valid in every thread
+    of the block: the block strategy's reduce, then thread 0's result through the
+    one-slot arrays ``b0``/``b1``."""
     block_reduce, store, load = block.build_reduce(kit), kit.store, kit.load
 
     @cuda.jit(device=True)

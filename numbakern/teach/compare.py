@@ -300,7 +300,7 @@ class CrossEntropy(Operation):
 
 
 def _torch_cross_entropy(t, x, **kw):
-    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    rows = _rows(x)
     target = t.as_tensor(_class_targets(tuple(rows.shape)), device=rows.device)
     return t.nn.functional.cross_entropy(rows, target)
 
