@@ -53,6 +53,8 @@ from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
 from numbakern.kernels.elementwise import log_sum_exp_into
+from numbakern.kernels.products import exit_codes_into, settle_into
+from numbakern.ops import products as _products
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -122,13 +124,18 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
             strategy=None, layout="auto", stream=None):
     """Cumulative product along ``axis``, as ``np.cumprod(x, axis, dtype, out)``.
 
-    Result dtype as :func:`cumsum`. Integer products wrap on overflow; float products
-    overflow to inf, and a zero (or NaN) carries through everything after it.
+    Result dtype as :func:`cumsum`. Integer products wrap on overflow. Float products
+    take NumPy's special values, those of its sequential loop: once the running product
+    has rounded to 0 or overflowed to +-inf it stays there (its sign still changes),
+    until a NaN or an ``inf * 0`` makes it NaN, whatever order the tree multiplies in
+    (``numbakern/ops/products.py``: a first scan of ``(mantissa, exponent)`` products
+    that cannot overflow, a second that finds where the rounded product left the
+    finite range). Finite results are the tree's, a few ulps from NumPy's.
 
     Raises: as :func:`cumsum`.
     """
-    return _scan(x, _ops.PROD, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                 cumprod_dtype, "cumprod")
+    return _product(x, False, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
+                    "cumprod")
 
 
 @dispatch
@@ -195,8 +202,8 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
     """Cumulative product treating NaN as one, as ``np.nancumprod``. Arguments, result
     dtype and errors as :func:`cumprod`.
     """
-    return _scan(x, _ops.NANPROD, axis, dtype, out, exclusive, reverse, strategy, layout,
-                 stream, cumprod_dtype, "nancumprod")
+    return _product(x, True, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
+                    "nancumprod")
 
 
 @dispatch
@@ -270,6 +277,39 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
     return result
 
 
+def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
+             stream, caller):
+    """cumprod and nancumprod: integer products as they come (they wrap, as NumPy's);
+    float products by the two scans of ``numbakern/ops/products.py``."""
+    x = as_array_like(x)
+    integer, scaled = (_ops.NANPROD, _products.SCALED_NANPROD) if nan_as_one else (
+        _ops.PROD, _products.SCALED_PROD)
+    try:
+        floating = cumprod_dtype(np.dtype(x.dtype), dtype).kind == "f"
+    except TypeError:  # a dtype= NumPy cannot take: _scan's checks name it
+        floating = False
+    if not floating:
+        return _scan(x, integer, axis, dtype, out, exclusive, reverse, strategy, layout,
+                     stream, cumprod_dtype, caller)
+
+    def settle(job, run):
+        codes = job.workspace.empty(job.x.shape, _CODE)
+        exit_codes_into(job.outs[0], job.x, codes, job.exclusive, nan_as_one, job.stream)
+        run(ScanJob(codes, (codes,), _products.FIRST_EXIT, _code_kit(), False, False,
+                    (_CODE.type(0),), job.workspace))
+        settle_into(job.outs[0], codes, job.stream)
+
+    return _scan(x, scaled, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
+                 cumprod_dtype, caller, after=settle)
+
+
+_CODE = np.dtype(np.int32)
+
+
+def _code_kit():
+    return state_kit(_products.FIRST_EXIT, (_CODE,))
+
+
 # --- the common path ---------------------------------------------------------------------
 
 
@@ -299,9 +339,10 @@ _planned = planner(_setup)  # a repeated call skips the checks
 
 
 def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule,
-          caller):
+          caller, after=None):
     """Validate, lay out, scan; returns the result in the input's kind. ``caller``, as
-    :func:`_setup`'s."""
+    :func:`_setup`'s. ``after(job, run)``, if given, runs once the scan has written its
+    outputs, before they are delivered; ``run(job)`` scans another job the same way."""
     x = as_array_like(x)
     kind = kind_of(x)
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
@@ -319,10 +360,15 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         xv, views = reversed_last(xv), [reversed_last(v) for v in views]
     job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
                   workspace)
-    if use_warp_rows(layout, job.n, job.segments, grid.block):
-        scan_rows(job, grid.block)
-    else:
-        grid.scan(job)
+    def run(job):
+        if use_warp_rows(layout, job.n, job.segments, grid.block):
+            scan_rows(job, grid.block)
+        else:
+            grid.scan(job)
+
+    run(job)
+    if after is not None:
+        after(job, run)
     result = finish()
     return tuple(result) if len(results) == 2 else result[0]
 
@@ -331,6 +377,10 @@ def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
     """``(state dtypes, result dtypes)``, one of each per field; float16 fields are
     held as float32 in the state."""
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
+    if op.finish is not None:  # one output, whatever the state
+        states = (op.state_dtypes(in_dtype, dtype) if op.state_dtypes is not None else
+                  _ops.field_dtypes(op, result))
+        return tuple(np.dtype(d) for d in states), (result,)
     if op.fields == 1:
         results = (result,)
     elif op.state_dtypes is not None:

@@ -97,7 +97,8 @@ class ScanJob:
     Attributes:
         x: the input as a 3-D device view ``(A, B, n)``: ``A*B`` segments of ``n``
             elements (last stride negative for a reverse scan).
-        outs: the outputs, one 3-D view per state field, laid out as ``x``.
+        outs: the outputs, one 3-D view per state field (one in all for an op with a
+            ``finish``), laid out as ``x``.
         n, segments: elements per segment, number of segments.
         op, kit: the op and its state kit.
         exclusive, reverse: the scan's direction and kind.
@@ -135,9 +136,10 @@ class ScanJob:
 
     def output_storer(self):
         """Device function ``store(row0, row1, j, state)`` for the outputs."""
-        dtypes = tuple(np.dtype(o.dtype) for o in self.outs[:self.kit.fields])
-        key = ("scan_store", tuple(d.str for d in dtypes))
-        return cached(key, lambda: output_storer(dtypes))
+        finish = self.op.finish and self.op.device_finish()
+        dtypes = tuple(np.dtype(o.dtype) for o in self.outs[:1 if finish else self.kit.fields])
+        key = ("scan_store", tuple(d.str for d in dtypes), finish)
+        return cached(key, lambda: output_storer(dtypes, finish))
 
     def alloc_states(self, shape) -> tuple:
         """Two device arrays of ``shape`` states (:func:`alloc_states`)."""

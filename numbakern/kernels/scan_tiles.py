@@ -77,9 +77,17 @@ def element_loader(kit, reverse: bool):
     return load
 
 
-def output_storer(dtypes):
-    """``store(row0, row1, j, state)``: a state into the output arrays, cast."""
+def output_storer(dtypes, finish=None):
+    """``store(row0, row1, j, state)``: a state into the output arrays, cast; with
+    ``finish`` (an op's compiled ``finish(s0, s1)``), its value into ``row0`` alone."""
     o0 = from_dtype(dtypes[0])
+    if finish is not None:
+
+        @cuda.jit(device=True)
+        def store(row0, row1, j, s):
+            row0[uint64(j)] = o0(finish(s[0], s[1]))
+
+        return store
     if len(dtypes) == 1:
 
         @cuda.jit(device=True)

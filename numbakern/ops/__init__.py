@@ -157,11 +157,17 @@ class Op:
         state_dtypes: for two-field ops, ``state_dtypes(in_dtype, dtype) -> (d0, d1)``:
             each field's dtype in a scan's results (default: the result dtype, then
             int64, a value-index pair's).
+        finish: for two-field ops, ``finish(s0, s1) -> value``: what a scan stores for
+            each element, one output array instead of one per field (CuPy's
+            ``post_map_expr``; ``numbakern/ops/products.py``'s float product turns its
+            ``(mantissa, exponent)`` state into a float this way). Reductions take
+            one-field ops only, so they never need one.
 
     Raises:
         TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
             arguments; ``identity`` is ``None``.
-        ValueError: ``fields`` not 1 or 2; a two-field op without ``map``.
+        ValueError: ``fields`` not 1 or 2; a two-field op without ``map``; a
+            ``finish`` on a one-field op.
     """
 
     name: str
@@ -176,6 +182,7 @@ class Op:
     empty: Any = "identity"
     map: Callable | None = None
     state_dtypes: Callable | None = None
+    finish: Callable | None = None
     _device: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -195,6 +202,9 @@ class Op:
             raise ValueError(f"Op {self.name!r}: fields must be 1 or 2, got {self.fields}")
         if self.fields == 2 and self.map is None:
             raise ValueError(f"Op {self.name!r}: a two-field op needs map(value, index)")
+        if self.finish is not None and (self.fields != 2 or not callable(self.finish)):
+            raise ValueError(f"Op {self.name!r}: finish must be a function of a two-field "
+                             f"state, got {self.finish!r} for {self.fields} field(s)")
 
     def check_dtype(self, dtype: np.dtype, what: str = "dtype", caller: str | None = None
                     ) -> None:
@@ -242,6 +252,10 @@ class Op:
     def device_map(self):
         """The map function compiled as a CUDA device function."""
         return self._compiled("map", self.map)
+
+    def device_finish(self):
+        """The finish function compiled as a CUDA device function."""
+        return self._compiled("finish", self.finish)
 
     def _compiled(self, what: str, fn: Callable):
         if what not in self._device:

@@ -19,8 +19,10 @@ means ``rtol`` of the dtype (float16 1e-2, float32 1e-5, float64 1e-12) plus an
 ``atol`` of ``n * eps * max|x|`` for the order of additions; softmax the same
 ``rtol`` with ``atol`` 1e-6 (float16 1e-3). Floats for sums are drawn up to 1e4 so
 that no order overflows where another does not; products are drawn from values whose
-products are exact in any order (+-1, +-0, +-inf, NaN). cumprod is drawn as prod's
-and without inf (its special values are tracked apart, issue 25).
+products are exact in any order (+-1, +-0, +-inf, NaN). cumprod draws those and powers
+of two whose running products overflow and underflow (exact until they do, so NumPy's
+sequential loop and any tree agree bit for bit, special values included: a product
+that overflowed and then meets a 0 is NaN, one that underflowed stays 0).
 
 Profiles: ``ci`` (the default: a few examples per path, no deadline, all paths in
 about a minute under the simulator) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``:
@@ -82,10 +84,11 @@ def _values(dtype, n, draw, kind):
     finfo = np.finfo(dtype)
     tiny = float(finfo.smallest_subnormal)
     if kind == "prod":
-        pool = [1.0, -1.0, 0.0, -0.0, np.nan] + ([] if kind == "cumprod" else [np.inf])
-        elems = st.sampled_from(pool)
-    elif kind == "cumprod":
-        elems = st.sampled_from([1.0, -1.0, 0.0, -0.0])
+        elems = st.sampled_from([1.0, -1.0, 0.0, -0.0, np.nan, np.inf])
+    elif kind == "cumprod":  # two huge factors overflow, two tiny ones round to 0
+        huge, small = 2.0 ** (finfo.maxexp // 2 + 1), 2.0 ** ((finfo.minexp - finfo.nmant) // 2 - 1)
+        elems = st.sampled_from([1.0, -1.0, 2.0, 0.5, 0.0, -0.0, np.inf, -np.inf, np.nan,
+                                 huge, -huge, small, -small])
     else:
         special = [0.0, -0.0, np.inf, -np.inf, np.nan, tiny, -tiny] if kind != "finite" \
             else [0.0, -0.0, tiny, -tiny]

@@ -258,22 +258,77 @@ def test_result_dtype_rules():
         nk.cumsum(np.float32(2.5), axis=1)
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's float overflow
-def test_cumprod_through_zero_and_overflow():
-    x = np.full(200, 1e5, dtype=np.float32)  # 1e5**8 = 1e40 overflows float32
-    x[150] = 0.0  # inf * 0 is NaN, and stays NaN, as NumPy's
-    got = nk.cumprod(x)
-    want = np.cumprod(x.astype(np.float64)).astype(np.float32)
-    assert np.isinf(got[7:150]).all() and np.isfinite(got[:7]).all()
-    np.testing.assert_allclose(got[:7], want[:7], rtol=1e-5)
-    assert np.isnan(got[150:]).all()
-    y = np.full(150, 1.5, dtype=np.float32)
-    y[40] = 0.0  # through a zero: all zeros after it (before it, reversed)
-    got = nk.cumprod(y, reverse=True)
-    assert (got[:41] == 0).all()
-    np.testing.assert_allclose(got[41:], 1.5 ** np.arange(109, 0, -1), rtol=1e-4)
+def _numpy_cumprod(x, exclusive=False, reverse=False, nan=False):
+    """NumPy's sequential cumprod (or nancumprod) of a 1-d array, any direction."""
+    seq = x[::-1] if reverse else x
+    with np.errstate(all="ignore"):
+        out = (np.nancumprod if nan else np.cumprod)(seq)
+    if exclusive:
+        out = np.concatenate([np.ones(1, out.dtype), out[:-1]])
+    return out[::-1] if reverse else out
+
+
+def _same_floats(got, want):
+    np.testing.assert_array_equal(got, want)  # NaN equal to NaN
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+
+
+F32 = np.float32
+SEQUENTIAL_CASES = {
+    "overflow, then a zero": [1e30, 1e30, 0, 2],  # inf * 0: NaN, not the tree's 0
+    "underflow, then huge": [1e-30, 1e-30, 1e30, 1e30],  # 0 stays 0, not 1e-30
+    "inf, then a zero": [3, -2, np.inf, 0.5, 0, 1],
+    "signs through zero": [1e20, 1e20, 1e-20, -1e-20, 0.0, -3],
+    "underflow, then inf": [-1e-30, 1e-30, -1e20, np.inf, 1],
+    "finite": [2, 3, -4, 5],
+}
+
+
+@pytest.mark.parametrize("spec", COMBOS)
+@pytest.mark.parametrize("case", SEQUENTIAL_CASES, ids=str)
+def test_cumprod_keeps_numpys_sequential_special_values(case, spec):
+    x = np.array(SEQUENTIAL_CASES[case], F32)
+    for exclusive, reverse in MODES:
+        got = nk.cumprod(x, exclusive=exclusive, reverse=reverse, strategy=make(spec),
+                         layout="tiles")
+        _same_floats(got, _numpy_cumprod(x, exclusive, reverse))
+
+
+@pytest.mark.parametrize("layout", ["warp", "tiles"])
+def test_cumprod_rows_and_nancumprod_special_values(layout):
+    x = np.array([[1e30, 1e30, 0, 2, 1], [1e30, np.nan, 1e30, 0, 2], [0.5, 2, -1, 4, 8]], F32)
+    got = nk.cumprod(x, axis=1, layout=layout)
+    with np.errstate(all="ignore"):
+        _same_floats(got, np.cumprod(x, axis=1))
+        _same_floats(nk.nancumprod(x, axis=1, layout=layout), np.nancumprod(x, axis=1))
+    h = np.full(12, 8, np.float16)  # the float16 running product overflows at 8**6
+    h[9] = 0
+    with np.errstate(all="ignore"):
+        _same_floats(nk.cumprod(h), np.cumprod(h))  # inf from there on, then NaN
     z = np.arange(1, 120, dtype=np.int64) | 1  # int64 products wrap, as NumPy's
     np.testing.assert_array_equal(nk.cumprod(z), np.cumprod(z))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_first_exit_combine_is_associative(seed):
+    """The second scan's combine, folded left to right and as a balanced tree over
+    random codes, gives one result: what lets every strategy use it."""
+    from numbakern.ops.products import FIRST_EXIT, element_code
+
+    rng = np.random.default_rng(seed)
+    pool = [1.0, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan]
+    codes = [int(element_code.py_func(rng.choice(pool), rng.choice(pool), False))
+             for _ in range(64)]
+    combine = FIRST_EXIT.combine
+
+    def tree(c):
+        return c[0] if len(c) == 1 else combine(tree(c[:len(c) // 2]), tree(c[len(c) // 2:]))
+
+    left = 0
+    for c in codes:
+        left = combine(left, c)
+    assert left == tree(codes)
 
 
 def test_max_min_bitwise_scans():

@@ -1,4 +1,4 @@
-"""Every built-in op's combine and map compile in nopython mode.
+"""Every built-in op's combine, map and finish compile in nopython mode.
 
 The simulator runs them as plain Python, so an op calling an uncompilable helper passes
 every simulator test and fails only on a GPU; compiling them with ``numba.njit`` on the
@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 import numbakern.ops as ops
+import numbakern.ops.products as products
 from numbakern.ops import Op
 
 BUILTIN_OPS = sorted(
-    (value for value in vars(ops).values() if isinstance(value, Op)), key=lambda op: op.name
+    {id(v): v for module in (ops, products) for v in vars(module).values()
+     if isinstance(v, Op)}.values(), key=lambda op: op.name
 )
 
 
@@ -40,3 +42,10 @@ def test_combine_and_map_compile_and_agree_with_python(op):
     want = op.combine(*a, *b)
     np.testing.assert_array_equal(np.asarray(got, dtype=object).astype(float),
                                   np.asarray(want, dtype=object).astype(float))
+
+
+@pytest.mark.parametrize("op", [op for op in BUILTIN_OPS if op.finish is not None],
+                         ids=lambda op: op.name)
+def test_finish_compiles_and_agrees_with_python(op):
+    state = numba.njit(op.map)(np.float64(-6.0), np.int64(0))
+    assert numba.njit(op.finish)(*state) == op.finish(*state) == -6.0
