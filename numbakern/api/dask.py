@@ -42,18 +42,15 @@ bits may differ from one numbakern call on the whole array: the partials of a
 float reduction are summed in a different tree. Integer results, max/min, argmax
 and the bitwise ops are exact and equal to a single call.
 
-Under Numba's CUDA simulator kernels are not thread-safe; every chunk call made here
-holds one process-wide lock (:data:`_ONE_SIMULATED_CALL_AT_A_TIME`), so Dask's
-threaded scheduler works, one chunk at a time per process.
+Chunk calls run side by side on Dask's threaded scheduler, under the simulator too
+(each simulated launch has its own thread state: ``numbakern/runtime/simulator.py``).
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
 import math
-import threading
 
 import dask.array as da
 import numpy as np
@@ -62,20 +59,6 @@ from dask.array.utils import meta_from_array
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
-from numbakern.runtime.device import SIMULATOR
-
-# --- the simulator's one call at a time (delete when simulated calls are thread-safe) --
-
-_ONE_SIMULATED_CALL_AT_A_TIME = threading.Lock()
-
-
-def _kernels():
-    """A context for one chunk's numbakern calls: under the simulator, the
-    process-wide lock (the simulator keeps a kernel's state on the launching
-    machinery, so two threads launching at once break each other); on a GPU
-    nothing."""
-    return _ONE_SIMULATED_CALL_AT_A_TIME if SIMULATOR else contextlib.nullcontext()
-
 
 def _nk():
     import numbakern
@@ -128,9 +111,8 @@ def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, pa
     if n == 0 and partial and isinstance(op.empty, str) and op.empty == "raise":
         shape = tuple(0 if a in axis else s for a, s in enumerate(x.shape))
         return np.empty_like(x, shape=shape, dtype=acc)
-    with _kernels():
-        return _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
-                            strategy=strategy, lanes=lanes)
+    return _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
+                        strategy=strategy, lanes=lanes)
 
 
 def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, strategy,
@@ -289,10 +271,9 @@ def _arg_chunk(direction, tie_break_left, strategy, lanes, axes, shape, x, block
         return {"v": np.full_like(x, value, shape=shape),
                 "i": np.full_like(x, index, shape=shape, dtype=np.int64)}
     axis = axes[0] if len(axes) == 1 and len(shape) > 1 else None
-    with _kernels():
-        fn = _nk().max_with_indices if direction == "max" else _nk().min_with_indices
-        v, i = fn(x, axis=axis, keepdims=True, tie_break_left=tie_break_left,
-                  strategy=strategy, lanes=lanes)
+    fn = _nk().max_with_indices if direction == "max" else _nk().min_with_indices
+    v, i = fn(x, axis=axis, keepdims=True, tie_break_left=tie_break_left,
+              strategy=strategy, lanes=lanes)
     i = np.asarray(i, dtype=np.int64) if isinstance(x, np.ndarray) else i.astype(np.int64)
     if axis is not None:
         i = i + loc[axis][0]
@@ -444,9 +425,8 @@ SCAN_METHODS = ("sequential", "blelloch")
 
 
 def _scan_chunk(x, *, ref, result, axis, exclusive, strategy, layout):
-    with _kernels():
-        return _nk().associative_scan(x, _op(ref), axis=axis, exclusive=exclusive,
-                                      dtype=result, strategy=strategy, layout=layout)
+    return _nk().associative_scan(x, _op(ref), axis=axis, exclusive=exclusive,
+                                  dtype=result, strategy=strategy, layout=layout)
 
 
 def _total_chunk(x, *, ref, result, axis):
@@ -456,15 +436,13 @@ def _total_chunk(x, *, ref, result, axis):
     if x.shape[axis] == 0:
         shape = tuple(1 if a == axis else s for a, s in enumerate(x.shape))
         return np.full_like(x, op.identity(result), shape=shape, dtype=result)
-    with _kernels():
-        return _nk().reduce(x, op, axis=axis, dtype=result, keepdims=True)
+    return _nk().reduce(x, op, axis=axis, dtype=result, keepdims=True)
 
 
 def _pair(a, b, *, ref, result):
     """``a (+) b`` elementwise (``a`` the earlier), by a reduce over the two stacked."""
     both = np.stack([np.broadcast_to(a, b.shape), b])
-    with _kernels():
-        return _nk().reduce(both, _op(ref), axis=0, dtype=result)
+    return _nk().reduce(both, _op(ref), axis=0, dtype=result)
 
 
 def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
@@ -596,9 +574,8 @@ _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _softmax_chunk(x, *, kind, axis, options):
-    with _kernels():
-        fn = _nk().softmax if kind == "softmax" else _nk().log_softmax
-        return fn(x, axis=axis, **options)
+    fn = _nk().softmax if kind == "softmax" else _nk().log_softmax
+    return fn(x, axis=axis, **options)
 
 
 def _state_chunk(x, *, axis, acc):
@@ -610,7 +587,7 @@ def _state_chunk(x, *, axis, acc):
     if x.shape[a] == 0:
         return {"m": np.full_like(x, -np.inf, shape=shape, dtype=acc),
                 "s": np.zeros_like(x, shape=shape, dtype=acc)}
-    with _kernels(), np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):
         m = _nk().max(x, axis=a, keepdims=True).astype(acc)
         shifted = np.where(m == -np.inf, np.zeros_like(m), x.astype(acc) - m)
         s = _nk().sum(np.exp(shifted), axis=a, keepdims=True, dtype=acc)
@@ -711,10 +688,9 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
 
 
 def _counts_chunk(x, *, bins, range_, strategy):
-    with _kernels():
-        if range_ is None:
-            return _nk().histogram_counts(x.reshape(-1), bins, strategy=strategy)
-        return _nk().histogram(x.reshape(-1), bins, range=range_, strategy=strategy)[0]
+    if range_ is None:
+        return _nk().histogram_counts(x.reshape(-1), bins, strategy=strategy)
+    return _nk().histogram(x.reshape(-1), bins, range=range_, strategy=strategy)[0]
 
 
 def _summed_counts(x, bins: int, range_, strategy):
@@ -758,8 +734,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
         range = (lo, hi)
     empty = x._meta.reshape(-1)[:0]
-    with _kernels():  # checks the arguments and makes NumPy's edges; runs no kernel
-        _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
+    _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
     return _summed_counts(x, int(bins), range if range is not None else (0, 1),
                           strategy), edges
 
@@ -777,8 +752,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     _check_dask(x, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
-    with _kernels():  # the argument checks, on an empty array of the chunks' kind
-        _nk().bincount(x._meta.reshape(-1)[:0], weights, minlength, strategy=strategy)
+    _nk().bincount(x._meta.reshape(-1)[:0], weights, minlength, strategy=strategy)
     bins = int(minlength)
     if x.size:
         lo, hi = dask.compute(min(x), max(x))

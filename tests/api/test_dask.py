@@ -1,6 +1,6 @@
 """numbakern on Dask arrays (numbakern/api/dask.py): lazy results equal to NumPy's, with
 the dtype and ``_meta`` of ``dask.array`` on NumPy, on the synchronous scheduler (and
-the threaded one, refused or serialised under the simulator), plus one small
+the threaded one), plus one small
 ``LocalCluster`` of two worker processes.
 
 Kept cheap: small arrays, a few chunks (the simulator runs one OS thread per CUDA
@@ -315,12 +315,19 @@ def test_histogram_and_bincount_sum_chunk_counts():
 # --- schedulers --------------------------------------------------------------------------
 
 
-def test_threaded_scheduler_runs_one_simulated_chunk_at_a_time():
+def test_threaded_scheduler_runs_chunks_side_by_side():
     a = np.arange(400, dtype=np.float64)
     x = da.from_array(a, chunks=50)
+    b = np.random.default_rng(3).standard_normal((8, 40)).astype(np.float32)
     with dask.config.set(scheduler="threads", num_workers=4):
-        assert nk.sum(x).compute() == a.sum()
-        np.testing.assert_array_equal(nk.cumsum(x).compute(), np.cumsum(a))
+        for _ in range(3):  # eight chunks, four at a time, three times over
+            assert nk.sum(x).compute() == a.sum()
+            np.testing.assert_array_equal(nk.cumsum(x).compute(), np.cumsum(a))
+            assert nk.argmax(x).compute() == 399
+            got = nk.softmax(da.from_array(b, chunks=(1, 40)), axis=1).compute()
+            e = np.exp(b.astype(np.float64) - b.max(axis=1, keepdims=True))
+            np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5,
+                                       atol=1e-7)
 
 
 CLUSTER = """

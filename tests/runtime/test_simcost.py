@@ -8,7 +8,6 @@ out; long ones are announced once. Nothing here times anything: limits are set t
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import warnings
@@ -56,13 +55,19 @@ def fill_index(x):
         x[i] = i
 
 
-def _interrupt_when_started():
+def _interrupt_when_started(stopped: threading.Event):
+    """Send SIGINT to the main thread once the kernel runs, again every 5 s until
+    the launch has stopped (a signal that lands between two checks is not lost)."""
     started.clear()
     main = threading.main_thread().ident
 
     def fire():
-        if started.wait(60):
+        if not started.wait(60):
+            return
+        for _ in range(60):
             signal.pthread_kill(main, signal.SIGINT)
+            if stopped.wait(5):  # longer than an interrupted launch drains
+                return
 
     t = threading.Thread(target=fire, daemon=True)
     t.start()
@@ -73,15 +78,17 @@ def _interrupt_when_started():
                     reason="SIGINT reaches the main thread only")
 @pytest.mark.parametrize("kernel", [spin_at_barriers, spin_reading_cuda])
 def test_a_keyboard_interrupt_stops_the_launch_and_the_next_calls_work(kernel):
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # In an xdist worker the interrupt was lost in a CI run on 2026-12-01 and the
-        # launch spun without end (a second hang looked the same); the worker's own
-        # SIGINT handling is suspected, not found. Run without -n until it is understood.
-        pytest.skip("SIGINT in a pytest-xdist worker can be lost; run without -n")
     x = cuda.to_device(np.zeros(64, np.int64))
-    firing = _interrupt_when_started()
-    with pytest.raises(KeyboardInterrupt):
-        launch(kernel, 4, 64, cuda.default_stream(), x)
+    stopped = threading.Event()
+    # Python's own handler, whatever an earlier test in this process installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        firing = _interrupt_when_started(stopped)
+        with pytest.raises(KeyboardInterrupt):
+            launch(kernel, 4, 64, cuda.default_stream(), x)
+    finally:
+        stopped.set()
+        signal.signal(signal.SIGINT, previous)
     firing.join(60)
     # The module's `cuda` is numba.cuda again for host code, and kernels launch.
     y = cuda.to_device(np.zeros(100, np.int64))
