@@ -82,3 +82,28 @@ def test_lookback_tuning(big, measure, threads, items, hold):
     strategy = nk.DecoupledLookback(nk.WarpShuffle(threads), items=items, hold=hold)
     measure(lambda: nk.cumsum(x, strategy=strategy), 2 * x.nbytes,
             **_info(x, f"decoupled_lookback/warp_shuffle t{threads} i{items} {hold}"))
+
+
+@pytest.fixture(scope="module")
+def products(cp):
+    """2**28 float32 factors near 1 (their running product stays in range)."""
+    return cp.random.uniform(0.999, 1.001, 1 << 28, dtype=cp.float32)
+
+
+def test_numbakern_cumprod(products, measure):
+    out = nk.cumprod(products)
+    measure(lambda: nk.cumprod(products), _traffic(products, out),
+            **_info(products, "numbakern"))
+
+
+def test_cupy_cumprod(products, measure):
+    out = products.cumprod()
+    measure(lambda: products.cumprod(), _traffic(products, out), **_info(products, "cupy"))
+
+
+def test_torch_cumprod(products, measure, torch_cuda):
+    if torch_cuda is None:
+        pytest.skip("torch with CUDA not installed")
+    t = torch_cuda.as_tensor(products, device="cuda")
+    out = torch_cuda.cumprod(t, dim=0)
+    measure(lambda: torch_cuda.cumprod(t, dim=0), t.nbytes * 2, **_info(products, "torch"))

@@ -53,7 +53,7 @@ from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
 from numbakern.kernels.elementwise import log_sum_exp_into
-from numbakern.kernels.products import exit_codes_into, settle_into
+from numbakern.kernels.products import settle_products
 from numbakern.ops import products as _products
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
@@ -128,9 +128,10 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
     take NumPy's special values, those of its sequential loop: once the running product
     has rounded to 0 or overflowed to +-inf it stays there (its sign still changes),
     until a NaN or an ``inf * 0`` makes it NaN, whatever order the tree multiplies in
-    (``numbakern/ops/products.py``: a first scan of ``(mantissa, exponent)`` products
-    that cannot overflow, a second that finds where the rounded product left the
-    finite range). Finite results are the tree's, a few ulps from NumPy's.
+    (``numbakern/ops/products.py``: a scan of products that no partial product
+    overflows, a scan of the factors' classes, then each element after the first that
+    left the finite range settled). Finite results are the tree's, a few ulps from
+    NumPy's.
 
     Raises: as :func:`cumsum`.
     """
@@ -280,41 +281,40 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
              stream, caller):
     """cumprod and nancumprod: integer products as they come (they wrap, as NumPy's);
-    float products by the two scans of ``numbakern/ops/products.py``."""
+    float products by the scans of ``numbakern/ops/products.py``, then settled."""
     x = as_array_like(x)
-    integer, scaled = (_ops.NANPROD, _products.SCALED_NANPROD) if nan_as_one else (
-        _ops.PROD, _products.SCALED_PROD)
+    plain = _ops.NANPROD if nan_as_one else _ops.PROD
     try:
-        floating = cumprod_dtype(np.dtype(x.dtype), dtype).kind == "f"
+        result = cumprod_dtype(np.dtype(x.dtype), dtype)
     except TypeError:  # a dtype= NumPy cannot take: _scan's checks name it
-        floating = False
-    if not floating:
-        return _scan(x, integer, axis, dtype, out, exclusive, reverse, strategy, layout,
+        result = None
+    if result is None or result.kind != "f":
+        return _scan(x, plain, axis, dtype, out, exclusive, reverse, strategy, layout,
                      stream, cumprod_dtype, caller)
+    classes = _products.NAN_AS_ONE_CLASSES if nan_as_one else _products.CLASSES
 
     def settle(job, run):
-        codes = job.workspace.empty(job.x.shape, _CODE)
-        exit_codes_into(job.outs[0], job.x, codes, job.exclusive, nan_as_one, job.stream)
-        run(ScanJob(codes, (codes,), _products.FIRST_EXIT, _code_kit(), False, False,
-                    (_CODE.type(0),), job.workspace))
-        settle_into(job.outs[0], codes, job.stream)
+        bits = job.workspace.empty(job.x.shape, _BITS)
+        run(ScanJob(job.x, (bits,), classes, state_kit(classes, (_BITS,)), job.exclusive,
+                    job.reverse, (_BITS.type(0),), job.workspace))
+        settle_products(job.outs[0], bits, job.workspace)
 
-    return _scan(x, scaled, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                 cumprod_dtype, caller, after=settle)
+    if result == np.float64:  # (mantissa, exponent): float64 products of a run overflow
+        op, states = (_products.SCALED_NANPROD if nan_as_one else _products.SCALED_PROD), None
+    else:
+        op, states = plain, (np.dtype(np.float64),)
+    return _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
+                 cumprod_dtype, caller, after=settle, states=states)
 
 
-_CODE = np.dtype(np.int32)
-
-
-def _code_kit():
-    return state_kit(_products.FIRST_EXIT, (_CODE,))
+_BITS = np.dtype(np.int8)
 
 
 # --- the common path ---------------------------------------------------------------------
 
 
 def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse, strategy,
-           layout, rule, caller) -> tuple:
+           layout, rule, caller, states=None) -> tuple:
     """Check the arguments and derive what they decide (every argument error is raised
     here): ``(exclusive, reverse, results, grid, layout, axis, out_shape, kit, size)``.
     ``caller``: the function that dtype errors name (``cumsum``), or None for the op's
@@ -323,7 +323,8 @@ def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
     if dtype is not None:
         op.check_dtype(_ops._as_dtype(dtype), "dtype=", caller)
-    states, results = _dtypes(op, in_dtype, dtype, rule)
+    own, results = _dtypes(op, in_dtype, dtype, rule)
+    states = own if states is None else states
     grid = _strategies.resolve("scan", strategy)
     layout = check_layout(layout)
     if len(shape) == 0 and axis is not None and axis_index(axis) in (0, -1):
@@ -339,15 +340,17 @@ _planned = planner(_setup)  # a repeated call skips the checks
 
 
 def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule,
-          caller, after=None):
+          caller, after=None, states=None):
     """Validate, lay out, scan; returns the result in the input's kind. ``caller``, as
     :func:`_setup`'s. ``after(job, run)``, if given, runs once the scan has written its
-    outputs, before they are delivered; ``run(job)`` scans another job the same way."""
+    outputs, before they are delivered; ``run(job)`` scans another job the same way.
+    ``states``: the state's field dtypes, where they are not the op's own (a float32
+    product held in float64)."""
     x = as_array_like(x)
     kind = kind_of(x)
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
         op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
-        layout, rule, caller)
+        layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:

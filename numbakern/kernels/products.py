@@ -1,67 +1,68 @@
-"""The element-wise passes around a float product scan (``numbakern/ops/products.py``
-says why there are two scans): the codes its second scan reads, and NumPy's value from
-each element's settled code.
+"""The element-wise passes after a float product scan (``numbakern/ops/products.py``
+says why): each row's first element whose running product left the finite range, and
+NumPy's value for every element after it.
 
 Both walk the ``(A, B, n)`` views a scan job holds, in scan order (a reverse scan's
-views run backwards), one element per thread, grid-strided.
+views run backwards): a block takes a chunk of ``CHUNK`` consecutive elements of one
+row at a time, so the row and chunk come from one division a chunk, not one an element.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 
+import numpy as np
 from numba import cuda, int64
 
-from numbakern.kernels.elementwise import THREADS, grid_for
-from numbakern.ops.products import element_code, settle
+from numbakern.kernels.elementwise import MAX_BLOCKS, THREADS, fill
+from numbakern.ops.products import left_range, settle
+from numbakern.runtime.device import ceil_div
 from numbakern.runtime.launch import launch
 
-
-@functools.lru_cache(maxsize=None)
-def _coder(exclusive: bool, nan_as_one: bool):
-    @cuda.jit
-    def codes(y, x, out):
-        a_count, b_count, n = y.shape
-        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-        step = int64(cuda.gridDim.x) * cuda.blockDim.x
-        while i < a_count * b_count * n:
-            j = i % n
-            r = i // n
-            a, b = r // b_count, r % b_count
-            if not exclusive:
-                out[a, b, j] = element_code(y[a, b, j], x[a, b, j], nan_as_one)
-            elif j == 0:
-                out[a, b, j] = 0  # nothing multiplied yet
-            else:  # y[j] is the product of x[:j]: its last factor is x[j - 1]
-                out[a, b, j] = element_code(y[a, b, j], x[a, b, j - 1], nan_as_one)
-            i += step
-
-    return codes
+CHUNK = THREADS * 4
 
 
 @cuda.jit
-def _settle(y, codes):
-    a_count, b_count, n = y.shape
-    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-    step = int64(cuda.gridDim.x) * cuda.blockDim.x
-    while i < a_count * b_count * n:
-        j = i % n
-        r = i // n
-        a, b = r // b_count, r % b_count
-        y[a, b, j] = settle(y[a, b, j], codes[a, b, j])
-        i += step
+def _first_exits(y, first):
+    b_count, n = y.shape[1], y.shape[2]
+    chunks = (n + CHUNK - 1) // CHUNK
+    block = int64(cuda.blockIdx.x)
+    while block < y.shape[0] * b_count * chunks:
+        row = block // chunks
+        start = (block - row * chunks) * CHUNK
+        a, b = row // b_count, row % b_count
+        j = start + cuda.threadIdx.x
+        while j < min(start + CHUNK, n):
+            if left_range(y[a, b, j]):
+                cuda.atomic.min(first, row, j)
+            j += cuda.blockDim.x
+        block += cuda.gridDim.x
 
 
-def exit_codes_into(y, x, codes, exclusive: bool, nan_as_one: bool, stream) -> None:
-    """``codes[a, b, j]``: the code of element ``j`` (``ops.products.element_code``) from
-    the first pass's rounded products ``y`` and the factors ``x`` (3-D views of one
-    shape; for an exclusive scan ``y[j]`` multiplies ``x[:j]``)."""
-    launch(_coder(bool(exclusive), bool(nan_as_one)), grid_for(math.prod(y.shape)), THREADS, stream,
-           y, x, codes)
+@cuda.jit
+def _settle_after(y, classes, first):
+    b_count, n = y.shape[1], y.shape[2]
+    chunks = (n + CHUNK - 1) // CHUNK
+    block = int64(cuda.blockIdx.x)
+    while block < y.shape[0] * b_count * chunks:
+        row = block // chunks
+        start = (block - row * chunks) * CHUNK
+        a, b = row // b_count, row % b_count
+        at = first[row]  # n where the row never left the range
+        j = max(start, at + 1) + cuda.threadIdx.x  # the exit itself is already right
+        while j < min(start + CHUNK, n):
+            y[a, b, j] = settle(y[a, b, at], classes[a, b, j])
+            j += cuda.blockDim.x
+        block += cuda.gridDim.x
 
 
-def settle_into(y, codes, stream) -> None:
-    """``y[a, b, j] = settle(y[a, b, j], codes[a, b, j])``: NumPy's running product
-    where the second scan's settled ``codes`` say it left the finite range."""
-    launch(_settle, grid_for(math.prod(y.shape)), THREADS, stream, y, codes)
+def settle_products(y, classes, workspace) -> None:
+    """Give every element of the ``(A, B, n)`` view ``y`` (rounded running products,
+    in scan order) after its row's first exit from the finite range NumPy's value,
+    from ``classes`` (the class bits of the factors so far, laid out as ``y``)."""
+    a_count, b_count, n = (int(e) for e in y.shape)
+    rows = a_count * b_count
+    first = workspace.empty(rows, np.int64)
+    fill(first, n, workspace.stream)
+    blocks = max(1, min(rows * ceil_div(n, CHUNK), MAX_BLOCKS))
+    launch(_first_exits, blocks, THREADS, workspace.stream, y, first)
+    launch(_settle_after, blocks, THREADS, workspace.stream, y, classes, first)

@@ -8,18 +8,19 @@ in float32 is ``inf * 0 = NaN`` for NumPy (the running product overflowed before
 0 came) but ``1e30 * 0 = 0`` for a tree; ``[1e-30, 1e-30, 1e30]`` is 0 for NumPy and
 ``1e-30`` for a tree that multiplies the last two first (pytorch/pytorch#88556).
 
-Two scans give NumPy's values under any scan strategy:
+The tree is right until the rounded running product first leaves the finite non-zero
+range (it overflows or rounds to 0, or meets a 0, an inf or a NaN); after that NumPy's
+value depends only on the value there and on the classes of the factors (a zero, an
+inf, a NaN, the parity of their sign bits), which a scan carries exactly. So:
 
-1. :data:`SCALED_PROD`: each element as ``(mantissa, exponent)`` (``math.frexp``),
-   products renormalised at every combine, so no partial product of any subtree
-   overflows or underflows; :func:`scaled_value` rounds the prefix to the result
-   dtype once. Where it is finite and non-zero, NumPy's running product has not left
-   the range either, and the value is NumPy's up to rounding.
-2. :data:`FIRST_EXIT`: a scan of one small code per element (:func:`element_code`)
-   that finds the first place the rounded prefix left the finite non-zero range, the
-   class of the value there (+-0, +-inf, NaN), and the classes of the factors after
-   it (a negative one, a zero, an inf, a NaN: order does not matter to them).
-   :func:`settle` turns that into NumPy's value.
+1. A scan gives each element its rounded prefix product: for float16 and float32
+   results the plain product in float64 (before the exit every prefix is in the result
+   dtype's range, so the product of any run of consecutive factors is within its
+   square, which float64 holds); for float64 results :data:`SCALED_PROD`, products of
+   ``(mantissa, exponent)`` renormalised at every combine, which nothing overflows.
+   A second scan gives the class bits of the factors so far (:data:`CLASSES`).
+2. ``numbakern/kernels/products.py`` finds each row's first element whose rounded
+   product :func:`left_range`, and :func:`settle` s every element after it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float64, int32, int64
+from numba import cuda, float64, int8, int64
 
 from numbakern.ops import Op, numpy_sum_dtype
 
@@ -88,81 +89,76 @@ SCALED_PROD = _scaled("prod", _split)
 #: the same, NaN read as 1 (``nancumprod``)
 SCALED_NANPROD = _scaled("nanprod", _split_nan_as_one)
 
-# --- pass 2: where the running product first left the range --------------------------
-# One int32 code per element and per segment of elements:
-#   EXIT                        the rounded running product left the finite non-zero
-#                               range in this segment; then V_* give its value there
-#   V_NEG, V_ZERO, V_INF, V_NAN that value's sign and class
-#   T_NEG, T_ZERO, T_INF, T_NAN the factors after it: an odd count of sign bits, a
-#                               zero, an inf, a NaN among them
-#   A_NEG, A_ZERO, A_INF, A_NAN the same for every factor of the segment
-# A's bits sit 4 places above T's, so a segment's A becomes T when it follows an exit.
+# --- the classes of the factors so far -------------------------------------------------
+# One int8 of bits per prefix: a zero, an inf, a NaN among its factors, and the parity
+# of their sign bits. Combined by OR (the parity by XOR): associative and commutative.
 
-EXIT = 1
-V_NEG, V_ZERO, V_INF, V_NAN = 2, 4, 8, 16
-T_NEG, T_ZERO, T_INF, T_NAN = 32, 64, 128, 256
-A_NEG, A_ZERO, A_INF, A_NAN = 512, 1024, 2048, 4096
-_HEAD = EXIT | V_NEG | V_ZERO | V_INF | V_NAN
-_TAIL = T_NEG | T_ZERO | T_INF | T_NAN
-_ALL = A_NEG | A_ZERO | A_INF | A_NAN
+ZERO, INF, NAN, NEG = 1, 2, 4, 8
 
 
-def _first_exit(a, b):
-    every = (a | b) & _ALL & ~(A_NEG)
-    every |= (a ^ b) & A_NEG  # the sign count's parity
-    if a & EXIT:
-        tail = (a & _TAIL & ~T_NEG) | ((b & _ALL & ~A_NEG) >> 4)
-        tail |= (a & T_NEG) ^ ((b & A_NEG) >> 4)
-        return (a & _HEAD) | tail | every
-    return (b & (_HEAD | _TAIL)) | every
+def _merge_classes(a, b):
+    return ((a | b) & (ZERO | INF | NAN)) | ((a ^ b) & NEG)
 
 
-def _code_identity(dtype):
-    return np.dtype(dtype).type(0)
+def _classifier(nan_as_one: bool):
+    """``map(value, i) -> class bits`` of one factor (NaN read as 1, no bits, when
+    ``nan_as_one``)."""
+
+    def class_of(value, i):
+        v = float64(value)
+        if v != v:
+            return int8(0 if nan_as_one else NAN)
+        bits = NEG if math.copysign(1.0, v) < 0 else 0
+        if v == 0:
+            bits |= ZERO
+        elif math.isinf(v):
+            bits |= INF
+        return int8(bits)
+
+    return class_of
 
 
-#: the first exit from the finite range, and the factors after it (codes above)
-FIRST_EXIT = Op("first_exit", _first_exit, _code_identity, commutative=False,
-                kinds="i")
+def _int8(in_dtype, dtype=None):
+    return np.dtype(np.int8)
 
 
-@cuda.jit(device=True)
-def _classes(value, shift):
-    """Sign, zero, inf and NaN bits of ``value``, at V's places shifted by ``shift``."""
-    if value != value:
-        return V_NAN << shift
-    sign = V_NEG << shift if math.copysign(1.0, value) < 0 else 0
-    if value == 0:
-        return sign | (V_ZERO << shift)
-    if math.isinf(value):
-        return sign | (V_INF << shift)
-    return sign
+def _classes_op(name, to_bits) -> Op:
+    return Op(name, _merge_classes, 0, map=to_bits, result_dtype=_int8)
+
+
+#: the class bits of every factor so far (``ZERO | INF | NAN | NEG`` parity)
+CLASSES = _classes_op("classes", _classifier(False))
+NAN_AS_ONE_CLASSES = _classes_op("nan_as_one_classes", _classifier(True))
+
+
+# --- the settling: NumPy's value after the first exit -----------------------------------
 
 
 @cuda.jit(device=True)
-def element_code(y, x, nan_as_one):
-    """The pass-2 code of one element: ``y`` the rounded prefix product at it (pass
-    1), ``x`` its factor (NaN read as 1 when ``nan_as_one``)."""
-    x = float64(x)
-    y = float64(y)
-    code = 0 if (nan_as_one and x != x) else _classes(x, 8)
-    if y != y or y == 0 or math.isinf(y):
-        code |= EXIT | _classes(y, 0)
-    return int32(code)
+def left_range(y):
+    """Whether the rounded running product ``y`` is no longer finite and non-zero."""
+    return y != y or y == 0 or math.isinf(y)
 
 
 @cuda.jit(device=True)
-def settle(y, code):
-    """NumPy's running product where pass 1 gave ``y`` and pass 2 ``code``."""
-    if not code & EXIT:
-        return float64(y)
-    if code & (V_NAN | T_NAN):
+def settle(exit_value, classes):
+    """NumPy's running product at an element after the first exit from the finite
+    range: ``exit_value`` the rounded product there (+-0, +-inf or NaN), ``classes``
+    the class bits of every factor up to the element.
+
+    Before the exit every factor was finite and non-zero, so the factors after it have
+    the classes of all of them; NumPy's loop then gives NaN after a NaN, after a zero
+    once at inf and after an inf once at 0, and otherwise the exit's class with the
+    sign of every factor's sign bit.
+    """
+    v = float64(exit_value)
+    if v != v or classes & NAN:
         return math.nan
-    negative = ((code & V_NEG) != 0) != ((code & T_NEG) != 0)
-    if code & V_ZERO:
-        if code & T_INF:
+    negative = (classes & NEG) != 0
+    if v == 0:
+        if classes & INF:
             return math.nan
         return -0.0 if negative else 0.0
-    if code & T_ZERO:
+    if classes & ZERO:
         return math.nan
     return -math.inf if negative else math.inf

@@ -231,6 +231,10 @@ SCAN_DTYPES = [np.bool_, *INTS, *FLOATS]
 def test_scans_on_each_strategy_and_layout_agree_with_numpy(strategy, layout, data):
     name = data.draw(st.sampled_from(["cumsum", "cumprod"]))
     x = data.draw(arrays(SCAN_DTYPES, "finite" if name == "cumsum" else "cumprod"))
+    if name == "cumsum" and x.dtype == np.float16:
+        # running sums stay under 65504: past it NumPy's float16 sum stays inf and
+        # numbakern's (accumulated in float32) does not (README, "Where it differs")
+        x = x / np.float16(256)
     axis = _axis(data.draw, x)
     ours, numpys = (nk.cumsum, np.cumsum) if name == "cumsum" else (nk.cumprod, np.cumprod)
     with np.errstate(all="ignore"):

@@ -310,27 +310,6 @@ def test_cumprod_rows_and_nancumprod_special_values(layout):
     np.testing.assert_array_equal(nk.cumprod(z), np.cumprod(z))
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_first_exit_combine_is_associative(seed):
-    """The second scan's combine, folded left to right and as a balanced tree over
-    random codes, gives one result: what lets every strategy use it."""
-    from numbakern.ops.products import FIRST_EXIT, element_code
-
-    rng = np.random.default_rng(seed)
-    pool = [1.0, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan]
-    codes = [int(element_code.py_func(rng.choice(pool), rng.choice(pool), False))
-             for _ in range(64)]
-    combine = FIRST_EXIT.combine
-
-    def tree(c):
-        return c[0] if len(c) == 1 else combine(tree(c[:len(c) // 2]), tree(c[len(c) // 2:]))
-
-    left = 0
-    for c in codes:
-        left = combine(left, c)
-    assert left == tree(codes)
-
-
 def test_max_min_bitwise_scans():
     rng = np.random.default_rng(5)
     x = rng.normal(size=333).astype(np.float32)
@@ -688,6 +667,28 @@ def test_gpu_sizes_every_strategy(cp, spec, n):
         got = nk.cumsum(xi, exclusive=exclusive, reverse=reverse, strategy=spec)
         want = np_scan(cp.asnumpy(xi).astype(np.int64), exclusive, reverse)
         np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec", COMBOS)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_gpu_cumprod_keeps_numpys_special_values(cp, spec, dtype):
+    """Powers of two whose running products overflow and round to 0, with zeros, infs
+    and NaNs among them: exact until they leave the range, so NumPy's loop is the
+    reference bit for bit (rows of tiles, and rows for the warp layout)."""
+    f = np.finfo(dtype)
+    huge, small = 2.0 ** (f.maxexp // 2 + 1), 2.0 ** ((f.minexp - f.nmant) // 2 - 1)
+    pool = np.array([1, -1, 2, 0.5, 0, -0.0, np.inf, -np.inf, np.nan, huge, -huge, small,
+                     -small], dtype)
+    rng = np.random.default_rng(12)
+    for shape, axis in [((100_003,), None), ((64, 1000), 1)]:
+        x = pool[rng.choice(len(pool), shape, p=[.2, .2, .1, .1] + [.4 / 9] * 9)]
+        for exclusive, reverse in MODES:
+            got = nk.cumprod(cp.asarray(x), axis=axis, exclusive=exclusive,
+                             reverse=reverse, strategy=spec)
+            rows = x.reshape(-1, shape[-1]) if axis else x.reshape(1, -1)
+            want = np.stack([_numpy_cumprod(r, exclusive, reverse) for r in rows])
+            _same_floats(cp.asnumpy(got).reshape(want.shape), want)
 
 
 @pytest.mark.gpu
