@@ -31,9 +31,13 @@ def _first_exits(y, first):
         start = (block - row * chunks) * CHUNK
         a, b = row // b_count, row % b_count
         j = start + cuda.threadIdx.x
-        while j < min(start + CHUNK, n):
+        # A thread stops at its first exit, and a chunk wholly past a known exit is
+        # skipped: once a row overflows, every later element would otherwise contend
+        # for one atomic (200 ms for 2**28 float32 on an H200).
+        while j < min(start + CHUNK, n, first[row]):
             if left_range(y[a, b, j]):
                 cuda.atomic.min(first, row, j)
+                break
             j += cuda.blockDim.x
         block += cuda.gridDim.x
 
