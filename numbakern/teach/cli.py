@@ -363,8 +363,9 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Scans: items per thread (a tile is threads x items elements; "
                    "default 2).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
-@click.option("--bins", type=click.IntRange(1, 1024), default=8, show_default=True,
-              help="Histograms: bins (values outside [0, bins) are not counted).")
+@click.option("--bins", type=click.IntRange(1, 1024), default=None,
+              help="Histograms: bins (values outside [0, bins) are not counted, and the "
+                   "tree lists them); default the largest value + 1, so none is left out.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
@@ -480,6 +481,8 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
     if np.asarray(x).dtype.kind not in "iu":
         x = np.asarray(x).astype(np.int64)
+    if bins is None:
+        bins = max(1, min(1024, int(np.max(x)) + 1))
     summaries = []
     for name in names:
         try:

@@ -249,6 +249,12 @@ def histogram_tree(trace: HistogramTrace, limit: int = 6) -> Tree:
                     node.add(Text(f"t{a.thread}: out[{a.slot}] += {a.value}"))
                 if len(folds) > limit:
                     node.add(Text(f"… and {len(folds) - limit} more", "dim"))
+    left_out = sorted(i for i, (*_, b) in trace.bin_of.items() if b < 0)
+    if left_out:
+        shown = ", ".join(f"x[{i}]" for i in left_out[:limit])
+        root.add(Text(f"left out: {len(left_out)} element(s) outside [0, {trace.bins}), "
+                      f"as histogram_counts leaves them: {shown}"
+                      + (", …" if len(left_out) > limit else ""), "yellow"))
     ok = trace.exact
     root.add(Text(
         f"proof: every counted element reached out[bin] exactly once: "
