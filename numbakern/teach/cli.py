@@ -276,26 +276,37 @@ def _need_matplotlib(option: str) -> None:
 _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
 
 
+#: what ``explain`` takes for every strategy of a family
+_FAMILY_WORDS = {"all": "reduce", "scans": "scan", "histograms": "histogram",
+                 "sorts": "sort", "softmax": "softmax"}
+
+
 def _strategy_names(value: str) -> list[str]:
-    """``all`` (every reduction strategy), ``scans`` (every scan strategy),
-    ``histograms`` (every histogram strategy) or one name of those families; a block
-    strategy's name alone is the default grid reduction with that block
+    """``all`` (every reduction strategy), ``scans``, ``histograms``, ``sorts`` or
+    ``softmax`` (every strategy of that family) or one name of those families; a
+    block strategy's name alone is the default grid reduction with that block
     (``shared_tree``: ``two_pass/shared_tree``), as ``strategy=`` reads it."""
     if value in _strategies.available("block"):
         value = f"two_pass/{value}"
-    if value == "all":
-        return _strategies.available()
-    if value == "scans":
-        return _strategies.available("scan")
-    if value == "histograms":
-        return _strategies.available("histogram")
-    known = (_strategies.available() + _strategies.available("scan")
-             + _strategies.available("histogram"))
+    if value in _FAMILY_WORDS:
+        return _family(_FAMILY_WORDS[value])
+    known = [name for family in ("reduce", "scan", "histogram", "sort", "softmax")
+             for name in _family(family)]
     if value not in known:
         raise click.BadParameter(f"unknown strategy {value!r}; choose from "
-                                 f"{', '.join(known)}, all, scans or histograms",
-                                 param_hint="'STRATEGY'")
+                                 f"{', '.join(known)}, or every one of a family: "
+                                 f"{', '.join(_FAMILY_WORDS)}", param_hint="'STRATEGY'")
     return [value]
+
+
+def _family(family: str) -> list[str]:
+    """The names ``explain`` takes for ``family``: the registry's, and for softmax
+    each normalizer with each block strategy (``online/warp_shuffle``)."""
+    if family == "softmax":
+        from .softmax_trace import softmax_strategies
+
+        return softmax_strategies()
+    return _strategies.available(family)
 
 
 def _is_scan(name: str) -> bool:
@@ -406,6 +417,14 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     x = _explain_input(values, size, dtype)
     console = _console()
     summaries = []
+    if all(name in _strategies.available("sort") for name in names):
+        summaries = _explain_sorts(console, names, x, threads, items, limit, figure)
+        _write_json(json_path, summaries)
+        return
+    if all(name in _family("softmax") for name in names):
+        summaries = _explain_softmax(console, names, x, threads, limit, figure)
+        _write_json(json_path, summaries)
+        return
     if all(name in _strategies.available("histogram") for name in names):
         summaries = _explain_histograms(console, names, x, bins, threads, blocks, limit,
                                         figure)
@@ -468,6 +487,69 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
         if not (trace.exact_cover and trace.matches_numpy):
             sys.exit(1)
     console.print(Text(_explain.SCAN_LEGEND))
+    return summaries
+
+
+def _write_json(path, summaries) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2,
+                      default=_json_default)
+
+
+def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
+    """``explain`` for sort strategies: the network or the passes, the proof line,
+    the counts, work and depth beside the formulas, the figure; exits 1 when a proof
+    fails."""
+    from .explain_sort import (SORT_LEGEND, draw_sort, sort_counts_table, sort_tree,
+                               sort_work_table)
+    from .sort_trace import trace_sort
+
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_sort(x, name, threads=threads, items=items or 1)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(sort_tree(trace, limit))
+        console.print(sort_counts_table(trace))
+        console.print(sort_work_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            draw_sort(trace, path)
+            console.print(f"wrote {path}")
+        if not trace.exact:
+            sys.exit(1)
+    console.print(Text(SORT_LEGEND))
+    return summaries
+
+
+def _explain_softmax(console, names, x, threads, limit, figure) -> list:
+    """``explain`` for softmax strategies: the threads' states, the reduces with their
+    rescales, the proof line, the counts, the figure; exits 1 when a proof fails."""
+    from .explain_softmax import (SOFTMAX_LEGEND, draw_softmax, softmax_counts_table,
+                                  softmax_tree)
+    from .softmax_trace import trace_softmax
+
+    if x.dtype.name not in ("float32", "float64"):
+        raise click.BadParameter("softmax takes float32 or float64", param_hint="'--dtype'")
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_softmax(x, name, threads=threads)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(softmax_tree(trace, limit))
+        console.print(softmax_counts_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            draw_softmax(trace, path)
+            console.print(f"wrote {path}")
+        if not trace.exact:
+            sys.exit(1)
+    console.print(Text(SOFTMAX_LEGEND))
     return summaries
 
 
