@@ -367,12 +367,12 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--values", help="The input itself, e.g. 3,1,4,1,5 (instead of --size).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
-              help="Threads per block, a multiple of 32.")
+              help="Threads per block, a multiple of 32 (softmax: of the row's block).")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Blocks of the first launch (reduce_then_scan: chunks).")
 @click.option("--items", type=click.IntRange(1, 16), default=None,
               help="Scans: items per thread (a tile is threads x items elements; "
-                   "default 2).")
+                   "default 2). Radix sort: keys per thread in a tile (default 1).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
 @click.option("--bins", type=click.IntRange(1, 1024), default=None,
               help="Histograms: bins (values outside [0, bins) are not counted, and the "
@@ -380,7 +380,7 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
-              help="Draw the combine tree (.png, .svg or .pdf); with STRATEGY all, {name} "
+              help="Draw the recording (.png, .svg or .pdf); with a whole family, {name} "
                    "in the path becomes each strategy's name.")
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
@@ -389,11 +389,16 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
-    atomic_fold/shared_tree, ...; a block alone, shared_tree, is two_pass's), a scan's (decoupled_lookback/blelloch,
-    reduce_then_scan/hillis_steele, ...), a histogram strategy's name
-    (shared_privatized, ...), all (every reduction), scans or histograms. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
-    shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by
-    step, which thread combined which elements and through what.
+    atomic_fold/shared_tree, ...; a block alone, shared_tree, is two_pass's), a scan's
+    (decoupled_lookback/blelloch, reduce_then_scan/hillis_steele, ...), a histogram's
+    (shared_privatized, ...), a sort's (bitonic, radix), a softmax's normalizer/block
+    (online/warp_shuffle, max_then_sum/shared_tree, ...), or every strategy of a
+    family: all (reductions), scans, histograms, sorts or softmax. The kernels run
+    under Numba's CUDA simulator (on a GPU machine explain runs itself again there),
+    with every combine, shuffle, shared-memory slot, barrier, atomic and launch
+    recorded: the tree lists, step by step, which thread combined which elements and
+    through what, and ends with the proof (every element exactly once, NumPy's
+    result) and the counts.
     """
     names = _strategy_names(strategy)
     if threads % 32:
@@ -401,16 +406,13 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     if figure:
         _need_matplotlib("--figure")
         if len(names) > 1 and "{name}" not in figure:
-            raise click.BadParameter("with STRATEGY all, put {name} in the path",
+            raise click.BadParameter("with a whole family (all, scans, ...), put {name} in the path",
                                      param_hint="'--figure'")
     op = _ops.get(op_name)
     if np.dtype(dtype).kind not in op.kinds:
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
     if not numbakern.backend().is_simulator:
-        raise click.ClickException(
-            "explain watches the kernels run, which only Numba's CUDA simulator allows, and "
-            f"this process runs on {numbakern.backend().device}. Run it as: "
-            "NUMBAKERN_SIMULATOR=1 numbakern explain ...")
+        _rerun_under_simulator()
     from . import explain as _explain
     from .trace import trace_reduce
 
@@ -488,6 +490,26 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
             sys.exit(1)
     console.print(Text(_explain.SCAN_LEGEND))
     return summaries
+
+
+def _rerun_under_simulator() -> None:
+    """On a GPU: run this same command line again in a new process under the
+    simulator (the only place kernels can be watched; the backend is chosen once, at
+    import) and exit with its status; a command not from the command line (a caller
+    of :func:`main` with its own arguments) gets one line saying how instead."""
+    import subprocess
+
+    argv = sys.argv[1:]
+    if "explain" not in argv or os.environ.get("NUMBAKERN_SIMULATOR") == "1":
+        raise click.ClickException(
+            "explain watches the kernels run, which only Numba's CUDA simulator allows, and "
+            f"this process runs on {numbakern.backend().device}. Run it as: "
+            "NUMBAKERN_SIMULATOR=1 numbakern explain ...")
+    click.echo("explain records the kernels under Numba's CUDA simulator, not on "
+               f"{numbakern.backend().device}: running it there (NUMBAKERN_SIMULATOR=1)",
+               err=True)
+    env = dict(os.environ, NUMBAKERN_SIMULATOR="1")
+    sys.exit(subprocess.call([sys.executable, "-m", "numbakern", *argv], env=env))
 
 
 def _write_json(path, summaries) -> None:
