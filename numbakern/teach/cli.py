@@ -3,6 +3,7 @@
     numbakern demo                          every operation, every strategy, checked
     numbakern compare sum -n 1e8            one operation: time, GB/s, vs CuPy/PyTorch
     numbakern explain two_pass/shared_tree  how one strategy combines, step by step
+    numbakern course                        the course's figures, every strategy drawn
 
 ``python -m numbakern`` is the same command. Bad arguments give one ``Error:`` line
 and exit status 2; a failed check exits with status 1.
@@ -492,7 +493,7 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
     return summaries
 
 
-def _rerun_under_simulator() -> None:
+def _rerun_under_simulator(command: str = "explain") -> None:
     """On a GPU: run this same command line again in a new process under the
     simulator (the only place kernels can be watched; the backend is chosen once, at
     import) and exit with its status; a command not from the command line (a caller
@@ -500,12 +501,12 @@ def _rerun_under_simulator() -> None:
     import subprocess
 
     argv = sys.argv[1:]
-    if "explain" not in argv or os.environ.get("NUMBAKERN_SIMULATOR") == "1":
+    if command not in argv or os.environ.get("NUMBAKERN_SIMULATOR") == "1":
         raise click.ClickException(
-            "explain watches the kernels run, which only Numba's CUDA simulator allows, and "
-            f"this process runs on {numbakern.backend().device}. Run it as: "
-            "NUMBAKERN_SIMULATOR=1 numbakern explain ...")
-    click.echo("explain records the kernels under Numba's CUDA simulator, not on "
+            f"{command} watches the kernels run, which only Numba's CUDA simulator allows, "
+            f"and this process runs on {numbakern.backend().device}. Run it as: "
+            f"NUMBAKERN_SIMULATOR=1 numbakern {command} ...")
+    click.echo(f"{command} records the kernels under Numba's CUDA simulator, not on "
                f"{numbakern.backend().device}: running it there (NUMBAKERN_SIMULATOR=1)",
                err=True)
     env = dict(os.environ, NUMBAKERN_SIMULATOR="1")
@@ -603,6 +604,35 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         if not trace.exact:
             sys.exit(1)
     return summaries
+
+
+# --- course ---------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--out", "folder", type=click.Path(file_okay=False, writable=True),
+              default=os.path.join("docs", "course"), show_default=True,
+              help="The folder the figures go to (made if missing).")
+@click.option("-f", "--family", "families", multiple=True,
+              type=click.Choice(["reduce", "scan", "histogram", "sort", "softmax"]),
+              help="Only these families (repeatable); default every one.")
+def course(folder, families):
+    """Draw the course's figures (docs/course.md): every strategy of every family,
+    recorded under the simulator on a small input, one PNG each. Exits 1 if a
+    recording fails its proof."""
+    _need_matplotlib("course")
+    if not numbakern.backend().is_simulator:
+        _rerun_under_simulator("course")
+    from .course import FAMILIES, draw_course
+
+    os.makedirs(folder, exist_ok=True)
+    try:
+        written = draw_course(folder, families or FAMILIES,
+                              progress=lambda path: click.echo(f"drawing {path}"))
+    except RuntimeError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"wrote {len(written)} figures to {folder}")
 
 
 def main(argv=None) -> None:

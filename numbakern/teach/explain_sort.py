@@ -135,8 +135,7 @@ def sort_work_table(trace: SortTrace) -> Table:
                       f" = {work} (S = {trace.size})")
         table.add_row("depth (stages)", str(len(trace.stages)),
                       f"log2 S · (log2 S + 1)/2 = {depth}")
-        table.caption = "O(n log² n) work: more than a radix sort, but no global traffic " \
-                        "beyond one read and one write"
+        table.caption = "O(n log² n) work, more than a radix sort's, in one launch"
     else:
         passes = 8 * trace.dtype.itemsize // DIGIT_BITS
         table.add_row("work (keys moved)", str(sum(len(p.moves) for p in trace.passes)),
