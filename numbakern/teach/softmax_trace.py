@@ -109,9 +109,13 @@ class SoftmaxTrace:
 
     @property
     def max_error(self) -> float:
-        """The largest relative error of the output against NumPy's."""
+        """The largest relative error of the output against NumPy's; NaN where only one
+        of them is NaN (a row holding NaN or +inf is NaN throughout in both)."""
+        y = self.y.astype(np.float64)
+        both = np.isnan(y) & np.isnan(self.expected)
         scale = np.maximum(np.abs(self.expected), np.finfo(self.dtype).tiny)
-        return float(np.max(np.abs(self.y.astype(np.float64) - self.expected) / scale))
+        error = np.where(both, 0.0, np.abs(y - self.expected) / scale)
+        return float(np.max(error))
 
     @property
     def matches_numpy(self) -> bool:
@@ -311,9 +315,11 @@ def plan_for(strategy: str, n: int, dtype, threads: int = 32):
 
 
 def numpy_softmax(x) -> np.ndarray:
-    """NumPy's softmax of a row, in float64: ``exp(x - max) / sum(exp(x - max))``."""
-    e = np.exp(x.astype(np.float64) - np.max(x))
-    return e / e.sum()
+    """NumPy's softmax of a row, in float64: ``exp(x - max) / sum(exp(x - max))``
+    (NaN throughout for a row holding NaN or +inf, or nothing but -inf)."""
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x.astype(np.float64) - np.max(x))
+        return e / e.sum()
 
 
 def trace_softmax(x, strategy: str = "online/warp_shuffle", *,

@@ -89,3 +89,12 @@ def test_cli_explains_every_softmax_with_figures(tmp_path):
             assert im.format == "PNG" and im.size[0] > 100
     bad = CliRunner().invoke(cli, ["explain", "online/warp_shuffle", "--dtype", "int32"])
     assert bad.exit_code == 2 and "'--dtype'" in bad.output
+
+
+@simulator_only
+@pytest.mark.parametrize("row", [[1.0, -np.inf, 3.0, np.nan], [-np.inf, -np.inf], [np.inf, 1.0]])
+def test_rows_without_a_finite_normalizer_are_nan_as_numpys(row):
+    x = np.array(row, np.float32)
+    trace = trace_softmax(x, "online/warp_shuffle", threads=32)
+    assert np.isnan(trace.y).all() and np.isnan(numpy_softmax(x)).all()
+    assert trace.matches_numpy and trace.exact

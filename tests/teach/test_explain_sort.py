@@ -100,3 +100,16 @@ def test_bad_sort_input_names_the_argument():
         trace_sort(np.ones((2, 2)), "bitonic")
     with pytest.raises(ValueError, match="strategy"):
         trace_sort(np.ones(4), "quick")
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", numbakern.strategies.available("sort"))
+def test_the_sort_proof_compares_bits(strategy):
+    x = np.array([3, 0.0, -0.0, np.nan, -1, -0.0], np.float16)
+    trace = trace_sort(x, strategy, threads=32)
+    assert trace.exact  # -0.0 and 0.0 in input order, as NumPy's stable sort
+    assert np.array_equal(trace.out.view(np.uint16), np.sort(x, kind="stable").view(np.uint16))
+    trace.out = trace.out.copy()
+    trace.out[1], trace.out[2] = trace.out[2], trace.out[1]  # 0.0 and -0.0 swapped
+    assert np.array_equal(trace.out, trace.expected, equal_nan=True)
+    assert not trace.matches_numpy
