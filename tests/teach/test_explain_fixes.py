@@ -75,3 +75,15 @@ def test_the_exclusive_shift_is_no_down_sweep(strategy, phases):
         found |= {step_phase(trace, s, rounds[s], clears, loaded.get(key, set()), rounds)
                   for s in rounds}
     assert found - {"", "carry-in"} == phases
+
+
+@simulator_only
+def test_histogram_counts_its_bytes():
+    from numbakern.teach.hist_trace import trace_histogram
+
+    x = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int32)
+    moved = trace_histogram(x, 10, "global_atomic", threads=32).bytes_moved()
+    # each element read once (4 bytes), each counted by one int64 read-modify-write
+    assert moved == {"global read": 32, "global atomics": 8 * 16, "shared atomics": 0}
+    moved = trace_histogram(x, 10, "shared_privatized", threads=32).summary()["bytes"]
+    assert moved["shared atomics"] > 0 and moved["global atomics"] == 16 * 7  # 7 bins
