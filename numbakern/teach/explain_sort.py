@@ -215,7 +215,7 @@ def _draw_passes(plt, trace: SortTrace):
             ax.plot([bound, bound], [y0, y0 + 0.15], color="black", lw=1.2)
     ax.set_yticks(range(len(passes) + 1),
                   ["input"] + [f"after pass {p.number} (bits {p.shift}-{p.shift + 7}, "
-                               f"{np.count_nonzero(p.counts)} digits)" for p in passes],
+                               f"{np.count_nonzero(p.counts)} digit value(s))" for p in passes],
                   fontsize=7)
     ax.set_ylim(len(passes) + 0.2, -0.2)
     ax.set_xlim(-1, trace.n)
