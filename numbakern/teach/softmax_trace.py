@@ -268,13 +268,19 @@ def _softmax_kit(op, dtypes) -> StateKit:
 
 def _kernel(plan):
     """The real forward kernel for ``plan``, its block reduces built on tracing kits
-    (built here, not cached: the tracing kernels never serve a real call)."""
+    (built here, not cached: the tracing kernels never serve a real call).
+
+    The kit is swapped by replacing ``softmax_rows._kit`` while the kernel is built,
+    under the tracing lock; a softmax another thread builds in that moment would get
+    tracing kits too, so trace in a process of its own (as ``numbakern explain``)."""
     real_kit = softmax_rows._kit
-    softmax_rows._kit = lambda plan, op: _softmax_kit(op, (np.dtype(plan.compute),) * op.fields)
-    try:
-        return softmax_rows._forward_kernel(plan)
-    finally:
-        softmax_rows._kit = real_kit
+    with _trace._RUN_LOCK:
+        softmax_rows._kit = lambda plan, op: _softmax_kit(
+            op, (np.dtype(plan.compute),) * op.fields)
+        try:
+            return softmax_rows._forward_kernel(plan)
+        finally:
+            softmax_rows._kit = real_kit
 
 
 def _watch_reads(rec: _SoftmaxRecorder):

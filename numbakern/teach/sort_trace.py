@@ -27,6 +27,7 @@ in exactly one place, and the output equals ``np.sort(x, kind="stable")``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import threading
@@ -207,8 +208,6 @@ class _SortRecorder(_Recorder):
         self.args: list = []  # per launch: {parameter name: device array}
 
     def on_launch(self, kernel, args) -> None:
-        import inspect
-
         super().on_launch(kernel, args)
         names = list(inspect.signature(kernel.fn).parameters)
         self.args.append({n: a for n, a in zip(names, args) if hasattr(a, "_ary")})
