@@ -3,6 +3,7 @@
     numbakern demo                          every operation, every strategy, checked
     numbakern compare sum -n 1e8            one operation: time, GB/s, vs CuPy/PyTorch
     numbakern explain two_pass/shared_tree  how one strategy combines, step by step
+    numbakern course                        the course's figures, every strategy drawn
 
 ``python -m numbakern`` is the same command. Bad arguments give one ``Error:`` line
 and exit status 2; a failed check exits with status 1.
@@ -276,26 +277,37 @@ def _need_matplotlib(option: str) -> None:
 _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
 
 
+#: what ``explain`` takes for every strategy of a family
+_FAMILY_WORDS = {"all": "reduce", "scans": "scan", "histograms": "histogram",
+                 "sorts": "sort", "softmax": "softmax"}
+
+
 def _strategy_names(value: str) -> list[str]:
-    """``all`` (every reduction strategy), ``scans`` (every scan strategy),
-    ``histograms`` (every histogram strategy) or one name of those families; a block
-    strategy's name alone is the default grid reduction with that block
+    """``all`` (every reduction strategy), ``scans``, ``histograms``, ``sorts`` or
+    ``softmax`` (every strategy of that family) or one name of those families; a
+    block strategy's name alone is the default grid reduction with that block
     (``shared_tree``: ``two_pass/shared_tree``), as ``strategy=`` reads it."""
     if value in _strategies.available("block"):
         value = f"two_pass/{value}"
-    if value == "all":
-        return _strategies.available()
-    if value == "scans":
-        return _strategies.available("scan")
-    if value == "histograms":
-        return _strategies.available("histogram")
-    known = (_strategies.available() + _strategies.available("scan")
-             + _strategies.available("histogram"))
+    if value in _FAMILY_WORDS:
+        return _family(_FAMILY_WORDS[value])
+    known = [name for family in ("reduce", "scan", "histogram", "sort", "softmax")
+             for name in _family(family)]
     if value not in known:
         raise click.BadParameter(f"unknown strategy {value!r}; choose from "
-                                 f"{', '.join(known)}, all, scans or histograms",
-                                 param_hint="'STRATEGY'")
+                                 f"{', '.join(known)}, or every one of a family: "
+                                 f"{', '.join(_FAMILY_WORDS)}", param_hint="'STRATEGY'")
     return [value]
+
+
+def _family(family: str) -> list[str]:
+    """The names ``explain`` takes for ``family``: the registry's, and for softmax
+    each normalizer with each block strategy (``online/warp_shuffle``)."""
+    if family == "softmax":
+        from .softmax_trace import softmax_strategies
+
+        return softmax_strategies()
+    return _strategies.available(family)
 
 
 def _is_scan(name: str) -> bool:
@@ -356,19 +368,20 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--values", help="The input itself, e.g. 3,1,4,1,5 (instead of --size).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
-              help="Threads per block, a multiple of 32.")
+              help="Threads per block, a multiple of 32 (softmax: of the row's block).")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Blocks of the first launch (reduce_then_scan: chunks).")
 @click.option("--items", type=click.IntRange(1, 16), default=None,
               help="Scans: items per thread (a tile is threads x items elements; "
-                   "default 2).")
+                   "default 2). Radix sort: keys per thread in a tile (default 1).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
-@click.option("--bins", type=click.IntRange(1, 1024), default=8, show_default=True,
-              help="Histograms: bins (values outside [0, bins) are not counted).")
+@click.option("--bins", type=click.IntRange(1, 1024), default=None,
+              help="Histograms: bins (values outside [0, bins) are not counted, and the "
+                   "tree lists them); default the largest value + 1, so none is left out.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
-              help="Draw the combine tree (.png, .svg or .pdf); with STRATEGY all, {name} "
+              help="Draw the recording (.png, .svg or .pdf); with a whole family, {name} "
                    "in the path becomes each strategy's name.")
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
@@ -377,11 +390,16 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
-    atomic_fold/shared_tree, ...; a block alone, shared_tree, is two_pass's), a scan's (decoupled_lookback/blelloch,
-    reduce_then_scan/hillis_steele, ...), a histogram strategy's name
-    (shared_privatized, ...), all (every reduction), scans or histograms. The kernels run under Numba's CUDA simulator, with every combine, shuffle,
-    shared-memory slot, barrier, atomic and launch recorded: the tree lists, step by
-    step, which thread combined which elements and through what.
+    atomic_fold/shared_tree, ...; a block alone, shared_tree, is two_pass's), a scan's
+    (decoupled_lookback/blelloch, reduce_then_scan/hillis_steele, ...), a histogram's
+    (shared_privatized, ...), a sort's (bitonic, radix), a softmax's normalizer/block
+    (online/warp_shuffle, max_then_sum/shared_tree, ...), or every strategy of a
+    family: all (reductions), scans, histograms, sorts or softmax. The kernels run
+    under Numba's CUDA simulator (on a GPU machine explain runs itself again there),
+    with every combine, shuffle, shared-memory slot, barrier, atomic and launch
+    recorded: the tree lists, step by step, which thread combined which elements and
+    through what, and ends with the proof (every element exactly once, NumPy's
+    result) and the counts.
     """
     names = _strategy_names(strategy)
     if threads % 32:
@@ -389,22 +407,27 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     if figure:
         _need_matplotlib("--figure")
         if len(names) > 1 and "{name}" not in figure:
-            raise click.BadParameter("with STRATEGY all, put {name} in the path",
+            raise click.BadParameter("with a whole family (all, scans, ...), put {name} in the path",
                                      param_hint="'--figure'")
     op = _ops.get(op_name)
     if np.dtype(dtype).kind not in op.kinds:
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
     if not numbakern.backend().is_simulator:
-        raise click.ClickException(
-            "explain watches the kernels run, which only Numba's CUDA simulator allows, and "
-            f"this process runs on {numbakern.backend().device}. Run it as: "
-            "NUMBAKERN_SIMULATOR=1 numbakern explain ...")
+        _rerun_under_simulator()
     from . import explain as _explain
     from .trace import trace_reduce
 
     x = _explain_input(values, size, dtype)
     console = _console()
     summaries = []
+    if all(name in _strategies.available("sort") for name in names):
+        summaries = _explain_sorts(console, names, x, threads, items, limit, figure)
+        _write_json(json_path, summaries)
+        return
+    if all(name in _family("softmax") for name in names):
+        summaries = _explain_softmax(console, names, x, threads, limit, figure)
+        _write_json(json_path, summaries)
+        return
     if all(name in _strategies.available("histogram") for name in names):
         summaries = _explain_histograms(console, names, x, bins, threads, blocks, limit,
                                         figure)
@@ -470,6 +493,89 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
     return summaries
 
 
+def _rerun_under_simulator(command: str = "explain") -> None:
+    """On a GPU: run this same command line again in a new process under the
+    simulator (the only place kernels can be watched; the backend is chosen once, at
+    import) and exit with its status; a command not from the command line (a caller
+    of :func:`main` with its own arguments) gets one line saying how instead."""
+    import subprocess
+
+    argv = sys.argv[1:]
+    if command not in argv or os.environ.get("NUMBAKERN_SIMULATOR") == "1":
+        raise click.ClickException(
+            f"{command} watches the kernels run, which only Numba's CUDA simulator allows, "
+            f"and this process runs on {numbakern.backend().device}. Run it as: "
+            f"NUMBAKERN_SIMULATOR=1 numbakern {command} ...")
+    click.echo(f"{command} records the kernels under Numba's CUDA simulator, not on "
+               f"{numbakern.backend().device}: running it there (NUMBAKERN_SIMULATOR=1)",
+               err=True)
+    env = dict(os.environ, NUMBAKERN_SIMULATOR="1")
+    sys.exit(subprocess.call([sys.executable, "-m", "numbakern", *argv], env=env))
+
+
+def _write_json(path, summaries) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2,
+                      default=_json_default)
+
+
+def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
+    """``explain`` for sort strategies: the network or the passes, the proof line,
+    the counts, work and depth beside the formulas, the figure; exits 1 when a proof
+    fails."""
+    from .explain_sort import (SORT_LEGEND, draw_sort, sort_counts_table, sort_tree,
+                               sort_work_table)
+    from .sort_trace import trace_sort
+
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_sort(x, name, threads=threads, items=items or 1)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(sort_tree(trace, limit))
+        console.print(sort_counts_table(trace))
+        console.print(sort_work_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            draw_sort(trace, path)
+            console.print(f"wrote {path}")
+        if not trace.exact:
+            sys.exit(1)
+    console.print(Text(SORT_LEGEND))
+    return summaries
+
+
+def _explain_softmax(console, names, x, threads, limit, figure) -> list:
+    """``explain`` for softmax strategies: the threads' states, the reduces with their
+    rescales, the proof line, the counts, the figure; exits 1 when a proof fails."""
+    from .explain_softmax import (SOFTMAX_LEGEND, draw_softmax, softmax_counts_table,
+                                  softmax_tree)
+    from .softmax_trace import trace_softmax
+
+    if x.dtype.name not in ("float32", "float64"):
+        raise click.BadParameter("softmax takes float32 or float64", param_hint="'--dtype'")
+    summaries = []
+    for name in names:
+        try:
+            trace = trace_softmax(x, name, threads=threads)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc).splitlines()[0]) from None
+        console.print(softmax_tree(trace, limit))
+        console.print(softmax_counts_table(trace))
+        summaries.append(trace.summary())
+        if figure:
+            path = figure.replace("{name}", name.replace("/", "__"))
+            draw_softmax(trace, path)
+            console.print(f"wrote {path}")
+        if not trace.exact:
+            sys.exit(1)
+    console.print(Text(SOFTMAX_LEGEND))
+    return summaries
+
+
 def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure) -> list:
     """``explain`` for histogram strategies: each element's counting atomic, the folds,
     the proof line, the atomics per address and the figure; exits 1 when a proof
@@ -480,6 +586,8 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
     if np.asarray(x).dtype.kind not in "iu":
         x = np.asarray(x).astype(np.int64)
+    if bins is None:
+        bins = max(1, min(1024, int(np.max(x)) + 1))
     summaries = []
     for name in names:
         try:
@@ -496,6 +604,35 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         if not trace.exact:
             sys.exit(1)
     return summaries
+
+
+# --- course ---------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--out", "folder", type=click.Path(file_okay=False, writable=True),
+              default=os.path.join("docs", "course"), show_default=True,
+              help="The folder the figures go to (made if missing).")
+@click.option("-f", "--family", "families", multiple=True,
+              type=click.Choice(["reduce", "scan", "histogram", "sort", "softmax"]),
+              help="Only these families (repeatable); default every one.")
+def course(folder, families):
+    """Draw the course's figures (docs/course.md): every strategy of every family,
+    recorded under the simulator on a small input, one PNG each. Exits 1 if a
+    recording fails its proof."""
+    _need_matplotlib("course")
+    if not numbakern.backend().is_simulator:
+        _rerun_under_simulator("course")
+    from .course import FAMILIES, draw_course
+
+    os.makedirs(folder, exist_ok=True)
+    try:
+        written = draw_course(folder, families or FAMILIES,
+                              progress=lambda path: click.echo(f"drawing {path}"))
+    except RuntimeError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"wrote {len(written)} figures to {folder}")
 
 
 def main(argv=None) -> None:

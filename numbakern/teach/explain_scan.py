@@ -168,31 +168,58 @@ def loaded_by(trace: ScanTrace) -> dict:
     return got
 
 
-def step_phase(trace: ScanTrace, key, step: int, joins, clears, loaded) -> str:
+def _reads_back(trace: ScanTrace, clear, joins) -> bool:
+    """Whether ``joins`` read the shared array ``clear`` stored the identity into and
+    were stored back into it."""
+    return any(clear[5] in trace.stored_in.get(j.id, ()) and any(
+        trace.nodes[a].detail == f"array@{clear[5]}" for a in j.args) for j in joins)
+
+
+def root_clear(trace: ScanTrace, clear) -> bool:
+    """Whether an identity store begins a down-sweep (Blelloch's root cleared): after
+    a barrier that follows it, combines (with the identity or not) read that array and
+    are stored back into it. An identity stored in the same round as the combines that
+    read it is an exclusive scan's shift (the first output's prefix is the identity),
+    not a sweep."""
+    launch, block = clear[0], clear[1]
+    barriers = [b for b in trace.barrier_steps.get((launch, block), []) if b > clear[3]]
+    if not barriers:
+        return False
+    later = [n for n in trace.nodes if n.kind == "combine" and n.launch == launch
+             and n.block == block and n.step >= barriers[0]]
+    return _reads_back(trace, clear, later)
+
+
+def step_phase(trace: ScanTrace, step: int, joins, clears, loaded, steps: dict) -> str:
     """A step's phase, from what its joins read and where they went: ``"carry-in"``
-    (a join holds elements this block did not load), ``"down-sweep"`` (after a thread
-    stored the identity into a shared array, joins that read that array and are
-    stored back into it), or ``""``."""
+    (a join holds elements this block did not load), ``"down-sweep"`` (after a
+    barrier that followed a root clear, joins that read that array and are stored
+    back into it: :func:`root_clear`), ``"exclusive shift"`` (joins in the round an
+    identity was stored as the first prefix, reading that array), or ``""``."""
     if any(not j.cover <= loaded for j in joins):
         return "carry-in"
     for c in clears:
-        if c[3] <= step and any(c[5] in trace.stored_in.get(j.id, ()) and any(
-                trace.nodes[a].detail == f"array@{c[5]}" for a in j.args) for j in joins):
-            return "down-sweep"
+        if c[3] <= step and _reads_back(trace, c, joins):
+            return "down-sweep" if root_clear(trace, c) and c[3] < step \
+                else "exclusive shift"
     return ""
 
 
 def _block_steps(trace, steps, clears, barriers, limit, loaded) -> list:
     """``[(step, order, title, lines)]``: the block's steps, numbered as listed, and
-    the identity stores that begin a down-sweep."""
+    the identity stores that begin a down-sweep or shift an exclusive scan."""
     items = []
     for c in clears:
+        if root_clear(trace, c):
+            what = "(clears the root): the down-sweep begins"
+        else:
+            what = "(the first exclusive prefix): the exclusive shift"
         items.append((c[3], 1, Text(f"t{c[2]}: stores the identity to shared slot {c[4]} "
-                                    "(clears the root): the down-sweep begins", "yellow"), []))
+                                    + what, "yellow"), []))
     for shown, step in enumerate(sorted(steps), 1):
         joins = steps[step]
         sync = sum(1 for b in barriers if b <= step)
-        phase = step_phase(trace, None, step, joins, clears, loaded)
+        phase = step_phase(trace, step, joins, clears, loaded, steps)
         phase = f" ({phase})" if phase else ""
         lines = [_join_line(trace, j) for j in sorted(joins, key=lambda n: (n.thread, n.id))]
         if len(lines) > limit:

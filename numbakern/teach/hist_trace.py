@@ -52,6 +52,7 @@ class HistAtomic:
     slot: int
     value: int
     element: int = -1
+    nbytes: int = 0  # the counter's size: what the atomic reads and writes
 
 
 @dataclass
@@ -68,7 +69,17 @@ class HistogramTrace:
     barriers: int
     out: np.ndarray
     expected: np.ndarray
+    element_bytes: int = 0
     problems: list = field(default_factory=list)
+
+    def bytes_moved(self) -> dict:
+        """Bytes through each level: the elements read, and each atomic's counter
+        read and written once (its read-modify-write)."""
+        moved = {"global read": len(self.bin_of) * self.element_bytes,
+                 "global atomics": 0, "shared atomics": 0}
+        for a in self.atomics:
+            moved[f"{a.where} atomics"] += 2 * a.nbytes
+        return moved
 
     @property
     def exact(self) -> bool:
@@ -84,7 +95,8 @@ class HistogramTrace:
                 "atomics": len(self.atomics), "shared_atomics": shared,
                 "global_atomics": len(self.atomics) - shared,
                 "busiest_address": max(hits.values(), default=0),
-                "out": self.out.tolist(), "exact": self.exact}
+                "bytes": self.bytes_moved(), "out": self.out.tolist(),
+                "exact": self.exact}
 
     def contention(self) -> dict:
         """``{(where, block or None, slot): atomics}``: how many atomics hit each
@@ -120,11 +132,12 @@ class _HistRecorder(_Recorder):
     def on_atomic(self, name, arr, index, args, old) -> None:
         launch, block, thread = self._where()
         _, shared = _trace._address(arr, index)
+        size = arr.itemsize if shared else arr._item._ary.itemsize
         with self.lock:
             element = self.pending.pop((launch, block, thread), -1)
             self.events.append(HistAtomic(len(self.events), launch, block, thread,
                                           "shared" if shared else "global", int(index),
-                                          int(args[-1]), element))
+                                          int(args[-1]), element, size))
 
 
 def _rec() -> _HistRecorder:
@@ -191,7 +204,7 @@ def trace_histogram(x, bins: int, strategy: str = "shared_privatized", *, thread
     inside = x[(x >= 0) & (x < bins)].astype(np.int64)
     trace = HistogramTrace(strat.name, x.size, int(bins), strat.threads, rec.launches,
                            rec.bins, rec.events, rec.barrier_count, out.copy_to_host(),
-                           np.bincount(inside, minlength=int(bins)))
+                           np.bincount(inside, minlength=int(bins)), x.dtype.itemsize)
     trace.problems = _check(trace, strat.privatized)
     return trace
 
@@ -249,6 +262,12 @@ def histogram_tree(trace: HistogramTrace, limit: int = 6) -> Tree:
                     node.add(Text(f"t{a.thread}: out[{a.slot}] += {a.value}"))
                 if len(folds) > limit:
                     node.add(Text(f"… and {len(folds) - limit} more", "dim"))
+    left_out = sorted(i for i, (*_, b) in trace.bin_of.items() if b < 0)
+    if left_out:
+        shown = ", ".join(f"x[{i}]" for i in left_out[:limit])
+        root.add(Text(f"left out: {len(left_out)} element(s) outside [0, {trace.bins}), "
+                      f"as histogram_counts leaves them: {shown}"
+                      + (", …" if len(left_out) > limit else ""), "yellow"))
     ok = trace.exact
     root.add(Text(
         f"proof: every counted element reached out[bin] exactly once: "
@@ -269,7 +288,8 @@ def contention_table(trace: HistogramTrace, top: int = 8) -> Table:
     shared = sum(a.where == "shared" for a in trace.atomics)
     table.caption = (f"{len(trace.atomics)} atomics: {shared} shared, "
                      f"{len(trace.atomics) - shared} global; {trace.barriers} barriers; "
-                     f"{len(hits)} addresses, the busiest {hits[0][1] if hits else 0}")
+                     f"{len(hits)} addresses, the busiest {hits[0][1] if hits else 0}; "
+                     "bytes: " + ", ".join(f"{k} {v}" for k, v in trace.bytes_moved().items()))
     return table
 
 

@@ -403,8 +403,9 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
         exclusive: an exclusive scan.
 
     Returns:
-        a :class:`ScanTrace`; its ``expected`` is NumPy's (``np.cumsum`` for sum, else
-        ``np.<ufunc>.accumulate``).
+        a :class:`ScanTrace`; its ``expected`` is NumPy's (``np.cumsum`` for sum,
+        ``np.nancumsum``/``nancumprod`` for nansum/nanprod, the accumulated ``x != 0``
+        for any, all and count_nonzero, else ``np.<ufunc>.accumulate``).
 
     Raises:
         TraceError: not under the simulator, or the recording contradicts itself.
@@ -470,16 +471,25 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
 
 
 def _numpy_scan(op, x, result, exclusive):
-    """NumPy's scan of ``x`` (inclusive, or shifted with the op's empty value)."""
-    if op.name == "sum":
-        inc = np.cumsum(x, dtype=result)
-    else:
-        ufunc = {"prod": np.multiply, "max": np.maximum, "min": np.minimum,
-                 "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
-                 "bitwise_xor": np.bitwise_xor}.get(op.name)
-        if ufunc is None:
-            return None
+    """NumPy's scan of ``x`` (inclusive, or shifted with the op's empty value), or
+    ``None`` for an op NumPy has no scan of (a user's op)."""
+    scans = {
+        "sum": lambda: np.cumsum(x, dtype=result),
+        "nansum": lambda: np.nancumsum(x, dtype=result),
+        "nanprod": lambda: np.nancumprod(x, dtype=result),
+        "any": lambda: np.logical_or.accumulate(x != 0),
+        "all": lambda: np.logical_and.accumulate(x != 0),
+        "count_nonzero": lambda: np.cumsum(x != 0, dtype=result),
+    }
+    ufunc = {"prod": np.multiply, "max": np.maximum, "min": np.minimum,
+             "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+             "bitwise_xor": np.bitwise_xor}.get(op.name)
+    if ufunc is not None:
         inc = ufunc.accumulate(x.astype(result))
+    elif op.name in scans:
+        inc = scans[op.name]().astype(result)
+    else:
+        return None
     if not exclusive:
         return inc
     first = op.empty if not isinstance(op.empty, str) else op.identity(result)

@@ -1,0 +1,130 @@
+"""docs/course.md: every strategy of every family has its section and its figure (a
+PNG in docs/course/), ``numbakern course`` draws them, and the page's commands and
+its first exercise (a new block strategy, explained) run as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from numba import cuda
+
+import numbakern
+from numbakern.strategies import BlockStrategy, register, unregister
+from numbakern.teach.cli import cli
+from numbakern.teach.course import FAMILIES, figure_name, strategies
+
+simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
+                                    reason="tracing runs under the simulator")
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = (ROOT / "docs" / "course.md").read_text()
+
+
+def test_the_course_has_every_strategy_and_its_figure():
+    from PIL import Image
+
+    total = 0
+    for family in FAMILIES:
+        for name in strategies(family):
+            assert f"\n### {name}\n" in PAGE, name
+            link = f"course/{figure_name(family, name)}"
+            assert f"]({link})" in PAGE, link
+            path = ROOT / "docs" / link
+            with Image.open(path) as im:
+                assert im.format == "PNG" and im.size[0] >= 300
+            total += path.stat().st_size
+    assert total < 1_000_000  # small enough to keep in the repository
+
+
+def test_the_course_is_linked_from_the_readme():
+    assert "](docs/course.md)" in (ROOT / "README.md").read_text()
+
+
+@simulator_only
+def test_course_draws_a_family(tmp_path):
+    result = CliRunner().invoke(cli, ["course", "--out", str(tmp_path), "-f", "histogram"])
+    assert result.exit_code == 0, result.output
+    from PIL import Image
+
+    for name in strategies("histogram"):
+        with Image.open(tmp_path / figure_name("histogram", name)) as im:
+            assert im.format == "PNG"
+    assert "wrote 3 figures" in result.output
+
+
+@simulator_only
+def test_the_course_commands_run_as_written(tmp_path, monkeypatch):
+    """The page's commands but the full ``numbakern course`` (two minutes; the test
+    above and ``--family sort`` here run the same code)."""
+    block = re.search(r"```\n(numbakern course.*?)```", PAGE, re.S).group(1)
+    commands = [line.split("  #")[0] for line in block.splitlines()]
+    monkeypatch.chdir(tmp_path)
+    ran = 0
+    for command in commands:
+        args = shlex.split(command)[1:]
+        if args == ["course"]:
+            continue
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, (command, result.output)
+        ran += 1
+    assert ran == 2
+    assert (tmp_path / "docs" / "course" / figure_name("sort", "radix")).exists()
+
+
+class Sequential(BlockStrategy):
+    """Thread 0 folds every thread's state in thread order, through shared memory."""
+
+    name = "my_block"
+    needs_commutative = False
+
+    def temp_slots(self) -> int:
+        return self.threads
+
+    def barriers(self) -> int:
+        return 2
+
+    def build_reduce(self, kit):
+        combine, store, load = kit.combine, kit.store, kit.load
+        threads = self.threads
+
+        @cuda.jit(device=True)
+        def block_reduce(s, t0, t1):
+            tid = cuda.threadIdx.x
+            store(t0, t1, tid, s)
+            cuda.syncthreads()
+            if tid == 0:
+                acc = load(t0, t1, 0)
+                for i in range(1, threads):
+                    acc = combine(acc, load(t0, t1, i))
+                store(t0, t1, 0, acc)
+            cuda.syncthreads()
+            return load(t0, t1, 0)
+
+        return block_reduce
+
+
+@simulator_only
+def test_exercise_one_a_new_block_is_explained():
+    register(Sequential)
+    try:
+        code = textwrap.dedent(re.search(r"```python\n(.*?) *```", PAGE, re.S).group(1))
+        runner = CliRunner()
+        with runner.isolation() as (out, _, _):
+            exec(compile(code, "docs/course.md", "exec"), {})  # noqa: S102 (the page's own code)
+        text = out.getvalue().decode()
+        assert "two_pass/my_block" in text and "every element exactly once: yes" in text
+        result = runner.invoke(cli, ["explain", "online/my_block", "-n", "20", "--limit", "1"])
+        assert result.exit_code == 0, result.output
+        assert "online_softmax covers every element exactly once: yes" in result.output
+        assert "online/my_block" in strategies("softmax")
+    finally:
+        unregister(Sequential)
+    assert "online/my_block" not in strategies("softmax")
+    np.testing.assert_equal(numbakern.strategies.available("block"),
+                            ["warp_shuffle", "shared_tree", "hillis_steele", "blelloch"])
