@@ -24,6 +24,12 @@ Arguments common to all four functions:
   (may be the input itself).
 * ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's
   current stream for CuPy input, else the default stream.
+* ``mask``, ``causal``, ``scale``: which elements each row keeps, and a factor
+  applied before the maximum (attention's masked, causal and temperature-scaled
+  softmax). A NumPy mask is uploaded at its own size and read broadcast (stride 0),
+  a device mask read in place; the kernels load a dropped element as -inf, so no
+  masked copy of the input is made. Rows with nothing kept give 0 (log-softmax:
+  -inf), as torch's ``_safe_softmax``.
 
 Inputs: NumPy arrays (returned as NumPy), CuPy arrays (returned as CuPy, nothing
 copied to the host), PyTorch tensors (returned as tensors: ``numbakern/api/_interop.py``),
@@ -99,6 +105,15 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
     Args:
         x: float16, bfloat16, float32 or float64 array, at least 1-D (see the module
             docstring).
+        mask: a bool array broadcastable to ``x`` (NumPy, device array or tensor, as ``x`` may be):
+            True keeps an element, False drops it (as ``x.masked_fill(~mask, -inf)``).
+        causal: keep, of ``x``'s last two axes ``(queries, keys)``, key ``j`` for
+            query ``i`` when ``j <= i + keys - queries``: lower-triangular, aligned
+            bottom-right when queries and keys differ (FlashAttention's, torch's
+            ``causal_lower_right``), no mask array made; ``axis`` must be the last.
+            With ``mask``, an element is kept when both keep it.
+        scale: a finite real number multiplying ``x`` before the maximum
+            (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
         max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
             name from ``numbakern.strategies.available("block")`` or a
             :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
@@ -127,14 +142,19 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
         An array of ``x``'s shape and dtype (or ``dtype``); each row sums to 1 (to
         rounding).
         Rows holding NaN or +inf, and rows of nothing but -inf, are NaN throughout
-        (PyTorch's results); logits of +-1000 give exact 1s and 0s.
+        (PyTorch's results); logits of +-1000 give exact 1s and 0s. With ``mask`` or
+        ``causal``: dropped elements are 0 (log-softmax: -inf), and a row that keeps
+        nothing, or only -inf, is 0 throughout (log-softmax: -inf), never NaN, as
+        torch's ``_safe_softmax``; a kept NaN or +inf still makes its row NaN.
 
     Raises:
         TypeError: ``x`` not float16/bfloat16/32/64, or ``dtype`` not float16/32/64; a
-            strategy of the wrong type.
+            strategy of the wrong type; ``mask`` not bool; ``causal`` not a bool;
+            ``scale`` not a real number.
         ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
             strategy that has no warp form, ``fused=True`` for a row too long to
-            hold, a bad ``out``.
+            hold, a bad ``out``; ``mask`` not broadcastable to ``x``; ``causal`` on
+            1-D ``x`` or along another axis than the last; ``scale`` not finite.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
@@ -166,8 +186,12 @@ def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
     """Gradient of softmax: ``dx = y * (dy - sum(y * dy))`` along ``axis``.
 
     Args:
-        y: the softmax output (float16/32/64, any shape).
+        y: the softmax output (float16/bfloat16/32/64, any shape).
         dy: the gradient of the loss with respect to ``y``: same shape, dtype, kind.
+        mask, causal, scale: those the forward pass took: ``dx`` is 0 at dropped
+            elements and ``scale`` times the above where kept (the chain rule through
+            ``x * scale`` and ``masked_fill``; the row's sum runs over the whole row,
+            as torch's autograd takes it).
         sum_strategy: block strategy of the row sum (name or object).
         axis: the axis to normalise along (any; default the last). Device input is
             read in place through strided views.
@@ -177,11 +201,14 @@ def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
             fit), ``False`` loops over the row in tiles (any length), ``None``
             chooses.
         threads: threads per block (a multiple of 32); default chosen by row length.
-        out: an array of ``y``'s shape and dtype.
+        out: an array of ``y``'s shape and the result's dtype.
         stream: a Numba stream, a CuPy stream or a raw pointer.
+        dtype: ``dx``'s dtype (float16, float32 or float64), computed in it (float32
+            for float16): the forward input's dtype after ``softmax(x, dtype=)``, as
+            torch's backward returns the input's dtype. Default: ``y``'s.
 
     Returns:
-        ``dx``, of ``y``'s shape and dtype.
+        ``dx``, of ``y``'s shape and dtype (or ``dtype``).
 
     Raises:
         TypeError, ValueError: as :func:`softmax`; ``y`` and ``dy`` differing in
