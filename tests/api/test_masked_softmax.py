@@ -103,6 +103,7 @@ def test_every_block_strategy(block):
           normalizer="max_then_sum", layout="block", fused=True, threads=32)
     check("log_softmax", x, mask=mask, sum_strategy=block, normalizer="online",
           layout="block", fused=False, threads=32)
+    check("softmax", x, mask=mask, max_strategy=block, sum_strategy=block, layout="warp")
 
 
 @pytest.mark.parametrize("queries, keys", [(3, 8), (8, 3), (5, 5)])
@@ -175,6 +176,13 @@ def test_bfloat16_is_float32_rounded_once():
         want = reference(kind, x.astype(np.float64), mask & causal_mask(4, 33))
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=BF16_ULP,
                                    atol=BF16_ULP * (1e-2 if kind == "softmax" else 4))
+    y = nk.softmax(x, mask=mask, causal=True)
+    dy = logits(x.shape, seed=11).astype(mld.bfloat16)
+    dx = nk.softmax_backward(y, dy, mask=mask, causal=True)
+    assert dx.dtype == x.dtype
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    want = y64 * (dy64 - (y64 * dy64).sum(-1, keepdims=True))  # y is 0 where dropped
+    np.testing.assert_allclose(dx.astype(np.float64), want, rtol=2 * BF16_ULP, atol=1e-2)
 
 
 # --- backward against torch.autograd ------------------------------------------------------
