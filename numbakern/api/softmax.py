@@ -105,8 +105,8 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
     Args:
         x: float16, bfloat16, float32 or float64 array, at least 1-D (see the module
             docstring).
-        mask: a bool array broadcastable to ``x`` (NumPy, device array or tensor, as ``x`` may be):
-            True keeps an element, False drops it (as ``x.masked_fill(~mask, -inf)``).
+        mask: a bool array broadcastable to ``x``, of any kind ``x`` may be: True
+            keeps an element, False drops it (as ``x.masked_fill(~mask, -inf)``).
         causal: keep, of ``x``'s last two axes ``(queries, keys)``, key ``j`` for
             query ``i`` when ``j <= i + keys - queries``: lower-triangular, aligned
             bottom-right when queries and keys differ (FlashAttention's, torch's
@@ -357,9 +357,12 @@ def _mask_view(mask, shape: tuple, axis: int, workspace: Workspace):
     broadcast on the host first, with a :class:`CopyWarning` (a device mask:
     ``ValueError``)."""
     host = kind_of(mask) == "numpy"
-    dev = to_device(mask, workspace.stream) if host else device_view(mask)
+    if host:  # laid out as its upload will be; a broadcast view's stride-0 axes as one
+        mask = np.ascontiguousarray(mask[tuple(slice(0, 1) if s == 0 else slice(None)
+                                               for s in mask.strides)])
+    own = mask.strides if host else device_view(mask).strides
     pad = len(shape) - len(mask.shape)
-    strides = (0,) * pad + tuple(0 if e == 1 else s for e, s in zip(mask.shape, dev.strides))
+    strides = (0,) * pad + tuple(0 if e == 1 else s for e, s in zip(mask.shape, own))
     outer = [d for d in range(len(shape)) if d != axis]
     dims = collapse([shape[d] for d in outer], [strides[d] for d in outer], False)
     if len(dims) > 3:
@@ -373,6 +376,7 @@ def _mask_view(mask, shape: tuple, axis: int, workspace: Workspace):
         return _mask_view(np.ascontiguousarray(np.broadcast_to(mask, shape)), shape, axis,
                           workspace)
     dims = [(1, 0)] * (3 - len(dims)) + dims
+    dev = to_device(mask, workspace.stream) if host else device_view(mask)
     return strided(dev, dims + [(shape[axis], strides[axis])], np.bool_)
 
 
