@@ -35,6 +35,14 @@ first 16-byte boundary and after its last with scalar loads, as PyTorch's softma
 does, so any row length serves as long as each row lies as far from a boundary in
 every array (then one thread's vectors of ``x`` are its vectors of ``y``).
 
+And what a row keeps (``keep``, for ``mask=``, ``causal=``, ``scale=``): nothing
+special (the kernels above), or a *kept* kernel, fused or tiled, block or warp, with
+every block strategy: it loads an element its row drops as -inf and a kept one as
+``x * scale``, so the row's (max, sum) and its output follow from the same code; a
+mask row is found from the row's number through a 4-D view of the mask whose
+broadcast dimensions have stride 0, a causal limit from the row's query index.
+Kept kernels use scalar loads (a dropped element is not read at all).
+
 Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
 float16 loads widen to float32 and results narrow back; the maximum is always
 subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for

@@ -18,6 +18,7 @@ from numba import cuda
 
 import numbakern as nk
 from numbakern.core.arrays import CopyWarning
+from numbakern.kernels import softmax_rows as rowwise
 
 torch = pytest.importorskip("torch")
 softmax_module = importlib.import_module("numbakern.api.softmax")
@@ -130,6 +131,26 @@ def test_causal_rows_of_a_strided_device_view():
     got = nk.softmax(cuda.to_device(x)[..., ::2], causal=True).copy_to_host()
     np.testing.assert_allclose(got, reference("softmax", x[..., ::2], causal_mask(5, 12)),
                                **TOL["softmax"])
+
+
+def test_only_masked_calls_take_the_kept_kernels(monkeypatch):
+    """Without mask, causal or a scale other than 1, the plain kernels run (16-byte
+    vectors where rows allow); with any of them, the kept kernels (scalar loads)."""
+    seen = []
+    get = rowwise.kernel_for
+
+    def spy(plan):
+        seen.append((plan.keep, plan.vector))
+        return get(plan)
+
+    monkeypatch.setattr(rowwise, "kernel_for", spy)
+    x, kw = logits((2, 3, 128), seed=23), dict(fused=True, threads=32)  # 4 a thread
+    nk.softmax(x, **kw)
+    nk.softmax(x, scale=1.0, causal=False, **kw)
+    nk.softmax(x, scale=0.5, **kw)
+    nk.softmax(x, causal=True, **kw)
+    nk.log_softmax(x, mask=x > 0, causal=True, **kw)
+    assert seen == [("", 4), ("", 4), ("all", 0), ("causal", 0), ("mask&causal", 0)]
 
 
 # --- values: kept -inf, NaN, scale alone --------------------------------------------------
