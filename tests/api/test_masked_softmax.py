@@ -282,6 +282,21 @@ def test_device_and_torch_masks():
     assert isinstance(dx, torch.Tensor) and dx.shape == xt.shape
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
+def test_in_place(fused):
+    x, dy = logits((2, 4, 40), seed=24), logits((2, 4, 40), seed=25)
+    mask = np.random.default_rng(26).random((4, 40)) < 0.5
+    want = reference("softmax", x, mask & causal_mask(4, 40))
+    xd = cuda.to_device(x)
+    assert nk.softmax(xd, mask=mask, causal=True, fused=fused, out=xd) is xd
+    y = xd.copy_to_host()
+    np.testing.assert_allclose(y, want, **TOL["softmax"])
+    dd = cuda.to_device(dy)
+    nk.softmax_backward(xd, dd, mask=mask, causal=True, fused=fused, out=dd)
+    dx = y * (dy - (y * dy).sum(-1, keepdims=True))  # 0 where dropped: y is
+    np.testing.assert_allclose(dd.copy_to_host(), dx, rtol=1e-5, atol=1e-6)
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 
