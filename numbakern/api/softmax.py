@@ -353,31 +353,42 @@ def _mask_view(mask, shape: tuple, axis: int, workspace: Workspace):
     """``mask`` broadcast to ``shape`` as a 4-D device view ``(d0, d1, d2, n)``: its
     dimensions but ``axis``, in order, merged where its strides allow (broadcast ones
     at stride 0: nothing of ``shape``'s size is made), then ``axis``. A NumPy mask is
-    uploaded at its own size; one whose dimensions do not merge into three is
-    broadcast on the host first, with a :class:`CopyWarning` (a device mask:
-    ``ValueError``)."""
+    uploaded at its own size; one whose dimensions do not merge into three is first
+    broadcast on the host over as few outer dimensions as make them merge, with a
+    :class:`CopyWarning` (a device mask: ``ValueError``)."""
     host = kind_of(mask) == "numpy"
     if host:  # laid out as its upload will be; a broadcast view's stride-0 axes as one
         mask = np.ascontiguousarray(mask[tuple(slice(0, 1) if s == 0 else slice(None)
                                                for s in mask.strides)])
     own = mask.strides if host else device_view(mask).strides
-    pad = len(shape) - len(mask.shape)
-    strides = (0,) * pad + tuple(0 if e == 1 else s for e, s in zip(mask.shape, own))
-    outer = [d for d in range(len(shape)) if d != axis]
-    dims = collapse([shape[d] for d in outer], [strides[d] for d in outer], False)
+    dims, strides = _mask_dims(mask.shape, own, shape, axis)
+    if len(dims) > 3 and not host:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} broadcast to {shape} needs "
+                         f"more than three strided dimensions besides the axis; pass it "
+                         f"broadcast and contiguous")
     if len(dims) > 3:
-        if not host:
-            raise ValueError(f"mask of shape {tuple(mask.shape)} broadcast to {shape} "
-                             f"needs more than three strided dimensions besides the "
-                             f"axis; pass it broadcast and contiguous")
-        warnings.warn(f"numbakern copied mask of shape {mask.shape} to {shape}: its "
-                      "broadcast needs more than three strided dimensions", CopyWarning,
-                      stacklevel=user_stacklevel())
-        return _mask_view(np.ascontiguousarray(np.broadcast_to(mask, shape)), shape, axis,
-                          workspace)
+        warnings.warn(f"numbakern copied mask of shape {mask.shape}, broadcast over some "
+                      f"of {shape}: its broadcast needs more than three strided "
+                      "dimensions", CopyWarning, stacklevel=user_stacklevel())
+        padded = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
+        for k in range(1, len(shape) + 1):  # k = len(shape): x's size, which merges
+            mask = np.ascontiguousarray(np.broadcast_to(padded, shape[:k] + padded.shape[k:]))
+            dims, strides = _mask_dims(mask.shape, mask.strides, shape, axis)
+            if len(dims) <= 3:
+                break
     dims = [(1, 0)] * (3 - len(dims)) + dims
     dev = to_device(mask, workspace.stream) if host else device_view(mask)
     return strided(dev, dims + [(shape[axis], strides[axis])], np.bool_)
+
+
+def _mask_dims(mask_shape, mask_strides, shape: tuple, axis: int):
+    """``(dims, strides)``: the merged ``(extent, stride)`` dimensions of a mask of
+    ``mask_shape``/``mask_strides`` broadcast to ``shape``, ``axis`` left out, and its
+    stride along each of ``shape``'s dimensions (0 where broadcast)."""
+    pad = len(shape) - len(mask_shape)
+    strides = (0,) * pad + tuple(0 if e == 1 else s for e, s in zip(mask_shape, mask_strides))
+    outer = [d for d in range(len(shape)) if d != axis]
+    return collapse([shape[d] for d in outer], [strides[d] for d in outer], False), strides
 
 
 # --- planning: layout, block size, fused or tiled ----------------------------------------

@@ -328,11 +328,18 @@ def test_dask_refuses_mask_causal_and_scale():
         nk.log_softmax(x, causal=True)
 
 
-def test_mask_broadcast_beyond_three_dimensions_is_copied_with_a_warning():
+def test_mask_broadcast_beyond_three_dimensions_is_copied_with_a_warning(monkeypatch):
+    # (2, 1, 2, 1, 6) over (2, 2, 2, 2, 6): four strided dimensions besides the axis;
+    # broadcast over the second, the first three merge: 48 elements uploaded, not 96.
+    uploaded = []
+    upload = softmax_module.to_device
+    monkeypatch.setattr(softmax_module, "to_device",
+                        lambda host, stream: uploaded.append(host.shape) or upload(host, stream))
     x = logits((2, 2, 2, 2, 6), seed=21)
     mask = np.random.default_rng(22).random((2, 1, 2, 1, 6)) < 0.6
     with pytest.warns(CopyWarning, match="mask"):
         check("softmax", x, mask=mask)
+    assert (2, 2, 2, 1, 6) in uploaded
 
 
 # --- GPU ------------------------------------------------------------------------------------
