@@ -522,14 +522,11 @@ def _launch(plan: RowPlan, views: list, stream, kept: tuple = ()) -> None:
     arguments (``softmax_rows.kept_arguments``)."""
     rows, n = views[0].shape[0] * views[0].shape[1], views[0].shape[2]
     grid = min(-(-rows // plan.rows_per_block), _GRID_MAX)
-    if plan.keep:
-        launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views, *kept)
-        return
     width = softmax_rows.vector_width(plan, n, views)
     if width:  # the same rows, read and written in 16-byte vectors
         plan = dataclasses.replace(plan, vector=width)
         views = [*views, *softmax_rows.vector_views(plan, views)]
-    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views)
+    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views, *kept)
 
 
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream,

@@ -41,7 +41,8 @@ every block strategy: it loads an element its row drops as -inf and a kept one a
 ``x * scale``, so the row's (max, sum) and its output follow from the same code; a
 mask row is found from the row's number through a 4-D view of the mask whose
 broadcast dimensions have stride 0, a causal limit from the row's query index.
-Kept kernels use scalar loads (a dropped element is not read at all).
+Kept kernels read vectors in the fused forward pass only (else scalars); no element,
+nor vector, wholly dropped by the causal limit is read.
 
 Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
 float16 loads widen to float32 and results narrow back; the maximum is always
@@ -125,7 +126,7 @@ class RowPlan:
             input is then computed in it, as ``torch.softmax(x, dtype=)`` casts first.
         keep: which elements a row keeps (one of :data:`KEEPS`), or "" for the plain
             kernels: a kept kernel takes ``(mask, scale, queries, shift)`` after its
-            views (:func:`kept_arguments`) and reads scalars, never vectors.
+            views (:func:`kept_arguments`); vectors in the fused forward pass only.
     """
 
     kind: str
@@ -596,7 +597,8 @@ def _forward_kernel(plan: RowPlan):
     load = _masked_loader(_widener(plan), NEG)
 
     if plan.keep:
-        return _kept_forward(plan, prepare, finish, jit, storage)
+        build = _kept_vector_forward if plan.vector else _kept_forward
+        return build(plan, prepare, finish, jit, storage)
     if plan.vector:
         build = _vector_forward if plan.fused else _vector_tiled_forward
         return build(plan, prepare, finish, jit, storage)
@@ -902,6 +904,54 @@ def _kept_forward(plan: RowPlan, prepare, finish, jit, storage):
     return kept_tiled_forward
 
 
+def _kept_vector_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, xf, yf, *kept_arguments(...))``: the fused kept forward kernel
+    reading and writing rows in 16-byte vectors, as :func:`_vector_forward`; a vector
+    wholly past a causal limit is not read."""
+    tc_t, _, tc = _numba_types(plan)
+    K, G, W = plan.per_thread, plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    KV, NEG = K // W, tc(-np.inf)
+    EMPTY = tc(0) if plan.kind == "softmax" else NEG  # a row with nothing kept
+    SAFE, CAUSAL = plan.keep != "all", "causal" in plan.keep
+    first_vector, keep = _first_vector(plan), _keeper(plan)
+    stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+    vload, vstore = vector_loader(W), vector_storer(W)
+    pack, widen = _packer(plan), _widener(plan)
+
+    @jit
+    def kept_vector_forward(x, y, xf, yf, mask, scale, queries, shift):
+        sh = storage()
+        v = cuda.local.array(K, tc_t)
+        sc = tc_t(scale)
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            mr, lim = _mask_row(mask, row, queries, shift)
+            xv, yv = first_vector(x, o, i), first_vector(y, o, i)
+            for j in range(KV):  # KV vector loads in flight, then only registers
+                e = (lane + j * G) * W
+                if e < n and (not CAUSAL or e <= lim):
+                    t = vload(xf, xv + lane + j * G)
+                    for q in range(W):
+                        v[j * W + q] = widen(t[q]) * sc if keep(mr, lim, e + q) else NEG
+                else:
+                    for q in range(W):
+                        v[j * W + q] = NEG
+            m, s, ref = stats(v, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            live = not SAFE or m != NEG
+            for k in range(K):
+                v[k] = finish(v[k], a, b) if live else EMPTY
+            for j in range(KV):
+                if (lane + j * G) * W < n:
+                    vstore(yf, yv + lane + j * G, pack(v, j * W))
+            row += step
+
+    return kept_vector_forward
+
+
 def _kept_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     """``kernel(y, dy, dx, *kept_arguments(...))``: the backward kernel of a kept
     forward pass: the row's sum as the plain kernel's (over every element, as torch's
@@ -997,6 +1047,8 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     dtype = storage_dtype(plan.dtype)
     if plan.result != plan.dtype or (plan.dtype != "bfloat16" and dtype.kind != "f"):
         return 0  # (a result of another width than the input: scalar loads and stores)
+    if plan.keep and (not plan.fused or plan.kind in BACKWARD):
+        return 0  # (kept rows: vectors in the fused forward kernels only)
     if any(v.strides[2] != dtype.itemsize for v in views):
         return 0
     width = vector_lanes(dtype)

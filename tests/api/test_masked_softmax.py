@@ -134,8 +134,8 @@ def test_causal_rows_of_a_strided_device_view():
 
 
 def test_only_masked_calls_take_the_kept_kernels(monkeypatch):
-    """Without mask, causal or a scale other than 1, the plain kernels run (16-byte
-    vectors where rows allow); with any of them, the kept kernels (scalar loads)."""
+    """Without mask, causal or a scale other than 1, the plain kernels run; with any of
+    them, the kept kernels (16-byte vectors for fused forward rows that allow them)."""
     seen = []
     get = rowwise.kernel_for
 
@@ -150,7 +150,33 @@ def test_only_masked_calls_take_the_kept_kernels(monkeypatch):
     nk.softmax(x, scale=0.5, **kw)
     nk.softmax(x, causal=True, **kw)
     nk.log_softmax(x, mask=x > 0, causal=True, **kw)
-    assert seen == [("", 4), ("", 4), ("all", 0), ("causal", 0), ("mask&causal", 0)]
+    nk.softmax_backward(x, x, mask=x > 0, **kw)
+    nk.softmax(x, causal=True, fused=False)
+    assert seen == [("", 4), ("", 4), ("all", 4), ("causal", 4), ("mask&causal", 4),
+                    ("mask", 0), ("causal", 0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fused_rows_in_vectors(dtype, monkeypatch):
+    """Vectors of 4 (float32) or 8 (halves) elements, the causal limit and the mask
+    inside vectors, vectors wholly past the limit unread."""
+    mld = pytest.importorskip("ml_dtypes")
+    widths = []
+    get = rowwise.kernel_for
+    monkeypatch.setattr(rowwise, "kernel_for",
+                        lambda plan: widths.append(plan.vector) or get(plan))
+    width = 4 if dtype == "float32" else 8  # elements of a 16-byte vector
+    n = 32 * width  # a vector's elements a thread
+    x = logits((2, 6, n), seed=27).astype(mld.bfloat16 if dtype == "bfloat16" else dtype)
+    mask = attention_mask(x.shape)[0]
+    for kind, fn in FORWARD.items():
+        got = fn(x, mask=mask, causal=True, scale=0.5, fused=True, threads=32)
+        want = reference(kind, x.astype(np.float64), mask & causal_mask(6, n), 0.5)
+        tol = TOL[kind] if dtype == "float32" else \
+            dict(rtol=BF16_ULP if dtype == "bfloat16" else 2e-3,
+                 atol=1e-4 if kind == "softmax" else 4 * BF16_ULP)
+        np.testing.assert_allclose(got.astype(np.float64), want, **tol)
+    assert widths == [width] * 2
 
 
 # --- values: kept -inf, NaN, scale alone --------------------------------------------------
