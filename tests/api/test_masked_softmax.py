@@ -323,6 +323,19 @@ def test_in_place(fused):
     np.testing.assert_allclose(dd.copy_to_host(), dx, rtol=1e-5, atol=1e-6)
 
 
+def test_a_replayed_call_reads_the_new_mask_and_scale():
+    from numbakern.runtime import replay
+
+    x = cuda.to_device(logits((2, 3, 20), seed=28))
+    masks = [np.random.default_rng(seed).random((3, 20)) < 0.5 for seed in (29, 30, 31)]
+    before = replay.counts["replayed"]
+    for mask, scale in zip(masks, (0.5, 0.5, 2.0)):
+        got = nk.softmax(x, mask=cuda.to_device(mask), causal=True, scale=scale)
+        want = reference("softmax", x.copy_to_host(), mask & causal_mask(3, 20), scale)
+        np.testing.assert_allclose(got.copy_to_host(), want, **TOL["softmax"])
+    assert replay.counts["replayed"] == before + 1  # the second call; the third's scale differs
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 
