@@ -4,9 +4,12 @@ The inputs are torch tensors, as a model has them: numbakern's figures include i
 DLPack hand-over (and, for bfloat16, the float32 working copy it makes and the
 rounding back). GB/s count the bytes a row kernel cannot avoid moving in the
 tensor's own dtype: forward 2 x nbytes, backward 3 x nbytes. Target: 1.2x
-``torch.softmax`` and friends at each shape.
+``torch.softmax`` and friends at each shape. Masked softmax (issue 20): float16
+attention scores (32, 16, 2048, 2048), causal and through a broadcast (1, 1, Q, K)
+mask, scale 1/8, beside torch eager's ``softmax(masked_fill(...))``; target 1.2x.
 
     pytest bench/bench_half.py --benchmark-json=half.json
+    pytest bench/bench_half.py -k masked --benchmark-json=masked.json
 """
 
 import warnings
@@ -96,3 +99,44 @@ def test_results_agree(rows):
     ref = torch._softmax_backward_data(dy, y, 1, y.dtype).float()
     torch.testing.assert_close(got, ref, rtol=5e-2, atol=5e-3)
     assert np.isfinite(nk.sum(x).float().item())
+
+
+# --- masked softmax: attention scores, causal ---------------------------------------------
+
+ATTENTION = (32, 16, 2048, 2048)  # batch x heads x queries x keys: 4 GiB of float16
+SCALE = 0.125  # 1/sqrt(64)
+
+
+@pytest.fixture(scope="module")
+def scores(cp, torch_cuda):
+    """(x, the causal mask as a (1, 1, Q, K) bool tensor): float16 CUDA tensors."""
+    if torch_cuda is None:
+        pytest.skip("torch with CUDA not installed")
+    torch = torch_cuda
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(ATTENTION, device="cuda", generator=g, dtype=torch.float16)
+    keep = torch.ones(ATTENTION[-2:], dtype=torch.bool, device="cuda").tril()[None, None]
+    return x, keep
+
+
+@pytest.mark.parametrize("how", ["causal", "mask"])
+def test_numbakern_masked_softmax(scores, how, measure):
+    x, keep = scores
+    kw = dict(causal=True) if how == "causal" else dict(mask=keep)
+    measure(lambda: nk.softmax(x, scale=SCALE, **kw), 2 * x.nbytes,
+            **_info(x, f"masked_softmax/{how}", "numbakern"))
+
+
+def test_torch_masked_softmax(scores, measure, torch_cuda):
+    """torch eager as an attention without a flash kernel writes it."""
+    x, keep = scores
+    measure(lambda: torch_cuda.softmax((x * SCALE).masked_fill(~keep, -float("inf")), -1),
+            2 * x.nbytes, **_info(x, "masked_softmax", "torch"))
+
+
+def test_masked_results_agree(scores, torch_cuda):
+    x, keep = scores
+    want = torch_cuda.softmax((x[:2].float() * SCALE).masked_fill(~keep, -float("inf")), -1)
+    for kw in (dict(causal=True), dict(mask=keep)):
+        got = nk.softmax(x, scale=SCALE, **kw)[:2].float()
+        torch_cuda.testing.assert_close(got, want, rtol=2e-3, atol=1e-4)

@@ -643,6 +643,18 @@ def _normalise(x, m, s, *, kind, acc):
     return out.astype(x.dtype)
 
 
+def _refuse_keeping(kind: str, mask, causal, scale) -> None:
+    """``NotImplementedError`` naming the first of ``mask=``, ``causal=``, ``scale=``
+    given (their kernels run on whole rows of one chunk, with a mask chunked alike:
+    not built for Dask arrays)."""
+    given = [name for name, v in (("mask", mask), ("causal", causal), ("scale", scale))
+             if v is not None and v is not False]
+    if given:
+        raise NotImplementedError(f"numbakern.{kind} of a Dask array does not take "
+                                  f"{given[0]}=; pass NumPy, CuPy or torch input for "
+                                  f"masked, causal or scaled rows")
+
+
 def _as_dtype(x, dtype):
     """``x`` cast lazily to ``dtype=`` (checked as :func:`numbakern.softmax` checks it),
     as ``torch.softmax(x, dtype=)`` casts before computing; ``x`` itself for None."""
@@ -654,8 +666,9 @@ def _as_dtype(x, dtype):
     return x.astype(_result_dtype(dtype))
 
 
-def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-            layout="auto", fused=None, threads=None, out=None, stream=None, dtype=None):
+def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+            sum_strategy=None, normalizer="auto", layout="auto", fused=None, threads=None,
+            out=None, stream=None, dtype=None):
     """Lazy :func:`numbakern.softmax` of a Dask array along ``axis``.
 
     Rows held in one chunk (``axis`` not chunked): numbakern's row kernel per chunk,
@@ -667,18 +680,22 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
 
     ``dtype=``: each chunk cast to it first (as ``torch.softmax``), then as above.
 
-    Raises: as :func:`numbakern.softmax`; ``TypeError`` for ``out=``.
+    Raises: as :func:`numbakern.softmax`; ``TypeError`` for ``out=``;
+    ``NotImplementedError`` for ``mask=``, ``causal=`` or ``scale=`` (not taken for
+    Dask arrays: compute the masked rows with NumPy, CuPy or torch input).
     """
+    _refuse_keeping("softmax", mask, causal, scale)
     return _softmax(_as_dtype(x, dtype), "softmax", axis, dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))
 
 
-def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-                layout="auto", fused=None, threads=None, out=None, stream=None,
-                dtype=None):
+def log_softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+                sum_strategy=None, normalizer="auto", layout="auto", fused=None,
+                threads=None, out=None, stream=None, dtype=None):
     """Lazy :func:`numbakern.log_softmax` of a Dask array: as :func:`softmax`, the map
     ``(x - max) - log(sum)``."""
+    _refuse_keeping("log_softmax", mask, causal, scale)
     return _softmax(_as_dtype(x, dtype), "log_softmax", axis, dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))

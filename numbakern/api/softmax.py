@@ -24,6 +24,12 @@ Arguments common to all four functions:
   (may be the input itself).
 * ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's
   current stream for CuPy input, else the default stream.
+* ``mask``, ``causal``, ``scale``: which elements each row keeps, and a factor
+  applied before the maximum (attention's masked, causal and temperature-scaled
+  softmax). A NumPy mask is uploaded at its own size and read broadcast (stride 0),
+  a device mask read in place; the kernels load a dropped element as -inf, so no
+  masked copy of the input is made. Rows with nothing kept give 0 (log-softmax:
+  -inf), as torch's ``_safe_softmax``.
 
 Inputs: NumPy arrays (returned as NumPy), CuPy arrays (returned as CuPy, nothing
 copied to the host), PyTorch tensors (returned as tensors: ``numbakern/api/_interop.py``),
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import warnings
 from typing import Any
 
@@ -50,7 +57,7 @@ from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_arra
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
 from numbakern.core.deliver import check_out
-from numbakern.core.layout import axis_last_views
+from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
 from numbakern.runtime.device import SIMULATOR
@@ -58,7 +65,7 @@ from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import device_view, host_copy, to_device
+from numbakern.runtime.views import device_view, host_copy, strided, to_device
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 from numbakern.strategies.protocols import BlockStrategy, check_threads
 
@@ -90,13 +97,23 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 @dispatch
 @replayable
 @honours_stream
-def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-            layout="auto", fused=None, threads=None, out=None, stream=None, dtype=None):
+def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+            sum_strategy=None, normalizer="auto", layout="auto", fused=None, threads=None,
+            out=None, stream=None, dtype=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
 
     Args:
         x: float16, bfloat16, float32 or float64 array, at least 1-D (see the module
             docstring).
+        mask: a bool array broadcastable to ``x``, of any kind ``x`` may be: True
+            keeps an element, False drops it (as ``x.masked_fill(~mask, -inf)``).
+        causal: keep, of ``x``'s last two axes ``(queries, keys)``, key ``j`` for
+            query ``i`` when ``j <= i + keys - queries``: lower-triangular, aligned
+            bottom-right when queries and keys differ (FlashAttention's, torch's
+            ``causal_lower_right``), no mask array made; ``axis`` must be the last.
+            With ``mask``, an element is kept when both keep it.
+        scale: a finite real number multiplying ``x`` before the maximum
+            (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
         max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
             name from ``numbakern.strategies.available("block")`` or a
             :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
@@ -125,26 +142,31 @@ def softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="aut
         An array of ``x``'s shape and dtype (or ``dtype``); each row sums to 1 (to
         rounding).
         Rows holding NaN or +inf, and rows of nothing but -inf, are NaN throughout
-        (PyTorch's results); logits of +-1000 give exact 1s and 0s.
+        (PyTorch's results); logits of +-1000 give exact 1s and 0s. With ``mask`` or
+        ``causal``: dropped elements are 0 (log-softmax: -inf), and a row that keeps
+        nothing, or only -inf, is 0 throughout (log-softmax: -inf), never NaN, as
+        torch's ``_safe_softmax``; a kept NaN or +inf still makes its row NaN.
 
     Raises:
         TypeError: ``x`` not float16/bfloat16/32/64, or ``dtype`` not float16/32/64; a
-            strategy of the wrong type.
+            strategy of the wrong type; ``mask`` not bool; ``causal`` not a bool;
+            ``scale`` not a real number.
         ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
             strategy that has no warp form, ``fused=True`` for a row too long to
-            hold, a bad ``out``.
+            hold, a bad ``out``; ``mask`` not broadcastable to ``x``; ``causal`` on
+            1-D ``x`` or along another axis than the last; ``scale`` not finite.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
-                    fused, threads, out, stream, dtype)
+                    fused, threads, out, stream, dtype, (mask, causal, scale))
 
 
 @dispatch
 @replayable
 @honours_stream
-def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer="auto",
-                layout="auto", fused=None, threads=None, out=None, stream=None,
-                dtype=None):
+def log_softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+                sum_strategy=None, normalizer="auto", layout="auto", fused=None,
+                threads=None, out=None, stream=None, dtype=None):
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, as ``torch.log_softmax``.
 
     Same arguments, results and errors as :func:`softmax`. ``x - max`` is taken
@@ -152,19 +174,24 @@ def log_softmax(x, axis=-1, *, max_strategy=None, sum_strategy=None, normalizer=
     1e7 give the exact differences); ``log(sum)`` is subtracted last.
     """
     return _forward("log_softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
-                    fused, threads, out, stream, dtype)
+                    fused, threads, out, stream, dtype, (mask, causal, scale))
 
 
 @dispatch
 @replayable
 @honours_stream
-def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
-                     threads=None, out=None, stream=None):
+def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
+                     sum_strategy=None, layout="auto", fused=None, threads=None, out=None,
+                     stream=None, dtype=None):
     """Gradient of softmax: ``dx = y * (dy - sum(y * dy))`` along ``axis``.
 
     Args:
-        y: the softmax output (float16/32/64, any shape).
+        y: the softmax output (float16/bfloat16/32/64, any shape).
         dy: the gradient of the loss with respect to ``y``: same shape, dtype, kind.
+        mask, causal, scale: those the forward pass took: ``dx`` is 0 at dropped
+            elements and ``scale`` times the above where kept (the chain rule through
+            ``x * scale`` and ``masked_fill``; the row's sum runs over the whole row,
+            as torch's autograd takes it).
         sum_strategy: block strategy of the row sum (name or object).
         axis: the axis to normalise along (any; default the last). Device input is
             read in place through strided views.
@@ -174,32 +201,36 @@ def softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=
             fit), ``False`` loops over the row in tiles (any length), ``None``
             chooses.
         threads: threads per block (a multiple of 32); default chosen by row length.
-        out: an array of ``y``'s shape and dtype.
+        out: an array of ``y``'s shape and the result's dtype.
         stream: a Numba stream, a CuPy stream or a raw pointer.
+        dtype: ``dx``'s dtype (float16, float32 or float64), computed in it (float32
+            for float16): the forward input's dtype after ``softmax(x, dtype=)``, as
+            torch's backward returns the input's dtype. Default: ``y``'s.
 
     Returns:
-        ``dx``, of ``y``'s shape and dtype.
+        ``dx``, of ``y``'s shape and dtype (or ``dtype``).
 
     Raises:
         TypeError, ValueError: as :func:`softmax`; ``y`` and ``dy`` differing in
         shape, dtype or kind.
     """
     return _backward("softmax_backward", y, dy, axis, sum_strategy, layout, fused, threads,
-                     out, stream)
+                     out, stream, dtype, (mask, causal, scale))
 
 
 @dispatch
 @replayable
 @honours_stream
-def log_softmax_backward(y, dy, axis=-1, *, sum_strategy=None, layout="auto", fused=None,
-                         threads=None, out=None, stream=None):
+def log_softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
+                         sum_strategy=None, layout="auto", fused=None, threads=None,
+                         out=None, stream=None, dtype=None):
     """Gradient of log-softmax: ``dx = dy - exp(y) * sum(dy)`` along ``axis``.
 
     ``y`` is the log-softmax output. Same arguments, results and errors as
     :func:`softmax_backward`.
     """
     return _backward("log_softmax_backward", y, dy, axis, sum_strategy, layout, fused,
-                     threads, out, stream)
+                     threads, out, stream, dtype, (mask, causal, scale))
 
 
 # --- validation -----------------------------------------------------------------------
@@ -260,14 +291,115 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
                     f"WarpShuffle(), got {spec!r}")
 
 
+def _scale(scale) -> float:
+    """``scale=`` checked: a finite real number (None: 1)."""
+    if scale is None:
+        return 1.0
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number, got {scale!r}")
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale!r}")
+    return float(scale)
+
+
+def _keep(mask, causal, scale: float, shape: tuple, axis: int, name: str) -> str:
+    """Which elements the rows keep (``softmax_rows.KEEPS``; "": all, unscaled), with
+    ``mask`` and ``causal`` checked against ``name``'s ``shape`` and ``axis``."""
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    if causal and len(shape) < 2:
+        raise ValueError(f"causal=True masks the last two axes (queries, keys); {name} is "
+                         f"1-D")
+    if causal and axis != len(shape) - 1:
+        raise ValueError(f"causal=True normalises over the keys, the last axis; got "
+                         f"axis={axis} of a {len(shape)}-D {name}")
+    if mask is not None:
+        _check_mask(mask, shape, name)
+    kept = [k for k, on in (("mask", mask is not None), ("causal", causal)) if on]
+    return "&".join(kept) or ("all" if scale != 1.0 else "")
+
+
+def _check_mask(mask, shape: tuple, name: str) -> None:
+    if isinstance(mask, BFloat16Bits):
+        raise TypeError("mask must be a bool array (True keeps), got bfloat16")
+    mask = as_array_like(mask)
+    if np.dtype(mask.dtype) != np.bool_:
+        raise TypeError(f"mask must be a bool array (True keeps), got dtype {mask.dtype}")
+    try:
+        fits = np.broadcast_shapes(tuple(mask.shape), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to "
+                         f"{name}'s shape {shape}")
+
+
+def _kept_arguments(mask, causal: bool, scale: float, shape: tuple, axis: int, view,
+                    workspace: Workspace) -> tuple:
+    """A kept kernel's arguments (``softmax_rows.kept_arguments``) for rows laid out
+    as the 3-D ``view`` (of an input of ``shape``, ``axis`` last); without a mask, a
+    one-element array at stride 0 that the kernel never reads."""
+    if mask is None:
+        rows = view.shape[0] * view.shape[1]
+        flags = workspace.empty((1,), np.bool_)
+        rows_view = strided(flags, [(1, 0), (1, 0), (rows, 0), (shape[axis], 0)])
+    else:
+        rows_view = _mask_view(as_array_like(mask), shape, axis, workspace)
+    queries, shift = (shape[-2], shape[-1] - shape[-2]) if causal else (1, 0)
+    return softmax_rows.kept_arguments(rows_view, scale, queries, shift)
+
+
+def _mask_view(mask, shape: tuple, axis: int, workspace: Workspace):
+    """``mask`` broadcast to ``shape`` as a 4-D device view ``(d0, d1, d2, n)``: its
+    dimensions but ``axis``, in order, merged where its strides allow (broadcast ones
+    at stride 0: nothing of ``shape``'s size is made), then ``axis``. A NumPy mask is
+    uploaded at its own size; one whose dimensions do not merge into three is first
+    broadcast on the host over as few outer dimensions as make them merge, with a
+    :class:`CopyWarning` (a device mask: ``ValueError``)."""
+    host = kind_of(mask) == "numpy"
+    if host:  # laid out as its upload will be; a broadcast view's stride-0 axes as one
+        mask = np.ascontiguousarray(mask[tuple(slice(0, 1) if s == 0 else slice(None)
+                                               for s in mask.strides)])
+    own = mask.strides if host else device_view(mask).strides
+    dims, strides = _mask_dims(mask.shape, own, shape, axis)
+    if len(dims) > 3 and not host:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} broadcast to {shape} needs "
+                         f"more than three strided dimensions besides the axis; pass it "
+                         f"broadcast and contiguous")
+    if len(dims) > 3:
+        warnings.warn(f"numbakern copied mask of shape {mask.shape}, broadcast over some "
+                      f"of {shape}: its broadcast needs more than three strided "
+                      "dimensions", CopyWarning, stacklevel=user_stacklevel())
+        padded = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
+        for k in range(1, len(shape) + 1):  # k = len(shape): x's size, which merges
+            mask = np.ascontiguousarray(np.broadcast_to(padded, shape[:k] + padded.shape[k:]))
+            dims, strides = _mask_dims(mask.shape, mask.strides, shape, axis)
+            if len(dims) <= 3:
+                break
+    dims = [(1, 0)] * (3 - len(dims)) + dims
+    dev = to_device(mask, workspace.stream) if host else device_view(mask)
+    return strided(dev, dims + [(shape[axis], strides[axis])], np.bool_)
+
+
+def _mask_dims(mask_shape, mask_strides, shape: tuple, axis: int):
+    """``(dims, strides)``: the merged ``(extent, stride)`` dimensions of a mask of
+    ``mask_shape``/``mask_strides`` broadcast to ``shape``, ``axis`` left out, and its
+    stride along each of ``shape``'s dimensions (0 where broadcast)."""
+    pad = len(shape) - len(mask_shape)
+    strides = (0,) * pad + tuple(0 if e == 1 else s for e, s in zip(mask_shape, mask_strides))
+    outer = [d for d in range(len(shape)) if d != axis]
+    return collapse([shape[d] for d in outer], [strides[d] for d in outer], False), strides
+
+
 # --- planning: layout, block size, fused or tiled ----------------------------------------
 
 
 def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
-          max_spec, sum_spec, result: str = "") -> RowPlan:
+          max_spec, sum_spec, result: str = "", keep: str = "") -> RowPlan:
     """Choose the kernel for rows of ``n`` elements of ``dtype`` (a NumPy dtype, or the
-    name ``"bfloat16"``) giving ``result`` (a dtype's name; "": ``dtype``); all errors
-    about arguments here."""
+    name ``"bfloat16"``) giving ``result`` (a dtype's name; "": ``dtype``), keeping
+    ``keep`` (``softmax_rows.KEEPS``, "": every element, unscaled); all errors about
+    arguments here."""
     dtype = dtype if dtype == "bfloat16" else np.dtype(dtype).name
     out = result if result and result != dtype else ""
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
@@ -279,16 +411,18 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     threads = _threads(threads, specs)
 
     layout = _layout(layout, specs,
-                     lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,), out))
+                     lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,), out,
+                                         keep))
     if layout == "warp":
         threads = threads or _WARP_THREADS
     chosen = None if fused is False else _fused_plan(
-        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out)
+        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out, keep)
     if fused and chosen is None:
         raise ValueError(f"fused=True: a row of {n} {dtype} elements does not fit in the "
                          f"registers of one {layout}; use fused=None or False")
     per_thread = chosen.per_thread if chosen else 0
-    threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out))
+    threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
+                                                                       keep))
     if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
         online = not per_thread and specs["max_strategy"] is None
         normalizer = "online" if online else "max_then_sum"
@@ -297,16 +431,17 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         max_block = None
     pair_op = ONLINE_SOFTMAX if normalizer == "online" else None
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
-                   dtype, pair_op=pair_op, out=out)
+                   dtype, pair_op=pair_op, out=out, keep=keep)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
 
 
-def _tiled_threads(kind: str, dtype: str, out: str = "") -> int:
+def _tiled_threads(kind: str, dtype: str, out: str = "", keep: str = "") -> int:
     """The largest of :data:`_TILED_THREADS` whose tiled kernel's registers fit."""
     return next(t for t in _TILED_THREADS
-                if RowPlan(kind, None, "block", t, 0, None, None, dtype, out=out).fits)
+                if RowPlan(kind, None, "block", t, 0, None, None, dtype, out=out,
+                           keep=keep).fits)
 
 
 def _normalizer(normalizer, backward: bool, max_spec):
@@ -353,7 +488,8 @@ def _layout(layout, specs: dict, warp_fused) -> str:
     return layout
 
 
-def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out: str = ""):
+def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out: str = "",
+                keep: str = ""):
     """A fused plan for rows of ``n``, or None if no offered block size can hold one.
 
     For each block size offered, the fewest elements per thread (a compiled size) that
@@ -364,7 +500,8 @@ def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out:
     for threads in offered:
         group = softmax_rows.WARP if layout == "warp" else threads
         for k in _PER_THREAD:
-            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype, out=out)
+            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype, out=out,
+                           keep=keep)
             if k * group >= n and plan.fits:
                 plans.append(plan)
                 break
@@ -380,20 +517,23 @@ def _make(spec, threads: int) -> BlockStrategy:
 # --- views and launch --------------------------------------------------------------------
 
 
-def _launch(plan: RowPlan, views: list, stream) -> None:
+def _launch(plan: RowPlan, views: list, stream, kept: tuple = ()) -> None:
+    """Launch ``plan``'s kernel over the 3-D ``views``; ``kept``: a kept plan's
+    arguments (``softmax_rows.kept_arguments``)."""
     rows, n = views[0].shape[0] * views[0].shape[1], views[0].shape[2]
     grid = min(-(-rows // plan.rows_per_block), _GRID_MAX)
     width = softmax_rows.vector_width(plan, n, views)
     if width:  # the same rows, read and written in 16-byte vectors
         plan = dataclasses.replace(plan, vector=width)
         views = [*views, *softmax_rows.vector_views(plan, views)]
-    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views)
+    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views, *kept)
 
 
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream,
-         result_dtype=None):
+         result_dtype=None, keeping: tuple = (None, False, None)):
     """Validate, plan, lay out, launch; returns the result in the inputs' kind (of
-    ``result_dtype``, default the inputs' dtype)."""
+    ``result_dtype``, default the inputs' dtype); ``keeping``: ``(mask, causal,
+    scale)`` as the public functions take them."""
     described = [_describe(a, name) for a, name in zip(inputs, names)]
     _, akind, shape, dtype, precision = described[0]
     for (_, k, s, _, p), name in zip(described[1:], names[1:]):
@@ -404,7 +544,10 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     if result_dtype is not None:
         dtype = np.dtype(_result_dtype(result_dtype))
         precision = dtype.name if precision != dtype.name else precision
-    plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision)
+    mask, causal, scale = keeping
+    scale = _scale(scale)
+    keep = _keep(mask, causal, scale, shape, axis, names[0])
+    plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep)
     out = bits_like(out, precision, "out", kind)
     check_out(out, shape, dtype, akind, kind, exact=True)
     workspace = Workspace(akind, resolve_stream(stream, akind))
@@ -424,14 +567,16 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "
                              "contiguous out")
-    _launch(plan, views, workspace.stream)
+    kept = _kept_arguments(mask, causal, scale, shape, axis, views[0],
+                           workspace) if keep else ()
+    _launch(plan, views, workspace.stream, kept)
     return _deliver(result, akind, out, workspace)
 
 
 def _forward(kind, x, axis, max_strategy, sum_strategy, normalizer, layout, fused, threads,
-             out, stream, dtype=None):
+             out, stream, dtype, keeping):
     args = (normalizer, layout, fused, threads, max_strategy, sum_strategy)
-    return _run(kind, [x], ["x"], axis, args, out, stream, dtype)
+    return _run(kind, [x], ["x"], axis, args, out, stream, dtype, keeping)
 
 
 def _result_dtype(dtype) -> np.dtype:
@@ -445,9 +590,10 @@ def _result_dtype(dtype) -> np.dtype:
     return result
 
 
-def _backward(kind, y, dy, axis, sum_strategy, layout, fused, threads, out, stream):
+def _backward(kind, y, dy, axis, sum_strategy, layout, fused, threads, out, stream, dtype,
+              keeping):
     args = (None, layout, fused, threads, None, sum_strategy)
-    return _run(kind, [y, dy], ["y", "dy"], axis, args, out, stream)
+    return _run(kind, [y, dy], ["y", "dy"], axis, args, out, stream, dtype, keeping)
 
 
 def _on_device(view, kind: str, workspace: Workspace):

@@ -35,6 +35,15 @@ first 16-byte boundary and after its last with scalar loads, as PyTorch's softma
 does, so any row length serves as long as each row lies as far from a boundary in
 every array (then one thread's vectors of ``x`` are its vectors of ``y``).
 
+And what a row keeps (``keep``, for ``mask=``, ``causal=``, ``scale=``): nothing
+special (the kernels above), or a *kept* kernel, fused or tiled, block or warp, with
+every block strategy: it loads an element its row drops as -inf and a kept one as
+``x * scale``, so the row's (max, sum) and its output follow from the same code; a
+mask row is found from the row's number through a 4-D view of the mask whose
+broadcast dimensions have stride 0, a causal limit from the row's query index.
+Kept kernels read vectors in the fused forward pass only (else scalars); no element,
+nor vector, wholly dropped by the causal limit is read.
+
 Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
 float16 loads widen to float32 and results narrow back; the maximum is always
 subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for
@@ -77,6 +86,9 @@ MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at 
 FORWARD = ("softmax", "log_softmax")
 BACKWARD = ("softmax_backward", "log_softmax_backward")
 NORMALIZERS = ("max_then_sum", "online")
+# What a kept kernel keeps of a row: every element (``scale=`` alone), those its mask
+# row holds True, those up to the causal limit, or both.
+KEEPS = ("all", "mask", "causal", "mask&causal")
 
 
 def compute_dtype(dtype) -> np.dtype:
@@ -112,6 +124,9 @@ class RowPlan:
             :func:`vector_width`), or 0 for scalar loads.
         out: the result dtype's name when it is not the input's (``dtype=``); the
             input is then computed in it, as ``torch.softmax(x, dtype=)`` casts first.
+        keep: which elements a row keeps (one of :data:`KEEPS`), or "" for the plain
+            kernels: a kept kernel takes ``(mask, scale, queries, shift)`` after its
+            views (:func:`kept_arguments`); vectors in the fused forward pass only.
     """
 
     kind: str
@@ -125,6 +140,7 @@ class RowPlan:
     vector: int = 0
     pair_op: object = None
     out: str = ""
+    keep: str = ""
 
     @property
     def result(self) -> str:
@@ -169,6 +185,7 @@ class RowPlan:
         halves = {self.dtype, self.result} & {"float16", "bfloat16"}
         base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
         base += 8 if self.kind in BACKWARD else 0
+        base += 8 if self.keep else 0  # the mask row, its causal limit, the scale
         return base + 3 * self.per_thread * self.words
 
     @property
@@ -187,7 +204,7 @@ class RowPlan:
     def key(self) -> tuple:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
-                self.per_thread, blocks, self.dtype, self.vector, self.out)
+                self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep)
 
 
 def kernel_for(plan: RowPlan):
@@ -380,14 +397,16 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
     return stats
 
 
-def _tiled_stats(plan: RowPlan):
+def _tiled_stats(plan: RowPlan, load=None):
     """Device function ``stats(xr, lane, n, sh) -> (max, sum, max)`` reading the row
-    ``xr`` in tiles: two passes (``"max_then_sum"``) or one (``"online"``)."""
+    ``xr`` in tiles: two passes (``"max_then_sum"``) or one (``"online"``). ``load(xr,
+    c, n)``: element ``c`` as the compute type, -inf past ``n`` (default: ``xr`` an
+    array; a kept kernel's loader reads its row tuple)."""
     tc_t, _, tc = _numba_types(plan)
     G = plan.group
     NEG, ZERO = tc(-np.inf), tc(0)
     vmax = MAX.device_combine()
-    load = _masked_loader(_widener(plan), NEG)
+    load = load or _masked_loader(_widener(plan), NEG)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
 
@@ -577,6 +596,9 @@ def _forward_kernel(plan: RowPlan):
     jit = _jit_kernel(plan)
     load = _masked_loader(_widener(plan), NEG)
 
+    if plan.keep:
+        build = _kept_vector_forward if plan.vector else _kept_forward
+        return build(plan, prepare, finish, jit, storage)
     if plan.vector:
         build = _vector_forward if plan.fused else _vector_tiled_forward
         return build(plan, prepare, finish, jit, storage)
@@ -675,6 +697,8 @@ def _backward_kernel(plan: RowPlan):
     jit = _jit_kernel(plan)
     load = _masked_loader(_widener(plan), ZERO)
 
+    if plan.keep:
+        return _kept_backward(plan, storage, red_sum, (term, grad), jit)
     if plan.vector:
         build = _vector_fused_backward if plan.fused else _vector_tiled_backward
         return build(plan, storage, red_sum, (term, grad), jit)
@@ -734,6 +758,272 @@ def _backward_kernel(plan: RowPlan):
     return tiled_backward
 
 
+# --- kept rows: mask=, causal=, scale= ---------------------------------------------------
+#
+# A kept kernel reads each row as the plain one does, but an element it does not keep
+# loads as -inf and a kept one as ``x * scale``: the row's (max, sum) then cover the
+# kept elements alone, and a dropped element gives exp(-inf) = 0 (log-softmax: -inf).
+# A row whose maximum is -inf (nothing kept, or only -inf kept) gives 0 (log-softmax:
+# -inf) rather than exp(-inf + inf) = NaN, as torch's ``_safe_softmax``; with
+# ``scale=`` alone (every element kept) such rows stay NaN, as without it.
+
+
+def kept_arguments(mask, scale: float, queries: int, shift: int) -> tuple:
+    """A kept kernel's arguments after its views: ``mask``, a 4-D bool view ``(d0, d1,
+    d2, n)`` whose first three dimensions, in C order, are the rows' (broadcast
+    dimensions have stride 0); ``scale``; the causal limit of row ``r``, ``r % queries
+    + shift`` (the last element it keeps)."""
+    return mask, float(scale), int(queries), int(shift)
+
+
+def _keeper(plan: RowPlan):
+    """Device function ``keep(mr, lim, c)``: whether a row keeps its element ``c``
+    (``mr``: its mask row; ``lim``: its causal limit)."""
+    if plan.keep == "mask&causal":
+
+        @cuda.jit(device=True)
+        def keep(mr, lim, c):
+            return mr[c] and c <= lim
+
+    elif plan.keep == "mask":
+
+        @cuda.jit(device=True)
+        def keep(mr, lim, c):
+            return mr[c]
+
+    elif plan.keep == "causal":
+
+        @cuda.jit(device=True)
+        def keep(mr, lim, c):
+            return c <= lim
+
+    else:
+
+        @cuda.jit(device=True)
+        def keep(mr, lim, c):
+            return True
+
+    return keep
+
+
+@cuda.jit(device=True)
+def _mask_row(mask, row, queries, shift):
+    """``(mask row, causal limit)`` of row ``row`` (:func:`kept_arguments`)."""
+    d1, d2 = mask.shape[1], mask.shape[2]
+    r = row // d2
+    o = r // d1
+    return mask[o, r - o * d1, row - r * d2], row % queries + shift
+
+
+def _kept_loader(plan: RowPlan, fill):
+    """Device function ``load(r, c, n)`` over a row tuple ``r = (xr, mr, lim, scale)``:
+    ``x[c] * scale`` where the row keeps ``c``, ``fill`` where it does not or past
+    ``n``."""
+    widen, keep = _widener(plan), _keeper(plan)
+
+    @cuda.jit(device=True)
+    def load(r, c, n):
+        if c < n and keep(r[1], r[2], c):
+            return widen(r[0][c]) * r[3]
+        return fill
+
+    return load
+
+
+def _kept_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, *kept_arguments(...))``: the fused or tiled forward kernel over
+    kept elements (scalar loads)."""
+    tc_t, out_t, tc = _numba_types(plan)
+    K, G = plan.per_thread, plan.group
+    walk, split = _row_walk(plan)
+    NEG = tc(-np.inf)
+    EMPTY = tc(0) if plan.kind == "softmax" else NEG  # a row with nothing kept
+    SAFE = plan.keep != "all"
+    load = _kept_loader(plan, NEG)
+
+    @cuda.jit(device=True)
+    def put(v, a, b, live):
+        return out_t(finish(v, a, b) if live else EMPTY)
+
+    if plan.fused:
+        stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+
+        @jit
+        def kept_fused_forward(x, y, mask, scale, queries, shift):
+            sh = storage()
+            v = cuda.local.array(K, tc_t)
+            sc = tc_t(scale)
+            lane, row, step = walk()
+            inner, n = x.shape[1], x.shape[2]
+            while row < x.shape[0] * inner:
+                o, i = split(row, inner)
+                mr, lim = _mask_row(mask, row, queries, shift)
+                r, yr = (x[o, i], mr, lim, sc), y[o, i]
+                for k in range(K):
+                    v[k] = load(r, lane + k * G, n)
+                m, s, ref = stats(v, lane, n, sh)
+                a, b = prepare(m, s, ref)
+                live = not SAFE or m != NEG
+                for k in range(K):
+                    c = lane + k * G
+                    if c < n:
+                        yr[c] = put(v[k], a, b, live)
+                row += step
+
+        return kept_fused_forward
+
+    stats = _tiled_stats(plan, load)
+
+    @jit
+    def kept_tiled_forward(x, y, mask, scale, queries, shift):
+        sh = storage()
+        sc = tc_t(scale)
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            mr, lim = _mask_row(mask, row, queries, shift)
+            r, yr = (x[o, i], mr, lim, sc), y[o, i]
+            m, s, ref = stats(r, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            live = not SAFE or m != NEG
+            c = lane
+            while c < n:  # all loads of a tile before its stores: y may alias x
+                x0, x1 = load(r, c, n), load(r, c + G, n)
+                x2, x3 = load(r, c + 2 * G, n), load(r, c + 3 * G, n)
+                yr[c] = put(x0, a, b, live)
+                if c + G < n:
+                    yr[c + G] = put(x1, a, b, live)
+                if c + 2 * G < n:
+                    yr[c + 2 * G] = put(x2, a, b, live)
+                if c + 3 * G < n:
+                    yr[c + 3 * G] = put(x3, a, b, live)
+                c += UNROLL * G
+            row += step
+
+    return kept_tiled_forward
+
+
+def _kept_vector_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, xf, yf, *kept_arguments(...))``: the fused kept forward kernel
+    reading and writing rows in 16-byte vectors, as :func:`_vector_forward`; a vector
+    wholly past a causal limit is not read."""
+    tc_t, _, tc = _numba_types(plan)
+    K, G, W = plan.per_thread, plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    KV, NEG = K // W, tc(-np.inf)
+    EMPTY = tc(0) if plan.kind == "softmax" else NEG  # a row with nothing kept
+    SAFE, CAUSAL = plan.keep != "all", "causal" in plan.keep
+    first_vector, keep = _first_vector(plan), _keeper(plan)
+    stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
+    vload, vstore = vector_loader(W), vector_storer(W)
+    pack, widen = _packer(plan), _widener(plan)
+
+    @jit
+    def kept_vector_forward(x, y, xf, yf, mask, scale, queries, shift):
+        sh = storage()
+        v = cuda.local.array(K, tc_t)
+        sc = tc_t(scale)
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            mr, lim = _mask_row(mask, row, queries, shift)
+            xv, yv = first_vector(x, o, i), first_vector(y, o, i)
+            for j in range(KV):  # KV vector loads in flight, then only registers
+                e = (lane + j * G) * W
+                if e < n and (not CAUSAL or e <= lim):
+                    t = vload(xf, xv + lane + j * G)
+                    for q in range(W):
+                        v[j * W + q] = widen(t[q]) * sc if keep(mr, lim, e + q) else NEG
+                else:
+                    for q in range(W):
+                        v[j * W + q] = NEG
+            m, s, ref = stats(v, lane, n, sh)
+            a, b = prepare(m, s, ref)
+            live = not SAFE or m != NEG
+            for k in range(K):
+                v[k] = finish(v[k], a, b) if live else EMPTY
+            for j in range(KV):
+                if (lane + j * G) * W < n:
+                    vstore(yf, yv + lane + j * G, pack(v, j * W))
+            row += step
+
+    return kept_vector_forward
+
+
+def _kept_backward(plan: RowPlan, storage, red_sum, gradient, jit):
+    """``kernel(y, dy, dx, *kept_arguments(...))``: the backward kernel of a kept
+    forward pass: the row's sum as the plain kernel's (over every element, as torch's
+    autograd through ``masked_fill`` sums: a dropped element's ``y`` is 0 for
+    softmax), ``dx = scale * grad`` where the row keeps an element and 0 where it
+    does not (the chain rule through ``x * scale`` and the mask)."""
+    tc_t, out_t, tc = _numba_types(plan)
+    K, G = plan.per_thread, plan.group
+    walk, split = _row_walk(plan)
+    ZERO = tc(0)
+    term, grad = gradient
+    keep = _keeper(plan)
+    load = _masked_loader(_widener(plan), ZERO)
+
+    @cuda.jit(device=True)
+    def put(y, d, total, sc, kept):
+        return out_t(sc * grad(y, d, total) if kept else ZERO)
+
+    if plan.fused:
+
+        @jit
+        def kept_fused_backward(y, dy, dx, mask, scale, queries, shift):
+            sh = storage()
+            vy = cuda.local.array(K, tc_t)
+            vd = cuda.local.array(K, tc_t)
+            sc = tc_t(scale)
+            lane, row, step = walk()
+            inner, n = y.shape[1], y.shape[2]
+            while row < y.shape[0] * inner:
+                o, i = split(row, inner)
+                mr, lim = _mask_row(mask, row, queries, shift)
+                yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+                total = ZERO
+                for k in range(K):
+                    vy[k] = load(yr, lane + k * G, n)
+                    vd[k] = load(dyr, lane + k * G, n)
+                    total += term(vy[k], vd[k])
+                total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+                for k in range(K):
+                    c = lane + k * G
+                    if c < n:
+                        dxr[c] = put(vy[k], vd[k], total, sc, keep(mr, lim, c))
+                row += step
+
+        return kept_fused_backward
+
+    @jit
+    def kept_tiled_backward(y, dy, dx, mask, scale, queries, shift):
+        sh = storage()
+        sc = tc_t(scale)
+        lane, row, step = walk()
+        inner, n = y.shape[1], y.shape[2]
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
+            mr, lim = _mask_row(mask, row, queries, shift)
+            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+            total = ZERO
+            c = lane
+            while c < n:
+                total += term(load(yr, c, n), load(dyr, c, n))
+                total += term(load(yr, c + G, n), load(dyr, c + G, n))
+                c += 2 * G
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            c = lane
+            while c < n:  # each element read before it is written: dx may alias
+                dxr[c] = put(load(yr, c, n), load(dyr, c, n), total, sc, keep(mr, lim, c))
+                c += G
+            row += step
+
+    return kept_tiled_backward
+
+
 # --- rows read and written in 16-byte vectors --------------------------------------------
 
 
@@ -757,6 +1047,8 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     dtype = storage_dtype(plan.dtype)
     if plan.result != plan.dtype or (plan.dtype != "bfloat16" and dtype.kind != "f"):
         return 0  # (a result of another width than the input: scalar loads and stores)
+    if plan.keep and (not plan.fused or plan.kind in BACKWARD):
+        return 0  # (kept rows: vectors in the fused forward kernels only)
     if any(v.strides[2] != dtype.itemsize for v in views):
         return 0
     width = vector_lanes(dtype)

@@ -195,7 +195,8 @@ def _variants(op, names) -> list:
 @click.argument("op_name", metavar="OP", type=click.Choice(list(_compare.OPERATIONS)))
 @click.option("-n", "--size", type=SHAPE, default=None,
               help="N or ROWSxCOLS. Default 2**26 on a GPU, 4096 under the simulator "
-                   "(sorts: 256).")
+                   "(sorts: 256). causal_softmax: ROWS a multiple of COLS are heads of "
+                   "COLS x COLS scores (default 65536x2048: 32 heads of 2048 keys).")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Default float32 (int32 for xor_sum and bincount: integers only).")
 @click.option("-s", "--strategy", "strategies", multiple=True,
@@ -222,7 +223,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
         raise click.BadParameter(f"{op.name} does not take {dtype}", param_hint="'--dtype'")
     variants = _variants(op, strategies)
     simulator = numbakern.backend().is_simulator
-    shape = size or (op.simulator_shape if simulator else (1 << 26,))
+    shape = size or (op.simulator_shape if simulator else op.gpu_shape)
     if simulator and int(np.prod(shape)) > SIMULATOR_MAX_ELEMENTS:
         raise click.BadParameter(
             f"{'x'.join(map(str, shape))} is too large for the simulator (one OS thread per "

@@ -208,6 +208,7 @@ class Operation:
         skips: ``f(variant, shape, kw)`` -> why a variant cannot run on this input
             (reported, not run), or None.
         simulator_shape: the default input under the simulator.
+        gpu_shape: the default input on a GPU.
         one_d: the operation takes 1-D input only (``bincount``).
     """
 
@@ -220,6 +221,7 @@ class Operation:
     peers: dict = field(default_factory=dict)
     skips: Callable | None = None
     simulator_shape: tuple = (4096,)
+    gpu_shape: tuple = (1 << 26,)
     one_d: bool = False
 
     @property
@@ -305,6 +307,57 @@ def _torch_cross_entropy(t, x, **kw):
     return t.nn.functional.cross_entropy(rows, target)
 
 
+ATTENTION_SCALE = 0.125  # 1/sqrt(64): attention's scale for heads of 64 dimensions
+
+
+def _attention(x):
+    """A 2-D ``(rows, keys)`` input whose rows are a multiple of its keys as square
+    ``(heads, keys, keys)`` score matrices; any other input as it is, its last two
+    axes ``(queries, keys)``."""
+    if x.ndim == 2 and x.shape[0] % x.shape[1] == 0:
+        return x.reshape(-1, x.shape[1], x.shape[1])
+    return x
+
+
+def _causal_keep(shape) -> np.ndarray:
+    """The causal mask of ``(..., queries, keys)``, aligned bottom-right."""
+    queries, keys = shape[-2:]
+    return np.arange(keys) <= np.arange(queries)[:, None] + keys - queries
+
+
+def _causal_softmax(x, **kw):
+    """Softmax of ``x * ATTENTION_SCALE`` over the keys each query sees causally
+    (:func:`_attention`'s shape); a row that sees no key is 0."""
+    scores = _attention(np.asarray(x)) * ATTENTION_SCALE
+    z = np.where(_causal_keep(scores.shape), scores, -np.inf)
+    m = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - np.where(m == -np.inf, 0, m))
+    s = e.sum(axis=-1, keepdims=True)
+    return e / np.where(s == 0, 1, s)
+
+
+@dataclass(frozen=True)
+class CausalSoftmax(Operation):
+    """``numbakern.softmax(scores, causal=True, scale=1/8)`` of attention scores:
+    the masked softmax of an attention without a flash kernel. Its torch peer is
+    ``softmax(masked_fill(~causal, -inf))`` with fully masked rows 0
+    (``nan_to_num``), as ``_safe_softmax`` gives them."""
+
+    @property
+    def available(self) -> bool:
+        return hasattr(numbakern, "softmax")
+
+    def call(self, x, variant: Variant, kw: dict):
+        return numbakern.softmax(_attention(x), causal=True, scale=ATTENTION_SCALE, **kw,
+                                 **variant.kwargs)
+
+
+def _torch_causal_softmax(t, x, **kw):
+    scores = _attention(x) * ATTENTION_SCALE
+    keep = t.as_tensor(_causal_keep(tuple(scores.shape)), device=scores.device)
+    return t.softmax(scores.masked_fill(~keep, -float("inf")), -1).nan_to_num(0.0)
+
+
 def block_variants() -> list[Variant]:
     """Every block strategy, for the row kernels that take one (``strategy=``)."""
     return [Variant(name, {"strategy": name}) for name in _strategies.available("block")]
@@ -385,6 +438,11 @@ OPERATIONS: dict[str, Operation] = {
                               lambda t, x, **k: t.bincount(x)), one_d=True),
         CrossEntropy("cross_entropy", _cross_entropy, allclose, block_variants, kinds="f",
                      peers={"torch": _torch_cross_entropy}, simulator_shape=(64, 100)),
+        # 32 x 16 heads of 2048 x 2048 scores make 8 GB of float32; 32 heads hold the
+        # same rows.
+        CausalSoftmax("causal_softmax", _causal_softmax, allclose, softmax_variants,
+                      kinds="f", peers={"torch": _torch_causal_softmax},
+                      simulator_shape=(48, 24), gpu_shape=(65536, 2048)),
     ]
 }
 

@@ -9,7 +9,9 @@ The demo is a table of *cases*: one operation on one input. Three kinds of input
   with ``allclose``'s default tolerance as the tutorial does;
 * a language model's batch of logits, 8192 x 50257 float32 (GPT-2's vocabulary):
   the softmax and the greedy next token (argmax) of every row, and whole-array
-  reductions.
+  reductions;
+* attention scores, batch x heads x queries x keys (4 x 16 x 512 x 512): their
+  causal softmax scaled by 1/8, as an attention without a flash kernel computes it.
 
 Under the simulator, which runs each CUDA thread as an OS thread, the large inputs
 are cut down (``quick``: further still) so that the demo ends in about a minute; the
@@ -34,6 +36,7 @@ from .compare import OPERATIONS, Row, installed_peers, on_gpu, run_one, to_devic
 WORKED = np.array([3, 1, 4, 1, 5])
 TUTORIAL = (1823, 781)
 LOGITS = (8192, 50257)
+ATTENTION = (4, 16, 512, 512)  # batch x heads x queries x keys
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ _tutorial = _matrix(TUTORIAL, simulator=(16, 781), quick=(2, 781))
 _logits = _matrix(LOGITS, simulator=(2, 50257), quick=(1, 4096), scale=3.0, seed=1)
 # A scan's tiles cost the simulator far more per element than a reduction's loads.
 _logits_scan = _matrix(LOGITS, simulator=(2, 2048), quick=(1, 512), scale=3.0, seed=1)
+# Fewer queries than keys under the simulator: the causal mask's bottom-right alignment.
+_scores = _matrix(ATTENTION, simulator=(1, 2, 12, 40), quick=(1, 1, 4, 10), scale=3.0,
+                  seed=2)
 
 CASES = [
     Case("sum", "worked example [3, 1, 4, 1, 5]", _worked, expect=14),
@@ -105,6 +111,8 @@ CASES = [
     Case("sum", "LM logits 8192 x 50257, all", _logits),
     Case("max", "LM logits 8192 x 50257, all", _logits),
     Case("cross_entropy", "LM logits 8192 x 50257, mean loss", _logits_scan),
+    Case("causal_softmax", "attention scores 4 x 16 x 512 x 512 (batch x heads x "
+         "queries x keys), causal, scale 1/8", _scores),
 ]
 
 

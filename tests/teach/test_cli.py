@@ -112,6 +112,22 @@ def test_compare_named_strategies_dtype_and_png(tmp_path):
 
 
 @simulator_only
+def test_compare_causal_softmax_of_attention_heads(monkeypatch):
+    # 2 heads of 12 x 12 scores, two strategies; then a softmax that ignores the causal
+    # mask is caught by the check.
+    args = ("compare", "causal_softmax", "-n", "24x12", "--repeat", "1",
+            "-s", "online/warp_shuffle", "-s", "max_then_sum/blelloch")
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert "causal_softmax of 24x12" in result.output and "WRONG" not in result.output
+    unmasked = numbakern.softmax
+    monkeypatch.setattr(numbakern, "softmax",
+                        lambda x, causal, **kw: unmasked(x, **kw))
+    result = invoke(*args)
+    assert result.exit_code == 1 and "WRONG" in result.output
+
+
+@simulator_only
 def test_compare_softmax_float16_within_its_precision():
     """float16 softmax is held to what float16 holds, not float32's 1e-5 (found by a
     fresh-user trial: every strategy showed WRONG)."""
