@@ -74,7 +74,8 @@ from .api.reductions import (  # noqa: E402
     xor_sum,
 )
 from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # noqa: E402
-                        logcumsumexp, nancumprod, nancumsum)
+                        cumulative_prod, cumulative_sum, logcumsumexp, nancumprod,
+                        nancumsum)
 from .api.losses import cross_entropy  # noqa: E402
 from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
@@ -109,7 +110,8 @@ __all__ = [
     "OutDtypeError", "RadixSort", "ReduceThenScan", "SharedPrivatized", "SharedTree",
     "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "argmax", "argmin", "argsort",
     "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
-    "count_nonzero", "cross_entropy", "cummax", "cummin", "cumprod", "cumsum", "nancumprod", "nancumsum",
+    "count_nonzero", "cross_entropy", "cummax", "cummin", "cumprod", "cumsum",
+    "cumulative_prod", "cumulative_sum", "nancumprod", "nancumsum",
     "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logcumsumexp", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",

@@ -140,6 +140,83 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
 
 
 @dispatch
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False,
+                   strategy=None, layout="auto", stream=None):
+    """Cumulative sum as NumPy 2's ``np.cumulative_sum(x, axis=, dtype=, out=,
+    include_initial=)`` (the array API's): :func:`cumsum`, except that ``axis`` is
+    required for more than one dimension, a 0-d input is scanned as one element, and
+    ``include_initial=True`` puts the sum of nothing (0) first, so the result is one
+    longer along ``axis``.
+
+    Returns: as :func:`cumsum` (result dtype NumPy's), of ``x``'s shape with one more
+    element along ``axis`` if ``include_initial``.
+
+    Raises: as :func:`cumsum`; ``ValueError`` for ``axis=None`` on more than one
+    dimension.
+    """
+    return _cumulative("cumulative_sum", cumsum, cumsum_dtype, x, axis, dtype, out,
+                       include_initial, strategy, layout, stream)
+
+
+@dispatch
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False,
+                    strategy=None, layout="auto", stream=None):
+    """Cumulative product as NumPy 2's ``np.cumulative_prod`` (:func:`cumprod`'s
+    values and special values; ``include_initial=True`` puts 1 first). Arguments and
+    errors as :func:`cumulative_sum`.
+    """
+    return _cumulative("cumulative_prod", cumprod, cumprod_dtype, x, axis, dtype, out,
+                       include_initial, strategy, layout, stream)
+
+
+def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy, layout,
+                stream):
+    """The array API's cumulative functions through ``scan`` (cumsum or cumprod, whose
+    result dtype ``rule`` gives): with
+    ``include_initial``, an exclusive scan of the first element writes the empty
+    product or sum into the first slot of each row and an inclusive scan fills the
+    rest, both straight into views of one result (no copy)."""
+    x = as_array_like(x)
+    include_initial = check_flag(include_initial, "include_initial")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{name}: axis is required for arrays of more than "
+                             f"one dimension (got shape {tuple(x.shape)})")
+        x, axis = x.reshape(1) if x.ndim == 0 else x, 0
+    options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
+    if not include_initial:
+        return scan(x, axis=axis, out=out, **options)
+    axis = axis_index(axis) % x.ndim
+    shape = tuple(n + (a == axis) for a, n in enumerate(x.shape))
+    if out is None:
+        out = _result_like(x, shape, rule(np.dtype(x.dtype), dtype), stream)
+    elif tuple(out.shape) != shape:
+        raise ValueError(f"{name}: out has shape {tuple(out.shape)}; with "
+                         f"include_initial the result's is {shape}")
+    first, rest = _along(axis, 0, 1, x.ndim), _along(axis, 1, None, x.ndim)
+    # an exclusive scan of one element writes only the empty sum or product, whatever
+    # the element: an uninitialised one does where the axis is empty
+    one = x[first] if x.shape[axis] else _result_like(x, out[first].shape, x.dtype, stream)
+    scan(one, axis=axis, exclusive=True, out=out[first], **options)
+    if x.shape[axis]:
+        scan(x, axis=axis, out=out[rest], **options)
+    return out
+
+
+def _along(axis: int, start, stop, ndim: int) -> tuple:
+    """The index ``[start:stop]`` along ``axis`` of an ``ndim``-d array."""
+    return (slice(None),) * axis + (slice(start, stop),) + (slice(None),) * (ndim - axis - 1)
+
+
+def _result_like(x, shape: tuple, dtype, stream):
+    """An uninitialised array of ``x``'s kind (NumPy, CuPy, Numba device)."""
+    kind = kind_of(x)
+    if kind == "numpy":
+        return np.empty(shape, dtype)
+    return user_array(Workspace(kind, resolve_stream(stream, kind)).empty(shape, dtype))
+
+
+@dispatch
 @replayable
 @honours_stream
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
@@ -489,5 +566,6 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
     return views[0], views[1:], finish
 
 
-__all__ = ["cumsum", "cumprod", "associative_scan", "nancumsum", "nancumprod", "cummax",
+__all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "associative_scan",
+           "nancumsum", "nancumprod", "cummax",
            "cummin", "logcumsumexp"]

@@ -310,6 +310,35 @@ def test_cumprod_rows_and_nancumprod_special_values(layout):
     np.testing.assert_array_equal(nk.cumprod(z), np.cumprod(z))
 
 
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+def test_cumulative_functions_as_numpy_2(name):
+    ours, numpys = getattr(nk, name), getattr(np, name)
+    x = np.arange(1, 13, dtype=np.int16).reshape(3, 4)
+    for axis in (0, 1, -1):
+        for include_initial in (False, True):
+            got = ours(x, axis=axis, include_initial=include_initial)
+            want = numpys(x, axis=axis, include_initial=include_initial)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    for x in (np.arange(5.0), np.float32(3), np.zeros((2, 0))):  # 1-d, 0-d, empty axis
+        axis = -1 if np.ndim(x) > 1 else None
+        np.testing.assert_array_equal(ours(x, axis=axis, include_initial=True),
+                                      numpys(x, axis=axis, include_initial=True))
+    f = np.array([1e30, 1e30, 0, 2], np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(ours(f, include_initial=True, dtype=np.float32),
+                                      numpys(f, include_initial=True, dtype=np.float32))
+    d = cuda.to_device(np.ones((3, 4), np.float32))
+    out = cuda.device_array((3, 5), np.float32)
+    assert ours(d, axis=1, include_initial=True, out=out) is out
+    np.testing.assert_array_equal(out.copy_to_host(), numpys(np.ones((3, 4), np.float32),
+                                                             axis=1, include_initial=True))
+    with pytest.raises(ValueError, match=f"{name}: axis is required"):
+        ours(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="out has shape"):
+        ours(np.ones(3), include_initial=True, out=np.empty(3))
+
+
 def test_max_min_bitwise_scans():
     rng = np.random.default_rng(5)
     x = rng.normal(size=333).astype(np.float32)

@@ -38,6 +38,8 @@ CALLS = {
     "ptp": ("f", (), {}), "nanargmax": ("f", (), {"axis": 0}), "nanargmin": ("f", (), {}),
     "nanmax": ("f", (), {"axis": 1}), "nanmin": ("f", (), {}), "nanmean": ("f", (), {"axis": 1}),
     "cumsum": ("f", (), {"axis": 1}), "cumprod": ("f", (), {"axis": 0}),
+    "cumulative_sum": ("f", (), {"axis": 1, "include_initial": True}),
+    "cumulative_prod": ("f", (), {"axis": 0}),
     "associative_scan": ("f", ("max",), {"axis": 1}), "nancumsum": ("f", (), {}),
     "nancumprod": ("f", (), {"axis": 1}), "cummax": ("f", (), {"axis": 1}),
     "cummin": ("f", (), {"axis": 0}), "logcumsumexp": ("f", (), {"axis": 1}),
