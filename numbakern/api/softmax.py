@@ -56,7 +56,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.deliver import check_out
+from numbakern.core.deliver import OutDtypeError, check_out
 from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
@@ -258,15 +258,16 @@ def _describe(a: Any, name: str):
 
 def bits_like(out, precision: str, name: str, caller: str):
     """``out`` as the array the kernels write: a :class:`BFloat16Bits`' bits for
-    bfloat16 input, else ``out`` itself; ``TypeError`` when one is bfloat16 and the
-    other not (a uint16 array is no bfloat16 ``out``)."""
+    bfloat16 input, else ``out`` itself; ``OutDtypeError`` (a ``TypeError``, as every
+    out of the wrong dtype gives) when one is bfloat16 and the other not (a uint16
+    array is no bfloat16 ``out``)."""
     if out is None:
         return None
     bits = isinstance(out, BFloat16Bits)
     if bits != (precision == "bfloat16"):
         got = "bfloat16" if bits else np.dtype(getattr(out, "dtype", "O")).name
-        raise TypeError(f"{caller}: {name} must have the input's dtype {precision}, "
-                        f"got {got}")
+        raise OutDtypeError(f"{caller}: {name} must have the result's dtype {precision} "
+                            f"(it is written in place), got {got}")
     return out.bits if bits else out
 
 

@@ -401,11 +401,15 @@ def test_outs_that_require_grad_are_refused():
 
 
 def test_a_bfloat16_input_needs_a_bfloat16_out():
+    """Every out of the wrong dtype raises one class, OutDtypeError (a TypeError)."""
     x = _bf16_torch(np.ones((2, 8), np.float32))
-    with pytest.raises(TypeError, match="out must have the input's dtype bfloat16, got uint16"):
+    with pytest.raises(nk.OutDtypeError, match="out must have the result's dtype bfloat16 "
+                       r"\(it is written in place\), got uint16"):
         nk.softmax(x, out=np.zeros((2, 8), np.uint16))
-    with pytest.raises(TypeError, match="got bfloat16"):
+    with pytest.raises(nk.OutDtypeError, match="got bfloat16"):
         nk.softmax(torch.ones(2, 8), out=torch.empty(2, 8, dtype=torch.bfloat16))
+    with pytest.raises(nk.OutDtypeError, match="got int32"):
+        nk.softmax(torch.ones(2, 8), out=torch.empty(2, 8, dtype=torch.int32))
 
 
 def test_results_follow_the_first_argument_and_outs_come_back_as_themselves():
