@@ -75,6 +75,8 @@ def is_foreign(a) -> bool:
     """Whether argument ``a`` needs translating here (cheap: type checks only)."""
     if isinstance(a, np.ndarray):
         return a.dtype.name == "bfloat16"
+    if isinstance(a, (np.dtype, type)):  # dtype=bfloat16 (ml_dtypes) is translated too
+        return getattr(a, "__name__", getattr(a, "name", "")) == "bfloat16"
     if isinstance(a, (int, float, str, type(None), tuple, list)):
         return False
     return is_torch(a) or _is_dlpack_only(a)
@@ -85,8 +87,10 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
 
     ``names`` are ``fn``'s positional parameter names, for messages.
     """
-    args, kwargs = _no_bfloat16_dtype(names, args, kwargs)
+    args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
+    if rounded is not None:  # dtype=bfloat16 of another input: float32, rounded once
+        call.bfloat16, call.dtype_given = rounded, False
     first = names[0] if names else None
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
@@ -106,22 +110,46 @@ def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:
 
 def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
     """``dtype=`` as NumPy's: a torch dtype becomes its NumPy dtype, and bfloat16 (an
-    ``ml_dtypes`` or torch dtype) is dropped: it asks for what a bfloat16 input gives
-    anyway, and the kernels hold no bfloat16 accumulator."""
+    ``ml_dtypes`` or torch dtype) is dropped where the input is bfloat16 (it asks for
+    what such an input gives anyway) and becomes float32 elsewhere: the kernels hold
+    no bfloat16 accumulator, so the result is computed in float32 and rounded once,
+    as ``torch.softmax(x, dtype=torch.bfloat16)`` returns bfloat16.
+
+    Returns ``(args, kwargs, rounded)``: ``rounded`` the bfloat16 dtype the float32
+    results are to be rounded to, or None.
+    """
+    rounded = []
+
     def numpy_dtype(d):
         if d is None or "bfloat16" not in str(d):
             return _numpy_dtype(d) if is_torch(d) else d
-        if not any("bfloat16" in str(getattr(a, "dtype", "")) for a in (*args, *kwargs.values())):
-            raise TypeError("dtype=bfloat16 is taken only where the input is bfloat16 (whose "
-                            "results it gives anyway); ask for float16, float32 or float64")
-        return None
+        arrays = (a for a in (*args, *kwargs.values()) if not isinstance(a, (type, np.dtype)))
+        if any("bfloat16" in str(getattr(a, "dtype", "")) for a in arrays):
+            return None
+        rounded.append(d)
+        return np.dtype(np.float32)
 
     if "dtype" in kwargs:
         kwargs = {**kwargs, "dtype": numpy_dtype(kwargs["dtype"])}
     if "dtype" in names and names.index("dtype") < len(args):
         i = names.index("dtype")
         args = (*args[:i], numpy_dtype(args[i]), *args[i + 1:])
-    return args, kwargs
+    return args, kwargs, (_bfloat16_for(rounded[0], args) if rounded else None)
+
+
+def _bfloat16_for(asked, args: tuple):
+    """The bfloat16 dtype results are rounded to: torch's for a tensor first argument
+    (the tensor conversion rounds), else ml_dtypes' (NumPy's ``astype`` rounds)."""
+    if args and is_torch(args[0]):
+        return asked
+    if is_torch(asked):
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError("dtype=torch.bfloat16 for a NumPy input needs ml_dtypes "
+                            "(pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(asked)
 
 
 class _Call:

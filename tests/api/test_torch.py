@@ -428,10 +428,23 @@ def test_torch_dtypes_are_read_as_numpys():
     assert nk.cumsum(x, 0, torch.int16).dtype == torch.int16
 
 
-def test_softmax_dtype_as_torch_and_bfloat16_only_for_bfloat16_input():
+def test_softmax_dtype_as_torch_and_bfloat16_of_other_inputs():
     x = torch.randn(3, 40).to(torch.bfloat16)
     got = nk.softmax(x, dtype=torch.float32)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, torch.softmax(x, -1, dtype=torch.float32))
-    with pytest.raises(TypeError, match="dtype=bfloat16 is taken only where the input"):
-        nk.softmax(torch.randn(3, 4), dtype=torch.bfloat16)
+    # another input with dtype=bfloat16: computed in float32, rounded once, as torch
+    f = torch.randn(3, 40, dtype=torch.float64)
+    want = torch.softmax(f, -1).float()
+    for run in (lambda: nk.softmax(f, dtype=torch.bfloat16),
+                lambda: nk.log_softmax(f, dtype=torch.bfloat16).float().exp()):
+        got = run()
+        torch.testing.assert_close(got.float(), want, rtol=BF16_RTOL, atol=1e-3)
+    got = nk.sum(torch.arange(10, dtype=torch.int32), dtype=torch.bfloat16)
+    assert got.dtype == torch.bfloat16 and got.item() == 45
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for asked in (ml_dtypes.bfloat16, np.dtype(ml_dtypes.bfloat16), torch.bfloat16):
+        got = nk.softmax(f.numpy(), dtype=asked)
+        assert isinstance(got, np.ndarray) and got.dtype == np.dtype(ml_dtypes.bfloat16)
+        np.testing.assert_allclose(got.astype(np.float32), want.numpy(), rtol=BF16_RTOL,
+                                   atol=1e-3)
