@@ -612,9 +612,13 @@ def _softmax(x, kind: str, axis, options: dict):
         raise TypeError(f"x must be float16, float32 or float64, got dtype {x.dtype}")
     if x.ndim == 0:
         raise np.exceptions.AxisError(f"x is 0-d: {kind} needs at least one axis")
-    from numbakern.api.softmax import _axis
+    from numbakern.api.softmax import _axis, _plan
 
     axis = _axis(axis, x.ndim)
+    # the keywords checked now, as the row kernels would (no kernel runs here)
+    _plan(kind, builtins.max(x.shape[axis], 1), x.dtype, options["normalizer"], options["layout"],
+          options["fused"], options["threads"], options["max_strategy"],
+          options["sum_strategy"])
     meta = _meta(x, x.ndim, x.dtype)
     if x.numblocks[axis] == 1:  # each row in one chunk: numbakern's row kernels
         return x.map_blocks(functools.partial(_softmax_chunk, kind=kind, axis=axis,
@@ -673,8 +677,9 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
 
     Rows held in one chunk (``axis`` not chunked): numbakern's row kernel per chunk,
     with every keyword as :func:`numbakern.softmax`. Rows split across chunks: each
-    chunk's online ``(max, sum)`` state per row (numbakern's ``max`` and ``sum``,
-    the keywords unused), the states combined across chunks, then
+    chunk's online ``(max, sum)`` state per row (numbakern's ``max`` and ``sum``;
+    the keywords are checked, at this call, but choose no kernel), the states
+    combined across chunks, then
     ``exp(x - max) / sum`` as a Dask elementwise map (computed in float32 for
     float16). Rows holding NaN or +inf, and rows of nothing but -inf, are NaN.
 

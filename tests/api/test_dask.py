@@ -293,6 +293,17 @@ def test_softmax_float16_and_errors():
         nk.softmax(da.zeros(4, dtype=np.int32, chunks=2))
 
 
+@pytest.mark.parametrize("chunks", [(2, 64), (2, 32)], ids=["rows whole", "rows split"])
+def test_softmax_keywords_are_checked_when_the_graph_is_built(chunks):
+    x = da.from_array(np.ones((4, 64), np.float32), chunks=chunks)
+    with pytest.raises(ValueError, match="layout must be"):
+        nk.softmax(x, layout="bogus")
+    with pytest.raises(TypeError, match="fused must be"):
+        nk.log_softmax(x, fused="yes")
+    with pytest.raises(ValueError, match="max_strategy must be one of"):
+        nk.softmax(x, max_strategy="nope")
+
+
 # --- histogram and bincount ---------------------------------------------------------------
 
 
