@@ -21,15 +21,21 @@ from numbakern.runtime.launch import launch
 CHUNK = THREADS * 4
 
 
+@cuda.jit(device=True)
+def _chunk(block, chunks, b_count):
+    """``(row, a, b, start)`` of chunk ``block``: its row, the row's place in the
+    ``(A, B)`` outer dimensions, and its first element."""
+    row = block // chunks
+    return row, row // b_count, row % b_count, (block - row * chunks) * CHUNK
+
+
 @cuda.jit
 def _first_exits(y, first):
     b_count, n = y.shape[1], y.shape[2]
     chunks = (n + CHUNK - 1) // CHUNK
     block = int64(cuda.blockIdx.x)
     while block < y.shape[0] * b_count * chunks:
-        row = block // chunks
-        start = (block - row * chunks) * CHUNK
-        a, b = row // b_count, row % b_count
+        row, a, b, start = _chunk(block, chunks, b_count)
         j = start + cuda.threadIdx.x
         # A thread stops at its first exit, and a chunk wholly past a known exit is
         # skipped: once a row overflows, every later element would otherwise contend
@@ -48,9 +54,7 @@ def _settle_after(y, classes, first):
     chunks = (n + CHUNK - 1) // CHUNK
     block = int64(cuda.blockIdx.x)
     while block < y.shape[0] * b_count * chunks:
-        row = block // chunks
-        start = (block - row * chunks) * CHUNK
-        a, b = row // b_count, row % b_count
+        row, a, b, start = _chunk(block, chunks, b_count)
         at = first[row]  # n where the row never left the range
         j = max(start, at + 1) + cuda.threadIdx.x  # the exit itself is already right
         while j < min(start + CHUNK, n):
