@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import cuda
 
-from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.kernels import softmax_rows
-from numbakern.ops.state import StateKit, state_kit
+from numbakern.ops.state import StateKit
 from numbakern.runtime.device import SIMULATOR
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 from . import trace as _trace
-from .trace import IDENTITY, TraceError, _Recorder
+from .trace import TraceError, _Recorder
 
 #: the fused kernels' elements per thread (``numbakern/api/softmax.py``)
 PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)
@@ -195,15 +194,15 @@ class _SoftmaxRecorder(_Recorder):
                 self.own[(op, thread)] = node
             return self.own_by_value[key]
 
-    def combine_op(self, op: str, a, b, value) -> int:
+    def combine(self, a, b, value, op: str = "") -> int:
         a, b = self.nodes[int(a)], self.nodes[int(b)]
         with self.lock:
             self._block().combines += 1
         return self._new("combine", a.cover | b.cover, value, via=_trace.REGISTER,
                          args=(a.id, b.id), overlap=bool(a.cover & b.cover), detail=op)
 
-    def store_op(self, op: str, arr, i, tag) -> None:
-        self.store(arr, i, tag)
+    def store(self, arr, i, tag, op: str = "") -> None:
+        super().store(arr, i, tag)
         if self._where()[2] == 0:
             with self.lock:
                 self.stored[op] = int(tag)
@@ -217,53 +216,9 @@ def _rec() -> _SoftmaxRecorder:
 
 
 def _softmax_kit(op, dtypes) -> StateKit:
-    """The op's kit with a node tag after the real fields; a state handed in without
-    its tag is the calling thread's own (:meth:`_SoftmaxRecorder.own_state`)."""
-    real = state_kit(op, dtypes)
-    tags = state_kit(_ops.SUM, (np.dtype(np.int64),))
-    f, name = real.fields, op.name
-
-    def tag(s):
-        return s[f] if len(s) > f else _rec().own_state(name, s[:f])
-
-    @cuda.jit(device=True)
-    def identity():
-        return real.identity() + (_rec().identity(),)
-
-    @cuda.jit(device=True)
-    def combine(a, b):
-        c = real.combine(a[:f], b[:f])
-        return c + (_rec().combine_op(name, tag(a), tag(b), c),)
-
-    def shuffle(real_shfl, tag_shfl, kind):
-        @cuda.jit(device=True)
-        def shfl(s, delta):
-            v = real_shfl(s[:f], delta)
-            got = tag_shfl((tag(s),), delta)[0]
-            return v + (_rec().shuffle(kind, delta, got),)
-
-        return shfl
-
-    @cuda.jit(device=True)
-    def store(a0, a1, i, s):
-        real.store(a0, a1, i, s[:f])
-        _rec().store_op(name, a0, i, tag(s))
-
-    @cuda.jit(device=True)
-    def load(a0, a1, i):
-        s = real.load(a0, a1, i)
-        return s + (_rec().load(a0, i, s),)
-
-    @cuda.jit(device=True)
-    def to_state(v, i):
-        s = real.to_state(v, i)
-        return s + (_rec().element(i, s),)
-
-    return StateKit(real.dtypes, identity, combine,
-                    shuffle(real.shfl_down, tags.shfl_down, "down"),
-                    shuffle(real.shfl_up, tags.shfl_up, "up"),
-                    shuffle(real.shfl_idx, tags.shfl_idx, "idx"),
-                    store, load, to_state, real.identity_values)
+    """The op's tracing kit reporting to the softmax recorder (its own, untagged states
+    are :meth:`_SoftmaxRecorder.own_state`)."""
+    return _trace.build_tracing_kit(op, dtypes, _rec)
 
 
 def _kernel(plan):

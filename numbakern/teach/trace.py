@@ -275,7 +275,9 @@ class _Recorder:
         return self._new("element", frozenset((int(i),)), value, via=ELEMENT,
                          detail=f"x[{int(i)}]")
 
-    def combine(self, a, b, value) -> int:
+    def combine(self, a, b, value, op: str = "") -> int:
+        """A new node combining nodes ``a`` and ``b`` into ``value`` (``op``: the op's
+        name, which a recorder of several ops may keep)."""
         a, b = self.nodes[int(a)], self.nodes[int(b)]
         with self.lock:
             self._block().combines += 1
@@ -296,7 +298,7 @@ class _Recorder:
         return self._new("move", src.cover, src.value, via=SHUFFLE, args=(src.id,),
                          detail=kind, offset=int(delta))
 
-    def store(self, arr, i, tag) -> None:
+    def store(self, arr, i, tag, op: str = "") -> None:
         address, shared = _address(arr, i)
         launch, block, thread = self._where()
         with self.lock:
@@ -415,47 +417,53 @@ def tracing_kit(op, dtypes) -> StateKit:
     handles states through the kit, runs unchanged.
     """
     key = ("trace-kit", op, tuple(np.dtype(d).str for d in dtypes))
-    return cached(key, lambda: _build_tracing_kit(op, dtypes))
+    return cached(key, lambda: build_tracing_kit(op, dtypes, _rec))
 
 
-def _build_tracing_kit(op, dtypes) -> StateKit:
+def build_tracing_kit(op, dtypes, rec) -> StateKit:
+    """:func:`tracing_kit` reporting to ``rec()``, the active recorder; a state handed
+    in without its tag (a kernel's own, as softmax rows hand theirs to the block
+    reduce) is the calling thread's own, as ``rec().own_state(op name, fields)`` says."""
     real = state_kit(op, dtypes)
     # Tags travel through the same shuffles as values, as int64 one-field states.
     tags = state_kit(_ops.SUM, (np.dtype(np.int64),))
-    f = real.fields
+    f, name = real.fields, op.name
+
+    def tag(s):
+        return s[f] if len(s) > f else rec().own_state(name, s[:f])
 
     @cuda.jit(device=True)
     def identity():
-        return real.identity() + (_rec().identity(),)
+        return real.identity() + (rec().identity(),)
 
     @cuda.jit(device=True)
     def combine(a, b):
         c = real.combine(a[:f], b[:f])
-        return c + (_rec().combine(a[f], b[f], c),)
+        return c + (rec().combine(tag(a), tag(b), c, name),)
 
     def shuffle(real_shfl, tag_shfl, kind):
         @cuda.jit(device=True)
         def shfl(s, delta):
             v = real_shfl(s[:f], delta)
-            got = tag_shfl((s[f],), delta)[0]
-            return v + (_rec().shuffle(kind, delta, got),)
+            got = tag_shfl((tag(s),), delta)[0]
+            return v + (rec().shuffle(kind, delta, got),)
 
         return shfl
 
     @cuda.jit(device=True)
     def store(a0, a1, i, s):
         real.store(a0, a1, i, s[:f])
-        _rec().store(a0, i, s[f])
+        rec().store(a0, i, tag(s), name)
 
     @cuda.jit(device=True)
     def load(a0, a1, i):
         s = real.load(a0, a1, i)
-        return s + (_rec().load(a0, i, s),)
+        return s + (rec().load(a0, i, s),)
 
     @cuda.jit(device=True)
     def to_state(v, i):  # an element read from the input
         s = real.to_state(v, i)
-        return s + (_rec().element(i, s),)
+        return s + (rec().element(i, s),)
 
     return StateKit(
         real.dtypes,
