@@ -420,47 +420,48 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
 
     x = _explain_input(values, size, dtype)
     console = _console()
-    summaries = []
     if all(name in _strategies.available("sort") for name in names):
         summaries = _explain_sorts(console, names, x, threads, items, limit, figure)
-        _write_json(json_path, summaries)
-        return
-    if all(name in _family("softmax") for name in names):
+    elif all(name in _family("softmax") for name in names):
         summaries = _explain_softmax(console, names, x, threads, limit, figure)
-        _write_json(json_path, summaries)
-        return
-    if all(name in _strategies.available("histogram") for name in names):
+    elif all(name in _strategies.available("histogram") for name in names):
         summaries = _explain_histograms(console, names, x, bins, threads, blocks, limit,
                                         figure)
-        if json_path:
-            with open(json_path, "w") as f:
-                json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
-        return
-    if any(_is_scan(name) for name in names):
+    elif any(_is_scan(name) for name in names):
         summaries = _explain_scans(console, names, x, op, threads, blocks, items, exclusive,
                                    limit, figure)
-        if json_path:
-            with open(json_path, "w") as f:
-                json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
-        return
+    else:
+        summaries = _explain_each(
+            console, names, figure,
+            lambda name: trace_reduce(x, op, name, threads=threads, blocks=blocks),
+            lambda trace: (_explain.tree(trace, limit), _explain.counts_table(trace)),
+            _explain.draw, lambda trace: trace.exact_cover, _explain.LEGEND)
+    _write_json(json_path, summaries)
+
+
+def _explain_each(console, names, figure, record, show, draw, proved, legend) -> list:
+    """Record each strategy in ``names`` (``record(name)``), print what ``show(trace)``
+    gives (renderables; None skipped), draw the figure, exit 1 when ``proved(trace)``
+    is false; then the ``legend``. Returns the recordings' summaries."""
+    summaries = []
     for name in names:
         try:
-            trace = trace_reduce(x, op, name, threads=threads, blocks=blocks)
+            trace = record(name)
         except (TypeError, ValueError) as exc:
             raise click.UsageError(str(exc).splitlines()[0]) from None
-        console.print(_explain.tree(trace, limit))
-        console.print(_explain.counts_table(trace))
+        for item in show(trace):
+            if item is not None:
+                console.print(item)
         summaries.append(trace.summary())
         if figure:
             path = figure.replace("{name}", name.replace("/", "__"))
-            _explain.draw(trace, path)
+            draw(trace, path)
             console.print(f"wrote {path}")
-        if not trace.exact_cover:
+        if not proved(trace):
             sys.exit(1)
-    console.print(Text(_explain.LEGEND))
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(summaries if len(summaries) > 1 else summaries[0], f, indent=2)
+    if legend:
+        console.print(Text(legend))
+    return summaries
 
 
 def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, limit,
@@ -470,28 +471,15 @@ def _explain_scans(console, names, x, op, threads, blocks, items, exclusive, lim
     from . import explain_scan as _explain
     from .scan_trace import trace_scan
 
-    summaries = []
-    for name in names:
-        try:
-            trace = trace_scan(x, name, op=op, threads=threads, blocks=blocks, items=items,
-                               exclusive=exclusive)
-        except (TypeError, ValueError) as exc:
-            raise click.UsageError(str(exc).splitlines()[0]) from None
-        console.print(_explain.scan_tree(trace, limit))
-        states = _explain.tile_states_table(trace)
-        if states is not None:
-            console.print(states)
-        console.print(_explain.scan_counts_table(trace))
-        console.print(_explain.work_depth_table(_explain.block_counts(trace)))
-        summaries.append(trace.summary())
-        if figure:
-            path = figure.replace("{name}", name.replace("/", "__"))
-            _explain.draw_scan(trace, path)
-            console.print(f"wrote {path}")
-        if not (trace.exact_cover and trace.matches_numpy):
-            sys.exit(1)
-    console.print(Text(_explain.SCAN_LEGEND))
-    return summaries
+    return _explain_each(
+        console, names, figure,
+        lambda name: trace_scan(x, name, op=op, threads=threads, blocks=blocks, items=items,
+                                exclusive=exclusive),
+        lambda trace: (_explain.scan_tree(trace, limit), _explain.tile_states_table(trace),
+                       _explain.scan_counts_table(trace),
+                       _explain.work_depth_table(_explain.block_counts(trace))),
+        _explain.draw_scan, lambda trace: trace.exact_cover and trace.matches_numpy,
+        _explain.SCAN_LEGEND)
 
 
 def _rerun_under_simulator(command: str = "explain") -> None:
@@ -529,24 +517,12 @@ def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
                                sort_work_table)
     from .sort_trace import trace_sort
 
-    summaries = []
-    for name in names:
-        try:
-            trace = trace_sort(x, name, threads=threads, items=items or 1)
-        except (TypeError, ValueError) as exc:
-            raise click.UsageError(str(exc).splitlines()[0]) from None
-        console.print(sort_tree(trace, limit))
-        console.print(sort_counts_table(trace))
-        console.print(sort_work_table(trace))
-        summaries.append(trace.summary())
-        if figure:
-            path = figure.replace("{name}", name.replace("/", "__"))
-            draw_sort(trace, path)
-            console.print(f"wrote {path}")
-        if not trace.exact:
-            sys.exit(1)
-    console.print(Text(SORT_LEGEND))
-    return summaries
+    return _explain_each(
+        console, names, figure, lambda name: trace_sort(x, name, threads=threads,
+                                                        items=items or 1),
+        lambda trace: (sort_tree(trace, limit), sort_counts_table(trace),
+                       sort_work_table(trace)),
+        draw_sort, lambda trace: trace.exact, SORT_LEGEND)
 
 
 def _explain_softmax(console, names, x, threads, limit, figure) -> list:
@@ -558,23 +534,10 @@ def _explain_softmax(console, names, x, threads, limit, figure) -> list:
 
     if x.dtype.name not in ("float32", "float64"):
         raise click.BadParameter("softmax takes float32 or float64", param_hint="'--dtype'")
-    summaries = []
-    for name in names:
-        try:
-            trace = trace_softmax(x, name, threads=threads)
-        except (TypeError, ValueError) as exc:
-            raise click.UsageError(str(exc).splitlines()[0]) from None
-        console.print(softmax_tree(trace, limit))
-        console.print(softmax_counts_table(trace))
-        summaries.append(trace.summary())
-        if figure:
-            path = figure.replace("{name}", name.replace("/", "__"))
-            draw_softmax(trace, path)
-            console.print(f"wrote {path}")
-        if not trace.exact:
-            sys.exit(1)
-    console.print(Text(SOFTMAX_LEGEND))
-    return summaries
+    return _explain_each(
+        console, names, figure, lambda name: trace_softmax(x, name, threads=threads),
+        lambda trace: (softmax_tree(trace, limit), softmax_counts_table(trace)),
+        draw_softmax, lambda trace: trace.exact, SOFTMAX_LEGEND)
 
 
 def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure) -> list:
@@ -589,22 +552,11 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         x = np.asarray(x).astype(np.int64)
     if bins is None:
         bins = max(1, min(1024, int(np.max(x)) + 1))
-    summaries = []
-    for name in names:
-        try:
-            trace = trace_histogram(x, bins, name, threads=threads, blocks=blocks)
-        except (TypeError, ValueError) as exc:
-            raise click.UsageError(str(exc).splitlines()[0]) from None
-        console.print(histogram_tree(trace, limit))
-        console.print(contention_table(trace))
-        summaries.append(trace.summary())
-        if figure:
-            path = figure.replace("{name}", name.replace("/", "__"))
-            draw_histogram(trace, path)
-            console.print(f"wrote {path}")
-        if not trace.exact:
-            sys.exit(1)
-    return summaries
+    return _explain_each(
+        console, names, figure,
+        lambda name: trace_histogram(x, bins, name, threads=threads, blocks=blocks),
+        lambda trace: (histogram_tree(trace, limit), contention_table(trace)),
+        draw_histogram, lambda trace: trace.exact, None)
 
 
 # --- course ---------------------------------------------------------------------------
