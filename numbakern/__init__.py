@@ -66,11 +66,15 @@ from .api.reductions import (  # noqa: E402
     nanmean,
     nanmin,
     nanprod,
+    nanstd,
     nansum,
+    nanvar,
     prod,
     ptp,
     reduce,
+    std,
     sum,
+    var,
     xor_sum,
 )
 from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # noqa: E402
@@ -116,6 +120,6 @@ __all__ = [
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
     "op", "prod", "ptp", "reduce", "segmented_argmax", "segmented_argmin",
-    "segmented_reduce", "softmax", "softmax_backward", "sort", "strategies", "sum",
-    "warp", "xor_sum",
+    "segmented_reduce", "softmax", "softmax_backward", "sort", "std", "strategies", "sum",
+    "var", "nanvar", "nanstd", "warp", "xor_sum",
 ]

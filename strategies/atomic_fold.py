@@ -137,7 +137,16 @@ def folder_for(op, kit, count: int) -> Folder:
 
     One-field ops fold natively or by CAS; argmax/argmin pack when the value has at
     most 32 bits and ``count <= 2**32``; every other two-field state takes the lock.
+
+    Raises:
+        ValueError: a field wider than the 8 bytes an atomic moves (var's complex128
+            ``(mean, M2)``): two_pass reduces those.
     """
+    wide = [str(d) for d in kit.dtypes if d.itemsize > 8]
+    if wide:
+        raise ValueError(f"atomic_fold cannot fold {op.name}'s state: its {wide[0]} field "
+                         "is wider than the 8 bytes an atomic moves; use a two_pass "
+                         "strategy")
     if kit.fields == 1:
         build, method = _one_field, "one"
     elif isinstance(op, ArgOp) and kit.dtypes[0].itemsize <= 4 and count <= PACKED_MAX_COUNT:

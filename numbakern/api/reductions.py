@@ -48,7 +48,8 @@ from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import check_lanes
 from numbakern.kernels.elementwise import (divide_by_into, divide_into, fold_first_into,
-                                            log_sum_exp_into, nan_where, subtract_into)
+                                            log_sum_exp_into, nan_where, subtract_into,
+                                            variance_into)
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -813,6 +814,97 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     return means
 
 
+@dispatch
+@honours_stream
+def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
+        stream=None, lanes=None):
+    """Variance along ``axis``, as ``np.var(x, axis, dtype, out, ddof, keepdims)``, in one
+    pass: each output reduces Welford's ``(count, mean, M2)`` states, merged by Chan,
+    Golub and LeVeque's pairwise formula (1979) under any grid and block strategy
+    (``numbakern.ops.MOMENTS``), accumulated in float64; then ``M2 / (count - ddof)``.
+    NumPy subtracts the mean in a second pass; both are stable, and agree to a few ulps.
+
+    Result dtype: NumPy's (float64 for bool and integers, the input's float dtype,
+    float16 included, or ``dtype``). Where ``count - ddof <= 0``: ``M2 / 0`` as
+    NumPy's (inf, or NaN for a constant slice), with NumPy's "Degrees of freedom <= 0
+    for slice" ``RuntimeWarning`` for NumPy input. NaN in a slice gives NaN.
+
+    Raises:
+        TypeError: ``x`` not bool/int/uint/float16/32/64; ``dtype`` not a float dtype;
+            ``ddof`` not a real number; a bad ``out``.
+        numpy.exceptions.AxisError: an ``axis`` out of range.
+    """
+    return _variance("var", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
+                     skip_nan=False, root=False)
+
+
+@dispatch
+@honours_stream
+def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
+        stream=None, lanes=None):
+    """Standard deviation, as ``np.std``: the square root of :func:`var` (same pass,
+    arguments, dtypes and errors)."""
+    return _variance("std", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
+                     skip_nan=False, root=True)
+
+
+@dispatch
+@honours_stream
+def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
+           stream=None, lanes=None):
+    """Variance of the elements that are not NaN, as ``np.nanvar`` (the states of NaN
+    elements count nothing); NaN where ``count - ddof <= 0`` (a slice of only NaN
+    included), with NumPy's warning for NumPy input. Otherwise as :func:`var`."""
+    return _variance("nanvar", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
+                     skip_nan=True, root=False)
+
+
+@dispatch
+@honours_stream
+def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
+           stream=None, lanes=None):
+    """Standard deviation of the elements that are not NaN, as ``np.nanstd``: the
+    square root of :func:`nanvar`."""
+    return _variance("nanstd", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
+                     skip_nan=True, root=True)
+
+
+def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
+              skip_nan: bool, root: bool):
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
+    op.check_dtype(in_dtype, "x of dtype", name)
+    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
+        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer,
+                                                                    np.floating)):
+        raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
+    result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
+    keepdims = check_flag(keepdims, "keepdims")
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, keepdims)
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    kind = kind_of(x)
+    check_out(out, shape, result, kind, name)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(tuple(x.shape), axes)
+    warning = "Degrees of freedom <= 0 for slice" + ("." if skip_nan else "")
+    if M * N == 0:
+        if M:
+            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+        return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
+    kit = state_kit(op, _ops.MOMENT_DTYPES)
+    moments, counts = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    values = workspace.empty(M, result)
+    variance_into(moments, counts, values, ddof, root, skip_nan, workspace.stream)
+    delivered = deliver(workspace, values, result, shape, out)
+    if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
+        warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+    return delivered
+
+
 def _divided(sums, counts, result: np.dtype, workspace: Workspace):
     dst = workspace.empty(sums.shape[0], result)
     divide_by_into(sums, counts, dst, workspace.stream)
@@ -830,4 +922,4 @@ def _out_pair(out) -> tuple:
 __all__ = ["sum", "prod", "max", "min", "xor_sum", "bitwise_and_sum", "bitwise_or_sum",
            "reduce", "any", "all", "count_nonzero", "nansum", "nanprod", "logsumexp", "ptp",
            "argmax", "argmin", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
-           "max_with_indices", "min_with_indices"]
+           "max_with_indices", "min_with_indices", "var", "std", "nanvar", "nanstd"]

@@ -157,6 +157,37 @@ def divide_by_into(src, counts, dst, stream) -> None:
     launch(_divide_by, grid_for(src.shape[0]), THREADS, stream, src, counts, dst)
 
 
+@functools.lru_cache(maxsize=None)
+def _variancer(root: bool, skip_nan: bool):
+    @cuda.jit
+    def variance(moments, counts, dst, ddof):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < dst.shape[0]:
+            dof = float64(counts[i]) - ddof
+            m2 = moments[i].imag
+            if dof > 0:
+                v = m2 / dof
+            elif skip_nan or not m2 > 0:  # NumPy: nanvar NaN; var M2/0, inf or NaN
+                v = math.nan
+            else:
+                v = math.inf
+            dst[i] = math.sqrt(v) if root else v
+            i += step
+
+    return variance
+
+
+def variance_into(moments, counts, dst, ddof: float, root: bool, skip_nan: bool,
+                  stream) -> None:
+    """``dst[i] = M2 / (count - ddof)`` (its square root for ``root``) from
+    ``ops.MOMENTS`` states (1-D arrays of one length): where ``count - ddof <= 0``,
+    NumPy's values, ``M2 / 0`` for ``var`` (inf, or NaN for M2 = 0) and NaN for
+    ``nanvar`` (``skip_nan``)."""
+    launch(_variancer(bool(root), bool(skip_nan)), grid_for(dst.shape[0]), THREADS, stream,
+           moments, counts, dst, float(ddof))
+
+
 def cast_into(src, dst, stream) -> None:
     """``dst[i] = src[i]`` with a C cast (1-D arrays of one length)."""
     launch(_cast, grid_for(src.shape[0]), THREADS, stream, src, dst)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from numba import int64
+from numba import float64, int64
 
 INTEGER_KINDS = "biu"
 ALL_KINDS = "biuf"
@@ -606,6 +606,50 @@ def _sum_count_identity(dtypes):
 
 #: ``(sum, count)`` of the non-NaN elements (``nanmean`` divides them)
 SUM_COUNT = Op("sum_count", _sum_count, _sum_count_identity, fields=2, map=_not_nan)
+
+
+# --- var and std: Welford's (count, mean, M2), merged by Chan et al.'s formula ---------
+# The state kit carries two fields, so (mean, M2) travel as one complex128 field (mean
+# the real part, M2 the imaginary), beside the int64 count: a pair of floats that every
+# strategy already moves, shuffles (as two float64 halves) and stores.
+# Chan, Golub and LeVeque, "Updating formulae and a pairwise algorithm for computing
+# sample variances" (1979): n = na + nb, delta = mb - ma, mean = ma + delta * nb / n,
+# M2 = M2a + M2b + delta**2 * na * nb / n.
+
+
+def _moments(a0, a1, b0, b1):
+    n = a1 + b1
+    if b1 == 0:
+        return a0, n
+    if a1 == 0:
+        return b0, n
+    delta = b0.real - a0.real
+    share = float64(b1) / float64(n)
+    return complex(a0.real + delta * share,
+                   a0.imag + b0.imag + delta * delta * float64(a1) * share), n
+
+
+def _one_moment(value, i):
+    return complex(float64(value), 0.0), int64(1)
+
+
+def _one_moment_unless_nan(value, i):
+    if value != value:
+        return complex(0.0, 0.0), int64(0)
+    return complex(float64(value), 0.0), int64(1)
+
+
+def _moments_identity(dtypes):
+    return np.complex128(0), np.int64(0)
+
+
+#: ``(mean + 1j * M2, count)`` of a stretch: ``var = M2 / (count - ddof)``
+MOMENTS = Op("moments", _moments, _moments_identity, fields=2, map=_one_moment,
+             kinds="biuf")
+#: the same over the elements that are not NaN (``nanvar``, ``nanstd``)
+NAN_MOMENTS = Op("nan_moments", _moments, _moments_identity, fields=2,
+                 map=_one_moment_unless_nan, kinds="biuf")
+MOMENT_DTYPES = (np.dtype(np.complex128), np.dtype(np.int64))
 
 
 def field_dtypes(op: Op, result: np.dtype) -> tuple:

@@ -45,7 +45,10 @@ def shuffle_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _field_shuffles(dtype: np.dtype):
-    """Device functions shuffling one field of ``dtype`` with widening."""
+    """Device functions shuffling one field of ``dtype`` with widening (a complex128
+    field, two floats held as one, as its two float64 halves)."""
+    if np.dtype(dtype) == np.complex128:
+        return _complex_shuffles()
     wide = from_dtype(shuffle_dtype(dtype))
     back = from_dtype(np.dtype(dtype))
 
@@ -60,6 +63,25 @@ def _field_shuffles(dtype: np.dtype):
     @cuda.jit(device=True)
     def idx(v, src):
         return back(cuda.shfl_sync(FULL_MASK, wide(v), src))
+
+    return down, up, idx
+
+
+def _complex_shuffles():
+    @cuda.jit(device=True)
+    def down(v, delta):
+        return complex(cuda.shfl_down_sync(FULL_MASK, v.real, delta),
+                       cuda.shfl_down_sync(FULL_MASK, v.imag, delta))
+
+    @cuda.jit(device=True)
+    def up(v, delta):
+        return complex(cuda.shfl_up_sync(FULL_MASK, v.real, delta),
+                       cuda.shfl_up_sync(FULL_MASK, v.imag, delta))
+
+    @cuda.jit(device=True)
+    def idx(v, src):
+        return complex(cuda.shfl_sync(FULL_MASK, v.real, src),
+                       cuda.shfl_sync(FULL_MASK, v.imag, src))
 
     return down, up, idx
 

@@ -1,0 +1,119 @@
+"""var, std, nanvar and nanstd against NumPy: one pass of Welford states merged by Chan
+et al.'s formula (numbakern.ops.MOMENTS) under every grid and block strategy.
+
+Tolerances: float64 results rtol 1e-12 of NumPy's two-pass values; float32 input rtol
+1e-5 (numbakern accumulates in float64, NumPy in float32); float16 rtol 1e-2. Data are
+offset from zero (mean 100, spread 3) so that a naive sum of squares would lose digits.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+
+REDUCE = nk.strategies.every("reduce", threads=32, blocks=2)
+FUNCTIONS = {"var": np.var, "std": np.std, "nanvar": np.nanvar, "nanstd": np.nanstd}
+RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+
+
+def _data(shape, dtype=np.float64, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape) * 3 + 100
+    return x.astype(dtype)
+
+
+def _check(name, x, strategy=None, lanes=None, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = FUNCTIONS[name](x, **kw)
+        got = getattr(nk, name)(x, strategy=strategy, lanes=lanes, **kw)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    rtol = RTOL.get(np.asarray(want).dtype, 1e-12)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("strategy", REDUCE, ids=repr)
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_every_strategy_whole_array_and_axes(name, strategy):
+    x = _data((3, 70))
+    if isinstance(strategy, nk.AtomicFold):  # no atomic moves a 16-byte (mean, M2)
+        with pytest.raises(ValueError, match="atomic_fold cannot fold"):
+            getattr(nk, name)(x, strategy=strategy)
+        return
+    for axis in (None, 0, 1):
+        _check(name, x, axis=axis, ddof=1, strategy=strategy)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129, 300])
+def test_sizes_around_warp_and_block_boundaries(n):
+    x = _data(n, seed=n)
+    for name in FUNCTIONS:
+        _check(name, x)
+        _check(name, x.reshape(1, n), axis=1, ddof=1, keepdims=True)
+
+
+@pytest.mark.parametrize("lanes", [None, 32, 64])
+def test_rows_columns_and_tuples_of_axes(lanes):
+    x = _data((4, 5, 33), seed=2)
+    for axis in (0, 2, (0, 2), (1, 2), None):
+        _check("var", x, axis=axis, lanes=lanes if axis in (2, (1, 2)) else None)
+        _check("std", x, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.float16,
+                                   np.float32])
+def test_dtypes_as_numpy(dtype):
+    x = np.random.default_rng(3).integers(0, 50, (6, 40)).astype(dtype)
+    for name in ("var", "std"):
+        _check(name, x, axis=1)
+        _check(name, x, dtype=np.float64)
+
+
+def test_nan_and_all_nan_slices_warn_as_numpy():
+    x = _data((4, 40))
+    x[1, 5] = np.nan
+    x[2] = np.nan
+    for name in FUNCTIONS:
+        _check(name, x, axis=1)
+    with pytest.warns(RuntimeWarning, match=r"Degrees of freedom <= 0 for slice\."):
+        nk.nanvar(x, axis=1)
+
+
+def test_too_few_degrees_of_freedom_as_numpy():
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0 for slice"):
+        got = nk.var(np.array([1.0, 2.0]), ddof=3)  # M2 / 0
+    assert got == np.inf
+    with pytest.warns(RuntimeWarning):
+        assert np.isnan(nk.var(np.array([1.0, 1.0]), ddof=2))  # 0 / 0
+    with pytest.warns(RuntimeWarning):
+        assert np.isnan(nk.nanvar(np.array([1.0, 2.0]), ddof=3))  # nanvar: NaN
+    with pytest.warns(RuntimeWarning):
+        got = nk.std(np.zeros((0, 3)), axis=0)
+    assert got.shape == (3,) and np.isnan(got).all()
+    assert nk.var(np.zeros((3, 0)), axis=0).shape == (0,)
+    _check("std", _data(10), ddof=0.5)
+
+
+def test_device_input_and_out():
+    x = _data((3, 50), np.float32)
+    d = cuda.to_device(x)
+    out = cuda.device_array(3, np.float32)
+    assert nk.std(d, axis=1, out=out) is out
+    np.testing.assert_allclose(out.copy_to_host(), np.std(x, axis=1), rtol=1e-5)
+    host_out = np.empty(50)
+    assert nk.var(x.astype(np.float64), axis=0, out=host_out) is host_out
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="var"):
+        nk.var(np.ones(3, np.complex64))
+    with pytest.raises(TypeError, match="dtype must be a float dtype"):
+        nk.var(np.ones(3), dtype=np.int32)
+    with pytest.raises(TypeError, match="ddof must be a real number"):
+        nk.std(np.ones(3), ddof="1")
+    with pytest.raises(np.exceptions.AxisError):
+        nk.nanvar(np.ones((2, 3)), axis=2)
