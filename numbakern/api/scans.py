@@ -56,6 +56,7 @@ from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.kernels.products import settle_products
 from numbakern.ops import products as _products
 from numbakern.ops.state import state_kit
+from numbakern.runtime.launch import DeviceBuffer, to_device_array
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import user_stacklevel
@@ -195,13 +196,21 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
         raise ValueError(f"{name}: out has shape {tuple(out.shape)}; with "
                          f"include_initial the result's is {shape}")
     first, rest = _along(axis, 0, 1, x.ndim), _along(axis, 1, None, x.ndim)
+    xs, target = _sliceable(x), _sliceable(out)
     # an exclusive scan of one element writes only the empty sum or product, whatever
     # the element: an uninitialised one does where the axis is empty
-    one = x[first] if x.shape[axis] else _result_like(x, out[first].shape, x.dtype, stream)
-    scan(one, axis=axis, exclusive=True, out=out[first], **options)
+    one = xs[first] if x.shape[axis] else _result_like(x, target[first].shape, x.dtype,
+                                                      stream)
+    scan(one, axis=axis, exclusive=True, out=target[first], **options)
     if x.shape[axis]:
-        scan(x, axis=axis, out=out[rest], **options)
+        scan(xs, axis=axis, out=target[rest], **options)
     return out
+
+
+def _sliceable(a):
+    """``a``, or a Numba view of it where it is a bare device buffer (a CUDA tensor's,
+    without CuPy), which has no slicing of its own."""
+    return to_device_array(a) if isinstance(a, DeviceBuffer) else a
 
 
 def _along(axis: int, start, stop, ndim: int) -> tuple:
