@@ -138,7 +138,12 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
 
 def _initial(initial, dtype: np.dtype, name: str):
     """NumPy's ``initial``: a number the accumulator dtype holds."""
-    if np.ndim(initial) != 0 or np.asarray(initial).dtype.kind not in "biuf":
+    if isinstance(initial, int) and not isinstance(initial, bool):
+        if np.dtype(dtype).kind in "iu" and not (np.iinfo(dtype).min <= initial
+                                                 <= np.iinfo(dtype).max):
+            raise ValueError(f"{name}: initial={initial!r} is not a value of the "
+                             f"accumulator dtype {np.dtype(dtype)}")
+    elif np.ndim(initial) != 0 or np.asarray(initial).dtype.kind not in "biuf":
         raise TypeError(f"{name}: initial must be a number, got {initial!r}")
     with np.errstate(invalid="ignore", over="ignore"):
         value = np.asarray(initial).astype(dtype)[()]

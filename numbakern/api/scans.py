@@ -378,7 +378,7 @@ def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy
     if result is None or result.kind != "f":
         return _scan(x, plain, axis, dtype, out, exclusive, reverse, strategy, layout,
                      stream, cumprod_dtype, caller)
-    classes = _products.NAN_AS_ONE_CLASSES if nan_as_one else _products.CLASSES
+    op, classes = _products.rounded_ops(result.name, nan_as_one)
 
     def settle(job, run):
         bits = job.workspace.empty(job.x.shape, _BITS)
@@ -386,10 +386,9 @@ def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy
                     job.reverse, (_BITS.type(0),), job.workspace))
         settle_products(job.outs[0], bits, job.workspace)
 
-    if result == np.float64:  # (mantissa, exponent): float64 products of a run overflow
-        op, states = (_products.SCALED_NANPROD if nan_as_one else _products.SCALED_PROD), None
-    else:
-        op, states = plain, (np.dtype(np.float64),)
+    # float16/float32: the product in float64; float64: (mantissa, exponent), as float64
+    # products of a run of factors can overflow where no prefix does
+    states = None if result == np.float64 else (np.dtype(np.float64),)
     return _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
                  cumprod_dtype, caller, after=settle, states=states)
 

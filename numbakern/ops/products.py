@@ -18,17 +18,18 @@ inf, a NaN, the parity of their sign bits), which a scan carries exactly. So:
    dtype's range, so the product of any run of consecutive factors is within its
    square, which float64 holds); for float64 results :data:`SCALED_PROD`, products of
    ``(mantissa, exponent)`` renormalised at every combine, which nothing overflows.
-   A second scan gives the class bits of the factors so far (:data:`CLASSES`).
+   A second scan gives the class bits of the factors so far (:func:`rounded_ops`).
 2. ``numbakern/kernels/products.py`` finds each row's first element whose rounded
    product :func:`left_range`, and :func:`settle` s every element after it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from numba import cuda, float64, int8, int64
+from numba import cuda, float64, from_dtype, int8, int64
 
 from numbakern.ops import Op, numpy_sum_dtype
 
@@ -100,12 +101,13 @@ def _merge_classes(a, b):
     return ((a | b) & (ZERO | INF | NAN)) | ((a ^ b) & NEG)
 
 
-def _classifier(nan_as_one: bool):
-    """``map(value, i) -> class bits`` of one factor (NaN read as 1, no bits, when
-    ``nan_as_one``)."""
+def _classifier(nan_as_one: bool, factor):
+    """``map(value, i) -> class bits`` of one factor, the element rounded by ``factor``
+    (a Numba type: the result dtype, to which NumPy casts each factor) first; NaN read
+    as 1, no bits, when ``nan_as_one``."""
 
     def class_of(value, i):
-        v = float64(value)
+        v = float64(factor(value))
         if v != v:
             return int8(0 if nan_as_one else NAN)
         bits = NEG if math.copysign(1.0, v) < 0 else 0
@@ -118,17 +120,43 @@ def _classifier(nan_as_one: bool):
     return class_of
 
 
+def _rounder(nan_as_one: bool, factor):
+    """``map(value, i) -> float64``: the element rounded by ``factor`` first (NaN read
+    as 1 when ``nan_as_one``)."""
+
+    def rounded(value, i):
+        v = float64(factor(value))
+        if nan_as_one and v != v:
+            return float64(1.0)
+        return v
+
+    return rounded
+
+
 def _int8(in_dtype, dtype=None):
     return np.dtype(np.int8)
 
 
-def _classes_op(name, to_bits) -> Op:
-    return Op(name, _merge_classes, 0, map=to_bits, result_dtype=_int8)
+def _mul(a, b):
+    return a * b
 
 
-#: the class bits of every factor so far (``ZERO | INF | NAN | NEG`` parity)
-CLASSES = _classes_op("classes", _classifier(False))
-NAN_AS_ONE_CLASSES = _classes_op("nan_as_one_classes", _classifier(True))
+@functools.lru_cache(maxsize=None)
+def rounded_ops(result: str, nan_as_one: bool) -> tuple[Op, Op]:
+    """``(product, classes)`` ops for a float ``result`` dtype (its name): the product
+    of the factors rounded to ``result`` (float16 and float32 results: held in a float64
+    state, ``_scan``'s ``states=``; float64: :data:`SCALED_PROD`'s own map already
+    rounds to float64) and their class bits (:data:`ZERO` ... :data:`NEG`)."""
+    factor = from_dtype(np.dtype(result))
+    name = "nanprod" if nan_as_one else "prod"
+    if np.dtype(result) == np.float64:
+        product = SCALED_NANPROD if nan_as_one else SCALED_PROD
+    else:
+        product = Op(name, _mul, 1, map=_rounder(nan_as_one, factor),
+                     result_dtype=numpy_sum_dtype)
+    classes = Op(f"{name}_classes", _merge_classes, 0, map=_classifier(nan_as_one, factor),
+                 result_dtype=_int8)
+    return product, classes
 
 
 # --- the settling: NumPy's value after the first exit -----------------------------------

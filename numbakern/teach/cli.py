@@ -550,8 +550,15 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
     if np.asarray(x).dtype.kind not in "iu":
         x = np.asarray(x).astype(np.int64)
+    if np.min(x) < 0:
+        raise click.BadParameter("a histogram of counts takes values of at least 0 (as "
+                                 "np.bincount)", param_hint="'--values'")
     if bins is None:
-        bins = max(1, min(1024, int(np.max(x)) + 1))
+        if np.max(x) >= 1024:
+            raise click.BadParameter("values from 0 to 1023 (the counters explain draws); "
+                                     "pass smaller values, or --bins to count some of them",
+                                     param_hint="'--values'")
+        bins = max(1, int(np.max(x)) + 1)
     return _explain_each(
         console, names, figure,
         lambda name: trace_histogram(x, bins, name, threads=threads, blocks=blocks),

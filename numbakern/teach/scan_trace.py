@@ -158,7 +158,8 @@ class ScanTrace:
 
     @property
     def matches_numpy(self) -> bool:
-        return self.expected is not None and np.array_equal(self.values, self.expected)
+        return self.expected is not None and np.array_equal(
+            self.values, self.expected, equal_nan=self.values.dtype.kind == "f")
 
     def total(self, name: str) -> int:
         return sum(getattr(c, name) for c in self.blocks.values())

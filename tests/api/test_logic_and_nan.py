@@ -163,6 +163,12 @@ def test_nanmean_of_nothing_warns_as_numpy():
     assert nk.nanmean(h) == 1.5 and nk.nanmean(h).dtype == np.float16
 
 
+def test_an_initial_out_of_the_accumulator_range_is_a_value_error():
+    for initial in (2**63, -2**63 - 1, 2**70):
+        with pytest.raises(ValueError, match="is not a value of the accumulator dtype"):
+            nk.sum(np.int8([1]), initial=initial)
+
+
 @pytest.mark.parametrize("strategy", REDUCE[:1] + REDUCE[-1:], ids=lambda s: s.label)
 def test_initial_as_numpy(strategy):
     """``initial``: combined before each output's elements, and the result of none."""

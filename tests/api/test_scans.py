@@ -302,6 +302,15 @@ def test_cumprod_rows_and_nancumprod_special_values(layout):
     with np.errstate(all="ignore"):
         _same_floats(got, np.cumprod(x, axis=1))
         _same_floats(nk.nancumprod(x, axis=1, layout=layout), np.nancumprod(x, axis=1))
+    # a dtype= narrower than the input: each factor is rounded to it first, as NumPy's
+    # loop casts (1e-200 is a float32 0, 1e200 a float32 inf)
+    for factors, dtype in (([1e200, 1e-200, 3.0], np.float32), ([1e-200, 1e200, 3.0],
+                                                                 np.float32),
+                           ([1e5, 1e-8, 2.0], np.float16)):
+        a = np.array(factors)
+        with np.errstate(all="ignore"):
+            _same_floats(nk.cumprod(a, dtype=dtype), np.cumprod(a, dtype=dtype))
+            _same_floats(nk.nancumprod(a, dtype=dtype), np.nancumprod(a, dtype=dtype))
     h = np.full(12, 8, np.float16)  # the float16 running product overflows at 8**6
     h[9] = 0
     with np.errstate(all="ignore"):

@@ -52,6 +52,24 @@ def test_histogram_bins_default_to_the_largest_value_plus_one():
 
 
 @simulator_only
+@pytest.mark.parametrize("values, op", [("1,nan,3", "sum"), ("1e30,1e30,0,2", "prod")])
+def test_a_scan_whose_output_holds_nan_proves_yes(values, op):
+    """NaN in NumPy's result and in the recorded one are equal (a cumsum past a NaN; a
+    float32 product that overflowed, then met a 0)."""
+    result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/warp_shuffle", "--op",
+                                      op, "--values", values, "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert ": yes" in result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("values", ["3,100000", "-1,2,3"])
+def test_histogram_values_beyond_what_it_draws_are_refused(values):
+    result = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", values])
+    assert result.exit_code == 2 and "--values" in result.output
+
+
+@simulator_only
 def test_histogram_says_which_values_it_left_out():
     result = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", "8,9,1,9",
                                       "--bins", "8"])
