@@ -117,3 +117,16 @@ def test_bad_arguments():
         nk.std(np.ones(3), ddof="1")
     with pytest.raises(np.exceptions.AxisError):
         nk.nanvar(np.ones((2, 3)), axis=2)
+
+
+@pytest.mark.parametrize("strategy", [s for s in REDUCE if not isinstance(s, nk.AtomicFold)],
+                         ids=repr)
+def test_a_large_mean_loses_nothing(strategy):
+    """1e8 plus noise of spread 1: the naive one-pass mean(x**2) - mean(x)**2 is off
+    by 130% here; Welford's merge agrees with NumPy's two-pass float64 value to 1e-7
+    (the data themselves hold the noise to about 1e-8: 1e8 times float64's epsilon)."""
+    x = 1e8 + np.random.default_rng(7).standard_normal(700)
+    want = np.var(x)
+    naive = np.mean(x * x) - np.mean(x) ** 2
+    assert abs(naive - want) / want > 0.5  # the trap is real
+    np.testing.assert_allclose(nk.var(x, strategy=strategy), want, rtol=1e-7)
