@@ -478,10 +478,9 @@ def _check_more(name, x, axis, keepdims, initial, **path):
     kwargs = {"keepdims": keepdims} if keepdims else {}
     if initial is not None:
         kwargs["initial"] = initial
-    with np.errstate(all="ignore"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            want = _reject_or_raise(ref, _canon(x), axis=axis, **kwargs)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _reject_or_raise(ref, _canon(x), axis=axis, **kwargs)
     if want is None:
         with pytest.raises((ValueError, TypeError)):
             ours(x, axis=axis, **kwargs, **path)
@@ -507,7 +506,7 @@ REDUCTION_GROUPS = {
     "value": ["logsumexp", "ptp", "max_with_indices", "min_with_indices"],
     "reduce": [f"reduce:{name}" for name in BUILTIN_REFS],
 }
-assert sorted(sum(REDUCTION_GROUPS.values(), [])) == sorted(MORE_REDUCTIONS)
+assert sorted(n for g in REDUCTION_GROUPS.values() for n in g) == sorted(MORE_REDUCTIONS)
 
 
 @pytest.mark.parametrize("group", sorted(REDUCTION_GROUPS))
@@ -665,7 +664,7 @@ def _scan_case(name, x, axis, exclusive, reverse):
             return kw, None, how
         import torch
         scan = lambda v: torch.logcumsumexp(torch.from_numpy(  # noqa: E731
-            np.array(v, np.float64)), dim=-1).numpy()  # a copy: torch takes no negative strides
+            np.array(v, np.float64)), dim=-1).numpy()  # a copy: no negative strides
         ident = None
     elif name == "nancumsum":
         scan, ident = (lambda v: np.nancumsum(v, axis=-1)), 0
@@ -716,7 +715,7 @@ SCAN_GROUPS = {
     "pairs": ["cummax", "cummin", "associative_scan:argmax", "associative_scan:argmin"],
     "associative": [f"associative_scan:{op}" for op in SCAN_OPS if not op.startswith("arg")],
 }
-assert sorted(sum(SCAN_GROUPS.values(), [])) == sorted(MORE_SCANS)
+assert sorted(n for g in SCAN_GROUPS.values() for n in g) == sorted(MORE_SCANS)
 
 
 @pytest.mark.parametrize("group", sorted(SCAN_GROUPS))
