@@ -163,10 +163,12 @@ def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bo
 
 @planner
 def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: tuple, axis,
-                 keepdims: bool, strategy, lanes, skip_nan: bool = False) -> tuple:
+                 keepdims: bool, strategy, lanes, skip_nan: bool = False,
+                 many_axes: bool = False) -> tuple:
     """argmax/argmin's argument checks and what they decide, as :func:`_setup`:
     ``(op, dtypes, axes, shape, grid, M, N, kit)``; ``skip_nan``: the nanargmax and
-    nanargmin ops."""
+    nanargmin ops; ``many_axes``: ``axis`` may be a tuple (nanmax and nanmin, whose
+    values, unlike an index, mean something over several axes, as NumPy's)."""
     keepdims = check_flag(keepdims, "keepdims")
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
     if skip_nan:
@@ -175,7 +177,10 @@ def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: t
         op = _ops.arg_op(direction, tie_break_left)
     op.check_dtype(in_dtype)
     ndim = len(in_shape)
-    axes = tuple(range(ndim)) if axis is None else (normalize_axis(axis, ndim),)
+    if many_axes:
+        axes = normalize_axes(axis, ndim)
+    else:
+        axes = tuple(range(ndim)) if axis is None else (normalize_axis(axis, ndim),)
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kit = state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
@@ -184,17 +189,22 @@ def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: t
 
 
 def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, outs,
-         want_values: bool, strategy, stream, lanes, skip_nan: bool = False):
+         want_values: bool, strategy, stream, lanes, skip_nan: bool = False,
+         many_axes: bool = False):
     """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch;
     ``skip_nan``: their NaN-skipping forms (an all-NaN output keeps the identity's
-    index, :func:`_all_nan`)."""
+    index, :func:`_all_nan`); ``many_axes``: nanmax/nanmin, taking NumPy's axis
+    tuples."""
     x = as_array_like(x)
     if x.ndim == 0:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
+        if many_axes:  # np.nanmax's 0-d takes axis None or () only, and stays 0-d
+            normalize_axes(axis, 0)
+            axis = None
         x = x.reshape(1)
         keepdims = False  # and its result stays 0-d
     op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
         direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
-        strategy, lanes, skip_nan)
+        strategy, lanes, skip_nan, many_axes)
     name = f"nanarg{direction}" if skip_nan else f"arg{direction}"
     kind = kind_of(x)
     for o, dt in zip(outs, dtypes):
@@ -751,7 +761,7 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     indices raise NumPy's error; values warn as NumPy and are NaN there."""
     outs = (None, out) if want_indices else (out, None)
     values, codes = _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream,
-                         lanes, skip_nan=True)
+                         lanes, skip_nan=True, many_axes=not want_indices)
     on_host = isinstance(codes, (np.ndarray, np.generic))
     flags = np.asarray(codes if on_host else _to_host(codes)) & _ops.ALL_NAN
     if not flags.any():

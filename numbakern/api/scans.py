@@ -265,7 +265,11 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     """
     if isinstance(op, str) and op in ("argmax", "argmin"):
         op = _ops.arg_op(op[3:])
-    return _scan(x, _ops.get(op), axis, dtype, out, exclusive, reverse, strategy, layout,
+    op = _ops.get(op)
+    if op is _ops.PROD or op is _ops.NANPROD:  # cumprod's NumPy special values, as cumprod
+        return _product(x, op is _ops.NANPROD, axis, dtype, out, exclusive, reverse,
+                        strategy, layout, stream, None)
+    return _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout,
                  stream, None, None)
 
 

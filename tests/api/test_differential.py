@@ -24,14 +24,56 @@ of two whose running products overflow and underflow (exact until they do, so Nu
 sequential loop and any tree agree bit for bit, special values included: a product
 that overflowed and then meets a 0 is NaN, one that underflowed stays 0).
 
-Profiles: ``ci`` (the default: a few examples per path, no deadline, all paths in
-about a minute under the simulator) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``:
-many more examples per path).
+Functions and references: sum, prod, max, min, argmax, argmin, mean, cumsum,
+cumprod, sort, argsort, bincount, histogram against NumPy; softmax, log_softmax against
+float64 formulas; and, where each path draws its function from a group (a path per
+function would not fit CI's time):
+
+* reductions on each grid strategy and on the row kernels (``lanes``): nansum,
+  nanprod, nanmax, nanmin, nanmean, nanargmax, nanargmin, any, all, count_nonzero,
+  ptp, xor_sum, bitwise_and_sum, bitwise_or_sum (``np.bitwise_*.reduce``),
+  max/min_with_indices (np.max/min with np.argmax/argmin), ``reduce`` with every
+  built-in op name, against NumPy; logsumexp against a float64 form of SciPy's (+inf
+  in a slice gives +inf, NaN NaN, no elements -inf): axis None, an int or a tuple
+  (NumPy's errors where it refuses one), ``keepdims``, ``initial=`` where taken;
+* scans on each scan strategy and layout, ``exclusive``/``reverse`` drawn: nancumsum,
+  nancumprod (NumPy), cummax/cummin (torch.cummax/cummin; ``reverse``, which torch
+  lacks, by the total order the docstrings state: NaN first, then the value, ties to
+  the larger index), logcumsumexp (torch.logcumsumexp in float64), associative_scan
+  with each built-in op (NumPy's ``accumulate``; argmax/argmin as np.argmax's
+  running pair, the first occurrence winning);
+* softmax_backward and log_softmax_backward on each layout (``fused`` drawn) against
+  their float64 formulas; cross_entropy on each block strategy against
+  ``torch.nn.functional.cross_entropy`` and its autograd gradient in float64
+  (``ignore_index`` rows, label smoothing, every reduction);
+* segmented_reduce (each built-in op but the logical ones), segmented_argmax and
+  segmented_argmin on each grid strategy, a warp or a block per segment, drawn
+  offsets with empty segments, against NumPy per segment; histogram_counts on each
+  histogram strategy against ``np.bincount`` of the values in range.
+
+References read bool bytes as ``x != 0`` (numbakern's contract: every non-zero byte is
+True). NumPy's warnings are ignored; where NumPy raises ValueError or TypeError,
+numbakern must raise one of them.
+
+Tolerances of the added functions: NaN-skipping, logical, bitwise, index and
+max/min-like results exact (the sign of a zero max/min/ptp not compared: README);
+nansum, nanmean, nancumsum and sum scans as sums above; logsumexp and logcumsumexp
+``rtol`` of the dtype plus ``atol`` ``8 eps (max|x| + log n + 1)``; the backward passes
+``rtol`` of the dtype plus ``atol`` ``8 eps32 max|dy| (n + 1)`` (float16 adds its
+own eps times that); cross_entropy ``rtol`` of the dtype plus ``atol`` ``64 eps`` of
+the computing dtype (scaled by the loss's size for the loss; float16 gradients
+``1e-3`` more), logits drawn in [-20, 20].
+
+Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
+131 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
+``-n 2`` on two shared cores) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
+examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -313,3 +355,534 @@ def test_counts_on_each_histogram_strategy_agree_with_numpy(strategy, data):
     want_hist, want_edges = np.histogram(finite, bins=bins, range=(-50.0, 50.0))
     _same_exact(hist, want_hist)
     _same_exact(edges, want_edges)
+
+
+# --- the other reductions: NaN-skipping, logical, bitwise, value-index, reduce(op) -------
+
+
+def _canon(x):
+    """``x`` with bool bytes made 0 or 1: the reference reads every non-zero byte as
+    True (the contract), whatever NumPy's own loops do with the raw byte."""
+    return (x.view(np.uint8) != 0) if x.dtype == np.bool_ else x
+
+
+def _logsumexp64(x, axis=None, keepdims=False):
+    """SciPy's logsumexp in float64 (SciPy is not a dependency): +inf in a slice gives
+    +inf, NaN gives NaN, no elements or only -inf give -inf."""
+    x = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        shift = np.where(np.isfinite(m), m, 0.0)
+        s = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    return s if keepdims else np.squeeze(s, axis=axis if axis is not None else None)
+
+
+def _with_indices(values, indices):
+    def ref(x, axis=None, keepdims=False):
+        return values(x, axis=axis, keepdims=keepdims), indices(x, axis=axis, keepdims=keepdims)
+    return ref
+
+
+def _ptp(x, axis=None, keepdims=False):
+    return np.ptp(x, axis=axis, keepdims=keepdims)
+
+
+BUILTIN_REFS = {  # op name -> (NumPy reduction, values kind)
+    "sum": (np.sum, "any"), "prod": (np.prod, "prod"), "max": (np.max, "any"),
+    "min": (np.min, "any"), "bitwise_and": (np.bitwise_and.reduce, "any"),
+    "bitwise_or": (np.bitwise_or.reduce, "any"), "bitwise_xor": (np.bitwise_xor.reduce, "any"),
+    "any": (np.any, "any"), "all": (np.all, "any"), "count_nonzero": (np.count_nonzero, "any"),
+    "nansum": (np.nansum, "any"), "nanprod": (np.nanprod, "prod"),
+}
+
+# name -> (ours, reference, values kind, comparison, takes initial=, axis kinds)
+# comparison: "exact" (zero's sign too), "exact0" (zero's sign not compared: README,
+# the sign of a zero max/min follows the combining order), "close" (sums, means),
+# "lse" (logsumexp); axis kinds: "tuple" (None, an int or a tuple), "int" (None or int).
+MORE_REDUCTIONS = {
+    "nansum": (nk.nansum, np.nansum, "any", "close", True, "tuple"),
+    "nanprod": (nk.nanprod, np.nanprod, "prod", "exact", True, "tuple"),
+    "nanmax": (nk.nanmax, np.nanmax, "any", "exact0", False, "tuple"),
+    "nanmin": (nk.nanmin, np.nanmin, "any", "exact0", False, "tuple"),
+    "nanmean": (nk.nanmean, np.nanmean, "any", "close", False, "tuple"),
+    "nanargmax": (nk.nanargmax, np.nanargmax, "any", "exact", False, "int"),
+    "nanargmin": (nk.nanargmin, np.nanargmin, "any", "exact", False, "int"),
+    "any": (nk.any, np.any, "any", "exact", False, "tuple"),
+    "all": (nk.all, np.all, "any", "exact", False, "tuple"),
+    "count_nonzero": (nk.count_nonzero, np.count_nonzero, "any", "exact", False, "tuple"),
+    "logsumexp": (nk.logsumexp, _logsumexp64, "any", "lse", False, "tuple"),
+    "ptp": (nk.ptp, _ptp, "any", "exact0", False, "tuple"),
+    "xor_sum": (nk.xor_sum, np.bitwise_xor.reduce, "any", "exact", True, "tuple"),
+    "bitwise_and_sum": (nk.bitwise_and_sum, np.bitwise_and.reduce, "any", "exact", True,
+                        "tuple"),
+    "bitwise_or_sum": (nk.bitwise_or_sum, np.bitwise_or.reduce, "any", "exact", True, "tuple"),
+    "max_with_indices": (nk.max_with_indices, _with_indices(np.max, np.argmax), "any",
+                         "exact0", False, "int"),
+    "min_with_indices": (nk.min_with_indices, _with_indices(np.min, np.argmin), "any",
+                         "exact0", False, "int"),
+    **{f"reduce:{name}": (lambda x, axis=None, _n=name, **kw: nk.reduce(x, _n, axis=axis, **kw),
+                          ref, kind, "close" if name in ("sum", "nansum") else
+                          "exact0" if name in ("max", "min") else "exact",
+                          # np.any/all/count_nonzero take no initial= (numbakern's reduce does)
+                          name not in ("any", "all", "count_nonzero"), "tuple")
+       for name, (ref, kind) in BUILTIN_REFS.items()},
+}
+
+
+def _initial(draw, x, name):
+    """A value for ``initial=`` of ``x``'s accumulator (README: it must be one), or None."""
+    if not draw(st.booleans()) or x.dtype == np.bool_:
+        return None
+    if x.dtype.kind == "f":
+        if "bitwise" in name or "xor" in name:
+            return None
+        return draw(st.sampled_from([0.5, -2.0, 0.0]))
+    info = np.iinfo(x.dtype)
+    return draw(st.sampled_from([v for v in (0, 1, 3, -2, int(info.max)) if v >= info.min]))
+
+
+def _axis_kinds(draw, x, kind):
+    if x.ndim == 0:
+        return None
+    choices = [None, *range(x.ndim)]
+    if kind == "tuple":
+        choices += [tuple(range(x.ndim)), ()] + ([(1, 0)] if x.ndim == 2 else [])
+    return draw(st.sampled_from(choices))
+
+
+def _compare(got, want, x, axis, how):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        _compare(got[0], want[0], x, axis, how)
+        _same_exact(got[1], want[1])
+        return
+    if how in ("exact", "exact0"):
+        _same_exact(got, want, zero_sign=how == "exact")
+        return
+    axes = range(x.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    n = int(np.prod([x.shape[a] for a in axes]))
+    if how == "close":
+        _close(got, want, x, n)
+        return
+    got, want = np.asarray(got), np.asarray(want)  # logsumexp: float64 reference
+    out_dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    assert got.dtype == out_dtype and got.shape == want.shape, (got, want)
+    finite = np.abs(x[np.isfinite(x)]).astype(np.float64) if x.dtype.kind == "f" else \
+        np.abs(x.astype(np.float64))
+    scale = (finite.max() if finite.size else 0.0) + np.log(max(n, 1)) + 1
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=RTOL[out_dtype],
+                               atol=8 * np.finfo(out_dtype).eps * scale, equal_nan=True)
+
+
+def _check_more(name, x, axis, keepdims, initial, **path):
+    ours, ref, _, how, _, _ = MORE_REDUCTIONS[name]
+    kwargs = {"keepdims": keepdims} if keepdims else {}
+    if initial is not None:
+        kwargs["initial"] = initial
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _reject_or_raise(ref, _canon(x), axis=axis, **kwargs)
+    if want is None:
+        with pytest.raises((ValueError, TypeError)):
+            ours(x, axis=axis, **kwargs, **path)
+        return
+    got = ours(x, axis=axis, **kwargs, **path)
+    _compare(got, want, x, axis, how)
+
+
+def _more_draw(data, name, shapes=SHAPES):
+    _, _, kind, _, takes_initial, axis_kind = MORE_REDUCTIONS[name]
+    x = data.draw(arrays(REDUCE_DTYPES, kind, shapes=shapes))
+    axis = _axis_kinds(data.draw, x, axis_kind)
+    keepdims = data.draw(st.booleans())
+    initial = _initial(data.draw, x, name) if takes_initial else None
+    return x, axis, keepdims, initial
+
+
+# Each path draws its function from a group (a path per function would not fit CI's time)
+REDUCTION_GROUPS = {
+    "nan": ["nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanargmax", "nanargmin"],
+    "logic_bitwise": ["any", "all", "count_nonzero", "xor_sum", "bitwise_and_sum",
+                      "bitwise_or_sum"],
+    "value": ["logsumexp", "ptp", "max_with_indices", "min_with_indices"],
+    "reduce": [f"reduce:{name}" for name in BUILTIN_REFS],
+}
+assert sorted(n for g in REDUCTION_GROUPS.values() for n in g) == sorted(MORE_REDUCTIONS)
+
+
+@pytest.mark.parametrize("group", sorted(REDUCTION_GROUPS))
+@pytest.mark.parametrize("strategy", every("reduce", threads=32, blocks=2), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_more_reductions_on_each_grid_strategy_agree_with_numpy(strategy, group, data):
+    name = data.draw(st.sampled_from(REDUCTION_GROUPS[group]))
+    x, axis, keepdims, initial = _more_draw(data, name)
+    _check_more(name, x, axis, keepdims, initial, strategy=strategy)
+
+
+@pytest.mark.parametrize("group", sorted(REDUCTION_GROUPS))
+@pytest.mark.parametrize("lanes", [None, 32, 64])
+@PROFILE
+@given(data=st.data())
+def test_more_axis_reductions_on_each_row_kernel_agree_with_numpy(lanes, group, data):
+    name = data.draw(st.sampled_from(REDUCTION_GROUPS[group]))
+    x, _, keepdims, initial = _more_draw(
+        data, name, shapes=st.tuples(st.integers(1, 4), st.integers(1, 70)))
+    axis = data.draw(st.sampled_from([0, 1]))
+    strategy = nk.TwoPass(block=nk.WarpShuffle(threads=64))
+    _check_more(name, x, axis, keepdims, initial, strategy=strategy, lanes=lanes)
+
+
+# --- the other scans: NaN-skipping, running extremes, logcumsumexp, associative_scan -----
+
+
+def _along(x, axis):
+    """``x`` with the scanned axis last (flattened for ``axis=None``), and the way back."""
+    if axis is None:
+        return x.reshape(-1), lambda r: r
+    return np.moveaxis(x, axis, -1), lambda r: np.moveaxis(r, -1, axis)
+
+
+def _scan_ref(scan, x, axis, exclusive, reverse, identity):
+    """``scan`` (a function of a last-axis array) with numbakern's ``exclusive`` (shift by
+    one, ``identity`` first) and ``reverse`` (scan from the end)."""
+    y, back = _along(x, axis)
+    if reverse:
+        y = y[..., ::-1]
+    r = scan(y)
+    if exclusive and r.shape[-1]:
+        r = np.concatenate([np.full(r.shape[:-1] + (1,), identity, r.dtype), r[..., :-1]],
+                           axis=-1)
+    if reverse:
+        r = r[..., ::-1]
+    return back(r)
+
+
+def _order_key(x):
+    """``x`` as int64 or float64 with the same order (torch has no uint16/32/64 cummax)."""
+    if x.dtype == np.uint64:
+        return (x ^ np.uint64(1 << 63)).view(np.int64)
+    return x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
+
+
+def _torch_cumext(direction):
+    import torch
+
+    def scan(y):
+        fn = torch.cummax if direction == "max" else torch.cummin
+        idx = fn(torch.from_numpy(np.array(_order_key(y))), dim=-1).indices.numpy()
+        return np.take_along_axis(y, idx, axis=-1), idx
+    return scan
+
+
+def _pair_scan(y, direction, ties_left, exclusive, reverse, identity):
+    """The running (value, index) pair along the last axis, indices along the axis in
+    the input's own positions: NaN beats every number, then the larger (``direction``
+    "max") or smaller value, then the smaller index (``ties_left``: np.argmax's first
+    occurrence) or the larger (torch.cummax's latest). ``reverse``: element ``i``
+    combines ``i..n-1``; ``exclusive``: it leaves itself out (``identity``, index
+    2**63 - 1, where nothing is left)."""
+    vals, idx = np.empty_like(y), np.zeros(y.shape, np.int64)
+    n = y.shape[-1]
+    isnan = np.isnan if y.dtype.kind == "f" else (lambda v: False)
+
+    def better(a, b):  # a beats b (b may be None)
+        if b is None:
+            return True
+        (va, ia), (vb, ib) = a, b
+        na, nb = isnan(va), isnan(vb)
+        if na != nb:
+            return na
+        if not na and va != vb:
+            return va > vb if direction == "max" else va < vb
+        return ia < ib if ties_left else ia > ib
+
+    for row in np.ndindex(y.shape[:-1]):
+        best = None
+        order = range(n - 1, -1, -1) if reverse else range(n)
+        for i in order:
+            if exclusive:
+                vals[row + (i,)], idx[row + (i,)] = best if best is not None else \
+                    (identity, np.iinfo(np.int64).max)
+            cand = (y[row + (i,)], i)
+            if better(cand, best):
+                best = cand
+            if not exclusive:
+                vals[row + (i,)], idx[row + (i,)] = best
+    return vals, idx
+
+
+def _ext_identity(dtype, direction):
+    if dtype.kind == "f":
+        return -np.inf if direction == "max" else np.inf
+    if dtype == np.bool_:
+        return direction != "max"
+    info = np.iinfo(dtype)
+    return info.min if direction == "max" else info.max
+
+
+SCAN_OPS = {  # associative_scan's built-in ops -> (NumPy scan of the last axis, kind)
+    "sum": (lambda y: np.cumsum(y, axis=-1), "finite"),
+    "prod": (lambda y: np.cumprod(y, axis=-1), "cumprod"),
+    "max": (lambda y: np.maximum.accumulate(y, axis=-1), "any"),
+    "min": (lambda y: np.minimum.accumulate(y, axis=-1), "any"),
+    "bitwise_and": (lambda y: np.bitwise_and.accumulate(y, axis=-1), "any"),
+    "bitwise_or": (lambda y: np.bitwise_or.accumulate(y, axis=-1), "any"),
+    "bitwise_xor": (lambda y: np.bitwise_xor.accumulate(y, axis=-1), "any"),
+    "argmax": (None, "any"),  # _pair_scan, ties to the first occurrence
+    "argmin": (None, "any"),
+}
+MORE_SCANS = ["nancumsum", "nancumprod", "cummax", "cummin", "logcumsumexp",
+              *(f"associative_scan:{op}" for op in SCAN_OPS)]
+
+
+def _scan_case(name, x, axis, exclusive, reverse):
+    """(numbakern's keywords, the reference or None where NumPy/torch refuses, how to
+    compare)."""
+    pair_op = name in ("cummax", "cummin") or name.endswith(("argmax", "argmin"))
+    kw = {"reverse": reverse}
+    if name in ("nancumsum", "nancumprod") or name.startswith("associative_scan"):
+        kw["exclusive"] = exclusive
+    else:
+        exclusive = False
+    how = "close" if name in ("nancumsum", "associative_scan:sum") else \
+        "lse" if name == "logcumsumexp" else \
+        "exact0" if name in ("associative_scan:max", "associative_scan:min") else "exact"
+    if x.ndim == 0 and axis is not None:
+        return kw, None, how
+    y, back = _along(_canon(x), axis)
+    if pair_op:
+        direction = name[-3:]
+        if name in ("cummax", "cummin") and not reverse:  # torch.cummax/cummin themselves
+            vals, idx = _torch_cumext(direction)(y)
+        else:  # torch has no reverse (nor np.argmax a running form): the total order
+            # numbakern's docstrings state, ties to the larger index for cummax/cummin
+            vals, idx = _pair_scan(y, direction, name.startswith("associative"),
+                                   exclusive, reverse, _ext_identity(x.dtype, direction))
+        return kw, (back(vals), back(idx)), how
+    if name == "logcumsumexp":
+        if x.dtype.kind != "f":
+            return kw, None, how
+        import torch
+        scan = lambda v: torch.logcumsumexp(torch.from_numpy(  # noqa: E731
+            np.array(v, np.float64)), dim=-1).numpy()  # a copy: no negative strides
+        ident = None
+    elif name == "nancumsum":
+        scan, ident = (lambda v: np.nancumsum(v, axis=-1)), 0
+    elif name == "nancumprod":
+        scan, ident = (lambda v: np.nancumprod(v, axis=-1)), 1
+    else:
+        op = name.split(":")[1]
+        scan = SCAN_OPS[op][0]
+        ident = {"sum": 0, "prod": 1, "bitwise_and": ~0, "bitwise_or": 0,
+                 "bitwise_xor": 0}.get(op)
+        if op in ("max", "min"):
+            ident = _ext_identity(x.dtype, op)
+    with np.errstate(all="ignore"):
+        if ident is not None:
+            try:
+                probe = scan(y[..., :0])
+            except (ValueError, TypeError):
+                return kw, None, how
+            ident = np.array(ident).astype(probe.dtype) if probe.dtype.kind != "b" else \
+                np.bool_(ident)
+        try:
+            return kw, back(_scan_ref(scan, y, -1, exclusive, reverse, ident)), how
+        except (ValueError, TypeError):
+            return kw, None, how
+
+
+def _scan_compare(got, want, x, how):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == 2, got
+        _scan_compare(got[0], want[0], x, how)
+        _same_exact(got[1], want[1])
+        return
+    if how == "close":
+        _close(got, want, x, x.size)
+    elif how == "lse":
+        got = np.asarray(got)
+        assert got.dtype == x.dtype and got.shape == want.shape, (got, want)
+        finite = np.abs(x[np.isfinite(x)]).astype(np.float64)
+        scale = (finite.max() if finite.size else 0.0) + np.log(max(x.size, 1)) + 1
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=RTOL[x.dtype],
+                                   atol=8 * np.finfo(x.dtype).eps * scale, equal_nan=True)
+    else:
+        _same_exact(got, want, zero_sign=how == "exact")
+
+
+SCAN_GROUPS = {
+    "nan_lse": ["nancumsum", "nancumprod", "logcumsumexp"],
+    "pairs": ["cummax", "cummin", "associative_scan:argmax", "associative_scan:argmin"],
+    "associative": [f"associative_scan:{op}" for op in SCAN_OPS if not op.startswith("arg")],
+}
+assert sorted(n for g in SCAN_GROUPS.values() for n in g) == sorted(MORE_SCANS)
+
+
+@pytest.mark.parametrize("group", sorted(SCAN_GROUPS))
+@pytest.mark.parametrize("layout", ["warp", "tiles"])
+@pytest.mark.parametrize("strategy", every("scan", threads=32), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_more_scans_on_each_strategy_and_layout_agree_with_numpy(strategy, layout, group,
+                                                                 data):
+    name = data.draw(st.sampled_from(SCAN_GROUPS[group]))
+    kind = SCAN_OPS[name.split(":")[1]][1] if ":" in name else \
+        "cumprod" if name == "nancumprod" else "finite" if name == "nancumsum" else "any"
+    x = data.draw(arrays(SCAN_DTYPES, kind))
+    if name in ("nancumsum", "associative_scan:sum") and x.dtype == np.float16:
+        x = x / np.float16(256)  # below float16's overflow: as test_scans_... above (README)
+    if name == "nancumsum" and x.dtype.kind == "f" and x.size:  # NaN is what it skips
+        x = x.copy()
+        x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = np.nan
+    axis = _axis(data.draw, x)
+    exclusive, reverse = data.draw(st.booleans()), data.draw(st.booleans())
+    kw, want, how = _scan_case(name, x, axis, exclusive, reverse)
+    if ":" in name:
+        ours = lambda x, **k: nk.associative_scan(x, name.split(":")[1], **k)  # noqa: E731
+    else:
+        ours = getattr(nk, name)
+    if want is None:
+        with pytest.raises((ValueError, TypeError)):
+            ours(x, axis=axis, strategy=strategy, layout=layout, **kw)
+        return
+    got = ours(x, axis=axis, strategy=strategy, layout=layout, **kw)
+    _scan_compare(got, want, x, how)
+
+
+# --- softmax's backward passes, cross_entropy ---------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["warp", "block"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax_backward", "log_softmax_backward"])
+@PROFILE
+@given(data=st.data())
+def test_softmax_backward_on_each_layout_agrees_with_float64(log, layout, data):
+    shapes = st.tuples(st.integers(1, 4), st.integers(1, 70))
+    x = data.draw(arrays(FLOATS, "finite", shapes=shapes))
+    dy = data.draw(arrays([x.dtype], "finite", shapes=st.just(x.shape))) / 1000
+    axis = data.draw(st.sampled_from([-1, 0]))
+    y = _softmax64(x, axis, log).astype(x.dtype)  # the forward output, rounded as stored
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if log:  # dx = dy - exp(y) * sum(dy)
+            want = dy64 - np.exp(y64) * np.sum(dy64, axis=axis, keepdims=True)
+        else:  # dx = y * (dy - sum(y * dy))
+            want = y64 * (dy64 - np.sum(y64 * dy64, axis=axis, keepdims=True))
+    fused = data.draw(st.sampled_from([None, True, False]))
+    fn = nk.log_softmax_backward if log else nk.softmax_backward
+    got = np.asarray(fn(y, dy, axis=axis, layout=layout, fused=fused))
+    assert got.dtype == x.dtype and got.shape == x.shape
+    # float16/32 compute in float32: a row's sum of n terms up to max|dy| each
+    scale = float(np.abs(dy64).max(initial=0.0)) * (1 + x.shape[axis])
+    eps = np.finfo(np.float32 if x.dtype == np.float16 else x.dtype).eps
+    atol = 8 * eps * scale + (np.finfo(np.float16).eps * scale if x.dtype == np.float16 else 0)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=RTOL[x.dtype], atol=atol)
+
+
+@pytest.mark.parametrize("strategy", every("block", threads=32), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_cross_entropy_on_each_block_strategy_agrees_with_torch(strategy, data):
+    import torch
+    import torch.nn.functional as F
+
+    x = data.draw(arrays(FLOATS, "finite",
+                         shapes=st.tuples(st.integers(1, 5), st.integers(1, 70))))
+    x = (x / 500).astype(x.dtype)  # logits in [-20, 20]
+    n, c = x.shape
+    target = np.array(data.draw(st.lists(st.one_of(st.integers(0, c - 1), st.just(-100)),
+                                         min_size=n, max_size=n)), np.int64)
+    smoothing = data.draw(st.sampled_from([0.0, 0.1]))
+    reduction = data.draw(st.sampled_from(["mean", "sum", "none"]))
+    t = torch.tensor(x.astype(np.float64), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loss = F.cross_entropy(t, torch.from_numpy(target), ignore_index=-100,
+                               label_smoothing=smoothing, reduction=reduction)
+        loss.sum().backward()
+    want, want_grad = loss.detach().numpy(), t.grad.numpy()
+    got, grad = nk.cross_entropy(x, target, label_smoothing=smoothing, reduction=reduction,
+                                 return_grad=True, strategy=strategy)
+    got, grad = np.asarray(got), np.asarray(grad)
+    assert got.dtype == x.dtype and got.shape == want.shape, (got, want)
+    assert grad.dtype == x.dtype and grad.shape == x.shape
+    # computed in float32 (float64 for float64), rounded to the logits' dtype; the logits
+    # themselves are float16-rounded, so the reference sees the same inputs
+    eps = np.finfo(np.float32 if x.dtype != np.float64 else np.float64).eps
+    loss_atol = 64 * eps * (20 + np.log(c)) * (n if reduction == "sum" else 1)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=RTOL[x.dtype],
+                               atol=loss_atol, equal_nan=True)
+    np.testing.assert_allclose(grad.astype(np.float64), want_grad, rtol=RTOL[x.dtype],
+                               atol=64 * eps + (1e-3 if x.dtype == np.float16 else 0),
+                               equal_nan=True)
+
+
+# --- segmented reductions and histogram_counts -------------------------------------------
+
+
+@st.composite
+def _offsets(draw, n):
+    """``k + 1`` non-decreasing offsets in ``[0, n]``: empty segments included."""
+    k = draw(st.integers(0, 8))
+    return np.array(sorted(draw(st.lists(st.integers(0, n), min_size=k + 1,
+                                         max_size=k + 1))), np.int64)
+
+
+SEGMENT_OPS = ["sum", "prod", "max", "min", "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
+@pytest.mark.parametrize("strategy", every("reduce", threads=64, blocks=2), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_segmented_reductions_on_each_strategy_agree_with_numpy(strategy, data):
+    name = data.draw(st.sampled_from(["segmented_reduce", "segmented_argmax",
+                                      "segmented_argmin"]))
+    op = data.draw(st.sampled_from(SEGMENT_OPS)) if name == "segmented_reduce" else None
+    kind = "prod" if op == "prod" else "any"
+    x = data.draw(arrays(REDUCE_DTYPES, kind, shapes=st.integers(0, 150).map(lambda n: (n,))))
+    offsets = data.draw(_offsets(len(x)))
+    lanes = data.draw(st.sampled_from([None, 32, 64]))  # a warp or a block per segment
+    segments = [_canon(x)[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    path = {"strategy": strategy, "lanes": lanes}
+    if name != "segmented_reduce":
+        ref = np.argmax if name == "segmented_argmax" else np.argmin
+        ours = nk.segmented_argmax if name == "segmented_argmax" else nk.segmented_argmin
+        if any(len(s) == 0 for s in segments):  # NumPy's argmax of nothing raises
+            with pytest.raises(ValueError):
+                ours(x, offsets, **path)
+            return
+        _same_exact(ours(x, offsets, **path),
+                    np.array([ref(s) for s in segments], np.int64).reshape(len(segments)))
+        return
+    initial = _initial(data.draw, x, op) if x.dtype != np.bool_ else None
+    reducer = BUILTIN_REFS[op][0]
+    kw = {} if initial is None else {"initial": initial}
+    with np.errstate(all="ignore"):
+        try:
+            dtype = np.asarray(reducer(_canon(np.zeros(1, x.dtype)), **kw)).dtype
+            want = [reducer(s, **kw) for s in segments]
+        except (ValueError, TypeError):
+            want = None
+    if want is None:
+        with pytest.raises((ValueError, TypeError)):
+            nk.segmented_reduce(x, offsets, op, initial=initial, **path)
+        return
+    want = np.array(want, dtype).reshape(len(segments))
+    got = nk.segmented_reduce(x, offsets, op, initial=initial, **path)
+    if op == "sum":
+        _close(got, want, x, len(x))
+    else:  # README: the sign of a zero max/min follows the combining order
+        _same_exact(got, want, zero_sign=op not in ("max", "min"))
+
+
+@pytest.mark.parametrize("strategy", every("histogram", threads=32), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_histogram_counts_on_each_strategy_agree_with_numpy(strategy, data):
+    x = data.draw(arrays([np.bool_, *INTS], data.draw(st.sampled_from(["count", "any"]))))
+    num_bins = data.draw(st.integers(1, 30))
+    v = _canon(x).ravel()
+    inside = v[(v >= 0) & (v < num_bins)] if v.dtype != np.bool_ else v
+    want = np.bincount(inside.astype(np.int64), minlength=num_bins)[:num_bins]
+    _same_exact(nk.histogram_counts(x, num_bins, strategy=strategy), want.astype(np.int64))

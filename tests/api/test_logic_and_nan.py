@@ -142,6 +142,23 @@ def test_all_nan_slices():
     _same(nk.nanmax(np.arange(7, dtype=np.int16).reshape(7, 1), axis=0), np.array([6], np.int16))
 
 
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered")
+def test_nanmax_and_nanmin_take_axis_tuples_as_numpy():
+    """Found by the differential harness: np.nanmax/np.nanmin take a tuple of axes (their
+    values mean something over several axes, unlike an index); numbakern raised
+    TypeError. nanargmax keeps NumPy's one-axis rule."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)[:, ::-1] - 7
+    x[0, 1, 2] = x[1, 0, 0] = np.nan
+    x[1] = np.nan
+    for fn, ref in ((nk.nanmax, np.nanmax), (nk.nanmin, np.nanmin)):
+        for axis in ((0, 2), (2, 0), (1, 2), (0, 1, 2), (1,), ()):
+            for keepdims in (False, True):
+                _same(fn(x, axis=axis, keepdims=keepdims), ref(x, axis=axis, keepdims=keepdims))
+        _same(fn(np.float64(2.5).reshape(()), axis=()), np.float64(2.5))
+    with pytest.raises(TypeError):
+        nk.nanargmax(x, axis=(0, 1))
+
+
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")
 @pytest.mark.parametrize("strategy", REDUCE[:2] + REDUCE[-2:], ids=lambda s: s.label)
 def test_nanmean_matches_numpy(strategy):

@@ -348,6 +348,23 @@ def test_cumulative_functions_as_numpy_2(name):
         ours(np.ones(3), include_initial=True, out=np.empty(3))
 
 
+@pytest.mark.parametrize("spec", COMBOS)
+def test_associative_scan_prod_gives_cumprods_special_values(spec):
+    """Found by the differential harness: associative_scan(x, "prod") ran the plain
+    product tree, so [1, 1, inf, 1e-23, 1e-23] (float32) ended in NaN (the tiny factors'
+    product rounds to 0 first, then inf * 0) where NumPy's sequential product stays
+    inf. It now takes cumprod's path ("nanprod": nancumprod's), on every strategy."""
+    x = np.array([1, 1, np.inf, 1.323489e-23, 1.323489e-23], np.float32)
+    for layout in ("warp", "tiles"):
+        got = nk.associative_scan(x, "prod", strategy=make(spec), layout=layout)
+        np.testing.assert_array_equal(got, np.cumprod(x))
+        y = np.concatenate([x[:3], [np.nan], x[3:]]).astype(np.float32)
+        got = nk.associative_scan(y, "nanprod", reverse=True, strategy=make(spec),
+                                  layout=layout)
+        np.testing.assert_array_equal(got, np.nancumprod(y[::-1])[::-1])
+    assert nk.associative_scan(np.array([2, 3], np.int8), "prod").dtype == np.int64
+
+
 def test_max_min_bitwise_scans():
     rng = np.random.default_rng(5)
     x = rng.normal(size=333).astype(np.float32)
