@@ -805,28 +805,9 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     result = np.dtype(dtype if dtype is not None else
                       np.float64 if in_dtype.kind in "biu" else in_dtype)
     acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
-    keepdims = check_flag(keepdims, "keepdims")
-    axes = normalize_axes(axis, x.ndim)
-    shape = result_shape(tuple(x.shape), axes, keepdims)
-    grid = _grid(_ops.SUM_COUNT, strategy)
-    check_lanes(lanes, grid.block)
-    kind = kind_of(x)
-    check_out(out, shape, result, kind, "nanmean")
-    workspace = Workspace(kind, resolve_stream(stream, kind))
-    M, N = _extents(tuple(x.shape), axes)
-    if M * N == 0:
-        if M:
-            warnings.warn("Mean of empty slice", RuntimeWarning,
-                          stacklevel=user_stacklevel())
-        return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
-    kit = state_kit(_ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE))
-    sums, counts = _reduce(x, axes, _ops.SUM_COUNT, kit, grid, workspace, lanes,
-                           track_index=False)
-    means = deliver(workspace, _divided(sums, counts, result, workspace), result, shape, out)
-    if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) == 0).any():
-        warnings.warn("Mean of empty slice", RuntimeWarning,
-                      stacklevel=user_stacklevel())
-    return means
+    return _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
+                    keepdims, out, strategy, stream, lanes, divide_by_into, 0,
+                    "Mean of empty slice")
 
 
 @dispatch
@@ -896,6 +877,22 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
                                                                     np.floating)):
         raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
+
+    def finish(moments, counts, dst, stream):
+        variance_into(moments, counts, dst, ddof, root, skip_nan, stream)
+
+    return _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out, strategy,
+                    stream, lanes, finish, ddof,
+                    "Degrees of freedom <= 0 for slice" + ("." if skip_nan else ""))
+
+
+def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
+             finish, too_few, warning: str):
+    """A reduction of ``op``'s ``(state, count)`` pairs (field ``dtypes``), each output
+    then made by ``finish(states, counts, dst, stream)`` in ``result``: nanmean's and
+    var's. Outputs of no elements are NaN; NumPy's ``warning`` is raised (for NumPy
+    input: device counts stay on the device) where an output counts ``too_few`` or
+    fewer elements."""
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
@@ -905,25 +902,18 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     check_out(out, shape, result, kind, name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     M, N = _extents(tuple(x.shape), axes)
-    warning = "Degrees of freedom <= 0 for slice" + ("." if skip_nan else "")
     if M * N == 0:
         if M:
             warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
         return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
-    kit = state_kit(op, _ops.MOMENT_DTYPES)
-    moments, counts = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    states, counts = _reduce(x, axes, op, state_kit(op, dtypes), grid, workspace, lanes,
+                             track_index=False)
     values = workspace.empty(M, result)
-    variance_into(moments, counts, values, ddof, root, skip_nan, workspace.stream)
+    finish(states, counts, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
-    if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
+    if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
         warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
     return delivered
-
-
-def _divided(sums, counts, result: np.dtype, workspace: Workspace):
-    dst = workspace.empty(sums.shape[0], result)
-    divide_by_into(sums, counts, dst, workspace.stream)
-    return dst
 
 
 def _out_pair(out) -> tuple:
