@@ -48,20 +48,19 @@ def _scaled_mul(a0, a1, b0, b1):
     return m, a1 + b1 + int64(d)
 
 
-def _split(value, i):
-    m, e = math.frexp(float64(value))
-    if m == 0 or m != m or math.isinf(m):
-        return m, int64(0)
-    return m, int64(e)
+def _splitter(nan_as_one: bool):
+    """``map(value, i) -> (mantissa, exponent)`` of one factor (``math.frexp``; NaN read
+    as 1 when ``nan_as_one``)."""
 
+    def split(value, i):
+        if nan_as_one and value != value:
+            return float64(0.5), int64(1)
+        m, e = math.frexp(float64(value))
+        if m == 0 or m != m or math.isinf(m):
+            return m, int64(0)
+        return m, int64(e)
 
-def _split_nan_as_one(value, i):
-    if value != value:
-        return float64(0.5), int64(1)
-    m, e = math.frexp(float64(value))
-    if m == 0 or math.isinf(m):
-        return m, int64(0)
-    return m, int64(e)
+    return split
 
 
 def scaled_value(m, e):
@@ -86,9 +85,9 @@ def _scaled(name: str, split) -> Op:
 
 
 #: the product as (float64 mantissa in [0.5, 1), int64 exponent): no overflow
-SCALED_PROD = _scaled("prod", _split)
+SCALED_PROD = _scaled("prod", _splitter(False))
 #: the same, NaN read as 1 (``nancumprod``)
-SCALED_NANPROD = _scaled("nanprod", _split_nan_as_one)
+SCALED_NANPROD = _scaled("nanprod", _splitter(True))
 
 # --- the classes of the factors so far -------------------------------------------------
 # One int8 of bits per prefix: a zero, an inf, a NaN among its factors, and the parity
