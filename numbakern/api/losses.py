@@ -4,6 +4,8 @@ kernel, ``numbakern/kernels/cross_entropy.py``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from numbakern import ops as _ops
@@ -15,10 +17,11 @@ from numbakern.core.arrays import Workspace, honours_stream, kind_of, resolve_st
 from numbakern.core.deliver import check_out
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import cast_into, grid_for
+from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import launch
-from numbakern.runtime.views import device_view, host_copy, to_device
+from numbakern.runtime.views import device_view, host_copy, strided, to_device
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -102,15 +105,33 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     rows = workspace.empty(max(N, 1), tc)
     bad = workspace.from_host(np.full(1, N, np.int64))
     if N:
-        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, eps > 0, bool(return_grad))
-        launch(kernel, min(N, _ROW_BLOCKS), block.threads, workspace.stream, x, t,
-               grad if grad is not None else x, rows, scale, bad, ignore, tc.type(eps))
+        _launch(block, precision, x, grad, (t, rows, scale, bad, ignore, tc.type(eps)),
+                eps > 0, workspace.stream)
     if not on_host:
         _report(bad, target, N, C)
     loss = _loss(workspace, rows, N, tc, dtype, precision, reduction)
     if not return_grad:
         return loss
     return loss, _deliver(grad, kind, out, workspace)
+
+
+def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream) -> None:
+    """One block per row (grid-strided past :data:`_ROW_BLOCKS`): the vector kernel
+    where the rows of ``x`` and the gradient allow 16-byte vectors
+    (``softmax_rows.vector_width``), else the scalar one."""
+    N, C = x.shape
+    g = grad if grad is not None else x
+    plan = _ce.vector_plan(block, ONLINE_SOFTMAX, precision)
+    views = [strided(a, [(1, 0), (N, a.strides[0]), (C, a.strides[1])]) for a in (x, g)]
+    plan = dataclasses.replace(plan, vector=softmax_rows.vector_width(plan, C, views))
+    grid, t, rows, scale, bad, ignore, eps = min(N, _ROW_BLOCKS), *arguments
+    if plan.vector:
+        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None)
+        launch(kernel, grid, block.threads, stream, views[0], t, views[1], rows, scale, bad,
+               ignore, eps, *softmax_rows.vector_views(plan, views))
+    else:
+        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, smoothing, grad is not None)
+        launch(kernel, grid, block.threads, stream, x, t, g, rows, scale, bad, ignore, eps)
 
 
 def _smoothing(value) -> float:

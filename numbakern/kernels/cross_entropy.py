@@ -36,15 +36,59 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import cuda, from_dtype, int64
 
-from numbakern.kernels.softmax_rows import (block_allreduce, compute_dtype, element_converters,
-                                            online_folder)
+from numbakern.kernels.softmax_rows import (RowPlan, block_allreduce, compute_dtype, edge_loader,
+                                            element_converters, online_folder, packer,
+                                            row_span, storage_dtype, temp_storage,
+                                            tile_loader, tile_vectors)
+from numbakern.kernels.vector import vector_lanes, vector_storer
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
 
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
+
+
+def _row_loss(tc, smoothing: bool):
+    """Device function ``loss(valid, lse, xt, sx, eps, C)``: a row's loss from its
+    ``lse``, its target's logit ``xt`` and (with ``smoothing``) the sum ``sx`` of its
+    logits; 0 for a row that does not count."""
+    tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
+
+    @cuda.jit(device=True)
+    def loss(valid, lse, xt, sx, eps, C):
+        if not valid:
+            return ZERO
+        nll = lse - xt
+        if smoothing:
+            nll = (ONE - eps) * nll + eps * (lse - sx / tc_t(C))
+        return nll
+
+    return loss
+
+
+def _gradient(tc, smoothing: bool):
+    """Device functions ``prepare(valid, eps, C, scale) -> (factor, hit, floor)`` once a
+    row and ``grad(v, c, t, lse, factor, hit, floor)`` per element: ``(exp(v - lse) -
+    floor - hit [c == t]) * factor``, the gradient of the element ``v`` of column
+    ``c``."""
+    tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
+
+    @cuda.jit(device=True)
+    def prepare(valid, eps, C, scale):
+        factor = scale if valid else ZERO
+        hit = (ONE - eps) if smoothing else ONE
+        floor = eps / tc_t(C) if smoothing else ZERO
+        return factor, hit, floor
+
+    @cuda.jit(device=True)
+    def grad(v, c, t, lse, factor, hit, floor):
+        p = tc_t(math.exp(v - lse))
+        return (p - floor - (hit if c == t else ZERO)) * factor
+
+    return prepare, grad
 
 
 def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
@@ -55,7 +99,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     times ``scale[0]`` (0 for an ignored row). ``smoothing``: the kernel reads ``eps``
     (else label smoothing is 0 and the row's sum is not taken)."""
     tc = compute_dtype(dtype)
-    tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
+    tc_t, ZERO = from_dtype(tc), tc.type(0)
     widen, narrow = element_converters(dtype)
     pair = state_kit(pair_op, (tc, tc))
     total = state_kit(SUM, (tc,))
@@ -63,6 +107,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     reduce_sum = block_allreduce(block, total)
     slots = max(1, block.temp_slots())
     fold = online_folder(tc, TILE)
+    row_loss, (prepare, grad) = _row_loss(tc, smoothing), _gradient(tc, smoothing)
     threads, NEG = block.threads, tc.type(-math.inf)
 
     @cuda.jit
@@ -106,26 +151,112 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
                 sx = reduce_sum((sx,), t0, t1, b0, b1)[0]
             lse = m + tc_t(math.log(z))
             if tid == 0:  # scaled as the gradient; 0 * NaN for a mean of no rows
-                nll = ZERO
-                if valid:
-                    nll = lse - xt
-                    if smoothing:
-                        nll = (ONE - eps) * nll + eps * (lse - sx / C)
-                loss[row] = nll * scale[0]
+                loss[row] = row_loss(valid, lse, xt, sx, eps, C) * scale[0]
             if gradient:
-                factor = scale[0] if valid else ZERO
-                hit = (ONE - eps) if smoothing else ONE
-                floor = eps / C if smoothing else ZERO
+                factor, hit, floor = prepare(valid, eps, C, scale[0])
                 c = tid
                 while c < C:
-                    p = tc_t(math.exp(widen(x[row, c]) - lse))
-                    d = p - floor - (hit if c == t else ZERO)
-                    g[row, c] = narrow(d * factor)
+                    g[row, c] = narrow(grad(widen(x[row, c]), c, t, lse, factor, hit, floor))
                     c += threads
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
 
     return cross_entropy
+
+
+def vector_plan(block, pair_op, dtype) -> RowPlan:
+    """The row plan whose vector machinery (``softmax_rows``: a row as a head of
+    scalars, whole 16-byte vectors, a tail) the vector kernel uses: a tiled online
+    softmax over a block per row."""
+    name = dtype if dtype == "bfloat16" else np.dtype(dtype).name
+    return RowPlan("softmax", "online", "block", block.threads, 0, None, block, name,
+                   vector=vector_lanes(storage_dtype(name)), pair_op=pair_op)
+
+
+def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
+    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, xf, gf, head0)``:
+    :func:`build_kernel`'s over ``x`` and ``g`` as 3-D views ``(1, N, C)``, each row's
+    whole 16-byte vectors read from ``xf`` and written to ``gf`` and its head and tail
+    through ``x`` and ``g`` (``softmax_rows.vector_views``; ``vector_width`` has
+    checked that rows of ``x`` and ``g`` lie equally far from a 16-byte boundary). A
+    quarter (float32) or an eighth (halves) of the load and store instructions."""
+    tc = np.dtype(plan.compute)
+    tc_t, ZERO, NEG = from_dtype(tc), tc.type(0), tc.type(-math.inf)
+    G, W, V = plan.group, plan.vector, tile_vectors(plan)
+    L = V * W  # a tile's elements per thread
+    widen, narrow = element_converters(plan.dtype)
+    reduce_pair = block_allreduce(plan.sum_block, state_kit(plan.pair_op, (tc, tc)))
+    reduce_sum = block_allreduce(plan.sum_block, state_kit(SUM, (tc,)))
+    storage = temp_storage(plan, (plan.sum_block, plan.pair_op),
+                           (plan.sum_block, SUM) if smoothing else None)
+    fold_edges, fold = online_folder(tc, 2), online_folder(tc, L)
+    tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
+    vstore, pack = vector_storer(W), packer(plan)
+    row_loss, (prepare, grad) = _row_loss(tc, smoothing), _gradient(tc, smoothing)
+
+    @cuda.jit
+    def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, xf, gf, head0):
+        sh = storage()
+        v = cuda.local.array(L, tc_t)
+        lane = cuda.threadIdx.x
+        N, C = x.shape[1], x.shape[2]
+        row = int64(cuda.blockIdx.x)
+        while row < N:
+            t = int64(target[row])
+            valid = t != ignore
+            if valid and (t < 0 or t >= C):
+                if lane == 0:
+                    cuda.atomic.min(bad, 0, row)
+                valid = False
+            xr, gr = x[0, row], g[0, row]
+            xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
+            xv, head, count = span(x, 0, row, head0, C)
+            h, e = edges(xr, lane, head, count, C)  # kept for the gradient's pass
+            ends = (lane < head) + (head + count * W + lane < C)  # elements in h, e
+            v[0] = h
+            v[1] = e
+            m, z = fold_edges(NEG, ZERO, v, ends)
+            sx = ZERO
+            if smoothing:
+                sx = (h if lane < head else ZERO) + (e if head + count * W + lane < C else ZERO)
+            j = lane
+            while j < count:
+                loaded = tile(v, xf, xv, j, count)
+                if smoothing:
+                    for k in range(L):
+                        if k < loaded:  # the loaded vectors come first
+                            sx += v[k]
+                m, z = fold(m, z, v, loaded)
+                j += V * G
+            m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])
+            if smoothing:
+                sx = reduce_sum((sx,), sh[4], sh[5], sh[6], sh[7])[0]
+            lse = m + tc_t(math.log(z))
+            if lane == 0:
+                loss[row] = row_loss(valid, lse, xt, sx, eps, C) * scale[0]
+            if gradient:
+                factor, hit, floor = prepare(valid, eps, C, scale[0])
+                gv = span(g, 0, row, head0, C)[0]
+                j = lane
+                while j < count:  # all loads of a tile before its stores: g may be x
+                    tile(v, xf, xv, j, count)
+                    for u in range(V):
+                        if j + u * G < count:
+                            c0 = head + (j + u * G) * W
+                            for q in range(W):
+                                v[u * W + q] = grad(v[u * W + q], c0 + q, t, lse, factor,
+                                                    hit, floor)
+                            vstore(gf, gv + j + u * G, pack(v, u * W))
+                    j += V * G
+                if lane < head:
+                    gr[lane] = narrow(grad(h, lane, t, lse, factor, hit, floor))
+                c = head + count * W + lane
+                if c < C:
+                    gr[c] = narrow(grad(e, c, t, lse, factor, hit, floor))
+            cuda.syncthreads()  # the row's shared slots are free for the next row
+            row += cuda.gridDim.x
+
+    return vector_cross_entropy
 
 
 def kernel_for(block, pair_op, dtype, smoothing: bool, gradient: bool):
@@ -135,6 +266,12 @@ def kernel_for(block, pair_op, dtype, smoothing: bool, gradient: bool):
     key = ("cross_entropy", block.key, pair_op.name, str(dtype), smoothing, gradient,
            device_key())
     return cached(key, lambda: build_kernel(block, pair_op, dtype, smoothing, gradient))
+
+
+def vector_kernel_for(plan: RowPlan, smoothing: bool, gradient: bool):
+    """The compiled :func:`build_vector_kernel` (built once per plan, flags and device)."""
+    key = ("cross_entropy", plan.key, smoothing, gradient, device_key())
+    return cached(key, lambda: build_vector_kernel(plan, smoothing, gradient))
 
 
 def count_kernel():

@@ -537,7 +537,7 @@ def _row_walk(plan: RowPlan):
 # --- kernels: shared memory ------------------------------------------------------------
 
 
-def _temp_storage(plan: RowPlan, first: tuple, second: tuple | None = None):
+def temp_storage(plan: RowPlan, first: tuple, second: tuple | None = None):
     """Device function ``storage() -> arrays``: a row kernel's shared memory, called
     once per thread at the kernel's start (CUB's ``TempStorage``).
 
@@ -589,9 +589,9 @@ def _forward_kernel(plan: RowPlan):
     # Temp storage of two reduces: first the maximum (or the online pair), then the sum
     # (none after the online pair).
     if plan.normalizer == "online":
-        storage = _temp_storage(plan, (plan.sum_block, plan.pair_op), (None, SUM))
+        storage = temp_storage(plan, (plan.sum_block, plan.pair_op), (None, SUM))
     else:
-        storage = _temp_storage(plan, (plan.max_block, MAX), (plan.sum_block, SUM))
+        storage = temp_storage(plan, (plan.max_block, MAX), (plan.sum_block, SUM))
     prepare, finish = _finisher(plan)
     jit = _jit_kernel(plan)
     load = _masked_loader(_widener(plan), NEG)
@@ -691,7 +691,7 @@ def _backward_kernel(plan: RowPlan):
     K, G = plan.per_thread, plan.group
     walk, split = _row_walk(plan)
     ZERO = tc(0)
-    storage = _temp_storage(plan, (plan.sum_block, SUM))
+    storage = temp_storage(plan, (plan.sum_block, SUM))
     red_sum = _allreduce(plan, plan.sum_block, SUM)
     term, grad = _gradient(plan)
     jit = _jit_kernel(plan)
@@ -917,7 +917,7 @@ def _kept_vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     first_vector, keep = _first_vector(plan), _keeper(plan)
     stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
-    pack, widen = _packer(plan), _widener(plan)
+    pack, widen = packer(plan), _widener(plan)
 
     @jit
     def kept_vector_forward(x, y, xf, yf, mask, scale, queries, shift):
@@ -1118,7 +1118,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     first_vector = _first_vector(plan)
     stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
-    pack, widen = _packer(plan), _widener(plan)
+    pack, widen = packer(plan), _widener(plan)
 
     @jit
     def vector_forward(x, y, xf, yf):
@@ -1154,7 +1154,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
 # each). Each pass loops over the vectors in tiles of `vectors * G`, masked at the end.
 
 
-def _row_vectors(plan: RowPlan):
+def row_span(plan: RowPlan):
     """Device function ``row_vectors(a, o, i, head0, n) -> (first, head, count)`` for
     row ``(o, i)`` of the 3-D view ``a``: ``head`` elements (at most ``n``) before the
     row's first 16-byte boundary, then ``count`` whole vectors, the first being
@@ -1171,7 +1171,7 @@ def _row_vectors(plan: RowPlan):
     return row_vectors
 
 
-def _edge_loader(plan: RowPlan, fill):
+def edge_loader(plan: RowPlan, fill):
     """Device function ``edges(r, lane, head, count, n) -> (h, t)``: element ``lane``
     of row ``r``'s head and of its tail, ``fill`` where there is none."""
     W = plan.vector
@@ -1184,7 +1184,7 @@ def _edge_loader(plan: RowPlan, fill):
     return edges
 
 
-def _tile_loader(plan: RowPlan, vectors: int, fill):
+def tile_loader(plan: RowPlan, vectors: int, fill):
     """Device function ``tile(v, af, first, j, count) -> loaded``: the row's vectors
     ``j, j + G, ..., j + (vectors - 1) G`` of ``count`` (vector 0 being ``af``'s
     vector ``first``) into the local array ``v``, ``fill`` past the row's last;
@@ -1243,11 +1243,11 @@ def online_folder(dtype, length: int):
 def _vector_tiled_stats(plan: RowPlan):
     """Device function ``stats(xr, xf, first, head, count, lane, n, sh) -> (max, sum,
     max)``: :func:`_tiled_stats` reading the row's vectors from ``xf``
-    (:func:`_row_vectors`' ``first, head, count``) and its head and tail from ``xr``."""
+    (:func:`row_span`' ``first, head, count``) and its head and tail from ``xr``."""
     tc_t, _, tc = _numba_types(plan)
     G, W, V = plan.group, plan.vector, tile_vectors(plan)
     L, NEG, ZERO = V * W, tc(-np.inf), tc(0)
-    tile, edges = _tile_loader(plan, V, NEG), _edge_loader(plan, NEG)
+    tile, edges = tile_loader(plan, V, NEG), edge_loader(plan, NEG)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
         fold_edges, fold = _online_folder(plan, 2), _online_folder(plan, L)
@@ -1307,9 +1307,9 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     walk, split = _row_walk(plan)
     V = tile_vectors(plan)
     L, NEG = V * W, tc(-np.inf)  # a tile's elements per thread
-    stats, row_vectors = _vector_tiled_stats(plan), _row_vectors(plan)
-    tile, edges = _tile_loader(plan, V, NEG), _edge_loader(plan, NEG)
-    vstore, pack = vector_storer(W), _packer(plan)
+    stats, row_vectors = _vector_tiled_stats(plan), row_span(plan)
+    tile, edges = tile_loader(plan, V, NEG), edge_loader(plan, NEG)
+    vstore, pack = vector_storer(W), packer(plan)
 
     @jit
     def vector_tiled_forward(x, y, xf, yf, head0):
@@ -1356,7 +1356,7 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     KV, ZERO = K // W, tc(0)
     first_vector = _first_vector(plan)
     term, grad = gradient
-    vload, vstore, pack = vector_loader(W), vector_storer(W), _packer(plan)
+    vload, vstore, pack = vector_loader(W), vector_storer(W), packer(plan)
     widen = _widener(plan)
 
     @jit
@@ -1405,9 +1405,9 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     U, ZERO = max(1, tile_vectors(plan) // 2), tc(0)
     L = U * W  # a tile's elements per thread, of each input
     term, grad = gradient
-    row_vectors = _row_vectors(plan)
-    tile, edges = _tile_loader(plan, U, ZERO), _edge_loader(plan, ZERO)
-    vstore, pack = vector_storer(W), _packer(plan)
+    row_vectors = row_span(plan)
+    tile, edges = tile_loader(plan, U, ZERO), edge_loader(plan, ZERO)
+    vstore, pack = vector_storer(W), packer(plan)
 
     @jit
     def vector_tiled_backward(y, dy, dx, yf, dyf, dxf, head0):
@@ -1452,7 +1452,7 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     return vector_tiled_backward
 
 
-def _packer(plan: RowPlan):
+def packer(plan: RowPlan):
     """Device function ``pack(v, b)``: the ``W`` elements ``v[b], ..., v[b + W - 1]``
     of a local array of the compute dtype as a tuple of the output dtype (float16
     rounds here, eight to a 16-byte store)."""
