@@ -2,7 +2,8 @@
 
 numbakern: one call, the loss and the gradient written over the logits
 (``grad_out=logits``). torch: ``F.cross_entropy`` then ``backward()`` (logits that
-require grad; the gradient is a second logits-sized tensor). GB/s count the bytes the
+require grad; the gradient is a second logits-sized tensor), eager and through
+``torch.compile``. GB/s count the bytes the
 fused kernel cannot avoid: two reads of the logits and one write of the gradient
 (3 x nbytes). ``extra_info["peak_extra_bytes"]``: device memory beyond the inputs at
 the call's peak (torch's allocator statistics for torch; CuPy's pool, where
@@ -74,6 +75,30 @@ def test_torch_eager(logits, measure, torch_cuda):
     torch.cuda.synchronize()
     extra = torch.cuda.max_memory_allocated() - base
     measure(step, 3 * x.nbytes, peak_extra_bytes=extra, **_info(x, "torch"))
+
+
+def test_torch_compile(logits, measure, torch_cuda):
+    """torch.compile of the loss (Inductor fuses the forward, AOTAutograd the
+    backward); compiled once before timing."""
+    torch = torch_cuda
+    x, t = logits
+    leaf = x.clone().requires_grad_(True)
+    loss_fn = torch.compile(torch.nn.functional.cross_entropy)
+
+    def step():
+        leaf.grad = None
+        loss = loss_fn(leaf, t)
+        loss.backward()
+        return loss
+
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    step()
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - base
+    measure(step, 3 * x.nbytes, peak_extra_bytes=extra, **_info(x, "torch.compile"))
 
 
 def test_results_agree(logits, torch_cuda):

@@ -6,7 +6,8 @@ rounding back). GB/s count the bytes a row kernel cannot avoid moving in the
 tensor's own dtype: forward 2 x nbytes, backward 3 x nbytes. Target: 1.2x
 ``torch.softmax`` and friends at each shape. Masked softmax (issue 20): float16
 attention scores (32, 16, 2048, 2048), causal and through a broadcast (1, 1, Q, K)
-mask, scale 1/8, beside torch eager's ``softmax(masked_fill(...))``; target 1.2x.
+mask, scale 1/8, beside torch eager's ``softmax(masked_fill(...))`` and the same
+through ``torch.compile``; target 1.2x.
 
     pytest bench/bench_half.py --benchmark-json=half.json
     pytest bench/bench_half.py -k masked --benchmark-json=masked.json
@@ -132,6 +133,21 @@ def test_torch_masked_softmax(scores, measure, torch_cuda):
     x, keep = scores
     measure(lambda: torch_cuda.softmax((x * SCALE).masked_fill(~keep, -float("inf")), -1),
             2 * x.nbytes, **_info(x, "masked_softmax", "torch"))
+
+
+def test_torch_compile_masked_softmax(scores, measure, torch_cuda):
+    """The same expression through torch.compile (Inductor fuses scale, mask and
+    softmax into one kernel); compiled once before timing."""
+    x, keep = scores
+    torch = torch_cuda
+
+    @torch.compile
+    def masked(x, keep):
+        return torch.softmax((x * SCALE).masked_fill(~keep, -float("inf")), -1)
+
+    masked(x, keep)
+    measure(lambda: masked(x, keep), 2 * x.nbytes,
+            **_info(x, "masked_softmax", "torch.compile"))
 
 
 def test_masked_results_agree(scores, torch_cuda):
