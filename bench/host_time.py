@@ -37,7 +37,14 @@ def main() -> int:
     cases = {
         "sum": (lambda: nk.sum(x), lambda: nk.sum(t), lambda: t.sum()),
         "argmax": (lambda: nk.argmax(x), lambda: nk.argmax(t), lambda: t.argmax()),
+        "mean": (lambda: nk.mean(x), lambda: nk.mean(t), lambda: t.mean()),
+        "max": (lambda: nk.max(x), lambda: nk.max(t), lambda: t.max()),
+        "var": (lambda: nk.var(x), lambda: nk.var(t), lambda: t.var(correction=0)),
+        "nansum": (lambda: nk.nansum(x), lambda: nk.nansum(t), lambda: t.nansum()),
+        "logsumexp": (lambda: nk.logsumexp(x), lambda: nk.logsumexp(t),
+                      lambda: t.logsumexp(0)),
         "cumsum": (lambda: nk.cumsum(x), lambda: nk.cumsum(t), lambda: t.cumsum(0)),
+        "sort": (lambda: nk.sort(x), lambda: nk.sort(t), lambda: t.sort()),
         "softmax (64, 16)": (lambda: nk.softmax(rows_c), lambda: nk.softmax(rows_t),
                              lambda: rows_t.softmax(-1)),
     }
