@@ -709,6 +709,7 @@ def _planned_pair(op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool,
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
@@ -726,6 +727,7 @@ def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
@@ -735,6 +737,7 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
            lanes=None):
@@ -746,6 +749,7 @@ def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanmin(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
            lanes=None):
@@ -786,6 +790,7 @@ def _to_host(arr) -> np.ndarray:
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None,
             stream=None, lanes=None):
@@ -811,6 +816,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
 
 
 @dispatch
+@replayable
 @honours_stream
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
         stream=None, lanes=None):
@@ -835,6 +841,7 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
 
 
 @dispatch
+@replayable
 @honours_stream
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
         stream=None, lanes=None):
@@ -845,6 +852,7 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
            stream=None, lanes=None):
@@ -856,6 +864,7 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strate
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
            stream=None, lanes=None):

@@ -335,6 +335,7 @@ def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
 
 
 @dispatch
+@replayable
 @honours_stream
 def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
                  stream=None):
