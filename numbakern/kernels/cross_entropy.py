@@ -39,10 +39,10 @@ import math
 import numpy as np
 from numba import cuda, from_dtype, int64
 
-from numbakern.kernels.softmax_rows import (RowPlan, block_allreduce, compute_dtype, edge_loader,
-                                            element_converters, online_folder, packer,
-                                            row_span, storage_dtype, temp_storage,
-                                            tile_loader, tile_vectors)
+from numbakern.kernels.softmax_rows import (HALVES, RowPlan, block_allreduce, compute_dtype,
+                                            edge_loader, element_converters, online_folder,
+                                            packer, row_exp, row_span, storage_dtype,
+                                            temp_storage, tile_loader, tile_vectors)
 from numbakern.kernels.vector import vector_lanes, vector_storer
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
@@ -69,11 +69,11 @@ def _row_loss(tc, smoothing: bool):
     return loss
 
 
-def _gradient(tc, smoothing: bool):
+def _gradient(tc, smoothing: bool, exp):
     """Device functions ``prepare(valid, eps, C, scale) -> (factor, hit, floor)`` once a
     row and ``grad(v, c, t, lse, factor, hit, floor)`` per element: ``(exp(v - lse) -
     floor - hit [c == t]) * factor``, the gradient of the element ``v`` of column
-    ``c``."""
+    ``c``; ``exp``: ``softmax_rows.row_exp``'s for the gradient's dtype."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
 
     @cuda.jit(device=True)
@@ -85,7 +85,7 @@ def _gradient(tc, smoothing: bool):
 
     @cuda.jit(device=True)
     def grad(v, c, t, lse, factor, hit, floor):
-        p = tc_t(math.exp(v - lse))
+        p = tc_t(exp(v - lse))
         return (p - floor - (hit if c == t else ZERO)) * factor
 
     return prepare, grad
@@ -106,8 +106,10 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     reduce_pair = block_allreduce(block, pair)
     reduce_sum = block_allreduce(block, total)
     slots = max(1, block.temp_slots())
-    fold = online_folder(tc, TILE)
-    row_loss, (prepare, grad) = _row_loss(tc, smoothing), _gradient(tc, smoothing)
+    name = dtype if dtype == "bfloat16" else np.dtype(dtype).name
+    fold = online_folder(tc, TILE, name in HALVES)
+    row_loss = _row_loss(tc, smoothing)
+    prepare, grad = _gradient(tc, smoothing, row_exp(name))
     threads, NEG = block.threads, tc.type(-math.inf)
 
     @cuda.jit
@@ -189,10 +191,12 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
     reduce_sum = block_allreduce(plan.sum_block, state_kit(SUM, (tc,)))
     storage = temp_storage(plan, (plan.sum_block, plan.pair_op),
                            (plan.sum_block, SUM) if smoothing else None)
-    fold_edges, fold = online_folder(tc, 2), online_folder(tc, L)
+    fast = plan.result in HALVES
+    fold_edges, fold = online_folder(tc, 2, fast), online_folder(tc, L, fast)
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
     vstore, pack = vector_storer(W), packer(plan)
-    row_loss, (prepare, grad) = _row_loss(tc, smoothing), _gradient(tc, smoothing)
+    row_loss = _row_loss(tc, smoothing)
+    prepare, grad = _gradient(tc, smoothing, row_exp(plan.result))
 
     @cuda.jit
     def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, xf, gf, head0):

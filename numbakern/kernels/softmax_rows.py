@@ -44,8 +44,8 @@ broadcast dimensions have stride 0, a causal limit from the row's query index.
 Kept kernels read vectors in the fused forward pass only (else scalars); no element,
 nor vector, wholly dropped by the causal limit is read.
 
-Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones):
-float16 loads widen to float32 and results narrow back; the maximum is always
+Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones,
+except :func:`row_exp` for float16 and bfloat16 results): float16 loads widen to float32 and results narrow back; the maximum is always
 subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for
 nearby values even at ``x = 1e7`` in float32, and the small ``log(sum)`` comes last;
 NaN-propagating maxima. A row holding NaN or +inf, or nothing but -inf, has no finite
@@ -97,6 +97,35 @@ def compute_dtype(dtype) -> np.dtype:
         return np.dtype(np.float32)
     dtype = np.dtype(dtype)
     return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+HALVES = ("float16", "bfloat16")
+
+
+@cuda.jit(device=True)
+def accurate_exp(x):
+    return math.exp(x)
+
+
+if SIMULATOR:
+    fast_exp = accurate_exp
+else:
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def fast_exp(x):
+        return libdevice.fast_expf(x)
+
+
+def row_exp(result: str):
+    """The device ``exp`` for values rounded to ``result`` (a dtype's name) in the end:
+    libdevice's accurate one, or for float16 and bfloat16 results its
+    ``__nv_fast_expf`` (``ex2.approx`` of ``x * log2(e)``: a relative error of a few
+    units of 2^-22 for the arguments a softmax takes, far under the halves' 2^-11 and
+    2^-8, in two instructions where the accurate one takes eight; results under
+    2^-126 flush to zero). The kernels of half-precision rows are bound by
+    instructions, not bytes (bench/NOTES.md). The simulator runs ``math.exp``."""
+    return fast_exp if result in HALVES else accurate_exp
 
 
 def storage_dtype(dtype) -> np.dtype:
@@ -280,15 +309,16 @@ def element_converters(dtype, compute=None) -> tuple:
     to = from_dtype(compute)
     if dtype != "bfloat16":
         return to, from_dtype(np.dtype(dtype))
+    narrow = bfloat16.narrower()
     if compute == np.float32:
-        return bfloat16.widen, bfloat16.narrow
+        return bfloat16.widen, narrow
     bits = bfloat16.widen
 
     @cuda.jit(device=True)
     def widen(b):
         return to(bits(b))
 
-    return widen, bfloat16.narrow
+    return widen, narrow
 
 
 def _numba_types(plan: RowPlan):
@@ -347,6 +377,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
     no second ``exp``. ``sh``: the kernel's 8 shared arrays (two reduces' worth).
     """
     tc_t, _, tc = _numba_types(plan)
+    exp = row_exp(plan.result)
     K = plan.per_thread
     NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
     vmax = MAX.device_combine()
@@ -368,7 +399,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
                         v[k] = ZERO
             else:
                 for k in range(K):
-                    e = tc_t(math.exp(v[k] - m))
+                    e = tc_t(exp(v[k] - m))
                     if keep_exp:
                         v[k] = e
                     s += e
@@ -387,7 +418,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
         m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
         s = ZERO
         for k in range(K):
-            e = tc_t(math.exp(v[k] - m))
+            e = tc_t(exp(v[k] - m))
             if keep_exp:
                 v[k] = e
             s += e
@@ -403,6 +434,7 @@ def _tiled_stats(plan: RowPlan, load=None):
     c, n)``: element ``c`` as the compute type, -inf past ``n`` (default: ``xr`` an
     array; a kept kernel's loader reads its row tuple)."""
     tc_t, _, tc = _numba_types(plan)
+    exp = row_exp(plan.result)
     G = plan.group
     NEG, ZERO = tc(-np.inf), tc(0)
     vmax = MAX.device_combine()
@@ -422,9 +454,9 @@ def _tiled_stats(plan: RowPlan, load=None):
                     s += tc_t((c < n) + (c + G < n) + (c + 2 * G < n) + (c + 3 * G < n))
                 else:  # one rescale per tile, one exp per element
                     if mt != m:
-                        s *= tc_t(math.exp(m - mt))
-                    s += tc_t(math.exp(x0 - mt)) + tc_t(math.exp(x1 - mt))
-                    s += tc_t(math.exp(x2 - mt)) + tc_t(math.exp(x3 - mt))
+                        s *= tc_t(exp(m - mt))
+                    s += tc_t(exp(x0 - mt)) + tc_t(exp(x1 - mt))
+                    s += tc_t(exp(x2 - mt)) + tc_t(exp(x3 - mt))
                 m = mt
                 c += UNROLL * G
             r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
@@ -449,8 +481,8 @@ def _tiled_stats(plan: RowPlan, load=None):
         while c < n:
             x0, x1 = load(xr, c, n), load(xr, c + G, n)
             x2, x3 = load(xr, c + 2 * G, n), load(xr, c + 3 * G, n)
-            s += tc_t(math.exp(x0 - m)) + tc_t(math.exp(x1 - m))
-            s += tc_t(math.exp(x2 - m)) + tc_t(math.exp(x3 - m))
+            s += tc_t(exp(x0 - m)) + tc_t(exp(x1 - m))
+            s += tc_t(exp(x2 - m)) + tc_t(exp(x3 - m))
             c += UNROLL * G
         s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
         return m, s, m
@@ -474,6 +506,7 @@ def _finisher(plan: RowPlan):
     element, ``v`` being what the thread holds: ``exp(x - ref)`` (fused softmax) or
     ``x`` (tiled softmax, log-softmax)."""
     tc_t, _, tc = _numba_types(plan)
+    exp = row_exp(plan.result)
     ONE = tc(1)
     if plan.kind == "log_softmax":
 
@@ -492,7 +525,7 @@ def _finisher(plan: RowPlan):
         def prepare(m, s, ref):
             # exp(ref - max) is 1 unless ref is a thread's own maximum ("online"); it
             # is exp(nan) = nan when the row's max is +-inf: the documented NaN rows.
-            return tc_t(math.exp(ref - m)) / s, ONE
+            return tc_t(exp(ref - m)) / s, ONE
 
         @cuda.jit(device=True)
         def finish(v, a, b):
@@ -506,7 +539,7 @@ def _finisher(plan: RowPlan):
 
     @cuda.jit(device=True)
     def finish(v, a, b):
-        return tc_t(math.exp(v - a)) * b
+        return tc_t(exp(v - a)) * b
 
     return prepare, finish
 
@@ -661,6 +694,7 @@ def _forward_kernel(plan: RowPlan):
 def _gradient(plan: RowPlan):
     """``term(y, dy)`` summed over the row, and ``grad(y, dy, total) -> dx``."""
     tc_t, _, _ = _numba_types(plan)
+    exp = row_exp(plan.result)
     if plan.kind == "softmax_backward":
 
         @cuda.jit(device=True)
@@ -679,7 +713,7 @@ def _gradient(plan: RowPlan):
 
     @cuda.jit(device=True)
     def grad(y, dy, total):
-        return dy - tc_t(math.exp(y)) * total  # y = log_softmax(x): softmax = exp(y)
+        return dy - tc_t(exp(y)) * total  # y = log_softmax(x): softmax = exp(y)
 
     return term, grad
 
@@ -1211,18 +1245,20 @@ def tile_loader(plan: RowPlan, vectors: int, fill):
 
 
 def _online_folder(plan: RowPlan, length: int):
-    return online_folder(np.dtype(plan.compute), length)
+    return online_folder(np.dtype(plan.compute), length, plan.result in HALVES)
 
 
 @functools.lru_cache(maxsize=None)
-def online_folder(dtype, length: int):
+def online_folder(dtype, length: int, fast: bool = False):
     """Device function ``fold(m, s, v, valid) -> (m, s)``: the online ``(max, sum)``
     after the ``length`` values of the local array ``v`` (of compute dtype ``dtype``),
     ``valid`` of which are row elements (the others -inf): one rescale, one exp per
-    value (the per-element combine of ``strategies/online_softmax.py`` costs two)."""
+    value (the per-element combine of ``strategies/online_softmax.py`` costs two);
+    ``fast``: :func:`row_exp`'s exp for half-precision results."""
     tc = np.dtype(dtype)
     tc_t, NEG = from_dtype(tc), tc.type(-np.inf)
     vmax = MAX.device_combine()
+    exp = fast_exp if fast else accurate_exp
 
     @cuda.jit(device=True)
     def fold(m, s, v, valid):
@@ -1232,9 +1268,9 @@ def online_folder(dtype, length: int):
         if mt == NEG:  # nothing but -inf so far: count them, never exp(-inf + inf)
             return mt, s + tc_t(valid)
         if mt != m:
-            s *= tc_t(math.exp(m - mt))
+            s *= tc_t(exp(m - mt))
         for k in range(length):
-            s += tc_t(math.exp(v[k] - mt))
+            s += tc_t(exp(v[k] - mt))
         return mt, s
 
     return fold
@@ -1245,6 +1281,7 @@ def _vector_tiled_stats(plan: RowPlan):
     max)``: :func:`_tiled_stats` reading the row's vectors from ``xf``
     (:func:`row_span`' ``first, head, count``) and its head and tail from ``xr``."""
     tc_t, _, tc = _numba_types(plan)
+    exp = row_exp(plan.result)
     G, W, V = plan.group, plan.vector, tile_vectors(plan)
     L, NEG, ZERO = V * W, tc(-np.inf), tc(0)
     tile, edges = tile_loader(plan, V, NEG), edge_loader(plan, NEG)
@@ -1284,12 +1321,12 @@ def _vector_tiled_stats(plan: RowPlan):
                 m = vmax(m, v[k])
             j += V * G
         m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
-        s = tc_t(math.exp(h - m)) + tc_t(math.exp(t - m))
+        s = tc_t(exp(h - m)) + tc_t(exp(t - m))
         j = lane
         while j < count:
             tile(v, xf, first, j, count)
             for k in range(L):
-                s += tc_t(math.exp(v[k] - m))
+                s += tc_t(exp(v[k] - m))
             j += V * G
         s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
         return m, s, m
