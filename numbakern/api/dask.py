@@ -18,6 +18,9 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   axes has every reduced axis but the first rechunked whole, so that the partials
   are combined in the C order of the elements. ``mean``: the sum, then a division by
   the count, as :func:`numbakern.mean`.
+* var, std, nanvar, nanstd, nanmean: each chunk's Welford ``(count, mean, M2)`` in
+  one pass, merged across chunks (Chan, Golub and LeVeque), finished as NumPy.
+  nanmax, nanmin, logsumexp: the function over each chunk, then over the partials.
 * argmax, argmin, max/min_with_indices: one ``max_with_indices`` per chunk, its
   indices made global from the chunk's position; partials ``(values, indices)``
   cross chunks as pairs and are combined with NumPy's rules (NaN wins, then the
@@ -51,6 +54,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import warnings
 
 import dask.array as da
 import numpy as np
@@ -254,6 +258,239 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None
                        lanes, out)
     count = math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim))
     return (total.astype(np.float64) / np.float64(count)).astype(result)
+
+
+def _self_chunk(x, axis=None, keepdims=False, *, name, acc, fill, kwargs, partial=True,
+                nothing=False, **_):
+    """``numbakern.<name>`` of one chunk or of partials (quiet where a partial's
+    warning would be premature: a chunk of nothing but NaN is no all-NaN slice), in
+    ``acc``; a chunk of no elements gives ``fill``, the reduction's identity (the
+    aggregate of a slice of ``nothing`` raises as NumPy's, for ``fill=None``)."""
+    if not partial and nothing and fill is None:
+        raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                         f"identity")
+    if math.prod(x.shape[a] for a in axis) == 0:
+        shape = tuple(1 if a in axis else s for a, s in enumerate(x.shape))
+        filled = np.full_like(x, _identity_of(name, acc) if fill is None else fill,
+                              shape=shape, dtype=acc)
+        return filled if keepdims else filled.reshape(
+            tuple(s for a, s in enumerate(shape) if a not in axis))
+    with warnings.catch_warnings():
+        if partial:
+            warnings.simplefilter("ignore", RuntimeWarning)
+        r = getattr(_nk(), name)(x, axis=axis, keepdims=keepdims, **kwargs)
+    return r.astype(acc, copy=False)
+
+
+def _identity_of(name: str, dtype):
+    """What a chunk of no elements gives nanmax (nanmin): NaN, or the dtype's least
+    (greatest) value, which every element beats."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "b":
+        return name == "nanmin"
+    info = np.iinfo(dtype)
+    return info.min if name == "nanmax" else info.max
+
+
+def _self_reduction(x, name: str, result, axis, keepdims, split_every, kwargs: dict,
+                    acc=None, fill=None):
+    """``numbakern.<name>`` over each chunk, then over the partial results, for the
+    reductions whose partials are the same reduction's results (nanmax of nanmaxes,
+    logsumexp of logsumexps); partials in ``acc`` (default ``result``); ``fill``: the
+    result of no elements (None: nanmax's rules, :func:`_identity_of`, and an error
+    for a slice of nothing)."""
+    keepdims = check_flag(keepdims, "keepdims")
+    axes = normalize_axes(axis, x.ndim)
+    acc = result if acc is None else acc
+    chunk = functools.partial(_self_chunk, name=name, acc=acc, fill=fill, kwargs=kwargs)
+    nothing = math.prod(x.shape[a] for a in axes) == 0
+    aggregate = functools.partial(_self_chunk, name=name, acc=result, fill=fill,
+                                  kwargs=kwargs, partial=False, nothing=nothing)
+    ndim = len(result_shape(x.shape, axes, keepdims))
+    return da.reduction(x, chunk, aggregate, combine=chunk, axis=axes, keepdims=keepdims,
+                        dtype=result, split_every=split_every,
+                        meta=_meta(x, ndim, result), concatenate=True)
+
+
+def nanmax(x, axis=None, out=None, keepdims=False, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanmax` of a Dask array: each chunk's nanmax, then the
+    nanmax of those (NumPy's all-NaN warning once, for the whole slice)."""
+    return _nan_extreme(x, "nanmax", axis, out, keepdims, split_every, strategy, lanes)
+
+
+def nanmin(x, axis=None, out=None, keepdims=False, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanmin` of a Dask array."""
+    return _nan_extreme(x, "nanmin", axis, out, keepdims, split_every, strategy, lanes)
+
+
+def _nan_extreme(x, name, axis, out, keepdims, split_every, strategy, lanes):
+    _check_dask(x, name)
+    _refuse_out(out, name)
+    _ops.MAX.check_dtype(np.dtype(x.dtype))
+    return _self_reduction(x, name, np.dtype(x.dtype), axis, keepdims, split_every,
+                           dict(strategy=strategy, lanes=lanes))
+
+
+def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, split_every=None,
+              strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.logsumexp` of a Dask array: each chunk's logsumexp (its
+    online ``(max, sum)`` state, finished), then the logsumexp of those, which is the
+    whole slice's (float16 partials kept in float32). ``b=``/``return_sign=``: as the
+    NumPy form, not taken."""
+    _check_dask(x, "logsumexp")
+    if b is not None or return_sign:
+        raise TypeError("logsumexp: b= and return_sign= (SciPy's) are not supported")
+    result = _ops.numpy_mean_dtypes(np.dtype(x.dtype), None)[1]
+    return _self_reduction(x, "logsumexp", result, axis, keepdims, split_every,
+                           dict(strategy=strategy, lanes=lanes),
+                           acc=_ops.accumulator_dtype(result), fill=-np.inf)
+
+
+def ptp(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=None,
+        lanes=None, stream=None):
+    """Lazy :func:`numbakern.ptp` of a Dask array: ``max - min`` (two reductions,
+    so two reads of each chunk; integer differences wrap as NumPy's)."""
+    _refuse_out(out, "ptp")
+    kw = dict(axis=axis, keepdims=keepdims, split_every=split_every, strategy=strategy,
+              lanes=lanes)
+    return np.subtract(max(x, **kw), min(x, **kw))  # (a ufunc: no scalar overflow warning)
+
+
+# --- moments: nanmean, var, std and their nan forms ----------------------------------
+
+
+def _moments_chunk(skip_nan, strategy, lanes, axes, x):
+    """One chunk's Welford ``{"n", "mean", "m2"}`` along ``axes`` (kept as 1)."""
+    from numbakern.api.reductions import moments
+
+    n, mean, m2 = moments(x, axes, skip_nan=skip_nan, strategy=strategy, lanes=lanes)
+    return {"n": n, "mean": mean, "m2": m2}
+
+
+def _moments_merge(parts, axis=None, keepdims=True, **_):
+    """Chan, Golub and LeVeque's merge of the partials along ``axis``: counts add,
+    the mean is the count-weighted mean, and M2 gains each partial's count times its
+    mean's squared distance from the whole's (empty partials weigh nothing)."""
+    axis = list(axis)
+    n, mean, m2 = (_concat(_deep(parts, k), axis) for k in ("n", "mean", "m2"))
+    total = n.sum(axis=tuple(axis), keepdims=True)
+    mu = (n * mean).sum(axis=tuple(axis), keepdims=True) / np.maximum(total, 1)
+    spread = (n * (mean - mu) ** 2).sum(axis=tuple(axis), keepdims=True)
+    return {"n": total, "mean": mu, "m2": m2.sum(axis=tuple(axis), keepdims=True) + spread}
+
+
+def _moments_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
+    merged = _moments_merge(parts, axis)
+    value = finish(merged["n"], merged["mean"], merged["m2"])
+    if not keepdims:
+        value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
+    return value.astype(result)
+
+
+def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes,
+                      out, skip_nan: bool, finish):
+    """``finish(count, mean, M2)`` of the merged Welford states of each slice."""
+    _check_dask(x, name)
+    _refuse_out(out, name)
+    keepdims = check_flag(keepdims, "keepdims")
+    op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
+    op.check_dtype(np.dtype(x.dtype), "x of dtype", name)
+    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
+        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
+    from numbakern.api.reductions import _grid
+
+    _grid(op, strategy)
+    result = _ops.numpy_mean_dtypes(np.dtype(x.dtype), dtype)[1]
+    axes = normalize_axes(axis, x.ndim)
+    # (dict partials through map_blocks with a stated meta, as argmax's: Dask would
+    # otherwise call the chunk function on an empty meta to guess the partials' type)
+    chunks = tuple((1,) * len(c) if a in axes else c for a, c in enumerate(x.chunks))
+    partials = x.map_blocks(functools.partial(_moments_chunk, skip_nan, strategy, lanes,
+                                              axes),
+                            chunks=chunks, dtype=np.float64, meta=_meta(x, x.ndim, np.float64))
+    aggregate = functools.partial(_moments_finish, finish=finish, result=result)
+    ndim = len(result_shape(x.shape, axes, keepdims))
+    return da.reduction(partials, _identity_chunk, aggregate, combine=_moments_merge,
+                        axis=axes, keepdims=keepdims, dtype=result, split_every=split_every,
+                        concatenate=False, meta=_meta(x, ndim, result))
+
+
+def _warn_where(mask, message: str) -> None:
+    if bool(mask.any()):
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+def _variance_of(ddof, root: bool, message: str):
+    def finish(n, mean, m2):
+        left = n - ddof
+        _warn_where(left <= 0, message)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = m2 / np.maximum(left, 0)
+        return np.sqrt(v) if root else v
+
+    return finish
+
+
+def _mean_of(n, mean, m2):
+    _warn_where(n == 0, "Mean of empty slice")
+    return np.where(n > 0, mean, np.nan)
+
+
+def _check_ddof(ddof, name: str) -> None:
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer,
+                                                                    np.floating)):
+        raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
+
+
+def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
+            strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanmean` of a Dask array: each chunk's count and mean of
+    its non-NaN elements, merged (float64) across chunks; an all-NaN slice is NaN
+    with NumPy's warning, at compute."""
+    return _moment_reduction(x, "nanmean", axis, dtype, keepdims, split_every, strategy,
+                             lanes, out, True, _mean_of)
+
+
+def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.var` of a Dask array: each chunk's Welford ``(count, mean,
+    M2)`` in one pass, merged across chunks by Chan et al.'s formula (float64), then
+    ``M2 / max(count - ddof, 0)`` as NumPy."""
+    _check_ddof(ddof, "var")
+    return _moment_reduction(x, "var", axis, dtype, keepdims, split_every, strategy, lanes,
+                             out, False,
+                             _variance_of(ddof, False, "Degrees of freedom <= 0 for slice"))
+
+
+def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
+        strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.std` of a Dask array: the square root of :func:`var`'s."""
+    _check_ddof(ddof, "std")
+    return _moment_reduction(x, "std", axis, dtype, keepdims, split_every, strategy, lanes,
+                             out, False,
+                             _variance_of(ddof, True, "Degrees of freedom <= 0 for slice"))
+
+
+def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanvar` of a Dask array (NaN elements count nothing)."""
+    _check_ddof(ddof, "nanvar")
+    return _moment_reduction(x, "nanvar", axis, dtype, keepdims, split_every, strategy,
+                             lanes, out, True,
+                             _variance_of(ddof, False, "Degrees of freedom <= 0 for slice."))
+
+
+def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanstd` of a Dask array."""
+    _check_ddof(ddof, "nanstd")
+    return _moment_reduction(x, "nanstd", axis, dtype, keepdims, split_every, strategy,
+                             lanes, out, True,
+                             _variance_of(ddof, True, "Degrees of freedom <= 0 for slice."))
 
 
 # --- argmax and friends -----------------------------------------------------------------
@@ -789,6 +1026,6 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
 
 __all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
            "bitwise_and_sum", "bitwise_or_sum", "count_nonzero", "cumprod", "cumsum",
-           "histogram", "log_softmax", "max", "max_with_indices", "mean", "min",
-           "min_with_indices", "nanprod", "nansum", "prod", "reduce", "softmax", "sum",
-           "xor_sum"]
+           "histogram", "log_softmax", "logsumexp", "max", "max_with_indices", "mean", "min",
+           "min_with_indices", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum",
+           "nanvar", "prod", "ptp", "reduce", "softmax", "std", "sum", "var", "xor_sum"]

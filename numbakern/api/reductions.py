@@ -925,6 +925,31 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     return delivered
 
 
+def moments(x, axis=None, *, skip_nan: bool = False, strategy=None, lanes=None) -> tuple:
+    """``(count, mean, M2)`` of each slice of ``x`` along ``axis`` (kept as length 1;
+    int64, float64, float64, in ``x``'s array kind), in one pass: the Welford states
+    that :func:`var` finishes, for a caller that merges them further (the Dask forms
+    of var/std/nanmean merge each chunk's by Chan, Golub and LeVeque's formula).
+    ``skip_nan``: NaN elements count nothing (nanvar's states). A slice of no elements
+    has count 0, mean 0 and M2 0."""
+    x = as_array_like(x)
+    op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
+    op.check_dtype(np.dtype(x.dtype), "x of dtype", "moments")
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, True)
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    workspace = Workspace(kind_of(x), resolve_stream(None, kind_of(x)))
+    M, N = _extents(tuple(x.shape), axes)
+    if M * N == 0:
+        zeros = deliver_host(workspace, np.zeros(shape), None)
+        return deliver_host(workspace, np.zeros(shape, np.int64), None), zeros, zeros
+    states, counts = _reduce(x, axes, op, state_kit(op, _ops.MOMENT_DTYPES), grid,
+                             workspace, lanes, track_index=False)
+    states = deliver(workspace, states, np.complex128, shape, None)
+    return deliver(workspace, counts, np.int64, shape, None), states.real, states.imag
+
+
 def _out_pair(out) -> tuple:
     if out is None:
         return (None, None)

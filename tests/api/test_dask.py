@@ -10,6 +10,7 @@ thread).
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,106 @@ def test_mean_matches_numpy():
         _check(nk.mean(x, axis=axis), np.mean(A, axis=axis), rtol=1e-12)
     i = da.from_array(np.arange(10, dtype=np.int32), chunks=3)
     _check(nk.mean(i), np.mean(np.arange(10, dtype=np.int32)), exact=True)
+
+
+# (data with a large mean: the one-pass naive formula would lose the variance)
+MOMENT_DATA = 1e4 + np.random.default_rng(5).standard_normal((37, 70))
+
+
+@pytest.mark.parametrize("fn,ref,kw", [
+    (nk.var, np.var, {}), (nk.var, np.var, dict(ddof=1)), (nk.std, np.std, {}),
+    (nk.std, np.std, dict(ddof=2))])
+@pytest.mark.parametrize("axis,keepdims,split_every", [
+    (None, False, 2), (0, True, None), (1, False, 2), ((0, 1), False, 4)])
+def test_var_std_merge_chunk_moments(fn, ref, kw, axis, keepdims, split_every):
+    """Each chunk's (count, mean, M2) in one pass, merged across uneven and empty
+    chunks by Chan et al.'s formula: NumPy's two-pass answer, float32 input included."""
+    for dtype in (np.float32, np.float64):
+        a = MOMENT_DATA.astype(dtype)
+        x = da.from_array(a, chunks=CHUNKS)
+        lazy = fn(x, axis=axis, keepdims=keepdims, split_every=split_every, **kw)
+        expected = ref(a.astype(np.float64), axis=axis, keepdims=keepdims, **kw)
+        _check(lazy, expected.astype(dtype), rtol=1e-5 if dtype == np.float32 else 1e-9,
+               like=ref(x, axis=axis, keepdims=keepdims, **kw))
+
+
+@pytest.mark.parametrize("fn,ref", [(nk.nanvar, np.nanvar), (nk.nanstd, np.nanstd),
+                                    (nk.nanmean, np.nanmean)])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nan_moments_skip_nan_and_warn_for_all_nan_slices(fn, ref, axis):
+    a = MOMENT_DATA.copy()
+    a[a > 1e4 + 1.0] = np.nan
+    a[3] = np.nan  # an all-NaN row
+    a[:, 40] = np.nan  # and column
+    x = da.from_array(a, chunks=CHUNKS)
+    with np.errstate(all="ignore"), warnings.catch_warnings(record=True) as numpy_warned:
+        warnings.simplefilter("always")
+        expected = ref(a, axis=axis)
+    lazy = fn(x, axis=axis)
+    assert lazy.dtype == expected.dtype and lazy.shape == expected.shape
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        got = lazy.compute()
+    assert bool(warned) == bool(numpy_warned) == (axis is not None)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
+def test_integer_var_is_float64_and_ddof_past_the_count_warns():
+    a = np.arange(-40, 30).reshape(7, 10)
+    x = da.from_array(a, chunks=(3, 4))
+    _check(nk.var(x, axis=0), np.var(a, axis=0), rtol=1e-12)
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        got = nk.var(x, axis=0, ddof=7).compute()
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+        np.testing.assert_array_equal(got, np.var(a, axis=0, ddof=7))
+    with pytest.raises(TypeError, match="ddof"):
+        nk.std(x, ddof="1")
+
+
+@pytest.mark.parametrize("fn,ref", [(nk.nanmax, np.nanmax), (nk.nanmin, np.nanmin)])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nanmax_nanmin_warn_once_for_a_whole_all_nan_slice(fn, ref, axis):
+    """A chunk of nothing but NaN is no all-NaN slice: no warning unless the whole
+    slice is NaN."""
+    a = np.random.default_rng(3).standard_normal((37, 70)).astype(np.float32)
+    a[:10, :32] = np.nan  # a whole chunk of NaN, but no whole row or column
+    x = da.from_array(a, chunks=CHUNKS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(fn(x, axis=axis), ref(a, axis=axis), exact=True)
+    a[:, 7] = np.nan
+    with pytest.warns(RuntimeWarning, match="All-NaN"):
+        got = fn(da.from_array(a, chunks=CHUNKS), axis=0).compute()
+    with pytest.warns(RuntimeWarning):
+        np.testing.assert_array_equal(got, ref(a, axis=0))
+    empty = da.from_array(np.zeros((0, 4), np.int16), chunks=(1, 2))
+    with pytest.raises(ValueError, match="zero-size"):
+        fn(empty, axis=0).compute()
+    ints = np.arange(-20, 50, dtype=np.int16).reshape(7, 10)
+    _check(fn(da.from_array(ints, chunks=((3, 0, 4), (4, 6))), axis=1), ref(ints, axis=1),
+           exact=True)
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, True), (1, False)])
+def test_logsumexp_of_chunk_logsumexps(axis, keepdims):
+    scipy = pytest.importorskip("scipy.special")
+    a = 50 * np.random.default_rng(4).standard_normal((37, 70))
+    a[2, :] = -np.inf
+    for dtype in (np.float32, np.float64):
+        x = da.from_array(a.astype(dtype), chunks=CHUNKS)
+        expected = scipy.logsumexp(a.astype(dtype).astype(np.float64), axis=axis,
+                                   keepdims=keepdims)
+        _check(nk.logsumexp(x, axis=axis, keepdims=keepdims), expected.astype(dtype),
+               rtol=1e-5 if dtype == np.float32 else 1e-12)
+    with pytest.raises(TypeError, match="b="):
+        nk.logsumexp(x, b=x)
+
+
+def test_ptp_wraps_integers_as_numpy():
+    a = np.array([[-128, 127, 5], [3, 3, -1]], dtype=np.int8)
+    x = da.from_array(a, chunks=(1, 2))
+    _check(nk.ptp(x, axis=1), np.ptp(a, axis=1), exact=True)
+    _check(nk.ptp(x), np.ptp(a), exact=True)
 
 
 def test_max_of_no_elements_raises_at_compute_and_empty_chunks_are_skipped():
