@@ -20,6 +20,9 @@ The scan then reads the flags as its second source (``ScanJob.sources``), throug
 loads the element before, ``(0, x[j - 1])``, or at a head ``(HEAD | EMPTY,
 identity)``, which starts the segment from nothing.
 
+A scan by key needs no offsets: a head is where a key differs from the one before it
+(:func:`mark_key_heads`, one thread an element).
+
 Offsets on the device are checked as they are read: a segment whose bounds decrease
 or leave ``[offsets[0], offsets[-1]]`` (the span, which the caller read and checked
 against ``[0, len(x)]``) marks nothing and records its index in ``bad[0]`` (an atomic
@@ -28,7 +31,8 @@ minimum), for the caller to raise after.
 
 from __future__ import annotations
 
-from numba import cuda, int8, int64, uint64
+import numpy as np
+from numba import cuda, float32, int8, int64, uint64
 
 from numbakern.kernels.elementwise import THREADS, grid_for
 from numbakern.ops.segmented import EMPTY, HEAD
@@ -88,3 +92,44 @@ def mark_heads(offsets, segments: int, lo: int, hi: int, marks, bad, stream, *,
     element 0 holds ``segments``, lowered to the first bad segment's index."""
     kernel = cached(("mark_heads", ids, ends, device_key()), lambda: _build_marker(ids, ends))
     launch(kernel, grid_for(segments), THREADS, stream, offsets, segments, lo, hi, marks, bad)
+
+
+def _build_key_marker(ends: bool, half: bool):
+    widen = _to_float32 if half else _as_is  # float16 keys compare in float32
+
+    @cuda.jit
+    def key_heads_kernel(keys, marks):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        n = int64(keys.shape[0])
+        while i < n:
+            if ends:
+                last = i == n - 1
+                marks[i] = 1 if last or widen(keys[i]) != widen(keys[i + 1 - last]) else 0
+            else:
+                first = i == 0
+                marks[i] = 1 if first or widen(keys[i]) != widen(keys[i - 1 + first]) else 0
+            i += step
+
+    return key_heads_kernel
+
+
+@cuda.jit(device=True)
+def _to_float32(v):
+    return float32(v)
+
+
+@cuda.jit(device=True)
+def _as_is(v):
+    return v
+
+
+def mark_key_heads(keys, marks, stream, *, ends: bool = False) -> None:
+    """``marks[i] = 1`` where a run of equal ``keys`` starts (with ``ends``: where one
+    ends), else 0: the head flags of a scan by key, each run a segment. Keys compare
+    with ``!=``, as CUB's and Thrust's default equality: ``-0.0`` and ``+0.0`` are one
+    run, and every NaN starts its own."""
+    half = np.dtype(keys.dtype) == np.float16
+    kernel = cached(("key_heads", ends, half, device_key()),
+                    lambda: _build_key_marker(ends, half))
+    launch(kernel, grid_for(keys.shape[0]), THREADS, stream, keys, marks)

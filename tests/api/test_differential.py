@@ -48,8 +48,9 @@ function would not fit CI's time):
   (``ignore_index`` rows, label smoothing, every reduction);
 * segmented_reduce (each built-in op but the logical ones), segmented_argmax and
   segmented_argmin on each grid strategy, a warp or a block per segment, drawn
-  offsets with empty segments, against NumPy per segment; segmented_scan (each
-  built-in op but the logical ones, ``exclusive``/``reverse`` drawn) on each scan
+  offsets with empty segments, against NumPy per segment; segmented_scan and
+  scan_by_key (drawn int8 keys of 0-2, their runs the segments; each built-in op but
+  the logical ones, ``exclusive``/``reverse`` drawn) on each scan
   strategy against NumPy's ``accumulate`` per segment, an exclusive segment starting
   at the op's identity; segmented_sort on each sort strategy, ``descending`` drawn,
   its keys and its permutation of ``np.arange`` against ``np.argsort(kind="stable")``
@@ -353,23 +354,36 @@ SEGMENT_SCANS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": n
 @pytest.mark.parametrize("strategy", every("scan", threads=32), ids=repr)
 @PROFILE
 @given(data=st.data())
-def test_segmented_scans_on_each_strategy_agree_with_numpy(strategy, data):
+def test_segmented_scans_and_scans_by_key_on_each_strategy_agree_with_numpy(strategy, data):
     op = data.draw(st.sampled_from(list(SEGMENT_SCANS)))
     kind = {"sum": "finite", "prod": "prod"}.get(op, "any")
     x = data.draw(arrays(REDUCE_DTYPES, kind, shapes=st.integers(0, 150).map(lambda n: (n,))))
     if op == "sum" and x.dtype == np.float16:
         x = x / np.float16(256)  # as the cumsum path: running sums under 65504
-    offsets = data.draw(_offsets(len(x)))
+    keys = None
+    if data.draw(st.booleans()):  # scan_by_key: the runs of equal keys are the segments
+        keys = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(x),
+                                           max_size=len(x))), np.int8)
+        offsets = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1, len(x)].astype(np.int64)
+        offsets = offsets[:1] if len(x) == 0 else offsets
+    else:
+        offsets = data.draw(_offsets(len(x)))
     exclusive, reverse = data.draw(st.booleans()), data.draw(st.booleans())
     path = {"exclusive": exclusive, "reverse": reverse, "strategy": strategy}
     ufunc = SEGMENT_SCANS[op]
+
+    def ours():
+        if keys is None:
+            return nk.segmented_scan(x, offsets, op, **path)
+        return nk.scan_by_key(keys, x, op, **path)
+
     if op in ("sum", "prod"):
         dtype = (np.cumsum if op == "sum" else np.cumprod)(_canon(x[:0])).dtype
     else:
         dtype = x.dtype
     if op.startswith("bitwise") and x.dtype.kind == "f":
         with pytest.raises(TypeError):
-            nk.segmented_scan(x, offsets, op, **path)
+            ours()
         return
     first = nk.ops.get(op).identity(dtype)  # where an exclusive segment starts
     parts = []
@@ -381,7 +395,7 @@ def test_segmented_scans_on_each_strategy_agree_with_numpy(strategy, data):
                 run = np.concatenate([np.array([first], dtype), run[:-1]])
             parts.append(run[::-1] if reverse else run)
     want = np.concatenate(parts) if parts else np.zeros(0, dtype)
-    got = nk.segmented_scan(x, offsets, op, **path)
+    got = ours()
     if op == "sum":
         _close(got, want, x, len(x))
     else:  # README: the sign of a zero max/min follows the combining order

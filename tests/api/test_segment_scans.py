@@ -213,3 +213,44 @@ def test_random_segmentations_match_numpy(lengths, start, exclusive, reverse):
     x = RNG.integers(-1000, 1000, offsets[-1] + 2).astype(np.int32)
     check(nk.segmented_scan(x, offsets, exclusive=exclusive, reverse=reverse), x, offsets,
           exclusive=exclusive, reverse=reverse)
+
+
+# --- scan by key -------------------------------------------------------------------------
+
+
+def runs_of(keys):
+    """Offsets of the runs of equal consecutive keys (``!=``: NaN never equal)."""
+    with np.errstate(invalid="ignore"):
+        changes = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    return np.concatenate([[0], changes, [len(keys)]]).astype(np.int64)
+
+
+@pytest.mark.parametrize("label", ["decoupled_lookback/warp_shuffle",
+                                   "reduce_then_scan/blelloch"])
+def test_scan_by_key_is_a_segmented_scan_of_the_runs(label):
+    keys = np.repeat(RNG.integers(0, 3, 40), RNG.choice([1, 2, 31, 33, 0], 40))
+    x = RNG.integers(-50, 50, keys.size).astype(np.int16)
+    for exclusive, reverse in [(False, False), (True, True)]:
+        got = nk.scan_by_key(keys, x, exclusive=exclusive, reverse=reverse,
+                             strategy=STRATEGIES[label])
+        check(got, x, runs_of(keys), exclusive=exclusive, reverse=reverse)
+
+
+def test_scan_by_key_compares_keys_with_not_equal():
+    keys = np.array([0.0, -0.0, np.nan, np.nan, 1.0, 1.0, 0.0], np.float16)
+    x = np.arange(1, 8)
+    np.testing.assert_array_equal(nk.scan_by_key(keys, x), [1, 3, 3, 4, 5, 11, 7])
+    np.testing.assert_array_equal(nk.scan_by_key(keys.astype(np.float64), x, "max",
+                                                 reverse=True), [2, 2, 3, 4, 6, 6, 7])
+    got = nk.scan_by_key(torch.tensor([True, True, False]), torch.tensor([1.5, 2.0, 3.0]))
+    assert isinstance(got, torch.Tensor) and got.tolist() == [1.5, 3.5, 3.0]
+    assert nk.scan_by_key(np.zeros(0), np.zeros(0, np.int8)).dtype == np.int64
+
+
+def test_scan_by_key_bad_arguments():
+    with pytest.raises(ValueError, match="keys must be 1-D of x's length 3"):
+        nk.scan_by_key(np.zeros(4), np.zeros(3))
+    with pytest.raises(TypeError, match="keys must have a bool, integer or float"):
+        nk.scan_by_key(np.zeros(3, complex), np.zeros(3))
+    with pytest.raises(TypeError, match="one-field ops"):
+        nk.scan_by_key(np.zeros(3), np.zeros(3), nk.ops.arg_op("max"))

@@ -1,4 +1,4 @@
-"""Segmented scans and sorts on a real GPU (marked ``gpu``; skipped under the simulator).
+"""Segmented scans, scans by key and sorts on a real GPU (marked ``gpu``; skipped under the simulator).
 
 2^26-2^28 elements in many segments of mixed lengths (empty, single elements, warp
 and tile boundaries, long runs), CuPy in and out, every scan strategy. References:
@@ -112,3 +112,18 @@ def test_sort_2_28_float32_descending_keys_only(cp):
     host, o = got.get(), offsets.get()
     for a, b in zip(o[:-1][::499], o[1:][::499]):  # a sample of the segments
         np.testing.assert_array_equal(host[a:b], np.sort(keys[a:b].get())[::-1])
+
+
+def test_scan_by_key_2_26_matches_the_segmented_scan_of_its_runs(cp):
+    n = 1 << 26
+    offsets = cp.asarray(mixed_offsets(n, 6))
+    keys = (segment_of(cp, offsets, n) % 3).astype(cp.int8)  # neighbours differ unless empty
+    runs = cp.concatenate([cp.zeros(1, cp.int64),
+                           cp.flatnonzero(keys[1:] != keys[:-1]) + 1, cp.asarray([n])])
+    x = cp.random.randint(-1000, 1000, n, dtype=cp.int32)
+    for exclusive, reverse in [(False, False), (True, True)]:
+        got = nk.scan_by_key(keys, x, exclusive=exclusive, reverse=reverse)
+        want = nk.segmented_scan(x, runs, exclusive=exclusive, reverse=reverse)
+        assert bool(cp.array_equal(got, want))
+    want = idiom(cp, x.astype(cp.int64), runs)
+    assert bool(cp.array_equal(nk.scan_by_key(keys, x), want))
