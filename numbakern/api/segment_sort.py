@@ -99,7 +99,7 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
     result = wrap(to_user(_gathered(bits, order, workspace), workspace, (span.n,), dtype))
     if values is None:
         return result
-    varr, vwrap = as_layout_array(values, kind_of(values))
+    varr, _ = as_layout_array(values, kind_of(values))  # results follow keys
     vdtype = np.dtype(varr.dtype)
     vbits = flat_device(varr[span.lo:span.hi], workspace, _unsigned(vdtype))
     return result, wrap(to_user(_gathered(vbits, order, workspace), workspace, (span.n,),
@@ -128,7 +128,7 @@ def _finish(empty_keys, values, wrap):
     """The results of an empty span."""
     if values is None:
         return wrap(empty_keys.copy())
-    varr, vwrap = as_layout_array(values, kind_of(values))
+    varr, _ = as_layout_array(values, kind_of(values))  # results follow keys
     return wrap(empty_keys.copy()), wrap(varr[:0].copy())
 
 

@@ -18,6 +18,10 @@ segments lie back to back, possibly empty, covering ``x[offsets[0]:offsets[-1]]`
   block for long ones).
 
 Results are 1-D of ``n`` in the caller's array type, as the reductions'.
+
+:class:`Span` checks offsets for the functions that work per element instead
+(``segment_scans.py``, ``segment_sort.py``): the span they cover and each segment's
+head, marked on the device.
 """
 
 from __future__ import annotations
