@@ -82,6 +82,8 @@ from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # no
                         nancumsum)
 from .api.losses import cross_entropy  # noqa: E402
 from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  # noqa: E402
+from .api.segment_scans import scan_by_key, segmented_scan  # noqa: E402
+from .api.segment_sort import segmented_sort  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
@@ -119,7 +121,7 @@ __all__ = [
     "nanprod", "nansum", "histogram", "histogram_counts", "log_softmax", "logcumsumexp", "logsumexp",
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
-    "op", "prod", "ptp", "reduce", "segmented_argmax", "segmented_argmin",
-    "segmented_reduce", "softmax", "softmax_backward", "sort", "std", "strategies", "sum",
+    "op", "prod", "ptp", "reduce", "scan_by_key", "segmented_argmax", "segmented_argmin",
+    "segmented_reduce", "segmented_scan", "segmented_sort", "softmax", "softmax_backward", "sort", "std", "strategies", "sum",
     "var", "nanvar", "nanstd", "warp", "xor_sum",
 ]

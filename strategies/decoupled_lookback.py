@@ -126,7 +126,7 @@ class DecoupledLookback(GridScan):
         kernel = cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
             job.exclusive, job.empty, self.publish_prefix, self.hold))
-        launch(kernel, total, threads, job.stream, job.x, job.x, *job.outs, job.n, tiles,
+        launch(kernel, total, threads, job.stream, *job.sources, *job.outs, job.n, tiles,
                status, *values)
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:

@@ -411,7 +411,10 @@ class GridScan(GridStrategy):
     ``n`` elements, cut into tiles of ``threads * items`` elements that a block scans
     with the block strategy's :meth:`BlockStrategy.build_scan`
     (``numbakern/kernels/scan_tiles.py``); the grid strategy supplies each tile's
-    carry. :meth:`scan` writes ``job.outs``.
+    carry. :meth:`scan` writes ``job.outs``. Its kernels read the input through
+    ``job.element_loader()`` from the pair ``job.sources`` (launched as
+    ``*job.sources``): ``(x, x)`` for a plain scan, the values and the head flags for a
+    segmented one.
 
     Args:
         block: a block strategy with a block scan (default ``WarpShuffle()``).

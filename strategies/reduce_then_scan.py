@@ -77,14 +77,14 @@ class ReduceThenScan(GridScan):
         else:
             totals = job.alloc_states((1, job.segments, chunks))
             launch(main[0], job.segments * chunks, threads, job.stream,
-                   job.x, job.x, job.n, tiles, per_chunk, chunks, *totals)
+                   *job.sources, job.n, tiles, per_chunk, chunks, *totals)
             carries = job.alloc_states((1, job.segments, chunks))
             state = cached(("scan_state_load", job.kit), lambda: state_loader(job.kit))
             partial = self._kernels(job, items, "totals", state, job.kit.store, True,
                                     job.kit.identity_values)
             launch(partial[1], job.segments, threads, job.stream, *totals, *carries,
                    chunks, ceil_div(chunks, tile), ceil_div(chunks, tile), 1, *carries)
-        launch(main[1], job.segments * chunks, threads, job.stream, job.x, job.x, *job.outs,
+        launch(main[1], job.segments * chunks, threads, job.stream, *job.sources, *job.outs,
                job.n, tiles, per_chunk, chunks, *carries)
 
     def chunking(self, segments: int, tiles: int) -> tuple[int, int]:

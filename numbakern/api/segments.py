@@ -18,6 +18,10 @@ segments lie back to back, possibly empty, covering ``x[offsets[0]:offsets[-1]]`
   block for long ones).
 
 Results are 1-D of ``n`` in the caller's array type, as the reductions'.
+
+:class:`Span` checks offsets for the functions that work per element instead
+(``segment_scans.py``, ``segment_sort.py``): the span they cover and each segment's
+head, marked on the device.
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import fold_first_into
+from numbakern.kernels.elementwise import fold_first_into, zeros
 from numbakern.kernels.segment_reduce import SegmentReduce, offsets_ok
+from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
-from numbakern.runtime.views import device_view, host_copy, to_device
+from numbakern.runtime.views import device_view, host_copy, sliced, to_device
 
 
 @dispatch
@@ -183,6 +188,56 @@ def _report(bad, offsets, segments: int, size: int, empty: str | None) -> None:
                          f"to {int(pair[1])}")
     if empty is not None and first_empty < segments:
         raise ValueError(f"{empty} (segment {first_empty} is empty)")
+
+
+class Span:
+    """Checked offsets for a call that works per element (scans, sorts): ``segments``,
+    the span ``[lo, hi)`` they cover, ``device``: the offsets as a device array
+    (``None`` when there are no segments)."""
+
+    def __init__(self, offsets, size: int, workspace: Workspace):
+        self.offsets, self.size, self.workspace = offsets, size, workspace
+        self.on_host = kind_of(offsets) == "numpy"
+        if self.on_host:
+            host = _host_offsets(offsets, size, None)
+            self.segments = host.shape[0] - 1
+            self.lo, self.hi = int(host[0]), int(host[-1])
+            self.device = workspace.from_host(host.astype(np.int64)) if self.segments else None
+            return
+        self.device = _device_offsets(offsets)
+        self.segments = self.device.shape[0] - 1
+        self.lo, self.hi = (int(v) for v in _ends(self.device, workspace.stream))
+        if self.lo < 0 or self.hi > size or self.hi < self.lo:
+            raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
+                             f"length of x), got {self.lo} .. {self.hi}")
+        if not self.segments:
+            self.device = None
+
+    @property
+    def n(self) -> int:
+        return self.hi - self.lo
+
+    def marks(self, dtype, *, ids: bool = False, ends: bool = False):
+        """A device array of ``n`` marks, each non-empty segment's head set
+        (``numbakern/kernels/segment_scan.py``); device offsets are checked as they are
+        read and reported here (one synchronisation): ``ValueError`` naming them."""
+        marks = zeros(self.workspace, max(self.n, 1), dtype)
+        if self.device is None:
+            return marks
+        bad = self.workspace.from_host(np.full(2, self.segments, np.int64))
+        mark_heads(self.device, self.segments, self.lo, self.hi, marks, bad,
+                   self.workspace.stream, ids=ids, ends=ends)
+        if not self.on_host:
+            _report(bad, self.offsets, self.segments, self.size, None)
+        return marks
+
+
+def _ends(view, stream) -> np.ndarray:
+    """``offsets[0]`` and ``offsets[-1]`` of device offsets, read to the host."""
+    last = view.shape[0] - 1
+    ends = [host_copy(sliced(view, i, i + 1), stream) for i in (0, last)]
+    stream.synchronize()
+    return np.concatenate(ends)
 
 
 def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):

@@ -16,6 +16,7 @@ from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.emits import emit_store
 from numbakern.kernels.scan_tiles import element_loader as scan_element_loader
 from numbakern.kernels.scan_tiles import output_storer
+from numbakern.kernels.segment_scan import head_loader
 from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
@@ -97,6 +98,10 @@ class ScanJob:
     Attributes:
         x: the input as a 3-D device view ``(A, B, n)``: ``A*B`` segments of ``n``
             elements (last stride negative for a reverse scan).
+        sources: the pair of 3-D views a kernel hands the element loader as
+            ``(row0, row1)``: ``(x, x)``, or ``x`` and a second input of its shape
+            that the loader reads too (a segmented scan's head flags). Strategies
+            launch with ``*job.sources``, never ``x`` twice.
         outs: the outputs, one 3-D view per state field (one in all for an op with a
             ``finish``), laid out as ``x``.
         n, segments: elements per segment, number of segments.
@@ -107,8 +112,9 @@ class ScanJob:
     """
 
     def __init__(self, x, outs, op, kit, exclusive: bool, reverse: bool, empty: tuple,
-                 workspace: Workspace):
+                 workspace: Workspace, second=None):
         self.x = x
+        self.sources = (x, x if second is None else second)
         self.outs = outs if len(outs) == 2 else (outs[0], outs[0])
         a, b, n = x.shape
         self.n = int(n)
@@ -148,6 +154,28 @@ class ScanJob:
     def zeros(self, k: int, dtype):
         """A zeroed 1-D device array (status flags and tile counters)."""
         return zeros(self.workspace, k, dtype)
+
+
+class SegmentedScanJob(ScanJob):
+    """A scan restarted at each segment head: ``op`` is a one-field op lifted by
+    ``numbakern.ops.segmented.segmented`` and ``heads`` (a uint8 view of ``x``'s shape,
+    the second source) marks where segments start (for a reverse scan, where they
+    end: the reversed view's starts). ``exclusive`` is made by the loader, which
+    shifts each segment by one (``numbakern/kernels/segment_scan.py``); the strategy
+    sees an inclusive scan. ``inner``: the kit of the op before lifting, which turns
+    an element into its value."""
+
+    def __init__(self, x, heads, outs, op, kit, inner, exclusive: bool, reverse: bool,
+                 workspace: Workspace):
+        super().__init__(x, outs, op, kit, False, reverse, kit.identity_values, workspace,
+                         second=heads)
+        self.inner, self.shifted = inner, bool(exclusive)
+        self.key = self.key + ("segmented", self.shifted)
+
+    def element_loader(self):
+        """Device function ``load(row0, row1, j, n) -> state``: ``row1`` the heads."""
+        key = ("segment_scan_load", self.op, self.kit.dtypes, self.shifted, self.reverse)
+        return cached(key, lambda: head_loader(self.inner, self.shifted, self.reverse))
 
 
 class SortJob:

@@ -215,3 +215,18 @@ def _build_fold_first(kit):
 
     return fold_first
 
+
+
+@cuda.jit
+def _gather(src, index, dst):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < dst.shape[0]:
+        dst[i] = src[index[i]]
+        i += step
+
+
+def gather_into(src, index, dst, stream) -> None:
+    """``dst[i] = src[index[i]]`` (1-D arrays; ``index`` and ``dst`` of one length,
+    every index in range: the caller's to ensure)."""
+    launch(_gather, grid_for(dst.shape[0]), THREADS, stream, src, index, dst)

@@ -110,7 +110,7 @@ def scan_rows(job, block) -> None:
     kernel = cached(key, lambda: build_row_scan(
         block, job.kit, group, job.element_loader(), job.output_storer(), job.exclusive,
         job.empty))
-    launch(kernel, blocks, ROW_THREADS, job.stream, job.x, job.x, *job.outs, job.n)
+    launch(kernel, blocks, ROW_THREADS, job.stream, *job.sources, *job.outs, job.n)
 
 
 def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: tuple):

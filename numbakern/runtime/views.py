@@ -61,6 +61,15 @@ def skip(span, k: int):
                         span.strides, span.dtype, span.owner)
 
 
+def sliced(view, start: int, stop: int):
+    """Elements ``start:stop`` of a 1-D device view of any stride, as a view."""
+    if SIMULATOR:
+        return view[start:stop]
+    stride = view.strides[0]
+    return DeviceBuffer(view.ptr + start * stride, (stop - start,), view.strides, view.dtype,
+                        view.owner)
+
+
 def head(arr, m: int):
     """The first ``m`` elements of a 1-D contiguous device array, as a view."""
     if SIMULATOR:

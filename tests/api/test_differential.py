@@ -48,7 +48,14 @@ function would not fit CI's time):
   (``ignore_index`` rows, label smoothing, every reduction);
 * segmented_reduce (each built-in op but the logical ones), segmented_argmax and
   segmented_argmin on each grid strategy, a warp or a block per segment, drawn
-  offsets with empty segments, against NumPy per segment; histogram_counts on each
+  offsets with empty segments, against NumPy per segment; segmented_scan and
+  scan_by_key (drawn int8 keys of 0-2, their runs the segments; each built-in op but
+  the logical ones, ``exclusive``/``reverse`` drawn) on each scan
+  strategy against NumPy's ``accumulate`` per segment, an exclusive segment starting
+  at the op's identity; segmented_sort on each sort strategy, ``descending`` drawn,
+  its keys and its permutation of ``np.arange`` against ``np.argsort(kind="stable")``
+  per segment (descending: the stable order of the negated ranks; bools by their
+  bytes, as ``np.sort``); histogram_counts on each
   histogram strategy against ``np.bincount`` of the values in range.
 
 References read bool bytes as ``x != 0`` (numbakern's contract: every non-zero byte is
@@ -337,6 +344,86 @@ def test_sorts_on_each_strategy_agree_with_numpys_stable_sort(strategy, data):
 
 
 # --- histograms --------------------------------------------------------------------------
+
+
+SEGMENT_SCANS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+                 "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+                 "bitwise_xor": np.bitwise_xor}
+
+
+@pytest.mark.parametrize("strategy", every("scan", threads=32), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_segmented_scans_and_scans_by_key_on_each_strategy_agree_with_numpy(strategy, data):
+    op = data.draw(st.sampled_from(list(SEGMENT_SCANS)))
+    kind = {"sum": "finite", "prod": "prod"}.get(op, "any")
+    x = data.draw(arrays(REDUCE_DTYPES, kind, shapes=st.integers(0, 150).map(lambda n: (n,))))
+    if op == "sum" and x.dtype == np.float16:
+        x = x / np.float16(256)  # as the cumsum path: running sums under 65504
+    keys = None
+    if data.draw(st.booleans()):  # scan_by_key: the runs of equal keys are the segments
+        keys = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(x),
+                                           max_size=len(x))), np.int8)
+        offsets = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1, len(x)].astype(np.int64)
+        offsets = offsets[:1] if len(x) == 0 else offsets
+    else:
+        offsets = data.draw(_offsets(len(x)))
+    exclusive, reverse = data.draw(st.booleans()), data.draw(st.booleans())
+    path = {"exclusive": exclusive, "reverse": reverse, "strategy": strategy}
+    ufunc = SEGMENT_SCANS[op]
+
+    def ours():
+        if keys is None:
+            return nk.segmented_scan(x, offsets, op, **path)
+        return nk.scan_by_key(keys, x, op, **path)
+
+    if op in ("sum", "prod"):
+        dtype = (np.cumsum if op == "sum" else np.cumprod)(_canon(x[:0])).dtype
+    else:
+        dtype = x.dtype
+    if op.startswith("bitwise") and x.dtype.kind == "f":
+        with pytest.raises(TypeError):
+            ours()
+        return
+    first = nk.ops.get(op).identity(dtype)  # where an exclusive segment starts
+    parts = []
+    with np.errstate(all="ignore"):
+        for a, b in zip(offsets[:-1], offsets[1:]):
+            seg = _canon(x)[a:b][::-1] if reverse else _canon(x)[a:b]
+            run = ufunc.accumulate(seg, dtype=dtype) if seg.size else seg.astype(dtype)
+            if exclusive and seg.size:
+                run = np.concatenate([np.array([first], dtype), run[:-1]])
+            parts.append(run[::-1] if reverse else run)
+    want = np.concatenate(parts) if parts else np.zeros(0, dtype)
+    got = ours()
+    if op == "sum":
+        _close(got, want, x, len(x))
+    else:  # README: the sign of a zero max/min follows the combining order
+        _same_exact(got, want, zero_sign=op not in ("max", "min"))
+
+
+@pytest.mark.parametrize("strategy", every("sort", threads=32), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_segmented_sorts_on_each_strategy_agree_with_numpys_stable_sort(strategy, data):
+    x = data.draw(arrays([np.bool_, *INTS, *FLOATS], "any",
+                         shapes=st.integers(0, 150).map(lambda n: (n,))))
+    offsets = data.draw(_offsets(len(x)))
+    descending = data.draw(st.booleans())
+    order = []
+    raw = x.view(np.uint8) if x.dtype == np.bool_ else x  # bools sort by their bytes, as
+    for a, b in zip(offsets[:-1], offsets[1:]):           # np.sort and nk.sort do
+        seg = raw[a:b]
+        if descending:  # larger first, NaN first, equal values in input order
+            _, rank = np.unique(seg, return_inverse=True)
+            order.append(a + np.argsort(-rank.reshape(-1), kind="stable"))
+        else:
+            order.append(a + np.argsort(seg, kind="stable"))
+    order = np.concatenate(order).astype(np.int64) if order else np.zeros(0, np.int64)
+    keys, where = nk.segmented_sort(x, offsets, np.arange(len(x)), descending=descending,
+                                    strategy=strategy)
+    _same_exact(where, order)
+    _same_exact(np.asarray(keys).view(raw.dtype), raw[order])
 
 
 @pytest.mark.parametrize("strategy", every("histogram", threads=32), ids=repr)

@@ -53,6 +53,9 @@ CALLS = {
     "segmented_reduce": ("v", (np.array([0, 3, 3, 40, 70]),), {}),
     "segmented_argmax": ("v", (np.array([0, 3, 40, 70]),), {}),
     "segmented_argmin": ("v", (np.array([0, 1, 70]),), {}),
+    "segmented_scan": ("v", (np.array([0, 3, 3, 40, 70]),), {"exclusive": True}),
+    "scan_by_key": ("v", (np.arange(70.0),), {"op": "max"}),
+    "segmented_sort": ("v", (np.array([0, 3, 40, 70]), np.arange(70.0)), {}),
     "cross_entropy": ("f", (np.array([0, 5, 32, -100, 7, 1]),), {"return_grad": True}),
 }
 SHAPE = (6, 33)

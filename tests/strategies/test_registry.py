@@ -191,7 +191,7 @@ class OneBlockPerSegment(GridScan):
         tile = Tile(self.block, job.kit, items, job.element_loader(), job.output_storer(),
                     job.exclusive, job.empty, self.hold)
         launch(_segment_kernel(tile, job.kit), job.segments, self.block.threads, job.stream,
-               job.x, job.x, *job.outs, job.n)
+               *job.sources, *job.outs, job.n)
 
     def cost(self, n, in_itemsize, out_itemsize, tiles):
         return Cost(1, n * in_itemsize, n * out_itemsize, 0)

@@ -1,0 +1,135 @@
+"""Segment heads: where each segment of a segmented scan (or sort) starts.
+
+The lesson
+----------
+A segmented scan is a plain scan of ``(flags, value)`` pairs
+(``numbakern/ops/segmented.py``), so all it needs beside the values is one byte per
+element saying whether a segment starts there: the **head flags**. They come from
+the offsets in one launch, a thread per segment writing one byte (:func:`mark_heads`
+on a zeroed array), so the cost is a memset of ``n`` bytes and a scattered write per
+segment, not a pass that searches the offsets for every element. Empty segments
+mark nothing: a head belongs to the segment that owns the element. A reverse scan
+marks each segment's *last* element, the head of the reversed view.
+
+The same launch writes each non-empty segment's *index* at its head instead
+(``ids=True``): a running maximum of those gives every element its segment's index,
+which the segmented sort orders by.
+
+The scan then reads the flags as its second source (``ScanJob.sources``), through
+:func:`head_loader`: an inclusive scan loads ``(flag, x[j])``; an exclusive one
+loads the element before, ``(0, x[j - 1])``, or at a head ``(HEAD | EMPTY,
+identity)``, which starts the segment from nothing.
+
+A scan by key needs no offsets: a head is where a key differs from the one before it
+(:func:`mark_key_heads`, one thread an element).
+
+Offsets on the device are checked as they are read: a segment whose bounds decrease
+or leave ``[offsets[0], offsets[-1]]`` (the span, which the caller read and checked
+against ``[0, len(x)]``) marks nothing and records its index in ``bad[0]`` (an atomic
+minimum), for the caller to raise after.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, int8, int64, uint64
+
+from numbakern.kernels.elementwise import THREADS, grid_for
+from numbakern.ops.segmented import EMPTY, HEAD
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.launch import launch
+
+
+def head_loader(inner, shifted: bool, reverse: bool):
+    """``load(row0, row1, j, n) -> (flags, value)``: element ``j`` of the values
+    ``row0`` lifted to a segmented state, ``row1[j]`` its head flag; ``shifted``:
+    the exclusive scan's shift (module docstring). ``inner``: the unlifted op's kit
+    (its ``to_state`` maps an element, its identity starts a segment). The index
+    passed to the op's map is the element's place in the input's order."""
+    to_state = inner.to_state
+    nothing = inner.identity_values[0]
+
+    @cuda.jit(device=True)
+    def load(row0, row1, j, n):
+        head = row1[uint64(j)]
+        if shifted:
+            if head != 0:
+                return int8(HEAD | EMPTY), nothing
+            v = to_state(row0[uint64(j - 1)], n - j if reverse else j - 1)
+            return int8(0), v[0]
+        v = to_state(row0[uint64(j)], n - 1 - j if reverse else j)
+        return int8(head), v[0]
+
+    return load
+
+
+def _build_marker(ids: bool, ends: bool):
+    @cuda.jit
+    def mark_kernel(offsets, m, lo, hi, marks, bad):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < m:
+            start, stop = int64(offsets[i]), int64(offsets[i + 1])
+            if start < lo or stop < start or stop > hi:
+                cuda.atomic.min(bad, 0, i)
+            elif stop > start:
+                p = (stop - 1 if ends else start) - lo
+                if ids:
+                    marks[p] = i
+                else:
+                    marks[p] = 1
+            i += step
+
+    return mark_kernel
+
+
+def mark_heads(offsets, segments: int, lo: int, hi: int, marks, bad, stream, *,
+               ids: bool = False, ends: bool = False) -> None:
+    """Write each non-empty segment's head into ``marks`` (a zeroed 1-D device array of
+    ``hi - lo`` elements, element ``p`` standing for ``x[lo + p]``): 1, or the
+    segment's index with ``ids``; at its last element with ``ends``. ``offsets``: a
+    1-D device array of ``segments + 1`` integers; ``bad``: a device int64 array whose
+    element 0 holds ``segments``, lowered to the first bad segment's index."""
+    kernel = cached(("mark_heads", ids, ends, device_key()), lambda: _build_marker(ids, ends))
+    launch(kernel, grid_for(segments), THREADS, stream, offsets, segments, lo, hi, marks, bad)
+
+
+def _build_key_marker(ends: bool, half: bool):
+    widen = _to_float32 if half else _as_is  # float16 keys compare in float32
+
+    @cuda.jit
+    def key_heads_kernel(keys, marks):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        n = int64(keys.shape[0])
+        while i < n:
+            if ends:
+                last = i == n - 1
+                marks[i] = 1 if last or widen(keys[i]) != widen(keys[i + 1 - last]) else 0
+            else:
+                first = i == 0
+                marks[i] = 1 if first or widen(keys[i]) != widen(keys[i - 1 + first]) else 0
+            i += step
+
+    return key_heads_kernel
+
+
+@cuda.jit(device=True)
+def _to_float32(v):
+    return float32(v)
+
+
+@cuda.jit(device=True)
+def _as_is(v):
+    return v
+
+
+def mark_key_heads(keys, marks, stream, *, ends: bool = False) -> None:
+    """``marks[i] = 1`` where a run of equal ``keys`` starts (with ``ends``: where one
+    ends), else 0: the head flags of a scan by key, each run a segment. Keys compare
+    with ``!=``, as CUB's and Thrust's default equality: ``-0.0`` and ``+0.0`` are one
+    run, and every NaN starts its own."""
+    half = np.dtype(keys.dtype) == np.float16
+    kernel = cached(("key_heads", ends, half, device_key()),
+                    lambda: _build_key_marker(ends, half))
+    launch(kernel, grid_for(keys.shape[0]), THREADS, stream, keys, marks)

@@ -1,0 +1,256 @@
+"""Segmented scans (numbakern/api/segment_scans.py) against per-segment NumPy.
+
+The reference scans each ``x[offsets[i]:offsets[i + 1]]`` with ``np.cumsum`` (or the
+op's ``accumulate``) and concatenates, in float64 for float sums (a tree's rounding,
+stated below) and exactly otherwise. Segment lengths sweep warp, block and tile
+boundaries; every scan strategy the registry lists, inclusive and exclusive, forward
+and reverse, a non-commutative op, host and device offsets, bad offsets.
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import cuda
+
+import numbakern as nk
+from numbakern.strategies import every
+
+LENGTHS = [0, 1, 31, 32, 33, 0, 127, 128, 129, 2, 0]
+STRATEGIES = {s.label: s for s in every("scan", threads=64)}
+UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+          "bitwise_xor": np.bitwise_xor}
+RNG = np.random.default_rng(19)
+
+
+def offsets_of(lengths, start=0):
+    return np.concatenate([[start], start + np.cumsum(lengths)]).astype(np.int64)
+
+
+def reference(x, offsets, name="sum", exclusive=False, reverse=False, dtype=None):
+    """Each segment scanned by NumPy, concatenated: ``np.cumsum``'s dtype rule for sums
+    and products, float64 for float sums; an exclusive scan starts at the identity."""
+    ufunc = UFUNCS[name]
+    if name in ("sum", "prod"):
+        dtype = (np.cumsum if name == "sum" else np.cumprod)(x[:0], dtype=dtype).dtype
+    dtype = np.dtype(dtype or x.dtype)
+    wide = np.float64 if dtype.kind == "f" and name == "sum" else dtype
+    first = {"sum": 0, "prod": 1, "bitwise_xor": 0}.get(name)
+    if first is None:
+        first = (-np.inf if name == "max" else np.inf) if dtype.kind == "f" else \
+            (np.iinfo(dtype).min if name == "max" else np.iinfo(dtype).max)
+    parts = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        seg = x[a:b].astype(wide)
+        seg = seg[::-1] if reverse else seg
+        with np.errstate(invalid="ignore"):
+            scanned = ufunc.accumulate(seg, dtype=wide) if seg.size else seg
+        if exclusive and seg.size:
+            scanned = np.concatenate([np.array([first], wide), scanned[:-1]])
+        parts.append(scanned[::-1] if reverse else scanned)
+    return np.concatenate(parts) if parts else np.zeros(0, wide), dtype
+
+
+def check(got, x, offsets, name="sum", exclusive=False, reverse=False, dtype=None):
+    """Integers, max and min exactly (bits included: -0.0 and NaN where NumPy puts
+    them); a float sum within ``n * eps`` of the running sum of magnitudes."""
+    expected, want = reference(x, offsets, name, exclusive, reverse, dtype)
+    assert got.dtype == want and got.shape == expected.shape, (got.dtype, want, got.shape)
+    if want.kind != "f" or name != "sum":
+        np.testing.assert_array_equal(got, expected.astype(want))
+        assert (np.signbit(got) == np.signbit(expected)).all()
+        return
+    with np.errstate(invalid="ignore"):
+        magnitude, _ = reference(np.abs(x), offsets, "sum", exclusive, reverse)
+    n = max(int(np.diff(offsets).max(initial=1)), 1)
+    bound = n * np.finfo(want).eps * magnitude + (np.finfo(want).tiny if want != np.float16
+                                                  else 1e-3)
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(got[~finite], expected[~finite])  # inf, NaN as NumPy's
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - expected)
+    assert (error[finite] <= bound[finite]).all(), (got, expected, bound)
+
+
+@pytest.mark.parametrize("label", list(STRATEGIES))
+def test_every_strategy_inclusive_exclusive_forward_reverse(label):
+    x = RNG.standard_normal(sum(LENGTHS)).astype(np.float32)
+    offsets = offsets_of(LENGTHS)
+    for exclusive, reverse in [(False, False), (True, False), (False, True), (True, True)]:
+        got = nk.segmented_scan(x, offsets, exclusive=exclusive, reverse=reverse,
+                                strategy=STRATEGIES[label])
+        check(got, x, offsets, "sum", exclusive, reverse)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint64, np.bool_, np.float16,
+                                   np.float64])
+def test_dtypes_follow_cumsum(dtype):
+    x = (RNG.integers(0, 3, sum(LENGTHS)) > 0 if dtype == np.bool_
+         else RNG.integers(0, 100, sum(LENGTHS)).astype(dtype))
+    offsets = offsets_of(LENGTHS)
+    check(nk.segmented_scan(x, offsets), x, offsets)
+    check(nk.segmented_scan(x, offsets, exclusive=True), x, offsets, exclusive=True)
+    check(nk.segmented_scan(x, offsets, dtype=np.float64), x, offsets, dtype=np.float64)
+
+
+@pytest.mark.parametrize("name", ["prod", "max", "min", "bitwise_xor"])
+def test_other_ops(name):
+    x = RNG.integers(-3, 4, sum(LENGTHS)).astype(np.int64 if name != "max" else np.float32)
+    if name == "max":
+        x[[5, 40, 200]] = np.nan
+        x[[7, 8]] = -0.0
+    offsets = offsets_of(LENGTHS)
+    for exclusive in (False, True):
+        check(nk.segmented_scan(x, offsets, name, exclusive=exclusive), x, offsets, name,
+              exclusive)
+
+
+def test_float_sums_keep_minus_zero_and_nan_and_inf():
+    x = np.array([-0.0, -0.0, 1.0, np.inf, 2.0, np.nan, 3.0, -np.inf, np.inf])
+    offsets = np.array([0, 2, 5, 7, 9])
+    check(nk.segmented_scan(x, offsets), x, offsets)
+    check(nk.segmented_scan(x, offsets, exclusive=True), x, offsets, exclusive=True)
+    assert np.signbit(nk.segmented_scan(x, offsets)[:2]).all()  # not +0.0 + -0.0
+
+
+def test_a_non_commutative_op_keeps_each_segments_order():
+    @nk.op(identity=0, commutative=False)
+    def last_nonzero(a, b):
+        return b if b != 0 else a
+
+    x = RNG.integers(0, 3, sum(LENGTHS)).astype(np.int64)
+    offsets = offsets_of(LENGTHS)
+    expected = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        fill = 0
+        for v in x[a:b]:
+            fill = v if v else fill
+            expected.append(fill)
+    for label in ("decoupled_lookback/blelloch", "reduce_then_scan/hillis_steele"):
+        np.testing.assert_array_equal(
+            nk.segmented_scan(x, offsets, last_nonzero, strategy=STRATEGIES[label]), expected)
+
+
+def test_one_long_segment_and_many_single_ones():
+    x = RNG.integers(-9, 9, 1500).astype(np.int32)
+    check(nk.segmented_scan(x, np.array([0, 1500])), x, np.array([0, 1500]))
+    ones = np.arange(300)
+    offsets = np.arange(301)
+    np.testing.assert_array_equal(nk.segmented_scan(ones, offsets), ones)
+    np.testing.assert_array_equal(nk.segmented_scan(ones, offsets, exclusive=True), 0 * ones)
+
+
+def test_the_result_covers_the_span_of_the_offsets():
+    x = np.arange(10)
+    np.testing.assert_array_equal(nk.segmented_scan(x, np.array([2, 5, 7])), [2, 5, 9, 5, 11])
+    assert nk.segmented_scan(x, np.array([4])).shape == (0,)
+    assert nk.segmented_scan(x, np.array([4, 4, 4])).shape == (0,)
+    assert nk.segmented_scan(np.zeros(0, np.int32), [0, 0]).dtype == np.int64
+
+
+def test_device_offsets_strided_input_and_device_results():
+    host = RNG.standard_normal(2 * sum(LENGTHS) + 20).astype(np.float32)
+    device = cuda.to_device(host)[::2]
+    offsets = offsets_of(LENGTHS, 3)
+    for given_offsets in (offsets, cuda.to_device(offsets.astype(np.int32))):
+        got = nk.segmented_scan(device, given_offsets, reverse=True)
+        check(got.copy_to_host(), host[::2], offsets, reverse=True)
+
+
+def test_torch_tensors_in_tensors_out():
+    x = torch.arange(10, dtype=torch.int32)
+    got = nk.segmented_scan(x, torch.tensor([0, 4, 10]))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.int64
+    assert got.tolist() == [0, 1, 3, 6, 4, 9, 15, 22, 30, 39]
+
+
+@pytest.mark.parametrize("offsets, match", [
+    ([0, 3, 2, 10], r"offsets must not decrease, but offsets\[2\] = 2 < offsets\[1\] = 3"),
+    ([0, 11], r"offsets must lie in \[0, 10\]"),
+    ([-1, 4], r"offsets must lie in \[0, 10\]"),
+    ([[0, 4]], "offsets must be 1-D"),
+    ([], "offsets must be 1-D with at least one entry"),
+    ([0.0, 4.0], "offsets must hold integers"),
+])
+def test_bad_offsets_are_refused_by_name(offsets, match):
+    with pytest.raises(ValueError, match=match):
+        nk.segmented_scan(np.arange(10), np.array(offsets))
+
+
+@pytest.mark.parametrize("offsets, match", [
+    ([0, 3, 2, 10], "segment 1 runs from 3 to 2"),
+    ([0, 9, 4, 5], "segment 0 runs from 0 to 9"),  # past the span's end, offsets[-1]
+    ([0, 4, 11], r"lie in \[0, 10\].*got 0 .. 11"),
+    ([-1, 4, 5], r"lie in \[0, 10\].*got -1 .. 5"),
+])
+def test_bad_device_offsets_are_caught(offsets, match):
+    device = cuda.to_device(np.array(offsets, dtype=np.int64))
+    with pytest.raises(ValueError, match=rf"offsets must not decrease.*{match}"):
+        nk.segmented_scan(np.arange(10.0), device)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        nk.segmented_scan(np.zeros((2, 3)), np.array([0, 1]))
+    with pytest.raises(TypeError, match="one-field ops"):
+        nk.segmented_scan(np.zeros(3), np.array([0, 3]), nk.ops.arg_op("max"))
+    with pytest.raises(TypeError, match="segmented_scan is not defined for dtype float64"):
+        nk.segmented_scan(np.zeros(3), np.array([0, 3]), "bitwise_xor")
+    with pytest.raises(TypeError, match="exclusive"):
+        nk.segmented_scan(np.zeros(3), np.array([0, 3]), exclusive="yes")
+    with pytest.raises(ValueError, match="op must be"):
+        nk.segmented_scan(np.zeros(3), np.array([0, 3]), "median")
+    with pytest.raises(ValueError):
+        nk.segmented_scan(np.zeros(3), np.array([0, 3]), strategy="nope")
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 70), min_size=1, max_size=8), st.integers(0, 3),
+       st.booleans(), st.booleans())
+def test_random_segmentations_match_numpy(lengths, start, exclusive, reverse):
+    offsets = offsets_of(lengths, start)
+    x = RNG.integers(-1000, 1000, offsets[-1] + 2).astype(np.int32)
+    check(nk.segmented_scan(x, offsets, exclusive=exclusive, reverse=reverse), x, offsets,
+          exclusive=exclusive, reverse=reverse)
+
+
+# --- scan by key -------------------------------------------------------------------------
+
+
+def runs_of(keys):
+    """Offsets of the runs of equal consecutive keys (``!=``: NaN never equal)."""
+    with np.errstate(invalid="ignore"):
+        changes = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    return np.concatenate([[0], changes, [len(keys)]]).astype(np.int64)
+
+
+@pytest.mark.parametrize("label", ["decoupled_lookback/warp_shuffle",
+                                   "reduce_then_scan/blelloch"])
+def test_scan_by_key_is_a_segmented_scan_of_the_runs(label):
+    keys = np.repeat(RNG.integers(0, 3, 40), RNG.choice([1, 2, 31, 33, 0], 40))
+    x = RNG.integers(-50, 50, keys.size).astype(np.int16)
+    for exclusive, reverse in [(False, False), (True, True)]:
+        got = nk.scan_by_key(keys, x, exclusive=exclusive, reverse=reverse,
+                             strategy=STRATEGIES[label])
+        check(got, x, runs_of(keys), exclusive=exclusive, reverse=reverse)
+
+
+def test_scan_by_key_compares_keys_with_not_equal():
+    keys = np.array([0.0, -0.0, np.nan, np.nan, 1.0, 1.0, 0.0], np.float16)
+    x = np.arange(1, 8)
+    np.testing.assert_array_equal(nk.scan_by_key(keys, x), [1, 3, 3, 4, 5, 11, 7])
+    np.testing.assert_array_equal(nk.scan_by_key(keys.astype(np.float64), x, "max",
+                                                 reverse=True), [2, 2, 3, 4, 6, 6, 7])
+    got = nk.scan_by_key(torch.tensor([True, True, False]), torch.tensor([1.5, 2.0, 3.0]))
+    assert isinstance(got, torch.Tensor) and got.tolist() == [1.5, 3.5, 3.0]
+    assert nk.scan_by_key(np.zeros(0), np.zeros(0, np.int8)).dtype == np.int64
+
+
+def test_scan_by_key_bad_arguments():
+    with pytest.raises(ValueError, match="keys must be 1-D of x's length 3"):
+        nk.scan_by_key(np.zeros(4), np.zeros(3))
+    with pytest.raises(TypeError, match="keys must have a bool, integer or float"):
+        nk.scan_by_key(np.zeros(3, complex), np.zeros(3))
+    with pytest.raises(TypeError, match="one-field ops"):
+        nk.scan_by_key(np.zeros(3), np.zeros(3), nk.ops.arg_op("max"))
