@@ -1,0 +1,102 @@
+"""What Dask costs numbakern on one GPU: whole-array calls against Dask arrays of CuPy
+chunks of several sizes, on the synchronous and threaded schedulers.
+
+    python bench/dask_chunks.py [GiB ...]      # on a GPU host with CuPy and Dask
+
+For each array size (default 4 and 16 GiB of float32) and chunk size (256 MiB,
+1 GiB, 4 GiB), the median wall time of 3 computes (after one warm-up compute, which
+compiles and fills the caches) of ``sum``, ``argmax``, ``cumsum`` and a row
+``softmax`` (rows of 4096 elements, chunked along the rows), beside one numbakern
+call on the whole CuPy array where it fits. Throughput is the array's bytes over the
+time; the ratio is against the whole-array call. Prints a table and, with ``--json
+PATH``, writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import time
+
+GiB = 1 << 30
+MiB = 1 << 20
+ROW = 4096
+
+
+def wall_ms(fn, sync, repeats: int = 3) -> float:
+    fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def persist(dask, call, lazy_x, scheduler: str) -> None:
+    """Build and compute the lazy call, its result left in chunks (not joined)."""
+    with dask.config.set(scheduler=scheduler):
+        dask.persist(call(lazy_x))
+
+
+def cases(nk):
+    """(name, call) over a 2-D array of rows of ROW: numbakern's whole-array call on a
+    CuPy array, or the lazy one on a Dask array."""
+    return [
+        ("sum", lambda a: nk.sum(a.reshape(-1))),
+        ("argmax", lambda a: nk.argmax(a.reshape(-1))),
+        ("cumsum", lambda a: nk.cumsum(a.reshape(-1))),
+        ("softmax rows", lambda a: nk.softmax(a, axis=-1)),
+    ]
+
+
+def main() -> int:
+    import cupy as cp
+    import dask
+    import dask.array as da
+
+    import numbakern as nk
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=float, default=[4, 16], help="GiB")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    sync = cp.cuda.Device().synchronize
+    rows = []
+    for gib in args.sizes:
+        n = int(gib * GiB) // 4 // ROW
+        x = cp.random.standard_normal((n, ROW), dtype=cp.float32)
+        for name, call in cases(nk):
+            whole = wall_ms(functools.partial(call, x), sync)
+            rows.append(dict(op=name, gib=gib, chunk_mib=None, scheduler="one call",
+                             ms=whole, ratio=1.0))
+            for chunk_mib in (256, 1024, 4096):
+                chunk_rows = max(1, chunk_mib * MiB // 4 // ROW)
+                lazy_x = da.from_array(x, chunks=(chunk_rows, ROW), asarray=False)
+                for scheduler in ("sync", "threads"):
+                    def run():  # persist: array results stay chunked, not joined
+                        with dask.config.set(scheduler=scheduler):
+                            dask.persist(call(lazy_x))
+                    ms = wall_ms(run, sync)
+                    rows.append(dict(op=name, gib=gib, chunk_mib=chunk_mib,
+                                     scheduler=scheduler, ms=ms, ratio=whole / ms))
+        del x
+        cp.get_default_memory_pool().free_all_blocks()
+    print(f"{'op':14} {'GiB':>4} {'chunk MiB':>9} {'scheduler':>9} {'ms':>9} {'GB/s':>7} "
+          f"{'vs one call':>11}")
+    for r in rows:
+        gbps = r["gib"] * GiB / (r["ms"] / 1e3) / 1e9
+        print(f"{r['op']:14} {r['gib']:4g} {str(r['chunk_mib'] or '-'):>9} "
+              f"{r['scheduler']:>9} {r['ms']:9.2f} {gbps:7.0f} {r['ratio']:11.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
