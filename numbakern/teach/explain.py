@@ -156,6 +156,11 @@ def _step_title(trace: Trace, joins: list[Node], idle: int) -> str:
     return f"{'; '.join(paths)} · {count}" + (f", {idle} idle combines" if idle else "")
 
 
+def _what(trace: Trace) -> str:
+    """What was reduced: the op, or a function and the op whose states it reduces."""
+    return f"{trace.function} ({trace.op} states)" if trace.function else trace.op
+
+
 def tree(trace: Trace, limit: int = 6) -> Tree:
     """The recording as a tree: launches, blocks, steps, and each step's joins.
 
@@ -163,7 +168,7 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
     *idle* combines work on the identity or make states the result never used. At
     most ``limit`` lines are listed per step.
     """
-    what = f"{trace.function} ({trace.op} states)" if trace.function else trace.op
+    what = _what(trace)
     root = Tree(Text(f"{trace.strategy} · {what} of {trace.n} {trace.dtype}", "bold"))
     if trace.function and trace.op in STATE_LESSONS:
         root.add(Text(STATE_LESSONS[trace.op], "italic"))
@@ -281,7 +286,7 @@ def _add_step(trace, branch, step, title, nodes, stores, limit) -> None:
 
 def counts_table(trace: Trace) -> Table:
     """Per block of each launch: steps, barriers, shuffles, memory traffic, atomics."""
-    what = f"{trace.function} ({trace.op} states)" if trace.function else trace.op
+    what = _what(trace)
     table = Table(title=f"counts: {trace.strategy}, {what} of {trace.n} {trace.dtype}, "
                         f"{trace.threads} threads per block")
     for col in ("launch/block", "steps", "barriers", "shuffle steps per warp", "joins",
@@ -452,8 +457,8 @@ def _frame(ax, trace, keys, row, cols, out_col) -> None:
                                                  if b.combines}))
     combining = ", ".join(str(k) for k in c.combining_launches)
     ax.set_title(
-        f"{c.strategy}: {c.op} of {c.n} {c.dtype}, {len(c.launches)} launch(es), combines in "
-        f"launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
+        f"{c.strategy}: {_what(c)} of {c.n} {c.dtype}, {len(c.launches)} launch(es), "
+        f"combines in launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
         f"{c.total('combines') + c.total('atomics')} combines run · {per_block} barrier(s) "
         f"per block · {sum(sum(b.shuffle_steps.values()) for b in c.blocks.values())} warp "
         f"shuffle steps · {c.total('atomics')} atomics", fontsize=9)

@@ -278,3 +278,26 @@ def test_dask_refuses_where():
         nk.sum(x, where=np.ones((4, 8), bool))
     assert float(nk.sum(x, where=True).compute(scheduler="sync")) == pytest.approx(
         float(np.sum(_data((4, 8)))))
+
+
+def test_out_and_device_masks_replayed_with_new_contents():
+    from numba import cuda
+
+    x = _data((6, 40))
+    out = np.empty(6)
+    where = _mask(x.shape)
+    assert nk.sum(x, axis=1, where=where, out=out) is out
+    np.testing.assert_allclose(out, np.sum(x, axis=1, where=where), rtol=1e-12)
+    from numbakern.runtime import replay
+
+    dx = cuda.to_device(x)
+    before = replay.counts["replayed"]
+    for seed in (1, 2, 3):  # one signature: later calls replay the recorded launches
+        mask = _mask(x.shape, seed=seed)
+        got = nk.sum(dx, axis=1, where=cuda.to_device(mask)).copy_to_host()
+        np.testing.assert_allclose(got, np.sum(x, axis=1, where=mask), rtol=1e-12)
+        got = nk.max(dx, where=cuda.to_device(mask[:1]), initial=-9.0).copy_to_host()
+        assert got == np.max(x, where=mask[:1], initial=-9.0)
+    # the sums' later calls replayed, the new masks' addresses patched in (max uploads
+    # its initial value, so it is never replayed)
+    assert replay.counts["replayed"] >= before + 2
