@@ -15,6 +15,9 @@ Every function takes:
   deterministic.
 * ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
   stream for CuPy input, else the default stream.
+* ``where`` (sum, prod, max, min, mean, any, all, the nan- and bitwise forms, var,
+  std, reduce): NumPy's mask, read beside ``x`` by the kernels' loads
+  (``numbakern/core/layout.py``'s ``masked_axis_view``); see :func:`sum`.
 * ``lanes``: for axis reductions whose reduced elements lie together in memory, the
   threads that share one output's row: ``32`` (one warp per row), the strategy's
   thread count (one block per row), or ``None`` (a warp for rows of up to 16384
@@ -307,6 +310,12 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
             which the other reductions share).
         initial: NumPy's: a number combined before each output's elements, and the
             result of reducing none (so ``max`` of nothing with ``initial`` is it).
+        where: NumPy's: a bool array broadcastable to ``x`` (any kind ``x`` may be: a
+            NumPy mask is uploaded at its own size, a device mask read in place, at
+            stride 0 along broadcast axes); an element it masks out loads as the op's
+            identity, in every kernel and under every strategy. ``max`` and ``min``
+            (no identity) need ``initial`` with any ``where`` but ``True``, as
+            NumPy's.
 
     Example::
 
@@ -316,11 +325,13 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
         TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64 (or
             bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
             number; ``keepdims`` not a bool; a ``stream`` that is none of the kinds
-            above.
+            above; ``where`` not bool (NumPy casts nothing else to bool).
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
             ``out`` (:class:`~numbakern.OutDtypeError` for its dtype); ``initial``
             out of the accumulator dtype's range; ``lanes`` other than None, 32 or the
-            strategy's threads; :class:`~numbakern.AxisError` for a bad ``axis``.
+            strategy's threads; ``where`` that does not broadcast to ``x``, or
+            ``where`` on ``max``/``min`` without ``initial`` (NumPy's message);
+            :class:`~numbakern.AxisError` for a bad ``axis``.
     """
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where)
@@ -907,9 +918,12 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     NumPy's (inf, or NaN for a constant slice), with NumPy's "Degrees of freedom <= 0
     for slice" ``RuntimeWarning`` for NumPy input. NaN in a slice gives NaN.
 
+    ``where``: NumPy's mask (:func:`sum`); each output's count is its own number of
+    elements kept, and ``ddof`` is taken from it.
+
     Raises:
         TypeError: ``x`` not bool/int/uint/float16/32/64; ``dtype`` not a float dtype;
-            ``ddof`` not a real number; a bad ``out``.
+            ``ddof`` not a real number; a bad ``out``; ``where`` not bool.
         numpy.exceptions.AxisError: an ``axis`` out of range.
     """
     return _variance("var", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,

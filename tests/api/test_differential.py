@@ -70,7 +70,7 @@ the computing dtype (scaled by the loss's size for the loss; float16 gradients
 ``1e-3`` more), logits drawn in [-20, 20].
 
 Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
-131 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
+133 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
 ``-n 2`` on two shared cores) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
 examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """

@@ -130,6 +130,21 @@ def test_ints_and_bools_exactly():
         _check("all", x != 0, where, axis=axis)
 
 
+def test_initial_with_where():
+    x = _data((5, 40))
+    where = _mask(x.shape)
+    where[2] = False
+    for axis in (None, 1, 0):
+        _check("sum", x, where, axis=axis, initial=2.5)
+        _check("prod", x, where, axis=axis, initial=-2.0)
+        _check("nansum", x, where, axis=axis, initial=1.0)
+        _check("max", x, where, axis=axis, initial=1.25)  # above some slices' maxima
+        _check("nanmin", x, where, axis=axis, initial=0.75)
+    xi = _data((5, 40), np.int16)
+    _check("sum", xi, where, axis=1, initial=7)
+    _check("min", xi, where, axis=1, initial=2)
+
+
 def test_bitwise_and_a_users_op():
     x = _data((4, 50), np.int32)
     where = _mask(x.shape)
