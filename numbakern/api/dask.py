@@ -148,60 +148,68 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
 
 
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.sum` of a Dask array (module docstring). Raises as the
     NumPy form does, at once for argument errors; ``TypeError`` for ``out=``."""
+    _refuse_where(where, "sum")
     return _reduction(x, _ops.SUM, "sum", axis, dtype, keepdims, split_every, strategy,
                       lanes, out)
 
 
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-         strategy=None, lanes=None, stream=None):
+         strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.prod` of a Dask array."""
+    _refuse_where(where, "prod")
     return _reduction(x, _ops.PROD, "prod", axis, dtype, keepdims, split_every, strategy,
                       lanes, out)
 
 
 def max(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.max` of a Dask array (no elements: ``ValueError`` at
     compute, as NumPy)."""
+    _refuse_where(where, "max")
     return _reduction(x, _ops.MAX, "max", axis, None, keepdims, split_every, strategy,
                       lanes, out)
 
 
 def min(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.min` of a Dask array."""
+    _refuse_where(where, "min")
     return _reduction(x, _ops.MIN, "min", axis, None, keepdims, split_every, strategy,
                       lanes, out)
 
 
 def xor_sum(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=None,
-            lanes=None, stream=None):
+            lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.xor_sum` of a Dask array."""
+    _refuse_where(where, "xor_sum")
     return _reduction(x, _ops.BITWISE_XOR, "xor_sum", axis, None, keepdims, split_every,
                       strategy, lanes, out)
 
 
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, split_every=None,
-                    strategy=None, lanes=None, stream=None):
+                    strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.bitwise_and_sum` of a Dask array."""
+    _refuse_where(where, "bitwise_and_sum")
     return _reduction(x, _ops.BITWISE_AND, "bitwise_and_sum", axis, None, keepdims,
                       split_every, strategy, lanes, out)
 
 
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, split_every=None,
-                   strategy=None, lanes=None, stream=None):
+                   strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.bitwise_or_sum` of a Dask array."""
+    _refuse_where(where, "bitwise_or_sum")
     return _reduction(x, _ops.BITWISE_OR, "bitwise_or_sum", axis, None, keepdims,
                       split_every, strategy, lanes, out)
 
 
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+           strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.reduce` of a Dask array with a one-field op (a user's
     :class:`numbakern.Op` is pickled to distributed workers)."""
+    _refuse_where(where, "reduce")
     op = _ops.get(op)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
@@ -211,30 +219,34 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *, split_ever
 
 
 def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+           strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nansum` of a Dask array (each chunk skips its NaN; the
     partial sums add as a sum does)."""
+    _refuse_where(where, "nansum")
     return _reduction(x, _ops.NANSUM, "nansum", axis, dtype, keepdims, split_every,
                       strategy, lanes, out, partials=_ops.SUM)
 
 
 def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-            strategy=None, lanes=None, stream=None):
+            strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanprod` of a Dask array."""
+    _refuse_where(where, "nanprod")
     return _reduction(x, _ops.NANPROD, "nanprod", axis, dtype, keepdims, split_every,
                       strategy, lanes, out, partials=_ops.PROD)
 
 
 def any(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.any` of a Dask array."""
+    _refuse_where(where, "any")
     return _reduction(x, _ops.ANY, "any", axis, None, keepdims, split_every, strategy,
                       lanes, out)
 
 
 def all(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.all` of a Dask array."""
+    _refuse_where(where, "all")
     return _reduction(x, _ops.ALL, "all", axis, None, keepdims, split_every, strategy,
                       lanes, out)
 
@@ -248,9 +260,10 @@ def count_nonzero(x, axis=None, *, keepdims=False, split_every=None, strategy=No
 
 
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-         strategy=None, lanes=None, stream=None):
+         strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.mean` of a Dask array: the sum in NumPy's accumulator
     dtype, divided by the count in float64, cast to NumPy's result dtype."""
+    _refuse_where(where, "mean")
     _check_dask(x, "mean")
     in_dtype = np.dtype(x.dtype)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
@@ -882,6 +895,15 @@ def _normalise(x, m, s, *, kind, acc):
         shifted = x.astype(acc) - m
         out = np.exp(shifted) / s if kind == "softmax" else shifted - np.log(s)
     return out.astype(x.dtype)
+
+
+def _refuse_where(where, name: str) -> None:
+    """``NotImplementedError`` for NumPy's ``where=`` mask (a mask chunked as the input
+    is not built for Dask arrays); the default ``True`` passes."""
+    if where is not True:
+        raise NotImplementedError(f"numbakern.{name} of a Dask array does not take "
+                                  "where=; pass NumPy, CuPy or torch input for a masked "
+                                  "reduction, or apply the mask with dask.array.where")
 
 
 def _refuse_keeping(kind: str, mask, causal, scale) -> None:

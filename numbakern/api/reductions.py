@@ -15,6 +15,9 @@ Every function takes:
   deterministic.
 * ``stream``: a Numba stream, a CuPy stream or a raw pointer; default CuPy's current
   stream for CuPy input, else the default stream.
+* ``where`` (sum, prod, max, min, mean, any, all, the nan- and bitwise forms, var,
+  std, reduce): NumPy's mask, read beside ``x`` by the kernels' loads
+  (``numbakern/core/layout.py``'s ``masked_axis_view``); see :func:`sum`.
 * ``lanes``: for axis reductions whose reduced elements lie together in memory, the
   threads that share one output's row: ``32`` (one warp per row), the strategy's
   thread count (one block per row), or ``None`` (a warp for rows of up to 16384
@@ -41,7 +44,8 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
+from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, honours_stream,
+                                   kind_of, resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
@@ -108,15 +112,19 @@ _planned = planner(_setup)
 
 
 def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
-         keepdims=False, out=None, lanes=None, initial=None):
+         keepdims=False, out=None, lanes=None, initial=None, where=True, name=None):
     """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result;
-    ``initial``: NumPy's, combined before each output's elements."""
+    ``initial``: NumPy's, combined before each output's elements; ``where``: NumPy's
+    mask (:func:`_where`); ``name``: the public function's, for messages."""
     x = as_array_like(x)
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes)
     kind = kind_of(x)
     check_out(out, shape, result, kind, op.name)
     first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
+    mask = _where(where, x.shape, name or op.name)
+    if mask is not None and first is None and op.empty == "raise":
+        _needs_initial(op.name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     scalar = shape == () and out is None
     if N == 0:
@@ -127,7 +135,8 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
         return deliver_host(workspace, np.full(shape, value, dtype=result), out)
     if M == 0:
         return deliver_host(workspace, np.empty(shape, dtype=result), out)
-    fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
+                     where=mask)
     if first is not None:
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
@@ -153,12 +162,53 @@ def _initial(initial, dtype: np.dtype, name: str):
     return value
 
 
-def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bool) -> tuple:
+def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bool,
+            where=None) -> tuple:
     """The field arrays of reducing ``axes`` of ``x``: the layout's job, through the grid
-    strategy (one state per output, C order)."""
+    strategy (one state per output, C order); ``where``: a checked mask
+    (:func:`_where`), whose masked-out elements load as the op's identity."""
     layout = reduce_layout(x, axes, kit, not op.commutative, lanes, track_index,
-                           workspace.stream)
+                           workspace.stream, where)
     return grid.reduce(ReduceJob(layout, op, kit, workspace))
+
+
+# NumPy's ufunc names in its "needs initial" message
+_UFUNC_NAMES = {"max": "maximum", "min": "minimum", "nanargmax": "fmax", "nanargmin": "fmin"}
+
+
+def _where(where, shape: tuple, name: str):
+    """NumPy's ``where=``: ``None`` for the Python ``True`` (NumPy's default, every
+    element), else the mask as an array object: bool (NumPy refuses to cast anything
+    else to bool), broadcastable to ``x``'s ``shape``; it is read in place at stride 0
+    along broadcast axes (a NumPy mask is uploaded at its own size).
+
+    Raises:
+        TypeError: a mask that is not bool (``None`` included).
+        ValueError: a mask that does not broadcast to ``shape``.
+    """
+    if where is True:
+        return None
+    if isinstance(where, BFloat16Bits) or where is None:
+        raise TypeError(f"{name}: where must be True or a bool array, got {where!r}")
+    mask = as_array_like(where)
+    if np.dtype(mask.dtype) != np.bool_:
+        raise TypeError(f"{name}: where must be a bool array (True: the element is "
+                        f"reduced), got dtype {mask.dtype}; NumPy does not cast it to bool")
+    try:
+        fits = np.broadcast_shapes(tuple(mask.shape), tuple(shape)) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name}: where of shape {tuple(mask.shape)} does not broadcast "
+                         f"to x's shape {tuple(shape)}")
+    return mask
+
+
+def _needs_initial(op_name: str):
+    """NumPy's error for ``where=`` on a reduction without an identity."""
+    raise ValueError(f"reduction operation '{_UFUNC_NAMES.get(op_name, op_name)}' does not "
+                     "have an identity, so to use a where mask one has to specify "
+                     "'initial'")
 
 
 @planner
@@ -190,12 +240,16 @@ def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: t
 
 def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, outs,
          want_values: bool, strategy, stream, lanes, skip_nan: bool = False,
-         many_axes: bool = False):
+         many_axes: bool = False, initial=None, where=True):
     """argmax/argmin (``want_values=False``) or max/min_with_indices: checks, launch;
     ``skip_nan``: their NaN-skipping forms (an all-NaN output keeps the identity's
     index, :func:`_all_nan`); ``many_axes``: nanmax/nanmin, taking NumPy's axis
-    tuples."""
+    tuples, ``initial`` (folded into the values by max or min; the indices then mean
+    nothing) and ``where`` (NumPy's mask; it needs ``initial``, as NumPy's)."""
     x = as_array_like(x)
+    mask = _where(where, x.shape, f"nan{direction}")
+    if mask is not None and initial is None:
+        _needs_initial(f"nanarg{direction}" if np.dtype(x.dtype).kind == "f" else direction)
     if x.ndim == 0:  # NumPy's argmax sees a 0-d array as one element (axis 0 or -1)
         if many_axes:  # np.nanmax's 0-d takes axis None or () only, and stays 0-d
             normalize_axes(axis, 0)
@@ -210,13 +264,22 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     for o, dt in zip(outs, dtypes):
         check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if N == 0:
+    first = None if initial is None else _initial(initial, kit.dtypes[0], f"nan{direction}")
+    if N == 0 and first is None:
         raise ValueError(f"attempt to get {name} of an empty sequence")
-    if M == 0:
-        results = [deliver_host(workspace, np.empty(shape, dtype=dt), o)
-                   for dt, o in zip(dtypes, outs)]
+    if M * N == 0:
+        fills = (0 if first is None else first, 0)
+        results = [deliver_host(workspace, np.full(shape, v, dtype=dt), o)
+                   for v, dt, o in zip(fills, dtypes, outs)]
     else:
-        fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=True)
+        fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=True,
+                         where=mask)
+        if first is not None:  # NumPy's fmax/fmin with initial: folded into the values
+            values_kit = state_kit(_ops.MAX if direction == "max" else _ops.MIN,
+                                   (kit.dtypes[0],))
+            held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
+            fold_first_into(values_kit, (fields[0], fields[0]), (held, held),
+                            workspace.stream)
         results = [deliver(workspace, f, dt, shape, o) if want_values or i == 1 else None
                    for i, (f, dt, o) in enumerate(zip(fields, dtypes, outs))]
     return tuple(results) if want_values else results[1]
@@ -229,7 +292,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
 @replayable
 @honours_stream
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None, initial=None):
+        strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Sum along ``axis``, as ``np.sum(x, axis, dtype, out, keepdims)``.
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
@@ -247,6 +310,12 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
             which the other reductions share).
         initial: NumPy's: a number combined before each output's elements, and the
             result of reducing none (so ``max`` of nothing with ``initial`` is it).
+        where: NumPy's: a bool array broadcastable to ``x`` (any kind ``x`` may be: a
+            NumPy mask is uploaded at its own size, a device mask read in place, at
+            stride 0 along broadcast axes); an element it masks out loads as the op's
+            identity, in every kernel and under every strategy. ``max`` and ``min``
+            (no identity) need ``initial`` with any ``where`` but ``True``, as
+            NumPy's.
 
     Example::
 
@@ -256,21 +325,23 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
         TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64 (or
             bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
             number; ``keepdims`` not a bool; a ``stream`` that is none of the kinds
-            above.
+            above; ``where`` not bool (NumPy casts nothing else to bool).
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
             ``out`` (:class:`~numbakern.OutDtypeError` for its dtype); ``initial``
             out of the accumulator dtype's range; ``lanes`` other than None, 32 or the
-            strategy's threads; :class:`~numbakern.AxisError` for a bad ``axis``.
+            strategy's threads; ``where`` that does not broadcast to ``x``, or
+            ``where`` on ``max``/``min`` without ``initial`` (NumPy's message);
+            :class:`~numbakern.AxisError` for a bad ``axis``.
     """
     return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, stream=None,
-         lanes=None):
+         lanes=None, where=True):
     """The mean along ``axis``, as ``np.mean(x, axis, dtype, out, keepdims)``.
 
     NumPy's rule: the sum (``dtype``, else float64 for bool and integers, float32 for
@@ -279,8 +350,12 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     integers, the input's float dtype). The mean of no elements is NaN (NumPy also
     warns, on the host).
 
+    With ``where`` (NumPy's mask), each output reduces ``(sum, count)`` pairs of the
+    elements it keeps (``numbakern.ops.SUM_AND_COUNT``) and divides by its own count:
+    NaN, with NumPy's warning for NumPy input, where it keeps none.
+
     Args:
-        x, axis, dtype, out, keepdims: as ``np.mean``.
+        x, axis, dtype, out, keepdims, where: as ``np.mean``.
         strategy, stream, lanes: as :func:`sum`, which computes the sum.
 
     Raises: as :func:`sum`.
@@ -290,6 +365,13 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)  # as np.mean: raises
     in_dtype = np.dtype(x.dtype)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
+    mask = _where(where, x.shape, "mean")
+    if mask is not None:
+        _ops.SUM.check_dtype(in_dtype)
+        acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
+        return _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
+                        axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
+                        "Mean of empty slice", mask)
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes)
     kind = kind_of(x)
@@ -317,7 +399,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
 @replayable
 @honours_stream
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
-         strategy=None, stream=None, lanes=None, initial=None):
+         strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Product along ``axis``, as ``np.prod`` (no elements: 1).
 
     Integer products wrap on overflow as NumPy's do; float products overflow to inf.
@@ -327,14 +409,14 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
         TypeError, ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None, initial=None):
+        strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
 
     Result dtype: the input's; shape as :func:`sum`'s.
@@ -344,14 +426,14 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
     """
     return _run(x, _ops.MAX, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None, initial=None):
+        strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
 
     Result dtype: the input's; shape as :func:`sum`'s.
@@ -361,14 +443,14 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
         TypeError, AxisError: as :func:`sum` (complex or object input: TypeError).
     """
     return _run(x, _ops.MIN, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-            lanes=None, initial=None):
+            lanes=None, initial=None, where=True):
     """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
 
     Result dtype: the input's.
@@ -378,14 +460,14 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
         ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-                    lanes=None, initial=None):
+                    lanes=None, initial=None, where=True):
     """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
 
     Result dtype: the input's.
@@ -395,14 +477,14 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
         ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-                   lanes=None, initial=None):
+                   lanes=None, initial=None, where=True):
     """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
 
     Result dtype: the input's.
@@ -412,14 +494,14 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
         ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
-           strategy=None, stream=None, lanes=None, initial=None):
+           strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
     built-in's name.
 
@@ -445,14 +527,14 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
         AxisError: as :func:`sum`.
     """
     return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None):
+        strategy=None, stream=None, lanes=None, where=True):
     """Whether any element along ``axis`` is nonzero, as ``np.any`` (NaN counts as
     nonzero; no elements: False).
 
@@ -463,18 +545,18 @@ def any(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
     Raises:
         TypeError, ValueError, AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.ANY, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.ANY, strategy, None, stream, axis, keepdims, out, lanes, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def all(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None):
+        strategy=None, stream=None, lanes=None, where=True):
     """Whether every element along ``axis`` is nonzero, as ``np.all`` (no elements:
     True). Arguments, result and errors as :func:`any`.
     """
-    return _run(x, _ops.ALL, strategy, None, stream, axis, keepdims, out, lanes)
+    return _run(x, _ops.ALL, strategy, None, stream, axis, keepdims, out, lanes, where=where)
 
 
 @dispatch
@@ -498,24 +580,24 @@ def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, l
 @replayable
 @honours_stream
 def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
-           strategy=None, stream=None, lanes=None, initial=None):
+           strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
     no elements: 0). Arguments, result dtype and errors as :func:`sum`.
     """
     return _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
-            strategy=None, stream=None, lanes=None, initial=None):
+            strategy=None, stream=None, lanes=None, initial=None, where=True):
     """Product along ``axis`` treating NaN as one, as ``np.nanprod`` (an all-NaN
     slice and no elements: 1). Arguments, result dtype and errors as :func:`prod`.
     """
     return _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial)
+                initial=initial, where=where)
 
 
 @dispatch
@@ -739,33 +821,43 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
 @dispatch
 @replayable
 @honours_stream
-def nanmax(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-           lanes=None):
+def nanmax(x, axis=None, out=None, keepdims=False, *, initial=None, where=True,
+           strategy=None, stream=None, lanes=None):
     """Largest element along ``axis`` ignoring NaN, as ``np.nanmax``: NaN for a slice of
     nothing but NaN, with NumPy's ``RuntimeWarning`` (device input: read back to find
-    it). Result dtype: the input's. Raises: as :func:`max`.
+    it). Result dtype: the input's.
+
+    ``initial`` and ``where`` are NumPy's (``np.fmax.reduce``'s): ``initial`` is the
+    result of a slice with nothing else (all NaN, masked out or empty: no warning
+    then), and ``where`` needs it. Raises: as :func:`max`.
     """
-    return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes)
+    return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes,
+                    initial, where)
 
 
 @dispatch
 @replayable
 @honours_stream
-def nanmin(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
-           lanes=None):
+def nanmin(x, axis=None, out=None, keepdims=False, *, initial=None, where=True,
+           strategy=None, stream=None, lanes=None):
     """Smallest element along ``axis`` ignoring NaN, as ``np.nanmin``. The mirror of
-    :func:`nanmax`."""
-    return _nan_arg(x, "min", axis, keepdims, out, False, strategy, stream, lanes)
+    :func:`nanmax` (``initial``, ``where`` too)."""
+    return _nan_arg(x, "min", axis, keepdims, out, False, strategy, stream, lanes,
+                    initial, where)
 
 
 def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strategy, stream,
-             lanes):
+             lanes, initial=None, where=True):
     """nanargmax/nanargmin (``want_indices``) or nanmax/nanmin through the NaN-skipping
     arg op. Where a slice held nothing but NaN its code carries ``ops.ALL_NAN``:
-    indices raise NumPy's error; values warn as NumPy and are NaN there."""
+    indices raise NumPy's error; values warn as NumPy and are NaN there (unless an
+    ``initial`` stands in for them)."""
     outs = (None, out) if want_indices else (out, None)
     values, codes = _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream,
-                         lanes, skip_nan=True, many_axes=not want_indices)
+                         lanes, skip_nan=True, many_axes=not want_indices, initial=initial,
+                         where=where)
+    if initial is not None:
+        return values
     on_host = isinstance(codes, (np.ndarray, np.generic))
     flags = np.asarray(codes if on_host else _to_host(codes)) & _ops.ALL_NAN
     if not flags.any():
@@ -793,14 +885,15 @@ def _to_host(arr) -> np.ndarray:
 @replayable
 @honours_stream
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None,
-            stream=None, lanes=None):
+            stream=None, lanes=None, where=True):
     """The mean along ``axis`` of the elements that are not NaN, as ``np.nanmean``, in
     one pass: each output reduces ``(sum, count)`` pairs (``numbakern.ops.SUM_COUNT``),
     then divides in float64. A slice of nothing but NaN (or no elements) gives NaN,
     with NumPy's "Mean of empty slice" ``RuntimeWarning`` for NumPy input (device input
     gets the NaN without the warning, which would need the counts on the host).
 
-    Result dtype: as :func:`mean`'s. Arguments and errors as :func:`mean`.
+    Result dtype: as :func:`mean`'s. Arguments (``where`` too: the elements it masks
+    out count as NaN do) and errors as :func:`mean`.
     """
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
@@ -812,14 +905,14 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
     return _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
                     keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                    "Mean of empty slice")
+                    "Mean of empty slice", _where(where, x.shape, "nanmean"))
 
 
 @dispatch
 @replayable
 @honours_stream
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-        stream=None, lanes=None):
+        stream=None, lanes=None, where=True):
     """Variance along ``axis``, as ``np.var(x, axis, dtype, out, ddof, keepdims)``, in one
     pass: each output reduces Welford's ``(count, mean, M2)`` states, merged by Chan,
     Golub and LeVeque's pairwise formula (1979) under any grid and block strategy
@@ -831,51 +924,54 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     NumPy's (inf, or NaN for a constant slice), with NumPy's "Degrees of freedom <= 0
     for slice" ``RuntimeWarning`` for NumPy input. NaN in a slice gives NaN.
 
+    ``where``: NumPy's mask (:func:`sum`); each output's count is its own number of
+    elements kept, and ``ddof`` is taken from it.
+
     Raises:
         TypeError: ``x`` not bool/int/uint/float16/32/64; ``dtype`` not a float dtype;
-            ``ddof`` not a real number; a bad ``out``.
+            ``ddof`` not a real number; a bad ``out``; ``where`` not bool.
         numpy.exceptions.AxisError: an ``axis`` out of range.
     """
     return _variance("var", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=False, root=False)
+                     skip_nan=False, root=False, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-        stream=None, lanes=None):
+        stream=None, lanes=None, where=True):
     """Standard deviation, as ``np.std``: the square root of :func:`var` (same pass,
     arguments, dtypes and errors)."""
     return _variance("std", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=False, root=True)
+                     skip_nan=False, root=True, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-           stream=None, lanes=None):
+           stream=None, lanes=None, where=True):
     """Variance of the elements that are not NaN, as ``np.nanvar`` (the states of NaN
     elements count nothing); NaN where ``count - ddof <= 0`` (a slice of only NaN
     included), with NumPy's warning for NumPy input. Otherwise as :func:`var`."""
     return _variance("nanvar", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=True, root=False)
+                     skip_nan=True, root=False, where=where)
 
 
 @dispatch
 @replayable
 @honours_stream
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-           stream=None, lanes=None):
+           stream=None, lanes=None, where=True):
     """Standard deviation of the elements that are not NaN, as ``np.nanstd``: the
     square root of :func:`nanvar`."""
     return _variance("nanstd", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=True, root=True)
+                     skip_nan=True, root=True, where=where)
 
 
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
-              skip_nan: bool, root: bool):
+              skip_nan: bool, root: bool, where=True):
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
@@ -892,16 +988,18 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
 
     return _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out, strategy,
                     stream, lanes, finish, ddof,
-                    "Degrees of freedom <= 0 for slice" + ("." if skip_nan else ""))
+                    "Degrees of freedom <= 0 for slice" + ("." if skip_nan else ""),
+                    _where(where, x.shape, name))
 
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
-             finish, too_few, warning: str):
+             finish, too_few, warning: str, mask=None):
     """A reduction of ``op``'s ``(state, count)`` pairs (field ``dtypes``), each output
     then made by ``finish(states, counts, dst, stream)`` in ``result``: nanmean's and
-    var's. Outputs of no elements are NaN; NumPy's ``warning`` is raised (for NumPy
-    input: device counts stay on the device) where an output counts ``too_few`` or
-    fewer elements."""
+    var's (and mean's with ``where=``). Outputs of no elements are NaN; NumPy's
+    ``warning`` is raised (for NumPy input: device counts stay on the device) where an
+    output counts ``too_few`` or fewer elements. ``mask``: a checked ``where=`` mask
+    (:func:`_where`); the elements it masks out count nothing."""
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
@@ -916,7 +1014,7 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
             warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
         return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
     states, counts = _reduce(x, axes, op, state_kit(op, dtypes), grid, workspace, lanes,
-                             track_index=False)
+                             track_index=False, where=mask)
     values = workspace.empty(M, result)
     finish(states, counts, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)

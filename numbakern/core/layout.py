@@ -269,7 +269,137 @@ def scan_views(xv, outs: list, axis):
 # --- which layout a reduction takes ----------------------------------------------------------
 
 
-def reduce_layout(x, axes, kit, ordered: bool, lanes, track_index: bool, stream):
+# --- a reduction's where= mask, read beside the input -------------------------------------
+
+
+@dataclass(frozen=True)
+class MaskedView:
+    """A reduction's layout with NumPy's ``where=``: ``av`` (the input's
+    :class:`AxisView`) and ``mask``, a bool 4-D device view indexed exactly as
+    ``av.view`` (a broadcast axis at stride 0: no array of the input's size is made)."""
+
+    av: AxisView
+    mask: object
+
+
+def _host_mask(mask: np.ndarray) -> np.ndarray:
+    """A host mask as it is uploaded: its stride-0 (broadcast) axes cut to length 1,
+    the rest contiguous, so the upload is the mask's own size at most."""
+    return np.ascontiguousarray(mask[tuple(slice(0, 1) if s == 0 else slice(None)
+                                           for s in mask.strides)])
+
+
+def _broadcast_strides(mask_shape, mask_strides, shape) -> tuple[int, ...]:
+    """The strides of a mask broadcast to ``shape``: 0 along its length-1 and its
+    missing (leading) axes."""
+    while len(mask_shape) > len(shape):  # leading length-1 axes (a 0-d x's mask)
+        mask_shape, mask_strides = mask_shape[1:], mask_strides[1:]
+    pad = len(shape) - len(mask_shape)
+    return (0,) * pad + tuple(0 if e == 1 and n != 1 else s for e, s, n in
+                              zip(mask_shape, mask_strides, shape[pad:]))
+
+
+def _joint(dims, sort: bool) -> tuple:
+    """Collapse ``(extent, x_stride, mask_stride, mult)`` dimensions: sorted by the
+    input's strides when ``sort``, merged only where the input, the mask and the
+    multiplier all allow."""
+    dims = [d for d in dims if d[0] != 1]
+    if sort:
+        dims.sort(key=lambda d: -abs(d[1]))
+    merged: list[tuple[int, int, int, int]] = []
+    for n, s, w, m in dims:
+        if merged and merged[-1][1] == n * s and merged[-1][2] == n * w \
+                and merged[-1][3] == n * m:
+            merged[-1] = (merged[-1][0] * n, s, w, m)
+        else:
+            merged.append((n, s, w, m))
+    return tuple(merged)
+
+
+def _joint_dims(shape, strides, mask_strides, axes, track_index: bool, any_order: bool):
+    """:func:`plan_dims` for the input and its mask together: ``(kept, reduced)``
+    tuples of ``(extent, x_stride, mask_stride, mult)``."""
+    kept_axes = [a for a in range(len(shape)) if a not in axes]
+    red_axes = sorted(axes)
+    out_mults = _c_mults([shape[a] for a in kept_axes])
+    idx_mults = _c_mults([shape[a] for a in red_axes]) if track_index else [0] * len(red_axes)
+    kept = [(shape[a], strides[a], mask_strides[a], m) for a, m in zip(kept_axes, out_mults)]
+    red = [(shape[a], strides[a], mask_strides[a], m) for a, m in zip(red_axes, idx_mults)]
+    return _joint(kept, True), _joint(red, any_order)
+
+
+def _mask_base(mask, shape, stream):
+    """``(device view, its strides broadcast to shape)`` of a bool mask (NumPy masks
+    uploaded at their own size)."""
+    if kind_of(mask) == "numpy":
+        host = _host_mask(mask)
+        return to_device(host, stream), _broadcast_strides(host.shape, host.strides, shape)
+    view = device_view(mask)
+    return view, _broadcast_strides(tuple(mask.shape), view.strides, shape)
+
+
+def _packed_mask(mask, shape, perm, stream):
+    """The mask broadcast to ``shape`` and transposed by ``perm``, C-contiguous on the
+    device: the copy a layout that does not collapse needs (as :func:`_transposed`)."""
+    warnings.warn(
+        f"numbakern copied the where= mask of shape {tuple(mask.shape)} to the input's "
+        f"size {tuple(shape)}: the input's layout does not collapse to two strided "
+        "dimensions per group; pass a contiguous input to avoid the copy",
+        CopyWarning, stacklevel=user_stacklevel())
+    if kind_of(mask) == "numpy" or SIMULATOR:
+        host = mask if kind_of(mask) == "numpy" else mask.copy_to_host()
+        return to_device(np.ascontiguousarray(np.broadcast_to(host, shape).transpose(perm)),
+                         stream)
+    import cupy  # _transposed has already required it for the input's copy
+
+    packed = cupy.ascontiguousarray(
+        cupy.broadcast_to(cupy.asarray(buffer(mask)), shape).transpose(perm))
+    return buffer(packed)
+
+
+def masked_axis_view(x, mask, axes, track_index: bool, any_order: bool, stream) -> MaskedView:
+    """:func:`axis_view` with a ``where=`` mask (bool, broadcastable to ``x``; checked
+    by the caller) read beside ``x``: the two 4-D views share their extents and
+    traversal, each with its own strides (the mask's 0 where it broadcasts). Axes
+    merge only where both arrays allow; where they cannot merge into two kept and two
+    reduced dimensions, both are copied contiguous first (a :class:`CopyWarning`)."""
+    dtype = np.dtype(x.dtype)
+    shape = tuple(x.shape)
+    host = kind_of(x) == "numpy"
+    if host:  # as axis_view: uploaded in its own memory order
+        perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
+        packed = _c_strides([shape[a] for a in perm], dtype.itemsize)
+        strides = [0] * x.ndim
+        for i, a in enumerate(perm):
+            strides[a] = packed[i]
+    else:
+        base = device_view(x)
+        strides = base.strides
+    mask_base, mask_strides = _mask_base(mask, shape, stream)
+    kept, red = _joint_dims(shape, strides, mask_strides, axes, track_index, any_order)
+    if len(kept) > 2 or len(red) > 2:
+        base, moved_shape, moved = _transposed(x, axes, stream)
+        perm = [a for a in range(x.ndim) if a not in axes] + sorted(axes)
+        mask_base = _packed_mask(mask, shape, perm, stream)
+        kept, red = _joint_dims(moved_shape, _c_strides(moved_shape, dtype.itemsize),
+                                _c_strides(moved_shape, 1), moved, track_index, any_order)
+    elif host:
+        base = to_device(np.ascontiguousarray(x.transpose(perm)), stream)
+    pad = [(1, dtype.itemsize, 0, 0)]
+    k4 = pad * (2 - len(kept)) + list(kept)
+    r4 = pad * (2 - len(red)) + list(red)
+    view = strided(base, [(n, s) for n, s, _, _ in k4 + r4], dtype)
+    mask_view = strided(mask_base, [(n, w) for n, _, w, _ in k4 + r4], np.bool_)
+    av = AxisView(
+        view=view, M=k4[0][0] * k4[1][0], N=r4[0][0] * r4[1][0], K1=k4[1][0], R1=r4[1][0],
+        out_mult=(k4[0][3], k4[1][3]), index_mult=(r4[0][3], r4[1][3]),
+        reduced_dims=2 if r4[0][0] > 1 else 1,
+        kept_stride=abs(kept[-1][1]) if kept else 0,
+        reduced_stride=abs(red[-1][1]) if red else 0)
+    return MaskedView(av, mask_view)
+
+
+def reduce_layout(x, axes, kit, ordered: bool, lanes, track_index: bool, stream, where=None):
     """The layout a reduce job hands the grid strategy, for reducing ``axes`` of ``x``:
 
     * every axis, no index kept: :class:`~numbakern.kernels.flat_reduce.FlatReduce`,
@@ -279,7 +409,15 @@ def reduce_layout(x, axes, kit, ordered: bool, lanes, track_index: bool, stream)
     * otherwise :class:`~numbakern.kernels.axis_reduce.AxisReduce` over
       :func:`axis_view` (row or column kernel; a whole-array argmax is one row, so
       each element keeps its C-order index).
+
+    With ``where`` (a bool mask broadcastable to ``x``), always
+    :class:`~numbakern.kernels.axis_reduce.AxisReduce` over :func:`masked_axis_view`:
+    each element's load reads its mask beside it, a masked-out one is the op's
+    identity (scalar loads: the vector and tiny-row paths read no mask).
     """
+    if where is not None:
+        masked = masked_axis_view(x, where, axes, track_index, not ordered, stream)
+        return AxisReduce(masked.av, kit, ordered, lanes, np.dtype(x.dtype), masked.mask)
     if len(axes) == x.ndim and not track_index:
         view, n = flat_view(x, any_order=not ordered, stream=stream)
         return FlatReduce(view, n, kit, ordered)

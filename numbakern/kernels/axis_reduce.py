@@ -91,17 +91,37 @@ MAX_PIECES = 65535
 
 
 
-def view_loader(kit, reduced_dims: int, index32: bool):
+def view_loader(kit, reduced_dims: int, index32: bool, masked: bool = False):
     """``load(a0, a1, k0, k1, row, r, N, R1, c0, c1)``: element ``r`` of output
     ``(k0, k1)`` of the 4-D view ``a0``, as a state (its index ``r0*c0 + r1*c1``).
 
     Two reduced dimensions cost a division per element: 32-bit with ``index32``
     (unsigned: LLVM narrows a udiv of zero-extended int32s), else 64-bit.
+    ``masked``: ``a1`` is NumPy's ``where=`` mask, a bool view indexed as ``a0``; an
+    element it masks out is the op's identity (its value is not read).
     """
-    to_state = kit.to_state
+    to_state, identity = kit.to_state, kit.identity
     # Unsigned indices: Numba adds no negative-index wraparound test to the load.
     u = uint32 if index32 else uint64
-    if reduced_dims == 1:
+    if masked and reduced_dims == 1:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+            if not a1[k0, k1, 0, u(r)]:
+                return identity()
+            return to_state(a0[k0, k1, 0, u(r)], r * c1)
+
+    elif masked:
+
+        @cuda.jit(device=True)
+        def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+            r0 = u(r) // u(R1)
+            r1 = u(r) - r0 * u(R1)
+            if not a1[k0, k1, r0, r1]:
+                return identity()
+            return to_state(a0[k0, k1, r0, r1], int64(r0) * c0 + int64(r1) * c1)
+
+    elif reduced_dims == 1:
 
         @cuda.jit(device=True)
         def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
@@ -506,10 +526,11 @@ class AxisReduce:
         dtype: the input's dtype.
     """
 
-    def __init__(self, av, kit, ordered: bool, lanes, dtype):
+    def __init__(self, av, kit, ordered: bool, lanes, dtype, mask=None):
         self.av, self.kit, self.ordered, self.lanes = av, kit, ordered, lanes
         self.dtype = np.dtype(dtype)
         self.outputs, self.count = av.M, av.N
+        self.mask = mask  # where=: a bool view indexed as av.view, read by the loads
 
     def plan(self, block, blocks) -> Launch:
         return plan_launch(self.av, block, blocks, self.lanes, self.dtype.itemsize)
@@ -517,9 +538,10 @@ class AxisReduce:
     def run(self, plan: Launch, emit: Emit, out, stream) -> None:
         """The first pass, each piece's state to ``emit`` into ``out``."""
         av = self.av
-        vector = row_vector_width(av, self.dtype, self.ordered) if plan.kernel == "row" else 0
+        vector = row_vector_width(av, self.dtype, self.ordered) \
+            if plan.kernel == "row" and self.mask is None else 0
         kernel = self._kernel(plan, emit, vector)
-        rows = span_view(av.view) if vector else av.view
+        rows = span_view(av.view) if vector else av.view if self.mask is None else self.mask
         args = (av.view, rows, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
                 plan.chunk, plan.pieces) + ((plan.lanes,) if plan.kernel == "column" else ())
         launch(kernel, plan.blocks, plan.threads, stream, *args, *out)
@@ -562,15 +584,16 @@ class AxisReduce:
         # int32 in-row arithmetic when no index of the loop can reach 2**31
         index32 = av.N + UNROLL * plan.threads < 2**31
         outputs32 = av.M < 2**31
-        load = lambda: view_loader(kit, av.reduced_dims, index32)  # noqa: E731
+        masked = self.mask is not None
+        load = lambda: view_loader(kit, av.reduced_dims, index32, masked)  # noqa: E731
         if plan.kernel == "row":
             key = ("axis_reduce", "row", av.reduced_dims, plan.lanes, ordered, emit.name,
-                   index32, outputs32, vector, block.key, kit, device_key())
+                   index32, outputs32, vector, masked, block.key, kit, device_key())
             return cached(key, lambda: build_row_kernel(
                 block, kit, load(), emit.build(), plan.lanes, ordered, index32, outputs32,
                 (vector, kit.to_state) if vector else None))
         key = ("axis_reduce", "column", av.reduced_dims, ordered, emit.name, index32,
-               block.threads, kit, device_key())
+               masked, block.threads, kit, device_key())
         return cached(key, lambda: build_column_kernel(
             block.threads, kit, load(), emit.build(), ordered, index32))
 

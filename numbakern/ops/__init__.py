@@ -608,6 +608,15 @@ def _sum_count_identity(dtypes):
 SUM_COUNT = Op("sum_count", _sum_count, _sum_count_identity, fields=2, map=_not_nan)
 
 
+def _counted_one(value, i):
+    return value, int64(1)
+
+
+#: ``(sum, count)`` of every element (``mean`` with ``where=``: the mask decides the count)
+SUM_AND_COUNT = Op("sum_and_count", _sum_count, _sum_count_identity, fields=2,
+                   map=_counted_one)
+
+
 # --- var and std: Welford's (count, mean, M2), merged by Chan et al.'s formula ---------
 # The state kit carries two fields, so (mean, M2) travel as one complex128 field (mean
 # the real part, M2 the imaginary), beside the int64 count: a pair of floats that every

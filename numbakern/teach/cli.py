@@ -275,7 +275,10 @@ def _need_matplotlib(option: str) -> None:
 
 # --- explain --------------------------------------------------------------------------
 
-_EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1]
+#: ``--op`` names: the one-field built-ins, and the functions whose two-field states
+#: ``trace.STATE_OPS`` records (var's (count, mean, M2), logsumexp's (max, scaled sum))
+_EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1] + ["var",
+                                                                             "logsumexp"]
 
 
 #: what ``explain`` takes for every strategy of a family
@@ -410,9 +413,14 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
         if len(names) > 1 and "{name}" not in figure:
             raise click.BadParameter("with a whole family (all, scans, ...), put {name} in the path",
                                      param_hint="'--figure'")
-    op = _ops.get(op_name)
-    if np.dtype(dtype).kind not in op.kinds:
+    from .trace import STATE_OPS
+
+    state = STATE_OPS.get(op_name)
+    op = state.op if state else _ops.get(op_name)
+    if np.dtype(dtype).kind not in (state.kinds if state else op.kinds):
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
+    if state:
+        names = _state_op_strategies(names, op_name)
     if not numbakern.backend().is_simulator:
         _rerun_under_simulator()
     from . import explain as _explain
@@ -433,10 +441,28 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     else:
         summaries = _explain_each(
             console, names, figure,
-            lambda name: trace_reduce(x, op, name, threads=threads, blocks=blocks),
+            lambda name: trace_reduce(x, op_name if state else op, name, threads=threads,
+                                      blocks=blocks),
             lambda trace: (_explain.tree(trace, limit), _explain.counts_table(trace)),
             _explain.draw, lambda trace: trace.exact_cover, _explain.LEGEND)
     _write_json(json_path, summaries)
+
+
+def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
+    """The strategies ``--op var`` or ``--op logsumexp`` explains: reductions under
+    two_pass (atomic_fold folds their two-field states under a lock, if at all, which
+    the recording cannot follow; ``all`` leaves those out)."""
+    if not all(name in _strategies.available("reduce") for name in names):
+        raise click.BadParameter(f"--op {op_name} explains reduction strategies "
+                                 "(two_pass/...): its state is a reduction's",
+                                 param_hint="'--op'")
+    kept = [name for name in names if not name.startswith("atomic_fold")]
+    if not kept:
+        raise click.BadParameter(f"--op {op_name} is recorded under two_pass strategies: "
+                                 "atomic_fold folds its two-field state under a lock (var's "
+                                 "not at all), which the recording cannot follow",
+                                 param_hint="'STRATEGY'")
+    return kept
 
 
 def _explain_each(console, names, figure, record, show, draw, proved, legend) -> list:

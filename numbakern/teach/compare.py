@@ -80,6 +80,14 @@ def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     return None
 
 
+def _var_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
+    """atomic_fold cannot fold var's state where an output's pieces meet (its 16-byte
+    ``(mean, M2)`` field: no atomic moves it), so it is not run for var."""
+    if variant.label.startswith("atomic_fold"):
+        return "atomic_fold folds no 16-byte (mean, M2) state: two_pass reduces var"
+    return None
+
+
 def _stable(fn):
     """NumPy's stable sort or argsort (the order numbakern's sorts give)."""
     def call(x, axis=-1):
@@ -399,6 +407,11 @@ OPERATIONS: dict[str, Operation] = {
                               lambda t, x, **k: t.count_nonzero(x, **k))),
         Operation("ptp", np.ptp, exact, reduce_variants, exact=True, kinds="iuf",
                   peers=_peer(lambda cp, x, **k: cp.ptp(x, **k), None)),
+        Operation("var", np.var, allclose, reduce_variants,
+                  peers=_peer(lambda cp, x, **k: cp.var(x, **k),
+                              lambda t, x, **k: t.var(x if x.is_floating_point()
+                                                      else x.double(), correction=0, **k)),
+                  skips=_var_skips),
         Operation("logsumexp", _logsumexp, allclose, reduce_variants, kinds="f",
                   peers=_peer(None, lambda t, x, **k: t.logsumexp(
                       x, **(k or {"dim": tuple(range(x.ndim))})))),

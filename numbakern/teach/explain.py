@@ -19,7 +19,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from .trace import ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, Node, Trace
+from .trace import (ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, STATE_LESSONS,
+                    STATE_READS, Node, Trace)
 
 LEGEND = (
     "How to read this: ⊕ is the op, [a-b] the elements a state covers. Steps are the "
@@ -70,9 +71,15 @@ def cover_text(cover) -> str:
     return f"[{runs[0]}, {runs[1]}, …, {runs[-1]}] ({len(items)} elements)"
 
 
-def value_text(value) -> str:
+def value_text(value, op: str = "") -> str:
+    """A state's value: its one field, or, for an op of :data:`~numbakern.teach.trace.
+    STATE_READS` (``op``: its name), each field as a reader names it (var's
+    ``(count, mean, M2)``, not the complex128 numbakern carries mean and M2 in)."""
     if not value:
         return ""
+    reads = STATE_READS.get(op)
+    if reads is not None and len(value) > 1:
+        return reads(value[:2])
     v = value[0]
     return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
 
@@ -111,7 +118,7 @@ def _combine_line(trace: Trace, node: Node) -> Text:
     else:
         line = (f"{who}: {_operand(trace, a, node)} ⊕ {_operand(trace, b, node)}"
                 f" → {cover_text(node.cover)}")
-    value = value_text(node.value)
+    value = value_text(node.value, trace.op)
     text = Text(line + (f" = {value}" if value else ""))
     via = b.via if b.kind == "move" else node.via
     text.stylize(VIA_STYLE.get(via, ""), 0, len(who))
@@ -149,6 +156,11 @@ def _step_title(trace: Trace, joins: list[Node], idle: int) -> str:
     return f"{'; '.join(paths)} · {count}" + (f", {idle} idle combines" if idle else "")
 
 
+def _what(trace: Trace) -> str:
+    """What was reduced: the op, or a function and the op whose states it reduces."""
+    return f"{trace.function} ({trace.op} states)" if trace.function else trace.op
+
+
 def tree(trace: Trace, limit: int = 6) -> Tree:
     """The recording as a tree: launches, blocks, steps, and each step's joins.
 
@@ -156,7 +168,10 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
     *idle* combines work on the identity or make states the result never used. At
     most ``limit`` lines are listed per step.
     """
-    root = Tree(Text(f"{trace.strategy} · {trace.op} of {trace.n} {trace.dtype}", "bold"))
+    what = _what(trace)
+    root = Tree(Text(f"{trace.strategy} · {what} of {trace.n} {trace.dtype}", "bold"))
+    if trace.function and trace.op in STATE_LESSONS:
+        root.add(Text(STATE_LESSONS[trace.op], "italic"))
     by_step = defaultdict(lambda: defaultdict(list))  # (launch, block) -> step -> nodes
     for node in trace.nodes:
         if node.kind == "combine":
@@ -179,7 +194,9 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
                        trace.barrier_steps.get((number, block), []), threads, limit,
                        titles, (number, block))
     result = trace.nodes[trace.result]
-    root.add(Text(f"result {cover_text(result.cover)} = {trace.value}"
+    answer = (f"{value_text(result.value, trace.op)} → {trace.function} {trace.value}"
+              if trace.function else f"{trace.value}")
+    root.add(Text(f"result {cover_text(result.cover)} = {answer}"
                   f" · every element exactly once: {'yes' if trace.exact_cover else 'NO'}",
                   "bold green" if trace.exact_cover else "bold red"))
     return root
@@ -262,13 +279,15 @@ def _add_step(trace, branch, step, title, nodes, stores, limit) -> None:
     for tag, thread, slot in stores:
         if tag in trace.ancestry:
             s = trace.nodes[tag]
-            node.add(Text(f"t{thread}: writes {cover_text(s.cover)} = {value_text(s.value)}"
+            node.add(Text(f"t{thread}: writes {cover_text(s.cover)} = "
+                          f"{value_text(s.value, trace.op)}"
                           f" to partials[{slot}] in global memory", VIA_STYLE[GLOBAL]))
 
 
 def counts_table(trace: Trace) -> Table:
     """Per block of each launch: steps, barriers, shuffles, memory traffic, atomics."""
-    table = Table(title=f"counts: {trace.strategy}, {trace.op} of {trace.n} {trace.dtype}, "
+    what = _what(trace)
+    table = Table(title=f"counts: {trace.strategy}, {what} of {trace.n} {trace.dtype}, "
                         f"{trace.threads} threads per block")
     for col in ("launch/block", "steps", "barriers", "shuffle steps per warp", "joins",
                 "combines run", "shared ld/st", "global ld/st", "atomics"):
@@ -381,7 +400,9 @@ def _mark_result(ax, trace, xy, cols) -> None:
     x, y = xy(trace.nodes[_source(trace, trace.result)[0]])
     ax.plot(x, y, "*", color="gold", ms=14, mec="black", zorder=4)
     left = x > cols / 2  # keep the label inside the axes
-    ax.annotate(f"result {cover_text(trace.nodes[trace.result].cover)} = {trace.value}",
+    function = f"{trace.function} " if trace.function else ""
+    ax.annotate(f"result {cover_text(trace.nodes[trace.result].cover)} = {function}"
+                f"{trace.value}",
                 (x, y), xytext=(-8 if left else 8, -12), textcoords="offset points",
                 fontsize=8, ha="right" if left else "left")
 
@@ -436,8 +457,8 @@ def _frame(ax, trace, keys, row, cols, out_col) -> None:
                                                  if b.combines}))
     combining = ", ".join(str(k) for k in c.combining_launches)
     ax.set_title(
-        f"{c.strategy}: {c.op} of {c.n} {c.dtype}, {len(c.launches)} launch(es), combines in "
-        f"launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
+        f"{c.strategy}: {_what(c)} of {c.n} {c.dtype}, {len(c.launches)} launch(es), "
+        f"combines in launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
         f"{c.total('combines') + c.total('atomics')} combines run · {per_block} barrier(s) "
         f"per block · {sum(sum(b.shuffle_steps.values()) for b in c.blocks.values())} warp "
         f"shuffle steps · {c.total('atomics')} atomics", fontsize=9)

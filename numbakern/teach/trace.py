@@ -45,6 +45,7 @@ from numbakern.kernels.flat_reduce import FlatReduce
 from numbakern.ops.state import StateKit, state_kit
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import SIMULATOR
+from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 IDENTITY = 0  # node id of "the op's identity": covers no element
 
@@ -157,6 +158,7 @@ class Trace:
     ancestry: frozenset = frozenset()
     barrier_steps: dict = field(default_factory=dict)
     stores: list = field(default_factory=list)
+    function: str = ""  # the public function a state op's value is (STATE_OPS), else ""
 
     @property
     def exact_cover(self) -> bool:
@@ -200,6 +202,7 @@ class Trace:
         return {
             "strategy": self.strategy,
             "op": self.op,
+            **({"function": self.function} if self.function else {}),
             "n": self.n,
             "dtype": str(self.dtype),
             "threads": self.threads,
@@ -531,6 +534,89 @@ def _watching(rec: _Recorder):
             setattr(cls, name, original)
 
 
+# --- reductions whose state has two fields -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StateOp:
+    """A public reduction ``explain`` traces whose state is not its answer: the op its
+    kernels reduce, the state's field dtypes for an input dtype, the answer made from
+    the result's state, and how a state reads (for the tree and the figure).
+
+    Attributes:
+        function: the public function's name (``"var"``).
+        op: the op the function reduces (``numbakern.ops.MOMENTS``).
+        kinds: the input dtype kinds it takes.
+        dtypes: ``dtypes(in_dtype) -> field dtypes``.
+        result: ``result(in_dtype) -> the function's result dtype``.
+        finish: ``finish(fields) -> the function's value`` from the result's state.
+        reads: ``reads(fields) -> text``: a state, field by field, as a reader names them.
+        lesson: what a state is and how two merge, for the top of the tree.
+    """
+
+    function: str
+    op: _ops.Op
+    kinds: str
+    dtypes: object
+    result: object
+    finish: object
+    reads: object
+    lesson: str = ""
+
+
+def _float_result(in_dtype) -> np.dtype:
+    in_dtype = np.dtype(in_dtype)
+    return in_dtype if in_dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _variance(fields):
+    moments, count = fields
+    return moments.imag / count if count else np.nan
+
+
+def _moments_reads(fields) -> str:
+    moments, count = fields
+    return f"(count {int(count)}, mean {moments.real:.6g}, M2 {moments.imag:.6g})"
+
+
+def _lse(fields):
+    m, s = (float(v) for v in fields)
+    return m + np.log(s) if s > 0 else -np.inf
+
+
+def _lse_reads(fields) -> str:
+    m, s = (float(v) for v in fields)
+    return f"(max {m:.6g}, sum of exp(x - max) {s:.6g})"
+
+
+#: ``--op`` names beyond the one-field built-ins: var's Welford state ``(count, mean,
+#: M2)`` (numbakern carries it as an int64 count and one complex128 ``mean + 1j * M2``,
+#: merged by Chan, Golub and LeVeque's formula) and logsumexp's online ``(max, sum of
+#: exp(x - max))``
+STATE_OPS = {
+    "var": StateOp(
+        "var", _ops.MOMENTS, "biuf", lambda d: _ops.MOMENT_DTYPES, _float_result, _variance,
+        _moments_reads,
+        "A state is (count, mean, M2) of the elements it covers (M2: the sum of squared "
+        "deviations from its mean); an element x is (1, x, 0). Two states a, b merge by "
+        "Chan, Golub and LeVeque's formula: n = na + nb, d = mean_b - mean_a, mean = "
+        "mean_a + d nb / n, M2 = M2a + M2b + d^2 na nb / n. var = M2 / (count - ddof). "
+        "(numbakern carries it as an int64 count and one complex128 mean + 1j M2.)"),
+    "logsumexp": StateOp(
+        "logsumexp", ONLINE_SOFTMAX, "biuf",
+        lambda d: (_ops.accumulator_dtype(_float_result(d)),) * 2, _float_result, _lse,
+        _lse_reads,
+        "A state is (m, s): the largest element it covers and the sum of exp(x - m) over "
+        "them; an element x is (x, 1). Two merge by rescaling to the larger maximum: m = "
+        "max(ma, mb), s = sa exp(ma - m) + sb exp(mb - m) (Milakov and Gimelshein's online "
+        "softmax). logsumexp = m + log(s): no exp ever overflows."),
+}
+#: how a state of each traced op reads, by the op's name
+STATE_READS = {s.op.name: s.reads for s in STATE_OPS.values()}
+#: what a state of each traced op is, by the op's name
+STATE_LESSONS = {s.op.name: s.lesson for s in STATE_OPS.values()}
+
+
 # --- the entry point ----------------------------------------------------------------------
 
 
@@ -547,7 +633,10 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
     Args:
         x: a 1-D or 2-D NumPy array (or list); keep it small (up to a few thousand
             elements): every thread is an OS thread and every combine a record.
-        op: a built-in op's name or a :class:`numbakern.Op`.
+        op: a built-in one-field op's name, a :class:`numbakern.Op` of one field, or
+            the name of a :data:`STATE_OPS` function (``"var"``, ``"logsumexp"``):
+            its two-field states are recorded, and the trace's value is the
+            function's (``numbakern.var(x)``, ``numbakern.logsumexp(x)``).
         strategy: a ``"grid/block"`` name or a :class:`GridStrategy` (then
             ``threads`` and ``blocks`` are ignored).
         threads: threads per block, a multiple of 32.
@@ -566,18 +655,32 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
     if not SIMULATOR:
         raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
                          "Run it with NUMBAKERN_SIMULATOR=1")
-    op = _ops.get(op)
+    state = STATE_OPS.get(op) if isinstance(op, str) else None
+    op = state.op if state else _ops.get(op)
     grid = strategy if not isinstance(strategy, str) else resolve_grid(strategy, threads, blocks)
     x = np.asarray(as_array_like(x))
     if x.size == 0:
         raise ValueError("x must hold at least one element to trace")
-    op.check_dtype(x.dtype)
+    if not state:
+        op.check_dtype(x.dtype)
+    elif x.dtype.kind not in state.kinds or x.dtype.itemsize > 8:
+        raise TypeError(f"{state.function} is not defined for x of dtype {x.dtype}; it "
+                        "takes bool, integers and float16/32/64")
     if grid.commutative_required and not op.commutative:
         raise ValueError(f"strategy {grid.label} needs a commutative op; {op.name} is not")
-    if op.fields != 1:
-        raise ValueError(f"tracing takes one-field ops (sum, max, ...); {op.name} has two")
-    result = op.result_dtype(x.dtype, None)
-    real = state_kit(op, (_ops.accumulator_dtype(result),))
+    if state and grid.label.startswith("atomic_fold"):
+        # its two-field fold takes a lock (strategies/atomic_fold.py): atomics on a lock
+        # word, not folds of states, which the recording could not follow
+        raise ValueError(f"explain records {state.function} under two_pass strategies: "
+                         f"atomic_fold folds its two-field state under a lock (or not at "
+                         f"all: var's 16-byte field), not with an atomic the recording "
+                         f"can follow")
+    if op.fields != 1 and not state:
+        raise ValueError(f"tracing takes one-field ops (sum, max, ...) and "
+                         f"{', '.join(STATE_OPS)}; {op.name} has {op.fields} fields")
+    result = state.result(x.dtype) if state else op.result_dtype(x.dtype, None)
+    real = state_kit(op, state.dtypes(x.dtype) if state else
+                     (_ops.accumulator_dtype(result),))
     kit = tracing_kit(op, real.dtypes)
     workspace = Workspace("numpy", cuda.default_stream())
     view, n = flat_view(x, any_order=op.commutative, stream=workspace.stream)
@@ -595,11 +698,17 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
     address, _ = _address(out[0]._ary, 0)
     if address not in rec.memory:
         raise TraceError("the output holds no recorded state")
-    value = workspace.scalar(out[0], result)
-    return _finish(rec, grid, op, x, n, rec.memory[address], value, real)
+    if state:  # the function's answer from the result's state, as its finishing pass
+        fields = tuple(f.copy_to_host()[0] for f in out[:real.fields])
+        value = result.type(state.finish(fields))
+    else:
+        value = workspace.scalar(out[0], result)
+    return _finish(rec, grid, op, x, n, rec.memory[address], value, real,
+                   state.function if state else "")
 
 
-def _finish(rec: _Recorder, grid, op, x, n, result: int, value, real) -> Trace:
+def _finish(rec: _Recorder, grid, op, x, n, result: int, value, real,
+            function: str = "") -> Trace:
     trace = Trace(
         strategy=grid.label, op=op.name, n=n, dtype=np.dtype(x.dtype),
         threads=grid.block.threads, launches=rec.launches, nodes=rec.nodes, result=result,
@@ -608,7 +717,7 @@ def _finish(rec: _Recorder, grid, op, x, n, result: int, value, real) -> Trace:
         element_bytes=np.dtype(x.dtype).itemsize,
         ancestry=frozenset(_ancestry(rec.nodes, result)),
         barrier_steps={k: sorted(v) for k, v in rec.barrier_steps.items()},
-        stores=rec.stores,
+        stores=rec.stores, function=function,
     )
     rounds = defaultdict(set)
     for i in trace.ancestry:

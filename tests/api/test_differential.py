@@ -42,6 +42,11 @@ function would not fit CI's time):
   the larger index), logcumsumexp (torch.logcumsumexp in float64), associative_scan
   with each built-in op (NumPy's ``accumulate``; argmax/argmin as np.argmax's
   running pair, the first occurrence winning);
+* ``where=`` (a drawn bool mask of ``x``'s shape, with length-1 axes, fewer
+  dimensions, or 0-d) on two grid strategies: sum, prod, max, min, mean, any, all,
+  nansum, nanmax, nanmean, var against NumPy's own ``where=`` (max, min, nanmax with
+  ``initial=``, as NumPy requires); var ``rtol`` of the dtype plus ``atol`` ``8 n eps
+  max|x|^2`` (finite values: Welford's one pass against NumPy's two);
 * softmax_backward and log_softmax_backward on each layout (``fused`` drawn) against
   their float64 formulas; cross_entropy on each block strategy against
   ``torch.nn.functional.cross_entropy`` and its autograd gradient in float64
@@ -72,7 +77,7 @@ the computing dtype (scaled by the loss's size for the loss; float16 gradients
 ``1e-3`` more), logits drawn in [-20, 20].
 
 Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
-131 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
+133 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
 ``-n 2`` on two shared cores) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
 examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """
@@ -266,6 +271,71 @@ def test_axis_reductions_on_each_row_kernel_agree_with_numpy(lanes, data):
     axis = data.draw(st.sampled_from([0, 1]))
     strategy = nk.TwoPass(block=nk.WarpShuffle(threads=64))
     _check_reduction(name, x, axis, strategy=strategy, lanes=lanes)
+
+
+# --- where=: NumPy's mask, on two grid strategies -----------------------------------------
+
+# name: (values kind, how compared, initial= needed); initial= is NumPy's rule for where=
+WHERE_REDUCTIONS = {
+    "sum": ("any", "close", False), "prod": ("prod", "exact", False),
+    "max": ("any", "exact0", True), "min": ("any", "exact0", True),
+    "mean": ("any", "close", False), "any": ("any", "exact", False),
+    "all": ("any", "exact", False), "nansum": ("any", "close", False),
+    "nanmax": ("any", "exact0", True), "nanmean": ("any", "close", False),
+    "var": ("finite", "var", False),
+}
+
+
+@st.composite
+def _masks(draw, shape):
+    """A bool ``where=`` broadcastable to ``shape``: its own shape, length-1 axes in
+    some places, fewer dimensions, or a 0-d bool."""
+    form = draw(st.sampled_from(["full", "ones", "trailing", "scalar"]))
+    if form == "scalar" or not shape:
+        return np.bool_(draw(st.booleans()))
+    if form == "ones":
+        shape = tuple(n if draw(st.booleans()) else 1 for n in shape)
+    elif form == "trailing":
+        shape = shape[1:]
+    n = int(np.prod(shape))
+    return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool).reshape(shape)
+
+
+def _check_where(name, x, axis, where, **path):
+    kind, how, needs_initial = WHERE_REDUCTIONS[name]
+    kwargs = {"where": where}
+    if needs_initial:
+        kwargs["initial"] = 0 if x.dtype.kind in "biu" else -1.5 if name != "min" else 1.5
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _reject_or_raise(getattr(np, name), _canon(x), axis=axis, **kwargs)
+        if want is None:
+            with pytest.raises((ValueError, TypeError)):
+                getattr(nk, name)(x, axis=axis, **kwargs, **path)
+            return
+        got = getattr(nk, name)(x, axis=axis, **kwargs, **path)
+    if how != "var":
+        _compare(got, want, x, axis, how)
+        return
+    got, want = np.asarray(got), np.asarray(want)  # Welford's one pass, NumPy's two
+    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    scale = float(np.abs(x.astype(np.float64)).max()) if x.size else 0.0
+    eps = np.finfo(want.dtype).eps
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                               rtol=RTOL[want.dtype], atol=8 * max(x.size, 1) * eps * scale ** 2,
+                               equal_nan=True)
+
+
+@pytest.mark.parametrize("strategy", ["two_pass/warp_shuffle", "atomic_fold/shared_tree"])
+@PROFILE
+@given(data=st.data())
+def test_where_reductions_agree_with_numpy(strategy, data):
+    # atomic_fold folds no var state (16 bytes) where a row is split: not drawn there
+    names = sorted(n for n in WHERE_REDUCTIONS if n != "var" or strategy.startswith("two"))
+    name = data.draw(st.sampled_from(names))
+    x = data.draw(arrays(REDUCE_DTYPES, WHERE_REDUCTIONS[name][0]))
+    axis = _axis_kinds(data.draw, x, "tuple")
+    _check_where(name, x, axis, data.draw(_masks(x.shape)), strategy=strategy)
 
 
 # --- scans -------------------------------------------------------------------------------
