@@ -328,15 +328,17 @@ def _self_reduction(x, name: str, result, axis, keepdims, split_every, kwargs: d
 
 
 def nanmax(x, axis=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+           strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanmax` of a Dask array: each chunk's nanmax, then the
     nanmax of those (NumPy's all-NaN warning once, for the whole slice)."""
+    _refuse_where(where, "nanmax")
     return _nan_extreme(x, "nanmax", axis, out, keepdims, split_every, strategy, lanes)
 
 
 def nanmin(x, axis=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+           strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanmin` of a Dask array."""
+    _refuse_where(where, "nanmin")
     return _nan_extreme(x, "nanmin", axis, out, keepdims, split_every, strategy, lanes)
 
 
@@ -460,19 +462,21 @@ def _check_ddof(ddof, name: str) -> None:
 
 
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-            strategy=None, lanes=None, stream=None):
+            strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanmean` of a Dask array: each chunk's count and mean of
     its non-NaN elements, merged (float64) across chunks; an all-NaN slice is NaN
     with NumPy's warning, at compute."""
+    _refuse_where(where, "nanmean")
     return _moment_reduction(x, "nanmean", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True, _mean_of)
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.var` of a Dask array: each chunk's Welford ``(count, mean,
     M2)`` in one pass, merged across chunks by Chan et al.'s formula (float64), then
     ``M2 / max(count - ddof, 0)`` as NumPy."""
+    _refuse_where(where, "var")
     _check_ddof(ddof, "var")
     return _moment_reduction(x, "var", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
@@ -480,8 +484,9 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
 
 
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-        strategy=None, lanes=None, stream=None):
+        strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.std` of a Dask array: the square root of :func:`var`'s."""
+    _refuse_where(where, "std")
     _check_ddof(ddof, "std")
     return _moment_reduction(x, "std", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
@@ -489,8 +494,9 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
 
 
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+           strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanvar` of a Dask array (NaN elements count nothing)."""
+    _refuse_where(where, "nanvar")
     _check_ddof(ddof, "nanvar")
     return _moment_reduction(x, "nanvar", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
@@ -498,8 +504,9 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_
 
 
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+           strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanstd` of a Dask array."""
+    _refuse_where(where, "nanstd")
     _check_ddof(ddof, "nanstd")
     return _moment_reduction(x, "nanstd", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
