@@ -61,7 +61,7 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
         TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
             that is neither a name nor a ``BitonicSort`` or ``RadixSort``.
         ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes;
-            a ``kind`` NumPy does not have.
+            a ``kind`` NumPy does not have; ``kind`` and ``stable`` both given (as NumPy).
         numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input with an int axis).
 
     Algorithms: Batcher's bitonic network (1968) on (key, index) pairs in one block
@@ -70,16 +70,14 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
     histograms and whose offsets a numbakern exclusive scan
     (``strategies/radix_sort.py``).
     """
-    _check_kind(kind)
-    if stable is not None:
-        check_flag(stable, "stable")
+    _check_kind(kind, stable)
     return _sort(x, axis, descending, False, strategy, stream)
 
 
 @dispatch
 @replayable
 @honours_stream
-def argsort(x, axis=-1, stable=True, descending=False, *, kind=None, strategy=None,
+def argsort(x, axis=-1, stable=None, descending=False, *, kind=None, strategy=None,
             stream=None):
     """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
 
@@ -90,9 +88,7 @@ def argsort(x, axis=-1, stable=True, descending=False, *, kind=None, strategy=No
 
     Raises: as :func:`sort`.
     """
-    _check_kind(kind)
-    if stable is not None:
-        check_flag(stable, "stable")
+    _check_kind(kind, stable)
     if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
     return _sort(x, axis, descending, True, strategy, stream)
@@ -107,8 +103,14 @@ def check_dtype(dtype: np.dtype, name: str = "x") -> np.dtype:
     return dtype
 
 
-def _check_kind(kind) -> None:
-    """NumPy's rule: a kind is read by its first letter (quick, merge, heap, stable)."""
+def _check_kind(kind, stable) -> None:
+    """NumPy's rules: a kind is read by its first letter (quick, merge, heap, stable);
+    ``kind`` and ``stable`` are not given together."""
+    if stable is not None:
+        check_flag(stable, "stable")
+        if kind is not None:
+            raise ValueError("`kind` and keyword parameters can't be provided at the same "
+                             "time. Use only one of them.")
     if kind is None:
         return
     if not (isinstance(kind, str) and kind[:1].lower() in "qmhs" and kind):

@@ -261,3 +261,19 @@ def test_numpy_signature_compatibility():
             nk.sort(np.array([1]), kind=bad)
     with pytest.raises(TypeError, match="stable must be"):
         nk.sort(np.array([1]), stable="yes")
+
+
+@pytest.mark.parametrize("fn", [nk.sort, nk.argsort])
+def test_kind_and_stable_together_raise_as_numpy(fn):
+    x = np.array([3, 1, 2])
+    with pytest.raises(ValueError, match="`kind` and keyword parameters"):
+        fn(x, kind="quicksort", stable=True)
+    with pytest.raises(ValueError, match="kind must be"):
+        fn(x, kind="bogosort")
+    with pytest.raises(TypeError, match="stable"):
+        fn(x, stable="yes")
+    # either alone, as NumPy's: always a stable sort
+    assert np.array_equal(fn(x, kind="quicksort"), np.sort(x) if fn is nk.sort
+                          else np.argsort(x, kind="stable"))
+    assert np.array_equal(fn(x, stable=False), np.sort(x) if fn is nk.sort
+                          else np.argsort(x, kind="stable"))
