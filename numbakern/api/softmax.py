@@ -298,9 +298,13 @@ def _scale(scale) -> float:
         return 1.0
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale must be a real number, got {scale!r}")
-    if not math.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale!r}")
-    return float(scale)
+    try:
+        value = float(scale)
+    except OverflowError:  # an int past float64's range
+        value = math.inf
+    if not math.isfinite(value):
+        raise ValueError(f"scale must be finite (a float64), got {scale!r}")
+    return value
 
 
 def _keep(mask, causal, scale: float, shape: tuple, axis: int, name: str) -> str:

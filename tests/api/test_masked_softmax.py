@@ -349,6 +349,7 @@ def test_a_replayed_call_reads_the_new_mask_and_scale():
     (lambda x: nk.softmax(x, causal="yes"), TypeError, "causal must be"),
     (lambda x: nk.softmax(x, scale=float("nan")), ValueError, "scale must be finite"),
     (lambda x: nk.log_softmax(x, scale=np.inf), ValueError, "scale must be finite"),
+    (lambda x: nk.softmax(x, scale=10**400), ValueError, "scale must be finite"),
     (lambda x: nk.softmax(x, scale="2"), TypeError, "scale must be a real number"),
     (lambda x: nk.softmax(x, scale=True), TypeError, "scale must be a real number"),
 ])
