@@ -366,6 +366,58 @@ def _torch_causal_softmax(t, x, **kw):
     return t.softmax(scores.masked_fill(~keep, -float("inf")), -1).nan_to_num(0.0)
 
 
+def segment_offsets(n: int) -> np.ndarray:
+    """Offsets of segments over ``n`` elements, the same for numbakern, the reference
+    and the peers: lengths from 0 (empty) to twice a mean of ``min(1024, n // 8)``, so
+    warps and blocks both serve some."""
+    mean = max(1, min(1024, n // 8))
+    lengths = np.random.default_rng(17).integers(0, 2 * mean + 1, n // mean + 2)
+    offsets = np.minimum(np.concatenate([[0], np.cumsum(lengths)]), n)
+    return np.concatenate([offsets[offsets < n], [n]]).astype(np.int64)
+
+
+def _per_segment(fn, x) -> list:
+    offsets = segment_offsets(len(x))
+    return [fn(x[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def _segment_sums(x, **kw):
+    sums = _per_segment(np.sum, x)
+    return np.array(sums, dtype=np.sum(x[:0]).dtype)
+
+
+def _segment_scans(x, **kw):
+    return np.concatenate([np.cumsum(x[:0])] + _per_segment(np.cumsum, x))
+
+
+def _segment_sorts(x, **kw):
+    return np.concatenate([x[:0]] + _per_segment(lambda s: np.sort(s, kind="stable"), x))
+
+
+def _segment_prefix_bound(x, ref, dtype, kw):
+    """The tree bound of each running sum within its segment (``|a|`` summed)."""
+    return tree_bound(lambda a, r, k: _segment_scans(np.abs(a)))(x, ref, dtype, kw)
+
+
+@dataclass(frozen=True)
+class Segmented(Operation):
+    """``numbakern.<name>(x, offsets)`` over the fixed :func:`segment_offsets` of a
+    1-D input (a second array, which the plain operations do not take)."""
+
+    one_d: bool = True
+
+    def call(self, x, variant: Variant, kw: dict):
+        offsets = segment_offsets(len(x))
+        if type(x).__module__.split(".")[0] == "cupy":
+            offsets = _module("cupy").asarray(offsets)
+        return getattr(numbakern, self.name)(x, offsets, **variant.kwargs)
+
+
+def _torch_segment_sum(t, x, **kw):
+    offsets = t.as_tensor(segment_offsets(len(x)), device=x.device)
+    return t.segment_reduce(x, "sum", offsets=offsets, unsafe=True)
+
+
 def block_variants() -> list[Variant]:
     """Every block strategy, for the row kernels that take one (``strategy=``)."""
     return [Variant(name, {"strategy": name}) for name in _strategies.available("block")]
@@ -449,6 +501,13 @@ OPERATIONS: dict[str, Operation] = {
         Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
                   peers=_peer(lambda cp, x, **k: cp.bincount(x),
                               lambda t, x, **k: t.bincount(x)), one_d=True),
+        Segmented("segmented_reduce", _segment_sums,
+                  tree_bound(lambda a, ref, kw: _segment_sums(np.abs(a))), reduce_variants,
+                  kinds="iuf", peers={"torch": _torch_segment_sum}),
+        Segmented("segmented_scan", _segment_scans, _segment_prefix_bound, scan_variants,
+                  kinds="iuf"),
+        Segmented("segmented_sort", _segment_sorts, exact, sort_variants, exact=True,
+                  skips=_sort_skips, simulator_shape=(256,)),
         CrossEntropy("cross_entropy", _cross_entropy, allclose, block_variants, kinds="f",
                      peers={"torch": _torch_cross_entropy}, simulator_shape=(64, 100)),
         # 32 x 16 heads of 2048 x 2048 scores make 8 GB of float32; 32 heads hold the

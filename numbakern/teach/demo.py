@@ -93,6 +93,9 @@ _logits_scan = _matrix(LOGITS, simulator=(2, 2048), quick=(1, 512), scale=3.0, s
 _scores = _matrix(ATTENTION, simulator=(1, 2, 12, 40), quick=(1, 1, 4, 10), scale=3.0,
                   seed=2)
 
+# Packed variable-length sequences (a ragged batch): one 1-D array and its offsets.
+_packed = _matrix((1 << 26,), simulator=(4096,), quick=(512,), seed=3)
+
 CASES = [
     Case("sum", "worked example [3, 1, 4, 1, 5]", _worked, expect=14),
     Case("cumsum", "worked example [3, 1, 4, 1, 5]", _worked, expect=[3, 4, 8, 9, 14]),
@@ -114,6 +117,8 @@ CASES = [
     Case("sum", "LM logits 8192 x 50257, all", _logits),
     Case("max", "LM logits 8192 x 50257, all", _logits),
     Case("cross_entropy", "LM logits 8192 x 50257, mean loss", _logits_scan),
+    Case("segmented_reduce", "packed sequences of mixed lengths, sum per sequence",
+         _packed),
     Case("causal_softmax", "attention scores 4 x 16 x 512 x 512 (batch x heads x "
          "queries x keys), causal, scale 1/8", _scores),
 ]
