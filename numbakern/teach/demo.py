@@ -117,7 +117,7 @@ CASES = [
     Case("sum", "LM logits 8192 x 50257, all", _logits),
     Case("max", "LM logits 8192 x 50257, all", _logits),
     Case("cross_entropy", "LM logits 8192 x 50257, mean loss", _logits_scan),
-    Case("segmented_reduce", "packed sequences of mixed lengths, sum per sequence",
+    Case("segmented_reduce", "packed sequences, sum of each",
          _packed),
     Case("causal_softmax", "attention scores 4 x 16 x 512 x 512 (batch x heads x "
          "queries x keys), causal, scale 1/8", _scores),
@@ -213,7 +213,7 @@ def table(results, timed: bool):
                       ("result", "right"), ("max |error|", "right"), ("check", "left")):
         # folded, never cut with an ellipsis: two strategies must not read alike
         t.add_column(col, justify=just, overflow="fold",
-                     min_width=12 if col == "strategy" else None)
+                     min_width={"strategy": 12, "input": 30}.get(col))
     if timed:
         t.add_column("time", justify="right")
         t.add_column("GB/s", justify="right")
