@@ -84,6 +84,7 @@ from .api.losses import cross_entropy  # noqa: E402
 from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
+from .api.select import topk  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
 from .core.axes import AxisError  # noqa: E402
 from .core.deliver import OutDtypeError  # noqa: E402
@@ -91,15 +92,18 @@ from .ops import Op, op  # noqa: E402
 from .runtime import warp  # noqa: E402
 from .strategies import (  # noqa: E402
     AtomicFold,
+    BitonicSelect,
     BitonicSort,
     Blelloch,
     DecoupledLookback,
     GlobalAtomic,
     HillisSteele,
+    RadixSelect,
     RadixSort,
     ReduceThenScan,
     SharedPrivatized,
     SharedTree,
+    SortSlice,
     TwoPass,
     WarpPrivatized,
     WarpShuffle,
@@ -109,9 +113,11 @@ from . import _moved  # noqa: E402, F401  (old module names, for now)
 __version__ = "0.1.0"
 
 __all__ = [
-    "AtomicFold", "AxisError", "Backend", "BackendError", "BitonicSort", "Blelloch",
+    "AtomicFold", "AxisError", "Backend", "BackendError", "BitonicSelect", "BitonicSort",
+    "Blelloch",
     "CopyWarning", "DecoupledLookback", "GlobalAtomic", "HillisSteele", "Op",
-    "OutDtypeError", "RadixSort", "ReduceThenScan", "SharedPrivatized", "SharedTree",
+    "OutDtypeError", "RadixSelect", "RadixSort", "ReduceThenScan", "SharedPrivatized",
+    "SharedTree", "SortSlice",
     "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "argmax", "argmin", "argsort",
     "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
     "count_nonzero", "cross_entropy", "cummax", "cummin", "cumprod", "cumsum",
@@ -121,5 +127,6 @@ __all__ = [
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
     "op", "prod", "ptp", "reduce", "segmented_argmax", "segmented_argmin",
     "segmented_reduce", "softmax", "softmax_backward", "sort", "std", "strategies", "sum",
+    "topk",
     "var", "nanvar", "nanstd", "warp", "xor_sum",
 ]
