@@ -348,8 +348,8 @@ class _Kernels:
                     key = uint64(to_key(x[base + i])) >> shift
                     less = key < t
                     equal = key == t
-                vote_less = cuda.ballot_sync(FULL_MASK, less)
-                vote_equal = cuda.ballot_sync(FULL_MASK, equal)
+                vote_less = uint32(cuda.ballot_sync(FULL_MASK, less))
+                vote_equal = uint32(cuda.ballot_sync(FULL_MASK, equal))
                 if cuda.laneid == 0:
                     warp_less[warp] = cuda.popc(vote_less)
                     warp_equal[warp] = cuda.popc(vote_equal)
