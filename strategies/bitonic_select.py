@@ -196,7 +196,7 @@ def _build(threads: int, size: int, k: int, to_key, key_dtype):
             if i < n:
                 key = to_key(x[base + i])
                 if before(key, i, tk[k - 1], ti[k - 1]):  # beats the bar
-                    slot = cuda.atomic.add(count, 0, 1)
+                    slot = cuda.atomic.add(count, 0, int32(1))
                     bk[slot] = key
                     bi[slot] = i
             cuda.syncthreads()
