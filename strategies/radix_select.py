@@ -55,6 +55,7 @@ from numbakern.kernels.take_rows import take_rows
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, WARP, ceil_div, max_resident_blocks
 from numbakern.runtime.launch import launch
+from numbakern.runtime.views import host_copy
 
 from .protocols import HistogramStrategy, SelectStrategy, check_threads
 from .registry import resolve
@@ -129,14 +130,17 @@ class RadixSelect(SelectStrategy):
         kept = ws.empty(passes * rows, np.int64)  # per pass and row: digit, below, bucket
         below = ws.empty(passes * rows, np.int64)
         bucket = ws.empty(passes * rows, np.int64)
+        histograms = []  # recorded for explain only (a copy to the host per pass)
         for p in range(passes):  # steps 1-3
             shift = width - DIGIT_BITS * (p + 1)
             launch(kern.histogram, rows * chunks, threads, stream, job.x, n, chunks, chunk,
                    shift, prefix, done, counts)
+            if job.record is not None:
+                histograms.append(host_copy(counts, stream).reshape(rows, RADIX))
             launch(kern.find, row_blocks, threads, stream, counts, rows, shift, prefix, need,
                    done, low, kept, below, bucket, p)
         if job.record is not None:
-            job.record.extend(_passes(kept, below, bucket, passes, rows, width, stream))
+            job.record.extend(_passes(kept, below, bucket, histograms, width, stream))
 
         offsets = zeros(ws, rows * chunks * 2, np.int64)  # step 4
         launch(kern.count, rows * chunks, threads, stream, job.x, n, chunks, chunk, prefix,
@@ -183,16 +187,18 @@ def _chunks(n: int, rows: int, threads: int) -> int:
     return max(ceil_div(n, 2**31 - 1), min(most, want))
 
 
-def _passes(kept, below, bucket, passes: int, rows: int, width: int, stream) -> list:
-    """The passes as dicts (what ``numbakern explain`` draws): per pass, the digit's
-    bits, and per row the kept bucket (``None`` once the row was decided), the
-    candidates below it and in it."""
-    host = [a.copy_to_host(stream=stream).reshape(passes, rows) for a in (kept, below, bucket)]
-    stream.synchronize()
+def _passes(kept, below, bucket, histograms: list, width: int, stream) -> list:
+    """The passes as dicts (what ``numbakern explain`` shows): per pass, the digit's
+    bits, and per row the candidates' counts of each digit, the kept bucket, the
+    candidates below it and in it (``None`` once the row was decided)."""
+    passes, rows = len(histograms), histograms[0].shape[0]
+    host = [host_copy(a, stream).reshape(passes, rows) for a in (kept, below, bucket)]
     return [{"pass": p, "bits": (width - DIGIT_BITS * p - 1, width - DIGIT_BITS * (p + 1)),
              "rows": [None if host[0][p, r] < 0 else
                       {"bucket": int(host[0][p, r]), "below": int(host[1][p, r]),
-                       "in_bucket": int(host[2][p, r])} for r in range(rows)]}
+                       "in_bucket": int(host[2][p, r]),
+                       "counts": {int(d): int(c) for d, c in enumerate(histograms[p][r])
+                                  if c}} for r in range(rows)]}
             for p in range(passes)]
 
 
