@@ -39,8 +39,7 @@ class TopK(NamedTuple):
 @dispatch
 @replayable
 @honours_stream
-def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None,
-         _record=None):
+def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None):
     """The ``k`` largest (``largest=False``: smallest) elements of ``x`` along ``axis``,
     and their indices, as ``torch.topk(x, k, dim=axis, largest, sorted)``.
 
@@ -115,7 +114,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
     values = workspace.empty(rows * k, bits)
     indices = workspace.empty(rows * k, INDEX_DTYPE)
     selector.select(SelectJob(xbits, values, indices, rows, n, k, dtype, largest, in_order,
-                              workspace, record=_record))
+                              workspace))
     got_values = to_user(values, workspace, out_shape, dtype)
     if asked is not None and not asked.isnative:
         got_values = got_values.astype(asked)  # NumPy keeps a big-endian input's byte order

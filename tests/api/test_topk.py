@@ -178,27 +178,6 @@ def test_bitonic_select_on_rows_in_the_worst_order():
     check(x[:, ::-1].copy(), 50, BitonicSelect(threads=32), largest=False)
 
 
-def test_radix_select_records_the_bucket_each_pass_keeps():
-    """Pass p keeps the bucket holding the k-th key's digit p (from the top); a row
-    whose bucket holds exactly the keys still needed stops."""
-    x = np.array([5, 300, 70000, 300, 2, 70001, 300, 9], np.uint32)
-    record = []
-    got = nk.topk(x, 3, strategy=RadixSelect(threads=32), _record=record)
-    np.testing.assert_array_equal(got.indices, [5, 2, 1])
-    kth = 300  # the 3rd largest: bytes 00 00 01 2c; keys are complemented (largest)
-    digits = [(~kth >> s) & 0xFF for s in (24, 16, 8, 0)]
-    assert [p["rows"][0]["bucket"] for p in record] == digits
-    assert [p["rows"][0]["below"] for p in record] == [0, 2, 0, 0]
-    assert [p["rows"][0]["in_bucket"] for p in record] == [8, 6, 3, 3]
-    record = []
-    nk.topk(x, 2, strategy=RadixSelect(threads=32), _record=record)
-    second = record[1]["rows"][0]
-    assert (second["bucket"], second["below"], second["in_bucket"]) == \
-        ((~70000 >> 16) & 0xFF, 0, 2)  # the two of 0x0001xxxx: done
-    assert second["counts"] == {0xFE: 2, 0xFF: 6}
-    assert record[2]["rows"][0] is None and record[3]["rows"][0] is None
-
-
 def test_default_strategy_by_k_and_row_length():
     assert resolve("select", None, n=50257, k=50).name == "bitonic_select"
     assert resolve("select", None, n=50257, k=256).name == "bitonic_select"
