@@ -69,9 +69,10 @@ HISTOGRAM = REGISTRY["histogram"]
 SELECT = REGISTRY["select"]
 SCAN_BLOCK = {name: REGISTRY["block"][name] for name in block_names(scan=True)}
 
-__all__ = ["AtomicFold", "BitonicSelect", "BitonicSort", "Blelloch", "BlockStrategy", "DecoupledLookback",
-           "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan", "GridStrategy", "HillisSteele",
-           "HistogramStrategy", "REGISTRY", "RadixSelect", "RadixSort", "ReduceThenScan", "SharedPrivatized",
-           "SharedTree", "SelectStrategy", "SortSlice", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
+__all__ = ["AtomicFold", "BitonicSelect", "BitonicSort", "Blelloch", "BlockStrategy",
+           "DecoupledLookback", "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan",
+           "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY", "RadixSelect",
+           "RadixSort", "ReduceThenScan", "SelectStrategy", "SharedPrivatized", "SharedTree",
+           "SortSlice", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
            "available", "available_scans", "block_names", "describe", "every", "register",
            "resolve", "resolve_histogram", "resolve_scan", "resolve_sort", "unregister"]

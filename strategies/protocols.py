@@ -47,7 +47,8 @@ from numbakern.runtime.launch import launch
 from .registry import REGISTRY
 
 __all__ = ["BlockStrategy", "Cost", "GridReduce", "GridScan", "GridStrategy",
-           "HistogramStrategy", "Immutable", "SelectStrategy", "SortStrategy", "Strategy", "WarpForm",
+           "HistogramStrategy", "Immutable", "SelectStrategy", "SortStrategy", "Strategy",
+           "WarpForm",
            "block_barrier", "check_count", "check_flag", "check_optional_count",
            "check_threads", "log2_ceil", "place_in_block", "place_in_runs",
            "reduce_from_scan", "warp_barrier", "warp_reduce_form", "warp_scan_form"]
