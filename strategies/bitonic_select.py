@@ -5,9 +5,10 @@ The lesson
 A language model's next-token sampler asks for the ``k`` largest logits (``k``
 around 50) of each of thousands of rows of 50 000: many rows, small ``k``. One
 block per row, and in shared memory the row's best ``k`` so far, kept sorted. The
-block streams the row once, ``threads`` elements a round (each thread one element,
-so the reads are coalesced), and most of the row should never reach the sorted
-list: after the first few rounds the ``k``-th best seen so far is a high bar.
+block streams the row once, ``threads * items`` elements a round (each thread
+``items`` elements ``threads`` apart, so the reads are coalesced and several are in
+flight at once), and most of the row should never reach the sorted list: after
+the first few rounds the ``k``-th best seen so far is a high bar.
 This is the structure of WarpSelect and BlockSelect in FAISS (Johnson, Douze and
 Jégou, "Billion-scale similarity search with GPUs", 2017), with the per-thread
 queues left out and bitonic merges (Batcher, AFIPS 1968) doing the sorting:
@@ -26,11 +27,12 @@ queues left out and bitonic merges (Batcher, AFIPS 1968) doing the sorting:
 3. **Write** the list's first ``k`` (values read back by index, so their exact
    bits come out) in order.
 
-Sizes: the list holds ``K``, the power of two at least ``k``; the buffer ``S =
-2 max(K, threads)``, merged once it holds more than ``S - threads``. Shared
-memory: ``(K + S) * (key bytes + 8)``, 12 KiB for ``k = 256`` and 256 threads of
-4-byte keys. The work a row costs is one read of the row plus a merge for each
-``S - threads`` elements that beat the bar: on random data, about ``k ln(n/k)``
+Sizes: the list holds ``K``, the power of two at least ``k``; a round brings at
+most ``R = threads * items`` candidates; the buffer ``S = 2 max(K, R)``, merged
+once it holds more than ``S - R``. Shared memory: ``(K + S) * (key bytes + 8)``,
+27 KiB for ``k = 256``, 256 threads and 4 items of 4-byte keys. The work a row
+costs is one read of the row, two barriers a round, plus a merge for each ``S - R``
+elements that beat the bar: on random data, about ``k ln(n/k)``
 of them in all (few merges), on data sorted the wrong way every element (a merge
 a round: ``O(n log^2 S)``, still one read of the row). Rows much longer than a
 few hundred thousand keep one block busy for long: ``radix_select`` spreads
@@ -43,10 +45,10 @@ from numba import cuda, from_dtype, int32, int64
 
 from numbakern.kernels.sort_keys import max_key
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import SHARED_LIMIT
+from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR
 from numbakern.runtime.launch import launch
 
-from .protocols import SelectStrategy, check_count, check_threads
+from .protocols import SelectStrategy, check_count, check_optional_count, check_threads
 
 #: the index of the padding: after every real index
 PAD_INDEX = (1 << 63) - 1
@@ -63,21 +65,28 @@ class BitonicSelect(SelectStrategy):
             64 under the simulator).
         max_k: the largest ``k`` it takes, a power of two from 1 to 1024 (default
             256): the list's shared memory is sized from ``k``.
+        items: elements each thread reads a round (default 4; 2 under the
+            simulator): fewer rounds, so fewer barriers, and loads in flight together.
 
     Output rows are sorted whatever ``job.sorted`` asks (the list is kept sorted).
     One launch, one block per row; reads each row once; two barriers a round.
+    (Not measured on a GPU yet: ``items`` and ``threads`` are first guesses.)
 
     Raises:
-        TypeError: ``threads`` or ``max_k`` not an int.
+        TypeError: ``threads``, ``max_k`` or ``items`` not an int.
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``max_k`` not a
-            power of two from 1 to 1024. At select time, ``k > max_k`` (naming ``k``).
+            power of two from 1 to 1024; ``items`` below 1. At select time, ``k > max_k``
+            (naming ``k``); a list and buffer that overflow shared memory.
     """
 
     name = "bitonic_select"
     DEFAULT_MAX_K = 256
+    DEFAULT_ITEMS = 2 if SIMULATOR else 4
 
-    def __init__(self, threads: int | None = None, max_k: int | None = None):
+    def __init__(self, threads: int | None = None, max_k: int | None = None,
+                 items: int | None = None):
         self.threads = check_threads(threads)
+        self.items = check_optional_count(items, "items") or self.DEFAULT_ITEMS
         max_k = self.DEFAULT_MAX_K if max_k is None else check_count(max_k, "max_k")
         if max_k < 1 or max_k > 1024 or max_k & (max_k - 1):
             raise ValueError(f"max_k must be a power of two from 1 to 1024, got {max_k!r}")
@@ -85,33 +94,36 @@ class BitonicSelect(SelectStrategy):
 
     @property
     def key(self) -> tuple:
-        return (type(self), self.threads, self.max_k)
+        return (type(self), self.threads, self.max_k, self.items)
 
     def __repr__(self) -> str:
-        return f"BitonicSelect(threads={self.threads}, max_k={self.max_k})"
+        return f"BitonicSelect(threads={self.threads}, max_k={self.max_k}, items={self.items})"
 
     def select(self, job) -> None:
         self.check(job.n, job.k)
         size = 1 << max(0, (job.k - 1).bit_length())  # K: the next power of two >= k
-        need = (size + 2 * max(size, self.threads)) * (job.key_dtype.itemsize + 8)
+        per_round = self.threads * self.items
+        need = (size + 2 * max(size, per_round)) * (job.key_dtype.itemsize + 8)
         if need > SHARED_LIMIT:
-            raise ValueError(f"bitonic_select with {self.threads} threads needs {need} bytes "
-                             f"of shared memory for k={job.k} of {job.dtype}, more than the "
-                             f"{SHARED_LIMIT} a block has: use fewer threads or a smaller k")
-        key = ("bitonic_select", self.threads, size, job.k, job.key)
-        kernel = cached(key, lambda: _build(self.threads, size, job.k, job.to_key(),
-                                            job.key_dtype))
+            raise ValueError(f"bitonic_select with {self.threads} threads and {self.items} "
+                             f"items needs {need} bytes of shared memory for k={job.k} of "
+                             f"{job.dtype}, more than the {SHARED_LIMIT} a block has: use "
+                             f"fewer threads or items, or a smaller k")
+        key = ("bitonic_select", self.threads, self.items, size, job.k, job.key)
+        kernel = cached(key, lambda: _build(self.threads, self.items, size, job.k,
+                                            job.to_key(), job.key_dtype))
         launch(kernel, job.rows, self.threads, job.stream, job.x, job.n, job.values,
                job.indices)
 
 
-def _build(threads: int, size: int, k: int, to_key, key_dtype):
+def _build(threads: int, items: int, size: int, k: int, to_key, key_dtype):
     """The kernel: list of ``size`` (K) pairs, buffer of ``buf`` (S) pairs."""
     kt = from_dtype(key_dtype)
     pad = kt(max_key(key_dtype))
     pad_index = int64(PAD_INDEX)
-    buf = 2 * max(size, threads)
-    room = buf - threads  # merge once the buffer holds more: the next round could overflow
+    per_round = threads * items
+    buf = 2 * max(size, per_round)
+    room = buf - per_round  # merge once the buffer holds more: the next round could overflow
 
     @cuda.jit(device=True)
     def before(a, ia, b, ib):
@@ -191,18 +203,20 @@ def _build(threads: int, size: int, k: int, to_key, key_dtype):
             count[0] = 0
         cuda.syncthreads()
         start = int64(0)
-        while start < n:  # one round: each thread one element (step 1)
-            i = start + tid
-            if i < n:
-                key = to_key(x[base + i])
-                if before(key, i, tk[k - 1], ti[k - 1]):  # beats the bar
-                    slot = cuda.atomic.add(count, 0, int32(1))
-                    bk[slot] = key
-                    bi[slot] = i
+        while start < n:  # one round: each thread items elements (step 1)
+            bar_key, bar_index = tk[k - 1], ti[k - 1]
+            for r in range(items):
+                i = start + r * threads + tid
+                if i < n:
+                    key = to_key(x[base + i])
+                    if before(key, i, bar_key, bar_index):  # beats the bar
+                        slot = cuda.atomic.add(count, 0, int32(1))
+                        bk[slot] = key
+                        bi[slot] = i
             cuda.syncthreads()
             c = count[0]
             cuda.syncthreads()  # every thread has read the count before the next appends
-            start += threads
+            start += per_round
             if c > room or (start >= n and c > 0):
                 merge(tk, ti, bk, bi, count, tid)  # ends with a barrier
         out = int64(row) * k
