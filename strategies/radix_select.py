@@ -53,7 +53,8 @@ from numba import cuda, int32, int64, uint32, uint64
 from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.take_rows import take_rows
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import FULL_MASK, WARP, ceil_div, max_resident_blocks
+from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
+                                      max_resident_blocks)
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
@@ -66,6 +67,8 @@ RADIX = 1 << DIGIT_BITS
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
 #: would spend their time starting up)
 ITEMS = 16
+#: keys a thread of the gather votes on between two barriers (loads in flight together)
+GATHER_ITEMS = 2 if SIMULATOR else 8
 
 
 class RadixSelect(SelectStrategy):
@@ -209,6 +212,7 @@ class _Kernels:
         clear_bins, count_bin, bin_total = counter.build_counter(RADIX)
         slots = max(1, counter.shared_slots(RADIX))
         warps = threads // WARP
+        gather_slots = GATHER_ITEMS * warps
         digit_mask = uint64(RADIX - 1)
 
         @cuda.jit(device=True)
@@ -329,11 +333,17 @@ class _Kernels:
 
         @cuda.jit
         def gather(x, n, chunks, chunk, prefix, low, need, offsets, k, out_bits, out_idx):
-            """Step 4c: the winners written in index order."""
-            warp_less = cuda.shared.array(warps, int32)
-            warp_equal = cuda.shared.array(warps, int32)
+            """Step 4c: the winners written in index order. A round is ``GATHER_ITEMS``
+            slices of ``threads`` keys; slot ``r * warps + w`` counts warp ``w``'s keys
+            below and equal to the threshold in slice ``r``, so the slots in order are
+            the round's keys in index order."""
+            slot_less = cuda.shared.array(gather_slots, int32)
+            slot_equal = cuda.shared.array(gather_slots, int32)
+            votes_less = cuda.local.array(GATHER_ITEMS, uint32)
+            votes_equal = cuda.local.array(GATHER_ITEMS, uint32)
             tid = cuda.threadIdx.x
             warp = tid // WARP
+            lane = cuda.laneid
             row = cuda.blockIdx.x // chunks
             c = cuda.blockIdx.x - row * chunks
             lo = c * chunk
@@ -347,33 +357,36 @@ class _Kernels:
             below_me = cuda.lanemask_lt()
             start = lo
             while start < hi:  # the same number of rounds for every thread
-                i = start + tid
-                less = False
-                equal = False
-                if i < hi:
-                    key = uint64(to_key(x[base + i])) >> shift
-                    less = key < t
-                    equal = key == t
-                vote_less = uint32(cuda.ballot_sync(FULL_MASK, less))
-                vote_equal = uint32(cuda.ballot_sync(FULL_MASK, equal))
-                if cuda.laneid == 0:
-                    warp_less[warp] = cuda.popc(vote_less)
-                    warp_equal[warp] = cuda.popc(vote_equal)
+                for r in range(GATHER_ITEMS):  # vote: one ballot pair a slice
+                    i = start + r * threads + tid
+                    less = False
+                    equal = False
+                    if i < hi:
+                        key = uint64(to_key(x[base + i])) >> shift
+                        less = key < t
+                        equal = key == t
+                    votes_less[r] = uint32(cuda.ballot_sync(FULL_MASK, less))
+                    votes_equal[r] = uint32(cuda.ballot_sync(FULL_MASK, equal))
+                    if lane == 0:
+                        slot_less[r * warps + warp] = cuda.popc(votes_less[r])
+                        slot_equal[r * warps + warp] = cuda.popc(votes_equal[r])
                 cuda.syncthreads()
-                my_less = less_before + cuda.popc(vote_less & below_me)
-                my_equal = equal_before + cuda.popc(vote_equal & below_me)
-                for w in range(warps):  # earlier warps' counts, and the round's totals
-                    if w < warp:
-                        my_less += warp_less[w]
-                        my_equal += warp_equal[w]
-                    less_before += warp_less[w]
-                    equal_before += warp_equal[w]
-                if less or (equal and my_equal < want):
-                    place = int64(row) * k + my_less + min(my_equal, want)
-                    out_bits[place] = x[base + i]
-                    out_idx[place] = i
-                cuda.syncthreads()  # the warps' counts are read before the next round
-                start += threads
+                for s in range(gather_slots):  # the slots in index order
+                    if s % warps == warp:  # this thread's key of slice s // warps
+                        r = s // warps
+                        my_less = less_before + cuda.popc(votes_less[r] & below_me)
+                        my_equal = equal_before + cuda.popc(votes_equal[r] & below_me)
+                        is_less = (votes_less[r] >> uint32(lane)) & uint32(1)
+                        is_equal = (votes_equal[r] >> uint32(lane)) & uint32(1)
+                        if is_less != 0 or (is_equal != 0 and my_equal < want):
+                            i = start + r * threads + tid
+                            place = int64(row) * k + my_less + min(my_equal, want)
+                            out_bits[place] = x[base + i]
+                            out_idx[place] = i
+                    less_before += slot_less[s]
+                    equal_before += slot_equal[s]
+                cuda.syncthreads()  # the slots are read before the next round
+                start += threads * GATHER_ITEMS
 
         self.fill, self.histogram, self.find = fill, histogram, find
         self.count, self.scan_chunks, self.gather = count, scan_chunks, gather
