@@ -1,6 +1,7 @@
 """topk benchmarks: numbakern's select strategies beside torch.topk (GPU only).
 
-Run: ``pytest bench/bench_topk.py --benchmark-json=topk.json``. Two cases of
+Run: ``pytest bench/bench_topk.py --benchmark-json=topk.json``, then
+``python bench/table.py topk.json``. Two cases of
 issue 19: a language model's logits, (8192, 50257) float32 with k=50 (the
 next-token sampler's top-k), and one row of 2^28 float32 with k=1024. GB/s count
 the input read once and the k values and int64 indices of each row written once
@@ -31,5 +32,5 @@ def test_topk(measure, cp, torch_cuda, case, impl):
     else:
         strategy = None if impl == "default" else impl
         fn = lambda: nk.topk(x, k, strategy=strategy)  # noqa: E731
-    measure(fn, x.nbytes + rows * k * (4 + 8), op="topk", impl=impl, case=case, k=k,
-            dtype="float32")
+    measure(fn, x.nbytes + rows * k * (4 + 8), op=f"topk k={k}", provider=impl,
+            shape="x".join(map(str, shape)), dtype="float32")
