@@ -147,8 +147,9 @@ def select_tree(trace: SelectTrace, limit: int = 6) -> Tree:
         candidates = row["in_bucket"]
     if trace.passes:
         decided = sum(r["rows"][0] is not None for r in trace.passes)
-        root.add(Text(f"threshold: the top {decided * 8} of {width} key bits decided; every "
-                      f"key below it wins, and the {need} of lowest index equal to it"))
+        root.add(Text(f"threshold: the top {decided * 8} of {width} key bits decided; keys "
+                      f"below it in those bits win, and of the {candidates} equal to it "
+                      f"there, the {need} of lowest index"))
     winners = root.add(Text(f"the answer, {'sorted' if trace.k > 1 else 'one element'}",
                             "bold"))
     for j, i in enumerate(trace.indices[:limit]):
