@@ -86,6 +86,7 @@ from .api.segment_scans import scan_by_key, segmented_scan  # noqa: E402
 from .api.segment_sort import segmented_sort  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
 from .api.sort import argsort, sort  # noqa: E402
+from .api.select import topk  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
 from .core.axes import AxisError  # noqa: E402
 from .core.deliver import OutDtypeError  # noqa: E402
@@ -93,15 +94,18 @@ from .ops import Op, op  # noqa: E402
 from .runtime import warp  # noqa: E402
 from .strategies import (  # noqa: E402
     AtomicFold,
+    BitonicSelect,
     BitonicSort,
     Blelloch,
     DecoupledLookback,
     GlobalAtomic,
     HillisSteele,
+    RadixSelect,
     RadixSort,
     ReduceThenScan,
     SharedPrivatized,
     SharedTree,
+    SortSlice,
     TwoPass,
     WarpPrivatized,
     WarpShuffle,
@@ -111,9 +115,11 @@ from . import _moved  # noqa: E402, F401  (old module names, for now)
 __version__ = "0.1.0"
 
 __all__ = [
-    "AtomicFold", "AxisError", "Backend", "BackendError", "BitonicSort", "Blelloch",
+    "AtomicFold", "AxisError", "Backend", "BackendError", "BitonicSelect", "BitonicSort",
+    "Blelloch",
     "CopyWarning", "DecoupledLookback", "GlobalAtomic", "HillisSteele", "Op",
-    "OutDtypeError", "RadixSort", "ReduceThenScan", "SharedPrivatized", "SharedTree",
+    "OutDtypeError", "RadixSelect", "RadixSort", "ReduceThenScan", "SharedPrivatized",
+    "SharedTree", "SortSlice",
     "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "argmax", "argmin", "argsort",
     "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
     "count_nonzero", "cross_entropy", "cummax", "cummin", "cumprod", "cumsum",
@@ -122,6 +128,7 @@ __all__ = [
     "log_softmax_backward", "max", "max_with_indices", "mean", "min", "min_with_indices",
     "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin",
     "op", "prod", "ptp", "reduce", "scan_by_key", "segmented_argmax", "segmented_argmin",
-    "segmented_reduce", "segmented_scan", "segmented_sort", "softmax", "softmax_backward", "sort", "std", "strategies", "sum",
+    "segmented_reduce", "segmented_scan", "segmented_sort", "softmax", "softmax_backward",
+    "sort", "std", "strategies", "sum", "topk",
     "var", "nanvar", "nanstd", "warp", "xor_sum",
 ]

@@ -19,6 +19,9 @@ a strategy and :func:`available` lists the names.
 ``warp_privatized``        histogram  per-warp counters in shared memory, then merged
 ``bitonic``                sort       bitonic network in one block per row (short rows)
 ``radix``                  sort       Onesweep LSD radix sort: digit histograms, scan, scatter
+``bitonic_select``         select     a block per row: filter, bitonic merges into a sorted top-k
+``radix_select``           select     the k-th key digit by digit (histogram, scan), then gather
+``sort_slice``             select     stable argsort of the row, then its first k (the reference)
 ``online_softmax``         (an op)    the (max, scaled sum) pair the online softmax reduces
 =========================  =========  ======================================================
 
@@ -31,13 +34,15 @@ your own is one class and one line: ``register(MyBlock)``.
 from __future__ import annotations
 
 from .atomic_fold import AtomicFold
+from .bitonic_select import BitonicSelect
 from .bitonic_sort import BitonicSort
 from .blelloch import Blelloch
 from .decoupled_lookback import DecoupledLookback
 from .global_atomic import GlobalAtomic
 from .hillis_steele import HillisSteele
 from .protocols import (BlockStrategy, GridReduce, GridScan, GridStrategy, HistogramStrategy,
-                        SortStrategy, Strategy)
+                        SelectStrategy, SortStrategy, Strategy)
+from .radix_select import RadixSelect
 from .radix_sort import RadixSort
 from .reduce_then_scan import ReduceThenScan
 from .registry import (FAMILIES, REGISTRY, available, available_scans, block_names, describe,
@@ -45,13 +50,14 @@ from .registry import (FAMILIES, REGISTRY, available, available_scans, block_nam
                        resolve_sort, unregister)
 from .shared_privatized import SharedPrivatized
 from .shared_tree import SharedTree
+from .sort_slice import SortSlice
 from .two_pass import TwoPass
 from .warp_privatized import WarpPrivatized
 from .warp_shuffle import WarpShuffle
 
 for _cls in (WarpShuffle, SharedTree, HillisSteele, Blelloch, TwoPass, AtomicFold,
              DecoupledLookback, ReduceThenScan, SharedPrivatized, WarpPrivatized,
-             GlobalAtomic, BitonicSort, RadixSort):
+             GlobalAtomic, BitonicSort, RadixSort, BitonicSelect, RadixSelect, SortSlice):
     register(_cls)
 
 # The registries by their older names: views of REGISTRY's families.
@@ -60,11 +66,13 @@ BLOCK = REGISTRY["block"]
 SCAN_GRID = REGISTRY["scan"]
 SORT = REGISTRY["sort"]
 HISTOGRAM = REGISTRY["histogram"]
+SELECT = REGISTRY["select"]
 SCAN_BLOCK = {name: REGISTRY["block"][name] for name in block_names(scan=True)}
 
-__all__ = ["AtomicFold", "BitonicSort", "Blelloch", "BlockStrategy", "DecoupledLookback",
-           "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan", "GridStrategy", "HillisSteele",
-           "HistogramStrategy", "REGISTRY", "RadixSort", "ReduceThenScan", "SharedPrivatized",
-           "SharedTree", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
+__all__ = ["AtomicFold", "BitonicSelect", "BitonicSort", "Blelloch", "BlockStrategy",
+           "DecoupledLookback", "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan",
+           "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY", "RadixSelect",
+           "RadixSort", "ReduceThenScan", "SelectStrategy", "SharedPrivatized", "SharedTree",
+           "SortSlice", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
            "available", "available_scans", "block_names", "describe", "every", "register",
            "resolve", "resolve_histogram", "resolve_scan", "resolve_sort", "unregister"]

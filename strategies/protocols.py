@@ -21,6 +21,7 @@ family                 base class                   decides
                                                     tiles before it
 ``"histogram"``        :class:`HistogramStrategy`   where a block's counts gather
 ``"sort"``             :class:`SortStrategy`        how rows are put in order
+``"select"``           :class:`SelectStrategy`      how each row's k first are found
 =====================  ===========================  =====================================
 
 Strategies are values: immutable once made, equal and hashed by their ``key``
@@ -46,7 +47,8 @@ from numbakern.runtime.launch import launch
 from .registry import REGISTRY
 
 __all__ = ["BlockStrategy", "Cost", "GridReduce", "GridScan", "GridStrategy",
-           "HistogramStrategy", "Immutable", "SortStrategy", "Strategy", "WarpForm",
+           "HistogramStrategy", "Immutable", "SelectStrategy", "SortStrategy", "Strategy",
+           "WarpForm",
            "block_barrier", "check_count", "check_flag", "check_optional_count",
            "check_threads", "log2_ceil", "place_in_block", "place_in_runs",
            "reduce_from_scan", "warp_barrier", "warp_reduce_form", "warp_scan_form"]
@@ -581,4 +583,48 @@ class SortStrategy(Strategy):
 
     def sort(self, job) -> None:
         """Sort ``job``'s rows into ``job.out``."""
+        raise NotImplementedError
+
+
+# --- selection (top-k) --------------------------------------------------------------------
+
+
+class SelectStrategy(Strategy):
+    """How each row of a select job (:class:`~numbakern.core.jobs.SelectJob`) gives up
+    its ``k`` first elements: ``rows`` independent rows of ``n`` keys (``job.to_key()``,
+    unsigned, the wanted order ascending), of each the ``k`` smallest keys, **ties by
+    the lower index** (the first ``k`` of a stable argsort, whatever the strategy),
+    written to ``job.values`` (the input's bits) and ``job.indices`` (int64, within
+    the row).
+
+    * ``job.sorted``: each output row in order (ascending key, equal keys by index);
+      otherwise a strategy may leave its own order and says which in its docstring.
+    * A strategy that sorts (its winners, or a whole row) asks the job
+      (``job.argsort``) with a sort strategy, never the front end.
+    * ``k`` is from 1 to ``n`` (the front end answers ``k = 0`` and empty inputs
+      itself); :meth:`check` refuses what a strategy cannot take.
+
+    Subclasses set ``name`` and ``max_k`` (the largest ``k`` taken; ``None``: any)
+    and implement :meth:`select`. Every selection is deterministic: keys and indices
+    are integers, and the ties rule picks one answer.
+    """
+
+    family = "select"
+    deterministic = True
+    #: the largest k this strategy takes (None: any k up to the row length)
+    max_k: ClassVar[int | None] = None
+
+    def fits(self, n: int, k: int) -> bool:
+        """Whether this strategy takes ``k`` of rows of ``n``."""
+        return self.max_k is None or k <= self.max_k
+
+    def check(self, n: int, k: int) -> None:
+        """Raise ``ValueError`` (naming ``k``) if this strategy cannot take ``k``."""
+        if not self.fits(n, k):
+            raise ValueError(f"k={k} is more than the {self.name} strategy takes "
+                             f"(k <= {self.max_k}); use strategy='radix_select' or "
+                             f"'sort_slice', or strategy=None to let numbakern choose")
+
+    def select(self, job) -> None:
+        """Write each row's ``k`` first elements to ``job.values`` and ``job.indices``."""
         raise NotImplementedError

@@ -19,14 +19,14 @@ from numbakern.runtime import memo, replay
 from numbakern.runtime.checks import check_count
 
 #: the families, in the order listings show them
-FAMILIES = ("block", "reduce", "scan", "histogram", "sort")
+FAMILIES = ("block", "reduce", "scan", "histogram", "sort", "select")
 
 #: family -> {name: class}, in the order listings show them (defaults first)
 REGISTRY: dict[str, dict[str, type]] = {family: {} for family in FAMILIES}
 
 #: what a strategy of each family is called in messages
 _NOUN = {"block": "block", "reduce": "reduction", "scan": "scan", "histogram": "histogram",
-         "sort": "sort"}
+         "sort": "sort", "select": "selection"}
 
 #: the grid each grid family takes when only a block is named, and the default block
 _DEFAULT_GRID = {"reduce": "two_pass", "scan": "decoupled_lookback"}
@@ -86,7 +86,7 @@ def available(family: str = "reduce", *, scan: bool = False) -> list[str]:
 
     ``"reduce"`` and ``"scan"``: every ``"grid/block"`` pair (scans: blocks with a
     block scan), ``["two_pass/warp_shuffle", ...]``; ``"block"``, ``"histogram"``,
-    ``"sort"``: the names. ``available("block", scan=True)``: blocks with a scan.
+    ``"sort"``, ``"select"``: the names. ``available("block", scan=True)``: blocks with a scan.
 
     Raises:
         ValueError: an unknown family.
@@ -117,11 +117,13 @@ def available_scans() -> list[str]:
     return available("scan")
 
 
-def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: int = 1):
+def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: int = 1,
+            k: int = 1):
     """Turn a strategy spec into a strategy of ``family``.
 
     Args:
-        family: ``"block"``, ``"reduce"``, ``"scan"``, ``"histogram"`` or ``"sort"``.
+        family: ``"block"``, ``"reduce"``, ``"scan"``, ``"histogram"``, ``"sort"`` or
+            ``"select"``.
         spec: ``None`` (the family's default), a strategy object of the family, a name
             from :func:`available`, or for ``"reduce"``/``"scan"`` a block strategy
             (run under the family's default grid).
@@ -131,6 +133,9 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
         bins: the bins a histogram is for (``None`` then picks ``shared_privatized``
             when its counters fit in shared memory, else ``global_atomic``; per-warp
             counters measured 2-3% slower on an H200, bench/NOTES.md 2026-12-01).
+        k: the ``k`` a selection is for (with ``n``, the row length: ``None`` then
+            picks ``bitonic_select``, a block per row, for ``k`` up to its limit on
+            rows of at most ``SELECT_BLOCK_ROWS`` elements, else ``radix_select``).
 
     Raises:
         ValueError: an unknown family or name (the message lists the known ones);
@@ -158,7 +163,8 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     if family == "block":
         return _block(spec or DEFAULT_BLOCK, threads)
     if spec is None:
-        return _default(family, check_count(n, "n"), check_count(bins, "bins"), threads)
+        return _default(family, check_count(n, "n"), check_count(bins, "bins"), threads,
+                        check_count(k, "k"))
     if spec not in REGISTRY[family]:
         raise ValueError(f"unknown {family} strategy {spec!r}; known: "
                          f"{', '.join(REGISTRY[family])}")
@@ -184,7 +190,17 @@ def _check_family(family) -> str:
     return family
 
 
-def _default(family: str, n: int, bins: int, threads):
+#: the longest rows ``resolve("select")`` gives a block each (longer: radix select,
+#: whose passes spread a row over many blocks)
+SELECT_BLOCK_ROWS = 1 << 17
+
+
+def _default(family: str, n: int, bins: int, threads, k: int = 1):
+    if family == "select":
+        block = REGISTRY["select"]["bitonic_select"](threads)
+        if block.fits(n, k) and n <= SELECT_BLOCK_ROWS:
+            return block
+        return REGISTRY["select"]["radix_select"](threads)
     if family == "sort":
         bitonic = REGISTRY["sort"]["bitonic"](threads)
         return bitonic if bitonic.fits(n) else REGISTRY["sort"]["radix"](threads)

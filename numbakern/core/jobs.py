@@ -4,7 +4,7 @@ A strategy is about *how* threads and blocks combine; everything else about the 
 (the input as device views, the op's state kit, where to allocate, which stream, the
 kernel pieces that depend on the layout) reaches it through a job, and the strategy
 asks the job for what it needs. There is one job per family: :class:`ReduceJob`,
-:class:`ScanJob`, :class:`SortJob` and :class:`HistogramJob`.
+:class:`ScanJob`, :class:`SortJob`, :class:`HistogramJob` and :class:`SelectJob`.
 """
 
 from __future__ import annotations
@@ -243,3 +243,50 @@ class HistogramJob:
         self.bin_of, self.bin_key, self.aux, self.out = bin_of, bin_key, aux, out
         self.workspace = workspace
         self.stream = workspace.stream
+
+
+class SelectJob:
+    """One top-k selection in flight: ``rows`` independent rows of ``n`` elements, of
+    each the ``k`` first in the wanted order (largest first when ``largest``).
+
+    The order is the sort's (``numbakern/kernels/sort_keys.py``): keys are unsigned
+    integers from :meth:`to_key`, the wanted elements are those of the ``k``
+    *smallest* keys (``largest`` complements them, so NaN, the largest value, has the
+    smallest key), ties by the lower index: the first ``k`` of a stable argsort.
+
+    Attributes:
+        x: the input's bits, 1-D C-contiguous, ``rows * n`` unsigned ints (row ``r``
+            at ``[r*n, (r+1)*n)``).
+        values, indices: the outputs, 1-D, ``rows * k`` each: the selected values'
+            bits and their int64 indices within the row (row ``r`` at ``[r*k, (r+1)*k)``).
+        sorted: whether the strategy must leave each output row in order (ascending
+            key, ties by index); when ``False`` it may leave any order.
+        record: a list into which a strategy that keeps per-pass facts (radix
+            select's buckets) appends them, or ``None`` (``numbakern explain``).
+    """
+
+    def __init__(self, x, values, indices, rows: int, n: int, k: int, dtype: np.dtype,
+                 largest: bool, sorted: bool, workspace: Workspace, record=None):
+        self.x, self.values, self.indices = x, values, indices
+        self.rows, self.n, self.k = int(rows), int(n), int(k)
+        self.dtype = np.dtype(dtype)
+        self.key_dtype = bits_dtype(self.dtype)
+        self.largest, self.sorted = bool(largest), bool(sorted)
+        self.workspace = workspace
+        self.stream = workspace.stream
+        self.record = record
+        self.key = (self.dtype.str, self.largest, device_key())
+
+    def to_key(self):
+        """Device function ``to_key(bits) -> key``: the wanted order as ascending
+        unsigned order (``largest``: the key complemented)."""
+        return cached(("sort_to_key", self.dtype.str, self.largest),
+                      lambda: build_to_key(self.dtype, self.largest))
+
+    def argsort(self, bits, out, rows: int, n: int, sorter) -> None:
+        """Stable argsort of ``rows`` rows of ``n`` elements' ``bits`` (of this job's
+        dtype) into ``out`` (int64 indices within each row), in this job's order, by
+        the sort strategy ``sorter``: what a strategy that sorts its winners (or the
+        whole row) asks for."""
+        sorter.sort(SortJob(bits, out, rows, n, self.dtype, self.largest, True,
+                            self.workspace))

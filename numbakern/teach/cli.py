@@ -283,7 +283,7 @@ _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1] + ["v
 
 #: what ``explain`` takes for every strategy of a family
 _FAMILY_WORDS = {"all": "reduce", "scans": "scan", "histograms": "histogram",
-                 "sorts": "sort", "softmax": "softmax"}
+                 "sorts": "sort", "softmax": "softmax", "selects": "select"}
 
 
 def _strategy_names(value: str) -> list[str]:
@@ -295,7 +295,7 @@ def _strategy_names(value: str) -> list[str]:
         value = f"two_pass/{value}"
     if value in _FAMILY_WORDS:
         return _family(_FAMILY_WORDS[value])
-    known = [name for family in ("reduce", "scan", "histogram", "sort", "softmax")
+    known = [name for family in ("reduce", "scan", "histogram", "sort", "softmax", "select")
              for name in _family(family)]
     if value not in known:
         raise click.BadParameter(f"unknown strategy {value!r}; choose from "
@@ -379,6 +379,9 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Scans: items per thread (a tile is threads x items elements; "
                    "default 2). Radix sort: keys per thread in a tile (default 1).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
+@click.option("--k", "k", type=click.IntRange(1, 4096), default=3, show_default=True,
+              help="Selections (topk): how many to select.")
+@click.option("--smallest", is_flag=True, help="Selections: the k smallest.")
 @click.option("--bins", type=click.IntRange(1, 1024), default=None,
               help="Histograms: bins (values outside [0, bins) are not counted, and the "
                    "tree lists them); default the largest value + 1, so none is left out.")
@@ -390,15 +393,17 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
 def explain(strategy, op_name, size, values, dtype, threads, blocks, items, exclusive,
-            bins, limit, figure, json_path):
+            k, smallest, bins, limit, figure, json_path):
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
     atomic_fold/shared_tree, ...; a block alone, shared_tree, is two_pass's), a scan's
     (decoupled_lookback/blelloch, reduce_then_scan/hillis_steele, ...), a histogram's
     (shared_privatized, ...), a sort's (bitonic, radix), a softmax's normalizer/block
-    (online/warp_shuffle, max_then_sum/shared_tree, ...), or every strategy of a
-    family: all (reductions), scans, histograms, sorts or softmax. The kernels run
+    (online/warp_shuffle, max_then_sum/shared_tree, ...), a selection's (topk:
+    radix_select shows which bucket each pass keeps; bitonic_select, sort_slice), or
+    every strategy of a family: all (reductions), scans, histograms, sorts, softmax or
+    selects. The kernels run
     under Numba's CUDA simulator (on a GPU machine explain runs itself again there),
     with every combine, shuffle, shared-memory slot, barrier, atomic and launch
     recorded: the tree lists, step by step, which thread combined which elements and
@@ -428,7 +433,10 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
 
     x = _explain_input(values, size, dtype)
     console = _console()
-    if all(name in _strategies.available("sort") for name in names):
+    if all(name in _strategies.available("select") for name in names):
+        summaries = _explain_selects(console, names, x, k, not smallest, threads, limit,
+                                     figure)
+    elif all(name in _strategies.available("sort") for name in names):
         summaries = _explain_sorts(console, names, x, threads, items, limit, figure)
     elif all(name in _family("softmax") for name in names):
         summaries = _explain_softmax(console, names, x, threads, limit, figure)
@@ -549,6 +557,23 @@ def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
         lambda trace: (sort_tree(trace, limit), sort_counts_table(trace),
                        sort_work_table(trace)),
         draw_sort, lambda trace: trace.exact, SORT_LEGEND)
+
+
+def _explain_selects(console, names, x, k, largest, threads, limit, figure) -> list:
+    """``explain`` for select strategies (topk): radix select's passes, the answer and
+    the proof line; exits 1 when a proof fails."""
+    from .explain_select import SELECT_LEGEND, select_tree, trace_select
+
+    if figure:
+        raise click.BadParameter("selections draw no figure yet", param_hint="'--figure'")
+    if k > x.size:
+        raise click.BadParameter(f"k must be from 1 to the number of values ({x.size}), "
+                                 f"got {k}", param_hint="'--k'")
+    return _explain_each(
+        console, names, figure,
+        lambda name: trace_select(x, k, name, largest=largest, threads=threads),
+        lambda trace: (select_tree(trace, limit),), None, lambda trace: trace.exact,
+        SELECT_LEGEND)
 
 
 def _explain_softmax(console, names, x, threads, limit, figure) -> list:

@@ -66,6 +66,11 @@ def sort_variants() -> list[Variant]:
     return [Variant(name, {"strategy": name}) for name in _strategies.available("sort")]
 
 
+def select_variants() -> list[Variant]:
+    """The select strategies of ``topk`` (``numbakern.strategies.available("select")``)."""
+    return [Variant(name, {"strategy": name}) for name in _strategies.available("select")]
+
+
 def histogram_variants() -> list[Variant]:
     """Every histogram strategy (``numbakern.strategies.available("histogram")``)."""
     return [Variant(name, {"strategy": name}) for name in _strategies.available("histogram")]
@@ -86,6 +91,29 @@ def _var_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     if variant.label.startswith("atomic_fold"):
         return "atomic_fold folds no 16-byte (mean, M2) state: two_pass reduces var"
     return None
+
+
+#: the k of ``compare topk`` and the demo: a language model sampler's top-k
+TOPK_K = 50
+
+
+def _select_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
+    """Why ``variant`` cannot select from rows of this input, or None: a whole long
+    row in one block is not bitonic_select's case (it takes seconds on a GPU)."""
+    n = shape[kw.get("axis", -1)]
+    if variant.label == "bitonic_select" and n > 1 << 20:
+        return f"rows of {n} (a block per row: radix_select spreads a row over blocks)"
+    return None
+
+
+def _topk_values(x, axis=-1):
+    """The ``TOPK_K`` largest along ``axis``, largest first, NaN first (as
+    ``torch.topk``): the first of NumPy's stable descending order."""
+    moved = np.moveaxis(np.asarray(x), axis, -1)
+    n = moved.shape[-1]
+    order = n - 1 - np.argsort(moved[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    picked = np.take_along_axis(moved, order[..., :min(TOPK_K, n)], axis=-1)
+    return np.moveaxis(picked, -1, axis)
 
 
 def _stable(fn):
@@ -309,6 +337,22 @@ class CrossEntropy(Operation):
         return numbakern.cross_entropy(rows, _class_targets(rows.shape), **variant.kwargs)
 
 
+@dataclass(frozen=True)
+class TopK(Operation):
+    """``numbakern.topk(x, 50)`` along the last axis (or ``--axis``), its values
+    checked (exactly: the indices of equal values may differ from a peer's, the
+    values never do; the bytes counted are the input and the values)."""
+
+    def call(self, x, variant: Variant, kw: dict):
+        axis = kw.get("axis", -1)
+        k = min(TOPK_K, x.shape[axis])
+        return numbakern.topk(x, k, axis=axis, **variant.kwargs).values
+
+
+def _torch_topk(t, x, dim=-1):
+    return t.topk(x, min(TOPK_K, x.shape[dim]), dim=dim).values
+
+
 def _torch_cross_entropy(t, x, **kw):
     rows = _rows(x)
     target = t.as_tensor(_class_targets(tuple(rows.shape)), device=rows.device)
@@ -498,6 +542,9 @@ OPERATIONS: dict[str, Operation] = {
                   peers=_peer(lambda cp, x, **k: cp.argsort(x, **k),
                               lambda t, x, **k: t.argsort(x, stable=True, **k)),
                   skips=_sort_skips, simulator_shape=(256,)),
+        TopK("topk", _topk_values, exact, select_variants, exact=True,
+             peers=_peer(None, _torch_topk), skips=_select_skips,
+             simulator_shape=(4, 256), gpu_shape=(8192, 50257)),
         Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
                   peers=_peer(lambda cp, x, **k: cp.bincount(x),
                               lambda t, x, **k: t.bincount(x)), one_d=True),

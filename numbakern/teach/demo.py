@@ -89,6 +89,8 @@ _tutorial = _matrix(TUTORIAL, simulator=(16, 781), quick=(2, 781))
 _logits = _matrix(LOGITS, simulator=(2, 50257), quick=(1, 4096), scale=3.0, seed=1)
 # A scan's tiles cost the simulator far more per element than a reduction's loads.
 _logits_scan = _matrix(LOGITS, simulator=(2, 2048), quick=(1, 512), scale=3.0, seed=1)
+# Rows that sort_slice's bitonic sort takes in one block under the simulator.
+_logits_topk = _matrix(LOGITS, simulator=(4, 256), quick=(1, 256), scale=3.0, seed=1)
 # Fewer queries than keys under the simulator: the causal mask's bottom-right alignment.
 _scores = _matrix(ATTENTION, simulator=(1, 2, 12, 40), quick=(1, 1, 4, 10), scale=3.0,
                   seed=2)
@@ -114,6 +116,8 @@ CASES = [
     Case("cumsum", "LM logits 8192 x 50257, rows", _logits_scan, {"axis": -1}, sample=64),
     Case("logsumexp", "LM logits 8192 x 50257, rows (softmax's normaliser)", _logits,
          {"axis": -1}, sample=64),
+    Case("topk", "LM logits 8192 x 50257, top 50 per row", _logits_topk, {"axis": -1},
+         sample=64),
     Case("sum", "LM logits 8192 x 50257, all", _logits),
     Case("max", "LM logits 8192 x 50257, all", _logits),
     Case("cross_entropy", "LM logits 8192 x 50257, mean loss", _logits_scan),

@@ -25,7 +25,9 @@ sequential loop and any tree agree bit for bit, special values included: a produ
 that overflowed and then meets a 0 is NaN, one that underflowed stays 0).
 
 Functions and references: sum, prod, max, min, argmax, argmin, mean, cumsum,
-cumprod, sort, argsort, bincount, histogram against NumPy; softmax, log_softmax against
+cumprod, sort, argsort, bincount, histogram against NumPy; topk on each select
+strategy against the first ``k`` of NumPy's stable argsort (descending, NaN first,
+for the largest; ``sorted=False`` compared in index order); softmax, log_softmax against
 float64 formulas; and, where each path draws its function from a group (a path per
 function would not fit CI's time):
 
@@ -77,7 +79,7 @@ the computing dtype (scaled by the loss's size for the loss; float16 gradients
 ``1e-3`` more), logits drawn in [-20, 20].
 
 Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
-133 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
+135 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
 ``-n 2`` on two shared cores) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
 examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """
@@ -411,6 +413,46 @@ def test_sorts_on_each_strategy_agree_with_numpys_stable_sort(strategy, data):
     idx = nk.argsort(x, axis=-1, strategy=strategy)
     _same_exact(idx, np.argsort(x, axis=-1, kind="stable"))
     _same_exact(nk.sort(x, axis=-1, strategy=strategy), np.sort(x, axis=-1, kind="stable"))
+
+
+def _topk_reference(x, k, axis, largest):
+    """The first k of a stable argsort along axis (descending, NaN first, for the
+    largest): ties to the lower index, the order topk states."""
+    moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    if largest:
+        n = moved.shape[-1]
+        idx = n - 1 - np.argsort(moved[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        idx = np.argsort(moved, axis=-1, kind="stable")
+    idx = idx[..., :k]
+    vals = np.take_along_axis(moved, idx, axis=-1)
+    if axis is None:
+        return vals, idx
+    return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)
+
+
+@pytest.mark.parametrize("strategy", every("select", threads=32), ids=repr)
+@PROFILE
+@given(data=st.data())
+def test_topk_on_each_strategy_agrees_with_a_stable_argsort(strategy, data):
+    x = data.draw(arrays([np.bool_, *INTS, *FLOATS], "any"))
+    if x.ndim == 0:
+        x = x.reshape(1)
+    axis = _axis(data.draw, x)
+    n = x.size if axis is None else x.shape[axis]
+    k = data.draw(st.integers(0, min(n, strategy.max_k or n)))
+    largest, in_order = data.draw(st.booleans()), data.draw(st.booleans())
+    got = nk.topk(x, k, axis=axis, largest=largest, sorted=in_order, strategy=strategy)
+    want = _topk_reference(x, k, axis, largest)  # bool bytes ordered as np.argsort does
+    values, indices = np.asarray(got.values), np.asarray(got.indices)
+    if not in_order:  # the same elements in the strategy's order: compare in index order
+        along = -1 if axis is None else axis
+        perm = np.argsort(indices, axis=along)
+        values, indices = (np.take_along_axis(a, perm, along) for a in (values, indices))
+        perm = np.argsort(want[1], axis=along)
+        want = tuple(np.take_along_axis(a, perm, along) for a in want)
+    _same_exact(indices, want[1])
+    _same_exact(values, want[0])
 
 
 # --- histograms --------------------------------------------------------------------------

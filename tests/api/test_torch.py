@@ -48,6 +48,7 @@ CALLS = {
     "softmax": ("f", (), {}), "log_softmax": ("f", (), {"axis": 0}),
     "softmax_backward": ("p", (), {}), "log_softmax_backward": ("p", (), {"axis": 0}),
     "sort": ("f", (), {}), "argsort": ("f", (), {"axis": 0}),
+    "topk": ("f", (5,), {"axis": 1}),
     "histogram_counts": ("u", (8,), {}), "bincount": ("u", (), {}),
     "histogram": ("f", (), {"bins": 5}),
     "segmented_reduce": ("v", (np.array([0, 3, 3, 40, 70]),), {}),
@@ -110,6 +111,8 @@ def test_results_agree_with_torch_itself():
     torch.testing.assert_close(nk.cumsum(x, axis=1), torch.cumsum(x, dim=1))
     torch.testing.assert_close(nk.logsumexp(x, axis=1), torch.logsumexp(x, dim=1))
     torch.testing.assert_close(nk.sort(x, axis=1), torch.sort(x, dim=1).values)
+    ours, theirs = nk.topk(x, 4, axis=0, largest=False), torch.topk(x, 4, dim=0, largest=False)
+    assert torch.equal(ours.values, theirs.values) and torch.equal(ours.indices, theirs.indices)
     assert torch.equal(nk.argmax(x, axis=1), torch.argmax(x, dim=1))
     values, indices = nk.cummax(x, axis=1)
     ref = torch.cummax(x, dim=1)

@@ -17,7 +17,7 @@ from numbakern.kernels.scan_tiles import Tile
 from numbakern.runtime.launch import launch
 from numbakern.strategies import register, unregister
 from numbakern.strategies.protocols import (BlockStrategy, Cost, GridReduce, GridScan,
-                                            HistogramStrategy, SortStrategy)
+                                            HistogramStrategy, SelectStrategy, SortStrategy)
 
 RNG = np.random.default_rng(5)
 
@@ -363,6 +363,68 @@ def test_a_sort_strategy_serves_sort_and_argsort(registered):
                                   np.argsort(x, axis=0, kind="stable"))
     with pytest.raises(ValueError, match="at most"):
         nk.sort(np.zeros(100), strategy="odd_even")
+
+
+# --- a select strategy: k rounds of the next minimum, a thread per row --------------------
+
+
+class RepeatedMinimum(SelectStrategy):
+    """Selection by ``k`` scans of the row, each finding the smallest ``(key, index)``
+    after the one found last: one thread per row, any ``k`` up to ``max_k``."""
+
+    name = "repeated_minimum"
+    max_k = 16
+
+    def __init__(self, threads: int | None = None):
+        from numbakern.strategies.protocols import check_threads
+
+        self.threads = check_threads(threads)
+
+    @property
+    def key(self):
+        return (self.name, self.threads)
+
+    def select(self, job):
+        self.check(job.n, job.k)
+        launch(_repeated_minimum(job.to_key()), job.rows, 1, job.stream, job.x, job.n, job.k,
+               job.values, job.indices)
+
+
+def _repeated_minimum(to_key):
+    @cuda.jit
+    def kernel(x, n, k, values, indices):
+        row = cuda.blockIdx.x
+        base = row * n
+        last_key = to_key(x[base])
+        last = -1
+        for j in range(k):
+            best = -1
+            best_key = last_key
+            for i in range(n):
+                key = to_key(x[base + i])
+                after = last < 0 or key > last_key or (key == last_key and i > last)
+                if after and (best < 0 or key < best_key):
+                    best, best_key = i, key
+            values[row * k + j] = x[base + best]
+            indices[row * k + j] = best
+            last, last_key = best, best_key
+
+    return kernel
+
+
+def test_a_select_strategy_serves_topk(registered):
+    registered(RepeatedMinimum)
+    assert "repeated_minimum" in nk.strategies.available("select")
+    x = RNG.integers(-5, 5, (3, 40)).astype(np.float32)
+    x[1, 7] = np.nan
+    got = nk.topk(x, 6, strategy="repeated_minimum")
+    order = 39 - np.argsort(x[:, ::-1], axis=1, kind="stable")[:, ::-1][:, :6]
+    np.testing.assert_array_equal(got.indices, order)
+    np.testing.assert_array_equal(got.values, np.take_along_axis(x, order, 1))
+    got = nk.topk(x, 2, axis=0, largest=False, strategy="repeated_minimum")
+    np.testing.assert_array_equal(got.indices, np.argsort(x, axis=0, kind="stable")[:2])
+    with pytest.raises(ValueError, match="k=17"):
+        nk.topk(x, 17, strategy="repeated_minimum")
 
 
 # --- the registry's own contract -----------------------------------------------------------

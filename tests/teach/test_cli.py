@@ -358,3 +358,24 @@ def test_compare_cross_entropy_checks_every_block_strategy():
     assert result.exit_code == 0, result.output
     assert result.output.count(" ok ") == len(available("block"))
     assert "WRONG" not in result.output
+
+
+@simulator_only
+def test_compare_topk_checks_every_select_strategy(tmp_path):
+    out = tmp_path / "topk.json"
+    result = invoke("compare", "topk", "-n", "3x80", "--dtype", "int16", "--repeat", "1",
+                    "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert {r["strategy"]: r["ok"] for r in data["rows"]} == \
+        {name: True for name in numbakern.strategies.available("select")}
+
+
+def test_topk_comparison_holds_the_values_to_the_largest_first():
+    from numbakern.teach.compare import OPERATIONS, check
+
+    x = np.array([[3.0, np.nan, 1.0, 7.0]], np.float32)
+    want = OPERATIONS["topk"].expected(x, {})
+    assert check(np.array([[np.nan, 7, 3, 1]], np.float32), want.values, want.tolerance)[0]
+    assert not check(np.array([[7, 3, 1, np.nan]], np.float32), want.values,
+                     want.tolerance)[0]

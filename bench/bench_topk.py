@@ -1,0 +1,36 @@
+"""topk benchmarks: numbakern's select strategies beside torch.topk (GPU only).
+
+Run: ``pytest bench/bench_topk.py --benchmark-json=topk.json``, then
+``python bench/table.py topk.json``. Two cases of
+issue 19: a language model's logits, (8192, 50257) float32 with k=50 (the
+next-token sampler's top-k), and one row of 2^28 float32 with k=1024. GB/s count
+the input read once and the k values and int64 indices of each row written once
+(a selection cannot move less).
+"""
+
+import pytest
+
+import numbakern as nk
+
+CASES = {"logits_8192x50257_k50": ((8192, 50257), 50), "flat_2^28_k1024": ((1 << 28,), 1024)}
+IMPLS = [*nk.strategies.available("select"), "default", "torch"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("impl", IMPLS)
+def test_topk(measure, cp, torch_cuda, case, impl):
+    shape, k = CASES[case]
+    x = cp.random.standard_normal(shape, dtype=cp.float32)
+    rows = x.size // shape[-1]
+    if impl == "bitonic_select" and rows == 1:
+        pytest.skip("a block per row: one block for 2^28 keys is not its case (seconds)")
+    if impl == "torch":
+        if torch_cuda is None:
+            pytest.skip("PyTorch with CUDA is not installed")
+        t = torch_cuda.as_tensor(x, device="cuda")
+        fn = lambda: torch_cuda.topk(t, k)  # noqa: E731
+    else:
+        strategy = None if impl == "default" else impl
+        fn = lambda: nk.topk(x, k, strategy=strategy)  # noqa: E731
+    measure(fn, x.nbytes + rows * k * (4 + 8), op=f"topk k={k}", provider=impl,
+            shape="x".join(map(str, shape)), dtype="float32")

@@ -1,0 +1,132 @@
+"""Selection: ``topk``, the ``k`` largest (or smallest) elements along an axis.
+
+``topk(x, k)`` returns ``(values, indices)``, a named tuple as
+``torch.return_types.topk``, with torch's contract: NaN counts as larger than every
+number, ``k`` from 0 to the axis length. Where torch leaves ties open, numbakern
+picks one answer: the lower index first, as a stable sort (``x[i] == x[j]`` with
+``i < j``: ``i`` is taken first and, in a sorted answer, comes first; ``-0.0`` and
+``+0.0`` are equal). The strategies (``numbakern.strategies.available("select")``):
+``bitonic_select`` (a block per row, ``k <= 256``), ``radix_select`` (digit by
+digit, any ``k`` and row length) and ``sort_slice`` (stable argsort, then slice).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from numbakern import strategies as _strategies
+from numbakern.api._dispatch import dispatch
+from numbakern.api.sort import INDEX_DTYPE, _moveaxis, _restore, _xp, check_dtype
+from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
+                                   honours_stream, kind_of, resolve_stream, to_user)
+from numbakern.core.axes import check_flag, optional_axis
+from numbakern.core.jobs import SelectJob
+from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.checks import check_count
+from numbakern.runtime.replay import replayable
+
+
+class TopK(NamedTuple):
+    """What :func:`topk` returns, as ``torch.return_types.topk``."""
+
+    values: Any
+    indices: Any
+
+
+@dispatch
+@replayable
+@honours_stream
+def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None):
+    """The ``k`` largest (``largest=False``: smallest) elements of ``x`` along ``axis``,
+    and their indices, as ``torch.topk(x, k, dim=axis, largest, sorted)``.
+
+    Args:
+        x: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, a torch
+            tensor or any ``__cuda_array_interface__`` array; any shape of at least
+            one dimension, any layout; dtypes bool, int8-int64, uint8-uint64,
+            float16, float32, float64 (those :func:`numbakern.sort` takes).
+        k: an int from 0 (empty results) to the length of ``axis``.
+        axis: an int (default ``-1``) or ``None`` (the flattened array, C order).
+        largest: the largest (True) or the smallest (False).
+        sorted: True: in order along ``axis`` (largest first, or smallest first).
+            False: the same elements, in an order the strategy states:
+            ``radix_select`` gives them in index order (ascending index), the
+            other two sorted anyway.
+        strategy: ``None`` (``bitonic_select`` for ``k <= 256`` on rows of at most
+            2**17 elements, else ``radix_select``), a name from
+            ``numbakern.strategies.available("select")`` or a strategy object
+            (``BitonicSelect``, ``RadixSelect``, ``SortSlice``).
+        stream: as the sorts (a Numba or CuPy stream, or a raw pointer).
+
+    Returns:
+        ``TopK(values, indices)``: ``values`` of ``x``'s dtype (the elements' exact
+        bits: ``-0.0``, NaN payloads), ``indices`` int64 positions along ``axis``;
+        both of ``x``'s shape with ``axis`` of length ``k`` (``(k,)`` for
+        ``axis=None``), C-contiguous, in the caller's array type.
+
+    The order is the sort's: ``-inf < ... < -0.0 == +0.0 < ... < +inf < NaN``, all
+    NaNs equal (NaN is the largest, as ``torch.topk``: ``largest=True`` gives NaNs
+    first, ``largest=False`` takes them last). **Ties**: among equal values the
+    lower index is taken first and, in a sorted answer, comes first: the answer is
+    the first ``k`` of ``argsort(x, descending=largest)`` (stable), whatever the
+    strategy. torch's CPU ``topk`` leaves the order of ties open, so its indices
+    may differ from these where values tie; the values never do.
+
+    Raises:
+        TypeError: ``k`` not an int; a non-bool ``largest`` or ``sorted``; a dtype
+            outside bool/int/uint/float; a strategy of another family.
+        ValueError: ``k`` below 0 or above the axis length; an unknown strategy;
+            ``bitonic_select`` asked for ``k`` above its ``max_k`` (256).
+        numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input included).
+
+    Algorithms: radix select (Alabi et al., "Fast k-selection algorithms for graphics
+    processing units", 2012; as ``torch.topk``), a per-block bitonic select after
+    FAISS's BlockSelect (Johnson, Douze and Jégou, 2017), and a stable sort then a
+    slice (``numbakern/strategies/radix_select.py``, ``bitonic_select.py``,
+    ``sort_slice.py``).
+    """
+    asked = x.dtype if isinstance(x, np.ndarray) else None
+    x = as_array_like(x)
+    kind = kind_of(x)
+    dtype = check_dtype(x.dtype)
+    largest = check_flag(largest, "largest")
+    in_order = check_flag(sorted, "sorted")
+    shape = tuple(x.shape)
+    axis = optional_axis(axis, len(shape))
+    arr, wrap = as_layout_array(x, kind)
+    moved = arr.reshape(-1) if axis is None else _moveaxis(arr, axis, -1)
+    n = moved.shape[-1]
+    k = _check_k(k, n)
+    selector = _strategies.resolve("select", strategy, n=n, k=max(k, 1))
+    selector.check(n, k)
+    out_shape = moved.shape[:-1] + (k,)
+    rows = math.prod(moved.shape[:-1])
+    if rows * k == 0:
+        xp = _xp(arr)
+        return TopK(wrap(_restore(xp.empty(out_shape, dtype), axis)),
+                    wrap(_restore(xp.empty(out_shape, INDEX_DTYPE), axis)))
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    bits = bits_dtype(dtype)
+    xbits = flat_device(moved, workspace, bits)
+    values = workspace.empty(rows * k, bits)
+    indices = workspace.empty(rows * k, INDEX_DTYPE)
+    selector.select(SelectJob(xbits, values, indices, rows, n, k, dtype, largest, in_order,
+                              workspace))
+    got_values = to_user(values, workspace, out_shape, dtype)
+    if asked is not None and not asked.isnative:
+        got_values = got_values.astype(asked)  # NumPy keeps a big-endian input's byte order
+    return TopK(wrap(_restore(got_values, axis)),
+                wrap(_restore(to_user(indices, workspace, out_shape), axis)))
+
+
+def _check_k(k, n: int) -> int:
+    k = check_count(k, "k")
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be from 0 to the length of the axis ({n}), got {k}")
+    return k
+
+
+__all__ = ["TopK", "topk"]

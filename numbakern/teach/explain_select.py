@@ -1,0 +1,163 @@
+"""Show a top-k selection: radix select's passes, which bucket each pass keeps.
+
+:func:`trace_select` runs a select strategy's real kernels on one row, as
+``numbakern.topk`` does, with the job's ``record`` list: ``radix_select`` appends
+what its kernels computed in each pass (the candidates' count of every digit, the
+bucket its scan kept, how many candidates lay below that bucket and in it). Nothing
+here recomputes the algorithm: the tree shows those records, then the winners and
+the proof (the answer equals the first ``k`` of NumPy's stable argsort in the
+wanted order). The other strategies record no passes; their tree shows the answer
+and the proof.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import cuda
+from rich.text import Text
+from rich.tree import Tree
+
+from numbakern import strategies as _strategies
+from numbakern.core.arrays import Workspace
+from numbakern.core.jobs import SelectJob
+from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.views import host_copy
+
+from .trace import TraceError
+
+SELECT_LEGEND = (
+    "How to read this: keys are the values as unsigned integers in the wanted order "
+    "(for the largest, complemented: the largest value, NaN above all, has the "
+    "smallest key), so the winners are the k smallest keys. Each pass counts the "
+    "candidates' next 8-bit digit, from the top; the scan of the 256 counts keeps the "
+    "bucket holding the need-th candidate: the buckets below it all win (need drops by "
+    "their count), those above lose. A row is decided once its bucket holds exactly "
+    "the keys still needed. Then every key below the threshold wins, and of the keys "
+    "equal to it the need of lowest index."
+)
+
+
+@dataclass
+class SelectTrace:
+    """One recorded selection of ``k`` of a row ``x``."""
+
+    strategy: str
+    x: np.ndarray
+    k: int
+    largest: bool
+    threads: int
+    passes: list = field(default_factory=list)
+    values: np.ndarray | None = None
+    indices: np.ndarray | None = None
+    want: np.ndarray | None = None
+
+    @property
+    def exact(self) -> bool:
+        """The answer is the first ``k`` of a stable argsort in the wanted order."""
+        return bool(np.array_equal(self.indices, self.want)) and bool(np.array_equal(
+            self.values.view(bits_dtype(self.x.dtype)),
+            self.x[self.want].view(bits_dtype(self.x.dtype))))
+
+    def summary(self) -> dict:
+        return {"strategy": self.strategy, "n": int(self.x.size), "k": self.k,
+                "largest": self.largest, "dtype": self.x.dtype.name,
+                "passes": self.passes, "indices": self.indices.tolist(),
+                "exact": self.exact}
+
+
+def stable_order(x: np.ndarray, largest: bool) -> np.ndarray:
+    """NumPy's stable argsort, descending (NaN first, ties in index order) for the
+    largest."""
+    if not largest:
+        return np.argsort(x, kind="stable")
+    return x.size - 1 - np.argsort(x[::-1], kind="stable")[::-1]
+
+
+def trace_select(x, k: int, strategy: str = "radix_select", *, largest: bool = True,
+                 threads: int = 32) -> SelectTrace:
+    """Select the ``k`` first of the 1-D ``x`` with ``strategy``'s real kernels under
+    the simulator, keeping the passes the strategy records.
+
+    Raises:
+        TraceError: not under the simulator.
+        ValueError: ``x`` not 1-D and non-empty; ``k`` not from 1 to ``x.size``; an
+            unknown strategy; ``k`` beyond what the strategy takes.
+        TypeError: a dtype ``numbakern.topk`` does not take.
+    """
+    if not SIMULATOR:
+        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    x = np.ascontiguousarray(x)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
+    if x.dtype.kind not in "biuf" or x.dtype.itemsize > 8:
+        raise TypeError(f"x must have a bool, integer or float dtype, got {x.dtype}")
+    if not 1 <= k <= x.size:
+        raise ValueError(f"k must be from 1 to the number of values ({x.size}), got {k}")
+    selector = _strategies.resolve("select", strategy, threads=threads)
+    selector.check(x.size, k)
+    kd = bits_dtype(x.dtype)
+    workspace = Workspace("numpy", cuda.default_stream())
+    values, indices = workspace.empty(k, kd), workspace.empty(k, np.int64)
+    trace = SelectTrace(selector.name, x, k, largest, threads)
+    job = SelectJob(cuda.to_device(x.view(kd)), values, indices, 1, x.size, k, x.dtype,
+                    largest, True, workspace, record=trace.passes)
+    selector.select(job)
+    trace.values = host_copy(values).view(x.dtype)
+    trace.indices = host_copy(indices)
+    trace.want = stable_order(x, largest)[:k]
+    return trace
+
+
+def _value(trace: SelectTrace, i: int) -> str:
+    return f"x[{i}] = {trace.x[i]}"
+
+
+def select_tree(trace: SelectTrace, limit: int = 6) -> Tree:
+    """The passes (radix_select), the winners and the proof line."""
+    x = trace.x
+    which = "largest" if trace.largest else "smallest"
+    root = Tree(Text(f"{trace.strategy} · the {trace.k} {which} of {x.size} {x.dtype} · "
+                     f"{trace.threads} threads per block", "bold"))
+    width = 8 * x.dtype.itemsize
+    need = trace.k
+    candidates = x.size
+    for p in trace.passes:
+        row = p["rows"][0]
+        hi, lo = p["bits"]
+        if row is None:
+            root.add(Text(f"pass {p['pass'] + 1}: bits {hi}-{lo} · not run: the row was "
+                          "decided (its bucket held exactly the keys still needed)", "dim"))
+            continue
+        node = root.add(Text(
+            f"pass {p['pass'] + 1}: bits {hi}-{lo} · {candidates} candidate(s) · keeps bucket "
+            f"{row['bucket']:#04x}: {row['below']} below it win, {row['in_bucket']} in it "
+            f"· need {need} → {need - row['below']}", "bold magenta"))
+        shown = sorted(row["counts"].items())
+        for digit, count in shown[:limit]:
+            mark = " ← kept" if digit == row["bucket"] else (
+                " (win)" if digit < row["bucket"] else " (lose)")
+            node.add(Text(f"digit {digit:#04x}: {count} key(s){mark}",
+                          "green" if digit == row["bucket"] else ""))
+        if len(shown) > limit:
+            node.add(Text(f"… {len(shown) - limit} more digit(s)", "dim"))
+        need -= row["below"]
+        candidates = row["in_bucket"]
+    if trace.passes:
+        decided = sum(r["rows"][0] is not None for r in trace.passes)
+        root.add(Text(f"threshold: the top {decided * 8} of {width} key bits decided; keys "
+                      f"below it in those bits win, and of the {candidates} equal to it "
+                      f"there, the {need} of lowest index"))
+    winners = root.add(Text(f"the answer, {'sorted' if trace.k > 1 else 'one element'}",
+                            "bold"))
+    for j, i in enumerate(trace.indices[:limit]):
+        winners.add(Text(f"{j}: {_value(trace, int(i))}"))
+    if trace.k > limit:
+        winners.add(Text(f"… {trace.k - limit} more", "dim"))
+    ok = trace.exact
+    root.add(Text(f"proof: equals the first {trace.k} of NumPy's stable argsort "
+                  f"({'descending, NaN first' if trace.largest else 'ascending'}): "
+                  f"{'yes' if ok else 'NO'}", "bold green" if ok else "bold red"))
+    return root

@@ -1,0 +1,392 @@
+"""Radix select: find the k-th key one 8-bit digit at a time, then gather the winners.
+
+The lesson
+----------
+A sort orders every key; a top-k only needs to know the **threshold**, the ``k``-th
+key, and then which keys beat it. Keys (``numbakern/kernels/sort_keys.py``) are
+unsigned integers whose order is the wanted one (for the largest, the key is
+complemented, so the largest value has the smallest key and NaN, larger than
+every number as in ``torch.topk``, the smallest of all): the ``k`` wanted
+elements are those of the ``k`` smallest keys, ties going to the lower index.
+Radix select finds the threshold's digits from the most significant down, each
+with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
+"Fast k-selection algorithms for graphics processing units", 2012):
+
+1. **Histogram** the candidates' current digit (8 bits: 256 bins). At first every
+   key of the row is a candidate. The counting is a histogram strategy's
+   block-private counters (``strategies/shared_privatized.py`` by default;
+   ``numbakern/kernels/counting.py`` explains them), many blocks a row.
+2. **Scan the 256 counts** for the bucket holding the ``k``-th candidate: the
+   first digit ``d`` whose running count reaches ``need`` (at first ``k``). Keys
+   of the smaller digits are all winners (``need`` drops by their number); keys
+   of the larger digits all lose; only bucket ``d`` is still undecided. Its digit
+   is the threshold's: the *prefix* grows by one digit.
+3. **Repeat** on the next digit, counting only the keys whose higher digits equal
+   the prefix: the candidates shrink to one bucket a pass (about ``n / 256``,
+   ``n / 65536``, ... on random data). A row stops early when the kept bucket holds
+   exactly ``need`` keys: all of them win. 32-bit keys take 1-4 passes, 64-bit
+   keys up to 8; each pass is one histogram launch and one scan launch, and a
+   finished row's blocks return at once.
+4. **Gather**: every key below the threshold wins, and of the keys equal to it the
+   ``need`` of lowest index (``-0.0`` and ``+0.0`` are one key: equal). One launch
+   counts each chunk's keys below and equal, one sums them into each chunk's
+   starting offsets, and one writes: each warp ballots its below and equal flags
+   (``popc`` of the ballot under the lane's mask is the rank within the warp,
+   earlier warps' totals the rest), so a winner's place is ``below before it +
+   min(equal before it, need)``, in index order, deterministic, with no atomics.
+5. **Sort** the ``k`` winners when a sorted answer is asked (the job's argsort, a
+   bitonic sort for ``k`` that fits a block): stable, so equal values keep index
+   order.
+
+Cost: each pass reads the whole row again (the candidates are found by their
+prefix, not copied out; compacting them after the first pass would make the
+later passes read ``n / 256`` keys instead: not done), so 32-bit random keys read
+the row 5 times (4 passes, the count and the write: 4 GB for 2^28 float32 keys, if
+no row stops early), and write ``k`` values and indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, int32, int64, uint32, uint64
+
+from numbakern.kernels.elementwise import zeros
+from numbakern.kernels.take_rows import take_rows
+from numbakern.runtime.cache import cached
+from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
+                                      max_resident_blocks)
+from numbakern.runtime.launch import launch
+from numbakern.runtime.views import host_copy
+
+from .protocols import HistogramStrategy, SelectStrategy, check_threads
+from .registry import resolve
+
+#: bits per digit, and buckets per pass
+DIGIT_BITS = 8
+RADIX = 1 << DIGIT_BITS
+#: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
+#: would spend their time starting up)
+ITEMS = 16
+#: keys a thread of the gather votes on between two barriers (loads in flight together)
+GATHER_ITEMS = 2 if SIMULATOR else 8
+
+
+class RadixSelect(SelectStrategy):
+    """Most-significant-digit-first radix select on 8-bit digits, any row length and
+    any ``k``, then a gather of the winners in index order (sorted when asked).
+
+    Alabi, Blanchard, Gordon and Steinbach, "Fast k-selection algorithms for graphics
+    processing units" (ACM JEA, 2012); the digit passes of ``torch.topk``.
+
+    Args:
+        threads: threads per block.
+        histogram: how a block counts digits: ``"shared_privatized"`` (default) or
+            ``"warp_privatized"``, or such a strategy object.
+        sort: the sort of the ``k`` winners when ``job.sorted``: ``None`` (bitonic
+            when ``k`` fits a block, else radix), a name or a sort strategy object.
+
+    ``sorted=False`` output: the winners in **index order** (ascending index within
+    the row). Launches: 2 per digit (histogram, bucket scan), then 3 for the gather,
+    plus the sort's and one take when sorted.
+
+    Raises:
+        TypeError: ``threads`` not an int; a ``histogram`` or ``sort`` of the wrong
+            family.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; a ``histogram``
+            that is not privatized or has other ``threads``.
+    """
+
+    name = "radix_select"
+
+    def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None):
+        self.threads = check_threads(threads)
+        self.counter = _counter(histogram, self.threads)
+        self.sorter = None if sort is None else resolve("sort", sort, threads=threads)
+
+    @property
+    def key(self) -> tuple:
+        sort = None if self.sorter is None else self.sorter.key
+        return (type(self), self.threads, self.counter.key, sort)
+
+    def __repr__(self) -> str:
+        sort = "" if self.sorter is None else f", sort={self.sorter!r}"
+        return f"RadixSelect(threads={self.threads}, histogram={self.counter.name!r}{sort})"
+
+    def select(self, job) -> None:
+        ws, stream, rows, n, k = job.workspace, job.stream, job.rows, job.n, job.k
+        threads = self.threads
+        width = 8 * job.key_dtype.itemsize
+        passes = width // DIGIT_BITS
+        kern = self._kernels(job, width)
+        chunks = _chunks(n, rows, threads)
+        chunk = ceil_div(n, chunks)
+        row_blocks = ceil_div(rows, threads)
+
+        # per row: the threshold's digits so far, the winners still needed among the
+        # keys equal to it, whether it is decided, the lowest bit decided
+        prefix = zeros(ws, rows, np.uint64)
+        need = ws.empty(rows, np.int64)
+        launch(kern.fill, row_blocks, threads, stream, need, rows, k)
+        done = zeros(ws, rows, np.int32)
+        low = zeros(ws, rows, np.int32)
+        counts = zeros(ws, rows * RADIX, np.int64)
+        kept = ws.empty(passes * rows, np.int64)  # per pass and row: digit, below, bucket
+        below = ws.empty(passes * rows, np.int64)
+        bucket = ws.empty(passes * rows, np.int64)
+        histograms = []  # recorded for explain only (a copy to the host per pass)
+        for p in range(passes):  # steps 1-3
+            shift = width - DIGIT_BITS * (p + 1)
+            launch(kern.histogram, rows * chunks, threads, stream, job.x, n, chunks, chunk,
+                   shift, prefix, done, counts)
+            if job.record is not None:
+                histograms.append(host_copy(counts, stream).reshape(rows, RADIX))
+            launch(kern.find, row_blocks, threads, stream, counts, rows, shift, prefix, need,
+                   done, low, kept, below, bucket, p)
+        if job.record is not None:
+            job.record.extend(_passes(kept, below, bucket, histograms, width, stream))
+
+        offsets = zeros(ws, rows * chunks * 2, np.int64)  # step 4
+        launch(kern.count, rows * chunks, threads, stream, job.x, n, chunks, chunk, prefix,
+               low, offsets)
+        launch(kern.scan_chunks, row_blocks, threads, stream, offsets, rows, chunks)
+        if job.sorted:
+            wk, wi = ws.empty(rows * k, job.key_dtype), ws.empty(rows * k, np.int64)
+        else:
+            wk, wi = job.values, job.indices
+        launch(kern.gather, rows * chunks, threads, stream, job.x, n, chunks, chunk, prefix,
+               low, need, offsets, k, wk, wi)
+        if job.sorted:  # step 5
+            order = ws.empty(rows * k, np.int64)
+            sorter = self.sorter or resolve("sort", None, threads=threads, n=k)
+            job.argsort(wk, order, rows, k, sorter)
+            total = rows * k
+            launch(take_rows, max(1, min(ceil_div(total, threads), 4 * max_resident_blocks(
+                threads))), threads, stream, wk, k, order, k, wi, 1, k, total, job.values,
+                job.indices)
+
+    def _kernels(self, job, width: int):
+        key = ("radix_select", self.threads, self.counter.key, width, job.key)
+        return cached(key, lambda: _Kernels(self.threads, self.counter, job.to_key(), width))
+
+
+def _counter(histogram, threads: int) -> HistogramStrategy:
+    """The block digit counter: a privatized histogram strategy of ``threads``."""
+    counter = resolve("histogram", histogram, threads=threads)
+    if not counter.privatized:
+        raise ValueError(f"histogram must be a privatized strategy such as "
+                         f"'shared_privatized' or 'warp_privatized', got {histogram!r}")
+    if counter.threads != threads:
+        raise ValueError(f"the histogram strategy has {counter.threads} threads, the "
+                         f"select {threads}")
+    counter.check(RADIX)
+    return counter
+
+
+def _chunks(n: int, rows: int, threads: int) -> int:
+    """Blocks per row: enough to fill the device, each at least ``ITEMS`` keys a thread
+    and fewer than 2**31 keys (its uint32 counters)."""
+    most = max(1, ceil_div(n, threads * ITEMS))
+    want = ceil_div(max_resident_blocks(threads), rows)
+    return max(ceil_div(n, 2**31 - 1), min(most, want))
+
+
+def _passes(kept, below, bucket, histograms: list, width: int, stream) -> list:
+    """The passes as dicts (what ``numbakern explain`` shows): per pass, the digit's
+    bits, and per row the candidates' counts of each digit, the kept bucket, the
+    candidates below it and in it (``None`` once the row was decided)."""
+    passes, rows = len(histograms), histograms[0].shape[0]
+    host = [host_copy(a, stream).reshape(passes, rows) for a in (kept, below, bucket)]
+    return [{"pass": p, "bits": (width - DIGIT_BITS * p - 1, width - DIGIT_BITS * (p + 1)),
+             "rows": [None if host[0][p, r] < 0 else
+                      {"bucket": int(host[0][p, r]), "below": int(host[1][p, r]),
+                       "in_bucket": int(host[2][p, r]),
+                       "counts": {int(d): int(c) for d, c in enumerate(histograms[p][r])
+                                  if c}} for r in range(rows)]}
+            for p in range(passes)]
+
+
+class _Kernels:
+    """The kernels of one (threads, counter, key rule): the module doc's steps."""
+
+    def __init__(self, threads: int, counter: HistogramStrategy, to_key, width: int):
+        clear_bins, count_bin, bin_total = counter.build_counter(RADIX)
+        slots = max(1, counter.shared_slots(RADIX))
+        warps = threads // WARP
+        gather_slots = GATHER_ITEMS * warps
+        digit_mask = uint64(RADIX - 1)
+
+        @cuda.jit(device=True)
+        def candidate(key, prefix, top):
+            """Whether ``key``'s digits above bit ``top`` are the prefix's."""
+            return top >= width or (key >> uint64(top)) == (prefix >> uint64(top))
+
+        @cuda.jit
+        def fill(need, rows, k):
+            r = cuda.grid(1)
+            if r < rows:
+                need[r] = k
+
+        @cuda.jit
+        def histogram(x, n, chunks, chunk, shift, prefix, done, counts):
+            """Step 1: counts[row][digit] += the chunk's candidates of each digit."""
+            sh = cuda.shared.array(slots, uint32)
+            row = cuda.blockIdx.x // chunks
+            if done[row] != 0:  # the whole block leaves: the row is decided
+                return
+            clear_bins(sh)
+            p = uint64(prefix[row])
+            lo = (cuda.blockIdx.x - row * chunks) * chunk
+            hi = min(n, lo + chunk)
+            base = int64(row) * n
+            i = lo + cuda.threadIdx.x
+            while i < hi:
+                key = uint64(to_key(x[base + i]))
+                if candidate(key, p, shift + DIGIT_BITS):
+                    count_bin(sh, counts, int32((key >> uint64(shift)) & digit_mask))
+                i += threads
+            cuda.syncthreads()
+            b = cuda.threadIdx.x
+            while b < RADIX:
+                c = bin_total(sh, b)
+                if c != 0:
+                    cuda.atomic.add(counts, row * RADIX + b, int64(c))
+                b += threads
+
+        @cuda.jit
+        def find(counts, rows, shift, prefix, need, done, low, kept, below, bucket, p):
+            """Step 2, a thread a row: the bucket of the need-th candidate; counts zeroed
+            for the next pass."""
+            r = cuda.grid(1)
+            if r >= rows:
+                return
+            slot = p * rows + r
+            if done[r] != 0:
+                kept[slot] = -1
+                below[slot] = 0
+                bucket[slot] = 0
+                return
+            want = need[r]
+            acc = int64(0)
+            d = 0
+            c = counts[r * RADIX]
+            while acc + c < want:  # the candidates reach want: d stays below 256
+                acc += c
+                d += 1
+                c = counts[r * RADIX + d]
+            for e in range(RADIX):
+                counts[r * RADIX + e] = 0
+            prefix[r] = uint64(prefix[r]) | (uint64(d) << uint64(shift))
+            need[r] = want - acc
+            low[r] = shift
+            if c == want - acc:  # the whole bucket wins: the lower digits do not matter
+                done[r] = 1
+            kept[slot] = d
+            below[slot] = acc
+            bucket[slot] = c
+
+        @cuda.jit
+        def count(x, n, chunks, chunk, prefix, low, offsets):
+            """Step 4a: each chunk's keys below and equal to the threshold."""
+            sh = cuda.shared.array(2, int32)
+            tid = cuda.threadIdx.x
+            if tid < 2:
+                sh[tid] = 0
+            cuda.syncthreads()
+            row = cuda.blockIdx.x // chunks
+            c = cuda.blockIdx.x - row * chunks
+            lo = c * chunk
+            hi = min(n, lo + chunk)
+            base = int64(row) * n
+            shift = uint64(low[row])
+            t = uint64(prefix[row]) >> shift
+            less = 0
+            equal = 0
+            i = lo + tid
+            while i < hi:
+                key = uint64(to_key(x[base + i])) >> shift
+                if key < t:
+                    less += 1
+                elif key == t:
+                    equal += 1
+                i += threads
+            cuda.atomic.add(sh, 0, int32(less))
+            cuda.atomic.add(sh, 1, int32(equal))
+            cuda.syncthreads()
+            if tid < 2:
+                offsets[(row * chunks + c) * 2 + tid] = sh[tid]
+
+        @cuda.jit
+        def scan_chunks(offsets, rows, chunks):
+            """Step 4b, a thread a row: the chunks' counts into exclusive offsets."""
+            r = cuda.grid(1)
+            if r >= rows:
+                return
+            less = int64(0)
+            equal = int64(0)
+            for c in range(chunks):
+                s = (r * chunks + c) * 2
+                a, b = offsets[s], offsets[s + 1]
+                offsets[s] = less
+                offsets[s + 1] = equal
+                less += a
+                equal += b
+
+        @cuda.jit
+        def gather(x, n, chunks, chunk, prefix, low, need, offsets, k, out_bits, out_idx):
+            """Step 4c: the winners written in index order. A round is ``GATHER_ITEMS``
+            slices of ``threads`` keys; slot ``r * warps + w`` counts warp ``w``'s keys
+            below and equal to the threshold in slice ``r``, so the slots in order are
+            the round's keys in index order."""
+            slot_less = cuda.shared.array(gather_slots, int32)
+            slot_equal = cuda.shared.array(gather_slots, int32)
+            votes_less = cuda.local.array(GATHER_ITEMS, uint32)
+            votes_equal = cuda.local.array(GATHER_ITEMS, uint32)
+            tid = cuda.threadIdx.x
+            warp = tid // WARP
+            lane = cuda.laneid
+            row = cuda.blockIdx.x // chunks
+            c = cuda.blockIdx.x - row * chunks
+            lo = c * chunk
+            hi = min(n, lo + chunk)
+            base = int64(row) * n
+            shift = uint64(low[row])
+            t = uint64(prefix[row]) >> shift
+            want = need[row]
+            less_before = offsets[(row * chunks + c) * 2]
+            equal_before = offsets[(row * chunks + c) * 2 + 1]
+            below_me = cuda.lanemask_lt()
+            start = lo
+            while start < hi:  # the same number of rounds for every thread
+                for r in range(GATHER_ITEMS):  # vote: one ballot pair a slice
+                    i = start + r * threads + tid
+                    less = False
+                    equal = False
+                    if i < hi:
+                        key = uint64(to_key(x[base + i])) >> shift
+                        less = key < t
+                        equal = key == t
+                    votes_less[r] = uint32(cuda.ballot_sync(FULL_MASK, less))
+                    votes_equal[r] = uint32(cuda.ballot_sync(FULL_MASK, equal))
+                    if lane == 0:
+                        slot_less[r * warps + warp] = cuda.popc(votes_less[r])
+                        slot_equal[r * warps + warp] = cuda.popc(votes_equal[r])
+                cuda.syncthreads()
+                for s in range(gather_slots):  # the slots in index order
+                    if s % warps == warp:  # this thread's key of slice s // warps
+                        r = s // warps
+                        my_less = less_before + cuda.popc(votes_less[r] & below_me)
+                        my_equal = equal_before + cuda.popc(votes_equal[r] & below_me)
+                        is_less = (votes_less[r] >> uint32(lane)) & uint32(1)
+                        is_equal = (votes_equal[r] >> uint32(lane)) & uint32(1)
+                        if is_less != 0 or (is_equal != 0 and my_equal < want):
+                            i = start + r * threads + tid
+                            place = int64(row) * k + my_less + min(my_equal, want)
+                            out_bits[place] = x[base + i]
+                            out_idx[place] = i
+                    less_before += slot_less[s]
+                    equal_before += slot_equal[s]
+                cuda.syncthreads()  # the slots are read before the next round
+                start += threads * GATHER_ITEMS
+
+        self.fill, self.histogram, self.find = fill, histogram, find
+        self.count, self.scan_chunks, self.gather = count, scan_chunks, gather

@@ -1,0 +1,239 @@
+"""topk against a NumPy stable-argsort reference and torch.topk, under the simulator.
+
+The reference: the first ``k`` of a stable argsort in the wanted order (descending
+for the largest, NaN first; ascending for the smallest, NaN last), so ties go to
+the lower index. Every strategy the registry lists for "select" runs each case.
+"""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+from numbakern.strategies import (BitonicSelect, BitonicSort, RadixSelect, SortSlice, every,
+                                  resolve)
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+          np.uint64, np.float16, np.float32, np.float64]
+STRATEGIES = every("select", threads=32)
+RNG = np.random.default_rng(19)
+
+
+def values(dtype, shape, rng=RNG, spread=None):
+    """Random values of ``dtype`` with many ties; floats with NaN, +-inf, +-0.0."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        x[::3] = x[0]  # ties
+        x[1::7] = info.max if dtype.kind == "u" else info.min
+        return x.reshape(shape)
+    x = rng.integers(-8, 8, n).astype(dtype) if spread is None else \
+        (rng.standard_normal(n) * spread).astype(dtype)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, np.nan, -0.0, 0.0], dtype)
+    m = min(n, len(special))
+    x[rng.permutation(n)[:m]] = special[:m]
+    return x.reshape(shape)
+
+
+def order(x, largest):
+    """Stable argsort along the last axis: descending (NaN first) or ascending."""
+    if not largest:
+        return np.argsort(x, axis=-1, kind="stable")
+    n = x.shape[-1]
+    return n - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+
+
+def reference(x, k, axis=-1, largest=True):
+    moved = np.moveaxis(x, axis, -1)
+    idx = order(moved, largest)[..., :k]
+    vals = np.take_along_axis(moved, idx, axis=-1)
+    return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        np.array_equal(a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}"))
+
+
+def check(x, k, strategy, axis=-1, largest=True, sorted=True):
+    got = nk.topk(x, k, axis=axis, largest=largest, sorted=sorted, strategy=strategy)
+    want_v, want_i = reference(np.asarray(x), k, axis, largest)
+    values_, indices = np.asarray(got.values), np.asarray(got.indices)
+    assert indices.dtype == np.int64 and indices.shape == want_i.shape
+    if not sorted:  # the same set; put both in index order
+        perm = np.argsort(indices, axis=axis, kind="stable")
+        indices = np.take_along_axis(indices, perm, axis)
+        values_ = np.take_along_axis(values_, perm, axis)
+        perm = np.argsort(want_i, axis=axis, kind="stable")
+        want_i = np.take_along_axis(want_i, perm, axis)
+        want_v = np.take_along_axis(want_v, perm, axis)
+    np.testing.assert_array_equal(indices, want_i)
+    assert same_bits(values_, want_v), (values_, want_v)
+    return got
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_dtype(dtype, strategy):
+    x = values(dtype, (2, 45))
+    check(x, 6, strategy, largest=True)
+    check(x, 45 - 1, strategy, largest=False)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129])
+def test_row_lengths_around_warps_and_blocks(n, strategy):
+    x = values(np.float32, (3, n))
+    for k in sorted({1, 2, n - 1, n} - {0} & set(range(1, n + 1))):
+        check(x, k, strategy, largest=bool(k % 2))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+def test_k_zero_and_empty_inputs(strategy):
+    x = values(np.float32, (3, 5))
+    got = nk.topk(x, 0, strategy=strategy)
+    assert got.values.shape == (3, 0) and got.values.dtype == np.float32
+    assert got.indices.shape == (3, 0) and got.indices.dtype == np.int64
+    got = nk.topk(np.zeros((0, 5), np.int16), 3, strategy=strategy)
+    assert got.values.shape == (0, 3) and got.values.dtype == np.int16
+    assert nk.topk(np.zeros(0), 0).indices.shape == (0,)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_nan_inf_and_signed_zeros(dtype, strategy):
+    """NaN is the largest (first for largest=True, last for largest=False); -0.0 and
+    +0.0 are equal, taken in index order with their own bits."""
+    x = np.array([0.0, np.nan, -0.0, 1.0, -np.inf, np.inf, 0.0, np.nan, -0.0, -1.0], dtype)
+    got = check(x, 4, strategy)
+    np.testing.assert_array_equal(got.indices, [1, 7, 5, 3])
+    got = check(x, 6, strategy, largest=False)
+    np.testing.assert_array_equal(got.indices, [4, 9, 0, 2, 6, 8])
+    assert same_bits(got.values[2:], np.array([0.0, -0.0, 0.0, -0.0], dtype))
+    check(x, 10, strategy, largest=False)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+def test_all_equal_takes_the_lowest_indices(strategy):
+    x = np.full((2, 70), 3, np.int32)
+    for largest in (True, False):
+        got = check(x, 9, strategy, largest=largest)
+        np.testing.assert_array_equal(got.indices, np.tile(np.arange(9), (2, 1)))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+def test_axes_and_layouts(strategy):
+    x = values(np.float32, (3, 4, 5), spread=10.0)
+    for axis in (0, 1, -1, -3):
+        check(x, 3, strategy, axis=axis)
+    check(x[:, ::2, 1:], 2, strategy, axis=1, largest=False)  # strided
+    check(x.transpose(2, 0, 1), 4, strategy, axis=-1)  # Fortran-like
+    got = nk.topk(x, 5, axis=None, strategy=strategy)
+    want_v, want_i = reference(x.reshape(-1), 5)
+    np.testing.assert_array_equal(got.indices, want_i)
+    assert same_bits(got.values, want_v)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+def test_unsorted_returns_the_same_elements(strategy):
+    x = values(np.int16, (3, 60))
+    got = check(x, 17, strategy, sorted=False)
+    if isinstance(strategy, RadixSelect):  # its stated order: ascending index
+        assert np.all(np.diff(got.indices, axis=-1) > 0)
+    else:  # the other two stay sorted
+        np.testing.assert_array_equal(got.indices, reference(x, 17)[1])
+
+
+def test_radix_select_long_row_over_several_blocks():
+    """A row longer than one block's share: the gather's chunk offsets and ties across
+    chunks (every key equal to the threshold, taken by lowest index)."""
+    x = values(np.int32, (1100,))
+    x[::2] = 77  # many ties at the threshold
+    x[1::50] = 2**30
+    strategy = RadixSelect(threads=32)
+    check(x, 40, strategy)
+    for k in (1, 600):
+        check(x, k, strategy, sorted=False)
+
+
+def test_k_beyond_the_block_select():
+    x = values(np.float32, (1, 280), spread=3.0)
+    # the winners sorted by a bitonic network (the simulator's radix sort is slow)
+    check(x, 260, RadixSelect(threads=32, sort=BitonicSort(threads=32, max_size=512)))
+    with pytest.raises(ValueError, match="k=260"):
+        nk.topk(x, 260, strategy="bitonic_select")
+    check(x, 259, None, largest=False, sorted=False)  # the default goes to radix_select
+    check(x, 9, SortSlice(threads=32))
+    with pytest.raises(ValueError, match="k=9 is more than the bitonic_select"):
+        nk.topk(x, 9, strategy=BitonicSelect(max_k=8))
+
+
+def test_bitonic_select_on_rows_in_the_worst_order():
+    """Ascending rows for the largest: every element beats the bar, a merge a round."""
+    x = np.arange(300, dtype=np.float32).reshape(2, 150)
+    check(x, 50, BitonicSelect(threads=32))
+    check(x[:, ::-1].copy(), 50, BitonicSelect(threads=32), largest=False)
+
+
+def test_default_strategy_by_k_and_row_length():
+    assert resolve("select", None, n=50257, k=50).name == "bitonic_select"
+    assert resolve("select", None, n=50257, k=256).name == "bitonic_select"
+    assert resolve("select", None, n=50257, k=257).name == "radix_select"
+    assert resolve("select", None, n=2**28, k=1024).name == "radix_select"
+    assert resolve("select", None, n=2**28, k=8).name == "radix_select"
+    assert nk.strategies.available("select") == ["bitonic_select", "radix_select",
+                                                 "sort_slice"]
+
+
+def test_bad_arguments():
+    x = values(np.float32, (2, 10))
+    for k in (-1, 11):
+        with pytest.raises(ValueError, match="k must be from 0 to the length of the axis"):
+            nk.topk(x, k)
+    for k in (1.5, True, None):
+        with pytest.raises(TypeError, match="k must be an int"):
+            nk.topk(x, k)
+    with pytest.raises(np.exceptions.AxisError):
+        nk.topk(x, 1, axis=2)
+    with pytest.raises(ValueError, match="unknown select strategy 'heap'"):
+        nk.topk(x, 1, strategy="heap")
+    with pytest.raises(TypeError, match="sort strategy"):
+        nk.topk(x, 1, strategy=nk.RadixSort())
+    with pytest.raises(TypeError, match="largest"):
+        nk.topk(x, 1, largest="yes")
+    with pytest.raises(TypeError, match="sorted"):
+        nk.topk(x, 1, sorted=1)
+    with pytest.raises(TypeError, match="dtype"):
+        nk.topk(x.astype(np.complex64), 1)
+    with pytest.raises(ValueError, match="k=257"):
+        nk.topk(np.zeros(300), 257, strategy=BitonicSelect())
+    with pytest.raises(ValueError, match="max_k"):
+        BitonicSelect(max_k=300)
+    with pytest.raises(ValueError, match="privatized"):
+        RadixSelect(histogram="global_atomic")
+
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
+def test_torch_tensors_in_tensors_out_as_torch_topk(strategy):
+    """Values equal torch.topk's exactly; indices too, on distinct values."""
+    x = torch.randn(4, 97, dtype=torch.float64)
+    x[0, 5] = float("nan")
+    for largest in (True, False):
+        got = nk.topk(x, 7, 1, largest=largest, strategy=strategy)
+        want = torch.topk(x, 7, dim=1, largest=largest)
+        assert type(got).__name__ == "TopK"
+        assert isinstance(got.values, torch.Tensor) and isinstance(got.indices, torch.Tensor)
+        assert got.indices.dtype == torch.int64
+        torch.testing.assert_close(got.values, want.values, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(got.indices, want.indices)
+    ties = torch.tensor([[1, 3, 3, 2, 3, 0]], dtype=torch.int32)
+    got = nk.topk(ties, 2, strategy=strategy)
+    assert torch.equal(got.values, torch.topk(ties, 2).values)
+    assert torch.equal(got.indices, torch.tensor([[1, 2]]))  # ties: lower index first

@@ -1,0 +1,100 @@
+"""topk at scale on a real GPU against torch.topk on the GPU (skipped under the simulator).
+
+Values must equal torch's exactly; indices must be valid: distinct within a row, and
+pointing at the values returned (torch leaves the order of ties open, numbakern
+takes the lower index first, so indices are compared only as valid, and against a
+stable argsort where the data has ties).
+"""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+pytestmark = pytest.mark.gpu
+
+STRATEGIES = nk.strategies.available("select")
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs PyTorch with CUDA")
+    return torch
+
+
+def assert_valid(torch, x, got, want, k, dim=-1):
+    """got's values are torch's; got's indices distinct and pointing at its values."""
+    assert isinstance(got.values, torch.Tensor) and got.values.device.type == "cuda"
+    assert got.indices.dtype == torch.int64 and got.values.shape == want.values.shape
+    assert torch.equal(got.values, want.values)
+    assert torch.equal(torch.gather(x, dim, got.indices), got.values)
+    ordered = torch.sort(got.indices, dim=dim).values
+    assert bool((ordered.diff(dim=dim) > 0).all()) if k > 1 else True
+
+
+def test_whole_array_2_28_k_1024(torch):
+    x = torch.randn(1 << 28, device="cuda")
+    for strategy in ("radix_select", None):
+        got = nk.topk(x, 1024, strategy=strategy)
+        assert_valid(torch, x, got, torch.topk(x, 1024), 1024)
+    got = nk.topk(x, 1024, largest=False, sorted=False)
+    want = torch.topk(x, 1024, largest=False)
+    assert torch.equal(torch.sort(got.values).values, torch.sort(want.values).values)
+    assert bool((got.indices.diff() > 0).all())  # radix_select unsorted: index order
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("k", [1, 8, 50, 256])
+def test_logits_rows_8192_x_50257(torch, strategy, k):
+    x = torch.randn(8192, 50257, device="cuda")
+    got = nk.topk(x, k, strategy=strategy)
+    assert_valid(torch, x, got, torch.topk(x, k), k)
+    got = nk.topk(x.half(), k, largest=False, strategy=strategy)
+    assert_valid(torch, x.half(), got, torch.topk(x.half(), k, largest=False), k)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "int32", "int64",
+                                   "float16", "float32", "float64"])
+def test_every_dtype_with_ties_against_a_stable_argsort(torch, strategy, dtype):
+    rng = np.random.default_rng(0)
+    if np.dtype(dtype).kind == "f":
+        host = (rng.standard_normal((64, 3001)) * 20).astype(dtype)
+    else:  # few distinct values: ties everywhere
+        host = rng.integers(-40, 40, (64, 3001)).astype(dtype)
+    if host.dtype.kind == "f":
+        host[:, ::101] = np.nan
+        host[:, ::97] = -0.0
+        host[:, 1::89] = np.inf
+    x = torch.from_numpy(host).cuda()
+    for k in (1, 50, 256, 3001):
+        if k > 256 and strategy == "bitonic_select":
+            continue
+        got = nk.topk(x, k, strategy=strategy)
+        n = host.shape[1]
+        idx = n - 1 - np.argsort(host[:, ::-1], axis=-1, kind="stable")[:, ::-1][:, :k]
+        assert np.array_equal(got.indices.cpu().numpy(), idx)
+        want = np.take_along_axis(host, idx, -1)
+        assert np.array_equal(got.values.cpu().numpy().view(f"u{host.itemsize}"),
+                              want.view(f"u{host.itemsize}"))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_middle_axis_and_strided_input(torch, strategy):
+    x = torch.randn(16, 4099, 8, device="cuda")
+    got = nk.topk(x, 33, 1, strategy=strategy)
+    assert_valid(torch, x, got, torch.topk(x, 33, dim=1), 33, dim=1)
+    y = x[:, ::3, 2]
+    got = nk.topk(y, 7, strategy=strategy)
+    assert_valid(torch, y, got, torch.topk(y, 7), 7)
+
+
+def test_cupy_in_cupy_out():
+    cp = pytest.importorskip("cupy")
+    x = cp.random.standard_normal((300, 5000), dtype=cp.float32)
+    got = nk.topk(x, 10)
+    assert isinstance(got.values, cp.ndarray) and isinstance(got.indices, cp.ndarray)
+    want = -cp.sort(-x, axis=1)[:, :10]
+    assert bool(cp.array_equal(got.values, want))

@@ -1,0 +1,56 @@
+"""``numbakern explain radix_select``: the passes recorded from the real kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import numbakern
+from numbakern.teach.cli import cli
+from numbakern.teach.explain_select import trace_select
+
+pytestmark = pytest.mark.skipif(not numbakern.backend().is_simulator,
+                                reason="tracing runs under the simulator")
+
+X = np.array([5, 300, 70000, 300, 2, 70001, 300, 9], np.uint32)
+
+
+def test_radix_select_records_the_bucket_each_pass_keeps():
+    """Pass p keeps the bucket holding the k-th key's digit p (from the top): here the
+    3rd largest is 300 (0x0000012c; keys complemented for the largest)."""
+    trace = trace_select(X, 3)
+    assert trace.exact and trace.indices.tolist() == [5, 2, 1]
+    rows = [p["rows"][0] for p in trace.passes]
+    assert [r["bucket"] for r in rows] == [(~300 >> s) & 0xFF for s in (24, 16, 8, 0)]
+    assert [r["below"] for r in rows] == [0, 2, 0, 0]
+    assert [r["in_bucket"] for r in rows] == [8, 6, 3, 3]
+    assert rows[1]["counts"] == {0xFE: 2, 0xFF: 6}  # 7000x's digit, then the others'
+
+
+def test_a_row_stops_when_its_bucket_holds_exactly_the_keys_needed():
+    trace = trace_select(X, 2)
+    second = trace.passes[1]["rows"][0]
+    assert (second["bucket"], second["below"], second["in_bucket"]) == \
+        ((~70000 >> 16) & 0xFF, 0, 2)  # the two of 0x0001xxxx: both win
+    assert trace.passes[2]["rows"][0] is None and trace.passes[3]["rows"][0] is None
+    assert trace.exact
+
+
+@pytest.mark.parametrize("strategy", ["bitonic_select", "sort_slice"])
+def test_the_other_strategies_record_no_passes(strategy):
+    trace = trace_select(X, 3, strategy, largest=False)
+    assert trace.passes == [] and trace.exact
+
+
+def test_explain_shows_the_passes_and_the_proof():
+    result = CliRunner().invoke(cli, ["explain", "radix_select", "--values",
+                                      "3,1,4,1,5,9,2,6", "--k", "3", "--dtype", "int32"])
+    assert result.exit_code == 0, result.output
+    assert "pass 1: bits 31-24" in result.output
+    assert "keeps bucket" in result.output
+    assert "proof: equals the first 3 of NumPy's stable argsort" in result.output
+    assert ": yes" in result.output
+    result = CliRunner().invoke(cli, ["explain", "radix_select", "--values", "1,2",
+                                      "--k", "3"])
+    assert result.exit_code != 0 and "k must be from 1" in result.output
