@@ -83,6 +83,8 @@ from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # no
 from .api.losses import cross_entropy  # noqa: E402
 from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
+from .api.selection import (argpartition, median, nanmedian, nanpercentile,  # noqa: E402
+                             nanquantile, partition, percentile, quantile)
 from .api.sort import argsort, sort  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
 from .core.axes import AxisError  # noqa: E402
@@ -122,4 +124,6 @@ __all__ = [
     "op", "prod", "ptp", "reduce", "segmented_argmax", "segmented_argmin",
     "segmented_reduce", "softmax", "softmax_backward", "sort", "std", "strategies", "sum",
     "var", "nanvar", "nanstd", "warp", "xor_sum",
+    "argpartition", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
+    "percentile", "quantile",
 ]
