@@ -290,8 +290,7 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     code = MEDIAN if qs is None else METHODS[method]
     if code == METHODS["linear"] and qs.dtype.kind in "biu":
         code = TAKE  # NumPy reads the element at an integer virtual index as it is
-    result = _result_dtype(name if qs is None else "quantile", dtype, method,
-                           None if qs is None else (qs.dtype, weak))
+    result = _result_dtype(name, dtype, method, None if qs is None else (qs.dtype, weak))
     kept = result_shape(shape, axes, keepdims)
     full = kept if qs is None else tuple(qs.shape) + kept
     kind = kind_of(x)
@@ -313,8 +312,9 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     counts = workspace.empty(m if skipping else 1, np.int64)
     qd = workspace.from_host(np.zeros(1) if qs is None else
                              np.ascontiguousarray(qs, np.float64).reshape(-1))
+    single = qs is not None and qs.dtype in (np.float16, np.float32)
     order_stats_into(values, qd, dst, counts, m, n, code, skipping, compute,
-                     workspace.stream)
+                     workspace.stream, single)
     delivered = deliver(workspace, dst, result, full, out)
     if skipping:
         found = host_copy(counts, workspace.stream)
@@ -375,7 +375,8 @@ def _no_elements(name, dtype, m: int, kept, full, result, workspace, out):
 
 @functools.lru_cache(maxsize=256)
 def _result_dtype(name: str, dtype: np.dtype, method: str, q) -> np.dtype:
-    """NumPy's result dtype, asked of NumPy on two elements of ``dtype`` (its rules
+    """NumPy's result dtype for function ``name``, asked of NumPy on two elements of
+    ``dtype`` (its rules
     depend on ``q``'s dtype, on whether ``q`` was a Python number, and on the method's
     path: an integer index reads the element as it is)."""
     sample = np.zeros(2, dtype)
@@ -385,8 +386,10 @@ def _result_dtype(name: str, dtype: np.dtype, method: str, q) -> np.dtype:
             return np.dtype(np.median(sample).dtype)
         qdtype, weak = q
         qsample = qdtype.type(0).item() if weak else np.zeros(1, qdtype)
+        # nanquantile's rule differs: float32 data with q=[0.5] stays float32 there
+        fn = np.nanquantile if name.startswith("nan") else np.quantile
         try:
-            return np.dtype(np.quantile(sample, qsample, method=method).dtype)
+            return np.dtype(fn(sample, qsample, method=method).dtype)
         except TypeError:
             raise TypeError(f"{name}: x of dtype {dtype} cannot be interpolated by method "
                             f"{method!r} (NumPy cannot subtract bools); use method "

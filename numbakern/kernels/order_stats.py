@@ -38,7 +38,7 @@ INTERPOLATING = (MEDIAN, LINEAR, MIDPOINT)  # the others read one element as it 
 
 
 def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
-                     skip_nan: bool, compute, stream) -> None:
+                     skip_nan: bool, compute, stream, q_single: bool = False) -> None:
     """``out[j * rows + r]``: quantile ``qs[j]`` of sorted row ``r`` of ``values``.
 
     Args:
@@ -55,12 +55,14 @@ def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
             whose last element is NaN gives NaN. A row of no counted elements gives NaN.
         compute: the dtype of the arithmetic (float32 or float64): NumPy's result
             dtype, float32 for float16 results (rounded once, when delivered).
+        q_single: the virtual index ``(count - 1) q`` in float32, as NumPy computes it
+            for a float32 (or float16) ``q`` array; float64 otherwise.
     """
     dtype = np.dtype(values.dtype)
     key = ("order_stats", dtype.str, np.dtype(out.dtype).str, int(method), bool(skip_nan),
-           np.dtype(compute).str, device_key())
+           np.dtype(compute).str, bool(q_single), device_key())
     kernel = cached(key, lambda: _build(dtype, np.dtype(out.dtype), int(method),
-                                        bool(skip_nan), np.dtype(compute)))
+                                        bool(skip_nan), np.dtype(compute), bool(q_single)))
     total = int(qs.shape[0]) * int(rows)
     launch(kernel, grid_for(total), THREADS, stream, values, qs, out, counts, int(rows),
            int(n))
@@ -76,13 +78,13 @@ def _difference_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _build(dtype: np.dtype, out_dtype: np.dtype, method: int, skip_nan: bool,
-           compute: np.dtype):
+           compute: np.dtype, q_single: bool):
     is_float = dtype.kind == "f"
     widen = from_dtype(_difference_dtype(dtype))  # an element as a number to test, subtract
     ct = from_dtype(compute)
     store = from_dtype(out_dtype)
     nan_check = is_float
-    locate = _locator(method)
+    locate = _locator(method, from_dtype(np.dtype(np.float32 if q_single else np.float64)))
 
     @cuda.jit(device=True)
     def count_of(values, base, n):
@@ -143,9 +145,10 @@ def _build(dtype: np.dtype, out_dtype: np.dtype, method: int, skip_nan: bool,
     return order_stats
 
 
-def _locator(method: int):
+def _locator(method: int, vt):
     """Device function ``locate(q, count) -> (lo, hi, t)``: the neighbouring order
-    statistics and the weight of the upper one, by NumPy's rules for ``method``
+    statistics and the weight of the upper one, by NumPy's rules for ``method``, the
+    virtual index computed in ``vt`` (the quantiles' float type)
     (``_get_indexes``: a virtual index at or past the last element reads the last one
     twice)."""
 
@@ -158,7 +161,7 @@ def _locator(method: int):
 
         @cuda.jit(device=True)
         def locate(q, count):
-            v = float64(count - 1) * q
+            v = float64(vt(count - 1) * vt(q))
             if midpoint:
                 v = 0.5 * (float64(math.floor(v)) + float64(math.ceil(v)))
             if v >= float64(count - 1):
@@ -173,7 +176,7 @@ def _locator(method: int):
 
         @cuda.jit(device=True)
         def locate(q, count):
-            v = float64(count - 1) * q
+            v = float64(vt(count - 1) * vt(q))
             f = float64(math.floor(v))
             if rounding == HIGHER:
                 f = float64(math.ceil(v))
