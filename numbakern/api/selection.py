@@ -31,11 +31,23 @@ import numpy as np
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.sort import _sort, check_dtype, sort_rows
-from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, honours_stream,
-                                   kind_of, resolve_stream)
+from numbakern.core.arrays import (
+    Workspace,
+    as_array_like,
+    as_layout_array,
+    honours_stream,
+    kind_of,
+    resolve_stream,
+)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
-from numbakern.kernels.order_stats import INTERPOLATING, MEDIAN, METHODS, TAKE, order_stats_into
+from numbakern.kernels.order_stats import (
+    INTERPOLATING,
+    MEDIAN,
+    METHODS,
+    TAKE,
+    order_stats_into,
+)
 from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import host_copy, view_as
 
