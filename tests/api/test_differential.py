@@ -46,6 +46,11 @@ function would not fit CI's time):
   their float64 formulas; cross_entropy on each block strategy against
   ``torch.nn.functional.cross_entropy`` and its autograd gradient in float64
   (``ignore_index`` rows, label smoothing, every reduction);
+* partition, argpartition (by NumPy's contract: the kth element np.sort's, none
+  larger before, none smaller after, NaN largest), median, quantile, percentile and
+  their NaN-skipping forms (NumPy on the float64 values of integers, ``_close``'s
+  tolerance, NumPy's errors alike), one path per function with the sort strategy
+  drawn;
 * segmented_reduce (each built-in op but the logical ones), segmented_argmax and
   segmented_argmin on each grid strategy, a warp or a block per segment, drawn
   offsets with empty segments, against NumPy per segment; histogram_counts on each
@@ -65,8 +70,9 @@ the computing dtype (scaled by the loss's size for the loss; float16 gradients
 ``1e-3`` more), logits drawn in [-20, 20].
 
 Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
-131 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
-``-n 2`` on two shared cores) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
+131 paths before the selection's took about a minute of CPU under the simulator, 40-60 s
+of wall time with ``-n 2`` on two shared cores; the 8 selection paths add about 26 s of
+CPU) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
 examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """
 
