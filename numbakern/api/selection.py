@@ -123,10 +123,10 @@ def _partition(x, kth, axis, kind, order, indices: bool, strategy, stream):
 
 def _check_kth(kth) -> tuple[int, ...]:
     """``kth`` as a tuple of ints, with NumPy's errors."""
-    if isinstance(kth, (bool, np.bool_)) or getattr(np.asarray(kth), "dtype", None) == bool:
+    arr = np.asarray(kth)
+    if arr.dtype == np.bool_:  # operator.index(True) is 1: NumPy refuses it
         raise ValueError("kth must be an int or a sequence of ints; booleans are "
                          "unacceptable as partition index")
-    arr = np.asarray(kth)
     if arr.ndim > 1:
         raise ValueError(f"kth must be an int or a 1-d sequence of ints, got shape "
                          f"{arr.shape}")
