@@ -317,16 +317,8 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     if m * nq == 0:
         return deliver_host(workspace, np.empty(full, result), out)
     values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, strategy)
-    take = code not in INTERPOLATING
-    compute = np.dtype(np.float32) if result == np.float16 else result
-    dst = workspace.empty(nq * m, dtype if take else compute)
     skipping = skip_nan and dtype.kind == "f"
-    counts = workspace.empty(m if skipping else 1, np.int64)
-    qd = workspace.from_host(np.zeros(1) if qs is None else
-                             np.ascontiguousarray(qs, np.float64).reshape(-1))
-    single = qs is not None and qs.dtype in (np.float16, np.float32)
-    order_stats_into(values, qd, dst, counts, m, n, code, skipping, compute,
-                     workspace.stream, single)
+    dst, counts = _read(values, qs, code, m, n, skipping, result, workspace)
     delivered = deliver(workspace, dst, result, full, out)
     if skipping:
         found = host_copy(counts, workspace.stream)
@@ -335,6 +327,22 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
             warnings.warn("All-NaN slice encountered", RuntimeWarning,
                           stacklevel=user_stacklevel())
     return delivered
+
+
+def _read(values, qs, code: int, m: int, n: int, skipping: bool, result, workspace):
+    """``(results, counts)``: the order-statistics kernel on ``m`` sorted slices of
+    ``n`` (1-D device arrays: the results, in ``result``'s dtype or the arithmetic's,
+    quantiles first; each slice's count of non-NaN elements when ``skipping``)."""
+    compute = np.dtype(np.float32) if result == np.float16 else result
+    nq = 1 if qs is None else qs.size
+    dst = workspace.empty(nq * m, result if code not in INTERPOLATING else compute)
+    counts = workspace.empty(m if skipping else 1, np.int64)
+    qd = workspace.from_host(np.zeros(1) if qs is None else
+                             np.ascontiguousarray(qs, np.float64).reshape(-1))
+    single = qs is not None and qs.dtype in (np.float16, np.float32)
+    order_stats_into(values, qd, dst, counts, m, n, code, skipping, compute,
+                     workspace.stream, single)
+    return dst, counts
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:

@@ -61,8 +61,8 @@ def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
     dtype = np.dtype(values.dtype)
     key = ("order_stats", dtype.str, np.dtype(out.dtype).str, int(method), bool(skip_nan),
            np.dtype(compute).str, bool(q_single), device_key())
-    kernel = cached(key, lambda: _build(dtype, np.dtype(out.dtype), int(method),
-                                        bool(skip_nan), np.dtype(compute), bool(q_single)))
+    kernel = cached(key, lambda: _build(dtype, int(method), bool(skip_nan),
+                                        np.dtype(compute), bool(q_single)))
     total = int(qs.shape[0]) * int(rows)
     launch(kernel, grid_for(total), THREADS, stream, values, qs, out, counts, int(rows),
            int(n))
@@ -77,12 +77,13 @@ def _difference_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def _build(dtype: np.dtype, out_dtype: np.dtype, method: int, skip_nan: bool,
-           compute: np.dtype, q_single: bool):
+def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
+           q_single: bool):
+    """The kernel; every store is an assignment into ``out``, whose dtype casts (a
+    method that reads one element stores it unchanged)."""
     is_float = dtype.kind == "f"
     widen = from_dtype(_difference_dtype(dtype))  # an element as a number to test, subtract
     ct = from_dtype(compute)
-    store = from_dtype(out_dtype)
     nan_check = is_float
     locate = _locator(method, from_dtype(np.dtype(np.float32 if q_single else np.float64)))
 
@@ -131,13 +132,13 @@ def _build(dtype: np.dtype, out_dtype: np.dtype, method: int, skip_nan: bool,
             # NaN, or (NumPy's rule) a row holding one
             if count == 0 or (nan_check and not skip_nan and
                               math.isnan(widen(values[base + n - 1]))):
-                out[i] = store(widen(values[base + n - 1]))
+                out[i] = values[base + n - 1]
             else:
                 lo, hi, t = locate(qs[j], count)
                 if method == MEDIAN:
-                    out[i] = store(middle(values[base + lo], values[base + hi], lo, hi))
+                    out[i] = middle(values[base + lo], values[base + hi], lo, hi)
                 elif method == LINEAR or method == MIDPOINT:
-                    out[i] = store(lerp(values[base + lo], values[base + hi], t))
+                    out[i] = lerp(values[base + lo], values[base + hi], t)
                 else:
                     out[i] = values[base + lo]
             i += step
