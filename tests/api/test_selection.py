@@ -360,3 +360,20 @@ def test_torch_tensors_in_tensors_out():
     part = nk.partition(t, 4, axis=1)
     assert isinstance(part, torch.Tensor)
     check_partition(x, part.numpy(), 4, 1)
+
+
+def test_device_arrays_and_streams():
+    from numba import cuda
+
+    x = values(np.float32, (3, 40))
+    x[1, 5] = np.nan
+    got = nk.quantile(cuda.to_device(x), [0.5, 0.8], axis=1, stream=cuda.default_stream())
+    assert hasattr(got, "copy_to_host")
+    same(got.copy_to_host(), np.quantile(x, [0.5, 0.8], axis=1))
+    with pytest.warns(RuntimeWarning, match="All-NaN"):
+        got = nk.nanmedian(cuda.to_device(np.full((2, 3), np.nan, np.float32)), axis=1)
+    assert np.isnan(got.copy_to_host()).all()
+    part = nk.partition(cuda.to_device(x), 7, axis=1)
+    check_partition(x, part.copy_to_host(), 7, 1)
+    with pytest.raises(TypeError, match="stream"):
+        nk.median(x, stream="a stream")
