@@ -71,7 +71,7 @@ the computing dtype (scaled by the loss's size for the loss; float16 gradients
 
 Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
 131 paths before the selection's took about a minute of CPU under the simulator, 40-60 s
-of wall time with ``-n 2`` on two shared cores; the 8 selection paths add about 26 s of
+of wall time with ``-n 2`` on two shared cores; the 8 selection paths add about 10 s of
 CPU) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
 examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """
@@ -921,6 +921,19 @@ def _partition_contract(x, part, kth, axis):
             assert np.all((after >= pivot) | (np.isnan(after) if floats else False))
 
 
+def _sort_strategy(draw, slices: int, n: int):
+    """A sort strategy for ``slices`` slices of ``n``: the radix sort for slices longer
+    than the bitonic network takes, the bitonic network for many slices (the
+    simulator's radix sort takes about a second a slice, and the sort's own path above
+    runs it on every shape), either for the rest."""
+    bitonic, radix = every("sort", threads=32)
+    if n > bitonic.max_size:
+        return radix
+    if slices > 4:
+        return bitonic
+    return draw(st.sampled_from([bitonic, radix]))
+
+
 def _quantile_draw(draw, name):
     if name in ("median", "nanmedian"):
         return ()
@@ -938,12 +951,12 @@ def test_selection_on_a_drawn_sort_strategy_agrees_with_numpy(name, data):
     values of integers (NumPy subtracts int8 in int8: README) within ``_close``'s
     tolerance (float16 is interpolated in float32 here, in float16 there), with
     NumPy's result dtype; NumPy's ValueError/TypeError/IndexError raised alike."""
-    strategy = data.draw(st.sampled_from(every("sort", threads=32)))
     x = _canon(data.draw(arrays([np.bool_, *INTS, *FLOATS], "any")))
     ours, numpys = getattr(nk, name), getattr(np, name)
     if name.endswith("partition"):
         axis = None if x.ndim == 0 else data.draw(st.sampled_from([None, -1, 0]))
         n = x.size if axis is None else x.shape[axis]
+        strategy = _sort_strategy(data.draw, x.size // max(n, 1), n)
         kth = [data.draw(st.integers(-n, n - 1)) for _ in range(2)] if n else [0]
         got = ours(x, kth, axis=axis, strategy=strategy)
         if name == "argpartition":
@@ -953,6 +966,8 @@ def test_selection_on_a_drawn_sort_strategy_agrees_with_numpy(name, data):
         return
     args = _quantile_draw(data.draw, name)
     axis = None if x.ndim == 0 else data.draw(st.sampled_from([None, 0, -1, tuple(range(x.ndim))]))
+    slices = 1 if axis is None or x.ndim < 2 or axis == (0, 1) else x.shape[1 + axis]
+    strategy = _sort_strategy(data.draw, slices, x.size // max(slices, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         with np.errstate(all="ignore"):
