@@ -46,8 +46,9 @@ def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
             take), ``n >= 1``.
         qs: 1-D float64 device array of the quantiles in [0, 1] (one unused element
             for :data:`MEDIAN`).
-        out: 1-D device array of ``qs.size * rows`` results: ``values``' dtype for
-            the methods that read one element, ``compute`` for the others.
+        out: 1-D device array of ``qs.size * rows`` results: NumPy's result dtype
+            for the methods that read one element (``values``' own), ``compute`` for
+            the others; each result is assigned into it (the store casts).
         counts: 1-D int64 device array of ``rows`` (``skip_nan``: each row's number of
             non-NaN elements is written there), else of one unused element.
         method: one of :data:`MEDIAN`, :data:`LINEAR`, ... .

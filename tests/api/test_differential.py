@@ -911,7 +911,7 @@ def _partition_contract(x, part, kth, axis):
     _same_exact(np.sort(ps, axis=-1), ordered, zero_sign=False)
     n = ps.shape[-1]
     floats = x.dtype.kind == "f"
-    for k in kth:
+    for k in kth if n else ():  # an empty axis takes any kth, as NumPy
         k %= n
         pivot = ps[..., k:k + 1]
         _same_exact(ps[..., k], ordered[..., k], zero_sign=False)
