@@ -85,6 +85,8 @@ from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  
 from .api.segment_scans import scan_by_key, segmented_scan  # noqa: E402
 from .api.segment_sort import segmented_sort  # noqa: E402
 from .api.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward  # noqa: E402
+from .api.selection import (argpartition, median, nanmedian, nanpercentile,  # noqa: E402
+                             nanquantile, partition, percentile, quantile)
 from .api.sort import argsort, sort  # noqa: E402
 from .api.select import topk  # noqa: E402
 from .core.arrays import CopyWarning  # noqa: E402
@@ -131,4 +133,6 @@ __all__ = [
     "segmented_reduce", "segmented_scan", "segmented_sort", "softmax", "softmax_backward",
     "sort", "std", "strategies", "sum", "topk",
     "var", "nanvar", "nanstd", "warp", "xor_sum",
+    "argpartition", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
+    "percentile", "quantile",
 ]

@@ -138,14 +138,26 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
     sorter = _strategies.resolve("sort", strategy, n=n)
     if size == 0:
         return wrap(_restore(_xp(arr).empty(moved.shape, out_dtype), axis))
-    xbits = flat_device(moved, workspace, bits_dtype(dtype))
-    out = workspace.empty(size, INDEX_DTYPE if indices else bits_dtype(dtype))
-    job = SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace)
-    sorter.sort(job)
+    out = sort_rows(moved, dtype, descending, indices, sorter, workspace)
     result = to_user(out, workspace, moved.shape, None if indices else dtype)
     if asked is not None and not asked.isnative and not indices:
         result = result.astype(asked)  # NumPy keeps a big-endian input's byte order
     return wrap(_restore(result, axis))
+
+
+def sort_rows(rows, dtype: np.dtype, descending: bool, indices: bool, sorter,
+              workspace: Workspace):
+    """Sort every row of ``rows`` (a NumPy or CuPy array of ``dtype``, at least one
+    element, the rows along its last axis) on the device with the sort strategy
+    ``sorter``: a 1-D C-contiguous device array of the sorted rows one after another,
+    as int64 indices within the row (``indices``) or as the values' bits (an unsigned
+    dtype of ``dtype``'s width: read it with ``runtime.views.view_as``)."""
+    size = math.prod(rows.shape)
+    n = rows.shape[-1] if rows.ndim else 1
+    xbits = flat_device(rows, workspace, bits_dtype(dtype))
+    out = workspace.empty(size, INDEX_DTYPE if indices else bits_dtype(dtype))
+    sorter.sort(SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace))
+    return out
 
 
 def _xp(arr):

@@ -116,6 +116,13 @@ def _topk_values(x, axis=-1):
     return np.moveaxis(picked, -1, axis)
 
 
+def _median_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
+    """Why ``variant`` cannot sort the slices a median reads (every element without
+    ``--axis``), or None."""
+    axis = kw.get("axis")
+    return _sort_skips(variant, (int(np.prod(shape)),) if axis is None else shape, kw)
+
+
 def _stable(fn):
     """NumPy's stable sort or argsort (the order numbakern's sorts give)."""
     def call(x, axis=-1):
@@ -545,6 +552,13 @@ OPERATIONS: dict[str, Operation] = {
         TopK("topk", _topk_values, exact, select_variants, exact=True,
              peers=_peer(None, _torch_topk), skips=_select_skips,
              simulator_shape=(4, 256), gpu_shape=(8192, 50257)),
+        # a full sort of each slice, then the middle read on the device; torch's median
+        # is the lower middle value, so its peer is quantile(0.5), which refuses inputs
+        # of more than 2^24 elements (reported as n/a)
+        Operation("median", np.median, exact, sort_variants, exact=True,
+                  peers=_peer(lambda cp, x, **k: cp.median(x, **k),
+                              lambda t, x, **k: t.quantile(x, 0.5, **k)),
+                  skips=_median_skips, simulator_shape=(256,)),
         Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
                   peers=_peer(lambda cp, x, **k: cp.bincount(x),
                               lambda t, x, **k: t.bincount(x)), one_d=True),

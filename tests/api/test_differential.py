@@ -53,6 +53,11 @@ function would not fit CI's time):
   their float64 formulas; cross_entropy on each block strategy against
   ``torch.nn.functional.cross_entropy`` and its autograd gradient in float64
   (``ignore_index`` rows, label smoothing, every reduction);
+* partition, argpartition (by NumPy's contract: the kth element np.sort's, none
+  larger before, none smaller after, NaN largest), median, quantile, percentile and
+  their NaN-skipping forms (NumPy on the float64 values of integers, ``_close``'s
+  tolerance, NumPy's errors alike), one path per function with the sort strategy
+  drawn;
 * segmented_reduce (each built-in op but the logical ones), segmented_argmax and
   segmented_argmin on each grid strategy, a warp or a block per segment, drawn
   offsets with empty segments, against NumPy per segment; segmented_scan and
@@ -79,8 +84,9 @@ the computing dtype (scaled by the loss's size for the loss; float16 gradients
 ``1e-3`` more), logits drawn in [-20, 20].
 
 Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
-135 paths take about a minute of CPU under the simulator, 40-60 s of wall time with
-``-n 2`` on two shared cores) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
+135 paths before the selection's took about a minute of CPU under the simulator, 40-60 s
+of wall time with ``-n 2`` on two shared cores; the 8 selection paths add about 10 s of
+CPU) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
 examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
 """
 
@@ -1085,3 +1091,94 @@ def test_histogram_counts_on_each_strategy_agree_with_numpy(strategy, data):
     inside = v[(v >= 0) & (v < num_bins)] if v.dtype != np.bool_ else v
     want = np.bincount(inside.astype(np.int64), minlength=num_bins)[:num_bins]
     _same_exact(nk.histogram_counts(x, num_bins, strategy=strategy), want.astype(np.int64))
+
+
+# --- selection: one path per function, the sort strategy drawn -----------------------------
+
+SELECTIONS = ["partition", "argpartition", "median", "nanmedian", "quantile", "nanquantile",
+              "percentile", "nanpercentile"]
+
+
+def _partition_contract(x, part, kth, axis):
+    """``part`` holds ``x``'s elements along ``axis`` with every ``kth`` in its sorted
+    place, none larger before it and none smaller after (NaN largest): NumPy's
+    contract, not np.partition's arrangement of the rest (unspecified)."""
+    if axis is None:
+        x, axis = x.reshape(-1), -1
+    assert part.shape == x.shape and part.dtype == x.dtype, (part, x)
+    ps, ordered = np.moveaxis(part, axis, -1), np.sort(np.moveaxis(x, axis, -1), axis=-1)
+    _same_exact(np.sort(ps, axis=-1), ordered, zero_sign=False)
+    n = ps.shape[-1]
+    floats = x.dtype.kind == "f"
+    for k in kth if n else ():  # an empty axis takes any kth, as NumPy
+        k %= n
+        pivot = ps[..., k:k + 1]
+        _same_exact(ps[..., k], ordered[..., k], zero_sign=False)
+        with np.errstate(invalid="ignore"):
+            before, after = ps[..., :k], ps[..., k + 1:]
+            assert np.all((before <= pivot) | (np.isnan(pivot) if floats else False))
+            assert np.all((after >= pivot) | (np.isnan(after) if floats else False))
+
+
+def _sort_strategy(draw, slices: int, n: int):
+    """A sort strategy for ``slices`` slices of ``n``: the radix sort for slices longer
+    than the bitonic network takes, the bitonic network for many slices (the
+    simulator's radix sort takes about a second a slice, and the sort's own path above
+    runs it on every shape), either for the rest."""
+    bitonic, radix = every("sort", threads=32)
+    if n > bitonic.max_size:
+        return radix
+    if slices > 4:
+        return bitonic
+    return draw(st.sampled_from([bitonic, radix]))
+
+
+def _quantile_draw(draw, name):
+    if name in ("median", "nanmedian"):
+        return ()
+    qs = st.floats(0, 1) if "quantile" in name else st.floats(0, 100)
+    return (draw(st.one_of(qs, st.lists(qs, min_size=1, max_size=3),
+                           st.sampled_from([0, 1] if "quantile" in name else [0, 100])),
+                 ),)
+
+
+@pytest.mark.parametrize("name", SELECTIONS)
+@PROFILE
+@given(data=st.data())
+def test_selection_on_a_drawn_sort_strategy_agrees_with_numpy(name, data):
+    """Partition by its contract; medians and quantiles against NumPy on the float64
+    values of integers (NumPy subtracts int8 in int8: README) within ``_close``'s
+    tolerance (float16 is interpolated in float32 here, in float16 there), with
+    NumPy's result dtype; NumPy's ValueError/TypeError/IndexError raised alike."""
+    x = _canon(data.draw(arrays([np.bool_, *INTS, *FLOATS], "any")))
+    ours, numpys = getattr(nk, name), getattr(np, name)
+    if name.endswith("partition"):
+        axis = None if x.ndim == 0 else data.draw(st.sampled_from([None, -1, 0]))
+        n = x.size if axis is None else x.shape[axis]
+        strategy = _sort_strategy(data.draw, x.size // max(n, 1), n)
+        kth = [data.draw(st.integers(-n, n - 1)) for _ in range(2)] if n else [0]
+        got = ours(x, kth, axis=axis, strategy=strategy)
+        if name == "argpartition":
+            flat = x.reshape(-1) if axis is None else x
+            got = np.take_along_axis(flat, got, -1 if axis is None else axis)
+        _partition_contract(x, got, kth, axis)
+        return
+    args = _quantile_draw(data.draw, name)
+    axis = None if x.ndim == 0 else data.draw(st.sampled_from([None, 0, -1, tuple(range(x.ndim))]))
+    slices = 1 if axis is None or x.ndim < 2 or axis == (0, 1) else x.shape[1 + axis]
+    strategy = _sort_strategy(data.draw, slices, x.size // max(slices, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with np.errstate(all="ignore"):
+            try:
+                want = np.asarray(numpys(x, *args, axis=axis))
+                if x.dtype.kind in "iub" and want.dtype.kind == "f":
+                    want = np.asarray(numpys(x.astype(want.dtype), *args, axis=axis))
+            except (ValueError, TypeError, IndexError) as error:
+                with pytest.raises(type(error)):
+                    ours(x, *args, axis=axis, strategy=strategy)
+                return
+        got = ours(x, *args, axis=axis, strategy=strategy)
+    n = x.size if axis is None else np.prod([x.shape[a] for a in np.atleast_1d(axis)])
+    _close(got, want.astype(np.asarray(got).dtype) if name.startswith("nan") else want, x,
+           2 if x.dtype != np.float16 else max(int(n), 2))

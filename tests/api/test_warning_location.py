@@ -32,7 +32,10 @@ def _strided_4d():
      CopyWarning),
     (lambda: nk.nanmax(np.array([np.nan, np.nan])), RuntimeWarning),
     (lambda: nk.mean(np.zeros(0, np.float32)), RuntimeWarning),
-], ids=["softmax-copy", "cumsum-copy", "sum-copy", "nanmax-all-nan", "mean-empty"])
+    (lambda: nk.nanmedian(np.array([[np.nan, np.nan], [1.0, 2.0]]), axis=1), RuntimeWarning),
+    (lambda: nk.median(np.zeros(0, np.float32)), RuntimeWarning),
+], ids=["softmax-copy", "cumsum-copy", "sum-copy", "nanmax-all-nan", "mean-empty",
+        "nanmedian-all-nan", "median-empty"])
 def test_warning_points_at_the_callers_line(call, category):
     w = _one_warning(call, category)
     assert w.filename == __file__, (w.filename, w.lineno, str(w.message))

@@ -265,6 +265,20 @@ def test_compare_sorts_against_numpys_stable_order(tmp_path):
 
 
 @simulator_only
+def test_compare_median_against_numpy(tmp_path):
+    out = tmp_path / "median.json"
+    result = invoke("compare", "median", "--repeat", "1", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert {r["strategy"]: r["ok"] for r in data["rows"] if r["strategy"] in
+            ("radix", "bitonic")} == {"radix": True, "bitonic": True}
+    result = invoke("compare", "median", "-n", "4x300", "--dtype", "int16", "--repeat", "1")
+    assert result.exit_code == 0, result.output  # bitonic n/a for 1200 elements, not WRONG
+    assert "n/a: rows of 1200 (bitonic takes at most 256)" in result.output
+    assert "WRONG" not in result.output
+
+
+@simulator_only
 @pytest.mark.parametrize("args", [["-n", "500"], ["-n", "4x70", "--axis", "1", "--dtype",
                                                   "int16"], ["-n", "300", "--dtype", "float16"]])
 def test_compare_mean(args):

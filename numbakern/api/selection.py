@@ -1,0 +1,420 @@
+"""Selection with NumPy's contracts: ``partition``, ``argpartition``, ``median``,
+``quantile``, ``percentile`` and their NaN-skipping forms ``nanmedian``,
+``nanquantile``, ``nanpercentile``.
+
+All take NumPy arrays (or anything ``np.asarray`` takes), CuPy arrays, other
+``__cuda_array_interface__`` arrays and torch tensors (through ``@dispatch``), of the
+dtypes the sorts take (bool, int8-int64, uint8-uint64, float16, float32, float64), and
+give results in the caller's array type. ``strategy`` is a sort strategy (``None``,
+``"bitonic"``, ``"radix"`` or a strategy object: :func:`numbakern.sort`'s), ``stream``
+as the sorts'.
+
+**The selection step is currently a full sort** (:func:`_select`, the one place to
+swap in a radix select): each row is sorted on the device by numbakern's own sort
+(O(n log n) for the bitonic network, a few 8-bit passes for the radix sort), which
+satisfies partition's contract for every ``kth`` at once. NumPy's introselect order of
+the elements other than the ``kth`` is not reproduced, only its contract: the result
+along the axis is sorted (stable, NaN last). Medians and quantiles are then read from
+the sorted rows by one element-wise kernel (``kernels/order_stats.py``) that finds the
+neighbouring order statistics and interpolates on the device, as NumPy's ``_lerp``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import warnings
+
+import numpy as np
+
+from numbakern import strategies as _strategies
+from numbakern.api._dispatch import dispatch
+from numbakern.api.sort import _sort, check_dtype, sort_rows
+from numbakern.core.arrays import (
+    Workspace,
+    as_array_like,
+    as_layout_array,
+    honours_stream,
+    kind_of,
+    resolve_stream,
+)
+from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
+from numbakern.core.deliver import check_out, deliver, deliver_host
+from numbakern.kernels.order_stats import (
+    INTERPOLATING,
+    MEDIAN,
+    METHODS,
+    TAKE,
+    order_stats_into,
+)
+from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.views import host_copy, view_as
+
+_METHOD_NAMES = tuple(METHODS)
+
+
+# --- partition -----------------------------------------------------------------------
+
+@dispatch
+@honours_stream
+def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
+              stream=None):
+    """A copy of ``x`` partitioned along ``axis``, as ``np.partition(x, kth, axis)``.
+
+    Contract (NumPy's): for every ``k`` in ``kth`` the element at ``k`` along the axis
+    is the one a sort puts there; no element before it is larger, none after it
+    smaller (NaN sorts last). Returns ``x``'s dtype and shape (``(x.size,)`` for
+    ``axis=None``, the flattened input).
+
+    The result is in fact the stable sort along the axis (the selection is a full sort
+    for now: O(n log n) work, or the radix sort's passes), a valid partition for every
+    ``kth``; the order NumPy's introselect leaves the other elements in is not
+    reproduced.
+
+    Args:
+        kth: an int or a sequence of ints (negative counts from the end).
+        axis: an int or ``None``.
+        kind: ``"introselect"`` (NumPy's only one). order: ``None`` (no structured
+            dtypes).
+        strategy, stream: as :func:`numbakern.sort`.
+
+    Raises:
+        ValueError: ``kth`` out of ``[-n, n)``; a bool ``kth``; ``kind`` other than
+            ``"introselect"``; ``order`` given.
+        TypeError: a non-integer ``kth``; a dtype the sorts refuse.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+    """
+    return _partition(x, kth, axis, kind, order, False, strategy, stream)
+
+
+@dispatch
+@honours_stream
+def argpartition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
+                 stream=None):
+    """Indices that partition ``x`` along ``axis``, as ``np.argpartition(x, kth, axis)``:
+    int64, ``x``'s shape (``(x.size,)`` for ``axis=None``); ``x`` taken at them along
+    the axis is a partition by :func:`partition`'s contract (in fact the stable
+    argsort, equal values in input order). Arguments and errors as
+    :func:`partition`'s."""
+    if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
+        axis = None  # as NumPy: a 0-d array's argpartition along -1 is array([0])
+    return _partition(x, kth, axis, kind, order, True, strategy, stream)
+
+
+def _partition(x, kth, axis, kind, order, indices: bool, strategy, stream):
+    if kind != "introselect":
+        raise ValueError(f"kind must be 'introselect', got {kind!r}")
+    if order is not None:
+        raise ValueError("order is not supported: numbakern takes no structured dtypes")
+    x = as_array_like(x)
+    ks = _check_kth(kth)
+    shape = tuple(x.shape)
+    if axis is not None:
+        axis = normalize_axis(axis, len(shape))
+    n = math.prod(shape) if axis is None else shape[axis]
+    if math.prod(shape):  # as NumPy: an empty array takes any kth
+        for k in ks:
+            if not -n <= k < n:
+                raise ValueError(f"kth(={k}) out of bounds for an axis of length {n}: "
+                                 f"kth must be in [{-n}, {n - 1}]")
+    return _select(x, axis, ks, indices, strategy, stream)
+
+
+def _check_kth(kth) -> tuple[int, ...]:
+    """``kth`` as a tuple of ints, with NumPy's errors."""
+    arr = np.asarray(kth)
+    if arr.dtype == np.bool_:  # operator.index(True) is 1: NumPy refuses it
+        raise ValueError("kth must be an int or a sequence of ints; booleans are "
+                         "unacceptable as partition index")
+    if arr.ndim > 1:
+        raise ValueError(f"kth must be an int or a 1-d sequence of ints, got shape "
+                         f"{arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"kth must be an int or a sequence of ints (partition index), "
+                        f"got {kth!r}")
+    return tuple(operator.index(k) for k in arr.reshape(-1))
+
+
+def _select(x, axis, kth: tuple[int, ...], indices: bool, strategy, stream):
+    """The selection step: ``x`` partitioned along ``axis`` (``None``: flattened)
+    around every index in ``kth``, values or int64 ``indices``, in the caller's array
+    type. Currently a full stable sort (:func:`numbakern.sort`'s path), which
+    partitions around every ``kth`` at once; a radix select could replace it here
+    without any caller changing."""
+    return _sort(x, axis, False, indices, strategy, stream)
+
+
+# --- medians and quantiles -----------------------------------------------------------
+
+@dispatch
+@honours_stream
+def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
+           strategy=None, stream=None):
+    """The median along ``axis``, as ``np.median(x, axis, out, overwrite_input,
+    keepdims)``.
+
+    Result dtype NumPy's: float64 for bool and integers, the input's float dtype
+    otherwise. Even counts give NumPy's ``mean`` of the middle two (summed in float32
+    for float16 and float32, so two float32 values near the largest give inf, as
+    NumPy). A slice holding a NaN gives NaN. No elements: NaN with NumPy's "Mean of
+    empty slice" ``RuntimeWarning``.
+
+    Args:
+        axis: ``None`` (every axis), an int, or a tuple of ints.
+        out: an array of the result's shape (``same_kind`` casting, as numbakern's
+            reductions).
+        overwrite_input: accepted for NumPy's signature; ``x`` is never changed.
+        keepdims: reduced axes kept with length 1.
+        strategy, stream: the sort's (:func:`numbakern.sort`).
+
+    Raises:
+        TypeError: a dtype the sorts refuse; ``out`` of another library.
+        numpy.exceptions.AxisError: ``axis`` out of range; ValueError: a repeated axis.
+
+    Algorithm: a full sort of each slice (numbakern's bitonic or Onesweep radix sort),
+    then the middle elements read on the device.
+    """
+    return _order_stats("median", x, None, axis, out, keepdims, "linear", False,
+                        strategy, stream)
+
+
+@dispatch
+@honours_stream
+def nanmedian(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
+              strategy=None, stream=None):
+    """The median of the elements that are not NaN, as ``np.nanmedian``. A slice of
+    only NaN gives NaN with NumPy's "All-NaN slice encountered" ``RuntimeWarning``;
+    no elements at all, NaN with "Mean of empty slice". Integers and bool have no NaN:
+    as :func:`median`. Arguments as :func:`median`'s."""
+    return _order_stats("nanmedian", x, None, axis, out, keepdims, "linear", True,
+                        strategy, stream)
+
+
+@dispatch
+@honours_stream
+def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, strategy=None, stream=None):
+    """Quantiles ``q`` along ``axis``, as ``np.quantile(x, q, axis, out,
+    overwrite_input, method, keepdims)``.
+
+    Args:
+        q: a number or an array of numbers (at most 2-d) in [0, 1]. The result's shape
+            is ``q``'s shape followed by the reduced shape.
+        method: ``"linear"`` (NumPy's default, Hyndman and Fan's 7th), ``"lower"``,
+            ``"higher"``, ``"nearest"``, ``"midpoint"``.
+        axis, out, overwrite_input, keepdims, strategy, stream: as :func:`median`.
+
+    Result dtype: NumPy's (NumPy's own rule is asked, on a two-element array of
+    ``x``'s dtype): for ``linear``, float64 for integers, the input's float dtype with
+    a Python float ``q`` and its promotion with an array ``q`` (float32 data with
+    ``q=[0.5]`` gives float64); ``x``'s own dtype for the methods that read one
+    element (and for an integer ``q``). A slice holding a NaN gives NaN.
+
+    Raises:
+        ValueError: ``q`` outside [0, 1] (NaN included) or of more than 2 dims; an
+            unknown ``method`` (the message lists the taken ones).
+        IndexError: a reduced axis of length 0 (NumPy's error).
+        TypeError: bool ``x`` with an interpolating method (NumPy's, which cannot
+            subtract bools); ``q`` not a number; a dtype the sorts refuse.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+
+    Differences: integers are interpolated in float64 (NumPy subtracts them in their
+    own width first, where int8's 100 - (-100) wraps); float16 is interpolated in
+    float32 and rounded once (NumPy: in float16).
+    """
+    weak = type(q) in (int, float)
+    qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]")
+    return _order_stats("quantile", x, (qs, weak), axis, out, keepdims, method, False,
+                        strategy, stream)
+
+
+@dispatch
+@honours_stream
+def percentile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, strategy=None, stream=None):
+    """Percentiles ``q`` (in [0, 100]) along ``axis``, as ``np.percentile``: the
+    :func:`quantile` of ``q / 100``. Arguments, dtypes and errors as
+    :func:`quantile`'s ("Percentiles must be in the range [0, 100]")."""
+    weak = type(q) in (int, float)
+    qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]")
+    return _order_stats("percentile", x, (qs, weak), axis, out, keepdims, method, False,
+                        strategy, stream)
+
+
+@dispatch
+@honours_stream
+def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, strategy=None, stream=None):
+    """Quantiles of the elements that are not NaN, as ``np.nanquantile``; slices of
+    only NaN as :func:`nanmedian`'s. Arguments as :func:`quantile`'s."""
+    weak = type(q) in (int, float)
+    qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]")
+    return _order_stats("nanquantile", x, (qs, weak), axis, out, keepdims, method, True,
+                        strategy, stream)
+
+
+@dispatch
+@honours_stream
+def nanpercentile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, strategy=None, stream=None):
+    """Percentiles of the elements that are not NaN, as ``np.nanpercentile``: the
+    :func:`nanquantile` of ``q / 100``."""
+    weak = type(q) in (int, float)
+    qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]")
+    return _order_stats("nanpercentile", x, (qs, weak), axis, out, keepdims, method, True,
+                        strategy, stream)
+
+
+def _quantiles(q, scale: float, message: str) -> np.ndarray:
+    """``q`` on the host as NumPy reads it (``/ scale`` as ``np.true_divide`` does for
+    percentiles), checked."""
+    if hasattr(q, "get") and kind_of(q) == "cupy":
+        q = q.get()
+    elif kind_of(q) == "device":
+        q = q.copy_to_host()
+    qs = np.asarray(q)
+    if qs.dtype.kind not in "biuf":
+        raise TypeError(f"q must be a number or an array of numbers, got dtype {qs.dtype}")
+    if scale != 1.0:
+        qs = np.true_divide(qs, scale)
+    if qs.ndim > 2:
+        raise ValueError(f"q must be a scalar or 1d (at most 2-d), got {qs.ndim} dims")
+    if qs.size and not (np.all(qs >= 0) and np.all(qs <= 1)):  # NaN fails both
+        raise ValueError(message)
+    return qs
+
+
+def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool,
+                 strategy, stream):
+    """Medians (``quantiles`` None) or the quantiles ``(qs, weak)`` of ``x`` along
+    ``axis``: checks, the empty cases, then :func:`_sorted_slices` and the
+    order-statistics kernel."""
+    x = as_array_like(x)
+    dtype = check_dtype(x.dtype)
+    keepdims = check_flag(keepdims, "keepdims")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, _METHOD_NAMES))} "
+                         f"(NumPy's other methods are not implemented), got {method!r}")
+    shape = tuple(x.shape)
+    axes = _axes(axis, len(shape))
+    qs, weak = quantiles if quantiles is not None else (None, False)
+    code = MEDIAN if qs is None else METHODS[method]
+    if code == METHODS["linear"] and qs.dtype.kind in "biu":
+        code = TAKE  # NumPy reads the element at an integer virtual index as it is
+    result = _result_dtype(name, dtype, method, None if qs is None else (qs.dtype, weak))
+    kept = result_shape(shape, axes, keepdims)
+    full = kept if qs is None else tuple(qs.shape) + kept
+    kind = kind_of(x)
+    check_out(out, full, result, kind, name)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    n = math.prod(shape[a] for a in axes)
+    m = math.prod(shape) // n if n else math.prod(s for a, s in enumerate(shape)
+                                                 if a not in axes)
+    nq = 1 if qs is None else qs.size
+    if n == 0:
+        return _no_elements(name, dtype, m, kept, full, result, workspace, out)
+    if m * nq == 0:
+        return deliver_host(workspace, np.empty(full, result), out)
+    values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, strategy)
+    skipping = skip_nan and dtype.kind == "f"
+    dst, counts = _read(values, qs, code, m, n, skipping, result, workspace)
+    delivered = deliver(workspace, dst, result, full, out)
+    if skipping:
+        found = host_copy(counts, workspace.stream)
+        workspace.stream.synchronize()
+        if not found.all():
+            warnings.warn("All-NaN slice encountered", RuntimeWarning,
+                          stacklevel=user_stacklevel())
+    return delivered
+
+
+def _read(values, qs, code: int, m: int, n: int, skipping: bool, result, workspace):
+    """``(results, counts)``: the order-statistics kernel on ``m`` sorted slices of
+    ``n`` (1-D device arrays: the results, in ``result``'s dtype or the arithmetic's,
+    quantiles first; each slice's count of non-NaN elements when ``skipping``)."""
+    compute = np.dtype(np.float32) if result == np.float16 else result
+    nq = 1 if qs is None else qs.size
+    dst = workspace.empty(nq * m, result if code not in INTERPOLATING else compute)
+    counts = workspace.empty(m if skipping else 1, np.int64)
+    qd = workspace.from_host(np.zeros(1) if qs is None else
+                             np.ascontiguousarray(qs, np.float64).reshape(-1))
+    single = qs is not None and qs.dtype in (np.float16, np.float32)
+    order_stats_into(values, qd, dst, counts, m, n, code, skipping, compute,
+                     workspace.stream, single)
+    return dst, counts
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    """NumPy's reading of a median's ``axis``: None, an int or a sequence of ints; a
+    0-d array takes only None."""
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    if ndim == 0 and axis is not None and not isinstance(axis, tuple):
+        normalize_axis(axis, 0)  # raises NumPy's AxisError
+    return normalize_axes(axis, ndim)
+
+
+def _sorted_slices(x, kind: str, axes, m: int, n: int, dtype, workspace, strategy):
+    """The ``m`` slices of ``n`` elements along ``axes`` of ``x``, each sorted (NaN
+    last), one after another in a 1-D device array of ``dtype``: the selection step
+    of the quantiles (a full sort for now, as :func:`_select`)."""
+    arr, _ = as_layout_array(x, kind)
+    ndim = arr.ndim
+    if axes:
+        arr = _xp(arr).moveaxis(arr, axes, tuple(range(ndim - len(axes), ndim)))
+    rows = arr.reshape(m, n)
+    sorter = _strategies.resolve("sort", strategy, n=n)
+    return view_as(sort_rows(rows, dtype, False, False, sorter, workspace), dtype)
+
+
+def _xp(arr):
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _no_elements(name, dtype, m: int, kept, full, result, workspace, out):
+    """NumPy's answers for slices of no elements: ``quantile`` and ``percentile``
+    raise IndexError; ``median`` is NaN with "Mean of empty slice" (even with no
+    slices at all); the NaN-skipping forms return ``np.nanmean``'s answer, as NumPy's
+    do: NaN of the mean's dtype, in the reduced shape without ``q``'s dimensions,
+    warning where there are slices (integers: always, as ``np.mean``)."""
+    if name in ("quantile", "percentile"):
+        raise IndexError(f"{name}: the reduced axes hold no elements (NumPy: index -1 "
+                         f"is out of bounds for axis 0 with size 0)")
+    if name != "median":
+        full = kept
+        result = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    if m or name == "median" or dtype.kind != "f":
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=user_stacklevel())
+    return deliver_host(workspace, np.full(full, np.nan, dtype=result), out)
+
+
+@functools.lru_cache(maxsize=256)
+def _result_dtype(name: str, dtype: np.dtype, method: str, q) -> np.dtype:
+    """NumPy's result dtype for function ``name``, asked of NumPy on two elements of
+    ``dtype`` (its rules
+    depend on ``q``'s dtype, on whether ``q`` was a Python number, and on the method's
+    path: an integer index reads the element as it is)."""
+    sample = np.zeros(2, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if q is None:
+            return np.dtype(np.median(sample).dtype)
+        qdtype, weak = q
+        qsample = qdtype.type(0).item() if weak else np.zeros(1, qdtype)
+        # nanquantile's rule differs: float32 data with q=[0.5] stays float32 there
+        fn = np.nanquantile if name.startswith("nan") else np.quantile
+        try:
+            return np.dtype(fn(sample, qsample, method=method).dtype)
+        except TypeError:
+            raise TypeError(f"{name}: x of dtype {dtype} cannot be interpolated by method "
+                            f"{method!r} (NumPy cannot subtract bools); use method "
+                            f"'lower', 'higher' or 'nearest', or x.astype(float)") from None
+
+
+__all__ = ["argpartition", "median", "nanmedian", "nanpercentile", "nanquantile",
+           "partition", "percentile", "quantile"]

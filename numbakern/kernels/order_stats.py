@@ -1,0 +1,192 @@
+"""Order statistics of sorted rows: medians and quantiles read from rows already in
+order, one thread per output.
+
+The input is ``rows`` sorted rows of ``n`` elements one after another (NaN last, as
+the sorts put it); output ``j * rows + r`` is quantile ``qs[j]`` of row ``r`` (the
+quantiles' axis first, as NumPy's result). Each thread finds its row's count (``n``,
+or for the NaN-skipping forms the place of the first NaN, by a binary search), the
+two neighbouring order statistics NumPy's method names, and interpolates between them
+as ``numpy.lib._function_base_impl._lerp`` does:
+
+* ``d = b - a``, then ``a + d * t`` for ``t < 0.5`` and ``b - d * (1 - t)`` otherwise
+  (exact at both ends; ``d`` is NaN where ``a`` and ``b`` are the same infinity, as
+  NumPy's);
+* the median is NumPy's ``mean`` of the middle one or two: ``(a + b) / 2`` in the
+  mean's accumulator (float32 for float16 and float32, float64 otherwise).
+
+Methods (Hyndman and Fan, 1996, as NumPy names them): ``linear`` (their 7th: the
+virtual index ``(count - 1) q``), ``lower``, ``higher``, ``nearest`` (its index
+rounded half to even), ``midpoint``; ``take`` reads the element at an integer
+virtual index (NumPy's path for integer ``q``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, float64, from_dtype, int64
+
+from numbakern.kernels.elementwise import THREADS, grid_for
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.launch import launch
+
+MEDIAN, LINEAR, MIDPOINT, TAKE, LOWER, HIGHER, NEAREST = range(7)
+METHODS = {"linear": LINEAR, "lower": LOWER, "higher": HIGHER, "nearest": NEAREST,
+           "midpoint": MIDPOINT}
+INTERPOLATING = (MEDIAN, LINEAR, MIDPOINT)  # the others read one element as it is
+
+
+def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
+                     skip_nan: bool, compute, stream, q_single: bool = False) -> None:
+    """``out[j * rows + r]``: quantile ``qs[j]`` of sorted row ``r`` of ``values``.
+
+    Args:
+        values: 1-D device array of ``rows * n`` sorted elements (any dtype the sorts
+            take), ``n >= 1``.
+        qs: 1-D float64 device array of the quantiles in [0, 1] (one unused element
+            for :data:`MEDIAN`).
+        out: 1-D device array of ``qs.size * rows`` results: NumPy's result dtype
+            for the methods that read one element (``values``' own), ``compute`` for
+            the others; each result is assigned into it (the store casts).
+        counts: 1-D int64 device array of ``rows`` (``skip_nan``: each row's number of
+            non-NaN elements is written there), else of one unused element.
+        method: one of :data:`MEDIAN`, :data:`LINEAR`, ... .
+        skip_nan: count only the non-NaN elements (NaN sorts last); otherwise a row
+            whose last element is NaN gives NaN. A row of no counted elements gives NaN.
+        compute: the dtype of the arithmetic (float32 or float64): NumPy's result
+            dtype, float32 for float16 results (rounded once, when delivered).
+        q_single: the virtual index ``(count - 1) q`` in float32, as NumPy computes it
+            for a float32 (or float16) ``q`` array; float64 otherwise.
+    """
+    dtype = np.dtype(values.dtype)
+    key = ("order_stats", dtype.str, np.dtype(out.dtype).str, int(method), bool(skip_nan),
+           np.dtype(compute).str, bool(q_single), device_key())
+    kernel = cached(key, lambda: _build(dtype, int(method), bool(skip_nan),
+                                        np.dtype(compute), bool(q_single)))
+    total = int(qs.shape[0]) * int(rows)
+    launch(kernel, grid_for(total), THREADS, stream, values, qs, out, counts, int(rows),
+           int(n))
+
+
+def _difference_dtype(dtype: np.dtype) -> np.dtype:
+    """Where ``b - a`` is taken: the input's own float (NumPy's), float32 for float16
+    (Numba's float16 arithmetic is not portable), float64 for integers and bool (NumPy
+    subtracts integers in their own width, where int8's -100 and 100 wrap)."""
+    if dtype.kind == "f":
+        return np.dtype(np.float32) if dtype.itemsize == 2 else dtype
+    return np.dtype(np.float64)
+
+
+def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
+           q_single: bool):
+    """The kernel; every store is an assignment into ``out``, whose dtype casts (a
+    method that reads one element stores it unchanged)."""
+    is_float = dtype.kind == "f"
+    widen = from_dtype(_difference_dtype(dtype))  # an element as a number to test, subtract
+    ct = from_dtype(compute)
+    nan_check = is_float
+    locate = _locator(method, from_dtype(np.dtype(np.float32 if q_single else np.float64)))
+
+    @cuda.jit(device=True)
+    def count_of(values, base, n):
+        if not (skip_nan and is_float):
+            return n
+        lo = int64(0)
+        hi = n
+        while lo < hi:  # the first NaN: every NaN sorts after every number
+            mid = (lo + hi) // 2
+            if math.isnan(widen(values[base + mid])):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    @cuda.jit(device=True)
+    def lerp(a_, b_, t):
+        d = ct(widen(b_) - widen(a_))
+        a = ct(widen(a_))
+        b = ct(widen(b_))
+        if t >= 0.5:
+            return b - d * ct(1.0 - t)
+        return a + d * ct(t)
+
+    @cuda.jit(device=True)
+    def middle(a_, b_, lo, hi):
+        if lo == hi:
+            return ct(widen(a_))
+        return (ct(widen(a_)) + ct(widen(b_))) / ct(2.0)
+
+    @cuda.jit
+    def order_stats(values, qs, out, counts, rows, n):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        total = int64(qs.shape[0]) * rows
+        while i < total:
+            j = i // rows
+            r = i - j * rows
+            base = r * n
+            count = count_of(values, base, n)
+            if skip_nan and j == 0:
+                counts[r] = count
+            # The last element is NaN in both cases: a NaN-skipping form's row of only
+            # NaN, or (NumPy's rule) a row holding one
+            if count == 0 or (nan_check and not skip_nan and
+                              math.isnan(widen(values[base + n - 1]))):
+                out[i] = values[base + n - 1]
+            else:
+                lo, hi, t = locate(qs[j], count)
+                if method == MEDIAN:
+                    out[i] = middle(values[base + lo], values[base + hi], lo, hi)
+                elif method == LINEAR or method == MIDPOINT:
+                    out[i] = lerp(values[base + lo], values[base + hi], t)
+                else:
+                    out[i] = values[base + lo]
+            i += step
+
+    return order_stats
+
+
+def _locator(method: int, vt):
+    """Device function ``locate(q, count) -> (lo, hi, t)``: the neighbouring order
+    statistics and the weight of the upper one, by NumPy's rules for ``method``, the
+    virtual index computed in ``vt`` (the quantiles' float type)
+    (``_get_indexes``: a virtual index at or past the last element reads the last one
+    twice)."""
+
+    if method == MEDIAN:
+        @cuda.jit(device=True)
+        def locate(q, count):
+            return (count - 1) // 2, count // 2, float64(0.0)
+    elif method in (LINEAR, MIDPOINT):
+        midpoint = method == MIDPOINT
+
+        @cuda.jit(device=True)
+        def locate(q, count):
+            v = float64(vt(count - 1) * vt(q))
+            if midpoint:
+                v = 0.5 * (float64(math.floor(v)) + float64(math.ceil(v)))
+            if v >= float64(count - 1):
+                return count - 1, count - 1, float64(0.0)
+            lo = int64(math.floor(v))
+            t = v - float64(lo)
+            if midpoint:
+                t = 0.0 if t == 0.0 else 0.5
+            return lo, lo + 1, t
+    else:
+        rounding = method
+
+        @cuda.jit(device=True)
+        def locate(q, count):
+            v = float64(vt(count - 1) * vt(q))
+            f = float64(math.floor(v))
+            if rounding == HIGHER:
+                f = float64(math.ceil(v))
+            elif rounding == NEAREST:  # np.around: half to even
+                d = v - f
+                if d > 0.5 or (d == 0.5 and f % 2.0 == 1.0):
+                    f += 1.0
+            k = int64(f)
+            return k, k, float64(0.0)
+
+    return locate

@@ -1,0 +1,379 @@
+"""partition, argpartition, median, quantile, percentile and the NaN-skipping forms
+against NumPy, under the simulator (small sizes).
+
+Partition is checked by its contract (the kth element is np.sort's, none larger before
+it, none smaller after, NaN largest), never against np.partition's arrangement of the
+other elements, which NumPy leaves unspecified. Medians and quantiles are compared
+with NumPy's own: exactly for float32 and float64 (the same arithmetic in the same
+order), integers through NumPy's quantile of their float64 values (NumPy subtracts
+int8 in int8, where it wraps: README), float16 within one float16 ulp (interpolated in
+float32 here, in float16 by NumPy).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import numbakern as nk
+from numbakern.strategies import BitonicSort, RadixSort
+
+RNG = np.random.default_rng(19)
+INTS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+FLOATS = [np.float16, np.float32, np.float64]
+SIZES = [1, 2, 31, 32, 33, 127, 128, 129]
+
+
+def values(dtype, shape, special=True, rng=RNG):
+    """Values of ``dtype`` with ties; floats with +-inf and +-0.0 (NaN added by tests)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        lo = 0 if dtype.kind == "u" else -100
+        x = rng.integers(lo, 100, n).astype(dtype)
+    else:
+        x = (rng.standard_normal(n) * 10).round(1).astype(dtype)  # rounded: ties
+        if special and n > 4:
+            x[rng.permutation(n)[:4]] = np.array([np.inf, -np.inf, 0.0, -0.0], dtype)
+    return x.reshape(shape)
+
+
+def same(got, expected, atol=0.0):
+    """Same dtype, shape and values (NaN equal to NaN), or within ``atol``."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    if atol:
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                                   rtol=2.0 ** -10, atol=atol)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def reference(fn, x, *args, **kwargs):
+    """NumPy's ``fn`` with the result in NumPy's dtype; integers interpolated from
+    their float64 values and float16 from float32 (see above)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.asarray(fn(x, *args, **kwargs))
+        if x.dtype.kind in "iu" and expected.dtype.kind == "f":
+            wide = expected.dtype  # the dtype NumPy computes in
+            expected = np.asarray(fn(x.astype(wide), *args, **kwargs)).astype(expected.dtype)
+        if x.dtype == np.float16:
+            expected = np.asarray(fn(x.astype(np.float32), *args, **kwargs)).astype(
+                expected.dtype)
+    return expected
+
+
+def tolerance(x):
+    """float16: one float16 ulp of the largest finite magnitude (NumPy rounds each
+    step of its interpolation to float16); exact otherwise."""
+    if x.dtype != np.float16:
+        return 0.0
+    finite = np.abs(x[np.isfinite(x)].astype(np.float64))
+    return 2.0 ** -10 * (finite.max() if finite.size else 1.0)
+
+
+# --- partition --------------------------------------------------------------------------
+
+def check_partition(x, part, kth, axis):
+    """``part`` is a partition of ``x`` around every ``kth`` along ``axis``."""
+    if axis is None:
+        x, axis = x.reshape(-1), -1
+    assert part.shape == x.shape and part.dtype == x.dtype
+    xs = np.moveaxis(x, axis, -1)
+    ps = np.moveaxis(part, axis, -1)
+    n = xs.shape[-1]
+    np.testing.assert_array_equal(np.sort(ps, axis=-1), np.sort(xs, axis=-1))  # a permutation
+    ordered = np.sort(xs, axis=-1)
+    for k in np.atleast_1d(kth):
+        k = int(k) % n
+        pivot = ps[..., k:k + 1]
+        np.testing.assert_array_equal(ps[..., k], ordered[..., k])
+        nan = np.isnan(pivot) if x.dtype.kind == "f" else np.zeros_like(pivot, bool)
+        with np.errstate(invalid="ignore"):
+            assert np.all((ps[..., :k] <= pivot) | nan)
+            after = ps[..., k + 1:]
+            assert np.all((after >= pivot) | (np.isnan(after) if x.dtype.kind == "f" else False))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, *INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
+def test_partition_every_dtype(dtype):
+    x = values(dtype, (3, 40))
+    if x.dtype.kind == "f":
+        x[1, ::7] = np.nan
+    for kth in (0, 17, -1, [3, 20, -2]):
+        check_partition(x, nk.partition(x, kth), kth, -1)
+        idx = nk.argpartition(x, kth, axis=-1)
+        assert idx.dtype == np.int64
+        check_partition(x, np.take_along_axis(x, idx, -1), kth, -1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_partition_sizes_and_axes(n):
+    x = values(np.float32, (n, 3))
+    x.reshape(-1)[::5] = np.nan
+    wide = BitonicSort(threads=32, max_size=512)  # the flattened rows too, not radix
+    for axis in (0, -1, None):
+        length = x.size if axis is None else x.shape[axis]
+        kth = [0, length // 2, -1]
+        check_partition(x, nk.partition(x, kth, axis=axis, strategy=wide), kth, axis)
+        idx = nk.argpartition(x, kth, axis=axis, strategy=wide)
+        taken = np.take_along_axis(x.reshape(-1) if axis is None else x, idx,
+                                   -1 if axis is None else axis)
+        check_partition(x, taken, kth, axis)
+
+
+def test_partition_middle_axis_and_strategies():
+    x = values(np.int32, (4, 33, 3))
+    check_partition(x, nk.partition(x, [1, 30], axis=1), [1, 30], 1)
+    one = x[:1, :, :1]  # one row: the radix sort takes about a second a row here
+    for strategy in (BitonicSort(threads=32, max_size=64), RadixSort(threads=32, items=2)):
+        check_partition(one, nk.partition(one, 5, axis=1, strategy=strategy), 5, 1)
+
+
+def test_partition_ties_keep_every_element():
+    x = np.array([2, 1, 2, 1, 2, 1, 0, 2], np.int16)
+    check_partition(x, nk.partition(x, 4), 4, -1)
+    assert sorted(nk.argpartition(x, 4).tolist()) == list(range(8))
+
+
+def test_partition_errors_and_edges():
+    x = np.arange(5.0)
+    with pytest.raises(ValueError, match="kth"):
+        nk.partition(x, 5)
+    with pytest.raises(ValueError, match="kth"):
+        nk.partition(x, -6)
+    with pytest.raises(ValueError, match="kth"):
+        nk.argpartition(x, [1, 7])
+    with pytest.raises(TypeError, match="kth"):
+        nk.partition(x, 1.0)
+    with pytest.raises(TypeError, match="kth"):
+        nk.partition(x, [])  # NumPy: a float array, TypeError
+    with pytest.raises(ValueError, match="kth"):
+        nk.partition(x, True)
+    with pytest.raises(ValueError, match="kth"):
+        nk.partition(x, [[1]])
+    with pytest.raises(ValueError, match="kind"):
+        nk.partition(x, 1, kind="quicksort")
+    with pytest.raises(np.exceptions.AxisError):
+        nk.partition(x, 1, axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        nk.partition(np.array(3.0), 0)  # as NumPy: a 0-d array has no axis -1
+    with pytest.raises(TypeError):
+        nk.partition(x.astype(complex), 1)
+    same(nk.partition(np.array(3.0), 0, axis=None), np.array([3.0]))
+    same(nk.argpartition(np.array(3.0), 0), np.array([0]))
+    same(nk.partition(np.zeros((0, 3)), 5), np.zeros((0, 3)))  # NumPy checks no kth here
+    same(nk.partition(np.array([np.int8(4)]), np.int64(0)), np.array([4], np.int8))
+
+
+# --- median --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.bool_, *INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
+def test_median_every_dtype(dtype):
+    for n in (33, 32):  # odd and even counts
+        x = values(dtype, (3, n))
+        for axis in (None, 0, 1):
+            same(nk.median(x, axis=axis), reference(np.median, x, axis=axis))
+        same(nk.nanmedian(x, axis=1), reference(np.nanmedian, x, axis=1))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_median_and_quantile_sizes(n):
+    x = values(np.float64, (2, n))
+    same(nk.median(x, axis=-1), np.median(x, axis=-1))
+    same(nk.quantile(x, [0.0, 0.25, 0.5, 0.9, 1.0], axis=-1),
+         reference(np.quantile, x, [0.0, 0.25, 0.5, 0.9, 1.0], axis=-1))
+    same(nk.median(x, strategy=BitonicSort(threads=32, max_size=512)), np.median(x))
+
+
+def test_median_axes_tuples_and_keepdims():
+    x = values(np.float32, (3, 4, 5))
+    for axis in (None, 0, 1, -1, (0, 2), (1, 2), [0, 1], (0, 1, 2)):
+        for keepdims in (False, True):
+            same(nk.median(x, axis=axis, keepdims=keepdims),
+                 np.median(x, axis=axis, keepdims=keepdims))
+            same(nk.quantile(x, [0.2, 0.7], axis=axis, keepdims=keepdims),
+                 np.quantile(x, [0.2, 0.7], axis=axis, keepdims=keepdims))
+    got = nk.median(x, axis=1)
+    assert isinstance(got, np.ndarray) and got.shape == (3, 5)
+    assert isinstance(nk.median(x), np.floating)
+
+
+def test_median_nan_inf_and_overflow():
+    x = np.array([[1.0, np.nan, 3.0], [np.inf, -np.inf, 0.0], [np.inf, -np.inf, 1.0]])
+    same(nk.median(x, axis=1), np.median(x, axis=1))
+    same(nk.median(np.array([np.inf, -np.inf])), np.median(np.array([np.inf, -np.inf])))
+    big = np.float32([3e38, 3e38])  # NumPy's mean sums in float32: inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        same(nk.median(big), np.median(big))
+    y = np.array([[np.nan, 2.0, 1.0, np.nan], [5.0, 1.0, 2.0, 7.0]])
+    same(nk.nanmedian(y, axis=1), np.nanmedian(y, axis=1))
+
+
+def test_all_nan_slices_warn_and_give_nan():
+    y = np.array([[np.nan, np.nan], [1.0, np.nan]], np.float32)
+    for fn, ref, args in ((nk.nanmedian, np.nanmedian, ()),
+                          (nk.nanquantile, np.nanquantile, ([0.1, 0.5],)),
+                          (nk.nanpercentile, np.nanpercentile, (30,))):
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            got = fn(y, *args, axis=1)
+        # NumPy's dtype here depends on the data (an all-NaN slice makes its
+        # nanquantile of float32 with q=[...] float32, float64 otherwise): README
+        np.testing.assert_array_equal(got, reference(ref, y, *args, axis=1))
+        assert got.dtype == reference(ref, y[1:], *args, axis=1).dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same(nk.nanmedian(y[1:], axis=1), np.nanmedian(y[1:], axis=1))  # no warning
+
+
+def test_empty_inputs_as_numpy():
+    for shape, axis in (((0,), None), ((2, 0), 1), ((0, 2), 0), ((2, 0), None)):
+        x = np.zeros(shape, np.float32)
+        with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+            got = nk.median(x, axis=axis)
+        same(got, reference(np.median, x, axis=axis))
+        with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+            got = nk.nanquantile(x, [0.5, 0.2], axis=axis)
+        same(got, reference(np.nanquantile, x, [0.5, 0.2], axis=axis))  # q's dims dropped
+        with pytest.raises(IndexError):
+            nk.quantile(x, 0.5, axis=axis)
+        with pytest.raises(IndexError):
+            nk.percentile(x, 50, axis=axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = np.zeros((0, 2), np.float32)
+        same(nk.median(x, axis=1), np.median(x, axis=1))
+        same(nk.quantile(x, [0.5], axis=1), np.quantile(x, [0.5], axis=1))
+        same(nk.nanmedian(np.zeros((0, 0)), axis=1), np.nanmedian(np.zeros((0, 0)), axis=1))
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        same(nk.nanmedian(np.zeros(0, np.int32)), reference(np.nanmedian, np.zeros(0, np.int32)))
+
+
+# --- quantile -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [*INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
+def test_quantile_every_dtype_and_q_form(dtype):
+    x = values(dtype, (2, 45))
+    if x.dtype.kind == "f":
+        x[1, 3] = np.nan
+    u = tolerance(x)
+    for q in (0.3, 0, 1, 0.5, [0.1, 0.99], np.array([[0.0, 0.25], [0.75, 1.0]]),
+              np.float32([0.4]), np.float64(0.6)):
+        same(nk.quantile(x, q, axis=1), reference(np.quantile, x, q, axis=1), u)
+        same(nk.nanquantile(x, q, axis=1), reference(np.nanquantile, x, q, axis=1), u)
+    same(nk.percentile(x, 37.5, axis=0), reference(np.percentile, x, 37.5, axis=0), u)
+    same(nk.percentile(x, [10, 100]), reference(np.percentile, x, [10, 100]), u)
+    same(nk.nanpercentile(x, 50, axis=1), reference(np.nanpercentile, x, 50, axis=1), u)
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_methods(method):
+    x = values(np.float32, (3, 21))
+    x[0, 4] = np.nan
+    q = [0.0, 0.05, 0.125, 0.5, 0.55, 0.975, 1.0]  # nearest meets its half-way ties
+    same(nk.quantile(x, q, axis=1, method=method), np.quantile(x, q, axis=1, method=method))
+    same(nk.nanquantile(x, q, axis=1, method=method),
+         np.nanquantile(x, q, axis=1, method=method))
+    xi = values(np.int16, (4, 9))
+    same(nk.quantile(xi, q, axis=0, method=method),
+         reference(np.quantile, xi, q, axis=0, method=method))
+
+
+def test_quantile_infinities_and_ties():
+    x = np.array([[-np.inf, 0.0, 0.0, 1.0, np.inf], [2.0, 2.0, 2.0, 2.0, 2.0]])
+    for q in (0.0, 0.1, 0.5, 0.9, 1.0):  # NumPy's lerp: NaN beside an infinity
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = np.quantile(x, q, axis=1)
+        same(nk.quantile(x, q, axis=1), expected)
+
+
+def test_quantile_of_bool_as_numpy():
+    x = np.array([True, False, True, True])
+    same(nk.quantile(x, 1), np.quantile(x, 1))
+    same(nk.quantile(x, 0.5, method="lower"), np.quantile(x, 0.5, method="lower"))
+    same(nk.median(x, strategy=BitonicSort(threads=32, max_size=512)), np.median(x))
+    with pytest.raises(TypeError, match="bool"):
+        nk.quantile(x, 0.5)
+
+
+def test_quantile_errors():
+    x = np.arange(10.0)
+    for q in (1.5, -0.1, np.nan, [0.5, 2.0]):
+        with pytest.raises(ValueError, match=r"\[0, 1\]"):
+            nk.quantile(x, q)
+    with pytest.raises(ValueError, match=r"\[0, 100\]"):
+        nk.percentile(x, 101)
+    with pytest.raises(ValueError, match="method"):
+        nk.quantile(x, 0.5, method="hazen")
+    with pytest.raises(ValueError, match="q must be"):
+        nk.quantile(x, np.zeros((1, 1, 1)))
+    with pytest.raises(TypeError, match="q must"):
+        nk.quantile(x, "a")
+    with pytest.raises(np.exceptions.AxisError):
+        nk.median(x, axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        nk.quantile(np.float32(3), 0.5, axis=0)
+    with pytest.raises(ValueError):
+        nk.median(np.zeros((2, 3)), axis=(0, 0))
+    with pytest.raises(TypeError, match="keepdims"):
+        nk.median(x, keepdims=1)
+    with pytest.raises(TypeError):
+        nk.median(x.astype(complex))
+    same(nk.quantile(np.float32(3), 0.5), np.quantile(np.float32(3), 0.5))
+    same(nk.median(np.float32(3)), np.median(np.float32(3)))
+
+
+def test_out_and_strategies():
+    x = values(np.float64, (4, 40))
+    out = np.empty(4)
+    assert nk.median(x, axis=1, out=out) is out
+    same(out, np.median(x, axis=1))
+    out = np.empty((2, 4))
+    assert nk.quantile(x, [0.1, 0.9], axis=1, out=out) is out
+    same(out, np.quantile(x, [0.1, 0.9], axis=1))
+    with pytest.raises(ValueError, match="shape"):
+        nk.median(x, axis=1, out=np.empty(3))
+    one = x[:1]
+    for strategy in ("bitonic", RadixSort(threads=32, items=2)):
+        same(nk.quantile(one, 0.3, axis=1, strategy=strategy), np.quantile(one, 0.3, axis=1))
+    with pytest.raises(ValueError, match="strategy|bitonic|radix"):
+        nk.median(x, strategy="nope")
+
+
+def test_torch_tensors_in_tensors_out():
+    x = values(np.float32, (3, 33))
+    t = torch.from_numpy(x)
+    got = nk.quantile(t, torch.tensor([0.25, 0.5], dtype=torch.float64), axis=1)
+    assert isinstance(got, torch.Tensor)
+    same(got.numpy(), np.quantile(x, np.array([0.25, 0.5]), axis=1))
+    med = nk.median(t, axis=0)
+    assert isinstance(med, torch.Tensor)
+    same(med.numpy(), np.median(x, axis=0))
+    torch.testing.assert_close(nk.median(t, axis=1), torch.quantile(t, 0.5, dim=1))
+    part = nk.partition(t, 4, axis=1)
+    assert isinstance(part, torch.Tensor)
+    check_partition(x, part.numpy(), 4, 1)
+
+
+def test_device_arrays_and_streams():
+    from numba import cuda
+
+    x = values(np.float32, (3, 40))
+    x[1, 5] = np.nan
+    got = nk.quantile(cuda.to_device(x), [0.5, 0.8], axis=1, stream=cuda.default_stream())
+    assert hasattr(got, "copy_to_host")
+    same(got.copy_to_host(), np.quantile(x, [0.5, 0.8], axis=1))
+    with pytest.warns(RuntimeWarning, match="All-NaN"):
+        got = nk.nanmedian(cuda.to_device(np.full((2, 3), np.nan, np.float32)), axis=1)
+    assert np.isnan(got.copy_to_host()).all()
+    part = nk.partition(cuda.to_device(x), 7, axis=1)
+    check_partition(x, part.copy_to_host(), 7, 1)
+    with pytest.raises(TypeError, match="stream"):
+        nk.median(x, stream="a stream")

@@ -1,0 +1,61 @@
+"""Medians and quantiles at scale on a real GPU (skipped under the simulator), against
+NumPy on the host: float32 at 2^26 and 2^28, and along the last axis of many rows."""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def _data(n, seed=0):
+    return np.random.default_rng(seed).standard_normal(n, dtype=np.float32)
+
+
+@pytest.mark.parametrize("log2", [26, 28])
+def test_median_and_quantile_flat_float32(log2):
+    x = _data(1 << log2)
+    assert nk.median(x) == np.median(x)  # the mean of the middle two, in float32
+    q = [0.0, 0.001, 0.25, 0.5, 0.9, 1.0]
+    # rtol: the device may fuse the interpolation's multiply-add (one rounding less)
+    np.testing.assert_allclose(nk.quantile(x, q), np.quantile(x, q), rtol=1e-6, atol=0)
+    assert nk.quantile(x, q).dtype == np.quantile(x, q).dtype
+
+
+def test_cupy_in_cupy_out_2_28(cp):
+    host = _data(1 << 28, seed=1)
+    host[::4097] = np.nan
+    x = cp.asarray(host)
+    got = nk.nanmedian(x)
+    assert isinstance(got, cp.ndarray) and float(got) == np.nanmedian(host)
+    assert bool(cp.isnan(nk.median(x)))
+    got = nk.nanquantile(x, cp.asarray([0.1, 0.5]))
+    np.testing.assert_allclose(cp.asnumpy(got), np.nanquantile(host, [0.1, 0.5]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "float64"])
+def test_rows_along_the_last_axis(dtype):
+    x = (_data(4096 * 4096, seed=2).reshape(4096, 4096) * 100).astype(dtype)
+    np.testing.assert_array_equal(nk.median(x, axis=-1), np.median(x, axis=-1))
+    ref = np.quantile(x.astype(np.float32) if dtype == "float16" else x, 0.3, axis=-1)
+    got = nk.quantile(x, 0.3, axis=-1)
+    assert got.dtype == np.quantile(x[:1], 0.3, axis=-1).dtype
+    rtol = 2e-3 if dtype == "float16" else 1e-6
+    np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
+                               atol=rtol)
+
+
+def test_partition_contract_2_26():
+    x = _data(1 << 26, seed=3)
+    kth = [0, 12345, (1 << 25), -1]
+    part = nk.partition(x, kth)
+    ordered = np.sort(x)
+    for k in kth:
+        assert part[k] == ordered[k]
+        assert (part[:k % x.size] <= part[k]).all() and (part[k % x.size:] >= part[k]).all()
