@@ -37,6 +37,14 @@ def wall_ms(fn, sync, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
+def show(r: dict) -> dict:
+    """Print one row of the table as it is measured."""
+    gbps = r["gib"] * GiB / (r["ms"] / 1e3) / 1e9
+    print(f"{r['op']:14} {r['gib']:4g} {str(r['chunk_mib'] or '-'):>9} "
+          f"{r['scheduler']:>9} {r['ms']:9.2f} {gbps:7.0f} {r['ratio']:11.2f}", flush=True)
+    return r
+
+
 def persist(dask, call, lazy_x, scheduler: str) -> None:
     """Build and compute the lazy call, its result left in chunks (not joined)."""
     with dask.config.set(scheduler=scheduler):
@@ -67,13 +75,15 @@ def main() -> int:
     args = parser.parse_args()
     sync = cp.cuda.Device().synchronize
     rows = []
+    print(f"{'op':14} {'GiB':>4} {'chunk MiB':>9} {'scheduler':>9} {'ms':>9} {'GB/s':>7} "
+          f"{'vs one call':>11}", flush=True)
     for gib in args.sizes:
         n = int(gib * GiB) // 4 // ROW
         x = cp.random.standard_normal((n, ROW), dtype=cp.float32)
         for name, call in cases(nk):
             whole = wall_ms(functools.partial(call, x), sync)
-            rows.append(dict(op=name, gib=gib, chunk_mib=None, scheduler="one call",
-                             ms=whole, ratio=1.0))
+            rows.append(show(dict(op=name, gib=gib, chunk_mib=None, scheduler="one call",
+                                  ms=whole, ratio=1.0)))
             for chunk_mib in (256, 1024, 4096):
                 chunk_rows = max(1, chunk_mib * MiB // 4 // ROW)
                 lazy_x = da.from_array(x, chunks=(chunk_rows, ROW), asarray=False)
@@ -82,16 +92,10 @@ def main() -> int:
                         with dask.config.set(scheduler=scheduler):
                             dask.persist(call(lazy_x))
                     ms = wall_ms(run, sync)
-                    rows.append(dict(op=name, gib=gib, chunk_mib=chunk_mib,
-                                     scheduler=scheduler, ms=ms, ratio=whole / ms))
+                    rows.append(show(dict(op=name, gib=gib, chunk_mib=chunk_mib,
+                                          scheduler=scheduler, ms=ms, ratio=whole / ms)))
         del x
         cp.get_default_memory_pool().free_all_blocks()
-    print(f"{'op':14} {'GiB':>4} {'chunk MiB':>9} {'scheduler':>9} {'ms':>9} {'GB/s':>7} "
-          f"{'vs one call':>11}")
-    for r in rows:
-        gbps = r["gib"] * GiB / (r["ms"] / 1e3) / 1e9
-        print(f"{r['op']:14} {r['gib']:4g} {str(r['chunk_mib'] or '-'):>9} "
-              f"{r['scheduler']:>9} {r['ms']:9.2f} {gbps:7.0f} {r['ratio']:11.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
