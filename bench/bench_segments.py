@@ -153,8 +153,11 @@ def test_cuda_compute_sort(pairs, measure, cp):
     keys, values = cp.empty_like(x), cp.empty_like(v)
 
     def run():
-        compute.segmented_sort(x, keys, v, values, x.size, offsets.size - 1, offsets[:-1],
-                               offsets[1:], compute.SortOrder.ASCENDING)
+        compute.segmented_sort(d_in_keys=x, d_out_keys=keys, d_in_values=v,
+                               d_out_values=values, num_items=x.size,
+                               num_segments=offsets.size - 1, start_offsets_in=offsets[:-1],
+                               end_offsets_in=offsets[1:],
+                               order=compute.SortOrder.ASCENDING)
         return keys
 
     assert bool(cp.array_equal(run(), nk.segmented_sort(x, offsets)))

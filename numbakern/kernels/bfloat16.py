@@ -13,6 +13,7 @@ from __future__ import annotations
 from numba import cuda, float32, uint16, uint32
 
 from numbakern.runtime.bits import bitcast
+from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
 
 _QUIET = uint32(0x0040)  # the top mantissa bit of a bfloat16: a NaN stays a NaN
@@ -33,6 +34,40 @@ def narrow(value):
         return uint16((b >> uint32(16)) | _QUIET)
     b += _ROUND + ((b >> uint32(16)) & uint32(1))
     return uint16(b >> uint32(16))
+
+
+def narrower():
+    """``narrow`` for the kernels being built now: on a GPU of compute capability 8.0
+    or more, one ``cvt.rn.bf16.f32`` instruction (the same rounding; a NaN becomes
+    the canonical quiet NaN ``0x7FFF``, as CUDA's ``__float2bfloat16_rn`` and
+    PyTorch's CUDA kernels give), else :func:`narrow`'s integer rounding (eight
+    instructions: the half-precision row kernels are bound by instructions)."""
+    if SIMULATOR or tuple(cuda.get_current_device().compute_capability) < (8, 0):
+        return narrow
+    return _narrow_by_cvt
+
+
+if not SIMULATOR:
+    from llvmlite import ir
+    from numba.core import types
+    from numba.core.errors import TypingError
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def _cvt_rn_bf16(typingctx, value):
+        if value != types.float32:
+            raise TypingError(f"cvt.rn.bf16.f32 takes a float32, got {value}")
+
+        def codegen(context, builder, sig, args):
+            asm = ir.InlineAsm(ir.FunctionType(ir.IntType(16), [ir.FloatType()]),
+                               "cvt.rn.bf16.f32 $0, $1;", "=h,f")
+            return builder.call(asm, args)
+
+        return types.uint16(types.float32), codegen
+
+    @cuda.jit(device=True)
+    def _narrow_by_cvt(value):
+        return _cvt_rn_bf16(float32(value))
 
 
 @cuda.jit

@@ -309,15 +309,16 @@ def element_converters(dtype, compute=None) -> tuple:
     to = from_dtype(compute)
     if dtype != "bfloat16":
         return to, from_dtype(np.dtype(dtype))
+    narrow = bfloat16.narrower()
     if compute == np.float32:
-        return bfloat16.widen, bfloat16.narrow
+        return bfloat16.widen, narrow
     bits = bfloat16.widen
 
     @cuda.jit(device=True)
     def widen(b):
         return to(bits(b))
 
-    return widen, bfloat16.narrow
+    return widen, narrow
 
 
 def _numba_types(plan: RowPlan):
