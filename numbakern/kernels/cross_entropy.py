@@ -51,6 +51,20 @@ from numbakern.runtime.cache import cached, device_key
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
 
 
+@cuda.jit(device=True)
+def row_target(target, row, ignore, C, bad):
+    """``(t, counts)``: row ``row``'s target class, and whether the row counts. A target
+    outside ``[0, C)`` that is not ``ignore`` is never read through: the row counts
+    nothing, and thread 0 records it in ``bad[0]`` (an atomic minimum)."""
+    t = int64(target[row])
+    valid = t != ignore
+    if valid and (t < 0 or t >= C):
+        if cuda.threadIdx.x == 0:
+            cuda.atomic.min(bad, 0, row)
+        valid = False
+    return t, valid
+
+
 def _row_loss(tc, smoothing: bool):
     """Device function ``loss(valid, lse, xt, sx, eps, C)``: a row's loss from its
     ``lse``, its target's logit ``xt`` and (with ``smoothing``) the sum ``sx`` of its
@@ -123,12 +137,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
         N, C = x.shape[0], x.shape[1]
         row = int64(cuda.blockIdx.x)
         while row < N:
-            t = int64(target[row])
-            valid = t != ignore
-            if valid and (t < 0 or t >= C):
-                if tid == 0:
-                    cuda.atomic.min(bad, 0, row)
-                valid = False
+            t, valid = row_target(target, row, ignore, C, bad)
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
             xt = widen(x[row, t]) if valid and tid == 0 else ZERO
@@ -206,12 +215,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
         N, C = x.shape[1], x.shape[2]
         row = int64(cuda.blockIdx.x)
         while row < N:
-            t = int64(target[row])
-            valid = t != ignore
-            if valid and (t < 0 or t >= C):
-                if lane == 0:
-                    cuda.atomic.min(bad, 0, row)
-                valid = False
+            t, valid = row_target(target, row, ignore, C, bad)
             xr, gr = x[0, row], g[0, row]
             xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
             xv, head, count = span(x, 0, row, head0, C)
