@@ -59,11 +59,8 @@ from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
 from .protocols import HistogramStrategy, SelectStrategy, check_threads
+from .radix_sort import DIGIT_BITS, RADIX, digit_counter
 from .registry import resolve
-
-#: bits per digit, and buckets per pass
-DIGIT_BITS = 8
-RADIX = 1 << DIGIT_BITS
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
 #: would spend their time starting up)
 ITEMS = 16
@@ -100,7 +97,7 @@ class RadixSelect(SelectStrategy):
 
     def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None):
         self.threads = check_threads(threads)
-        self.counter = _counter(histogram, self.threads)
+        self.counter = digit_counter(histogram, self.threads, "select")
         self.sorter = None if sort is None else resolve("sort", sort, threads=threads)
 
     @property
@@ -167,19 +164,6 @@ class RadixSelect(SelectStrategy):
     def _kernels(self, job, width: int):
         key = ("radix_select", self.threads, self.counter.key, width, job.key)
         return cached(key, lambda: _Kernels(self.threads, self.counter, job.to_key(), width))
-
-
-def _counter(histogram, threads: int) -> HistogramStrategy:
-    """The block digit counter: a privatized histogram strategy of ``threads``."""
-    counter = resolve("histogram", histogram, threads=threads)
-    if not counter.privatized:
-        raise ValueError(f"histogram must be a privatized strategy such as "
-                         f"'shared_privatized' or 'warp_privatized', got {histogram!r}")
-    if counter.threads != threads:
-        raise ValueError(f"the histogram strategy has {counter.threads} threads, the "
-                         f"select {threads}")
-    counter.check(RADIX)
-    return counter
 
 
 def _chunks(n: int, rows: int, threads: int) -> int:

@@ -134,7 +134,7 @@ class RadixSort(SortStrategy):
                  histogram="shared_privatized", scan=None):
         self.threads = check_threads(threads)
         self.items = check_optional_count(items, "items")
-        self.counter = _counter(histogram, self.threads)
+        self.counter = digit_counter(histogram, self.threads)
         self.scan = resolve("scan", scan)  # an unknown scan is refused here, not later
 
     @property
@@ -225,16 +225,18 @@ def _histogram_chunks(n: int, rows: int, threads: int) -> int:
     return max(ceil_div(n, 2**31), min(most, want))
 
 
-def _counter(histogram, threads: int) -> HistogramStrategy:
-    """The block digit counter: a privatized histogram strategy (global atomics would
-    fold every key into global memory, where the counts gather anyway)."""
+def digit_counter(histogram, threads: int, user: str = "sort") -> HistogramStrategy:
+    """The block digit counter of a radix pass (the sort's, radix select's): a
+    privatized histogram strategy of ``threads`` (global atomics would fold every key
+    into global memory, where the counts gather anyway); ``user`` names the caller in
+    messages."""
     counter = resolve("histogram", histogram, threads=threads)
     if not counter.privatized:
         raise ValueError(f"histogram must be a privatized strategy such as "
                          f"'shared_privatized' or 'warp_privatized', got {histogram!r}")
     if counter.threads != threads:
-        raise ValueError(f"the histogram strategy has {counter.threads} threads, the sort "
-                         f"{threads}")
+        raise ValueError(f"the histogram strategy has {counter.threads} threads, the "
+                         f"{user} {threads}")
     counter.check(RADIX)
     return counter
 

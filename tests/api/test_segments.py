@@ -141,9 +141,12 @@ def test_offsets_may_cover_part_of_x_and_nothing():
     ([], "offsets must be 1-D with at least one entry"),
     ([0.0, 4.0], "offsets must hold integers"),
 ])
-def test_bad_offsets_are_refused_by_name(offsets, match):
+@pytest.mark.parametrize("fn", [nk.segmented_reduce, nk.segmented_scan])
+def test_bad_offsets_are_refused_by_name(fn, offsets, match):
+    """Host offsets are checked before any launch, the same way for every segmented
+    function (``api/segments.py``)."""
     with pytest.raises(ValueError, match=match):
-        nk.segmented_reduce(np.arange(10), np.array(offsets))
+        fn(np.arange(10), np.array(offsets))
 
 
 def test_empty_segments_of_ops_without_identity_need_initial():
