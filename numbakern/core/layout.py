@@ -187,15 +187,7 @@ def axis_view(x, axes, track_index: bool, any_order: bool, stream) -> AxisView:
     """
     dtype = np.dtype(x.dtype)
     host = kind_of(x) == "numpy"
-    if host:
-        perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
-        packed = _c_strides([x.shape[a] for a in perm], dtype.itemsize)
-        strides = [0] * x.ndim
-        for i, a in enumerate(perm):
-            strides[a] = packed[i]
-    else:
-        base = device_view(x)
-        strides = base.strides
+    base, perm, strides = _read_as(x, host)
     dims = plan_dims(x.shape, strides, axes, track_index, any_order)
     if not dims.fits:
         base, shape, axes = _transposed(x, axes, stream)
@@ -217,6 +209,22 @@ def axis_view(x, axes, track_index: bool, any_order: bool, stream) -> AxisView:
         kept_stride=abs(dims.kept[-1][1]) if dims.kept else 0,
         reduced_stride=abs(dims.reduced[-1][1]) if dims.reduced else 0,
     )
+
+
+def _read_as(x, host: bool) -> tuple:
+    """``(device view, perm, strides)`` of how the kernels will read ``x``: a device
+    array in place (its own strides; no perm), a host array as the copy it is
+    uploaded as, its own memory order packed (``perm``: that order; no view yet)."""
+    if not host:
+        base = device_view(x)
+        return base, None, base.strides
+    itemsize = np.dtype(x.dtype).itemsize
+    perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
+    packed = _c_strides([x.shape[a] for a in perm], itemsize)
+    strides = [0] * x.ndim
+    for i, a in enumerate(perm):
+        strides[a] = packed[i]
+    return None, perm, strides
 
 
 def _c_strides(shape, itemsize: int) -> tuple[int, ...]:
@@ -366,15 +374,7 @@ def masked_axis_view(x, mask, axes, track_index: bool, any_order: bool, stream) 
     dtype = np.dtype(x.dtype)
     shape = tuple(x.shape)
     host = kind_of(x) == "numpy"
-    if host:  # as axis_view: uploaded in its own memory order
-        perm = sorted(range(x.ndim), key=lambda a: -abs(x.strides[a]))
-        packed = _c_strides([shape[a] for a in perm], dtype.itemsize)
-        strides = [0] * x.ndim
-        for i, a in enumerate(perm):
-            strides[a] = packed[i]
-    else:
-        base = device_view(x)
-        strides = base.strides
+    base, perm, strides = _read_as(x, host)
     mask_base, mask_strides = _mask_base(mask, shape, stream)
     kept, red = _joint_dims(shape, strides, mask_strides, axes, track_index, any_order)
     if len(kept) > 2 or len(red) > 2:
