@@ -21,9 +21,10 @@ here, once, on the way in and on the way out:
   read with ``numpy.from_dlpack`` (CPU) or ``cupy.from_dlpack`` (CUDA, CuPy needed);
   results are NumPy or CuPy arrays.
 * **bfloat16** (a torch tensor, or a NumPy array of ``ml_dtypes.bfloat16``): the
-  softmax family (:data:`NATIVE_BFLOAT16`) reads and writes it as its 16 bits
-  (:class:`~numbakern.core.arrays.BFloat16Bits`), computing in float32 and rounding
-  once. The other functions, with no bfloat16 kernels yet, read a float32 working
+  softmax family, cross_entropy, sort and argsort (:data:`NATIVE_BFLOAT16`) read and
+  write it as its 16 bits (:class:`~numbakern.core.arrays.BFloat16Bits`), the
+  softmax family computing in float32 and rounding once, the sorts ordering the
+  bits by bfloat16's key rule. The other functions, with no bfloat16 kernels yet, read a float32 working
   copy (made on the tensor's device by torch; on the host for NumPy) and a
   :class:`CopyWarning` says so; they accumulate in float32, as for float16, and
   floating results are rounded back to bfloat16 (round to nearest even) unless
@@ -49,7 +50,7 @@ _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
 # Functions whose kernels read and write bfloat16 themselves (as uint16 bits): no
 # float32 copy for them.
 NATIVE_BFLOAT16 = frozenset({"softmax", "log_softmax", "softmax_backward",
-                             "log_softmax_backward", "cross_entropy"})
+                             "log_softmax_backward", "cross_entropy", "sort", "argsort"})
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2

@@ -31,11 +31,12 @@ import numpy as np
 from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
-                                   honours_stream, kind_of, resolve_stream, to_user)
+from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
+                                   flat_device, honours_stream, kind_of, resolve_stream,
+                                   to_user)
 from numbakern.core.axes import check_flag, normalize_axis, optional_axis
 from numbakern.core.jobs import SortJob
-from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.kernels.sort_keys import BFLOAT16, bits_dtype
 from numbakern.runtime.replay import replayable
 
 INDEX_DTYPE = np.dtype(np.int64)
@@ -89,7 +90,8 @@ def argsort(x, axis=-1, stable=None, descending=False, *, kind=None, strategy=No
     Raises: as :func:`sort`.
     """
     _check_kind(kind, stable)
-    if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
+    ndim = np.ndim(x.bits if isinstance(x, BFloat16Bits) else x)
+    if ndim == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
     return _sort(x, axis, descending, True, strategy, stream)
 
@@ -120,16 +122,19 @@ def _check_kind(kind, stable) -> None:
 
 def _sort(x, axis, descending, indices: bool, strategy, stream):
     asked = x.dtype if isinstance(x, np.ndarray) else None  # a byte order to give back
-    x = as_array_like(x)
+    if isinstance(x, BFloat16Bits):  # sorted as bfloat16 keys, returned as their bits
+        x, dtype = as_array_like(x.bits), BFLOAT16
+    else:
+        x = as_array_like(x)
+        dtype = check_dtype(x.dtype)
     kind = kind_of(x)
-    dtype = check_dtype(x.dtype)
     descending = check_flag(descending, "descending")
     shape = tuple(x.shape)
     axis = optional_axis(axis, len(shape))
     size = math.prod(shape)
     arr, wrap = as_layout_array(x, kind)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    out_dtype = INDEX_DTYPE if indices else dtype
+    out_dtype = INDEX_DTYPE if indices else x.dtype
     if axis is None:
         moved = arr.reshape(-1)
     else:
@@ -139,7 +144,7 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
     if size == 0:
         return wrap(_restore(_xp(arr).empty(moved.shape, out_dtype), axis))
     out = sort_rows(moved, dtype, descending, indices, sorter, workspace)
-    result = to_user(out, workspace, moved.shape, None if indices else dtype)
+    result = to_user(out, workspace, moved.shape, None if indices else x.dtype)
     if asked is not None and not asked.isnative and not indices:
         result = result.astype(asked)  # NumPy keeps a big-endian input's byte order
     return wrap(_restore(result, axis))
@@ -147,7 +152,8 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
 
 def sort_rows(rows, dtype: np.dtype, descending: bool, indices: bool, sorter,
               workspace: Workspace):
-    """Sort every row of ``rows`` (a NumPy or CuPy array of ``dtype``, at least one
+    """Sort every row of ``rows`` (a NumPy or CuPy array of ``dtype``, or of bfloat16
+    bits for ``sort_keys.BFLOAT16``, at least one
     element, the rows along its last axis) on the device with the sort strategy
     ``sorter``: a 1-D C-contiguous device array of the sorted rows one after another,
     as int64 indices within the row (``indices``) or as the values' bits (an unsigned

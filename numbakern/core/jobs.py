@@ -17,7 +17,7 @@ from numbakern.kernels.emits import emit_store
 from numbakern.kernels.scan_tiles import element_loader as scan_element_loader
 from numbakern.kernels.scan_tiles import output_storer
 from numbakern.kernels.segment_scan import head_loader
-from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter
+from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter, is_bfloat16, key_name
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
@@ -188,23 +188,24 @@ class SortJob:
             (``indices``) or the sorted values' bits.
         indices: write indices (argsort) rather than values (sort).
         descending: largest first.
-        dtype: the input's dtype (the key rule); ``to_key`` its device function.
+        dtype: the input's dtype (the key rule; ``sort_keys.BFLOAT16`` for bfloat16
+            bits); ``to_key`` its device function.
     """
 
     def __init__(self, x, out, rows: int, n: int, dtype: np.dtype, descending: bool,
                  indices: bool, workspace: Workspace):
         self.x, self.out = x, out
         self.rows, self.n = int(rows), int(n)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if is_bfloat16(dtype) else np.dtype(dtype)
         self.key_dtype = bits_dtype(self.dtype)
         self.descending, self.indices = bool(descending), bool(indices)
         self.workspace = workspace
         self.stream = workspace.stream
-        self.key = (self.dtype.str, self.descending, self.indices, device_key())
+        self.key = (key_name(self.dtype), self.descending, self.indices, device_key())
 
     def to_key(self):
         """Device function ``to_key(bits) -> key``: NumPy's order as unsigned order."""
-        return cached(("sort_to_key", self.dtype.str, self.descending),
+        return cached(("sort_to_key", key_name(self.dtype), self.descending),
                       lambda: build_to_key(self.dtype, self.descending))
 
     def emitter(self):
@@ -269,18 +270,18 @@ class SelectJob:
                  largest: bool, sorted: bool, workspace: Workspace, record=None):
         self.x, self.values, self.indices = x, values, indices
         self.rows, self.n, self.k = int(rows), int(n), int(k)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if is_bfloat16(dtype) else np.dtype(dtype)
         self.key_dtype = bits_dtype(self.dtype)
         self.largest, self.sorted = bool(largest), bool(sorted)
         self.workspace = workspace
         self.stream = workspace.stream
         self.record = record
-        self.key = (self.dtype.str, self.largest, device_key())
+        self.key = (key_name(self.dtype), self.largest, device_key())
 
     def to_key(self):
         """Device function ``to_key(bits) -> key``: the wanted order as ascending
         unsigned order (``largest``: the key complemented)."""
-        return cached(("sort_to_key", self.dtype.str, self.largest),
+        return cached(("sort_to_key", key_name(self.dtype), self.largest),
                       lambda: build_to_key(self.dtype, self.largest))
 
     def argsort(self, bits, out, rows: int, n: int, sorter) -> None:

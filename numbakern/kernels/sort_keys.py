@@ -15,6 +15,10 @@ unsigned view of the same width (bool and int8 as uint8, float16 as uint16, ...)
 * **descending**: the key complemented (largest first; NaN then comes first, as in
   ``torch.sort(descending=True)``).
 
+bfloat16 (which NumPy only knows through ``ml_dtypes``, and torch tensors without it)
+is named by the string :data:`BFLOAT16` and read as its uint16 bits: a float of 8
+exponent and 7 mantissa bits, keyed by the float rule.
+
 Equal keys (``-0.0`` and ``+0.0`` among them) keep their input order in both
 strategies, so the sorted *values* are read back from the input by index: the
 exact bits (``-0.0``, NaN payloads) come out where a stable sort puts them.
@@ -26,23 +30,45 @@ import numpy as np
 from numba import cuda, from_dtype, int64, uint64
 
 
-def bits_dtype(dtype: np.dtype) -> np.dtype:
+BFLOAT16 = "bfloat16"  # the key dtype of bfloat16 values held as their uint16 bits
+
+
+def is_bfloat16(dtype) -> bool:
+    return isinstance(dtype, str) and dtype == BFLOAT16
+
+
+def key_name(dtype) -> str:
+    """A key dtype's name in cache keys: NumPy's ``dtype.str``, or :data:`BFLOAT16`."""
+    return BFLOAT16 if is_bfloat16(dtype) else np.dtype(dtype).str
+
+
+def bits_dtype(dtype) -> np.dtype:
     """The unsigned integer dtype of ``dtype``'s width (the input is read as it)."""
-    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+    return np.dtype(np.uint16) if is_bfloat16(dtype) else np.dtype(f"u{np.dtype(dtype).itemsize}")
 
 
-def build_to_key(dtype: np.dtype, descending: bool):
-    """Device function ``to_key(bits) -> key`` (both of ``bits_dtype(dtype)``)."""
-    dtype = np.dtype(dtype)
-    width = 8 * dtype.itemsize
+def _float_fields(dtype):
+    """``(exponent bits, mantissa bits)`` of a float key dtype, or None."""
+    if is_bfloat16(dtype):
+        return 8, 7
+    if np.dtype(dtype).kind != "f":
+        return None
+    finfo = np.finfo(dtype)
+    return finfo.nexp, finfo.nmant
+
+
+def build_to_key(dtype, descending: bool):
+    """Device function ``to_key(bits) -> key`` (both of ``bits_dtype(dtype)``; ``dtype``
+    a NumPy dtype or :data:`BFLOAT16`)."""
+    width = 8 * bits_dtype(dtype).itemsize
     kt = from_dtype(bits_dtype(dtype))
     sign = uint64(1 << (width - 1))
     ones = uint64((1 << width) - 1)
     flip = ones if descending else uint64(0)
-    kind = dtype.kind
-    if kind == "f":
-        finfo = np.finfo(dtype)
-        inf = uint64(((1 << finfo.nexp) - 1) << finfo.nmant)  # +inf's bits
+    fields = _float_fields(dtype)
+    if fields is not None:
+        nexp, nmant = fields
+        inf = uint64(((1 << nexp) - 1) << nmant)  # +inf's bits
         magnitude = uint64((1 << (width - 1)) - 1)
 
         top = uint64(width - 1)
@@ -60,7 +86,7 @@ def build_to_key(dtype: np.dtype, descending: bool):
             return kt(k ^ flip)
 
         return to_key
-    lead = sign if kind == "i" else uint64(0)
+    lead = sign if np.dtype(dtype).kind == "i" else uint64(0)
 
     @cuda.jit(device=True)
     def to_key(bits):
@@ -69,9 +95,9 @@ def build_to_key(dtype: np.dtype, descending: bool):
     return to_key
 
 
-def max_key(dtype: np.dtype) -> int:
+def max_key(dtype) -> int:
     """The largest key (padding that sorts after every real key of equal value)."""
-    return (1 << (8 * np.dtype(dtype).itemsize)) - 1
+    return (1 << (8 * bits_dtype(dtype).itemsize)) - 1
 
 
 @cuda.jit(device=True)

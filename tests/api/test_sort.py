@@ -1,5 +1,7 @@
 """sort and argsort against NumPy's stable sort, under the simulator (small sizes)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -277,3 +279,43 @@ def test_kind_and_stable_together_raise_as_numpy(fn):
                           else np.argsort(x, kind="stable"))
     assert np.array_equal(fn(x, stable=False), np.sort(x) if fn is nk.sort
                           else np.argsort(x, kind="stable"))
+
+
+BF16_SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e38, -1e-38, 3.5, 3.5]
+
+
+@pytest.mark.parametrize("n", [1, 31, 33, 129, 700])
+@pytest.mark.parametrize("strategy", ["bitonic", "radix"])
+def test_bfloat16_sorts_its_bits_without_a_copy(n, strategy):
+    """bfloat16 (ml_dtypes) is keyed by its own bits, as NumPy orders its float32
+    values (NaN last, -0.0 and +0.0 equal and stable), with no float32 working copy."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n) * 4).astype(np.float32)
+    a[:: 3] = a[0]  # ties
+    a[rng.integers(0, n, min(n, len(BF16_SPECIALS)))] = BF16_SPECIALS[:min(n, 10)]
+    x = a.astype(ml_dtypes.bfloat16)
+    if strategy == "bitonic" and n > nk.strategies.BitonicSort().max_size:
+        pytest.skip("rows longer than the bitonic network")
+    wide = x.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)
+        got = nk.sort(x, strategy=strategy)
+        order = nk.argsort(x, strategy=strategy)
+        down = nk.argsort(x, descending=True, strategy=strategy)
+    assert got.dtype == x.dtype
+    assert np.array_equal(got.view(np.uint16), x[np.argsort(wide, kind="stable")].view(np.uint16))
+    assert np.array_equal(order, np.argsort(wide, kind="stable"))
+    assert np.array_equal(down, descending_reference(wide))
+
+
+def test_bfloat16_rows_of_torch_tensors_sort_as_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 70).to(torch.bfloat16)
+    x[1, 3] = float("nan")
+    for axis, dim in ((-1, -1), (0, 0)):
+        got = nk.sort(x, axis=axis)
+        want = torch.sort(x, dim=dim, stable=True)
+        assert got.dtype == torch.bfloat16 and torch.equal(got.isnan(), want.values.isnan())
+        assert torch.equal(got.nan_to_num(), want.values.nan_to_num())
+        assert torch.equal(nk.argsort(x, axis=axis), want.indices)
