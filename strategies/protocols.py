@@ -44,13 +44,13 @@ from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, 
                                       max_resident_blocks)
 from numbakern.runtime.launch import launch
 
-from .registry import REGISTRY
+from .registry import REGISTRY, resolve
 
-__all__ = ["BlockStrategy", "Cost", "GridReduce", "GridScan", "GridStrategy",
-           "HistogramStrategy", "Immutable", "SelectStrategy", "SortStrategy", "Strategy",
-           "WarpForm",
+__all__ = ["BlockStrategy", "Cost", "DIGIT_BITS", "GridReduce", "GridScan", "GridStrategy",
+           "HistogramStrategy", "Immutable", "RADIX", "SelectStrategy", "SortStrategy",
+           "Strategy", "WarpForm",
            "block_barrier", "check_count", "check_flag", "check_optional_count",
-           "check_threads", "log2_ceil", "place_in_block", "place_in_runs",
+           "check_threads", "digit_counter", "log2_ceil", "place_in_block", "place_in_runs",
            "reduce_from_scan", "warp_barrier", "warp_reduce_form", "warp_scan_form"]
 
 # --- argument checks every strategy shares -------------------------------------------
@@ -628,3 +628,26 @@ class SelectStrategy(Strategy):
     def select(self, job) -> None:
         """Write each row's ``k`` first elements to ``job.values`` and ``job.indices``."""
         raise NotImplementedError
+
+
+# --- radix passes: the digit and its counter (the radix sort's, radix select's) ----------
+
+#: bits per digit of a radix pass, and the buckets a digit has
+DIGIT_BITS = 8
+RADIX = 1 << DIGIT_BITS
+
+
+def digit_counter(histogram, threads: int, user: str = "sort") -> HistogramStrategy:
+    """The block digit counter of a radix pass (the sort's, radix select's): a
+    privatized histogram strategy of ``threads`` (global atomics would fold every key
+    into global memory, where the counts gather anyway); ``user`` names the caller in
+    messages."""
+    counter = resolve("histogram", histogram, threads=threads)
+    if not counter.privatized:
+        raise ValueError(f"histogram must be a privatized strategy such as "
+                         f"'shared_privatized' or 'warp_privatized', got {histogram!r}")
+    if counter.threads != threads:
+        raise ValueError(f"the histogram strategy has {counter.threads} threads, the "
+                         f"{user} {threads}")
+    counter.check(RADIX)
+    return counter

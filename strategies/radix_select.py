@@ -58,9 +58,10 @@ from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
-from .protocols import HistogramStrategy, SelectStrategy, check_threads
-from .radix_sort import DIGIT_BITS, RADIX, digit_counter
+from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SelectStrategy, check_threads,
+                        digit_counter)
 from .registry import resolve
+
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
 #: would spend their time starting up)
 ITEMS = 16

@@ -81,12 +81,10 @@ from numbakern.runtime.device import (FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, 
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import load_relaxed
 
-from .protocols import HistogramStrategy, SortStrategy, check_optional_count, check_threads
+from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SortStrategy,
+                        check_optional_count, check_threads, digit_counter)
 from .registry import resolve
 
-#: bits per digit, and digits per pass
-DIGIT_BITS = 8
-RADIX = 1 << DIGIT_BITS
 #: tile status in the top two bits of a look-back word: aggregate, inclusive prefix
 STATUS_A, STATUS_P = 1, 2
 #: rows this long or longer count in 64-bit look-back words (30 bits hold less)
@@ -223,22 +221,6 @@ def _histogram_chunks(n: int, rows: int, threads: int) -> int:
     most = max(1, ceil_div(n, threads * HISTOGRAM_ITEMS))
     want = ceil_div(max_resident_blocks(threads), rows)
     return max(ceil_div(n, 2**31), min(most, want))
-
-
-def digit_counter(histogram, threads: int, user: str = "sort") -> HistogramStrategy:
-    """The block digit counter of a radix pass (the sort's, radix select's): a
-    privatized histogram strategy of ``threads`` (global atomics would fold every key
-    into global memory, where the counts gather anyway); ``user`` names the caller in
-    messages."""
-    counter = resolve("histogram", histogram, threads=threads)
-    if not counter.privatized:
-        raise ValueError(f"histogram must be a privatized strategy such as "
-                         f"'shared_privatized' or 'warp_privatized', got {histogram!r}")
-    if counter.threads != threads:
-        raise ValueError(f"the histogram strategy has {counter.threads} threads, the "
-                         f"{user} {threads}")
-    counter.check(RADIX)
-    return counter
 
 
 def _build(threads, items, passes, counter, job, index_dtype, word):
