@@ -166,7 +166,13 @@ def _variancer(root: bool, skip_nan: bool):
         while i < dst.shape[0]:
             dof = float64(counts[i]) - ddof
             m2 = moments[i].imag
-            if dof > 0:
+            mean = moments[i].real
+            if mean - mean != 0.0:
+                # A slice holding inf or NaN: NumPy's deviations x - mean take inf - inf
+                # or NaN, so its variance is NaN. Welford's M2 never forms them (a lone
+                # element's M2 is 0), so the mean decides.
+                v = math.nan
+            elif dof > 0:
                 v = m2 / dof
             elif skip_nan or not m2 > 0:  # NumPy: nanvar NaN; var M2/0, inf or NaN
                 v = math.nan

@@ -83,6 +83,22 @@ def test_nan_and_all_nan_slices_warn_as_numpy():
         nk.nanvar(x, axis=1)
 
 
+@pytest.mark.parametrize("strategy", [s for s in REDUCE if not isinstance(s, nk.AtomicFold)],
+                         ids=repr)
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_inf_and_lone_nan_make_the_variance_nan_as_numpy(name, strategy):
+    """NumPy's deviations ``x - mean`` meet inf - inf or NaN; Welford's M2 never forms
+    them (a lone element's M2 is 0), so a slice with inf, or a lone NaN, must still give
+    NaN, not 0 or inf."""
+    for values in ([np.nan], [np.inf], [np.inf, 1.0], [np.inf, -np.inf], [-np.inf] * 3,
+                   [np.inf] + [1.0] * 40, [np.nan, 2.0, 3.0]):
+        for dtype in (np.float32, np.float64):
+            _check(name, np.array(values, dtype=dtype), strategy=strategy)
+    rows = np.array([[np.inf, 1.0, 2.0], [2.0, 3.0, 5.0], [np.nan, 1.0, 1.0]])
+    _check(name, rows, strategy=strategy, axis=1)
+    _check(name, rows, strategy=strategy, axis=0)
+
+
 def test_too_few_degrees_of_freedom_as_numpy():
     with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0 for slice"):
         got = nk.var(np.array([1.0, 2.0]), ddof=3)  # M2 / 0
