@@ -94,7 +94,7 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     if grad_out is not None and not return_grad:
         raise ValueError("grad_out is written only with return_grad=True")
     out = bits_like(grad_out, precision, "grad_out", "cross_entropy")  # None: allocated
-    check_out(out, shape, dtype, kind, "cross_entropy", exact=True)
+    check_out(out, shape, dtype, kind, "cross_entropy", exact=True, arg="grad_out")
     block = _strategies.resolve("block", strategy)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     tc = compute_dtype(precision)

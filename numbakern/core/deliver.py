@@ -35,7 +35,7 @@ class OutDtypeError(ValueError, TypeError):
 
 
 def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = False,
-              exact: bool = False) -> None:
+              exact: bool = False, arg: str = "out") -> None:
     """Raise unless ``out`` (or ``None``) can receive a ``dtype`` result of ``shape``.
 
     Args:
@@ -45,6 +45,7 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         name: the function, for messages.
         integer: ``out`` must have an integer dtype (indices, as NumPy's argmax).
         exact: ``out`` must have ``dtype`` itself (a result written in place).
+        arg: ``out``'s name in messages (``grad_out`` ...).
 
     Raises:
         TypeError: ``out`` is not an array of the input's library.
@@ -54,29 +55,29 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if out is None:
         return
     if kind == "numpy" and not isinstance(out, np.ndarray):
-        raise TypeError(f"{name}: out must be a NumPy array for NumPy input, got "
+        raise TypeError(f"{name}: {arg} must be a NumPy array for NumPy input, got "
                         f"{type(out).__name__}")
     if kind == "cupy" and kind_of(out) != "cupy":
-        raise TypeError(f"{name}: out must be a CuPy array for CuPy input, got "
+        raise TypeError(f"{name}: {arg} must be a CuPy array for CuPy input, got "
                         f"{type(out).__name__}")
     if kind == "device" and kind_of(out) == "numpy":
-        raise TypeError(f"{name}: out must be a device array (with "
+        raise TypeError(f"{name}: {arg} must be a device array (with "
                         f"__cuda_array_interface__) for device input, got "
                         f"{type(out).__name__}")
     view = out if kind == "numpy" else device_view(out)  # NumPy's dtype, whoever made it
     if tuple(view.shape) != tuple(shape):
-        raise ValueError(f"{name}: out has shape {tuple(view.shape)}, the result has shape "
+        raise ValueError(f"{name}: {arg} has shape {tuple(view.shape)}, the result has shape "
                          f"{tuple(shape)}")
     if kind == "numpy" and not out.flags.writeable:
-        raise ValueError(f"{name}: out must be a writeable NumPy array")
+        raise ValueError(f"{name}: {arg} must be a writeable NumPy array")
     got, dtype = np.dtype(view.dtype), np.dtype(dtype)
     if integer and got.kind not in "iu":
-        raise OutDtypeError(f"{name}: indices need an integer out, got dtype {got}")
+        raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
     if exact and got != dtype:
-        raise OutDtypeError(f"{name}: out must have the result's dtype {dtype} (it is "
+        raise OutDtypeError(f"{name}: {arg} must have the result's dtype {dtype} (it is "
                             f"written in place), got {got}")
     if not np.can_cast(dtype, got, casting=OUT_CASTING):
-        raise OutDtypeError(f"{name}: cannot cast the {dtype} result to out's dtype {got} "
+        raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
 
 

@@ -36,7 +36,11 @@ SELECT_LEGEND = (
     "bucket holding the need-th candidate: the buckets below it all win (need drops by "
     "their count), those above lose. A row is decided once its bucket holds exactly "
     "the keys still needed. Then every key below the threshold wins, and of the keys "
-    "equal to it the need of lowest index."
+    "equal to it the need of lowest index. (Only radix_select's passes are drawn: "
+    "bitonic_select keeps the row's best k so far in shared memory and merges each "
+    "round's better candidates into them with bitonic steps, strategies/bitonic_select.py; "
+    "sort_slice is a stable argsort cut to k. For them this shows the answer and its "
+    "proof.)"
 )
 
 
