@@ -9,7 +9,10 @@ from .device import MAX_GRID
 
 
 def check_count(value, name: str) -> int:
-    """``value`` as an int: a Python or NumPy integer (not a bool), else TypeError."""
+    """``value`` as an int: a Python or NumPy integer, or a 0-d NumPy integer array (a
+    0-d torch tensor arrives as one), not a bool; else TypeError."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        value = value[()]
     if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an int, got {value!r}")
     return int(value)

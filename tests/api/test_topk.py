@@ -237,3 +237,14 @@ def test_torch_tensors_in_tensors_out_as_torch_topk(strategy):
     got = nk.topk(ties, 2, strategy=strategy)
     assert torch.equal(got.values, torch.topk(ties, 2).values)
     assert torch.equal(got.indices, torch.tensor([[1, 2]]))  # ties: lower index first
+
+
+def test_k_as_a_zero_d_integer_tensor_or_array_as_torch_takes_it():
+    x = np.array([3.0, 1.0, 4.0, 1.0, 5.0])
+    want = nk.topk(x, 2)
+    for k in (np.array(2), torch.tensor(2)):
+        got = nk.topk(x, k)
+        assert np.array_equal(got.values, want.values)
+        assert np.array_equal(got.indices, want.indices)
+    with pytest.raises(TypeError, match="k must be an int"):
+        nk.topk(x, np.array(2.0))
