@@ -456,9 +456,9 @@ def _mean_of(n, mean, m2):
 
 
 def _check_ddof(ddof, name: str) -> None:
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer,
-                                                                    np.floating)):
-        raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
+    from numbakern.api.reductions import check_ddof  # the NumPy form's check
+
+    check_ddof(ddof, name)
 
 
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,

@@ -970,6 +970,14 @@ def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strate
                      skip_nan=True, root=True, where=where)
 
 
+def check_ddof(ddof, name: str) -> None:
+    """``ddof`` as NumPy takes it: a real number (not a bool), else TypeError naming
+    ``name``'s ``ddof``."""
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer,
+                                                                    np.floating)):
+        raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
+
+
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
               skip_nan: bool, root: bool, where=True):
     x = as_array_like(x)
@@ -978,9 +986,7 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     op.check_dtype(in_dtype, "x of dtype", name)
     if dtype is not None and _ops._as_dtype(dtype).kind != "f":
         raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer,
-                                                                    np.floating)):
-        raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
+    check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
 
     def finish(moments, counts, dst, stream):
