@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import cuda, from_dtype, int64
 
-from numbakern.kernels.softmax_rows import (HALVES, RowPlan, block_allreduce, compute_dtype,
+from numbakern.kernels.softmax_rows import (RowPlan, block_allreduce, compute_dtype,
                                             edge_loader, element_converters, online_folder,
                                             packer, row_exp, row_span, storage_dtype,
                                             temp_storage, tile_loader, tile_vectors)
@@ -121,9 +121,10 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     reduce_sum = block_allreduce(block, total)
     slots = max(1, block.temp_slots())
     name = dtype if dtype == "bfloat16" else np.dtype(dtype).name
-    fold = online_folder(tc, TILE, name in HALVES)
+    exp = row_exp(name)
+    fold = online_folder(tc, TILE, exp)
     row_loss = _row_loss(tc, smoothing)
-    prepare, grad = _gradient(tc, smoothing, row_exp(name))
+    prepare, grad = _gradient(tc, smoothing, exp)
     threads, NEG = block.threads, tc.type(-math.inf)
 
     @cuda.jit
@@ -200,12 +201,12 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
     reduce_sum = block_allreduce(plan.sum_block, state_kit(SUM, (tc,)))
     storage = temp_storage(plan, (plan.sum_block, plan.pair_op),
                            (plan.sum_block, SUM) if smoothing else None)
-    fast = plan.result in HALVES
-    fold_edges, fold = online_folder(tc, 2, fast), online_folder(tc, L, fast)
+    exp = row_exp(plan.result)
+    fold_edges, fold = online_folder(tc, 2, exp), online_folder(tc, L, exp)
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
     vstore, pack = vector_storer(W), packer(plan)
     row_loss = _row_loss(tc, smoothing)
-    prepare, grad = _gradient(tc, smoothing, row_exp(plan.result))
+    prepare, grad = _gradient(tc, smoothing, exp)
 
     @cuda.jit
     def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, xf, gf, head0):

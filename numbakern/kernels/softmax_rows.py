@@ -1245,20 +1245,19 @@ def tile_loader(plan: RowPlan, vectors: int, fill):
 
 
 def _online_folder(plan: RowPlan, length: int):
-    return online_folder(np.dtype(plan.compute), length, plan.result in HALVES)
+    return online_folder(np.dtype(plan.compute), length, row_exp(plan.result))
 
 
 @functools.lru_cache(maxsize=None)
-def online_folder(dtype, length: int, fast: bool = False):
+def online_folder(dtype, length: int, exp=accurate_exp):
     """Device function ``fold(m, s, v, valid) -> (m, s)``: the online ``(max, sum)``
     after the ``length`` values of the local array ``v`` (of compute dtype ``dtype``),
     ``valid`` of which are row elements (the others -inf): one rescale, one exp per
     value (the per-element combine of ``strategies/online_softmax.py`` costs two);
-    ``fast``: :func:`row_exp`'s exp for half-precision results."""
+    ``exp``: the device exp, :func:`row_exp`'s for the result's dtype."""
     tc = np.dtype(dtype)
     tc_t, NEG = from_dtype(tc), tc.type(-np.inf)
     vmax = MAX.device_combine()
-    exp = fast_exp if fast else accurate_exp
 
     @cuda.jit(device=True)
     def fold(m, s, v, valid):
