@@ -9,7 +9,9 @@ compiles and fills the caches) of ``sum``, ``argmax``, ``cumsum`` and a row
 ``softmax`` (rows of 4096 elements, chunked along the rows), beside one numbakern
 call on the whole CuPy array where it fits. Throughput is the array's bytes over the
 time; the ratio is against the whole-array call. Prints a table and, with ``--json
-PATH``, writes the figures.
+PATH``, writes the figures. ``--profile OP`` instead profiles three computes of one
+op over the first size in 1 GiB chunks on the synchronous scheduler (cProfile, the 25
+functions of most own time and of most cumulative time): where the time goes.
 """
 
 from __future__ import annotations
@@ -62,6 +64,30 @@ def cases(nk):
     ]
 
 
+def profile(cp, dask, da, nk, op: str, gib: float, sync) -> int:
+    import cProfile
+    import pstats
+
+    x = cp.random.standard_normal((int(gib * GiB) // 4 // ROW, ROW), dtype=cp.float32)
+    call = dict(cases(nk))[op]
+    lazy_x = da.from_array(x, chunks=(GiB // 4 // ROW, ROW), asarray=False)
+
+    def run():
+        persist(dask, call, lazy_x, "sync")
+        sync()
+
+    run()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(3):
+        run()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(25)
+    return 0
+
+
 def main() -> int:
     import cupy as cp
     import dask
@@ -72,8 +98,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=float, default=[4, 16], help="GiB")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--profile", metavar="OP", help="profile this op instead")
+    parser.add_argument("--chunks", type=int, nargs="*", default=[256, 1024, 4096],
+                        help="chunk sizes, MiB")
     args = parser.parse_args()
     sync = cp.cuda.Device().synchronize
+    if args.profile:
+        return profile(cp, dask, da, nk, args.profile, args.sizes[0], sync)
     rows = []
     print(f"{'op':14} {'GiB':>4} {'chunk MiB':>9} {'scheduler':>9} {'ms':>9} {'GB/s':>7} "
           f"{'vs one call':>11}", flush=True)
@@ -84,14 +115,12 @@ def main() -> int:
             whole = wall_ms(functools.partial(call, x), sync)
             rows.append(show(dict(op=name, gib=gib, chunk_mib=None, scheduler="one call",
                                   ms=whole, ratio=1.0)))
-            for chunk_mib in (256, 1024, 4096):
+            for chunk_mib in args.chunks:
                 chunk_rows = max(1, chunk_mib * MiB // 4 // ROW)
                 lazy_x = da.from_array(x, chunks=(chunk_rows, ROW), asarray=False)
                 for scheduler in ("sync", "threads"):
-                    def run():  # persist: array results stay chunked, not joined
-                        with dask.config.set(scheduler=scheduler):
-                            dask.persist(call(lazy_x))
-                    ms = wall_ms(run, sync)
+                    ms = wall_ms(functools.partial(persist, dask, call, lazy_x, scheduler),
+                                 sync)
                     rows.append(show(dict(op=name, gib=gib, chunk_mib=chunk_mib,
                                           scheduler=scheduler, ms=ms, ratio=whole / ms)))
         del x
