@@ -101,6 +101,7 @@ def main() -> int:
     parser.add_argument("--profile", metavar="OP", help="profile this op instead")
     parser.add_argument("--chunks", type=int, nargs="*", default=[256, 1024, 4096],
                         help="chunk sizes, MiB")
+    parser.add_argument("--ops", nargs="*", help="only these ops (default: all)")
     args = parser.parse_args()
     sync = cp.cuda.Device().synchronize
     if args.profile:
@@ -112,6 +113,8 @@ def main() -> int:
         n = int(gib * GiB) // 4 // ROW
         x = cp.random.standard_normal((n, ROW), dtype=cp.float32)
         for name, call in cases(nk):
+            if args.ops and name.split()[0] not in args.ops:
+                continue
             whole = wall_ms(functools.partial(call, x), sync)
             rows.append(show(dict(op=name, gib=gib, chunk_mib=None, scheduler="one call",
                                   ms=whole, ratio=1.0)))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from numbakern.api._interop import foreign_call, is_foreign, positional_names
+from numbakern.runtime.replay import replayable
 
 
 def is_dask(x) -> bool:
@@ -28,10 +29,18 @@ def dispatch(fn):
 
     A Dask array goes to ``numbakern.api.dask.<fn's name>``; a function that module
     lacks raises ``TypeError`` rather than computing the whole Dask array on the host.
-    Foreign arrays (torch, DLPack, bfloat16) go through :func:`foreign_call`.
+    Foreign arrays (torch, DLPack, bfloat16) go through :func:`foreign_call`; for a
+    replayable ``fn``, that translated call is itself replayable, keyed by the CUDA
+    tensors as given (``numbakern.runtime.replay``).
     """
     name = fn.__name__
     names = positional_names(fn)
+
+    def translated(*args, **kwargs):
+        return foreign_call(fn, names, args, kwargs)
+
+    if hasattr(fn, "replay_table"):  # a tensor call replays without its translation
+        translated = replayable(translated)
 
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
@@ -43,7 +52,7 @@ def dispatch(fn):
                             f"whole); pass x as a Dask array, or compute the others first")
         if is_foreign(x) or any(is_foreign(a) for a in args) or \
                 any(is_foreign(v) for v in kwargs.values()):
-            return foreign_call(fn, names, (x, *args), kwargs)
+            return translated(x, *args, **kwargs)
         return fn(x, *args, **kwargs)
 
     return call

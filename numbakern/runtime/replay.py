@@ -26,8 +26,13 @@ a device-to-host read (a later decision might depend on the data), a host-to-dev
 upload, a launch argument whose address is neither an input's nor an allocation's
 (a copy CuPy made, say), a launch on another stream, a result that is not a view of
 an allocation (an ``out=`` array, a host scalar, a CuPy cast), an empty array.
-Calls with host (NumPy) input, with an explicit ``stream=``, or with an argument
-that cannot be keyed (a list, a mutable array) also run the ordinary way.
+Calls with host (NumPy or CPU tensor) input, with an explicit ``stream=``, or with an
+argument that cannot be keyed (a list, a mutable array) also run the ordinary way.
+
+A call with CUDA tensors is keyed by the tensors themselves, before they are
+translated (``api._dispatch``), so that its replay skips the translation too: the one
+allocation comes from torch's caching allocator, the launches go to torch's current
+stream, and the results are tensor views of that allocation.
 
 Under the simulator the same recordings replay through Numba's simulated launches,
 so the test suite exercises recording and replay on every machine.
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 from collections import Counter
 from typing import Any, NamedTuple
@@ -80,15 +86,21 @@ def disabled():
 class _Array(NamedTuple):
     """An array argument: its address and the layout that keys it."""
 
-    kind: str  # "cupy", "device" (Numba, PyTorch, ... on a GPU) or "sim"
+    kind: str  # "cupy", "torch", "device" (Numba, ... on a GPU) or "sim"
     address: int
     dtype: np.dtype
     shape: tuple
     strides: tuple
 
 
+class _Unkeyed(Exception):
+    """An argument whose contents are the input (a CPU tensor): no signature."""
+
+
 def _device_array(v) -> _Array | None:
     """``v`` as a device array, or None when it is not one."""
+    if type(v).__module__.startswith("torch"):
+        return _tensor(v)
     if SIMULATOR:
         ary = getattr(v, "_ary", None)  # the simulator's FakeCUDAArray
         if ary is None:
@@ -103,6 +115,18 @@ def _device_array(v) -> _Array | None:
         return None
     b = buffer(v)  # the launcher's reading of the interface (strides None: C order)
     return _Array("device", b.ptr, b.dtype, b.shape, b.strides)
+
+
+def _tensor(t) -> _Array | None:
+    """A CUDA tensor as kind "torch" (keyed by its own pointer, dtype and strides in
+    bytes); a CPU tensor cannot be keyed; other torch objects are not arrays."""
+    if not hasattr(t, "data_ptr"):
+        return None
+    if not t.is_cuda:
+        raise _Unkeyed
+    size = t.dtype.itemsize
+    return _Array("torch", t.data_ptr(), t.dtype, tuple(t.shape),
+                  tuple(s * size for s in t.stride()))
 
 
 def _extent(a: _Array) -> tuple[int, int]:
@@ -122,6 +146,13 @@ def _signature(args: tuple, kwargs: dict, arrays: list, refs: list):
     """The key of a call, or None when it cannot be keyed; fills ``arrays`` with the
     array arguments and ``refs`` with objects keyed by identity (kept alive by the
     table, so that their ids stay theirs)."""
+    try:
+        return _key(args, kwargs, arrays, refs)
+    except _Unkeyed:
+        return None
+
+
+def _key(args: tuple, kwargs: dict, arrays: list, refs: list):
     key = []
     for v in (*args, *kwargs.values()):
         if isinstance(v, VALUES):
@@ -146,8 +177,16 @@ def _signature(args: tuple, kwargs: dict, arrays: list, refs: list):
         return None
     key.append(tuple(kwargs))
     if not SIMULATOR:
-        key.append(current_device_id())
+        key.append(_device_of(arrays[0].kind))
     return tuple(key)
+
+
+def _device_of(kind: str) -> int:
+    """The current device's ordinal, asked of torch for tensors (CuPy may be absent,
+    and Numba takes ~15 us)."""
+    if kind == "torch":
+        return sys.modules["torch"].cuda.current_device()
+    return current_device_id()
 
 
 # --- the decorator ---------------------------------------------------------------------
@@ -311,6 +350,9 @@ def _stream_of(kind: str):
         import cupy
 
         return cupy.cuda.get_current_stream().ptr
+    if kind == "torch":  # a tensor call runs on torch's current stream (api._interop)
+        torch = sys.modules["torch"]
+        return torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
     return 0 if not SIMULATOR else cuda.default_stream()
 
 
@@ -438,6 +480,10 @@ class Program:
 
             block = cupy.cuda.alloc(self.total)  # a pool MemoryPointer: 0.6 us, empty() 1.9
             return block, block.ptr
+        if self.kind == "torch":  # torch's caching allocator, on its current stream
+            torch = sys.modules["torch"]
+            block = torch.empty(self.total, dtype=torch.uint8, device="cuda")
+            return block, block.data_ptr()
         block = cuda.device_array(self.total, np.uint8)
         return block, block.__cuda_array_interface__["data"][0]
 
@@ -456,6 +502,10 @@ class Program:
 
             return cupy.ndarray(spec.shape, spec.dtype, memptr=block + spec.offset,
                                 strides=spec.strides)
+        if self.kind == "torch":
+            size = spec.dtype.itemsize
+            return block.view(spec.dtype).as_strided(
+                spec.shape, tuple(s // size for s in spec.strides), spec.offset // size)
         return to_device_array(DeviceBuffer(address + spec.offset, spec.shape, spec.strides,
                                             spec.dtype, owner=block))
 

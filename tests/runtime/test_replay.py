@@ -257,3 +257,75 @@ def test_cupy_results_cast_after_the_kernels_replay_correctly(call):
         got = cupy.asnumpy(call(cupy.asarray(h)))
         np.testing.assert_allclose(got.astype(np.float64), h.astype(np.float64).sum(axis=1),
                                    rtol=2e-3, atol=0.5)
+
+
+# --- torch tensors: keyed before translation, replayed with torch's memory ------------
+
+
+def _torch_host(r):
+    if isinstance(r, tuple):
+        return tuple(_torch_host(e) for e in r)
+    return r.cpu().numpy()
+
+
+def _repeat_torch(torch, call, reference, shape, times=3):
+    """:func:`_repeat` for CUDA tensors; results must come back as CUDA tensors."""
+    before = replay.counts["replayed"]
+    kept = []
+    for _ in range(times):
+        h = rng.standard_normal(shape).astype(np.float32)
+        kept.append((call(torch.from_numpy(h).cuda()), reference(h.astype(np.float64))))
+    for result, expected in kept:
+        for r in result if isinstance(result, tuple) else (result,):
+            assert isinstance(r, torch.Tensor) and r.is_cuda
+        _check(_torch_host(result), expected)
+    return replay.counts["replayed"] - before
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, call, reference, shape", CASES + SORT_CASES,
+                         ids=[c[0] for c in CASES + SORT_CASES])
+def test_torch_calls_replay_with_the_ordinary_answers(name, call, reference, shape):
+    torch = pytest.importorskip("torch")
+    assert _repeat_torch(torch, call, reference, shape) == 2
+
+
+@pytest.mark.gpu
+def test_torch_replays_run_on_torchs_current_stream():
+    torch = pytest.importorskip("torch")
+    side = torch.cuda.Stream()
+    n = 1 << 22
+    for _ in range(3):
+        x = torch.zeros(n, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(20_000_000)  # the fill lands long after the call returns
+            x.fill_(1.0)
+            total = nk.sum(x)
+        side.synchronize()
+        assert total.item() == n
+
+
+@pytest.mark.gpu
+def test_torch_bfloat16_bits_replay_as_bfloat16():
+    torch = pytest.importorskip("torch")
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x = torch.randn(64, 300, device="cuda").to(torch.bfloat16)
+        got = nk.softmax(x)
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got.float(), torch.softmax(x.float(), -1),
+                                   rtol=1e-2, atol=1e-3)
+    assert replay.counts["replayed"] - before == 2
+
+
+def test_cpu_tensors_are_not_keyed():
+    """A CPU tensor's contents are the input: such calls run the ordinary way."""
+    torch = pytest.importorskip("torch")
+    before = dict(replay.counts)
+    for _ in range(3):
+        h = rng.standard_normal(100).astype(np.float32)
+        got = nk.sum(torch.from_numpy(h))
+        assert isinstance(got, torch.Tensor)
+        np.testing.assert_allclose(got.numpy(), h.astype(np.float64).sum(), rtol=1e-5)
+    assert replay.counts == before
