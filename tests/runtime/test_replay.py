@@ -282,9 +282,13 @@ def _repeat_torch(torch, call, reference, shape, times=3):
     return replay.counts["replayed"] - before
 
 
+TORCH_CASES = [c for c in CASES + SORT_CASES if c[0] != "sliced row sum"]  # no negative
+# strides in torch
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name, call, reference, shape", CASES + SORT_CASES,
-                         ids=[c[0] for c in CASES + SORT_CASES])
+@pytest.mark.parametrize("name, call, reference, shape", TORCH_CASES,
+                         ids=[c[0] for c in TORCH_CASES])
 def test_torch_calls_replay_with_the_ordinary_answers(name, call, reference, shape):
     torch = pytest.importorskip("torch")
     assert _repeat_torch(torch, call, reference, shape) == 2
