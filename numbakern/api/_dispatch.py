@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from numbakern.api._interop import foreign_call, is_foreign, positional_names
 from numbakern.runtime.replay import replayable
 
@@ -22,6 +24,25 @@ def is_dask(x) -> bool:
     """Whether ``x`` is a Dask collection (``dask.array.Array`` and friends), by its
     type's module alone."""
     return type(x).__module__.split(".")[0] == "dask"
+
+
+# Types whose values need nothing of this module: learnt as calls see them (a set's
+# ``add`` is atomic, so calls from several threads may learn at once). NumPy arrays,
+# dtypes and classes are decided value by value (a bfloat16 dtype is translated).
+_PLAIN: set[type] = {int, float, bool, str, tuple, list, slice, type(None)}
+_BY_VALUE = (np.ndarray, np.dtype, type)
+
+
+def _plain(a) -> bool:
+    """Whether ``a`` goes to the function as it is (no Dask, no translation)."""
+    t = type(a)
+    if t in _PLAIN:
+        return True
+    if is_dask(a) or is_foreign(a):
+        return False
+    if not isinstance(a, _BY_VALUE):
+        _PLAIN.add(t)
+    return True
 
 
 def dispatch(fn):
@@ -44,6 +65,8 @@ def dispatch(fn):
 
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
+        if _plain(x) and all(map(_plain, args)) and all(map(_plain, kwargs.values())):
+            return fn(x, *args, **kwargs)
         if is_dask(x):
             return _to_dask(name, x, args, kwargs)
         if any(is_dask(a) for a in args) or any(is_dask(v) for v in kwargs.values()):
