@@ -10,7 +10,7 @@ compiles and fills the caches) of ``sum``, ``argmax``, ``cumsum`` and a row
 call on the whole CuPy array where it fits. Throughput is the array's bytes over the
 time; the ratio is against the whole-array call. Prints a table and, with ``--json
 PATH``, writes the figures. ``--profile OP`` instead profiles three computes of one
-op over the first size in 1 GiB chunks on the synchronous scheduler (cProfile, the 25
+op over the first size in the first chunk size on the synchronous scheduler (cProfile, the 25
 functions of most own time and of most cumulative time): where the time goes.
 """
 
@@ -82,13 +82,13 @@ def cases(nk):
     ]
 
 
-def profile(cp, dask, da, nk, op: str, gib: float, sync) -> int:
+def profile(cp, dask, da, nk, op: str, gib: float, chunk_mib: int, sync) -> int:
     import cProfile
     import pstats
 
     x = cp.random.standard_normal((int(gib * GiB) // 4 // ROW, ROW), dtype=cp.float32)
     call = dict(cases(nk))[op]
-    lazy_x = chunked(da, x, 1024)
+    lazy_x = chunked(da, x, chunk_mib)
 
     def run():
         persist(dask, call, lazy_x, "sync")
@@ -123,7 +123,7 @@ def main() -> int:
     args = parser.parse_args()
     sync = cp.cuda.Device().synchronize
     if args.profile:
-        return profile(cp, dask, da, nk, args.profile, args.sizes[0], sync)
+        return profile(cp, dask, da, nk, args.profile, args.sizes[0], args.chunks[0], sync)
     rows = []
     print(f"{'op':14} {'GiB':>4} {'chunk MiB':>9} {'scheduler':>9} {'ms':>9} {'GB/s':>7} "
           f"{'vs one call':>11}", flush=True)
