@@ -38,11 +38,22 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
    bitonic sort for ``k`` that fits a block): stable, so equal values keep index
    order.
 
-Cost: each pass reads the whole row again (the candidates are found by their
-prefix, not copied out; compacting them after the first pass would make the
-later passes read ``n / 256`` keys instead: not done), so 32-bit random keys read
-the row 5 times (4 passes, the count and the write: 4 GB for 2^28 float32 keys, if
-no row stops early), and write ``k`` values and indices.
+6. **Compact** a single long row (the flat case, ``axis=None``) after the first
+   pass: the keys at or below the kept bucket (those below win, those in it are the
+   candidates) are copied out, with their indices, in index order (step 4's count and
+   write, taking the whole bucket), and steps 1-5 run again on that short row; its
+   winners' indices are mapped back through the copied ones. On random data the
+   first 8-bit digit leaves ``n / 256`` or fewer candidates, so the later passes read
+   next to nothing (2^28 normal float32 keys, ``k = 1024``: about 8 500 keys).
+
+Cost: without the compaction every pass reads the whole row again (the candidates
+are found by their prefix, not copied out), so 32-bit random keys read the rows 6
+times (4 passes, the count and the write, if no row stops early). A compacted row
+is read 3 times (the first pass, the count and the copy) and the candidates a few
+more: 3 GiB for 2^28 float32 keys. Rows are compacted when there is one of at least
+``compact`` keys (``2**20`` by default) and the first pass leaves at most half of it;
+many rows would need a copy of varying length each (``radix_block_select`` is the
+many-rows case). Both write ``k`` values and indices a row.
 """
 
 from __future__ import annotations
@@ -58,8 +69,8 @@ from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
-from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SelectStrategy, check_threads,
-                        digit_counter)
+from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SelectStrategy, check_count,
+                        check_threads, digit_counter)
 from .registry import resolve
 
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
@@ -67,6 +78,8 @@ from .registry import resolve
 ITEMS = 16
 #: keys a thread of the gather votes on between two barriers (loads in flight together)
 GATHER_ITEMS = 2 if SIMULATOR else 8
+#: the shortest single row compacted after the first pass (step 6)
+COMPACT_FROM = 1 << 20
 
 
 class RadixSelect(SelectStrategy):
@@ -83,9 +96,14 @@ class RadixSelect(SelectStrategy):
         sort: the sort of the ``k`` winners when ``job.sorted``: ``None`` (bitonic
             when ``k`` fits a block, else radix), a name or a sort strategy object.
 
+        compact: a single row of at least this many keys is compacted after the first
+            digit pass (step 6 of the module doc; default ``2**20``; 0: always, when
+            the first pass leaves at most half of the row).
+
     ``sorted=False`` output: the winners in **index order** (ascending index within
     the row). Launches: 2 per digit (histogram, bucket scan), then 3 for the gather,
-    plus the sort's and one take when sorted.
+    plus the sort's and one take when sorted; a compacted row adds one copy of two
+    counts to the host (the candidates' number sizes their buffer) and one take.
 
     Raises:
         TypeError: ``threads`` not an int; a ``histogram`` or ``sort`` of the wrong
@@ -96,19 +114,25 @@ class RadixSelect(SelectStrategy):
 
     name = "radix_select"
 
-    def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None):
+    def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None,
+                 compact: int | None = None):
         self.threads = check_threads(threads)
+        self.compact = COMPACT_FROM if compact is None else check_count(compact, "compact")
+        if self.compact < 0:
+            raise ValueError(f"compact must be an int of at least 0, got {compact!r}")
         self.counter = digit_counter(histogram, self.threads, "select")
         self.sorter = None if sort is None else resolve("sort", sort, threads=threads)
 
     @property
     def key(self) -> tuple:
         sort = None if self.sorter is None else self.sorter.key
-        return (type(self), self.threads, self.counter.key, sort)
+        return (type(self), self.threads, self.counter.key, sort, self.compact)
 
     def __repr__(self) -> str:
         sort = "" if self.sorter is None else f", sort={self.sorter!r}"
-        return f"RadixSelect(threads={self.threads}, histogram={self.counter.name!r}{sort})"
+        compact = "" if self.compact == COMPACT_FROM else f", compact={self.compact}"
+        return (f"RadixSelect(threads={self.threads}, histogram={self.counter.name!r}"
+                f"{sort}{compact})")
 
     def select(self, job) -> None:
         ws, stream, rows, n, k = job.workspace, job.stream, job.rows, job.n, job.k
@@ -140,6 +164,12 @@ class RadixSelect(SelectStrategy):
                 histograms.append(host_copy(counts, stream).reshape(rows, RADIX))
             launch(kern.find, row_blocks, threads, stream, counts, rows, shift, prefix, need,
                    done, low, kept, below, bucket, p)
+            if p == 0 and rows == 1 and n >= self.compact and job.record is None:
+                winners = int(host_copy(below, stream)[0])  # step 6
+                m = winners + int(host_copy(bucket, stream)[0])
+                if 2 * m <= n:
+                    self._compacted(job, kern, chunks, chunk, prefix, low, m - winners, m)
+                    return
         if job.record is not None:
             job.record.extend(_passes(kept, below, bucket, histograms, width, stream))
 
@@ -161,6 +191,25 @@ class RadixSelect(SelectStrategy):
             launch(take_rows, max(1, min(ceil_div(total, threads), 4 * max_resident_blocks(
                 threads))), threads, stream, wk, k, order, k, wi, 1, k, total, job.values,
                 job.indices)
+
+    def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, bucket: int,
+                   m: int) -> None:
+        """Step 6: the row's ``m`` keys at or below the first pass's bucket (``bucket``
+        of them in it) copied out in index order, selected from, indices mapped back."""
+        ws, stream, threads, k = job.workspace, job.stream, self.threads, job.k
+        take_all = ws.empty(1, np.int64)  # the gather's need: the whole bucket
+        launch(kern.fill, 1, threads, stream, take_all, 1, bucket)
+        offsets = zeros(ws, chunks * 2, np.int64)
+        launch(kern.count, chunks, threads, stream, job.x, job.n, chunks, chunk, prefix,
+               low, offsets)
+        launch(kern.scan_chunks, 1, threads, stream, offsets, 1, chunks)
+        bits, where = ws.empty(m, job.key_dtype), ws.empty(m, np.int64)
+        launch(kern.gather, chunks, threads, stream, job.x, job.n, chunks, chunk, prefix,
+               low, take_all, offsets, m, bits, where)
+        got_bits, got = ws.empty(k, job.key_dtype), ws.empty(k, np.int64)
+        self.select(job.on_row(bits, m, got_bits, got))
+        launch(take_rows, max(1, min(ceil_div(k, threads), 4 * max_resident_blocks(threads))),
+               threads, stream, bits, m, got, k, where, 1, k, k, job.values, job.indices)
 
     def _kernels(self, job, width: int):
         key = ("radix_select", self.threads, self.counter.key, width, job.key)

@@ -160,6 +160,33 @@ def test_radix_select_long_row_over_several_blocks():
         check(x, k, strategy, sorted=False)
 
 
+def test_radix_select_compacts_a_long_row_after_the_first_pass(monkeypatch):
+    """One row: the keys at or below the first digit's bucket copied out in index order,
+    the selection finished on them, the indices mapped back (ties at the threshold
+    across the two chunks taken by lowest index; NaN, inf among the candidates)."""
+    calls = []
+    compacted = RadixSelect._compacted
+    monkeypatch.setattr(RadixSelect, "_compacted",
+                        lambda self, job, *a: calls.append(job.n) or compacted(self, job, *a))
+    strategy = RadixSelect(threads=32, compact=0,
+                           sort=BitonicSort(threads=32, max_size=512))
+    x = values(np.float32, (1100,), spread=1000.0)
+    x[::7] = 5000.0  # 158 ties in the first pass's bucket [4096, 8192)
+    for k in (1, 40, 161):
+        check(x, k, strategy)
+        check(x, k, strategy, sorted=False)
+    assert calls and all(n == 1100 for n in calls)
+    check(-x, 40, strategy, largest=False)
+    check(x.astype(np.float64).reshape(2, 550), 30, strategy)  # two rows: not compacted
+    calls.clear()
+    y = np.full(1100, 77, np.int32)  # the first bucket holds most of the row: not compacted
+    y[1::50] = 2**30
+    check(y, 40, strategy)
+    assert calls == []
+    with pytest.raises(ValueError, match="compact"):
+        RadixSelect(compact=-1)
+
+
 def test_k_beyond_the_block_select():
     x = values(np.float32, (1, 280), spread=3.0)
     # the winners sorted by a bitonic network (the simulator's radix sort is slow)
