@@ -24,6 +24,7 @@ VARIANTS = {
     "radix_block_select/t256": lambda: RadixBlockSelect(threads=256),
     "radix_block_select/t1024": lambda: RadixBlockSelect(threads=1024),
     "radix_block_select/i4": lambda: RadixBlockSelect(items=4),
+    "radix_block_select/aggregate": lambda: RadixBlockSelect(aggregate=True),
     "radix_select/no_compact": lambda: RadixSelect(compact=2**62),
 }
 #: a block per row: one block for 2^28 keys is not their case (seconds)

@@ -249,6 +249,7 @@ def test_bad_arguments():
 # overflows after the first digit) and the tie path (every bit decided, the equal keys
 # still overflowing it) run on rows the simulator can afford.
 SMALL_BUFFER = RadixBlockSelect(threads=32, capacity=8)
+AGGREGATING = RadixBlockSelect(threads=32, capacity=8, aggregate=True)
 
 
 @pytest.mark.parametrize("n", [1, 9, 31, 32, 33, 63, 64, 65, 127, 128, 129])
@@ -258,6 +259,8 @@ def test_radix_block_select_refines_on_rows_around_warps_and_blocks(n):
     for k in sorted({1, 2, 7, 8, n - 1, n} & set(range(1, min(n, 8) + 1))):
         check(x, k, SMALL_BUFFER, largest=bool(k % 2))
         check(y, k, SMALL_BUFFER, largest=not k % 2, sorted=False)
+        if n in (33, 129):  # a warp's keys of one bin counted together
+            check(y, k, AGGREGATING, largest=bool(k % 2))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -290,6 +293,8 @@ def test_radix_block_select_bad_arguments():
         RadixBlockSelect(capacity=8.0)
     with pytest.raises(ValueError, match="items"):
         RadixBlockSelect(items=0)
+    with pytest.raises(TypeError, match="aggregate"):
+        RadixBlockSelect(aggregate="yes")
     with pytest.raises(ValueError, match="shared memory"):
         nk.topk(x.astype(np.float64), 2, strategy=RadixBlockSelect(threads=32,
                                                                    capacity=8192))
