@@ -103,7 +103,8 @@ class RadixSelect(SelectStrategy):
     ``sorted=False`` output: the winners in **index order** (ascending index within
     the row). Launches: 2 per digit (histogram, bucket scan), then 3 for the gather,
     plus the sort's and one take when sorted; a compacted row adds one copy of two
-    counts to the host (the candidates' number sizes their buffer) and one take.
+    counts to the host (the candidates' number sizes their buffer: such a call is
+    never replayed, ``numbakern/runtime/replay.py``) and one take.
 
     Raises:
         TypeError: ``threads`` not an int; a ``histogram`` or ``sort`` of the wrong
