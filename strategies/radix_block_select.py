@@ -57,7 +57,7 @@ from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from numbakern.kernels.sort_keys import max_key
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP
+from numbakern.runtime.device import FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, ceil_div
 from numbakern.runtime.launch import launch
 
 from .protocols import (SelectStrategy, check_count, check_flag, check_optional_count,
@@ -80,8 +80,10 @@ class RadixBlockSelect(SelectStrategy):
     et al., 2012), the winners sorted by Batcher's bitonic network.
 
     Args:
-        threads: threads per block, a multiple of 32 from 32 to 1024 (default 512; 32
-            under the simulator).
+        threads: threads per block, a multiple of 32 from 32 to 1024 (default: 512,
+            32 under the simulator, and for rows shorter than ``512 * items`` a warp
+            per ``32 * items`` keys, at least two warps: short rows leave no thread
+            idle).
         items: keys each thread loads together in a round (default 8; 2 under the
             simulator).
         capacity: the candidate buffer, in ``(key, int32 index)`` pairs, a power of two
@@ -114,6 +116,7 @@ class RadixBlockSelect(SelectStrategy):
     def __init__(self, threads: int | None = None, items: int | None = None,
                  capacity: int | None = None, aggregate: bool = False):
         self.threads = check_threads(self.DEFAULT_THREADS if threads is None else threads)
+        self.fixed = threads is not None
         self.items = check_optional_count(items, "items", 64) or self.DEFAULT_ITEMS
         capacity = self.DEFAULT_CAPACITY if capacity is None else check_count(capacity,
                                                                                 "capacity")
@@ -126,7 +129,8 @@ class RadixBlockSelect(SelectStrategy):
 
     @property
     def key(self) -> tuple:
-        return (type(self), self.threads, self.items, self.capacity, self.aggregate)
+        return (type(self), self.threads, self.fixed, self.items, self.capacity,
+                self.aggregate)
 
     def __repr__(self) -> str:
         aggregate = ", aggregate=True" if self.aggregate else ""
@@ -142,22 +146,29 @@ class RadixBlockSelect(SelectStrategy):
                              f"elements, got {n}; use strategy='radix_select'")
         super().check(n, k)
 
+    def threads_for(self, n: int) -> int:
+        """The threads a block of rows of ``n`` gets (see ``threads``)."""
+        if self.fixed:
+            return self.threads
+        return min(self.threads, max(2 * WARP, WARP * ceil_div(n, WARP * self.items)))
+
     def select(self, job) -> None:
         self.check(job.n, job.k)
+        threads = self.threads_for(job.n)
         width = 8 * job.key_dtype.itemsize
         digit = min(DIGIT, width)
         shared = (4 << digit) + self.capacity * (job.key_dtype.itemsize + 4) + \
-            4 * (self.threads // WARP) + 32
+            4 * (threads // WARP) + 32
         if shared > SHARED_LIMIT:
             raise ValueError(f"radix_block_select with capacity={self.capacity} needs "
                              f"{shared} bytes of shared memory for {job.dtype}, more than "
                              f"the {SHARED_LIMIT} a block has: use a smaller capacity")
-        key = ("radix_block_select", self.threads, self.items, self.capacity,
-               self.aggregate, job.key)
-        kernel = cached(key, lambda: _build(self.threads, self.items, self.capacity, digit,
+        key = ("radix_block_select", threads, self.items, self.capacity, self.aggregate,
+               job.key)
+        kernel = cached(key, lambda: _build(threads, self.items, self.capacity, digit,
                                             width, self.aggregate, job.to_key(),
                                             job.key_dtype))
-        launch(kernel, job.rows, self.threads, job.stream, job.x, job.n, job.k, job.values,
+        launch(kernel, job.rows, threads, job.stream, job.x, job.n, job.k, job.values,
                job.indices)
 
 

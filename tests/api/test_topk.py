@@ -301,6 +301,19 @@ def test_radix_block_select_bad_arguments():
     assert not RadixBlockSelect().fits(2**31, 1)
 
 
+def test_radix_block_select_threads_follow_short_rows():
+    """Unless ``threads`` is given: a warp per ``32 * items`` keys, two warps at least,
+    the default at most."""
+    class OnAGpu(RadixBlockSelect):  # the GPU's default (the simulator's is 32)
+        DEFAULT_THREADS = 512
+
+    auto = OnAGpu(items=8)
+    assert auto.threads_for(50257) == 512
+    assert auto.threads_for(100) == 64
+    assert auto.threads_for(32 * 8 * 5 + 1) == 192
+    assert RadixBlockSelect(threads=256).threads_for(100) == 256
+
+
 torch = pytest.importorskip("torch")
 
 
