@@ -374,8 +374,10 @@ class _Kernels:
             the round's keys in index order."""
             slot_less = cuda.shared.array(gather_slots, int32)
             slot_equal = cuda.shared.array(gather_slots, int32)
+            busy = cuda.shared.array(2, int32)  # a round's flag: any key below or equal
             votes_less = cuda.local.array(GATHER_ITEMS, uint32)
             votes_equal = cuda.local.array(GATHER_ITEMS, uint32)
+            keys = cuda.local.array(GATHER_ITEMS, uint64)
             tid = cuda.threadIdx.x
             warp = tid // WARP
             lane = cuda.laneid
@@ -390,23 +392,32 @@ class _Kernels:
             less_before = offsets[(row * chunks + c) * 2]
             equal_before = offsets[(row * chunks + c) * 2 + 1]
             below_me = cuda.lanemask_lt()
+            if tid < 2:
+                busy[tid] = 0
+            cuda.syncthreads()
+            parity = 0
             start = lo
             while start < hi:  # the same number of rounds for every thread
+                if tid == 0:  # the next round's flag: nobody reads it now (two flags)
+                    busy[1 - parity] = 0
+                for r in range(GATHER_ITEMS):  # the loads first: in flight together
+                    i = start + r * threads + tid
+                    keys[r] = uint64(to_key(x[base + i])) >> shift if i < hi else uint64(0)
                 for r in range(GATHER_ITEMS):  # vote: one ballot pair a slice
                     i = start + r * threads + tid
-                    less = False
-                    equal = False
-                    if i < hi:
-                        key = uint64(to_key(x[base + i])) >> shift
-                        less = key < t
-                        equal = key == t
+                    less = i < hi and keys[r] < t
+                    equal = i < hi and keys[r] == t
                     votes_less[r] = uint32(cuda.ballot_sync(FULL_MASK, less))
                     votes_equal[r] = uint32(cuda.ballot_sync(FULL_MASK, equal))
                     if lane == 0:
                         slot_less[r * warps + warp] = cuda.popc(votes_less[r])
                         slot_equal[r * warps + warp] = cuda.popc(votes_equal[r])
+                        if (votes_less[r] | votes_equal[r]) != uint32(0):
+                            busy[parity] = 1
                 cuda.syncthreads()
-                for s in range(gather_slots):  # the slots in index order
+                # a round with no key below or equal (most rounds when k is small)
+                # writes nothing and moves no offset: the slots are skipped
+                for s in range(gather_slots if busy[parity] != 0 else 0):
                     if s % warps == warp:  # this thread's key of slice s // warps
                         r = s // warps
                         my_less = less_before + cuda.popc(votes_less[r] & below_me)
@@ -422,6 +433,7 @@ class _Kernels:
                     equal_before += slot_equal[s]
                 cuda.syncthreads()  # the slots are read before the next round
                 start += threads * GATHER_ITEMS
+                parity = 1 - parity
 
         self.fill, self.histogram, self.find = fill, histogram, find
         self.count, self.scan_chunks, self.gather = count, scan_chunks, gather
