@@ -34,6 +34,8 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
    (``popc`` of the ballot under the lane's mask is the rank within the warp,
    earlier warps' totals the rest), so a winner's place is ``below before it +
    min(equal before it, need)``, in index order, deterministic, with no atomics.
+   A round in which no key is below or equal (most rounds, when ``k`` is small)
+   skips the walk over the warps' counts: it writes nothing and moves no offset.
 5. **Sort** the ``k`` winners when a sorted answer is asked (the job's argsort, a
    bitonic sort for ``k`` that fits a block): stable, so equal values keep index
    order.
