@@ -81,6 +81,24 @@ def test_every_dtype_with_ties_against_a_stable_argsort(torch, strategy, dtype):
                               want.view(f"u{host.itemsize}"))
 
 
+@pytest.mark.parametrize("strategy", [None, "compacted_off"])
+def test_flat_row_compaction_with_ties_at_the_threshold(torch, strategy):
+    """2^22 keys, one row: the first digit's bucket [2, 8) holds ~100 000 keys, the
+    1000th largest is one of 4 195 ties at 3.5: the lowest indices win."""
+    if strategy == "compacted_off":
+        strategy = nk.RadixSelect(compact=2**62)
+    rng = np.random.default_rng(2)
+    host = rng.standard_normal(1 << 22).astype(np.float32)
+    host[::1000] = 3.5
+    x = torch.from_numpy(host).cuda()
+    want = np.argsort(-host, kind="stable")[:1000]
+    got = nk.topk(x, 1000, strategy=strategy)
+    assert np.array_equal(got.indices.cpu().numpy(), want)
+    assert np.array_equal(got.values.cpu().numpy(), host[want])
+    got = nk.topk(x, 1000, sorted=False, strategy=strategy)
+    assert np.array_equal(got.indices.cpu().numpy(), np.sort(want))  # index order
+
+
 @pytest.mark.parametrize("capacity", [16, 2048])
 def test_radix_block_select_refinement_and_ties_past_its_buffer(torch, capacity):
     """A small buffer forces the refinement passes (distinct values) and the tie path
