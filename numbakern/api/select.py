@@ -56,7 +56,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
         sorted: True: in order along ``axis`` (largest first, or smallest first).
             False: the same elements, in an order the strategy states:
             ``radix_select`` gives them in index order (ascending index), the
-            other two sorted anyway.
+            others sorted anyway.
         strategy: ``None`` (``radix_block_select`` for ``k <= 2048`` on rows of at
             most 2**17 elements, else ``radix_select``), a name from
             ``numbakern.strategies.available("select")`` or a strategy object
