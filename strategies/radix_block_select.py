@@ -7,10 +7,12 @@ pass is two launches and a full read of the input; ``bitonic_select`` gives a ro
 block but pays two barriers for every ``threads * items`` elements. When there are
 many rows (a language model's sampler: 8192 rows of 50 257 logits, ``k = 50``) one
 block can do the *whole* radix select of its row with no launch and almost no barrier
-between elements, as ``torch.topk``'s per-slice ``gatherTopK`` and RAFT's radix
-select do (the digit scheme is Alabi et al., "Fast k-selection algorithms for
-graphics processing units", 2012; the candidate buffer in shared memory follows RAFT's
-``radix_topk_one_block`` and Dr. Top-k's "delegate" filtering, Gaihre et al., SC 2021).
+between elements, as ``torch.topk``'s per-slice ``gatherTopK`` does (the digit scheme
+is Alabi et al., "Fast k-selection algorithms for graphics processing units", 2012).
+The candidates kept in a buffer once they are few follow RAFT's
+``radix_topk_one_block_kernel`` (AIR Top-K: Zhang et al., "Parallel Top-K Algorithms
+on GPU: A Comprehensive Study and New Methods", SC 2023); 11-bit digits for 32-bit
+keys (11 + 11 + 10) are also what TensorRT-LLM's indexer top-k uses.
 
 Keys (``numbakern/kernels/sort_keys.py``) are unsigned integers whose ascending order is
 the wanted order (for the largest the key is complemented, so NaN, larger than every
@@ -76,16 +78,17 @@ class RadixBlockSelect(SelectStrategy):
     counters, the candidates gathered into shared memory, then a bitonic sort of
     them by ``(key, index)``.
 
-    RAFT's one-block radix top-k and ``torch.topk``'s per-slice radix select (Alabi
-    et al., 2012), the winners sorted by Batcher's bitonic network.
+    RAFT's one-block radix top-k (AIR Top-K, Zhang et al., SC 2023) and
+    ``torch.topk``'s per-slice radix select (Alabi et al., 2012), the winners sorted
+    by Batcher's bitonic network.
 
     Args:
         threads: threads per block, a multiple of 32 from 32 to 1024 (default: 512,
             32 under the simulator, and for rows shorter than ``512 * items`` a warp
             per ``32 * items`` keys, at least two warps: short rows leave no thread
             idle).
-        items: keys each thread loads together in a round (default 8; 2 under the
-            simulator).
+        items: keys each thread loads together in a round, 1 to 64 (default 8; 2
+            under the simulator).
         capacity: the candidate buffer, in ``(key, int32 index)`` pairs, a power of two
             from 2 to 8192 (default 2048): refinement passes run until the keys at
             or below the threshold's bucket fit. ``k`` may be up to ``capacity``.
@@ -103,8 +106,8 @@ class RadixBlockSelect(SelectStrategy):
     Raises:
         TypeError: ``threads``, ``items`` or ``capacity`` not an int; ``aggregate`` not
             a bool.
-        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items`` below
-            1; ``capacity`` not a power of two from 2 to 8192. At select time, ``k``
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items`` not
+            from 1 to 64; ``capacity`` not a power of two from 2 to 8192. At select time, ``k``
             above ``capacity``; counters and buffer over the shared memory a block has.
     """
 
