@@ -107,8 +107,9 @@ class RadixBlockSelect(SelectStrategy):
         TypeError: ``threads``, ``items`` or ``capacity`` not an int; ``aggregate`` not
             a bool.
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items`` not
-            from 1 to 64; ``capacity`` not a power of two from 2 to 8192. At select time, ``k``
-            above ``capacity``; counters and buffer over the shared memory a block has.
+            from 1 to 64; ``capacity`` not a power of two from 2 to 8192. At select
+            time, ``k`` above ``capacity``, a row over ``2**31 - 2`` keys; counters
+            and buffer over the shared memory a block has.
     """
 
     name = "radix_block_select"
