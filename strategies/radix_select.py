@@ -42,17 +42,18 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
 
 6. **Compact** a single long row (the flat case, ``axis=None``) after the first
    pass: the keys at or below the kept bucket (those below win, those in it are the
-   candidates) are copied out, with their indices, in index order (step 4's count and
-   write, taking the whole bucket), and steps 1-5 run again on that short row; its
-   winners' indices are mapped back through the copied ones. On random data the
+   candidates) are copied out, with their indices, in index order (step 4's write,
+   taking the whole bucket; its per-chunk offsets come from each chunk's own counts,
+   which the first pass keeps, instead of step 4's count), and steps 1-5 run again
+   on that short row; its winners' indices are mapped back through the copied ones. On random data the
    first 8-bit digit leaves ``n / 256`` or fewer candidates, so the later passes read
    next to nothing (2^28 normal float32 keys, ``k = 1024``: about 8 500 keys).
 
 Cost: without the compaction every pass reads the whole row again (the candidates
 are found by their prefix, not copied out), so 32-bit random keys read the rows 6
 times (4 passes, the count and the write, if no row stops early). A compacted row
-is read 3 times (the first pass, the count and the copy) and the candidates a few
-more: 3 GiB for 2^28 float32 keys. Rows are compacted when there is one of at least
+is read twice (the first pass and the copy) and the candidates a few
+more: 2 GiB for 2^28 float32 keys. Rows are compacted when there is one of at least
 ``compact`` keys (``2**20`` by default) and the first pass leaves at most half of it;
 many rows would need a copy of varying length each (``radix_block_select`` is the
 many-rows case). Both write ``k`` values and indices a row.
@@ -80,6 +81,8 @@ from .registry import resolve
 ITEMS = 16
 #: keys a thread of the gather votes on between two barriers (loads in flight together)
 GATHER_ITEMS = 2 if SIMULATOR else 8
+#: keys a thread of a histogram or count loads before using them (in flight together)
+LOADS = 2 if SIMULATOR else 4
 #: the shortest single row compacted after the first pass (step 6)
 COMPACT_FROM = 1 << 20
 
@@ -159,19 +162,24 @@ class RadixSelect(SelectStrategy):
         below = ws.empty(passes * rows, np.int64)
         bucket = ws.empty(passes * rows, np.int64)
         histograms = []  # recorded for explain only (a copy to the host per pass)
+        compacts = rows == 1 and n >= self.compact and job.record is None
+        # step 6 keeps the first pass's counts of each chunk (a dummy otherwise)
+        per_chunk = ws.empty(chunks * RADIX if compacts else 1, np.uint32)
         for p in range(passes):  # steps 1-3
             shift = width - DIGIT_BITS * (p + 1)
+            keep = 1 if compacts and p == 0 else 0
             launch(kern.histogram, rows * chunks, threads, stream, job.x, n, chunks, chunk,
-                   shift, prefix, done, counts)
+                   shift, prefix, done, counts, keep, per_chunk)
             if job.record is not None:
                 histograms.append(host_copy(counts, stream).reshape(rows, RADIX))
             launch(kern.find, row_blocks, threads, stream, counts, rows, shift, prefix, need,
                    done, low, kept, below, bucket, p)
-            if p == 0 and rows == 1 and n >= self.compact and job.record is None:
+            if keep:
                 winners = int(host_copy(below, stream)[0])  # step 6
                 m = winners + int(host_copy(bucket, stream)[0])
                 if 2 * m <= n:
-                    self._compacted(job, kern, chunks, chunk, prefix, low, m - winners, m)
+                    self._compacted(job, kern, chunks, chunk, prefix, low, per_chunk,
+                                    m - winners, m)
                     return
         if job.record is not None:
             job.record.extend(_passes(kept, below, bucket, histograms, width, stream))
@@ -195,16 +203,17 @@ class RadixSelect(SelectStrategy):
                 threads))), threads, stream, wk, k, order, k, wi, 1, k, total, job.values,
                 job.indices)
 
-    def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, bucket: int,
-                   m: int) -> None:
+    def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, per_chunk,
+                   bucket: int, m: int) -> None:
         """Step 6: the row's ``m`` keys at or below the first pass's bucket (``bucket``
-        of them in it) copied out in index order, selected from, indices mapped back."""
+        of them in it) copied out in index order, selected from, indices mapped back;
+        the chunks' offsets come from their first-pass counts (``per_chunk``)."""
         ws, stream, threads, k = job.workspace, job.stream, self.threads, job.k
         take_all = ws.empty(1, np.int64)  # the gather's need: the whole bucket
         launch(kern.fill, 1, threads, stream, take_all, 1, bucket)
         offsets = zeros(ws, chunks * 2, np.int64)
-        launch(kern.count, chunks, threads, stream, job.x, job.n, chunks, chunk, prefix,
-               low, offsets)
+        launch(kern.chunk_offsets, ceil_div(chunks, threads), threads, stream, per_chunk,
+               chunks, prefix, low, offsets)
         launch(kern.scan_chunks, 1, threads, stream, offsets, 1, chunks)
         bits, where = ws.empty(m, job.key_dtype), ws.empty(m, np.int64)
         launch(kern.gather, chunks, threads, stream, job.x, job.n, chunks, chunk, prefix,
@@ -264,9 +273,12 @@ class _Kernels:
                 need[r] = k
 
         @cuda.jit
-        def histogram(x, n, chunks, chunk, shift, prefix, done, counts):
-            """Step 1: counts[row][digit] += the chunk's candidates of each digit."""
+        def histogram(x, n, chunks, chunk, shift, prefix, done, counts, keep, per_chunk):
+            """Step 1: counts[row][digit] += the chunk's candidates of each digit; with
+            ``keep``, each block's own counts also to ``per_chunk`` (step 6 sums them
+            into the chunks' offsets instead of counting the row again)."""
             sh = cuda.shared.array(slots, uint32)
+            keys = cuda.local.array(LOADS, uint64)
             row = cuda.blockIdx.x // chunks
             if done[row] != 0:  # the whole block leaves: the row is decided
                 return
@@ -277,17 +289,36 @@ class _Kernels:
             base = int64(row) * n
             i = lo + cuda.threadIdx.x
             while i < hi:
-                key = uint64(to_key(x[base + i]))
-                if candidate(key, p, shift + DIGIT_BITS):
-                    count_bin(sh, counts, int32((key >> uint64(shift)) & digit_mask))
-                i += threads
+                for r in range(LOADS):  # the loads first: in flight together
+                    j = i + r * threads
+                    keys[r] = uint64(to_key(x[base + j])) if j < hi else uint64(0)
+                for r in range(LOADS):
+                    if i + r * threads < hi and candidate(keys[r], p, shift + DIGIT_BITS):
+                        count_bin(sh, counts, int32((keys[r] >> uint64(shift)) & digit_mask))
+                i += threads * LOADS
             cuda.syncthreads()
             b = cuda.threadIdx.x
             while b < RADIX:
                 c = bin_total(sh, b)
                 if c != 0:
                     cuda.atomic.add(counts, row * RADIX + b, int64(c))
+                if keep != 0:
+                    per_chunk[cuda.blockIdx.x * RADIX + b] = c
                 b += threads
+
+        @cuda.jit
+        def chunk_offsets(per_chunk, chunks, prefix, low, offsets):
+            """Step 6, a thread a chunk of the one row: its keys below and in the first
+            pass's bucket, from its kept counts (what ``count`` would count)."""
+            c = cuda.grid(1)
+            if c >= chunks:
+                return
+            d = int64((uint64(prefix[0]) >> uint64(low[0])) & digit_mask)
+            less = int64(0)
+            for b in range(d):
+                less += per_chunk[c * RADIX + b]
+            offsets[c * 2] = less
+            offsets[c * 2 + 1] = per_chunk[c * RADIX + d]
 
         @cuda.jit
         def find(counts, rows, shift, prefix, need, done, low, kept, below, bucket, p):
@@ -336,16 +367,21 @@ class _Kernels:
             base = int64(row) * n
             shift = uint64(low[row])
             t = uint64(prefix[row]) >> shift
+            keys = cuda.local.array(LOADS, uint64)
             less = 0
             equal = 0
             i = lo + tid
             while i < hi:
-                key = uint64(to_key(x[base + i])) >> shift
-                if key < t:
-                    less += 1
-                elif key == t:
-                    equal += 1
-                i += threads
+                for r in range(LOADS):  # the loads first: in flight together
+                    j = i + r * threads
+                    keys[r] = uint64(to_key(x[base + j])) >> shift if j < hi else uint64(0)
+                for r in range(LOADS):
+                    if i + r * threads < hi:
+                        if keys[r] < t:
+                            less += 1
+                        elif keys[r] == t:
+                            equal += 1
+                i += threads * LOADS
             cuda.atomic.add(sh, 0, int32(less))
             cuda.atomic.add(sh, 1, int32(equal))
             cuda.syncthreads()
@@ -439,3 +475,4 @@ class _Kernels:
 
         self.fill, self.histogram, self.find = fill, histogram, find
         self.count, self.scan_chunks, self.gather = count, scan_chunks, gather
+        self.chunk_offsets = chunk_offsets
