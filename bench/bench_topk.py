@@ -6,14 +6,30 @@ issue 19: a language model's logits, (8192, 50257) float32 with k=50 (the
 next-token sampler's top-k), and one row of 2^28 float32 with k=1024. GB/s count
 the input read once and the k values and int64 indices of each row written once
 (a selection cannot move less).
+
+Besides every registered strategy (``numbakern.strategies.available("select")``),
+the A/B variants below run in the same process: ``radix_block_select`` at other
+block sizes, and ``radix_select`` without its compaction of a single row (what it
+did before), so one run shows what each choice is worth.
 """
 
 import pytest
 
 import numbakern as nk
+from numbakern.strategies import RadixBlockSelect, RadixSelect
 
 CASES = {"logits_8192x50257_k50": ((8192, 50257), 50), "flat_2^28_k1024": ((1 << 28,), 1024)}
-IMPLS = [*nk.strategies.available("select"), "default", "torch"]
+#: A/B variants: a label and a function making the strategy
+VARIANTS = {
+    "radix_block_select/t256": lambda: RadixBlockSelect(threads=256),
+    "radix_block_select/t1024": lambda: RadixBlockSelect(threads=1024),
+    "radix_block_select/i4": lambda: RadixBlockSelect(items=4),
+    "radix_block_select/aggregate": lambda: RadixBlockSelect(aggregate=True),
+    "radix_select/no_compact": lambda: RadixSelect(compact=2**62),
+}
+#: a block per row: one block for 2^28 keys is not their case (seconds)
+BLOCK_PER_ROW = ("bitonic_select", "radix_block_select")
+IMPLS = [*nk.strategies.available("select"), *VARIANTS, "default", "torch"]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -22,15 +38,18 @@ def test_topk(measure, cp, torch_cuda, case, impl):
     shape, k = CASES[case]
     x = cp.random.standard_normal(shape, dtype=cp.float32)
     rows = x.size // shape[-1]
-    if impl == "bitonic_select" and rows == 1:
+    if impl.split("/")[0] in BLOCK_PER_ROW and rows == 1:
         pytest.skip("a block per row: one block for 2^28 keys is not its case (seconds)")
+    if impl == "radix_select/no_compact" and rows > 1:
+        pytest.skip("the compaction is of a single row: the same as radix_select here")
     if impl == "torch":
         if torch_cuda is None:
             pytest.skip("PyTorch with CUDA is not installed")
         t = torch_cuda.as_tensor(x, device="cuda")
         fn = lambda: torch_cuda.topk(t, k)  # noqa: E731
     else:
-        strategy = None if impl == "default" else impl
+        strategy = VARIANTS[impl]() if impl in VARIANTS else \
+            None if impl == "default" else impl
         fn = lambda: nk.topk(x, k, strategy=strategy)  # noqa: E731
     measure(fn, x.nbytes + rows * k * (4 + 8), op=f"topk k={k}", provider=impl,
             shape="x".join(map(str, shape)), dtype="float32")

@@ -19,6 +19,7 @@ a strategy and :func:`available` lists the names.
 ``warp_privatized``        histogram  per-warp counters in shared memory, then merged
 ``bitonic``                sort       bitonic network in one block per row (short rows)
 ``radix``                  sort       Onesweep LSD radix sort: digit histograms, scan, scatter
+``radix_block_select``     select     a block per row: 11-bit radix select in shared memory, sort
 ``bitonic_select``         select     a block per row: filter, bitonic merges into a sorted top-k
 ``radix_select``           select     the k-th key digit by digit (histogram, scan), then gather
 ``sort_slice``             select     stable argsort of the row, then its first k (the reference)
@@ -42,6 +43,7 @@ from .global_atomic import GlobalAtomic
 from .hillis_steele import HillisSteele
 from .protocols import (BlockStrategy, GridReduce, GridScan, GridStrategy, HistogramStrategy,
                         SelectStrategy, SortStrategy, Strategy)
+from .radix_block_select import RadixBlockSelect
 from .radix_select import RadixSelect
 from .radix_sort import RadixSort
 from .reduce_then_scan import ReduceThenScan
@@ -57,7 +59,7 @@ from .warp_shuffle import WarpShuffle
 
 for _cls in (WarpShuffle, SharedTree, HillisSteele, Blelloch, TwoPass, AtomicFold,
              DecoupledLookback, ReduceThenScan, SharedPrivatized, WarpPrivatized,
-             GlobalAtomic, BitonicSort, RadixSort, BitonicSelect, RadixSelect, SortSlice):
+             GlobalAtomic, BitonicSort, RadixSort, RadixBlockSelect, BitonicSelect, RadixSelect, SortSlice):
     register(_cls)
 
 # The registries by their older names: views of REGISTRY's families.
@@ -71,7 +73,7 @@ SCAN_BLOCK = {name: REGISTRY["block"][name] for name in block_names(scan=True)}
 
 __all__ = ["AtomicFold", "BitonicSelect", "BitonicSort", "Blelloch", "BlockStrategy",
            "DecoupledLookback", "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan",
-           "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY", "RadixSelect",
+           "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY", "RadixBlockSelect", "RadixSelect",
            "RadixSort", "ReduceThenScan", "SelectStrategy", "SharedPrivatized", "SharedTree",
            "SortSlice", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
            "available", "available_scans", "block_names", "describe", "every", "register",

@@ -34,15 +34,29 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
    (``popc`` of the ballot under the lane's mask is the rank within the warp,
    earlier warps' totals the rest), so a winner's place is ``below before it +
    min(equal before it, need)``, in index order, deterministic, with no atomics.
+   A round in which no key is below or equal (most rounds, when ``k`` is small)
+   skips the walk over the warps' counts: it writes nothing and moves no offset.
 5. **Sort** the ``k`` winners when a sorted answer is asked (the job's argsort, a
    bitonic sort for ``k`` that fits a block): stable, so equal values keep index
    order.
 
-Cost: each pass reads the whole row again (the candidates are found by their
-prefix, not copied out; compacting them after the first pass would make the
-later passes read ``n / 256`` keys instead: not done), so 32-bit random keys read
-the row 5 times (4 passes, the count and the write: 4 GB for 2^28 float32 keys, if
-no row stops early), and write ``k`` values and indices.
+6. **Compact** a single long row (the flat case, ``axis=None``) after the first
+   pass: the keys at or below the kept bucket (those below win, those in it are the
+   candidates) are copied out, with their indices, in index order (step 4's write,
+   taking the whole bucket; its per-chunk offsets come from each chunk's own counts,
+   which the first pass keeps, instead of step 4's count), and steps 1-5 run again
+   on that short row; its winners' indices are mapped back through the copied ones. On random data the
+   first 8-bit digit leaves ``n / 256`` or fewer candidates, so the later passes read
+   next to nothing (2^28 normal float32 keys, ``k = 1024``: about 8 500 keys).
+
+Cost: without the compaction every pass reads the whole row again (the candidates
+are found by their prefix, not copied out), so 32-bit random keys read the rows 6
+times (4 passes, the count and the write, if no row stops early). A compacted row
+is read twice (the first pass and the copy) and the candidates a few
+more: 2 GiB for 2^28 float32 keys. Rows are compacted when there is one of at least
+``compact`` keys (``2**20`` by default) and the first pass leaves at most half of it;
+many rows would need a copy of varying length each (``radix_block_select`` is the
+many-rows case). Both write ``k`` values and indices a row.
 """
 
 from __future__ import annotations
@@ -58,8 +72,8 @@ from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
-from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SelectStrategy, check_threads,
-                        digit_counter)
+from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SelectStrategy, check_count,
+                        check_threads, digit_counter)
 from .registry import resolve
 
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
@@ -67,6 +81,10 @@ from .registry import resolve
 ITEMS = 16
 #: keys a thread of the gather votes on between two barriers (loads in flight together)
 GATHER_ITEMS = 2 if SIMULATOR else 8
+#: keys a thread of a histogram or count loads before using them (in flight together)
+LOADS = 2 if SIMULATOR else 4
+#: the shortest single row compacted after the first pass (step 6)
+COMPACT_FROM = 1 << 20
 
 
 class RadixSelect(SelectStrategy):
@@ -83,9 +101,15 @@ class RadixSelect(SelectStrategy):
         sort: the sort of the ``k`` winners when ``job.sorted``: ``None`` (bitonic
             when ``k`` fits a block, else radix), a name or a sort strategy object.
 
+        compact: a single row of at least this many keys is compacted after the first
+            digit pass (step 6 of the module doc; default ``2**20``; 0: always, when
+            the first pass leaves at most half of the row).
+
     ``sorted=False`` output: the winners in **index order** (ascending index within
     the row). Launches: 2 per digit (histogram, bucket scan), then 3 for the gather,
-    plus the sort's and one take when sorted.
+    plus the sort's and one take when sorted; a compacted row adds one copy of two
+    counts to the host (the candidates' number sizes their buffer: such a call is
+    never replayed, ``numbakern/runtime/replay.py``) and one take.
 
     Raises:
         TypeError: ``threads`` not an int; a ``histogram`` or ``sort`` of the wrong
@@ -96,19 +120,25 @@ class RadixSelect(SelectStrategy):
 
     name = "radix_select"
 
-    def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None):
+    def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None,
+                 compact: int | None = None):
         self.threads = check_threads(threads)
+        self.compact = COMPACT_FROM if compact is None else check_count(compact, "compact")
+        if self.compact < 0:
+            raise ValueError(f"compact must be an int of at least 0, got {compact!r}")
         self.counter = digit_counter(histogram, self.threads, "select")
         self.sorter = None if sort is None else resolve("sort", sort, threads=threads)
 
     @property
     def key(self) -> tuple:
         sort = None if self.sorter is None else self.sorter.key
-        return (type(self), self.threads, self.counter.key, sort)
+        return (type(self), self.threads, self.counter.key, sort, self.compact)
 
     def __repr__(self) -> str:
         sort = "" if self.sorter is None else f", sort={self.sorter!r}"
-        return f"RadixSelect(threads={self.threads}, histogram={self.counter.name!r}{sort})"
+        compact = "" if self.compact == COMPACT_FROM else f", compact={self.compact}"
+        return (f"RadixSelect(threads={self.threads}, histogram={self.counter.name!r}"
+                f"{sort}{compact})")
 
     def select(self, job) -> None:
         ws, stream, rows, n, k = job.workspace, job.stream, job.rows, job.n, job.k
@@ -132,14 +162,25 @@ class RadixSelect(SelectStrategy):
         below = ws.empty(passes * rows, np.int64)
         bucket = ws.empty(passes * rows, np.int64)
         histograms = []  # recorded for explain only (a copy to the host per pass)
+        compacts = rows == 1 and n >= self.compact and job.record is None
+        # step 6 keeps the first pass's counts of each chunk (a dummy otherwise)
+        per_chunk = ws.empty(chunks * RADIX if compacts else 1, np.uint32)
         for p in range(passes):  # steps 1-3
             shift = width - DIGIT_BITS * (p + 1)
+            keep = 1 if compacts and p == 0 else 0
             launch(kern.histogram, rows * chunks, threads, stream, job.x, n, chunks, chunk,
-                   shift, prefix, done, counts)
+                   shift, prefix, done, counts, keep, per_chunk)
             if job.record is not None:
                 histograms.append(host_copy(counts, stream).reshape(rows, RADIX))
             launch(kern.find, row_blocks, threads, stream, counts, rows, shift, prefix, need,
                    done, low, kept, below, bucket, p)
+            if keep:
+                winners = int(host_copy(below, stream)[0])  # step 6
+                m = winners + int(host_copy(bucket, stream)[0])
+                if 2 * m <= n:
+                    self._compacted(job, kern, chunks, chunk, prefix, low, per_chunk,
+                                    m - winners, m)
+                    return
         if job.record is not None:
             job.record.extend(_passes(kept, below, bucket, histograms, width, stream))
 
@@ -161,6 +202,26 @@ class RadixSelect(SelectStrategy):
             launch(take_rows, max(1, min(ceil_div(total, threads), 4 * max_resident_blocks(
                 threads))), threads, stream, wk, k, order, k, wi, 1, k, total, job.values,
                 job.indices)
+
+    def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, per_chunk,
+                   bucket: int, m: int) -> None:
+        """Step 6: the row's ``m`` keys at or below the first pass's bucket (``bucket``
+        of them in it) copied out in index order, selected from, indices mapped back;
+        the chunks' offsets come from their first-pass counts (``per_chunk``)."""
+        ws, stream, threads, k = job.workspace, job.stream, self.threads, job.k
+        take_all = ws.empty(1, np.int64)  # the gather's need: the whole bucket
+        launch(kern.fill, 1, threads, stream, take_all, 1, bucket)
+        offsets = zeros(ws, chunks * 2, np.int64)
+        launch(kern.chunk_offsets, ceil_div(chunks, threads), threads, stream, per_chunk,
+               chunks, prefix, low, offsets)
+        launch(kern.scan_chunks, 1, threads, stream, offsets, 1, chunks)
+        bits, where = ws.empty(m, job.key_dtype), ws.empty(m, np.int64)
+        launch(kern.gather, chunks, threads, stream, job.x, job.n, chunks, chunk, prefix,
+               low, take_all, offsets, m, bits, where)
+        got_bits, got = ws.empty(k, job.key_dtype), ws.empty(k, np.int64)
+        self.select(job.on_row(bits, m, got_bits, got))
+        launch(take_rows, max(1, min(ceil_div(k, threads), 4 * max_resident_blocks(threads))),
+               threads, stream, bits, m, got, k, where, 1, k, k, job.values, job.indices)
 
     def _kernels(self, job, width: int):
         key = ("radix_select", self.threads, self.counter.key, width, job.key)
@@ -212,9 +273,12 @@ class _Kernels:
                 need[r] = k
 
         @cuda.jit
-        def histogram(x, n, chunks, chunk, shift, prefix, done, counts):
-            """Step 1: counts[row][digit] += the chunk's candidates of each digit."""
+        def histogram(x, n, chunks, chunk, shift, prefix, done, counts, keep, per_chunk):
+            """Step 1: counts[row][digit] += the chunk's candidates of each digit; with
+            ``keep``, each block's own counts also to ``per_chunk`` (step 6 sums them
+            into the chunks' offsets instead of counting the row again)."""
             sh = cuda.shared.array(slots, uint32)
+            keys = cuda.local.array(LOADS, uint64)
             row = cuda.blockIdx.x // chunks
             if done[row] != 0:  # the whole block leaves: the row is decided
                 return
@@ -225,17 +289,36 @@ class _Kernels:
             base = int64(row) * n
             i = lo + cuda.threadIdx.x
             while i < hi:
-                key = uint64(to_key(x[base + i]))
-                if candidate(key, p, shift + DIGIT_BITS):
-                    count_bin(sh, counts, int32((key >> uint64(shift)) & digit_mask))
-                i += threads
+                for r in range(LOADS):  # the loads first: in flight together
+                    j = i + r * threads
+                    keys[r] = uint64(to_key(x[base + j])) if j < hi else uint64(0)
+                for r in range(LOADS):
+                    if i + r * threads < hi and candidate(keys[r], p, shift + DIGIT_BITS):
+                        count_bin(sh, counts, int32((keys[r] >> uint64(shift)) & digit_mask))
+                i += threads * LOADS
             cuda.syncthreads()
             b = cuda.threadIdx.x
             while b < RADIX:
                 c = bin_total(sh, b)
                 if c != 0:
                     cuda.atomic.add(counts, row * RADIX + b, int64(c))
+                if keep != 0:
+                    per_chunk[cuda.blockIdx.x * RADIX + b] = c
                 b += threads
+
+        @cuda.jit
+        def chunk_offsets(per_chunk, chunks, prefix, low, offsets):
+            """Step 6, a thread a chunk of the one row: its keys below and in the first
+            pass's bucket, from its kept counts (what ``count`` would count)."""
+            c = cuda.grid(1)
+            if c >= chunks:
+                return
+            d = int64((uint64(prefix[0]) >> uint64(low[0])) & digit_mask)
+            less = int64(0)
+            for b in range(d):
+                less += per_chunk[c * RADIX + b]
+            offsets[c * 2] = less
+            offsets[c * 2 + 1] = per_chunk[c * RADIX + d]
 
         @cuda.jit
         def find(counts, rows, shift, prefix, need, done, low, kept, below, bucket, p):
@@ -284,16 +367,21 @@ class _Kernels:
             base = int64(row) * n
             shift = uint64(low[row])
             t = uint64(prefix[row]) >> shift
+            keys = cuda.local.array(LOADS, uint64)
             less = 0
             equal = 0
             i = lo + tid
             while i < hi:
-                key = uint64(to_key(x[base + i])) >> shift
-                if key < t:
-                    less += 1
-                elif key == t:
-                    equal += 1
-                i += threads
+                for r in range(LOADS):  # the loads first: in flight together
+                    j = i + r * threads
+                    keys[r] = uint64(to_key(x[base + j])) >> shift if j < hi else uint64(0)
+                for r in range(LOADS):
+                    if i + r * threads < hi:
+                        if keys[r] < t:
+                            less += 1
+                        elif keys[r] == t:
+                            equal += 1
+                i += threads * LOADS
             cuda.atomic.add(sh, 0, int32(less))
             cuda.atomic.add(sh, 1, int32(equal))
             cuda.syncthreads()
@@ -324,8 +412,10 @@ class _Kernels:
             the round's keys in index order."""
             slot_less = cuda.shared.array(gather_slots, int32)
             slot_equal = cuda.shared.array(gather_slots, int32)
+            busy = cuda.shared.array(2, int32)  # a round's flag: any key below or equal
             votes_less = cuda.local.array(GATHER_ITEMS, uint32)
             votes_equal = cuda.local.array(GATHER_ITEMS, uint32)
+            keys = cuda.local.array(GATHER_ITEMS, uint64)
             tid = cuda.threadIdx.x
             warp = tid // WARP
             lane = cuda.laneid
@@ -340,23 +430,32 @@ class _Kernels:
             less_before = offsets[(row * chunks + c) * 2]
             equal_before = offsets[(row * chunks + c) * 2 + 1]
             below_me = cuda.lanemask_lt()
+            if tid < 2:
+                busy[tid] = 0
+            cuda.syncthreads()
+            parity = 0
             start = lo
             while start < hi:  # the same number of rounds for every thread
+                if tid == 0:  # the next round's flag: nobody reads it now (two flags)
+                    busy[1 - parity] = 0
+                for r in range(GATHER_ITEMS):  # the loads first: in flight together
+                    i = start + r * threads + tid
+                    keys[r] = uint64(to_key(x[base + i])) >> shift if i < hi else uint64(0)
                 for r in range(GATHER_ITEMS):  # vote: one ballot pair a slice
                     i = start + r * threads + tid
-                    less = False
-                    equal = False
-                    if i < hi:
-                        key = uint64(to_key(x[base + i])) >> shift
-                        less = key < t
-                        equal = key == t
+                    less = i < hi and keys[r] < t
+                    equal = i < hi and keys[r] == t
                     votes_less[r] = uint32(cuda.ballot_sync(FULL_MASK, less))
                     votes_equal[r] = uint32(cuda.ballot_sync(FULL_MASK, equal))
                     if lane == 0:
                         slot_less[r * warps + warp] = cuda.popc(votes_less[r])
                         slot_equal[r * warps + warp] = cuda.popc(votes_equal[r])
+                        if (votes_less[r] | votes_equal[r]) != uint32(0):
+                            busy[parity] = 1
                 cuda.syncthreads()
-                for s in range(gather_slots):  # the slots in index order
+                # a round with no key below or equal (most rounds when k is small)
+                # writes nothing and moves no offset: the slots are skipped
+                for s in range(gather_slots if busy[parity] != 0 else 0):
                     if s % warps == warp:  # this thread's key of slice s // warps
                         r = s // warps
                         my_less = less_before + cuda.popc(votes_less[r] & below_me)
@@ -372,6 +471,8 @@ class _Kernels:
                     equal_before += slot_equal[s]
                 cuda.syncthreads()  # the slots are read before the next round
                 start += threads * GATHER_ITEMS
+                parity = 1 - parity
 
         self.fill, self.histogram, self.find = fill, histogram, find
         self.count, self.scan_chunks, self.gather = count, scan_chunks, gather
+        self.chunk_offsets = chunk_offsets

@@ -134,8 +134,9 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
             when its counters fit in shared memory, else ``global_atomic``; per-warp
             counters measured 2-3% slower on an H200, bench/NOTES.md 2026-12-01).
         k: the ``k`` a selection is for (with ``n``, the row length: ``None`` then
-            picks ``bitonic_select``, a block per row, for ``k`` up to its limit on
-            rows of at most ``SELECT_BLOCK_ROWS`` elements, else ``radix_select``).
+            picks ``radix_block_select``, a block per row, for ``k`` up to its limit
+            (2048) on rows of at most ``SELECT_BLOCK_ROWS`` elements, else
+            ``radix_select``).
 
     Raises:
         ValueError: an unknown family or name (the message lists the known ones);
@@ -197,7 +198,7 @@ SELECT_BLOCK_ROWS = 1 << 17
 
 def _default(family: str, n: int, bins: int, threads, k: int = 1):
     if family == "select":
-        block = REGISTRY["select"]["bitonic_select"](threads)
+        block = REGISTRY["select"]["radix_block_select"](threads)
         if block.fits(n, k) and n <= SELECT_BLOCK_ROWS:
             return block
         return REGISTRY["select"]["radix_select"](threads)

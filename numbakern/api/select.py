@@ -6,8 +6,10 @@ number, ``k`` from 0 to the axis length. Where torch leaves ties open, numbakern
 picks one answer: the lower index first, as a stable sort (``x[i] == x[j]`` with
 ``i < j``: ``i`` is taken first and, in a sorted answer, comes first; ``-0.0`` and
 ``+0.0`` are equal). The strategies (``numbakern.strategies.available("select")``):
+``radix_block_select`` (a radix select in each row's block, ``k <= 2048``),
 ``bitonic_select`` (a block per row, ``k <= 256``), ``radix_select`` (digit by
-digit, any ``k`` and row length) and ``sort_slice`` (stable argsort, then slice).
+digit over many blocks, any ``k`` and row length) and ``sort_slice`` (stable
+argsort, then slice).
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
         sorted: True: in order along ``axis`` (largest first, or smallest first).
             False: the same elements, in an order the strategy states:
             ``radix_select`` gives them in index order (ascending index), the
-            other two sorted anyway.
-        strategy: ``None`` (``bitonic_select`` for ``k <= 256`` on rows of at most
-            2**17 elements, else ``radix_select``), a name from
+            others sorted anyway.
+        strategy: ``None`` (``radix_block_select`` for ``k <= 2048`` on rows of at
+            most 2**17 elements, else ``radix_select``), a name from
             ``numbakern.strategies.available("select")`` or a strategy object
-            (``BitonicSelect``, ``RadixSelect``, ``SortSlice``).
+            (``RadixBlockSelect``, ``BitonicSelect``, ``RadixSelect``, ``SortSlice``).
         stream: as the sorts (a Numba or CuPy stream, or a raw pointer).
 
     Returns:
@@ -79,14 +81,17 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
         TypeError: ``k`` not an int; a non-bool ``largest`` or ``sorted``; a dtype
             outside bool/int/uint/float; a strategy of another family.
         ValueError: ``k`` below 0 or above the axis length; an unknown strategy;
-            ``bitonic_select`` asked for ``k`` above its ``max_k`` (256).
+            ``bitonic_select`` asked for ``k`` above its ``max_k`` (256),
+            ``radix_block_select`` above its ``capacity`` (2048).
         numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input included).
 
     Algorithms: radix select (Alabi et al., "Fast k-selection algorithms for graphics
-    processing units", 2012; as ``torch.topk``), a per-block bitonic select after
-    FAISS's BlockSelect (Johnson, Douze and Jégou, 2017), and a stable sort then a
-    slice (``numbakern/strategies/radix_select.py``, ``bitonic_select.py``,
-    ``sort_slice.py``).
+    processing units", 2012; as ``torch.topk``), in one block per row with its
+    candidates in shared memory (as RAFT's one-block radix top-k) or over many blocks
+    a row, a per-block bitonic select after FAISS's BlockSelect (Johnson, Douze and
+    Jégou, 2017), and a stable sort then a slice
+    (``numbakern/strategies/radix_block_select.py``, ``radix_select.py``,
+    ``bitonic_select.py``, ``sort_slice.py``).
     """
     asked = x.dtype if isinstance(x, np.ndarray) else None
     x = as_array_like(x)

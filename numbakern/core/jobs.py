@@ -284,6 +284,13 @@ class SelectJob:
         return cached(("sort_to_key", key_name(self.dtype), self.largest),
                       lambda: build_to_key(self.dtype, self.largest))
 
+    def on_row(self, x, n: int, values, indices) -> "SelectJob":
+        """The same selection (``k``, dtype, order, ``sorted``, workspace) of one row of
+        ``n`` other bits ``x`` into ``values`` and ``indices``: what a strategy that
+        narrows a row to its candidates (keeping their index order) asks to finish."""
+        return SelectJob(x, values, indices, 1, n, self.k, self.dtype, self.largest,
+                         self.sorted, self.workspace)
+
     def argsort(self, bits, out, rows: int, n: int, sorter) -> None:
         """Stable argsort of ``rows`` rows of ``n`` elements' ``bits`` (of this job's
         dtype) into ``out`` (int64 indices within each row), in this job's order, by

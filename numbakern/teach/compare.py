@@ -99,9 +99,10 @@ TOPK_K = 50
 
 def _select_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     """Why ``variant`` cannot select from rows of this input, or None: a whole long
-    row in one block is not bitonic_select's case (it takes seconds on a GPU)."""
+    row in one block is not the case of bitonic_select or radix_block_select (it takes
+    seconds on a GPU)."""
     n = shape[kw.get("axis", -1)]
-    if variant.label == "bitonic_select" and n > 1 << 20:
+    if variant.label in ("bitonic_select", "radix_block_select") and n > 1 << 20:
         return f"rows of {n} (a block per row: radix_select spreads a row over blocks)"
     return None
 

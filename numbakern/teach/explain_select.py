@@ -37,6 +37,8 @@ SELECT_LEGEND = (
     "their count), those above lose. A row is decided once its bucket holds exactly "
     "the keys still needed. Then every key below the threshold wins, and of the keys "
     "equal to it the need of lowest index. (Only radix_select's passes are drawn: "
+    "radix_block_select does the same in one block per row with 11-bit digits, then "
+    "sorts the keys at or below the threshold's bucket, strategies/radix_block_select.py; "
     "bitonic_select keeps the row's best k so far in shared memory and merges each "
     "round's better candidates into them with bitonic steps, strategies/bitonic_select.py; "
     "sort_slice is a stable argsort cut to k. For them this shows the answer and its "

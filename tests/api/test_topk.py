@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import numbakern as nk
-from numbakern.strategies import (BitonicSelect, BitonicSort, RadixSelect, SortSlice, every,
-                                  resolve)
+from numbakern.strategies import (BitonicSelect, BitonicSort, RadixBlockSelect, RadixSelect,
+                                  SortSlice, every, resolve)
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
           np.uint64, np.float16, np.float32, np.float64]
@@ -144,7 +144,7 @@ def test_unsorted_returns_the_same_elements(strategy):
     got = check(x, 17, strategy, sorted=False)
     if isinstance(strategy, RadixSelect):  # its stated order: ascending index
         assert np.all(np.diff(got.indices, axis=-1) > 0)
-    else:  # the other two stay sorted
+    else:  # the others stay sorted
         np.testing.assert_array_equal(got.indices, reference(x, 17)[1])
 
 
@@ -160,13 +160,40 @@ def test_radix_select_long_row_over_several_blocks():
         check(x, k, strategy, sorted=False)
 
 
+def test_radix_select_compacts_a_long_row_after_the_first_pass(monkeypatch):
+    """One row: the keys at or below the first digit's bucket copied out in index order,
+    the selection finished on them, the indices mapped back (ties at the threshold
+    across the two chunks taken by lowest index; NaN, inf among the candidates)."""
+    calls = []
+    compacted = RadixSelect._compacted
+    monkeypatch.setattr(RadixSelect, "_compacted",
+                        lambda self, job, *a: calls.append(job.n) or compacted(self, job, *a))
+    strategy = RadixSelect(threads=32, compact=0,
+                           sort=BitonicSort(threads=32, max_size=512))
+    x = values(np.float32, (1100,), spread=1000.0)
+    x[::7] = 5000.0  # 158 ties in the first pass's bucket [4096, 8192)
+    for k in (1, 40, 161):
+        check(x, k, strategy)
+        check(x, k, strategy, sorted=False)
+    assert calls and all(n == 1100 for n in calls)
+    check(-x, 40, strategy, largest=False)
+    check(x.astype(np.float64).reshape(2, 550), 30, strategy)  # two rows: not compacted
+    calls.clear()
+    y = np.full(1100, 77, np.int32)  # the first bucket holds most of the row: not compacted
+    y[1::50] = 2**30
+    check(y, 40, strategy)
+    assert calls == []
+    with pytest.raises(ValueError, match="compact"):
+        RadixSelect(compact=-1)
+
+
 def test_k_beyond_the_block_select():
     x = values(np.float32, (1, 280), spread=3.0)
     # the winners sorted by a bitonic network (the simulator's radix sort is slow)
     check(x, 260, RadixSelect(threads=32, sort=BitonicSort(threads=32, max_size=512)))
     with pytest.raises(ValueError, match="k=260"):
         nk.topk(x, 260, strategy="bitonic_select")
-    check(x, 259, None, largest=False, sorted=False)  # the default goes to radix_select
+    check(x, 259, None, largest=False, sorted=False)  # the default: radix_block_select
     check(x, 9, SortSlice(threads=32))
     with pytest.raises(ValueError, match="k=9 is more than the bitonic_select"):
         nk.topk(x, 9, strategy=BitonicSelect(max_k=8))
@@ -180,13 +207,14 @@ def test_bitonic_select_on_rows_in_the_worst_order():
 
 
 def test_default_strategy_by_k_and_row_length():
-    assert resolve("select", None, n=50257, k=50).name == "bitonic_select"
-    assert resolve("select", None, n=50257, k=256).name == "bitonic_select"
-    assert resolve("select", None, n=50257, k=257).name == "radix_select"
+    assert resolve("select", None, n=50257, k=50).name == "radix_block_select"
+    assert resolve("select", None, n=50257, k=2048).name == "radix_block_select"
+    assert resolve("select", None, n=50257, k=2049).name == "radix_select"
+    assert resolve("select", None, n=2**17 + 1, k=8).name == "radix_select"
     assert resolve("select", None, n=2**28, k=1024).name == "radix_select"
     assert resolve("select", None, n=2**28, k=8).name == "radix_select"
-    assert nk.strategies.available("select") == ["bitonic_select", "radix_select",
-                                                 "sort_slice"]
+    assert nk.strategies.available("select") == ["radix_block_select", "bitonic_select",
+                                                 "radix_select", "sort_slice"]
 
 
 def test_bad_arguments():
@@ -215,6 +243,75 @@ def test_bad_arguments():
         BitonicSelect(max_k=300)
     with pytest.raises(ValueError, match="privatized"):
         RadixSelect(histogram="global_atomic")
+
+
+# radix_block_select with a small candidate buffer: the refinement passes (the buffer
+# overflows after the first digit) and the tie path (every bit decided, the equal keys
+# still overflowing it) run on rows the simulator can afford.
+SMALL_BUFFER = RadixBlockSelect(threads=32, capacity=8)
+AGGREGATING = RadixBlockSelect(threads=32, capacity=8, aggregate=True)
+
+
+@pytest.mark.parametrize("n", [1, 9, 31, 32, 33, 63, 64, 65, 127, 128, 129])
+def test_radix_block_select_refines_on_rows_around_warps_and_blocks(n):
+    x = values(np.float32, (2, n), spread=100.0)  # distinct values: refinement passes
+    y = values(np.float32, (2, n))  # integers -8..7: many ties past every bit
+    for k in sorted({1, 2, 7, 8, n - 1, n} & set(range(1, min(n, 8) + 1))):
+        check(x, k, SMALL_BUFFER, largest=bool(k % 2))
+        check(y, k, SMALL_BUFFER, largest=not k % 2, sorted=False)
+        if n in (33, 129):  # a warp's keys of one bin counted together
+            check(y, k, AGGREGATING, largest=bool(k % 2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_radix_block_select_small_buffer_every_dtype(dtype):
+    x = values(dtype, (2, 70))
+    check(x, 8, SMALL_BUFFER, largest=True)
+    check(x, 5, SMALL_BUFFER, largest=False)
+
+
+def test_radix_block_select_ties_nan_zeros_and_infinities_past_the_buffer():
+    """More equal keys at the threshold than the buffer holds: the lowest indices win,
+    NaN first for the largest, -0.0 and +0.0 one key, -inf last."""
+    x = np.array([-0.0, 0.0] * 20 + [np.nan, -np.inf, np.nan, np.inf] * 3, np.float32)
+    got = check(x, 8, SMALL_BUFFER)
+    np.testing.assert_array_equal(got.indices, [40, 42, 44, 46, 48, 50, 43, 47])
+    got = check(x, 8, SMALL_BUFFER, largest=False)
+    np.testing.assert_array_equal(got.indices, [41, 45, 49, 0, 1, 2, 3, 4])
+    assert same_bits(got.values[3:], np.array([-0.0, 0.0, -0.0, 0.0, -0.0], np.float32))
+    check(np.full((3, 100), -np.inf), 8, SMALL_BUFFER, sorted=False)
+
+
+def test_radix_block_select_bad_arguments():
+    x = values(np.float32, (2, 20))
+    with pytest.raises(ValueError, match="k=9 is more than the radix_block_select"):
+        nk.topk(x, 9, strategy=SMALL_BUFFER)
+    for capacity in (0, 1, 12, 16384):
+        with pytest.raises(ValueError, match="capacity must be a power of two"):
+            RadixBlockSelect(capacity=capacity)
+    with pytest.raises(TypeError, match="capacity"):
+        RadixBlockSelect(capacity=8.0)
+    with pytest.raises(ValueError, match="items"):
+        RadixBlockSelect(items=0)
+    with pytest.raises(TypeError, match="aggregate"):
+        RadixBlockSelect(aggregate="yes")
+    with pytest.raises(ValueError, match="shared memory"):
+        nk.topk(x.astype(np.float64), 2, strategy=RadixBlockSelect(threads=32,
+                                                                   capacity=8192))
+    assert not RadixBlockSelect().fits(2**31, 1)
+
+
+def test_radix_block_select_threads_follow_short_rows():
+    """Unless ``threads`` is given: a warp per ``32 * items`` keys, two warps at least,
+    the default at most."""
+    class OnAGpu(RadixBlockSelect):  # the GPU's default (the simulator's is 32)
+        DEFAULT_THREADS = 512
+
+    auto = OnAGpu(items=8)
+    assert auto.threads_for(50257) == 512
+    assert auto.threads_for(100) == 64
+    assert auto.threads_for(32 * 8 * 5 + 1) == 192
+    assert RadixBlockSelect(threads=256).threads_for(100) == 256
 
 
 torch = pytest.importorskip("torch")

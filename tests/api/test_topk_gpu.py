@@ -36,7 +36,7 @@ def assert_valid(torch, x, got, want, k, dim=-1):
 
 def test_whole_array_2_28_k_1024(torch):
     x = torch.randn(1 << 28, device="cuda")
-    for strategy in ("radix_select", None):
+    for strategy in ("radix_select", None, nk.RadixSelect(compact=2**62)):  # compacted, not
         got = nk.topk(x, 1024, strategy=strategy)
         assert_valid(torch, x, got, torch.topk(x, 1024), 1024)
     got = nk.topk(x, 1024, largest=False, sorted=False)
@@ -70,7 +70,7 @@ def test_every_dtype_with_ties_against_a_stable_argsort(torch, strategy, dtype):
         host[:, 1::89] = np.inf
     x = torch.from_numpy(host).cuda()
     for k in (1, 50, 256, 3001):
-        if k > 256 and strategy == "bitonic_select":
+        if not nk.strategies.resolve("select", strategy).fits(host.shape[1], k):
             continue
         got = nk.topk(x, k, strategy=strategy)
         n = host.shape[1]
@@ -79,6 +79,43 @@ def test_every_dtype_with_ties_against_a_stable_argsort(torch, strategy, dtype):
         want = np.take_along_axis(host, idx, -1)
         assert np.array_equal(got.values.cpu().numpy().view(f"u{host.itemsize}"),
                               want.view(f"u{host.itemsize}"))
+
+
+@pytest.mark.parametrize("strategy", [None, "compacted_off"])
+def test_flat_row_compaction_with_ties_at_the_threshold(torch, strategy):
+    """2^22 keys, one row: the first digit's bucket [2, 8) holds ~100 000 keys, the
+    1000th largest is one of 4 195 ties at 3.5: the lowest indices win."""
+    if strategy == "compacted_off":
+        strategy = nk.RadixSelect(compact=2**62)
+    rng = np.random.default_rng(2)
+    host = rng.standard_normal(1 << 22).astype(np.float32)
+    host[::1000] = 3.5
+    x = torch.from_numpy(host).cuda()
+    want = np.argsort(-host, kind="stable")[:1000]
+    got = nk.topk(x, 1000, strategy=strategy)
+    assert np.array_equal(got.indices.cpu().numpy(), want)
+    assert np.array_equal(got.values.cpu().numpy(), host[want])
+    got = nk.topk(x, 1000, sorted=False, strategy=strategy)
+    assert np.array_equal(got.indices.cpu().numpy(), np.sort(want))  # index order
+
+
+@pytest.mark.parametrize("capacity", [16, 2048])
+def test_radix_block_select_refinement_and_ties_past_its_buffer(torch, capacity):
+    """A small buffer forces the refinement passes (distinct values) and the tie path
+    (a row of few values); rows around block multiples; k up to the buffer."""
+    rng = np.random.default_rng(1)
+    strategy = nk.RadixBlockSelect(capacity=capacity)
+    for n in (1, 511, 512, 513, 4097, 50257):
+        for host in (rng.standard_normal((33, n)).astype(np.float32),
+                     rng.integers(-3, 3, (33, n)).astype(np.float32)):
+            for k in sorted({1, 2, min(n, capacity) - 1, min(n, capacity)} - {0}):
+                x = torch.from_numpy(host).cuda()
+                for largest in (True, False):
+                    got = nk.topk(x, k, largest=largest, strategy=strategy)
+                    o = np.argsort(-host if largest else host, axis=-1, kind="stable")[:, :k]
+                    assert np.array_equal(got.indices.cpu().numpy(), o)
+                    assert np.array_equal(got.values.cpu().numpy(),
+                                          np.take_along_axis(host, o, -1))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
