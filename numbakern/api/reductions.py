@@ -44,12 +44,13 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, honours_stream,
-                                   kind_of, resolve_stream)
+from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, bits_of,
+                                   honours_stream, kind_of, resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
+from numbakern.kernels import bfloat16
 from numbakern.kernels.axis_reduce import check_lanes
 from numbakern.kernels.elementwise import (divide_by_into, divide_into, fold_first_into,
                                             log_sum_exp_into, nan_where, subtract_into,
@@ -166,7 +167,12 @@ def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bo
             where=None) -> tuple:
     """The field arrays of reducing ``axes`` of ``x``: the layout's job, through the grid
     strategy (one state per output, C order); ``where``: a checked mask
-    (:func:`_where`), whose masked-out elements load as the op's identity."""
+    (:func:`_where`), whose masked-out elements load as the op's identity. A bfloat16
+    ``x`` (:class:`~numbakern.core.arrays.BFloat16Input`) is laid out as its bits,
+    which the kit widens as it reads them."""
+    x, widened = bits_of(x)
+    if widened:
+        kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
     layout = reduce_layout(x, axes, kit, not op.commutative, lanes, track_index,
                            workspace.stream, where)
     return grid.reduce(ReduceJob(layout, op, kit, workspace))

@@ -45,12 +45,14 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
-                                   honours_stream, kind_of, resolve_stream, user_array)
+from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
+                                   contiguous_copy, honours_stream, kind_of, resolve_stream,
+                                   user_array)
 from numbakern.core.axes import axis_index, check_flag, optional_axis
 from numbakern.core.deliver import check_out
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
+from numbakern.kernels import bfloat16
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
 from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.kernels.products import settle_products
@@ -385,10 +387,12 @@ def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy
                      stream, cumprod_dtype, caller)
     op, classes = _products.rounded_ops(result.name, nan_as_one)
 
+    read = bfloat16.widen if bits_of(x)[1] else None  # job.x: bfloat16's bits
+
     def settle(job, run):
         bits = job.workspace.empty(job.x.shape, _BITS)
-        run(ScanJob(job.x, (bits,), classes, state_kit(classes, (_BITS,)), job.exclusive,
-                    job.reverse, (_BITS.type(0),), job.workspace))
+        run(ScanJob(job.x, (bits,), classes, state_kit(classes, (_BITS,), read=read),
+                    job.exclusive, job.reverse, (_BITS.type(0),), job.workspace))
         settle_products(job.outs[0], bits, job.workspace)
 
     # float16/float32: the product in float64; float64: (mantissa, exponent), as float64
@@ -446,6 +450,9 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if size == 0:
         return _empty(workspace, out_shape, results, outs)
+    x, widened = bits_of(x)  # bfloat16: laid out as its bits, widened by the kit
+    if widened:
+        kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
     if kind == "numpy":
         xv, views, finish = _host_layout(x, axis, results, outs, workspace)
     else:

@@ -128,7 +128,9 @@ class ScanJob:
         self.stream = workspace.stream
         out_dtypes = tuple(np.dtype(o.dtype).str for o in outs)
         empty_bits = tuple(np.asarray(v).tobytes() for v in empty)  # NaN-safe
-        self.key = (op, kit.dtypes, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
+        # the kit, not only its dtypes: a kit that widens bfloat16 bits reads uint16
+        # input as no other kit does
+        self.key = (op, kit, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
                     empty_bits, device_key())
 
     @property
@@ -137,7 +139,7 @@ class ScanJob:
 
     def element_loader(self):
         """Device function ``load(row0, row1, j, n) -> state`` for the input."""
-        key = ("scan_load", self.op, self.kit.dtypes, self.reverse)
+        key = ("scan_load", self.op, self.kit, self.reverse)
         return cached(key, lambda: scan_element_loader(self.kit, self.reverse))
 
     def output_storer(self):
