@@ -21,14 +21,15 @@ here, once, on the way in and on the way out:
   read with ``numpy.from_dlpack`` (CPU) or ``cupy.from_dlpack`` (CUDA, CuPy needed);
   results are NumPy or CuPy arrays.
 * **bfloat16** (a torch tensor, or a NumPy array of ``ml_dtypes.bfloat16``): the
-  softmax family, cross_entropy, sort and argsort (:data:`NATIVE_BFLOAT16`) read and
+  softmax family, cross_entropy, sort, argsort and topk (:data:`NATIVE_BFLOAT16`) read and
   write it as its 16 bits (:class:`~numbakern.core.arrays.BFloat16Bits`), the
-  softmax family computing in float32 and rounding once, the sorts ordering the
-  bits by bfloat16's key rule. The reductions and the scans
+  softmax family computing in float32 and rounding once, the sorts and topk
+  ordering the bits by bfloat16's key rule. The reductions and the scans
   (:data:`WIDENED_BFLOAT16`) read it in place too
   (:class:`~numbakern.core.arrays.BFloat16Input`: each element widened to float32 as
-  it is loaded) and compute as for a float32 input. The other functions (topk, the
-  selections and order statistics, histograms, segments, cumulative_sum/prod), with
+  it is loaded) and compute as for a float32 input. The other functions (partition,
+  the order statistics such as median and quantile, histograms, segments,
+  cumulative_sum/prod), with
   no bfloat16 kernels yet, read a float32 working copy (made on the tensor's device
   by torch; on the host for NumPy) and a :class:`CopyWarning` says so. Both of these
   accumulate in float32, as for float16, and floating results are rounded back to
@@ -56,7 +57,8 @@ _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
 # Functions whose kernels read and write bfloat16 themselves (as uint16 bits): no
 # float32 copy for them.
 NATIVE_BFLOAT16 = frozenset({"softmax", "log_softmax", "softmax_backward",
-                             "log_softmax_backward", "cross_entropy", "sort", "argsort"})
+                             "log_softmax_backward", "cross_entropy", "sort", "argsort",
+                             "topk"})
 # Functions that read a bfloat16 first argument in place, each element widened to
 # float32 as it is loaded (:class:`BFloat16Input`), and compute as for float32 input:
 # the reductions and the scans. Their floating results are rounded to bfloat16 once.

@@ -359,11 +359,28 @@ def test_scan_modes_and_dtype():
 # --- what is left on the copy path, and the copy path itself --------------------------
 
 
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_topk_selects_bfloat16_keys_in_place(largest, library):
+    b = _data((3, 70), specials=True)
+    b[0, 9] = np.nan
+    x = _torch(b) if library == "torch" else b
+    values, indices = nk.topk(x, 5, axis=1, largest=largest)
+    want = torch.topk(_torch(b).float(), 5, dim=1, largest=largest)
+    if library == "torch":
+        assert values.dtype == torch.bfloat16 and indices.dtype == torch.int64
+    else:
+        assert values.dtype == BF16 and indices.dtype == np.int64
+    np.testing.assert_array_equal(_as64(values), want.values.double().numpy())
+    np.testing.assert_array_equal(np.take_along_axis(b.astype(np.float64), _as64(indices), 1),
+                                  want.values.double().numpy())
+
+
 def test_functions_without_bfloat16_kernels_still_say_they_copy():
     b = _data((3, 40))
     with pytest.warns(nk.CopyWarning, match="bfloat16"):
-        values, _ = nk.topk(b, 3, axis=1)
-    assert values.dtype == BF16
+        got = nk.median(b, axis=1)
+    assert got.dtype == BF16
     out = np.empty(3, BF16)
     with pytest.warns(nk.CopyWarning):  # a bfloat16 out= is written through float32
         assert nk.sum(b, axis=1, out=out) is out
