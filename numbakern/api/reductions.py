@@ -5,7 +5,9 @@ Every function takes:
 
 * ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
   object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
-  int8-int64, uint8-uint64, float16, float32, float64.
+  int8-int64, uint8-uint64, float16, float32, float64; bfloat16 (a torch tensor or an
+  ``ml_dtypes`` array), read in place as its bits and computed as float32 input
+  (``numbakern/api/_interop.py``), floating results rounded to bfloat16 once.
 * ``axis``: ``None`` (every axis), an int (negative counts from the end) or a tuple
   of ints (argmax and friends: ``None`` or an int); ``keepdims`` keeps reduced axes
   as length 1; ``out`` receives the result (``numbakern/core/axes.py`` has the rules:

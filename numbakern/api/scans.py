@@ -4,7 +4,9 @@ Every function takes:
 
 * ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
   object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
-  int8-int64, uint8-uint64, float16, float32, float64.
+  int8-int64, uint8-uint64, float16, float32, float64; bfloat16 (a torch tensor or an
+  ``ml_dtypes`` array), read in place as its bits and computed as float32 input
+  (``numbakern/api/_interop.py``), floating results rounded to bfloat16 once.
 * ``axis``: ``None`` (scan the flattened array, in C order, as NumPy) or an int.
 * ``exclusive``: element ``i`` combines elements ``0..i-1`` (the first is the op's
   empty result: 0 for a sum, 1 for a product, the identity otherwise); default

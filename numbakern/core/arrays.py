@@ -71,7 +71,16 @@ class BFloat16Input(BFloat16Bits):
         return self.bits
 
     def reshape(self, *shape):
-        return BFloat16Input(self.bits.reshape(*shape))
+        """The bits reshaped (argmax's 0-d input becomes one element); a bare
+        DeviceBuffer (a CUDA tensor's, without CuPy) is C-contiguous here."""
+        if hasattr(self.bits, "reshape"):
+            return BFloat16Input(self.bits.reshape(*shape))
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        strides, step = [], self.bits.dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+        return BFloat16Input(self.bits.with_layout(shape, tuple(strides)))
 
 
 def bits_of(x):

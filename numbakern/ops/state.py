@@ -153,8 +153,8 @@ def build_kit(op: Op, dtypes: tuple[np.dtype, ...], read=None) -> StateKit:
     values = _identity_values(op, dtypes)
     f = op.device_combine()
     maker = _one_field if len(dtypes) == 1 else _two_fields
-    return StateKit(dtypes, *maker(f, dtypes, values), to_state=_element_to_state(op, dtypes, read),
-                    identity_values=values)
+    return StateKit(dtypes, *maker(f, dtypes, values),
+                    to_state=_element_to_state(op, dtypes, read), identity_values=values)
 
 
 def state_kit(op: Op, dtypes: tuple, read=None) -> StateKit:

@@ -71,6 +71,8 @@ def test_bfloat16_nan_and_strided_views(cupy_or_not):
         where = nk.argmax(x, axis=1)
         view = nk.sum(x[::2, 1:], axis=1)
         columns = nk.cumsum(x.T, axis=1)
+        scalar = nk.argmax(torch.tensor(2.5, device="cuda", dtype=torch.bfloat16))
+    assert scalar.item() == 0 and scalar.dtype == torch.int64  # a 0-d input, as NumPy
     assert torch.isnan(top[5]) and torch.isnan(top[9]) and not torch.isnan(top[0])
     assert where[5].item() == 17 and where[9].item() == 3  # the first NaN, as NumPy
     x64 = x.double()
