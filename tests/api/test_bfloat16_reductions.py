@@ -360,13 +360,13 @@ def test_scan_modes_and_dtype():
 # --- what is left on the copy path, and the copy path itself --------------------------
 
 
-@pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("library", ["numpy", "torch"])
-def test_topk_selects_bfloat16_keys_in_place(largest, library):
+@pytest.mark.parametrize("strategy", nk.strategies.available("select"))
+@pytest.mark.parametrize("largest, library", [(True, "numpy"), (False, "torch")])
+def test_topk_selects_bfloat16_keys_in_place(strategy, largest, library):
     b = _data((3, 70), specials=True)
     b[0, 9] = np.nan
     x = _torch(b) if library == "torch" else b
-    values, indices = nk.topk(x, 5, axis=1, largest=largest)
+    values, indices = nk.topk(x, 5, axis=1, largest=largest, strategy=strategy)
     want = torch.topk(_torch(b).float(), 5, dim=1, largest=largest)
     if library == "torch":
         assert values.dtype == torch.bfloat16 and indices.dtype == torch.int64
