@@ -187,6 +187,7 @@ class _Call:
         self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
         self.native_bits = None  # the bfloat16 dtype of a call that read its bits
+        self.widened = False  # a reduction or scan read a bfloat16 x in place
 
     # --- in ------------------------------------------------------------------------
 
@@ -266,7 +267,8 @@ class _Call:
     def _widened(self, bits, dtype) -> BFloat16Input:
         """A bfloat16 first argument read in place by a reduction or a scan; its
         float32 results are rounded back to ``dtype`` in :meth:`outward`."""
-        self.bfloat16 = dtype
+        self.bfloat16 = self.native_bits = dtype  # a scan writes its values as bits
+        self.widened = True
         return BFloat16Input(bits)
 
     def _check_device(self, t, name: str, torch) -> None:
@@ -326,7 +328,8 @@ class _Call:
         mine = self.outs.get(id(r))
         if mine is not None:
             return self._out_back(mine)
-        if self.native_bits is not None and np.dtype(getattr(r, "dtype", "O")) == np.uint16:
+        if self.native_bits is not None and np.dtype(getattr(r, "dtype", "O")) == np.uint16 \
+                and not (self.widened and self.dtype_given):
             return self._from_bits(r)  # bfloat16 bits (a dtype= result is itself)
         if self.bfloat16 is not None and not self.dtype_given:
             r = self._round_back(r)

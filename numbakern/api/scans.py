@@ -450,11 +450,14 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if size == 0:
-        return _empty(workspace, out_shape, results, outs)
     x, widened = bits_of(x)  # bfloat16: laid out as its bits, widened by the kit
+    narrow = None
     if widened:
         kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
+        if _writes_bits(op, results, dtype, outs, after):
+            results, narrow = (_BFLOAT16_BITS, *results[1:]), bfloat16.narrower()
+    if size == 0:
+        return _empty(workspace, out_shape, results, outs)
     if kind == "numpy":
         xv, views, finish = _host_layout(x, axis, results, outs, workspace)
     else:
@@ -462,7 +465,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     if reverse:
         xv, views = reversed_last(xv), [reversed_last(v) for v in views]
     job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
-                  workspace)
+                  workspace, narrow=narrow)
     def run(job):
         if use_warp_rows(layout, job.n, job.segments, grid.block):
             scan_rows(job, grid.block)
@@ -474,6 +477,18 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         after(job, run)
     result = finish()
     return tuple(result) if len(results) == 2 else result[0]
+
+
+_BFLOAT16_BITS = np.dtype(np.uint16)
+
+
+def _writes_bits(op, results: tuple, dtype, outs, after) -> bool:
+    """Whether a scan of bfloat16 input writes its values as bfloat16 bits, rounded
+    once in the kernel (the caller's layer reads the uint16 result as bfloat16): a
+    float32 values field that no ``dtype=`` asked for, no ``out=`` receives and no
+    later step reads (cumprod's settling, logcumsumexp's finish read float32)."""
+    return (dtype is None and outs is None and after is None and results[0] == np.float32
+            and (op.fields == 1 or isinstance(op, _ops.ArgOp)))
 
 
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:

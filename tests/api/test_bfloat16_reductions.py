@@ -411,3 +411,25 @@ def test_device_bits_replay_and_are_not_taken_for_uint16():
     # the same bits as the integers they are: another signature, another program
     as_uint16 = _host(nk.sum(bits, axis=1, dtype=np.float32))
     np.testing.assert_array_equal(as_uint16, b.view(np.uint16).astype(np.float32).sum(1))
+
+
+def test_scans_write_bfloat16_bits_in_the_kernel():
+    """A scan's values are rounded to bfloat16 as the kernel stores them (uint16 bits,
+    read as bfloat16 by the interop layer), unless dtype=, out= or a later step
+    (cumprod's settling, logcumsumexp) wants float32."""
+    b = _data((2, 50))
+    bits = BFloat16Input(b.view(np.uint16))
+    got = nk.cumsum(bits, axis=1)
+    assert got.dtype == np.uint16
+    _same_bits(got.view(BF16), _copied(nk.cumsum, b, axis=1))
+    values, indices = nk.cummin(bits, axis=1, reverse=True)
+    assert values.dtype == np.uint16 and indices.dtype == np.int64
+    _same_bits((values.view(BF16), indices), _copied(nk.cummin, b, axis=1, reverse=True))
+    assert nk.cumsum(bits, axis=1, dtype=np.float32).dtype == np.float32
+    assert nk.cumprod(bits, axis=1).dtype == np.float32
+    assert nk.logcumsumexp(bits, axis=1).dtype == np.float32
+    counts = _bf16(np.abs(b.astype(np.float32)) * 8)
+    got = nk.cumsum(counts, axis=1, dtype=np.uint16)  # integers asked for: not bits
+    assert got.dtype == np.uint16
+    np.testing.assert_array_equal(got, np.cumsum(counts.astype(np.float32), 1,
+                                                 dtype=np.uint16))
