@@ -27,7 +27,8 @@ here, once, on the way in and on the way out:
   ordering the bits by bfloat16's key rule. The reductions and the scans
   (:data:`WIDENED_BFLOAT16`) read it in place too
   (:class:`~numbakern.core.arrays.BFloat16Input`: each element widened to float32 as
-  it is loaded) and compute as for a float32 input. The other functions (partition,
+  it is loaded) and compute as for a float32 input; a scan writes its values as
+  bfloat16 bits, rounded as its kernel stores them. The other functions (partition,
   the order statistics such as median and quantile, histograms, segments,
   cumulative_sum/prod), with
   no bfloat16 kernels yet, read a float32 working copy (made on the tensor's device
