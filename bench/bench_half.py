@@ -1,18 +1,26 @@
 """The softmax family in float16 and bfloat16 on PyTorch CUDA tensors, beside torch.
 
 The inputs are torch tensors, as a model has them: numbakern's figures include its
-DLPack hand-over (and, for bfloat16, the float32 working copy it makes and the
-rounding back). GB/s count the bytes a row kernel cannot avoid moving in the
+DLPack hand-over (bfloat16 is read and written as its bits, with no working
+copy). GB/s count the bytes a row kernel cannot avoid moving in the
 tensor's own dtype: forward 2 x nbytes, backward 3 x nbytes. Target: 1.2x
 ``torch.softmax`` and friends at each shape. Masked softmax (issue 20): float16
 attention scores (32, 16, 2048, 2048), causal and through a broadcast (1, 1, Q, K)
 mask, scale 1/8, beside torch eager's ``softmax(masked_fill(...))`` and the same
 through ``torch.compile``; target 1.2x.
 
+Reductions and scans (issue 17): float16 and bfloat16 tensors of (16384, 8192)
+(256 MiB) through sum (whole and per row), max, argmax, mean and cumsum per row,
+beside torch's same op; bfloat16 is read in place (each element widened as it is
+loaded; a ``CopyWarning`` there fails the run). GB/s count the input once (and the
+output once for cumsum).
+
     pytest bench/bench_half.py --benchmark-json=half.json
     pytest bench/bench_half.py -k masked --benchmark-json=masked.json
+    pytest bench/bench_half.py -k reduction --benchmark-json=half_reductions.json
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -49,7 +57,8 @@ def _info(x, op, provider):
 
 @pytest.fixture(autouse=True)
 def _quiet_copies():
-    """bfloat16's CopyWarning is expected here; the figures include the copy."""
+    """A CopyWarning does not stop the softmax figures (the reduction figures turn
+    it into an error: ``_in_place``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nk.CopyWarning)
         yield
@@ -156,3 +165,66 @@ def test_masked_results_agree(scores, torch_cuda):
     for kw in (dict(causal=True), dict(mask=keep)):
         got = nk.softmax(x, scale=SCALE, **kw)[:2].float()
         torch_cuda.testing.assert_close(got, want, rtol=2e-3, atol=1e-4)
+
+
+# --- reductions and scans of half-precision tensors, read in place ---------------------
+
+REDUCE_SHAPE = (16384, 8192)
+# op: (numbakern's call, torch's call, bytes moved beyond reading the input once)
+REDUCTIONS = {
+    "sum": (lambda x: nk.sum(x), lambda t, x: t.sum(x), 0),
+    "sum/rows": (lambda x: nk.sum(x, axis=1), lambda t, x: t.sum(x, 1), 0),
+    "max/rows": (lambda x: nk.max(x, axis=1), lambda t, x: t.amax(x, 1), 0),
+    "argmax/rows": (lambda x: nk.argmax(x, axis=1), lambda t, x: t.argmax(x, 1), 0),
+    "mean/rows": (lambda x: nk.mean(x, axis=1), lambda t, x: t.mean(x, 1), 0),
+    "cumsum/rows": (lambda x: nk.cumsum(x, axis=1), lambda t, x: t.cumsum(x, 1), 1),
+}
+
+
+@pytest.fixture(scope="module", params=DTYPES)
+def halves(request, cp, torch_cuda):
+    """A (16384, 8192) CUDA tensor of one half dtype."""
+    if torch_cuda is None:
+        pytest.skip("torch with CUDA not installed")
+    g = torch_cuda.Generator(device="cuda").manual_seed(0)
+    x = torch_cuda.randn(REDUCE_SHAPE, device="cuda", generator=g)
+    return x.to(getattr(torch_cuda, request.param))
+
+
+def _in_place(fn):
+    """``fn`` with a CopyWarning as an error: the figures are of in-place reads."""
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", nk.CopyWarning)
+            return fn()
+
+    return run
+
+
+@pytest.mark.parametrize("op", sorted(REDUCTIONS))
+def test_numbakern_reduction(halves, op, measure):
+    call, _, extra = REDUCTIONS[op]
+    measure(_in_place(lambda: call(halves)), (1 + extra) * halves.nbytes,
+            **_info(halves, op, "numbakern"))
+
+
+@pytest.mark.parametrize("op", sorted(REDUCTIONS))
+def test_torch_reduction(halves, op, measure, torch_cuda):
+    _, call, extra = REDUCTIONS[op]
+    measure(lambda: call(torch_cuda, halves), (1 + extra) * halves.nbytes,
+            **_info(halves, op, "torch"))
+
+
+def test_reduction_results_agree(halves, torch_cuda):
+    """The timed calls compute the same thing, in the input's dtype (argmax: int64)."""
+    x64 = halves[:64].double()
+    for op, (call, theirs, _) in REDUCTIONS.items():
+        got = _in_place(functools.partial(call, halves[:64]))()
+        want = theirs(torch_cuda, x64)
+        if op == "argmax/rows":
+            assert got.dtype == torch_cuda.int64 and torch_cuda.equal(got, want)
+            continue
+        assert got.dtype == halves.dtype, op
+        torch_cuda.testing.assert_close(got.double(), want, rtol=1e-2, atol=2e-2 * (
+            64 * 8192) ** 0.5 if op == "sum" else 0.25 if op.startswith("cumsum") else 1e-2)

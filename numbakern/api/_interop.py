@@ -21,14 +21,22 @@ here, once, on the way in and on the way out:
   read with ``numpy.from_dlpack`` (CPU) or ``cupy.from_dlpack`` (CUDA, CuPy needed);
   results are NumPy or CuPy arrays.
 * **bfloat16** (a torch tensor, or a NumPy array of ``ml_dtypes.bfloat16``): the
-  softmax family, cross_entropy, sort and argsort (:data:`NATIVE_BFLOAT16`) read and
+  softmax family, cross_entropy, sort, argsort and topk (:data:`NATIVE_BFLOAT16`) read and
   write it as its 16 bits (:class:`~numbakern.core.arrays.BFloat16Bits`), the
-  softmax family computing in float32 and rounding once, the sorts ordering the
-  bits by bfloat16's key rule. The other functions, with no bfloat16 kernels yet, read a float32 working
-  copy (made on the tensor's device by torch; on the host for NumPy) and a
-  :class:`CopyWarning` says so; they accumulate in float32, as for float16, and
-  floating results are rounded back to bfloat16 (round to nearest even) unless
-  ``dtype=`` asked for another dtype.
+  softmax family computing in float32 and rounding once, the sorts and topk
+  ordering the bits by bfloat16's key rule. The reductions and the scans
+  (:data:`WIDENED_BFLOAT16`) read it in place too
+  (:class:`~numbakern.core.arrays.BFloat16Input`: each element widened to float32 as
+  it is loaded) and compute as for a float32 input; a scan writes its values as
+  bfloat16 bits, rounded as its kernel stores them. The other functions (partition,
+  the order statistics such as median and quantile, histograms, segments,
+  cumulative_sum/prod), with
+  no bfloat16 kernels yet, read a float32 working copy (made on the tensor's device
+  by torch; on the host for NumPy) and a :class:`CopyWarning` says so. Both of these
+  accumulate in float32, as for float16, and floating results are rounded back to
+  bfloat16 once (round to nearest even) unless ``dtype=`` asked for another dtype.
+  A bfloat16 ``out=`` of those functions is written through a float32 one (a
+  :class:`CopyWarning`).
 
 Nothing here imports torch: only a tensor that the caller passed leads to it.
 """
@@ -41,7 +49,7 @@ import warnings
 
 import numpy as np
 
-from numbakern.core.arrays import BFloat16Bits, CopyWarning
+from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
@@ -50,7 +58,19 @@ _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
 # Functions whose kernels read and write bfloat16 themselves (as uint16 bits): no
 # float32 copy for them.
 NATIVE_BFLOAT16 = frozenset({"softmax", "log_softmax", "softmax_backward",
-                             "log_softmax_backward", "cross_entropy", "sort", "argsort"})
+                             "log_softmax_backward", "cross_entropy", "sort", "argsort",
+                             "topk"})
+# Functions that read a bfloat16 first argument in place, each element widened to
+# float32 as it is loaded (:class:`BFloat16Input`), and compute as for float32 input:
+# the reductions and the scans. Their floating results are rounded to bfloat16 once.
+WIDENED_BFLOAT16 = frozenset({
+    "sum", "prod", "max", "min", "mean", "var", "std", "nansum", "nanprod", "nanmax",
+    "nanmin", "nanmean", "nanvar", "nanstd", "argmax", "argmin", "nanargmax",
+    "nanargmin", "max_with_indices", "min_with_indices", "any", "all", "count_nonzero",
+    "ptp", "logsumexp", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod",
+    "cummax", "cummin", "logcumsumexp", "associative_scan"})
+# Every function that reads a bfloat16 input without a copy.
+READS_BFLOAT16 = NATIVE_BFLOAT16 | WIDENED_BFLOAT16
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -168,6 +188,7 @@ class _Call:
         self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
         self.native_bits = None  # the bfloat16 dtype of a call that read its bits
+        self.widened = False  # a reduction or scan read a bfloat16 x in place
 
     # --- in ------------------------------------------------------------------------
 
@@ -181,6 +202,8 @@ class _Call:
         if _is_bfloat16_numpy(a):
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(a.view(np.uint16), a, name)
+            if first and self.name in WIDENED_BFLOAT16:
+                return self._widened(a.view(np.uint16), a.dtype)
             return self._widen_numpy(a, name)
         if _is_dlpack_only(a):
             return _from_dlpack(a, name)
@@ -211,6 +234,9 @@ class _Call:
         if t.dtype == torch.bfloat16:
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(self._tensor_view(t, np.dtype(np.uint16)), caller, name)
+            if first and self.name in WIDENED_BFLOAT16:
+                return self._widened(self._tensor_view(t, np.dtype(np.uint16)),
+                                     torch.bfloat16)
             if name in OUTS:
                 return self._bfloat16_out(caller, t)
             self._note_bfloat16(torch.bfloat16, name)
@@ -238,6 +264,13 @@ class _Call:
         if name in OUTS:
             self.outs[id(bits)] = caller
         return BFloat16Bits(bits)
+
+    def _widened(self, bits, dtype) -> BFloat16Input:
+        """A bfloat16 first argument read in place by a reduction or a scan; its
+        float32 results are rounded back to ``dtype`` in :meth:`outward`."""
+        self.bfloat16 = self.native_bits = dtype  # a scan writes its values as bits
+        self.widened = True
+        return BFloat16Input(bits)
 
     def _check_device(self, t, name: str, torch) -> None:
         if SIMULATOR:
@@ -296,7 +329,8 @@ class _Call:
         mine = self.outs.get(id(r))
         if mine is not None:
             return self._out_back(mine)
-        if self.native_bits is not None and np.dtype(getattr(r, "dtype", "O")) == np.uint16:
+        if self.native_bits is not None and np.dtype(getattr(r, "dtype", "O")) == np.uint16 \
+                and not (self.widened and self.dtype_given):
             return self._from_bits(r)  # bfloat16 bits (a dtype= result is itself)
         if self.bfloat16 is not None and not self.dtype_given:
             r = self._round_back(r)

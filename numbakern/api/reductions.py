@@ -5,7 +5,9 @@ Every function takes:
 
 * ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
   object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
-  int8-int64, uint8-uint64, float16, float32, float64.
+  int8-int64, uint8-uint64, float16, float32, float64; bfloat16 (a torch tensor or an
+  ``ml_dtypes`` array), read in place as its bits and computed as float32 input
+  (``numbakern/api/_interop.py``), floating results rounded to bfloat16 once.
 * ``axis``: ``None`` (every axis), an int (negative counts from the end) or a tuple
   of ints (argmax and friends: ``None`` or an int); ``keepdims`` keeps reduced axes
   as length 1; ``out`` receives the result (``numbakern/core/axes.py`` has the rules:
@@ -44,12 +46,13 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, honours_stream,
-                                   kind_of, resolve_stream)
+from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, bits_of,
+                                   honours_stream, kind_of, resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
+from numbakern.kernels import bfloat16
 from numbakern.kernels.axis_reduce import check_lanes
 from numbakern.kernels.elementwise import (divide_by_into, divide_into, fold_first_into,
                                             log_sum_exp_into, nan_where, subtract_into,
@@ -166,7 +169,12 @@ def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bo
             where=None) -> tuple:
     """The field arrays of reducing ``axes`` of ``x``: the layout's job, through the grid
     strategy (one state per output, C order); ``where``: a checked mask
-    (:func:`_where`), whose masked-out elements load as the op's identity."""
+    (:func:`_where`), whose masked-out elements load as the op's identity. A bfloat16
+    ``x`` (:class:`~numbakern.core.arrays.BFloat16Input`) is laid out as its bits,
+    which the kit widens as it reads them."""
+    x, widened = bits_of(x)
+    if widened:
+        kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
     layout = reduce_layout(x, axes, kit, not op.commutative, lanes, track_index,
                            workspace.stream, where)
     return grid.reduce(ReduceJob(layout, op, kit, workspace))

@@ -4,7 +4,9 @@ Every function takes:
 
 * ``x``: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, or any
   object with ``__cuda_array_interface__``; any shape, any strides; dtypes bool,
-  int8-int64, uint8-uint64, float16, float32, float64.
+  int8-int64, uint8-uint64, float16, float32, float64; bfloat16 (a torch tensor or an
+  ``ml_dtypes`` array), read in place as its bits and computed as float32 input
+  (``numbakern/api/_interop.py``), floating results rounded to bfloat16 once.
 * ``axis``: ``None`` (scan the flattened array, in C order, as NumPy) or an int.
 * ``exclusive``: element ``i`` combines elements ``0..i-1`` (the first is the op's
   empty result: 0 for a sum, 1 for a product, the identity otherwise); default
@@ -45,12 +47,14 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, contiguous_copy,
-                                   honours_stream, kind_of, resolve_stream, user_array)
+from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
+                                   contiguous_copy, honours_stream, kind_of, resolve_stream,
+                                   user_array)
 from numbakern.core.axes import axis_index, check_flag, optional_axis
 from numbakern.core.deliver import check_out
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
+from numbakern.kernels import bfloat16
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
 from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.kernels.products import settle_products
@@ -385,10 +389,12 @@ def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy
                      stream, cumprod_dtype, caller)
     op, classes = _products.rounded_ops(result.name, nan_as_one)
 
+    read = bfloat16.widen if bits_of(x)[1] else None  # job.x: bfloat16's bits
+
     def settle(job, run):
         bits = job.workspace.empty(job.x.shape, _BITS)
-        run(ScanJob(job.x, (bits,), classes, state_kit(classes, (_BITS,)), job.exclusive,
-                    job.reverse, (_BITS.type(0),), job.workspace))
+        run(ScanJob(job.x, (bits,), classes, state_kit(classes, (_BITS,), read=read),
+                    job.exclusive, job.reverse, (_BITS.type(0),), job.workspace))
         settle_products(job.outs[0], bits, job.workspace)
 
     # float16/float32: the product in float64; float64: (mantissa, exponent), as float64
@@ -444,6 +450,12 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
+    x, widened = bits_of(x)  # bfloat16: laid out as its bits, widened by the kit
+    narrow = None
+    if widened:
+        kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
+        if _writes_bits(op, results, dtype, outs, after):
+            results, narrow = (_BFLOAT16_BITS, *results[1:]), bfloat16.narrower()
     if size == 0:
         return _empty(workspace, out_shape, results, outs)
     if kind == "numpy":
@@ -453,7 +465,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     if reverse:
         xv, views = reversed_last(xv), [reversed_last(v) for v in views]
     job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
-                  workspace)
+                  workspace, narrow=narrow)
     def run(job):
         if use_warp_rows(layout, job.n, job.segments, grid.block):
             scan_rows(job, grid.block)
@@ -465,6 +477,18 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         after(job, run)
     result = finish()
     return tuple(result) if len(results) == 2 else result[0]
+
+
+_BFLOAT16_BITS = np.dtype(np.uint16)
+
+
+def _writes_bits(op, results: tuple, dtype, outs, after) -> bool:
+    """Whether a scan of bfloat16 input writes its values as bfloat16 bits, rounded
+    once in the kernel (the caller's layer reads the uint16 result as bfloat16): a
+    float32 values field that no ``dtype=`` asked for, no ``out=`` receives and no
+    later step reads (cumprod's settling, logcumsumexp's finish read float32)."""
+    return (dtype is None and outs is None and after is None and results[0] == np.float32
+            and (op.fields == 1 or isinstance(op, _ops.ArgOp)))
 
 
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:

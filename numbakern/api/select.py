@@ -22,11 +22,11 @@ import numpy as np
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.sort import INDEX_DTYPE, _moveaxis, _restore, _xp, check_dtype
-from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
+from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array, flat_device,
                                    honours_stream, kind_of, resolve_stream, to_user)
 from numbakern.core.axes import check_flag, optional_axis
 from numbakern.core.jobs import SelectJob
-from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.kernels.sort_keys import BFLOAT16, bits_dtype
 from numbakern.runtime.checks import check_count
 from numbakern.runtime.replay import replayable
 
@@ -49,7 +49,8 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
         x: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, a torch
             tensor or any ``__cuda_array_interface__`` array; any shape of at least
             one dimension, any layout; dtypes bool, int8-int64, uint8-uint64,
-            float16, float32, float64 (those :func:`numbakern.sort` takes).
+            float16, bfloat16 (read in place), float32, float64 (those
+            :func:`numbakern.sort` takes).
         k: an int from 0 (empty results) to the length of ``axis``.
         axis: an int (default ``-1``) or ``None`` (the flattened array, C order).
         largest: the largest (True) or the smallest (False).
@@ -94,9 +95,13 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
     ``bitonic_select.py``, ``sort_slice.py``).
     """
     asked = x.dtype if isinstance(x, np.ndarray) else None
-    x = as_array_like(x)
+    if isinstance(x, BFloat16Bits):  # selected by bfloat16 keys, values kept as bits
+        x, dtype = as_array_like(x.bits), BFLOAT16
+        stored = np.dtype(x.dtype)
+    else:
+        x = as_array_like(x)
+        dtype = stored = check_dtype(x.dtype)
     kind = kind_of(x)
-    dtype = check_dtype(x.dtype)
     largest = check_flag(largest, "largest")
     in_order = check_flag(sorted, "sorted")
     shape = tuple(x.shape)
@@ -111,7 +116,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
     rows = math.prod(moved.shape[:-1])
     if rows * k == 0:
         xp = _xp(arr)
-        return TopK(wrap(_restore(xp.empty(out_shape, dtype), axis)),
+        return TopK(wrap(_restore(xp.empty(out_shape, stored), axis)),
                     wrap(_restore(xp.empty(out_shape, INDEX_DTYPE), axis)))
     workspace = Workspace(kind, resolve_stream(stream, kind))
     bits = bits_dtype(dtype)
@@ -120,7 +125,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
     indices = workspace.empty(rows * k, INDEX_DTYPE)
     selector.select(SelectJob(xbits, values, indices, rows, n, k, dtype, largest, in_order,
                               workspace))
-    got_values = to_user(values, workspace, out_shape, dtype)
+    got_values = to_user(values, workspace, out_shape, stored)
     if asked is not None and not asked.isnative:
         got_values = got_values.astype(asked)  # NumPy keeps a big-endian input's byte order
     return TopK(wrap(_restore(got_values, axis)),

@@ -41,8 +41,60 @@ class BFloat16Bits:
         self.bits = bits
 
 
+class BFloat16Input(BFloat16Bits):
+    """A bfloat16 input that a reduction or a scan reads in place, as its uint16
+    ``bits``, each element widened to the float32 it stands for by the state kit's
+    ``read`` (``numbakern/ops/state.py``). To the argument checks and dtype rules it
+    is a float32 array of its shape (``dtype`` is float32): results and accumulators
+    are float32's, and ``numbakern/api/_interop.py`` rounds floating results back to
+    bfloat16 once. Only the layouts see ``bits`` (:func:`bits_of`)."""
+
+    __slots__ = ()
+    dtype = np.dtype(np.float32)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.bits.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.bits.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.bits.shape))
+
+    @property
+    def bfloat16_bits(self):
+        """The bits, for ``numbakern/runtime/replay.py``'s keys (by this name: the
+        runtime layer knows no class of this one)."""
+        return self.bits
+
+    def reshape(self, *shape):
+        """The bits reshaped (argmax's 0-d input becomes one element); a bare
+        DeviceBuffer (a CUDA tensor's, without CuPy) is C-contiguous here."""
+        if hasattr(self.bits, "reshape"):
+            return BFloat16Input(self.bits.reshape(*shape))
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        strides, step = [], self.bits.dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+        return BFloat16Input(self.bits.with_layout(shape, tuple(strides)))
+
+
+def bits_of(x):
+    """``(array the kernels read, widened)``: a :class:`BFloat16Input`'s bits and
+    True, anything else as itself and False."""
+    if isinstance(x, BFloat16Input):
+        return x.bits, True
+    return x, False
+
+
 def kind_of(x: Any) -> str:
     """``"cupy"``, ``"device"`` (any other CUDA array) or ``"numpy"``."""
+    if isinstance(x, BFloat16Input):
+        x = x.bits
     module = type(x).__module__.split(".")[0]
     if module == "cupy":
         return "cupy"
@@ -64,7 +116,7 @@ def as_array_like(x: Any):
     device anyway). Raises ``TypeError`` for masked arrays, whose mask a kernel
     would silently ignore.
     """
-    if kind_of(x) != "numpy":
+    if kind_of(x) != "numpy" or isinstance(x, BFloat16Input):
         return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError("masked arrays are not supported: pass x.filled(value) or "

@@ -108,12 +108,15 @@ class ScanJob:
         op, kit: the op and its state kit.
         exclusive, reverse: the scan's direction and kind.
         empty: the state an exclusive scan writes first (the combine of nothing).
+        narrow: None, or a device function writing the first output's values (a
+            bfloat16 result written as its bits: ``kernels.bfloat16.narrower()``).
         stream, workspace: where launches go and allocations come from.
     """
 
     def __init__(self, x, outs, op, kit, exclusive: bool, reverse: bool, empty: tuple,
-                 workspace: Workspace, second=None):
+                 workspace: Workspace, second=None, narrow=None):
         self.x = x
+        self.narrow = narrow
         self.sources = (x, x if second is None else second)
         self.outs = outs if len(outs) == 2 else (outs[0], outs[0])
         a, b, n = x.shape
@@ -128,8 +131,10 @@ class ScanJob:
         self.stream = workspace.stream
         out_dtypes = tuple(np.dtype(o.dtype).str for o in outs)
         empty_bits = tuple(np.asarray(v).tobytes() for v in empty)  # NaN-safe
-        self.key = (op, kit.dtypes, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
-                    empty_bits, device_key())
+        # the kit, not only its dtypes: a kit that widens bfloat16 bits reads uint16
+        # input as no other kit does
+        self.key = (op, kit, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
+                    empty_bits, narrow, device_key())
 
     @property
     def state_bytes(self) -> int:
@@ -137,15 +142,15 @@ class ScanJob:
 
     def element_loader(self):
         """Device function ``load(row0, row1, j, n) -> state`` for the input."""
-        key = ("scan_load", self.op, self.kit.dtypes, self.reverse)
+        key = ("scan_load", self.op, self.kit, self.reverse)
         return cached(key, lambda: scan_element_loader(self.kit, self.reverse))
 
     def output_storer(self):
         """Device function ``store(row0, row1, j, state)`` for the outputs."""
         finish = self.op.finish and self.op.device_finish()
         dtypes = tuple(np.dtype(o.dtype) for o in self.outs[:1 if finish else self.kit.fields])
-        key = ("scan_store", tuple(d.str for d in dtypes), finish)
-        return cached(key, lambda: output_storer(dtypes, finish))
+        key = ("scan_store", tuple(d.str for d in dtypes), finish, self.narrow)
+        return cached(key, lambda: output_storer(dtypes, finish, self.narrow))
 
     def alloc_states(self, shape) -> tuple:
         """Two device arrays of ``shape`` states (:func:`alloc_states`)."""

@@ -77,10 +77,12 @@ def element_loader(kit, reverse: bool):
     return load
 
 
-def output_storer(dtypes, finish=None):
+def output_storer(dtypes, finish=None, narrow=None):
     """``store(row0, row1, j, state)``: a state into the output arrays, cast; with
-    ``finish`` (an op's compiled ``finish(s0, s1)``), its value into ``row0`` alone."""
-    o0 = from_dtype(dtypes[0])
+    ``finish`` (an op's compiled ``finish(s0, s1)``), its value into ``row0`` alone.
+    ``narrow``: a device function that writes the first field in place of the cast
+    (bfloat16's rounding to its bits, into a uint16 ``row0``)."""
+    o0 = from_dtype(dtypes[0]) if narrow is None else narrow
     if finish is not None:
 
         @cuda.jit(device=True)

@@ -15,7 +15,9 @@ dtypes:
 * ``to_state(value, index)``: one input element as a state, the only way any kernel
   turns an element into a state (``op.map(value, index)``, each field cast to its
   dtype; a one-field op without a map: the value cast to the accumulator dtype), so
-  every path reads its input by the op's one rule.
+  every path reads its input by the op's one rule. A kit built with ``read`` (a
+  device function) applies it to the stored element first: bfloat16 inputs are
+  stored as their uint16 bits, and ``read`` widens them to the float32 they mean.
 
 Which function of each pair is used is decided here, in Python, from the number of
 fields: Numba compiles only the one chosen.
@@ -142,26 +144,45 @@ def _identity_values(op: Op, dtypes: tuple[np.dtype, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def build_kit(op: Op, dtypes: tuple[np.dtype, ...]) -> StateKit:
-    """Build the device functions for ``op``'s state with field ``dtypes``."""
+def build_kit(op: Op, dtypes: tuple[np.dtype, ...], read=None) -> StateKit:
+    """Build the device functions for ``op``'s state with field ``dtypes``; ``read``:
+    as :func:`state_kit`'s."""
     dtypes = tuple(np.dtype(d) for d in dtypes)
     if len(dtypes) != op.fields:
         raise ValueError(f"Op {op.name!r} has {op.fields} field(s), got dtypes {dtypes}")
     values = _identity_values(op, dtypes)
     f = op.device_combine()
     maker = _one_field if len(dtypes) == 1 else _two_fields
-    return StateKit(dtypes, *maker(f, dtypes, values), to_state=_element_to_state(op, dtypes),
-                    identity_values=values)
+    return StateKit(dtypes, *maker(f, dtypes, values),
+                    to_state=_element_to_state(op, dtypes, read), identity_values=values)
 
 
-def state_kit(op: Op, dtypes: tuple) -> StateKit:
-    """The op's device functions for these field dtypes (built once, then cached)."""
-    key = ("kit", op, tuple(np.dtype(d).str for d in dtypes))
-    return cached(key, lambda: build_kit(op, dtypes))
+def state_kit(op: Op, dtypes: tuple, read=None) -> StateKit:
+    """The op's device functions for these field dtypes (built once, then cached).
+
+    ``read``: None, or a device function turning each stored input element into the
+    value the op maps (``numbakern.kernels.bfloat16.widen`` for bfloat16 stored as
+    its bits); it is part of the kit's identity, so kernels built on the kit are
+    never shared with a kit that reads elements as they are."""
+    key = ("kit", op, tuple(np.dtype(d).str for d in dtypes), read)
+    return cached(key, lambda: build_kit(op, dtypes, read))
 
 
-def _element_to_state(op: Op, dtypes: tuple):
+def _element_to_state(op: Op, dtypes: tuple, read=None):
     """Device function ``to_state(value, index) -> state`` (the module docstring)."""
+    plain = _mapped_to_state(op, dtypes)
+    if read is None:
+        return plain
+
+    @cuda.jit(device=True)
+    def to_state(v, i):
+        return plain(read(v), i)
+
+    return to_state
+
+
+def _mapped_to_state(op: Op, dtypes: tuple):
+    """``to_state`` of an element read as it is stored."""
     t0 = from_dtype(dtypes[0])
     if op.fields == 1 and op.map is None:
 

@@ -198,6 +198,12 @@ BF16_CASES = {
     "log_softmax": (lambda x: nk.log_softmax(x, axis=0),
                     lambda a: (a - a.max(0)) - np.log(np.exp(a - a.max(0)).sum(0))),
     "sort": (lambda x: nk.sort(x, axis=1), lambda a: np.sort(a, axis=1)),
+    "argmax": (lambda x: nk.argmax(x, axis=1), lambda a: np.argmax(a, axis=1)),
+    "var": (lambda x: nk.var(x, axis=0), lambda a: a.var(0)),
+    "logcumsumexp": (lambda x: nk.logcumsumexp(x, axis=1),
+                     lambda a: np.logaddexp.accumulate(a, axis=1)),
+    "topk": (lambda x: nk.topk(x, 3, axis=1).values, lambda a: -np.sort(-a, axis=1)[:, :3]),
+    "median": (lambda x: nk.median(x, axis=1), lambda a: np.median(a, axis=1)),
 }
 
 
@@ -221,15 +227,17 @@ def test_bfloat16_in_bfloat16_out(name, library):
         warnings.simplefilter("always", nk.CopyWarning)
         got = run(x)
     copied = [w for w in caught if issubclass(w.category, nk.CopyWarning)]
-    if name in _interop.NATIVE_BFLOAT16:  # read and written as bfloat16 bits
+    if name in _interop.READS_BFLOAT16:  # read in place as bfloat16 bits
         assert not copied
     else:
         assert copied and "bfloat16" in str(copied[0].message)
+    want = (torch.int64 if library == "torch" else np.int64) if name == "argmax" else \
+        (torch.bfloat16 if library == "torch" else x.dtype)
     if library == "torch":
-        assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+        assert isinstance(got, torch.Tensor) and got.dtype == want
         got64 = got.double().numpy()
     else:
-        assert isinstance(got, (np.ndarray, np.generic)) and got.dtype == x.dtype
+        assert isinstance(got, (np.ndarray, np.generic)) and got.dtype == want
         got64 = np.asarray(got).astype(np.float64)
     expected = reference(x64)
     np.testing.assert_allclose(got64, expected, rtol=BF16_RTOL, atol=BF16_RTOL * 1e-2)
