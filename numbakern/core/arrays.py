@@ -40,6 +40,12 @@ class BFloat16Bits:
     def __init__(self, bits):
         self.bits = bits
 
+    @property
+    def bfloat16_bits(self):
+        """The bits, for ``numbakern/runtime/replay.py``'s keys (by this name: the
+        runtime layer knows no class of this one)."""
+        return self.bits
+
 
 class BFloat16Input(BFloat16Bits):
     """A bfloat16 input that a reduction or a scan reads in place, as its uint16
@@ -63,12 +69,6 @@ class BFloat16Input(BFloat16Bits):
     @property
     def size(self) -> int:
         return int(np.prod(self.bits.shape))
-
-    @property
-    def bfloat16_bits(self):
-        """The bits, for ``numbakern/runtime/replay.py``'s keys (by this name: the
-        runtime layer knows no class of this one)."""
-        return self.bits
 
     def reshape(self, *shape):
         """The bits reshaped (argmax's 0-d input becomes one element); a bare

@@ -164,12 +164,12 @@ def _key(args: tuple, kwargs: dict, arrays: list, refs: list):
         elif isinstance(v, _HOST):
             return None
         else:
-            bits = getattr(v, "bfloat16_bits", None)  # core.arrays.BFloat16Input
+            bits = getattr(v, "bfloat16_bits", None)  # core.arrays.BFloat16Bits
             a = _device_array(v if bits is None else bits)
             if bits is not None:
                 if a is None:  # host bits: never keyed, as host arrays
                     return None
-                key.append("bfloat16")  # not the signature of a uint16 input
+                key.append(type(v).__name__)  # not a uint16 input's signature
             if a is None:
                 refs.append(v)  # a strategy, an op, a function: by identity
                 key.append((type(v), id(v)))
