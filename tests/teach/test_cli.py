@@ -425,3 +425,26 @@ def test_compare_from_the_command_line_warns_at_no_numbakern_line():
     assert done.returncode == 0, done.stderr
     lines = [l for l in done.stderr.splitlines() if "SimulatorSlowWarning" in l]
     assert lines and all(l.startswith("sys:1: SimulatorSlowWarning") for l in lines), lines
+
+
+def test_compare_help_states_each_default_size_the_command_uses():
+    import re
+
+    result = invoke("compare", "--help")
+    assert result.exit_code == 0, result.output
+    text = re.sub(r"\s+", " ", result.output)
+
+    def x(shape):
+        return "x".join("2**26" if n == 1 << 26 else str(n) for n in shape)
+
+    assert "Default 2**26 on a GPU, 4096 under the simulator" in text
+    for name in ("topk", "cross_entropy"):
+        op = OPERATIONS[name]
+        assert f"{name}: {x(op.gpu_shape)} on a GPU, {x(op.simulator_shape)} under the " \
+               f"simulator" in text
+        assert len(op.gpu_shape) == len(op.simulator_shape) == 2  # rows of classes
+    for name in ("sort", "argsort", "median"):
+        assert OPERATIONS[name].simulator_shape == (256,) and name in text.split("256")[0]
+    from numbakern.teach.compare import TOPK_K
+
+    assert f"topk: k={TOPK_K}" in text
