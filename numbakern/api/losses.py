@@ -30,7 +30,7 @@ _ROW_BLOCKS = 65535  # rows are grid-strided beyond this many blocks
 
 @dispatch
 @honours_stream
-def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
+def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoothing=0.0,
                   reduction="mean", return_grad=False, grad_out=None, strategy=None,
                   stream=None):
     """Cross-entropy of rows of logits against class-index targets, as
@@ -41,6 +41,14 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
             NumPy, CuPy, a torch tensor, ...). Computed in float32 (float64 for
             float64).
         target: ``(N,)`` integer class indices in ``[0, C)``, or ``ignore_index``.
+        weight: ``None`` or torch's per-class weights: ``(C,)`` floats (any float
+            dtype and kind; read in the compute dtype). Row ``i``'s loss is multiplied
+            by ``weight[target[i]]`` (with smoothing, torch's
+            ``(1 - eps) w_t (lse - x_t) + eps / C sum_c w_c (lse - x_c)``), and a mean
+            divides by the sum of the counted rows' ``weight[target[i]]`` (NaN when
+            that is 0), as ``torch.nn.functional.cross_entropy``. Device weights are
+            copied to the host once (``C`` values, a synchronisation) to append their
+            sum.
         ignore_index: rows with this target count nothing (loss and gradient 0; a
             mean divides by the rows that count).
         label_smoothing: ``eps`` in ``[0, 1]``: the target is ``(1 - eps)`` one-hot
@@ -68,9 +76,10 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
             after it, which costs a synchronisation).
         ValueError: ``logits`` not 2-D or with no class, ``target`` of the wrong
             shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
-            one without ``return_grad``).
+            one without ``return_grad``), ``weight`` not of shape ``(C,)``.
         TypeError: ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
-            ``ignore_index`` not an int, ``grad_out`` of another dtype.
+            ``ignore_index`` not an int, ``grad_out`` of another dtype, ``weight`` not
+            floats.
 
     Targets are class indices; class probabilities as targets (torch's other form)
     are not taken.
@@ -100,13 +109,16 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     tc = compute_dtype(precision)
     x = to_device(view, workspace.stream) if kind == "numpy" else device_view(view)
     t = tv if not on_host else workspace.from_host(tv.astype(np.int64))
+    w = _weights(weight, C, tc, workspace)
     grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad)
-    scale = _scale(workspace, t, ignore, tc, reduction, N)
+    scale = _scale(workspace, t, ignore, tc, reduction, N, w)
     rows = workspace.empty(max(N, 1), tc)
     bad = workspace.from_host(np.full(1, N, np.int64))
     if N:
-        _launch(block, precision, x, grad, (t, rows, scale, bad, ignore, tc.type(eps)),
-                eps > 0, workspace.stream)
+        _launch(block, precision, x, grad,
+                (t, rows, scale, bad, ignore, tc.type(eps),
+                 w if w is not None else workspace.from_host(np.ones(1, tc))),
+                eps > 0, workspace.stream, w is not None)
     if not on_host:
         _report(bad, target, N, C)
     loss = _loss(workspace, rows, N, tc, dtype, precision, reduction)
@@ -115,7 +127,8 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     return loss, _deliver(grad, kind, out, workspace)
 
 
-def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream) -> None:
+def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream,
+            weighted: bool) -> None:
     """One block per row (grid-strided past :data:`_ROW_BLOCKS`): the vector kernel
     where the rows of ``x`` and the gradient allow 16-byte vectors
     (``softmax_rows.vector_width``), else the scalar one."""
@@ -124,14 +137,15 @@ def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream
     plan = _ce.vector_plan(block, ONLINE_SOFTMAX, precision)
     views = [strided(a, [(1, 0), (N, a.strides[0]), (C, a.strides[1])]) for a in (x, g)]
     plan = dataclasses.replace(plan, vector=softmax_rows.vector_width(plan, C, views))
-    grid, t, rows, scale, bad, ignore, eps = min(N, _ROW_BLOCKS), *arguments
+    grid, t, rows, scale, bad, ignore, eps, w = min(N, _ROW_BLOCKS), *arguments
     if plan.vector:
-        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None)
+        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None, weighted)
         launch(kernel, grid, block.threads, stream, views[0], t, views[1], rows, scale, bad,
-               ignore, eps, *softmax_rows.vector_views(plan, views))
+               ignore, eps, w, *softmax_rows.vector_views(plan, views))
     else:
-        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, smoothing, grad is not None)
-        launch(kernel, grid, block.threads, stream, x, t, g, rows, scale, bad, ignore, eps)
+        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, smoothing, grad is not None,
+                                weighted)
+        launch(kernel, grid, block.threads, stream, x, t, g, rows, scale, bad, ignore, eps, w)
 
 
 def _smoothing(value) -> float:
@@ -161,6 +175,23 @@ def _target(target, N: int, C: int, ignore: int):
     return view, on_host
 
 
+def _weights(weight, C: int, tc: np.dtype, workspace: Workspace):
+    """``weight`` on the device as the kernels read it: ``C + 1`` elements of the
+    compute dtype, the weights' sum (taken in float64) last; None without weights."""
+    if weight is None:
+        return None
+    host = np.asarray(weight) if kind_of(weight) == "numpy" else \
+        host_copy(device_view(weight))
+    if host.dtype.kind != "f":
+        raise TypeError(f"weight must hold floats (one weight per class), got dtype "
+                        f"{host.dtype}")
+    if host.shape != (C,):
+        raise ValueError(f"weight must have shape ({C},) (one weight per class of "
+                         f"logits), got {host.shape}")
+    wide = host.astype(np.float64)
+    return workspace.from_host(np.append(wide, wide.sum()).astype(tc))
+
+
 def _report(bad, target, N: int, C: int) -> None:
     row = int(host_copy(bad)[0])
     if row < N:
@@ -168,16 +199,21 @@ def _report(bad, target, N: int, C: int) -> None:
         raise IndexError(f"target {value} of row {row} is out of bounds for {C} classes")
 
 
-def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int):
-    """A 1-element device array: ``1 / rows counted`` for a mean (computed on the
-    device: the host never waits for the count), else 1."""
+def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int,
+           w=None):
+    """A 1-element device array: ``1 / rows counted`` for a mean (with weights ``w``:
+    ``1 / sum of their weights``; computed on the device: the host never waits for
+    the count), else 1."""
     if reduction != "mean":
         return workspace.from_host(np.ones(1, tc))
-    count = workspace.from_host(np.zeros(1, np.int64))
+    count = workspace.from_host(np.zeros(1, np.int64 if w is None else np.float64))
     scale = workspace.empty(1, tc)
-    if N:
+    if N and w is None:
         launch(_ce.count_kernel(), min(grid_for(N), 1024), 256, workspace.stream, t,
                ignore, count)
+    elif N:
+        launch(_ce.weighted_count_kernel(), min(grid_for(N), 1024), 256, workspace.stream,
+               t, ignore, w, count)
     launch(_ce.scale_kernel(), 1, 32, workspace.stream, count, scale)
     return scale
 
