@@ -14,7 +14,8 @@ from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
 from numbakern.api.softmax import _deliver, _describe, bits_like
-from numbakern.core.arrays import Workspace, honours_stream, kind_of, resolve_stream
+from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
+                                   resolve_stream)
 from numbakern.core.deliver import check_out
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import cast_into, grid_for
@@ -244,8 +245,12 @@ def _weights(weight, C: int, tc: np.dtype, workspace: Workspace):
     compute dtype, the weights' sum (taken in float64) last; None without weights."""
     if weight is None:
         return None
+    bits = isinstance(weight, BFloat16Bits)
+    weight = weight.bits if bits else weight
     host = np.asarray(weight) if kind_of(weight) == "numpy" else \
         host_copy(device_view(weight))
+    if bits:  # bfloat16 is float32's upper half
+        host = (host.astype(np.uint32) << 16).view(np.float32)
     if host.dtype.kind != "f":
         raise TypeError(f"weight must hold floats (one weight per class), got dtype "
                         f"{host.dtype}")

@@ -122,3 +122,17 @@ def test_bad_weights_are_named():
         nk.cross_entropy(x, t, weight=w.reshape(2, 4))
     with pytest.raises(TypeError, match="weight must hold floats"):
         nk.cross_entropy(x, t, weight=np.ones(8, np.int64))
+
+
+def test_bfloat16_tensors_and_weights():
+    x, t, w = case(3, 40, np.float32)
+    xb, wb, tt = torch.from_numpy(x).bfloat16(), torch.from_numpy(w).bfloat16(), \
+        torch.from_numpy(t)
+    want = F.cross_entropy(xb.float(), tt, weight=wb.float())
+    got = nk.cross_entropy(xb, tt, weight=wb)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want, rtol=1e-2, atol=1e-2)
+    # float32 logits with bfloat16 weights: the weights' values, exactly widened
+    got = nk.cross_entropy(torch.from_numpy(x), tt, weight=wb)
+    torch.testing.assert_close(got, F.cross_entropy(torch.from_numpy(x), tt,
+                                                    weight=wb.float()))
