@@ -23,8 +23,8 @@ from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import launch
-from numbakern.runtime.views import (device_view, host_copy, reshaped, sample_rows,
-                                     sliced, strided, to_device)
+from numbakern.runtime.views import (device_view, host_copy, sample_rows, sliced, strided,
+                                     to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -316,8 +316,10 @@ def _loss(workspace, rows, shape: tuple, tc, dtype, precision: str, reduction: s
     if reduction == "none":
         values = workspace.empty(N, dtype)
         _narrow(rows, values, precision, workspace, N)
-        if len(shape) > 1:
-            values = reshaped(values, shape)
+        if len(shape) > 1:  # C-contiguous (N, d1, ..., dk), a view of the same buffer
+            size = np.dtype(dtype).itemsize
+            values = strided(values, [(e, size * math.prod(shape[i + 1:]))
+                                      for i, e in enumerate(shape)])
         return _deliver(values, workspace.kind, None, workspace)
     if N:
         kit = state_kit(_ops.SUM, (tc,))
