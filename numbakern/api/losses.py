@@ -183,28 +183,28 @@ def _samples(x, grad, t, rows, N: int, C: int, positions: tuple) -> list:
     D = math.prod(positions)
     if not N * D:
         return []
-    stride = _positions_stride(x, positions)
+    stride = _positions_stride(x, positions, "logits")
     out = []
     for n in range(N):
         dims = [(D, stride), (C, x.strides[1])]
         g = None if grad is None else \
-            sample_rows(grad, n, [(D, _positions_stride(grad, positions)),
+            sample_rows(grad, n, [(D, _positions_stride(grad, positions, "grad_out")),
                                   (C, grad.strides[1])])
         out.append((sample_rows(x, n, dims), g, sliced(t, n * D, (n + 1) * D),
                     sliced(rows, n * D, (n + 1) * D)))
     return out
 
 
-def _positions_stride(a, positions: tuple) -> int:
+def _positions_stride(a, positions: tuple, name: str) -> int:
     """The byte stride of ``a``'s axes after the class axis read as one axis."""
     strides = [s for e, s in zip(positions, a.strides[2:]) if e != 1] or [0]
     sizes = [e for e in positions if e != 1]
     for i in range(len(sizes) - 1):
         if strides[i] != strides[i + 1] * sizes[i + 1]:
             raise ValueError(
-                f"logits of shape {tuple(a.shape)} with strides {tuple(a.strides)}: the "
+                f"{name} of shape {tuple(a.shape)} with strides {tuple(a.strides)}: the "
                 f"axes after the class axis must be laid out as one axis (a C-contiguous "
-                f"array; or pass (N, C) rows, or a copy of logits)")
+                f"array; or pass (N, C) rows, or a copy of {name})")
     return strides[-1]
 
 
