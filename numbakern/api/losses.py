@@ -5,6 +5,7 @@ kernel, ``numbakern/kernels/cross_entropy.py``).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -13,7 +14,8 @@ from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
 from numbakern.api.softmax import _deliver, _describe, bits_like
-from numbakern.core.arrays import Workspace, honours_stream, kind_of, resolve_stream
+from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
+                                   resolve_stream)
 from numbakern.core.deliver import check_out
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import cast_into, grid_for
@@ -21,7 +23,8 @@ from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import launch
-from numbakern.runtime.views import device_view, host_copy, strided, to_device
+from numbakern.runtime.views import (device_view, host_copy, sample_rows, sliced, strided,
+                                     to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -30,17 +33,31 @@ _ROW_BLOCKS = 65535  # rows are grid-strided beyond this many blocks
 
 @dispatch
 @honours_stream
-def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
+def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoothing=0.0,
                   reduction="mean", return_grad=False, grad_out=None, strategy=None,
                   stream=None):
     """Cross-entropy of rows of logits against class-index targets, as
     ``torch.nn.functional.cross_entropy``, with its gradient from the same kernel.
 
     Args:
-        logits: ``(N, C)`` float16, bfloat16, float32 or float64 array (any strides;
-            NumPy, CuPy, a torch tensor, ...). Computed in float32 (float64 for
-            float64).
-        target: ``(N,)`` integer class indices in ``[0, C)``, or ``ignore_index``.
+        logits: ``(N, C)`` or, as torch, ``(N, C, d1, ..., dk)`` (a class score per
+            position: each ``(n, d1, ..., dk)`` is a row over the ``C`` classes)
+            float16, bfloat16, float32 or float64 array (NumPy, CuPy, a torch tensor,
+            ...). Computed in float32 (float64 for float64). ``(N, C)``: any strides.
+            K-dimensional: read in place, never copied, one launch per sample ``n``
+            (its rows ``d`` are the class axis's neighbours, a stride apart), so the
+            axes ``d1, ..., dk`` of a device array must be laid out as one axis (any
+            C-contiguous array is; NumPy input is copied to the device anyway).
+        target: ``(N,)`` (``(N, d1, ..., dk)`` for K-dimensional logits) integer
+            class indices in ``[0, C)``, or ``ignore_index``.
+        weight: ``None`` or torch's per-class weights: ``(C,)`` floats (any float
+            dtype and kind; read in the compute dtype). Row ``i``'s loss is multiplied
+            by ``weight[target[i]]`` (with smoothing, torch's
+            ``(1 - eps) w_t (lse - x_t) + eps / C sum_c w_c (lse - x_c)``), and a mean
+            divides by the sum of the counted rows' ``weight[target[i]]`` (NaN when
+            that is 0), as ``torch.nn.functional.cross_entropy``. Device weights are
+            copied to the host once (``C`` values, a synchronisation) to append their
+            sum.
         ignore_index: rows with this target count nothing (loss and gradient 0; a
             mean divides by the rows that count).
         label_smoothing: ``eps`` in ``[0, 1]``: the target is ``(1 - eps)`` one-hot
@@ -60,17 +77,21 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
 
     Returns:
         the loss (a scalar of ``logits``' dtype for ``"mean"``/``"sum"``, ``(N,)``
-        for ``"none"``), or ``(loss, grad)`` with ``return_grad``.
+        (``(N, d1, ..., dk)``) for ``"none"``), or ``(loss, grad)`` with
+        ``return_grad`` (``grad``: ``logits``' shape).
 
     Raises:
         IndexError: a target outside ``[0, C)`` that is not ``ignore_index`` (host
             targets checked before the launch; device targets by the kernel, raised
             after it, which costs a synchronisation).
-        ValueError: ``logits`` not 2-D or with no class, ``target`` of the wrong
+        ValueError: ``logits`` of fewer than 2 dims or with no class, K-dimensional
+            device ``logits`` whose axes after the class axis are not one strided
+            axis, ``target`` of the wrong
             shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
-            one without ``return_grad``).
+            one without ``return_grad``), ``weight`` not of shape ``(C,)``.
         TypeError: ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
-            ``ignore_index`` not an int, ``grad_out`` of another dtype.
+            ``ignore_index`` not an int, ``grad_out`` of another dtype, ``weight`` not
+            floats.
 
     Targets are class indices; class probabilities as targets (torch's other form)
     are not taken.
@@ -79,9 +100,12 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     online softmax normalizer of Milakov and Gimelshein (2018).
     """
     view, kind, shape, dtype, precision = _describe(logits, "logits")
-    if len(shape) != 2:
-        raise ValueError(f"logits must be 2-D (rows, classes), got shape {shape}")
-    N, C = shape
+    if len(shape) < 2:
+        raise ValueError(f"logits must be (N, C) or (N, C, d1, ..., dk) as torch's "
+                         f"(C: the classes), got shape {shape}")
+    N, C = shape[:2]
+    positions = shape[2:]  # torch's K-dimensional form: rows at (n, d1, ..., dk)
+    rows_per_sample = math.prod(positions)
     if C == 0:
         raise ValueError("logits must have at least one class (column)")
     eps = _smoothing(label_smoothing)
@@ -90,7 +114,7 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
         raise TypeError(f"ignore_index must be an int, got {ignore_index!r}")
     ignore = int(ignore_index)
-    tv, on_host = _target(target, N, C, ignore)
+    tv, on_host = _target(target, (N, *positions), C, ignore)
     if grad_out is not None and not return_grad:
         raise ValueError("grad_out is written only with return_grad=True")
     out = bits_like(grad_out, precision, "grad_out", "cross_entropy")  # None: allocated
@@ -99,23 +123,30 @@ def cross_entropy(logits, target, *, ignore_index=-100, label_smoothing=0.0,
     workspace = Workspace(kind, resolve_stream(stream, kind))
     tc = compute_dtype(precision)
     x = to_device(view, workspace.stream) if kind == "numpy" else device_view(view)
-    t = tv if not on_host else workspace.from_host(tv.astype(np.int64))
+    R = N * rows_per_sample  # rows over the classes
+    t = workspace.from_host(tv.reshape(-1).astype(np.int64)) if on_host else \
+        _flat_target(tv, R)
+    w = _weights(weight, C, tc, workspace)
     grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad)
-    scale = _scale(workspace, t, ignore, tc, reduction, N)
-    rows = workspace.empty(max(N, 1), tc)
-    bad = workspace.from_host(np.full(1, N, np.int64))
-    if N:
-        _launch(block, precision, x, grad, (t, rows, scale, bad, ignore, tc.type(eps)),
-                eps > 0, workspace.stream)
+    scale = _scale(workspace, t, ignore, tc, reduction, R, w)
+    rows = workspace.empty(max(R, 1), tc)
+    samples = _samples(x, grad, t, rows, N, C, positions)
+    bad = workspace.from_host(np.full(max(len(samples), 1), R, np.int64))
+    w = w if w is not None else workspace.from_host(np.ones(1, tc))
+    for i, (xs, gs, ts, rs) in enumerate(samples):
+        _launch(block, precision, xs, gs, (ts, rs, scale, sliced(bad, i, i + 1), ignore,
+                                           tc.type(eps), w),
+                eps > 0, workspace.stream, weight is not None)
     if not on_host:
-        _report(bad, target, N, C)
-    loss = _loss(workspace, rows, N, tc, dtype, precision, reduction)
+        _report(bad, target, (N, *positions), C)
+    loss = _loss(workspace, rows, (N, *positions), tc, dtype, precision, reduction)
     if not return_grad:
         return loss
     return loss, _deliver(grad, kind, out, workspace)
 
 
-def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream) -> None:
+def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream,
+            weighted: bool) -> None:
     """One block per row (grid-strided past :data:`_ROW_BLOCKS`): the vector kernel
     where the rows of ``x`` and the gradient allow 16-byte vectors
     (``softmax_rows.vector_width``), else the scalar one."""
@@ -124,14 +155,15 @@ def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream
     plan = _ce.vector_plan(block, ONLINE_SOFTMAX, precision)
     views = [strided(a, [(1, 0), (N, a.strides[0]), (C, a.strides[1])]) for a in (x, g)]
     plan = dataclasses.replace(plan, vector=softmax_rows.vector_width(plan, C, views))
-    grid, t, rows, scale, bad, ignore, eps = min(N, _ROW_BLOCKS), *arguments
+    grid, t, rows, scale, bad, ignore, eps, w = min(N, _ROW_BLOCKS), *arguments
     if plan.vector:
-        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None)
+        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None, weighted)
         launch(kernel, grid, block.threads, stream, views[0], t, views[1], rows, scale, bad,
-               ignore, eps, *softmax_rows.vector_views(plan, views))
+               ignore, eps, w, *softmax_rows.vector_views(plan, views))
     else:
-        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, smoothing, grad is not None)
-        launch(kernel, grid, block.threads, stream, x, t, g, rows, scale, bad, ignore, eps)
+        kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, smoothing, grad is not None,
+                                weighted)
+        launch(kernel, grid, block.threads, stream, x, t, g, rows, scale, bad, ignore, eps, w)
 
 
 def _smoothing(value) -> float:
@@ -141,7 +173,53 @@ def _smoothing(value) -> float:
     return eps
 
 
-def _target(target, N: int, C: int, ignore: int):
+def _samples(x, grad, t, rows, N: int, C: int, positions: tuple) -> list:
+    """``[(logits, gradient, targets, row losses)]``, one 2-D launch each: the whole
+    ``(N, C)`` input, or each sample ``n`` of K-dimensional logits as ``(D, C)`` rows
+    (its positions, ``D = d1 ... dk``) read in place: the class axis strided, the
+    positions one axis of one stride (ValueError naming ``logits`` otherwise)."""
+    if not positions:
+        return [(x, grad, t, rows)] if N else []
+    D = math.prod(positions)
+    if not N * D:
+        return []
+    stride = _positions_stride(x, positions, "logits")
+    out = []
+    for n in range(N):
+        dims = [(D, stride), (C, x.strides[1])]
+        g = None if grad is None else \
+            sample_rows(grad, n, [(D, _positions_stride(grad, positions, "grad_out")),
+                                  (C, grad.strides[1])])
+        out.append((sample_rows(x, n, dims), g, sliced(t, n * D, (n + 1) * D),
+                    sliced(rows, n * D, (n + 1) * D)))
+    return out
+
+
+def _positions_stride(a, positions: tuple, name: str) -> int:
+    """The byte stride of ``a``'s axes after the class axis read as one axis."""
+    strides = [s for e, s in zip(positions, a.strides[2:]) if e != 1] or [0]
+    sizes = [e for e in positions if e != 1]
+    for i in range(len(sizes) - 1):
+        if strides[i] != strides[i + 1] * sizes[i + 1]:
+            raise ValueError(
+                f"{name} of shape {tuple(a.shape)} with strides {tuple(a.strides)}: the "
+                f"axes after the class axis must be laid out as one axis (a C-contiguous "
+                f"array; or pass (N, C) rows, or a copy of {name})")
+    return strides[-1]
+
+
+def _flat_target(view, R: int):
+    """Device targets as one axis of ``R`` (their C-contiguous layout as a 1-D view)."""
+    if len(view.shape) == 1:
+        return view
+    itemsize = np.dtype(view.dtype).itemsize
+    want = [itemsize * math.prod(view.shape[i + 1:]) for i in range(len(view.shape))]
+    if any(e != 1 and s != w for e, s, w in zip(view.shape, view.strides, want)):
+        raise ValueError("device targets of K-dimensional logits must be C-contiguous")
+    return strided(view, [(R, itemsize)])
+
+
+def _target(target, shape: tuple, C: int, ignore: int):
     """``(view, on_host)``: the targets checked as far as the host can (all of them
     for host targets: ``IndexError`` naming ``target``)."""
     on_host = kind_of(target) == "numpy"
@@ -149,35 +227,73 @@ def _target(target, N: int, C: int, ignore: int):
     dtype = np.dtype(view.dtype)
     if dtype.kind not in "iu":
         raise TypeError(f"target must hold integer class indices, got dtype {dtype}")
-    if tuple(view.shape) != (N,):
-        raise ValueError(f"target must have shape ({N},) (one class per row of logits), "
-                         f"got {tuple(view.shape)}")
+    if tuple(view.shape) != shape:
+        raise ValueError(f"target must have shape {shape} (one class per row of logits: "
+                         f"logits' shape without its class axis), got {tuple(view.shape)}")
     if on_host:
         wrong = np.flatnonzero((view != ignore) & ((view < 0) | (view >= C)))
         if wrong.size:
             i = int(wrong[0])
-            raise IndexError(f"target {int(view[i])} of row {i} is out of bounds for {C} "
-                             f"classes (and is not ignore_index={ignore})")
+            raise IndexError(f"target {int(view.reshape(-1)[i])} of row {_where(i, shape)} "
+                             f"is out of bounds for {C} classes (and is not "
+                             f"ignore_index={ignore})")
     return view, on_host
 
 
-def _report(bad, target, N: int, C: int) -> None:
-    row = int(host_copy(bad)[0])
-    if row < N:
-        value = int(host_copy(device_view(target))[row])
-        raise IndexError(f"target {value} of row {row} is out of bounds for {C} classes")
+def _weights(weight, C: int, tc: np.dtype, workspace: Workspace):
+    """``weight`` on the device as the kernels read it: ``C + 1`` elements of the
+    compute dtype, the weights' sum (taken in float64) last; None without weights."""
+    if weight is None:
+        return None
+    bits = isinstance(weight, BFloat16Bits)
+    weight = weight.bits if bits else weight
+    host = np.asarray(weight) if kind_of(weight) == "numpy" else \
+        host_copy(device_view(weight))
+    if bits:  # bfloat16 is float32's upper half
+        host = (host.astype(np.uint32) << 16).view(np.float32)
+    if host.dtype.kind != "f":
+        raise TypeError(f"weight must hold floats (one weight per class), got dtype "
+                        f"{host.dtype}")
+    if host.shape != (C,):
+        raise ValueError(f"weight must have shape ({C},) (one weight per class of "
+                         f"logits), got {host.shape}")
+    wide = host.astype(np.float64)
+    return workspace.from_host(np.append(wide, wide.sum()).astype(tc))
 
 
-def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int):
-    """A 1-element device array: ``1 / rows counted`` for a mean (computed on the
-    device: the host never waits for the count), else 1."""
+def _where(i: int, shape: tuple):
+    """Row ``i`` as the caller indexes it: ``i`` for ``(N,)`` targets, else the tuple."""
+    return i if len(shape) == 1 else tuple(int(k) for k in np.unravel_index(i, shape))
+
+
+def _report(bad, target, shape: tuple, C: int) -> None:
+    """The first out-of-bounds target the launches recorded (each its own slot, rows
+    counted within the launch), raised."""
+    found = host_copy(bad)
+    per = math.prod(shape[1:]) if len(found) > 1 else math.prod(shape)
+    hits = np.flatnonzero(found < per)
+    if hits.size:
+        row = int(hits[0]) * per + int(found[hits[0]])
+        value = int(host_copy(device_view(target)).reshape(-1)[row])
+        raise IndexError(f"target {value} of row {_where(row, shape)} is out of bounds "
+                         f"for {C} classes")
+
+
+def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int,
+           w=None):
+    """A 1-element device array: ``1 / rows counted`` for a mean (with weights ``w``:
+    ``1 / sum of their weights``; computed on the device: the host never waits for
+    the count), else 1."""
     if reduction != "mean":
         return workspace.from_host(np.ones(1, tc))
-    count = workspace.from_host(np.zeros(1, np.int64))
+    count = workspace.from_host(np.zeros(1, np.int64 if w is None else np.float64))
     scale = workspace.empty(1, tc)
-    if N:
+    if N and w is None:
         launch(_ce.count_kernel(), min(grid_for(N), 1024), 256, workspace.stream, t,
                ignore, count)
+    elif N:
+        launch(_ce.weighted_count_kernel(), min(grid_for(N), 1024), 256, workspace.stream,
+               t, ignore, w, count)
     launch(_ce.scale_kernel(), 1, 32, workspace.stream, count, scale)
     return scale
 
@@ -194,11 +310,16 @@ def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool):
     return device_view(out)
 
 
-def _loss(workspace, rows, N: int, tc, dtype, precision: str, reduction: str):
-    """The row losses (``"none"``) or their sum, in ``logits``' dtype."""
+def _loss(workspace, rows, shape: tuple, tc, dtype, precision: str, reduction: str):
+    """The row losses (``"none"``, of ``shape``) or their sum, in ``logits``' dtype."""
+    N = math.prod(shape)
     if reduction == "none":
         values = workspace.empty(N, dtype)
         _narrow(rows, values, precision, workspace, N)
+        if len(shape) > 1:  # C-contiguous (N, d1, ..., dk), a view of the same buffer
+            size = np.dtype(dtype).itemsize
+            values = strided(values, [(e, size * math.prod(shape[i + 1:]))
+                                      for i, e in enumerate(shape)])
         return _deliver(values, workspace.kind, None, workspace)
     if N:
         kit = state_kit(_ops.SUM, (tc,))

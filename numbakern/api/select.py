@@ -22,13 +22,25 @@ import numpy as np
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.sort import INDEX_DTYPE, _moveaxis, _restore, _xp, check_dtype
-from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array, flat_device,
-                                   honours_stream, kind_of, resolve_stream, to_user)
-from numbakern.core.axes import check_flag, optional_axis
+from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
+                                   flat_device, honours_stream, kind_of, resolve_stream,
+                                   to_user)
+from numbakern.core.axes import axis_index, check_flag, optional_axis
 from numbakern.core.jobs import SelectJob
 from numbakern.kernels.sort_keys import BFLOAT16, bits_dtype
 from numbakern.runtime.checks import check_count
 from numbakern.runtime.replay import replayable
+
+
+class _DefaultAxis(int):
+    """``axis``'s default, ``-1``, told apart from an ``axis=-1`` the caller gave (so
+    that ``dim=`` with an explicit ``axis=`` is refused)."""
+
+    def __repr__(self) -> str:
+        return "-1"
+
+
+_LAST = _DefaultAxis(-1)
 
 
 class TopK(NamedTuple):
@@ -41,18 +53,22 @@ class TopK(NamedTuple):
 @dispatch
 @replayable
 @honours_stream
-def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None):
+def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None,
+         stream=None):
     """The ``k`` largest (``largest=False``: smallest) elements of ``x`` along ``axis``,
     and their indices, as ``torch.topk(x, k, dim=axis, largest, sorted)``.
 
     Args:
         x: a NumPy array (or anything ``np.asarray`` takes), a CuPy array, a torch
-            tensor or any ``__cuda_array_interface__`` array; any shape of at least
-            one dimension, any layout; dtypes bool, int8-int64, uint8-uint64,
-            float16, bfloat16 (read in place), float32, float64 (those
-            :func:`numbakern.sort` takes).
+            tensor or any ``__cuda_array_interface__`` array; any shape, any layout;
+            dtypes bool, int8-int64, uint8-uint64, float16, bfloat16 (read in place),
+            float32, float64 (those :func:`numbakern.sort` takes). A 0-d ``x`` is
+            taken as torch takes it: ``k`` 0 or 1, ``axis`` -1 or 0, and 0-d results
+            (``x`` itself and index 0, for ``k=0`` too, as ``torch.topk``).
         k: an int from 0 (empty results) to the length of ``axis``.
         axis: an int (default ``-1``) or ``None`` (the flattened array, C order).
+        dim: torch's name for ``axis`` (keyword only); giving both is a
+            ``TypeError``.
         largest: the largest (True) or the smallest (False).
         sorted: True: in order along ``axis`` (largest first, or smallest first).
             False: the same elements, in an order the strategy states:
@@ -80,11 +96,13 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
 
     Raises:
         TypeError: ``k`` not an int; a non-bool ``largest`` or ``sorted``; a dtype
-            outside bool/int/uint/float; a strategy of another family.
+            outside bool/int/uint/float; a strategy of another family; ``axis`` and
+            ``dim`` both given.
         ValueError: ``k`` below 0 or above the axis length; an unknown strategy;
             ``bitonic_select`` asked for ``k`` above its ``max_k`` (256),
             ``radix_block_select`` above its ``capacity`` (2048).
-        numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input included).
+        numpy.exceptions.AxisError: ``axis`` out of range (for a 0-d input: other
+            than -1, 0 and None; an ``IndexError``, as torch's).
 
     Algorithms: radix select (Alabi et al., "Fast k-selection algorithms for graphics
     processing units", 2012; as ``torch.topk``), in one block per row with its
@@ -94,6 +112,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
     (``numbakern/strategies/radix_block_select.py``, ``radix_select.py``,
     ``bitonic_select.py``, ``sort_slice.py``).
     """
+    axis = _axis_or_dim(axis, dim)
     asked = x.dtype if isinstance(x, np.ndarray) else None
     if isinstance(x, BFloat16Bits):  # selected by bfloat16 keys, values kept as bits
         x, dtype = as_array_like(x.bits), BFLOAT16
@@ -101,6 +120,8 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
     else:
         x = as_array_like(x)
         dtype = stored = check_dtype(x.dtype)
+    if len(x.shape) == 0 and axis is not None:
+        return _topk_0d(x, k, axis, largest, sorted, strategy, stream)
     kind = kind_of(x)
     largest = check_flag(largest, "largest")
     in_order = check_flag(sorted, "sorted")
@@ -130,6 +151,29 @@ def topk(x, k, axis=-1, largest=True, sorted=True, *, strategy=None, stream=None
         got_values = got_values.astype(asked)  # NumPy keeps a big-endian input's byte order
     return TopK(wrap(_restore(got_values, axis)),
                 wrap(_restore(to_user(indices, workspace, out_shape), axis)))
+
+
+def _axis_or_dim(axis, dim):
+    """The axis asked for, by numbakern's ``axis=`` or torch's ``dim=``."""
+    if dim is None:
+        return -1 if axis is _LAST else axis
+    if axis is not _LAST:
+        raise TypeError(f"topk: give the axis as axis= or as torch's dim=, not both "
+                        f"(got axis={axis!r}, dim={dim!r})")
+    return dim
+
+
+def _topk_0d(x, k, axis, largest, sorted, strategy, stream) -> TopK:
+    """``torch.topk`` of a 0-d input: ``axis`` -1 or 0, ``k`` 0 or 1 (torch gives the
+    element for both), 0-d results."""
+    if axis_index(axis) not in (0, -1):
+        raise np.exceptions.AxisError(f"axis {axis!r} is out of range for a 0-d x: "
+                                      f"topk takes -1, 0 or None there (as torch.topk)")
+    k = check_count(k, "k")
+    if k not in (0, 1):
+        raise ValueError(f"k must be 0 or 1 for a 0-d x (as torch.topk), got {k}")
+    top = topk(x.reshape(1), 1, 0, largest, sorted, strategy=strategy, stream=stream)
+    return TopK(top.values.reshape(()), top.indices.reshape(()))
 
 
 def _check_k(k, n: int) -> int:

@@ -43,7 +43,9 @@ from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, resu
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.kernels.order_stats import (
     INTERPOLATING,
+    INVALID,
     MEDIAN,
+    OVERFLOW,
     METHODS,
     TAKE,
     order_stats_into,
@@ -158,7 +160,12 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
     otherwise. Even counts give NumPy's ``mean`` of the middle two (summed in float32
     for float16 and float32, so two float32 values near the largest give inf, as
     NumPy). A slice holding a NaN gives NaN. No elements: NaN with NumPy's "Mean of
-    empty slice" ``RuntimeWarning``.
+    empty slice" ``RuntimeWarning``. Where NumPy's arithmetic meets an invalid
+    operation or an overflow (the median of ``[-inf, inf]`` is NaN from ``-inf + inf``)
+    it warns as NumPy does, under ``np.geterr()``: a ``RuntimeWarning``
+    ("invalid value encountered in median", or "overflow ..."; NumPy's names the
+    operation), nothing under ``np.errstate(invalid="ignore")``,
+    ``FloatingPointError`` under ``"raise"``.
 
     Args:
         axis: ``None`` (every axis), an int, or a tuple of ints.
@@ -209,7 +216,9 @@ def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
     ``x``'s dtype): for ``linear``, float64 for integers, the input's float dtype with
     a Python float ``q`` and its promotion with an array ``q`` (float32 data with
     ``q=[0.5]`` gives float64); ``x``'s own dtype for the methods that read one
-    element (and for an integer ``q``). A slice holding a NaN gives NaN.
+    element (and for an integer ``q``). A slice holding a NaN gives NaN. Infinities
+    interpolate as NumPy's ``_lerp`` (``quantile([inf, inf], 0.5)`` is NaN, from
+    ``inf - inf``), with NumPy's floating-point warnings, as :func:`median`'s.
 
     Raises:
         ValueError: ``q`` outside [0, 1] (NaN included) or of more than 2 dims; an
@@ -318,8 +327,10 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
         return deliver_host(workspace, np.empty(full, result), out)
     values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, strategy)
     skipping = skip_nan and dtype.kind == "f"
-    dst, counts = _read(values, qs, code, m, n, skipping, result, workspace)
+    dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
     delivered = deliver(workspace, dst, result, full, out)
+    if code in INTERPOLATING and dtype.kind == "f":
+        _floating_point_errors(host_copy(flags, workspace.stream), name, workspace)
     if skipping:
         found = host_copy(counts, workspace.stream)
         workspace.stream.synchronize()
@@ -329,20 +340,40 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     return delivered
 
 
+def _floating_point_errors(flags, name: str, workspace) -> None:
+    """NumPy's floating-point error for the interpolation's ``flags`` (the kernel's
+    invalid operation, ``inf - inf`` or ``inf * 0``, and overflow), handled as
+    ``np.geterr()`` says, as NumPy's own arithmetic would: ``RuntimeWarning``
+    (``"invalid value encountered in median"``) under the default ``"warn"``, nothing
+    under ``"ignore"``, ``FloatingPointError`` under ``"raise"``."""
+    workspace.stream.synchronize()
+    modes = np.geterr()
+    for slot, kind, message in ((INVALID, "invalid", "invalid value"),
+                                (OVERFLOW, "over", "overflow")):
+        if not flags[slot] or modes[kind] == "ignore":
+            continue
+        text = f"{message} encountered in {name}"
+        if modes[kind] == "raise":
+            raise FloatingPointError(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())
+
+
 def _read(values, qs, code: int, m: int, n: int, skipping: bool, result, workspace):
-    """``(results, counts)``: the order-statistics kernel on ``m`` sorted slices of
-    ``n`` (1-D device arrays: the results, in ``result``'s dtype or the arithmetic's,
-    quantiles first; each slice's count of non-NaN elements when ``skipping``)."""
+    """``(results, counts, flags)``: the order-statistics kernel on ``m`` sorted
+    slices of ``n`` (1-D device arrays: the results, in ``result``'s dtype or the
+    arithmetic's, quantiles first; each slice's count of non-NaN elements when
+    ``skipping``; the kernel's invalid and overflow flags)."""
     compute = np.dtype(np.float32) if result == np.float16 else result
     nq = 1 if qs is None else qs.size
     dst = workspace.empty(nq * m, result if code not in INTERPOLATING else compute)
     counts = workspace.empty(m if skipping else 1, np.int64)
+    flags = workspace.from_host(np.zeros(2, np.int32))
     qd = workspace.from_host(np.zeros(1) if qs is None else
                              np.ascontiguousarray(qs, np.float64).reshape(-1))
     single = qs is not None and qs.dtype in (np.float16, np.float32)
-    order_stats_into(values, qd, dst, counts, m, n, code, skipping, compute,
+    order_stats_into(values, qd, dst, counts, flags, m, n, code, skipping, compute,
                      workspace.stream, single)
-    return dst, counts
+    return dst, counts, flags
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:

@@ -23,6 +23,12 @@ The gradient may be written over the logits: each element is read by the thread
 that then writes it, and nothing else reads it afterwards. A block owns a row at a
 time, grid-strided over rows.
 
+With per-class weights ``w`` (PyTorch's ``weight``, read from a ``C + 1`` array whose
+last element is ``W = sum_c w_c``) the row's loss is
+``(1 - eps) w_t (lse - x_t) + eps / C sum_c w_c (lse - x_c)`` and its gradient
+``p_c ((1 - eps) w_t + eps W / C) - (1 - eps) w_t [c == t] - eps w_c / C``; a mean
+divides by ``sum w_t`` over the rows that count (:func:`weighted_count_kernel`).
+
 A row whose target is ``ignore`` counts nothing (loss 0, gradient 0). A target
 outside ``[0, C)`` is never read through: the first such row is recorded in
 ``bad[0]`` (an atomic minimum, ``N`` when none) and the row treated as ignored, for
@@ -65,17 +71,22 @@ def row_target(target, row, ignore, C, bad):
     return t, valid
 
 
-def _row_loss(tc, smoothing: bool):
-    """Device function ``loss(valid, lse, xt, sx, eps, C)``: a row's loss from its
-    ``lse``, its target's logit ``xt`` and (with ``smoothing``) the sum ``sx`` of its
-    logits; 0 for a row that does not count."""
+def _row_loss(tc, smoothing: bool, weighted: bool):
+    """Device function ``loss(valid, lse, xt, sx, eps, C, wt, wsum)``: a row's loss
+    from its ``lse``, its target's logit ``xt`` and (with ``smoothing``) the sum ``sx``
+    of its logits (``weighted``: of ``w_c x_c``), the target's weight ``wt`` and the
+    weights' sum ``wsum``; 0 for a row that does not count."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
 
     @cuda.jit(device=True)
-    def loss(valid, lse, xt, sx, eps, C):
+    def loss(valid, lse, xt, sx, eps, C, wt, wsum):
         if not valid:
             return ZERO
         nll = lse - xt
+        if weighted:
+            if smoothing:
+                return (ONE - eps) * wt * nll + eps * (lse * wsum - sx) / tc_t(C)
+            return wt * nll
         if smoothing:
             nll = (ONE - eps) * nll + eps * (lse - sx / tc_t(C))
         return nll
@@ -83,35 +94,46 @@ def _row_loss(tc, smoothing: bool):
     return loss
 
 
-def _gradient(tc, smoothing: bool, exp):
-    """Device functions ``prepare(valid, eps, C, scale) -> (factor, hit, floor)`` once a
-    row and ``grad(v, c, t, lse, factor, hit, floor)`` per element: ``(exp(v - lse) -
-    floor - hit [c == t]) * factor``, the gradient of the element ``v`` of column
-    ``c``; ``exp``: ``softmax_rows.row_exp``'s for the gradient's dtype."""
+def _gradient(tc, smoothing: bool, exp, weighted: bool):
+    """Device functions ``prepare(valid, eps, C, scale, wt, wsum) -> (factor, hit,
+    floor, a)`` once a row and ``grad(v, c, t, lse, factor, hit, floor, a, weight)``
+    per element: ``(exp(v - lse) - floor - hit [c == t]) * factor``, the gradient of
+    the element ``v`` of column ``c`` (``weighted``: ``(a exp(v - lse) - floor w_c -
+    hit [c == t]) * factor``, ``a = (1 - eps) w_t + eps W / C``, ``hit = (1 - eps)
+    w_t``); ``exp``: ``softmax_rows.row_exp``'s for the gradient's dtype."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
 
     @cuda.jit(device=True)
-    def prepare(valid, eps, C, scale):
+    def prepare(valid, eps, C, scale, wt, wsum):
         factor = scale if valid else ZERO
         hit = (ONE - eps) if smoothing else ONE
         floor = eps / tc_t(C) if smoothing else ZERO
-        return factor, hit, floor
+        a = ONE
+        if weighted:
+            hit = hit * wt
+            a = hit + floor * wsum
+        return factor, hit, floor, a
 
     @cuda.jit(device=True)
-    def grad(v, c, t, lse, factor, hit, floor):
+    def grad(v, c, t, lse, factor, hit, floor, a, weight):
         p = tc_t(exp(v - lse))
+        if weighted:
+            return (p * a - floor * weight[c] - (hit if c == t else ZERO)) * factor
         return (p - floor - (hit if c == t else ZERO)) * factor
 
     return prepare, grad
 
 
-def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
-    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps)`` over ``x`` (rows of
+def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
+                 weighted: bool = False):
+    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight)`` over ``x`` (rows of
     logits, 2-D, any strides): ``loss[i]`` each row's loss times ``scale[0]`` in the
     compute dtype (``1 / rows counted`` makes their sum a mean) and, with
     ``gradient``, ``g`` (``x``'s shape and dtype, ``x`` itself allowed) its gradient
     times ``scale[0]`` (0 for an ignored row). ``smoothing``: the kernel reads ``eps``
-    (else label smoothing is 0 and the row's sum is not taken)."""
+    (else label smoothing is 0 and the row's sum is not taken). ``weighted``: the
+    classes' weights are read from ``weight`` (``C + 1`` elements of the compute
+    dtype, their sum last); else ``weight`` is not read."""
     tc = compute_dtype(dtype)
     tc_t, ZERO = from_dtype(tc), tc.type(0)
     widen, narrow = element_converters(dtype)
@@ -123,12 +145,13 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
     name = dtype if dtype == "bfloat16" else np.dtype(dtype).name
     exp = row_exp(name)
     fold = online_folder(tc, TILE, exp)
-    row_loss = _row_loss(tc, smoothing)
-    prepare, grad = _gradient(tc, smoothing, exp)
+    row_loss = _row_loss(tc, smoothing, weighted)
+    prepare, grad = _gradient(tc, smoothing, exp, weighted)
+    ONE = tc.type(1)
     threads, NEG = block.threads, tc.type(-math.inf)
 
     @cuda.jit
-    def cross_entropy(x, target, g, loss, scale, bad, ignore, eps):
+    def cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight):
         t0 = cuda.shared.array(slots, tc_t)
         t1 = cuda.shared.array(slots, tc_t)
         b0 = cuda.shared.array(1, tc_t)
@@ -139,6 +162,8 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
         row = int64(cuda.blockIdx.x)
         while row < N:
             t, valid = row_target(target, row, ignore, C, bad)
+            wt = weight[t] if weighted and valid else ONE
+            wsum = weight[C] if weighted else ONE
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
             xt = widen(x[row, t]) if valid and tid == 0 else ZERO
@@ -152,7 +177,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
                         tile[u] = widen(x[row, k])
                         valid_here += 1
                         if smoothing:
-                            sx += tile[u]
+                            sx += tile[u] * weight[k] if weighted else tile[u]
                     else:
                         tile[u] = NEG
                 m, z = fold(m, z, tile, valid_here)
@@ -163,12 +188,13 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool):
                 sx = reduce_sum((sx,), t0, t1, b0, b1)[0]
             lse = m + tc_t(math.log(z))
             if tid == 0:  # scaled as the gradient; 0 * NaN for a mean of no rows
-                loss[row] = row_loss(valid, lse, xt, sx, eps, C) * scale[0]
+                loss[row] = row_loss(valid, lse, xt, sx, eps, C, wt, wsum) * scale[0]
             if gradient:
-                factor, hit, floor = prepare(valid, eps, C, scale[0])
+                factor, hit, floor, a = prepare(valid, eps, C, scale[0], wt, wsum)
                 c = tid
                 while c < C:
-                    g[row, c] = narrow(grad(widen(x[row, c]), c, t, lse, factor, hit, floor))
+                    g[row, c] = narrow(grad(widen(x[row, c]), c, t, lse, factor, hit, floor,
+                                            a, weight))
                     c += threads
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
@@ -185,8 +211,9 @@ def vector_plan(block, pair_op, dtype) -> RowPlan:
                    vector=vector_lanes(storage_dtype(name)), pair_op=pair_op)
 
 
-def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
-    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, xf, gf, head0)``:
+def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
+                        weighted: bool = False):
+    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight, xf, gf, head0)``:
     :func:`build_kernel`'s over ``x`` and ``g`` as 3-D views ``(1, N, C)``, each row's
     whole 16-byte vectors read from ``xf`` and written to ``gf`` and its head and tail
     through ``x`` and ``g`` (``softmax_rows.vector_views``; ``vector_width`` has
@@ -205,11 +232,13 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
     fold_edges, fold = online_folder(tc, 2, exp), online_folder(tc, L, exp)
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
     vstore, pack = vector_storer(W), packer(plan)
-    row_loss = _row_loss(tc, smoothing)
-    prepare, grad = _gradient(tc, smoothing, exp)
+    row_loss = _row_loss(tc, smoothing, weighted)
+    prepare, grad = _gradient(tc, smoothing, exp, weighted)
+    ONE = tc.type(1)
 
     @cuda.jit
-    def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, xf, gf, head0):
+    def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight, xf, gf,
+                             head0):
         sh = storage()
         v = cuda.local.array(L, tc_t)
         lane = cuda.threadIdx.x
@@ -217,6 +246,8 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
         row = int64(cuda.blockIdx.x)
         while row < N:
             t, valid = row_target(target, row, ignore, C, bad)
+            wt = weight[t] if weighted and valid else ONE
+            wsum = weight[C] if weighted else ONE
             xr, gr = x[0, row], g[0, row]
             xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
             xv, head, count = span(x, 0, row, head0, C)
@@ -227,14 +258,22 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
             m, z = fold_edges(NEG, ZERO, v, ends)
             sx = ZERO
             if smoothing:
-                sx = (h if lane < head else ZERO) + (e if head + count * W + lane < C else ZERO)
+                ce = head + count * W + lane  # the tail element's column
+                if weighted:
+                    sx = (h * weight[lane] if lane < head else ZERO) + \
+                        (e * weight[ce] if ce < C else ZERO)
+                else:
+                    sx = (h if lane < head else ZERO) + (e if ce < C else ZERO)
             j = lane
             while j < count:
                 loaded = tile(v, xf, xv, j, count)
                 if smoothing:
                     for k in range(L):
                         if k < loaded:  # the loaded vectors come first
-                            sx += v[k]
+                            if weighted:  # v[u W + q] is column head + (j + u G) W + q
+                                sx += v[k] * weight[head + (j + (k // W) * G) * W + k % W]
+                            else:
+                                sx += v[k]
                 m, z = fold(m, z, v, loaded)
                 j += V * G
             m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])
@@ -242,9 +281,9 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
                 sx = reduce_sum((sx,), sh[4], sh[5], sh[6], sh[7])[0]
             lse = m + tc_t(math.log(z))
             if lane == 0:
-                loss[row] = row_loss(valid, lse, xt, sx, eps, C) * scale[0]
+                loss[row] = row_loss(valid, lse, xt, sx, eps, C, wt, wsum) * scale[0]
             if gradient:
-                factor, hit, floor = prepare(valid, eps, C, scale[0])
+                factor, hit, floor, a = prepare(valid, eps, C, scale[0], wt, wsum)
                 gv = span(g, 0, row, head0, C)[0]
                 j = lane
                 while j < count:  # all loads of a tile before its stores: g may be x
@@ -254,33 +293,36 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool):
                             c0 = head + (j + u * G) * W
                             for q in range(W):
                                 v[u * W + q] = grad(v[u * W + q], c0 + q, t, lse, factor,
-                                                    hit, floor)
+                                                    hit, floor, a, weight)
                             vstore(gf, gv + j + u * G, pack(v, u * W))
                     j += V * G
                 if lane < head:
-                    gr[lane] = narrow(grad(h, lane, t, lse, factor, hit, floor))
+                    gr[lane] = narrow(grad(h, lane, t, lse, factor, hit, floor, a, weight))
                 c = head + count * W + lane
                 if c < C:
-                    gr[c] = narrow(grad(e, c, t, lse, factor, hit, floor))
+                    gr[c] = narrow(grad(e, c, t, lse, factor, hit, floor, a, weight))
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
 
     return vector_cross_entropy
 
 
-def kernel_for(block, pair_op, dtype, smoothing: bool, gradient: bool):
+def kernel_for(block, pair_op, dtype, smoothing: bool, gradient: bool,
+               weighted: bool = False):
     """The compiled kernel (built once per block strategy, dtype, flags and device);
     ``pair_op``: the online ``(max, sum)`` op (``strategies/online_softmax.py``'s,
     which the caller passes: kernels sit below the strategies)."""
     key = ("cross_entropy", block.key, pair_op.name, str(dtype), smoothing, gradient,
-           device_key())
-    return cached(key, lambda: build_kernel(block, pair_op, dtype, smoothing, gradient))
+           weighted, device_key())
+    return cached(key, lambda: build_kernel(block, pair_op, dtype, smoothing, gradient,
+                                            weighted))
 
 
-def vector_kernel_for(plan: RowPlan, smoothing: bool, gradient: bool):
+def vector_kernel_for(plan: RowPlan, smoothing: bool, gradient: bool,
+                      weighted: bool = False):
     """The compiled :func:`build_vector_kernel` (built once per plan, flags and device)."""
-    key = ("cross_entropy", plan.key, smoothing, gradient, device_key())
-    return cached(key, lambda: build_vector_kernel(plan, smoothing, gradient))
+    key = ("cross_entropy", plan.key, smoothing, gradient, weighted, device_key())
+    return cached(key, lambda: build_vector_kernel(plan, smoothing, gradient, weighted))
 
 
 def count_kernel():
@@ -301,14 +343,36 @@ def count_kernel():
     return cached(("cross_entropy", "count", device_key()), lambda: count_rows)
 
 
+def weighted_count_kernel():
+    """Kernel ``(target, ignore, weight, total)``: ``total[0]`` (float64) += the weights
+    ``weight[t]`` of the targets other than ``ignore`` (atomically, grid-strided): what
+    a weighted mean divides by, as PyTorch's. A target outside ``[0, C)`` adds nothing
+    (the loss kernel reports it)."""
+
+    @cuda.jit
+    def weigh_rows(target, ignore, weight, total):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        C = weight.shape[0] - 1  # the weights' sum sits last
+        mine = 0.0
+        while i < target.shape[0]:
+            t = int64(target[i])
+            if t != ignore and 0 <= t < C:
+                mine += float(weight[t])
+            i += step
+        cuda.atomic.add(total, 0, mine)
+
+    return cached(("cross_entropy", "weighted_count", device_key()), lambda: weigh_rows)
+
+
 def scale_kernel():
-    """Kernel ``(count, scale)``: ``scale[0] = 1 / count[0]`` (NaN when no row counts,
-    as PyTorch's mean of nothing)."""
+    """Kernel ``(count, scale)``: ``scale[0] = 1 / count[0]`` (NaN when it is 0: no row
+    counts, or their weights sum to 0, as PyTorch's mean of nothing)."""
 
     @cuda.jit
     def reciprocal(count, scale):
         if cuda.threadIdx.x == 0:
-            scale[0] = 1.0 / count[0] if count[0] > 0 else math.nan
+            scale[0] = 1.0 / count[0] if count[0] != 0 else math.nan
 
     return cached(("cross_entropy", "reciprocal", device_key()), lambda: reciprocal)
 

@@ -14,6 +14,13 @@ as ``numpy.lib._function_base_impl._lerp`` does:
 * the median is NumPy's ``mean`` of the middle one or two: ``(a + b) / 2`` in the
   mean's accumulator (float32 for float16 and float32, float64 otherwise).
 
+NumPy warns (``RuntimeWarning``) when that arithmetic meets an IEEE invalid operation
+(``inf - inf``, ``inf * 0``: the median of ``[-inf, inf]``) or an overflow; the kernel
+tests every operation NumPy's formulas perform (``_lerp`` computes ``a + d * t`` for
+every element and ``b - d * (1 - t)`` where ``t >= 0.5``), on every row NumPy
+interpolates (a row holding a NaN too: NumPy computes it before putting the NaN), and
+sets ``flags[INVALID]`` or ``flags[OVERFLOW]`` for the caller to warn once.
+
 Methods (Hyndman and Fan, 1996, as NumPy names them): ``linear`` (their 7th: the
 virtual index ``(count - 1) q``), ``lower``, ``higher``, ``nearest`` (its index
 rounded half to even), ``midpoint``; ``take`` reads the element at an integer
@@ -35,9 +42,10 @@ MEDIAN, LINEAR, MIDPOINT, TAKE, LOWER, HIGHER, NEAREST = range(7)
 METHODS = {"linear": LINEAR, "lower": LOWER, "higher": HIGHER, "nearest": NEAREST,
            "midpoint": MIDPOINT}
 INTERPOLATING = (MEDIAN, LINEAR, MIDPOINT)  # the others read one element as it is
+INVALID, OVERFLOW = range(2)  # the slots of ``flags``: NumPy's two floating-point warnings
 
 
-def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
+def order_stats_into(values, qs, out, counts, flags, rows: int, n: int, method: int,
                      skip_nan: bool, compute, stream, q_single: bool = False) -> None:
     """``out[j * rows + r]``: quantile ``qs[j]`` of sorted row ``r`` of ``values``.
 
@@ -51,6 +59,9 @@ def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
             the others; each result is assigned into it (the store casts).
         counts: 1-D int64 device array of ``rows`` (``skip_nan``: each row's number of
             non-NaN elements is written there), else of one unused element.
+        flags: 1-D int32 device array of 2 zeros: ``flags[INVALID]`` is set to 1 where
+            the interpolation meets an invalid operation, ``flags[OVERFLOW]`` where it
+            overflows (NumPy's ``RuntimeWarning`` cases; integers never set them).
         method: one of :data:`MEDIAN`, :data:`LINEAR`, ... .
         skip_nan: count only the non-NaN elements (NaN sorts last); otherwise a row
             whose last element is NaN gives NaN. A row of no counted elements gives NaN.
@@ -65,8 +76,8 @@ def order_stats_into(values, qs, out, counts, rows: int, n: int, method: int,
     kernel = cached(key, lambda: _build(dtype, int(method), bool(skip_nan),
                                         np.dtype(compute), bool(q_single)))
     total = int(qs.shape[0]) * int(rows)
-    launch(kernel, grid_for(total), THREADS, stream, values, qs, out, counts, int(rows),
-           int(n))
+    launch(kernel, grid_for(total), THREADS, stream, values, qs, out, counts, flags,
+           int(rows), int(n))
 
 
 def _difference_dtype(dtype: np.dtype) -> np.dtype:
@@ -103,22 +114,52 @@ def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
         return lo
 
     @cuda.jit(device=True)
-    def lerp(a_, b_, t):
-        d = ct(widen(b_) - widen(a_))
-        a = ct(widen(a_))
-        b = ct(widen(b_))
-        if t >= 0.5:
-            return b - d * ct(1.0 - t)
-        return a + d * ct(t)
+    def check(flags, r, x, y):
+        """Flag ``r = x op y`` as IEEE does: invalid, a NaN from operands that are
+        not; overflow, an infinity from finite operands. Only stores of 1, so threads
+        racing on a slot agree."""
+        if not is_float:
+            return
+        if math.isnan(r):
+            if not (math.isnan(x) or math.isnan(y)):
+                flags[INVALID] = 1
+        elif math.isinf(r) and not (math.isinf(x) or math.isinf(y)):
+            flags[OVERFLOW] = 1
 
     @cuda.jit(device=True)
-    def middle(a_, b_, lo, hi):
+    def lerp(a_, b_, t, flags):
+        wa = widen(a_)
+        wb = widen(b_)
+        dw = wb - wa
+        check(flags, dw, wa, wb)
+        d = ct(dw)
+        a = ct(wa)
+        b = ct(wb)
+        # NumPy computes a + d * t everywhere, then b - d * (1 - t) where t >= 0.5
+        p = d * ct(t)
+        check(flags, p, d, ct(t))
+        low = a + p
+        check(flags, low, a, p)
+        if t >= 0.5:
+            u = d * ct(1.0 - t)
+            check(flags, u, d, ct(1.0 - t))
+            high = b - u
+            check(flags, high, b, u)
+            return high
+        return low
+
+    @cuda.jit(device=True)
+    def middle(a_, b_, lo, hi, flags):
         if lo == hi:
             return ct(widen(a_))
-        return (ct(widen(a_)) + ct(widen(b_))) / ct(2.0)
+        a = ct(widen(a_))
+        b = ct(widen(b_))
+        s = a + b
+        check(flags, s, a, b)
+        return s / ct(2.0)
 
     @cuda.jit
-    def order_stats(values, qs, out, counts, rows, n):
+    def order_stats(values, qs, out, counts, flags, rows, n):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         total = int64(qs.shape[0]) * rows
@@ -129,19 +170,20 @@ def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
             count = count_of(values, base, n)
             if skip_nan and j == 0:
                 counts[r] = count
+            if count > 0:
+                lo, hi, t = locate(qs[j], count)
+                if method == MEDIAN:
+                    out[i] = middle(values[base + lo], values[base + hi], lo, hi, flags)
+                elif method == LINEAR or method == MIDPOINT:
+                    out[i] = lerp(values[base + lo], values[base + hi], t, flags)
+                else:
+                    out[i] = values[base + lo]
             # The last element is NaN in both cases: a NaN-skipping form's row of only
-            # NaN, or (NumPy's rule) a row holding one
+            # NaN, or (NumPy's rule) a row holding one, interpolated above as NumPy
+            # does (for its warnings) and then NaN
             if count == 0 or (nan_check and not skip_nan and
                               math.isnan(widen(values[base + n - 1]))):
                 out[i] = values[base + n - 1]
-            else:
-                lo, hi, t = locate(qs[j], count)
-                if method == MEDIAN:
-                    out[i] = middle(values[base + lo], values[base + hi], lo, hi)
-                elif method == LINEAR or method == MIDPOINT:
-                    out[i] = lerp(values[base + lo], values[base + hi], t)
-                else:
-                    out[i] = values[base + lo]
             i += step
 
     return order_stats

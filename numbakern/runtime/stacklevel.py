@@ -10,16 +10,30 @@ from __future__ import annotations
 
 import sys
 
-# Modules whose frames stand between the user's call and a warning.
-_INTERNAL = ("numbakern", "numba", "numba_cuda", "contextlib")
+# Modules whose frames stand between the user's call and a warning: numbakern's own
+# command runs through click (and ``python -m numbakern`` through runpy), so a
+# warning of ``numbakern compare`` points at whoever invoked the command.
+_INTERNAL = ("numbakern", "numba", "numba_cuda", "contextlib", "click", "runpy")
 
 
 def user_stacklevel() -> int:
-    """The ``stacklevel`` of the first frame outside numbakern and Numba (the call the
-    user made), counted from the function that calls this one and then
-    ``warnings.warn``."""
+    """The ``stacklevel`` of the first frame outside numbakern, Numba and the command
+    line's machinery (the call the user made), counted from the function that calls
+    this one and then ``warnings.warn``. With no such frame (``python -m numbakern
+    compare``: no user code called) the level is past the stack, where Python reports
+    the warning at ``sys:1`` rather than at a line inside numbakern."""
     frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and \
-            frame.f_globals.get("__name__", "").split(".")[0] in _INTERNAL:
+    while frame is not None and _module(frame).split(".")[0] in _INTERNAL:
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _module(frame) -> str:
+    """The frame's module name; a module run by ``python -m`` (``__main__``) by the
+    name it was run as (``numbakern.__main__``)."""
+    names = frame.f_globals
+    name = names.get("__name__", "")
+    spec = names.get("__spec__")
+    if name == "__main__" and spec is not None:
+        return spec.name
+    return name

@@ -35,6 +35,18 @@ def strided(view, dims, dtype=None):
     return view.with_layout(shape, strides)
 
 
+def sample_rows(view, n: int, dims):
+    """Element ``n`` along the first axis of a device view, as a view of its memory
+    with the given ``(extent, stride in bytes)`` dims (the class axis of a sample of
+    ``(N, C, d1, ...)`` logits laid out as rows)."""
+    shape = tuple(e for e, _ in dims)
+    strides = tuple(s for _, s in dims)
+    if SIMULATOR:
+        return FakeCUDAArray(np.lib.stride_tricks.as_strided(view._ary[n], shape, strides))
+    b = buffer(view)
+    return DeviceBuffer(b.ptr + n * b.strides[0], shape, strides, b.dtype, b.owner)
+
+
 def reshaped(view, shape):
     """A C-contiguous view with another shape (same number of elements)."""
     if SIMULATOR:

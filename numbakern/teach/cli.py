@@ -194,9 +194,10 @@ def _variants(op, names) -> list:
 @cli.command(name="compare")
 @click.argument("op_name", metavar="OP", type=click.Choice(list(_compare.OPERATIONS)))
 @click.option("-n", "--size", type=SHAPE, default=None,
-              help="N or ROWSxCOLS. Default 2**26 on a GPU, 4096 under the simulator "
-                   "(sorts: 256). causal_softmax: ROWS a multiple of COLS are heads of "
-                   "COLS x COLS scores (default 65536x2048: 32 heads of 2048 keys).")
+              help=f"N or ROWSxCOLS. {_compare.default_sizes()} cross_entropy: ROWS of "
+                   f"COLS classes; topk: k={_compare.TOPK_K} (at most the axis' length) "
+                   "along the last axis. causal_softmax: ROWS a multiple of COLS are "
+                   "heads of COLS x COLS scores (65536x2048: 32 heads of 2048 keys).")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Default float32 (int32 for xor_sum and bincount: integers only).")
 @click.option("-s", "--strategy", "strategies", multiple=True,
@@ -379,8 +380,9 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Scans: items per thread (a tile is threads x items elements; "
                    "default 2). Radix sort: keys per thread in a tile (default 1).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
-@click.option("--k", "k", type=click.IntRange(1, 4096), default=3, show_default=True,
-              help="Selections (topk): how many to select.")
+@click.option("--k", "k", type=click.IntRange(0, 4096), default=3, show_default=True,
+              help="Selections (topk): how many to select (0: none, an empty answer, as "
+                   "topk and torch.topk).")
 @click.option("--smallest", is_flag=True, help="Selections: the k smallest.")
 @click.option("--bins", type=click.IntRange(1, 1024), default=None,
               help="Histograms: bins (values outside [0, bins) are not counted, and the "
@@ -567,7 +569,7 @@ def _explain_selects(console, names, x, k, largest, threads, limit, figure) -> l
     if figure:
         raise click.BadParameter("selections draw no figure yet", param_hint="'--figure'")
     if k > x.size:
-        raise click.BadParameter(f"k must be from 1 to the number of values ({x.size}), "
+        raise click.BadParameter(f"k must be from 0 to the number of values ({x.size}), "
                                  f"got {k}", param_hint="'--k'")
     return _explain_each(
         console, names, figure,

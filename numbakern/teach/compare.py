@@ -570,8 +570,11 @@ OPERATIONS: dict[str, Operation] = {
                   kinds="iuf"),
         Segmented("segmented_sort", _segment_sorts, exact, sort_variants, exact=True,
                   skips=_sort_skips, simulator_shape=(256,)),
+        # a language model's rows, as topk's (the default 2**26 would be one row of
+        # 2**26 classes, one block's work)
         CrossEntropy("cross_entropy", _cross_entropy, allclose, block_variants, kinds="f",
-                     peers={"torch": _torch_cross_entropy}, simulator_shape=(64, 100)),
+                     peers={"torch": _torch_cross_entropy}, simulator_shape=(64, 100),
+                     gpu_shape=(8192, 50257)),
         # 32 x 16 heads of 2048 x 2048 scores make 8 GB of float32; 32 heads hold the
         # same rows.
         CausalSoftmax("causal_softmax", _causal_softmax, allclose, softmax_variants,
@@ -579,6 +582,26 @@ OPERATIONS: dict[str, Operation] = {
                       simulator_shape=(48, 24), gpu_shape=(65536, 2048)),
     ]
 }
+
+
+def default_sizes() -> str:
+    """The default inputs of ``compare``, as its ``--size`` help states them: the
+    common default, then each operation whose own differs, from the table itself."""
+    base = Operation.__dataclass_fields__
+    gpu, sim = base["gpu_shape"].default, base["simulator_shape"].default
+
+    def text(shape):
+        return "x".join("2**26" if n == 1 << 26 else str(n) for n in shape)
+
+    own = {}
+    for op in OPERATIONS.values():
+        parts = ([f"{text(op.gpu_shape)} on a GPU"] if op.gpu_shape != gpu else []) + \
+            ([f"{text(op.simulator_shape)} under the simulator"]
+             if op.simulator_shape != sim else [])
+        if parts:
+            own.setdefault(", ".join(parts), []).append(op.name)
+    others = "; ".join(f"{', '.join(names)}: {where}" for where, names in own.items())
+    return f"Default {text(gpu)} on a GPU, {text(sim)} under the simulator ({others})."
 
 
 def _cupyx_softmax(x, axis=-1, log=False):

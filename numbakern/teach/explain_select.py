@@ -89,8 +89,11 @@ def trace_select(x, k: int, strategy: str = "radix_select", *, largest: bool = T
 
     Raises:
         TraceError: not under the simulator.
-        ValueError: ``x`` not 1-D and non-empty; ``k`` not from 1 to ``x.size``; an
+        ValueError: ``x`` not 1-D and non-empty; ``k`` not from 0 to ``x.size``; an
             unknown strategy; ``k`` beyond what the strategy takes.
+
+    ``k=0`` selects nothing, as ``numbakern.topk`` and ``torch.topk`` (empty values
+    and indices): no kernel runs, and the trace holds no pass.
         TypeError: a dtype ``numbakern.topk`` does not take.
     """
     if not SIMULATOR:
@@ -100,8 +103,8 @@ def trace_select(x, k: int, strategy: str = "radix_select", *, largest: bool = T
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
     if x.dtype.kind not in "biuf" or x.dtype.itemsize > 8:
         raise TypeError(f"x must have a bool, integer or float dtype, got {x.dtype}")
-    if not 1 <= k <= x.size:
-        raise ValueError(f"k must be from 1 to the number of values ({x.size}), got {k}")
+    if not 0 <= k <= x.size:
+        raise ValueError(f"k must be from 0 to the number of values ({x.size}), got {k}")
     selector = _strategies.resolve("select", strategy, threads=threads)
     selector.check(x.size, k)
     kd = bits_dtype(x.dtype)
@@ -110,7 +113,8 @@ def trace_select(x, k: int, strategy: str = "radix_select", *, largest: bool = T
     trace = SelectTrace(selector.name, x, k, largest, threads)
     job = SelectJob(cuda.to_device(x.view(kd)), values, indices, 1, x.size, k, x.dtype,
                     largest, True, workspace, record=trace.passes)
-    selector.select(job)
+    if k:  # as topk: k=0 launches nothing
+        selector.select(job)
     trace.values = host_copy(values).view(x.dtype)
     trace.indices = host_copy(indices)
     trace.want = stable_order(x, largest)[:k]
@@ -156,8 +160,9 @@ def select_tree(trace: SelectTrace, limit: int = 6) -> Tree:
         root.add(Text(f"threshold: the top {decided * 8} of {width} key bits decided; keys "
                       f"below it in those bits win, and of the {candidates} equal to it "
                       f"there, the {need} of lowest index"))
-    winners = root.add(Text(f"the answer, {'sorted' if trace.k > 1 else 'one element'}",
-                            "bold"))
+    answer = ("empty (k=0: nothing to select, as torch.topk; no kernel runs)"
+              if trace.k == 0 else "sorted" if trace.k > 1 else "one element")
+    winners = root.add(Text(f"the answer, {answer}", "bold"))
     for j, i in enumerate(trace.indices[:limit]):
         winners.add(Text(f"{j}: {_value(trace, int(i))}"))
     if trace.k > limit:

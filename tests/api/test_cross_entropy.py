@@ -115,8 +115,10 @@ def test_bad_input_is_named():
         nk.cross_entropy(x, np.array([0, 1]))
     with pytest.raises(TypeError, match="target must hold integer"):
         nk.cross_entropy(x, np.array([0.0, 1.0, 2.0]))
-    with pytest.raises(ValueError, match="logits must be 2-D"):
-        nk.cross_entropy(x[None], t)
+    with pytest.raises(ValueError, match=r"logits must be \(N, C\) or \(N, C, d1"):
+        nk.cross_entropy(x[0], t)
+    with pytest.raises(ValueError, match=r"target must have shape \(1, 10\)"):
+        nk.cross_entropy(x[None], t)  # K-dimensional logits: (N, d1) targets
     with pytest.raises(ValueError, match="reduction must be one of"):
         nk.cross_entropy(x, t, reduction="avg")
     with pytest.raises(ValueError, match="label_smoothing must lie in"):

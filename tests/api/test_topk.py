@@ -345,3 +345,65 @@ def test_k_as_a_zero_d_integer_tensor_or_array_as_torch_takes_it():
         assert np.array_equal(got.indices, want.indices)
     with pytest.raises(TypeError, match="k must be an int"):
         nk.topk(x, np.array(2.0))
+
+
+def test_dim_is_torchs_name_for_axis():
+    import torch
+
+    x = values(np.float32, (3, 4, 5))
+    for dim in (0, 1, -1, -3):
+        got, want = nk.topk(x, 2, dim=dim), torch.topk(torch.from_numpy(x), 2, dim=dim)
+        ref_values, ref_indices = reference(x, 2, dim)
+        assert same_bits(got.values, ref_values)
+        # torch's ties are open: -0.0 and +0.0 may come in another order there
+        np.testing.assert_array_equal(got.values, want.values.numpy())
+        np.testing.assert_array_equal(got.indices, ref_indices)
+    t = torch.from_numpy(x)
+    got = nk.topk(t, 3, dim=1, largest=False)
+    assert isinstance(got.values, torch.Tensor)
+    np.testing.assert_array_equal(got.values.numpy(),
+                                  torch.topk(t, 3, dim=1, largest=False).values.numpy())
+    for axis in (-1, 0, None):  # an explicit axis=-1 is an axis given
+        with pytest.raises(TypeError, match="not both"):
+            nk.topk(x, 1, axis, dim=0)
+        with pytest.raises(TypeError, match="not both"):
+            nk.topk(x, 1, axis=axis, dim=0)
+    with pytest.raises(np.exceptions.AxisError):
+        nk.topk(x, 1, dim=3)
+
+
+@pytest.mark.parametrize("k", [0, 1])
+@pytest.mark.parametrize("largest", [True, False])
+def test_zero_dim_input_as_torch(k, largest):
+    import torch
+
+    for value in (3.5, np.nan, -0.0, -np.inf):
+        t = torch.tensor(value, dtype=torch.float64)
+        want = torch.topk(t, k, largest=largest)
+        for dim in (-1, 0):
+            got = nk.topk(t, k, dim=dim, largest=largest)
+            assert got.values.shape == want.values.shape == ()
+            assert got.indices.dtype == want.indices.dtype and got.indices.item() == 0
+            assert same_bits(got.values.numpy(), want.values.numpy())
+        got = nk.topk(np.array(value, np.float32), k, largest=largest)
+        assert isinstance(got.values, np.ndarray) and got.values.shape == ()
+        assert got.values.dtype == np.float32 and got.indices.dtype == np.int64
+        assert same_bits(got.values, np.float32(value)) and got.indices == 0
+    # axis=None flattens, as for any input: shape (k,)
+    assert nk.topk(np.array(7), k, axis=None).values.shape == (k,)
+
+
+def test_zero_dim_input_refusals():
+    import torch
+
+    x = np.array(2.0)
+    for k in (2, -1):
+        with pytest.raises(RuntimeError):
+            torch.topk(torch.tensor(2.0), k)  # torch refuses these too
+        with pytest.raises(ValueError, match="k must be 0 or 1 for a 0-d x"):
+            nk.topk(x, k)
+    with pytest.raises(TypeError, match="k must be an int"):
+        nk.topk(x, 1.0)
+    for axis in (1, -2):
+        with pytest.raises(IndexError, match="0-d x"):  # AxisError, as torch's IndexError
+            nk.topk(x, 1, axis=axis)

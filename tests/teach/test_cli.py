@@ -393,3 +393,58 @@ def test_topk_comparison_holds_the_values_to_the_largest_first():
     assert check(np.array([[np.nan, 7, 3, 1]], np.float32), want.values, want.tolerance)[0]
     assert not check(np.array([[7, 3, 1, np.nan]], np.float32), want.values,
                      want.tolerance)[0]
+
+
+@simulator_only
+def test_compare_simulator_warning_points_at_the_caller(monkeypatch):
+    import warnings
+
+    from numbakern.runtime.simcost import SimulatorSlowWarning
+
+    monkeypatch.setenv("NUMBAKERN_SIM_WARN_SECONDS", "0")  # every launch warns
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = invoke("compare", "sum", "-n", "64", "--repeat", "1", "-s",
+                        "two_pass/warp_shuffle")
+    assert result.exit_code == 0, result.output
+    slow = [w for w in caught if issubclass(w.category, SimulatorSlowWarning)]
+    assert slow and all(w.filename == __file__ for w in slow), \
+        {(w.filename, w.lineno) for w in slow}
+
+
+@simulator_only
+def test_compare_from_the_command_line_warns_at_no_numbakern_line():
+    # python -m numbakern: no user code calls the kernels; Python's "sys:1", not a
+    # line inside numbakern or click
+    env = dict(os.environ, NUMBAKERN_SIM_WARN_SECONDS="0")
+    done = subprocess.run(
+        [sys.executable, "-W", "always::UserWarning", "-m", "numbakern", "compare", "sum",
+         "-n", "64", "--repeat", "1", "-s", "two_pass/warp_shuffle"],
+        capture_output=True, text=True, env=env, timeout=120,
+        cwd=Path(numbakern.__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    lines = [l for l in done.stderr.splitlines() if "SimulatorSlowWarning" in l]
+    assert lines and all(l.startswith("sys:1: SimulatorSlowWarning") for l in lines), lines
+
+
+def test_compare_help_states_each_default_size_the_command_uses():
+    import re
+
+    result = invoke("compare", "--help")
+    assert result.exit_code == 0, result.output
+    text = re.sub(r"\s+", " ", result.output)
+
+    def x(shape):
+        return "x".join("2**26" if n == 1 << 26 else str(n) for n in shape)
+
+    assert "Default 2**26 on a GPU, 4096 under the simulator" in text
+    for name in ("topk", "cross_entropy"):
+        op = OPERATIONS[name]
+        assert f"{name}: {x(op.gpu_shape)} on a GPU, {x(op.simulator_shape)} under the " \
+               f"simulator" in text
+        assert len(op.gpu_shape) == len(op.simulator_shape) == 2  # rows of classes
+    for name in ("sort", "argsort", "median"):
+        assert OPERATIONS[name].simulator_shape == (256,) and name in text.split("256")[0]
+    from numbakern.teach.compare import TOPK_K
+
+    assert f"topk: k={TOPK_K}" in text

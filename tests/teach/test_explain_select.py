@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 import numbakern
+import numbakern as nk
 from numbakern.teach.cli import cli
 from numbakern.teach.explain_select import trace_select
 
@@ -53,4 +54,25 @@ def test_explain_shows_the_passes_and_the_proof():
     assert ": yes" in result.output
     result = CliRunner().invoke(cli, ["explain", "radix_select", "--values", "1,2",
                                       "--k", "3"])
-    assert result.exit_code != 0 and "k must be from 1" in result.output
+    assert result.exit_code != 0 and "k must be from 0" in result.output
+
+
+@pytest.mark.parametrize("strategy", ["radix_select", "bitonic_select", "sort_slice"])
+def test_k_zero_selects_nothing_as_topk_and_torch(strategy, tmp_path):
+    import torch
+
+    x = np.array([3, 1, 4, 1, 5], np.int32)
+    trace = trace_select(x, 0, strategy)
+    want = torch.topk(torch.from_numpy(x), 0)
+    ours = nk.topk(x, 0, strategy=strategy)
+    assert trace.values.shape == trace.indices.shape == ours.indices.shape == \
+        tuple(want.indices.shape) == (0,)
+    assert trace.passes == [] and trace.exact
+    out = tmp_path / "k0.json"
+    result = CliRunner().invoke(cli, ["explain", strategy, "--values", "3,1,4,1,5", "--k",
+                                      "0", "--dtype", "int32", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "the answer, empty (k=0" in result.output
+    assert ": yes" in result.output
+    with pytest.raises(ValueError, match="k must be from 0 to the number of values"):
+        trace_select(x, -1, strategy)

@@ -1,0 +1,43 @@
+"""cross_entropy's weight= and K-dimensional logits on a real GPU against torch's on
+the GPU (skipped under the simulator): the device views each sample's rows are read
+through, the weighted mean summed on the device, bfloat16 and float32 tensors, the
+gradient written over the logits."""
+
+import pytest
+
+import numbakern as nk
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs PyTorch with CUDA")
+    return torch
+
+
+@pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("bfloat16", 2e-2)])
+@pytest.mark.parametrize("shape", [(512, 50257), (8, 21, 64, 64), (2, 19, 3, 5, 7)])
+def test_weighted_and_k_dimensional_match_torch(torch, dtype, tol, shape):
+    F = torch.nn.functional
+    g = torch.Generator(device="cuda").manual_seed(0)
+    N, C = shape[:2]
+    x = torch.randn(shape, device="cuda", generator=g).to(getattr(torch, dtype))
+    t = torch.randint(0, C, (N, *shape[2:]), device="cuda", generator=g)
+    t.view(-1)[::7] = -100
+    w = torch.rand(C, device="cuda", generator=g).to(x.dtype)
+    for reduction in ("mean", "none"):
+        for eps in (0.0, 0.1):
+            ref_x = x.float().requires_grad_(True)
+            ref = F.cross_entropy(ref_x, t, weight=w.float(), reduction=reduction,
+                                  label_smoothing=eps)
+            ref.sum().backward()
+            work = x.clone()
+            loss, grad = nk.cross_entropy(work, t, weight=w, reduction=reduction,
+                                          label_smoothing=eps, return_grad=True,
+                                          grad_out=work)
+            assert grad.data_ptr() == work.data_ptr() and grad.shape == x.shape
+            torch.testing.assert_close(loss.float(), ref.detach(), rtol=tol, atol=tol)
+            torch.testing.assert_close(grad.float(), ref_x.grad, rtol=tol, atol=tol * 1e-2)

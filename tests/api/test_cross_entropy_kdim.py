@@ -1,0 +1,97 @@
+"""cross_entropy of K-dimensional logits ``(N, C, d1, ..., dk)`` against targets
+``(N, d1, ..., dk)``, as torch.nn.functional.cross_entropy takes them (a row over
+the classes at every position), on the CPU reference: the reductions, label
+smoothing, weights, ignore_index, the gradient (also written over the logits), device
+and torch arrays, and the layouts refused.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+RNG = np.random.default_rng(23)
+
+
+def case(shape, ignored=2):
+    N, C = shape[:2]
+    x = RNG.standard_normal(shape) * 3
+    t = RNG.integers(0, C, (N, *shape[2:]))
+    t.reshape(-1)[:ignored] = -100
+    return x, t
+
+
+def reference(x, t, reduction="mean", eps=0.0, weight=None):
+    xr = torch.from_numpy(x).requires_grad_(True)
+    loss = F.cross_entropy(xr, torch.from_numpy(t), reduction=reduction, label_smoothing=eps,
+                           weight=None if weight is None else torch.from_numpy(weight))
+    loss.sum().backward()
+    return loss.detach().numpy(), xr.grad.numpy()
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 4), (2, 9, 3, 2), (1, 7, 9), (4, 3, 1, 5),
+                                   (2, 1, 6)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_k_dimensional_logits_match_torch(shape, reduction):
+    x, t = case(shape)
+    for eps, weight in ((0.0, None), (0.1, RNG.random(shape[1]))):
+        loss, grad = nk.cross_entropy(x, t, reduction=reduction, label_smoothing=eps,
+                                      weight=weight, return_grad=True)
+        ref_loss, ref_grad = reference(x, t, reduction, eps, weight)
+        assert np.shape(loss) == ref_loss.shape and grad.shape == x.shape
+        np.testing.assert_allclose(loss, ref_loss, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-14)
+
+
+def test_empty_positions_and_samples():
+    for shape in ((2, 4, 0), (0, 4, 3)):
+        x, t = case(shape, ignored=0)
+        loss = nk.cross_entropy(x, t, reduction="none")
+        assert np.shape(loss) == reference(x, t, "none")[0].shape
+        assert np.isnan(nk.cross_entropy(x, t))  # a mean of no rows, as torch's
+
+
+def test_device_logits_read_in_place_and_the_gradient_over_them():
+    x, t = case((3, 6, 2, 5))
+    ref_loss, ref_grad = reference(x, t, "mean", 0.2)
+    d = cuda.to_device(x)
+    loss, grad = nk.cross_entropy(d, cuda.to_device(t), label_smoothing=0.2,
+                                  return_grad=True, grad_out=d)
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-12)
+    np.testing.assert_allclose(d.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
+    # a sliced position axis is still one strided axis
+    x, t = case((2, 4, 10))
+    loss = nk.cross_entropy(cuda.to_device(x)[:, :, ::2], t[:, ::2], reduction="none")
+    np.testing.assert_allclose(loss.copy_to_host(), reference(
+        np.ascontiguousarray(x[:, :, ::2]), t[:, ::2], "none")[0], rtol=1e-12)
+
+
+def test_torch_tensors():
+    x, t = case((2, 5, 3, 3))
+    xt, tt = torch.from_numpy(x).float(), torch.from_numpy(t)
+    loss = nk.cross_entropy(xt, tt, reduction="none")
+    assert isinstance(loss, torch.Tensor) and loss.shape == (2, 3, 3)
+    torch.testing.assert_close(loss, F.cross_entropy(xt, tt, reduction="none"))
+
+
+def test_bad_targets_and_layouts_are_named():
+    x, t = case((2, 4, 3))
+    with pytest.raises(ValueError, match=r"target must have shape \(2, 3\)"):
+        nk.cross_entropy(x, t[:, :2])
+    with pytest.raises(ValueError, match=r"target must have shape \(2, 3\)"):
+        nk.cross_entropy(x, t.reshape(-1))
+    with pytest.raises(ValueError, match=r"logits must be \(N, C\) or \(N, C, d1"):
+        nk.cross_entropy(x[0, 0], t[0])
+    bad = t.copy()
+    bad[1, 2] = 4
+    with pytest.raises(IndexError, match=r"target 4 of row \(1, 2\)"):
+        nk.cross_entropy(x, bad)
+    with pytest.raises(IndexError, match=r"target 4 of row \(1, 2\)"):
+        nk.cross_entropy(x, cuda.to_device(bad))
+    x4, t4 = case((2, 3, 4, 5))
+    with pytest.raises(ValueError, match="logits of shape .* one axis"):
+        nk.cross_entropy(cuda.to_device(x4)[:, :, :, ::2], t4[:, :, ::2])  # two strides
