@@ -35,7 +35,7 @@ from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import fill, fold_first_into, zeros
+from numbakern.kernels.elementwise import fold_first_into, zeros
 from numbakern.kernels.segment_reduce import SegmentReduce, offsets_ok
 from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
@@ -264,12 +264,10 @@ def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
         xv = device_view(x)
     if on_host:
         ov = workspace.from_host(host.astype(np.int64))
-    bad = workspace.empty(2, np.int64)  # filled on the device: no upload
-    fill(bad, segments, workspace.stream)
-    layout = SegmentReduce(xv, ov, bad, kit, not op.commutative, lanes, workspace)
+    layout = SegmentReduce(xv, ov, kit, not op.commutative, lanes, workspace)
     fields = grid.reduce(ReduceJob(layout, op, kit, workspace))
     if not on_host:
-        _report(bad, offsets, segments, x.shape[0], empty)
+        _report(layout.bad, offsets, segments, x.shape[0], empty)
     return fields, workspace, segments
 
 

@@ -286,6 +286,18 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce):
         while b * R < K:
             k = b * R
             last = min(k + R, K)
+            # Most tiles of an array of short segments hold no long one: read the
+            # block's map entries at once and leave if they are all empty.
+            hit = 0
+            t = int64(tid)
+            while t < 2 * (last - k):
+                e = int64(cover[k + t]) if t < last - k else int64(begin[k + t - (last - k)])
+                if e >= 0:
+                    hit = 1
+                t += threads
+            if cuda.syncthreads_or(hit) == 0:
+                b += cuda.gridDim.x
+                continue
             cur = int64(-1)
             slot = int64(0)
             start = int64(0)
@@ -414,22 +426,24 @@ class SegmentReduce:
 
     Args:
         x: the 1-D device view of the values; ``offsets``: the 1-D device view of the
-            ``segments + 1`` offsets (any integer dtype); ``bad``: a device int64 pair
-            holding ``segments``, where the kernel records the first segment with bad
-            bounds and the first empty one (:func:`build_segment_kernel`).
+            ``segments + 1`` offsets (any integer dtype).
         kit: the op's state kit; ``ordered``: keep element order (non-commutative op);
         lanes: threads per short segment (``None``, 32 or the block's);
         workspace: where the tile map is allocated.
+
+    After :meth:`run`, ``bad`` is a device int64 pair: the first segment with bad
+    bounds and the first empty one, ``segments`` where none
+    (:func:`build_segment_kernel`).
     """
 
-    def __init__(self, x, offsets, bad, kit, ordered: bool, lanes, workspace):
-        self.x, self.offsets, self.bad, self.kit = x, offsets, bad, kit
+    def __init__(self, x, offsets, kit, ordered: bool, lanes, workspace):
+        self.x, self.offsets, self.kit = x, offsets, kit
         self.ordered, self.lanes, self.workspace = ordered, lanes, workspace
         self.outputs = offsets.shape[0] - 1
         self.n = int(x.shape[0])
         # the most elements one output may combine (atomic_fold's packed argmax asks)
         self.count = max(1, self.n)
-        self.map = None
+        self.bad = self.map = None
 
     def plan(self, block, blocks) -> SegmentPlan:
         M, n = self.outputs, self.n
@@ -469,13 +483,14 @@ class SegmentReduce:
                np.int64(plan.tiles), cover, begin, *out)
 
     def _tile_map(self, plan: SegmentPlan, stream):
-        """``(cover, begin)``: the tile map, every entry -1 (a one-entry stand-in when
-        no segment can be long)."""
+        """``(cover, begin)``: the tile map, every entry -1 (one-entry stand-ins when no
+        segment can be long), allocated and set in one launch with ``bad`` (two
+        entries holding the segment count) ahead of it."""
         k = max(1, plan.tiles)
-        cover = self.workspace.empty(2 * k, np.int64)
-        if plan.tiles:
-            fill(cover, -1, stream)
-        self.map = (sliced(cover, 0, k), sliced(cover, k, 2 * k))
+        words = self.workspace.empty(2 + 2 * k, np.int64)
+        fill(words, self.outputs, stream, m=2, rest=-1)
+        self.bad = sliced(words, 0, 2)
+        self.map = (sliced(words, 2, 2 + k), sliced(words, 2 + k, 2 + 2 * k))
         return self.map
 
     def emit_partial(self, plan: SegmentPlan) -> Emit:

@@ -229,27 +229,32 @@ def test_long_short_and_empty_segments_in_one_call_on_every_strategy(label):
                                       _arg_reference(ties, nonempty, direction))
 
 
-@pytest.mark.parametrize("lanes", [None, 32, 64])
-def test_every_op_and_dtype_over_long_segments(lanes):
+def test_every_op_and_dtype_over_long_segments():
     strategy = nk.TwoPass(nk.WarpShuffle(threads=64), blocks=3)
     offsets = offsets_of(MIXED)
     n = offsets[-1]
-    for dtype in (np.int32, np.int8, np.float64, np.bool_):
+    for dtype, name in ((np.int32, "sum"), (np.int8, "min"), (np.float64, "min"),
+                        (np.bool_, "sum")):
         x = (RNG.integers(0, 4, n) > 0 if dtype == np.bool_
              else RNG.integers(-50, 50, n).astype(dtype))
-        for name in ("sum", "min"):
-            initial = None if name == "sum" else (True if dtype == np.bool_ else 100)
-            got = nk.segmented_reduce(x, offsets, name, strategy=strategy, lanes=lanes,
-                                      initial=initial)
-            check(got, x, offsets, name, initial)
+        initial = None if name == "sum" else 100
+        got = nk.segmented_reduce(x, offsets, name, strategy=strategy, initial=initial)
+        check(got, x, offsets, name, initial)
     x = RNG.choice(np.array([1.0, -1.0, 1.001, 0.999]), n)  # a product that stays finite
-    check(nk.segmented_reduce(x, offsets, "prod", strategy=strategy, lanes=lanes), x,
-          offsets, "prod")
+    check(nk.segmented_reduce(x, offsets, "prod", strategy=strategy), x, offsets, "prod")
     bits = RNG.integers(0, 2**31, n).astype(np.int64)
     want = [np.bitwise_xor.reduce(bits[a:b]) if b > a else 0
             for a, b in zip(offsets[:-1], offsets[1:])]
     np.testing.assert_array_equal(nk.segmented_reduce(bits, offsets, "bitwise_xor",
                                                       strategy=strategy), want)
+
+
+@pytest.mark.parametrize("lanes", [32, 64])
+def test_short_segments_by_warp_or_block_beside_long_ones(lanes):
+    strategy = nk.TwoPass(nk.WarpShuffle(threads=64), blocks=2)
+    offsets = offsets_of([3, 40, 0, 300, 65, 1])
+    x = RNG.integers(-50, 50, offsets[-1]).astype(np.int32)
+    check(nk.segmented_reduce(x, offsets, strategy=strategy, lanes=lanes), x, offsets, "sum")
 
 
 def test_one_huge_segment_among_tiny_ones_and_signed_zeros():
