@@ -14,8 +14,9 @@ segments lie back to back, possibly empty, covering ``x[offsets[0]:offsets[-1]]`
   bounds) and reported after it, which costs one synchronisation: ``ValueError``
   naming ``offsets`` either way.
 * ``strategy``, ``lanes``, ``stream``: as the reductions'; ``lanes`` is the threads per
-  segment (``numbakern/kernels/segment_reduce.py``: a warp for short segments, a
-  block for long ones).
+  short segment (``numbakern/kernels/segment_reduce.py``: a warp or a block per
+  segment of up to a tile; longer ones are split into tiles over many blocks, whose
+  runs the grid strategy combines).
 
 Results are 1-D of ``n`` in the caller's array type, as the reductions'.
 
@@ -63,9 +64,13 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
         initial: a number combined before each segment's elements; the result of an
             empty segment.
         strategy: how threads combine, as :func:`numbakern.sum`'s (a reduce
-            strategy: its block strategy reduces each segment).
-        lanes: threads per segment: 32 (a warp), the strategy's thread count (a
-            block), or None: a warp when the mean segment has at most 4096 elements.
+            strategy: its block strategy reduces each segment or tile, its grid
+            strategy combines the tiles of a long segment: ``two_pass``
+            deterministic, ``atomic_fold`` by atomics).
+        lanes: threads per short segment (up to a tile, ``threads * 16`` elements):
+            32 (a warp), the strategy's thread count (a block), or None: a warp when
+            the mean segment has at most 4096 elements. Longer segments are split
+            into tiles over many blocks whatever ``lanes`` says.
         stream: as :func:`numbakern.sum`'s.
 
     Returns:
@@ -86,7 +91,9 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
             :func:`segmented_argmax`).
 
     Source: CUB's ``DeviceSegmentedReduce`` (a block per segment, offsets as here); a
-    warp per short segment as CUB's ``DeviceSegmentedSort`` treats small segments.
+    warp per short segment as CUB's ``DeviceSegmentedSort`` treats small segments;
+    long segments cut into equal runs of tiles per block after Merrill and Garland's
+    merge-based SpMV (SC 2016).
     """
     op = _ops.get(op)
     if op.fields != 1:
