@@ -308,3 +308,25 @@ def test_bad_device_offsets_around_long_segments_are_caught():
         nk.segmented_reduce(np.arange(1200.0), offsets, strategy=TILED["two_pass/warp_shuffle"])
     with pytest.raises(ValueError, match=r"segment 0 runs from 0 to 5000"):
         nk.segmented_reduce(np.arange(1200.0), cuda.to_device(np.array([0, 5000])))
+
+
+def test_device_calls_replay_and_still_report_bad_offsets():
+    """Device values and offsets: a repeated signature replays its recorded launches
+    (``runtime/replay.py``) on new data, and the offsets' report still runs after."""
+    from numbakern.runtime import replay
+
+    offsets = offsets_of([5, 0, 300, 2])
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x = RNG.standard_normal(offsets[-1]).astype(np.float32)
+        got = nk.segmented_reduce(cuda.to_device(x), cuda.to_device(offsets))
+        check(got.copy_to_host(), x, offsets, "sum")
+        arg = nk.segmented_argmin(cuda.to_device(x), cuda.to_device(offsets[[0, 1, 3, 4]]))
+        np.testing.assert_array_equal(arg.copy_to_host(),
+                                      _arg_reference(x, offsets[[0, 1, 3, 4]], "min"))
+    assert replay.counts["replayed"] - before == 4
+    falling = cuda.to_device(np.array([0, 5, 4, 305, 307]))  # the same signature
+    with pytest.raises(ValueError, match="segment 1 runs from 5 to 4"):
+        nk.segmented_reduce(cuda.to_device(x), falling)
+    with pytest.raises(ValueError, match=r"argmin of an empty segment \(segment 1"):
+        nk.segmented_argmin(cuda.to_device(x), cuda.to_device(offsets[[0, 1, 1, 4, 4]]))
