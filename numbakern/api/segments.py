@@ -307,7 +307,7 @@ def _replayed(x, offsets, op, dtypes, field, result, strategy, lanes, stream, em
     offsets, outside the recording since it reads the device."""
     out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
                          stream=stream)
-    _report(bad, offsets, offsets.shape[0] - 1, x.shape[0], empty)
+    _report(bad, offsets, _device_offsets(offsets).shape[0] - 1, x.shape[0], empty)
     return out
 
 
