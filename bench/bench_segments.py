@@ -1,9 +1,11 @@
 """Segmented sums, scans and sorts beside torch and CCCL's ``cuda.compute``.
 
 2^26 float32 values in segments of random lengths (uniform in [0, 2L] for a mean L of
-64, 1024 and 16384): many short segments, the warp-per-segment case, to few long
-ones, the block's. GB/s count the values read once (the offsets and results are
-small beside them); for scans and sorts, read once and written once. Each peer's
+64, 1024, 16384 and 2^20): many short segments, a warp's each, to a few dozen long
+ones, split into tiles over many blocks; and ``mixed``: one segment of half the
+array among segments of 0 to 128 elements (the case a layout chosen from the mean
+length alone gets wrong). GB/s count the values read once (the offsets and results
+are small beside them); for scans and sorts, read once and written once. Each peer's
 result is checked against numbakern's first.
 
 * sums: ``torch.segment_reduce`` and ``cuda.compute.segmented_reduce``;
@@ -18,6 +20,8 @@ result is checked against numbakern's first.
   stable; keys compared) where the installed ``cuda.compute`` has it.
 
     pytest bench/bench_segments.py --benchmark-json=segments.json
+    pytest bench/bench_segments.py -k "not scan and not sort" \
+        --benchmark-json=segsum.json   # the sums alone
 """
 
 import numpy as np
@@ -26,15 +30,21 @@ import pytest
 import numbakern as nk
 
 N = 1 << 26
-MEANS = [64, 1024, 16384]
+MEANS = [64, 1024, 16384, 1 << 20, "mixed"]
+
+
+def _lengths(mean, rng):
+    if mean == "mixed":  # half the array in one segment, the rest in short ones
+        short = rng.integers(0, 129, N // 128 + 1)
+        return np.concatenate([short[: short.size // 2], [N // 2], short[short.size // 2:]])
+    return rng.integers(0, 2 * mean + 1, N // mean + 1)
 
 
 @pytest.fixture(scope="module", params=MEANS, ids=lambda m: f"mean{m}")
 def case(request, cp):
     mean = request.param
-    rng = np.random.default_rng(mean)
-    lengths = rng.integers(0, 2 * mean + 1, N // mean + 1)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    rng = np.random.default_rng(7 if mean == "mixed" else mean)
+    offsets = np.concatenate([[0], np.cumsum(_lengths(mean, rng))])
     offsets = offsets[offsets <= N]
     x = cp.random.default_rng(0).random(int(offsets[-1]), dtype=cp.float32)
     return x, cp.asarray(offsets.astype(np.int64)), mean
@@ -47,6 +57,18 @@ def _info(x, provider, mean, op="segmented_sum"):
 def test_numbakern(case, measure):
     x, offsets, mean = case
     measure(lambda: nk.segmented_reduce(x, offsets), x.nbytes, **_info(x, "numbakern", mean))
+
+
+def test_numbakern_atomic_fold(case, measure):
+    """The runs of long segments folded by atomics (one launch fewer, float sums not
+    bitwise reproducible)."""
+    x, offsets, mean = case
+    strategy = "atomic_fold/warp_shuffle"
+    want = nk.segmented_reduce(x, offsets).get()
+    np.testing.assert_allclose(nk.segmented_reduce(x, offsets, strategy=strategy).get(), want,
+                               rtol=1e-4, atol=1e-3)
+    measure(lambda: nk.segmented_reduce(x, offsets, strategy=strategy), x.nbytes,
+            **_info(x, "numbakern atomic_fold", mean))
 
 
 def test_torch_segment_reduce(case, measure, torch_cuda):

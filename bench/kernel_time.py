@@ -26,6 +26,21 @@ m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
 x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
 u28 = cp.random.randint(0, 2**31, 1 << 28, dtype=cp.int64).astype(cp.uint32)
 x24, u24 = x28[: 1 << 24].copy(), u28[: 1 << 24].copy()
+def segments(mean):
+    """2^26 float32 in segments uniform in [0, 2 mean], device int64 offsets (as
+    bench_segments.py); "mixed": half the array in one segment among short ones."""
+    rng = np.random.default_rng(mean if mean != "mixed" else 7)
+    if mean == "mixed":
+        short = rng.integers(0, 129, (1 << 26) // 128 + 1)
+        lengths = np.concatenate([short[: short.size // 2], [1 << 25], short[short.size // 2:]])
+    else:
+        lengths = rng.integers(0, 2 * mean + 1, (1 << 26) // mean + 1)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    offsets = offsets[offsets <= 1 << 26]
+    return x28[: int(offsets[-1])], cp.asarray(offsets.astype(np.int64))
+
+
+seg = {m: segments(m) for m in (64, 1024, 16384, 1 << 20, "mixed")}
 cases = {
     "sum 2^28": lambda: nk.sum(x28),
     "sum 2^20": lambda: nk.sum(x20),
@@ -47,6 +62,10 @@ cases = {
     "cupy sort float32 2^28": lambda: cp.sort(x28),
     "cupy argsort float32 2^28": lambda: cp.argsort(x28),
     "torch sort float32 2^28": lambda: torch.sort(torch.as_tensor(x28, device="cuda")),
+    **{f"segsum mean{m}": (lambda m=m: nk.segmented_reduce(*seg[m])) for m in seg},
+    **{f"torch segsum mean{m}": (lambda m=m: torch.segment_reduce(
+        torch.as_tensor(seg[m][0], device="cuda"), "sum",
+        offsets=torch.as_tensor(seg[m][1], device="cuda"))) for m in seg},
 }
 wanted = sys.argv[1:]
 for name, f in cases.items():

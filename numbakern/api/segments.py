@@ -14,8 +14,9 @@ segments lie back to back, possibly empty, covering ``x[offsets[0]:offsets[-1]]`
   bounds) and reported after it, which costs one synchronisation: ``ValueError``
   naming ``offsets`` either way.
 * ``strategy``, ``lanes``, ``stream``: as the reductions'; ``lanes`` is the threads per
-  segment (``numbakern/kernels/segment_reduce.py``: a warp for short segments, a
-  block for long ones).
+  short segment (``numbakern/kernels/segment_reduce.py``: a warp or a block per
+  segment of up to a tile; longer ones are split into tiles over many blocks, whose
+  runs the grid strategy combines).
 
 Results are 1-D of ``n`` in the caller's array type, as the reductions'.
 
@@ -39,6 +40,7 @@ from numbakern.kernels.elementwise import fold_first_into, zeros
 from numbakern.kernels.segment_reduce import SegmentReduce, offsets_ok
 from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
+from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import device_view, host_copy, sliced, to_device
 
 
@@ -63,9 +65,13 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
         initial: a number combined before each segment's elements; the result of an
             empty segment.
         strategy: how threads combine, as :func:`numbakern.sum`'s (a reduce
-            strategy: its block strategy reduces each segment).
-        lanes: threads per segment: 32 (a warp), the strategy's thread count (a
-            block), or None: a warp when the mean segment has at most 4096 elements.
+            strategy: its block strategy reduces each segment or tile, its grid
+            strategy combines the tiles of a long segment: ``two_pass``
+            deterministic, ``atomic_fold`` by atomics).
+        lanes: threads per short segment (up to a tile, ``threads * 16`` elements):
+            32 (a warp), the strategy's thread count (a block), or None: a warp when
+            the mean segment has at most 4096 elements. Longer segments are split
+            into tiles over many blocks whatever ``lanes`` says.
         stream: as :func:`numbakern.sum`'s.
 
     Returns:
@@ -86,7 +92,9 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
             :func:`segmented_argmax`).
 
     Source: CUB's ``DeviceSegmentedReduce`` (a block per segment, offsets as here); a
-    warp per short segment as CUB's ``DeviceSegmentedSort`` treats small segments.
+    warp per short segment as CUB's ``DeviceSegmentedSort`` treats small segments;
+    long segments cut into equal runs of tiles per block after Merrill and Garland's
+    merge-based SpMV (SC 2016).
     """
     op = _ops.get(op)
     if op.fields != 1:
@@ -100,6 +108,8 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     if first is None and isinstance(op.empty, str) and op.empty == "raise":
         empty = f"zero-size segment to reduction operation {op.name} which has no identity; " \
                 "pass initial="
+    if first is None and _replays(x, offsets):
+        return _replayed(x, offsets, op, kit.dtypes, 0, result, strategy, lanes, stream, empty)
     fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty)
     if fields is None:  # no segments
         return deliver_host(workspace, np.empty(0, dtype=result), None)
@@ -137,8 +147,12 @@ def _arg(x, offsets, direction: str, strategy, lanes, stream):
     in_dtype = np.dtype(x.dtype)
     op.check_dtype(in_dtype)
     kit = state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
+    empty = f"attempt to get arg{direction} of an empty segment"
+    if _replays(x, offsets):
+        return _replayed(x, offsets, op, kit.dtypes, 1, _ops.INDEX_DTYPE, strategy, lanes,
+                         stream, empty)
     fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream,
-                                          f"attempt to get arg{direction} of an empty segment")
+                                          empty)
     if fields is None:
         return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None)
     return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None)
@@ -245,6 +259,16 @@ def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
     (``fields`` None when there are none). Host offsets are checked before the launch,
     device offsets by the kernel, reported after it; ``empty``: the message for an
     empty segment where none may be."""
+    fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
+                                               empty)
+    if bad is not None:
+        _report(bad, offsets, segments, x.shape[0], empty)
+    return fields, workspace, segments
+
+
+def _launch(x, offsets, op, kit, strategy, lanes, stream, empty):
+    """:func:`_reduce`'s launches: ``(fields, workspace, segments, bad)``, ``bad`` the
+    device flags still to report for device offsets (else None)."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
@@ -257,19 +281,44 @@ def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
         ov = _device_offsets(offsets)
         segments = ov.shape[0] - 1
     if segments == 0:
-        return None, workspace, 0
+        return None, workspace, 0, None
     if kind == "numpy":
         xv = to_device(np.ascontiguousarray(x), workspace.stream)
     else:
         xv = device_view(x)
     if on_host:
         ov = workspace.from_host(host.astype(np.int64))
-    bad = workspace.from_host(np.full(2, segments, np.int64))
-    layout = SegmentReduce(xv, ov, bad, kit, not op.commutative, lanes)
+    layout = SegmentReduce(xv, ov, kit, not op.commutative, lanes, workspace)
     fields = grid.reduce(ReduceJob(layout, op, kit, workspace))
-    if not on_host:
-        _report(bad, offsets, segments, x.shape[0], empty)
-    return fields, workspace, segments
+    return fields, workspace, segments, None if on_host else layout.bad
+
+
+def _replays(x, offsets) -> bool:
+    """Whether a call may go through :func:`_recorded`: device values and device
+    offsets, at least one segment (host arrays are uploaded: never replayed)."""
+    if kind_of(x) == "numpy" or kind_of(offsets) == "numpy":
+        return False
+    return _device_offsets(offsets).shape[0] > 1
+
+
+def _replayed(x, offsets, op, dtypes, field, result, strategy, lanes, stream, empty):
+    """The device-only call: :func:`_recorded`'s launches (replayed on a repeated
+    signature, ``numbakern/runtime/replay.py``), then the kernel's report on the
+    offsets, outside the recording since it reads the device."""
+    out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
+                         stream=stream)
+    _report(bad, offsets, _device_offsets(offsets).shape[0] - 1, x.shape[0], empty)
+    return out
+
+
+@replayable
+def _recorded(x, offsets, op, dtypes, field, result, strategy, lanes, *, stream=None):
+    """``(result, bad)``: field ``field`` of the segments' states delivered as
+    ``result``, and the device flags :func:`_report` reads."""
+    kit = state_kit(op, dtypes)
+    fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
+                                               None)
+    return deliver(workspace, fields[field], result, (segments,), None), bad
 
 
 __all__ = ["segmented_reduce", "segmented_argmax", "segmented_argmin"]

@@ -3,30 +3,56 @@
 The lesson
 ----------
 Segments of a 1-D array, given by ``n + 1`` ascending offsets (CUB's
-``DeviceSegmentedReduce`` convention), are rows of different lengths. The row
-kernel's idea carries over with one change: a row's bounds come from ``offsets``
-instead of from arithmetic. A *group* of threads owns a segment at a time,
-grid-strided over segments:
+``DeviceSegmentedReduce`` convention), are rows of different lengths, and in one
+call they may be anything from empty to the whole array. No one group size serves
+them all: a block on a ten-element segment idles, a warp on a million-element one
+takes the whole kernel's time while the rest of the GPU waits. So each segment is
+served by the group its length asks for, decided on the device as the offsets are
+read (the host never reads them):
 
-* a **warp** per segment (``lanes = 32``, several segments per block, combined by the
-  block strategy's warp form: no barrier), the default when the mean segment is
-  short (at most :data:`WARP_SEGMENT_MAX` elements): short segments would leave
-  most of a block idle;
-* a **block** per segment (``lanes = threads``, combined by the block strategy's
-  reduce) for long ones.
+* **short** segments (at most a *tile*, ``T = threads * TILE_ITEMS`` elements) are
+  reduced whole by a *group* of threads, grid-strided over segments
+  (:func:`build_segment_kernel`): a **warp** per segment (``lanes = 32``, several
+  per block, combined by the block strategy's warp form: no barrier), the default
+  when the mean segment is short (at most :data:`WARP_SEGMENT_MAX` elements), or a
+  **block** per segment (``lanes = threads``, the block strategy's reduce).
+  Each thread folds ``start + lane, start + lane + lanes, ...``, ``UNROLL`` loads
+  in flight, or for a non-commutative op a contiguous run, in order
+  (``axis_reduce.thread_reducer``).
+* **long** segments (more than ``T`` elements) are left by that group, which only
+  marks the tiles they cover in a *tile map*: the array cut into tiles of ``T``
+  elements, ``cover[k]`` the long segment holding tile ``k``'s first element,
+  ``begin[k]`` the one starting inside it (a long segment is longer than a tile, so
+  no tile meets more than these two). A second kernel
+  (:func:`build_tile_kernel`) then gives each block a run of ``R`` consecutive
+  tiles, the same share of the array for every block whatever the lengths (the
+  load balance of Merrill and Garland's merge-path SpMV, kept to long segments):
+  the block reduces each long segment's part of its tiles (16-byte vector loads
+  where the array allows, ``kernels/vector.py``) with the block strategy and emits
+  one state per (block, segment) run. One huge segment is thus spread over the
+  whole GPU, and each segment has at most ``blocks + 1`` runs.
 
-Each thread folds the elements ``start + lane, start + lane + lanes, ...`` of its
-segment, ``UNROLL`` loads in flight, or for a non-commutative op a contiguous run, in
-order (``axis_reduce.thread_reducer``). (Reading whole 16-byte vectors inside each
-segment, its ends one by one, as the row kernel reads a row, was slower on an H200
-for segments of 64 and 1024 elements and no faster at 16384: bench/NOTES.md.) An
-element's state is the kit's ``to_state(value, index)`` with ``index`` its position
-*within its segment* (argmax of a segment). An empty segment is the op's identity
-(the caller decides whether that is allowed). Every segment is one piece: the grid
-strategy only stores.
+How the runs meet is the grid strategy's (``strategies/protocols.py``,
+``GridReduce``): ``atomic_fold`` folds every run (and every short segment) into
+its output; ``two_pass`` writes them as partials, slot ``i`` for short segment
+``i`` and slot ``M + 2k + h`` for the run that starts at tile ``k`` (``h``: 0 for
+``cover``, 1 for ``begin``), and :func:`build_finish_kernel` copies each short
+segment's partial to its output (a thread per segment) and reduces each long
+segment's runs in tile order (a block per long segment, found at its first tile):
+the same tree on every run, and element order kept for a non-commutative op. When
+``x`` is no longer than one tile no segment can be long: the first kernel alone
+stores every result.
 
-What this does not do yet: split one long segment over several blocks (CUB's
-``DeviceSegmentedReduce`` does not either; a single huge segment runs on one block).
+An element's state is the kit's ``to_state(value, index)`` with ``index`` its
+position *within its segment* (argmax of a segment). An empty segment is the op's
+identity (the caller decides whether that is allowed). Offsets are trusted no
+further than memory safety needs: every kernel clamps a segment's bounds into
+``[0, len(x)]`` the same way, and the first kernel records the first bad and the
+first empty segment for the caller to raise after.
+
+(Reading 16-byte vectors inside each *short* segment, as the row kernel reads a
+row, was slower on an H200 for segments of 64 and 1024 elements and no faster at
+16384: bench/NOTES.md; the tiles of long segments read whole aligned vectors.)
 """
 
 from __future__ import annotations
@@ -38,14 +64,26 @@ from numba import cuda, int64
 
 from numbakern.kernels.axis_reduce import (UNROLL, build_scatter_kernel, group_reducer,
                                            thread_reducer)
-from numbakern.kernels.elementwise import THREADS, grid_for
+from numbakern.kernels.elementwise import THREADS, fill, grid_for
 from numbakern.kernels.emits import Emit, emit_partial
+from numbakern.kernels.vector import lane_folder, rows_aligned, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached, device_key
-from numbakern.runtime.device import WARP, ceil_div, max_resident_blocks
+from numbakern.runtime.device import SIMULATOR, WARP, ceil_div, max_resident_blocks
 from numbakern.runtime.launch import launch
+from numbakern.runtime.views import sliced
 
-#: a warp per segment when the mean segment has at most this many elements
+#: a warp per short segment when the mean segment has at most this many elements
 WARP_SEGMENT_MAX = 4096
+#: elements per thread in a tile (a long segment is longer than ``threads`` times
+#: this): four 16-byte float32 vectors per thread on a GPU, small under the simulator
+#: so that tests reach long segments with small arrays
+TILE_ITEMS = 4 if SIMULATOR else 16
+#: blocks of the tile kernel, in multiples of the blocks that fill the device once
+#: (blocks whose tiles hold no long segment leave at once and make room)
+TILE_WAVES = 4
+
+
+# --- device functions -------------------------------------------------------------------
 
 
 def segment_loader(kit):
@@ -61,15 +99,121 @@ def segment_loader(kit):
     return load
 
 
-def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: bool):
-    """Kernel ``(x, offsets, M, bad, o0, o1)``: segment ``i`` of ``x`` reduced by a group
-    of ``lanes`` threads and emitted at ``i``; ``index32``: every element index fits in
-    32 bits, so the loop's index arithmetic runs in them.
+@cuda.jit(device=True)
+def bounds(offsets, i, n):
+    """``(start, stop, bad)``: segment ``i``'s bounds clamped into ``[0, n]``, and
+    whether they needed it (every kernel here clamps the same way)."""
+    start, stop = int64(offsets[i]), int64(offsets[i + 1])
+    bad = start < 0 or stop < start or stop > n
+    start = min(max(start, int64(0)), n)
+    stop = min(max(stop, start), n)
+    return start, stop, bad
 
-    Offsets are trusted no further than memory safety needs: a segment whose bounds
-    decrease or leave ``[0, n]`` is clamped into them (never read out of bounds) and
-    the first such segment is recorded in ``bad[0]`` (an atomic minimum, ``M`` when
-    none), the first empty one in ``bad[1]``, for the caller to raise after.
+
+@cuda.jit(device=True)
+def mark_tiles(cover, begin, i, start, stop, T, lane, lanes):
+    """Long segment ``i`` (``[start, stop)``, longer than ``T``) into the tile map, by
+    the ``lanes`` threads of its group: ``begin`` of the tile it starts inside (if it
+    starts inside one), ``cover`` of every tile whose first element it holds."""
+    k0 = start // T
+    inside = start != k0 * T
+    if inside and lane == 0:
+        begin[k0] = i
+    k = k0 + lane + (1 if inside else 0)
+    last = (stop - 1) // T
+    while k <= last:
+        cover[k] = i
+        k += lanes
+
+
+def part_reducer(kit, ordered: bool, index32: bool, width: int):
+    """``part_reduce(x, base, a, b, tid, threads)``: this thread's fold of elements
+    ``[a, b)`` of ``x`` (indexed from ``base``, the segment's start), ``threads``
+    threads sharing them. ``width``: read whole ``width``-element vectors (``x``
+    contiguous and 16-byte aligned, a commutative op), the part's ends one by one;
+    0: ``thread_reducer``'s loop."""
+    load = segment_loader(kit)
+    scalar = thread_reducer(kit, load, ordered, index32)
+    if not width:
+
+        @cuda.jit(device=True)
+        def part_reduce(x, base, a, b, tid, threads):
+            return scalar(x, x, base, 0, 0, a, b, tid, threads, 0, 0, 0, 0)
+
+        return part_reduce
+
+    combine, identity = kit.combine, kit.identity
+    vload = vector_loader(width)
+    fold = lane_folder(combine, kit.to_state, 0, width)
+    W = int64(width)
+
+    @cuda.jit(device=True)
+    def part_reduce(x, base, a, b, tid, threads):
+        vfirst = (a + W - 1) // W
+        vstop = b // W
+        d = int64(threads)
+        s = identity()
+        j = vfirst + tid
+        while j + 3 * d < vstop:  # four 16-byte loads in flight
+            v0 = vload(x, j)
+            v1 = vload(x, j + d)
+            v2 = vload(x, j + 2 * d)
+            v3 = vload(x, j + 3 * d)
+            low = combine(fold(v0, j * W - base), fold(v1, (j + d) * W - base))
+            high = combine(fold(v2, (j + 2 * d) * W - base), fold(v3, (j + 3 * d) * W - base))
+            s = combine(s, combine(low, high))
+            j += 4 * d
+        while j < vstop:
+            s = combine(s, fold(vload(x, j), j * W - base))
+            j += d
+        head = min(vfirst * W, b)  # elements before the first whole vector
+        r = a + tid
+        while r < head:
+            s = combine(s, load(x, x, base, 0, 0, r, 0, 0, 0, 0))
+            r += d
+        r = max(vstop * W, head) + tid  # and after the last
+        while r < b:
+            s = combine(s, load(x, x, base, 0, 0, r, 0, 0, 0, 0))
+            r += d
+        return s
+
+    return part_reduce
+
+
+def run_loader(kit):
+    """``load(...)`` as ``thread_reducer`` calls it: run ``r`` of a long segment among
+    the partials ``a0, a1``: ``r = 0`` at its head slot ``k0``, ``r >= 1`` the run of
+    the block whose tiles start at tile ``(k1 + r) * R1`` (slot ``N + 2 * tile``)."""
+    load_state = kit.load
+
+    @cuda.jit(device=True)
+    def load(a0, a1, k0, k1, row, r, N, R1, c0, c1):
+        if r == 0:
+            return load_state(a0, a1, k0)
+        return load_state(a0, a1, N + 2 * (k1 + r) * R1)
+
+    return load
+
+
+def _temp(block, kit):
+    """The block reduce's shared-memory slots, per field (1 where unused)."""
+    slots0 = max(1, block.temp_slots())
+    return slots0, slots0 if kit.fields == 2 else 1
+
+
+# --- kernels ---------------------------------------------------------------------------
+
+
+def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: bool):
+    """Kernel ``(x, offsets, M, bad, T, cover, begin, o0, o1)``: short segment ``i`` of
+    ``x`` reduced by a group of ``lanes`` threads and emitted at ``i``; a segment
+    longer than ``T`` (``T > 0``) marked in the tile map ``cover``/``begin`` instead.
+    ``index32``: every element index fits in 32 bits, so the loop's index arithmetic
+    runs in them.
+
+    The first segment whose bounds decrease or leave ``[0, n]`` is recorded in
+    ``bad[0]`` (an atomic minimum, ``M`` when none), the first empty one in
+    ``bad[1]``, for the caller to raise after; both are clamped (:func:`bounds`).
     """
     threads = block.threads
     group_reduce, slots0, slots1 = group_reducer(block, kit, lanes)
@@ -79,7 +223,7 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
     thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32)
 
     @cuda.jit
-    def segment_kernel(x, offsets, M, bad, o0, o1):
+    def segment_kernel(x, offsets, M, bad, T, cover, begin, o0, o1):
         temp0 = cuda.shared.array(slots0, t0)
         temp1 = cuda.shared.array(slots1, t1)
         tid = cuda.threadIdx.x
@@ -88,17 +232,18 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
         step = int64(cuda.gridDim.x) * per_block
         n = int64(x.shape[0])
         while row < M:
-            start, stop = int64(offsets[row]), int64(offsets[row + 1])
-            if start < 0 or stop < start or stop > n:
+            start, stop, wrong = bounds(offsets, row, n)
+            if wrong:
                 cuda.atomic.min(bad, 0, row)
-                start = min(max(start, int64(0)), n)
-                stop = min(max(stop, start), n)
             if stop == start and lane == 0:
                 cuda.atomic.min(bad, 1, row)
-            s = thread_reduce(x, x, start, 0, row, start, stop, lane, lanes, 0, 0, 0, 0)
-            s = group_reduce(s, temp0, temp1)
-            if lane == 0:
-                emit(o0, o1, row, row, 0, 1, M, s)
+            if T > 0 and stop - start > T:  # long: the tile kernel's (uniform per group)
+                mark_tiles(cover, begin, row, start, stop, T, lane, lanes)
+            else:
+                s = thread_reduce(x, x, start, 0, row, start, stop, lane, lanes, 0, 0, 0, 0)
+                s = group_reduce(s, temp0, temp1)
+                if lane == 0:
+                    emit(o0, o1, row, row, 0, 1, M, s)
             row += step
             if barrier:
                 cuda.syncthreads()
@@ -106,23 +251,174 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
     return segment_kernel
 
 
+def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce):
+    """Kernel ``(x, offsets, M, T, R, K, cover, begin, o0, o1)``: block ``b`` (grid-
+    strided) reduces the long segments' parts of tiles ``[b R, b R + R)`` of the ``K``
+    tiles, in element order, and emits each (block, segment) run's state once, at
+    slot ``M + 2k + h`` of the tile map entry where the run starts (and output
+    ``i``, for an emit that folds).
+
+    A commutative op carries each thread's state from tile to tile of a run and
+    reduces the block once per run; a non-commutative one reduces the block per part
+    and folds the parts in order in thread 0.
+    """
+    threads = block.threads
+    block_reduce = block.build_reduce(kit)
+    slots0, slots1 = _temp(block, kit)
+    t0, t1 = kit.temp_dtypes
+    combine, identity = kit.combine, kit.identity
+
+    @cuda.jit(device=True)
+    def close(s, acc, temp0, temp1, o0, o1, slot, i, M):
+        if not ordered:
+            acc = block_reduce(s, temp0, temp1)
+        if cuda.threadIdx.x == 0:
+            emit(o0, o1, slot, i, 0, 1, M, acc)
+        cuda.syncthreads()  # temp storage reused by the next run
+
+    @cuda.jit
+    def tile_kernel(x, offsets, M, T, R, K, cover, begin, o0, o1):
+        temp0 = cuda.shared.array(slots0, t0)
+        temp1 = cuda.shared.array(slots1, t1)
+        tid = cuda.threadIdx.x
+        n = int64(x.shape[0])
+        b = int64(cuda.blockIdx.x)
+        while b * R < K:
+            k = b * R
+            last = min(k + R, K)
+            # Most tiles of an array of short segments hold no long one: read the
+            # block's map entries at once and leave if they are all empty.
+            hit = 0
+            t = int64(tid)
+            while t < 2 * (last - k):
+                e = int64(cover[k + t]) if t < last - k else int64(begin[k + t - (last - k)])
+                if e >= 0:
+                    hit = 1
+                t += threads
+            if cuda.syncthreads_or(hit) == 0:
+                b += cuda.gridDim.x
+                continue
+            cur = int64(-1)
+            slot = int64(0)
+            start = int64(0)
+            stop = int64(0)
+            s = identity()
+            acc = identity()
+            while k < last:
+                for h in range(2):  # the tile's parts in element order
+                    i = int64(cover[k]) if h == 0 else int64(begin[k])
+                    if i >= 0:
+                        if i != cur:
+                            if cur >= 0:
+                                close(s, acc, temp0, temp1, o0, o1, slot, cur, M)
+                            cur = i
+                            slot = M + 2 * k + h
+                            start, stop, wrong = bounds(offsets, i, n)
+                            s = identity()
+                            acc = identity()
+                        a = max(start, k * T)
+                        e = min(stop, k * T + T)
+                        s = combine(s, part_reduce(x, start, a, e, tid, threads))
+                        if ordered:
+                            acc = combine(acc, block_reduce(s, temp0, temp1))  # thread 0's
+                            s = identity()
+                            cuda.syncthreads()
+                k += 1
+            if cur >= 0:
+                close(s, acc, temp0, temp1, o0, o1, slot, cur, M)
+            b += cuda.gridDim.x
+
+    return tile_kernel
+
+
+def build_finish_kernel(block, kit, ordered: bool):
+    """Kernel ``(offsets, M, n, T, R, K, cover, begin, p0, p1, o0, o1)``: the partials
+    ``p`` (two_pass) to the results ``o``: each short segment's one partial (slot
+    ``i``, a thread per segment), and each long segment's runs reduced in tile order
+    by the block that finds the segment's first tile in the map (grid-strided)."""
+    threads = block.threads
+    block_reduce = block.build_reduce(kit)
+    slots0, slots1 = _temp(block, kit)
+    t0, t1 = kit.temp_dtypes
+    load_state, store = kit.load, kit.store
+    thread_reduce = thread_reducer(kit, run_loader(kit), ordered, False)
+
+    @cuda.jit
+    def finish_kernel(offsets, M, n, T, R, K, cover, begin, p0, p1, o0, o1):
+        temp0 = cuda.shared.array(slots0, t0)
+        temp1 = cuda.shared.array(slots1, t1)
+        tid = cuda.threadIdx.x
+        i = int64(cuda.blockIdx.x) * threads + tid
+        step = int64(cuda.gridDim.x) * threads
+        while i < M:
+            start, stop, wrong = bounds(offsets, i, n)
+            if stop - start <= T:
+                store(o0, o1, i, load_state(p0, p1, i))
+            i += step
+        k = int64(cuda.blockIdx.x)
+        while k < K:
+            for h in range(2):
+                j = int64(cover[k]) if h == 0 else int64(begin[k])
+                if j >= 0:
+                    start, stop, wrong = bounds(offsets, j, n)
+                    if h == 1 or start == k * T:  # the segment's first tile
+                        first = k // R
+                        runs = 1 + (stop - 1) // T // R - first
+                        s = thread_reduce(p0, p1, M + 2 * k + h, first, j, 0, runs, tid,
+                                          threads, M, R, 0, 0)
+                        s = block_reduce(s, temp0, temp1)
+                        if tid == 0:
+                            store(o0, o1, j, s)
+                        cuda.syncthreads()
+            k += cuda.gridDim.x
+
+    return finish_kernel
+
+
+# --- the layout a reduce job hands the grid strategy -------------------------------------
+
+
 @dataclass(frozen=True)
 class SegmentPlan:
-    """The segment kernel's launch: one piece per output, always."""
+    """The launches of one segmented reduction.
+
+    ``lanes``, ``blocks``: the short segments' kernel's group size and grid.
+    ``tile``: ``T``, the tile (and long segment) length, 0 when no segment can be long
+    (then ``pieces`` is 1: every segment is its output's one piece); ``per_block``
+    (``R``) tiles per block of the ``tile_blocks`` of the tile kernel, ``tiles``
+    (``K``) in all; ``pieces``: partial states per output, on average, that a
+    two-pass strategy allocates (``M * pieces >= M + 2K``: a slot per short segment
+    and two per tile).
+    """
 
     block: object
     lanes: int
     blocks: int
     pieces: int = 1
+    tile: int = 0
+    per_block: int = 1
+    tile_blocks: int = 0
+    tiles: int = 0
 
 
 def choose_lanes(lanes, block, segments: int, elements: int) -> int:
-    """Threads per segment: ``lanes`` if given, else a warp when the mean segment is
-    short (and the block strategy has a warp form), a block otherwise."""
+    """Threads per short segment: ``lanes`` if given, else a warp when the mean segment
+    is short (and the block strategy has a warp form), a block otherwise."""
     if lanes is not None:
         return lanes
     short = elements <= WARP_SEGMENT_MAX * max(segments, 1)
     return WARP if short and block.offers_warp_reduce() else block.threads
+
+
+def tile_vector_width(x, ordered: bool) -> int:
+    """Elements per 16-byte vector for the tile kernel's loads, or 0: a commutative op
+    over a contiguous, 16-byte aligned 1-D numeric ``x`` (CUB's ``LOAD_VECTORIZE``
+    condition)."""
+    dtype = np.dtype(x.dtype)
+    width = vector_lanes(dtype)
+    if ordered or not width or (x.shape[0] > 1 and x.strides[0] != dtype.itemsize):
+        return 0
+    return width if rows_aligned(x, 0) else 0
 
 
 class SegmentReduce:
@@ -130,46 +426,95 @@ class SegmentReduce:
 
     Args:
         x: the 1-D device view of the values; ``offsets``: the 1-D device view of the
-            ``segments + 1`` offsets (any integer dtype); ``bad``: a device int64 pair
-            holding ``segments``, where the kernel records the first segment with bad
-            bounds and the first empty one (:func:`build_segment_kernel`).
+            ``segments + 1`` offsets (any integer dtype).
         kit: the op's state kit; ``ordered``: keep element order (non-commutative op);
-        lanes: threads per segment (``None``, 32 or the block's).
+        lanes: threads per short segment (``None``, 32 or the block's);
+        workspace: where the tile map is allocated.
+
+    After :meth:`run`, ``bad`` is a device int64 pair: the first segment with bad
+    bounds and the first empty one, ``segments`` where none
+    (:func:`build_segment_kernel`).
     """
 
-    def __init__(self, x, offsets, bad, kit, ordered: bool, lanes):
-        self.x, self.offsets, self.bad, self.kit = x, offsets, bad, kit
-        self.ordered, self.lanes = ordered, lanes
+    def __init__(self, x, offsets, kit, ordered: bool, lanes, workspace):
+        self.x, self.offsets, self.kit = x, offsets, kit
+        self.ordered, self.lanes, self.workspace = ordered, lanes, workspace
         self.outputs = offsets.shape[0] - 1
-        self.count = max(1, x.shape[0] // max(self.outputs, 1))  # mean elements per output
+        self.n = int(x.shape[0])
+        # the most elements one output may combine (atomic_fold's packed argmax asks)
+        self.count = max(1, self.n)
+        self.bad = self.map = None
 
     def plan(self, block, blocks) -> SegmentPlan:
-        lanes = choose_lanes(self.lanes, block, self.outputs, self.x.shape[0])
-        groups = ceil_div(self.outputs, block.threads // lanes)
+        M, n = self.outputs, self.n
+        lanes = choose_lanes(self.lanes, block, M, n)
+        groups = ceil_div(M, block.threads // lanes)
         target = blocks or 32 * max_resident_blocks(block.threads)
-        return SegmentPlan(block, lanes, max(1, min(groups, target)))
+        first = max(1, min(groups, target))
+        T = block.threads * TILE_ITEMS
+        if n <= T:  # no segment can outgrow a tile
+            return SegmentPlan(block, lanes, first)
+        K = ceil_div(n, T)
+        R = ceil_div(K, blocks or TILE_WAVES * max_resident_blocks(block.threads))
+        return SegmentPlan(block, lanes, first, ceil_div(M + 2 * K, M), T, R,
+                           ceil_div(K, R), K)
 
     def run(self, plan: SegmentPlan, emit: Emit, out, stream) -> None:
         kit, block, x = self.kit, plan.block, self.x
-        index32 = x.shape[0] + UNROLL * block.threads < 2**31
+        index32 = self.n + UNROLL * block.threads < 2**31
+        built = emit.build
         key = ("segment_reduce", block.key, plan.lanes, self.ordered, index32, emit.name,
                kit, device_key())
         kernel = cached(key, lambda: build_segment_kernel(
-            block, kit, emit.build(), plan.lanes, self.ordered, index32))
+            block, kit, built(), plan.lanes, self.ordered, index32))
+        cover, begin = self._tile_map(plan, stream)
         launch(kernel, plan.blocks, block.threads, stream, x, self.offsets, self.outputs,
-               self.bad, *out)
+               self.bad, np.int64(plan.tile), cover, begin, *out)
+        if not plan.tile:
+            return
+        width = tile_vector_width(x, self.ordered)
+        key = ("segment_reduce", "tiles", block.key, self.ordered, index32, width,
+               emit.name, kit, device_key())
+        kernel = cached(key, lambda: build_tile_kernel(
+            block, kit, built(), self.ordered, part_reducer(kit, self.ordered, index32,
+                                                            width)))
+        launch(kernel, plan.tile_blocks, block.threads, stream, x, self.offsets,
+               self.outputs, np.int64(plan.tile), np.int64(plan.per_block),
+               np.int64(plan.tiles), cover, begin, *out)
+
+    def _tile_map(self, plan: SegmentPlan, stream):
+        """``(cover, begin)``: the tile map, every entry -1 (one-entry stand-ins when no
+        segment can be long), allocated and set in one launch with ``bad`` (two
+        entries holding the segment count) ahead of it."""
+        k = max(1, plan.tiles)
+        words = self.workspace.empty(2 + 2 * k, np.int64)
+        fill(words, self.outputs, stream, m=2, rest=-1)
+        self.bad = sliced(words, 0, 2)
+        self.map = (sliced(words, 2, 2 + k), sliced(words, 2 + k, 2 + 2 * k))
+        return self.map
 
     def emit_partial(self, plan: SegmentPlan) -> Emit:
-        """Partial ``row`` (each segment is its output's one piece)."""
+        """Partial ``i`` for short segment ``i``; ``M + 2k + h`` for a long segment's
+        run (module docstring)."""
         return emit_partial(self.kit, False)
 
     def reduce_partials(self, plan: SegmentPlan, partials, out, stream) -> None:
-        """Each segment's one partial to its place in the result."""
-        kit = self.kit
-        kernel = cached(("axis_reduce", "scatter", kit, device_key()),
-                        lambda: build_scatter_kernel(kit))
-        launch(kernel, grid_for(self.outputs), THREADS, stream, *partials, self.outputs, 1,
-               *out)
+        """Each output from its partials: a short segment's one, a long segment's runs
+        reduced in order with the plan's block strategy."""
+        kit, block = self.kit, plan.block
+        if not plan.tile:
+            kernel = cached(("axis_reduce", "scatter", kit, device_key()),
+                            lambda: build_scatter_kernel(kit))
+            launch(kernel, grid_for(self.outputs), THREADS, stream, *partials,
+                   self.outputs, 1, *out)
+            return
+        key = ("segment_reduce", "finish", block.key, self.ordered, kit, device_key())
+        kernel = cached(key, lambda: build_finish_kernel(block, kit, self.ordered))
+        grid = max(ceil_div(self.outputs, block.threads), plan.tiles)
+        grid = min(grid, 32 * max_resident_blocks(block.threads))
+        launch(kernel, grid, block.threads, stream, self.offsets, self.outputs,
+               np.int64(self.n), np.int64(plan.tile), np.int64(plan.per_block),
+               np.int64(plan.tiles), *self.map, *partials, *out)
 
 
 def offsets_ok(offsets: np.ndarray, size: int) -> str | None:

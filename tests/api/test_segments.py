@@ -189,3 +189,144 @@ def test_unsigned_offsets_that_fall_are_refused():
         nk.segmented_reduce(np.arange(8.0), np.array([0, 5, 3, 8], np.uint32))
     with pytest.raises(ValueError, match="argmax of an empty segment"):
         nk.segmented_argmax(np.arange(8.0), np.array([0, 4, 4, 8], np.uint8))
+
+
+# --- long segments: split into tiles over several blocks (kernels/segment_reduce.py) ------
+# Under the simulator a tile is threads * 4 elements: 256 for these 64-thread blocks, so
+# a segment of 257 or more is long. Three blocks per launch keep the simulator quick and
+# still give a long segment runs in several blocks (and so several partials).
+
+TILE = 64 * 4
+MIXED = [0, 1, 33, TILE, TILE + 1, 0, 700, 5, 3 * TILE, 64, 0, 2 * TILE - 1, 31, 1500, 0]
+TILED = {s.label: s for s in every("reduce", threads=64, blocks=3)}
+
+
+def _ties_and_nan(n):
+    """Values with repeated maxima and minima across tiles, and one NaN (later)."""
+    x = RNG.integers(-3, 4, n).astype(np.float32)
+    return x
+
+
+def _arg_reference(x, offsets, direction):
+    pick = np.argmax if direction == "max" else np.argmin
+    return np.array([pick(x[a:b]) for a, b in zip(offsets[:-1], offsets[1:])])
+
+
+@pytest.mark.parametrize("label", list(TILED))
+def test_long_short_and_empty_segments_in_one_call_on_every_strategy(label):
+    strategy = TILED[label]
+    offsets = offsets_of(MIXED, start=3)
+    x = RNG.standard_normal(offsets[-1] + 5).astype(np.float32)
+    check(nk.segmented_reduce(x, offsets, strategy=strategy), x, offsets, "sum")
+    check(nk.segmented_reduce(x, offsets, "max", strategy=strategy, initial=-np.inf), x,
+          offsets, "max", -np.inf)
+    nonempty = offsets_of([n for n in MIXED if n], start=3)
+    ties = _ties_and_nan(nonempty[-1])
+    ties[nonempty[8] + 2 * TILE + 3] = np.nan  # inside the third tile of a long segment
+    ties[nonempty[8] + 2 * TILE + 9] = np.nan
+    for direction, fn in (("max", nk.segmented_argmax), ("min", nk.segmented_argmin)):
+        np.testing.assert_array_equal(fn(ties, nonempty, strategy=strategy),
+                                      _arg_reference(ties, nonempty, direction))
+
+
+def test_every_op_and_dtype_over_long_segments():
+    strategy = nk.TwoPass(nk.WarpShuffle(threads=64), blocks=3)
+    offsets = offsets_of(MIXED)
+    n = offsets[-1]
+    for dtype, name in ((np.int32, "sum"), (np.int8, "min"), (np.float64, "min"),
+                        (np.bool_, "sum")):
+        x = (RNG.integers(0, 4, n) > 0 if dtype == np.bool_
+             else RNG.integers(-50, 50, n).astype(dtype))
+        initial = None if name == "sum" else 100
+        got = nk.segmented_reduce(x, offsets, name, strategy=strategy, initial=initial)
+        check(got, x, offsets, name, initial)
+    x = RNG.choice(np.array([1.0, -1.0, 1.001, 0.999]), n)  # a product that stays finite
+    check(nk.segmented_reduce(x, offsets, "prod", strategy=strategy), x, offsets, "prod")
+    bits = RNG.integers(0, 2**31, n).astype(np.int64)
+    want = [np.bitwise_xor.reduce(bits[a:b]) if b > a else 0
+            for a, b in zip(offsets[:-1], offsets[1:])]
+    np.testing.assert_array_equal(nk.segmented_reduce(bits, offsets, "bitwise_xor",
+                                                      strategy=strategy), want)
+
+
+@pytest.mark.parametrize("lanes", [32, 64])
+def test_short_segments_by_warp_or_block_beside_long_ones(lanes):
+    strategy = nk.TwoPass(nk.WarpShuffle(threads=64), blocks=2)
+    offsets = offsets_of([3, 40, 0, 300, 65, 1])
+    x = RNG.integers(-50, 50, offsets[-1]).astype(np.int32)
+    check(nk.segmented_reduce(x, offsets, strategy=strategy, lanes=lanes), x, offsets, "sum")
+
+
+def test_one_huge_segment_among_tiny_ones_and_signed_zeros():
+    lengths = [1, 0, 4000, 2, 0]
+    offsets = offsets_of(lengths)
+    x = RNG.standard_normal(offsets[-1])
+    x[1 + 1000] = -0.0
+    for label in ("two_pass/warp_shuffle", "atomic_fold/shared_tree"):
+        got = nk.segmented_reduce(x, offsets, strategy=TILED[label])
+        check(got, x, offsets, "sum")
+    x = np.zeros(offsets[-1])
+    x[3000] = -0.0
+    got = nk.segmented_reduce(x, offsets, "max", initial=-np.inf)
+    np.testing.assert_array_equal(got, [0.0, -np.inf, 0.0, 0.0, -np.inf])
+    x = np.full(offsets[-1], -0.0)
+    assert not np.signbit(nk.segmented_reduce(x, offsets)).any()  # NumPy: a sum's -0.0 + 0.0
+
+
+def test_a_non_commutative_op_keeps_order_across_tiles_and_blocks():
+    @nk.op(identity=0, commutative=False)
+    def last_nonzero(a, b):
+        return b if b != 0 else a
+
+    offsets = offsets_of(MIXED)
+    x = np.zeros(offsets[-1], np.int64)
+    x[RNG.integers(0, offsets[-1], 60)] = RNG.integers(1, 9, 60)
+    expected = [next((v for v in x[a:b][::-1] if v), 0) for a, b in zip(offsets, offsets[1:])]
+    for block in ("warp_shuffle", "hillis_steele"):
+        strategy = TILED[f"two_pass/{block}"]
+        np.testing.assert_array_equal(nk.segmented_reduce(x, offsets, last_nonzero,
+                                                          strategy=strategy), expected)
+
+
+def test_long_segments_of_strided_input_and_device_offsets():
+    offsets = offsets_of(MIXED)
+    host = RNG.standard_normal(2 * offsets[-1]).astype(np.float32)
+    device = cuda.to_device(host)[::2]  # no vector loads: scalar tiles
+    got = nk.segmented_reduce(device, cuda.to_device(offsets.astype(np.int32)),
+                              strategy=TILED["two_pass/shared_tree"])
+    check(got.copy_to_host(), host[::2], offsets, "sum")
+    unaligned = RNG.standard_normal(offsets[-1] + 1).astype(np.float32)
+    got = nk.segmented_reduce(cuda.to_device(unaligned)[1:], offsets)  # 4 bytes past 16
+    check(got.copy_to_host(), unaligned[1:], offsets, "sum")
+
+
+def test_bad_device_offsets_around_long_segments_are_caught():
+    """A falling offset between long segments: clamped (no read out of bounds, no tile
+    claimed twice past the array) and reported."""
+    offsets = cuda.to_device(np.array([0, 900, 300, 1200, 1100], np.int64))
+    with pytest.raises(ValueError, match=r"offsets must not decrease.*segment 1 runs"):
+        nk.segmented_reduce(np.arange(1200.0), offsets, strategy=TILED["two_pass/warp_shuffle"])
+    with pytest.raises(ValueError, match=r"segment 0 runs from 0 to 5000"):
+        nk.segmented_reduce(np.arange(1200.0), cuda.to_device(np.array([0, 5000])))
+
+
+def test_device_calls_replay_and_still_report_bad_offsets():
+    """Device values and offsets: a repeated signature replays its recorded launches
+    (``runtime/replay.py``) on new data, and the offsets' report still runs after."""
+    from numbakern.runtime import replay
+
+    offsets = offsets_of([5, 0, 300, 2])
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x = RNG.standard_normal(offsets[-1]).astype(np.float32)
+        got = nk.segmented_reduce(cuda.to_device(x), cuda.to_device(offsets))
+        check(got.copy_to_host(), x, offsets, "sum")
+        arg = nk.segmented_argmin(cuda.to_device(x), cuda.to_device(offsets[[0, 1, 3, 4]]))
+        np.testing.assert_array_equal(arg.copy_to_host(),
+                                      _arg_reference(x, offsets[[0, 1, 3, 4]], "min"))
+    assert replay.counts["replayed"] - before == 4
+    falling = cuda.to_device(np.array([0, 5, 4, 305, 307]))  # the same signature
+    with pytest.raises(ValueError, match="segment 1 runs from 5 to 4"):
+        nk.segmented_reduce(cuda.to_device(x), falling)
+    with pytest.raises(ValueError, match=r"argmin of an empty segment \(segment 1"):
+        nk.segmented_argmin(cuda.to_device(x), cuda.to_device(offsets[[0, 1, 1, 4, 4]]))
