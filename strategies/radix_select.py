@@ -40,21 +40,24 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
    bitonic sort for ``k`` that fits a block): stable, so equal values keep index
    order.
 
-6. **Compact** a single long row (the flat case, ``axis=None``) after the first
-   pass: the keys at or below the kept bucket (those below win, those in it are the
+6. **Compact** (when asked, ``compact=``) a single long row (the flat case,
+   ``axis=None``) after the first pass: the keys at or below the kept bucket (those below win, those in it are the
    candidates) are copied out, with their indices, in index order (step 4's write,
    taking the whole bucket; its per-chunk offsets come from each chunk's own counts,
    which the first pass keeps, instead of step 4's count), and steps 1-5 run again
-   on that short row; its winners' indices are mapped back through the copied ones. On random data the
-   first 8-bit digit leaves ``n / 256`` or fewer candidates, so the later passes read
+   on that short row; its winners' indices are mapped back through the copied ones.
+   On random data the first 8-bit digit leaves ``n / 256`` or fewer candidates, so the later passes read
    next to nothing (2^28 normal float32 keys, ``k = 1024``: about 8 500 keys).
 
 Cost: without the compaction every pass reads the whole row again (the candidates
 are found by their prefix, not copied out), so 32-bit random keys read the rows 6
 times (4 passes, the count and the write, if no row stops early). A compacted row
 is read twice (the first pass and the copy) and the candidates a few
-more: 2 GiB for 2^28 float32 keys. Rows are compacted when there is one of at least
-``compact`` keys (``2**20`` by default) and the first pass leaves at most half of it;
+more: 2 GiB for 2^28 float32 keys. Rows are compacted only when asked (``compact=``:
+a single row of at least that many keys, the first pass leaving at most half of it).
+On the H200 it lost: 2^28 float32 keys, ``k = 1024``, 7.33 ms compacted against 5.91
+not (bench/NOTES.md): the host read of the candidates' count, which also keeps the
+call from replaying, and the extra launches cost more than the passes' reads saved;
 many rows would need a copy of varying length each (``radix_block_select`` is the
 many-rows case). Both write ``k`` values and indices a row.
 """
@@ -83,8 +86,6 @@ ITEMS = 16
 GATHER_ITEMS = 2 if SIMULATOR else 8
 #: keys a thread of a histogram or count loads before using them (in flight together)
 LOADS = 2 if SIMULATOR else 4
-#: the shortest single row compacted after the first pass (step 6)
-COMPACT_FROM = 1 << 20
 
 
 class RadixSelect(SelectStrategy):
@@ -102,8 +103,9 @@ class RadixSelect(SelectStrategy):
             when ``k`` fits a block, else radix), a name or a sort strategy object.
 
         compact: a single row of at least this many keys is compacted after the first
-            digit pass (step 6 of the module doc; default ``2**20``; 0: always, when
-            the first pass leaves at most half of the row).
+            digit pass (step 6 of the module doc; 0: always, when the first pass
+            leaves at most half of the row); ``None`` (the default): never, as measured
+            faster (the module doc's cost).
 
     ``sorted=False`` output: the winners in **index order** (ascending index within
     the row). Launches: 2 per digit (histogram, bucket scan), then 3 for the gather,
@@ -123,8 +125,8 @@ class RadixSelect(SelectStrategy):
     def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None,
                  compact: int | None = None):
         self.threads = check_threads(threads)
-        self.compact = COMPACT_FROM if compact is None else check_count(compact, "compact")
-        if self.compact < 0:
+        self.compact = None if compact is None else check_count(compact, "compact")
+        if self.compact is not None and self.compact < 0:
             raise ValueError(f"compact must be an int of at least 0, got {compact!r}")
         self.counter = digit_counter(histogram, self.threads, "select")
         self.sorter = None if sort is None else resolve("sort", sort, threads=threads)
@@ -136,7 +138,7 @@ class RadixSelect(SelectStrategy):
 
     def __repr__(self) -> str:
         sort = "" if self.sorter is None else f", sort={self.sorter!r}"
-        compact = "" if self.compact == COMPACT_FROM else f", compact={self.compact}"
+        compact = "" if self.compact is None else f", compact={self.compact}"
         return (f"RadixSelect(threads={self.threads}, histogram={self.counter.name!r}"
                 f"{sort}{compact})")
 
@@ -162,7 +164,8 @@ class RadixSelect(SelectStrategy):
         below = ws.empty(passes * rows, np.int64)
         bucket = ws.empty(passes * rows, np.int64)
         histograms = []  # recorded for explain only (a copy to the host per pass)
-        compacts = rows == 1 and n >= self.compact and job.record is None
+        compacts = self.compact is not None and rows == 1 and n >= self.compact and \
+            job.record is None
         # step 6 keeps the first pass's counts of each chunk (a dummy otherwise)
         per_chunk = ws.empty(chunks * RADIX if compacts else 1, np.uint32)
         for p in range(passes):  # steps 1-3
