@@ -989,8 +989,8 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
 
-    def finish(moments, counts, dst, stream):
-        variance_into(moments, counts, dst, ddof, root, skip_nan, stream)
+    def finish(counts, means, m2s, dst, stream):
+        variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
 
     return _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out, strategy,
                     stream, lanes, finish, ddof,
@@ -1000,9 +1000,10 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
              finish, too_few, warning: str, mask=None):
-    """A reduction of ``op``'s ``(state, count)`` pairs (field ``dtypes``), each output
-    then made by ``finish(states, counts, dst, stream)`` in ``result``: nanmean's and
-    var's (and mean's with ``where=``). Outputs of no elements are NaN; NumPy's
+    """A reduction of ``op``'s states (field ``dtypes``, one of them the count: the
+    last of a ``(sum, count)`` pair, the first of var's ``(count, mean, M2)``), each
+    output then made by ``finish(*fields, dst, stream)`` in ``result`` (``fields``:
+    one array per field): nanmean's and var's (and mean's with ``where=``). Outputs of no elements are NaN; NumPy's
     ``warning`` is raised (for NumPy input: device counts stay on the device) where an
     output counts ``too_few`` or fewer elements. ``mask``: a checked ``where=`` mask
     (:func:`_where`); the elements it masks out count nothing."""
@@ -1019,10 +1020,12 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
         if M:
             warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
         return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
-    states, counts = _reduce(x, axes, op, state_kit(op, dtypes), grid, workspace, lanes,
-                             track_index=False, where=mask)
+    kit = state_kit(op, dtypes)
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
+                                where=mask))
+    counts = fields[0] if kit.fields > 2 else fields[1]
     values = workspace.empty(M, result)
-    finish(states, counts, values, workspace.stream)
+    finish(*fields, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
     if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
         warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
@@ -1048,10 +1051,9 @@ def moments(x, axis=None, *, skip_nan: bool = False, strategy=None, lanes=None) 
     if M * N == 0:
         zeros = deliver_host(workspace, np.zeros(shape), None)
         return deliver_host(workspace, np.zeros(shape, np.int64), None), zeros, zeros
-    states, counts = _reduce(x, axes, op, state_kit(op, _ops.MOMENT_DTYPES), grid,
-                             workspace, lanes, track_index=False)
-    states = deliver(workspace, states, np.complex128, shape, None)
-    return deliver(workspace, counts, np.int64, shape, None), states.real, states.imag
+    kit = state_kit(op, _ops.MOMENT_DTYPES)
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False))
+    return tuple(deliver(workspace, f, d, shape, None) for f, d in zip(fields, kit.dtypes))
 
 
 def _out_pair(out) -> tuple:

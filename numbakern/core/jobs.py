@@ -27,12 +27,10 @@ INT64 = np.dtype(np.int64)
 
 
 def alloc_states(workspace: Workspace, kit, shape) -> tuple:
-    """Two device arrays of ``shape`` states, one per field (one-field states repeat
-    the first, which the kit never touches as a second field)."""
-    first = workspace.empty(shape, kit.dtypes[0])
-    if kit.fields == 1:
-        return first, first
-    return first, workspace.empty(shape, kit.dtypes[1])
+    """The ``(h0, h1)`` handles of device arrays of ``shape`` states, one array per
+    field (``kit.pack``: one-field states repeat the first array, which the kit never
+    touches as a second field; ``N >= 3`` fields travel as a tuple)."""
+    return kit.pack(workspace.empty(shape, d) for d in kit.dtypes)
 
 
 class ReduceJob:

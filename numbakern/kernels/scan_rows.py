@@ -119,17 +119,14 @@ def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: 
     ``block``'s warp scan, the ``A * B`` rows grid-strided over the warps."""
     form = block.build_warp_scan(kit, group)
     group_scan = form.function
-    slots0 = max(1, form.slots * (ROW_THREADS // WARP))
-    slots1 = slots0 if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(max(1, form.slots * (ROW_THREADS // WARP)))
     combine, identity, shfl_up, shfl_idx = kit.combine, kit.identity, kit.shfl_up, kit.shfl_idx
     empty_state = constant_state(empty)
     per_warp = WARP // group
 
     @cuda.jit
     def scan_rows_kernel(src0, src1, dst0, dst1, n):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         lane = cuda.threadIdx.x % WARP
         pos = lane % group  # the lane's place in its row's chunk
         warps = cuda.blockDim.x // WARP

@@ -72,16 +72,14 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
     none), the first empty one in ``bad[1]``, for the caller to raise after.
     """
     threads = block.threads
-    group_reduce, slots0, slots1 = group_reducer(block, kit, lanes)
+    group_reduce, temp = group_reducer(block, kit, lanes)
     per_block = threads // lanes
     barrier = lanes == threads  # the block's temp storage is reused by the next segment
-    t0, t1 = kit.temp_dtypes
     thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32)
 
     @cuda.jit
     def segment_kernel(x, offsets, M, bad, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         lane = tid % lanes
         row = int64(cuda.blockIdx.x) * per_block + tid // lanes
