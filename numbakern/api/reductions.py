@@ -502,8 +502,12 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
            strategy=None, stream=None, lanes=None, initial=None, where=True):
-    """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
-    built-in's name.
+    """Reduce along ``axis`` with ``op``: a :class:`numbakern.Op` or a built-in's name.
+
+    An op of ``N >= 2`` fields returns a tuple of ``N`` arrays, one per field, each
+    in its field's dtype (``op.state_dtypes``, or read from the identity's values:
+    :func:`numbakern.ops.field_dtypes`); ``dtype`` then sets the result dtype those
+    rules start from; ``out`` and ``initial`` are not taken.
 
     ``dtype`` sets the accumulator and result dtype (default: the op's rule, the
     input's dtype for a user's op). The op's identity fills only lanes that hold no
@@ -522,12 +526,48 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
         ValueError: an unknown op name (or an ``op`` that is neither an Op nor a
             name), a strategy that needs a commutative op given a non-commutative
             one; reducing no elements with an op whose ``empty`` is ``"raise"``.
-        TypeError: a plain function not wrapped by :func:`numbakern.op`; a two-field
-            op (use the value-index functions); a dtype the op does not take.
+        TypeError: a plain function not wrapped by :func:`numbakern.op`; a dtype the
+            op does not take; ``out`` or ``initial`` with an op of two or more fields.
         AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes,
+    op = _ops.get(op)
+    if op.fields > 1:
+        return _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
+                           initial, where)
+    return _run(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where)
+
+
+def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, initial, where):
+    """:func:`reduce` with an op of ``N >= 2`` fields: a tuple of ``N`` results."""
+    if out is not None or initial is not None:
+        raise TypeError(f"reduce: {op.name} has {op.fields} fields; out= and initial= are "
+                        "taken with one-field ops only")
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    result = op.result_dtype_for(in_dtype, dtype)
+    dtypes = tuple(np.dtype(d) for d in (op.state_dtypes(in_dtype, dtype) if op.state_dtypes
+                                         else _ops.field_dtypes(op, result)))
+    keepdims = check_flag(keepdims, "keepdims")
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, keepdims)
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    kit = state_kit(op, tuple(_ops.accumulator_dtype(d) for d in dtypes))
+    mask = _where(where, x.shape, op.name)
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(tuple(x.shape), axes)
+    if N == 0 and op.empty == "raise":
+        op.empty_result(result)  # raises, as NumPy
+    if M * N == 0:  # no elements: the identity in every output
+        return tuple(deliver_host(workspace, np.full(shape, v, dtype=d), None)
+                     for v, d in zip(kit.identity_values, dtypes))
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
+                                where=mask))
+    if shape == ():
+        return tuple(workspace.scalar(f, d) for f, d in zip(fields, dtypes))
+    return tuple(deliver(workspace, f, d, shape, None) for f, d in zip(fields, dtypes))
 
 
 @dispatch

@@ -206,6 +206,10 @@ class Op:
                             "function of the dtype), not None: it fills lanes with no element")
         if not callable(self.identity):
             _check_identity(self.name, self.identity)
+            count = len(self.identity) if isinstance(self.identity, tuple) else 1
+            if count != self.fields:
+                raise ValueError(f"Op {self.name!r}: identity gives {count} field(s), the op "
+                                 f"has {self.fields}: give one value per field")
             object.__setattr__(self, "identity", _constant_identity(self.identity))
         if not isinstance(self.commutative, (bool, np.bool_)):  # 'no' would read as True
             raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "

@@ -30,7 +30,7 @@ dtypes:
   every path reads its input by the op's one rule.
 
 One- and two-field functions are written out below. For ``N >= 3`` the device
-functions are made from source text (:func:`_device_from_source`, the one place that
+functions are made from source text (:func:`device_from_source`, the one place that
 does): Numba compiles neither ``*args`` nor loops over a tuple of mixed types, so each
 field's line is written out for the ``N`` at hand.
 """
@@ -47,7 +47,7 @@ from numba import cuda, from_dtype
 
 from numbakern.ops import Op
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import FULL_MASK
+from numbakern.runtime.device import FULL_MASK, SIMULATOR
 
 
 def shuffle_dtype(dtype: np.dtype) -> np.dtype:
@@ -137,18 +137,21 @@ class StateKit:
 _SOURCES = itertools.count()
 
 
-def _device_from_source(name: str, source: str, env: dict) -> Callable:
+def device_from_source(name: str, source: str, env: dict, inline: bool = False) -> Callable:
     """``cuda.jit(device=True)`` of the function ``name`` defined by ``source``, its
     globals ``env`` (with ``cuda``). Each source gets its own file name: the
     simulator keys a static shared array by the (file, line) that asks for it, so
-    two storages made here must never share one."""
+    two storages made here must never share one. ``inline``: inlined into its caller
+    at the Numba IR level (``inline="always"``, a no-op under the simulator)."""
     filename = f"<numbakern.ops.state:{name}:{next(_SOURCES)}>"
     namespace = {"cuda": cuda, **env}
     exec(compile(source, filename, "exec"), namespace)
+    if inline and not SIMULATOR:
+        return cuda.jit(device=True, inline="always")(namespace[name])
     return cuda.jit(device=True)(namespace[name])
 
 
-def _fields_source(template: str, n: int, sep: str = ", ") -> str:
+def fields_source(template: str, n: int, sep: str = ", ") -> str:
     """``template`` with ``{k}`` for each field ``k``, joined: the body of an
     ``N``-field tuple."""
     return sep.join(template.format(k=k) for k in range(n))
@@ -167,9 +170,11 @@ def _storage(dtypes: tuple, slots: int, space: str) -> Callable:
     elif n == 2:
         result = "a0, a1"
     else:
-        result = f"({_fields_source('a{k}', n)}), a0"
+        result = f"({fields_source('a{k}', n)}), a0"
     source = "def temp():\n" + "\n".join(lines) + f"\n    return {result}\n"
-    return _device_from_source("temp", source, env)
+    # A local array lives in its function's stack frame: inlined at the IR level, the
+    # allocation is the kernel's own, and the arrays outlive the call.
+    return device_from_source("temp", source, env, inline=space == "local")
 
 
 def _identity_values(op: Op, dtypes: tuple[np.dtype, ...]) -> tuple[Any, ...]:
@@ -239,8 +244,8 @@ def _element_to_state(op: Op, dtypes: tuple):
     if op.fields > 2:
         env = {"f": op.device_map(), **_casts(dtypes)}
         source = ("def to_state(v, i):\n    s = f(v, i)\n"
-                  f"    return ({_fields_source('t{k}(s[{k}])', len(dtypes))},)\n")
-        return _device_from_source("to_state", source, env)
+                  f"    return ({fields_source('t{k}(s[{k}])', len(dtypes))},)\n")
+        return device_from_source("to_state", source, env)
     t1 = from_dtype(dtypes[1])
     f = op.device_map()
 
@@ -338,7 +343,7 @@ def _n_fields(f, dtypes, values):
     for k, d in enumerate(dtypes):
         env[f"i{k}"] = values[k]
         env[f"down{k}"], env[f"up{k}"], env[f"idx{k}"] = _field_shuffles(d)
-    return tuple(_device_from_source(name, source, env)
+    return tuple(device_from_source(name, source, env)
                  for name, source in n_field_sources(len(dtypes)).items())
 
 
@@ -348,7 +353,7 @@ def n_field_sources(n: int) -> dict:
     per field. Their globals: ``f`` (the op's combine), ``t<k>`` (field ``k``'s
     cast), ``i<k>`` (its identity value), ``down<k>``/``up<k>``/``idx<k>`` (its
     shuffles); the tests compile them with ``numba.njit`` too."""
-    every = functools.partial(_fields_source, n=n)
+    every = functools.partial(fields_source, n=n)
     return {
         "identity": f"def identity():\n    return ({every('i{k}')},)\n",
         "combine": (f"def combine(a, b):\n"
@@ -367,8 +372,8 @@ def constant_state(values: tuple):
     """Device function ``state() -> values``: a constant state (any number of fields)."""
     if len(values) > 2:
         env = {f"v{k}": v for k, v in enumerate(values)}
-        source = f"def state():\n    return ({_fields_source('v{k}', len(values))},)\n"
-        return _device_from_source("state", source, env)
+        source = f"def state():\n    return ({fields_source('v{k}', len(values))},)\n"
+        return device_from_source("state", source, env)
     if len(values) == 1:
         v0 = values[0]
 
@@ -384,3 +389,21 @@ def constant_state(values: tuple):
         return (v0, v1)
 
     return state
+
+
+@functools.lru_cache(maxsize=None)
+def rows_of(n: int) -> Callable:
+    """Device function ``rows(h0, h1, a, b) -> (r0, r1)``: row ``(a, b)`` of the 3-D
+    arrays of ``n`` fields the handles ``(h0, h1)`` stand for (two plain arrays for
+    ``n <= 2``; the handles of a scan's outputs, totals and carries), as handles of
+    1-D arrays."""
+    if n <= 2:
+
+        @cuda.jit(device=True)
+        def rows(h0, h1, a, b):
+            return h0[a, b], h1[a, b]
+
+        return rows
+    source = (f"def rows(h0, h1, a, b):\n    r0 = h0[0][a, b]\n"
+              f"    return ({fields_source('h0[{k}][a, b]', n)}), r0\n")
+    return device_from_source("rows", source, {})
