@@ -166,8 +166,8 @@ class Op:
             -> (d0, ..., dN-1)``: each field's dtype (default: :func:`field_dtypes`,
             read from the identity's values).
         finish: for ops of two or more fields, ``finish(s0, ..., sN-1) -> value``:
-            what a scan or reduce stores for each result, one output array instead
-            of one per field (CuPy's ``post_map_expr``;
+            what a scan stores for each element, one output array instead of one
+            per field (``reduce`` returns the fields) (CuPy's ``post_map_expr``;
             ``numbakern/ops/products.py``'s float product turns its ``(mantissa,
             exponent)`` state into a float this way).
 
