@@ -109,3 +109,19 @@ def test_empty_and_bad_arguments():
               map=lambda v, i: (v, v, v))
     with pytest.raises(ValueError, match=r"identity gives 2 field\(s\), the op has 3"):
         nk.Op("two", min_max_sum.combine, (0.0, 1.0), fields=3, map=lambda v, i: (v, v, v))
+
+
+@nk.op(identity=(-np.inf, 0.0), fields=2, map=lambda v, i: (v, 1.0))
+def max_sumexp(a0, a1, b0, b1):
+    m = a0 if a0 > b0 else b0
+    if m == -np.inf:
+        return m, a1 + b1
+    return m, a1 * np.exp(a0 - m) + b1 * np.exp(b0 - m)
+
+
+@pytest.mark.parametrize("strategy", ["two_pass/warp_shuffle", "atomic_fold/warp_shuffle"])
+def test_reduce_takes_a_two_field_user_op(strategy):
+    x = np.random.default_rng(2).standard_normal((3, 40))
+    m, s = nk.reduce(x, max_sumexp, axis=1, strategy=strategy)
+    np.testing.assert_array_equal(m, x.max(axis=1))
+    np.testing.assert_allclose(m + np.log(s), np.logaddexp.reduce(x, axis=1), rtol=1e-12)
