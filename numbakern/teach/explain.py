@@ -79,7 +79,7 @@ def value_text(value, op: str = "") -> str:
         return ""
     reads = STATE_READS.get(op)
     if reads is not None and len(value) > 1:
-        return reads(value[:2])
+        return reads(tuple(value))
     v = value[0]
     return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
 

@@ -393,10 +393,11 @@ def _address(arr, i) -> tuple[int, bool]:
     """``(address of arr[i], is it shared memory)``.
 
     Inside a simulated kernel, device arrays passed as arguments are Numba's
-    ``FakeWithinKernelCUDAArray`` wrappers; shared arrays are plain ndarrays.
+    ``FakeWithinKernelCUDAArray`` wrappers (those inside a tuple argument, an N-field
+    state's, stay ``FakeCUDAArray``); shared arrays are plain ndarrays.
     """
     shared = isinstance(arr, np.ndarray)
-    base = arr if shared else arr._item._ary
+    base = arr if shared else arr._ary if hasattr(type(arr), "copy_to_host") else arr._item._ary
     return base.__array_interface__["data"][0] + int(i) * base.strides[0], shared
 
 
@@ -676,7 +677,7 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
         # word, not folds of states, which the recording could not follow
         raise ValueError(f"explain records {state.function} under two_pass strategies: "
                          f"atomic_fold folds its two-field state under a lock (or not at "
-                         f"all: var's 16-byte field), not with an atomic the recording "
+                         f"all: var's three fields), not with an atomic the recording "
                          f"can follow")
     if op.fields != 1 and not state:
         raise ValueError(f"tracing takes one-field ops (sum, max, ...) and "
@@ -698,11 +699,12 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
                 out = grid.reduce(job)
         finally:
             _ACTIVE = None
+    out = kit.unpack(out)  # one array per field
     address, _ = _address(out[0]._ary, 0)
     if address not in rec.memory:
         raise TraceError("the output holds no recorded state")
     if state:  # the function's answer from the result's state, as its finishing pass
-        fields = tuple(f.copy_to_host()[0] for f in out[:real.fields])
+        fields = tuple(f.copy_to_host()[0] for f in out)
         value = result.type(state.finish(fields))
     else:
         value = workspace.scalar(out[0], result)
