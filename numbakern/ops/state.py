@@ -162,8 +162,7 @@ def _storage(dtypes: tuple, slots: int, space: str) -> Callable:
     ``space`` ("shared" or "local"), one array per field, each on its own line."""
     n = len(dtypes)
     env = {f"t{k}": from_dtype(d) for k, d in enumerate(dtypes)}
-    sizes = [slots] * n if n > 1 else [slots]
-    lines = [f"    a{k} = cuda.{space}.array({size}, t{k})" for k, size in enumerate(sizes)]
+    lines = [f"    a{k} = cuda.{space}.array({slots}, t{k})" for k in range(n)]
     if n == 1:
         lines.append(f"    b0 = cuda.{space}.array(1, t0)")
         result = "a0, b0"
