@@ -125,3 +125,14 @@ def test_reduce_takes_a_two_field_user_op(strategy):
     m, s = nk.reduce(x, max_sumexp, axis=1, strategy=strategy)
     np.testing.assert_array_equal(m, x.max(axis=1))
     np.testing.assert_allclose(m + np.log(s), np.logaddexp.reduce(x, axis=1), rtol=1e-12)
+
+
+def test_a_three_field_scan_with_finish_writes_one_output():
+    """``finish(s0, s1, s2)`` turns each prefix state into one value (the running range
+    here), stored in one output array."""
+    ranged = nk.Op("running_range", min_max_sum.combine, (np.inf, -np.inf, 0.0), fields=3,
+                   map=lambda v, i: (v, v, v), finish=lambda lo, hi, total: hi - lo)
+    x = _data(70, seed=4)
+    got = nk.associative_scan(x, ranged)
+    assert not isinstance(got, tuple) and got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.maximum.accumulate(x) - np.minimum.accumulate(x))
