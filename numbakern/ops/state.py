@@ -161,7 +161,7 @@ def _storage(dtypes: tuple, slots: int, space: str) -> Callable:
     """Device function ``temp() -> (h0, h1)`` allocating ``slots`` states in
     ``space`` ("shared" or "local"), one array per field, each on its own line."""
     n = len(dtypes)
-    env = {f"t{k}": from_dtype(d) for k, d in enumerate(dtypes)}
+    env = _casts(dtypes)
     lines = [f"    a{k} = cuda.{space}.array({slots}, t{k})" for k in range(n)]
     if n == 1:
         lines.append(f"    b0 = cuda.{space}.array(1, t0)")
