@@ -139,9 +139,13 @@ def folder_for(op, kit, count: int) -> Folder:
     most 32 bits and ``count <= 2**32``; every other two-field state takes the lock.
 
     Raises:
-        ValueError: a field wider than the 8 bytes an atomic moves (var's complex128
-            ``(mean, M2)``): two_pass reduces those.
+        ValueError: a state of more than two fields (var's ``(count, mean, M2)``), or
+            a field wider than the 8 bytes an atomic moves: two_pass reduces those.
     """
+    if kit.fields > 2:
+        raise ValueError(f"atomic_fold cannot fold {op.name}'s state of {kit.fields} "
+                         "fields: it folds one field by an atomic and two by a packed word "
+                         "or a lock; use a two_pass strategy")
     wide = [str(d) for d in kit.dtypes if d.itemsize > 8]
     if wide:
         raise ValueError(f"atomic_fold cannot fold {op.name}'s state: its {wide[0]} field "

@@ -60,6 +60,7 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from numbakern.kernels.scan_tiles import Tile
+from numbakern.ops.state import device_from_source, fields_source, rows_of
 from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, SIMULATOR, WARP, ceil_div
@@ -118,14 +119,12 @@ class DecoupledLookback(GridScan):
             words = [_word_dtype(d) for d in job.kit.dtypes]
             aggregates = [job.workspace.empty(total, w) for w in words]
             inclusive = [job.workspace.empty(total, w) for w in words]
-            if job.kit.fields == 1:
-                aggregates, inclusive = aggregates * 2, inclusive * 2
-            values = (*aggregates, *inclusive)
+            values = (*_handles(aggregates), *_handles(inclusive))
         key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
                job.key)
         kernel = cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
-            job.exclusive, job.empty, self.publish_prefix, self.hold))
+            job.exclusive, job.empty, self.publish_prefix, self.hold, job.out_fields))
         launch(kernel, total, threads, job.stream, *job.sources, *job.outs, job.n, tiles,
                status, *values)
 
@@ -232,9 +231,20 @@ def _separate_status(kit):
     return publish, read
 
 
+def _handles(words: list) -> tuple:
+    """The ``(h0, h1)`` handles of the word arrays, one per field, as
+    ``numbakern/ops/state.py`` pairs a state's arrays."""
+    if len(words) <= 2:
+        return (words * 2)[:2]
+    return tuple(words), words[0]
+
+
 def _field_words(kit):
     """``put(a0, a1, i, s)`` and ``get(a0, a1, i)``: a state in arrays of words, one per
-    field; ``get`` reads with atomics (from L2, never a stale L1 line)."""
+    field (the handles :func:`_handles` makes); ``get`` reads with atomics (from L2,
+    never a stale L1 line)."""
+    if kit.fields > 2:
+        return _n_field_words(kit)
     to0, from0 = _codec(kit.dtypes[0])
     z0 = from_dtype(_word_dtype(kit.dtypes[0]))(0)
     if kit.fields == 1:
@@ -260,6 +270,20 @@ def _field_words(kit):
     def get(a0, a1, i):
         return (from0(cuda.atomic.or_(a0, i, z0)), from1(cuda.atomic.or_(a1, i, z1)))
 
+    return put, get
+
+
+def _n_field_words(kit):
+    """:func:`_field_words` for ``N >= 3`` fields, from source (one line per field)."""
+    env = {}
+    for k, d in enumerate(kit.dtypes):
+        env[f"to{k}"], env[f"from{k}"] = _codec(d)
+        env[f"z{k}"] = from_dtype(_word_dtype(d))(0)
+    n = kit.fields
+    put = device_from_source("put", "def put(a0, a1, i, s):\n" + fields_source(
+        "    a0[{k}][i] = to{k}(s[{k}])", n, "\n") + "\n", env)
+    get = device_from_source("get", "def get(a0, a1, i):\n    return (" + fields_source(
+        "from{k}(cuda.atomic.or_(a0[{k}], i, z{k}))", n) + ",)\n", env)
     return put, get
 
 
@@ -325,7 +349,8 @@ def _build_lookback(kit, wait):
     return lookback
 
 
-def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hold):
+def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hold,
+           outputs: int):
     t = Tile(block, kit, items, load, store, exclusive, empty, hold)
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
@@ -333,21 +358,17 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
     publish, read = (_packed_status if _packs(kit) else _separate_status)(kit)
     lookback = _build_lookback(kit, _waiter(read))
     size = t.size
-    (xs_slots0, xs_slots1), (temp0, temp1), (local0, local1) = (
-        t.xs_slots, t.temp_slots, t.local_slots)
-    d0, d1 = t.dtypes
+    xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage
+    broadcast = kit.shared_temp(1)
+    dst_rows = rows_of(outputs)
 
     @cuda.jit
     def lookback_kernel(src0, src1, dst0, dst1, n, tiles, st, v0, v1, w0, w1):
-        xs0 = cuda.shared.array(xs_slots0, d0)
-        xs1 = cuda.shared.array(xs_slots1, d1)
-        tmp0 = cuda.shared.array(temp0, d0)
-        tmp1 = cuda.shared.array(temp1, d1)
-        bc0 = cuda.shared.array(1, d0)
-        bc1 = cuda.shared.array(1, d1)
+        xs0, xs1 = xs_storage()
+        tmp0, tmp1 = temp_storage()
+        bc0, bc1 = broadcast()
         ticket = cuda.shared.array(1, int64)
-        l0 = cuda.local.array(local0, d0)
-        l1 = cuda.local.array(local1, d1)
+        l0, l1 = local_storage()
         tid = cuda.threadIdx.x
         if tid == 0:  # 1. a tile id in the order blocks start (the counter's slot is last)
             ticket[0] = cuda.atomic.add(st, st.size - 1, 1)
@@ -379,6 +400,7 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
             carry = kload(bc0, bc1, 0)
             has = True
         pre, have = thread_prefix(exc, carry, has)
-        emit_tile(dst0[a, b], dst1[a, b], n, start, pre, have, xs0, xs1, l0, l1)
+        out0, out1 = dst_rows(dst0, dst1, a, b)
+        emit_tile(out0, out1, n, start, pre, have, xs0, xs1, l0, l1)
 
     return lookback_kernel

@@ -155,12 +155,14 @@ class BlockStrategy(Strategy):
     (``numbakern/ops/state.py``): ``kit.combine(a, b)`` and ``kit.identity()`` on whole
     states, ``kit.shfl_down/shfl_up/shfl_idx(s, k)`` (a warp shuffle of every field),
     ``kit.store(t0, t1, i, s)`` and ``kit.load(t0, t1, i)`` (a state to or from slot
-    ``i`` of a pair of arrays, one per field), ``kit.fields`` and ``kit.dtypes``. A
+    ``i`` of an array of states: the pair of handles ``t0, t1`` that only the kit
+    reads, whatever the number of fields), ``kit.fields`` and ``kit.dtypes``. A
     strategy touches states only through these, so it serves every op.
 
     Every device function takes the calling thread's state ``s`` and the temp storage
-    ``t0, t1`` (one shared array per state field, :meth:`temp_slots` long, allocated by
-    the kernel: ``cuda.shared.array`` is never called inside a strategy), and must be
+    ``t0, t1`` (:meth:`temp_slots` states of shared memory, allocated by the kernel
+    with ``kit.shared_temp(slots)``: ``cuda.shared.array`` is never called inside a
+    strategy), and must be
     called by every thread of the block. Two calls that share ``t0, t1`` need a
     barrier between them (CUB's rule for ``TempStorage``).
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from numba import cuda, int64
 
+from numbakern.ops.state import rows_of
 from numbakern.kernels.scan_tiles import Tile, state_loader
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import ceil_div, max_resident_blocks
@@ -71,7 +72,7 @@ class ReduceThenScan(GridScan):
         tiles = ceil_div(job.n, tile)  # per segment
         chunks, per_chunk = self.chunking(job.segments, tiles)
         main = self._kernels(job, items, "main", job.element_loader(), job.output_storer(),
-                             job.exclusive, job.empty)
+                             job.exclusive, job.empty, 2, job.out_fields)
         if chunks == 1:
             carries = job.alloc_states((1, 1, 1))
         else:
@@ -81,7 +82,7 @@ class ReduceThenScan(GridScan):
             carries = job.alloc_states((1, job.segments, chunks))
             state = cached(("scan_state_load", job.kit), lambda: state_loader(job.kit))
             partial = self._kernels(job, items, "totals", state, job.kit.store, True,
-                                    job.kit.identity_values)
+                                    job.kit.identity_values, job.kit.fields, job.kit.fields)
             launch(partial[1], job.segments, threads, job.stream, *totals, *carries,
                    chunks, ceil_div(chunks, tile), ceil_div(chunks, tile), 1, *carries)
         launch(main[1], job.segments * chunks, threads, job.stream, *job.sources, *job.outs,
@@ -94,10 +95,12 @@ class ReduceThenScan(GridScan):
         per_chunk = ceil_div(tiles, chunks)
         return ceil_div(tiles, per_chunk), per_chunk
 
-    def _kernels(self, job, items, source, load, store, exclusive, empty):
+    def _kernels(self, job, items, source, load, store, exclusive, empty, sources, outputs):
+        """``sources``, ``outputs``: how many arrays the kernels read and write (two
+        inputs, the job's outputs; or the chunk totals' and carries' states)."""
         key = ("reduce_then_scan", source, self.block.key, items, self.hold, job.key)
         return cached(key, lambda: _build(self.block, job.kit, items, load, store,
-                                                  exclusive, empty, self.hold))
+                                          exclusive, empty, self.hold, sources, outputs))
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, chunks: int) -> Cost:
         """Traffic of one scan of ``n`` elements cut into ``chunks`` chunks."""
@@ -106,34 +109,31 @@ class ReduceThenScan(GridScan):
         return Cost(3, 2 * n * in_itemsize, n * out_itemsize, 0)
 
 
-def _build(block, kit, items, load, store, exclusive, empty, hold):
-    """The pass-1 kernel (chunk totals) and the scan kernel (passes 2 and 3)."""
+def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outputs):
+    """The pass-1 kernel (chunk totals) and the scan kernel (passes 2 and 3), reading
+    ``sources`` arrays and writing ``outputs`` (``numbakern/ops/state.py``'s
+    ``rows_of``)."""
     t = Tile(block, kit, items, load, store, exclusive, empty, hold)
     combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix
     size = t.size
-    (xs_slots0, xs_slots1), (temp0, temp1), (local0, local1) = (
-        t.xs_slots, t.temp_slots, t.local_slots)
-    d0, d1 = t.dtypes
+    xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage
+    src_rows, dst_rows, state_rows = rows_of(sources), rows_of(outputs), rows_of(kit.fields)
 
     @cuda.jit
     def totals_kernel(src0, src1, n, tiles, per_chunk, chunks, tot0, tot1):
         """Pass 1: block (segment, c) writes the total of chunk c."""
-        xs0 = cuda.shared.array(xs_slots0, d0)
-        xs1 = cuda.shared.array(xs_slots1, d1)
-        tmp0 = cuda.shared.array(temp0, d0)
-        tmp1 = cuda.shared.array(temp1, d1)
-        l0 = cuda.local.array(local0, d0)
-        l1 = cuda.local.array(local1, d1)
+        xs0, xs1 = xs_storage()
+        tmp0, tmp1 = temp_storage()
+        l0, l1 = local_storage()
         blk = int64(cuda.blockIdx.x)
         seg = blk // chunks
         c = blk - seg * chunks
-        rows = src0.shape[1]
+        rows = src1.shape[1]  # src0 may be a tuple of arrays (ops/state.py handles)
         a = seg // rows
         b = seg - a * rows
-        row0 = src0[a, b]
-        row1 = src1[a, b]
+        row0, row1 = src_rows(src0, src1, a, b)
         acc = identity()
         has = False
         t = c * per_chunk
@@ -146,33 +146,30 @@ def _build(block, kit, items, load, store, exclusive, empty, hold):
             cuda.syncthreads()  # before the next tile reuses shared memory
             t += 1
         if cuda.threadIdx.x == 0:
-            kstore(tot0[0, seg], tot1[0, seg], c, acc)
+            tr0, tr1 = state_rows(tot0, tot1, 0, seg)
+            kstore(tr0, tr1, c, acc)
 
     @cuda.jit
     def scan_kernel(src0, src1, dst0, dst1, n, tiles, per_chunk, chunks, car0, car1):
         """Passes 2 and 3: block (segment, c) scans chunk c, starting from carry c."""
-        xs0 = cuda.shared.array(xs_slots0, d0)
-        xs1 = cuda.shared.array(xs_slots1, d1)
-        tmp0 = cuda.shared.array(temp0, d0)
-        tmp1 = cuda.shared.array(temp1, d1)
-        l0 = cuda.local.array(local0, d0)
-        l1 = cuda.local.array(local1, d1)
+        xs0, xs1 = xs_storage()
+        tmp0, tmp1 = temp_storage()
+        l0, l1 = local_storage()
         blk = int64(cuda.blockIdx.x)
         seg = blk // chunks
         c = blk - seg * chunks
-        rows = src0.shape[1]
+        rows = src1.shape[1]  # src0 may be a tuple of arrays (ops/state.py handles)
         a = seg // rows
         b = seg - a * rows
         if c > 0:
-            carry = kload(car0[0, seg], car1[0, seg], c)
+            cr0, cr1 = state_rows(car0, car1, 0, seg)
+            carry = kload(cr0, cr1, c)
             has = True
         else:
             carry = identity()  # a placeholder: has=False keeps it out of every result
             has = False
-        row0 = src0[a, b]
-        row1 = src1[a, b]
-        out0 = dst0[a, b]
-        out1 = dst1[a, b]
+        row0, row1 = src_rows(src0, src1, a, b)
+        out0, out1 = dst_rows(dst0, dst1, a, b)
         t = c * per_chunk
         stop = min(t + per_chunk, tiles)
         while t < stop:

@@ -510,8 +510,12 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
 @honours_stream
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
            strategy=None, stream=None, lanes=None, initial=None, where=True):
-    """Reduce along ``axis`` with ``op``: a one-field :class:`numbakern.Op` or a
-    built-in's name.
+    """Reduce along ``axis`` with ``op``: a :class:`numbakern.Op` or a built-in's name.
+
+    An op of ``N >= 2`` fields returns a tuple of ``N`` arrays, one per field, each
+    in its field's dtype (``op.state_dtypes``, or read from the identity's values:
+    :func:`numbakern.ops.field_dtypes`); ``dtype`` then sets the result dtype those
+    rules start from; ``out`` and ``initial`` are not taken.
 
     ``dtype`` sets the accumulator and result dtype (default: the op's rule, the
     input's dtype for a user's op). The op's identity fills only lanes that hold no
@@ -530,12 +534,48 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
         ValueError: an unknown op name (or an ``op`` that is neither an Op nor a
             name), a strategy that needs a commutative op given a non-commutative
             one; reducing no elements with an op whose ``empty`` is ``"raise"``.
-        TypeError: a plain function not wrapped by :func:`numbakern.op`; a two-field
-            op (use the value-index functions); a dtype the op does not take.
+        TypeError: a plain function not wrapped by :func:`numbakern.op`; a dtype the
+            op does not take; ``out`` or ``initial`` with an op of two or more fields.
         AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.get(op), strategy, dtype, stream, axis, keepdims, out, lanes,
+    op = _ops.get(op)
+    if op.fields > 1:
+        return _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
+                           initial, where)
+    return _run(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where)
+
+
+def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, initial, where):
+    """:func:`reduce` with an op of ``N >= 2`` fields: a tuple of ``N`` results."""
+    if out is not None or initial is not None:
+        raise TypeError(f"reduce: {op.name} has {op.fields} fields; out= and initial= are "
+                        "taken with one-field ops only")
+    x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    result = op.result_dtype_for(in_dtype, dtype)
+    dtypes = tuple(np.dtype(d) for d in (op.state_dtypes(in_dtype, dtype) if op.state_dtypes
+                                         else _ops.field_dtypes(op, result)))
+    keepdims = check_flag(keepdims, "keepdims")
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, keepdims)
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    kit = state_kit(op, tuple(_ops.accumulator_dtype(d) for d in dtypes))
+    mask = _where(where, x.shape, op.name)
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(tuple(x.shape), axes)
+    if N == 0 and op.empty == "raise":
+        op.empty_result(result)  # raises, as NumPy
+    if M * N == 0:  # no elements: the identity in every output
+        return tuple(deliver_host(workspace, np.full(shape, v, dtype=d), None)
+                     for v, d in zip(kit.identity_values, dtypes))
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
+                                where=mask))
+    if shape == ():
+        return tuple(workspace.scalar(f, d) for f, d in zip(fields, dtypes))
+    return tuple(deliver(workspace, f, d, shape, None) for f, d in zip(fields, dtypes))
 
 
 @dispatch
@@ -997,8 +1037,8 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
 
-    def finish(moments, counts, dst, stream):
-        variance_into(moments, counts, dst, ddof, root, skip_nan, stream)
+    def finish(counts, means, m2s, dst, stream):
+        variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
 
     return _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out, strategy,
                     stream, lanes, finish, ddof,
@@ -1008,9 +1048,10 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
              finish, too_few, warning: str, mask=None):
-    """A reduction of ``op``'s ``(state, count)`` pairs (field ``dtypes``), each output
-    then made by ``finish(states, counts, dst, stream)`` in ``result``: nanmean's and
-    var's (and mean's with ``where=``). Outputs of no elements are NaN; NumPy's
+    """A reduction of ``op``'s states (field ``dtypes``, one of them the count: the
+    last of a ``(sum, count)`` pair, the first of var's ``(count, mean, M2)``), each
+    output then made by ``finish(*fields, dst, stream)`` in ``result`` (``fields``:
+    one array per field): nanmean's and var's (and mean's with ``where=``). Outputs of no elements are NaN; NumPy's
     ``warning`` is raised (for NumPy input: device counts stay on the device) where an
     output counts ``too_few`` or fewer elements. ``mask``: a checked ``where=`` mask
     (:func:`_where`); the elements it masks out count nothing."""
@@ -1027,10 +1068,12 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
         if M:
             warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
         return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
-    states, counts = _reduce(x, axes, op, state_kit(op, dtypes), grid, workspace, lanes,
-                             track_index=False, where=mask)
+    kit = state_kit(op, dtypes)
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
+                                where=mask))
+    counts = fields[0] if kit.fields > 2 else fields[1]
     values = workspace.empty(M, result)
-    finish(states, counts, values, workspace.stream)
+    finish(*fields, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
     if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
         warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
@@ -1056,10 +1099,9 @@ def moments(x, axis=None, *, skip_nan: bool = False, strategy=None, lanes=None) 
     if M * N == 0:
         zeros = deliver_host(workspace, np.zeros(shape), None)
         return deliver_host(workspace, np.zeros(shape, np.int64), None), zeros, zeros
-    states, counts = _reduce(x, axes, op, state_kit(op, _ops.MOMENT_DTYPES), grid,
-                             workspace, lanes, track_index=False)
-    states = deliver(workspace, states, np.complex128, shape, None)
-    return deliver(workspace, counts, np.int64, shape, None), states.real, states.imag
+    kit = state_kit(op, _ops.MOMENT_DTYPES)
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False))
+    return tuple(deliver(workspace, f, d, shape, None) for f, d in zip(fields, kit.dtypes))
 
 
 def _out_pair(out) -> tuple:

@@ -476,7 +476,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     if after is not None:
         after(job, run)
     result = finish()
-    return tuple(result) if len(results) == 2 else result[0]
+    return tuple(result) if len(results) >= 2 else result[0]
 
 
 _BFLOAT16_BITS = np.dtype(np.uint16)
@@ -513,7 +513,7 @@ def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
 def _empty_state(op, kit) -> tuple:
     """What an exclusive scan writes first: the op's empty result (sum 0, prod 1), or
     its identity for ops whose empty reduction raises (max, min)."""
-    if kit.fields == 2 or isinstance(op.empty, str):
+    if kit.fields >= 2 or isinstance(op.empty, str):
         return kit.identity_values
     return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
 

@@ -27,12 +27,10 @@ INT64 = np.dtype(np.int64)
 
 
 def alloc_states(workspace: Workspace, kit, shape) -> tuple:
-    """Two device arrays of ``shape`` states, one per field (one-field states repeat
-    the first, which the kit never touches as a second field)."""
-    first = workspace.empty(shape, kit.dtypes[0])
-    if kit.fields == 1:
-        return first, first
-    return first, workspace.empty(shape, kit.dtypes[1])
+    """The ``(h0, h1)`` handles of device arrays of ``shape`` states, one array per
+    field (``kit.pack``: one-field states repeat the first array, which the kit never
+    touches as a second field; ``N >= 3`` fields travel as a tuple)."""
+    return kit.pack(workspace.empty(shape, d) for d in kit.dtypes)
 
 
 class ReduceJob:
@@ -103,7 +101,9 @@ class ScanJob:
             that the loader reads too (a segmented scan's head flags). Strategies
             launch with ``*job.sources``, never ``x`` twice.
         outs: the outputs, one 3-D view per state field (one in all for an op with a
-            ``finish``), laid out as ``x``.
+            ``finish``), laid out as ``x``, as the handles ``(h0, h1)`` of
+            ``numbakern/ops/state.py`` (``rows_of(out_fields)`` takes a row of them).
+        out_fields: how many output arrays there are.
         n, segments: elements per segment, number of segments.
         op, kit: the op and its state kit.
         exclusive, reverse: the scan's direction and kind.
@@ -118,7 +118,10 @@ class ScanJob:
         self.x = x
         self.narrow = narrow
         self.sources = (x, x if second is None else second)
-        self.outs = outs if len(outs) == 2 else (outs[0], outs[0])
+        self.out_fields = len(outs)
+        self._outs = tuple(outs)
+        self.outs = (outs if len(outs) == 2 else (outs[0], outs[0]) if len(outs) == 1 else
+                     (tuple(outs), outs[0]))  # the handles of numbakern/ops/state.py
         a, b, n = x.shape
         self.n = int(n)
         self.segments = int(a) * int(b)
@@ -148,9 +151,10 @@ class ScanJob:
     def output_storer(self):
         """Device function ``store(row0, row1, j, state)`` for the outputs."""
         finish = self.op.finish and self.op.device_finish()
-        dtypes = tuple(np.dtype(o.dtype) for o in self.outs[:1 if finish else self.kit.fields])
-        key = ("scan_store", tuple(d.str for d in dtypes), finish, self.narrow)
-        return cached(key, lambda: output_storer(dtypes, finish, self.narrow))
+        dtypes = tuple(np.dtype(o.dtype) for o in self._outs[:1 if finish else self.kit.fields])
+        fields = self.kit.fields
+        key = ("scan_store", tuple(d.str for d in dtypes), finish, fields, self.narrow)
+        return cached(key, lambda: output_storer(dtypes, finish, fields, self.narrow))
 
     def alloc_states(self, shape) -> tuple:
         """Two device arrays of ``shape`` states (:func:`alloc_states`)."""

@@ -326,15 +326,14 @@ def _split(outputs32: bool):
 
 
 def group_reducer(block, kit, lanes: int):
-    """``(group_reduce, slots0, slots1)``: the reduce of a group of ``lanes`` threads
-    (the block strategy's reduce for the whole block, its warp form for one warp) and
-    the shared-memory slots of its two temp arrays (1 where unused)."""
+    """``(group_reduce, temp)``: the reduce of a group of ``lanes`` threads (the block
+    strategy's reduce for the whole block, its warp form for one warp) and the device
+    function allocating its shared-memory temp storage (``kit.shared_temp``)."""
     if lanes == block.threads:
         group_reduce, slots = block.build_reduce(kit), block.temp_slots()
     else:
         group_reduce, slots = warp_reducer(block, kit)
-    slots0 = max(1, slots)
-    return group_reduce, slots0, slots0 if kit.fields == 2 else 1
+    return group_reduce, kit.shared_temp(max(1, slots))
 
 
 def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32: bool,
@@ -348,10 +347,9 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
     so the row's division by ``K1`` runs in 32 bits (see :func:`_split`).
     """
     threads = block.threads
-    group_reduce, slots0, slots1 = group_reducer(block, kit, lanes)
+    group_reduce, temp = group_reducer(block, kit, lanes)
     per_block = threads // lanes
     barrier = lanes == threads  # the block's temp storage is reused by the next row
-    t0, t1 = kit.temp_dtypes
     if vector:
         thread_reduce = vector_row_reducer(kit, load, vector[1], vector[0])
     else:
@@ -360,8 +358,7 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
 
     @cuda.jit
     def row_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         lane = tid % lanes
         piece, group, groups = _pieces_of_grid(S)
@@ -392,14 +389,12 @@ def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: b
     H200 ((4096, 32768) column sum 131 -> 164 us, bench/NOTES.md).
     """
     combine, identity, store, load_state = kit.combine, kit.identity, kit.store, kit.load
-    slots1 = threads if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(threads)
     thread_reduce = thread_reducer(kit, load, ordered, index32)
 
     @cuda.jit
     def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
-        temp0 = cuda.shared.array(threads, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         G = cuda.blockDim.x // C
         c = tid % C

@@ -160,13 +160,13 @@ def divide_by_into(src, counts, dst, stream) -> None:
 @functools.lru_cache(maxsize=None)
 def _variancer(root: bool, skip_nan: bool):
     @cuda.jit
-    def variance(moments, counts, dst, ddof):
+    def variance(counts, means, m2s, dst, ddof):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < dst.shape[0]:
             dof = float64(counts[i]) - ddof
-            m2 = moments[i].imag
-            mean = moments[i].real
+            m2 = m2s[i]
+            mean = means[i]
             if mean - mean != 0.0:
                 # A slice holding inf or NaN: NumPy's deviations x - mean take inf - inf
                 # or NaN, so its variance is NaN. Welford's M2 never forms them (a lone
@@ -184,14 +184,14 @@ def _variancer(root: bool, skip_nan: bool):
     return variance
 
 
-def variance_into(moments, counts, dst, ddof: float, root: bool, skip_nan: bool,
+def variance_into(counts, means, m2s, dst, ddof: float, root: bool, skip_nan: bool,
                   stream) -> None:
-    """``dst[i] = M2 / (count - ddof)`` (its square root for ``root``) from
-    ``ops.MOMENTS`` states (1-D arrays of one length): where ``count - ddof <= 0``,
+    """``dst[i] = M2 / (count - ddof)`` (its square root for ``root``) from the three
+    fields of ``ops.MOMENTS`` states (1-D arrays of one length): where ``count - ddof <= 0``,
     NumPy's values, ``M2 / 0`` for ``var`` (inf, or NaN for M2 = 0) and NaN for
     ``nanvar`` (``skip_nan``)."""
     launch(_variancer(bool(root), bool(skip_nan)), grid_for(dst.shape[0]), THREADS, stream,
-           moments, counts, dst, float(ddof))
+           counts, means, m2s, dst, float(ddof))
 
 
 def cast_into(src, dst, stream) -> None:

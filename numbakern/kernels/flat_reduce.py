@@ -14,7 +14,8 @@ steps per thread:
    store the result, write a partial, or fold it into the output with an atomic.
 
 ``a0``/``a1`` are the input: the array and an unused placeholder for the first pass,
-or the two field arrays of partial states for a second pass. ``n`` is an int64.
+or the handles of an array of partial states for a second pass (``kit.pack``,
+``numbakern/ops/state.py``); ``o0``/``o1`` the handles of the output states. ``n`` is an int64.
 """
 
 from __future__ import annotations
@@ -207,9 +208,7 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool, vector:
             :func:`vector_width`), or 0.
     """
     threads = block.threads
-    slots0 = block.temp_slots()
-    slots1 = slots0 if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(block.temp_slots())
     if ordered:
         thread_reduce = contiguous_thread_reduce(kit, load, threads)
     elif vector:
@@ -220,8 +219,7 @@ def build_reduce_kernel(block, kit: StateKit, load, emit, ordered: bool, vector:
 
     @cuda.jit
     def reduce_kernel(a0, a1, n, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         s = thread_reduce(a0, a1, n)
         s = block_reduce(s, temp0, temp1)
         if cuda.threadIdx.x == 0:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from numba import cuda, int64
 
-from numbakern.ops.state import constant_state
+from numbakern.ops.state import constant_state, rows_of
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import SIMULATOR, WARP, ceil_div, max_resident_blocks
 from numbakern.runtime.launch import launch
@@ -109,27 +109,26 @@ def scan_rows(job, block) -> None:
     key = ("scan_rows", group, block.key, job.key)
     kernel = cached(key, lambda: build_row_scan(
         block, job.kit, group, job.element_loader(), job.output_storer(), job.exclusive,
-        job.empty))
+        job.empty, job.out_fields))
     launch(kernel, blocks, ROW_THREADS, job.stream, *job.sources, *job.outs, job.n)
 
 
-def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: tuple):
+def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: tuple,
+                   outputs: int = 1):
     """Kernel ``(src0, src1, dst0, dst1, n)``: each warp scans whole rows of the 3-D
     ``(A, B, n)`` views (``32 / group`` at a time, ``group`` lanes each) with
     ``block``'s warp scan, the ``A * B`` rows grid-strided over the warps."""
     form = block.build_warp_scan(kit, group)
     group_scan = form.function
-    slots0 = max(1, form.slots * (ROW_THREADS // WARP))
-    slots1 = slots0 if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(max(1, form.slots * (ROW_THREADS // WARP)))
+    dst_rows = rows_of(outputs)
     combine, identity, shfl_up, shfl_idx = kit.combine, kit.identity, kit.shfl_up, kit.shfl_idx
     empty_state = constant_state(empty)
     per_warp = WARP // group
 
     @cuda.jit
     def scan_rows_kernel(src0, src1, dst0, dst1, n):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         lane = cuda.threadIdx.x % WARP
         pos = lane % group  # the lane's place in its row's chunk
         warps = cuda.blockDim.x // WARP
@@ -142,7 +141,8 @@ def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: 
             live = row < segments  # the warp's last rows may lie past the end
             a = min(row, segments - 1) // rows
             b = min(row, segments - 1) - a * rows
-            row0, row1, out0, out1 = src0[a, b], src1[a, b], dst0[a, b], dst1[a, b]
+            row0, row1 = src0[a, b], src1[a, b]
+            out0, out1 = dst_rows(dst0, dst1, a, b)
             carry = identity()  # a placeholder: have=False keeps it out of every result
             have = False
             start = int64(0)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from numba import cuda, from_dtype, uint64
 
-from numbakern.ops.state import constant_state
+from numbakern.ops.state import constant_state, device_from_source, fields_source
 from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR, WARP
 
 #: items per thread under the simulator, which runs one OS thread per CUDA thread
@@ -77,12 +77,24 @@ def element_loader(kit, reverse: bool):
     return load
 
 
-def output_storer(dtypes, finish=None, narrow=None):
-    """``store(row0, row1, j, state)``: a state into the output arrays, cast; with
-    ``finish`` (an op's compiled ``finish(s0, s1)``), its value into ``row0`` alone.
-    ``narrow``: a device function that writes the first field in place of the cast
-    (bfloat16's rounding to its bits, into a uint16 ``row0``)."""
+def output_storer(dtypes, finish=None, fields: int = 2, narrow=None):
+    """``store(row0, row1, j, state)``: a state into the output arrays (the handles of
+    ``numbakern/ops/state.py``), cast; with ``finish`` (an op's compiled
+    ``finish(s0, ..., s<fields-1>)``), its value into ``row0`` alone. ``narrow``: a
+    device function that writes a one-field state in place of the cast (bfloat16's
+    rounding to its bits, into a uint16 ``row0``)."""
     o0 = from_dtype(dtypes[0]) if narrow is None else narrow
+    if fields > 2 and finish is not None:
+        source = ("def store(row0, row1, j, s):\n"
+                  f"    row0[uint64(j)] = o0(finish({fields_source('s[{k}]', fields)}))\n")
+        return device_from_source("store", source, {"o0": o0, "finish": finish,
+                                                     "uint64": uint64})
+    if len(dtypes) > 2:
+        source = ("def store(row0, row1, j, s):\n"
+                  + fields_source("    row0[{k}][uint64(j)] = o{k}(s[{k}])", len(dtypes),
+                                   "\n") + "\n")
+        env = {f"o{k}": from_dtype(d) for k, d in enumerate(dtypes)}
+        return device_from_source("store", source, {**env, "uint64": uint64})
     if finish is not None:
 
         @cuda.jit(device=True)
@@ -137,10 +149,10 @@ class Tile:
             threads fit on a multiprocessor instead of 4, with 50% more loads in
             flight) or ``"registers"`` (two shared-memory accesses fewer per item).
 
-    A kernel allocates, per field ``f`` (field 1 gets 1-slot dummies for one-field
-    states): ``xs_f = cuda.shared.array(xs_slots[f], dtype_f)``,
-    ``tmp_f = cuda.shared.array(temp_slots[f], dtype_f)`` and
-    ``l_f = cuda.local.array(local_slots[f], dtype_f)``, and passes them on.
+    A kernel allocates its storage at its start, each a pair of state handles
+    (``numbakern/ops/state.py``), and passes them on: ``xs0, xs1 = xs_storage()``
+    (the tile in shared memory), ``tmp0, tmp1 = temp_storage()`` (the block
+    strategy's) and ``l0, l1 = local_storage()`` (the thread's items).
     """
 
     def __init__(self, block, kit, items: int, load, store, exclusive: bool,
@@ -148,13 +160,9 @@ class Tile:
         self.threads = block.threads
         self.items = items
         self.size = block.threads * items
-        two = kit.fields == 2
-        self.dtypes = kit.temp_dtypes
-        xs = padded_slots(self.size)
-        self.xs_slots = (xs, xs if two else 1)
-        temp = block.temp_slots()
-        self.temp_slots = (temp, temp if two else 1)
-        self.local_slots = (items, items if two else 1)
+        self.xs_storage = kit.shared_temp(padded_slots(self.size))
+        self.temp_storage = kit.shared_temp(block.temp_slots())
+        self.local_storage = kit.local_temp(items)
         self.block_scan = block.build_scan(kit)
         shared = check_hold(hold) == "shared"
         self.load_tile = _build_load_tile(kit, self.threads, items, load, shared)

@@ -196,9 +196,8 @@ def run_loader(kit):
 
 
 def _temp(block, kit):
-    """The block reduce's shared-memory slots, per field (1 where unused)."""
-    slots0 = max(1, block.temp_slots())
-    return slots0, slots0 if kit.fields == 2 else 1
+    """Device function allocating the block reduce's shared-memory temp storage."""
+    return kit.shared_temp(max(1, block.temp_slots()))
 
 
 # --- kernels ---------------------------------------------------------------------------
@@ -216,16 +215,14 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
     ``bad[1]``, for the caller to raise after; both are clamped (:func:`bounds`).
     """
     threads = block.threads
-    group_reduce, slots0, slots1 = group_reducer(block, kit, lanes)
+    group_reduce, temp = group_reducer(block, kit, lanes)
     per_block = threads // lanes
     barrier = lanes == threads  # the block's temp storage is reused by the next segment
-    t0, t1 = kit.temp_dtypes
     thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32)
 
     @cuda.jit
     def segment_kernel(x, offsets, M, bad, T, cover, begin, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         lane = tid % lanes
         row = int64(cuda.blockIdx.x) * per_block + tid // lanes
@@ -264,8 +261,7 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce):
     """
     threads = block.threads
     block_reduce = block.build_reduce(kit)
-    slots0, slots1 = _temp(block, kit)
-    t0, t1 = kit.temp_dtypes
+    temp = _temp(block, kit)
     combine, identity = kit.combine, kit.identity
 
     @cuda.jit(device=True)
@@ -278,8 +274,7 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce):
 
     @cuda.jit
     def tile_kernel(x, offsets, M, T, R, K, cover, begin, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         n = int64(x.shape[0])
         b = int64(cuda.blockIdx.x)
@@ -338,15 +333,13 @@ def build_finish_kernel(block, kit, ordered: bool):
     by the block that finds the segment's first tile in the map (grid-strided)."""
     threads = block.threads
     block_reduce = block.build_reduce(kit)
-    slots0, slots1 = _temp(block, kit)
-    t0, t1 = kit.temp_dtypes
+    temp = _temp(block, kit)
     load_state, store = kit.load, kit.store
     thread_reduce = thread_reducer(kit, run_loader(kit), ordered, False)
 
     @cuda.jit
     def finish_kernel(offsets, M, n, T, R, K, cover, begin, p0, p1, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         i = int64(cuda.blockIdx.x) * threads + tid
         step = int64(cuda.gridDim.x) * threads

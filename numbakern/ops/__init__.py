@@ -4,9 +4,9 @@ An :class:`Op` is everything a strategy needs to know about *what* is combined, 
 that the strategy only decides *how* threads combine (the split CuPy's reduction
 kernels make: identity, map, reduce, post-map, accumulator type).
 
-The accumulator **state** of an op is a tuple of one or two fields: one for sum,
+The accumulator **state** of an op is a tuple of ``N >= 1`` fields: one for sum,
 max and the rest, two for a value-index pair (argmax) or the online-softmax
-(running max, running scaled sum). Strategies move whole states through registers,
+(running max, running scaled sum), three for Welford's (count, mean, M2) of var. Strategies move whole states through registers,
 shuffles and shared memory, and only ever combine them with :attr:`Op.combine`.
 """
 
@@ -108,8 +108,13 @@ def _as_dtype(dtype: Any) -> np.dtype:
         raise TypeError(f"dtype={dtype!r} is not a NumPy dtype") from None
 
 
+def _field_names(n: int) -> str:
+    """``"a0, a1, b0, b1"`` for ``n = 2``: a combine's parameters for ``n`` fields."""
+    return ", ".join([f"a{k}" for k in range(n)] + [f"b{k}" for k in range(n)])
+
+
 def _check_arity(name: str, fn, count: int) -> None:
-    """A combine must take ``count`` positional arguments (2, or 4 for two fields)."""
+    """A combine must take ``count`` positional arguments (2, or ``2 * fields``)."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature: Numba will say
@@ -117,7 +122,7 @@ def _check_arity(name: str, fn, count: int) -> None:
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) != count and not any(p.kind == p.VAR_POSITIONAL for p in params):
         raise TypeError(f"Op {name!r}: combine must take {count} arguments "
-                        f"({'a, b' if count == 2 else 'a0, a1, b0, b1'}), "
+                        f"({'a, b' if count == 2 else _field_names(count // 2)}), "
                         f"got {len(positional)}")
 
 
@@ -129,12 +134,14 @@ class Op:
         name: short name (``"sum"``, ``"max"``, ...).
         combine: ``f(a, b) -> c``, a plain Python function that Numba compiles as a
             CUDA device function. For one-field ops ``a``, ``b`` and ``c`` are
-            scalars; for two-field ops (``fields=2``) the signature is
-            ``f(a0, a1, b0, b1) -> (c0, c1)``. Must be associative: strategies
+            scalars; for ``N``-field ops (``fields=N``, ``N >= 2``) the signature is
+            ``f(a0, ..., aN-1, b0, ..., bN-1) -> (c0, ..., cN-1)`` (two fields:
+            ``f(a0, a1, b0, b1) -> (c0, c1)``). Must be associative: strategies
             combine in a tree. ``a`` always covers elements before ``b``.
-        identity: ``identity(dtype) -> scalar`` (or a tuple of two, one per field):
-            the value that fills lanes holding no element. A plain scalar is
-            accepted and cast to the accumulator dtype.
+        identity: ``identity(dtype) -> scalar`` (for ``N`` fields,
+            ``identity(dtypes) -> N-tuple``, one value per field): the value that
+            fills lanes holding no element. A plain scalar (or an ``N``-tuple of
+            them) is accepted and cast to the field dtypes.
         commutative: whether ``f(a, b) == f(b, a)``; strategies that combine out of
             order (shared_tree's sequential addressing, atomic_fold) refuse ops
             that are not.
@@ -144,7 +151,7 @@ class Op:
         kinds: the NumPy dtype kinds accepted as input (``"biuf"``; ``"biu"`` for
             bitwise ops); others raise ``TypeError``.
         result_dtype: ``rule(in_dtype, dtype) -> result dtype``, NumPy's.
-        fields: 1, or 2 for value-pair states.
+        fields: the number of fields of a state, ``N >= 1``.
         nan_propagating: for max/min, NaN wins (NumPy's ``np.max``); atomics that
             assume no NaN cannot serve.
         empty: the result of reducing no elements: ``"identity"`` (NumPy's rule for
@@ -152,22 +159,23 @@ class Op:
             a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
         map: ``map(value, index)``: the state of one element (argmax: ``(value,
             flat index)``; a one-field op: a scalar, such as ``value != 0`` for
-            ``any``). Required for two-field ops; a one-field op without one casts the
-            element to the accumulator dtype.
-        state_dtypes: for two-field ops, ``state_dtypes(in_dtype, dtype) -> (d0, d1)``:
-            each field's dtype in a scan's results (default: the result dtype, then
-            int64, a value-index pair's).
-        finish: for two-field ops, ``finish(s0, s1) -> value``: what a scan stores for
-            each element, one output array instead of one per field (CuPy's
-            ``post_map_expr``; ``numbakern/ops/products.py``'s float product turns its
-            ``(mantissa, exponent)`` state into a float this way). Reductions take
-            one-field ops only, so they never need one.
+            ``any``; an ``N``-field op: an ``N``-tuple). Required for ops of two or
+            more fields; a one-field op without one casts the element to the
+            accumulator dtype.
+        state_dtypes: for ops of two or more fields, ``state_dtypes(in_dtype, dtype)
+            -> (d0, ..., dN-1)``: each field's dtype (default: :func:`field_dtypes`,
+            read from the identity's values).
+        finish: for ops of two or more fields, ``finish(s0, ..., sN-1) -> value``:
+            what a scan stores for each element, one output array instead of one
+            per field (``reduce`` returns the fields) (CuPy's ``post_map_expr``;
+            ``numbakern/ops/products.py``'s float product turns its ``(mantissa,
+            exponent)`` state into a float this way).
 
     Raises:
         TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
             arguments; ``identity`` is ``None``.
-        ValueError: ``fields`` not 1 or 2; a two-field op without ``map``; a
-            ``finish`` on a one-field op.
+        ValueError: ``fields`` not an integer ``>= 1``; an op of two or more fields
+            without ``map``; a ``finish`` on a one-field op.
     """
 
     name: str
@@ -188,23 +196,31 @@ class Op:
     def __post_init__(self):
         if not callable(self.combine):
             raise TypeError(f"Op {self.name!r}: combine must be a function, got {self.combine!r}")
+        if (isinstance(self.fields, (bool, np.bool_)) or not isinstance(self.fields, int)
+                or self.fields < 1):
+            raise ValueError(f"Op {self.name!r}: fields must be an integer >= 1, got "
+                             f"{self.fields!r}")
         _check_arity(self.name, self.combine, 2 * self.fields)
         if self.identity is None:
             raise TypeError(f"Op {self.name!r}: identity must be a scalar (or a tuple, or a "
                             "function of the dtype), not None: it fills lanes with no element")
         if not callable(self.identity):
             _check_identity(self.name, self.identity)
+            count = len(self.identity) if isinstance(self.identity, tuple) else 1
+            if count != self.fields:
+                raise ValueError(f"Op {self.name!r}: identity gives {count} field(s), the op "
+                                 f"has {self.fields}: give one value per field")
             object.__setattr__(self, "identity", _constant_identity(self.identity))
         if not isinstance(self.commutative, (bool, np.bool_)):  # 'no' would read as True
             raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "
                             f"{self.commutative!r}")
-        if self.fields not in (1, 2):
-            raise ValueError(f"Op {self.name!r}: fields must be 1 or 2, got {self.fields}")
-        if self.fields == 2 and self.map is None:
-            raise ValueError(f"Op {self.name!r}: a two-field op needs map(value, index)")
-        if self.finish is not None and (self.fields != 2 or not callable(self.finish)):
-            raise ValueError(f"Op {self.name!r}: finish must be a function of a two-field "
-                             f"state, got {self.finish!r} for {self.fields} field(s)")
+        if self.fields > 1 and self.map is None:
+            raise ValueError(f"Op {self.name!r}: an op of {self.fields} fields needs "
+                             "map(value, index)")
+        if self.finish is not None and (self.fields < 2 or not callable(self.finish)):
+            raise ValueError(f"Op {self.name!r}: finish must be a function of a state of "
+                             f"two or more fields, got {self.finish!r} for {self.fields} "
+                             "field(s)")
 
     def check_dtype(self, dtype: np.dtype, what: str = "dtype", caller: str | None = None
                     ) -> None:
@@ -273,7 +289,7 @@ def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kw
 
     Args:
         identity: the value that fills lanes holding no element (a scalar, a
-            function of the dtype, or a pair for ``fields=2``).
+            function of the dtype, or an ``N``-tuple for ``fields=N``).
         name: the op's name (default: the function's ``__name__``).
         commutative: whether ``f(a, b) == f(b, a)``.
         **kwargs: any other :class:`Op` field (``atomic``, ``kinds``, ``fields``,
@@ -618,57 +634,55 @@ SUM_AND_COUNT = Op("sum_and_count", _sum_count, _sum_count_identity, fields=2,
 
 
 # --- var and std: Welford's (count, mean, M2), merged by Chan et al.'s formula ---------
-# The state kit carries two fields, so (mean, M2) travel as one complex128 field (mean
-# the real part, M2 the imaginary), beside the int64 count: a pair of floats that every
-# strategy already moves, shuffles (as two float64 halves) and stores.
+# Three fields: int64 count, float64 mean, float64 M2.
 # Chan, Golub and LeVeque, "Updating formulae and a pairwise algorithm for computing
 # sample variances" (1979): n = na + nb, delta = mb - ma, mean = ma + delta * nb / n,
 # M2 = M2a + M2b + delta**2 * na * nb / n.
 
 
-def _moments(a0, a1, b0, b1):
-    n = a1 + b1
-    if b1 == 0:
-        return a0, n
-    if a1 == 0:
-        return b0, n
-    delta = b0.real - a0.real
-    share = float64(b1) / float64(n)
-    return complex(a0.real + delta * share,
-                   a0.imag + b0.imag + delta * delta * float64(a1) * share), n
+def _moments(a0, a1, a2, b0, b1, b2):
+    n = a0 + b0
+    if b0 == 0:
+        return n, a1, a2
+    if a0 == 0:
+        return n, b1, b2
+    delta = b1 - a1
+    share = float64(b0) / float64(n)
+    return n, a1 + delta * share, a2 + b2 + delta * delta * float64(a0) * share
 
 
 def _one_moment(value, i):
-    return complex(float64(value), 0.0), int64(1)
+    return int64(1), float64(value), 0.0
 
 
 def _one_moment_unless_nan(value, i):
     if value != value:
-        return complex(0.0, 0.0), int64(0)
-    return complex(float64(value), 0.0), int64(1)
+        return int64(0), 0.0, 0.0
+    return int64(1), float64(value), 0.0
 
 
 def _moments_identity(dtypes):
-    return np.complex128(0), np.int64(0)
+    return np.int64(0), np.float64(0), np.float64(0)
 
 
-#: ``(mean + 1j * M2, count)`` of a stretch: ``var = M2 / (count - ddof)``
-MOMENTS = Op("moments", _moments, _moments_identity, fields=2, map=_one_moment,
+#: ``(count, mean, M2)`` of a stretch: ``var = M2 / (count - ddof)``
+MOMENTS = Op("moments", _moments, _moments_identity, fields=3, map=_one_moment,
              kinds="biuf")
 #: the same over the elements that are not NaN (``nanvar``, ``nanstd``)
-NAN_MOMENTS = Op("nan_moments", _moments, _moments_identity, fields=2,
+NAN_MOMENTS = Op("nan_moments", _moments, _moments_identity, fields=3,
                  map=_one_moment_unless_nan, kinds="biuf")
-MOMENT_DTYPES = (np.dtype(np.complex128), np.dtype(np.int64))
+MOMENT_DTYPES = (np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.float64))
 
 
 def field_dtypes(op: Op, result: np.dtype) -> tuple:
-    """A two-field op's field dtypes when it does not say (``state_dtypes``): each
-    field of the kind of its identity's value, in ``result`` where that is of the same
-    kind, else float64, int64 or bool. Never an integer field for a float identity."""
+    """The field dtypes of an op of two or more fields when it does not say
+    (``state_dtypes``): each field of the kind of its identity's value, in ``result``
+    where that is of the same kind, else float64, int64 or bool. Never an integer
+    field for a float identity."""
     result = np.dtype(result)
     values = getattr(op.identity, "constant", None)
     if values is None:  # a function of the dtypes: its values' kinds in float64 fields
-        values = op.identity((np.dtype(np.float64),) * 2)
+        values = op.identity((np.dtype(np.float64),) * op.fields)
     fields = []
     for v in values:
         kind = np.asarray(v).dtype.kind
@@ -677,4 +691,3 @@ def field_dtypes(op: Op, result: np.dtype) -> tuple:
         else:
             fields.append(np.dtype({"f": np.float64, "b": np.bool_}.get(kind, np.int64)))
     return tuple(fields)
-

@@ -1,4 +1,4 @@
-"""The accumulator state in device code: a tuple of one or two fields.
+"""The accumulator state in device code: a tuple of ``N >= 1`` fields.
 
 Strategies are written once for any op, so they never touch a field directly: they
 call the device functions a :class:`StateKit` builds for one op and one set of field
@@ -9,9 +9,21 @@ dtypes:
   shuffle of every field (full mask), widened to the 32- or 64-bit types the
   hardware shuffles (bool and small integers to int32, float16 to float32, uint32 to
   int64, uint64 through int64 bit for bit);
-* ``store(a0, a1, i, s)`` and ``load(a0, a1, i)``: a state to or from element ``i``
-  of a pair of arrays, one per field (shared-memory temp storage, partials, outputs).
-  One-field states leave ``a1`` alone, so callers pass any small array there;
+* ``store(h0, h1, i, s)`` and ``load(h0, h1, i)``: a state to or from element ``i``
+  of an *array of states*, the pair of handles ``(h0, h1)`` that only the kit reads:
+
+  - one field: ``(array, anything)``: ``h1`` is left alone, so callers pass any
+    small array there;
+  - two fields: ``(array0, array1)``;
+  - ``N >= 3`` fields: ``(tuple of the N arrays, the first array)``.
+
+  Shared-memory temp storage, local arrays, partials and outputs are all such pairs;
+  kernels and strategies pass them through without looking inside, so one- and
+  two-field states compile to exactly the code they did before ``N`` fields existed
+  (no tuple of arrays, no extra load, store or shuffle). :meth:`StateKit.pack` and
+  :meth:`StateKit.unpack` convert between the pair and the tuple of ``N`` arrays on
+  the host; ``shared_temp(slots)`` and ``local_temp(slots)`` build the device
+  functions that allocate a pair of ``slots`` states;
 * ``to_state(value, index)``: one input element as a state, the only way any kernel
   turns an element into a state (``op.map(value, index)``, each field cast to its
   dtype; a one-field op without a map: the value cast to the accumulator dtype), so
@@ -19,12 +31,16 @@ dtypes:
   device function) applies it to the stored element first: bfloat16 inputs are
   stored as their uint16 bits, and ``read`` widens them to the float32 they mean.
 
-Which function of each pair is used is decided here, in Python, from the number of
-fields: Numba compiles only the one chosen.
+One- and two-field functions are written out below. For ``N >= 3`` the device
+functions are made from source text (:func:`device_from_source`, the one place that
+does): Numba compiles neither ``*args`` nor loops over a tuple of mixed types, so each
+field's line is written out for the ``N`` at hand.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,7 +49,7 @@ from numba import cuda, from_dtype
 
 from numbakern.ops import Op
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import FULL_MASK
+from numbakern.runtime.device import FULL_MASK, SIMULATOR
 
 
 def shuffle_dtype(dtype: np.dtype) -> np.dtype:
@@ -47,10 +63,7 @@ def shuffle_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _field_shuffles(dtype: np.dtype):
-    """Device functions shuffling one field of ``dtype`` with widening (a complex128
-    field, two floats held as one, as its two float64 halves)."""
-    if np.dtype(dtype) == np.complex128:
-        return _complex_shuffles()
+    """Device functions shuffling one field of ``dtype`` with widening."""
     wide = from_dtype(shuffle_dtype(dtype))
     back = from_dtype(np.dtype(dtype))
 
@@ -65,25 +78,6 @@ def _field_shuffles(dtype: np.dtype):
     @cuda.jit(device=True)
     def idx(v, src):
         return back(cuda.shfl_sync(FULL_MASK, wide(v), src))
-
-    return down, up, idx
-
-
-def _complex_shuffles():
-    @cuda.jit(device=True)
-    def down(v, delta):
-        return complex(cuda.shfl_down_sync(FULL_MASK, v.real, delta),
-                       cuda.shfl_down_sync(FULL_MASK, v.imag, delta))
-
-    @cuda.jit(device=True)
-    def up(v, delta):
-        return complex(cuda.shfl_up_sync(FULL_MASK, v.real, delta),
-                       cuda.shfl_up_sync(FULL_MASK, v.imag, delta))
-
-    @cuda.jit(device=True)
-    def idx(v, src):
-        return complex(cuda.shfl_sync(FULL_MASK, v.real, src),
-                       cuda.shfl_sync(FULL_MASK, v.imag, src))
 
     return down, up, idx
 
@@ -109,11 +103,79 @@ class StateKit:
     def fields(self) -> int:
         return len(self.dtypes)
 
-    @property
-    def temp_dtypes(self) -> tuple:
-        """Numba dtypes of a pair of temp-storage arrays (the second, for one-field
-        states, is a 1-slot dummy of the first field's type)."""
-        return from_dtype(self.dtypes[0]), from_dtype(self.dtypes[-1])
+    def pack(self, arrays) -> tuple:
+        """The ``(h0, h1)`` handles of an array of states (the module docstring) from
+        one array per field."""
+        arrays = tuple(arrays)
+        if len(arrays) != self.fields:
+            raise ValueError(f"{self.fields} field arrays expected, got {len(arrays)}")
+        if self.fields == 1:
+            return arrays[0], arrays[0]
+        if self.fields == 2:
+            return arrays
+        return arrays, arrays[0]
+
+    def unpack(self, handles) -> tuple:
+        """One array per field from the ``(h0, h1)`` handles :meth:`pack` made."""
+        if self.fields == 1:
+            return (handles[0],)
+        if self.fields == 2:
+            return tuple(handles)
+        return tuple(handles[0])
+
+    def shared_temp(self, slots: int) -> Callable:
+        """Device function ``temp() -> (h0, h1)``: ``slots`` states of shared memory
+        (a one-field state's ``h1`` a 1-slot dummy), the temp storage of a block
+        strategy. Each call of this method builds a new function, so two storages of
+        one kernel never alias (one function called twice gives the same memory)."""
+        return _storage(self.dtypes, slots, "shared")
+
+    def local_temp(self, slots: int) -> Callable:
+        """Device function ``temp() -> (h0, h1)``: ``slots`` states of a thread's
+        local memory (``cuda.local.array``)."""
+        return _storage(self.dtypes, slots, "local")
+
+
+_SOURCES = itertools.count()
+
+
+def device_from_source(name: str, source: str, env: dict, inline: bool = False) -> Callable:
+    """``cuda.jit(device=True)`` of the function ``name`` defined by ``source``, its
+    globals ``env`` (with ``cuda``). Each source gets its own file name: the
+    simulator keys a static shared array by the (file, line) that asks for it, so
+    two storages made here must never share one. ``inline``: inlined into its caller
+    at the Numba IR level (``inline="always"``, a no-op under the simulator)."""
+    filename = f"<numbakern.ops.state:{name}:{next(_SOURCES)}>"
+    namespace = {"cuda": cuda, **env}
+    exec(compile(source, filename, "exec"), namespace)
+    if inline and not SIMULATOR:
+        return cuda.jit(device=True, inline="always")(namespace[name])
+    return cuda.jit(device=True)(namespace[name])
+
+
+def fields_source(template: str, n: int, sep: str = ", ") -> str:
+    """``template`` with ``{k}`` for each field ``k``, joined: the body of an
+    ``N``-field tuple."""
+    return sep.join(template.format(k=k) for k in range(n))
+
+
+def _storage(dtypes: tuple, slots: int, space: str) -> Callable:
+    """Device function ``temp() -> (h0, h1)`` allocating ``slots`` states in
+    ``space`` ("shared" or "local"), one array per field, each on its own line."""
+    n = len(dtypes)
+    env = _casts(dtypes)
+    lines = [f"    a{k} = cuda.{space}.array({slots}, t{k})" for k in range(n)]
+    if n == 1:
+        lines.append(f"    b0 = cuda.{space}.array(1, t0)")
+        result = "a0, b0"
+    elif n == 2:
+        result = "a0, a1"
+    else:
+        result = f"({fields_source('a{k}', n)}), a0"
+    source = "def temp():\n" + "\n".join(lines) + f"\n    return {result}\n"
+    # A local array lives in its function's stack frame: inlined at the IR level, the
+    # allocation is the kernel's own, and the arrays outlive the call.
+    return device_from_source("temp", source, env, inline=space == "local")
 
 
 def _identity_values(op: Op, dtypes: tuple[np.dtype, ...]) -> tuple[Any, ...]:
@@ -152,7 +214,7 @@ def build_kit(op: Op, dtypes: tuple[np.dtype, ...], read=None) -> StateKit:
         raise ValueError(f"Op {op.name!r} has {op.fields} field(s), got dtypes {dtypes}")
     values = _identity_values(op, dtypes)
     f = op.device_combine()
-    maker = _one_field if len(dtypes) == 1 else _two_fields
+    maker = {1: _one_field, 2: _two_fields}.get(len(dtypes), _n_fields)
     return StateKit(dtypes, *maker(f, dtypes, values),
                     to_state=_element_to_state(op, dtypes, read), identity_values=values)
 
@@ -199,6 +261,11 @@ def _mapped_to_state(op: Op, dtypes: tuple):
             return (t0(g(v, i)),)
 
         return to_state
+    if op.fields > 2:
+        env = {"f": op.device_map(), **_casts(dtypes)}
+        source = ("def to_state(v, i):\n    s = f(v, i)\n"
+                  f"    return ({fields_source('t{k}(s[{k}])', len(dtypes))},)\n")
+        return device_from_source("to_state", source, env)
     t1 = from_dtype(dtypes[1])
     f = op.device_map()
 
@@ -208,6 +275,11 @@ def _mapped_to_state(op: Op, dtypes: tuple):
         return (t0(s[0]), t1(s[1]))
 
     return to_state
+
+
+def _casts(dtypes) -> dict:
+    """``{"t0": numba type of field 0, ...}``: the casts generated source calls."""
+    return {f"t{k}": from_dtype(d) for k, d in enumerate(dtypes)}
 
 
 def _one_field(f, dtypes, values):
@@ -285,8 +357,43 @@ def _two_fields(f, dtypes, values):
     return identity, combine, shfl_down, shfl_up, shfl_idx, store, load
 
 
+def _n_fields(f, dtypes, values):
+    """The kit's functions for ``N >= 3`` fields, from source (:func:`n_field_sources`)."""
+    env = {"f": f, **_casts(dtypes)}
+    for k, d in enumerate(dtypes):
+        env[f"i{k}"] = values[k]
+        env[f"down{k}"], env[f"up{k}"], env[f"idx{k}"] = _field_shuffles(d)
+    return tuple(device_from_source(name, source, env)
+                 for name, source in n_field_sources(len(dtypes)).items())
+
+
+def n_field_sources(n: int) -> dict:
+    """``{name: source}`` of the kit's functions for ``n`` fields, in
+    :class:`StateKit`'s order: each is the two-field function with one line (or term)
+    per field. Their globals: ``f`` (the op's combine), ``t<k>`` (field ``k``'s
+    cast), ``i<k>`` (its identity value), ``down<k>``/``up<k>``/``idx<k>`` (its
+    shuffles); the tests compile them with ``numba.njit`` too."""
+    every = functools.partial(fields_source, n=n)
+    return {
+        "identity": f"def identity():\n    return ({every('i{k}')},)\n",
+        "combine": (f"def combine(a, b):\n"
+                    f"    c = f({every('a[{k}]')}, {every('b[{k}]')})\n"
+                    f"    return ({every('t{k}(c[{k}])')},)\n"),
+        "shfl_down": f"def shfl_down(s, delta):\n    return ({every('down{k}(s[{k}], delta)')},)\n",
+        "shfl_up": f"def shfl_up(s, delta):\n    return ({every('up{k}(s[{k}], delta)')},)\n",
+        "shfl_idx": f"def shfl_idx(s, src):\n    return ({every('idx{k}(s[{k}], src)')},)\n",
+        # h0 is the tuple of the N arrays; h1 (its first array) is left alone
+        "store": "def store(h0, h1, i, s):\n" + every("    h0[{k}][i] = s[{k}]", sep="\n") + "\n",
+        "load": f"def load(h0, h1, i):\n    return ({every('t{k}(h0[{k}][i])')},)\n",
+    }
+
+
 def constant_state(values: tuple):
-    """Device function ``state() -> values``: a constant state (one or two fields)."""
+    """Device function ``state() -> values``: a constant state (any number of fields)."""
+    if len(values) > 2:
+        env = {f"v{k}": v for k, v in enumerate(values)}
+        source = f"def state():\n    return ({fields_source('v{k}', len(values))},)\n"
+        return device_from_source("state", source, env)
     if len(values) == 1:
         v0 = values[0]
 
@@ -302,3 +409,21 @@ def constant_state(values: tuple):
         return (v0, v1)
 
     return state
+
+
+@functools.lru_cache(maxsize=None)
+def rows_of(n: int) -> Callable:
+    """Device function ``rows(h0, h1, a, b) -> (r0, r1)``: row ``(a, b)`` of the 3-D
+    arrays of ``n`` fields the handles ``(h0, h1)`` stand for (two plain arrays for
+    ``n <= 2``; the handles of a scan's outputs, totals and carries), as handles of
+    1-D arrays."""
+    if n <= 2:
+
+        @cuda.jit(device=True)
+        def rows(h0, h1, a, b):
+            return h0[a, b], h1[a, b]
+
+        return rows
+    source = (f"def rows(h0, h1, a, b):\n    r0 = h0[0][a, b]\n"
+              f"    return ({fields_source('h0[{k}][a, b]', n)}), r0\n")
+    return device_from_source("rows", source, {})

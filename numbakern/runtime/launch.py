@@ -147,6 +147,8 @@ def _signature(key) -> tuple:
     for k in key:
         if isinstance(k, str):
             argtypes.append(_SCALARS[k][0])
+        elif k[0] == "tuple":  # a tuple of arrays (an N-field state's, ops/state.py)
+            argtypes.append(types.BaseTuple.from_types(_signature(k[1])))
         else:
             dtype, ndim, contiguous = k
             argtypes.append(types.Array(from_dtype(dtype), ndim, "C" if contiguous else "A"))
@@ -178,6 +180,14 @@ def flatten(args) -> tuple[tuple, list, list]:
     patches)."""
     key, flat, slots = [], [], []
     for a in args:
+        if type(a) is tuple:
+            # Numba flattens a tuple argument member by member, each array as above
+            # (the N-field states of numbakern/ops/state.py pass a tuple of arrays).
+            inner, values, inner_slots = flatten(a)
+            key.append(("tuple", inner))
+            slots += [(len(flat) + slot, buf) for slot, buf in inner_slots]
+            flat += values
+            continue
         if type(a) is not DeviceBuffer:
             if isinstance(a, (int, float, np.number)):
                 kind = _scalar_kind(a)

@@ -409,17 +409,30 @@ class _ArraySpec(NamedTuple):
 
 
 def _sim_step(layout: _Layout, kernel, grid, block, args) -> _SimStep:
-    specs = []
-    for a in args:
-        ary = getattr(a, "_ary", None)
-        if ary is None:
-            specs.append(a)
-            continue
-        if ary.size == 0:
-            raise _Flaw("an empty array argument")
-        source, offset = layout.locate(ary.__array_interface__["data"][0])
-        specs.append(_ArraySpec(source, offset, ary.shape, ary.strides, ary.dtype))
-    return _SimStep(kernel, grid, block, tuple(specs))
+    return _SimStep(kernel, grid, block, tuple(_sim_spec(layout, a) for a in args))
+
+
+def _sim_spec(layout: _Layout, a):
+    """An argument as replay rebuilds it: an array as an :class:`_ArraySpec`, a tuple
+    of arrays (an N-field state's, ``numbakern/ops/state.py``) member by member."""
+    if type(a) is tuple:
+        return tuple(_sim_spec(layout, m) for m in a)
+    ary = getattr(a, "_ary", None)
+    if ary is None:
+        return a
+    if ary.size == 0:
+        raise _Flaw("an empty array argument")
+    source, offset = layout.locate(ary.__array_interface__["data"][0])
+    return _ArraySpec(source, offset, ary.shape, ary.strides, ary.dtype)
+
+
+def _sim_arg(a, bases: list, block):
+    """The argument a :func:`_sim_spec` stands for, in this replay's memory."""
+    if type(a) is _ArraySpec:
+        return _sim_view(a, bases, block)
+    if type(a) is tuple:
+        return tuple(_sim_arg(m, bases, block) for m in a)
+    return a
 
 
 # --- results ---------------------------------------------------------------------------
@@ -460,8 +473,7 @@ class Program:
             from .simcost import guarded
 
             for step in self.steps:
-                args = [_sim_view(a, bases, block) if type(a) is _ArraySpec else a
-                        for a in step.args]
+                args = [_sim_arg(a, bases, block) for a in step.args]
                 with guarded(step.kernel, step.grid, step.block, args):
                     step.kernel[step.grid, step.block, stream](*args)
         else:

@@ -86,10 +86,10 @@ def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
 
 
 def _var_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
-    """atomic_fold cannot fold var's state where an output's pieces meet (its 16-byte
-    ``(mean, M2)`` field: no atomic moves it), so it is not run for var."""
+    """atomic_fold cannot fold var's state where an output's pieces meet (three fields,
+    ``(count, mean, M2)``: it folds one or two), so it is not run for var."""
     if variant.label.startswith("atomic_fold"):
-        return "atomic_fold folds no 16-byte (mean, M2) state: two_pass reduces var"
+        return "atomic_fold folds no three-field (count, mean, M2) state: two_pass reduces var"
     return None
 
 

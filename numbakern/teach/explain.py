@@ -74,12 +74,12 @@ def cover_text(cover) -> str:
 def value_text(value, op: str = "") -> str:
     """A state's value: its one field, or, for an op of :data:`~numbakern.teach.trace.
     STATE_READS` (``op``: its name), each field as a reader names it (var's
-    ``(count, mean, M2)``, not the complex128 numbakern carries mean and M2 in)."""
+    ``(count, mean, M2)``)."""
     if not value:
         return ""
     reads = STATE_READS.get(op)
     if reads is not None and len(value) > 1:
-        return reads(value[:2])
+        return reads(tuple(value))
     v = value[0]
     return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
 

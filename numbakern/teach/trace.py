@@ -393,10 +393,11 @@ def _address(arr, i) -> tuple[int, bool]:
     """``(address of arr[i], is it shared memory)``.
 
     Inside a simulated kernel, device arrays passed as arguments are Numba's
-    ``FakeWithinKernelCUDAArray`` wrappers; shared arrays are plain ndarrays.
+    ``FakeWithinKernelCUDAArray`` wrappers (those inside a tuple argument, an N-field
+    state's, stay ``FakeCUDAArray``); shared arrays are plain ndarrays.
     """
     shared = isinstance(arr, np.ndarray)
-    base = arr if shared else arr._item._ary
+    base = arr if shared else arr._ary if hasattr(type(arr), "copy_to_host") else arr._item._ary
     return base.__array_interface__["data"][0] + int(i) * base.strides[0], shared
 
 
@@ -453,15 +454,18 @@ def build_tracing_kit(op, dtypes, rec) -> StateKit:
 
         return shfl
 
+    def first(a0):  # a state array's first field (N >= 3: a0 is the tuple of fields)
+        return a0[0] if isinstance(a0, tuple) else a0
+
     @cuda.jit(device=True)
     def store(a0, a1, i, s):
         real.store(a0, a1, i, s[:f])
-        rec().store(a0, i, tag(s), name)
+        rec().store(first(a0), i, tag(s), name)
 
     @cuda.jit(device=True)
     def load(a0, a1, i):
         s = real.load(a0, a1, i)
-        return s + (rec().load(a0, i, s),)
+        return s + (rec().load(first(a0), i, s),)
 
     @cuda.jit(device=True)
     def to_state(v, i):  # an element read from the input
@@ -570,13 +574,13 @@ def _float_result(in_dtype) -> np.dtype:
 
 
 def _variance(fields):
-    moments, count = fields
-    return moments.imag / count if count else np.nan
+    count, _, m2 = fields
+    return m2 / count if count else np.nan
 
 
 def _moments_reads(fields) -> str:
-    moments, count = fields
-    return f"(count {int(count)}, mean {moments.real:.6g}, M2 {moments.imag:.6g})"
+    count, mean, m2 = fields
+    return f"(count {int(count)}, mean {mean:.6g}, M2 {m2:.6g})"
 
 
 def _lse(fields):
@@ -589,10 +593,9 @@ def _lse_reads(fields) -> str:
     return f"(max {m:.6g}, sum of exp(x - max) {s:.6g})"
 
 
-#: ``--op`` names beyond the one-field built-ins: var's Welford state ``(count, mean,
-#: M2)`` (numbakern carries it as an int64 count and one complex128 ``mean + 1j * M2``,
-#: merged by Chan, Golub and LeVeque's formula) and logsumexp's online ``(max, sum of
-#: exp(x - max))``
+#: ``--op`` names beyond the one-field built-ins: var's Welford state of three fields
+#: ``(count, mean, M2)`` (int64, float64, float64, merged by Chan, Golub and LeVeque's
+#: formula) and logsumexp's online ``(max, sum of exp(x - max))``
 STATE_OPS = {
     "var": StateOp(
         "var", _ops.MOMENTS, "biuf", lambda d: _ops.MOMENT_DTYPES, _float_result, _variance,
@@ -601,7 +604,8 @@ STATE_OPS = {
         "deviations from its mean); an element x is (1, x, 0). Two states a, b merge by "
         "Chan, Golub and LeVeque's formula: n = na + nb, d = mean_b - mean_a, mean = "
         "mean_a + d nb / n, M2 = M2a + M2b + d^2 na nb / n. var = M2 / (count - ddof). "
-        "(numbakern carries it as an int64 count and one complex128 mean + 1j M2.)"),
+        "The three fields (int64 count, float64 mean, float64 M2) move together through "
+        "every shuffle, shared-memory slot and partial."),
     "logsumexp": StateOp(
         "logsumexp", ONLINE_SOFTMAX, "biuf",
         lambda d: (_ops.accumulator_dtype(_float_result(d)),) * 2, _float_result, _lse,
@@ -673,7 +677,7 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
         # word, not folds of states, which the recording could not follow
         raise ValueError(f"explain records {state.function} under two_pass strategies: "
                          f"atomic_fold folds its two-field state under a lock (or not at "
-                         f"all: var's 16-byte field), not with an atomic the recording "
+                         f"all: var's three fields), not with an atomic the recording "
                          f"can follow")
     if op.fields != 1 and not state:
         raise ValueError(f"tracing takes one-field ops (sum, max, ...) and "
@@ -695,11 +699,12 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
                 out = grid.reduce(job)
         finally:
             _ACTIVE = None
+    out = kit.unpack(out)  # one array per field
     address, _ = _address(out[0]._ary, 0)
     if address not in rec.memory:
         raise TraceError("the output holds no recorded state")
     if state:  # the function's answer from the result's state, as its finishing pass
-        fields = tuple(f.copy_to_host()[0] for f in out[:real.fields])
+        fields = tuple(f.copy_to_host()[0] for f in out)
         value = result.type(state.finish(fields))
     else:
         value = workspace.scalar(out[0], result)

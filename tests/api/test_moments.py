@@ -40,7 +40,7 @@ def _check(name, x, strategy=None, lanes=None, **kw):
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_every_strategy_whole_array_and_axes(name, strategy):
     x = _data((3, 70))
-    if isinstance(strategy, nk.AtomicFold):  # no atomic moves a 16-byte (mean, M2)
+    if isinstance(strategy, nk.AtomicFold):  # no atomic moves a three-field (count, mean, M2)
         with pytest.raises(ValueError, match="atomic_fold cannot fold"):
             getattr(nk, name)(x, strategy=strategy)
         return

@@ -76,3 +76,25 @@ def test_cuda_array_interface_objects_are_described(launched):
 def test_bools_are_refused(launched):
     with pytest.raises(TypeError, match="not bools"):
         launched((True,))
+
+
+def test_a_tuple_of_arrays_flattens_member_by_member(launched):
+    """An N-field state's arrays travel as one tuple argument (numbakern/ops/state.py):
+    Numba flattens it member by member, each array in its ABI, and types it as a
+    tuple of arrays."""
+    from numba import types
+
+    counts = launch.DeviceBuffer(0x10000, (4,), (8,), np.int64)
+    means = launch.DeviceBuffer(0x20000, (4,), (8,), np.float64)
+    key, values = launched(((counts, means, means), counts, 7))
+    assert key == (("tuple", ((np.dtype(np.int64), 1, True),) + ((np.dtype(np.float64), 1,
+                                                                    True),) * 2),
+                   (np.dtype(np.int64), 1, True), "i")
+    one = [0, 0, 4, 8]
+    assert values == (one + [0x10000, 4, 8] + one + [0x20000, 4, 8] + one + [0x20000, 4, 8]
+                      + one + [0x10000, 4, 8] + [7])
+    signature = launch._signature(key)
+    assert isinstance(signature[0], types.Tuple) and len(signature[0]) == 3
+    assert signature[0][0] == types.Array(types.int64, 1, "C")
+    _, _, slots = launch.flatten(((counts, means, means), counts))
+    assert [slot for slot, _ in slots] == [4, 11, 18, 25]

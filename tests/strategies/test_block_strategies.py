@@ -82,14 +82,12 @@ def _host(arrays, kit):
 def _block_reduce_kernel(block, kit):
     reduce = block.build_reduce(kit)
     slots0 = max(1, block.temp_slots())
-    slots1 = slots0 if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(slots0)
     to_state, identity, store = kit.to_state, kit.identity, kit.store
 
     @cuda.jit
     def kernel(x, n, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         s = to_state(x[tid], tid) if tid < n else identity()
         s = reduce(s, temp0, temp1)
@@ -119,14 +117,12 @@ def test_block_reduce(name, threads):
 def _block_scan_kernel(block, kit):
     scan = block.build_scan(kit)
     slots0 = max(1, block.temp_slots())
-    slots1 = slots0 if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(slots0)
     to_state, identity, store = kit.to_state, kit.identity, kit.store
 
     @cuda.jit
     def kernel(x, n, i0, i1, e0, e1, a0, a1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         s = to_state(x[tid], tid) if tid < n else identity()
         inc, exc, total = scan(s, temp0, temp1)
@@ -160,14 +156,12 @@ def test_block_scan(name, threads):
 
 def _warp_kernel(form, kit, threads, scan):
     slots0 = max(1, form.slots * (threads // 32))
-    slots1 = slots0 if kit.fields == 2 else 1
-    t0, t1 = kit.temp_dtypes
+    temp = kit.shared_temp(slots0)
     to_state, identity, store, fn = kit.to_state, kit.identity, kit.store, form.function
 
     @cuda.jit
     def kernel(x, n, o0, o1):
-        temp0 = cuda.shared.array(slots0, t0)
-        temp1 = cuda.shared.array(slots1, t1)
+        temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         s = to_state(x[tid], tid) if tid < n else identity()
         for _ in range(2):  # twice: a warp form may be called again at once

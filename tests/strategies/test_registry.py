@@ -199,19 +199,15 @@ class OneBlockPerSegment(GridScan):
 
 def _segment_kernel(t, kit):
     combine, identity = kit.combine, kit.identity
-    (xs0_n, xs1_n), (tmp0_n, tmp1_n), (l0_n, l1_n) = t.xs_slots, t.temp_slots, t.local_slots
-    d0, d1 = t.dtypes
+    xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage
     size, load_tile, block_scan = t.size, t.load_tile, t.block_scan
     emit_tile, thread_prefix = t.emit_tile, t.thread_prefix
 
     @cuda.jit
     def kernel(src0, src1, dst0, dst1, n):
-        xs0 = cuda.shared.array(xs0_n, d0)
-        xs1 = cuda.shared.array(xs1_n, d1)
-        tmp0 = cuda.shared.array(tmp0_n, d0)
-        tmp1 = cuda.shared.array(tmp1_n, d1)
-        l0 = cuda.local.array(l0_n, d0)
-        l1 = cuda.local.array(l1_n, d1)
+        xs0, xs1 = xs_storage()
+        tmp0, tmp1 = temp_storage()
+        l0, l1 = local_storage()
         seg = cuda.blockIdx.x
         a, b = seg // src0.shape[1], seg % src0.shape[1]
         carry, has = identity(), False

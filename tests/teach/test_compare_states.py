@@ -1,6 +1,6 @@
 """``numbakern compare var`` and the demo's var and logsumexp cases: checked against
 NumPy's float64 values under every strategy that reduces them (atomic_fold reported
-as not running var, whose 16-byte state no atomic folds)."""
+as not running var, whose three-field state atomic_fold does not fold)."""
 
 from __future__ import annotations
 
