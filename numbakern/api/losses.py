@@ -22,6 +22,7 @@ from numbakern.kernels.elementwise import cast_into, grid_for
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
+from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import (device_view, host_copy, sample_rows, sliced, strided,
                                      to_device)
@@ -47,7 +48,9 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
             K-dimensional: read in place, never copied, one launch per sample ``n``
             (its rows ``d`` are the class axis's neighbours, a stride apart), so the
             axes ``d1, ..., dk`` of a device array must be laid out as one axis (any
-            C-contiguous array is; NumPy input is copied to the device anyway).
+            C-contiguous array is; NumPy input is copied to the device anyway); under
+            the simulator only for now: on a GPU a ``ValueError`` (their GPU test
+            fails, not yet diagnosed).
         target: ``(N,)`` (``(N, d1, ..., dk)`` for K-dimensional logits) integer
             class indices in ``[0, C)``, or ``ignore_index``.
         weight: ``None`` or torch's per-class weights: ``(C,)`` floats (any float
@@ -105,6 +108,11 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
                          f"(C: the classes), got shape {shape}")
     N, C = shape[:2]
     positions = shape[2:]  # torch's K-dimensional form: rows at (n, d1, ..., dk)
+    if positions and not SIMULATOR:
+        raise ValueError(f"logits of shape {shape}: K-dimensional logits run under the "
+                         f"simulator only (their GPU test has not passed yet); on a GPU "
+                         f"pass (rows, C) logits, e.g. logits.movedim(1, -1).reshape(-1, C) "
+                         f"with target.reshape(-1)")
     rows_per_sample = math.prod(positions)
     if C == 0:
         raise ValueError("logits must have at least one class (column)")
