@@ -213,10 +213,40 @@ def build_kit(op: Op, dtypes: tuple[np.dtype, ...], read=None) -> StateKit:
     if len(dtypes) != op.fields:
         raise ValueError(f"Op {op.name!r} has {op.fields} field(s), got dtypes {dtypes}")
     values = _identity_values(op, dtypes)
+    _check_compiles(op, dtypes)
     f = op.device_combine()
     maker = {1: _one_field, 2: _two_fields}.get(len(dtypes), _n_fields)
     return StateKit(dtypes, *maker(f, dtypes, values),
                     to_state=_element_to_state(op, dtypes, read), identity_values=values)
+
+
+def _check_compiles(op: Op, dtypes: tuple) -> None:
+    """A user's combine (and finish) compiled in Numba's nopython mode for these field
+    dtypes, under the simulator too: the simulator runs any Python, so without this an
+    op that a GPU cannot compile would pass on a laptop. (The built-in ops are compiled
+    by the tests; on a GPU the device compile says the same.)
+
+    Raises:
+        TypeError: naming the op, the function and the field dtypes, with Numba's
+            first line of the reason.
+    """
+    if not SIMULATOR or getattr(op.combine, "__module__", "").startswith("numbakern"):
+        return
+    import numba
+
+    types = tuple(from_dtype(d) for d in dtypes)
+    checks = [("combine", op.combine, types + types)]
+    if op.finish is not None:
+        checks.append(("finish", op.finish, types))
+    for what, fn, signature in checks:
+        try:
+            numba.njit(fn).compile(signature)
+        except numba.core.errors.NumbaError as error:
+            reason = str(error).strip().splitlines()[0]
+            raise TypeError(f"Op {op.name!r}: its {what} does not compile in Numba's "
+                            f"nopython mode for field dtypes "
+                            f"{tuple(str(d) for d in dtypes)}, so no GPU can run it: "
+                            f"{reason}") from None
 
 
 def state_kit(op: Op, dtypes: tuple, read=None) -> StateKit:

@@ -49,3 +49,21 @@ def test_an_identity_the_dtype_cannot_hold_is_a_clear_error():
     big = nk.op(identity=300, name="big")(lambda a, b: a + b)
     with pytest.raises(ValueError, match="identity cannot be made in dtype int8"):
         nk.reduce(np.arange(5, dtype=np.int8), big, dtype=np.int8)
+
+
+def test_a_combine_no_gpu_can_compile_is_refused_under_the_simulator_too():
+    """The simulator runs any Python: a combine building a Python list would pass on a
+    laptop and fail on a GPU, so it is compiled in nopython mode at first use."""
+
+    @nk.op(identity=0.0)
+    def listy(a, b):
+        return sum([a, b, object()])
+
+    with pytest.raises(TypeError, match="'listy': its combine does not compile"):
+        nk.reduce(np.arange(5.0), listy)
+
+    @nk.op(identity=0.0)
+    def fine(a, b):
+        return a + b
+
+    assert float(nk.reduce(np.arange(5.0), fine)) == 10.0
