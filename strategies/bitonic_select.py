@@ -48,7 +48,8 @@ from numbakern.runtime.cache import cached
 from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR
 from numbakern.runtime.launch import launch
 
-from .protocols import SelectStrategy, check_count, check_optional_count, check_threads
+from .protocols import (SelectStrategy, check_count, check_optional_count, check_threads,
+                        pair_before, pair_sorter)
 
 #: the index of the padding: after every real index
 PAD_INDEX = (1 << 63) - 1
@@ -125,10 +126,8 @@ def _build(threads: int, items: int, size: int, k: int, to_key, key_dtype):
     buf = 2 * max(size, per_round)
     room = buf - per_round  # merge once the buffer holds more: the next round could overflow
 
-    @cuda.jit(device=True)
-    def before(a, ia, b, ib):
-        """Whether pair (a, ia) comes before (b, ib): the wanted order, ties by index."""
-        return a < b or (a == b and ia < ib)
+    before = pair_before
+    sort = pair_sorter(threads)
 
     @cuda.jit(device=True)
     def merge(tk, ti, bk, bi, count, tid):
@@ -141,23 +140,7 @@ def _build(threads: int, items: int, size: int, k: int, to_key, key_dtype):
                 bi[j] = pad_index
             j += threads
         cuda.syncthreads()
-        run = 2
-        while run <= buf:  # bitonic sort of the buffer, ascending
-            dist = run // 2
-            while dist > 0:
-                j = tid
-                while j < buf:
-                    partner = j ^ dist
-                    if partner > j:
-                        a, b = bk[j], bk[partner]
-                        ia, ib = bi[j], bi[partner]
-                        if before(b, ib, a, ia) == ((j & run) == 0):
-                            bk[j], bk[partner] = b, a
-                            bi[j], bi[partner] = ib, ia
-                    j += threads
-                cuda.syncthreads()
-                dist //= 2
-            run *= 2
+        sort(bk, bi, buf, tid)  # the buffer, ascending
         j = tid
         while j < size:  # C[j] = min(A[j], B[K-1-j]): the K smallest, bitonic
             b, ib = bk[size - 1 - j], bi[size - 1 - j]

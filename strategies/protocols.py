@@ -50,7 +50,8 @@ __all__ = ["BlockStrategy", "Cost", "DIGIT_BITS", "GridReduce", "GridScan", "Gri
            "HistogramStrategy", "Immutable", "RADIX", "SelectStrategy", "SortStrategy",
            "Strategy", "WarpForm",
            "block_barrier", "check_count", "check_flag", "check_optional_count",
-           "check_threads", "digit_counter", "log2_ceil", "place_in_block", "place_in_runs",
+           "check_threads", "digit_counter", "log2_ceil", "pair_before", "pair_sorter",
+           "place_in_block", "place_in_runs",
            "reduce_from_scan", "warp_barrier", "warp_reduce_form", "warp_scan_form"]
 
 # --- argument checks every strategy shares -------------------------------------------
@@ -630,6 +631,48 @@ class SelectStrategy(Strategy):
     def select(self, job) -> None:
         """Write each row's ``k`` first elements to ``job.values`` and ``job.indices``."""
         raise NotImplementedError
+
+
+# --- (key, index) pairs in shared memory (the block-per-row selects') ------------------
+
+
+@cuda.jit(device=True)
+def pair_before(a, ia, b, ib):
+    """Whether pair ``(a, ia)`` comes before ``(b, ib)``: the smaller key, ties by the
+    smaller index (keys ordered so that the wanted ones are the smallest)."""
+    return a < b or (a == b and ia < ib)
+
+
+def pair_sorter(threads: int) -> Callable:
+    """Device function ``sort(keys, idx, size, tid)``: a block's bitonic sort of the
+    first ``size`` (a power of two) ``(key, index)`` pairs of two shared arrays into
+    :func:`pair_before`'s order, every thread of the block calling it (Batcher, 1968).
+    Each step's ``size / 2`` compare-exchanges are dealt to the threads: pair ``p`` is
+    ``(u, u + dist)``, ``u`` being ``p`` with a 0 bit put in at ``dist``'s place,
+    ascending where ``u & span`` is 0; one barrier a step."""
+
+    @cuda.jit(device=True)
+    def sort(keys, idx, size, tid):
+        half = size // 2
+        span = 2
+        while span <= size:
+            dist = span // 2
+            while dist > 0:
+                p = tid
+                while p < half:
+                    u = ((p & ~(dist - 1)) << 1) | (p & (dist - 1))
+                    v = u + dist
+                    ka, kb = keys[u], keys[v]
+                    ia, ib = idx[u], idx[v]
+                    if pair_before(kb, ib, ka, ia) == ((u & span) == 0):
+                        keys[u], keys[v] = kb, ka
+                        idx[u], idx[v] = ib, ia
+                    p += threads
+                cuda.syncthreads()
+                dist //= 2
+            span *= 2
+
+    return sort
 
 
 # --- radix passes: the digit and its counter (the radix sort's, radix select's) ----------

@@ -63,7 +63,7 @@ from numbakern.runtime.device import FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, c
 from numbakern.runtime.launch import launch
 
 from .protocols import (SelectStrategy, check_count, check_flag, check_optional_count,
-                        check_threads)
+                        check_threads, pair_sorter)
 
 #: bits of a digit (at most; an 8-bit key is one digit of 8)
 DIGIT = 11
@@ -186,11 +186,7 @@ def _build(threads: int, items: int, capacity: int, digit: int, width: int, aggr
     per = -(-bins // threads)  # counters a thread sums in step 2
     warps = threads // WARP
     per_round = threads * items
-
-    @cuda.jit(device=True)
-    def before(a, ia, b, ib):
-        """Whether pair (a, ia) comes before (b, ib): the wanted order, ties by index."""
-        return a < b or (a == b and ia < ib)
+    sort = pair_sorter(threads)
 
     if aggregate:
         @cuda.jit(device=True)
@@ -346,24 +342,7 @@ def _build(threads: int, items: int, capacity: int, digit: int, width: int, aggr
             ci[j] = pad_index
             j += threads
         cuda.syncthreads()
-        half = size // 2
-        span = 2
-        while span <= size:
-            dist = span // 2
-            while dist > 0:
-                p = tid
-                while p < half:  # pair p: (u, u + dist), ascending where u & span == 0
-                    u = ((p & ~(dist - 1)) << 1) | (p & (dist - 1))
-                    v = u + dist
-                    ka, kb = ck[u], ck[v]
-                    ia, ib = ci[u], ci[v]
-                    if before(kb, ib, ka, ia) == ((u & span) == 0):
-                        ck[u], ck[v] = kb, ka
-                        ci[u], ci[v] = ib, ia
-                    p += threads
-                cuda.syncthreads()
-                dist //= 2
-            span *= 2
+        sort(ck, ci, size, tid)
         out = int64(cuda.blockIdx.x) * k
         j = tid
         while j < k:
