@@ -11,20 +11,11 @@ import numpy as np
 import pytest
 
 import numbakern as nk
-from numbakern.api import _interop
 
 pytestmark = pytest.mark.gpu
 
 torch = pytest.importorskip("torch")
 
-
-@pytest.fixture(params=["cupy", "no_cupy"])
-def cupy_or_not(request, monkeypatch):
-    if request.param == "no_cupy":
-        monkeypatch.setattr(_interop, "_cupy", lambda: None)
-    elif _interop._cupy() is None:
-        pytest.skip("CuPy is not installed")
-    return request.param
 
 
 def _check(got, want, magnitude):

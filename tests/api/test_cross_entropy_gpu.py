@@ -10,13 +10,6 @@ import numbakern as nk
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs PyTorch with CUDA")
-    return torch
-
 
 @pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("bfloat16", 2e-2)])
 @pytest.mark.parametrize("shape", [(512, 50257), (8, 21, 64, 64), (2, 19, 3, 5, 7)])

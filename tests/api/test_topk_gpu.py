@@ -16,13 +16,6 @@ pytestmark = pytest.mark.gpu
 STRATEGIES = nk.strategies.available("select")
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs PyTorch with CUDA")
-    return torch
-
 
 def assert_valid(torch, x, got, want, k, dim=-1):
     """got's values are torch's; got's indices distinct and pointing at its values."""

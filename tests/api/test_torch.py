@@ -319,14 +319,6 @@ def _cuda(a, dtype):
     return torch.from_numpy(a).to("cuda").to(getattr(torch, dtype))
 
 
-@pytest.fixture(params=["cupy", "no_cupy"])
-def cupy_or_not(request, monkeypatch):
-    if request.param == "no_cupy":
-        monkeypatch.setattr(_interop, "_cupy", lambda: None)
-    elif _interop._cupy() is None:
-        pytest.skip("CuPy is not installed")
-    return request.param
-
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", GPU_DTYPES)
