@@ -3,7 +3,9 @@
 # Run from the repository root on the GPU host (the `device` tool: carry .whl/, made by
 # ../shared/gpu/fetch-wheels.sh). Logs and pytest-benchmark JSON go to $OUT (or ./gpu-out).
 #
-#   bash bench/gpu_session.sh tests      # gpu-marked tests, 15 processes, then big-memory ones
+#   bash bench/gpu_session.sh tests 1    # gpu-marked tests, first half (tests/api/test_[a-r]*),
+#   bash bench/gpu_session.sh tests 2    # second half (the rest), then big-memory ones:
+#                                        # one device call (600 s) no longer holds them all
 #   bash bench/gpu_session.sh bench      # the benchmark suites
 #   bash bench/gpu_session.sh demo       # the main job on real shapes
 #
@@ -25,11 +27,22 @@ pt() { (cd /tmp && python3 -m pytest -c "$root/setup.cfg" --rootdir "$root" -p n
 
 case "${1:-tests}" in
   tests)
-    pt "$root/tests" -m "gpu and not bigmem" -q -n 15 --durations=10 2>&1 | tee "$out/gpu-tests.log" | tail -25
-    pt "$root/tests" -m bigmem -q 2>&1 | tee "$out/gpu-bigmem.log" | tail -5
+    first=("$root"/tests/api/test_[a-r]*.py)
+    if [ "${2:-1}" = 1 ]; then
+      files=("${first[@]}")
+    else
+      files=("$root"/tests/api/test_[s-z]*.py "$root"/tests/ops "$root"/tests/runtime
+             "$root"/tests/strategies "$root"/tests/teach "$root"/tests/core
+             "$root"/tests/test_*.py)
+    fi
+    pt "${files[@]}" -m "gpu and not bigmem" -q -n 15 --durations=10 2>&1 \
+      | tee "$out/gpu-tests-${2:-1}.log" | tail -25
+    if [ "${2:-1}" = 2 ]; then
+      pt "$root/tests" -m bigmem -q 2>&1 | tee "$out/gpu-bigmem.log" | tail -5
+    fi
     ;;
   bench)
-    for suite in reduce axes softmax half segments cross_entropy scans sort; do
+    for suite in reduce axes softmax half moments segments cross_entropy scans sort topk selection where; do
       [ -f "$root/bench/bench_$suite.py" ] || continue
       pt "$root/bench/bench_$suite.py" -q --benchmark-json="$out/bench_$suite.json" 2>&1 \
         | tee "$out/bench-$suite.log" | tail -3
@@ -39,7 +52,7 @@ case "${1:-tests}" in
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
     ;;
   *)
-    echo "usage: bash bench/gpu_session.sh tests|bench|demo" >&2
+    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|bench|demo" >&2
     exit 2
     ;;
 esac
