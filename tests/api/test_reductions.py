@@ -397,14 +397,16 @@ def test_gpu_launcher_packs_parameters_without_a_gpu(monkeypatch):
 def test_vector_loads_and_their_scalar_tail(name, dtype):
     # An aligned contiguous input is read in 16-byte vectors (16 // itemsize elements);
     # the n % width elements past the last vector by scalar loads. Offsetting the
-    # data by one element breaks the alignment: the kernel then reads scalars.
+    # data by one element breaks the alignment: the kernel then reads scalars. The
+    # largest n gives the grid of 64 threads 5 vectors each: one round of the 4-loads
+    # loop, one of the loop after it, then the scalar tail.
     from numba import cuda
 
     from numbakern.kernels.flat_reduce import vector_width
 
     rng = np.random.default_rng(11)
     width = 16 // np.dtype(dtype).itemsize
-    for n in (width - 1, width, 4 * width + 3, 64 * 33 * width + width - 1):
+    for n in (width - 1, width, 4 * width + 3, 64 * 5 * width + width - 1):
         x = sample(rng, n + 1, dtype)
         dev = cuda.to_device(x)
         assert vector_width(dev, False) == width and vector_width(dev[1:], False) == 0
