@@ -132,6 +132,13 @@ class Folder:
         return ("folder", self.method)
 
 
+def _check_fields(op, kit) -> None:
+    if kit.fields > 2:
+        raise ValueError(f"atomic_fold cannot fold {op.name}'s state of {kit.fields} "
+                         "fields: it folds one field by an atomic and two by a packed word "
+                         "or a lock; use a two_pass strategy")
+
+
 def folder_for(op, kit, count: int) -> Folder:
     """The :class:`Folder` for ``op``'s states (``kit``), ``count`` elements per output.
 
@@ -142,10 +149,7 @@ def folder_for(op, kit, count: int) -> Folder:
         ValueError: a state of more than two fields (var's ``(count, mean, M2)``), or
             a field wider than the 8 bytes an atomic moves: two_pass reduces those.
     """
-    if kit.fields > 2:
-        raise ValueError(f"atomic_fold cannot fold {op.name}'s state of {kit.fields} "
-                         "fields: it folds one field by an atomic and two by a packed word "
-                         "or a lock; use a two_pass strategy")
+    _check_fields(op, kit)
     wide = [str(d) for d in kit.dtypes if d.itemsize > 8]
     if wide:
         raise ValueError(f"atomic_fold cannot fold {op.name}'s state: its {wide[0]} field "
@@ -184,6 +188,7 @@ class AtomicFold(GridReduce):
     def reduce(self, job) -> tuple:
         """Reduce every output of ``job`` (``strategies/protocols.py``, ``GridReduce``);
         returns the field arrays (each in a dtype its values convert to exactly)."""
+        _check_fields(job.op, job.kit)  # at every size, not only when pieces meet
         plan = job.plan(self)
         if plan.pieces == 1:  # one block per output: nothing to fold
             return job.store(plan)

@@ -540,7 +540,7 @@ def _empty(workspace: Workspace, shape: tuple, dtypes: tuple, outs):
         arrays = [np.empty(shape, d) for d in dtypes]
     else:
         arrays = [user_array(workspace.empty(shape, d)) for d in dtypes]
-    return tuple(arrays) if len(dtypes) == 2 else arrays[0]
+    return tuple(arrays) if len(dtypes) >= 2 else arrays[0]
 
 
 # --- layouts: every scan is (A, B, n) to the kernels ------------------------------------

@@ -126,6 +126,23 @@ def _check_arity(name: str, fn, count: int) -> None:
                         f"got {len(positional)}")
 
 
+def _fixed_dtypes(name: str, fields: int, given) -> Callable:
+    """``state_dtypes`` given as the ``fields`` dtypes themselves, as the function of
+    ``(in_dtype, dtype)`` the op holds.
+
+    Raises:
+        TypeError: not a tuple or list of ``fields`` dtypes NumPy knows.
+    """
+    try:
+        dtypes = tuple(np.dtype(d) for d in given)
+    except TypeError:
+        dtypes = None
+    if dtypes is None or len(dtypes) != fields:
+        raise TypeError(f"Op {name!r}: state_dtypes must be a function of (in_dtype, "
+                        f"dtype) or a tuple of {fields} dtypes, got {given!r}")
+    return lambda in_dtype, dtype: dtypes
+
+
 @dataclass(frozen=True, eq=False)
 class Op:
     """An associative binary operator over accumulator states.
@@ -163,8 +180,9 @@ class Op:
             more fields; a one-field op without one casts the element to the
             accumulator dtype.
         state_dtypes: for ops of two or more fields, ``state_dtypes(in_dtype, dtype)
-            -> (d0, ..., dN-1)``: each field's dtype (default: :func:`field_dtypes`,
-            read from the identity's values).
+            -> (d0, ..., dN-1)``: each field's dtype, or those ``N`` dtypes themselves
+            (a tuple, whatever the input; default: :func:`field_dtypes`, read from the
+            identity's values).
         finish: for ops of two or more fields, ``finish(s0, ..., sN-1) -> value``:
             what a scan stores for each element, one output array instead of one
             per field (``reduce`` returns the fields) (CuPy's ``post_map_expr``;
@@ -217,6 +235,9 @@ class Op:
         if self.fields > 1 and self.map is None:
             raise ValueError(f"Op {self.name!r}: an op of {self.fields} fields needs "
                              "map(value, index)")
+        if self.state_dtypes is not None and not callable(self.state_dtypes):
+            object.__setattr__(self, "state_dtypes", _fixed_dtypes(self.name, self.fields,
+                                                                   self.state_dtypes))
         if self.finish is not None and (self.fields < 2 or not callable(self.finish)):
             raise ValueError(f"Op {self.name!r}: finish must be a function of a state of "
                              f"two or more fields, got {self.finish!r} for {self.fields} "

@@ -239,14 +239,29 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     if op.finish is not None:
         checks.append(("finish", op.finish, types))
     for what, fn, signature in checks:
+        compiled = numba.njit(fn)
         try:
-            numba.njit(fn).compile(signature)
+            compiled.compile(signature)
         except numba.core.errors.NumbaError as error:
             reason = str(error).strip().splitlines()[0]
             raise TypeError(f"Op {op.name!r}: its {what} does not compile in Numba's "
                             f"nopython mode for field dtypes "
                             f"{tuple(str(d) for d in dtypes)}, so no GPU can run it: "
                             f"{reason}") from None
+        if what == "combine":
+            _check_returns(op, compiled.overloads[signature].signature.return_type)
+
+
+def _check_returns(op: Op, returned) -> None:
+    """A combine returns one value for one field, an ``N``-tuple for ``N`` (else the
+    kernels would fail deep inside, naming no op)."""
+    import numba
+
+    count = len(returned) if isinstance(returned, numba.types.BaseTuple) else None
+    if (op.fields == 1) != (count is None) or (count is not None and count != op.fields):
+        want = "a single value" if op.fields == 1 else f"a tuple of {op.fields} values"
+        raise TypeError(f"Op {op.name!r}: its combine returns {returned}; a state of "
+                        f"{op.fields} field(s) needs {want}")
 
 
 def state_kit(op: Op, dtypes: tuple, read=None) -> StateKit:

@@ -45,10 +45,11 @@ def _numpy_min_max_sum(x, axis):
 @pytest.mark.parametrize("strategy", REDUCE, ids=repr)
 def test_reduce_three_fields_every_strategy(strategy, axis):
     x = _data((3, 45))
-    if isinstance(strategy, nk.AtomicFold):
-        with pytest.raises(ValueError, match="atomic_fold cannot fold min_max_sum's state "
-                                             "of 3 fields"):
-            nk.reduce(np.arange(10_000.0), min_max_sum, strategy=strategy)
+    if isinstance(strategy, nk.AtomicFold):  # refused at every size (one block too)
+        for y in (np.arange(3.0), np.arange(10_000.0)):
+            with pytest.raises(ValueError, match="atomic_fold cannot fold min_max_sum's "
+                                                 "state of 3 fields"):
+                nk.reduce(y, min_max_sum, strategy=strategy)
         return
     got = nk.reduce(x, min_max_sum, axis=axis, strategy=strategy)
     assert isinstance(got, tuple) and len(got) == 3
@@ -136,3 +137,10 @@ def test_a_three_field_scan_with_finish_writes_one_output():
     got = nk.associative_scan(x, ranged)
     assert not isinstance(got, tuple) and got.dtype == np.float64
     np.testing.assert_array_equal(got, np.maximum.accumulate(x) - np.minimum.accumulate(x))
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 3)])
+def test_an_empty_three_field_scan_gives_three_arrays(shape):
+    got = nk.associative_scan(np.zeros(shape), min_max_sum, axis=-1)
+    assert isinstance(got, tuple) and len(got) == 3
+    assert all(g.shape == shape and g.dtype == np.float64 for g in got)

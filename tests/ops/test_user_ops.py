@@ -67,3 +67,35 @@ def test_a_combine_no_gpu_can_compile_is_refused_under_the_simulator_too():
         return a + b
 
     assert float(nk.reduce(np.arange(5.0), fine)) == 10.0
+
+
+def test_a_combine_returning_another_number_of_fields_is_named():
+    @nk.op(identity=(0.0, 0.0), fields=2, map=lambda v, i: (v, 1.0))
+    def scalar_of_two(a0, a1, b0, b1):
+        return a0 + b0
+
+    @nk.op(identity=0.0)
+    def pair_of_one(a, b):
+        return a, b
+
+    with pytest.raises(TypeError, match="'scalar_of_two': its combine returns float64; a "
+                                        "state of 2 field"):
+        nk.reduce(np.arange(4.0), scalar_of_two)
+    with pytest.raises(TypeError, match="'pair_of_one': its combine returns UniTuple"):
+        nk.reduce(np.arange(4.0), pair_of_one)
+
+
+def test_state_dtypes_as_a_tuple_of_dtypes():
+    @nk.op(identity=(0, 0, 0), fields=3, map=lambda v, i: (v, 1, v * v),
+           state_dtypes=(np.int64,) * 3)
+    def moments(a0, a1, a2, b0, b1, b2):
+        return a0 + b0, a1 + b1, a2 + b2
+
+    x = np.arange(10, dtype=np.int8)
+    got = nk.reduce(x, moments)
+    assert [np.asarray(g).dtype for g in got] == [np.int64] * 3
+    assert [int(g) for g in got] == [45, 10, 285]
+    with pytest.raises(TypeError, match="state_dtypes must be a function .* or a tuple of "
+                                        "3 dtypes"):
+        nk.op(identity=(0, 0, 0), fields=3, map=moments.map,
+              state_dtypes=(np.int64,))(moments.combine)
