@@ -17,6 +17,9 @@ memory beside their indices, padded to ``S`` with the largest key. Then, for
         if (key[i], idx[i]) > (key[l], idx[l]) is up:  swap i and l
     barrier
 
+(``protocols.pair_sorter``, which the block-per-row selects share, deals the ``S/2``
+pairs of a step to the threads directly rather than letting half of them idle.)
+
 After the steps for ``k``, runs of length ``k`` alternate ascending and descending, so
 each pair of neighbours is a *bitonic* sequence, which the steps for ``2k`` merge.
 ``S/2 * log2(S) * (log2(S)+1) / 2`` compare-exchanges in all: ``O(n log^2 n)`` work,
@@ -43,7 +46,7 @@ from numbakern.runtime.cache import cached
 from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR
 from numbakern.runtime.launch import launch
 
-from .protocols import SortStrategy, check_count, check_threads
+from .protocols import SortStrategy, check_count, check_threads, pair_sorter
 
 
 class BitonicSort(SortStrategy):
@@ -107,6 +110,7 @@ class BitonicSort(SortStrategy):
 def _build(threads: int, size: int, to_key, key_dtype: np.dtype, emit):
     kt = from_dtype(key_dtype)
     pad = kt(max_key(key_dtype))
+    sort = pair_sorter(threads)
 
     @cuda.jit
     def bitonic_kernel(x, out, n):
@@ -120,24 +124,7 @@ def _build(threads: int, size: int, to_key, key_dtype: np.dtype, emit):
             idx[i] = i
             i += threads
         cuda.syncthreads()
-        k = 2
-        while k <= size:  # build sorted runs of length k
-            j = k // 2
-            while j > 0:  # merge: compare-exchange pairs at distance j
-                i = tid
-                while i < size:
-                    partner = i ^ j
-                    if partner > i:
-                        a, b = keys[i], keys[partner]
-                        ia, ib = idx[i], idx[partner]
-                        greater = a > b or (a == b and ia > ib)
-                        if greater == ((i & k) == 0):
-                            keys[i], keys[partner] = b, a
-                            idx[i], idx[partner] = ib, ia
-                    i += threads
-                cuda.syncthreads()
-                j //= 2
-            k *= 2
+        sort(keys, idx, size, tid)  # ascending keys, ties by index: stable
         j = tid
         while j < n:
             emit(x, out, base, j, idx[j])
