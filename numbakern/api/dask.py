@@ -455,6 +455,12 @@ def _mean_of(n, mean, m2):
     return np.where(n > 0, mean, np.nan)
 
 
+def _with_correction(ddof, correction):
+    from numbakern.api.reductions import with_correction  # the NumPy form's rule
+
+    return with_correction(ddof, correction)
+
+
 def _check_ddof(ddof, name: str) -> None:
     from numbakern.api.reductions import check_ddof  # the NumPy form's check
 
@@ -472,11 +478,12 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=N
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-        strategy=None, lanes=None, stream=None, where=True):
+        strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.var` of a Dask array: each chunk's Welford ``(count, mean,
     M2)`` in one pass, merged across chunks by Chan et al.'s formula (float64), then
     ``M2 / max(count - ddof, 0)`` as NumPy."""
     _refuse_where(where, "var")
+    ddof = _with_correction(ddof, correction)
     _check_ddof(ddof, "var")
     return _moment_reduction(x, "var", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
@@ -484,9 +491,10 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
 
 
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-        strategy=None, lanes=None, stream=None, where=True):
+        strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.std` of a Dask array: the square root of :func:`var`'s."""
     _refuse_where(where, "std")
+    ddof = _with_correction(ddof, correction)
     _check_ddof(ddof, "std")
     return _moment_reduction(x, "std", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
@@ -494,9 +502,10 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
 
 
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True):
+           strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.nanvar` of a Dask array (NaN elements count nothing)."""
     _refuse_where(where, "nanvar")
+    ddof = _with_correction(ddof, correction)
     _check_ddof(ddof, "nanvar")
     return _moment_reduction(x, "nanvar", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
@@ -504,9 +513,10 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_
 
 
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True):
+           strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.nanstd` of a Dask array."""
     _refuse_where(where, "nanstd")
+    ddof = _with_correction(ddof, correction)
     _check_ddof(ddof, "nanstd")
     return _moment_reduction(x, "nanstd", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,

@@ -960,7 +960,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
 @replayable
 @honours_stream
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-        stream=None, lanes=None, where=True):
+        stream=None, lanes=None, where=True, correction=None):
     """Variance along ``axis``, as ``np.var(x, axis, dtype, out, ddof, keepdims)``, in one
     pass: each output reduces Welford's ``(count, mean, M2)`` states, merged by Chan,
     Golub and LeVeque's pairwise formula (1979) under any grid and block strategy
@@ -973,13 +973,16 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     for slice" ``RuntimeWarning`` for NumPy input. NaN in a slice gives NaN.
 
     ``where``: NumPy's mask (:func:`sum`); each output's count is its own number of
-    elements kept, and ``ddof`` is taken from it.
+    elements kept, and ``ddof`` is taken from it. ``correction``: NumPy 2's (the Array
+    API's) name for ``ddof``; giving both (``ddof`` other than 0) is a ``ValueError``.
 
     Raises:
         TypeError: ``x`` not bool/int/uint/float16/32/64; ``dtype`` not a float dtype;
             ``ddof`` not a real number; a bad ``out``; ``where`` not bool.
+        ValueError: ``ddof`` and ``correction`` both given.
         numpy.exceptions.AxisError: an ``axis`` out of range.
     """
+    ddof = with_correction(ddof, correction)
     return _variance("var", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
                      skip_nan=False, root=False, where=where)
 
@@ -988,9 +991,10 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
 @replayable
 @honours_stream
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-        stream=None, lanes=None, where=True):
+        stream=None, lanes=None, where=True, correction=None):
     """Standard deviation, as ``np.std``: the square root of :func:`var` (same pass,
     arguments, dtypes and errors)."""
+    ddof = with_correction(ddof, correction)
     return _variance("std", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
                      skip_nan=False, root=True, where=where)
 
@@ -999,10 +1003,11 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
 @replayable
 @honours_stream
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-           stream=None, lanes=None, where=True):
+           stream=None, lanes=None, where=True, correction=None):
     """Variance of the elements that are not NaN, as ``np.nanvar`` (the states of NaN
     elements count nothing); NaN where ``count - ddof <= 0`` (a slice of only NaN
     included), with NumPy's warning for NumPy input. Otherwise as :func:`var`."""
+    ddof = with_correction(ddof, correction)
     return _variance("nanvar", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
                      skip_nan=True, root=False, where=where)
 
@@ -1011,11 +1016,25 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strate
 @replayable
 @honours_stream
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-           stream=None, lanes=None, where=True):
+           stream=None, lanes=None, where=True, correction=None):
     """Standard deviation of the elements that are not NaN, as ``np.nanstd``: the
     square root of :func:`nanvar`."""
+    ddof = with_correction(ddof, correction)
     return _variance("nanstd", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
                      skip_nan=True, root=True, where=where)
+
+
+def with_correction(ddof, correction):
+    """``ddof`` as NumPy 2 takes it beside ``correction`` (the Array API's name).
+
+    Raises:
+        ValueError: both given (``ddof`` other than 0), NumPy's message.
+    """
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
 
 
 def check_ddof(ddof, name: str) -> None:

@@ -507,3 +507,11 @@ def test_a_dask_array_in_a_later_argument_is_refused():
         nk.segmented_reduce(np.arange(4.0), offsets)
     with pytest.raises(TypeError, match="softmax_backward: a Dask array"):
         nk.softmax_backward(np.ones((2, 3)), dy=da.ones((2, 3), chunks=1))
+
+
+def test_variance_takes_numpys_correction():
+    x = np.random.default_rng(9).standard_normal((6, 40))
+    lazy = da.from_array(x, chunks=(3, 17))
+    _check(nk.std(lazy, axis=1, correction=1), np.std(x, axis=1, correction=1), rtol=1e-12)
+    with pytest.raises(ValueError, match="ddof and correction"):
+        nk.var(lazy, ddof=1, correction=1)

@@ -146,3 +146,14 @@ def test_a_large_mean_loses_nothing(strategy):
     naive = np.mean(x * x) - np.mean(x) ** 2
     assert abs(naive - want) / want > 0.5  # the trap is real
     np.testing.assert_allclose(nk.var(x, strategy=strategy), want, rtol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+def test_correction_is_numpys_name_for_ddof(name):
+    x = np.random.default_rng(5).standard_normal((4, 33))
+    x[1, 3] = np.nan
+    fn, ref = getattr(nk, name), getattr(np, name)
+    for kw in ({"correction": 1}, {"correction": 1.5}, {"ddof": 0.0, "correction": 1}):
+        np.testing.assert_allclose(fn(x, axis=1, **kw), ref(x, axis=1, **kw), rtol=1e-12)
+    with pytest.raises(ValueError, match="ddof and correction can't be provided"):
+        fn(x, ddof=1, correction=1)
