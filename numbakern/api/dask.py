@@ -455,16 +455,13 @@ def _mean_of(n, mean, m2):
     return np.where(n > 0, mean, np.nan)
 
 
-def _with_correction(ddof, correction):
-    from numbakern.api.reductions import with_correction  # the NumPy form's rule
+def _checked_ddof(ddof, correction, name: str):
+    """``ddof`` by the NumPy forms' rules: ``correction=`` taken, then checked."""
+    from numbakern.api.reductions import check_ddof, with_correction
 
-    return with_correction(ddof, correction)
-
-
-def _check_ddof(ddof, name: str) -> None:
-    from numbakern.api.reductions import check_ddof  # the NumPy form's check
-
+    ddof = with_correction(ddof, correction)
     check_ddof(ddof, name)
+    return ddof
 
 
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
@@ -483,8 +480,7 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
     M2)`` in one pass, merged across chunks by Chan et al.'s formula (float64), then
     ``M2 / max(count - ddof, 0)`` as NumPy."""
     _refuse_where(where, "var")
-    ddof = _with_correction(ddof, correction)
-    _check_ddof(ddof, "var")
+    ddof = _checked_ddof(ddof, correction, "var")
     return _moment_reduction(x, "var", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
                              _variance_of(ddof, False, "Degrees of freedom <= 0 for slice"))
@@ -494,8 +490,7 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
         strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.std` of a Dask array: the square root of :func:`var`'s."""
     _refuse_where(where, "std")
-    ddof = _with_correction(ddof, correction)
-    _check_ddof(ddof, "std")
+    ddof = _checked_ddof(ddof, correction, "std")
     return _moment_reduction(x, "std", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
                              _variance_of(ddof, True, "Degrees of freedom <= 0 for slice"))
@@ -505,8 +500,7 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_
            strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.nanvar` of a Dask array (NaN elements count nothing)."""
     _refuse_where(where, "nanvar")
-    ddof = _with_correction(ddof, correction)
-    _check_ddof(ddof, "nanvar")
+    ddof = _checked_ddof(ddof, correction, "nanvar")
     return _moment_reduction(x, "nanvar", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
                              _variance_of(ddof, False, "Degrees of freedom <= 0 for slice."))
@@ -516,8 +510,7 @@ def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_
            strategy=None, lanes=None, stream=None, where=True, correction=None):
     """Lazy :func:`numbakern.nanstd` of a Dask array."""
     _refuse_where(where, "nanstd")
-    ddof = _with_correction(ddof, correction)
-    _check_ddof(ddof, "nanstd")
+    ddof = _checked_ddof(ddof, correction, "nanstd")
     return _moment_reduction(x, "nanstd", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
                              _variance_of(ddof, True, "Degrees of freedom <= 0 for slice."))

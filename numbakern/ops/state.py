@@ -44,6 +44,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numba
 import numpy as np
 from numba import cuda, from_dtype
 
@@ -232,8 +233,6 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     """
     if not SIMULATOR or getattr(op.combine, "__module__", "").startswith("numbakern"):
         return
-    import numba
-
     types = tuple(from_dtype(d) for d in dtypes)
     checks = [("combine", op.combine, types + types)]
     if op.finish is not None:
@@ -255,8 +254,6 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
 def _check_returns(op: Op, returned) -> None:
     """A combine returns one value for one field, an ``N``-tuple for ``N`` (else the
     kernels would fail deep inside, naming no op)."""
-    import numba
-
     count = len(returned) if isinstance(returned, numba.types.BaseTuple) else None
     if (op.fields == 1) != (count is None) or (count is not None and count != op.fields):
         want = "a single value" if op.fields == 1 else f"a tuple of {op.fields} values"
