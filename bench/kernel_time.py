@@ -66,6 +66,7 @@ cases = {
     **{f"torch segsum mean{m}": (lambda m=m: torch.segment_reduce(
         torch.as_tensor(seg[m][0], device="cuda"), "sum",
         offsets=torch.as_tensor(seg[m][1], device="cuda"))) for m in seg},
+    **{f"segscan mean{m}": (lambda m=m: nk.segmented_scan(*seg[m])) for m in seg},
 }
 wanted = sys.argv[1:]
 for name, f in cases.items():
