@@ -67,16 +67,14 @@ def dispatch(fn):
     def call(x, *args, **kwargs):
         if _plain(x) and all(map(_plain, args)) and all(map(_plain, kwargs.values())):
             return fn(x, *args, **kwargs)
+        # Something is a Dask array or needs translating (``_plain`` said no).
         if is_dask(x):
             return _to_dask(name, x, args, kwargs)
-        if any(is_dask(a) for a in args) or any(is_dask(v) for v in kwargs.values()):
+        if any(map(is_dask, args)) or any(map(is_dask, kwargs.values())):
             raise TypeError(f"numbakern.{name}: a Dask array is taken as the first "
                             f"argument only (the others would be computed on the host "
                             f"whole); pass x as a Dask array, or compute the others first")
-        if is_foreign(x) or any(is_foreign(a) for a in args) or \
-                any(is_foreign(v) for v in kwargs.values()):
-            return translated(x, *args, **kwargs)
-        return fn(x, *args, **kwargs)
+        return translated(x, *args, **kwargs)
 
     return call
 

@@ -50,7 +50,7 @@ import warnings
 import numpy as np
 
 from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
-from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
 
@@ -312,7 +312,7 @@ class _Call:
         if t is None or not t.is_cuda or kwargs.get("stream") is not None:
             return _nothing()
         index = self.device.index
-        handle = _current_stream(index)
+        handle = torch_stream(index)
         if self.via_cupy:
             return _cupy_stream(handle, index)
         kwargs["stream"] = handle
@@ -448,13 +448,6 @@ def _numpy_dtype(torch_dtype) -> np.dtype:
 
 
 _NUMPY_DTYPES: dict = {}
-
-
-def _current_stream(device: int) -> int:
-    """torch's current stream on ``device``, as a raw ``cudaStream_t``."""
-    import torch
-
-    return torch._C._cuda_getCurrentRawStream(device)
 
 
 @functools.lru_cache(maxsize=64)

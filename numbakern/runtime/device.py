@@ -9,6 +9,7 @@ the simulator every CUDA thread is an OS thread, so everything is smaller there.
 from __future__ import annotations
 
 import functools
+import sys
 
 from numba import cuda
 from numba.cuda.core import config
@@ -51,3 +52,9 @@ def max_resident_blocks(threads: int) -> int:
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def torch_stream(device: int) -> int:
+    """torch's current stream on ``device`` as a raw ``cudaStream_t`` (torch is
+    imported already: the caller holds a tensor)."""
+    return sys.modules["torch"]._C._cuda_getCurrentRawStream(device)

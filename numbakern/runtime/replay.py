@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import cuda
 
-from .device import SIMULATOR
+from .device import SIMULATOR, torch_stream
 from .launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                      driver_launch, flatten, launcher_for, parameter_block, set_recording,
                      stream_handle, to_device_array)
@@ -356,8 +356,7 @@ def _stream_of(kind: str):
 
         return cupy.cuda.get_current_stream().ptr
     if kind == "torch":  # a tensor call runs on torch's current stream (api._interop)
-        torch = sys.modules["torch"]
-        return torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
+        return torch_stream(sys.modules["torch"].cuda.current_device())
     return 0 if not SIMULATOR else cuda.default_stream()
 
 
