@@ -22,7 +22,6 @@ from numbakern.kernels.elementwise import cast_into, grid_for
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
-from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import (device_view, host_copy, sample_rows, sliced, strided,
                                      to_device)
@@ -108,11 +107,6 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
                          f"(C: the classes), got shape {shape}")
     N, C = shape[:2]
     positions = shape[2:]  # torch's K-dimensional form: rows at (n, d1, ..., dk)
-    if positions and not SIMULATOR:
-        raise ValueError(f"logits of shape {shape}: K-dimensional logits run under the "
-                         f"simulator only (their GPU test has not passed yet); on a GPU "
-                         f"pass (rows, C) logits, e.g. logits.movedim(1, -1).reshape(-1, C) "
-                         f"with target.reshape(-1)")
     rows_per_sample = math.prod(positions)
     if C == 0:
         raise ValueError("logits must have at least one class (column)")
@@ -322,12 +316,12 @@ def _loss(workspace, rows, shape: tuple, tc, dtype, precision: str, reduction: s
     """The row losses (``"none"``, of ``shape``) or their sum, in ``logits``' dtype."""
     N = math.prod(shape)
     if reduction == "none":
-        values = workspace.empty(N, dtype)
-        _narrow(rows, values, precision, workspace, N)
-        if len(shape) > 1:  # C-contiguous (N, d1, ..., dk), a view of the same buffer
-            size = np.dtype(dtype).itemsize
-            values = strided(values, [(e, size * math.prod(shape[i + 1:]))
-                                      for i, e in enumerate(shape)])
+        # allocated in its final shape: what is delivered on a GPU is the allocation
+        # itself (``user_array``), not a view made of it afterwards
+        values = workspace.empty(shape, dtype)
+        if N:
+            _narrow(rows, strided(values, [(N, np.dtype(dtype).itemsize)]), precision,
+                    workspace, N)
         return _deliver(values, workspace.kind, None, workspace)
     if N:
         kit = state_kit(_ops.SUM, (tc,))
