@@ -67,6 +67,9 @@ cases = {
         torch.as_tensor(seg[m][0], device="cuda"), "sum",
         offsets=torch.as_tensor(seg[m][1], device="cuda"))) for m in seg},
     **{f"segscan mean{m}": (lambda m=m: nk.segmented_scan(*seg[m])) for m in seg},
+    "topk float32 2^28 k1024": lambda: nk.topk(x28, 1024),
+    "torch topk float32 2^28 k1024": lambda: torch.topk(torch.as_tensor(x28, device="cuda"),
+                                                        1024),
 }
 wanted = sys.argv[1:]
 for name, f in cases.items():
