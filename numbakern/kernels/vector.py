@@ -8,7 +8,9 @@ aligned, and falls back to scalar loads when it is not; numbakern does the same
 (``flat_reduce.vector_width``).
 
 Numba has no vector type, so :func:`vector_loader` builds an intrinsic that emits an
-LLVM load of ``<W x T>`` and returns its lanes as a tuple, and :func:`vector_storer`
+LLVM load of ``<W x T>`` and returns its lanes as a tuple (lanes of 1 or 2 bytes are
+loaded as ``<4 x i32>`` and cut out in registers: NVVM would split a ``<8 x half>``
+load into two 8-byte ones), and :func:`vector_storer`
 one that stores a tuple as one ``<W x T>`` (``st.global.v4.f32``). Under the
 simulator the same calls are slices of the array.
 """
@@ -76,6 +78,38 @@ else:
         if not isinstance(j, types.Integer):
             raise TypingError(f"vector {what} index must be an integer, got {j}")
 
+    def _words(context, element, width: int):
+        """The LLVM vector a ``width``-lane vector of ``element`` is loaded as: itself
+        for lanes of 4 or 8 bytes, else ``<4 x i32>``. NVVM splits a ``<8 x half>``
+        or ``<8 x i16>`` load into two 8-byte ``ld.global.v4.u16`` (sm_90 SASS: two
+        ``LDG.E.64``), while ``<4 x i32>`` is one ``ld.global.v4.u32``
+        (``LDG.E.128``)."""
+        size = context.get_abi_sizeof(element)
+        if size >= 4:
+            return ir.VectorType(element, width)
+        return ir.VectorType(ir.IntType(32), width * size // 4)
+
+    def _lanes(builder, loaded, element, width: int) -> list:
+        """The ``width`` lanes of ``loaded``; from 32-bit words, each lane is cut out
+        of its word in registers (lane 0 the low bits, as the bytes lie in memory): a
+        shift and a truncation, which the widening that follows absorbs (float16:
+        ``HADD2.F32`` of the word's low or high half; bfloat16 bits: one ``LOP3`` or
+        shift)."""
+        i32 = ir.IntType(32)
+        if loaded.type.element == element:
+            return [builder.extract_element(loaded, ir.Constant(i32, k)) for k in range(width)]
+        per = width // loaded.type.count
+        bits = 32 // per
+        lanes = []
+        for k in range(width):
+            word = builder.extract_element(loaded, ir.Constant(i32, k // per))
+            if k % per:
+                word = builder.lshr(word, ir.Constant(i32, bits * (k % per)))
+            lane = builder.trunc(word, ir.IntType(bits))
+            lanes.append(lane if isinstance(element, ir.IntType) else
+                         builder.bitcast(lane, element))
+        return lanes
+
     @functools.lru_cache(maxsize=None)
     def vector_loader(width: int):
         """Device function ``load(a, j) -> (a[j*W], ..., a[j*W + W-1])``, one
@@ -92,13 +126,12 @@ else:
             def codegen(context, builder, sig, args):
                 array = context.make_array(sig.args[0])(context, builder, args[0])
                 element = context.get_data_type(a.dtype)
-                vector = ir.VectorType(element, width)
-                base = builder.bitcast(array.data, vector.as_pointer())
+                words = _words(context, element, width)
+                base = builder.bitcast(array.data, words.as_pointer())
                 index = context.cast(builder, args[1], sig.args[1], types.int64)
                 loaded = builder.load(builder.gep(base, [index]),
                                       align=width * context.get_abi_sizeof(element))
-                items = [builder.extract_element(loaded, ir.Constant(ir.IntType(32), k))
-                         for k in range(width)]
+                items = _lanes(builder, loaded, element, width)
                 return context.make_tuple(builder, sig.return_type, items)
 
             return types.UniTuple(a.dtype, width)(a, j), codegen
