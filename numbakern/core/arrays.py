@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from numbakern.kernels.elementwise import cast_into
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import DeviceBuffer, buffer, current_device_id, current_recording, stream_handle
-from numbakern.runtime.views import device_empty, device_view, host_copy, to_device
+from numbakern.runtime.views import device_empty, device_view, head, host_copy, to_device
 
 
 class CopyWarning(UserWarning):
@@ -257,6 +258,18 @@ class Workspace:
             recording.allocate(arr)
         return arr
 
+    def cast(self, arr, dtype) -> Any:
+        """The 1-D device array ``arr`` in ``dtype``: itself, or a cast copy in an
+        allocation of this workspace (C casts, an element-wise kernel). Never CuPy's
+        ``astype``: its allocation lies outside a recording, so a call whose result
+        it made could not replay (``numbakern/runtime/replay.py``), and every call
+        of, say, a float16 sum (accumulated in float32) paid the whole host path."""
+        if np.dtype(arr.dtype) == np.dtype(dtype):
+            return arr
+        cast = self.empty(arr.shape[0], dtype)
+        cast_into(arr, cast, self.stream)
+        return cast
+
     def from_host(self, host: np.ndarray) -> Any:
         """A device copy of a small host array (identities, initial values)."""
         if on_cupy(self.kind):
@@ -273,6 +286,8 @@ class Workspace:
         """
         dtype = np.dtype(dtype)
         if on_cupy(self.kind):
+            if np.dtype(arr.dtype) != dtype and len(arr.shape) == 1:
+                arr = self.cast(head(arr, 1), dtype)  # replayable, as deliver's casts
             return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
         host = host_copy(arr, self.stream)
         self.stream.synchronize()

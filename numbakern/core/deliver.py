@@ -90,7 +90,7 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
         workspace.stream.synchronize()
         return deliver_host(workspace, host.astype(dtype, copy=False).reshape(shape), out)
     if on_cupy(workspace.kind):
-        result = as_cupy(arr).astype(dtype, copy=False).reshape(shape)
+        result = as_cupy(workspace.cast(arr, dtype)).reshape(shape)
         if out is None:
             return result
         out[...] = result
@@ -98,11 +98,7 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
     if out is not None:
         cast_into(arr, flat(out), workspace.stream)
         return out
-    if np.dtype(arr.dtype) != dtype:
-        cast = workspace.empty(arr.shape[0], dtype)
-        cast_into(arr, cast, workspace.stream)
-        arr = cast
-    return reshaped(arr, shape)
+    return reshaped(workspace.cast(arr, dtype), shape)
 
 
 def deliver_host(workspace: Workspace, host: np.ndarray, out):
