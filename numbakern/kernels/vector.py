@@ -10,9 +10,9 @@ aligned, and falls back to scalar loads when it is not; numbakern does the same
 Numba has no vector type, so :func:`vector_loader` builds an intrinsic that emits an
 LLVM load of ``<W x T>`` and returns its lanes as a tuple (lanes of 1 or 2 bytes are
 loaded as ``<4 x i32>`` and cut out in registers: NVVM would split a ``<8 x half>``
-load into two 8-byte ones), and :func:`vector_storer`
-one that stores a tuple as one ``<W x T>`` (``st.global.v4.f32``). Under the
-simulator the same calls are slices of the array.
+load into two 8-byte ones), and :func:`vector_storer` one that stores a tuple as one
+``<W x T>`` (``st.global.v4.f32``; 1- and 2-byte lanes packed into ``<4 x i32>``).
+Under the simulator the same calls are slices of the array.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ else:
             raise TypingError(f"vector {what} index must be an integer, got {j}")
 
     def _words(context, element, width: int):
-        """The LLVM vector a ``width``-lane vector of ``element`` is loaded as: itself
+        """The LLVM vector a ``width``-lane vector of ``element`` is loaded (and stored)
+        as: itself
         for lanes of 4 or 8 bytes, else ``<4 x i32>``. NVVM splits a ``<8 x half>``
         or ``<8 x i16>`` load into two 8-byte ``ld.global.v4.u16`` (sm_90 SASS: two
         ``LDG.E.64``), while ``<4 x i32>`` is one ``ld.global.v4.u32``
@@ -109,6 +110,30 @@ else:
             lanes.append(lane if isinstance(element, ir.IntType) else
                          builder.bitcast(lane, element))
         return lanes
+
+    def _pack(builder, lanes: list, element, words):
+        """The vector of type ``words`` holding ``lanes`` (as :func:`_lanes` reads
+        them: lane 0 in a word's low bits)."""
+        i32 = ir.IntType(32)
+        packed = ir.Constant(words, ir.Undefined)
+        if words.element == element:
+            for k, lane in enumerate(lanes):
+                packed = builder.insert_element(packed, lane, ir.Constant(i32, k))
+            return packed
+        per = len(lanes) // words.count
+        bits = 32 // per
+        for w in range(words.count):
+            word = ir.Constant(i32, 0)
+            for k in range(per):
+                lane = lanes[w * per + k]
+                if not isinstance(element, ir.IntType):
+                    lane = builder.bitcast(lane, ir.IntType(bits))
+                lane = builder.zext(lane, i32)
+                if k:
+                    lane = builder.shl(lane, ir.Constant(i32, bits * k))
+                word = builder.or_(word, lane)
+            packed = builder.insert_element(packed, word, ir.Constant(i32, w))
+        return packed
 
     @functools.lru_cache(maxsize=None)
     def vector_loader(width: int):
@@ -158,12 +183,10 @@ else:
             def codegen(context, builder, sig, args):
                 array = context.make_array(sig.args[0])(context, builder, args[0])
                 element = context.get_data_type(a.dtype)
-                vector = ir.VectorType(element, width)
-                packed = ir.Constant(vector, ir.Undefined)
-                for k in range(width):
-                    packed = builder.insert_element(packed, builder.extract_value(args[2], k),
-                                                    ir.Constant(ir.IntType(32), k))
-                base = builder.bitcast(array.data, vector.as_pointer())
+                words = _words(context, element, width)
+                lanes = [builder.extract_value(args[2], k) for k in range(width)]
+                packed = _pack(builder, lanes, element, words)
+                base = builder.bitcast(array.data, words.as_pointer())
                 index = context.cast(builder, args[1], sig.args[1], types.int64)
                 builder.store(packed, builder.gep(base, [index]),
                               align=width * context.get_abi_sizeof(element))
