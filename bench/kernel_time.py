@@ -7,12 +7,16 @@ Names (substrings of the case names below) pick cases; none runs them all.
 For each call: the median CUDA-event time of the whole Python call (as the
 benchmarks measure it), the GPU time of every kernel it launched (CUPTI, through
 ``torch.profiler``, which sees Numba's kernels too), and the difference: host work
-before and between launches that left the GPU idle. bench/NOTES.md's table of
-2026-11-30 came from this script. Not a test; skips nothing: it needs a GPU.
+before and between launches that left the GPU idle; and how many of 10 calls
+replayed their recorded launches (``numbakern/runtime/replay.py``). bench/NOTES.md's
+table of 2026-11-30 came from this script. Not a test; skips nothing: it needs a GPU.
+``python bench/kernel_time.py half`` splits bench_half.py's reductions of
+(16384, 8192) float16 and bfloat16 tensors, numbakern's and torch's.
 """
 import sys
 import numpy as np, cupy as cp, torch
 import numbakern as nk
+from numbakern.runtime import replay
 from torch.profiler import profile, ProfilerActivity
 def ev(f, reps=20):
     f(); cp.cuda.Device().synchronize()
@@ -41,6 +45,15 @@ def segments(mean):
 
 
 seg = {m: segments(m) for m in (64, 1024, 16384, 1 << 20, "mixed")}
+# bench_half.py's reductions: (16384, 8192) tensors of each half dtype, read in place
+halves = {d: torch.randn(16384, 8192, device="cuda").to(getattr(torch, d))
+          for d in ("float16", "bfloat16")}
+half_cases = {
+    "sum": (lambda x: nk.sum(x), lambda x: x.sum()),
+    "sum/rows": (lambda x: nk.sum(x, axis=1), lambda x: x.sum(1)),
+    "mean/rows": (lambda x: nk.mean(x, axis=1), lambda x: x.mean(1)),
+    "max/rows": (lambda x: nk.max(x, axis=1), lambda x: x.amax(1)),
+}
 cases = {
     "sum 2^28": lambda: nk.sum(x28),
     "sum 2^20": lambda: nk.sum(x20),
@@ -70,6 +83,10 @@ cases = {
     "topk float32 2^28 k1024": lambda: nk.topk(x28, 1024),
     "torch topk float32 2^28 k1024": lambda: torch.topk(torch.as_tensor(x28, device="cuda"),
                                                         1024),
+    **{f"half {op} {d}": (lambda f=f, x=x: f(x)) for op, (f, _) in half_cases.items()
+       for d, x in halves.items()},
+    **{f"torch half {op} {d}": (lambda f=f, x=x: f(x)) for op, (_, f) in half_cases.items()
+       for d, x in halves.items()},
 }
 wanted = sys.argv[1:]
 for name, f in cases.items():
@@ -77,12 +94,15 @@ for name, f in cases.items():
         continue
     whole = ev(f)
     f(); torch.cuda.synchronize()
+    replayed = replay.counts["replayed"]
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(10):
             f()
         torch.cuda.synchronize()
     ks = [(e.key, e.device_time_total / e.count, e.count) for e in prof.key_averages() if e.device_time_total > 0]
     gpu = sum(t * c for _, t, c in ks) / 10
-    print(f"{name:24s} whole {whole:8.1f} us | kernels {gpu:8.1f} us | host+gaps {whole-gpu:7.1f} us")
+    replayed = replay.counts["replayed"] - replayed
+    print(f"{name:24s} whole {whole:8.1f} us | kernels {gpu:8.1f} us | host+gaps {whole-gpu:7.1f} us"
+          f" | replayed {replayed}/10")
     for k, t, c in sorted(ks, key=lambda z: -z[1] * z[2])[:8]:
         print(f"     {t:8.1f} us x{c // 10:<2d} {k[:90]}")
