@@ -28,7 +28,9 @@ here, once, on the way in and on the way out:
   (:data:`WIDENED_BFLOAT16`) read it in place too
   (:class:`~numbakern.core.arrays.BFloat16Input`: each element widened to float32 as
   it is loaded) and compute as for a float32 input; a scan writes its values as
-  bfloat16 bits, rounded as its kernel stores them. The other functions (partition,
+  bfloat16 bits, rounded as its kernel stores them, and so do sum, prod, max, min,
+  mean, nansum, nanprod and reduce on device input (a kernel after the reduction),
+  so that a tensor call's result is a view of its own memory. The other functions (partition,
   the order statistics such as median and quantile, histograms, segments,
   cumulative_sum/prod), with
   no bfloat16 kernels yet, read a float32 working copy (made on the tensor's device

@@ -46,8 +46,8 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, bits_of,
-                                   honours_stream, kind_of, resolve_stream)
+from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, Workspace, as_array_like,
+                                   bits_of, honours_stream, kind_of, resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
@@ -115,10 +115,13 @@ _planned = planner(_setup)
 
 
 def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
-         keepdims=False, out=None, lanes=None, initial=None, where=True, name=None):
+         keepdims=False, out=None, lanes=None, initial=None, where=True, name=None,
+         bits=True):
     """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result;
     ``initial``: NumPy's, combined before each output's elements; ``where``: NumPy's
-    mask (:func:`_where`); ``name``: the public function's, for messages."""
+    mask (:func:`_where`); ``name``: the public function's, for messages; ``bits``:
+    a bfloat16 input's float32 result may come back as bfloat16 bits
+    (:func:`_as_bfloat16_bits`; False for a caller that computes on with it)."""
     x = as_array_like(x)
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes)
@@ -143,9 +146,33 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     if first is not None:
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
+    values = fields[0]
+    if bits and _rounds_to_bfloat16(x, dtype, out, result, kind):
+        values, result = _as_bfloat16_bits(values, workspace), np.dtype(np.uint16)
     if scalar:
-        return workspace.scalar(fields[0], result)
-    return deliver(workspace, fields[0], result, shape, out)
+        return workspace.scalar(values, result)
+    return deliver(workspace, values, result, shape, out)
+
+
+def _rounds_to_bfloat16(x, dtype, out, result: np.dtype, kind: str) -> bool:
+    """Whether the interop layer will round this float32 result to bfloat16, on the
+    device: that of a bfloat16 device input read in place, with no ``dtype=`` and no
+    ``out`` (host input never replays; its results are rounded on the host)."""
+    return isinstance(x, BFloat16Input) and dtype is None and out is None and \
+        result == np.float32 and kind != "numpy"
+
+
+def _as_bfloat16_bits(values, workspace: Workspace):
+    """float32 results as the bits of the nearest bfloat16 (ties to even), rounded by a
+    kernel into an allocation of the call, as the scans store their values: the
+    interop layer reads uint16 results of a bfloat16 input as bfloat16 without a
+    copy, so a tensor call's result is a view of its own memory and the whole call
+    replays (``numbakern/runtime/replay.py``; torch's ``.to(torch.bfloat16)`` of a
+    float32 result allocated outside it, and every tensor call was translated
+    again)."""
+    rounded = workspace.empty(values.shape[0], np.uint16)
+    bfloat16.narrow_into(values, rounded, workspace.stream)
+    return rounded
 
 
 def _initial(initial, dtype: np.dtype, name: str):
@@ -384,7 +411,8 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
                        lanes)
     kind = kind_of(x)
     check_out(out, planned.shape, result, kind, "mean")
-    total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes)
+    total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes,
+                 bits=False)
     count = planned.N
     if count == 0:
         warnings.warn("Mean of empty slice.", RuntimeWarning,  # as NumPy
@@ -400,6 +428,8 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         return out
     dst = workspace.empty(src.shape[0], result)
     divide_into(src, dst, count, workspace.stream)
+    if _rounds_to_bfloat16(x, dtype, out, result, kind):
+        dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
     return deliver(workspace, dst, result, planned.shape, None)
 
 

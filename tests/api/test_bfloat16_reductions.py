@@ -406,11 +406,51 @@ def test_device_bits_replay_and_are_not_taken_for_uint16():
     second = _host(nk.sum(BFloat16Input(bits), axis=1))  # the same signature: replayed
     assert replay.counts["replayed"] == before + 1
     for r in (first, second):
-        assert r.dtype == np.float32  # rounded to bfloat16 by the interop layer, not here
-        np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-5)
+        assert r.dtype == np.uint16  # bfloat16 bits, read as bfloat16 by the interop layer
+        _same_bits(r.view(BF16), _copied(nk.sum, b, axis=1))
+        bound = 2.0 ** -8 * np.abs(want) + 2.0 ** -20 * np.abs(b.astype(np.float64)).sum(1)
+        assert (np.abs(r.view(BF16).astype(np.float64) - want) <= bound).all()
     # the same bits as the integers they are: another signature, another program
     as_uint16 = _host(nk.sum(bits, axis=1, dtype=np.float32))
     np.testing.assert_array_equal(as_uint16, b.view(np.uint16).astype(np.float32).sum(1))
+
+
+@pytest.mark.parametrize("fn", [nk.sum, nk.max, nk.mean, nk.nansum, nk.prod],
+                         ids=["sum", "max", "mean", "nansum", "prod"])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_device_reductions_round_to_bfloat16_bits_in_a_kernel(fn, axis):
+    """A float32 result of a bfloat16 device input comes back as the bits of its
+    bfloat16 (rounded by a kernel, as the scans' values), so that a tensor call's
+    result is a view of the call's own memory and the call replays; dtype= and out=
+    results stay float32, and host input is rounded on the host (the interop layer)."""
+    from numba import cuda
+
+    b = _data((3, 70), specials=True)
+    b[1, 5] = np.nan
+    bits = BFloat16Input(cuda.to_device(b.view(np.uint16)))
+    got = _host(fn(bits, axis=axis))
+    assert got.dtype == np.uint16
+    _same_bits(got.view(BF16), _copied(fn, b, axis=axis))
+    if fn is not nk.max:  # (max takes no dtype=)
+        assert _host(fn(bits, axis=axis, dtype=np.float32)).dtype == np.float32
+    out = cuda.device_array(3, np.float32)
+    assert fn(bits, axis=1, out=out) is out
+    assert np.asarray(fn(BFloat16Input(b.view(np.uint16)), axis=axis)).dtype == np.float32
+
+
+def test_device_bits_of_max_and_mean_replay():
+    from numba import cuda
+
+    b = _data((4, 75))
+    bits = cuda.to_device(b.view(np.uint16))
+    for fn in (nk.max, nk.mean):
+        before = replay.counts["replayed"]
+        first = _host(fn(BFloat16Input(bits), axis=1))
+        second = _host(fn(BFloat16Input(bits), axis=1))
+        assert replay.counts["replayed"] == before + 1
+        for r in (first, second):
+            assert r.dtype == np.uint16
+            _same_bits(r.view(BF16), _copied(fn, b, axis=1))
 
 
 def test_scans_write_bfloat16_bits_in_the_kernel():
