@@ -136,14 +136,15 @@ def sass_of(ptx: str, workdir: str) -> str | None:
         with open(source, "w") as f:
             f.write(ptx)
         run = subprocess.run([ptxas, "-arch=sm_90", "-O3", source, "-o", cubin],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
         known = re.search(r"current version is '([\d.]+)'", run.stderr)
         if run.returncode == 0 or not known or attempt:
             break
-        ptx = re.sub(r"^\.version [\d.]+", f".version {known.group(1)}", ptx, flags=re.M)
+        ptx = re.sub(r"^\.version [\d.]+", f".version {known.group(1)}", ptx, flags=re.MULTILINE)
     if run.returncode:
         return None
-    return subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True).stdout
+    return subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True,
+                          check=False).stdout
 
 
 _LOAD_BYTES = ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1))

@@ -4,9 +4,11 @@ simulator, which slices arrays instead of emitting vector loads).
 Their 16-byte vector loads are loaded as four 32-bit words and each lane is cut out
 of its word in registers (``numbakern/kernels/vector.py``): the argmax tests put each
 row's one maximum at another lane of its vector, so a lane taken from the wrong half
-or byte of a word gives a wrong index. And a float16 sum, whose float32 accumulator is
-cast to float16 after the kernels, must replay (``numbakern/runtime/replay.py``): the
-cast is a kernel into a recorded allocation, not CuPy's ``astype``.
+or byte of a word gives a wrong index. And half-precision results made after the
+kernels (a float16 sum's float32 accumulator cast to float16, a bfloat16 input's
+float32 result rounded to bfloat16 bits) must let the call replay
+(``numbakern/runtime/replay.py``): each is a kernel into a recorded allocation, not
+CuPy's ``astype`` or torch's ``.to``.
 """
 
 import numpy as np
@@ -70,12 +72,21 @@ def test_float16_results_cast_after_the_kernels_replay(call):
                                    np.asarray(want, np.float64), rtol=2e-3, atol=2e-2)
 
 
-def test_float16_tensor_sums_replay():
+@pytest.mark.parametrize("call", [lambda x: nk.sum(x), lambda x: nk.sum(x, axis=1),
+                                  lambda x: nk.mean(x, axis=1), lambda x: nk.max(x, axis=1)],
+                         ids=["sum", "sum rows", "mean rows", "max rows"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_tensor_reductions_replay_whole(call, dtype):
+    """A reduction of a half-precision CUDA tensor replays from the tensor itself:
+    its result (float16 cast by a kernel, bfloat16 rounded to bits by one) is a view
+    of the call's own memory."""
     torch = pytest.importorskip("torch")
     before = replay.counts["replayed"]
     for _ in range(3):
-        x = torch.randn(64, 1000, device="cuda").half()
-        got = nk.sum(x, axis=1)
-        assert got.dtype == torch.float16 and got.is_cuda
-        torch.testing.assert_close(got.double(), x.double().sum(1), rtol=2e-3, atol=2e-2)
+        x = torch.randn(64, 1000, device="cuda").to(getattr(torch, dtype))
+        got = call(x)
+        assert got.dtype == x.dtype and got.is_cuda
+        want = call(x.double().cpu().numpy())
+        torch.testing.assert_close(got.double().cpu(), torch.as_tensor(want).double(),
+                                   rtol=1e-2, atol=5e-2)
     assert replay.counts["replayed"] - before == 2
