@@ -286,8 +286,9 @@ class Workspace:
         """
         dtype = np.dtype(dtype)
         if on_cupy(self.kind):
-            if np.dtype(arr.dtype) != dtype and len(arr.shape) == 1:
-                arr = self.cast(head(arr, 1), dtype)  # replayable, as deliver's casts
+            if np.dtype(arr.dtype) != dtype and type(arr) is DeviceBuffer and \
+                    arr.ndim == 1:  # cast as deliver's are: the call replays
+                arr = self.cast(head(arr, 1), dtype)
             return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
         host = host_copy(arr, self.stream)
         self.stream.synchronize()
