@@ -73,6 +73,44 @@ def _nk():
 # --- checks -----------------------------------------------------------------------
 
 
+def through_float32(fn, x, args: tuple, kwargs: dict):
+    """``fn`` (one of this module's functions) of a Dask array ``x`` of bfloat16
+    (``ml_dtypes``) chunks, as the NumPy forms compute bfloat16 input: as float32
+    input, floating results rounded to bfloat16 once (unless ``dtype=`` names
+    another dtype; ``dtype=bfloat16`` is that rounding). Each chunk is widened to a
+    float32 copy as it is computed (exact; Dask's chunks are on the host, copied to
+    the device anyway), so every function here takes bfloat16."""
+    import inspect
+
+    bound = inspect.signature(fn).bind_partial(x, *args, **kwargs)
+    asked = bound.arguments.get("dtype")
+    if asked is not None and "bfloat16" in str(asked):
+        bound.arguments["dtype"], asked = None, None
+    bound.arguments["x"] = x.astype(np.float32)
+    try:
+        result = fn(*bound.args, **bound.kwargs)
+    except TypeError as e:
+        if "float32" not in str(e):
+            raise
+        from numbakern.api._interop import bfloat16_refused
+
+        raise bfloat16_refused(fn.__name__, e) from e
+    if asked is not None:
+        return result
+    return _rounded(result, x.dtype)
+
+
+def _rounded(result, bfloat16):
+    """float32 results (a tuple's too) as ``bfloat16``, lazily for Dask arrays."""
+    if isinstance(result, tuple):
+        return type(result)(*(_rounded(r, bfloat16) for r in result)) \
+            if hasattr(result, "_fields") else tuple(_rounded(r, bfloat16) for r in result)
+    if np.dtype(getattr(result, "dtype", "O")) == np.float32:
+        return result.astype(bfloat16)
+    return result
+
+
+
 def _check_dask(x, name: str):
     if not isinstance(x, da.Array):
         raise TypeError(f"numbakern.{name}: expected a dask.array.Array, got "
