@@ -543,3 +543,20 @@ def test_bfloat16_chunks_compute_as_the_numpy_forms():
     for x_ in (x, lazy):  # a refused dtype is named as the caller gave it
         with pytest.raises(TypeError, match="xor_sum: x has dtype bfloat16"):
             nk.xor_sum(x_)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+def test_variance_takes_numpys_mean(name):
+    x = np.random.default_rng(10).standard_normal((6, 40)) * 3 + 50
+    x[1, 4] = np.nan
+    lazy = da.from_array(x, chunks=(4, 15))
+    fn, ref = getattr(nk, name), getattr(np, name)
+    for axis in (None, 1):
+        m = np.nanmean(x, axis=axis, keepdims=True)
+        for given in (m, da.from_array(m)):  # a NumPy or a Dask mean
+            _check(fn(lazy, axis=axis, mean=given, ddof=1), ref(x, axis=axis, mean=m, ddof=1),
+                   rtol=1e-12)
+    _check(fn(lazy, axis=0, mean=50.0, keepdims=True),
+           ref(x, axis=0, mean=50.0, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"mean of shape \(6,\) does not broadcast"):
+        fn(lazy, axis=1, mean=np.ones(6))
