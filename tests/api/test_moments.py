@@ -215,9 +215,9 @@ def test_mean_keyword_on_device_arrays_and_tensors():
                                np.nanvar(x, axis=0, mean=x.mean(axis=0, keepdims=True)),
                                rtol=1e-5)
     t = torch.from_numpy(x)
-    got = nk.var(t, dim := 1, mean=torch.from_numpy(m))
+    got = nk.var(t, 1, mean=torch.from_numpy(m))
     assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
-    np.testing.assert_allclose(got.numpy(), np.var(x, axis=dim, mean=m), rtol=1e-5)
+    np.testing.assert_allclose(got.numpy(), np.var(x, axis=1, mean=m), rtol=1e-5)
     b = t.to(torch.bfloat16)  # read as float32, rounded back to bfloat16
     got = nk.var(b, axis=1, mean=b.float().mean(dim=1, keepdim=True))
     assert got.dtype == torch.bfloat16
