@@ -87,4 +87,6 @@ def _to_dask(name: str, x, args, kwargs):
         raise TypeError(f"numbakern.{name} does not take Dask arrays; it takes NumPy, "
                         f"CuPy and CUDA arrays and torch tensors (Dask arrays: "
                         f"{', '.join(_dask.__all__)})")
+    if np.dtype(x.dtype).name == "bfloat16":
+        return _dask.through_float32(lazy, x, args, kwargs)
     return lazy(x, *args, **kwargs)

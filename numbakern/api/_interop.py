@@ -119,8 +119,20 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
                  for i, a in enumerate(args))
     kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}
     with call.stream_context(kwargs):
-        result = fn(*args, **kwargs)
+        try:
+            result = fn(*args, **kwargs)
+        except TypeError as e:
+            if call.bfloat16 is not None and "float32" in str(e):
+                raise bfloat16_refused(fn.__name__, e) from e
+            raise
         return call.outward(result)
+
+
+def bfloat16_refused(name: str, error: TypeError) -> TypeError:
+    """``error``, raised for the float32 a bfloat16 input is computed as, restated
+    with the dtype the caller passed (else it names a dtype they never gave)."""
+    return TypeError(f"{name}: x has dtype bfloat16, computed as float32 input, which "
+                     f"{name} refuses: {error}")
 
 
 def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:

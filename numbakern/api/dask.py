@@ -19,7 +19,9 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   are combined in the C order of the elements. ``mean``: the sum, then a division by
   the count, as :func:`numbakern.mean`.
 * var, std, nanvar, nanstd, nanmean: each chunk's Welford ``(count, mean, M2)`` in
-  one pass, merged across chunks (Chan, Golub and LeVeque), finished as NumPy.
+  one pass, merged across chunks (Chan, Golub and LeVeque), finished as NumPy. With
+  NumPy 2's ``mean=``: each chunk's count and sum of squared deviations from its
+  block of the given mean (two passes over the chunk), summed across chunks.
   nanmax, nanmin, logsumexp: the function over each chunk, then over the partials.
 * argmax, argmin, max/min_with_indices: one ``max_with_indices`` per chunk, its
   indices made global from the chunk's position; partials ``(values, indices)``
@@ -71,6 +73,44 @@ def _nk():
 
 
 # --- checks -----------------------------------------------------------------------
+
+
+def through_float32(fn, x, args: tuple, kwargs: dict):
+    """``fn`` (one of this module's functions) of a Dask array ``x`` of bfloat16
+    (``ml_dtypes``) chunks, as the NumPy forms compute bfloat16 input: as float32
+    input, floating results rounded to bfloat16 once (unless ``dtype=`` names
+    another dtype; ``dtype=bfloat16`` is that rounding). Each chunk is widened to a
+    float32 copy as it is computed (exact; Dask's chunks are on the host, copied to
+    the device anyway), so every function here takes bfloat16."""
+    import inspect
+
+    bound = inspect.signature(fn).bind_partial(x, *args, **kwargs)
+    asked = bound.arguments.get("dtype")
+    if asked is not None and "bfloat16" in str(asked):
+        bound.arguments["dtype"], asked = None, None
+    bound.arguments["x"] = x.astype(np.float32)
+    try:
+        result = fn(*bound.args, **bound.kwargs)
+    except TypeError as e:
+        if "float32" not in str(e):
+            raise
+        from numbakern.api._interop import bfloat16_refused
+
+        raise bfloat16_refused(fn.__name__, e) from e
+    if asked is not None:
+        return result
+    return _rounded(result, x.dtype)
+
+
+def _rounded(result, bfloat16):
+    """float32 results (a tuple's too) as ``bfloat16``, lazily for Dask arrays."""
+    if isinstance(result, tuple):
+        return type(result)(*(_rounded(r, bfloat16) for r in result)) \
+            if hasattr(result, "_fields") else tuple(_rounded(r, bfloat16) for r in result)
+    if np.dtype(getattr(result, "dtype", "O")) == np.float32:
+        return result.astype(bfloat16)
+    return result
+
 
 
 def _check_dask(x, name: str):
@@ -439,15 +479,81 @@ def _warn_where(mask, message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
-def _variance_of(ddof, root: bool, message: str):
+def _variance_of(ddof, root: bool, message: str, skip_nan: bool = False):
+    """``finish(count, mean, M2)``: NumPy's variance (``M2 / max(count - ddof, 0)``;
+    NaN where that is not positive for the NaN-skipping forms, ``skip_nan``)."""
     def finish(n, mean, m2):
         left = n - ddof
         _warn_where(left <= 0, message)
         with np.errstate(divide="ignore", invalid="ignore"):
             v = m2 / np.maximum(left, 0)
+        if skip_nan:
+            v = np.where(left > 0, v, np.nan)
         return np.sqrt(v) if root else v
 
     return finish
+
+
+def _deviations_chunk(skip_nan, strategy, lanes, axes, x, mean):
+    """One chunk's ``{"n", "s"}``: its count and sum of squared deviations from the
+    given ``mean`` (its block, kept axes as the chunk's, reduced axes 1)."""
+    from numbakern.api.reductions import deviation_sums
+
+    n, s = deviation_sums(x, mean, axes, skip_nan=skip_nan, strategy=strategy, lanes=lanes)
+    return {"n": n, "s": s}
+
+
+def _deviations_merge(parts, axis=None, keepdims=True, **_):
+    axis = tuple(axis)
+    n, s = (_concat(_deep(parts, k), list(axis)) for k in ("n", "s"))
+    return {"n": n.sum(axis=axis, keepdims=True), "s": s.sum(axis=axis, keepdims=True)}
+
+
+def _deviations_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
+    merged = _deviations_merge(parts, axis)
+    value = finish(merged["n"], None, merged["s"])
+    if not keepdims:
+        value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
+    return value.astype(result)
+
+
+def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy, lanes,
+               out, skip_nan: bool, finish):
+    """var/std/nanvar/nanstd with NumPy 2's ``mean=`` (a NumPy or Dask array, or a
+    number, broadcasting to the keepdims shape): each chunk's count and sum of squared
+    deviations from its block of ``mean`` (:func:`numbakern.api.reductions.deviation_sums`,
+    numbakern's kernels), summed across chunks (float64), then ``finish``."""
+    from numbakern.api.reductions import _given_mean
+
+    _check_dask(x, name)
+    _refuse_out(out, name)
+    keepdims = check_flag(keepdims, "keepdims")
+    _ops.NAN_MOMENTS.check_dtype(np.dtype(x.dtype), "x of dtype", name)
+    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
+        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
+    axes = normalize_axes(axis, x.ndim)
+    kept = result_shape(x.shape, axes, True)
+    lazy = mean if isinstance(mean, da.Array) else da.asarray(
+        _given_mean(mean, kept, name))
+    _given_mean(np.empty_like(lazy._meta, shape=lazy.shape), kept, name)  # its checks
+    result = _ops.numpy_mean_dtypes(np.dtype(x.dtype), dtype)[1]
+    if dtype is None and not skip_nan:  # x - mean's dtype, as the NumPy form's
+        result = np.result_type(result, mean if isinstance(mean, (int, float)) else
+                                lazy.dtype)
+        result = result if result.kind == "f" else np.dtype(np.float64)
+    lazy = da.broadcast_to(lazy.reshape((1,) * (x.ndim - lazy.ndim) + lazy.shape), kept)
+    # (its reduced axes one block of 1, which every chunk of x along them reads)
+    lazy = lazy.rechunk(tuple((1,) if a in axes else c for a, c in enumerate(x.chunks)))
+    index = tuple(range(x.ndim))
+    partials = da.blockwise(functools.partial(_deviations_chunk, skip_nan, strategy, lanes,
+                                              axes), index, x, index, lazy, index,
+                            adjust_chunks={a: 1 for a in axes}, dtype=np.float64,
+                            meta=_meta(x, x.ndim, np.float64), align_arrays=False)
+    aggregate = functools.partial(_deviations_finish, finish=finish, result=result)
+    ndim = len(result_shape(x.shape, axes, keepdims))
+    return da.reduction(partials, _identity_chunk, aggregate, combine=_deviations_merge,
+                        axis=axes, keepdims=keepdims, dtype=result, split_every=split_every,
+                        concatenate=False, meta=_meta(x, ndim, result))
 
 
 def _mean_of(n, mean, m2):
@@ -475,42 +581,55 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=N
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-        strategy=None, lanes=None, stream=None, where=True, correction=None):
+        strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.var` of a Dask array: each chunk's Welford ``(count, mean,
     M2)`` in one pass, merged across chunks by Chan et al.'s formula (float64), then
-    ``M2 / max(count - ddof, 0)`` as NumPy."""
+    ``M2 / max(count - ddof, 0)`` as NumPy. ``mean=`` (NumPy 2's; a NumPy or Dask
+    array or a number): :func:`_from_mean`."""
     _refuse_where(where, "var")
     ddof = _checked_ddof(ddof, correction, "var")
+    if mean is not None:
+        return _from_mean(x, "var", mean, axis, dtype, keepdims, split_every, strategy,
+                          lanes, out, False, _variance_of(ddof, False, "Degrees of freedom <= 0 for slice", False))
     return _moment_reduction(x, "var", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
                              _variance_of(ddof, False, "Degrees of freedom <= 0 for slice"))
 
 
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-        strategy=None, lanes=None, stream=None, where=True, correction=None):
+        strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.std` of a Dask array: the square root of :func:`var`'s."""
     _refuse_where(where, "std")
     ddof = _checked_ddof(ddof, correction, "std")
+    if mean is not None:
+        return _from_mean(x, "std", mean, axis, dtype, keepdims, split_every, strategy,
+                          lanes, out, False, _variance_of(ddof, True, "Degrees of freedom <= 0 for slice", False))
     return _moment_reduction(x, "std", axis, dtype, keepdims, split_every, strategy, lanes,
                              out, False,
                              _variance_of(ddof, True, "Degrees of freedom <= 0 for slice"))
 
 
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True, correction=None):
+           strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.nanvar` of a Dask array (NaN elements count nothing)."""
     _refuse_where(where, "nanvar")
     ddof = _checked_ddof(ddof, correction, "nanvar")
+    if mean is not None:
+        return _from_mean(x, "nanvar", mean, axis, dtype, keepdims, split_every, strategy,
+                          lanes, out, True, _variance_of(ddof, False, "Degrees of freedom <= 0 for slice.", True))
     return _moment_reduction(x, "nanvar", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
                              _variance_of(ddof, False, "Degrees of freedom <= 0 for slice."))
 
 
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True, correction=None):
+           strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.nanstd` of a Dask array."""
     _refuse_where(where, "nanstd")
     ddof = _checked_ddof(ddof, correction, "nanstd")
+    if mean is not None:
+        return _from_mean(x, "nanstd", mean, axis, dtype, keepdims, split_every, strategy,
+                          lanes, out, True, _variance_of(ddof, True, "Degrees of freedom <= 0 for slice.", True))
     return _moment_reduction(x, "nanstd", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True,
                              _variance_of(ddof, True, "Degrees of freedom <= 0 for slice."))

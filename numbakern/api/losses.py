@@ -40,7 +40,9 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     ``torch.nn.functional.cross_entropy``, with its gradient from the same kernel.
 
     Args:
-        logits: ``(N, C)`` or, as torch, ``(N, C, d1, ..., dk)`` (a class score per
+        logits: ``(N, C)``, torch's unbatched ``(C,)`` (one row, with a 0-d
+            ``target``: every ``reduction`` gives a 0-d loss, ``"none"`` that row's),
+            or, as torch, ``(N, C, d1, ..., dk)`` (a class score per
             position: each ``(n, d1, ..., dk)`` is a row over the ``C`` classes)
             float16, bfloat16, float32 or float64 array (NumPy, CuPy, a torch tensor,
             ...). Computed in float32 (float64 for float64). ``(N, C)``: any strides.
@@ -50,7 +52,8 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
             C-contiguous array is; NumPy input is copied to the device anyway); under
             the simulator only for now: on a GPU a ``ValueError`` (their GPU test
             fails, not yet diagnosed).
-        target: ``(N,)`` (``(N, d1, ..., dk)`` for K-dimensional logits) integer
+        target: ``(N,)`` (``()`` for ``(C,)`` logits, ``(N, d1, ..., dk)`` for
+            K-dimensional logits) integer
             class indices in ``[0, C)``, or ``ignore_index``.
         weight: ``None`` or torch's per-class weights: ``(C,)`` floats (any float
             dtype and kind; read in the compute dtype). Row ``i``'s loss is multiplied
@@ -78,15 +81,16 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
         stream: as the reductions'.
 
     Returns:
-        the loss (a scalar of ``logits``' dtype for ``"mean"``/``"sum"``, ``(N,)``
-        (``(N, d1, ..., dk)``) for ``"none"``), or ``(loss, grad)`` with
+        the loss (a scalar of ``logits``' dtype for ``"mean"``/``"sum"`` and for
+        ``(C,)`` logits, ``(N,)`` (``(N, d1, ..., dk)``) for ``"none"``), or
+        ``(loss, grad)`` with
         ``return_grad`` (``grad``: ``logits``' shape).
 
     Raises:
         IndexError: a target outside ``[0, C)`` that is not ``ignore_index`` (host
             targets checked before the launch; device targets by the kernel, raised
             after it, which costs a synchronisation).
-        ValueError: ``logits`` of fewer than 2 dims or with no class, K-dimensional
+        ValueError: 0-d ``logits`` or ``logits`` with no class, K-dimensional
             device ``logits`` whose axes after the class axis are not one strided
             axis, ``target`` of the wrong
             shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
@@ -101,10 +105,16 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     Source: the fused loss-and-gradient kernels of Liger-Kernel and QuACK; the
     online softmax normalizer of Milakov and Gimelshein (2018).
     """
-    view, kind, shape, dtype, precision = _describe(logits, "logits")
-    if len(shape) < 2:
-        raise ValueError(f"logits must be (N, C) or (N, C, d1, ..., dk) as torch's "
-                         f"(C: the classes), got shape {shape}")
+    try:
+        view, kind, shape, dtype, precision = _describe(logits, "logits")
+    except np.exceptions.AxisError:
+        raise ValueError(f"logits must be (C,), (N, C) or (N, C, d1, ..., dk) as torch's "
+                         f"(C: the classes), got a 0-d array") from None
+    unbatched = len(shape) == 1  # torch's (C,) logits, a 0-d target: one row
+    given = shape
+    if unbatched:
+        view, shape = _one_row(view, kind), (1, *shape)
+        reduction = "sum" if reduction == "none" else reduction  # one row's loss
     N, C = shape[:2]
     positions = shape[2:]  # torch's K-dimensional form: rows at (n, d1, ..., dk)
     rows_per_sample = math.prod(positions)
@@ -116,11 +126,13 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
         raise TypeError(f"ignore_index must be an int, got {ignore_index!r}")
     ignore = int(ignore_index)
-    tv, on_host = _target(target, (N, *positions), C, ignore)
+    tv, on_host = _target(target, () if unbatched else (N, *positions), C, ignore)
+    if unbatched:
+        tv = tv.reshape(1) if on_host else strided(tv, [(1, np.dtype(tv.dtype).itemsize)])
     if grad_out is not None and not return_grad:
         raise ValueError("grad_out is written only with return_grad=True")
     out = bits_like(grad_out, precision, "grad_out", "cross_entropy")  # None: allocated
-    check_out(out, shape, dtype, kind, "cross_entropy", exact=True, arg="grad_out")
+    check_out(out, given, dtype, kind, "cross_entropy", exact=True, arg="grad_out")
     block = _strategies.resolve("block", strategy)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     tc = compute_dtype(precision)
@@ -129,7 +141,8 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     t = workspace.from_host(tv.reshape(-1).astype(np.int64)) if on_host else \
         _flat_target(tv, R)
     w = _weights(weight, C, tc, workspace)
-    grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad)
+    grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad,
+                       unbatched)
     scale = _scale(workspace, t, ignore, tc, reduction, R, w)
     rows = workspace.empty(max(R, 1), tc)
     samples = _samples(x, grad, t, rows, N, C, positions)
@@ -144,7 +157,15 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     loss = _loss(workspace, rows, (N, *positions), tc, dtype, precision, reduction)
     if not return_grad:
         return loss
-    return loss, _deliver(grad, kind, out, workspace)
+    grad = _deliver(grad, kind, out, workspace)
+    return loss, grad.reshape(given) if unbatched and out is None else grad
+
+
+def _one_row(view, kind: str):
+    """A 1-D view as a ``(1, n)`` view of the same memory."""
+    if kind == "numpy":
+        return view[None]
+    return strided(view, [(1, 0), (view.shape[0], view.strides[0])])
 
 
 def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream,
@@ -300,16 +321,17 @@ def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N
     return scale
 
 
-def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool):
-    """The device array the gradient goes to (``out``'s, ``x`` itself when it is
-    ``logits``), or None."""
+def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool,
+                unbatched: bool = False):
+    """The device array the gradient goes to (``out``'s, as one row for
+    ``unbatched`` logits; ``x`` itself when it is ``logits``), or None."""
     if not wanted:
         return None
     if out is None:
         return workspace.empty(shape, dtype)
     if kind == "numpy":
         return x if out is logits else workspace.empty(shape, dtype)
-    return device_view(out)
+    return _one_row(device_view(out), kind) if unbatched else device_view(out)
 
 
 def _loss(workspace, rows, shape: tuple, tc, dtype, precision: str, reduction: str):

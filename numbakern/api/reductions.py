@@ -47,21 +47,23 @@ from numbakern.api._dispatch import dispatch
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, Workspace, as_array_like,
-                                   bits_of, honours_stream, kind_of, resolve_stream)
+                                   bits_of, contiguous_copy, honours_stream, kind_of,
+                                   resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels import bfloat16
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.elementwise import (divide_by_into, divide_into, fold_first_into,
-                                            log_sum_exp_into, nan_where, subtract_into,
-                                            variance_into)
+from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, divide_into,
+                                            fold_first_into, log_sum_exp_into, nan_where,
+                                            squared_deviations_into, subtract_into,
+                                            summed_variance_into, variance_into)
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import flat
+from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
+from numbakern.runtime.views import device_view, flat, host_copy, strided
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -990,7 +992,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
 @replayable
 @honours_stream
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-        stream=None, lanes=None, where=True, correction=None):
+        stream=None, lanes=None, where=True, correction=None, mean=None):
     """Variance along ``axis``, as ``np.var(x, axis, dtype, out, ddof, keepdims)``, in one
     pass: each output reduces Welford's ``(count, mean, M2)`` states, merged by Chan,
     Golub and LeVeque's pairwise formula (1979) under any grid and block strategy
@@ -1006,52 +1008,74 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     elements kept, and ``ddof`` is taken from it. ``correction``: NumPy 2's (the Array
     API's) name for ``ddof``; giving both (``ddof`` other than 0) is a ``ValueError``.
 
+    ``mean``: NumPy 2's precomputed mean, shaped as ``mean(x, axis, keepdims=True)``
+    (or broadcasting to that shape; NumPy, CuPy, a tensor or a number): the variance
+    is then the sum of squared deviations from it, in two passes through numbakern's
+    kernels (an element-wise ``(x - mean) ** 2`` in float64 into an ``x``-sized
+    buffer, then the reduction of ``(sum, count)`` pairs), as NumPy's; the one-pass
+    Welford states cannot take a given mean. Result dtype: NumPy's, that of
+    ``x - mean`` (a float64 ``mean`` makes float32 input's result float64; nanvar's
+    stays ``x``'s, as NumPy's).
+
+    Floating-point errors (NumPy input, whose result is on the host anyway): where
+    NumPy's arithmetic meets an invalid operation (a slice holding an infinity:
+    ``inf - inf``) or an overflow, a ``RuntimeWarning`` ("invalid value encountered
+    in var"; NumPy's names its operation) under ``np.geterr()``, nothing under
+    ``np.errstate(invalid="ignore")``, ``FloatingPointError`` under ``"raise"``.
+    Device input gets the same values without the warning (it would cost a
+    synchronisation).
+
     Raises:
         TypeError: ``x`` not bool/int/uint/float16/32/64; ``dtype`` not a float dtype;
-            ``ddof`` not a real number; a bad ``out``; ``where`` not bool.
-        ValueError: ``ddof`` and ``correction`` both given.
+            ``ddof`` not a real number; a bad ``out``; ``where`` not bool; ``mean`` not
+            real numbers.
+        ValueError: ``ddof`` and ``correction`` both given; ``mean`` that does not
+            broadcast to the keepdims shape (NumPy's broadcasting error; one that
+            NumPy would broadcast into another result shape is refused too).
         numpy.exceptions.AxisError: an ``axis`` out of range.
     """
     ddof = with_correction(ddof, correction)
     return _variance("var", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=False, root=False, where=where)
+                     skip_nan=False, root=False, where=where, mean=mean)
 
 
 @dispatch
 @replayable
 @honours_stream
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-        stream=None, lanes=None, where=True, correction=None):
+        stream=None, lanes=None, where=True, correction=None, mean=None):
     """Standard deviation, as ``np.std``: the square root of :func:`var` (same pass,
-    arguments, dtypes and errors)."""
+    arguments, ``mean=`` included, dtypes, warnings and errors)."""
     ddof = with_correction(ddof, correction)
     return _variance("std", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=False, root=True, where=where)
+                     skip_nan=False, root=True, where=where, mean=mean)
 
 
 @dispatch
 @replayable
 @honours_stream
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-           stream=None, lanes=None, where=True, correction=None):
+           stream=None, lanes=None, where=True, correction=None, mean=None):
     """Variance of the elements that are not NaN, as ``np.nanvar`` (the states of NaN
     elements count nothing); NaN where ``count - ddof <= 0`` (a slice of only NaN
-    included), with NumPy's warning for NumPy input. Otherwise as :func:`var`."""
+    included), with NumPy's warning for NumPy input. Otherwise as :func:`var`
+    (``mean=`` too: the NaN elements of ``x`` count nothing, a NaN ``mean`` makes its
+    slices NaN, as NumPy's)."""
     ddof = with_correction(ddof, correction)
     return _variance("nanvar", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=True, root=False, where=where)
+                     skip_nan=True, root=False, where=where, mean=mean)
 
 
 @dispatch
 @replayable
 @honours_stream
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
-           stream=None, lanes=None, where=True, correction=None):
+           stream=None, lanes=None, where=True, correction=None, mean=None):
     """Standard deviation of the elements that are not NaN, as ``np.nanstd``: the
     square root of :func:`nanvar`."""
     ddof = with_correction(ddof, correction)
     return _variance("nanstd", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
-                     skip_nan=True, root=True, where=where)
+                     skip_nan=True, root=True, where=where, mean=mean)
 
 
 def with_correction(ddof, correction):
@@ -1076,7 +1100,7 @@ def check_ddof(ddof, name: str) -> None:
 
 
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
-              skip_nan: bool, root: bool, where=True):
+              skip_nan: bool, root: bool, where=True, mean=None):
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
@@ -1085,14 +1109,169 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
         raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
     check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
+    mask = _where(where, x.shape, name)
+    warning = "Degrees of freedom <= 0 for slice" + ("." if skip_nan else "")
+    if mean is not None:
+        return _from_mean(name, x, mean, axis, dtype is not None, result, out, ddof,
+                          keepdims, strategy, stream, lanes, skip_nan, root, mask, warning)
 
     def finish(counts, means, m2s, dst, stream):
         variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
 
-    return _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out, strategy,
-                    stream, lanes, finish, ddof,
-                    "Degrees of freedom <= 0 for slice" + ("." if skip_nan else ""),
-                    _where(where, x.shape, name))
+    value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
+                     strategy, stream, lanes, finish, ddof, warning, mask)
+    if kind_of(x) == "numpy":
+        _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
+    return value
+
+
+def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) -> None:
+    """NumPy's floating-point warnings of a variance of host input, found from the
+    host result: an output that is not finite where NumPy's two passes met ``inf -
+    inf`` (its slice holds an infinity, and for var no NaN: NumPy's NaN then warns
+    nothing) or an overflow (a finite slice, enough degrees of freedom, an infinite
+    variance). Only when a result is not finite is ``x`` looked at again, so finite
+    results cost one ``isfinite`` of the outputs."""
+    values = np.asarray(value)
+    if values.dtype.kind != "f" or np.isfinite(values).all():
+        return
+    data = x.bits if isinstance(x, BFloat16Bits) else x
+    if isinstance(x, BFloat16Bits):  # bfloat16 is float32's upper half
+        data = (np.asarray(data).astype(np.uint32) << 16).view(np.float32)
+    data = np.asarray(data)
+    if data.dtype.kind != "f" or (mask is not None and kind_of(mask) != "numpy"):
+        return
+    axes = normalize_axes(axis, data.ndim)
+    kept = True if mask is None else np.broadcast_to(mask, data.shape)
+    infinite = np.isinf(data).any(axis=axes, keepdims=keepdims, where=kept)
+    nan = np.isnan(data)
+    has_nan = nan.any(axis=axes, keepdims=keepdims, where=kept)
+    counted = (~nan if skip_nan else np.ones(data.shape, bool)) & kept
+    dof = counted.sum(axis=axes, keepdims=keepdims) - ddof
+    invalid = infinite if skip_nan else infinite & ~has_nan
+    # (a finite slice whose Welford states overflowed is NaN here, inf in NumPy: README)
+    overflow = ~np.isfinite(values) & ~infinite & ~has_nan & (dof > 0)
+    if invalid.any():
+        numpy_fp_error("invalid", f"invalid value encountered in {name}")
+    if overflow.any():
+        numpy_fp_error("over", f"overflow encountered in {name}")
+
+
+def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdims,
+               strategy, stream, lanes, skip_nan: bool, root: bool, mask, warning: str):
+    """var/std/nanvar/nanstd with NumPy 2's ``mean=``: the squared deviations from it
+    (one element-wise pass into an ``x``-sized float64 buffer), then each output's
+    ``(sum, count)`` (:data:`numbakern.ops.SUM_AND_COUNT`; for the NaN-skipping forms
+    the count of non-NaN elements, :data:`numbakern.ops.SUM_COUNT` over ``x``), then
+    ``sum / (count - ddof)``."""
+    keepdims = check_flag(keepdims, "keepdims")
+    if x.ndim == 0:  # one element: as a 1-D array, the result still 0-d
+        normalize_axes(axis, 0)
+        x, axis, keepdims = _one_element(x), None, False
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, keepdims)
+    given = _given_mean(mean, result_shape(tuple(x.shape), axes, True), name)
+    if not dtype_given and not skip_nan:  # var's: x - mean's (a Python number weak);
+        # nanvar subtracts into x's own dtype
+        result = np.result_type(result, mean if isinstance(mean, (int, float)) else
+                                given.dtype)
+        if result.kind != "f":
+            result = np.dtype(np.float64)
+    grid = _grid(_ops.SUM_AND_COUNT, strategy)
+    check_lanes(lanes, grid.block)
+    kind = kind_of(x)
+    check_out(out, shape, result, kind, name)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(tuple(x.shape), axes)
+    if M * N == 0:
+        if M:
+            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+        return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
+    deviations, flags = _squared_deviations(x, given, workspace, skip_nan)
+    kit = state_kit(_ops.SUM_AND_COUNT, (np.dtype(np.float64), _ops.INDEX_DTYPE))
+    sums, counts = kit.unpack(_reduce(deviations, axes, _ops.SUM_AND_COUNT, kit, grid,
+                                      workspace, lanes, track_index=False, where=mask))
+    if skip_nan:  # the elements counted: x's that are not NaN
+        nan_kit = state_kit(_ops.SUM_COUNT, (np.dtype(np.float64), _ops.INDEX_DTYPE))
+        counts = nan_kit.unpack(_reduce(x, axes, _ops.SUM_COUNT, nan_kit, grid, workspace,
+                                        lanes, track_index=False, where=mask))[1]
+    values = workspace.empty(M, result)
+    summed_variance_into(sums, counts, values, ddof, root, skip_nan, workspace.stream)
+    delivered = deliver(workspace, values, result, shape, out)
+    if kind == "numpy":
+        if (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
+            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+        raised = host_copy(flags, workspace.stream)
+        if raised[INVALID]:
+            numpy_fp_error("invalid", f"invalid value encountered in {name}")
+        if raised[OVERFLOW]:
+            numpy_fp_error("over", f"overflow encountered in {name}")
+    return delivered
+
+
+def _one_element(x):
+    """A 0-d array as a 1-D array of its element (a bfloat16 input's bits too)."""
+    if isinstance(x, BFloat16Bits):
+        return type(x)(x.bits.reshape(1))
+    return x.reshape(1)
+
+
+def _given_mean(mean, kept_shape: tuple, name: str):
+    """NumPy 2's ``mean=`` checked: real numbers whose shape broadcasts to the result's
+    shape with ``keepdims=True``; an array object (a number as a 0-d NumPy array)."""
+    if isinstance(mean, BFloat16Bits):
+        raise TypeError(f"{name}: mean must hold real numbers, got bfloat16 bits")
+    given = as_array_like(mean)
+    dtype = np.dtype(given.dtype)
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name}: mean must hold real numbers (bool, integers or floats), "
+                        f"got dtype {dtype}")
+    shape = tuple(given.shape)
+    try:
+        fits = len(shape) <= len(kept_shape) and \
+            np.broadcast_shapes(shape, kept_shape) == kept_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name}: mean of shape {shape} does not broadcast to "
+                         f"{kept_shape}, the shape of x's mean with keepdims=True")
+    return given
+
+
+def _squared_deviations(x, given, workspace: Workspace, skip_nan: bool) -> tuple:
+    """``(deviations, flags)``: ``(x - mean) ** 2`` in float64, a C-contiguous device
+    array of ``x``'s shape (0 where a NaN-skipping form skips ``x``'s NaN), and the
+    kernel's invalid and overflow flags."""
+    bits, widened = bits_of(x)
+    shape = tuple(x.shape)
+    elements = _c_order(bits, workspace)
+    mean = _c_order(given, workspace)
+    pad = len(shape) - given.ndim
+    mean_shape = (1,) * pad + tuple(given.shape)
+    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
+    mean_mults = [math.prod(mean_shape[a + 1:]) for a in range(len(shape))]
+    dims = [(n, mults[a], 0 if mean_shape[a] == 1 else mean_mults[a])
+            for a, n in enumerate(shape)] or [(1, 1, 0)]
+    deviations = workspace.empty(shape, np.float64)
+    flags = workspace.from_host(np.zeros(2, np.int32))
+    squared_deviations_into(elements, mean, workspace.from_host(np.array(dims, np.int64)),
+                            flat(deviations, "deviations") if shape else deviations, flags,
+                            skip_nan, widened, workspace.stream)
+    return deviations, flags
+
+
+def _c_order(a, workspace: Workspace):
+    """``a``'s elements in C order as a 1-D device array: NumPy arrays uploaded,
+    C-contiguous device arrays viewed in place, others copied."""
+    n = math.prod(a.shape) or 1
+    if kind_of(a) == "numpy":
+        return workspace.from_host(np.ascontiguousarray(a).reshape(-1))
+    view = device_view(a)
+    try:
+        flat(view, "x")
+    except ValueError:
+        view = contiguous_copy(a, view, workspace.stream)
+    return strided(view, [(n, np.dtype(a.dtype).itemsize)])
 
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
@@ -1151,6 +1330,40 @@ def moments(x, axis=None, *, skip_nan: bool = False, strategy=None, lanes=None) 
     kit = state_kit(op, _ops.MOMENT_DTYPES)
     fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False))
     return tuple(deliver(workspace, f, d, shape, None) for f, d in zip(fields, kit.dtypes))
+
+
+def deviation_sums(x, mean, axis=None, *, skip_nan: bool = False, strategy=None,
+                   lanes=None) -> tuple:
+    """``(count, sum of (x - mean) ** 2)`` of each slice of ``x`` along ``axis`` (kept
+    as length 1; int64 and float64, in ``x``'s array kind): the two passes that
+    :func:`var` with ``mean=`` finishes, for a caller that adds them further (the Dask
+    forms add each chunk's). ``mean``: broadcasting to the keepdims shape.
+    ``skip_nan``: NaN elements of ``x`` count nothing. A slice of no elements has count
+    0 and sum 0."""
+    x = as_array_like(x)
+    _ops.NAN_MOMENTS.check_dtype(np.dtype(x.dtype), "x of dtype", "deviation_sums")
+    if x.ndim == 0:
+        x, axis = _one_element(x), None
+    axes = normalize_axes(axis, x.ndim)
+    shape = result_shape(tuple(x.shape), axes, True)
+    given = _given_mean(mean, shape, "deviation_sums")
+    grid = _grid(_ops.SUM_AND_COUNT, strategy)
+    check_lanes(lanes, grid.block)
+    workspace = Workspace(kind_of(x), resolve_stream(None, kind_of(x)))
+    M, N = _extents(tuple(x.shape), axes)
+    if M * N == 0:
+        return (deliver_host(workspace, np.zeros(shape, np.int64), None),
+                deliver_host(workspace, np.zeros(shape), None))
+    deviations, _ = _squared_deviations(x, given, workspace, skip_nan)
+    kit = state_kit(_ops.SUM_AND_COUNT, (np.dtype(np.float64), _ops.INDEX_DTYPE))
+    sums, counts = kit.unpack(_reduce(deviations, axes, _ops.SUM_AND_COUNT, kit, grid,
+                                      workspace, lanes, track_index=False))
+    if skip_nan:
+        nan_kit = state_kit(_ops.SUM_COUNT, (np.dtype(np.float64), _ops.INDEX_DTYPE))
+        counts = nan_kit.unpack(_reduce(x, axes, _ops.SUM_COUNT, nan_kit, grid, workspace,
+                                        lanes, track_index=False))[1]
+    return (deliver(workspace, counts, _ops.INDEX_DTYPE, shape, None),
+            deliver(workspace, sums, np.dtype(np.float64), shape, None))
 
 
 def _out_pair(out) -> tuple:

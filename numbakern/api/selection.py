@@ -50,7 +50,7 @@ from numbakern.kernels.order_stats import (
     TAKE,
     order_stats_into,
 )
-from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
 from numbakern.runtime.views import host_copy, view_as
 
 _METHOD_NAMES = tuple(METHODS)
@@ -347,15 +347,10 @@ def _floating_point_errors(flags, name: str, workspace) -> None:
     (``"invalid value encountered in median"``) under the default ``"warn"``, nothing
     under ``"ignore"``, ``FloatingPointError`` under ``"raise"``."""
     workspace.stream.synchronize()
-    modes = np.geterr()
     for slot, kind, message in ((INVALID, "invalid", "invalid value"),
                                 (OVERFLOW, "over", "overflow")):
-        if not flags[slot] or modes[kind] == "ignore":
-            continue
-        text = f"{message} encountered in {name}"
-        if modes[kind] == "raise":
-            raise FloatingPointError(text)
-        warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())
+        if flags[slot]:
+            numpy_fp_error(kind, f"{message} encountered in {name}")
 
 
 def _read(values, qs, code: int, m: int, n: int, skipping: bool, result, workspace):

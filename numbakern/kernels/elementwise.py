@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import cuda, float64, from_dtype, int64
 
+from numbakern.kernels.bfloat16 import widen
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import launch
@@ -236,3 +237,95 @@ def gather_into(src, index, dst, stream) -> None:
     """``dst[i] = src[index[i]]`` (1-D arrays; ``index`` and ``dst`` of one length,
     every index in range: the caller's to ensure)."""
     launch(_gather, grid_for(dst.shape[0]), THREADS, stream, src, index, dst)
+
+
+INVALID, OVERFLOW = range(2)  # the slots of a flags array: NumPy's floating-point errors
+
+
+def squared_deviations_into(x, mean, dims, dst, flags, skip_nan: bool, widened: bool,
+                            stream) -> None:
+    """``dst[i] = (x[i] - mean[j]) ** 2`` in float64, ``j`` the element of ``mean``
+    that NumPy's broadcasting pairs with element ``i`` of ``x``: a variance's squared
+    deviations from a given mean (``np.var(x, mean=m)``'s first pass).
+
+    Args:
+        x: 1-D device array, the input's elements in C order (bfloat16 bits for
+            ``widened``, read as the float32 they mean).
+        mean: 1-D device array, the mean's elements in C order (any real dtype).
+        dims: ``(ndim, 3)`` int64 device array, one row per axis of ``x``: its extent,
+            its C-order multiplier in ``x`` and the mean's element stride along it (0
+            where the mean broadcasts).
+        dst: 1-D float64 device array of ``x``'s size.
+        flags: 1-D int32 device array of 2 zeros: ``flags[INVALID]`` set where a
+            deviation is NaN from operands that are not (``inf - inf``),
+            ``flags[OVERFLOW]`` where its square overflows: NumPy's warnings.
+        skip_nan: NaN elements of ``x`` give 0 (nanvar's: they count nothing).
+    """
+    key = ("squared_deviations", np.dtype(x.dtype).str, np.dtype(mean.dtype).str,
+           bool(skip_nan), bool(widened), device_key())
+    kernel = cached(key, lambda: _build_squared_deviations(bool(skip_nan), bool(widened)))
+    launch(kernel, grid_for(dst.shape[0]), THREADS, stream, x, mean, dims, dst, flags)
+
+
+@cuda.jit(device=True)
+def _as_is(v):
+    return v
+
+
+def _build_squared_deviations(skip_nan: bool, widened: bool):
+    read = widen if widened else _as_is  # bfloat16 bits as the float32 they mean
+
+    @cuda.jit
+    def squared_deviations(x, mean, dims, dst, flags):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < dst.shape[0]:
+            j = int64(0)
+            for a in range(dims.shape[0]):  # the broadcast mean element of x[i]
+                j += ((i // dims[a, 1]) % dims[a, 0]) * dims[a, 2]
+            v = float64(read(x[i]))
+            m = float64(mean[j])
+            if skip_nan and math.isnan(v):
+                dst[i] = 0.0
+            else:
+                d = v - m
+                if math.isnan(d) and not (math.isnan(v) or math.isnan(m)):
+                    flags[INVALID] = 1
+                s = d * d
+                if math.isinf(s) and not math.isinf(d):
+                    flags[OVERFLOW] = 1
+                dst[i] = s
+            i += step
+
+    return squared_deviations
+
+
+@functools.lru_cache(maxsize=None)
+def _summed_variancer(root: bool, skip_nan: bool):
+    @cuda.jit
+    def variance(sums, counts, dst, ddof):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < dst.shape[0]:
+            dof = float64(counts[i]) - ddof
+            s = sums[i]
+            if dof > 0:
+                v = s / dof
+            elif skip_nan or not s > 0:  # NumPy: nanvar NaN; var s / 0, inf or NaN
+                v = math.nan
+            else:
+                v = math.inf
+            dst[i] = math.sqrt(v) if root else v
+            i += step
+
+    return variance
+
+
+def summed_variance_into(sums, counts, dst, ddof: float, root: bool, skip_nan: bool,
+                         stream) -> None:
+    """``dst[i] = sums[i] / (counts[i] - ddof)`` (its square root for ``root``): a
+    variance from each output's sum of squared deviations; where ``count - ddof <= 0``
+    NumPy's values, ``sum / 0`` for ``var`` (inf, or NaN for 0) and NaN for
+    ``nanvar`` (``skip_nan``)."""
+    launch(_summed_variancer(bool(root), bool(skip_nan)), grid_for(dst.shape[0]), THREADS,
+           stream, sums, counts, dst, float(ddof))

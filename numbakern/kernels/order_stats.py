@@ -11,8 +11,12 @@ as ``numpy.lib._function_base_impl._lerp`` does:
 * ``d = b - a``, then ``a + d * t`` for ``t < 0.5`` and ``b - d * (1 - t)`` otherwise
   (exact at both ends; ``d`` is NaN where ``a`` and ``b`` are the same infinity, as
   NumPy's);
-* the median is NumPy's ``mean`` of the middle one or two: ``(a + b) / 2`` in the
-  mean's accumulator (float32 for float16 and float32, float64 otherwise).
+* a virtual index at or past the last element reads it twice with NumPy's weight
+  there (``_get_indexes`` puts index -1: weight ``v + 1``), so even the sign of a zero
+  is NumPy's (the 0.5 quantile of ``[-0.0]`` is -0.0);
+* the median is NumPy's ``mean`` of the middle one or two: ``(0.0 + a + b) / 2`` in
+  the mean's accumulator (float32 for float16 and float32, float64 otherwise); the sum
+  starts from +0.0 as ``np.add.reduce``'s, so the median of ``[-0.0]`` is +0.0.
 
 NumPy warns (``RuntimeWarning``) when that arithmetic meets an IEEE invalid operation
 (``inf - inf``, ``inf * 0``: the median of ``[-inf, inf]``) or an overflow; the kernel
@@ -150,9 +154,11 @@ def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
 
     @cuda.jit(device=True)
     def middle(a_, b_, lo, hi, flags):
+        # NumPy's mean sums from +0.0 (np.add.reduce's identity), so the median of
+        # -0.0s is +0.0, as np.median's
+        a = ct(0.0) + ct(widen(a_))
         if lo == hi:
-            return ct(widen(a_))
-        a = ct(widen(a_))
+            return a
         b = ct(widen(b_))
         s = a + b
         check(flags, s, a, b)
@@ -209,7 +215,10 @@ def _locator(method: int, vt):
             if midpoint:
                 v = 0.5 * (float64(math.floor(v)) + float64(math.ceil(v)))
             if v >= float64(count - 1):
-                return count - 1, count - 1, float64(0.0)
+                # NumPy reads the last element as index -1 with weight v - (-1) (0 for
+                # midpoint's whole index): its lerp then takes b - d * (1 - t), where d
+                # is 0 or NaN; only a zero's sign tells it apart from a + d * 0
+                return count - 1, count - 1, float64(0.0) if midpoint else v + 1.0
             lo = int64(math.floor(v))
             t = v - float64(lo)
             if midpoint:

@@ -37,3 +37,21 @@ def _module(frame) -> str:
     if name == "__main__" and spec is not None:
         return spec.name
     return name
+
+
+def numpy_fp_error(kind: str, text: str) -> None:
+    """NumPy's floating-point error ``kind`` (``"invalid"``, ``"over"``, ``"divide"``)
+    handled as ``np.geterr()`` says, as NumPy's own arithmetic would: a
+    ``RuntimeWarning`` saying ``text`` under ``"warn"`` (the default), nothing under
+    ``"ignore"``, ``FloatingPointError`` under ``"raise"`` (``"print"``, ``"log"`` and
+    ``"call"`` warn)."""
+    import warnings
+
+    import numpy as np
+
+    mode = np.geterr()[kind]
+    if mode == "ignore":
+        return
+    if mode == "raise":
+        raise FloatingPointError(text)
+    warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())

@@ -103,6 +103,45 @@ def test_tensors_of_every_float_dtype(dtype):
     assert nk.cross_entropy(x, t, return_grad=True, grad_out=out)[1] is out
 
 
+@pytest.mark.parametrize("classes", [1, 33])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_unbatched_logits_take_a_0d_target_as_torch(classes, reduction):
+    x = RNG.standard_normal(classes) * 3
+    w = RNG.uniform(0.5, 2.0, classes)
+    for t, weight, eps in ((classes - 1, None, 0.0), (0, w, 0.1), (-100, w, 0.0),
+                           (-100, None, 0.1)):
+        loss, grad = nk.cross_entropy(x, np.array(t), weight=weight, label_smoothing=eps,
+                                      reduction=reduction, return_grad=True)
+        xr = torch.from_numpy(x).requires_grad_(True)
+        ref = F.cross_entropy(xr, torch.tensor(t), reduction=reduction, label_smoothing=eps,
+                              weight=None if weight is None else torch.from_numpy(weight))
+        ref.backward()
+        assert np.shape(loss) == () and np.asarray(loss).dtype == np.float64
+        np.testing.assert_allclose(loss, ref.detach().numpy(), rtol=1e-12, atol=1e-14)
+        assert grad.shape == (classes,)
+        np.testing.assert_allclose(grad, xr.grad.numpy(), rtol=1e-12, atol=1e-14)
+    xt = torch.from_numpy(x).float()  # tensors in, tensors out; the gradient in place
+    out = torch.empty_like(xt)
+    loss, grad = nk.cross_entropy(xt, torch.tensor(0), reduction=reduction,
+                                  return_grad=True, grad_out=out)
+    assert grad is out and isinstance(loss, torch.Tensor) and loss.shape == ()
+    xr = xt.clone().requires_grad_(True)
+    ref = F.cross_entropy(xr, torch.tensor(0), reduction=reduction)
+    ref.backward()
+    torch.testing.assert_close(loss, ref.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, xr.grad, rtol=1e-5, atol=1e-6)
+    device = cuda.to_device(x)
+    loss, grad = nk.cross_entropy(device, cuda.to_device(np.array(0)), return_grad=True,
+                                  grad_out=device, reduction=reduction)
+    assert grad is device
+    xr = torch.from_numpy(x).requires_grad_(True)
+    F.cross_entropy(xr, torch.tensor(0), reduction=reduction).backward()
+    np.testing.assert_allclose(device.copy_to_host(), xr.grad.numpy(), rtol=1e-12,
+                               atol=1e-14)
+    with pytest.raises(IndexError, match=f"out of bounds for {classes} classes"):
+        nk.cross_entropy(x, np.array(classes))
+
+
 def test_bad_input_is_named():
     x, t = case(3, 10)
     with pytest.raises(IndexError, match="target 10 of row 1 is out of bounds for 10"):
@@ -115,8 +154,10 @@ def test_bad_input_is_named():
         nk.cross_entropy(x, np.array([0, 1]))
     with pytest.raises(TypeError, match="target must hold integer"):
         nk.cross_entropy(x, np.array([0.0, 1.0, 2.0]))
-    with pytest.raises(ValueError, match=r"logits must be \(N, C\) or \(N, C, d1"):
-        nk.cross_entropy(x[0], t)
+    with pytest.raises(ValueError, match=r"logits must be \(C,\), \(N, C\) or \(N, C, d1"):
+        nk.cross_entropy(x[0, 0], t)
+    with pytest.raises(ValueError, match=r"target must have shape \(\)"):
+        nk.cross_entropy(x[0], t)  # unbatched (C,) logits: a 0-d target
     with pytest.raises(ValueError, match=r"target must have shape \(1, 10\)"):
         nk.cross_entropy(x[None], t)  # K-dimensional logits: (N, d1) targets
     with pytest.raises(ValueError, match="reduction must be one of"):

@@ -34,3 +34,25 @@ def test_weighted_and_k_dimensional_match_torch(torch, dtype, tol, shape):
             assert grad.data_ptr() == work.data_ptr() and grad.shape == x.shape
             torch.testing.assert_close(loss.float(), ref.detach(), rtol=tol, atol=tol)
             torch.testing.assert_close(grad.float(), ref_x.grad, rtol=tol, atol=tol * 1e-2)
+
+
+@pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("bfloat16", 2e-2)])
+def test_unbatched_logits_match_torch(torch, dtype, tol):
+    """torch's (C,) logits with a 0-d target: one row viewed in place on the device
+    (a strided view, the target's too), the gradient written over the logits."""
+    F = torch.nn.functional
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(50257, device="cuda", generator=g).to(getattr(torch, dtype))
+    t = torch.tensor(123, device="cuda")
+    for reduction in ("mean", "sum", "none"):
+        ref_x = x.float().clone().requires_grad_(True)
+        ref = F.cross_entropy(ref_x, t, reduction=reduction, label_smoothing=0.1)
+        ref.backward()
+        work = x.clone()
+        loss, grad = nk.cross_entropy(work, t, reduction=reduction, label_smoothing=0.1,
+                                      return_grad=True, grad_out=work)
+        assert loss.shape == () and loss.is_cuda and grad is work
+        torch.testing.assert_close(loss.float(), ref.detach(), rtol=tol, atol=tol)
+        torch.testing.assert_close(grad.float(), ref_x.grad, rtol=tol, atol=tol * 1e-2)
+        loss, grad = nk.cross_entropy(x, t, reduction=reduction, return_grad=True)
+        assert grad.shape == x.shape and grad.dtype == x.dtype

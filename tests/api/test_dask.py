@@ -515,3 +515,48 @@ def test_variance_takes_numpys_correction():
     _check(nk.std(lazy, axis=1, correction=1), np.std(x, axis=1, correction=1), rtol=1e-12)
     with pytest.raises(ValueError, match="ddof and correction"):
         nk.var(lazy, ddof=1, correction=1)
+
+
+def test_bfloat16_chunks_compute_as_the_numpy_forms():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    x = np.random.default_rng(4).standard_normal((3, 10)).astype(bf16)
+    x[1, 3] = np.nan
+    lazy = da.from_array(x, chunks=(2, 4))
+    assert nk.sum(da.from_array(np.ones(8, bf16), chunks=4)).compute() == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, kw in (("sum", {"axis": 1}), ("mean", {}), ("nanvar", {"axis": 1}),
+                         ("std", {"axis": 0, "ddof": 1}), ("argmax", {"axis": 1}),
+                         ("max_with_indices", {"axis": 1}), ("cumsum", {"axis": 1}),
+                         ("log_softmax", {"axis": 1}), ("nanmax", {"axis": 0}),
+                         ("count_nonzero", {"axis": 1}), ("sum", {"dtype": np.float64}),
+                         ("mean", {"axis": 1, "dtype": bf16})):
+            got = getattr(nk, name)(lazy, **kw)
+            want = getattr(nk, name)(x, **kw)
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                assert g.dtype == np.asarray(w).dtype, (name, kw, g.dtype)
+                np.testing.assert_allclose(np.asarray(g.compute(), np.float64),
+                                           np.asarray(w, np.float64), rtol=2 ** -7,
+                                           atol=1e-6, err_msg=f"{name} {kw}")
+    for x_ in (x, lazy):  # a refused dtype is named as the caller gave it
+        with pytest.raises(TypeError, match="xor_sum: x has dtype bfloat16"):
+            nk.xor_sum(x_)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+def test_variance_takes_numpys_mean(name):
+    x = np.random.default_rng(10).standard_normal((6, 40)) * 3 + 50
+    x[1, 4] = np.nan
+    lazy = da.from_array(x, chunks=(4, 15))
+    fn, ref = getattr(nk, name), getattr(np, name)
+    for axis in (None, 1):
+        m = np.nanmean(x, axis=axis, keepdims=True)
+        for given in (m, da.from_array(m)):  # a NumPy or a Dask mean
+            _check(fn(lazy, axis=axis, mean=given, ddof=1), ref(x, axis=axis, mean=m, ddof=1),
+                   rtol=1e-12)
+    _check(fn(lazy, axis=0, mean=50.0, keepdims=True),
+           ref(x, axis=0, mean=50.0, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"mean of shape \(6,\) does not broadcast"):
+        fn(lazy, axis=1, mean=np.ones(6))

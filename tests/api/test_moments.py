@@ -157,3 +157,109 @@ def test_correction_is_numpys_name_for_ddof(name):
         np.testing.assert_allclose(fn(x, axis=1, **kw), ref(x, axis=1, **kw), rtol=1e-12)
     with pytest.raises(ValueError, match="ddof and correction can't be provided"):
         fn(x, ddof=1, correction=1)
+
+
+def _runtime_warnings(fn, *args, **kw):
+    """``(result, whether fn warned RuntimeWarning)``."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = fn(*args, **kw)
+    return got, any(issubclass(w.category, RuntimeWarning) for w in seen)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_mean_keyword_as_numpys(name):
+    fn, ref = getattr(nk, name), FUNCTIONS[name]
+    x = _data((3, 4, 33), seed=7)
+    x[0, 1, 2] = np.nan
+    x[2, 0] = np.nan  # an all-NaN slice along axis 2
+    mask = np.random.default_rng(8).random((4, 33)) > 0.3
+    for axis, kw in ((None, {}), (0, {"ddof": 1}), (2, {"keepdims": True}), ((0, 2), {})):
+        _check(name, x, axis=axis, mean=np.nanmean(x, axis=axis, keepdims=True), **kw)
+    _check(name, x, axis=2, mean=np.nanmean(x, axis=2, keepdims=True), where=mask)
+    for m in (np.float64(100.0), 100, np.full((1, 1, 33), 99.0), np.full(33, 101.0),
+              np.where(np.arange(3) == 2, np.nan, 100.0)[:, None, None]):  # NaN mean: NaN
+        _check(name, x, axis=1, mean=m)
+    for n in (1, 32, 33, 129):  # around warp and block sizes
+        y = _data((2, n), seed=n)
+        _check(name, y, axis=1, mean=y.mean(axis=1, keepdims=True) + 0.5)
+    x32 = x.astype(np.float32)  # var's dtype is x - mean's: float64 here
+    _check(name, x32, axis=2, mean=np.nanmean(x, axis=2, keepdims=True))
+    _check(name, x32, axis=2, mean=100.0)
+    xi = np.arange(24).reshape(4, 6) % 5
+    _check(name, xi, axis=1, mean=xi.mean(axis=1, keepdims=True))
+    _check(name, np.float64(3.0), mean=2.5)  # 0-d
+    with pytest.raises(ValueError, match=r"mean of shape \(4,\) does not broadcast to "
+                                         r"\(3, 4, 1\)"):
+        fn(x, axis=2, mean=np.ones(4))  # NumPy: ValueError too (its broadcasting)
+    with pytest.raises(ValueError):
+        ref(x, axis=2, mean=np.ones(4))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        fn(x, axis=2, mean=np.ones((1, 1, 3, 5, 1)))
+    with pytest.raises(TypeError, match="mean must hold real numbers"):
+        fn(x, axis=2, mean="a")
+    with pytest.raises(TypeError, match="mean must hold real numbers"):
+        fn(x, axis=2, mean=np.ones((3, 4, 1), np.complex128))
+
+
+def test_mean_keyword_on_device_arrays_and_tensors():
+    torch = pytest.importorskip("torch")
+    x = _data((4, 37), np.float32, seed=11)
+    m = x.mean(axis=1, keepdims=True)
+    want = np.std(x, axis=1, mean=m)
+    got = nk.std(cuda.to_device(x), axis=1, mean=cuda.to_device(m))
+    np.testing.assert_allclose(got.copy_to_host(), want, rtol=1e-5)
+    strided = cuda.to_device(np.asfortranarray(x))  # not C-contiguous: copied first
+    got = nk.nanvar(strided, axis=0, mean=cuda.to_device(x.mean(axis=0, keepdims=True)))
+    np.testing.assert_allclose(got.copy_to_host(),
+                               np.nanvar(x, axis=0, mean=x.mean(axis=0, keepdims=True)),
+                               rtol=1e-5)
+    t = torch.from_numpy(x)
+    got = nk.var(t, 1, mean=torch.from_numpy(m))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    np.testing.assert_allclose(got.numpy(), np.var(x, axis=1, mean=m), rtol=1e-5)
+    b = t.to(torch.bfloat16)  # read as float32, rounded back to bfloat16
+    got = nk.var(b, axis=1, mean=b.float().mean(dim=1, keepdim=True))
+    assert got.dtype == torch.bfloat16
+    wide = b.float().numpy()
+    np.testing.assert_allclose(got.float().numpy(),
+                               np.var(wide, axis=1, mean=wide.mean(axis=1, keepdims=True)),
+                               rtol=2 ** -7)
+
+
+INFINITE = [([1.0, np.inf], {}), ([np.inf, -np.inf], {}), ([np.inf], {}),
+            ([np.inf, np.nan], {}), ([1.0, np.inf, np.nan], {}), ([1.0, 2.0], {}),
+            ([[1.0, np.inf], [1.0, 2.0]], {"axis": 1}), ([[1.0, np.inf], [1.0, 2.0]], {"axis": 0}),
+            ([1.0, np.inf], {"where": np.array([True, False])}),
+            ([3e38, -3e38], {"dtype": np.float32}), ([1e300, -1e300], {"mean": 0.0}),
+            ([1.0, np.inf], {"mean": np.array([1.0])}),
+            ([1.0, np.inf], {"mean": np.array([np.inf])})]
+
+
+@pytest.mark.parametrize("name", ["var", "nanvar", "nanstd"])
+@pytest.mark.parametrize("values, kw", INFINITE)
+def test_special_values_warn_as_numpy(name, values, kw):
+    kw = dict(kw)
+    x = np.array(values, kw.pop("dtype", np.float64))
+    if name == "nanstd" and x.dtype == np.float32:
+        pytest.skip("float64 accumulation: the root of 9e76 is float32's 3e38, where "
+                    "NumPy's float32 square overflows (README)")
+    want, numpy_warns = _runtime_warnings(FUNCTIONS[name], x, **kw)
+    got, warns = _runtime_warnings(getattr(nk, name), x, **kw)
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    assert warns == numpy_warns, (name, values, kw)
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert not _runtime_warnings(getattr(nk, name), x, **kw)[1]
+    if numpy_warns:
+        with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+            getattr(nk, name)(x, **kw)
+
+
+def test_device_input_gets_the_values_without_the_warning():
+    x = np.array([[1.0, np.inf, 2.0], [1.0, 2.0, 4.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no synchronisation to find them
+        got = nk.var(cuda.to_device(x), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(got.copy_to_host(), np.var(x, axis=1))

@@ -59,3 +59,33 @@ def test_logsumexp_past_2_28(cp, big):
     got_rows = nk.logsumexp(x[: 32768 * 4096].reshape(32768, 4096), axis=1)
     assert bool(cp.all(cp.abs(got_rows.astype(cp.float64) - want_rows)
                        <= EPS * (4 + 2 * cp.abs(want_rows))))
+
+
+def test_mean_keyword_on_cupy_and_torch_cuda(cp):
+    """NumPy 2's ``mean=``: the squared-deviation kernel (any x layout, a broadcast
+    mean, bfloat16 bits widened) and the (sum, count) reduction, compiled for the GPU;
+    device input gets no floating-point warning (no synchronisation)."""
+    import warnings
+
+    rng = cp.random.default_rng(1)
+    x = (100 + rng.standard_normal((64, 4099), dtype=cp.float32)).astype(cp.float32)
+    m = x.mean(axis=1, keepdims=True)
+    for name in ("var", "std", "nanvar", "nanstd"):
+        got = getattr(nk, name)(x, axis=1, mean=m, ddof=1)
+        want = getattr(cp, name)(x.astype(cp.float64), axis=1, ddof=1)
+        assert isinstance(got, cp.ndarray)
+        cp.testing.assert_allclose(got, want, rtol=1e-5)
+    got = nk.var(x.T, axis=0, mean=m.T)  # a transposed x: copied to C order first
+    cp.testing.assert_allclose(got, x.astype(cp.float64).var(axis=1), rtol=1e-5)
+    y = x.copy()
+    y[3, 7] = cp.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cp.isnan(nk.var(y, axis=1)[3])
+    torch = pytest.importorskip("torch")
+    t = torch.as_tensor(x, device="cuda").to(torch.bfloat16)
+    got = nk.var(t, axis=1, mean=t.float().mean(dim=1, keepdim=True))
+    assert got.dtype == torch.bfloat16 and got.is_cuda
+    wide = t.float()
+    torch.testing.assert_close(got.float(), wide.var(dim=1, unbiased=False),
+                               rtol=2 ** -7, atol=0)

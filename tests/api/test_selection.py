@@ -294,6 +294,40 @@ def test_quantile_infinities_and_ties():
         same(nk.quantile(x, q, axis=1), expected)
 
 
+def same_signs(got, expected):
+    """``same``, and every zero with NumPy's sign (``same`` takes -0.0 == 0.0)."""
+    same(got, expected)
+    np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(expected))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_signed_zeros_as_numpy(dtype):
+    # Zero signs follow NumPy's arithmetic: its median is a mean whose sum starts from
+    # +0.0 (median of [-0.0] is 0.0), its quantile's lerp reads a virtual index at or
+    # past the end as index -1 with weight v + 1 (the 0.5 quantile of [-0.0] is -0.0)
+    # (no row holds both zeros: where -0.0 and 0.0 fall among equal keys is np.partition's
+    # choice, unspecified)
+    rng = np.random.default_rng(23)
+    pool = np.array([-0.0, -0.0, np.nan, 1.5, -np.inf, np.inf], dtype)
+    q = [0.0, 0.3, 0.5, 0.75, 1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf, as NumPy's
+        for n in (1, 2, 3, 4, 33):
+            x = rng.choice(pool, (24, n))
+            x[:4] = -0.0  # zeros only
+            x[4:8] = 0.0
+            for fn in ("median", "nanmedian"):
+                same_signs(getattr(nk, fn)(x, axis=1), getattr(np, fn)(x, axis=1))
+            for method in ("linear", "midpoint", "lower", "nearest"):
+                for fn in ("quantile", "nanquantile"):
+                    same_signs(getattr(nk, fn)(x, q, axis=1, method=method),
+                               getattr(np, fn)(x, q, axis=1, method=method))
+            same_signs(nk.percentile(x, 50, axis=1), np.percentile(x, 50, axis=1))
+        for fn in ("median", "nanmedian", "mean", "sum"):
+            same_signs(getattr(nk, fn)(np.array([-0.0], dtype)),
+                       getattr(np, fn)(np.array([-0.0], dtype)))
+
+
 def test_quantile_of_bool_as_numpy():
     x = np.array([True, False, True, True])
     same(nk.quantile(x, 1), np.quantile(x, 1))
