@@ -334,7 +334,10 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
     uint64; float16 stays float16 but accumulates in float32), or ``dtype``. The sum
-    of no elements is 0.
+    of no elements is 0. Host input warns NumPy's floating-point errors under
+    ``np.geterr()`` (``inf + -inf`` where a slice holds both infinities and no NaN; an
+    overflow), found from the host result (``nansum``, ``mean``, ``nanmean`` too);
+    device input gets the values without them.
 
     Args:
         x, axis, dtype, out, keepdims: as ``np.sum``.
@@ -370,8 +373,10 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
             ``where`` on ``max``/``min`` without ``initial`` (NumPy's message);
             :class:`~numbakern.AxisError` for a bad ``axis``.
     """
-    return _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+    value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                 initial=initial, where=where)
+    _sum_special_values("sum", x, value, axis, keepdims, where, False, initial)
+    return value
 
 
 @dispatch
@@ -406,9 +411,11 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if mask is not None:
         _ops.SUM.check_dtype(in_dtype)
         acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
-        return _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
-                        axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                        "Mean of empty slice", mask)
+        value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
+                         axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
+                         "Mean of empty slice", mask)
+        _sum_special_values("mean", x, value, axis, keepdims, where, False)
+        return value
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes)
     kind = kind_of(x)
@@ -423,7 +430,9 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if kind == "numpy":
         with np.errstate(invalid="ignore"):
             value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
-        return deliver_host(workspace, value.astype(result), out)
+        value = deliver_host(workspace, value.astype(result), out)
+        _sum_special_values("mean", x, value, axis, keepdims, True, False)
+        return value
     src = flat(total, "the sum")
     if out is not None:  # divided straight into it: no copy of the means
         divide_into(src, flat(out), count, workspace.stream)
@@ -664,8 +673,10 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
     """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
     no elements: 0). Arguments, result dtype and errors as :func:`sum`.
     """
-    return _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+    value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                 initial=initial, where=where)
+    _sum_special_values("nansum", x, value, axis, keepdims, where, True, initial)
+    return value
 
 
 @dispatch
@@ -983,9 +994,12 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     result = np.dtype(dtype if dtype is not None else
                       np.float64 if in_dtype.kind in "biu" else in_dtype)
     acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
-    return _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
-                    keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                    "Mean of empty slice", _where(where, x.shape, "nanmean"))
+    value = _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
+                     keepdims, out, strategy, stream, lanes, divide_by_into, 0,
+                     "Mean of empty slice", _where(where, x.shape, "nanmean"))
+    if kind_of(x) == "numpy":
+        _sum_special_values("nanmean", x, value, axis, keepdims, where, True)
+    return value
 
 
 @dispatch
@@ -1135,14 +1149,11 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
     values = np.asarray(value)
     if values.dtype.kind != "f" or np.isfinite(values).all():
         return
-    data = x.bits if isinstance(x, BFloat16Bits) else x
-    if isinstance(x, BFloat16Bits):  # bfloat16 is float32's upper half
-        data = (np.asarray(data).astype(np.uint32) << 16).view(np.float32)
-    data = np.asarray(data)
-    if data.dtype.kind != "f" or (mask is not None and kind_of(mask) != "numpy"):
+    found = _host_floats(x, mask)
+    if found is None:
         return
+    data, kept = found
     axes = normalize_axes(axis, data.ndim)
-    kept = True if mask is None else np.broadcast_to(mask, data.shape)
     infinite = np.isinf(data).any(axis=axes, keepdims=keepdims, where=kept)
     nan = np.isnan(data)
     has_nan = nan.any(axis=axes, keepdims=keepdims, where=kept)
@@ -1154,6 +1165,47 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
     if invalid.any():
         numpy_fp_error("invalid", f"invalid value encountered in {name}")
     if overflow.any():
+        numpy_fp_error("over", f"overflow encountered in {name}")
+
+
+def _host_floats(x, mask):
+    """``(data, kept)``: host float input as a NumPy float array (bfloat16 bits as
+    float32) and its ``where=`` mask broadcast to it (``True`` for none); None for
+    other input (integers, device arrays, a device mask)."""
+    if kind_of(x) != "numpy" or (mask is not None and kind_of(mask) != "numpy"):
+        return None
+    if isinstance(x, BFloat16Bits):  # bfloat16 is float32's upper half
+        data = (np.asarray(x.bits).astype(np.uint32) << 16).view(np.float32)
+    else:
+        data = np.asarray(x)
+    if data.dtype.kind != "f":
+        return None
+    return data, True if mask is None else np.broadcast_to(mask, data.shape)
+
+
+def _sum_special_values(name, x, value, axis, keepdims, where, skip_nan: bool,
+                        initial=None):
+    """NumPy's floating-point warnings of a sum or mean of host input, found from the
+    host result as :func:`_special_values` does: ``inf + -inf`` (a slice holding both
+    infinities, and for sum no NaN) is invalid, an infinite result of a slice of no
+    infinity an overflow. An infinite ``initial`` stands for neither."""
+    values = np.asarray(value)
+    if values.dtype.kind != "f" or np.isfinite(values).all() or \
+            (initial is not None and not np.isfinite(initial)):
+        return
+    x = as_array_like(x)
+    found = _host_floats(x, None if where is True else as_array_like(where))
+    if found is None:
+        return
+    data, kept = found
+    axes = normalize_axes(axis, data.ndim)
+    up = (data == np.inf).any(axis=axes, keepdims=keepdims, where=kept)
+    down = (data == -np.inf).any(axis=axes, keepdims=keepdims, where=kept)
+    clean = True if skip_nan else ~np.isnan(data).any(axis=axes, keepdims=keepdims,
+                                                       where=kept)
+    if (up & down & clean).any():
+        numpy_fp_error("invalid", f"invalid value encountered in {name}")
+    if (np.isinf(values) & ~up & ~down).any():
         numpy_fp_error("over", f"overflow encountered in {name}")
 
 

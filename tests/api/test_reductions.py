@@ -518,3 +518,35 @@ def test_mean_device_input_gives_device_output():
     o = cuda.device_array(3, np.float64)
     nk.mean(d, axis=1, out=o)
     assert np.allclose(o.copy_to_host(), h.mean(axis=1))
+
+
+SUM_SPECIALS = [([np.inf, -np.inf], {}), ([np.inf, 1.0], {}), ([1e308, 1e308], {}),
+                ([1.0, 2.0], {}), ([[np.inf, -np.inf], [1.0, 2.0]], {"axis": 1}),
+                ([np.inf, -np.inf], {"where": np.array([True, False])}),
+                ([np.inf, -np.inf, 5.0], {"axis": 0, "keepdims": True}),
+                ([np.nan, np.inf, -np.inf], {})]
+
+
+@pytest.mark.parametrize("name", ["sum", "nansum", "mean", "nanmean"])
+@pytest.mark.parametrize("values, kw", SUM_SPECIALS)
+def test_sums_of_special_values_warn_as_numpy(name, values, kw):
+    """inf + -inf (NumPy: "invalid value encountered in reduce") and an overflow warn
+    for host input, under np.geterr(), as NumPy's arithmetic does."""
+    x = np.array(values)
+
+    def run(fn):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got = fn(x, **kw)
+        return got, any(issubclass(w.category, RuntimeWarning) for w in seen)
+
+    want, numpy_warns = run(getattr(np, name))
+    got, warns = run(getattr(nk, name))
+    np.testing.assert_array_equal(got, want)
+    assert warns == numpy_warns
+    if numpy_warns:
+        with np.errstate(invalid="raise", over="raise"), pytest.raises(FloatingPointError):
+            getattr(nk, name)(x, **kw)
+    with np.errstate(invalid="ignore", over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        getattr(nk, name)(x, **kw)
