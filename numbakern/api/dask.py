@@ -669,10 +669,11 @@ def _arg_combine(parts, axis=None, keepdims=False, *, direction, tie_break_left,
     return v, i
 
 
-def _arg_partials(x, fn, axes: tuple, flat: bool, name: str):
+def _arg_partials(x, fn, axes: tuple, flat: bool):
     """The chunk layer: ``fn(chunk, where)`` for each chunk, ``where`` from the
-    cumulative sums of ``x.chunks`` (as Dask's ``arg_reduction``)."""
-    name = f"{name}-chunk-{tokenize(x.name, fn, axes)}"
+    cumulative sums of ``x.chunks`` (as Dask's ``arg_reduction``). Named by its
+    arguments alone, so that argmax and max_with_indices of one array share it."""
+    name = f"arg-chunk-{tokenize(x.name, fn, axes)}"
     starts = [tuple(itertools.accumulate(c[:-1], initial=0)) for c in x.chunks]
     dsk = {}
     for k in itertools.product(*(range(n) for n in x.numblocks)):
@@ -714,7 +715,7 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
         split_every = _FLAT_SPLIT_EVERY
     chunk = functools.partial(_arg_chunk, direction, tie_break_left, strategy, lanes,
                               None if flat else axes[0])
-    partials = _arg_partials(x, chunk, axes, flat, name)
+    partials = _arg_partials(x, chunk, axes, flat)
     combine = functools.partial(_arg_combine, direction=direction,
                                 tie_break_left=tie_break_left, flat=flat)
     empty = builtins.any(x.shape[a] == 0 for a in axes)

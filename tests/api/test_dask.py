@@ -423,12 +423,16 @@ def test_arg_forms_on_integers_bools_and_0d():
 
 def test_arg_graph_is_the_chunks_then_the_tree():
     """The whole-array argmax of up to 32 chunks is two layers (the chunks, one
-    aggregate returning the indices); max_with_indices adds one layer per field."""
+    aggregate returning the indices); max_with_indices adds one layer per field and
+    shares argmax's chunk layer."""
     x = da.from_array(np.arange(64.0), chunks=8)
     base = len(x.__dask_graph__().layers)
     assert len(nk.argmax(x).__dask_graph__().layers) == base + 2
     values, indices = nk.max_with_indices(x)
     assert len(values.__dask_graph__().layers) == base + 3
+    # one chunk layer for both: computed together, each chunk is reduced once
+    assert len({*nk.argmax(x).__dask_graph__().layers, *values.__dask_graph__().layers,
+                *indices.__dask_graph__().layers}) == base + 5
     assert len(nk.argmax(x, split_every=2).__dask_graph__().layers) == base + 4
 
 
