@@ -590,7 +590,7 @@ def _global_flat(i, chunk: tuple, offsets: tuple, shape: tuple):
     if not sizes:  # a chunk of one element
         return np.full_like(i, base)
     total, rest = None, i
-    for k, (size, stride) in enumerate(zip(sizes, strides)):
+    for k, stride in enumerate(strides):
         inner = math.prod(sizes[k + 1:])
         digit = rest // inner if inner > 1 else rest
         rest = rest % inner if inner > 1 else None
@@ -685,7 +685,7 @@ def _arg_partials(x, fn, axes: tuple, flat: bool):
     return da.Array(graph, name, chunks, meta=_meta(x, x.ndim, _ops.INDEX_DTYPE))
 
 
-def _picked(pairs, index: int, dtype, meta):
+def _picked(pairs, index: int, meta):
     """One field of an array whose blocks are pairs: a layer of plain ``getitem``
     tasks."""
     name = f"{('values', 'indices')[index]}-{tokenize(pairs.name, index)}"
@@ -727,8 +727,7 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     if not values:
         result._meta = indices_meta
         return result
-    return (_picked(result, 0, x.dtype, _meta(x, ndim, x.dtype)),
-            _picked(result, 1, _ops.INDEX_DTYPE, indices_meta))
+    return _picked(result, 0, _meta(x, ndim, x.dtype)), _picked(result, 1, indices_meta)
 
 
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
