@@ -24,9 +24,12 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   block of the given mean (two passes over the chunk), summed across chunks.
   nanmax, nanmin, logsumexp: the function over each chunk, then over the partials.
 * argmax, argmin, max/min_with_indices: one ``max_with_indices`` per chunk, its
-  indices made global from the chunk's position; partials ``(values, indices)``
-  cross chunks as pairs and are combined with NumPy's rules (NaN wins, then the
-  larger value, then the first index; ``tie_break_left=False``: the last).
+  indices made global from the chunk's offsets (a graph built as Dask's own
+  ``arg_reduction`` builds its); partials ``(values, indices)`` cross chunks as pairs
+  and are combined with NumPy's rules (NaN wins, then the larger value, then the
+  first index; ``tie_break_left=False``: the last); argmax's aggregate returns the
+  indices alone. Over the whole array (one value a chunk) one aggregate takes up to
+  32 chunks when ``split_every`` is not given.
 * Scans: each chunk scanned along the axis by numbakern; the chunks' totals combined
   into carries (``method="sequential"``: a chain; ``"blelloch"``: a tree of depth
   ``log2`` of the number of chunks), each carry combined into its chunk by a
@@ -55,12 +58,18 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
+import operator
 import warnings
 
 import dask.array as da
 import numpy as np
+from dask import core as dask_core
+from dask.array.reductions import _tree_reduce  # as dask.array's own arg_reduction
 from dask.array.utils import meta_from_array
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -415,6 +424,30 @@ def ptp(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=No
     return np.subtract(max(x, **kw), min(x, **kw))  # (a ufunc: no scalar overflow warning)
 
 
+# --- partials as dicts of fields (moments, softmax states) ---------------------------
+
+
+def _concat(nested, axes):
+    if not isinstance(nested, list):
+        return nested
+    parts = [_concat(n, axes[1:]) for n in nested]
+    return np.concatenate(parts, axis=axes[0]) if len(parts) > 1 else parts[0]
+
+
+def _deep(nested, key):
+    if isinstance(nested, list):
+        return [_deep(n, key) for n in nested]
+    return nested[key]
+
+
+def _field(key, pair):
+    return pair[key]
+
+
+def _identity_chunk(pair, axis=None, keepdims=True, **_):
+    return pair
+
+
 # --- moments: nanmean, var, std and their nan forms ----------------------------------
 
 
@@ -636,95 +669,155 @@ def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_
 
 
 # --- argmax and friends -----------------------------------------------------------------
+# The graph is built as dask.array's own ``arg_reduction`` builds its (a chunk layer of
+# plain tasks, each given its chunk's offsets computed once from ``x.chunks``, then
+# Dask's tree of combines): no ``map_blocks`` layers with ``block_info`` dicts, no
+# blockwise identity layer, no layers to split pairs after the tree (argmax's
+# aggregate returns the indices themselves). Legacy Dask collections only, as the
+# rest of this module (``array.query-planning`` unset or False, Dask's default).
+
+_LAST = np.iinfo(np.int64).max  # loses every index tie under tie_break_left
+# split_every when split_every=None and each chunk gives one value: one aggregate over
+# up to this many chunks (a few array operations on a few values) rather than Dask's
+# tree of 4 (a task and its operations for every 4)
+_FLAT_SPLIT_EVERY = 32
 
 
-def _arg_chunk(direction, tie_break_left, strategy, lanes, axes, shape, x, block_info=None):
-    """One chunk's ``{"v": values, "i": global indices}``, reduced axes kept as 1; a
-    chunk with nothing to reduce gives the op's identity (its index loses every
-    tie)."""
-    loc = block_info[0]["array-location"]
-    if math.prod(x.shape[a] for a in axes) == 0:  # the identity, whose index loses ties
-        shape = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
-        value, index = _ops.arg_op(direction, tie_break_left).identity(
-            (x.dtype, _ops.INDEX_DTYPE))
-        return {"v": np.full_like(x, value, shape=shape),
-                "i": np.full_like(x, index, shape=shape, dtype=np.int64)}
-    axis = axes[0] if len(axes) == 1 and len(shape) > 1 else None
+def _runs(chunk: tuple, offsets: tuple, shape: tuple):
+    """A chunk's flat index as the array's: ``(sizes, strides, base)`` such that the
+    array's flat index is ``base + sum(digit_k * strides[k])``, the digits being the
+    chunk's flat index in the mixed radix ``sizes``. Axes the chunk spans whole merge
+    with the next (a row chunk of full rows is one run: the index plus its offset);
+    axes of extent 1 carry no digit."""
+    stride, base, sizes, strides = 1, 0, [], []
+    for c, o, s in zip(reversed(chunk), reversed(offsets), reversed(shape)):
+        base += o * stride
+        if c != 1:
+            if sizes and strides[0] * sizes[0] == stride:  # contiguous with the run
+                sizes[0] *= c
+            else:
+                sizes.insert(0, c)
+                strides.insert(0, stride)
+        stride *= s
+    return sizes, strides, base
+
+
+def _global_flat(i, chunk: tuple, offsets: tuple, shape: tuple):
+    """The chunk's flat indices ``i`` (an int64 array) as the array's, in as few array
+    operations as the chunk's layout allows (one for a chunk of whole rows)."""
+    sizes, strides, base = _runs(chunk, offsets, shape)
+    if not sizes:  # a chunk of one element
+        return np.full_like(i, base)
+    total, rest = None, i
+    for k, stride in enumerate(strides):
+        inner = math.prod(sizes[k + 1:])
+        digit = rest // inner if inner > 1 else rest
+        rest = rest % inner if inner > 1 else None
+        term = digit * stride if stride != 1 else digit
+        total = term if total is None else total + term
+    return total + base if base else total
+
+
+def _arg_chunk(direction, tie_break_left, strategy, lanes, axis, x, where):
+    """One chunk's ``(values, global int64 indices)``. ``axis`` None: the whole chunk,
+    both of shape (1,), ``where`` the chunk's offsets and the array's shape; else along
+    ``axis``, the chunk's shape with 1 there, ``where`` the chunk's offset along it. A
+    chunk with no elements offers nothing: partials of size 0 along the reduced axis,
+    which the combine's concatenation drops."""
+    if x.size == 0:
+        shape = (0,) if axis is None else tuple(
+            0 if a == axis else s for a, s in enumerate(x.shape))
+        return (np.empty_like(x, shape=shape),
+                np.empty_like(x, shape=shape, dtype=_ops.INDEX_DTYPE))
     fn = _nk().max_with_indices if direction == "max" else _nk().min_with_indices
     v, i = fn(x, axis=axis, keepdims=True, tie_break_left=tie_break_left,
               strategy=strategy, lanes=lanes)
-    i = np.asarray(i, dtype=np.int64) if isinstance(x, np.ndarray) else i.astype(np.int64)
-    if axis is not None:
-        i = i + loc[axis][0]
-    else:  # the chunk's flat index to the array's
-        rest, glob = i, 0
-        for d in reversed(range(len(shape))):
-            coord = rest % x.shape[d] + loc[d][0]
-            rest = rest // x.shape[d]
-            glob = glob + coord * math.prod(shape[d + 1:])
-        i = glob
-        v = v.reshape((1,) * len(shape))
-        i = i.reshape((1,) * len(shape))
-    return {"v": v, "i": i}
+    if axis is None:
+        offsets, shape = where
+        return v.reshape(1), _global_flat(i.reshape(1), x.shape, offsets, shape)
+    return v, (i + where if where else i)
 
 
-def _concat(nested, axes):
-    if not isinstance(nested, list):
-        return nested
-    parts = [_concat(n, axes[1:]) for n in nested]
-    return np.concatenate(parts, axis=axes[0]) if len(parts) > 1 else parts[0]
-
-
-def _arg_combine(pairs, axis=None, keepdims=False, *, direction, tie_break_left,
-                 partial=True, **_):
-    """The winner of the partials along ``axis``: NaN first, then the larger (smaller)
-    value, then the first (last) index."""
-    v = _concat(_deep(pairs, "v"), list(axis))
-    i = _concat(_deep(pairs, "i"), list(axis))
-    kept = tuple(s for a, s in enumerate(v.shape) if a not in axis)
-    shape = tuple(1 if a in axis else s for a, s in enumerate(v.shape))
-    rest = [a for a in range(v.ndim) if a not in axis]
-    span = math.prod(v.shape[a] for a in axis)
-    v = np.transpose(v, rest + list(axis)).reshape(kept + (span,))
-    i = np.transpose(i, rest + list(axis)).reshape(kept + (span,))
-    if v.dtype.kind == "f":
-        nan = v != v
-        fill = -np.inf if direction == "max" else np.inf
-        filled = np.where(nan, fill, v)  # Python scalars: CuPy takes them, dtype kept
-    else:
-        nan, filled = None, v
-    best = filled.max(axis=-1, keepdims=True) if direction == "max" else \
-        filled.min(axis=-1, keepdims=True)
-    candidate = v == best
-    if nan is not None:
-        any_nan = nan.any(axis=-1, keepdims=True)
-        candidate = np.where(any_nan, nan, candidate)
-        best = np.where(any_nan, np.nan, best)
-    if tie_break_left:
-        index = np.where(candidate, i, np.iinfo(np.int64).max).min(axis=-1, keepdims=True)
-    else:
-        index = np.where(candidate, i, -1).max(axis=-1, keepdims=True)
-    best, index = best.reshape(shape), index.reshape(shape)
-    loser = _ops.arg_op(direction, tie_break_left).identity_index
-    if not partial and index.size and bool((index == loser).any()):
-        raise ValueError(f"attempt to get arg{direction} of an empty sequence")
-    if not keepdims and not partial:
-        best, index = best.reshape(kept), index.reshape(kept)
-    return {"v": best, "i": index}
-
-
-def _deep(nested, key):
+def _leaves(nested) -> list:
     if isinstance(nested, list):
-        return [_deep(n, key) for n in nested]
-    return nested[key]
+        return [leaf for n in nested for leaf in _leaves(n)]
+    return [nested]
 
 
-def _field(key, pair):
-    return pair[key]
+def _winner(v, i, axis: int, direction: str, tie_break_left: bool):
+    """The winning ``(value, index)`` along ``axis`` (kept as 1) of candidates ``v``
+    and their indices ``i``: NaN first, then the larger (argmin: smaller) value, then
+    the smaller index (``tie_break_left=False``: the larger). Six array operations
+    (four for integers): max and min return NaN wherever a NaN is (NumPy's and
+    CuPy's, documented), and then the NaNs are the tied candidates."""
+    best = v.max(axis=axis, keepdims=True) if direction == "max" else \
+        v.min(axis=axis, keepdims=True)
+    tied = v == best
+    if v.dtype.kind == "f":
+        tied = tied | np.isnan(v)
+    if tie_break_left:
+        return best, np.where(tied, i, _LAST).min(axis=axis, keepdims=True)
+    return best, np.where(tied, i, -1).max(axis=axis, keepdims=True)
+
+
+def _arg_combine(parts, axis=None, keepdims=False, *, direction, tie_break_left, flat,
+                 final=False, values=True, empty=False, **_):
+    """The winners of the partials ``parts`` (Dask's nested lists of ``(values,
+    indices)`` pairs) along the reduced axes. ``final``: the aggregate, which raises
+    for an array with nothing along the reduced axes (NumPy's error), shapes the result
+    (``keepdims``) and returns the indices only unless ``values``."""
+    if final and empty:
+        raise ValueError(f"attempt to get arg{direction} of an empty sequence")
+    pairs = _leaves(parts)
+    ax = 0 if flat else axis[0]
+    v, i = pairs[0] if len(pairs) == 1 else (
+        np.concatenate([p[0] for p in pairs], axis=ax),
+        np.concatenate([p[1] for p in pairs], axis=ax))
+    if v.shape[ax] > 1:
+        v, i = _winner(v, i, ax, direction, tie_break_left)
+    elif v.shape[ax] == 0 and final:  # no rows here (the slices have elements)
+        shape = tuple(1 if a == ax else s for a, s in enumerate(v.shape))
+        v, i = np.empty_like(v, shape=shape), np.empty_like(i, shape=shape)
+    if final:
+        if flat:
+            shape = (1,) * len(axis) if keepdims else ()
+        else:
+            shape = v.shape if keepdims else v.shape[:ax] + v.shape[ax + 1:]
+        v, i = v.reshape(shape), i.reshape(shape)
+        return (v, i) if values else i
+    return v, i
+
+
+def _arg_partials(x, fn, axes: tuple, flat: bool):
+    """The chunk layer: ``fn(chunk, where)`` for each chunk, ``where`` from the
+    cumulative sums of ``x.chunks`` (as Dask's ``arg_reduction``). Named by its
+    arguments alone, so that argmax and max_with_indices of one array share it."""
+    name = f"arg-chunk-{tokenize(x.name, fn, axes)}"
+    starts = [tuple(itertools.accumulate(c[:-1], initial=0)) for c in x.chunks]
+    dsk = {}
+    for k in itertools.product(*(range(n) for n in x.numblocks)):
+        offsets = tuple(s[b] for s, b in zip(starts, k))
+        where = (offsets, x.shape) if flat else offsets[axes[0]]
+        dsk[(name, *k)] = (fn, (x.name, *k), where)
+    chunks = tuple((1,) * len(c) if a in axes else c for a, c in enumerate(x.chunks))
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, chunks, meta=_meta(x, x.ndim, _ops.INDEX_DTYPE))
+
+
+def _picked(pairs, index: int, meta):
+    """One field of an array whose blocks are pairs: a layer of plain ``getitem``
+    tasks."""
+    name = f"{('values', 'indices')[index]}-{tokenize(pairs.name, index)}"
+    dsk = {(name, *key[1:]): (operator.getitem, key, index)
+           for key in dask_core.flatten(pairs.__dask_keys__())}
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[pairs])
+    return da.Array(graph, name, pairs.chunks, meta=meta)
 
 
 def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_every,
-         strategy, lanes):
+         strategy, lanes, values: bool):
+    """argmax/argmin (``values`` False: the lazy indices) or max/min_with_indices
+    (``(values, indices)``)."""
     _check_dask(x, name)
     keepdims = check_flag(keepdims, "keepdims")
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
@@ -736,31 +829,24 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     if x.ndim == 0:
         x, keepdims = x.reshape(1), False
     axes = tuple(range(x.ndim)) if axis is None else (normalize_axis(axis, x.ndim),)
-    chunk_shape = tuple(1 if a in axes else None for a in range(x.ndim))
-    chunks = tuple(tuple(1 for _ in c) if chunk_shape[a] == 1 else c
-                   for a, c in enumerate(x.chunks))
-    # (partials for empty chunks are empty along the reduced axes; the declared
-    # chunk size 1 is only the graph's bookkeeping)
-    partials = x.map_blocks(
-        functools.partial(_arg_chunk, direction, tie_break_left, strategy, lanes, axes,
-                          x.shape),
-        chunks=chunks, dtype=x.dtype, meta=_meta(x, x.ndim, x.dtype))
+    flat = len(axes) == x.ndim  # one value a chunk (axis None, or a 1-D array)
+    if flat and split_every is None:  # tiny partials: one aggregate over many chunks
+        split_every = _FLAT_SPLIT_EVERY
+    chunk = functools.partial(_arg_chunk, direction, tie_break_left, strategy, lanes,
+                              None if flat else axes[0])
+    partials = _arg_partials(x, chunk, axes, flat)
     combine = functools.partial(_arg_combine, direction=direction,
-                                tie_break_left=tie_break_left)
-    aggregate = functools.partial(combine, partial=False)
-    shape = result_shape(x.shape, axes, keepdims)
-    pairs = da.reduction(partials, _identity_chunk, aggregate, combine=combine, axis=axes,
-                         keepdims=keepdims, dtype=x.dtype, split_every=split_every,
-                         concatenate=False, meta=_meta(x, len(shape), x.dtype))
-    values = pairs.map_blocks(functools.partial(_field, "v"), dtype=x.dtype,
-                              meta=_meta(x, len(shape), x.dtype))
-    indices = pairs.map_blocks(functools.partial(_field, "i"), dtype=np.int64,
-                               meta=_meta(x, len(shape), np.int64))
-    return values, indices
-
-
-def _identity_chunk(pair, axis=None, keepdims=True, **_):
-    return pair
+                                tie_break_left=tie_break_left, flat=flat)
+    empty = builtins.any(x.shape[a] == 0 for a in axes)
+    aggregate = functools.partial(combine, final=True, values=values, empty=empty)
+    ndim = len(result_shape(x.shape, axes, keepdims))
+    result = _tree_reduce(partials, aggregate, axes, keepdims, _ops.INDEX_DTYPE,
+                          split_every, combine, name=name, concatenate=False)
+    indices_meta = _meta(x, ndim, _ops.INDEX_DTYPE)
+    if not values:
+        result._meta = indices_meta
+        return result
+    return _picked(result, 0, _meta(x, ndim, x.dtype)), _picked(result, 1, indices_meta)
 
 
 def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -769,7 +855,7 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
     answer across chunk edges (first occurrence; NaN wins)."""
     _refuse_out(out, "argmax")
     return _arg(x, "max", "argmax", axis, keepdims, tie_break_left, split_every, strategy,
-                lanes)[1]
+                lanes, values=False)
 
 
 def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
@@ -777,7 +863,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
     """Lazy :func:`numbakern.argmin` of a Dask array."""
     _refuse_out(out, "argmin")
     return _arg(x, "min", "argmin", axis, keepdims, tie_break_left, split_every, strategy,
-                lanes)[1]
+                lanes, values=False)
 
 
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -787,7 +873,7 @@ def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
     ``dask.compute(values, indices)`` to read the data once)."""
     _refuse_out(out, "max_with_indices")
     return _arg(x, "max", "max_with_indices", axis, keepdims, tie_break_left, split_every,
-                strategy, lanes)
+                strategy, lanes, values=True)
 
 
 def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -795,7 +881,7 @@ def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=N
     """Lazy ``(values, indices)`` of :func:`numbakern.min_with_indices`."""
     _refuse_out(out, "min_with_indices")
     return _arg(x, "min", "min_with_indices", axis, keepdims, tie_break_left, split_every,
-                strategy, lanes)
+                strategy, lanes, values=True)
 
 
 # --- scans ---------------------------------------------------------------------------

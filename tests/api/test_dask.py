@@ -304,6 +304,138 @@ def test_argmax_last_index_with_tie_break_right():
         nk.argmax(da.zeros(0, chunks=1)).compute()
 
 
+def _last(arg, a, axis=None, keepdims=False):
+    """NumPy's arg function with the last index winning ties (and the last NaN)."""
+    if axis is None:
+        flat = a.ravel()[::-1]
+        i = flat.size - 1 - arg(flat)
+        return np.reshape(i, (1,) * a.ndim) if keepdims else i
+    i = a.shape[axis] - 1 - arg(np.flip(a, axis), axis=axis, keepdims=keepdims)
+    return i
+
+
+@pytest.mark.parametrize("axis,keepdims,split_every", [
+    (None, False, 2), (None, True, None), (0, False, 2), (1, True, None)])
+def test_arg_forms_tie_break_right_nan_and_a_chunk_grid(axis, keepdims, split_every):
+    """Ties and NaNs across a 2-D grid of chunks, in which the chunks' order is not
+    their indices' order (a later chunk of the first row of chunks holds smaller flat
+    indices than the first chunk's later rows): the first (last) index wins, NaN
+    first."""
+    a = _ties_and_nans()
+    x = da.from_array(a, chunks=((4, 0, 5), (32, 32, 6)))
+    for direction, arg in (("max", np.argmax), ("min", np.argmin)):
+        fn = nk.max_with_indices if direction == "max" else nk.min_with_indices
+        pick = np.max if direction == "max" else np.min
+        for left in (True, False):
+            want = arg(a, axis=axis, keepdims=keepdims) if left else _last(
+                arg, a, axis, keepdims)
+            kw = dict(axis=axis, keepdims=keepdims, tie_break_left=left,
+                      split_every=split_every)
+            lazy = (nk.argmax if direction == "max" else nk.argmin)(x, **kw)
+            values, indices = fn(x, **kw)
+            got = dask.compute(lazy, values, indices)  # the chunks' tasks shared
+            for lazy_one, one, expected in zip((lazy, values, indices), got, (
+                    want, pick(a, axis=axis, keepdims=keepdims), want)):
+                assert isinstance(lazy_one._meta, np.ndarray)
+                assert lazy_one.dtype == one.dtype == np.asarray(expected).dtype
+                assert lazy_one.shape == np.shape(one) == np.shape(expected)
+                np.testing.assert_array_equal(one, expected)
+    b = np.zeros((9, 70), dtype=np.float32)
+    b[[0, 3, 6], [40, 5, 2]] = 5.0  # flat 40 (chunk (0, 1)) before 215 (chunk (0, 0))
+    y = da.from_array(b, chunks=((4, 0, 5), (32, 32, 6)))
+    assert nk.argmax(y, split_every=split_every).compute() == 40
+    assert nk.argmax(y, tie_break_left=False, split_every=split_every).compute() == 422
+
+
+def test_arg_forms_over_three_axes_and_chunks_of_one():
+    """Flat indices from chunks of every layout: whole rows, extent-1 axes, a zero-size
+    chunk, axes cut in several places."""
+    a = np.random.default_rng(8).permutation(4 * 5 * 6).reshape(4, 5, 6).astype(np.int32)
+    for chunks in (((1, 3), (2, 0, 3), (6,)), ((4,), (1, 4), (1, 1, 4)),
+                   ((2, 2), (5,), (3, 3))):
+        x = da.from_array(a, chunks=chunks)
+        for k in (a.argmax(), a.argmin(), 0, a.size - 1):
+            b = a.copy()
+            b.flat[k] = a.size  # the maximum here
+            _check(nk.argmax(da.from_array(b, chunks=chunks)), np.argmax(b), exact=True)
+        _check(nk.argmin(x, keepdims=True), np.argmin(a, keepdims=True), exact=True)
+        _check(nk.argmax(x, axis=2), np.argmax(a, axis=2), exact=True)
+
+
+def test_flat_indices_of_every_chunk_layout():
+    """A chunk's flat index as the array's (numbakern/api/dask.py's ``_global_flat``,
+    NumPy arithmetic only): every element of every chunk of several chunkings."""
+    from numbakern.api.dask import _global_flat
+
+    for shape, chunks in (((4, 5, 6), ((1, 3), (2, 3), (6,))),
+                          ((4, 5, 6), ((4,), (1, 4), (1, 1, 4))),
+                          ((3, 1, 7), ((1, 2), (1,), (3, 4))),
+                          ((2, 3, 4, 5), ((1, 1), (3,), (2, 2), (5,))),
+                          ((7,), ((3, 4),))):
+        starts = [np.concatenate([[0], np.cumsum(c)[:-1]]) for c in chunks]
+        for block in np.ndindex(*(len(c) for c in chunks)):
+            chunk = tuple(c[b] for c, b in zip(chunks, block))
+            offsets = tuple(int(s[b]) for s, b in zip(starts, block))
+            local = np.arange(int(np.prod(chunk)), dtype=np.int64)
+            coords = np.unravel_index(local, chunk)
+            want = np.ravel_multi_index(tuple(c + o for c, o in zip(coords, offsets)),
+                                        shape)
+            np.testing.assert_array_equal(_global_flat(local, chunk, offsets, shape), want)
+
+
+def test_arg_forms_with_empty_chunks_and_empty_arrays():
+    a = np.array([3, 9, 1, 9, 2], dtype=np.float64)
+    x = da.from_array(a, chunks=((0, 0, 2, 3, 0, 0),))  # a group of empty chunks only
+    for split_every in (2, None):
+        _check(nk.argmax(x, split_every=split_every), np.argmax(a), exact=True)
+        _check(nk.argmin(x, split_every=split_every, tie_break_left=False), 2, exact=True)
+    m = np.arange(24.0).reshape(4, 6)[:, ::-1].copy()
+    y = da.from_array(m, chunks=((4,), (0, 0, 2, 4)))
+    _check(nk.argmax(y, axis=1, split_every=2), np.argmax(m, axis=1), exact=True)
+    values, indices = nk.min_with_indices(y, axis=1, keepdims=True, split_every=2)
+    _check(values, m.min(axis=1, keepdims=True), exact=True)
+    _check(indices, np.argmin(m, axis=1, keepdims=True), exact=True)
+    for shape, axis in (((3, 0), 0), ((0, 3), 1)):  # nothing to reduce but no slice
+        e = da.from_array(np.zeros(shape), chunks=(1, 1))
+        _check(nk.argmax(e, axis=axis), np.argmax(np.zeros(shape), axis=axis), exact=True)
+        values, indices = nk.max_with_indices(e, axis=axis)
+        assert dask.compute(values, indices)[0].shape == (0,)
+    for shape, axis in (((0, 0), 0), ((0, 3), 0), ((0, 3), None), ((3, 0), 1)):
+        e = da.from_array(np.zeros(shape), chunks=(1, 1))
+        with pytest.raises(ValueError, match="empty sequence"):
+            nk.argmax(e, axis=axis).compute()
+
+
+def test_arg_forms_on_integers_bools_and_0d():
+    i = np.array([[5, -3, 5], [7, 7, -9]], dtype=np.int64)
+    x = da.from_array(i, chunks=(1, 2))
+    _check(nk.argmax(x), np.argmax(i), exact=True)
+    _check(nk.argmax(x, tie_break_left=False), 4, exact=True)
+    _check(nk.argmin(x, axis=0), np.argmin(i, axis=0), exact=True)
+    b = np.array([False, False, True, False, True])
+    _check(nk.argmax(da.from_array(b, chunks=2)), 2, exact=True)
+    _check(nk.argmin(da.from_array(b, chunks=2), tie_break_left=False), 3, exact=True)
+    z = da.from_array(np.array(2.5, dtype=np.float32))
+    _check(nk.argmax(z), np.argmax(np.float32(2.5)), exact=True)
+    values, indices = nk.max_with_indices(z)
+    assert dask.compute(values, indices) == (np.float32(2.5), 0)
+
+
+def test_arg_graph_is_the_chunks_then_the_tree():
+    """The whole-array argmax of up to 32 chunks is two layers (the chunks, one
+    aggregate returning the indices); max_with_indices adds one layer per field and
+    shares argmax's chunk layer."""
+    x = da.from_array(np.arange(64.0), chunks=8)
+    base = len(x.__dask_graph__().layers)
+    assert len(nk.argmax(x).__dask_graph__().layers) == base + 2
+    values, indices = nk.max_with_indices(x)
+    assert len(values.__dask_graph__().layers) == base + 3
+    # one chunk layer for both: computed together, each chunk is reduced once
+    assert len({*nk.argmax(x).__dask_graph__().layers, *values.__dask_graph__().layers,
+                *indices.__dask_graph__().layers}) == base + 5
+    assert len(nk.argmax(x, split_every=2).__dask_graph__().layers) == base + 4
+
+
 # --- scans ---------------------------------------------------------------------------
 
 S = np.random.default_rng(7).integers(-5, 5, size=(7, 70)).astype(np.int16)

@@ -58,6 +58,36 @@ def test_cupy_chunks_every_family(cp, scheduler):
                                       np.histogram(a, bins=16, range=(-3, 3))[0])
 
 
+@pytest.mark.parametrize("split_every", [None, 2])
+def test_cupy_chunks_arg_forms_nan_ties_and_empty_chunks(cp, split_every):
+    """argmax and friends on CuPy chunks: the combine relies on CuPy's max and min
+    returning NaN wherever a NaN is; ties and NaNs across chunk edges, the last index
+    with tie_break_left=False, a chunk grid out of index order, an empty chunk."""
+    a = np.random.default_rng(1).integers(0, 5, size=(9, 70)).astype(np.float32)
+    a[:, 31] = a[:, 32] = 9.0
+    a[2, 40] = a[2, 60] = a[5, 2] = np.nan
+    x = da.from_array(cp.asarray(a), chunks=((4, 0, 5), (32, 32, 6)))
+    rev = a[:, ::-1]
+    for axis in (None, 0, 1):
+        for left in (True, False):
+            if left:
+                want = np.argmax(a, axis=axis)
+            elif axis is None:
+                want = a.size - 1 - np.argmax(a.ravel()[::-1])
+            else:
+                want = a.shape[axis] - 1 - np.argmax(np.flip(a, axis), axis=axis)
+            kw = dict(axis=axis, tie_break_left=left, split_every=split_every)
+            np.testing.assert_array_equal(_cupy_result(cp, nk.argmax(x, **kw)), want)
+            values, indices = nk.max_with_indices(x, **kw)
+            np.testing.assert_array_equal(_cupy_result(cp, values), np.max(a, axis=axis))
+            np.testing.assert_array_equal(_cupy_result(cp, indices), want)
+    np.testing.assert_array_equal(_cupy_result(cp, nk.argmin(x, axis=1)),
+                                  np.argmin(a, axis=1))
+    assert int(nk.argmax(x[:, 2:][:, ::-1]).compute()) == np.argmax(rev[:, :-2])
+    with pytest.raises(ValueError, match="empty sequence"):
+        nk.argmax(x[:0]).compute()
+
+
 def test_local_cuda_cluster_of_one_worker(cp):
     dask_cuda = pytest.importorskip("dask_cuda")
     distributed = pytest.importorskip("distributed")
