@@ -48,8 +48,8 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
             array; any stride) of a dtype the op takes.
         offsets: ``n + 1`` non-decreasing integers in ``[0, len(x)]`` (CUB's
             convention), host or device, checked as :func:`segmented_reduce`'s
-            (device offsets by the kernel that reads them, then one synchronisation;
-            their first and last entries are read first, to size the result).
+            (device offsets by the kernel that reads them, then one synchronisation,
+            which also reads their first and last entries, to size the result).
         op: a one-field :class:`numbakern.Op` or a built-in's name (``"sum"``,
             ``"prod"``, ``"max"``, ``"min"``, the bitwise ops, ``"nansum"``, ...).
         exclusive: element ``k`` combines the segment's elements before it; each
@@ -87,7 +87,7 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
     ``numbakern/ops/segmented.py``. The head flags are one byte per element, set
     from the offsets in one launch (``numbakern/kernels/segment_scan.py``); the scan
     is any strategy's, as ``cumsum``'s. Cost: a cumsum over 1-byte-wider elements
-    and twice the combines, plus a memset of the flags.
+    and twice the combines, plus a zero fill of the flags.
     """
     op, x, exclusive, reverse, result, grid = _setup(op, x, exclusive, reverse, dtype,
                                                       strategy)

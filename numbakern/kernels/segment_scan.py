@@ -26,7 +26,11 @@ A scan by key needs no offsets: a head is where a key differs from the one befor
 Offsets on the device are checked as they are read: a segment whose bounds decrease
 or leave ``[offsets[0], offsets[-1]]`` (the span, which the caller read and checked
 against ``[0, len(x)]``) marks nothing and records its index in ``bad[0]`` (an atomic
-minimum), for the caller to raise after.
+minimum), for the caller to raise after. :func:`mark_span` does the same before the
+host has read anything: the kernel reads the span's ends itself, checks them against
+``[0, len(x)]`` and writes them beside its record of the first bad segment, so that
+one copy to the host brings back all the caller needs (the one synchronisation of a
+segmented scan of device offsets).
 """
 
 from __future__ import annotations
