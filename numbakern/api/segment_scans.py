@@ -105,6 +105,7 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
 
 
 @dispatch
+@replayable  # no synchronisation: device keys and values replay whole
 @honours_stream
 def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None,
                 strategy=None, stream=None):

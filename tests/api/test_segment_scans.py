@@ -266,3 +266,16 @@ def test_device_calls_replay_and_still_report_bad_offsets():
     short = cuda.to_device(np.array([2, 5, 5, 75, 77, 100]))  # another span: rescanned
     got = nk.segmented_scan(cuda.to_device(x), short, exclusive=True)
     check(got.copy_to_host(), x, short.copy_to_host(), exclusive=True)
+
+
+def test_device_scans_by_key_replay():
+    from numbakern.runtime import replay
+
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        keys = RNG.integers(0, 3, 300).astype(np.int16)
+        x = RNG.integers(-50, 50, 300).astype(np.int64)
+        got = nk.scan_by_key(cuda.to_device(keys), cuda.to_device(x), reverse=True)
+        offsets = np.concatenate([[0], np.flatnonzero(np.diff(keys)) + 1, [keys.size]])
+        check(got.copy_to_host(), x, offsets, reverse=True)
+    assert replay.counts["replayed"] - before == 2
