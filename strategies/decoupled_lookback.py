@@ -38,7 +38,8 @@ The atomics, and why they matter
 * **The status flags.** A tile's status and value must be seen together. For states
   of at most 32 bits (float32, int32, ...) both are packed in one 64-bit word
   (status in the high half) written with ``atomicExch`` and read with an atomic
-  ``or`` of zero, so a reader never sees a new status with an old value. Larger
+  ``or`` of zero, so a reader never sees a new status with an old value; so are
+  pairs of a byte and at most 32 bits (a segmented scan's flags and value). Larger
   states keep a status array and separate value arrays (one for aggregates, one for
   inclusive prefixes, so a value is never overwritten after its status says it is
   there): the writer stores the value, ``__threadfence()``, then sets the status with
@@ -138,8 +139,10 @@ class DecoupledLookback(GridScan):
 
 
 def _packs(kit) -> bool:
-    """Whether a state fits beside its status in one 64-bit word."""
-    return kit.fields == 1 and kit.dtypes[0].itemsize <= 4
+    """Whether a state fits beside its status in one 64-bit word: one field of at most
+    32 bits, or a one-byte field (a segmented scan's flags) and one of at most 32."""
+    sizes = [np.dtype(d).itemsize for d in kit.dtypes[:kit.fields]]
+    return sizes[-1] <= 4 and (kit.fields == 1 or (kit.fields == 2 and sizes[0] == 1))
 
 
 def _word_dtype(dtype: np.dtype) -> np.dtype:
@@ -189,6 +192,8 @@ def _codec(dtype: np.dtype):
 
 def _packed_status(kit):
     """``publish`` and ``read`` for a one-field state packed with its status."""
+    if kit.fields == 2:
+        return _packed_pair_status(kit)
     to_word, from_word = _codec(kit.dtypes[0])
     shift, low, zero = uint64(32), uint64(0xFFFFFFFF), uint64(0)
 
@@ -200,6 +205,32 @@ def _packed_status(kit):
     def read(st, v0, v1, w0, w1, tile):
         word = cuda.atomic.or_(st, tile, zero)  # an atomic read: status and value together
         return int32(word >> shift), (from_word(uint32(word & low)),)
+
+    return publish, read
+
+
+def _packed_pair_status(kit):
+    """``publish`` and ``read`` for a (one-byte, up to 32-bit) state packed with its
+    status: the status in bits 32-39, the byte in bits 40-47, the value below. A
+    segmented scan's (flags, float32) pairs then publish and read as a plain float32
+    scan's state does: one atomic each, no fence (CUB packs its tile descriptors the
+    same way wherever they fit in 64 bits, ``ScanTileState``)."""
+    to0, from0 = _codec(kit.dtypes[0])
+    to1, from1 = _codec(kit.dtypes[1])
+    shift, byte, low, zero = uint64(32), uint64(0xFF), uint64(0xFFFFFFFF), uint64(0)
+    high = uint64(40)
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        word = (uint64(status) << shift) | ((uint64(to0(s[0])) & byte) << high) | \
+            uint64(to1(s[1]))
+        cuda.atomic.exch(st, tile, word)
+
+    @cuda.jit(device=True)
+    def read(st, v0, v1, w0, w1, tile):
+        word = cuda.atomic.or_(st, tile, zero)  # an atomic read: status and value together
+        return int32((word >> shift) & byte), (from0(uint32((word >> high) & byte)),
+                                               from1(uint32(word & low)))
 
     return publish, read
 

@@ -19,16 +19,19 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype
-from numbakern.api.segments import Span, _one_d
+from numbakern.api.segments import Span, _device_offsets, _one_d
 from numbakern.core.arrays import (Workspace, as_array_like, honours_stream, kind_of,
                                    resolve_stream)
 from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import SegmentedScanJob
-from numbakern.kernels.segment_scan import mark_key_heads
+from numbakern.kernels.segment_scan import mark_key_heads, mark_span
 from numbakern.ops.segmented import FLAG_DTYPE, segmented
 from numbakern.ops.state import state_kit
-from numbakern.runtime.views import device_view, reversed_last, sliced, strided, to_device
+from numbakern.runtime.memo import planner
+from numbakern.runtime.replay import replayable
+from numbakern.runtime.views import (device_view, host_copy, reversed_last, sliced, strided,
+                                     to_device)
 
 _HEADS = np.dtype(np.uint8)
 
@@ -45,8 +48,8 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
             array; any stride) of a dtype the op takes.
         offsets: ``n + 1`` non-decreasing integers in ``[0, len(x)]`` (CUB's
             convention), host or device, checked as :func:`segmented_reduce`'s
-            (device offsets by the kernel that reads them, then one synchronisation;
-            their first and last entries are read first, to size the result).
+            (device offsets by the kernel that reads them, then one synchronisation,
+            which also reads their first and last entries, to size the result).
         op: a one-field :class:`numbakern.Op` or a built-in's name (``"sum"``,
             ``"prod"``, ``"max"``, ``"min"``, the bitwise ops, ``"nansum"``, ...).
         exclusive: element ``k`` combines the segment's elements before it; each
@@ -84,12 +87,15 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
     ``numbakern/ops/segmented.py``. The head flags are one byte per element, set
     from the offsets in one launch (``numbakern/kernels/segment_scan.py``); the scan
     is any strategy's, as ``cumsum``'s. Cost: a cumsum over 1-byte-wider elements
-    and twice the combines, plus a memset of the flags.
+    and twice the combines, plus a zero fill of the flags.
     """
     op, x, exclusive, reverse, result, grid = _setup(op, x, exclusive, reverse, dtype,
                                                       strategy)
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
+    if kind_of(offsets) != "numpy":
+        return _device_offsets_scan(x, offsets, op, exclusive, reverse, dtype, strategy,
+                                    result, workspace, stream)
     span = Span(offsets, x.shape[0], workspace)
     heads = span.marks(_HEADS, ends=reverse)
     if span.n == 0:
@@ -99,6 +105,7 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
 
 
 @dispatch
+@replayable  # no synchronisation: device keys and values replay whole
 @honours_stream
 def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None,
                 strategy=None, stream=None):
@@ -153,14 +160,81 @@ def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None
 
 def _setup(op, x, exclusive, reverse, dtype, strategy) -> tuple:
     """The checked arguments: ``(op, x, exclusive, reverse, result dtype, grid)``."""
+    x = _one_d(x)
+    op, exclusive, reverse, result, grid = _planned(op, np.dtype(x.dtype), exclusive,
+                                                    reverse, dtype, strategy)
+    return op, x, exclusive, reverse, result, grid
+
+
+@planner  # a repeated call skips the checks and the strategy's resolution
+def _planned(op, in_dtype: np.dtype, exclusive, reverse, dtype, strategy) -> tuple:
+    """``(op, exclusive, reverse, result dtype, grid)``, checked (every argument error
+    but ``x``'s and the offsets' is raised here)."""
     op = _ops.get(op)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; segmented scans take "
                         "one-field ops")
-    x = _one_d(x)
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
-    result = _result_dtype(op, np.dtype(x.dtype), dtype)
-    return op, x, exclusive, reverse, result, _strategies.resolve("scan", strategy)
+    result = _result_dtype(op, in_dtype, dtype)
+    return op, exclusive, reverse, result, _strategies.resolve("scan", strategy)
+
+
+def _device_offsets_scan(x, offsets, op, exclusive, reverse, dtype, strategy, result,
+                         workspace: Workspace, stream):
+    """:func:`segmented_scan` of device offsets with one synchronisation: the heads are
+    marked from offsets the host has not read (the flags sized for any span in
+    ``x``), then one copy brings back their ends and the kernel's check of every
+    segment. Both launch groups replay on a repeated signature
+    (``numbakern/runtime/replay.py``); the copy between them cannot, as the result's
+    length is read there."""
+    heads, info = _marked(x, offsets, reverse, stream=stream)
+    lo, hi = _span_of(info, offsets, x.shape[0], workspace)
+    if hi == lo:
+        return deliver_host(workspace, np.empty(0, result), None)
+    return _scanned(x, heads, lo, hi, op, exclusive, reverse, dtype, strategy,
+                    stream=stream)
+
+
+@replayable
+def _marked(x, offsets, reverse: bool, *, stream=None):
+    """``(heads, info)`` of :func:`mark_span` for ``x``'s length, ``heads`` in ``x``'s
+    array kind (so that :func:`_scanned` is keyed on arrays of one kind)."""
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    heads, info = mark_span(_device_offsets(offsets), x.shape[0], workspace, ends=reverse)
+    if kind != "numpy":
+        heads = deliver(workspace, heads, _HEADS, (heads.shape[0],), None)
+    return heads, info
+
+
+def _span_of(info, offsets, size: int, workspace: Workspace) -> tuple[int, int]:
+    """``(lo, hi)``: the offsets' ends, read with the kernel's check in one copy (the
+    call's synchronisation); ``ValueError`` naming the offsets if either is bad."""
+    lo, hi, bad = (int(v) for v in host_copy(info, workspace.stream))
+    workspace.stream.synchronize()
+    if lo < 0 or hi > size or hi < lo:
+        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
+                         f"length of x), got {lo} .. {hi}")
+    if bad:
+        first = offsets.shape[0] - 1 - bad
+        pair = host_copy(device_view(offsets))[first:first + 2]
+        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
+                         f"length of x), but segment {first} runs from {int(pair[0])} "
+                         f"to {int(pair[1])}")
+    return lo, hi
+
+
+@replayable
+def _scanned(x, heads, lo: int, hi: int, op, exclusive, reverse, dtype, strategy, *,
+             stream=None):
+    """The scan of ``x[lo:hi]`` restarting at ``heads`` (device flags from
+    :func:`_marked`), delivered."""
+    op, x, exclusive, reverse, result, grid = _setup(op, x, exclusive, reverse, dtype,
+                                                      strategy)
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    return _run(op, _span_view(x, lo, hi, workspace), sliced(device_view(heads), 0, hi - lo),
+                hi - lo, exclusive, reverse, result, grid, workspace)
 
 
 def _run(op, values, heads, n: int, exclusive: bool, reverse: bool, result, grid,

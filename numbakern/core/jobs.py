@@ -143,6 +143,12 @@ class ScanJob:
     def state_bytes(self) -> int:
         return sum(d.itemsize for d in self.kit.dtypes)
 
+    @property
+    def value_bytes(self) -> int | None:
+        """The bytes of a state that size a tile's items (``scan_tiles.auto_items``):
+        None, the whole state's."""
+        return None
+
     def element_loader(self):
         """Device function ``load(row0, row1, j, n) -> state`` for the input."""
         key = ("scan_load", self.op, self.kit, self.reverse)
@@ -180,6 +186,11 @@ class SegmentedScanJob(ScanJob):
                          second=heads)
         self.inner, self.shifted = inner, bool(exclusive)
         self.key = self.key + ("segmented", self.shifted)
+
+    @property
+    def value_bytes(self) -> int:
+        """The value field's: items per thread as the unsegmented scan's."""
+        return self.kit.dtypes[1].itemsize
 
     def element_loader(self):
         """Device function ``load(row0, row1, j, n) -> state``: ``row1`` the heads."""

@@ -53,12 +53,15 @@ def padded_slots(tile: int) -> int:
     return tile + (tile - 1) // WARP
 
 
-def auto_items(state_bytes: int, threads: int) -> int:
+def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None) -> int:
     """Items per thread: 64 bytes of state per thread (16 float32, 8 float64), at most
-    16, fewer if the tile would not fit in shared memory; 2 under the simulator."""
+    16, fewer if the tile would not fit in shared memory; 2 under the simulator.
+    ``value_bytes``: the bytes that count instead of the state's (a segmented scan's
+    value field, its one-byte flags left out: 16 items of (flags, float32) need 48
+    registers a thread on sm_90, 12 items 64, and fewer instructions an element)."""
     if SIMULATOR:
         return SIMULATOR_ITEMS
-    items = max(1, min(16, 64 // state_bytes))
+    items = max(1, min(16, 64 // (value_bytes or state_bytes)))
     while items > 1 and padded_slots(threads * items) * state_bytes > SHARED_LIMIT // 2:
         items //= 2
     return items

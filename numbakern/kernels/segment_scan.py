@@ -26,7 +26,11 @@ A scan by key needs no offsets: a head is where a key differs from the one befor
 Offsets on the device are checked as they are read: a segment whose bounds decrease
 or leave ``[offsets[0], offsets[-1]]`` (the span, which the caller read and checked
 against ``[0, len(x)]``) marks nothing and records its index in ``bad[0]`` (an atomic
-minimum), for the caller to raise after.
+minimum), for the caller to raise after. :func:`mark_span` does the same before the
+host has read anything: the kernel reads the span's ends itself, checks them against
+``[0, len(x)]`` and writes them beside its record of the first bad segment, so that
+one copy to the host brings back all the caller needs (the one synchronisation of a
+segmented scan of device offsets).
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int8, int64, uint64
 
-from numbakern.kernels.elementwise import THREADS, grid_for
+from numbakern.kernels.elementwise import THREADS, grid_for, zeros
 from numbakern.ops.segmented import EMPTY, HEAD
 from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.device import ceil_div
 from numbakern.runtime.launch import launch
+from numbakern.runtime.views import reinterpreted, sliced
 
 
 def head_loader(inner, shifted: bool, reverse: bool):
@@ -92,6 +98,49 @@ def mark_heads(offsets, segments: int, lo: int, hi: int, marks, bad, stream, *,
     element 0 holds ``segments``, lowered to the first bad segment's index."""
     kernel = cached(("mark_heads", ids, ends, device_key()), lambda: _build_marker(ids, ends))
     launch(kernel, grid_for(segments), THREADS, stream, offsets, segments, lo, hi, marks, bad)
+
+
+def _build_span_marker(ends: bool):
+    @cuda.jit
+    def span_mark_kernel(offsets, m, size, marks, info):
+        lo, hi = int64(offsets[0]), int64(offsets[m])
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        if i == 0:
+            info[0] = lo
+            info[1] = hi
+        if lo < 0 or hi > size or hi < lo:  # bad ends: the host raises, naming them
+            return
+        while i < m:
+            start, stop = int64(offsets[i]), int64(offsets[i + 1])
+            if start < lo or stop < start or stop > hi:
+                cuda.atomic.max(info, 2, m - i)  # the first bad segment has the largest
+            elif stop > start:
+                marks[(stop - 1 if ends else start) - lo] = 1
+            i += step
+
+    return span_mark_kernel
+
+
+def mark_span(offsets, size: int, workspace, *, ends: bool = False):
+    """Heads from device offsets whose ends the host has not read: ``(marks, info)``.
+
+    ``marks``: ``size`` zeroed uint8 flags (one if ``size`` is 0), each non-empty
+    segment's head set at ``p - offsets[0]`` (its last element with ``ends``), room
+    for any span inside ``[0, size]``. ``info``: three int64 on the device,
+    ``offsets[0]``, ``offsets[-1]`` and ``m - i`` for the first bad segment ``i``
+    (0 if none), for the host to read in one copy. Ends outside ``[0, size]`` or
+    decreasing mark nothing. One clear of the flags and ``info`` (one allocation),
+    one launch a thread per segment."""
+    segments = offsets.shape[0] - 1
+    words = ceil_div(max(int(size), 1), 8)
+    both = zeros(workspace, words + 3, np.int64)
+    marks, info = reinterpreted(both, np.uint8, max(int(size), 1)), sliced(both, words,
+                                                                             words + 3)
+    kernel = cached(("mark_span", ends, device_key()), lambda: _build_span_marker(ends))
+    launch(kernel, grid_for(segments), THREADS, workspace.stream, offsets, segments,
+           int(size), marks, info)
+    return marks, info
 
 
 def _build_key_marker(ends: bool, half: bool):

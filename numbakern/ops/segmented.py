@@ -55,13 +55,17 @@ def segmented(op: Op, accumulator: str) -> Op:
     acc = from_dtype(np.dtype(accumulator))
 
     def combine(a0, a1, b0, b1):
-        if b0 & HEAD:  # b restarts the scan: nothing of a survives
-            return b0, b1
-        if b0 & EMPTY:  # b holds no element
-            return a0, a1
-        if a0 & EMPTY:  # a holds no value after its head: b's value as it is
-            return int8(a0 & HEAD), b1
-        return a0, acc(inner(a1, b1))
+        # Selects, not branches: b restarts the scan (nothing of a survives); b holds no
+        # element (a as it is); a holds no value after its head (b's value as it is);
+        # else both. The inner combine runs whatever the case (its result may be
+        # dropped): branching on the flags cost a segmented float32 scan 2.2 times a
+        # plain one's instructions per element, 150 branches a kernel (sm_90 SASS).
+        both = acc(inner(a1, b1))
+        restart = (b0 & HEAD) != 0
+        nothing = (b0 & EMPTY) != 0
+        flags = b0 if restart else (a0 if nothing else int8(a0 & HEAD))
+        value = b1 if restart else (a1 if nothing else (b1 if (a0 & EMPTY) != 0 else both))
+        return flags, value
 
     def identity(dtypes):
         return FLAG_DTYPE.type(EMPTY), op.identity(np.dtype(dtypes[1]))

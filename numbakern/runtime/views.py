@@ -106,6 +106,16 @@ def view_as(arr, dtype):
     return DeviceBuffer(arr.ptr, arr.shape, arr.strides, dtype, arr.owner)
 
 
+def reinterpreted(arr, dtype, k: int):
+    """The first ``k`` elements of ``dtype`` in the bytes of a 1-D C-contiguous device
+    array (at least ``k * dtype.itemsize`` bytes of them)."""
+    dtype = np.dtype(dtype)
+    if SIMULATOR:
+        return FakeCUDAArray(arr._ary.view(np.uint8)[:k * dtype.itemsize].view(dtype))
+    return DeviceBuffer(arr.ptr, (k,), (dtype.itemsize,), dtype,
+                        arr if arr.owner is None else arr.owner)
+
+
 def flat(arr, name: str = "out"):
     """A C-contiguous device array as a 1-D view the kernels can write.
 

@@ -241,3 +241,41 @@ def test_scan_by_key_bad_arguments():
         nk.scan_by_key(np.zeros(3, complex), np.zeros(3))
     with pytest.raises(TypeError, match="one-field ops"):
         nk.scan_by_key(np.zeros(3), np.zeros(3), nk.ops.arg_op("max"))
+
+
+def test_device_calls_replay_and_still_report_bad_offsets():
+    """Device values and offsets: the marking and the scan each replay their recorded
+    launches on a repeated signature (``runtime/replay.py``), on new data and new
+    offsets of the same span; the one read between them still checks every offset."""
+    from numbakern.runtime import replay
+
+    offsets = offsets_of([5, 0, 70, 2, 33])
+    before = replay.counts["replayed"]
+    for reverse in (False, True):
+        for _ in range(3):
+            x = RNG.integers(-50, 50, offsets[-1]).astype(np.int32)
+            inner = np.sort(RNG.integers(0, offsets[-1] + 1, offsets.size - 2))
+            moved = np.concatenate([[0], inner, [offsets[-1]]]).astype(np.int64)
+            got = nk.segmented_scan(cuda.to_device(x), cuda.to_device(moved), reverse=reverse,
+                                    exclusive=True)
+            check(got.copy_to_host(), x, moved, exclusive=True, reverse=reverse)
+    assert replay.counts["replayed"] - before == 8  # both halves, calls 2 and 3
+    falling = cuda.to_device(np.array([0, 5, 4, 75, 77, 110]))  # the same signature
+    with pytest.raises(ValueError, match="segment 1 runs from 5 to 4"):
+        nk.segmented_scan(cuda.to_device(x), falling, exclusive=True)
+    short = cuda.to_device(np.array([2, 5, 5, 75, 77, 100]))  # another span: rescanned
+    got = nk.segmented_scan(cuda.to_device(x), short, exclusive=True)
+    check(got.copy_to_host(), x, short.copy_to_host(), exclusive=True)
+
+
+def test_device_scans_by_key_replay():
+    from numbakern.runtime import replay
+
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        keys = RNG.integers(0, 3, 300).astype(np.int16)
+        x = RNG.integers(-50, 50, 300).astype(np.int64)
+        got = nk.scan_by_key(cuda.to_device(keys), cuda.to_device(x), reverse=True)
+        offsets = np.concatenate([[0], np.flatnonzero(np.diff(keys)) + 1, [keys.size]])
+        check(got.copy_to_host(), x, offsets, reverse=True)
+    assert replay.counts["replayed"] - before == 2

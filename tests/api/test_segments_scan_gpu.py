@@ -86,6 +86,29 @@ def test_max_scan_and_device_offsets_of_int32(cp):
         np.testing.assert_array_equal(got[a:b].get(), np.maximum.accumulate(xs[a:b]))
 
 
+def test_repeated_calls_replay_on_new_data_and_still_check_offsets(cp):
+    """CuPy values and offsets: the second and third calls replay both launch groups
+    (marking, then the scan of packed (flags, float32) states, 16 items a thread) on
+    new data; the copy between them still checks every offset."""
+    from numbakern.runtime import replay
+
+    n = 1 << 24
+    offsets = cp.asarray(mixed_offsets(n, 3))
+    before = replay.counts["replayed"]
+    for seed in range(3):
+        x = cp.random.default_rng(seed).standard_normal(n, dtype=cp.float32)
+        got = nk.segmented_scan(x, offsets, reverse=True)
+        want = idiom(cp, x.astype(cp.float64), offsets, reverse=True)
+        magnitude = idiom(cp, cp.abs(x).astype(cp.float64), offsets, reverse=True)
+        bound = cp.diff(offsets)[segment_of(cp, offsets, n)] * np.finfo(np.float32).eps
+        assert bool((cp.abs(got - want) <= bound * magnitude + 1e-30).all())
+    assert replay.counts["replayed"] - before == 4
+    bad = offsets.copy()
+    bad[5] = bad[4] - 1
+    with pytest.raises(ValueError, match="segment 4 runs from"):
+        nk.segmented_scan(x, bad, reverse=True)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint16"])
 def test_sorts_2_26_against_lexsort(cp, dtype):
     n = 1 << 26
