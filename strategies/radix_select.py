@@ -270,8 +270,7 @@ class RadixSelect(SelectStrategy):
         else:
             launch(kern.count, rows * chunks, threads, stream, job.x, n, chunks, chunk,
                    prefix, low, offsets)
-        launch(kern.scan_chunks, ceil_div(rows, threads), threads, stream, offsets, rows,
-               chunks)
+        launch(kern.scan_chunks, rows, threads, stream, offsets, chunks)
         if job.sorted:
             wk, wi = ws.empty(rows * k, job.key_dtype), ws.empty(rows * k, np.int64)
         else:
@@ -298,7 +297,7 @@ class RadixSelect(SelectStrategy):
         offsets = zeros(ws, chunks * 2, np.int64)
         launch(kern.chunk_offsets, chunks, threads, stream, per_chunk, ahead, chunks, last,
                offsets)
-        launch(kern.scan_chunks, 1, threads, stream, offsets, 1, chunks)
+        launch(kern.scan_chunks, 1, threads, stream, offsets, chunks)
         bits, where = ws.empty(m, job.key_dtype), ws.empty(m, np.int64)
         launch(kern.gather, chunks, threads, stream, job.x, job.n, chunks, chunk, prefix,
                low, take_all, offsets, m, bits, where)
@@ -361,8 +360,9 @@ class _Kernels:
 
         @cuda.jit(device=True)
         def exclusive_scan(v, totals, tid):
-            """The block's exclusive prefix sum of each thread's int64 ``v`` (a
-            Kogge-Stone scan in each warp, then the warps' totals; two barriers)."""
+            """The block's exclusive prefix sum of each thread's int64 ``v``, and the
+            total (a Kogge-Stone scan in each warp, then the warps' totals; two
+            barriers)."""
             lane = tid % WARP
             w = tid // WARP
             s = int64(v)
@@ -376,11 +376,14 @@ class _Kernels:
                 totals[w] = s
             cuda.syncthreads()
             earlier = int64(0)
+            total = int64(0)
             for j in range(warps):  # at most 32 warps: each thread adds them itself
+                t = totals[j]
                 if j < w:
-                    earlier += totals[j]
+                    earlier += t
+                total += t
             cuda.syncthreads()  # totals read before a later scan writes them
-            return int64(earlier + s - v)
+            return int64(earlier + s - v), total
 
         @cuda.jit
         def fill(need, rows, k):
@@ -488,7 +491,7 @@ class _Kernels:
             mine = int64(0)
             for j in range(lo, hi):
                 mine += counts[j]
-            earlier = exclusive_scan(mine, totals, tid)
+            earlier, _ = exclusive_scan(mine, totals, tid)
             if earlier < want and want <= earlier + mine:  # the candidates reach want
                 acc = earlier
                 j = lo
@@ -547,20 +550,29 @@ class _Kernels:
                 offsets[(row * chunks + c) * 2 + tid] = sh[tid]
 
         @cuda.jit
-        def scan_chunks(offsets, rows, chunks):
-            """Step 4b, a thread a row: the chunks' counts into exclusive offsets."""
-            r = cuda.grid(1)
-            if r >= rows:
-                return
-            less = int64(0)
+        def scan_chunks(offsets, chunks):
+            """Step 4b, a block a row: the chunks' counts into exclusive offsets, a
+            round of ``threads`` chunks a block scan (one thread walking a thousand
+            chunks would wait on each load in turn)."""
+            totals = cuda.shared.array(warps, int64)
+            tid = cuda.threadIdx.x
+            first = int64(cuda.blockIdx.x) * chunks
+            less = int64(0)  # the earlier rounds' totals
             equal = int64(0)
-            for c in range(chunks):
-                s = (r * chunks + c) * 2
-                a, b = offsets[s], offsets[s + 1]
-                offsets[s] = less
-                offsets[s + 1] = equal
-                less += a
-                equal += b
+            start = 0
+            while start < chunks:  # the same rounds for every thread (the scans' barriers)
+                c = start + tid
+                s = (first + c) * 2
+                a = offsets[s] if c < chunks else int64(0)
+                b = offsets[s + 1] if c < chunks else int64(0)
+                a_before, a_total = exclusive_scan(a, totals, tid)
+                b_before, b_total = exclusive_scan(b, totals, tid)
+                if c < chunks:
+                    offsets[s] = less + a_before
+                    offsets[s + 1] = equal + b_before
+                less += a_total
+                equal += b_total
+                start += threads
 
         @cuda.jit
         def gather(x, n, chunks, chunk, prefix, low, need, offsets, k, out_bits, out_idx):

@@ -454,11 +454,21 @@ def test_row_lengths_and_k_at_the_ends(n, strategy):
         check(x, k, strategy, largest=bool(k % 2), sorted=k != 2)
 
 
+@pytest.fixture
+def many_chunks(monkeypatch):
+    """Rows over several blocks under the simulator (which fills its device with 2):
+    8 blocks, each at least 4 keys a thread."""
+    import numbakern.strategies.radix_select as radix
+
+    monkeypatch.setattr(radix, "max_resident_blocks", lambda threads: 8)
+    monkeypatch.setattr(radix, "ITEMS", 4)
+
+
 @pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
-def test_ties_across_chunks_and_rows_decided_at_different_passes(strategy):
-    """Rows of 1100 keys, 3 blocks each (32 threads): row 0 has many keys equal to the
+def test_ties_across_chunks_and_rows_decided_at_different_passes(strategy, many_chunks):
+    """Rows of 1100 keys, 4 blocks each (32 threads): row 0 has many keys equal to the
     threshold spread over the chunks (every pass runs; the fused counts come from the
-    last); row 1 distinct values, decided before its last pass."""
+    last); row 1 distinct values, decided before its last pass. One row: 8 blocks."""
     x = values(np.int32, (2, 1100))
     x[0, ::2] = 77
     x[0, 1::50] = 2**30
@@ -468,6 +478,26 @@ def test_ties_across_chunks_and_rows_decided_at_different_passes(strategy):
         check(x, k, strategy, largest=False, sorted=k == 1)
     got = check(x[:1], 60, strategy, sorted=False)  # the flat case, one row
     assert np.all(np.diff(got.indices) > 0)  # unsorted: index order
+    check(x[1:], 60, strategy, largest=False, sorted=False)
+
+
+@pytest.mark.parametrize("chunks", [1, 31, 32, 33, 70])
+def test_chunk_offsets_scan_over_several_rounds(chunks):
+    """Step 4b: each row's chunk counts (below, equal) into exclusive offsets, a block a
+    row in rounds of 32 chunks."""
+    from numba import cuda
+
+    from numbakern.kernels.sort_keys import build_to_key
+    from numbakern.strategies.radix_select import _Kernels
+
+    strategy = RadixSelect(threads=32)
+    kern = _Kernels(32, strategy.counter, build_to_key(np.dtype(np.float32), True), 32,
+                    2048)
+    counts = RNG.integers(0, 1000, (3, chunks, 2)).astype(np.int64)
+    offsets = cuda.to_device(counts.reshape(-1))
+    kern.scan_chunks[3, 32](offsets, chunks)
+    got = offsets.copy_to_host().reshape(3, chunks, 2)
+    np.testing.assert_array_equal(got, np.cumsum(counts, axis=1) - counts)
 
 
 @pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
