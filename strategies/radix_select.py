@@ -13,9 +13,10 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
 "Fast k-selection algorithms for graphics processing units", 2012):
 
 1. **Histogram** the candidates' current digit (up to 11 bits: 2048 bins; the
-   digit layout below). At first every key of the row is a candidate. The counting is a histogram strategy's
-   block-private counters (``strategies/shared_privatized.py`` by default;
-   ``numbakern/kernels/counting.py`` explains them), many blocks a row.
+   digit layout below). At first every key of the row is a candidate. The counting
+   is a histogram strategy's block-private counters
+   (``strategies/shared_privatized.py`` by default; ``numbakern/kernels/counting.py``
+   explains them), many blocks a row.
 2. **Scan the counts** for the bucket holding the ``k``-th candidate: the
    first digit ``d`` whose running count reaches ``need`` (at first ``k``); a block a
    row, each thread summing a run of the counts and a block scan giving the runs'
@@ -58,19 +59,22 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
 
 6. **Compact** (when asked, ``compact=``) a single long row (the flat case,
    ``axis=None``) after the first pass: the keys at or below the kept bucket (those
-   below win, those in it are the candidates) are copied out, with their indices, in index order (step 4's write,
-   taking the whole bucket; its per-chunk offsets come from each chunk's own counts,
-   which the first pass keeps, instead of step 4's count), and steps 1-5 run again
-   on that short row; its winners' indices are mapped back through the copied ones.
-   On random data the first digit leaves few candidates (``n / 2048`` or so), so the
-   later passes read next to nothing (2^28 normal float32 keys, ``k = 1024``: about 8 500 keys).
+   below win, those in it are the candidates) are copied out, with their indices, in
+   index order (step 4's write, taking the whole bucket; its per-chunk offsets come
+   from each chunk's own counts, which the first pass keeps, instead of step 4's
+   count), and steps 1-5 run again on that short row; its winners' indices are mapped
+   back through the copied ones. On random data the first digit leaves few
+   candidates (``n / 2048`` or so), so the later passes read next to nothing (2^28
+   normal float32 keys, ``k = 1024``: about 8 500 keys).
 
 Cost: without the compaction every pass reads the whole row again (the candidates
 are found by their prefix, not copied out), so 32-bit random keys read the rows 4
 times with 11-bit digits and the fused count (3 passes and the write, if no row
-stops early; 2^28 normal float32, ``k = 1024``: 2 passes, the second bucket holding
-the 1024th key alone) where 8-bit digits and a count of its own read them 6 times
-(4 passes, the count and the write). A compacted row
+stops early) where 8-bit digits and a count of its own read them 6 times (4 passes,
+the count and the write). 2^28 normal float32, ``k = 1024``: 8-bit digits decide
+the row in the third pass (5 reads with the count); in 11-bit digits the second
+pass's bucket of the 1024th key holds about 2 keys, so the third pass runs on most
+such data (4 reads; 3 when that key is its bucket's last). A compacted row
 is read twice (the first pass and the copy) and the candidates a few
 more: 2 GiB for 2^28 float32 keys. Rows are compacted only when asked (``compact=``:
 a single row of at least that many keys, the first pass leaving at most half of it).
