@@ -30,14 +30,17 @@ with a histogram, as ``torch.topk`` and CUB's ``DeviceTopK`` do (Alabi et al.,
    exactly ``need`` keys: all of them win. Each pass is one histogram launch and one
    scan launch, and a finished row's blocks return at once.
 
-   **Digit layout** (``digit_bits``): as few passes as digits of at most 11 bits
-   allow, their widths as even as can be, the wider first: 32-bit keys in 3 passes
+   **Digit layout** (``digit_bits``, 11 by default): digits of ``digit_bits`` from
+   the top, the rest of the key in the last one (the most bits decided in the
+   fewest passes, so a row stops early as soon as it can): 32-bit keys in 3 passes
    (11, 11, 10 bits, as RAFT's AIR Top-K and ``radix_block_select``), 16-bit in 2
-   (8, 8), 8-bit in 1, 64-bit in 6 (11, 11, 11, 11, 10, 10: 12-bit digits would
-   also take 6 passes with twice the counters, 13-bit ones 5 passes with 8192
-   counters, 32 KiB of shared memory a block, fewer blocks a multiprocessor and a
-   4x longer scan). ``digit_bits=8``: 8-bit digits, 4 passes of a 32-bit key, 8 of
-   a 64-bit one, 256 counters (the one width ``warp_privatized``'s per-warp counters
+   (11, 5), 8-bit in 1, 64-bit in 6 (11, 11, 11, 11, 11, 9: 12-bit digits also take
+   6, with twice the counters; 13-bit ones 5, with 8192 counters, 32 KiB of shared
+   memory a block, fewer blocks a multiprocessor and a 4x longer scan).
+   ``digit_bits=12``: 32-bit keys in 12, 12, 8 bits, 4096 counters (16 KiB a block):
+   24 bits decided after two passes, where the third of 11-bit digits often still
+   runs (the cost paragraph). ``digit_bits=8``: 4 passes of a 32-bit key, 8 of a
+   64-bit one, 256 counters (the one width ``warp_privatized``'s per-warp counters
    hold at 256 threads).
 4. **Gather**: every key below the threshold wins, and of the keys equal to it the
    ``need`` of lowest index (``-0.0`` and ``+0.0`` are one key: equal). Each
@@ -111,7 +114,7 @@ GATHER_ITEMS = 2 if SIMULATOR else 8
 LOADS = 2 if SIMULATOR else 4
 #: the digit widths a radix select takes (``digit_bits``), and the default: fewer
 #: passes where the histogram's counters hold 2048 bins
-DIGIT_CHOICES = (8, 11)
+DIGIT_CHOICES = (8, 11, 12)
 DEFAULT_DIGIT_BITS = 11
 #: the count is fused into the digit passes (``fuse_count=None``) when a chunk holds at
 #: least this many keys a bin: each pass then writes its chunks' counts, 4 bytes a bin,
@@ -121,14 +124,12 @@ FUSE_KEYS_PER_BIN = 16
 
 def digit_layout(width: int, digit_bits: int) -> list[tuple[int, int]]:
     """The passes of ``width``-bit keys, most significant first, as ``(shift, bits)``:
-    as few as digits of at most ``digit_bits`` allow, their widths as even as they can
-    be, the wider ones first (32 bits in 11-bit digits: 11, 11, 10; 64: 11, 11, 11, 11,
-    10, 10; 16: 8, 8; in 8-bit digits every digit is 8 bits)."""
-    passes = ceil_div(width, digit_bits)
-    base, wider = divmod(width, passes)
+    digits of ``digit_bits`` from the top, the rest in the last (32 bits in 11-bit
+    digits: 11, 11, 10; in 12-bit: 12, 12, 8; 64 in 11-bit: 11, 11, 11, 11, 11, 9; 16:
+    11, 5; keys no wider than a digit: one pass of their width)."""
     layout, top = [], width
-    for p in range(passes):
-        bits = base + (1 if p < wider else 0)
+    while top > 0:
+        bits = min(digit_bits, top)
         top -= bits
         layout.append((top, bits))
     return layout
@@ -153,8 +154,9 @@ class RadixSelect(SelectStrategy):
             digit pass (step 6 of the module doc; 0: always, when the first pass
             leaves at most half of the row); ``None`` (the default): never, as measured
             faster (the module doc's cost).
-        digit_bits: the widest digit, 8 or 11 (the module doc's digit layout: 32-bit keys
-            in 3 passes of 11, 11 and 10 bits or 4 of 8; 64-bit keys in 6 or 8);
+        digit_bits: the widest digit, 8, 11 or 12 (the module doc's digit layout:
+            32-bit keys in 3 passes of 11, 11 and 10 bits, of 12, 12 and 8, or 4 of
+            8; 64-bit keys in 6, 6 or 8);
             ``None`` (the default): 11 when the histogram's counters hold 2048 bins in
             a block's shared memory (``warp_privatized`` with more than 192 threads does
             not), else 8.
@@ -174,8 +176,8 @@ class RadixSelect(SelectStrategy):
         TypeError: ``threads`` or ``digit_bits`` not an int; ``fuse_count`` not a bool
             or None; a ``histogram`` or ``sort`` of the wrong family.
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; a ``histogram``
-            that is not privatized or has other ``threads``; ``digit_bits`` not 8 or
-            11, or 11 with a histogram whose counters do not hold 2048 bins.
+            that is not privatized or has other ``threads``; ``digit_bits`` not 8,
+            11 or 12, or one whose bins the histogram's counters do not hold.
     """
 
     name = "radix_select"
@@ -193,7 +195,7 @@ class RadixSelect(SelectStrategy):
             digit_bits = DEFAULT_DIGIT_BITS if self.counter.fits(1 << DEFAULT_DIGIT_BITS) \
                 else 8
         elif check_count(digit_bits, "digit_bits") not in DIGIT_CHOICES:
-            raise ValueError(f"digit_bits must be 8 or 11 (or None: 11 where the "
+            raise ValueError(f"digit_bits must be 8, 11 or 12 (or None: 11 where the "
                              f"histogram's counters hold 2048 bins), got {digit_bits!r}")
         self.counter.check(1 << digit_bits)  # the counters of the widest digit fit
         self.digit_bits = int(digit_bits)

@@ -33,7 +33,7 @@ SELECT_LEGEND = (
     "(for the largest, complemented: the largest value, NaN above all, has the "
     "smallest key), so the winners are the k smallest keys. Each pass counts the "
     "candidates' next digit, from the top (11 bits, 2048 counts, and 10 for the last "
-    "digit of a 32-bit key; 8 bits with RadixSelect(digit_bits=8)); the scan of the "
+    "digit of a 32-bit key; 8 or 12 with RadixSelect(digit_bits=...)); the scan of the "
     "counts keeps the bucket holding the need-th candidate: the buckets below it all "
     "win (need drops by their count), those above lose. A row is decided once its "
     "bucket holds exactly the keys still needed. Then every key below the threshold "

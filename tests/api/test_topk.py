@@ -410,13 +410,16 @@ def test_zero_dim_input_refusals():
             nk.topk(x, 1, axis=axis)
 
 
-# --- radix_select's digit widths (digit_bits 8 or 11) and its count fused into the digit
+# --- radix_select's digit widths (digit_bits 8, 11 or 12) and its count fused into the digit
 # passes (fuse_count): every key width, k at 1, 2, n-1 and n, ties across chunks, NaN and
 # signed zeros, rows decided at different passes, rows around warp and block sizes.
-#: both digit widths, the count fused or a pass of its own (the fused one on any
-#: chunk: its automatic rule wants longer chunks than the simulator can afford)
+
+#: 8- and 11-bit digits, the count fused or a pass of its own (the fused one on any
+#: chunk: its automatic rule wants longer chunks than the simulator can afford), and
+#: 12-bit digits with the count fused
 DIGIT_STRATEGIES = [RadixSelect(threads=32, digit_bits=bits, fuse_count=fuse)
-              for bits in (8, 11) for fuse in (False, True)]
+                    for bits in (8, 11) for fuse in (False, True)] + \
+    [RadixSelect(threads=32, digit_bits=12, fuse_count=True)]
 
 
 def digits_name(strategy):
@@ -426,9 +429,11 @@ def digits_name(strategy):
 @pytest.mark.parametrize("width, bits, layout", [
     (32, 11, [(21, 11), (10, 11), (0, 10)]),
     (32, 8, [(24, 8), (16, 8), (8, 8), (0, 8)]),
-    (64, 11, [(53, 11), (42, 11), (31, 11), (20, 11), (10, 10), (0, 10)]),
+    (64, 11, [(53, 11), (42, 11), (31, 11), (20, 11), (9, 11), (0, 9)]),
+    (32, 12, [(20, 12), (8, 12), (0, 8)]),
+    (64, 12, [(52, 12), (40, 12), (28, 12), (16, 12), (4, 12), (0, 4)]),
     (64, 8, [(56 - 8 * p, 8) for p in range(8)]),
-    (16, 11, [(8, 8), (0, 8)]),
+    (16, 11, [(5, 11), (0, 5)]),
     (8, 11, [(0, 8)]),
     (8, 8, [(0, 8)]),
 ])
@@ -522,8 +527,8 @@ def test_defaults_and_bad_arguments():
     assert RadixSelect(threads=64, histogram=WarpPrivatized(threads=64)).digit_bits == 11
     with pytest.raises(ValueError, match="2048 bins"):
         RadixSelect(threads=256, histogram="warp_privatized", digit_bits=11)
-    for bad in (9, 16, 0):
-        with pytest.raises(ValueError, match="digit_bits must be 8 or 11"):
+    for bad in (9, 13, 16, 0):
+        with pytest.raises(ValueError, match="digit_bits must be 8, 11 or 12"):
             RadixSelect(digit_bits=bad)
     for bad in ("11", 11.0, True):
         with pytest.raises(TypeError, match="digit_bits must be an int"):

@@ -45,9 +45,17 @@ def test_radix_select_in_8_bit_digits_records_four_passes():
     assert rows[1]["counts"] == {0xFE: 2, 0xFF: 6}  # 7000x's digit, then the others'
 
 
+def test_radix_select_in_12_bit_digits_decides_24_bits_in_two_passes():
+    x = np.array([5, 300, 70000, 300, 2, 70001, 300, 9, 1 << 20, 3 << 20], np.float32)
+    trace = trace_select(x, 4, RadixSelect(threads=32, digit_bits=12))
+    assert trace.exact
+    assert [p["bits"] for p in trace.passes] == [(31, 20), (19, 8), (7, 0)]
+    assert max(trace.passes[0]["rows"][0]["counts"]) < 1 << 12
+
+
 @pytest.mark.parametrize("dtype, bits", [
-    (np.uint8, [(7, 0)]), (np.int16, [(15, 8), (7, 0)]),
-    (np.float64, [(63, 53), (52, 42), (41, 31), (30, 20), (19, 10), (9, 0)])])
+    (np.uint8, [(7, 0)]), (np.int16, [(15, 5), (4, 0)]),
+    (np.float64, [(63, 53), (52, 42), (41, 31), (30, 20), (19, 9), (8, 0)])])
 def test_radix_select_digit_layout_of_each_key_width(dtype, bits):
     x = np.array([5, 3, 9, 3, 1, 7, 3, 0], dtype)
     trace = trace_select(x, 4)
