@@ -92,14 +92,14 @@ def test_flat_row_compaction_with_ties_at_the_threshold(torch, strategy):
     assert np.array_equal(got.indices.cpu().numpy(), np.sort(want))  # index order
 
 
-RADIX_VARIANTS = {f"d{bits}{'-fused' if fuse else ''}": (bits, fuse)
-                  for bits in (8, 11) for fuse in (False, True)}
+RADIX_VARIANTS = {**{f"d{bits}{'-fused' if fuse else ''}": (bits, fuse)
+                     for bits in (8, 11) for fuse in (False, True)}, "d12": (12, None)}
 
 
 @pytest.mark.parametrize("variant", sorted(RADIX_VARIANTS))
 def test_radix_select_digit_widths_and_fused_count(torch, variant):
-    """radix_select in 8- and 11-bit digits, its count a pass of its own or fused into
-    the digit passes: a flat row of 2^22 with 4 195 ties at the threshold, rows of
+    """radix_select in 8-, 11- and 12-bit digits, its count a pass of its own or fused
+    into the digit passes: a flat row of 2^22 with 4 195 ties at the threshold, rows of
     3001 with ties everywhere (16-, 32- and 64-bit keys), exact against a stable
     argsort."""
     bits, fuse = RADIX_VARIANTS[variant]
