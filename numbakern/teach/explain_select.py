@@ -32,10 +32,12 @@ SELECT_LEGEND = (
     "How to read this: keys are the values as unsigned integers in the wanted order "
     "(for the largest, complemented: the largest value, NaN above all, has the "
     "smallest key), so the winners are the k smallest keys. Each pass counts the "
-    "candidates' next 8-bit digit, from the top; the scan of the 256 counts keeps the "
-    "bucket holding the need-th candidate: the buckets below it all win (need drops by "
-    "their count), those above lose. A row is decided once its bucket holds exactly "
-    "the keys still needed. Then every key below the threshold wins, and of the keys "
+    "candidates' next digit, from the top (11 bits, 2048 counts, and 10 for the last "
+    "digit of a 32-bit key; 8 or 12 with RadixSelect(digit_bits=...)); the scan of the "
+    "counts keeps the bucket holding the need-th candidate: the buckets below it all "
+    "win (need drops by their count), those above lose. A row is decided once its "
+    "bucket holds exactly the keys still needed. Then every key below the threshold "
+    "wins, and of the keys "
     "equal to it the need of lowest index. (Only radix_select's passes are drawn: "
     "radix_block_select does the same in one block per row with 11-bit digits, then "
     "sorts the keys at or below the threshold's bucket, strategies/radix_block_select.py; "
@@ -156,8 +158,9 @@ def select_tree(trace: SelectTrace, limit: int = 6) -> Tree:
         need -= row["below"]
         candidates = row["in_bucket"]
     if trace.passes:
-        decided = sum(r["rows"][0] is not None for r in trace.passes)
-        root.add(Text(f"threshold: the top {decided * 8} of {width} key bits decided; keys "
+        decided = sum(p["bits"][0] - p["bits"][1] + 1 for p in trace.passes
+                      if p["rows"][0] is not None)
+        root.add(Text(f"threshold: the top {decided} of {width} key bits decided; keys "
                       f"below it in those bits win, and of the {candidates} equal to it "
                       f"there, the {need} of lowest index"))
     answer = ("empty (k=0: nothing to select, as torch.topk; no kernel runs)"

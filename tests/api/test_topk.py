@@ -10,7 +10,8 @@ import pytest
 
 import numbakern as nk
 from numbakern.strategies import (BitonicSelect, BitonicSort, RadixBlockSelect, RadixSelect,
-                                  SortSlice, every, resolve)
+                                  SortSlice, WarpPrivatized, every, resolve)
+from numbakern.strategies.radix_select import digit_layout
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
           np.uint64, np.float16, np.float32, np.float64]
@@ -407,3 +408,142 @@ def test_zero_dim_input_refusals():
     for axis in (1, -2):
         with pytest.raises(IndexError, match="0-d x"):  # AxisError, as torch's IndexError
             nk.topk(x, 1, axis=axis)
+
+
+# --- radix_select's digit widths (digit_bits 8, 11 or 12) and its count fused into the digit
+# passes (fuse_count): every key width, k at 1, 2, n-1 and n, ties across chunks, NaN and
+# signed zeros, rows decided at different passes, rows around warp and block sizes.
+
+#: 8- and 11-bit digits, the count fused or a pass of its own (the fused one on any
+#: chunk: its automatic rule wants longer chunks than the simulator can afford), and
+#: 12-bit digits with the count fused
+DIGIT_STRATEGIES = [RadixSelect(threads=32, digit_bits=bits, fuse_count=fuse)
+                    for bits in (8, 11) for fuse in (False, True)] + \
+    [RadixSelect(threads=32, digit_bits=12, fuse_count=True)]
+
+
+def digits_name(strategy):
+    return f"d{strategy.digit_bits}{'-fused' if strategy.fuse_count else ''}"
+
+
+@pytest.mark.parametrize("width, bits, layout", [
+    (32, 11, [(21, 11), (10, 11), (0, 10)]),
+    (32, 8, [(24, 8), (16, 8), (8, 8), (0, 8)]),
+    (64, 11, [(53, 11), (42, 11), (31, 11), (20, 11), (9, 11), (0, 9)]),
+    (32, 12, [(20, 12), (8, 12), (0, 8)]),
+    (64, 12, [(52, 12), (40, 12), (28, 12), (16, 12), (4, 12), (0, 4)]),
+    (64, 8, [(56 - 8 * p, 8) for p in range(8)]),
+    (16, 11, [(5, 11), (0, 5)]),
+    (8, 11, [(0, 8)]),
+    (8, 8, [(0, 8)]),
+])
+def test_digit_layout(width, bits, layout):
+    assert digit_layout(width, bits) == layout
+    assert sum(b for _, b in layout) == width and max(b for _, b in layout) <= bits
+
+
+@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.float16, np.uint16, np.float32,
+                                   np.int64, np.float64], ids=lambda d: np.dtype(d).name)
+def test_every_key_width(dtype, strategy):
+    x = values(dtype, (2, 45))
+    check(x, 6, strategy)
+    check(x, 44, strategy, largest=False, sorted=False)
+
+
+@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES[1::2], ids=digits_name)
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 63, 64, 65, 127, 128, 129])
+def test_row_lengths_and_k_at_the_ends(n, strategy):
+    x = values(np.float32, (2, n), spread=100.0)
+    for k in sorted({1, 2, n - 1, n} & set(range(1, n + 1))):
+        check(x, k, strategy, largest=bool(k % 2), sorted=k != 2)
+
+
+@pytest.fixture
+def many_chunks(monkeypatch):
+    """Rows over several blocks under the simulator (which fills its device with 2):
+    8 blocks, each at least 4 keys a thread."""
+    import numbakern.strategies.radix_select as radix
+
+    monkeypatch.setattr(radix, "max_resident_blocks", lambda threads: 8)
+    monkeypatch.setattr(radix, "ITEMS", 4)
+
+
+@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
+def test_ties_across_chunks_and_rows_decided_at_different_passes(strategy, many_chunks):
+    """Rows of 1100 keys, 4 blocks each (32 threads): row 0 has many keys equal to the
+    threshold spread over the chunks (every pass runs; the fused counts come from the
+    last); row 1 distinct values, decided before its last pass. One row: 8 blocks."""
+    x = values(np.int32, (2, 1100))
+    x[0, ::2] = 77
+    x[0, 1::50] = 2**30
+    x[1] = np.random.default_rng(5).permutation(1100) * 3001 - 1_000_000
+    for k in (1, 40, 600):  # 600 unsorted: the simulator's radix sort of them is slow
+        check(x, k, strategy, sorted=k == 40)
+        check(x, k, strategy, largest=False, sorted=k == 1)
+    got = check(x[:1], 60, strategy, sorted=False)  # the flat case, one row
+    assert np.all(np.diff(got.indices) > 0)  # unsorted: index order
+    check(x[1:], 60, strategy, largest=False, sorted=False)
+
+
+@pytest.mark.parametrize("chunks", [1, 31, 32, 33, 70])
+def test_chunk_offsets_scan_over_several_rounds(chunks):
+    """Step 4b: each row's chunk counts (below, equal) into exclusive offsets, a block a
+    row in rounds of 32 chunks."""
+    from numba import cuda
+
+    from numbakern.kernels.sort_keys import build_to_key
+    from numbakern.strategies.radix_select import _Kernels
+
+    strategy = RadixSelect(threads=32)
+    kern = _Kernels(32, strategy.counter, build_to_key(np.dtype(np.float32), True), 32,
+                    2048)
+    counts = RNG.integers(0, 1000, (3, chunks, 2)).astype(np.int64)
+    offsets = cuda.to_device(counts.reshape(-1))
+    kern.scan_chunks[3, 32](offsets, chunks)
+    got = offsets.copy_to_host().reshape(3, chunks, 2)
+    np.testing.assert_array_equal(got, np.cumsum(counts, axis=1) - counts)
+
+
+@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
+def test_nan_inf_and_signed_zeros_over_several_chunks(strategy):
+    x = values(np.float32, (1100,), spread=3.0)
+    x[::97] = np.nan
+    x[5::89] = -0.0
+    x[7::83] = 0.0
+    x[9::301] = np.inf
+    for k in (13, 30):  # the NaNs and infinities, then some of the largest numbers
+        check(x, k, strategy)
+    zeros = np.tile(np.float64([0.0, -0.0, 1.0, -0.0, np.nan, 0.0]), 100)
+    got = check(zeros, 250, strategy, largest=False)  # the zeros in index order
+    assert np.array_equal(np.signbit(got.values[:8]), np.signbit(zeros[[0, 1, 3, 5, 6, 7,
+                                                                           9, 11]]))
+
+
+def test_defaults_and_bad_arguments():
+    assert RadixSelect().digit_bits == 11 and RadixSelect().fuse_count is None
+    # per-warp counters of 8 warps hold 1536 bins: 8-bit digits, unless asked for 11
+    assert RadixSelect(threads=256, histogram="warp_privatized").digit_bits == 8
+    assert RadixSelect(threads=64, histogram=WarpPrivatized(threads=64)).digit_bits == 11
+    with pytest.raises(ValueError, match="2048 bins"):
+        RadixSelect(threads=256, histogram="warp_privatized", digit_bits=11)
+    for bad in (9, 13, 16, 0):
+        with pytest.raises(ValueError, match="digit_bits must be 8, 11 or 12"):
+            RadixSelect(digit_bits=bad)
+    for bad in ("11", 11.0, True):
+        with pytest.raises(TypeError, match="digit_bits must be an int"):
+            RadixSelect(digit_bits=bad)
+    with pytest.raises(TypeError, match="fuse_count must be True or False"):
+        RadixSelect(fuse_count=1)
+    assert RadixSelect(digit_bits=8).key != RadixSelect().key
+    assert RadixSelect(fuse_count=True).key != RadixSelect().key
+    assert "digit_bits=8" in repr(RadixSelect(digit_bits=8))
+
+
+def test_warp_privatized_counters_in_11_bit_digits():
+    strategy = RadixSelect(threads=32, histogram=WarpPrivatized(threads=32), digit_bits=11,
+                           fuse_count=True)
+    x = values(np.float32, (3, 70), spread=10.0)
+    check(x, 5, strategy)
+    check(x, 69, strategy, largest=False, sorted=False)
+    assert nk.topk(x, 0, strategy=strategy).values.shape == (3, 0)

@@ -92,6 +92,36 @@ def test_flat_row_compaction_with_ties_at_the_threshold(torch, strategy):
     assert np.array_equal(got.indices.cpu().numpy(), np.sort(want))  # index order
 
 
+RADIX_VARIANTS = {**{f"d{bits}{'-fused' if fuse else ''}": (bits, fuse)
+                     for bits in (8, 11) for fuse in (False, True)}, "d12": (12, None)}
+
+
+@pytest.mark.parametrize("variant", sorted(RADIX_VARIANTS))
+def test_radix_select_digit_widths_and_fused_count(torch, variant):
+    """radix_select in 8-, 11- and 12-bit digits, its count a pass of its own or fused
+    into the digit passes: a flat row of 2^22 with 4 195 ties at the threshold, rows of
+    3001 with ties everywhere (16-, 32- and 64-bit keys), exact against a stable
+    argsort."""
+    bits, fuse = RADIX_VARIANTS[variant]
+    strategy = nk.RadixSelect(digit_bits=bits, fuse_count=fuse)
+    rng = np.random.default_rng(3)
+    host = rng.standard_normal(1 << 22).astype(np.float32)
+    host[::1000] = 3.5
+    x = torch.from_numpy(host).cuda()
+    want = np.argsort(-host, kind="stable")[:1000]
+    got = nk.topk(x, 1000, strategy=strategy)
+    assert np.array_equal(got.indices.cpu().numpy(), want)
+    got = nk.topk(x, 1000, sorted=False, strategy=strategy)
+    assert np.array_equal(got.indices.cpu().numpy(), np.sort(want))
+    for dtype in ("int16", "float32", "int64", "float64"):
+        rows = rng.integers(-40, 40, (64, 3001)).astype(dtype)
+        x = torch.from_numpy(rows).cuda()
+        for k in (1, 2, 257, 3000, 3001):
+            got = nk.topk(x, k, largest=False, strategy=strategy)
+            idx = np.argsort(rows, axis=-1, kind="stable")[:, :k]
+            assert np.array_equal(got.indices.cpu().numpy(), idx)
+
+
 @pytest.mark.parametrize("capacity", [16, 2048])
 def test_radix_block_select_refinement_and_ties_past_its_buffer(torch, capacity):
     """A small buffer forces the refinement passes (distinct values) and the tie path
