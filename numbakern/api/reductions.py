@@ -1146,8 +1146,8 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
     nothing) or an overflow (a finite slice, enough degrees of freedom, an infinite
     variance). Only when a result is not finite is ``x`` looked at again, so finite
     results cost one ``isfinite`` of the outputs."""
-    values = np.asarray(value)
-    if values.dtype.kind != "f" or np.isfinite(values).all():
+    values = _host_result(x, value)
+    if values is None or np.isfinite(values).all():
         return
     found = _host_floats(x, mask)
     if found is None:
@@ -1166,6 +1166,16 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
         numpy_fp_error("invalid", f"invalid value encountered in {name}")
     if overflow.any():
         numpy_fp_error("over", f"overflow encountered in {name}")
+
+
+def _host_result(x, value):
+    """A float result as a NumPy array when ``x`` is host input, else None: NumPy's
+    warnings are looked for on the host only, and a device result is never read back
+    for them (CuPy refuses the implicit copy; any other would synchronise)."""
+    if kind_of(as_array_like(x)) != "numpy":
+        return None
+    values = np.asarray(value)
+    return values if values.dtype.kind == "f" else None
 
 
 def _host_floats(x, mask):
@@ -1189,8 +1199,8 @@ def _sum_special_values(name, x, value, axis, keepdims, where, skip_nan: bool,
     host result as :func:`_special_values` does: ``inf + -inf`` (a slice holding both
     infinities, and for sum no NaN) is invalid, an infinite result of a slice of no
     infinity an overflow. An infinite ``initial`` stands for neither."""
-    values = np.asarray(value)
-    if values.dtype.kind != "f" or np.isfinite(values).all() or \
+    values = _host_result(x, value)
+    if values is None or np.isfinite(values).all() or \
             (initial is not None and not np.isfinite(initial)):
         return
     x = as_array_like(x)
