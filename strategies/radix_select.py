@@ -136,9 +136,9 @@ def digit_layout(width: int, digit_bits: int) -> list[tuple[int, int]]:
 
 
 class RadixSelect(SelectStrategy):
-    """Most-significant-digit-first radix select on 11-bit (or 8-bit) digits, any row
-    length and any ``k``, then a gather of the winners in index order (sorted when
-    asked).
+    """Most-significant-digit-first radix select on 11-bit digits (or 8- or 12-bit),
+    any row length and any ``k``, then a gather of the winners in index order (sorted
+    when asked).
 
     Alabi, Blanchard, Gordon and Steinbach, "Fast k-selection algorithms for graphics
     processing units" (ACM JEA, 2012); the digit passes of ``torch.topk``; 11-bit digits
@@ -156,10 +156,9 @@ class RadixSelect(SelectStrategy):
             faster (the module doc's cost).
         digit_bits: the widest digit, 8, 11 or 12 (the module doc's digit layout:
             32-bit keys in 3 passes of 11, 11 and 10 bits, of 12, 12 and 8, or 4 of
-            8; 64-bit keys in 6, 6 or 8);
-            ``None`` (the default): 11 when the histogram's counters hold 2048 bins in
-            a block's shared memory (``warp_privatized`` with more than 192 threads does
-            not), else 8.
+            8; 64-bit keys in 6, 6 or 8); ``None`` (the default): 11 when the
+            histogram's counters hold 2048 bins in a block's shared memory
+            (``warp_privatized`` with more than 192 threads does not), else 8.
         fuse_count: count each chunk's keys below and equal to the threshold in the
             digit passes (step 4's count: no read of the rows of its own); ``None``
             (the default): when a chunk holds at least ``FUSE_KEYS_PER_BIN`` keys a bin.
