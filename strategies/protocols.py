@@ -40,8 +40,8 @@ from numbakern.kernels.counting import COUNTER_BYTES, build_histogram_kernel
 from numbakern.kernels.scan_tiles import auto_items, check_hold, padded_slots
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.checks import check_count, check_flag, check_optional_count
-from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, ceil_div,
-                                      max_resident_blocks)
+from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, WARP,
+                                      ceil_div, max_resident_blocks)
 from numbakern.runtime.launch import launch
 
 from .registry import REGISTRY, resolve
@@ -642,6 +642,41 @@ def pair_before(a, ia, b, ib):
     """Whether pair ``(a, ia)`` comes before ``(b, ib)``: the smaller key, ties by the
     smaller index (keys ordered so that the wanted ones are the smallest)."""
     return a < b or (a == b and ia < ib)
+
+
+def block_exclusive_scan(threads: int, itype) -> Callable:
+    """``scan(v, totals, tid) -> (exclusive prefix, total)``: the block's exclusive
+    prefix sum of each thread's ``v`` in the integer type ``itype`` (numba's int32 or
+    int64), and the block's total. A Kogge-Stone scan in each warp, then the warps'
+    totals (``totals``: one shared slot a warp); two barriers, so every thread of the
+    block must call it."""
+    warps = threads // WARP
+
+    @cuda.jit(device=True)
+    def exclusive_scan(v, totals, tid):
+        lane = tid % WARP
+        w = tid // WARP
+        s = itype(v)
+        d = 1
+        while d < WARP:
+            up = cuda.shfl_up_sync(FULL_MASK, s, d)
+            if lane >= d:
+                s = itype(s + up)
+            d *= 2
+        if lane == WARP - 1:
+            totals[w] = s
+        cuda.syncthreads()
+        earlier = itype(0)
+        total = itype(0)
+        for j in range(warps):  # at most 32 warps: each thread adds them itself
+            t = totals[j]
+            if j < w:
+                earlier += t
+            total += t
+        cuda.syncthreads()  # totals read before a later scan writes them
+        return itype(earlier + s - v), total
+
+    return exclusive_scan
 
 
 def pair_sorter(threads: int) -> Callable:

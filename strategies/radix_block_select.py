@@ -62,8 +62,8 @@ from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, ceil_div
 from numbakern.runtime.launch import launch
 
-from .protocols import (SelectStrategy, check_count, check_flag, check_optional_count,
-                        check_threads, pair_sorter)
+from .protocols import (SelectStrategy, block_exclusive_scan, check_count, check_flag,
+                        check_optional_count, check_threads, pair_sorter)
 
 #: bits of a digit (at most; an 8-bit key is one digit of 8)
 DIGIT = 11
@@ -203,31 +203,7 @@ def _build(threads: int, items: int, capacity: int, digit: int, width: int, aggr
             if bin_ >= 0:
                 cuda.atomic.add(hist, bin_, int32(1))
 
-    @cuda.jit(device=True)
-    def exclusive_scan(v, totals, tid):
-        """The block's exclusive prefix sum of each thread's int32 ``v``, and the total
-        (a Kogge-Stone scan in each warp, then the warps' totals; two barriers)."""
-        lane = tid % WARP
-        w = tid // WARP
-        s = int32(v)
-        d = 1
-        while d < WARP:
-            up = cuda.shfl_up_sync(FULL_MASK, s, d)
-            if lane >= d:
-                s = int32(s + up)
-            d *= 2
-        if lane == WARP - 1:
-            totals[w] = s
-        cuda.syncthreads()
-        earlier = int32(0)
-        total = int32(0)
-        for j in range(warps):  # at most 32 warps: each thread adds them itself
-            t = totals[j]
-            if j < w:
-                earlier += t
-            total += t
-        cuda.syncthreads()  # totals read before a later scan writes them
-        return int32(earlier + s - v), total
+    exclusive_scan = block_exclusive_scan(threads, int32)
 
     @cuda.jit
     def radix_block_select(x, n, k, values, indices):

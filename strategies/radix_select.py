@@ -101,8 +101,8 @@ from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
-from .protocols import (HistogramStrategy, SelectStrategy, check_count, check_flag,
-                        check_threads, digit_counter)
+from .protocols import (HistogramStrategy, SelectStrategy, block_exclusive_scan, check_count,
+                        check_flag, check_threads, digit_counter)
 from .registry import resolve
 
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
@@ -363,32 +363,7 @@ class _Kernels:
             wins whatever its lower digits)."""
             return top < width and (key >> uint64(top)) < (prefix >> uint64(top))
 
-        @cuda.jit(device=True)
-        def exclusive_scan(v, totals, tid):
-            """The block's exclusive prefix sum of each thread's int64 ``v``, and the
-            total (a Kogge-Stone scan in each warp, then the warps' totals; two
-            barriers)."""
-            lane = tid % WARP
-            w = tid // WARP
-            s = int64(v)
-            d = 1
-            while d < WARP:
-                up = cuda.shfl_up_sync(FULL_MASK, s, d)
-                if lane >= d:
-                    s = int64(s + up)
-                d *= 2
-            if lane == WARP - 1:
-                totals[w] = s
-            cuda.syncthreads()
-            earlier = int64(0)
-            total = int64(0)
-            for j in range(warps):  # at most 32 warps: each thread adds them itself
-                t = totals[j]
-                if j < w:
-                    earlier += t
-                total += t
-            cuda.syncthreads()  # totals read before a later scan writes them
-            return int64(earlier + s - v), total
+        exclusive_scan = block_exclusive_scan(threads, int64)
 
         @cuda.jit
         def fill(need, rows, k):

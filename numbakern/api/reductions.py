@@ -1219,6 +1219,26 @@ def _sum_special_values(name, x, value, axis, keepdims, where, skip_nan: bool,
         numpy_fp_error("over", f"overflow encountered in {name}")
 
 
+def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axes,
+                   warning):
+    """``(grid, workspace, M, empty)`` of a reduction divided by its counts: the
+    checked strategy and ``out``, the call's workspace, the number of outputs, and
+    ``empty``, the all-NaN result (``warning`` raised where an output counts nothing)
+    when there is nothing to reduce, else None."""
+    grid = _grid(op, strategy)
+    check_lanes(lanes, grid.block)
+    kind = kind_of(x)
+    check_out(out, shape, result, kind, name)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    M, N = _extents(tuple(x.shape), axes)
+    empty = None
+    if M * N == 0:
+        if M:
+            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+        empty = deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
+    return grid, workspace, M, empty
+
+
 def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdims,
                strategy, stream, lanes, skip_nan: bool, root: bool, mask, warning: str):
     """var/std/nanvar/nanstd with NumPy 2's ``mean=``: the squared deviations from it
@@ -1239,16 +1259,10 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
                                 given.dtype)
         if result.kind != "f":
             result = np.dtype(np.float64)
-    grid = _grid(_ops.SUM_AND_COUNT, strategy)
-    check_lanes(lanes, grid.block)
-    kind = kind_of(x)
-    check_out(out, shape, result, kind, name)
-    workspace = Workspace(kind, resolve_stream(stream, kind))
-    M, N = _extents(tuple(x.shape), axes)
-    if M * N == 0:
-        if M:
-            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
-        return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
+    grid, workspace, M, empty = _counted_setup(name, x, _ops.SUM_AND_COUNT, strategy, lanes,
+                                               out, shape, result, stream, axes, warning)
+    if empty is not None:
+        return empty
     deviations, flags = _squared_deviations(x, given, workspace, skip_nan)
     kit = state_kit(_ops.SUM_AND_COUNT, (np.dtype(np.float64), _ops.INDEX_DTYPE))
     sums, counts = kit.unpack(_reduce(deviations, axes, _ops.SUM_AND_COUNT, kit, grid,
@@ -1260,7 +1274,7 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
     values = workspace.empty(M, result)
     summed_variance_into(sums, counts, values, ddof, root, skip_nan, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
-    if kind == "numpy":
+    if workspace.kind == "numpy":
         if (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
             warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
         raised = host_copy(flags, workspace.stream)
@@ -1348,16 +1362,10 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
-    grid = _grid(op, strategy)
-    check_lanes(lanes, grid.block)
-    kind = kind_of(x)
-    check_out(out, shape, result, kind, name)
-    workspace = Workspace(kind, resolve_stream(stream, kind))
-    M, N = _extents(tuple(x.shape), axes)
-    if M * N == 0:
-        if M:
-            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
-        return deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
+    grid, workspace, M, empty = _counted_setup(name, x, op, strategy, lanes, out, shape,
+                                               result, stream, axes, warning)
+    if empty is not None:
+        return empty
     kit = state_kit(op, dtypes)
     fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
                                 where=mask))
@@ -1365,7 +1373,7 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     values = workspace.empty(M, result)
     finish(*fields, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
-    if kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
+    if workspace.kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
         warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
     return delivered
 

@@ -168,7 +168,27 @@ def divide_by_into(src, counts, dst, stream) -> None:
 
 
 @functools.lru_cache(maxsize=None)
+def _divider(root: bool, skip_nan: bool):
+    """``divide(m2, dof)``: a variance (or its root) from the sum of squared
+    deviations and the degrees of freedom, NumPy's values where ``dof <= 0``."""
+
+    @cuda.jit(device=True)
+    def divide(m2, dof):
+        if dof > 0:
+            v = m2 / dof
+        elif skip_nan or not m2 > 0:  # NumPy: nanvar NaN; var M2/0, inf or NaN
+            v = math.nan
+        else:
+            v = math.inf
+        return math.sqrt(v) if root else v
+
+    return divide
+
+
+@functools.lru_cache(maxsize=None)
 def _variancer(root: bool, skip_nan: bool):
+    divide = _divider(root, skip_nan)
+
     @cuda.jit
     def variance(counts, means, m2s, dst, ddof):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
@@ -177,18 +197,10 @@ def _variancer(root: bool, skip_nan: bool):
             dof = float64(counts[i]) - ddof
             m2 = m2s[i]
             mean = means[i]
-            if mean - mean != 0.0:
-                # A slice holding inf or NaN: NumPy's deviations x - mean take inf - inf
-                # or NaN, so its variance is NaN. Welford's M2 never forms them (a lone
-                # element's M2 is 0), so the mean decides.
-                v = math.nan
-            elif dof > 0:
-                v = m2 / dof
-            elif skip_nan or not m2 > 0:  # NumPy: nanvar NaN; var M2/0, inf or NaN
-                v = math.nan
-            else:
-                v = math.inf
-            dst[i] = math.sqrt(v) if root else v
+            # A slice holding inf or NaN: NumPy's deviations x - mean take inf - inf
+            # or NaN, so its variance is NaN. Welford's M2 never forms them (a lone
+            # element's M2 is 0), so the mean decides.
+            dst[i] = math.nan if mean - mean != 0.0 else divide(m2, dof)
             i += step
 
     return variance
@@ -311,20 +323,15 @@ def _build_squared_deviations(skip_nan: bool, widened: bool):
 
 @functools.lru_cache(maxsize=None)
 def _summed_variancer(root: bool, skip_nan: bool):
+    divide = _divider(root, skip_nan)
+
     @cuda.jit
     def variance(sums, counts, dst, ddof):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < dst.shape[0]:
             dof = float64(counts[i]) - ddof
-            s = sums[i]
-            if dof > 0:
-                v = s / dof
-            elif skip_nan or not s > 0:  # NumPy: nanvar NaN; var s / 0, inf or NaN
-                v = math.nan
-            else:
-                v = math.inf
-            dst[i] = math.sqrt(v) if root else v
+            dst[i] = divide(sums[i], dof)
             i += step
 
     return variance

@@ -80,8 +80,13 @@ def test_flat_row_compaction_with_ties_at_the_threshold(torch, strategy):
     1000th largest is one of 4 195 ties at 3.5: the lowest indices win."""
     if strategy == "compacted":
         strategy = nk.RadixSelect(compact=1 << 20)
-    rng = np.random.default_rng(2)
-    host = rng.standard_normal(1 << 22).astype(np.float32)
+    _check_flat_ties(torch, strategy, seed=2)
+
+
+def _check_flat_ties(torch, strategy, seed: int):
+    """The top 1000 of 2^22 normal float32 keys with every 1000th set to 3.5 (ties at
+    the threshold), sorted and in index order, exact against a stable argsort."""
+    host = np.random.default_rng(seed).standard_normal(1 << 22).astype(np.float32)
     host[::1000] = 3.5
     x = torch.from_numpy(host).cuda()
     want = np.argsort(-host, kind="stable")[:1000]
@@ -104,15 +109,8 @@ def test_radix_select_digit_widths_and_fused_count(torch, variant):
     argsort."""
     bits, fuse = RADIX_VARIANTS[variant]
     strategy = nk.RadixSelect(digit_bits=bits, fuse_count=fuse)
+    _check_flat_ties(torch, strategy, seed=3)
     rng = np.random.default_rng(3)
-    host = rng.standard_normal(1 << 22).astype(np.float32)
-    host[::1000] = 3.5
-    x = torch.from_numpy(host).cuda()
-    want = np.argsort(-host, kind="stable")[:1000]
-    got = nk.topk(x, 1000, strategy=strategy)
-    assert np.array_equal(got.indices.cpu().numpy(), want)
-    got = nk.topk(x, 1000, sorted=False, strategy=strategy)
-    assert np.array_equal(got.indices.cpu().numpy(), np.sort(want))
     for dtype in ("int16", "float32", "int64", "float64"):
         rows = rng.integers(-40, 40, (64, 3001)).astype(dtype)
         x = torch.from_numpy(rows).cuda()
