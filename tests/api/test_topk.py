@@ -469,7 +469,9 @@ def many_chunks(monkeypatch):
     monkeypatch.setattr(radix, "ITEMS", 4)
 
 
-@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
+# 8-bit digits counted apart and 11-bit fused (the default): the other widths' passes
+# and counts are checked by the tests around this one (simulator time)
+@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES[::3], ids=digits_name)
 def test_ties_across_chunks_and_rows_decided_at_different_passes(strategy, many_chunks):
     """Rows of 1100 keys, 4 blocks each (32 threads): row 0 has many keys equal to the
     threshold spread over the chunks (every pass runs; the fused counts come from the
