@@ -22,7 +22,8 @@ from numba import cuda
 
 from numbakern.kernels.elementwise import cast_into
 from numbakern.runtime.device import SIMULATOR
-from numbakern.runtime.launch import DeviceBuffer, buffer, current_device_id, current_recording, stream_handle
+from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
+                                      stream_handle, to_device_array)
 from numbakern.runtime.views import device_empty, device_view, head, host_copy, to_device
 
 
@@ -230,8 +231,20 @@ def as_cupy(buf: DeviceBuffer):
 
 
 def user_array(buf):
-    """The array a device buffer stands for (CuPy or Numba); itself in the simulator."""
-    return buf if SIMULATOR else buf.owner
+    """The array a device buffer stands for, in its owner's library (CuPy or Numba):
+    the owner itself when the buffer is the whole of it, else a view of the buffer's
+    memory (a reshaped or sliced allocation is delivered as that view, never as the
+    allocation); the buffer itself in the simulator."""
+    if SIMULATOR:
+        return buf
+    owner = buf.owner
+    if type(owner).__module__.startswith("cupy"):
+        return as_cupy(buf)
+    if owner.__cuda_array_interface__["data"][0] == buf.ptr and \
+            tuple(owner.shape) == buf.shape and tuple(owner.strides) == buf.strides and \
+            np.dtype(owner.dtype) == buf.dtype:
+        return owner
+    return to_device_array(buf)
 
 
 class Workspace:
