@@ -49,9 +49,7 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
             K-dimensional: read in place, never copied, one launch per sample ``n``
             (its rows ``d`` are the class axis's neighbours, a stride apart), so the
             axes ``d1, ..., dk`` of a device array must be laid out as one axis (any
-            C-contiguous array is; NumPy input is copied to the device anyway); under
-            the simulator only for now: on a GPU a ``ValueError`` (their GPU test
-            fails, not yet diagnosed).
+            C-contiguous array is; NumPy input is copied to the device anyway).
         target: ``(N,)`` (``()`` for ``(C,)`` logits, ``(N, d1, ..., dk)`` for
             K-dimensional logits) integer
             class indices in ``[0, C)``, or ``ignore_index``.

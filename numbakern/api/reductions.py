@@ -375,7 +375,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
     """
     value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
                  initial=initial, where=where)
-    _sum_special_values("sum", x, value, axis, keepdims, where, False, initial)
+    _sum_special_values(x, value, axis, keepdims, where, False, initial)
     return value
 
 
@@ -414,7 +414,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
                          axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
                          "Mean of empty slice", mask)
-        _sum_special_values("mean", x, value, axis, keepdims, where, False)
+        _sum_special_values(x, value, axis, keepdims, where, False)
         return value
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes)
@@ -431,7 +431,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         with np.errstate(invalid="ignore"):
             value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
         value = deliver_host(workspace, value.astype(result), out)
-        _sum_special_values("mean", x, value, axis, keepdims, True, False)
+        _sum_special_values(x, value, axis, keepdims, True, False)
         return value
     src = flat(total, "the sum")
     if out is not None:  # divided straight into it: no copy of the means
@@ -675,7 +675,7 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
     """
     value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
                  initial=initial, where=where)
-    _sum_special_values("nansum", x, value, axis, keepdims, where, True, initial)
+    _sum_special_values(x, value, axis, keepdims, where, True, initial)
     return value
 
 
@@ -998,7 +998,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
                      keepdims, out, strategy, stream, lanes, divide_by_into, 0,
                      "Mean of empty slice", _where(where, x.shape, "nanmean"))
     if kind_of(x) == "numpy":
-        _sum_special_values("nanmean", x, value, axis, keepdims, where, True)
+        _sum_special_values(x, value, axis, keepdims, where, True)
     return value
 
 
@@ -1193,12 +1193,12 @@ def _host_floats(x, mask):
     return data, True if mask is None else np.broadcast_to(mask, data.shape)
 
 
-def _sum_special_values(name, x, value, axis, keepdims, where, skip_nan: bool,
-                        initial=None):
+def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial=None):
     """NumPy's floating-point warnings of a sum or mean of host input, found from the
     host result as :func:`_special_values` does: ``inf + -inf`` (a slice holding both
     infinities, and for sum no NaN) is invalid, an infinite result of a slice of no
-    infinity an overflow. An infinite ``initial`` stands for neither."""
+    infinity an overflow, named as NumPy names them ("... encountered in reduce"). An
+    infinite ``initial`` stands for neither."""
     values = _host_result(x, value)
     if values is None or np.isfinite(values).all() or \
             (initial is not None and not np.isfinite(initial)):
@@ -1214,9 +1214,9 @@ def _sum_special_values(name, x, value, axis, keepdims, where, skip_nan: bool,
     clean = True if skip_nan else ~np.isnan(data).any(axis=axes, keepdims=keepdims,
                                                        where=kept)
     if (up & down & clean).any():
-        numpy_fp_error("invalid", f"invalid value encountered in {name}")
+        numpy_fp_error("invalid", "invalid value encountered in reduce")  # NumPy's word
     if (np.isinf(values) & ~up & ~down).any():
-        numpy_fp_error("over", f"overflow encountered in {name}")
+        numpy_fp_error("over", "overflow encountered in reduce")
 
 
 def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axes,
