@@ -997,8 +997,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     value = _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
                      keepdims, out, strategy, stream, lanes, divide_by_into, 0,
                      "Mean of empty slice", _where(where, x.shape, "nanmean"))
-    if kind_of(x) == "numpy":
-        _sum_special_values(x, value, axis, keepdims, where, True)
+    _sum_special_values(x, value, axis, keepdims, where, True)
     return value
 
 
@@ -1134,8 +1133,7 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
 
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
                      strategy, stream, lanes, finish, ddof, warning, mask)
-    if kind_of(x) == "numpy":
-        _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
+    _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
     return value
 
 

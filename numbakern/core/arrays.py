@@ -217,8 +217,6 @@ def contiguous_copy(x, view, stream):
     return to_device(host_copy(view, stream), stream)
 
 
-
-
 def as_cupy(buf: DeviceBuffer):
     """A CuPy array over a buffer's memory: its owner itself when it is one."""
     import cupy
