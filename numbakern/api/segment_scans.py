@@ -19,7 +19,7 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype
-from numbakern.api.segments import Span, _device_offsets, _one_d
+from numbakern.api.segments import Span, _bad_segment, _check_span, _device_offsets, _one_d
 from numbakern.core.arrays import (Workspace, as_array_like, honours_stream, kind_of,
                                    resolve_stream)
 from numbakern.core.axes import check_flag
@@ -212,15 +212,9 @@ def _span_of(info, offsets, size: int, workspace: Workspace) -> tuple[int, int]:
     call's synchronisation); ``ValueError`` naming the offsets if either is bad."""
     lo, hi, bad = (int(v) for v in host_copy(info, workspace.stream))
     workspace.stream.synchronize()
-    if lo < 0 or hi > size or hi < lo:
-        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
-                         f"length of x), got {lo} .. {hi}")
+    _check_span(lo, hi, size)
     if bad:
-        first = offsets.shape[0] - 1 - bad
-        pair = host_copy(device_view(offsets))[first:first + 2]
-        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
-                         f"length of x), but segment {first} runs from {int(pair[0])} "
-                         f"to {int(pair[1])}")
+        _bad_segment(offsets, offsets.shape[0] - 1 - bad, size)
     return lo, hi
 
 

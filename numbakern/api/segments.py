@@ -192,14 +192,28 @@ def _device_offsets(offsets):
     return view
 
 
+def _check_span(lo: int, hi: int, size: int) -> None:
+    """ValueError naming the offsets when their ends ``lo``, ``hi`` leave ``[0, size]``
+    or decrease."""
+    if lo < 0 or hi > size or hi < lo:
+        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
+                         f"length of x), got {lo} .. {hi}")
+
+
+def _bad_segment(offsets, first: int, size: int):
+    """Raise the ValueError naming segment ``first`` of device ``offsets``, the first
+    a kernel found bad."""
+    pair = host_copy(device_view(offsets))[first:first + 2]
+    raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
+                     f"length of x), but segment {first} runs from {int(pair[0])} "
+                     f"to {int(pair[1])}")
+
+
 def _report(bad, offsets, segments: int, size: int, empty: str | None) -> None:
     """Raise what the kernel recorded about device offsets (a synchronisation)."""
     first_bad, first_empty = (int(v) for v in host_copy(bad))
     if first_bad < segments:
-        pair = host_copy(device_view(offsets))[first_bad:first_bad + 2]
-        raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
-                         f"length of x), but segment {first_bad} runs from {int(pair[0])} "
-                         f"to {int(pair[1])}")
+        _bad_segment(offsets, first_bad, size)
     if empty is not None and first_empty < segments:
         raise ValueError(f"{empty} (segment {first_empty} is empty)")
 
@@ -221,9 +235,7 @@ class Span:
         self.device = _device_offsets(offsets)
         self.segments = self.device.shape[0] - 1
         self.lo, self.hi = (int(v) for v in _ends(self.device, workspace.stream))
-        if self.lo < 0 or self.hi > size or self.hi < self.lo:
-            raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
-                             f"length of x), got {self.lo} .. {self.hi}")
+        _check_span(self.lo, self.hi, size)
         if not self.segments:
             self.device = None
 
