@@ -105,5 +105,4 @@ def test_torch_cumprod(products, measure, torch_cuda):
     if torch_cuda is None:
         pytest.skip("torch with CUDA not installed")
     t = torch_cuda.as_tensor(products, device="cuda")
-    out = torch_cuda.cumprod(t, dim=0)
     measure(lambda: torch_cuda.cumprod(t, dim=0), t.nbytes * 2, **_info(products, "torch"))

@@ -1,6 +1,15 @@
 """Shared test set-up: the `gpu` marker skips unless a real CUDA GPU runs."""
 
+import os
+
 import pytest
+
+# Each pytest-xdist worker ("gw0", "gw1", ...) keeps its simulated threads on a CPU of
+# its own (numbakern.runtime.simblock): picked by process id, two workers share one
+# CPU half the time and the suite takes up to twice as long. Only workers set it: they
+# inherit the controller's environment.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ["NUMBAKERN_SIMULATOR_CPU"] = os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")
 
 import numbakern
 

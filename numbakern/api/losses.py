@@ -106,8 +106,8 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     try:
         view, kind, shape, dtype, precision = _describe(logits, "logits")
     except np.exceptions.AxisError:
-        raise ValueError(f"logits must be (C,), (N, C) or (N, C, d1, ..., dk) as torch's "
-                         f"(C: the classes), got a 0-d array") from None
+        raise ValueError("logits must be (C,), (N, C) or (N, C, d1, ..., dk) as torch's "
+                         "(C: the classes), got a 0-d array") from None
     unbatched = len(shape) == 1  # torch's (C,) logits, a 0-d target: one row
     given = shape
     if unbatched:

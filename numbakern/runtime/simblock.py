@@ -184,16 +184,27 @@ def _share_one_cpu() -> None:
     Simulated threads take turns holding the GIL, so they never run in parallel;
     handing the GIL to a thread waiting on another CPU costs a cross-CPU wake-up,
     which made barriers about 40% slower on 2 CPUs (bench/NOTES.md). Only
-    numbakern's own threads are pinned; the CPU is picked by process id, so
-    parallel test processes spread over the CPUs. Skipped where unsupported.
+    numbakern's own threads are pinned. Parallel processes should each get a CPU of
+    their own: ``NUMBAKERN_SIMULATOR_CPU=i`` picks the i-th allowed CPU (modulo their
+    count; the test suite sets it from pytest-xdist's worker number), else the
+    process id picks one, which two processes share half the time. Skipped where
+    unsupported.
     """
     if not hasattr(os, "sched_setaffinity"):
         return
     try:
         cpus = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {cpus[os.getpid() % len(cpus)]})
+        os.sched_setaffinity(0, {cpus[_cpu_index() % len(cpus)]})
     except OSError:
         pass  # not allowed here (some sandboxes): run unpinned
+
+
+def _cpu_index() -> int:
+    """The ``NUMBAKERN_SIMULATOR_CPU`` setting when it is an integer, else the pid."""
+    try:
+        return int(os.environ["NUMBAKERN_SIMULATOR_CPU"])
+    except (KeyError, ValueError):
+        return os.getpid()
 
 
 class _Pool:

@@ -336,5 +336,5 @@ def trace_softmax(x, strategy: str = "online/warp_shuffle", *,
         yd.copy_to_host().reshape(-1), numpy_softmax(x))
 
 
-__all__ = ["IDENTITY", "SoftmaxTrace", "numpy_softmax", "plan_for", "softmax_strategies",
+__all__ = ["SoftmaxTrace", "numpy_softmax", "plan_for", "softmax_strategies",
            "trace_softmax"]
