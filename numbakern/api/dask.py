@@ -23,11 +23,13 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   NumPy 2's ``mean=``: each chunk's count and sum of squared deviations from its
   block of the given mean (two passes over the chunk), summed across chunks.
   nanmax, nanmin, logsumexp: the function over each chunk, then over the partials.
-* argmax, argmin, max/min_with_indices: one ``max_with_indices`` per chunk, its
-  indices made global from the chunk's offsets (a graph built as Dask's own
-  ``arg_reduction`` builds its); partials ``(values, indices)`` cross chunks as pairs
-  and are combined with NumPy's rules (NaN wins, then the larger value, then the
-  first index; ``tie_break_left=False``: the last); argmax's aggregate returns the
+* argmax, argmin, max/min_with_indices, nanargmax, nanargmin: one
+  ``max_with_indices`` (nanargmax's state) per chunk, its indices made global from
+  the chunk's offsets (a graph built as Dask's own ``arg_reduction`` builds its);
+  partials ``(values, indices)`` cross chunks as pairs and are combined with NumPy's
+  rules (NaN wins, then the larger value, then the first index;
+  ``tie_break_left=False``: the last; nanargmax: a NaN counts as -inf, and a chunk's
+  slice of nothing but NaN crosses as NaN at its first index); argmax's aggregate returns the
   indices alone. Over the whole array (one value a chunk) one aggregate takes up to
   32 chunks when ``split_every`` is not given.
 * Scans: each chunk scanned along the axis by numbakern; the chunks' totals combined
@@ -718,24 +720,43 @@ def _global_flat(i, chunk: tuple, offsets: tuple, shape: tuple):
     return total + base if base else total
 
 
-def _arg_chunk(direction, tie_break_left, strategy, lanes, axis, x, where):
+def _arg_chunk(direction, tie_break_left, skip_nan, strategy, lanes, axis, x, where):
     """One chunk's ``(values, global int64 indices)``. ``axis`` None: the whole chunk,
     both of shape (1,), ``where`` the chunk's offsets and the array's shape; else along
     ``axis``, the chunk's shape with 1 there, ``where`` the chunk's offset along it. A
     chunk with no elements offers nothing: partials of size 0 along the reduced axis,
-    which the combine's concatenation drops."""
+    which the combine's concatenation drops. ``skip_nan`` (nanargmax, nanargmin): a
+    NaN counts as -inf (+inf); a slice of nothing but NaN offers NaN at its first
+    index (:func:`_nan_pairs`)."""
     if x.size == 0:
         shape = (0,) if axis is None else tuple(
             0 if a == axis else s for a, s in enumerate(x.shape))
         return (np.empty_like(x, shape=shape),
                 np.empty_like(x, shape=shape, dtype=_ops.INDEX_DTYPE))
-    fn = _nk().max_with_indices if direction == "max" else _nk().min_with_indices
-    v, i = fn(x, axis=axis, keepdims=True, tie_break_left=tie_break_left,
-              strategy=strategy, lanes=lanes)
+    if skip_nan:
+        v, i = _nan_pairs(x, direction, axis, strategy, lanes)
+    else:
+        fn = _nk().max_with_indices if direction == "max" else _nk().min_with_indices
+        v, i = fn(x, axis=axis, keepdims=True, tie_break_left=tie_break_left,
+                  strategy=strategy, lanes=lanes)
     if axis is None:
         offsets, shape = where
         return v.reshape(1), _global_flat(i.reshape(1), x.shape, offsets, shape)
     return v, (i + where if where else i)
+
+
+def _nan_pairs(x, direction: str, axis, strategy, lanes):
+    """The NaN-skipping ``(values, indices)`` of one chunk (keepdims): numbakern's
+    nanargmax state, whose code flags a slice of nothing but NaN; such a slice's value
+    becomes NaN (its index is its first element's)."""
+    from numbakern.api.reductions import _arg
+
+    v, code = _arg(x, direction, axis, True, True, (None, None), True, strategy, None,
+                   lanes, skip_nan=True)
+    if v.dtype.kind != "f":
+        return v, code
+    all_nan = (code & _ops.ALL_NAN) != 0
+    return np.where(all_nan, np.nan, v), code & _ops.INDEX_BITS
 
 
 def _leaves(nested) -> list:
@@ -744,12 +765,16 @@ def _leaves(nested) -> list:
     return [nested]
 
 
-def _winner(v, i, axis: int, direction: str, tie_break_left: bool):
+def _winner(v, i, axis: int, direction: str, tie_break_left: bool, skip_nan: bool):
     """The winning ``(value, index)`` along ``axis`` (kept as 1) of candidates ``v``
     and their indices ``i``: NaN first, then the larger (argmin: smaller) value, then
     the smaller index (``tie_break_left=False``: the larger). Six array operations
     (four for integers): max and min return NaN wherever a NaN is (NumPy's and
-    CuPy's, documented), and then the NaNs are the tied candidates."""
+    CuPy's, documented), and then the NaNs are the tied candidates. ``skip_nan``: a
+    NaN (a chunk's slice of nothing but NaN) counts as -inf (+inf) at its index, and
+    the value is NaN only where every candidate is."""
+    if skip_nan and v.dtype.kind == "f":
+        return _nan_winner(v, i, axis, direction)
     best = v.max(axis=axis, keepdims=True) if direction == "max" else \
         v.min(axis=axis, keepdims=True)
     tied = v == best
@@ -760,8 +785,17 @@ def _winner(v, i, axis: int, direction: str, tie_break_left: bool):
     return best, np.where(tied, i, -1).max(axis=axis, keepdims=True)
 
 
+def _nan_winner(v, i, axis: int, direction: str):
+    nan = np.isnan(v)
+    seen = np.where(nan, -np.inf if direction == "max" else np.inf, v)
+    best = seen.max(axis=axis, keepdims=True) if direction == "max" else \
+        seen.min(axis=axis, keepdims=True)
+    first = np.where(seen == best, i, _LAST).min(axis=axis, keepdims=True)
+    return np.where(nan.all(axis=axis, keepdims=True), np.nan, best), first
+
+
 def _arg_combine(parts, axis=None, keepdims=False, *, direction, tie_break_left, flat,
-                 final=False, values=True, empty=False, **_):
+                 skip_nan=False, final=False, values=True, empty=False, **_):
     """The winners of the partials ``parts`` (Dask's nested lists of ``(values,
     indices)`` pairs) along the reduced axes. ``final``: the aggregate, which raises
     for an array with nothing along the reduced axes (NumPy's error), shapes the result
@@ -774,11 +808,13 @@ def _arg_combine(parts, axis=None, keepdims=False, *, direction, tie_break_left,
         np.concatenate([p[0] for p in pairs], axis=ax),
         np.concatenate([p[1] for p in pairs], axis=ax))
     if v.shape[ax] > 1:
-        v, i = _winner(v, i, ax, direction, tie_break_left)
+        v, i = _winner(v, i, ax, direction, tie_break_left, skip_nan)
     elif v.shape[ax] == 0 and final:  # no rows here (the slices have elements)
         shape = tuple(1 if a == ax else s for a, s in enumerate(v.shape))
         v, i = np.empty_like(v, shape=shape), np.empty_like(i, shape=shape)
     if final:
+        if skip_nan and v.dtype.kind == "f" and bool(np.isnan(v).any()):
+            raise ValueError("All-NaN slice encountered")
         if flat:
             shape = (1,) * len(axis) if keepdims else ()
         else:
@@ -815,9 +851,9 @@ def _picked(pairs, index: int, meta):
 
 
 def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_every,
-         strategy, lanes, values: bool):
+         strategy, lanes, values: bool, skip_nan: bool = False):
     """argmax/argmin (``values`` False: the lazy indices) or max/min_with_indices
-    (``(values, indices)``)."""
+    (``(values, indices)``); ``skip_nan``: nanargmax/nanargmin."""
     _check_dask(x, name)
     keepdims = check_flag(keepdims, "keepdims")
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
@@ -832,11 +868,11 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     flat = len(axes) == x.ndim  # one value a chunk (axis None, or a 1-D array)
     if flat and split_every is None:  # tiny partials: one aggregate over many chunks
         split_every = _FLAT_SPLIT_EVERY
-    chunk = functools.partial(_arg_chunk, direction, tie_break_left, strategy, lanes,
-                              None if flat else axes[0])
+    chunk = functools.partial(_arg_chunk, direction, tie_break_left, skip_nan, strategy,
+                              lanes, None if flat else axes[0])
     partials = _arg_partials(x, chunk, axes, flat)
     combine = functools.partial(_arg_combine, direction=direction,
-                                tie_break_left=tie_break_left, flat=flat)
+                                tie_break_left=tie_break_left, flat=flat, skip_nan=skip_nan)
     empty = builtins.any(x.shape[a] == 0 for a in axes)
     aggregate = functools.partial(combine, final=True, values=values, empty=empty)
     ndim = len(result_shape(x.shape, axes, keepdims))
@@ -864,6 +900,24 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
     _refuse_out(out, "argmin")
     return _arg(x, "min", "argmin", axis, keepdims, tie_break_left, split_every, strategy,
                 lanes, values=False)
+
+
+def nanargmax(x, axis=None, out=None, *, keepdims=False, split_every=None, strategy=None,
+              lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanargmax` of a Dask array: a NaN counts as -inf at its own
+    index, across chunk edges too; a slice of nothing but NaN raises NumPy's
+    ``ValueError`` ("All-NaN slice encountered") at compute time."""
+    _refuse_out(out, "nanargmax")
+    return _arg(x, "max", "nanargmax", axis, keepdims, True, split_every, strategy, lanes,
+                values=False, skip_nan=True)
+
+
+def nanargmin(x, axis=None, out=None, *, keepdims=False, split_every=None, strategy=None,
+              lanes=None, stream=None):
+    """Lazy :func:`numbakern.nanargmin` of a Dask array (a NaN counts as +inf)."""
+    _refuse_out(out, "nanargmin")
+    return _arg(x, "min", "nanargmin", axis, keepdims, True, split_every, strategy, lanes,
+                values=False, skip_nan=True)
 
 
 def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
@@ -1264,5 +1318,5 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
 __all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
            "bitwise_and_sum", "bitwise_or_sum", "count_nonzero", "cumprod", "cumsum",
            "histogram", "log_softmax", "logsumexp", "max", "max_with_indices", "mean", "min",
-           "min_with_indices", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum",
+           "min_with_indices", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum",
            "nanvar", "prod", "ptp", "reduce", "softmax", "std", "sum", "var", "xor_sum"]

@@ -295,6 +295,29 @@ def test_argmax_argmin_global_indices_ties_and_nan(axis, keepdims):
     assert values.dtype == a.dtype and indices.dtype == np.int64
 
 
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, True), (1, False)])
+def test_nanargmax_nanargmin_count_nan_as_infinities_across_chunks(axis, keepdims):
+    """A NaN counts as -inf (+inf) at its own index, also where a chunk's slice holds
+    nothing but NaN ([nan | -inf] gives 0, as NumPy); a whole slice of NaN raises
+    NumPy's error at compute time."""
+    a = np.random.default_rng(9).integers(0, 5, size=(6, 40)).astype(np.float32)
+    a[:4, :3] = np.nan  # chunks of nothing but NaN, then ties with -inf
+    a[:, 3] = -np.inf
+    a[:, 4] = np.inf
+    a[1, 5:] = np.nan  # a row of NaN but for -inf and inf
+    a[4, 33:] = np.nan  # a later chunk of nothing but NaN
+    x = da.from_array(a, chunks=((4, 0, 2), (3, 30, 7)))
+    for name in ("nanargmax", "nanargmin"):
+        _check(getattr(nk, name)(x, axis=axis, keepdims=keepdims, split_every=2),
+               getattr(np, name)(a, axis=axis, keepdims=keepdims), exact=True)
+    minus = da.from_array(np.array([np.nan, -np.inf, np.nan]), chunks=1)
+    assert nk.nanargmax(minus).compute() == np.nanargmax([np.nan, -np.inf, np.nan]) == 0
+    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+        nk.nanargmin(da.from_array(a[:4, :3], chunks=(2, 1)), axis=1).compute()
+    ints = da.from_array(np.array([3, 9, 9, 1], np.int16), chunks=3)
+    assert nk.nanargmax(ints).compute() == 1 and nk.nanargmin(ints).compute() == 3
+
+
 def test_argmax_last_index_with_tie_break_right():
     a = np.array([1, 7, 3, 7, 7, 2], dtype=np.int32)
     x = da.from_array(a, chunks=2)
