@@ -63,7 +63,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import device_view, flat, host_copy, strided
+from numbakern.runtime.views import c_contiguous, device_view, flat, host_copy, strided
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -1341,9 +1341,7 @@ def _c_order(a, workspace: Workspace):
     if kind_of(a) == "numpy":
         return workspace.from_host(np.ascontiguousarray(a).reshape(-1))
     view = device_view(a)
-    try:
-        flat(view, "x")
-    except ValueError:
+    if not c_contiguous(view):
         view = contiguous_copy(a, view, workspace.stream)
     return strided(view, [(n, np.dtype(a.dtype).itemsize)])
 

@@ -116,19 +116,22 @@ def reinterpreted(arr, dtype, k: int):
                         arr if arr.owner is None else arr.owner)
 
 
+def c_contiguous(arr) -> bool:
+    """Whether a device view's elements lie in C order with no gaps."""
+    return arr._ary.flags.c_contiguous if SIMULATOR else buffer(arr).c_contiguous
+
+
 def flat(arr, name: str = "out"):
     """A C-contiguous device array as a 1-D view the kernels can write.
 
     Raises:
         ValueError: ``arr`` (named ``name`` in the message) is not C-contiguous.
     """
+    if not c_contiguous(arr):
+        raise ValueError(f"{name} must be C-contiguous for device input")
     if SIMULATOR:
-        if not arr._ary.flags.c_contiguous:
-            raise ValueError(f"{name} must be C-contiguous for device input")
         return FakeCUDAArray(arr._ary.reshape(-1))
     buf = buffer(arr)
-    if not buf.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous for device input")
     return buf.with_layout((buf.size,), (buf.dtype.itemsize,))
 
 
