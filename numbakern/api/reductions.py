@@ -373,8 +373,9 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
             ``where`` on ``max``/``min`` without ``initial`` (NumPy's message);
             :class:`~numbakern.AxisError` for a bad ``axis``.
     """
-    value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                 initial=initial, where=where)
+    with np.errstate(over="ignore"):  # a float16 result's cast: told as NumPy's, below
+        value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                     initial=initial, where=where)
     _sum_special_values(x, value, axis, keepdims, where, False, initial)
     return value
 
@@ -673,8 +674,9 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
     """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
     no elements: 0). Arguments, result dtype and errors as :func:`sum`.
     """
-    value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                 initial=initial, where=where)
+    with np.errstate(over="ignore"):  # as sum's
+        value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                     initial=initial, where=where)
     _sum_special_values(x, value, axis, keepdims, where, True, initial)
     return value
 

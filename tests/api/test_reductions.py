@@ -527,6 +527,22 @@ SUM_SPECIALS = [([np.inf, -np.inf], {}), ([np.inf, 1.0], {}), ([1e308, 1e308], {
                 ([np.nan, np.inf, -np.inf], {})]
 
 
+@pytest.mark.parametrize("name", ["sum", "nansum"])
+@pytest.mark.parametrize("axis", [None, 0])
+def test_float16_sum_overflow_warns_once_as_numpy(name, axis):
+    """A float16 sum past 65504 (accumulated in float32, then cast) warns NumPy's one
+    overflow "in reduce", not the cast's as well."""
+    x = np.full((10, 2), 60000, np.float16)
+    seen = []
+    for fn in (getattr(np, name), getattr(nk, name)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = fn(x, axis=axis)
+        seen.append(([str(w.message) for w in caught], got))
+    assert seen[1][0] == seen[0][0] == ["overflow encountered in reduce"]
+    np.testing.assert_array_equal(seen[1][1], seen[0][1])
+
+
 @pytest.mark.parametrize("name", ["sum", "nansum", "mean", "nanmean"])
 @pytest.mark.parametrize("values, kw", SUM_SPECIALS)
 def test_sums_of_special_values_warn_as_numpy(name, values, kw):
