@@ -1154,7 +1154,9 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
         return
     data, kept = found
     axes = normalize_axes(axis, data.ndim)
-    infinite = np.isinf(data).any(axis=axes, keepdims=keepdims, where=kept)
+    up = (data == np.inf).any(axis=axes, keepdims=keepdims, where=kept)
+    down = (data == -np.inf).any(axis=axes, keepdims=keepdims, where=kept)
+    infinite = up | down
     nan = np.isnan(data)
     has_nan = nan.any(axis=axes, keepdims=keepdims, where=kept)
     counted = (~nan if skip_nan else np.ones(data.shape, bool)) & kept
@@ -1162,10 +1164,23 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
     invalid = infinite if skip_nan else infinite & ~has_nan
     # (a finite slice whose Welford states overflowed is NaN here, inf in NumPy: README)
     overflow = ~np.isfinite(values) & ~infinite & ~has_nan & (dof > 0)
-    if invalid.any():
-        numpy_fp_error("invalid", f"invalid value encountered in {name}")
-    if overflow.any():
-        numpy_fp_error("over", f"overflow encountered in {name}")
+    both = up & down  # the mean's sum meets inf + -inf first
+    _variance_fp_errors(name, (invalid & ~both).any(), overflow.any(), (invalid & both).any())
+
+
+def _variance_fp_errors(name: str, invalid: bool, overflow: bool,
+                        invalid_mean: bool = False) -> None:
+    """NumPy's warnings (or errors, by ``np.geterr()``) of a variance, worded as its
+    two passes meet them: the mean's sum gives ``inf + -inf`` (``invalid_mean``),
+    ``x - mean`` gives ``inf - inf`` (``invalid``), the squares overflow (``square``
+    in var and std, ``multiply`` in the nan forms)."""
+    if invalid_mean:
+        numpy_fp_error("invalid", "invalid value encountered in reduce")
+    if invalid:
+        numpy_fp_error("invalid", "invalid value encountered in subtract")
+    if overflow:
+        square = "multiply" if name.startswith("nan") else "square"
+        numpy_fp_error("over", f"overflow encountered in {square}")
 
 
 def _host_result(x, value):
@@ -1278,10 +1293,7 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
         if (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
             warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
         raised = host_copy(flags, workspace.stream)
-        if raised[INVALID]:
-            numpy_fp_error("invalid", f"invalid value encountered in {name}")
-        if raised[OVERFLOW]:
-            numpy_fp_error("over", f"overflow encountered in {name}")
+        _variance_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
     return delivered
 
 
