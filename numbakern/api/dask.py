@@ -558,7 +558,7 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
     number, broadcasting to the keepdims shape): each chunk's count and sum of squared
     deviations from its block of ``mean`` (:func:`numbakern.api.reductions.deviation_sums`,
     numbakern's kernels), summed across chunks (float64), then ``finish``."""
-    from numbakern.api.reductions import _given_mean
+    from numbakern.api.reductions import _given_mean, drop_leading_ones
 
     _check_dask(x, name)
     _refuse_out(out, name)
@@ -568,8 +568,11 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
         raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
     axes = normalize_axes(axis, x.ndim)
     kept = result_shape(x.shape, axes, True)
+    scalar = axis is None and not (keepdims or skip_nan)  # as the NumPy form's
     lazy = mean if isinstance(mean, da.Array) else da.asarray(
-        _given_mean(mean, kept, name))
+        _given_mean(mean, kept, name, scalar))
+    if scalar:
+        lazy = drop_leading_ones(lazy, len(kept))
     _given_mean(np.empty_like(lazy._meta, shape=lazy.shape), kept, name)  # its checks
     result = _ops.numpy_mean_dtypes(np.dtype(x.dtype), dtype)[1]
     if dtype is None and not skip_nan:  # x - mean's dtype, as the NumPy form's

@@ -1267,7 +1267,8 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
         x, axis, keepdims = _one_element(x), None, False
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
-    given = _given_mean(mean, result_shape(tuple(x.shape), axes, True), name)
+    given = _given_mean(mean, result_shape(tuple(x.shape), axes, True), name,
+                        axis is None and not (keepdims or skip_nan))
     if not dtype_given and not skip_nan:  # var's: x - mean's (a Python number weak);
         # nanvar subtracts into x's own dtype
         result = np.result_type(result, mean if isinstance(mean, (int, float)) else
@@ -1304,9 +1305,12 @@ def _one_element(x):
     return x.reshape(1)
 
 
-def _given_mean(mean, kept_shape: tuple, name: str):
+def _given_mean(mean, kept_shape: tuple, name: str, scalar: bool = False):
     """NumPy 2's ``mean=`` checked: real numbers whose shape broadcasts to the result's
-    shape with ``keepdims=True``; an array object (a number as a 0-d NumPy array)."""
+    shape with ``keepdims=True``; an array object (a number as a 0-d NumPy array).
+    ``scalar``: var or std with ``axis=None`` and no keepdims (a 0-d result), where
+    NumPy also takes extra leading axes of length 1 (``var(x_1d, mean=[[m]])``; its
+    nanvar refuses them): dropped here."""
     if isinstance(mean, BFloat16Bits):
         raise TypeError(f"{name}: mean must hold real numbers, got bfloat16 bits")
     given = as_array_like(mean)
@@ -1314,6 +1318,8 @@ def _given_mean(mean, kept_shape: tuple, name: str):
     if dtype.kind not in "biuf":
         raise TypeError(f"{name}: mean must hold real numbers (bool, integers or floats), "
                         f"got dtype {dtype}")
+    if scalar:
+        given = drop_leading_ones(given, len(kept_shape))
     shape = tuple(given.shape)
     try:
         fits = len(shape) <= len(kept_shape) and \
@@ -1324,6 +1330,14 @@ def _given_mean(mean, kept_shape: tuple, name: str):
         raise ValueError(f"{name}: mean of shape {shape} does not broadcast to "
                          f"{kept_shape}, the shape of x's mean with keepdims=True")
     return given
+
+
+def drop_leading_ones(a, ndim: int):
+    """``a`` without its leading axes of length 1 past ``ndim`` axes (a view)."""
+    extra = len(a.shape) - ndim
+    if extra > 0 and math.prod(a.shape[:extra]) == 1:
+        return a.reshape(tuple(a.shape[extra:]))
+    return a
 
 
 def _squared_deviations(x, given, workspace: Workspace, skip_nan: bool) -> tuple:

@@ -713,5 +713,8 @@ def test_variance_takes_numpys_mean(name):
                    rtol=1e-12)
     _check(fn(lazy, axis=0, mean=50.0, keepdims=True),
            ref(x, axis=0, mean=50.0, keepdims=True), rtol=1e-12)
+    if name in ("var", "std"):  # NumPy's takes axes of length 1 before a 0-d result's
+        _check(fn(lazy, mean=np.full((1, 1, 1), 50.0)), ref(x, mean=np.full((1, 1, 1), 50.0)),
+               rtol=1e-12)
     with pytest.raises(ValueError, match=r"mean of shape \(6,\) does not broadcast"):
         fn(lazy, axis=1, mean=np.ones(6))

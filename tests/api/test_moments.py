@@ -196,6 +196,12 @@ def test_mean_keyword_as_numpys(name):
         ref(x, axis=2, mean=np.ones(4))
     with pytest.raises(ValueError, match="does not broadcast"):
         fn(x, axis=2, mean=np.ones((1, 1, 3, 5, 1)))
+    extra = np.full((1, 1, 1, 1), 100.0)  # axes of length 1 before the keepdims shape
+    if name in ("var", "std"):  # NumPy's var takes them where the result is 0-d
+        _check(name, x, mean=extra)
+    for kw in ({"axis": (0, 1, 2)}, {"keepdims": True}) if name in ("var", "std") else ({},):
+        with pytest.raises(ValueError, match=r"mean of shape \(1, 1, 1, 1\)"):
+            fn(x, mean=extra, **kw)  # NumPy: another result shape, or (nanvar) an error
     with pytest.raises(TypeError, match="mean must hold real numbers"):
         fn(x, axis=2, mean="a")
     with pytest.raises(TypeError, match="mean must hold real numbers"):
