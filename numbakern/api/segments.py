@@ -108,8 +108,10 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     if first is None and isinstance(op.empty, str) and op.empty == "raise":
         empty = f"zero-size segment to reduction operation {op.name} which has no identity; " \
                 "pass initial="
-    if first is None and _replays(x, offsets):
-        return _replayed(x, offsets, op, kit.dtypes, 0, result, strategy, lanes, stream, empty)
+    segments = None if first is not None else _replays(x, offsets)
+    if segments:
+        return _replayed(x, offsets, segments, op, kit.dtypes, 0, result, strategy, lanes,
+                         stream, empty)
     fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty)
     if fields is None:  # no segments
         return deliver_host(workspace, np.empty(0, dtype=result), None)
@@ -148,9 +150,10 @@ def _arg(x, offsets, direction: str, strategy, lanes, stream):
     op.check_dtype(in_dtype)
     kit = state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
     empty = f"attempt to get arg{direction} of an empty segment"
-    if _replays(x, offsets):
-        return _replayed(x, offsets, op, kit.dtypes, 1, _ops.INDEX_DTYPE, strategy, lanes,
-                         stream, empty)
+    segments = _replays(x, offsets)
+    if segments:
+        return _replayed(x, offsets, segments, op, kit.dtypes, 1, _ops.INDEX_DTYPE, strategy,
+                         lanes, stream, empty)
     fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream,
                                           empty)
     if fields is None:
@@ -305,21 +308,24 @@ def _launch(x, offsets, op, kit, strategy, lanes, stream, empty):
     return fields, workspace, segments, None if on_host else layout.bad
 
 
-def _replays(x, offsets) -> bool:
-    """Whether a call may go through :func:`_recorded`: device values and device
-    offsets, at least one segment (host arrays are uploaded: never replayed)."""
+def _replays(x, offsets) -> int:
+    """The segments of a call that may go through :func:`_recorded` (device values and
+    device offsets, at least one segment), else 0 (host arrays are uploaded: never
+    replayed)."""
     if kind_of(x) == "numpy" or kind_of(offsets) == "numpy":
-        return False
-    return _device_offsets(offsets).shape[0] > 1
+        return 0
+    return _device_offsets(offsets).shape[0] - 1
 
 
-def _replayed(x, offsets, op, dtypes, field, result, strategy, lanes, stream, empty):
+def _replayed(x, offsets, segments: int, op, dtypes, field, result, strategy, lanes, stream,
+              empty):
     """The device-only call: :func:`_recorded`'s launches (replayed on a repeated
     signature, ``numbakern/runtime/replay.py``), then the kernel's report on the
-    offsets, outside the recording since it reads the device."""
+    offsets, outside the recording since it reads the device: the call's one
+    synchronisation, after every launch."""
     out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
                          stream=stream)
-    _report(bad, offsets, _device_offsets(offsets).shape[0] - 1, x.shape[0], empty)
+    _report(bad, offsets, segments, x.shape[0], empty)
     return out
 
 
