@@ -101,14 +101,19 @@ def segment_loader(kit):
 
 
 @cuda.jit(device=True)
-def bounds(offsets, i, n):
-    """``(start, stop, bad)``: segment ``i``'s bounds clamped into ``[0, n]``, and
-    whether they needed it (every kernel here clamps the same way)."""
-    start, stop = int64(offsets[i]), int64(offsets[i + 1])
+def clamped(start, stop, n):
+    """``(start, stop, bad)``: a segment's bounds clamped into ``[0, n]``, and whether
+    they needed it (every kernel here clamps the same way)."""
     bad = start < 0 or stop < start or stop > n
     start = min(max(start, int64(0)), n)
     stop = min(max(stop, start), n)
     return start, stop, bad
+
+
+@cuda.jit(device=True)
+def bounds(offsets, i, n):
+    """Segment ``i``'s bounds, :func:`clamped`."""
+    return clamped(int64(offsets[i]), int64(offsets[i + 1]), n)
 
 
 @cuda.jit(device=True)
@@ -229,8 +234,17 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
         row = int64(cuda.blockIdx.x) * per_block + tid // lanes
         step = int64(cuda.gridDim.x) * per_block
         n = int64(x.shape[0])
+        a = int64(0)
+        b = int64(0)
+        if row < M:
+            a, b = int64(offsets[row]), int64(offsets[row + 1])
         while row < M:
-            start, stop, wrong = bounds(offsets, row, n)
+            start, stop, wrong = clamped(a, b, n)
+            # The group's next segment's bounds are loaded now, so that their latency
+            # passes under this segment's loads instead of before the next one's.
+            ahead = row + step
+            if ahead < M:
+                a, b = int64(offsets[ahead]), int64(offsets[ahead + 1])
             if wrong:
                 cuda.atomic.min(bad, 0, row)
             if stop == start and lane == 0:
@@ -242,7 +256,7 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
                 s = group_reduce(s, temp0, temp1)
                 if lane == 0:
                     emit(o0, o1, row, row, 0, 1, M, s)
-            row += step
+            row = ahead
             if barrier:
                 cuda.syncthreads()
 
