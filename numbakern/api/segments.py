@@ -40,6 +40,7 @@ from numbakern.kernels.elementwise import fold_first_into, zeros
 from numbakern.kernels.segment_reduce import SegmentReduce, offsets_ok
 from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
+from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import device_view, host_copy, sliced, to_device
 
@@ -96,20 +97,17 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     long segments cut into equal runs of tiles per block after Merrill and Garland's
     merge-based SpMV (SC 2016).
     """
-    op = _ops.get(op)
-    if op.fields != 1:
-        raise TypeError(f"{op.name} has {op.fields} fields; segmented_reduce takes "
-                        "one-field ops (segmented_argmax/segmented_argmin for pairs)")
     x = _one_d(x)
-    result = op.result_dtype_for(np.dtype(x.dtype), dtype)
-    kit = state_kit(op, (_ops.accumulator_dtype(result),))
+    op, result, kit = _planned(op, np.dtype(x.dtype), dtype)
     first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
     empty = None
     if first is None and isinstance(op.empty, str) and op.empty == "raise":
         empty = f"zero-size segment to reduction operation {op.name} which has no identity; " \
                 "pass initial="
-    if first is None and _replays(x, offsets):
-        return _replayed(x, offsets, op, kit.dtypes, 0, result, strategy, lanes, stream, empty)
+    segments = None if first is not None else _replays(x, offsets)
+    if segments:
+        return _replayed(x, offsets, segments, op, kit.dtypes, 0, result, strategy, lanes,
+                         stream, empty)
     fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty)
     if fields is None:  # no segments
         return deliver_host(workspace, np.empty(0, dtype=result), None)
@@ -142,20 +140,37 @@ def segmented_argmin(x, offsets, *, strategy=None, lanes=None, stream=None):
 
 
 def _arg(x, offsets, direction: str, strategy, lanes, stream):
-    op = _ops.arg_op(direction, True)
     x = _one_d(x)
-    in_dtype = np.dtype(x.dtype)
-    op.check_dtype(in_dtype)
-    kit = state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
+    op, kit = _arg_planned(direction, np.dtype(x.dtype))
     empty = f"attempt to get arg{direction} of an empty segment"
-    if _replays(x, offsets):
-        return _replayed(x, offsets, op, kit.dtypes, 1, _ops.INDEX_DTYPE, strategy, lanes,
-                         stream, empty)
+    segments = _replays(x, offsets)
+    if segments:
+        return _replayed(x, offsets, segments, op, kit.dtypes, 1, _ops.INDEX_DTYPE, strategy,
+                         lanes, stream, empty)
     fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream,
                                           empty)
     if fields is None:
         return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None)
     return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None)
+
+
+@planner  # a repeated call skips the op's lookup, the dtype rule and the kit
+def _planned(op, in_dtype: np.dtype, dtype) -> tuple:
+    """``(op, result dtype, kit)`` of :func:`segmented_reduce`, checked."""
+    op = _ops.get(op)
+    if op.fields != 1:
+        raise TypeError(f"{op.name} has {op.fields} fields; segmented_reduce takes "
+                        "one-field ops (segmented_argmax/segmented_argmin for pairs)")
+    result = op.result_dtype_for(in_dtype, dtype)
+    return op, result, state_kit(op, (_ops.accumulator_dtype(result),))
+
+
+@planner
+def _arg_planned(direction: str, in_dtype: np.dtype) -> tuple:
+    """``(op, kit)`` of :func:`segmented_argmax`/``argmin``, the dtype checked."""
+    op = _ops.arg_op(direction, True)
+    op.check_dtype(in_dtype)
+    return op, state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
 
 
 def _one_d(x):
@@ -305,21 +320,24 @@ def _launch(x, offsets, op, kit, strategy, lanes, stream, empty):
     return fields, workspace, segments, None if on_host else layout.bad
 
 
-def _replays(x, offsets) -> bool:
-    """Whether a call may go through :func:`_recorded`: device values and device
-    offsets, at least one segment (host arrays are uploaded: never replayed)."""
+def _replays(x, offsets) -> int:
+    """The segments of a call that may go through :func:`_recorded` (device values and
+    device offsets, at least one segment), else 0 (host arrays are uploaded: never
+    replayed)."""
     if kind_of(x) == "numpy" or kind_of(offsets) == "numpy":
-        return False
-    return _device_offsets(offsets).shape[0] > 1
+        return 0
+    return _device_offsets(offsets).shape[0] - 1
 
 
-def _replayed(x, offsets, op, dtypes, field, result, strategy, lanes, stream, empty):
+def _replayed(x, offsets, segments: int, op, dtypes, field, result, strategy, lanes, stream,
+              empty):
     """The device-only call: :func:`_recorded`'s launches (replayed on a repeated
     signature, ``numbakern/runtime/replay.py``), then the kernel's report on the
-    offsets, outside the recording since it reads the device."""
+    offsets, outside the recording since it reads the device: the call's one
+    synchronisation, after every launch."""
     out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
                          stream=stream)
-    _report(bad, offsets, _device_offsets(offsets).shape[0] - 1, x.shape[0], empty)
+    _report(bad, offsets, segments, x.shape[0], empty)
     return out
 
 

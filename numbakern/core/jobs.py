@@ -80,7 +80,11 @@ class ReduceJob:
 
     def reduce_partials(self, plan, partials) -> tuple:
         """A second pass: each output's partials reduced with the plan's block
-        strategy; returns the field arrays."""
+        strategy; returns the field arrays. A layout whose first pass already wrote
+        every result among the partials (``results_among_partials``) needs none."""
+        held = getattr(self.layout, "results_among_partials", None)
+        if held is not None:
+            return held(plan, partials)
         out = self.alloc_state(self.outputs)
         self.layout.reduce_partials(plan, partials, out, self.stream)
         return out

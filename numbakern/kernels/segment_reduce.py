@@ -27,21 +27,23 @@ read (the host never reads them):
   (:func:`build_tile_kernel`) then gives each block a run of ``R`` consecutive
   tiles, the same share of the array for every block whatever the lengths (the
   load balance of Merrill and Garland's merge-path SpMV, kept to long segments):
-  the block reduces each long segment's part of its tiles (16-byte vector loads
-  where the array allows, ``kernels/vector.py``) with the block strategy and emits
-  one state per (block, segment) run. One huge segment is thus spread over the
-  whole GPU, and each segment has at most ``blocks + 1`` runs.
+  a long segment's part of a block's tiles is contiguous, so the block reduces it
+  as one run (one loop of 16-byte vector loads where the array allows,
+  ``kernels/vector.py``, and one block reduce, however many tiles it spans) and
+  emits one state per (block, segment) run. One huge segment is thus spread over
+  the whole GPU, and each segment has at most ``blocks + 1`` runs.
 
 How the runs meet is the grid strategy's (``strategies/protocols.py``,
 ``GridReduce``): ``atomic_fold`` folds every run (and every short segment) into
 its output; ``two_pass`` writes them as partials, slot ``i`` for short segment
 ``i`` and slot ``M + 2k + h`` for the run that starts at tile ``k`` (``h``: 0 for
-``cover``, 1 for ``begin``), and :func:`build_finish_kernel` copies each short
-segment's partial to its output (a thread per segment) and reduces each long
-segment's runs in tile order (a block per long segment, found at its first tile):
-the same tree on every run, and element order kept for a non-commutative op. When
-``x`` is no longer than one tile no segment can be long: the first kernel alone
-stores every result.
+``cover``, 1 for ``begin``), and the tile kernel finishes each long segment
+itself: the block closing its last run (an atomic count per segment, after a
+``threadfence``: the "last block done" pattern of the CUDA samples and CUB)
+reduces its runs in tile order into slot ``i``, the same tree whichever block is
+last, element order kept for a non-commutative op. Slots ``0 .. M - 1`` are then
+the results: no second launch. When ``x`` is no longer than one tile no segment
+can be long: the first kernel alone stores every result.
 
 An element's state is the kit's ``to_state(value, index)`` with ``index`` its
 position *within its segment* (argmax of a segment). An empty segment is the op's
@@ -62,9 +64,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, int64
 
-from numbakern.kernels.axis_reduce import (UNROLL, build_scatter_kernel, group_reducer,
-                                           thread_reducer)
-from numbakern.kernels.elementwise import THREADS, fill, grid_for
+from numbakern.kernels.axis_reduce import UNROLL, group_reducer, thread_reducer
+from numbakern.kernels.elementwise import fill
 from numbakern.kernels.emits import Emit, emit_partial
 from numbakern.kernels.vector import lane_folder, rows_aligned, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached, device_key
@@ -100,14 +101,19 @@ def segment_loader(kit):
 
 
 @cuda.jit(device=True)
-def bounds(offsets, i, n):
-    """``(start, stop, bad)``: segment ``i``'s bounds clamped into ``[0, n]``, and
-    whether they needed it (every kernel here clamps the same way)."""
-    start, stop = int64(offsets[i]), int64(offsets[i + 1])
+def clamped(start, stop, n):
+    """``(start, stop, bad)``: a segment's bounds clamped into ``[0, n]``, and whether
+    they needed it (every kernel here clamps the same way)."""
     bad = start < 0 or stop < start or stop > n
     start = min(max(start, int64(0)), n)
     stop = min(max(stop, start), n)
     return start, stop, bad
+
+
+@cuda.jit(device=True)
+def bounds(offsets, i, n):
+    """Segment ``i``'s bounds, :func:`clamped`."""
+    return clamped(int64(offsets[i]), int64(offsets[i + 1]), n)
 
 
 @cuda.jit(device=True)
@@ -228,8 +234,17 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
         row = int64(cuda.blockIdx.x) * per_block + tid // lanes
         step = int64(cuda.gridDim.x) * per_block
         n = int64(x.shape[0])
+        a = int64(0)
+        b = int64(0)
+        if row < M:
+            a, b = int64(offsets[row]), int64(offsets[row + 1])
         while row < M:
-            start, stop, wrong = bounds(offsets, row, n)
+            start, stop, wrong = clamped(a, b, n)
+            # The group's next segment's bounds are loaded now, so that their latency
+            # passes under this segment's loads instead of before the next one's.
+            ahead = row + step
+            if ahead < M:
+                a, b = int64(offsets[ahead]), int64(offsets[ahead + 1])
             if wrong:
                 cuda.atomic.min(bad, 0, row)
             if stop == start and lane == 0:
@@ -241,39 +256,74 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
                 s = group_reduce(s, temp0, temp1)
                 if lane == 0:
                     emit(o0, o1, row, row, 0, 1, M, s)
-            row += step
+            row = ahead
             if barrier:
                 cuda.syncthreads()
 
     return segment_kernel
 
 
-def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce):
-    """Kernel ``(x, offsets, M, T, R, K, cover, begin, o0, o1)``: block ``b`` (grid-
-    strided) reduces the long segments' parts of tiles ``[b R, b R + R)`` of the ``K``
-    tiles, in element order, and emits each (block, segment) run's state once, at
-    slot ``M + 2k + h`` of the tile map entry where the run starts (and output
-    ``i``, for an emit that folds).
+def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce, finish: bool):
+    """Kernel ``(x, offsets, M, T, R, K, cover, begin, counts, o0, o1)``: block ``b``
+    (grid-strided) reduces the long segments' parts of tiles ``[b R, b R + R)`` of the
+    ``K`` tiles, in element order: each segment's part of them is one contiguous run,
+    reduced as one (a single ``part_reduce`` and block reduce per run, however many
+    tiles it spans), its state emitted at slot ``M + 2k + h`` of the tile map entry
+    where the run starts (and output ``i``, for an emit that folds).
 
-    A commutative op carries each thread's state from tile to tile of a run and
-    reduces the block once per run; a non-commutative one reduces the block per part
-    and folds the parts in order in thread 0.
+    ``finish`` (``emit`` writes partials, ``two_pass``): the results are written here,
+    with no second launch. A segment whose runs all lie in one block is stored at
+    slot ``i``; otherwise each block closing one of its runs counts it in
+    ``counts[2k + h]`` (the segment's head entry, -1 before the first), and the block
+    that closes the last run reduces all the runs in tile order into slot ``i``
+    (CUB's and the CUDA samples' "last block done" pattern, ``threadfence`` between
+    the partial's store and the count). The tree over the runs is the same whichever
+    block is last: deterministic.
     """
     threads = block.threads
     block_reduce = block.build_reduce(kit)
     temp = _temp(block, kit)
-    combine, identity = kit.combine, kit.identity
+    store = kit.store
+    runs_reduce = thread_reducer(kit, run_loader(kit), ordered, False)
 
     @cuda.jit(device=True)
-    def close(s, acc, temp0, temp1, o0, o1, slot, i, M):
-        if not ordered:
-            acc = block_reduce(s, temp0, temp1)
-        if cuda.threadIdx.x == 0:
+    def finish_run(acc, temp0, temp1, o0, o1, slot, i, M, start, stop, T, R, counts):
+        tid = cuda.threadIdx.x
+        head = start // T
+        first = head // R
+        runs = 1 + (stop - 1) // T // R - first
+        if runs == 1:  # every part of the segment was this block's
+            if tid == 0:
+                store(o0, o1, i, acc)
+            return
+        last = 0
+        if tid == 0:
+            store(o0, o1, slot, acc)
+            cuda.threadfence()  # the run's state visible before it is counted
+            h = 0 if start == head * T else 1
+            if cuda.atomic.add(counts, 2 * head + h, 1) == runs - 2:
+                last = 1
+        if cuda.syncthreads_or(last):
+            cuda.threadfence()
+            h = 0 if start == head * T else 1
+            s = runs_reduce(o0, o1, M + 2 * head + h, first, i, 0, runs, tid, threads, M,
+                            R, 0, 0)
+            s = block_reduce(s, temp0, temp1)
+            if tid == 0:
+                store(o0, o1, i, s)
+
+    @cuda.jit(device=True)
+    def close(x, temp0, temp1, o0, o1, slot, i, M, start, stop, a, e, T, R, counts):
+        s = part_reduce(x, start, a, e, cuda.threadIdx.x, threads)
+        acc = block_reduce(s, temp0, temp1)  # thread 0's
+        if finish:
+            finish_run(acc, temp0, temp1, o0, o1, slot, i, M, start, stop, T, R, counts)
+        elif cuda.threadIdx.x == 0:
             emit(o0, o1, slot, i, 0, 1, M, acc)
         cuda.syncthreads()  # temp storage reused by the next run
 
     @cuda.jit
-    def tile_kernel(x, offsets, M, T, R, K, cover, begin, o0, o1):
+    def tile_kernel(x, offsets, M, T, R, K, cover, begin, counts, o0, o1):
         temp0, temp1 = temp()
         tid = cuda.threadIdx.x
         n = int64(x.shape[0])
@@ -293,79 +343,30 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce):
             if cuda.syncthreads_or(hit) == 0:
                 b += cuda.gridDim.x
                 continue
+            end = last * T  # the block's elements end here
             cur = int64(-1)
             slot = int64(0)
             start = int64(0)
             stop = int64(0)
-            s = identity()
-            acc = identity()
+            a = int64(0)
             while k < last:
                 for h in range(2):  # the tile's parts in element order
                     i = int64(cover[k]) if h == 0 else int64(begin[k])
-                    if i >= 0:
-                        if i != cur:
-                            if cur >= 0:
-                                close(s, acc, temp0, temp1, o0, o1, slot, cur, M)
-                            cur = i
-                            slot = M + 2 * k + h
-                            start, stop, wrong = bounds(offsets, i, n)
-                            s = identity()
-                            acc = identity()
+                    if i >= 0 and i != cur:
+                        if cur >= 0:
+                            close(x, temp0, temp1, o0, o1, slot, cur, M, start, stop, a,
+                                  min(stop, end), T, R, counts)
+                        cur = i
+                        slot = M + 2 * k + h
+                        start, stop, wrong = bounds(offsets, i, n)
                         a = max(start, k * T)
-                        e = min(stop, k * T + T)
-                        s = combine(s, part_reduce(x, start, a, e, tid, threads))
-                        if ordered:
-                            acc = combine(acc, block_reduce(s, temp0, temp1))  # thread 0's
-                            s = identity()
-                            cuda.syncthreads()
                 k += 1
             if cur >= 0:
-                close(s, acc, temp0, temp1, o0, o1, slot, cur, M)
+                close(x, temp0, temp1, o0, o1, slot, cur, M, start, stop, a, min(stop, end),
+                      T, R, counts)
             b += cuda.gridDim.x
 
     return tile_kernel
-
-
-def build_finish_kernel(block, kit, ordered: bool):
-    """Kernel ``(offsets, M, n, T, R, K, cover, begin, p0, p1, o0, o1)``: the partials
-    ``p`` (two_pass) to the results ``o``: each short segment's one partial (slot
-    ``i``, a thread per segment), and each long segment's runs reduced in tile order
-    by the block that finds the segment's first tile in the map (grid-strided)."""
-    threads = block.threads
-    block_reduce = block.build_reduce(kit)
-    temp = _temp(block, kit)
-    load_state, store = kit.load, kit.store
-    thread_reduce = thread_reducer(kit, run_loader(kit), ordered, False)
-
-    @cuda.jit
-    def finish_kernel(offsets, M, n, T, R, K, cover, begin, p0, p1, o0, o1):
-        temp0, temp1 = temp()
-        tid = cuda.threadIdx.x
-        i = int64(cuda.blockIdx.x) * threads + tid
-        step = int64(cuda.gridDim.x) * threads
-        while i < M:
-            start, stop, wrong = bounds(offsets, i, n)
-            if stop - start <= T:
-                store(o0, o1, i, load_state(p0, p1, i))
-            i += step
-        k = int64(cuda.blockIdx.x)
-        while k < K:
-            for h in range(2):
-                j = int64(cover[k]) if h == 0 else int64(begin[k])
-                if j >= 0:
-                    start, stop, wrong = bounds(offsets, j, n)
-                    if h == 1 or start == k * T:  # the segment's first tile
-                        first = k // R
-                        runs = 1 + (stop - 1) // T // R - first
-                        s = thread_reduce(p0, p1, M + 2 * k + h, first, j, 0, runs, tid,
-                                          threads, M, R, 0, 0)
-                        s = block_reduce(s, temp0, temp1)
-                        if tid == 0:
-                            store(o0, o1, j, s)
-                        cuda.syncthreads()
-            k += cuda.gridDim.x
-
-    return finish_kernel
 
 
 # --- the layout a reduce job hands the grid strategy -------------------------------------
@@ -436,7 +437,8 @@ class SegmentReduce:
         self.n = int(x.shape[0])
         # the most elements one output may combine (atomic_fold's packed argmax asks)
         self.count = max(1, self.n)
-        self.bad = self.map = None
+        self.bad = self.counts = None
+        self._partial = emit_partial(kit, False)
 
     def plan(self, block, blocks) -> SegmentPlan:
         M, n = self.outputs, self.n
@@ -466,48 +468,38 @@ class SegmentReduce:
         if not plan.tile:
             return
         width = tile_vector_width(x, self.ordered)
-        key = ("segment_reduce", "tiles", block.key, self.ordered, index32, width,
+        finish = emit.name == self._partial.name
+        key = ("segment_reduce", "tiles", block.key, self.ordered, index32, width, finish,
                emit.name, kit, device_key())
         kernel = cached(key, lambda: build_tile_kernel(
-            block, kit, built(), self.ordered, part_reducer(kit, self.ordered, index32,
-                                                            width)))
+            block, kit, built(), self.ordered,
+            part_reducer(kit, self.ordered, index32, width), finish))
         launch(kernel, plan.tile_blocks, block.threads, stream, x, self.offsets,
                self.outputs, np.int64(plan.tile), np.int64(plan.per_block),
-               np.int64(plan.tiles), cover, begin, *out)
+               np.int64(plan.tiles), cover, begin, self.counts, *out)
 
     def _tile_map(self, plan: SegmentPlan, stream):
         """``(cover, begin)``: the tile map, every entry -1 (one-entry stand-ins when no
         segment can be long), allocated and set in one launch with ``bad`` (two
-        entries holding the segment count) ahead of it."""
+        entries holding the segment count) ahead of it and the tile kernel's run
+        counts (``2K`` entries, -1) after it."""
         k = max(1, plan.tiles)
-        words = self.workspace.empty(2 + 2 * k, np.int64)
+        words = self.workspace.empty(2 + 4 * k, np.int64)
         fill(words, self.outputs, stream, m=2, rest=-1)
         self.bad = sliced(words, 0, 2)
-        self.map = (sliced(words, 2, 2 + k), sliced(words, 2 + k, 2 + 2 * k))
-        return self.map
+        self.counts = sliced(words, 2 + 2 * k, 2 + 4 * k)
+        return sliced(words, 2, 2 + k), sliced(words, 2 + k, 2 + 2 * k)
 
     def emit_partial(self, plan: SegmentPlan) -> Emit:
         """Partial ``i`` for short segment ``i``; ``M + 2k + h`` for a long segment's
-        run (module docstring)."""
-        return emit_partial(self.kit, False)
+        run (module docstring), whose last block then writes the segment's result at
+        ``i``."""
+        return self._partial
 
-    def reduce_partials(self, plan: SegmentPlan, partials, out, stream) -> None:
-        """Each output from its partials: a short segment's one, a long segment's runs
-        reduced in order with the plan's block strategy."""
-        kit, block = self.kit, plan.block
-        if not plan.tile:
-            kernel = cached(("axis_reduce", "scatter", kit, device_key()),
-                            lambda: build_scatter_kernel(kit))
-            launch(kernel, grid_for(self.outputs), THREADS, stream, *partials,
-                   self.outputs, 1, *out)
-            return
-        key = ("segment_reduce", "finish", block.key, self.ordered, kit, device_key())
-        kernel = cached(key, lambda: build_finish_kernel(block, kit, self.ordered))
-        grid = max(ceil_div(self.outputs, block.threads), plan.tiles)
-        grid = min(grid, 32 * max_resident_blocks(block.threads))
-        launch(kernel, grid, block.threads, stream, self.offsets, self.outputs,
-               np.int64(self.n), np.int64(plan.tile), np.int64(plan.per_block),
-               np.int64(plan.tiles), *self.map, *partials, *out)
+    def results_among_partials(self, plan: SegmentPlan, partials) -> tuple:
+        """The results, partials ``0 .. M - 1``: the first kernel wrote each short
+        segment's there and the tile kernel each long one's (no second pass)."""
+        return tuple(sliced(p, 0, self.outputs) for p in partials)
 
 
 def offsets_ok(offsets: np.ndarray, size: int) -> str | None:

@@ -330,3 +330,43 @@ def test_device_calls_replay_and_still_report_bad_offsets():
         nk.segmented_reduce(cuda.to_device(x), falling)
     with pytest.raises(ValueError, match=r"argmin of an empty segment \(segment 1"):
         nk.segmented_argmin(cuda.to_device(x), cuda.to_device(offsets[[0, 1, 1, 4, 4]]))
+
+
+# The tile kernel finishes each long segment itself (two_pass): stored at once when all
+# its runs lie in one block, else by the block that closes its last run. Tiles of
+# 32 * 4 = 128 elements; lengths around one tile, a block's run of tiles and several.
+RUNS = [129, 127, 128, 256, 257, 0, 383, 640, 1, 1023, 1024, 1025, 3, 2049, 130]
+
+
+@pytest.mark.parametrize("blocks", [2, 3, 7])
+def test_long_segments_finished_by_their_last_run_in_the_tile_kernel(blocks):
+    offsets = offsets_of(RUNS)
+    n = int(offsets[-1])
+    strategy = nk.TwoPass(nk.WarpShuffle(threads=32), blocks=blocks)
+    x = RNG.integers(-1000, 1000, n).astype(np.int64)
+    check(nk.segmented_reduce(x, offsets, strategy=strategy), x, offsets, "sum")
+    nonempty = offsets_of([r for r in RUNS if r])
+    ties = RNG.integers(-3, 4, n).astype(np.float32)
+    ties[nonempty[12] + 1500] = np.nan  # in a later run of the longest segment
+    np.testing.assert_array_equal(nk.segmented_argmax(ties, nonempty, strategy=strategy),
+                                  _arg_reference(ties, nonempty, "max"))
+    floats = RNG.standard_normal(n).astype(np.float32)
+    first = nk.segmented_reduce(floats, offsets, strategy=strategy)
+    check(first, floats, offsets, "sum")
+    # the runs meet in one tree whichever block closes last: bitwise repeatable
+    np.testing.assert_array_equal(nk.segmented_reduce(floats, offsets, strategy=strategy),
+                                  first)
+
+
+def test_replayed_calls_count_their_runs_afresh():
+    """The run counts are reset by each call's fill, replayed or not."""
+    from numbakern.runtime import replay
+
+    offsets = cuda.to_device(offsets_of(RUNS))
+    strategy = nk.TwoPass(nk.WarpShuffle(threads=32), blocks=3)
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x = RNG.integers(-1000, 1000, int(offsets_of(RUNS)[-1])).astype(np.int64)
+        got = nk.segmented_reduce(cuda.to_device(x), offsets, strategy=strategy)
+        check(got.copy_to_host(), x, offsets_of(RUNS), "sum")
+    assert replay.counts["replayed"] - before == 2

@@ -78,3 +78,25 @@ def test_one_segment_of_2_28(cp):
     assert int(nk.segmented_argmax(y, offsets)[0]) == n - 5
     y[7] = np.nan
     assert int(nk.segmented_argmax(y, offsets)[0]) == 7
+
+
+@pytest.mark.parametrize("mean", [1024, 16384, 1 << 20])
+def test_float_sums_finished_in_the_tile_kernel_are_repeatable(cp, mean):
+    """two_pass: each long segment's runs meet in the block that closes the last one,
+    in one tree whichever block that is: replayed calls give the same bits, within a
+    tree's rounding of the float64 sums."""
+    n = 1 << 26
+    rng = np.random.default_rng(mean)
+    lengths = rng.integers(0, 2 * mean + 1, n // mean + 1)
+    host = np.concatenate([[0], np.cumsum(lengths)])
+    host = host[host <= n].astype(np.int64)
+    offsets = cp.asarray(host)
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    first = nk.segmented_reduce(x, offsets)
+    for _ in range(3):
+        assert bool(cp.array_equal(nk.segmented_reduce(x, offsets), first))
+    total = cp.concatenate([cp.zeros(1), cp.cumsum(x.astype(cp.float64))])
+    want = total[offsets[1:]] - total[offsets[:-1]]
+    magnitude = cp.concatenate([cp.zeros(1), cp.cumsum(cp.abs(x).astype(cp.float64))])
+    bound = (magnitude[offsets[1:]] - magnitude[offsets[:-1]]) * 1e-5 + 1e-6
+    assert bool((cp.abs(first - want) <= bound).all())
