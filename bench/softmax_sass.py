@@ -52,6 +52,17 @@ def kernel_and_args(op: str, shape: tuple, dtype: str):
     return plan, softmax_rows.kernel_for(plan), views
 
 
+def ptx_of(kernel, args, bounds) -> str:
+    """The kernel's PTX for sm_90 under the launch bounds the library compiles it with
+    (they cap ptxas's registers: 64 at 1024 threads)."""
+    from numba import cuda
+
+    from numbakern.runtime.launch import _signature, flatten
+
+    return cuda.compile_ptx(kernel.py_func, _signature(flatten(args)[0]), cc=(9, 0),
+                            launch_bounds=bounds)[0]
+
+
 def resources(ptx: str, workdir: str):
     """``(registers, spill bytes, SASS text)`` from ptxas -v and nvdisasm."""
     source, cubin = os.path.join(workdir, "k.ptx"), os.path.join(workdir, "k.cubin")
@@ -81,7 +92,7 @@ def main() -> None:
                     if options.k not in label:
                         continue
                     plan, kernel, args = kernel_and_args(op, shape, dtype)
-                    ptx = ptx_half.ptx_of(kernel, args)
+                    ptx = ptx_of(kernel, args, plan.launch_bounds)
                     regs, spills, sass = resources(ptx, workdir)
                     blocks = min(REGISTERS_PER_SM // (plan.threads * (-(-regs // 8) * 8)),
                                  THREADS_PER_SM // plan.threads)

@@ -863,3 +863,21 @@ def test_half_backward_sixteen_a_thread(n, fused, row_kernels):
     ref = d64 - np.exp(y64) * d64.sum(-1, keepdims=True)
     np.testing.assert_allclose(got, ref, rtol=2 * BF16_ULP, atol=2e-2)
     assert row_kernels[-1] == ("log_softmax_backward", fused, 8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [2048, 4096, 6144, 8192, 8193])
+def test_gpu_half_backward_around_sixteen_a_thread(n):
+    """The GPU's half backward plans: 128 x 16, 256 x 16, 512 x 12, 512 x 16 fused,
+    then tiled (float16 by the bounds above, bfloat16 within its rounding)."""
+    x, dy = backward_case(n, rows=64, dtype=np.float16, seed=n)
+    check_backward_bounds(x, dy, np.float16)
+    y = nk.softmax(_bfloat16(x.astype(np.float32)))
+    d = _bfloat16(dy.astype(np.float32))
+    y64, d64 = y.astype(np.float64), d.astype(np.float64)
+    ref = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(nk.softmax_backward(y, d).astype(np.float64), ref,
+                               rtol=2 * BF16_ULP, atol=1e-4)
+    ref = d64 - np.exp(y64) * d64.sum(-1, keepdims=True)
+    np.testing.assert_allclose(nk.log_softmax_backward(y, d).astype(np.float64), ref,
+                               rtol=2 * BF16_ULP, atol=2e-2)
