@@ -108,6 +108,9 @@ def test_results_agree(rows):
     got = nk.softmax_backward(y, dy, axis=1).float()
     ref = torch._softmax_backward_data(dy, y, 1, y.dtype).float()
     torch.testing.assert_close(got, ref, rtol=5e-2, atol=5e-3)
+    got = nk.log_softmax_backward(log_y, dy, axis=1).float()
+    ref = torch._log_softmax_backward_data(dy, log_y, 1, y.dtype).float()
+    torch.testing.assert_close(got, ref, rtol=5e-2, atol=5e-2)
     assert np.isfinite(nk.sum(x).float().item())
 
 

@@ -80,6 +80,11 @@ _PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)  # the fused kernels compiled
 # passes keep 8.
 _PER_THREAD_TARGET = {"softmax": 32, "log_softmax": 16}
 _PER_THREAD_DEFAULT = 8
+# The backward passes of half rows aim for 16: two 16-byte vectors of each input a
+# thread (64 bytes in flight, as float32's 8 in vectors of four), where 8 gave one of
+# each: 2.9 TB/s at (32768, 4096) float16 against float32's 4.0 (bench/NOTES.md,
+# "Half softmax family").
+_PER_THREAD_HALF_BACKWARD = 16
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
 # Tiled rows: as few rows in flight as fill the device, so a row's second read finds
@@ -511,6 +516,8 @@ def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out:
                 plans.append(plan)
                 break
     target = _PER_THREAD_TARGET.get(kind, _PER_THREAD_DEFAULT)
+    if kind in softmax_rows.BACKWARD and plans and plans[0].per_element == 2:
+        target = _PER_THREAD_HALF_BACKWARD
     return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
                default=None)
 

@@ -215,7 +215,17 @@ class RowPlan:
         base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
         base += 8 if self.kind in BACKWARD else 0
         base += 8 if self.keep else 0  # the mask row, its causal limit, the scale
-        return base + 3 * self.per_thread * self.words
+        return base + self.per_element * self.per_thread * self.words
+
+    @property
+    def per_element(self) -> int:
+        """Registers per held value in :attr:`registers`: 3, but 2 for the backward
+        kernels of half rows, whose values arrive eight to a 16-byte load (one
+        address a vector, not one an element): ptxas for sm_90 gives the vector
+        fused backward 40 registers at 8 elements a thread, 56 at 16
+        (bench/softmax_sass.py), where 3 a value would say 96 and 144."""
+        halves = self.dtype in HALVES and self.result in HALVES
+        return 2 if halves and self.kind in BACKWARD and not self.keep else 3
 
     @property
     def fits(self) -> bool:

@@ -817,3 +817,67 @@ def test_dtype_and_out_must_agree_and_dtype_must_be_a_float():
         nk.softmax(x, dtype=np.float32, out=np.empty((2, 40), np.float16))
     with pytest.raises(TypeError, match="dtype must be float16, float32 or float64"):
         nk.softmax(x, dtype=np.int32)
+
+
+# --- half rows' backward: 16 elements a thread (two vectors of each input) -----------------
+
+GPU_BLOCKS = (128, 256, 512, 1024)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_backward_plans_hold_two_vectors_of_each_input(dtype):
+    """The GPU's block sizes: half rows' backward aims for 16 a thread and stays fused
+    up to 512 x 16; forward and float32 plans are what they were."""
+    plan = softmax_module._fused_plan
+    for kind in BACKWARD:
+        got = plan(kind, 4096, dtype, "block", GPU_BLOCKS)
+        assert (got.threads, got.per_thread, got.per_element) == (256, 16, 2)
+        assert got.fits and got.registers * 256 <= 65536 // 2  # two blocks at least
+        for n, want in [(2048, (128, 16)), (6144, (512, 12)), (8192, (512, 16))]:
+            got = plan(kind, n, dtype, "block", GPU_BLOCKS)
+            assert (got.threads, got.per_thread) == want, (kind, n)
+        assert plan(kind, 8193, dtype, "block", GPU_BLOCKS) is None  # tiled
+        f32 = plan(kind, 4096, "float32", "block", GPU_BLOCKS)
+        assert (f32.threads, f32.per_thread, f32.per_element) == (512, 8, 3)
+        assert plan(kind, 8192, "float32", "block", GPU_BLOCKS) is None
+    for kind in FORWARD:
+        got = plan(kind, 4096, dtype, "block", GPU_BLOCKS)
+        assert (got.threads, got.per_thread, got.per_element) == (256, 16, 3)
+
+
+@pytest.mark.parametrize("n, fused", [(1016, True), (1024, True), (1025, False)])
+def test_half_backward_sixteen_a_thread(n, fused, row_kernels):
+    """Under the simulator's 64 threads, rows up to 64 x 16 now take the fused vector
+    kernel (two vectors of eight of each input a thread); one more element, tiled."""
+    x, dy = backward_case(n, rows=2, dtype=np.float16, seed=n)
+    check_backward_bounds(x, dy, np.float16, layout="block", threads=64)
+    assert row_kernels[-2:] == [("softmax_backward", fused, 8),
+                                ("log_softmax_backward", fused, 8)]
+    y = nk.softmax(_bfloat16(x.astype(np.float32)))
+    d = _bfloat16(dy.astype(np.float32))
+    y64, d64 = y.astype(np.float64), d.astype(np.float64)
+    got = nk.softmax_backward(y, d, layout="block", threads=64).astype(np.float64)
+    ref = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(got, ref, rtol=2 * BF16_ULP, atol=1e-4)
+    got = nk.log_softmax_backward(y, d, layout="block", threads=64).astype(np.float64)
+    ref = d64 - np.exp(y64) * d64.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, ref, rtol=2 * BF16_ULP, atol=2e-2)
+    assert row_kernels[-1] == ("log_softmax_backward", fused, 8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [2048, 4096, 6144, 8192, 8193])
+def test_gpu_half_backward_around_sixteen_a_thread(n):
+    """The GPU's half backward plans: 128 x 16, 256 x 16, 512 x 12, 512 x 16 fused,
+    then tiled (float16 by the bounds above, bfloat16 within its rounding)."""
+    x, dy = backward_case(n, rows=64, dtype=np.float16, seed=n)
+    check_backward_bounds(x, dy, np.float16)
+    y = nk.softmax(_bfloat16(x.astype(np.float32)))
+    d = _bfloat16(dy.astype(np.float32))
+    y64, d64 = y.astype(np.float64), d.astype(np.float64)
+    ref = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(nk.softmax_backward(y, d).astype(np.float64), ref,
+                               rtol=2 * BF16_ULP, atol=1e-4)
+    ref = d64 - np.exp(y64) * d64.sum(-1, keepdims=True)
+    np.testing.assert_allclose(nk.log_softmax_backward(y, d).astype(np.float64), ref,
+                               rtol=2 * BF16_ULP, atol=2e-2)
