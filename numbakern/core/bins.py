@@ -7,8 +7,8 @@ it may read), the key naming it in kernel caches, and the dtype the input is rea
 
 from __future__ import annotations
 
+import functools
 import math
-from fractions import Fraction
 
 import numpy as np
 from numba import cuda, float64, from_dtype, int32, int64, uint64
@@ -129,21 +129,26 @@ class BinRule:
                 and self.edges.dtype == t == self.sub_dtype == self._bound_dtype()
                 and self.div_dtype.kind == "f" and self.nbins < 2**22):
             return None
-        first, last = float(self.first), float(self.last)
-        size = max(abs(first), abs(last))
-        info = np.finfo(t)
-        if not (math.isfinite(size) and 4 * size < float(info.max) and last > first):
+        if not all(_exact_float(v) for v in (self.first, self.last)):
             return None
-        unit, tiny = float(info.eps) / 2, float(info.smallest_subnormal)  # unit roundoff
-        exact = _exact(self.last) - _exact(self.first)
-        rate = self.nbins / float(exact) * (1 + 2**-50)
+        first, last = float(self.first), float(self.last)  # exact
+        size = max(abs(first), abs(last))
+        unit, tiny, largest = _float_constants(t)  # unit roundoff, least subnormal, max
+        if not (math.isfinite(size) and 4 * size < largest and last > first):
+            return None
+        # (last - first in float64 is within 2**-53 of the exact width)
+        rate = self.nbins / (last - first) * (1 + 2**-50)
         # |edges[k] - exact edge|: rounding to t, and linspace's float64 arithmetic
         edge = unit * size + 2**-46 * size + tiny
         # |fl(v - t(first)) - (v - first)|: first rounded to t, then the subtraction
         offset = 3.01 * unit * size + 2 * tiny
-        denominator = abs(_exact(self.denominator) - exact) / exact
-        q = float(np.finfo(self.div_dtype).eps) / 2
-        relative = max(2.01 * unit, 2.01 * q + 1.01 * float(denominator))
+        # NumPy's estimate: its width rounded in its own dtype (or exact, for ints),
+        # then a division and a product rounded in the division's dtype
+        den = np.asarray(self.denominator).dtype
+        den_unit = _float_constants(den)[0] if den.kind == "f" else 2**-53
+        q = _float_constants(self.div_dtype)[0]
+        # ours: rate rounded twice (float64, then t), the product once
+        relative = max(3.01 * unit, 2.01 * q + 1.01 * den_unit)
         bound = rate * (edge + 1.01 * offset) + self.nbins * relative + 1e-30
         return bound if bound < 0.25 else None
 
@@ -152,9 +157,9 @@ class BinRule:
         edges, the kept range's bounds, ``t(first)``, ``t(bins / (last - first))``
         and the error bound of :meth:`scale_error`."""
         t = self.edges.dtype
-        rate = Fraction(self.nbins) / (_exact(self.last) - _exact(self.first))
+        rate = self.nbins / (float(self.last) - float(self.first))
         lo, hi = self._bounds()
-        tail = [lo, hi, t.type(self.first), t.type(float(rate)), t.type(error)]
+        tail = [lo, hi, t.type(self.first), t.type(rate), t.type(error)]
         return np.concatenate([self.edges, np.array(tail, dtype=t)])
 
     def scaled_binner(self, dtype: np.dtype):
@@ -293,11 +298,16 @@ class BinRule:
         return (lo, hi) if lo <= hi else (1, 0)
 
 
-def _exact(value) -> Fraction:
-    """A range end or width (a Python or NumPy int or float) as an exact fraction."""
-    if isinstance(value, (int, np.integer)):
-        return Fraction(int(value))
-    return Fraction(float(value))  # exact: every float16/32/64 is a float64
+def _exact_float(value) -> bool:
+    """Whether a range end is exactly a float64 (every float is; ints up to 2**53)."""
+    return not isinstance(value, (int, np.integer)) or abs(int(value)) <= 2**53
+
+
+@functools.cache
+def _float_constants(dtype: np.dtype) -> tuple[float, float, float]:
+    """``(unit roundoff, least subnormal, largest)`` of a float dtype."""
+    info = np.finfo(dtype)
+    return float(info.eps) / 2, float(info.smallest_subnormal), float(info.max)
 
 
 def _first_true(pred, lo: int, hi: int) -> int:
