@@ -1,7 +1,8 @@
 """Sort and histogram benchmarks beside CuPy and PyTorch (GPU only).
 
 Run: ``pytest bench/bench_sort.py --benchmark-json=sort.json``. GB/s count the keys
-read once and written once (sort), or the values read once (histogram).
+read once and written once (sort), or the values read once (histograms). The float
+histogram beside ``torch.histc``: ``pytest bench/bench_sort.py -k float_histogram``.
 """
 
 import pytest
@@ -65,3 +66,21 @@ def test_histogram(measure, cp, torch_cuda, data, impl):
     else:
         fn = lambda: nk.histogram_counts(x, bins, strategy=impl)  # noqa: E731
     measure(fn, x.nbytes, op="histogram", impl=impl, n=n, data=data)
+
+
+@pytest.mark.parametrize("impl", ["numbakern", "torch", "cupy"])
+def test_float_histogram(measure, cp, torch_cuda, impl):
+    """float32 2^28 uniform on [0, 1) into 100 bins on [0, 1]: ``numbakern.histogram``
+    (NumPy's bins, bit for bit) beside ``torch.histc`` and ``cupy.histogram``."""
+    n, bins = 1 << 28, 100
+    x = cp.random.random(n, dtype=cp.float32)
+    if impl == "numbakern":
+        fn = lambda: nk.histogram(x, bins, range=(0, 1))  # noqa: E731
+    elif impl == "cupy":
+        fn = lambda: cp.histogram(x, bins, range=(0, 1))  # noqa: E731
+    else:
+        if torch_cuda is None:
+            pytest.skip("PyTorch with CUDA is not installed")
+        t = torch_cuda.as_tensor(x, device="cuda")
+        fn = lambda: torch_cuda.histc(t, bins=bins, min=0, max=1)  # noqa: E731
+    measure(fn, x.nbytes, op="float_histogram", impl=impl, n=n, dtype="float32", bins=bins)

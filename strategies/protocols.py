@@ -36,12 +36,12 @@ from typing import Callable, ClassVar, NamedTuple
 
 from numba import cuda
 
-from numbakern.kernels.counting import COUNTER_BYTES, build_histogram_kernel
+from numbakern.kernels.counting import COUNTER_BYTES, build_histogram_kernel, resident_blocks
 from numbakern.kernels.scan_tiles import auto_items, check_hold, padded_slots
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.checks import check_count, check_flag, check_optional_count
 from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, WARP,
-                                      ceil_div, max_resident_blocks)
+                                      ceil_div)
 from numbakern.runtime.launch import launch
 
 from .registry import REGISTRY, resolve
@@ -554,7 +554,7 @@ class HistogramStrategy(Strategy):
         fewest = ceil_div(n, 2**31)
         if self.blocks is not None:  # at most one a element: more would count nothing
             return max(min(self.blocks, max(1, n)), fewest)
-        return max(1, fewest, min(ceil_div(n, self.threads), max_resident_blocks(self.threads)))
+        return max(1, fewest, min(ceil_div(n, self.threads), resident_blocks(self.threads)))
 
     def histogram(self, job) -> None:
         """Add the counts of ``job.x`` to ``job.out`` (zeroed by the caller)."""

@@ -118,8 +118,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         ``lo <= v <= hi`` compared as NumPy compares (an int range against integers
         exactly), the bin NumPy's estimate ``int((v - lo) / (hi - lo) * bins)`` with
         its operands' dtypes (the width from the range as given), corrected against
-        the edges as NumPy corrects it; inputs of one or two bytes use a table of
-        every value's bin made by that rule on the host. Where NumPy's own arithmetic
+        the edges as NumPy corrects it. For float32 and float64 input whose bins are
+        wide enough for ``BinRule.scale_error`` to prove it the same bin, the device
+        multiplies by ``bins / (hi - lo)`` in the input's dtype instead, and reads
+        the edges only for values within rounding of one. Inputs of one or two bytes
+        use a table of every value's bin made by that rule on the host. Where NumPy's own arithmetic
         overflows and it raises IndexError (``v - lo`` past float16's or float32's
         largest value), the estimate is taken in float64 instead.
 
@@ -161,7 +164,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if dtype.itemsize <= TABLE_ITEMSIZE:
         binner = table_binner(dtype, rule)
     else:
-        binner = (rule.binner(dtype), rule.aux())
+        binner = rule.device(dtype)
     return _count(x, nbins, binner[0], binner[1], strategy, stream), _edges_out(edges, kind)
 
 

@@ -19,11 +19,58 @@ functions to count the digits of one tile.
 
 from __future__ import annotations
 
-from numba import cuda, int64, uint32
+from numba import cuda, int64, uint32, uint64
+
+from numbakern.runtime.device import (
+    REGISTER_FILE,
+    SIMULATOR,
+    THREADS_PER_MULTIPROCESSOR,
+    max_resident_blocks,
+)
 
 #: bytes of one private counter (uint32: a strategy's grid keeps every block under
 #: 2**31 elements)
 COUNTER_BYTES = 4
+
+#: elements a thread bins per trip of the counting loop (written out four times)
+UNROLL = 4
+
+
+#: registers a counting thread may use (ptxas's launch bounds): at 40 a trip's four
+#: loads are all in flight (at 32, sm_90 SASS issued two, then one at a time)
+REGISTERS = 40
+
+#: the most blocks a multiprocessor holds (sm_90)
+_MOST_BLOCKS = 32
+
+
+def blocks_per_multiprocessor(threads: int) -> int:
+    """Blocks of ``threads`` that are resident on a multiprocessor at ``REGISTERS``
+    registers a thread (6 of 256)."""
+    return max(1, min(THREADS_PER_MULTIPROCESSOR // threads, _MOST_BLOCKS,
+                      REGISTER_FILE // (threads * REGISTERS)))
+
+
+def launch_bounds(threads: int) -> tuple[int, int]:
+    """``(threads, blocks a multiprocessor)`` for ptxas, so that every block of
+    :func:`resident_blocks`'s grid is resident at once: no part of it is left to a
+    second wave (37 registers and a grid of 8 blocks of 256 a multiprocessor ran
+    6, then 2)."""
+    return threads, blocks_per_multiprocessor(threads)
+
+
+def resident_blocks(threads: int) -> int:
+    """Blocks of ``threads`` that fill the device once at the counting kernel's
+    launch bounds (the simulator's few blocks there)."""
+    if SIMULATOR:
+        return max_resident_blocks(threads)
+    return max_resident_blocks(threads) // max(1, THREADS_PER_MULTIPROCESSOR // threads) \
+        * blocks_per_multiprocessor(threads)
+
+
+def _jit(bounds):
+    """``cuda.jit`` with launch bounds on a GPU; plain under the simulator."""
+    return cuda.jit if SIMULATOR else cuda.jit(launch_bounds=bounds)
 
 
 def build_histogram_kernel(strategy, bins: int, bin_of):
@@ -34,13 +81,37 @@ def build_histogram_kernel(strategy, bins: int, bin_of):
     slots = max(1, strategy.shared_slots(bins))
     threads, privatized = strategy.threads, strategy.privatized
 
-    @cuda.jit
+    @_jit(launch_bounds(threads))
     def histogram_kernel(x, n, aux, out):
         sh = cuda.shared.array(slots, uint32)
         clear(sh)
-        i = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        while i < n:
+        # unsigned indices: no negative-index wraparound arithmetic on each load
+        i = uint64(cuda.grid(1))
+        stride = uint64(cuda.gridsize(1))
+        end = uint64(n)
+        stride2, stride3 = stride + stride, stride + stride + stride
+        trip = stride3 + stride  # UNROLL strides (uint64 arithmetic throughout)
+        # UNROLL elements a trip, all binned before any is counted: their loads are
+        # independent, so a thread has UNROLL of them in flight, not one
+        while i + stride3 < end:
+            # the trip's elements read first: each ``bin_of`` reads its element again,
+            # which the compiler folds into these loads, so the four can be in flight
+            # before the first is binned (not held back behind its branches)
+            x[i], x[i + stride], x[i + stride2], x[i + stride3]
+            b0 = bin_of(x, i, aux)
+            b1 = bin_of(x, i + stride, aux)
+            b2 = bin_of(x, i + stride2, aux)
+            b3 = bin_of(x, i + stride3, aux)
+            if b0 >= 0:
+                count(sh, out, b0)
+            if b1 >= 0:
+                count(sh, out, b1)
+            if b2 >= 0:
+                count(sh, out, b2)
+            if b3 >= 0:
+                count(sh, out, b3)
+            i += trip
+        while i < end:
             b = bin_of(x, i, aux)
             if b >= 0:
                 count(sh, out, b)

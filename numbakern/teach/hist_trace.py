@@ -7,8 +7,8 @@
 wrapped to record which thread read which element and the bin it found (as
 :mod:`numbakern.teach.trace` wraps the element loader). Atomics are recorded by
 wrapping the simulator's, as for reductions: each one's memory (shared or global),
-slot, value and thread. A counting atomic is the first atomic a thread runs after
-reading an element, so each element is tied to the atomic that counted it; the
+slot, value and thread. A thread counts the elements it read in the order it read
+them, so each counted element is tied to the next counting atomic its thread runs; the
 privatized strategies' fold is then one global atomic per block and non-empty bin.
 
 :func:`histogram_tree` and :func:`contention_table` show the recording; the proof
@@ -113,7 +113,7 @@ class _HistRecorder(_Recorder):
     def __init__(self):
         super().__init__()
         self.events: list[HistAtomic] = []
-        self.pending: dict = {}  # thread -> element read, not yet counted
+        self.pending: dict = {}  # thread -> elements read, not yet counted, in order
         self.bins: dict = {}
         self.barrier_count = 0
 
@@ -121,8 +121,8 @@ class _HistRecorder(_Recorder):
         launch, block, thread = self._where()
         with self.lock:
             self.bins[int(i)] = (launch, block, thread, int(b))
-            if b >= 0:
-                self.pending[(launch, block, thread)] = int(i)
+            if b >= 0:  # a trip of the counting loop reads several before it counts
+                self.pending.setdefault((launch, block, thread), []).append(int(i))
 
     def barrier(self) -> None:
         with self.lock:
@@ -134,7 +134,8 @@ class _HistRecorder(_Recorder):
         _, shared = _trace._address(arr, index)
         size = arr.itemsize if shared else arr._item._ary.itemsize
         with self.lock:
-            element = self.pending.pop((launch, block, thread), -1)
+            read = self.pending.get((launch, block, thread))
+            element = read.pop(0) if read else -1
             self.events.append(HistAtomic(len(self.events), launch, block, thread,
                                           "shared" if shared else "global", int(index),
                                           int(args[-1]), element, size))

@@ -1,0 +1,51 @@
+"""Float histograms against np.histogram on a real GPU, at and around every edge
+(skipped under the simulator): the device's own float arithmetic (fused multiply-adds
+included) must give NumPy's bins on both binners."""
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+pytestmark = pytest.mark.gpu
+
+
+def near_edges(dtype, bins, rng, ulps):
+    """Every edge and the ``ulps`` values of ``dtype`` either side of each, NaN, +-inf."""
+    edges = np.histogram_bin_edges(np.empty(0, dtype), bins, range=rng).astype(dtype)
+    around, below, above = [edges], edges, edges
+    for _ in range(ulps):
+        below, above = np.nextafter(below, dtype(-np.inf)), np.nextafter(above, dtype(np.inf))
+        around += [below, above]
+    return np.concatenate(around + [np.array([np.nan, np.inf, -np.inf], dtype)])
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.parametrize("dtype, bins, rng", [
+    (np.float32, 100, (0, 1)), (np.float32, 7, (-3.3, 1e6)), (np.float64, 100, (0.0, 1.0)),
+    (np.float64, 7, (-3.3, 1e6)), (np.float32, 12288, (-2.5, 7.0)),
+    (np.float32, 100, (1.0, 1.0001)), (np.float32, 100, (1.0, 1.00005)),
+    (np.float32, 10, (-1e38, 1e38))])
+def test_edges_and_uniform_values_match_numpy(cp, dtype, bins, rng):
+    gen = np.random.default_rng(5)
+    lo, hi = (float(v) for v in rng)
+    x = np.concatenate([np.tile(near_edges(dtype, bins, rng, ulps=3), 8),
+                        gen.uniform(lo - (hi - lo) / 10, hi + (hi - lo) / 10, 1 << 20)
+                        .astype(dtype)])
+    gen.shuffle(x)
+    hist, edges = nk.histogram(cp.asarray(x), bins, range=rng)
+    want, want_edges = np.histogram(x, bins, range=rng)
+    assert np.array_equal(cp.asnumpy(hist), want)
+    assert np.array_equal(cp.asnumpy(edges), want_edges)
+
+
+def test_every_float32_of_a_narrow_range(cp):
+    start = np.float32(1.0).view(np.int32)
+    x = np.arange(start - 3, start + 2**13 + 4, dtype=np.int32).view(np.float32)
+    hist, _ = nk.histogram(cp.asarray(np.tile(x, 64)), 900, range=(1.0, 1.0 + 2**-10))
+    want, _ = np.histogram(np.tile(x, 64), 900, range=(1.0, 1.0 + 2**-10))
+    assert np.array_equal(cp.asnumpy(hist), want)
