@@ -386,7 +386,7 @@ def test_max_min_bitwise_scans():
 
 def test_float32_accuracy_long():
     """A float32 scan is checked against float64, never NumPy's float32 loop."""
-    x = np.random.default_rng(6).uniform(0, 1, 20000).astype(np.float32)
+    x = np.random.default_rng(6).uniform(0, 1, 8000).astype(np.float32)  # 32 tiles
     g = make("decoupled_lookback/warp_shuffle", threads=64, items=4)
     got = nk.cumsum(x, strategy=g)
     tiles = math.ceil(x.size / 256)
@@ -396,7 +396,7 @@ def test_float32_accuracy_long():
 # --- axes, layouts, out= ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape,axes", [((3, 100), (0, 1, -1, None)),
+@pytest.mark.parametrize("shape,axes", [((3, 100), (0, -1, None)),
                                         ((100, 3), (0,)),
                                         ((3, 4, 6), (0, 1, 2, None))])
 def test_axes(shape, axes):
