@@ -35,12 +35,15 @@ from numbakern.core.arrays import (
     Workspace,
     as_array_like,
     as_layout_array,
+    flat_device,
     honours_stream,
     kind_of,
     resolve_stream,
 )
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
+from numbakern.core.jobs import SelectJob
+from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.order_stats import (
     INTERPOLATING,
     INVALID,
@@ -50,6 +53,9 @@ from numbakern.kernels.order_stats import (
     TAKE,
     order_stats_into,
 )
+from numbakern.kernels.rank_stats import (FACTS, picked_stats_into, picks_into, ranks_into,
+                                          row_facts_into)
+from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
 from numbakern.runtime.views import host_copy, view_as
 
@@ -325,9 +331,14 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
         return _no_elements(name, dtype, m, kept, full, result, workspace, out)
     if m * nq == 0:
         return deliver_host(workspace, np.empty(full, result), out)
-    values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, strategy)
     skipping = skip_nan and dtype.kind == "f"
-    dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
+    path, how = _order_path(strategy, n, nq)
+    if path == "select":
+        dst, counts, flags = _by_rank(x, kind, axes, m, n, dtype, qs, code, skipping, result,
+                                      workspace, how)
+    else:
+        values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, how)
+        dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
     delivered = deliver(workspace, dst, result, full, out)
     if code in INTERPOLATING and dtype.kind == "f":
         _floating_point_errors(host_copy(flags, workspace.stream), name, workspace)
@@ -381,15 +392,92 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     return normalize_axes(axis, ndim)
 
 
-def _sorted_slices(x, kind: str, axes, m: int, n: int, dtype, workspace, strategy):
-    """The ``m`` slices of ``n`` elements along ``axes`` of ``x``, each sorted (NaN
-    last), one after another in a 1-D device array of ``dtype``: the selection step
-    of the quantiles (a full sort for now, as :func:`_select`)."""
+#: the most quantiles a call finds by radix select when no strategy is named: each
+#: costs two selections, each a read of its row a digit pass; a sort's passes serve
+#: any number of them
+SELECT_MOST_QUANTILES = 4
+
+
+def _order_path(strategy, n: int, nq: int):
+    """``("select", RadixSelect)`` or ``("sort", sort spec)``: how the order
+    statistics are found. ``None``: radix select where a row is longer than a block's
+    bitonic sort (a sort of a row that fits a block reads it once; radix select
+    reads it a pass per digit) and for at most :data:`SELECT_MOST_QUANTILES` of
+    ``q``; a sort strategy (name or object); ``"radix_select"`` or a
+    ``RadixSelect``; ``"sort_slice"`` or a ``SortSlice`` (the sort, its own
+    ``sort`` if it has one)."""
+    if strategy is None:
+        if nq <= SELECT_MOST_QUANTILES and \
+                _strategies.resolve("sort", None, n=n).name != "bitonic":
+            return "select", _strategies.resolve("select", "radix_select")
+        return "sort", None
+    family = getattr(strategy, "family", None)
+    if isinstance(strategy, str):
+        if strategy in _strategies.available("sort"):
+            family = "sort"
+        elif strategy in _strategies.available("select"):
+            strategy, family = _strategies.resolve("select", strategy), "select"
+    if family == "sort":
+        return "sort", strategy
+    if family == "select" and strategy.name == "radix_select":
+        return "select", strategy
+    if family == "select" and strategy.name == "sort_slice":
+        return "sort", getattr(strategy, "sorter", None)
+    sorts = ", ".join(map(repr, _strategies.available("sort")))
+    raise ValueError(f"strategy must be None, a sort strategy ({sorts} or an object) "
+                     f"or the select "
+                     f"strategies 'radix_select' or 'sort_slice' (or such an object), "
+                     f"got {strategy!r}")
+
+
+def _slices(x, kind: str, axes, m: int, n: int):
+    """The ``m`` slices of ``n`` elements along ``axes`` of ``x`` as the rows of a
+    NumPy or CuPy array (the reduced axes moved last)."""
     arr, _ = as_layout_array(x, kind)
     ndim = arr.ndim
     if axes:
         arr = _xp(arr).moveaxis(arr, axes, tuple(range(ndim - len(axes), ndim)))
-    rows = arr.reshape(m, n)
+    return arr.reshape(m, n)
+
+
+def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping: bool,
+             result, workspace, finder):
+    """``(results, counts, flags)`` as :func:`_read`'s, the order statistics found by
+    radix select instead of a sort (``kernels/rank_stats.py``'s steps: the rows'
+    NaN and zero counts, the ranks, ``finder.kth_keys``, the keys' values, the
+    interpolation)."""
+    bits = bits_dtype(dtype)
+    stream = workspace.stream
+    xbits = flat_device(_slices(x, kind, axes, m, n), workspace, bits)
+    nq = 1 if qs is None else qs.size
+    facts = zeros(workspace, FACTS * m, np.int64)
+    if dtype.kind == "f":
+        row_facts_into(xbits, facts, m, n, dtype, stream)
+    qd = workspace.from_host(np.zeros(1) if qs is None else
+                             np.ascontiguousarray(qs, np.float64).reshape(-1))
+    single = qs is not None and qs.dtype in (np.float16, np.float32)
+    selections = 2 * nq * m
+    need = workspace.empty(selections, np.int64)
+    done = workspace.empty(selections, np.int32)
+    ranks_into(facts, qd, need, done, m, n, code, skipping, single, stream)
+    keys = finder.kth_keys(SelectJob(xbits, None, None, selections, n, 1, dtype, False,
+                                     False, workspace), 2 * nq, need, done)
+    picks = workspace.empty(selections + 1, bits)
+    picks_into(keys, done, facts, picks, m, nq, dtype, stream)
+    compute = np.dtype(np.float32) if result == np.float16 else result
+    dst = workspace.empty(nq * m, result if code not in INTERPOLATING else compute)
+    counts = workspace.empty(m if skipping else 1, np.int64)
+    flags = workspace.from_host(np.zeros(2, np.int32))
+    picked_stats_into(view_as(picks, dtype), facts, qd, dst, counts, flags, m, n, code,
+                      skipping, compute, stream, single)
+    return dst, counts, flags
+
+
+def _sorted_slices(x, kind: str, axes, m: int, n: int, dtype, workspace, strategy):
+    """The ``m`` slices of ``n`` elements along ``axes`` of ``x``, each sorted (NaN
+    last), one after another in a 1-D device array of ``dtype``: the order
+    statistics' sort path."""
+    rows = _slices(x, kind, axes, m, n)
     sorter = _strategies.resolve("sort", strategy, n=n)
     return view_as(sort_rows(rows, dtype, False, False, sorter, workspace), dtype)
 
