@@ -300,10 +300,13 @@ class RadixSelect(SelectStrategy):
         ``s // per_row`` of ``job.x`` (``job.rows // per_row`` rows of ``job.n``
         elements' bits), so one row's several ranks (a median's two middle ones) are
         found in the same launches (``job.k``, the outputs unused). ``need``: int64
-        device array of ``selections``, consumed; ``done``: int32 device array, a
-        selection whose entry is not 0 is skipped (its key left 0). Returns the keys,
-        a uint64 device array of ``selections``. No row stops early: a bucket that
-        wins whole still leaves its lower digits to find. Launches: 2 a digit.
+        device array of ``selections``; ``done``: int32 device array, a selection
+        whose entry is not 0 is skipped (its key left 0). Returns ``(keys, equal)``:
+        the keys, uint64, and the selections' keys equal to theirs (int64), each a
+        device array of ``selections``; ``need`` is left holding each one's rank among
+        those equal keys (1-based: the rank after it has the same key when
+        ``need < equal``). No row stops early: a bucket that wins whole still leaves
+        its lower digits to find. Launches: 2 a digit.
         """
         x, selections, n, workspace = job.x, job.rows, job.n, job.workspace
         stream, threads = workspace.stream, self.threads
@@ -326,7 +329,7 @@ class RadixSelect(SelectStrategy):
                    chunk, shift, bits, prefix, done, counts, 0, *unused, per_row)
             launch(kern.find, selections, threads, stream, counts, shift, bits, prefix,
                    need, done, low, last, kept, below, bucket, p, 0)
-        return prefix
+        return prefix, bucket[(len(layout) - 1) * selections:]
 
     def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, last, per_chunk,
                    ahead, bucket: int, m: int) -> None:

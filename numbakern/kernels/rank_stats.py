@@ -14,11 +14,15 @@ its keys after it:
 2. :func:`ranks_into`: selection ``2 (r nq + j) + h`` is rank ``lo`` (``h = 0``)
    or ``hi`` (``h = 1``) of row ``r`` for quantile ``j``, 1-based in ``need``; a
    ``hi`` equal to its ``lo`` (the median of an odd count, a whole virtual index) is
-   marked :data:`DUPLICATE` and a row of no counted element :data:`EMPTY`: the
-   select skips both.
-3. The select: each selection's key.
+   marked :data:`DUPLICATE`, one next to it (``lo + 1``) :data:`NEXT`, a row of no
+   counted element :data:`EMPTY`: the select skips them all, so a slice's digit
+   passes run for one rank a quantile, not two.
+3. The select: each ``lo``'s key, and how many keys equal it and its rank among
+   them. :func:`next_keys_into`: a ``NEXT`` whose ``lo`` is the last of its equal
+   keys takes the smallest key above it (one read of the row, an atomic minimum);
+   otherwise the rank after ``lo`` holds ``lo``'s key.
 4. :func:`picks_into`: each key back to its value's bits (``sort_keys.from_key``),
-   a duplicate from its ``lo``; a zero is ``-0.0`` where its row holds ``-0.0`` and
+   a duplicate (or a ``NEXT`` within ``lo``'s equal keys) from its ``lo``; a zero is ``-0.0`` where its row holds ``-0.0`` and
    no ``+0.0`` (where it holds both, which zero sits at a rank is the partition's
    choice in NumPy too: ``+0.0``); the last element is a NaN for the rows that give
    NaN.
@@ -32,14 +36,14 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint64
 
 from numbakern.kernels.elementwise import THREADS, grid_for
-from numbakern.kernels.order_stats import (LINEAR, MEDIAN, MIDPOINT, arithmetic, locator)
-from numbakern.kernels.sort_keys import bits_dtype, build_from_key, max_key
+from numbakern.kernels.order_stats import LINEAR, MEDIAN, MIDPOINT, arithmetic, locator
+from numbakern.kernels.sort_keys import bits_dtype, build_from_key, build_to_key, max_key
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import ceil_div, max_resident_blocks
 from numbakern.runtime.launch import launch
 
 #: ``done`` marks of a selection the select skips (0: a rank to find)
-DUPLICATE, EMPTY = 2, 3
+DUPLICATE, EMPTY, NEXT = 2, 3, 4
 #: the slots of a row's facts: NaN, ``-0.0`` and ``+0.0`` counts
 NAN, NEGATIVE_ZERO, POSITIVE_ZERO = range(3)
 FACTS = 3
@@ -125,11 +129,11 @@ def _build_ranks(method: int, skip_nan: bool, q_single: bool):
             count = n - facts[r * FACTS + NAN] if skip_nan else n
             s = 2 * i
             if count > 0:
-                lo, hi, t = locate(qs[j], count)
+                lo, hi, _ = locate(qs[j], count)
                 need[s] = lo + 1
                 need[s + 1] = hi + 1
                 done[s] = 0
-                done[s + 1] = DUPLICATE if hi == lo else 0
+                done[s + 1] = DUPLICATE if hi == lo else NEXT  # hi is lo + 1
             else:
                 need[s] = 1
                 need[s + 1] = 1
@@ -140,14 +144,81 @@ def _build_ranks(method: int, skip_nan: bool, q_single: bool):
     return ranks
 
 
-def picks_into(keys, done, facts, picks, rows: int, nq: int, dtype, stream) -> None:
+def next_keys_into(x, keys, done, rank, equal, rows: int, n: int, nq: int, dtype,
+                   stream) -> None:
+    """Step 3's second half: ``keys[s]`` of each :data:`NEXT` selection ``s`` whose
+    ``lo`` (``s - 1``) is the last of its equal keys (``rank[s - 1] ==
+    equal[s - 1]``): the smallest key of its row above ``lo``'s (``x``: the rows'
+    bits)."""
+    dtype = np.dtype(dtype)
+    init, smallest = cached(("next_keys", dtype.str, device_key()),
+                            lambda: _build_next(dtype))
+    selections = 2 * nq * rows
+    launch(init, grid_for(selections), THREADS, stream, keys, done, rank, equal,
+           selections)
+    chunks = max(1, min(ceil_div(n, THREADS * 16),
+                        ceil_div(max_resident_blocks(THREADS), selections // 2)))
+    launch(smallest, selections // 2 * chunks, THREADS, stream, x, keys, done, rank, equal,
+           n, nq, chunks, ceil_div(n, chunks))
+
+
+def _build_next(dtype: np.dtype):
+    to_key = build_to_key(dtype, False)
+    top = uint64(max_key(dtype))
+
+    @cuda.jit(device=True)
+    def wanted(done, rank, equal, s):
+        return done[s] == NEXT and rank[s - 1] >= equal[s - 1]
+
+    @cuda.jit
+    def init(keys, done, rank, equal, selections):
+        s = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while s < selections:
+            if s % 2 == 1 and wanted(done, rank, equal, s):
+                keys[s] = top  # the minimum's start: no key is above the largest
+            s += step
+
+    @cuda.jit
+    def smallest(x, keys, done, rank, equal, n, nq, chunks, chunk):
+        sh = cuda.shared.array(1, uint64)
+        pair = cuda.blockIdx.x // chunks
+        s = 2 * pair + 1
+        if not wanted(done, rank, equal, s):  # the whole block leaves
+            return
+        if cuda.threadIdx.x == 0:
+            sh[0] = top
+        cuda.syncthreads()
+        after = uint64(keys[s - 1])
+        best = top
+        lo = (cuda.blockIdx.x - pair * chunks) * chunk
+        hi = min(n, lo + chunk)
+        base = int64(pair // nq) * n
+        i = lo + cuda.threadIdx.x
+        while i < hi:
+            k = uint64(to_key(x[base + i]))
+            if k > after and k < best:
+                best = k
+            i += cuda.blockDim.x
+        if best < top:
+            cuda.atomic.min(sh, 0, best)
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0 and sh[0] < top:
+            cuda.atomic.min(keys, s, sh[0])
+
+    return init, smallest
+
+
+def picks_into(keys, done, rank, equal, facts, picks, rows: int, nq: int, dtype,
+               stream) -> None:
     """Step 4: ``picks`` (the unsigned dtype of ``dtype``'s width, ``2 nq rows + 1``):
     the selections' values' bits, then a NaN's (floats; 0 for integers)."""
     dtype = np.dtype(dtype)
     kernel = cached(("quantile_picks", dtype.str, int(nq), device_key()),
                     lambda: _build_picks(dtype, int(nq)))
     total = 2 * nq * rows
-    launch(kernel, grid_for(total), THREADS, stream, keys, done, facts, picks, total)
+    launch(kernel, grid_for(total), THREADS, stream, keys, done, rank, equal, facts, picks,
+           total)
 
 
 def _build_picks(dtype: np.dtype, nq: int):
@@ -158,13 +229,14 @@ def _build_picks(dtype: np.dtype, nq: int):
     bt = from_dtype(bits_dtype(dtype))
 
     @cuda.jit
-    def picks(keys, done, facts, out, total):
+    def picks(keys, done, rank, equal, facts, out, total):
         s = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         if s == 0:
             out[total] = bt(from_key(nan_key) if is_float else uint64(0))
         while s < total:
-            key = keys[s - 1] if done[s] == DUPLICATE else keys[s]
+            same = done[s] == DUPLICATE or (done[s] == NEXT and rank[s - 1] < equal[s - 1])
+            key = keys[s - 1] if same else keys[s]
             bits = from_key(key)
             if is_float and bits == uint64(0):
                 r = s // (2 * nq)
