@@ -35,8 +35,9 @@ def test_rows_and_flat_around_warp_and_block_sizes(n):
                                      (None, np.nanmedian, np.quantile)):
         same(quiet(getattr(nk, medians.__name__), x, axis=axis, strategy=FAST),
              reference(medians, x, axis=axis))
-        same(quiet(getattr(nk, quantiles.__name__), x, Q, axis=axis, strategy=FAST),
-             reference(quantiles, x, [0.3, 1.0], axis=axis))
+        q = [0.3, 1.0]
+        same(quiet(getattr(nk, quantiles.__name__), x, q, axis=axis, strategy=FAST),
+             reference(quantiles, x, q, axis=axis))
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.int64,
