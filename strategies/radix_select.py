@@ -320,16 +320,19 @@ class RadixSelect(SelectStrategy):
         low = zeros(workspace, selections, np.int32)
         last = zeros(workspace, selections, np.int64)
         counts = zeros(workspace, selections * bins, np.int64)
-        kept = workspace.empty(len(layout) * selections, np.int64)  # per pass, unread
-        below = workspace.empty(len(layout) * selections, np.int64)
-        bucket = workspace.empty(len(layout) * selections, np.int64)
+        # per selection, the pass's kept digit, keys below and in its bucket: each
+        # pass writes them over the last's (slot 0), so the last pass's bucket count,
+        # the keys equal to the one found, is what is left
+        kept = workspace.empty(selections, np.int64)
+        below = workspace.empty(selections, np.int64)
+        bucket = workspace.empty(selections, np.int64)
         unused = workspace.empty(1, np.uint32), workspace.empty(1, np.int64)
-        for p, (shift, bits) in enumerate(layout):
+        for shift, bits in layout:
             launch(kern.histogram, selections * chunks, threads, stream, x, n, chunks,
                    chunk, shift, bits, prefix, done, counts, 0, *unused, per_row)
             launch(kern.find, selections, threads, stream, counts, shift, bits, prefix,
-                   need, done, low, last, kept, below, bucket, p, 0)
-        return prefix, bucket[(len(layout) - 1) * selections:]
+                   need, done, low, last, kept, below, bucket, 0, 0)
+        return prefix, bucket
 
     def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, last, per_chunk,
                    ahead, bucket: int, m: int) -> None:
