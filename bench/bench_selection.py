@@ -1,8 +1,9 @@
 """Median and quantile benchmarks beside PyTorch and CuPy (GPU only).
 
 Run: ``pytest bench/bench_selection.py --benchmark-json=selection.json``. GB/s count
-the input read once. numbakern's selection is a full sort for now (the radix sort,
-then one order-statistics kernel), so these time about a sort of the same keys.
+the input read once. numbakern's default finds the order statistics by radix select
+(``numbakern`` cases; ``numbakern-sort`` is the sort path, ``strategy="radix"``;
+``numbakern-select`` radix select named, ``strategy="radix_select"``).
 
 Peers, and what they compute:
 
@@ -20,6 +21,10 @@ import numbakern as nk
 
 FLAT = 1 << 28
 ROWS = (32768, 4096)
+LOGITS = (8192, 50257)  # odd rows: one middle element a row
+SHAPES = [(FLAT,), ROWS, LOGITS]
+IDS = ["2^28", "32768x4096", "8192x50257"]
+STRATEGY = {"numbakern": None, "numbakern-sort": "radix", "numbakern-select": "radix_select"}
 QS = [0.1, 0.5, 0.9]
 
 
@@ -33,13 +38,13 @@ def _torch(torch_cuda, x):
     return torch_cuda.as_tensor(x, device="cuda")
 
 
-@pytest.mark.parametrize("shape", [(FLAT,), ROWS], ids=["2^28", "32768x4096"])
-@pytest.mark.parametrize("impl", ["numbakern", "torch", "cupy"])
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+@pytest.mark.parametrize("impl", [*STRATEGY, "torch", "cupy"])
 def test_median(measure, cp, torch_cuda, shape, impl):
     x = _input(cp, shape)
     axis = -1 if len(shape) > 1 else None
-    if impl == "numbakern":
-        fn = lambda: nk.median(x, axis=axis)
+    if impl in STRATEGY:
+        fn = lambda: nk.median(x, axis=axis, strategy=STRATEGY[impl])
     elif impl == "cupy":
         fn = lambda: cp.median(x, axis=axis)
     else:
@@ -49,13 +54,13 @@ def test_median(measure, cp, torch_cuda, shape, impl):
     measure(fn, x.nbytes, op="median", impl=impl, shape=shape, dtype="float32")
 
 
-@pytest.mark.parametrize("shape", [(FLAT,), ROWS], ids=["2^28", "32768x4096"])
-@pytest.mark.parametrize("impl", ["numbakern", "torch", "cupy"])
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+@pytest.mark.parametrize("impl", [*STRATEGY, "torch", "cupy"])
 def test_quantile(measure, cp, torch_cuda, shape, impl):
     x = _input(cp, shape)
     axis = -1 if len(shape) > 1 else None
-    if impl == "numbakern":
-        fn = lambda: nk.quantile(x, QS, axis=axis)
+    if impl in STRATEGY:
+        fn = lambda: nk.quantile(x, QS, axis=axis, strategy=STRATEGY[impl])
     elif impl == "cupy":
         fn = lambda: cp.quantile(x, cp.asarray(QS), axis=axis)
     else:

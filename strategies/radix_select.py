@@ -252,12 +252,12 @@ class RadixSelect(SelectStrategy):
         for p, (shift, bits) in enumerate(layout):  # steps 1-3
             keep = 1 if fused or (compacts and p == 0) else 0
             launch(kern.histogram, rows * chunks, threads, stream, job.x, n, chunks, chunk,
-                   shift, bits, prefix, done, counts, keep, per_chunk, ahead)
+                   shift, bits, prefix, done, counts, keep, per_chunk, ahead, 1)
             if job.record is not None:
                 histograms.append(host_copy(counts, stream).reshape(rows, bins)
                                   [:, :1 << bits])
             launch(kern.find, rows, threads, stream, counts, shift, bits, prefix, need,
-                   done, low, last, kept, below, bucket, p)
+                   done, low, last, kept, below, bucket, p, 1)
             if compacts and p == 0:
                 winners = int(host_copy(below, stream)[0])  # step 6
                 m = winners + int(host_copy(bucket, stream)[0])
@@ -290,6 +290,49 @@ class RadixSelect(SelectStrategy):
             launch(take_rows, max(1, min(ceil_div(total, threads), 4 * max_resident_blocks(
                 threads))), threads, stream, wk, k, order, k, wi, 1, k, total, job.values,
                 job.indices)
+
+    def kth_keys(self, job, per_row: int, need, done):
+        """The order statistics themselves: steps 1-3 on every digit, no gather.
+
+        ``job``: a select job (``largest=False``) of ``job.rows`` *selections*;
+        selection ``s`` finds the ``need[s]``-th smallest key (1-based; the sort's
+        ascending order, ``numbakern/kernels/sort_keys.py``: NaN last) of row
+        ``s // per_row`` of ``job.x`` (``job.rows // per_row`` rows of ``job.n``
+        elements' bits), so one row's several ranks (a median's two middle ones) are
+        found in the same launches (``job.k``, the outputs unused). ``need``: int64
+        device array of ``selections``; ``done``: int32 device array, a selection
+        whose entry is not 0 is skipped (its key left 0). Returns ``(keys, equal)``:
+        the keys, uint64, and the selections' keys equal to theirs (int64), each a
+        device array of ``selections``; ``need`` is left holding each one's rank among
+        those equal keys (1-based: the rank after it has the same key when
+        ``need < equal``). No row stops early: a bucket that wins whole still leaves
+        its lower digits to find. Launches: 2 a digit.
+        """
+        x, selections, n, workspace = job.x, job.rows, job.n, job.workspace
+        stream, threads = workspace.stream, self.threads
+        width = 8 * job.key_dtype.itemsize
+        layout = digit_layout(width, self.digit_bits)
+        bins = 1 << layout[0][1]
+        kern = self._kernels(job, width, bins)
+        chunks = _chunks(n, selections, threads)
+        chunk = ceil_div(n, chunks)
+        prefix = zeros(workspace, selections, np.uint64)
+        low = zeros(workspace, selections, np.int32)
+        last = zeros(workspace, selections, np.int64)
+        counts = zeros(workspace, selections * bins, np.int64)
+        # per selection, the pass's kept digit, keys below and in its bucket: each
+        # pass writes them over the last's (slot 0), so the last pass's bucket count,
+        # the keys equal to the one found, is what is left
+        kept = workspace.empty(selections, np.int64)
+        below = workspace.empty(selections, np.int64)
+        bucket = workspace.empty(selections, np.int64)
+        unused = workspace.empty(1, np.uint32), workspace.empty(1, np.int64)
+        for shift, bits in layout:
+            launch(kern.histogram, selections * chunks, threads, stream, x, n, chunks,
+                   chunk, shift, bits, prefix, done, counts, 0, *unused, per_row)
+            launch(kern.find, selections, threads, stream, counts, shift, bits, prefix,
+                   need, done, low, last, kept, below, bucket, 0, 0)
+        return prefix, bucket
 
     def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, last, per_chunk,
                    ahead, bucket: int, m: int) -> None:
@@ -373,12 +416,13 @@ class _Kernels:
 
         @cuda.jit
         def histogram(x, n, chunks, chunk, shift, bits, prefix, done, counts, keep,
-                      per_chunk, ahead):
+                      per_chunk, ahead, per_row):
             """Step 1: counts[row][digit] += the chunk's candidates of each digit; with
             ``keep``, each block's own counts also to ``per_chunk`` and its keys ahead
             of the candidates (below the prefix above the digit) to ``ahead``: the
             chunk's keys below and equal to the threshold, if this pass decides its
-            row (step 4's count, fused; step 6's offsets)."""
+            row (step 4's count, fused; step 6's offsets). Selection ``row`` reads
+            the input's row ``row // per_row`` (several ranks of one row: ``kth_keys``)."""
             sh = cuda.shared.array(slots, uint32)
             total_ahead = cuda.shared.array(1, int32)
             keys = cuda.local.array(LOADS, uint64)
@@ -393,7 +437,7 @@ class _Kernels:
             digit_mask = uint64((1 << bits) - 1)
             lo = (cuda.blockIdx.x - row * chunks) * chunk
             hi = min(n, lo + chunk)
-            base = int64(row) * n
+            base = int64(row // per_row) * n
             mine = 0
             i = lo + cuda.threadIdx.x
             while i < hi:
@@ -449,11 +493,12 @@ class _Kernels:
 
         @cuda.jit
         def find(counts, shift, bits, prefix, need, done, low, last, kept, below, bucket,
-                 p):
+                 p, stop):
             """Step 2, a block a row: each thread sums a run of the counts, a block scan
             gives the runs' starts, and the thread whose run holds the need-th
             candidate walks it to the bucket; each thread zeroes its run for the next
-            pass."""
+            pass. ``stop``: a row whose kept bucket wins whole is done (a top-k's
+            early stop; ``kth_keys`` runs every digit, the key itself wanted)."""
             totals = cuda.shared.array(warps, int64)
             r = cuda.blockIdx.x
             tid = cuda.threadIdx.x
@@ -485,7 +530,7 @@ class _Kernels:
                 need[r] = want - acc
                 low[r] = shift
                 last[r] = d
-                if c == want - acc:  # the whole bucket wins: the lower digits do not matter
+                if stop != 0 and c == want - acc:  # the whole bucket wins: the lower digits do not matter
                     done[r] = 1
                 kept[slot] = d
                 below[slot] = acc

@@ -5,18 +5,25 @@
 All take NumPy arrays (or anything ``np.asarray`` takes), CuPy arrays, other
 ``__cuda_array_interface__`` arrays and torch tensors (through ``@dispatch``), of the
 dtypes the sorts take (bool, int8-int64, uint8-uint64, float16, float32, float64), and
-give results in the caller's array type. ``strategy`` is a sort strategy (``None``,
-``"bitonic"``, ``"radix"`` or a strategy object: :func:`numbakern.sort`'s), ``stream``
-as the sorts'.
+give results in the caller's array type. ``stream`` as the sorts'.
 
-**The selection step is currently a full sort** (:func:`_select`, the one place to
-swap in a radix select): each row is sorted on the device by numbakern's own sort
-(O(n log n) for the bitonic network, a few 8-bit passes for the radix sort), which
-satisfies partition's contract for every ``kth`` at once. NumPy's introselect order of
-the elements other than the ``kth`` is not reproduced, only its contract: the result
-along the axis is sorted (stable, NaN last). Medians and quantiles are then read from
-the sorted rows by one element-wise kernel (``kernels/order_stats.py``) that finds the
-neighbouring order statistics and interpolates on the device, as NumPy's ``_lerp``.
+**Partition is a full sort** (:func:`_select`, the one place to swap in a
+select-and-split): each row is sorted on the device by numbakern's own sort (O(n log n)
+for the bitonic network, a few 8-bit passes for the radix sort), which satisfies
+partition's contract for every ``kth`` at once. NumPy's introselect order of the
+elements other than the ``kth`` is not reproduced, only its contract: the result along
+the axis is sorted (stable, NaN last). ``strategy``: a sort strategy (``None``,
+``"bitonic"``, ``"radix"`` or a strategy object: :func:`numbakern.sort`'s).
+
+**Medians and quantiles find their order statistics by radix select** by default
+(:func:`_order_path`; rows longer than a block's bitonic sort, at most
+:data:`SELECT_MOST_QUANTILES` of ``q``): the one or two ranks NumPy's method names a
+slice are found by ``RadixSelect.kth_keys`` (digit histograms over shrinking
+candidates, Alabi et al. 2012, as ``torch.topk``), then read and interpolated as
+NumPy's ``_lerp`` (``kernels/rank_stats.py``). ``strategy`` there: ``None``, a sort
+strategy (each slice sorted, then ``kernels/order_stats.py`` reads the sorted rows),
+``"radix_select"`` or a ``RadixSelect``, ``"sort_slice"`` or a ``SortSlice`` (its
+sort).
 """
 
 from __future__ import annotations
@@ -35,12 +42,15 @@ from numbakern.core.arrays import (
     Workspace,
     as_array_like,
     as_layout_array,
+    flat_device,
     honours_stream,
     kind_of,
     resolve_stream,
 )
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
+from numbakern.core.jobs import SelectJob
+from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.order_stats import (
     INTERPOLATING,
     INVALID,
@@ -50,6 +60,9 @@ from numbakern.kernels.order_stats import (
     TAKE,
     order_stats_into,
 )
+from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_into,
+                                          picks_into, ranks_into, row_facts_into)
+from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
 from numbakern.runtime.views import host_copy, view_as
 
@@ -173,14 +186,21 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
             reductions).
         overwrite_input: accepted for NumPy's signature; ``x`` is never changed.
         keepdims: reduced axes kept with length 1.
-        strategy, stream: the sort's (:func:`numbakern.sort`).
+        strategy: ``None`` (radix select for rows longer than a block's sort), a sort
+            strategy (name or object: the sort path), ``"radix_select"`` or a
+            ``RadixSelect``, ``"sort_slice"`` or a ``SortSlice``.
+        stream: as the sorts'.
 
     Raises:
         TypeError: a dtype the sorts refuse; ``out`` of another library.
+        ValueError: a select strategy other than ``radix_select`` and
+            ``sort_slice``, an unknown name.
         numpy.exceptions.AxisError: ``axis`` out of range; ValueError: a repeated axis.
 
-    Algorithm: a full sort of each slice (numbakern's bitonic or Onesweep radix sort),
-    then the middle elements read on the device.
+    Algorithm: the middle ranks found by radix select (``RadixSelect.kth_keys``:
+    Alabi et al., "Fast k-selection algorithms for graphics processing units", 2012),
+    or with a sort strategy a full sort of each slice (bitonic or Onesweep radix
+    sort); then the middle elements read and averaged on the device.
     """
     return _order_stats("median", x, None, axis, out, keepdims, "linear", False,
                         strategy, stream)
@@ -325,9 +345,14 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
         return _no_elements(name, dtype, m, kept, full, result, workspace, out)
     if m * nq == 0:
         return deliver_host(workspace, np.empty(full, result), out)
-    values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, strategy)
     skipping = skip_nan and dtype.kind == "f"
-    dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
+    path, how = _order_path(strategy, n, nq)
+    if path == "select":
+        dst, counts, flags = _by_rank(x, kind, axes, m, n, dtype, qs, code, skipping, result,
+                                      workspace, how)
+    else:
+        values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, how)
+        dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
     delivered = deliver(workspace, dst, result, full, out)
     if code in INTERPOLATING and dtype.kind == "f":
         _floating_point_errors(host_copy(flags, workspace.stream), name, workspace)
@@ -381,15 +406,93 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     return normalize_axes(axis, ndim)
 
 
-def _sorted_slices(x, kind: str, axes, m: int, n: int, dtype, workspace, strategy):
-    """The ``m`` slices of ``n`` elements along ``axes`` of ``x``, each sorted (NaN
-    last), one after another in a 1-D device array of ``dtype``: the selection step
-    of the quantiles (a full sort for now, as :func:`_select`)."""
+#: the most quantiles a call finds by radix select when no strategy is named: each
+#: costs a selection (a read of its row a digit pass: 3 for float32) and a read for
+#: its upper rank; a sort's passes serve any number of them
+SELECT_MOST_QUANTILES = 1
+
+
+def _order_path(strategy, n: int, nq: int):
+    """``("select", RadixSelect)`` or ``("sort", sort spec)``: how the order
+    statistics are found. ``None``: radix select where a row is longer than a block's
+    bitonic sort (a sort of a row that fits a block reads it once; radix select
+    reads it a pass per digit) and for at most :data:`SELECT_MOST_QUANTILES` of
+    ``q``; a sort strategy (name or object); ``"radix_select"`` or a
+    ``RadixSelect``; ``"sort_slice"`` or a ``SortSlice`` (the sort, its own
+    ``sort`` if it has one)."""
+    if strategy is None:
+        if nq <= SELECT_MOST_QUANTILES and \
+                _strategies.resolve("sort", None, n=n).name != "bitonic":
+            return "select", _strategies.resolve("select", "radix_select")
+        return "sort", None
+    family = getattr(strategy, "family", None)
+    if isinstance(strategy, str):
+        if strategy in _strategies.available("sort"):
+            family = "sort"
+        elif strategy in _strategies.available("select"):
+            strategy, family = _strategies.resolve("select", strategy), "select"
+    if family == "sort":
+        return "sort", strategy
+    if family == "select" and strategy.name == "radix_select":
+        return "select", strategy
+    if family == "select" and strategy.name == "sort_slice":
+        return "sort", getattr(strategy, "sorter", None)
+    sorts = ", ".join(map(repr, _strategies.available("sort")))
+    raise ValueError(f"strategy must be None, a sort strategy ({sorts} or an object) "
+                     f"or the select "
+                     f"strategies 'radix_select' or 'sort_slice' (or such an object), "
+                     f"got {strategy!r}")
+
+
+def _slices(x, kind: str, axes, m: int, n: int):
+    """The ``m`` slices of ``n`` elements along ``axes`` of ``x`` as the rows of a
+    NumPy or CuPy array (the reduced axes moved last)."""
     arr, _ = as_layout_array(x, kind)
     ndim = arr.ndim
     if axes:
         arr = _xp(arr).moveaxis(arr, axes, tuple(range(ndim - len(axes), ndim)))
-    rows = arr.reshape(m, n)
+    return arr.reshape(m, n)
+
+
+def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping: bool,
+             result, workspace, finder):
+    """``(results, counts, flags)`` as :func:`_read`'s, the order statistics found by
+    radix select instead of a sort (``kernels/rank_stats.py``'s steps: the rows'
+    NaN and zero counts, the ranks, ``finder.kth_keys`` of the lower ranks, the
+    upper ranks next to them, the keys' values, the interpolation)."""
+    bits = bits_dtype(dtype)
+    stream = workspace.stream
+    xbits = flat_device(_slices(x, kind, axes, m, n), workspace, bits)
+    nq = 1 if qs is None else qs.size
+    facts = zeros(workspace, FACTS * m, np.int64)
+    if dtype.kind == "f":
+        row_facts_into(xbits, facts, m, n, dtype, stream)
+    qd = workspace.from_host(np.zeros(1) if qs is None else
+                             np.ascontiguousarray(qs, np.float64).reshape(-1))
+    single = qs is not None and qs.dtype in (np.float16, np.float32)
+    selections = 2 * nq * m
+    need = workspace.empty(selections, np.int64)
+    done = workspace.empty(selections, np.int32)
+    ranks_into(facts, qd, need, done, m, n, code, skipping, single, stream)
+    keys, equal = finder.kth_keys(SelectJob(xbits, None, None, selections, n, 1, dtype,
+                                            False, False, workspace), 2 * nq, need, done)
+    next_keys_into(xbits, keys, done, need, equal, m, n, nq, dtype, stream)
+    picks = workspace.empty(selections + 1, bits)
+    picks_into(keys, done, need, equal, facts, picks, m, nq, dtype, stream)
+    compute = np.dtype(np.float32) if result == np.float16 else result
+    dst = workspace.empty(nq * m, result if code not in INTERPOLATING else compute)
+    counts = workspace.empty(m if skipping else 1, np.int64)
+    flags = workspace.from_host(np.zeros(2, np.int32))
+    picked_stats_into(view_as(picks, dtype), facts, qd, dst, counts, flags, m, n, code,
+                      skipping, compute, stream, single)
+    return dst, counts, flags
+
+
+def _sorted_slices(x, kind: str, axes, m: int, n: int, dtype, workspace, strategy):
+    """The ``m`` slices of ``n`` elements along ``axes`` of ``x``, each sorted (NaN
+    last), one after another in a 1-D device array of ``dtype``: the order
+    statistics' sort path."""
+    rows = _slices(x, kind, axes, m, n)
     sorter = _strategies.resolve("sort", strategy, n=n)
     return view_as(sort_rows(rows, dtype, False, False, sorter, workspace), dtype)
 

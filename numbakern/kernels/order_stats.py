@@ -93,29 +93,15 @@ def _difference_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
-           q_single: bool):
-    """The kernel; every store is an assignment into ``out``, whose dtype casts (a
-    method that reads one element stores it unchanged)."""
+def arithmetic(dtype: np.dtype, compute: np.dtype):
+    """Device functions ``(widen, lerp, middle)`` for elements of ``dtype`` computed
+    in ``compute``: ``widen`` an element to the number subtracted
+    (:func:`_difference_dtype`), ``lerp(a, b, t, flags)`` NumPy's ``_lerp``,
+    ``middle(a, b, lo, hi, flags)`` NumPy's mean of the middle one (``lo == hi``) or
+    two; both flag invalid operations and overflows as the module doc says."""
     is_float = dtype.kind == "f"
     widen = from_dtype(_difference_dtype(dtype))  # an element as a number to test, subtract
     ct = from_dtype(compute)
-    nan_check = is_float
-    locate = _locator(method, from_dtype(np.dtype(np.float32 if q_single else np.float64)))
-
-    @cuda.jit(device=True)
-    def count_of(values, base, n):
-        if not (skip_nan and is_float):
-            return n
-        lo = int64(0)
-        hi = n
-        while lo < hi:  # the first NaN: every NaN sorts after every number
-            mid = (lo + hi) // 2
-            if math.isnan(widen(values[base + mid])):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
 
     @cuda.jit(device=True)
     def check(flags, r, x, y):
@@ -164,6 +150,32 @@ def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
         check(flags, s, a, b)
         return s / ct(2.0)
 
+    return widen, lerp, middle
+
+
+def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
+           q_single: bool):
+    """The kernel; every store is an assignment into ``out``, whose dtype casts (a
+    method that reads one element stores it unchanged)."""
+    is_float = dtype.kind == "f"
+    widen, lerp, middle = arithmetic(dtype, compute)
+    nan_check = is_float
+    locate = locator(method, q_single)
+
+    @cuda.jit(device=True)
+    def count_of(values, base, n):
+        if not (skip_nan and is_float):
+            return n
+        lo = int64(0)
+        hi = n
+        while lo < hi:  # the first NaN: every NaN sorts after every number
+            mid = (lo + hi) // 2
+            if math.isnan(widen(values[base + mid])):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
     @cuda.jit
     def order_stats(values, qs, out, counts, flags, rows, n):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
@@ -195,13 +207,13 @@ def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
     return order_stats
 
 
-def _locator(method: int, vt):
+def locator(method: int, q_single: bool = False):
     """Device function ``locate(q, count) -> (lo, hi, t)``: the neighbouring order
     statistics and the weight of the upper one, by NumPy's rules for ``method``, the
-    virtual index computed in ``vt`` (the quantiles' float type)
+    virtual index computed in float32 for ``q_single`` (the quantiles' float type), else float64
     (``_get_indexes``: a virtual index at or past the last element reads the last one
     twice)."""
-
+    vt = from_dtype(np.dtype(np.float32 if q_single else np.float64))
     if method == MEDIAN:
         @cuda.jit(device=True)
         def locate(q, count):

@@ -95,6 +95,30 @@ def build_to_key(dtype, descending: bool):
     return to_key
 
 
+def build_from_key(dtype):
+    """Device function ``from_key(key) -> bits``, the inverse of ascending ``to_key``
+    where it is one: a value's bits from its key (uint64 in and out). The two keys
+    ``to_key`` merges come back as one value: a zero's key as ``+0.0``, NaN's as
+    the NaN of all mantissa bits set (``0x7FF...F``)."""
+    width = 8 * bits_dtype(dtype).itemsize
+    sign = uint64(1 << (width - 1))
+    ones = uint64((1 << width) - 1)
+    if _float_fields(dtype) is not None:
+        @cuda.jit(device=True)
+        def from_key(key):
+            k = uint64(key)
+            return k ^ sign if (k & sign) != uint64(0) else ~k & ones
+
+        return from_key
+    lead = sign if np.dtype(dtype).kind == "i" else uint64(0)
+
+    @cuda.jit(device=True)
+    def from_key(key):
+        return uint64(key) ^ lead
+
+    return from_key
+
+
 def max_key(dtype) -> int:
     """The largest key (padding that sorts after every real key of equal value)."""
     return (1 << (8 * bits_dtype(dtype).itemsize)) - 1

@@ -59,3 +59,22 @@ def test_partition_contract_2_26():
     for k in kth:
         assert part[k] == ordered[k]
         assert (part[:k % x.size] <= part[k]).all() and (part[k % x.size:] >= part[k]).all()
+
+
+@pytest.mark.parametrize("shape", [(1 << 28,), (8192, 50257)], ids=["2^28", "8192x50257"])
+def test_radix_select_path_is_the_sort_path(cp, shape):
+    # the default (radix select of the middle ranks) and the sort path agree exactly,
+    # ties, NaN and infinities included
+    host = (_data(int(np.prod(shape)), seed=4) * 8).round().reshape(shape)
+    host.reshape(-1)[::65537] = np.nan
+    host.reshape(-1)[1::65537] = np.inf
+    x = cp.asarray(host)
+    axis = -1 if len(shape) > 1 else None
+    for fn in (nk.median, nk.nanmedian):
+        got, sorted_ = fn(x, axis=axis), fn(x, axis=axis, strategy="radix")
+        np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(sorted_))
+    np.testing.assert_array_equal(cp.asnumpy(nk.nanmedian(x, axis=axis)),
+                                  np.nanmedian(host, axis=axis))
+    got = nk.nanquantile(x, [0.1, 0.5], axis=axis)
+    want = nk.nanquantile(x, [0.1, 0.5], axis=axis, strategy="radix")
+    np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
