@@ -312,7 +312,7 @@ def test_signed_zeros_as_numpy(dtype):
     q = [0.0, 0.3, 0.5, 0.75, 1.0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf, as NumPy's
-        for n in (1, 2, 3, 4, 33):
+        for n in (1, 2, 33):  # one element, a pair's mean, a row past a warp
             x = rng.choice(pool, (24, n))
             x[:4] = -0.0  # zeros only
             x[4:8] = 0.0
