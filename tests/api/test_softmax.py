@@ -975,11 +975,13 @@ def test_packed_plans_need_aligned_rows(row_kernels):
 @pytest.mark.parametrize("n", [16384, 24576, 32768])
 def test_gpu_long_half_rows_packed(n, row_kernels):
     """(64, n) float16 and bfloat16 softmax and log_softmax through the packed plans
-    (512 x 32, 1024 x 24, 1024 x 32) against float64, and rows shifted off 16-byte
-    boundaries through the tiled kernels."""
+    (512 x 32, 1024 x 24, 1024 x 32; with threads=1024, 1024 x 16 for 16384) against
+    float64, and rows shifted off 16-byte boundaries through the tiled kernels."""
     x = logits((64, n), np.float16, seed=n)
     for kind in FORWARD:
         check_forward(kind, x)
+        assert row_kernels[-1] == (kind, True, 8)
+        check_forward(kind, x, threads=1024)
         assert row_kernels[-1] == (kind, True, 8)
     b = _bfloat16(x.astype(np.float32))
     b64 = b.astype(np.float64)
