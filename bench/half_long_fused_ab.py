@@ -1,24 +1,38 @@
-"""A/B on a GPU: long float16 rows (4096, 32768) through the fused vector forward
-kernel at 1024 threads x 32 halves (the row in registers, read once), against the
-default plan (tiled, online: read twice), CUDA-event medians of kernel launches.
+"""A/B on a GPU: long float16 rows through the packed fused plans the library now
+chooses (the row in registers, read once) against the tiled kernel (online: read
+twice), CUDA-event medians of kernel launches.
 
     python bench/half_long_fused_ab.py
 
-Not a plan the library chooses: its register model puts 1024 x 32 halves at 136
-registers (3 an element, for scalar loads), where ptxas for sm_90 gives the vector
-kernel 61 (softmax) and 64 (log_softmax) under 1024-thread launch bounds, no spills
-(bench/NOTES.md, "Half softmax family"). This script decides whether a plan for it
-is worth adding: it builds the plan by hand, launches both plans' kernels through the API's
-launch (``api.softmax._launch``: the same vector views) on CuPy arrays, checks each
-against ``nk.softmax`` / ``nk.log_softmax`` and times the launches alone.
+(4096, 32768): the default (1024 x 32, packed) against tiled. (8192, 16384): the
+default (512 x 32: two blocks a multiprocessor, four 16-byte loads a thread in
+flight) against 1024 x 16 (one block, two loads; what ``threads=1024`` gives) and
+tiled. ptxas for sm_90: 61 (softmax) and 64 (log_softmax) registers at 1024 x 32
+and 512 x 32, 44 and 52 at 1024 x 16, no spills (bench/NOTES.md, "Half softmax:
+long aligned rows"). Each plan's kernel is launched through the API's launch
+(``api.softmax._launch``: the same vector views) on CuPy arrays, checked against
+``nk.softmax`` / ``nk.log_softmax`` and timed alone.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 
-SHAPE = (4096, 32768)
+SHAPES = [(4096, 32768), (8192, 16384)]
+
+
+def plans(kind: str, n: int) -> list:
+    from numbakern.api import softmax as api
+
+    def plan(layout="auto", fused=None, threads=None):
+        return api._planned(kind, n, "float16", "auto", layout, fused, threads, None, None,
+                            "float16", "")
+
+    chosen = [("default", plan()), ("tiled", plan(fused=False))]
+    if n == 16384:
+        chosen.append(("threads=1024", plan("block", True, 1024)))
+    return [(f"{name} {p.threads}x{p.per_thread}" if p.fused else name, p)
+            for name, p in chosen]
 
 
 def main() -> None:
@@ -29,36 +43,34 @@ def main() -> None:
     from numbakern.api import softmax as api
     from numbakern.runtime.views import device_view
 
-    x = cp.random.default_rng(0).standard_normal(SHAPE, dtype=cp.float32).astype(cp.float16)
-    y = cp.empty((1, *SHAPE), cp.float16)
-    views = [device_view(x.reshape(1, *SHAPE)), device_view(y)]  # the kernels' buffers
     stream = cuda.default_stream()
-    for kind, reference in (("softmax", nk.softmax), ("log_softmax", nk.log_softmax)):
-        default = api._planned(kind, SHAPE[1], "float16", "auto", "auto", None, None, None,
-                               None, "float16", "")
-        base = api._planned(kind, 4096, "float16", "max_then_sum", "block", None, 1024,
-                            None, None, "float16", "")
-        fused = dataclasses.replace(base, per_thread=32)  # 1024 x 32 = 32768
-        want = reference(x, axis=1).astype(cp.float32)
-        line = []
-        for name, plan in (("default (tiled)", default), ("fused 1024x32", fused)):
-            def run(plan=plan):
-                api._launch(plan, views, stream)
+    for shape in SHAPES:
+        x = cp.random.default_rng(0).standard_normal(shape, dtype=cp.float32)
+        x = x.astype(cp.float16)
+        y = cp.empty((1, *shape), cp.float16)
+        views = [device_view(x.reshape(1, *shape)), device_view(y)]  # the kernels' buffers
+        for kind, reference in (("softmax", nk.softmax), ("log_softmax", nk.log_softmax)):
+            want = reference(x, axis=1).astype(cp.float32)
+            line = []
+            for name, plan in plans(kind, shape[1]):
+                def run(plan=plan):
+                    api._launch(plan, views, stream)
 
-            run()
-            err = float(cp.abs(y[0].astype(cp.float32) - want).max())
-            for _ in range(3):
                 run()
-            ms = []
-            for _ in range(30):
-                a, b = cp.cuda.Event(), cp.cuda.Event()
-                a.record()
-                run()
-                b.record()
-                b.synchronize()
-                ms.append(cp.cuda.get_elapsed_time(a, b))
-            line.append(f"{name} {statistics.median(ms):.3f} ms (max |diff| {err:.1e})")
-        print(f"{kind} {SHAPE} float16: " + ", ".join(line), flush=True)
+                err = float(cp.abs(y[0].astype(cp.float32) - want).max())
+                for _ in range(3):
+                    run()
+                ms = []
+                for _ in range(30):
+                    a, b = cp.cuda.Event(), cp.cuda.Event()
+                    a.record()
+                    run()
+                    b.record()
+                    b.synchronize()
+                    ms.append(cp.cuda.get_elapsed_time(a, b))
+                line.append(f"{name} {statistics.median(ms):.3f} ms (max |diff| {err:.1e})")
+            print(f"{kind} {shape} float16: " + ", ".join(line), flush=True)
+
 
 if __name__ == "__main__":
     main()

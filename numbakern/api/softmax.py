@@ -85,6 +85,14 @@ _PER_THREAD_DEFAULT = 8
 # each: 2.9 TB/s at (32768, 4096) float16 against float32's 4.0 (bench/NOTES.md,
 # "Half softmax family").
 _PER_THREAD_HALF_BACKWARD = 16
+# Half forward rows past what scalar loads hold (12288 halves at 512 x 24) but of
+# whole 16-byte vectors: held packed (RowPlan.packed) at up to 1024 x 32, one read of
+# the row where the tiled kernels read it twice: (4096, 32768) float16 softmax 0.224
+# ms against the tiled 0.315 on an H200 (bench/NOTES.md, "Half softmax family").
+# They aim for 32 a thread: 16384 takes 512 x 32 (two blocks a multiprocessor at
+# ptxas's 61-64 registers, four loads a thread in flight) over 1024 x 16 (one block,
+# two loads).
+_PER_THREAD_HALF_LONG = 32
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
 # Tiled rows: as few rows in flight as fill the device, so a row's second read finds
@@ -405,11 +413,13 @@ def _mask_dims(mask_shape, mask_strides, shape: tuple, axis: int):
 
 
 def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
-          max_spec, sum_spec, result: str = "", keep: str = "") -> RowPlan:
+          max_spec, sum_spec, result: str = "", keep: str = "",
+          vectors: bool = True) -> RowPlan:
     """Choose the kernel for rows of ``n`` elements of ``dtype`` (a NumPy dtype, or the
     name ``"bfloat16"``) giving ``result`` (a dtype's name; "": ``dtype``), keeping
     ``keep`` (``softmax_rows.KEEPS``, "": every element, unscaled); all errors about
-    arguments here."""
+    arguments here. ``vectors``: whether the rows may be read in 16-byte vectors
+    (False: a packed plan's rows were not aligned, see :func:`_fused_plan`)."""
     dtype = dtype if dtype == "bfloat16" else np.dtype(dtype).name
     out = result if result and result != dtype else ""
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
@@ -426,10 +436,12 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     if layout == "warp":
         threads = threads or _WARP_THREADS
     chosen = None if fused is False else _fused_plan(
-        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out, keep)
+        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out, keep,
+        vectors)
     if fused and chosen is None:
-        raise ValueError(f"fused=True: a row of {n} {dtype} elements does not fit in the "
-                         f"registers of one {layout}; use fused=None or False")
+        aligned = "" if vectors else " (with rows not 16-byte aligned)"
+        raise ValueError(f"fused=True: a row of {n} {dtype} elements{aligned} does not fit "
+                         f"in the registers of one {layout}; use fused=None or False")
     per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))
@@ -441,7 +453,8 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         max_block = None
     pair_op = ONLINE_SOFTMAX if normalizer == "online" else None
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
-                   dtype, pair_op=pair_op, out=out, keep=keep)
+                   dtype, pair_op=pair_op, out=out, keep=keep,
+                   packed=bool(chosen and chosen.packed))
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
@@ -499,27 +512,53 @@ def _layout(layout, specs: dict, warp_fused) -> str:
 
 
 def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out: str = "",
-                keep: str = ""):
+                keep: str = "", vectors: bool = True):
     """A fused plan for rows of ``n``, or None if no offered block size can hold one.
 
     For each block size offered, the fewest elements per thread (a compiled size) that
     hold the row and fit the registers; of those, the nearest the target per thread
-    (several loads in flight, moderate registers), larger blocks first.
+    (several loads in flight, moderate registers), larger blocks first. Half forward
+    rows that no such plan holds, of whole 16-byte vectors (``n`` a multiple of
+    eight), one block a row, nothing kept: the same over packed plans
+    (``RowPlan.packed``, multiples of eight a thread) unless ``vectors`` is False.
     """
-    plans = []
-    for threads in offered:
-        group = softmax_rows.WARP if layout == "warp" else threads
-        for k in _PER_THREAD:
-            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype, out=out,
-                           keep=keep)
-            if k * group >= n and plan.fits:
-                plans.append(plan)
-                break
+    plans = _fewest(kind, n, dtype, layout, offered, _PER_THREAD, out, keep)
     target = _PER_THREAD_TARGET.get(kind, _PER_THREAD_DEFAULT)
     if kind in softmax_rows.BACKWARD and plans and plans[0].per_element == 2:
         target = _PER_THREAD_HALF_BACKWARD
+    if not plans and vectors and _packs(kind, n, dtype, layout, out, keep):
+        plans = _fewest(kind, n, dtype, layout, offered,
+                        [k for k in _PER_THREAD if k % _HALF_VECTOR == 0], packed=True)
+        target = _PER_THREAD_HALF_LONG
     return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
                default=None)
+
+
+_HALF_VECTOR = 8  # halves a 16-byte vector
+
+
+def _fewest(kind: str, n: int, dtype: str, layout: str, offered: tuple, sizes, out: str = "",
+            keep: str = "", packed: bool = False) -> list:
+    """For each block size offered, the plan of the fewest ``sizes`` a thread that
+    holds a row of ``n`` and fits the registers (none for a size that cannot)."""
+    plans = []
+    for threads in offered:
+        group = softmax_rows.WARP if layout == "warp" else threads
+        for k in sizes:
+            plan = RowPlan(kind, None, layout, threads, k, None, None, dtype, out=out,
+                           keep=keep, packed=packed)
+            if k * group >= n and plan.fits:
+                plans.append(plan)
+                break
+    return plans
+
+
+def _packs(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> bool:
+    """Whether rows of ``n`` may take a packed plan: half forward rows of whole
+    vectors, a block each, the result in the input's dtype, nothing kept (the kept
+    vector kernel spills at 1024 x 32: 184-220 bytes, ptxas for sm_90)."""
+    return (kind in softmax_rows.FORWARD and dtype in softmax_rows.HALVES and not out
+            and not keep and layout == "block" and n % _HALF_VECTOR == 0)
 
 
 def _make(spec, threads: int) -> BlockStrategy:
@@ -579,6 +618,9 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "
                              "contiguous out")
+    if plan.packed and not softmax_rows.vector_width(plan, shape[axis], views):
+        plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep,
+                        False)  # rows off 16-byte boundaries: the scalar loads' plan
     kept = _kept_arguments(mask, causal, scale, shape, axis, views[0],
                            workspace) if keep else ()
     _launch(plan, views, workspace.stream, kept)

@@ -156,6 +156,10 @@ class RowPlan:
         keep: which elements a row keeps (one of :data:`KEEPS`), or "" for the plain
             kernels: a kept kernel takes ``(mask, scale, queries, shift)`` after its
             views (:func:`kept_arguments`); vectors in the fused forward pass only.
+        packed: a fused forward plan of half rows made for 16-byte vectors (rows
+            longer than scalar loads hold in registers): :attr:`registers` counts
+            what ptxas gives the vector kernel, and a launch whose rows do not allow
+            vectors (:func:`vector_width`) takes another plan.
     """
 
     kind: str
@@ -170,6 +174,7 @@ class RowPlan:
     pair_op: object = None
     out: str = ""
     keep: str = ""
+    packed: bool = False
 
     @property
     def result(self) -> str:
@@ -215,6 +220,8 @@ class RowPlan:
         base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
         base += 8 if self.kind in BACKWARD else 0
         base += 8 if self.keep else 0  # the mask row, its causal limit, the scale
+        if self.packed:  # eight halves a 16-byte load, one address a vector
+            return base + 3 * self.per_thread // 4
         return base + self.per_element * self.per_thread * self.words
 
     @property
@@ -223,7 +230,11 @@ class RowPlan:
         kernels of half rows, whose values arrive eight to a 16-byte load (one
         address a vector, not one an element): ptxas for sm_90 gives the vector
         fused backward 40 registers at 8 elements a thread, 56 at 16
-        (bench/softmax_sass.py), where 3 a value would say 96 and 144."""
+        (bench/softmax_sass.py), where 3 a value would say 96 and 144. A
+        :attr:`packed` plan counts 3/4 a value: ptxas for sm_90 gives its vector
+        forward kernel 44-52 registers at 1024 x 16 (softmax, log_softmax), 53-64 at
+        1024 x 24, 61-64 at 1024 x 32 and 512 x 32, no spills (the model: 52, 58, 64;
+        every packed plan that fits compiles under a 64-register cap)."""
         halves = self.dtype in HALVES and self.result in HALVES
         return 2 if halves and self.kind in BACKWARD and not self.keep else 3
 
@@ -243,7 +254,8 @@ class RowPlan:
     def key(self) -> tuple:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
-                self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep)
+                self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep,
+                self.packed)
 
 
 def kernel_for(plan: RowPlan):

@@ -892,3 +892,104 @@ def test_gpu_half_backward_around_sixteen_a_thread(n):
     ref = d64 - np.exp(y64) * d64.sum(-1, keepdims=True)
     np.testing.assert_allclose(nk.log_softmax_backward(y, d).astype(np.float64), ref,
                                rtol=2 * BF16_ULP, atol=2e-2)
+
+
+# --- half forward rows past scalar registers: packed in 16-byte vectors ---------------------
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_long_aligned_half_rows_take_packed_plans(dtype):
+    """The GPU's block sizes: half forward rows of whole vectors that scalar plans
+    leave tiled (past 512 x 24) are held packed up to 1024 x 32, aiming for 32 a
+    thread (16384: 512 x 32, two blocks a multiprocessor); under 64 registers, so
+    their launch bounds cap ptxas at 64 (no spills there, bench/NOTES.md)."""
+    plan = softmax_module._fused_plan
+    for kind in FORWARD:
+        for n, want in [(12296, (512, 32)), (16384, (512, 32)), (16392, (1024, 24)),
+                        (24576, (1024, 24)), (24584, (1024, 32)), (32768, (1024, 32))]:
+            got = plan(kind, n, dtype, "block", GPU_BLOCKS)
+            assert (got.threads, got.per_thread, got.packed) == (*want, True), (kind, n)
+            assert got.fits and got.registers <= 64
+            assert got.launch_bounds == (got.threads, 65536 // (64 * got.threads))
+        assert plan(kind, 32768, dtype, "block", GPU_BLOCKS).registers == 64
+        got = plan(kind, 12288, dtype, "block", GPU_BLOCKS)  # scalar plans: as they were
+        assert (got.threads, got.per_thread, got.packed) == (512, 24, False)
+        for n in (32776, 50257, 32764, 16388):  # too long, or not whole vectors: tiled
+            assert plan(kind, n, dtype, "block", GPU_BLOCKS) is None, (kind, n)
+        assert plan(kind, 32768, dtype, "block", GPU_BLOCKS, vectors=False) is None
+        assert plan(kind, 32768, dtype, "block", GPU_BLOCKS, keep="mask") is None
+        assert plan(kind, 32768, dtype, "block", GPU_BLOCKS, out="float32") is None
+        assert plan(kind, 32768, dtype, "warp", (128,)) is None
+        assert plan(kind, 32768, dtype, "block", (512,)) is None  # 64 a thread: none
+        f32 = plan(kind, 16384, "float32", "block", GPU_BLOCKS)
+        assert (f32.threads, f32.per_thread, f32.packed) == (512, 32, False)
+        assert plan(kind, 16392, "float32", "block", GPU_BLOCKS) is None
+    for kind in BACKWARD:
+        assert plan(kind, 16384, dtype, "block", GPU_BLOCKS) is None
+
+
+@pytest.mark.parametrize("n, packed", [(1536, False), (1544, True), (2048, True),
+                                       (2044, False)])
+def test_long_half_rows_packed_under_the_simulator(n, packed, row_kernels):
+    """The simulator's 64 threads hold 24 halves a thread by scalar loads (1536), 32
+    packed: rows of 1544-2048 whole vectors run the fused vector kernel; 2044 (not
+    whole vectors) the tiled one."""
+    x = logits((2, n), np.float16, seed=n)
+    x[1, ::5] = -np.inf
+    plan = softmax_module._plan("softmax", n, np.dtype(np.float16), "auto", "auto", None,
+                                None, None, None)
+    assert (plan.fused, plan.packed) == (n <= 2048 and n % 8 == 0, packed)
+    for kind in FORWARD:
+        check_forward(kind, x)
+        assert row_kernels[-1] == (kind, n % 8 == 0, 8)
+    y = nk.softmax(_bfloat16(x.astype(np.float32)))
+    assert row_kernels[-1] == ("softmax", n % 8 == 0, 8)
+    ref = ref_softmax(_bfloat16(x.astype(np.float32)).astype(np.float64))
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=BF16_ULP, atol=1e-6)
+
+
+def test_packed_plans_need_aligned_rows(row_kernels):
+    """A packed plan's rows off 16-byte boundaries take the scalar loads' plan
+    (tiled), or with fused=True a ValueError; masked rows and other result dtypes
+    are not packed."""
+    host = logits((2, 2048), np.float16, seed=7)
+    shifted = device_rows(host, 1)  # rows 2 bytes past a boundary
+    got = nk.softmax(shifted).copy_to_host()
+    np.testing.assert_allclose(got.astype(np.float64), ref_softmax(host), **TOL[np.float16])
+    assert row_kernels[-1] == ("softmax", False, 0)
+    with pytest.raises(ValueError, match="not 16-byte aligned"):
+        nk.log_softmax(shifted, fused=True)
+    nk.softmax(host, fused=True)
+    assert row_kernels[-1] == ("softmax", True, 8)
+    mask = np.ones(host.shape, bool)
+    mask[:, ::3] = False
+    got = nk.softmax(host, mask=mask)
+    assert row_kernels[-1][:2] == ("softmax", False)
+    np.testing.assert_allclose(got.astype(np.float64),
+                               ref_softmax(np.where(mask, host, -np.inf)), **TOL[np.float16])
+    nk.softmax(host, dtype=np.float32)
+    assert row_kernels[-1] == ("softmax", False, 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [16384, 24576, 32768])
+def test_gpu_long_half_rows_packed(n, row_kernels):
+    """(64, n) float16 and bfloat16 softmax and log_softmax through the packed plans
+    (512 x 32, 1024 x 24, 1024 x 32; with threads=1024, 1024 x 16 for 16384) against
+    float64, and rows shifted off 16-byte boundaries through the tiled kernels."""
+    x = logits((64, n), np.float16, seed=n)
+    for kind in FORWARD:
+        check_forward(kind, x)
+        assert row_kernels[-1] == (kind, True, 8)
+        check_forward(kind, x, threads=1024)
+        assert row_kernels[-1] == (kind, True, 8)
+    b = _bfloat16(x.astype(np.float32))
+    b64 = b.astype(np.float64)
+    np.testing.assert_allclose(nk.softmax(b).astype(np.float64), ref_softmax(b64),
+                               rtol=BF16_ULP, atol=1e-9)
+    np.testing.assert_allclose(nk.log_softmax(b).astype(np.float64), ref_log_softmax(b64),
+                               rtol=BF16_ULP, atol=2e-2)
+    assert row_kernels[-1] == ("log_softmax", True, 8)
+    got = nk.softmax(device_rows(x, 1)).copy_to_host()
+    np.testing.assert_allclose(got.astype(np.float64), ref_softmax(x), **TOL[np.float16])
+    assert row_kernels[-1][:2] == ("softmax", False)
