@@ -1,13 +1,20 @@
 """SASS counts of the decoupled look-back scan kernel, built without a GPU.
 
-    python bench/scan_sass.py [--dtype float32] [--items N] [--hold shared|registers]
+    python bench/scan_sass.py [--dtype float32] [--in-dtype int32] [--plain]
+                              [--items N] [--hold shared|registers] [--keep FILE]
+
+``--dtype`` is the state's (``int64`` with ``--in-dtype int32``: NumPy's int32
+cumsum); ``--keep`` writes the plain kernel's SASS. Set ``PYTHONPATH`` to the
+checkout (the script inserts its parent directory too) and ``LD_LIBRARY_PATH`` to a
+toolkit's NVVM (``/tmp/cudasite/nvidia/cu13/lib`` on the build host).
 
 Compiles the look-back kernel of a plain sum scan and of a segmented sum scan
 (``(int8 flags, value)`` states) to PTX for sm_90 with ``cuda.compile_ptx`` (the
 driver probe, the current device and NVRTC's architecture list faked: nothing runs),
 then, where the CUDA toolkit's ``ptxas`` and ``nvdisasm`` are found (``$CUDA_HOME/bin``,
 ``PATH``, or the ``NVDISASM`` variable), assembles each and prints its registers, SASS
-instruction count, branches and shared-memory accesses. bench/NOTES.md's table of the
+instruction count, branches, shared-memory accesses, the widths of the global loads and
+stores, fences and global atomics. bench/NOTES.md's table of the
 segmented scan's kernel (2026-12-02) came from this script. Not a test.
 """
 import argparse
@@ -16,7 +23,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 _real_cdll = ctypes.CDLL
 
@@ -69,8 +79,11 @@ def _array(dtype, ndim, layout="A"):
     return types.Array(from_dtype(np.dtype(dtype)), ndim, layout)
 
 
-def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: str):
-    """``(items, ptx)`` of the look-back kernel over 3-D views, 256 threads."""
+def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: str,
+               in_dtype: np.dtype | None = None):
+    """``(items, ptx)`` of the look-back kernel over 3-D views, 256 threads; ``in_dtype``
+    (plain scans): an input narrower than the state (int32 read, int64 summed)."""
+    in_dtype = dtype if in_dtype is None or segmented_scan else in_dtype
     block = WarpShuffle()
     inner = state_kit(ops.SUM, (dtype,))
     if segmented_scan:
@@ -86,14 +99,17 @@ def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: s
         status = _array(np.uint64, 1, "C")
         values = (status,) * 4
     else:
-        status = _array(np.int32, 1, "C")
+        status = _array(np.uint32, 1, "C")
         words = [_array(lookback._word_dtype(d), 1, "C") for d in kit.dtypes]
         values = (words[0], words[-1], words[0], words[-1])
-    value_bytes = dtype.itemsize if segmented_scan else None
+    value_bytes = dtype.itemsize if segmented_scan else \
+        in_dtype.itemsize if in_dtype.itemsize < dtype.itemsize else None  # as ScanJob's
     items = items or auto_items(sum(d.itemsize for d in kit.dtypes), block.threads, value_bytes)
     kernel = lookback._build(block, kit, items, load, store, False, kit.identity_values, True,
                              hold, 1)
-    signature = (_array(dtype, 3), second, _array(dtype, 3), _array(dtype, 3), types.int64,
+    if not segmented_scan:
+        second = _array(in_dtype, 3)
+    signature = (_array(in_dtype, 3), second, _array(dtype, 3), _array(dtype, 3), types.int64,
                  types.int64, status, *values)
     return items, cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))[0]
 
@@ -106,7 +122,7 @@ def _tool(name: str):
     return found
 
 
-def sass_counts(ptx: str) -> str:
+def sass_counts(ptx: str, keep: str | None = None) -> str:
     ptxas, nvdisasm = _tool("ptxas"), _tool("nvdisasm")
     if ptxas is None or nvdisasm is None:
         return "(ptxas or nvdisasm not found: PTX only)"
@@ -118,23 +134,53 @@ def sass_counts(ptx: str) -> str:
                               capture_output=True, text=True, check=True).stderr
         sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True,
                               check=True).stdout
+    if keep:
+        with open(keep, "w") as f:
+            f.write(sass)
     registers = re.search(r"Used (\d+) registers", info).group(1)
     lines = re.findall(r"^\s+/\*[0-9a-f]{4}\*/\s+(.*)$", sass, re.M)
     count = lambda word: sum(1 for s in lines if re.search(rf"\b{word}\b", s))  # noqa: E731
+    has = lambda word: sum(1 for s in lines if word in s)  # noqa: E731
+    widths = lambda op: ",".join(  # noqa: E731
+        f"{w or '32'}:{n}" for w, n in sorted(_widths(lines, op)))
     return (f"{registers} registers, {len(lines)} SASS, {count('BRA')} BRA, "
-            f"{sum(1 for s in lines if 'LDS' in s)} LDS, {sum(1 for s in lines if 'STS' in s)} STS")
+            f"{has('LDS')} LDS, {has('STS')} STS, "
+            f"global loads {widths('LD')}, stores {widths('ST')} (bits:count), "
+            f"MEMBAR.SC {has('MEMBAR.SC')}, MEMBAR.ALL {has('MEMBAR.ALL')}, "
+            f"ATOMG {has('ATOMG')}")
+
+
+def _widths(lines, op: str):
+    """``{(width, count)}`` of the global (``LDG``/``STG``) and generic (``LD``/``ST``)
+    accesses by their width suffix (``.64``, ``.128``; none: 32 bits)."""
+    found = {}
+    for s in lines:
+        m = re.search(rf"\b{op}G?\.E[A-Z0-9.]*", s)
+        if m is None:
+            continue
+        w = re.search(r"\.(64|128)\b", m.group(0))
+        key = w.group(1) if w else ""
+        found[key] = found.get(key, 0) + 1
+    return found.items()
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--items", type=int, default=None)
+    parser.add_argument("--in-dtype", default=None,
+                        help="input dtype of the plain scan (default: --dtype)")
+    parser.add_argument("--plain", action="store_true", help="the plain scan only")
+    parser.add_argument("--keep", default=None, help="write the plain kernel's SASS here")
     parser.add_argument("--hold", default="shared", choices=["shared", "registers"])
     args = parser.parse_args()
     dtype = np.dtype(args.dtype)
-    for name, seg in (("plain", False), ("segmented", True)):
-        items, ptx = kernel_ptx(seg, dtype, args.items, args.hold)
-        print(f"{name:9s} {dtype} items {items:2d}: {sass_counts(ptx)}")
+    in_dtype = np.dtype(args.in_dtype) if args.in_dtype else dtype
+    kinds = (("plain", False),) if args.plain else (("plain", False), ("segmented", True))
+    for name, seg in kinds:
+        items, ptx = kernel_ptx(seg, dtype, args.items, args.hold, in_dtype)
+        shown = f"{in_dtype}->{dtype}" if in_dtype != dtype and not seg else str(dtype)
+        print(f"{name:9s} {shown} items {items:2d}: {sass_counts(ptx, args.keep)}")
 
 
 if __name__ == "__main__":

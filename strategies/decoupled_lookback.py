@@ -37,14 +37,19 @@ The atomics, and why they matter
   the status array is the counter; it is zeroed with the flags before each launch.)
 * **The status flags.** A tile's status and value must be seen together. For states
   of at most 32 bits (float32, int32, ...) both are packed in one 64-bit word
-  (status in the high half) written with ``atomicExch`` and read with an atomic
-  ``or`` of zero, so a reader never sees a new status with an old value; so are
-  pairs of a byte and at most 32 bits (a segmented scan's flags and value). Larger
-  states keep a status array and separate value arrays (one for aggregates, one for
-  inclusive prefixes, so a value is never overwritten after its status says it is
-  there): the writer stores the value, ``__threadfence()``, then sets the status with
-  an atomic; the reader reads the status atomically, ``__threadfence()``, then the
-  value, again with an atomic, which reads L2 rather than a stale L1 line.
+  (status in the high half) written with ``atomicExch`` and read whole by one
+  relaxed load at GPU scope (``ld.relaxed.gpu``: from L2, never a stale L1 line, and
+  cheaper than an atomic ``or`` of zero through L2's atomic units), so a reader never
+  sees a new status with an old value; so are pairs of a byte and at most 32 bits (a
+  segmented scan's flags and value). Larger states keep a status array and separate
+  value arrays (one for aggregates, one for inclusive prefixes, so a value is never
+  overwritten after its status says it is there): the writer stores the value, then
+  ``fence.acq_rel.gpu``, then sets the status with an atomic (a release); the reader
+  reads the status, ``fence.acq_rel.gpu``, then the value, both relaxed loads (an
+  acquire). ``__threadfence()`` (``fence.sc.gpu``, SASS ``MEMBAR.SC.GPU``) would also
+  order the fence against every other such fence on the GPU, which a flag handoff
+  does not need. Under the simulator the reads are atomic ``or``s of zero (what the
+  scan traces of ``numbakern/teach`` record as look-back reads).
 
 The look-back combines the same elements in an order that depends on timing (which
 predecessors had published **P** when read): float results may differ in the last
@@ -66,8 +71,10 @@ from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, SIMULATOR, WARP, ceil_div
 from numbakern.runtime.launch import launch
+from numbakern.runtime.relaxed import fence_acq_rel, load_relaxed
 
 from .protocols import Cost, GridScan, check_flag
+
 #: tile status: not yet published, aggregate published, inclusive prefix published
 STATUS_X, STATUS_A, STATUS_P = 0, 1, 2
 
@@ -113,7 +120,7 @@ class DecoupledLookback(GridScan):
         tiles = ceil_div(job.n, threads * items)  # per segment
         total = tiles * job.segments
         packed = _packs(job.kit)
-        status = job.zeros(total + 1, np.uint64 if packed else np.int32)  # + the counter
+        status = job.zeros(total + 1, np.uint64 if packed else np.uint32)  # + the counter
         if packed:
             values = (status,) * 4
         else:
@@ -190,12 +197,27 @@ def _codec(dtype: np.dtype):
     return to_word, from_word
 
 
+if SIMULATOR:
+
+    @cuda.jit(device=True)
+    def _read_word(a, i):
+        """A published word (simulator: an atomic read, which the scan traces record)."""
+        return cuda.atomic.or_(a, i, 0)
+
+else:
+
+    @cuda.jit(device=True)
+    def _read_word(a, i):
+        """A published word: one relaxed load at GPU scope (module doc)."""
+        return load_relaxed(a, uint64(i))
+
+
 def _packed_status(kit):
     """``publish`` and ``read`` for a one-field state packed with its status."""
     if kit.fields == 2:
         return _packed_pair_status(kit)
     to_word, from_word = _codec(kit.dtypes[0])
-    shift, low, zero = uint64(32), uint64(0xFFFFFFFF), uint64(0)
+    shift, low = uint64(32), uint64(0xFFFFFFFF)
 
     @cuda.jit(device=True)
     def publish(st, v0, v1, w0, w1, tile, status, s):
@@ -203,7 +225,7 @@ def _packed_status(kit):
 
     @cuda.jit(device=True)
     def read(st, v0, v1, w0, w1, tile):
-        word = cuda.atomic.or_(st, tile, zero)  # an atomic read: status and value together
+        word = uint64(_read_word(st, tile))  # one 64-bit read: status and value together
         return int32(word >> shift), (from_word(uint32(word & low)),)
 
     return publish, read
@@ -217,7 +239,7 @@ def _packed_pair_status(kit):
     same way wherever they fit in 64 bits, ``ScanTileState``)."""
     to0, from0 = _codec(kit.dtypes[0])
     to1, from1 = _codec(kit.dtypes[1])
-    shift, byte, low, zero = uint64(32), uint64(0xFF), uint64(0xFFFFFFFF), uint64(0)
+    shift, byte, low = uint64(32), uint64(0xFF), uint64(0xFFFFFFFF)
     high = uint64(40)
 
     @cuda.jit(device=True)
@@ -228,7 +250,7 @@ def _packed_pair_status(kit):
 
     @cuda.jit(device=True)
     def read(st, v0, v1, w0, w1, tile):
-        word = cuda.atomic.or_(st, tile, zero)  # an atomic read: status and value together
+        word = uint64(_read_word(st, tile))  # one 64-bit read: status and value together
         return int32((word >> shift) & byte), (from0(uint32((word >> high) & byte)),
                                                from1(uint32(word & low)))
 
@@ -236,7 +258,7 @@ def _packed_pair_status(kit):
 
 
 def _separate_status(kit):
-    """``publish`` and ``read`` for states in value arrays beside an int32 status array."""
+    """``publish`` and ``read`` for states in value arrays beside a uint32 status array."""
     identity = kit.identity
     put, get = _field_words(kit)
 
@@ -246,15 +268,15 @@ def _separate_status(kit):
             put(w0, w1, tile, s)
         else:
             put(v0, v1, tile, s)
-        cuda.threadfence()  # the value reaches memory before the status does
-        cuda.atomic.exch(st, tile, int32(status))
+        fence_acq_rel()  # the value reaches memory before the status does (a release)
+        cuda.atomic.exch(st, tile, uint32(status))
 
     @cuda.jit(device=True)
     def read(st, v0, v1, w0, w1, tile):
-        status = cuda.atomic.or_(st, tile, int32(0))
+        status = int32(_read_word(st, tile))
         if status == STATUS_X:
             return status, identity()
-        cuda.threadfence()  # the status is read before the value
+        fence_acq_rel()  # the status is read before the value (an acquire)
         if status == STATUS_P:
             return status, get(w0, w1, tile)
         return status, get(v0, v1, tile)
@@ -272,12 +294,11 @@ def _handles(words: list) -> tuple:
 
 def _field_words(kit):
     """``put(a0, a1, i, s)`` and ``get(a0, a1, i)``: a state in arrays of words, one per
-    field (the handles :func:`_handles` makes); ``get`` reads with atomics (from L2,
-    never a stale L1 line)."""
+    field (the handles :func:`_handles` makes); ``get`` reads with relaxed loads (from
+    L2, never a stale L1 line; atomics under the simulator)."""
     if kit.fields > 2:
         return _n_field_words(kit)
     to0, from0 = _codec(kit.dtypes[0])
-    z0 = from_dtype(_word_dtype(kit.dtypes[0]))(0)
     if kit.fields == 1:
 
         @cuda.jit(device=True)
@@ -286,11 +307,10 @@ def _field_words(kit):
 
         @cuda.jit(device=True)
         def get(a0, a1, i):
-            return (from0(cuda.atomic.or_(a0, i, z0)),)
+            return (from0(_read_word(a0, i)),)
 
         return put, get
     to1, from1 = _codec(kit.dtypes[1])
-    z1 = from_dtype(_word_dtype(kit.dtypes[1]))(0)
 
     @cuda.jit(device=True)
     def put(a0, a1, i, s):
@@ -299,7 +319,7 @@ def _field_words(kit):
 
     @cuda.jit(device=True)
     def get(a0, a1, i):
-        return (from0(cuda.atomic.or_(a0, i, z0)), from1(cuda.atomic.or_(a1, i, z1)))
+        return (from0(_read_word(a0, i)), from1(_read_word(a1, i)))
 
     return put, get
 
@@ -309,12 +329,11 @@ def _n_field_words(kit):
     env = {}
     for k, d in enumerate(kit.dtypes):
         env[f"to{k}"], env[f"from{k}"] = _codec(d)
-        env[f"z{k}"] = from_dtype(_word_dtype(d))(0)
     n = kit.fields
     put = device_from_source("put", "def put(a0, a1, i, s):\n" + fields_source(
         "    a0[{k}][i] = to{k}(s[{k}])", n, "\n") + "\n", env)
     get = device_from_source("get", "def get(a0, a1, i):\n    return (" + fields_source(
-        "from{k}(cuda.atomic.or_(a0[{k}], i, z{k}))", n) + ",)\n", env)
+        "from{k}(read_word(a0[{k}], i))", n) + ",)\n", {**env, "read_word": _read_word})
     return put, get
 
 

@@ -149,9 +149,11 @@ class ScanJob:
 
     @property
     def value_bytes(self) -> int | None:
-        """The bytes of a state that size a tile's items (``scan_tiles.auto_items``):
-        None, the whole state's."""
-        return None
+        """The bytes that size a tile's items (``scan_tiles.auto_items``): the input's
+        element where a one-field state widens it (int32 summed in int64: 16 items a
+        thread, as int32's, not the 8 of 8-byte states); else None, the whole state's."""
+        width = np.dtype(self.x.dtype).itemsize
+        return width if self.kit.fields == 1 and width < self.state_bytes else None
 
     def element_loader(self):
         """Device function ``load(row0, row1, j, n) -> state`` for the input."""

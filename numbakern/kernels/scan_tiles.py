@@ -58,11 +58,17 @@ def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None) -
     16, fewer if the tile would not fit in shared memory; 2 under the simulator.
     ``value_bytes``: the bytes that count instead of the state's (a segmented scan's
     value field, its one-byte flags left out: 16 items of (flags, float32) need 48
-    registers a thread on sm_90, 12 items 64, and fewer instructions an element)."""
+    registers a thread on sm_90, 12 items 64, and fewer instructions an element; an
+    input narrower than its state, int32 summed in int64: 16 items, 48 registers, a
+    third fewer instructions an element than 8 and half the tiles to look back over).
+    A tile of ``state_bytes`` states takes at most half a block's shared memory (24
+    KB), or three quarters (36 KB: 16 int64 items of 256 threads, 5 blocks of 34 KB
+    on an sm_90 multiprocessor) when ``value_bytes`` sizes it."""
     if SIMULATOR:
         return SIMULATOR_ITEMS
     items = max(1, min(16, 64 // (value_bytes or state_bytes)))
-    while items > 1 and padded_slots(threads * items) * state_bytes > SHARED_LIMIT // 2:
+    limit = SHARED_LIMIT * 3 // 4 if value_bytes else SHARED_LIMIT // 2
+    while items > 1 and padded_slots(threads * items) * state_bytes > limit:
         items //= 2
     return items
 

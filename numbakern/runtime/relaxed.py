@@ -13,6 +13,14 @@ of a loop.
 ``load_relaxed(array, i)``: element ``i`` (an unsigned integer: no negative-index
 wraparound) of a 1-D uint32 or uint64 array in global memory. Under Numba's
 simulator it is ``array[i]``.
+
+``fence_acq_rel()``: PTX ``fence.acq_rel.gpu`` (SASS ``MEMBAR.ALL.GPU``), what a
+publisher needs between storing a value and setting its flag, and a reader between
+reading the flag and the value (the PTX model's release and acquire patterns).
+``cuda.threadfence()`` is ``fence.sc.gpu`` (``MEMBAR.SC.GPU``), a sequentially
+consistent fence that also orders it against every other SC fence in the GPU: more
+than a flag handoff needs, and slower. A no-op under the simulator (one thread at a
+time).
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ if config.ENABLE_CUDASIM:
     def load_relaxed(array, i):
         """``array[i]`` (simulator version: one thread runs at a time)."""
         return array[i]
+
+    def fence_acq_rel():
+        """Nothing (simulator version: one thread runs at a time)."""
 
 else:
     from llvmlite import ir
@@ -52,3 +63,15 @@ else:
             return builder.call(asm, [pointer])
 
         return array.dtype(array, i), codegen
+
+    @intrinsic
+    def fence_acq_rel(typingctx):
+        """``fence.acq_rel.gpu`` (module doc)."""
+
+        def codegen(context, builder, sig, args):
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "fence.acq_rel.gpu;",
+                               "~{memory}", side_effect=True)
+            builder.call(asm, [])
+            return context.get_dummy_value()
+
+        return types.none(), codegen

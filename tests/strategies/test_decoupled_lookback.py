@@ -39,3 +39,34 @@ def test_only_states_that_fit_one_word_beside_the_status_are_packed():
     assert _packs(kit(np.float32)) and not _packs(kit(np.float64))
     assert _packs(kit(np.int8, np.float32)) and _packs(kit(np.bool_, np.int32))
     assert not _packs(kit(np.int8, np.float64)) and not _packs(kit(np.int16, np.float32))
+
+
+def test_items_on_a_gpu_are_sized_by_the_input_where_the_state_widens_it(monkeypatch):
+    """``auto_items`` as it runs on a GPU (the simulator always takes 2): int32 summed
+    in int64 gets int32's 16 items a thread (34 KB of tile at 256 threads), the 8-byte
+    states of 8-byte inputs keep 8, and a tile that would pass the limit halves."""
+    from numbakern.kernels import scan_tiles
+
+    monkeypatch.setattr(scan_tiles, "SIMULATOR", False)
+    assert scan_tiles.auto_items(8, 256, 4) == 16
+    assert scan_tiles.auto_items(8, 256) == 8
+    assert scan_tiles.auto_items(4, 256) == 16 and scan_tiles.auto_items(4, 512) == 8
+    assert scan_tiles.auto_items(8, 512, 4) == 8  # 16 items would take 67 KB
+    assert scan_tiles.auto_items(8, 128, 1) == 16  # at most 16
+
+
+def test_the_scan_job_sizes_items_by_a_narrower_input():
+    from numbakern.core.jobs import ScanJob
+
+    def value_bytes(x_dtype, state_dtypes, fields=1):
+        job = ScanJob.__new__(ScanJob)  # the property reads the input and kit only
+        job.x = np.empty((1, 1, 4), x_dtype)
+        job.kit = type("Kit", (), {"fields": fields,
+                                   "dtypes": tuple(np.dtype(d) for d in state_dtypes)})()
+        return job.value_bytes
+
+    assert value_bytes(np.int32, (np.int64,)) == 4
+    assert value_bytes(np.uint8, (np.uint64,)) == 1
+    assert value_bytes(np.float64, (np.float64,)) is None
+    assert value_bytes(np.float32, (np.float32,)) is None
+    assert value_bytes(np.int32, (np.int64, np.int64), fields=2) is None
