@@ -13,6 +13,11 @@ import argparse
 import json
 
 
+def _text(value) -> str:
+    """A field as a table shows it: a shape recorded as a list as ``4096x32768``."""
+    return "x".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def rows(paths: list[str]) -> list[tuple]:
     out = []
     for path in paths:
@@ -21,7 +26,7 @@ def rows(paths: list[str]) -> list[tuple]:
                 info = bench.get("extra_info", {})
                 if "event_ms" not in info:
                     continue
-                case = (info.get("op", ""), info.get("shape", ""), info.get("dtype", ""))
+                case = tuple(_text(info.get(key, "")) for key in ("op", "shape", "dtype"))
                 out.append((*case, info.get("provider", bench["name"]), info["event_ms"],
                             info.get("gbps", 0.0), info.get("copy_fraction", 0.0)))
     return sorted(out)
