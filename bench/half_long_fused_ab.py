@@ -16,7 +16,7 @@ long aligned rows"). Each plan's kernel is launched through the API's launch
 
 from __future__ import annotations
 
-import statistics
+from ab import event_ms  # bench/ab.py: 3 warm-up launches, the median of 30 by CUDA events
 
 SHAPES = [(4096, 32768), (8192, 16384)]
 
@@ -58,17 +58,7 @@ def main() -> None:
 
                 run()
                 err = float(cp.abs(y[0].astype(cp.float32) - want).max())
-                for _ in range(3):
-                    run()
-                ms = []
-                for _ in range(30):
-                    a, b = cp.cuda.Event(), cp.cuda.Event()
-                    a.record()
-                    run()
-                    b.record()
-                    b.synchronize()
-                    ms.append(cp.cuda.get_elapsed_time(a, b))
-                line.append(f"{name} {statistics.median(ms):.3f} ms (max |diff| {err:.1e})")
+                line.append(f"{name} {event_ms(cp, run):.3f} ms (max |diff| {err:.1e})")
             print(f"{kind} {shape} float16: " + ", ".join(line), flush=True)
 
 
