@@ -181,6 +181,11 @@ def test_vector_rows_need_aligned_whole_vectors(vector_plans):
 VECTOR_SIZES = [1, 3, 4, 5, 31, 32, 33, 127, 128, 129, 781, 2500]
 
 
+def vector_sizes(dtype):
+    """VECTOR_SIZES, less 2500 for float64, whose tile (512) 781 already passes."""
+    return VECTOR_SIZES[:-1] if np.dtype(dtype).itemsize == 8 else VECTOR_SIZES
+
+
 @pytest.fixture
 def row_kernels(monkeypatch):
     """``(kind, fused, vector)`` of the row kernel each launch ran."""
@@ -228,7 +233,7 @@ def tiled_lanes(dtype, n, offset, rows=3):
                          {0: "aligned", 1: "offset"}.get(v, v) if not isinstance(v, str) else v)
 def test_tiled_rows_in_vectors(dtype, layout, normalizer, offset, row_kernels):
     # Whole vectors between a scalar head and tail per row (eight halves a vector).
-    for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(VECTOR_SIZES)]:
+    for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(vector_sizes(dtype))]:
         host = logits((3, n), dtype, seed=n)
         y = device_rows(np.zeros_like(host), offset)  # each row as far from a boundary as x's
         FORWARD[kind](device_rows(host, offset), out=y, fused=False, layout=layout,
@@ -287,7 +292,7 @@ def test_tiled_vectors_minus_infinity_first(normalizer, row_kernels):
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_tiled_backward_in_vectors(dtype, offset, row_kernels):
-    for n in VECTOR_SIZES:
+    for n in vector_sizes(dtype):
         x, dy = backward_case(n, dtype=dtype, seed=n)
         check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
                               fused=False, layout="block")

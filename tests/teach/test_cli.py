@@ -237,11 +237,11 @@ def test_check_holds_results_to_the_reference():
 
 
 @simulator_only
-@pytest.mark.parametrize("args", [["argmin", "-n", "3x50", "--axis", "1", "--dtype", "int16"],
-                                  ["cumprod", "-n", "300"],
-                                  ["cumprod", "-n", "3x100", "--axis", "1", "--dtype",
+@pytest.mark.parametrize("args", [["argmin", "-n", "3x40", "--axis", "1", "--dtype", "int16"],
+                                  ["cumprod", "-n", "130"],
+                                  ["cumprod", "-n", "3x40", "--axis", "1", "--dtype",
                                    "float16"],
-                                  ["log_softmax", "-n", "3x50", "--dtype", "float16"]])
+                                  ["log_softmax", "-n", "3x40", "--dtype", "float16"]])
 def test_compare_argmin_cumprod_log_softmax(args):
     result = invoke("compare", *args, "--repeat", "1")
     assert result.exit_code == 0, result.output
