@@ -439,9 +439,8 @@ def _order_path(strategy, n: int, nq: int):
         return "sort", getattr(strategy, "sorter", None)
     sorts = ", ".join(map(repr, _strategies.available("sort")))
     raise ValueError(f"strategy must be None, a sort strategy ({sorts} or an object) "
-                     f"or the select "
-                     f"strategies 'radix_select' or 'sort_slice' (or such an object), "
-                     f"got {strategy!r}")
+                     "or the select strategies 'radix_select' or 'sort_slice' (or such an "
+                     f"object), got {strategy!r}")
 
 
 def _slices(x, kind: str, axes, m: int, n: int):

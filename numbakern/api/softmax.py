@@ -60,6 +60,7 @@ from numbakern.core.deliver import OutDtypeError, check_out
 from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
+from numbakern.kernels.vector import VECTOR_BYTES
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
@@ -534,7 +535,7 @@ def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out:
                default=None)
 
 
-_HALF_VECTOR = 8  # halves a 16-byte vector
+_HALF_VECTOR = VECTOR_BYTES // 2  # halves a 16-byte vector
 
 
 def _fewest(kind: str, n: int, dtype: str, layout: str, offered: tuple, sizes, out: str = "",
