@@ -27,6 +27,8 @@ def ev(f, reps=20):
 x28 = cp.random.standard_normal(1 << 28, dtype=cp.float32)
 r2 = cp.random.standard_normal((1_000_000, 2), dtype=cp.float32)
 m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
+# Short rows (issue 23's launch-bound softmax shapes), CuPy and the same memory as torch
+short = {s: cp.random.standard_normal(s, dtype=cp.float32) for s in ((65536, 128), (1823, 781))}
 x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
 u28 = cp.random.randint(0, 2**31, 1 << 28, dtype=cp.int64).astype(cp.uint32)
 x24, u24 = x28[: 1 << 24].copy(), u28[: 1 << 24].copy()
@@ -64,6 +66,9 @@ cases = {
     "colsum 4096x32768": lambda: nk.sum(m.reshape(4096, 32768), axis=0),
     "softmax 32768x4096": lambda: nk.softmax(m),
     "log_softmax 32768x4096": lambda: nk.log_softmax(m),
+    **{f"softmax {r}x{c}": (lambda x=x: nk.softmax(x)) for (r, c), x in short.items()},
+    **{f"torch softmax {r}x{c}": (lambda t=torch.as_tensor(x, device="cuda"): t.softmax(-1))
+       for (r, c), x in short.items()},
     "cumsum 2^28": lambda: nk.cumsum(x28),
     "cumsum 2^20": lambda: nk.cumsum(x20),
     "sort float32 2^28": lambda: nk.sort(x28),
