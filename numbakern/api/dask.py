@@ -17,7 +17,9 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   the aggregate casts to the result dtype. A non-commutative op reducing several
   axes has every reduced axis but the first rechunked whole, so that the partials
   are combined in the C order of the elements. ``mean``: the sum, then a division by
-  the count, as :func:`numbakern.mean`.
+  the count, as :func:`numbakern.mean`. A reduction of every axis whose blocks fit
+  one aggregate is built as two layers of plain tasks (:func:`_aggregated`): the
+  same calls as ``dask.array.reduction``'s graph, built in a third of its time.
 * var, std, nanvar, nanstd, nanmean: each chunk's Welford ``(count, mean, M2)`` in
   one pass, merged across chunks (Chan, Golub and LeVeque), finished as NumPy. With
   NumPy 2's ``mean=``: each chunk's count and sum of squared deviations from its
@@ -67,7 +69,9 @@ import warnings
 
 import dask.array as da
 import numpy as np
+from dask import config as dask_config
 from dask import core as dask_core
+from dask.array.core import _concatenate2  # as dask.array's own tree reduction
 from dask.array.reductions import _tree_reduce  # as dask.array's own arg_reduction
 from dask.array.utils import meta_from_array
 from dask.base import tokenize
@@ -193,9 +197,64 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     aggregate = functools.partial(_reduce_chunk, ref=meet, acc=result, strategy=strategy,
                                   lanes=lanes, partial=False)
     ndim = len(result_shape(x.shape, axes, keepdims))
+    if _one_aggregate(x, axes, split_every):
+        partials = _per_block(x, functools.partial(chunk, axis=axes, keepdims=True), name,
+                              _meta(x, x.ndim, acc))
+        return _aggregated(partials, aggregate, axes, keepdims, name,
+                           _meta(x, ndim, result), concatenate=True)
     return da.reduction(x, chunk, aggregate, combine=combine, axis=axes,
                         keepdims=keepdims, dtype=result, split_every=split_every,
                         meta=_meta(x, ndim, result), concatenate=True)
+
+
+# --- whole-array reductions in two plain layers ------------------------------------------
+#
+# A reduction of every axis whose blocks all fit one aggregate (Dask's tree of depth 1)
+# is built here as two layers of plain tasks, each block's partial and one aggregate,
+# instead of through ``dask.array.reduction``: the same calls on the same values in the
+# same order (so the same bits), without the blockwise layer's meta inference and
+# tokenising, which cost more per graph than a whole-array call on 16 GiB takes to run
+# 20% of (bench/NOTES.md, "Dask graphs in two plain layers").
+
+
+def _one_aggregate(x, axes: tuple, split_every) -> bool:
+    """Whether ``axes`` are all of ``x``'s and Dask's tree over its blocks (the
+    ``split_every`` of ``dask.array.reduction``, the config's default 4 when None)
+    would be one aggregate over every block."""
+    if not axes or len(axes) != x.ndim:
+        return False
+    split = split_every or dask_config.get("split_every", 4)
+    if isinstance(split, dict):
+        per = {a: split.get(a, 2) for a in axes}
+    else:
+        per = dict.fromkeys(axes, builtins.max(int(split ** (1 / len(axes))), 2))
+    return builtins.all(per[a] >= 2 and x.numblocks[a] <= per[a] for a in axes)
+
+
+def _per_block(x, fn, name: str, meta):
+    """``fn(block)`` for each block of ``x`` (one value a block along every axis)."""
+    token = tokenize(x.name, fn)
+    layer = f"{name}-chunk-{token}"
+    dsk = {(layer, *k): (fn, (x.name, *k))
+           for k in itertools.product(*(range(n) for n in x.numblocks))}
+    graph = HighLevelGraph.from_collections(layer, dsk, dependencies=[x])
+    return da.Array(graph, layer, tuple((1,) * n for n in x.numblocks), meta=meta)
+
+
+def _aggregated(partials, aggregate, axes: tuple, keepdims: bool, name: str, meta,
+                concatenate: bool):
+    """One task: ``aggregate`` of every block of ``partials`` (as one array joined by
+    Dask's ``_concatenate2``, or as the nested list of blocks), called as
+    ``dask.array.reduction``'s last step calls it."""
+    fn = functools.partial(aggregate, axis=axes, keepdims=keepdims)
+    layer = f"{name}-aggregate-{tokenize(partials.name, fn, concatenate)}"
+    nested = partials.__dask_keys__()
+    task = (fn, (functools.partial(_concatenate2, axes=list(axes)), nested)
+            if concatenate else nested)
+    ndim = partials.ndim if keepdims else 0
+    graph = HighLevelGraph.from_collections(layer, {(layer,) + (0,) * ndim: task},
+                                            dependencies=[partials])
+    return da.Array(graph, layer, ((1,),) * ndim, meta=meta)
 
 
 def sum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
@@ -879,9 +938,13 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     empty = builtins.any(x.shape[a] == 0 for a in axes)
     aggregate = functools.partial(combine, final=True, values=values, empty=empty)
     ndim = len(result_shape(x.shape, axes, keepdims))
-    result = _tree_reduce(partials, aggregate, axes, keepdims, _ops.INDEX_DTYPE,
-                          split_every, combine, name=name, concatenate=False)
     indices_meta = _meta(x, ndim, _ops.INDEX_DTYPE)
+    if _one_aggregate(partials, axes, split_every):
+        result = _aggregated(partials, aggregate, axes, keepdims, name, indices_meta,
+                             concatenate=False)
+    else:
+        result = _tree_reduce(partials, aggregate, axes, keepdims, _ops.INDEX_DTYPE,
+                              split_every, combine, name=name, concatenate=False)
     if not values:
         result._meta = indices_meta
         return result

@@ -267,6 +267,45 @@ def test_same_bits_run_to_run():
     assert nk.sum(x, split_every=3).compute().tobytes() == first.tobytes()
 
 
+@pytest.mark.parametrize("shape,chunks,keepdims", [
+    ((5000,), 1300, False),                 # 4 blocks: one aggregate at the default 4
+    ((33, 129), (17, 65), True),           # 2 x 2 blocks, a 2-D aggregate
+    ((33, 129), (33, (0, 129)), False),    # a zero-size block
+])
+def test_whole_array_graph_is_two_plain_layers_with_the_trees_bits(monkeypatch, shape,
+                                                                  chunks, keepdims):
+    """A reduction of every axis whose blocks fit one aggregate is two layers of
+    plain tasks, and gives the bits of dask.array.reduction's graph of the same
+    chunks (the same calls on the same values in the same order)."""
+    from numbakern.api import dask as nk_dask
+
+    a = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    x = da.from_array(a, chunks=chunks)
+    lean = nk.sum(x, keepdims=keepdims)
+    assert len(lean.__dask_graph__().layers) == len(x.__dask_graph__().layers) + 2
+    assert lean.shape == np.sum(a, keepdims=keepdims).shape
+    lean_arg = nk.argmax(x)
+    with monkeypatch.context() as m:
+        m.setattr(nk_dask, "_one_aggregate", lambda *args: False)
+        tree = nk.sum(x, keepdims=keepdims)
+        assert tree.name != lean.name  # dask.array.reduction's own graph
+        tree_arg = nk.argmax(x)
+        assert tree.compute().tobytes() == lean.compute().tobytes()
+        assert tree_arg.compute() == lean_arg.compute() == np.argmax(a)
+    _check(lean, np.sum(a.astype(np.float64), keepdims=keepdims).astype(np.float32),
+           rtol=1e-5, like=da.sum(x, keepdims=keepdims))
+
+
+def test_whole_array_graph_keeps_the_tree_past_one_aggregate():
+    """More blocks than one aggregate takes (``split_every``): Dask's tree, as before."""
+    a = np.arange(64.0, dtype=np.float32)
+    x = da.from_array(a, chunks=8)
+    assert len(nk.sum(x, split_every=2).__dask_graph__().layers) == \
+        len(x.__dask_graph__().layers) + 4  # the chunks, two partial layers, the aggregate
+    _check(nk.sum(x, split_every=2), np.sum(a), exact=True)
+    _check(nk.sum(x, split_every={0: 8}), np.sum(a), exact=True)
+
+
 # --- argmax and friends ------------------------------------------------------------
 
 
