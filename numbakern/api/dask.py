@@ -1056,33 +1056,51 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
     if reverse:
         x = x[flip]
     ref = _op_ref(op)
-    meta = _meta(x, x.ndim, result)
-    local = x.map_blocks(functools.partial(
-        _scan_chunk, ref=ref, result=result, axis=axis, exclusive=exclusive,
-        strategy=strategy, layout=layout), dtype=result, meta=meta)
-    nblocks = x.numblocks[axis]
-    if nblocks > 1:
-        chunks = tuple((1,) * nblocks if a == axis else c for a, c in enumerate(x.chunks))
-        totals = x.map_blocks(functools.partial(_total_chunk, ref=ref, result=result,
-                                                axis=axis),
-                              chunks=chunks, dtype=result, meta=meta)
-        pair = functools.partial(_pair, ref=ref, result=result)
-
-        def combine(a, b):
-            return da.map_blocks(pair, a, b, dtype=result, meta=meta)
-
-        def block(arr, k):
-            return arr.blocks[tuple(k if a == axis else slice(None) for a in range(x.ndim))]
-
-        t = [block(totals, k) for k in range(nblocks)]
-        inclusive = _chain(t, combine) if method == "sequential" else _tree(t, combine)
-        pieces = [block(local, 0)]
-        for k in range(1, nblocks):
-            piece = block(local, k)
-            pieces.append(da.map_blocks(pair, inclusive[k - 1], piece, dtype=result,
-                                        meta=meta, chunks=piece.chunks))
-        local = da.concatenate(pieces, axis=axis)
+    scan = functools.partial(_scan_chunk, ref=ref, result=result, axis=axis,
+                             exclusive=exclusive, strategy=strategy, layout=layout)
+    total = functools.partial(_total_chunk, ref=ref, result=result, axis=axis)
+    pair = functools.partial(_pair, ref=ref, result=result)
+    local = _scan_graph(x, axis, scan, total, pair, method, name,
+                        _meta(x, x.ndim, result))
     return local[flip] if reverse else local
+
+
+def _scan_graph(x, axis: int, scan, total, pair, method: str, name: str, meta):
+    """``x`` scanned along ``axis`` as one layer of plain tasks: each block scanned
+    (``scan``); along ``axis``, the blocks' totals (``total``) made inclusive
+    carries by a chain or a tree (``pair(earlier, later)``), and block ``k``'s carry
+    ``k - 1`` combined into its scan (``pair``). Each row of blocks along the other
+    axes is its own chain."""
+    token = tokenize(x.name, scan, total, pair, method)
+    out, totals, carries, locals_ = (f"{name}-{token}", f"{name}-total-{token}",
+                                     f"{name}-carry-{token}", f"{name}-local-{token}")
+    dsk: dict = {}
+    made = itertools.count()
+
+    def combine(a, b):
+        key = (carries, next(made))
+        dsk[key] = (pair, a, b)
+        return key
+
+    nblocks = x.numblocks[axis]
+    others = (range(n) if a != axis else (0,) for a, n in enumerate(x.numblocks))
+    for row in itertools.product(*others):
+        def at(k, row=row):
+            return tuple(k if a == axis else i for a, i in enumerate(row))
+
+        dsk[(out, *at(0))] = (scan, (x.name, *at(0)))
+        if nblocks == 1:
+            continue
+        t = []
+        for k in range(nblocks):
+            dsk[(totals, *at(k))] = (total, (x.name, *at(k)))
+            t.append((totals, *at(k)))
+        inclusive = _chain(t, combine) if method == "sequential" else _tree(t, combine)
+        for k in range(1, nblocks):
+            dsk[(locals_, *at(k))] = (scan, (x.name, *at(k)))
+            dsk[(out, *at(k))] = (pair, inclusive[k - 1], (locals_, *at(k)))
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=[x])
+    return da.Array(graph, out, x.chunks, meta=meta)
 
 
 def _chain(t: list, combine) -> list:
