@@ -39,7 +39,7 @@ its output; ``two_pass`` writes them as partials, slot ``i`` for short segment
 ``i`` and slot ``M + 2k + h`` for the run that starts at tile ``k`` (``h``: 0 for
 ``cover``, 1 for ``begin``), and the tile kernel finishes each long segment
 itself: the block closing its last run (an atomic count per segment, after a
-``threadfence``: the "last block done" pattern of the CUDA samples and CUB)
+release fence: the "last block done" pattern of the CUDA samples and CUB)
 reduces its runs in tile order into slot ``i``, the same tree whichever block is
 last, element order kept for a non-commutative op. Slots ``0 .. M - 1`` are then
 the results: no second launch. When ``x`` is no longer than one tile no segment
@@ -69,8 +69,16 @@ from numbakern.kernels.elementwise import fill
 from numbakern.kernels.emits import Emit, emit_partial
 from numbakern.kernels.vector import lane_folder, rows_aligned, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached, device_key
-from numbakern.runtime.device import SIMULATOR, WARP, ceil_div, max_resident_blocks
+from numbakern.runtime.device import (
+    REGISTER_FILE,
+    SIMULATOR,
+    THREADS_PER_MULTIPROCESSOR,
+    WARP,
+    ceil_div,
+    max_resident_blocks,
+)
 from numbakern.runtime.launch import launch
+from numbakern.runtime.relaxed import fence_acq_rel
 from numbakern.runtime.views import sliced
 
 #: a warp per short segment when the mean segment has at most this many elements
@@ -79,9 +87,18 @@ WARP_SEGMENT_MAX = 4096
 #: this): four 16-byte float32 vectors per thread on a GPU, small under the simulator
 #: so that tests reach long segments with small arrays
 TILE_ITEMS = 4 if SIMULATOR else 16
-#: blocks of the tile kernel, in multiples of the blocks that fill the device once
-#: (blocks whose tiles hold no long segment leave at once and make room)
-TILE_WAVES = 4
+#: blocks of the tile kernel, in multiples of the blocks of ``threads`` that fill the
+#: device once at full occupancy (``max_resident_blocks``); this sets ``R``, the tiles
+#: a block reduces: 2 gives 2^26 float32 (16384 tiles of 4096) 8 tiles a block on an
+#: H200's 132 multiprocessors (4 at 4 waves), so each block's map read, bounds loads,
+#: block reduces and run counts are paid once for twice the loads. Blocks whose tiles
+#: hold no long segment leave at once and make room.
+TILE_WAVES = 2
+#: the most registers a thread of the tile kernel may hold (0: no cap): 64 keeps 4
+#: blocks of 256 on a multiprocessor (65536 registers), 64 KB of loads in flight at
+#: 8 tiles a block, where ptxas gave the kernel 74-80 registers (3 blocks) uncapped.
+#: Passed to ptxas as launch bounds (:func:`tile_jit`).
+TILE_REGISTERS = 64
 
 
 # --- device functions -------------------------------------------------------------------
@@ -201,6 +218,19 @@ def run_loader(kit):
     return load
 
 
+def tile_jit(threads: int):
+    """``cuda.jit`` for the tile kernel: launch bounds of ``threads`` a block and as
+    many blocks a multiprocessor as :data:`TILE_REGISTERS` allows, so that ptxas keeps
+    to those registers (spilling if it must); plain under the simulator or with no
+    cap."""
+    if SIMULATOR or not TILE_REGISTERS:
+        return cuda.jit
+    # no more blocks than a multiprocessor holds by threads and by count (32, sm_90)
+    blocks = min(REGISTER_FILE // (threads * TILE_REGISTERS),
+                 THREADS_PER_MULTIPROCESSOR // threads, 32)
+    return cuda.jit(launch_bounds=(threads, max(1, blocks)))
+
+
 def _temp(block, kit):
     """Device function allocating the block reduce's shared-memory temp storage."""
     return kit.shared_temp(max(1, block.temp_slots()))
@@ -276,9 +306,11 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce, finish: bool
     slot ``i``; otherwise each block closing one of its runs counts it in
     ``counts[2k + h]`` (the segment's head entry, -1 before the first), and the block
     that closes the last run reduces all the runs in tile order into slot ``i``
-    (CUB's and the CUDA samples' "last block done" pattern, ``threadfence`` between
-    the partial's store and the count). The tree over the runs is the same whichever
-    block is last: deterministic.
+    (CUB's and the CUDA samples' "last block done" pattern: a release fence between
+    the partial's store and the count, an acquire fence after the last count; PTX's
+    ``fence.acq_rel.gpu``, not ``threadfence``'s sequentially consistent
+    ``fence.sc.gpu``, which every run would pay for an order nothing here needs). The
+    tree over the runs is the same whichever block is last: deterministic.
     """
     threads = block.threads
     block_reduce = block.build_reduce(kit)
@@ -299,12 +331,13 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce, finish: bool
         last = 0
         if tid == 0:
             store(o0, o1, slot, acc)
-            cuda.threadfence()  # the run's state visible before it is counted
+            fence_acq_rel()  # release: the run's state visible before it is counted
             h = 0 if start == head * T else 1
             if cuda.atomic.add(counts, 2 * head + h, 1) == runs - 2:
+                fence_acq_rel()  # acquire: every counted run's state visible after
                 last = 1
         if cuda.syncthreads_or(last):
-            cuda.threadfence()
+            fence_acq_rel()  # and to every thread of the block (no stale L1 line)
             h = 0 if start == head * T else 1
             s = runs_reduce(o0, o1, M + 2 * head + h, first, i, 0, runs, tid, threads, M,
                             R, 0, 0)
@@ -322,7 +355,7 @@ def build_tile_kernel(block, kit, emit, ordered: bool, part_reduce, finish: bool
             emit(o0, o1, slot, i, 0, 1, M, acc)
         cuda.syncthreads()  # temp storage reused by the next run
 
-    @cuda.jit
+    @tile_jit(threads)
     def tile_kernel(x, offsets, M, T, R, K, cover, begin, counts, o0, o1):
         temp0, temp1 = temp()
         tid = cuda.threadIdx.x
