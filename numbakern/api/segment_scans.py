@@ -30,7 +30,7 @@ from numbakern.ops.segmented import FLAG_DTYPE, segmented
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import (device_view, host_copy, reversed_last, sliced, strided,
+from numbakern.runtime.views import (device_view, host_words, reversed_last, sliced, strided,
                                      to_device)
 
 _HEADS = np.dtype(np.uint8)
@@ -210,8 +210,7 @@ def _marked(x, offsets, reverse: bool, *, stream=None):
 def _span_of(info, offsets, size: int, workspace: Workspace) -> tuple[int, int]:
     """``(lo, hi)``: the offsets' ends, read with the kernel's check in one copy (the
     call's synchronisation); ``ValueError`` naming the offsets if either is bad."""
-    lo, hi, bad = (int(v) for v in host_copy(info, workspace.stream))
-    workspace.stream.synchronize()
+    lo, hi, bad = (int(v) for v in host_words(info, workspace.stream))
     _check_span(lo, hi, size)
     if bad:
         _bad_segment(offsets, offsets.shape[0] - 1 - bad, size)

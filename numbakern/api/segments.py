@@ -42,7 +42,7 @@ from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import device_view, host_copy, sliced, to_device
+from numbakern.runtime.views import device_view, host_copy, host_words, sliced, to_device
 
 
 @dispatch
@@ -224,9 +224,10 @@ def _bad_segment(offsets, first: int, size: int):
                      f"to {int(pair[1])}")
 
 
-def _report(bad, offsets, segments: int, size: int, empty: str | None) -> None:
-    """Raise what the kernel recorded about device offsets (a synchronisation)."""
-    first_bad, first_empty = (int(v) for v in host_copy(bad))
+def _report(bad, offsets, segments: int, size: int, empty: str | None, stream) -> None:
+    """Raise what the kernel recorded about device offsets: the two ``bad`` words read
+    after the launches on ``stream`` (the call's one synchronisation)."""
+    first_bad, first_empty = (int(v) for v in host_words(bad, stream))
     if first_bad < segments:
         _bad_segment(offsets, first_bad, size)
     if empty is not None and first_empty < segments:
@@ -269,16 +270,14 @@ class Span:
         mark_heads(self.device, self.segments, self.lo, self.hi, marks, bad,
                    self.workspace.stream, ids=ids, ends=ends)
         if not self.on_host:
-            _report(bad, self.offsets, self.segments, self.size, None)
+            _report(bad, self.offsets, self.segments, self.size, None, self.workspace.stream)
         return marks
 
 
 def _ends(view, stream) -> np.ndarray:
     """``offsets[0]`` and ``offsets[-1]`` of device offsets, read to the host."""
     last = view.shape[0] - 1
-    ends = [host_copy(sliced(view, i, i + 1), stream) for i in (0, last)]
-    stream.synchronize()
-    return np.concatenate(ends)
+    return np.concatenate([host_words(sliced(view, i, i + 1), stream) for i in (0, last)])
 
 
 def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
@@ -289,7 +288,7 @@ def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
     fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
                                                empty)
     if bad is not None:
-        _report(bad, offsets, segments, x.shape[0], empty)
+        _report(bad, offsets, segments, x.shape[0], empty, workspace.stream)
     return fields, workspace, segments
 
 
@@ -337,7 +336,7 @@ def _replayed(x, offsets, segments: int, op, dtypes, field, result, strategy, la
     synchronisation, after every launch."""
     out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
                          stream=stream)
-    _report(bad, offsets, segments, x.shape[0], empty)
+    _report(bad, offsets, segments, x.shape[0], empty, resolve_stream(stream, kind_of(x)))
     return out
 
 

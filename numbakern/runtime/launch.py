@@ -315,6 +315,75 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
     launcher_for(kernel)(grid, block, stream, args)
 
 
+#: bytes of each pinned buffer that :func:`read_small` copies through
+PINNED_BYTES = 4096
+# cuMemHostAlloc's flag: pinned for every context (each device's), not just the
+# current one
+_PORTABLE = 1
+_copy_functions = None
+# pinned buffers not in use (one per thread reading at once; never freed: a few KB)
+_pinned_free: list = []
+
+
+def _copier():
+    """libcuda's ``cuMemcpyDtoHAsync``, ``cuStreamSynchronize`` and ``cuMemHostAlloc``
+    through ctypes (a microsecond or two a call)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    copy = lib.cuMemcpyDtoHAsync_v2
+    copy.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
+    sync = lib.cuStreamSynchronize
+    sync.argtypes = [ctypes.c_void_p]
+    alloc = lib.cuMemHostAlloc
+    alloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint]
+    for fn in (copy, sync, alloc):
+        fn.restype = ctypes.c_int
+    return copy, sync, alloc
+
+
+def _checked(err: int, what: str) -> None:
+    if err:
+        raise RuntimeError(f"{what} failed with CUDA error {err}")
+
+
+def _pinned() -> tuple[int, np.ndarray]:
+    """A free pinned buffer: ``(address, its bytes as a uint8 array)``."""
+    try:
+        return _pinned_free.pop()  # atomic under the GIL: no two threads get one
+    except IndexError:
+        pass
+    address = ctypes.c_void_p()
+    _checked(_copy_functions[2](ctypes.byref(address), PINNED_BYTES, _PORTABLE),
+             "cuMemHostAlloc")
+    raw = (ctypes.c_uint8 * PINNED_BYTES).from_address(address.value)
+    return address.value, np.ctypeslib.as_array(raw)
+
+
+def read_small(ptr: int, nbytes: int, stream: int) -> np.ndarray:
+    """``nbytes`` (at most :data:`PINNED_BYTES`) of device memory at ``ptr`` as a new
+    uint8 array, read after the work queued on ``stream`` (a raw handle; 0: the
+    default stream): one ``cuMemcpyDtoHAsync`` into a pinned buffer kept for reuse,
+    then ``cuStreamSynchronize``. Numba's ``copy_to_host`` spends tens of
+    microseconds on a ``DeviceNDArray`` and a pageable copy for the same few words.
+
+    Raises:
+        RuntimeError: the copy or an earlier launch on ``stream`` failed (its CUDA
+            error code).
+    """
+    global _copy_functions
+    if not getattr(_local, "has_context", False):
+        _make_context_current()
+    if _copy_functions is None:
+        _copy_functions = _copier()
+    copy, sync, _ = _copy_functions
+    buffer_ = _pinned()
+    try:
+        _checked(copy(buffer_[0], ptr, nbytes, stream), "cuMemcpyDtoHAsync")
+        _checked(sync(stream), "cuStreamSynchronize")
+        return buffer_[1][:nbytes].copy()
+    finally:
+        _pinned_free.append(buffer_)
+
+
 def _make_context_current() -> None:
     """Make the current device's primary context current on this thread.
 

@@ -13,7 +13,15 @@ import numpy as np
 from numba import cuda
 
 from .device import SIMULATOR
-from .launch import DeviceBuffer, buffer, current_recording, to_device_array
+from .launch import (
+    PINNED_BYTES,
+    DeviceBuffer,
+    buffer,
+    current_recording,
+    read_small,
+    stream_handle,
+    to_device_array,
+)
 
 if SIMULATOR:
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
@@ -160,6 +168,28 @@ def host_copy(view, stream=0) -> np.ndarray:
     if SIMULATOR:
         return view.copy_to_host()
     return to_device_array(view).copy_to_host(stream=stream)
+
+
+def host_words(view, stream=0) -> np.ndarray:
+    """A host copy of a few words of device memory (flags, counts, a kernel's report),
+    read after the work queued on ``stream`` (a Numba stream, or 0: the default
+    stream): for a contiguous 1-D view of at most ``PINNED_BYTES``, one driver copy
+    into a reused pinned buffer and a stream synchronisation
+    (``runtime/launch.read_small``), without the ``DeviceNDArray`` and the pageable
+    copy of :func:`host_copy` (which serves anything else, and the simulator).
+
+    Raises:
+        RuntimeError: a CUDA error from the copy or an earlier launch on ``stream``.
+    """
+    if SIMULATOR:
+        return host_copy(view, stream)
+    refuse_replay("a device-to-host copy")
+    buf = buffer(view)
+    nbytes = buf.size * buf.dtype.itemsize
+    if buf.ndim != 1 or not buf.c_contiguous or nbytes > PINNED_BYTES:
+        return host_copy(view, stream)
+    handle = stream if isinstance(stream, int) else stream_handle(stream)
+    return read_small(buf.ptr, nbytes, handle).view(buf.dtype)
 
 
 def device_empty(shape, dtype, stream):

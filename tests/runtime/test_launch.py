@@ -98,3 +98,52 @@ def test_a_tuple_of_arrays_flattens_member_by_member(launched):
     assert signature[0][0] == types.Array(types.int64, 1, "C")
     _, _, slots = launch.flatten(((counts, means, means), counts))
     assert [slot for slot, _ in slots] == [4, 11, 18, 25]
+
+
+@pytest.fixture
+def stub_copier(monkeypatch):
+    """``read_small`` through a stubbed driver: host memory stands for the device's,
+    ``calls`` records each driver call."""
+    calls = []
+    kept = []  # the stub's "pinned" allocations, alive for the test
+
+    def copy(dst, src, nbytes, stream):
+        calls.append(("copy", nbytes, stream))
+        ctypes.memmove(dst, src, nbytes)
+        return 0
+
+    def sync(stream):
+        calls.append(("sync", stream))
+        return 0
+
+    def alloc(pointer, nbytes, flags):
+        calls.append(("alloc", nbytes, flags))
+        kept.append(ctypes.create_string_buffer(nbytes))
+        pointer._obj.value = ctypes.addressof(kept[-1])
+        return 0
+
+    monkeypatch.setattr(launch, "_copy_functions", (copy, sync, alloc))
+    monkeypatch.setattr(launch, "_pinned_free", [])
+    monkeypatch.setattr(launch._local, "has_context", True, raising=False)
+    return calls
+
+
+def test_small_reads_reuse_one_pinned_buffer_and_wait_on_the_stream(stub_copier):
+    device = np.array([7, -3, 2**40], dtype=np.int64)
+    got = launch.read_small(device.ctypes.data, device.nbytes, 0x55)
+    np.testing.assert_array_equal(got.view(np.int64), device)
+    got[:] = 0  # the caller's own copy: the next read is not disturbed
+    again = launch.read_small(device.ctypes.data + 8, 16, 0)
+    np.testing.assert_array_equal(again.view(np.int64), device[1:])
+    assert stub_copier == [("alloc", launch.PINNED_BYTES, 1), ("copy", 24, 0x55),
+                           ("sync", 0x55), ("copy", 16, 0), ("sync", 0)]
+
+
+def test_a_failed_small_read_raises_with_the_cuda_error_and_keeps_its_buffer(
+        stub_copier, monkeypatch):
+    copy, _, alloc = launch._copy_functions
+    monkeypatch.setattr(launch, "_copy_functions", (copy, lambda stream: 700, alloc))
+    word = np.array([1], dtype=np.int64)
+    with pytest.raises(RuntimeError, match="cuStreamSynchronize failed with CUDA error 700"):
+        launch.read_small(word.ctypes.data, 8, 0)
+    assert len(launch._pinned_free) == 1  # given back for the next read
