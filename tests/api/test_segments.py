@@ -370,3 +370,44 @@ def test_replayed_calls_count_their_runs_afresh():
         got = nk.segmented_reduce(cuda.to_device(x), offsets, strategy=strategy)
         check(got.copy_to_host(), x, offsets_of(RUNS), "sum")
     assert replay.counts["replayed"] - before == 2
+
+
+# Without ``blocks=``, a block of the tile kernel reduces ``R`` tiles, R from
+# ``TILE_WAVES`` (8 tiles a block at 2 waves of the simulator's 2 resident blocks: 30
+# tiles of 32 * 4 = 128 elements in blocks of 8, 8, 8 and a last one of 6, its last
+# tile partial). Two long segments start inside a tile and run over 2 and 3 blocks.
+SPANNING = [5, 0, 2000, 1690, 105]
+
+
+def _spanning_plan(strategy, x, offsets):
+    from numbakern.kernels.segment_reduce import SegmentReduce
+    from numbakern.ops.state import state_kit
+
+    kit = state_kit(nk.ops.get("sum"), (np.dtype(np.int64),))
+    layout = SegmentReduce(cuda.to_device(x), cuda.to_device(offsets), kit, False, None, None)
+    return layout.plan(strategy.block, None)
+
+
+@pytest.mark.parametrize("label", ["two_pass/warp_shuffle", "atomic_fold/warp_shuffle"])
+def test_segments_over_several_blocks_of_tiles_and_a_partial_last_block(label):
+    strategy = {s.label: s for s in every("reduce", threads=32)}[label]
+    offsets = offsets_of(SPANNING)
+    n = int(offsets[-1])
+    x = RNG.integers(-1000, 1000, n).astype(np.int64)
+    plan = _spanning_plan(strategy, x, offsets)
+    R, K, T = plan.per_block, plan.tiles, plan.tile
+    assert R >= 2 and plan.tile_blocks >= 3 and K % R and n % T  # the case meant
+    assert offsets[2] % T and offsets[2] // T // R == 0 and (offsets[3] - 1) // T // R >= 1
+    assert offsets[3] % T and (offsets[4] - 1) // T // R == plan.tile_blocks - 1
+    check(nk.segmented_reduce(x, offsets, strategy=strategy), x, offsets, "sum")
+    ties = RNG.integers(-3, 4, n).astype(np.float32)
+    ties[offsets[4] - 7] = np.nan  # in the last, partial block's part of segment 3
+    nonempty = np.unique(offsets)  # argmax of an empty segment raises
+    np.testing.assert_array_equal(nk.segmented_argmax(ties, nonempty, strategy=strategy),
+                                  _arg_reference(ties, nonempty, "max"))
+    floats = RNG.standard_normal(n).astype(np.float32)
+    first = nk.segmented_reduce(floats, offsets, strategy=strategy)
+    check(first, floats, offsets, "sum")
+    if label.startswith("two_pass"):  # runs met in one tree: bitwise repeatable
+        np.testing.assert_array_equal(nk.segmented_reduce(floats, offsets, strategy=strategy),
+                                      first)

@@ -1,0 +1,110 @@
+"""A/B on a GPU: the segmented sum's tile kernel at other tiles a block and register caps.
+
+    python bench/segsum_tiles_ab.py --waves 2 --registers 64    # the defaults
+    python bench/segsum_tiles_ab.py --waves 4 --registers 0     # 4 tiles, uncapped
+    python bench/segsum_tiles_ab.py --all                       # each setting, a process each
+
+``--waves`` sets ``numbakern.kernels.segment_reduce.TILE_WAVES`` (the tile kernel's
+blocks in multiples of the blocks that fill the device at full occupancy: 2 gives
+2^26 float32 8 tiles of 4096 a block on an H200, 4 gives 4) and ``--registers``
+``TILE_REGISTERS`` (ptxas's cap through launch bounds; 0: none), both before the
+first call compiles or plans anything, so each setting runs in its own process
+(``--all`` starts one per setting, this tree's numbakern in each).
+
+Cases as ``bench/bench_segments.py``'s sums: 2^26 float32 in segments of lengths
+uniform in [0, 2L] for a mean L of 64, 1024, 16384 and 2^20, and ``mixed`` (half the
+array in one segment among segments of 0 to 128), device int64 offsets (CuPy), the
+default strategy (``two_pass``) and ``atomic_fold``: whole calls timed by CUDA events
+(``bench/ab.py``'s ``event_ms``: 3 warm-up calls, the median of 30), beside
+``torch.segment_reduce`` where torch with CUDA is installed (timed once, in the first
+process of ``--all``). Each result is checked against a float64 CuPy reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from ab import event_ms  # noqa: E402
+
+N = 1 << 26
+MEANS = [64, 1024, 16384, 1 << 20, "mixed"]
+SETTINGS = [(4, 0), (4, 64), (2, 0), (2, 64), (1, 64)]  # (waves, registers) for --all
+
+
+def case(cp, mean):
+    """``(x, offsets)`` as bench_segments.py's case fixture makes them."""
+    import numpy as np
+
+    rng = np.random.default_rng(7 if mean == "mixed" else mean)
+    if mean == "mixed":
+        short = rng.integers(0, 129, N // 128 + 1)
+        lengths = np.concatenate([short[: short.size // 2], [N // 2], short[short.size // 2:]])
+    else:
+        lengths = rng.integers(0, 2 * mean + 1, N // mean + 1)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    offsets = offsets[offsets <= N]
+    x = cp.random.default_rng(0).random(int(offsets[-1]), dtype=cp.float32)
+    return x, cp.asarray(offsets.astype(np.int64))
+
+
+def run(waves: int, registers: int, torch_too: bool) -> None:
+    import cupy as cp
+
+    import numbakern as nk
+    from numbakern.kernels import segment_reduce
+
+    segment_reduce.TILE_WAVES = waves  # before any call plans or compiles
+    segment_reduce.TILE_REGISTERS = registers
+    torch = None
+    if torch_too:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None and not torch.cuda.is_available():
+            torch = None
+    for mean in MEANS:
+        x, offsets = case(cp, mean)
+        total = cp.concatenate([cp.zeros(1), cp.cumsum(x.astype(cp.float64))])
+        want = total[offsets[1:]] - total[offsets[:-1]]
+        line = [f"waves {waves} registers {registers:>2} mean {str(mean):>7}:"]
+        for name, strategy in (("two_pass", None), ("atomic_fold", "atomic_fold/warp_shuffle")):
+            def call(strategy=strategy):
+                return nk.segmented_reduce(x, offsets, strategy=strategy)
+
+            err = float(cp.abs(call() - want).max())
+            line.append(f"{name} {event_ms(cp, call):.4f} ms (max |err| {err:.1e})")
+        if torch is not None:
+            t = torch.as_tensor(x, device="cuda")
+            o = torch.as_tensor(offsets, device="cuda")
+            line.append("torch {:.4f} ms".format(
+                event_ms(cp, lambda: torch.segment_reduce(t, "sum", offsets=o))))
+        print(", ".join(line), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--waves", type=int, default=2)
+    parser.add_argument("--registers", type=int, default=64)
+    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--all", action="store_true",
+                        help=f"every (waves, registers) of {SETTINGS}, a process each")
+    options = parser.parse_args()
+    if not options.all:
+        run(options.waves, options.registers, not options.no_torch)
+        return
+    for k, (waves, registers) in enumerate(SETTINGS):
+        command = [sys.executable, os.path.abspath(__file__), "--waves", str(waves),
+                   "--registers", str(registers)]
+        if k or options.no_torch:
+            command.append("--no-torch")
+        subprocess.run(command, check=True)
+
+
+if __name__ == "__main__":
+    main()
