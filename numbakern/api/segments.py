@@ -42,7 +42,7 @@ from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import device_view, host_copy, host_words, sliced, to_device
+from numbakern.runtime.views import device_view, host_words, sliced, to_device
 
 
 @dispatch
@@ -218,7 +218,7 @@ def _check_span(lo: int, hi: int, size: int) -> None:
 def _bad_segment(offsets, first: int, size: int):
     """Raise the ValueError naming segment ``first`` of device ``offsets``, the first
     a kernel found bad."""
-    pair = host_copy(device_view(offsets))[first:first + 2]
+    pair = host_words(sliced(device_view(offsets), first, first + 2))
     raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
                      f"length of x), but segment {first} runs from {int(pair[0])} "
                      f"to {int(pair[1])}")
