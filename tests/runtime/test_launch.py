@@ -147,3 +147,29 @@ def test_a_failed_small_read_raises_with_the_cuda_error_and_keeps_its_buffer(
     with pytest.raises(RuntimeError, match="cuStreamSynchronize failed with CUDA error 700"):
         launch.read_small(word.ctypes.data, 8, 0)
     assert len(launch._pinned_free) == 1  # given back for the next read
+
+
+def test_host_words_reads_contiguous_words_by_the_driver_and_the_rest_by_numba(
+        stub_copier, monkeypatch):
+    """``views.host_words`` on a GPU (the simulator switch and the driver stubbed): a
+    short contiguous view through ``read_small`` on the stream's handle; a strided or
+    too long one through ``host_copy``."""
+    from numbakern.runtime import views
+
+    monkeypatch.setattr(views, "SIMULATOR", False)
+    monkeypatch.setattr(views, "host_copy", lambda view, stream=0: ("numba", view.shape))
+    words = np.array([4, 9, 16, 25], dtype=np.int64)
+    view = launch.DeviceBuffer(words.ctypes.data, (2,), (8,), np.int64)
+
+    class Stream:
+        handle = 0x77
+
+    got = views.host_words(view, Stream())
+    assert got.dtype == np.int64 and got.tolist() == [4, 9]
+    assert stub_copier[-2:] == [("copy", 16, 0x77), ("sync", 0x77)]
+    strided = launch.DeviceBuffer(words.ctypes.data, (2,), (16,), np.int64)
+    assert views.host_words(strided) == ("numba", (2,))
+    long = launch.DeviceBuffer(words.ctypes.data, (launch.PINNED_BYTES // 8 + 1,), (8,),
+                               np.int64)
+    assert views.host_words(long) == ("numba", (launch.PINNED_BYTES // 8 + 1,))
+    assert len([c for c in stub_copier if c[0] == "copy"]) == 1
