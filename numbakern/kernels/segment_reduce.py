@@ -95,9 +95,10 @@ TILE_ITEMS = 4 if SIMULATOR else 16
 #: hold no long segment leave at once and make room.
 TILE_WAVES = 2
 #: the most registers a thread of the tile kernel may hold (0: no cap): 64 keeps 4
-#: blocks of 256 on a multiprocessor (65536 registers), 64 KB of loads in flight at
-#: 8 tiles a block, where ptxas gave the kernel 74-80 registers (3 blocks) uncapped.
-#: Passed to ptxas as launch bounds (:func:`tile_jit`).
+#: blocks of 256 on a multiprocessor (65536 registers), a third more blocks' loads in
+#: flight than the 3 that ptxas's 74-80 registers uncapped allowed; the spills it
+#: costs lie outside the vector loop (bench/segsum_sass.py). Passed to ptxas as
+#: launch bounds (:func:`tile_jit`).
 TILE_REGISTERS = 64
 
 
