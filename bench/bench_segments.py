@@ -59,6 +59,17 @@ def test_numbakern(case, measure):
     measure(lambda: nk.segmented_reduce(x, offsets), x.nbytes, **_info(x, "numbakern", mean))
 
 
+def test_numbakern_unchecked(case, measure):
+    """``check_offsets=False``: no report on the offsets, so no synchronisation (torch
+    and cuda.compute check no offsets either)."""
+    x, offsets, mean = case
+    want = nk.segmented_reduce(x, offsets).get()
+    np.testing.assert_array_equal(nk.segmented_reduce(x, offsets, check_offsets=False).get(),
+                                  want)
+    measure(lambda: nk.segmented_reduce(x, offsets, check_offsets=False), x.nbytes,
+            **_info(x, "numbakern unchecked", mean))
+
+
 def test_numbakern_atomic_fold(case, measure):
     """The runs of long segments folded by atomics (one launch fewer, float sums not
     bitwise reproducible)."""

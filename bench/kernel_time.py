@@ -81,6 +81,8 @@ cases = {
     "cupy argsort float32 2^28": lambda: cp.argsort(x28),
     "torch sort float32 2^28": lambda: torch.sort(torch.as_tensor(x28, device="cuda")),
     **{f"segsum mean{m}": (lambda m=m: nk.segmented_reduce(*seg[m])) for m in seg},
+    **{f"segsum unchecked mean{m}": (lambda m=m: nk.segmented_reduce(*seg[m], check_offsets=False))
+       for m in seg},
     **{f"torch segsum mean{m}": (lambda m=m: torch.segment_reduce(
         torch.as_tensor(seg[m][0], device="cuda"), "sum",
         offsets=torch.as_tensor(seg[m][1], device="cuda"))) for m in seg},

@@ -33,6 +33,7 @@ from numbakern import ops as _ops
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _grid, _initial
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
+from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
 from numbakern.kernels.axis_reduce import check_lanes
@@ -48,7 +49,7 @@ from numbakern.runtime.views import device_view, host_words, sliced, to_device
 @dispatch
 @honours_stream
 def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy=None,
-                     lanes=None, stream=None):
+                     lanes=None, stream=None, check_offsets=True):
     """Reduce each segment ``x[offsets[i]:offsets[i + 1]]`` with ``op``.
 
     Args:
@@ -74,6 +75,15 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
             the mean segment has at most 4096 elements. Longer segments are split
             into tiles over many blocks whatever ``lanes`` says.
         stream: as :func:`numbakern.sum`'s.
+        check_offsets: ``False`` skips the report on device offsets, and with it the
+            call's synchronisation: the call returns as soon as its kernels are
+            queued (as ``torch.segment_reduce`` and CUB's ``DeviceSegmentedReduce``,
+            which check no offsets). Bad device offsets then give unspecified
+            results and no error (still never a read or write out of bounds: every
+            kernel clamps each segment into ``[0, len(x)]``). Host offsets are checked
+            either way (on the host, no synchronisation). Only for an op with an
+            identity, or with ``initial``: an empty segment of max or min must raise,
+            which only the report sees.
 
     Returns:
         a 1-D array of ``n`` results. An empty segment gives ``initial``, else the
@@ -87,8 +97,8 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
 
     Raises:
         ValueError: bad ``offsets`` (named); an empty segment for an op with no
-            identity (max, min) and no ``initial``; ``x`` not 1-D; as
-            :func:`numbakern.reduce` for the strategy.
+            identity (max, min) and no ``initial``; ``check_offsets=False`` for such
+            an op; ``x`` not 1-D; as :func:`numbakern.reduce` for the strategy.
         TypeError: a dtype the op does not take; a two-field op (use
             :func:`segmented_argmax`).
 
@@ -104,11 +114,17 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     if first is None and isinstance(op.empty, str) and op.empty == "raise":
         empty = f"zero-size segment to reduction operation {op.name} which has no identity; " \
                 "pass initial="
+    check_offsets = check_flag(check_offsets, "check_offsets")
+    if not check_offsets and empty is not None:
+        raise ValueError(f"check_offsets=False needs an op with an identity or initial=: "
+                         f"an empty segment of {op.name} must raise, which only the "
+                         "offsets' check sees")
     segments = None if first is not None else _replays(x, offsets)
     if segments:
         return _replayed(x, offsets, segments, op, kit.dtypes, 0, result, strategy, lanes,
-                         stream, empty)
-    fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty)
+                         stream, empty, check_offsets)
+    fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty,
+                                          check_offsets)
     if fields is None:  # no segments
         return deliver_host(workspace, np.empty(0, dtype=result), None)
     if first is not None:
@@ -280,14 +296,14 @@ def _ends(view, stream) -> np.ndarray:
     return np.concatenate([host_words(sliced(view, i, i + 1), stream) for i in (0, last)])
 
 
-def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty):
+def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty, check: bool = True):
     """``(fields, workspace, segments)``: the segments reduced by the grid strategy
     (``fields`` None when there are none). Host offsets are checked before the launch,
-    device offsets by the kernel, reported after it; ``empty``: the message for an
-    empty segment where none may be."""
+    device offsets by the kernel, reported after it (``check``); ``empty``: the message
+    for an empty segment where none may be."""
     fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
                                                empty)
-    if bad is not None:
+    if bad is not None and check:
         _report(bad, offsets, segments, x.shape[0], empty, workspace.stream)
     return fields, workspace, segments
 
@@ -329,14 +345,16 @@ def _replays(x, offsets) -> int:
 
 
 def _replayed(x, offsets, segments: int, op, dtypes, field, result, strategy, lanes, stream,
-              empty):
+              empty, check: bool = True):
     """The device-only call: :func:`_recorded`'s launches (replayed on a repeated
-    signature, ``numbakern/runtime/replay.py``), then the kernel's report on the
-    offsets, outside the recording since it reads the device: the call's one
+    signature, ``numbakern/runtime/replay.py``), then (``check``) the kernel's report
+    on the offsets, outside the recording since it reads the device: the call's one
     synchronisation, after every launch."""
     out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
                          stream=stream)
-    _report(bad, offsets, segments, x.shape[0], empty, resolve_stream(stream, kind_of(x)))
+    if check:
+        _report(bad, offsets, segments, x.shape[0], empty,
+                resolve_stream(stream, kind_of(x)))
     return out
 
 

@@ -183,6 +183,42 @@ def test_bad_device_offsets_are_caught_by_the_kernel(offsets, segment):
         nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0.0, 4.0])))
 
 
+@pytest.mark.parametrize("offsets", [[0, 3, 2, 10], [-1, 4, 5], [0, 4, 4, 11], [0, 900, 300,
+                                                                               1200, 1100]])
+def test_unchecked_device_offsets_neither_raise_nor_fault(offsets):
+    """``check_offsets=False``: bad device offsets raise nothing and fault nothing (the
+    kernels clamp every segment; the results are unspecified), long segments
+    included; good offsets give the checked call's results, replayed calls too."""
+    x = np.arange(1200.0)
+    device = cuda.to_device(np.array(offsets, dtype=np.int64))
+    got = nk.segmented_reduce(x, device, check_offsets=False)
+    assert got.shape == (len(offsets) - 1,) and got.dtype == np.float64
+    good = offsets_of([5, 0, 695, 500])
+    want = nk.segmented_reduce(x, cuda.to_device(good))
+    np.testing.assert_array_equal(
+        nk.segmented_reduce(x, cuda.to_device(good), check_offsets=False), want)
+    xd = cuda.to_device(x)
+    for _ in range(2):  # the second replays its launches, and skips the report too
+        got = nk.segmented_reduce(xd, cuda.to_device(good), check_offsets=False)
+        np.testing.assert_array_equal(got.copy_to_host(), want)
+        nk.segmented_reduce(xd, device, check_offsets=False)
+
+
+def test_unchecked_offsets_refused_where_only_the_check_sees_an_error():
+    """Host offsets are checked whatever ``check_offsets`` says (on the host); an op
+    with no identity and no ``initial`` needs the report for its empty segments."""
+    with pytest.raises(ValueError, match="offsets must not decrease"):
+        nk.segmented_reduce(np.arange(10.0), np.array([0, 3, 2, 10]), check_offsets=False)
+    with pytest.raises(ValueError, match="check_offsets=False needs an op with an identity"):
+        nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0, 4, 10])), "max",
+                            check_offsets=False)
+    assert nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0, 4, 4, 10])),
+                               "max", initial=-1.0, check_offsets=False).tolist() == \
+        [3.0, -1.0, 9.0]
+    with pytest.raises(TypeError, match="check_offsets"):
+        nk.segmented_reduce(np.arange(10.0), np.array([0, 10]), check_offsets="no")
+
+
 def test_unsigned_offsets_that_fall_are_refused():
     """np.diff of unsigned offsets wraps; the check must not use it."""
     with pytest.raises(ValueError, match=r"offsets must not decrease, but offsets\[2\] = 3"):
