@@ -37,7 +37,7 @@ import numpy as np
 
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
-from numbakern.api.sort import _sort, check_dtype, sort_rows
+from numbakern.api.sort import along_rows, check_dtype, sort_rows
 from numbakern.core.arrays import (
     Workspace,
     as_array_like,
@@ -50,6 +50,7 @@ from numbakern.core.arrays import (
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import SelectJob
+from numbakern.kernels import partition_split as split
 from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.order_stats import (
     INTERPOLATING,
@@ -62,6 +63,7 @@ from numbakern.kernels.order_stats import (
 )
 from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_into,
                                           picks_into, ranks_into, row_facts_into)
+from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
 from numbakern.runtime.views import host_copy, view_as
@@ -154,10 +156,72 @@ def _check_kth(kth) -> tuple[int, ...]:
 def _select(x, axis, kth: tuple[int, ...], indices: bool, strategy, stream):
     """The selection step: ``x`` partitioned along ``axis`` (``None``: flattened)
     around every index in ``kth``, values or int64 ``indices``, in the caller's array
-    type. Currently a full stable sort (:func:`numbakern.sort`'s path), which
-    partitions around every ``kth`` at once; a radix select could replace it here
-    without any caller changing."""
-    return _sort(x, axis, False, indices, strategy, stream)
+    type: by pivots and buckets (:func:`_split_rows`) or by a full sort, as
+    :func:`_partition_path` decides."""
+    def plan(n: int, dtype):
+        ranks = sorted({k % n for k in kth}) if n else []
+        path, how = _partition_path(strategy, n, len(ranks), dtype, indices)
+        if path == "sort":
+            sorter = _strategies.resolve("sort", how, n=n)
+            return lambda rows, workspace: sort_rows(rows, dtype, False, indices, sorter,
+                                                     workspace)
+        return lambda rows, workspace: _split_rows(rows, dtype, ranks, indices, how,
+                                                   workspace)
+
+    return along_rows(x, axis, indices, stream, plan)
+
+
+def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
+    """``("select", RadixSelect)`` or ``("sort", sort spec)`` for a partition of rows
+    of ``n`` around ``m`` distinct ranks. ``None``: the selection where a row is
+    longer than a block's bitonic sort (which reads a row that fits a block once),
+    its ``2m + 1`` buckets fit (:data:`~numbakern.kernels.partition_split.MAX_BUCKETS`)
+    and its keys are wide enough to make the sort's passes cost more: 32 and 64 bits
+    (the radix sort's 4 or 8 passes against radix select's 3 or 6 and the split's
+    two reads), or 16 bits for indices (the sort carries int64 indices through its 2
+    passes); 8-bit keys sort in one pass. A sort strategy (name or object): the sort.
+    ``"radix_select"`` or a ``RadixSelect``: the selection, the full sort where the
+    buckets do not fit. ``"sort_slice"`` or a ``SortSlice``: the sort (its own
+    ``sort`` if it has one)."""
+    path, how = _strategy_path(strategy)
+    fits = 0 < 2 * m + 1 <= MAX_BUCKETS
+    if path is None:
+        bits = 8 * bits_dtype(dtype).itemsize
+        wide = bits >= 32 or (bits == 16 and indices)
+        if fits and wide and _strategies.resolve("sort", None, n=n).name != "bitonic":
+            return "select", _strategies.resolve("select", "radix_select")
+        return "sort", None
+    if path == "select" and not fits:
+        return "sort", None
+    return path, how
+
+
+def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace):
+    """Partition every row of ``rows`` (a NumPy or CuPy array, the rows along its last
+    axis) around the 0-based ``ranks`` (ascending, distinct, at most
+    ``MAX_PIVOTS``): each rank's key by ``finder.kth_keys`` (radix select), then
+    ``kernels/partition_split.py``'s count, offsets and split. A 1-D device array of
+    the rows one after another: the values' bits (``bits_dtype``), or int64 indices
+    within the row."""
+    n = rows.shape[-1] if rows.ndim else 1
+    m = len(ranks)
+    count = math.prod(rows.shape) // n
+    stream = workspace.stream
+    xbits = flat_device(rows, workspace, bits_dtype(dtype))
+    job = SelectJob(xbits, None, None, count * m, n, 1, dtype, False, False, workspace)
+    need = workspace.from_host(np.tile(np.asarray(ranks, np.int64) + 1, count))
+    done = zeros(workspace, count * m, np.int32)
+    pivots, _ = finder.kth_keys(job, m, need, done)
+    threads = min(finder.threads, split.MOST_THREADS)
+    chunks = split.split_chunks(n, count, threads)
+    offsets = workspace.empty(count * (2 * m + 1) * chunks, np.int64)
+    split.count_buckets_into(xbits, pivots, offsets, count, n, m, chunks, dtype,
+                             job.to_key(), threads, stream)
+    split.bucket_offsets_into(offsets, count, m, chunks, threads, stream)
+    out = workspace.empty(count * n, np.int64 if indices else bits_dtype(dtype))
+    split.split_into(xbits, pivots, offsets, out, count, n, m, chunks, dtype, job.to_key(),
+                     indices, threads, stream)
+    return out
 
 
 # --- medians and quantiles -----------------------------------------------------------
@@ -417,14 +481,27 @@ def _order_path(strategy, n: int, nq: int):
     statistics are found. ``None``: radix select where a row is longer than a block's
     bitonic sort (a sort of a row that fits a block reads it once; radix select
     reads it a pass per digit) and for at most :data:`SELECT_MOST_QUANTILES` of
-    ``q``; a sort strategy (name or object); ``"radix_select"`` or a
-    ``RadixSelect``; ``"sort_slice"`` or a ``SortSlice`` (the sort, its own
-    ``sort`` if it has one)."""
-    if strategy is None:
+    ``q``; otherwise as :func:`_strategy_path`."""
+    path, how = _strategy_path(strategy)
+    if path is None:
         if nq <= SELECT_MOST_QUANTILES and \
                 _strategies.resolve("sort", None, n=n).name != "bitonic":
             return "select", _strategies.resolve("select", "radix_select")
         return "sort", None
+    return path, how
+
+
+def _strategy_path(strategy):
+    """A selection's ``strategy=`` read: ``(None, None)`` for ``None`` (the caller's
+    default); ``("sort", spec)`` for a sort strategy (name or object); ``("select",
+    RadixSelect)`` for ``"radix_select"`` or a ``RadixSelect``; ``("sort", its
+    sort)`` for ``"sort_slice"`` or a ``SortSlice`` (``None`` if it names none).
+
+    Raises:
+        ValueError: anything else (another select strategy, an unknown name).
+    """
+    if strategy is None:
+        return None, None
     family = getattr(strategy, "family", None)
     if isinstance(strategy, str):
         if strategy in _strategies.available("sort"):
