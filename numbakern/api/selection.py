@@ -7,13 +7,39 @@ All take NumPy arrays (or anything ``np.asarray`` takes), CuPy arrays, other
 dtypes the sorts take (bool, int8-int64, uint8-uint64, float16, float32, float64), and
 give results in the caller's array type. ``stream`` as the sorts'.
 
-**Partition is a full sort** (:func:`_select`, the one place to swap in a
-select-and-split): each row is sorted on the device by numbakern's own sort (O(n log n)
-for the bitonic network, a few 8-bit passes for the radix sort), which satisfies
-partition's contract for every ``kth`` at once. NumPy's introselect order of the
-elements other than the ``kth`` is not reproduced, only its contract: the result along
-the axis is sorted (stable, NaN last). ``strategy``: a sort strategy (``None``,
-``"bitonic"``, ``"radix"`` or a strategy object: :func:`numbakern.sort`'s).
+**Partition is a selection, not a sort** (:func:`_select`; cupy/cupy#7060 found
+CuPy's argpartition sorting in full). For the distinct ``kth`` ranks ``k_1 < ... <
+k_m`` of a slice, radix select (``RadixSelect.kth_keys``: digit histograms over
+shrinking candidates, Alabi et al., "Fast k-selection algorithms for graphics
+processing units", 2012) finds the pivots ``p_j``, the keys of those ranks, as the
+sort's ordered bits (``kernels/sort_keys.py``: NaN last, ``-0.0 == +0.0``, so no case
+of their own). Each element then falls in one of ``2m + 1`` buckets (below ``p_1``,
+equal to ``p_1``, between ``p_1`` and ``p_2``, ..., above ``p_m``), and a one-digit
+stable counting sort on the bucket id, computed from the key on the fly, lays the
+slice out bucket after bucket (``kernels/partition_split.py``: a count, offsets, a
+split): rank ``k_j`` lands among the keys equal to ``p_j``, nothing larger before it,
+nothing smaller after it, for every ``kth`` at once. A float32 slice is read 5 times
+(3 digit passes, the count, the split) and written once, where the radix sort reads
+it for its histogram, then reads and writes it in each of 4 passes that rank every
+key; an argpartition writes its int64 indices once instead of carrying them through
+every sort pass.
+
+Why a split kernel rather than an argsort of a ``uint8`` bucket array by the radix
+sort, then a gather: after the digit passes that costs about 31 bytes an element of
+float32 (read the keys, write the ids; the sort's histogram and pass read them and
+write an int64 order; the gather reads the order and the keys and writes), the split
+12 (two reads, one write), and its ballots on the ids' ``log2(2m + 2)`` bits rank a
+warp's keys without the sort's shared-memory ranking.
+
+The default (``strategy=None``) keeps the full sort (:func:`numbakern.sort`'s path:
+the stable sort along the axis, a valid partition for every ``kth``) for rows that fit
+a block's bitonic sort, for keys of 8 bits (one radix pass), for 16-bit values (two),
+and for more than :data:`~numbakern.kernels.partition_split.MAX_PIVOTS` distinct
+``kth`` (:func:`_partition_path`). Either way NumPy's introselect order of the other
+elements is not reproduced, only its contract; the split keeps each bucket's
+elements in input order. ``strategy``: ``None``, a sort strategy (the sort),
+``"radix_select"`` or a ``RadixSelect`` (the selection), ``"sort_slice"`` or a
+``SortSlice`` (its sort), as the medians take them.
 
 **Medians and quantiles find their order statistics by radix select** by default
 (:func:`_order_path`; rows longer than a block's bitonic sort, at most
@@ -84,21 +110,29 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
     smaller (NaN sorts last). Returns ``x``'s dtype and shape (``(x.size,)`` for
     ``axis=None``, the flattened input).
 
-    The result is in fact the stable sort along the axis (the selection is a full sort
-    for now: O(n log n) work, or the radix sort's passes), a valid partition for every
-    ``kth``; the order NumPy's introselect leaves the other elements in is not
-    reproduced.
+    Algorithm (the module doc): the keys of the distinct ``kth`` ranks by radix
+    select (Alabi et al., 2012), then a stable split of each slice into the ``2m +
+    1`` buckets those pivots make (below, equal to, between them), elements of a
+    bucket in input order; or, where :func:`_partition_path` finds it cheaper (rows
+    that fit a block, 8- and 16-bit values, more than 127 distinct ``kth``), the stable
+    sort along the axis. The order NumPy's introselect leaves the other elements in is
+    not reproduced.
 
     Args:
         kth: an int or a sequence of ints (negative counts from the end).
         axis: an int or ``None``.
         kind: ``"introselect"`` (NumPy's only one). order: ``None`` (no structured
             dtypes).
-        strategy, stream: as :func:`numbakern.sort`.
+        strategy: ``None`` (the rule above), a sort strategy (name or object: the
+            full sort), ``"radix_select"`` or a ``RadixSelect`` (the selection; the
+            sort past 127 distinct ``kth``), ``"sort_slice"`` or a ``SortSlice`` (its
+            sort).
+        stream: as :func:`numbakern.sort`.
 
     Raises:
         ValueError: ``kth`` out of ``[-n, n)``; a bool ``kth``; ``kind`` other than
-            ``"introselect"``; ``order`` given.
+            ``"introselect"``; ``order`` given; a select strategy other than
+            ``radix_select`` and ``sort_slice``, an unknown name.
         TypeError: a non-integer ``kth``; a dtype the sorts refuse.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
@@ -111,9 +145,10 @@ def argpartition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=No
                  stream=None):
     """Indices that partition ``x`` along ``axis``, as ``np.argpartition(x, kth, axis)``:
     int64, ``x``'s shape (``(x.size,)`` for ``axis=None``); ``x`` taken at them along
-    the axis is a partition by :func:`partition`'s contract (in fact the stable
-    argsort, equal values in input order). Arguments and errors as
-    :func:`partition`'s."""
+    the axis is a partition by :func:`partition`'s contract. By the selection, the
+    indices of each bucket (the elements below, equal to or between the ``kth``
+    pivots) are in input order; by the sort, the stable argsort. Arguments, algorithm
+    and errors as :func:`partition`'s."""
     if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argpartition along -1 is array([0])
     return _partition(x, kth, axis, kind, order, True, strategy, stream)
