@@ -231,19 +231,22 @@ def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
     return path, how
 
 
-def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace):
+def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace,
+                record=None):
     """Partition every row of ``rows`` (a NumPy or CuPy array, the rows along its last
     axis) around the 0-based ``ranks`` (ascending, distinct, at most
     ``MAX_PIVOTS``): each rank's key by ``finder.kth_keys`` (radix select), then
     ``kernels/partition_split.py``'s count, offsets and split. A 1-D device array of
     the rows one after another: the values' bits (``bits_dtype``), or int64 indices
-    within the row."""
+    within the row. ``record`` (``numbakern explain``): a list that gets the digit
+    passes' facts, then ``{"split": counts}``, each row's count of each bucket."""
     n = rows.shape[-1] if rows.ndim else 1
     m = len(ranks)
     count = math.prod(rows.shape) // n
     stream = workspace.stream
     xbits = flat_device(rows, workspace, bits_dtype(dtype))
-    job = SelectJob(xbits, None, None, count * m, n, 1, dtype, False, False, workspace)
+    job = SelectJob(xbits, None, None, count * m, n, 1, dtype, False, False, workspace,
+                    record)
     need = workspace.from_host(np.tile(np.asarray(ranks, np.int64) + 1, count))
     done = zeros(workspace, count * m, np.int32)
     pivots, _ = finder.kth_keys(job, m, need, done)
@@ -252,6 +255,9 @@ def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace)
     offsets = workspace.empty(count * (2 * m + 1) * chunks, np.int64)
     split.count_buckets_into(xbits, pivots, offsets, count, n, m, chunks, dtype,
                              job.to_key(), threads, stream)
+    if record is not None:
+        counted = host_copy(offsets, stream).reshape(count, 2 * m + 1, chunks).sum(-1)
+        record.append({"split": counted.tolist()})
     split.bucket_offsets_into(offsets, count, m, chunks, threads, stream)
     out = workspace.empty(count * n, np.int64 if indices else bits_dtype(dtype))
     split.split_into(xbits, pivots, offsets, out, count, n, m, chunks, dtype, job.to_key(),
@@ -566,11 +572,12 @@ def _slices(x, kind: str, axes, m: int, n: int):
 
 
 def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping: bool,
-             result, workspace, finder):
+             result, workspace, finder, record=None):
     """``(results, counts, flags)`` as :func:`_read`'s, the order statistics found by
     radix select instead of a sort (``kernels/rank_stats.py``'s steps: the rows'
     NaN and zero counts, the ranks, ``finder.kth_keys`` of the lower ranks, the
-    upper ranks next to them, the keys' values, the interpolation)."""
+    upper ranks next to them, the keys' values, the interpolation). ``record``: a list
+    that gets the digit passes' facts (``numbakern explain``)."""
     bits = bits_dtype(dtype)
     stream = workspace.stream
     xbits = flat_device(_slices(x, kind, axes, m, n), workspace, bits)
@@ -586,7 +593,8 @@ def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping:
     done = workspace.empty(selections, np.int32)
     ranks_into(facts, qd, need, done, m, n, code, skipping, single, stream)
     keys, equal = finder.kth_keys(SelectJob(xbits, None, None, selections, n, 1, dtype,
-                                            False, False, workspace), 2 * nq, need, done)
+                                            False, False, workspace, record), 2 * nq, need,
+                                  done)
     next_keys_into(xbits, keys, done, need, equal, m, n, nq, dtype, stream)
     picks = workspace.empty(selections + 1, bits)
     picks_into(keys, done, need, equal, facts, picks, m, nq, dtype, stream)
