@@ -132,6 +132,7 @@ class _Kernels:
         warps = threads // WARP
         items = max(1, min(ROUND_ITEMS, SLOT_BUDGET // (warps * cap)))
         slices = items * warps
+        slot_count = slices * cap  # a constant here: shared arrays need one
         id_bits = cap.bit_length() - 1
         outside = cap - 1  # the id of a key past the chunk's end: above every bucket
 
@@ -169,7 +170,7 @@ class _Kernels:
         def split(x, pivots, offsets, out, n, m, chunks, chunk):
             piv = cuda.shared.array(MAX_PIVOTS, uint64)
             run = cuda.shared.array(cap, int64)  # each bucket's next place in the row
-            slot = cuda.shared.array(slices * cap, int64)  # slice s, bucket b: s cap + b
+            slot = cuda.shared.array(slot_count, int64)  # slice s, bucket b: s cap + b
             ids = cuda.local.array(ROUND_ITEMS, int32)
             ranks = cuda.local.array(ROUND_ITEMS, int32)
             tid = cuda.threadIdx.x
@@ -192,7 +193,7 @@ class _Kernels:
             start = lo
             while start < hi:  # the same rounds for every thread (the barriers)
                 j = tid
-                while j < slices * cap:
+                while j < slot_count:
                     slot[j] = 0
                     j += threads
                 cuda.syncthreads()  # the slots cleared (and the pivots, run loaded)
@@ -205,8 +206,9 @@ class _Kernels:
                 for r in range(items):  # slice r warps + warp: a warp's 32 keys
                     peers = uint32(FULL_MASK)  # the lanes of this lane's bucket
                     for bit in range(id_bits):
-                        vote = uint32(cuda.ballot_sync(FULL_MASK, (ids[r] >> bit) & 1))
-                        peers &= vote if (ids[r] >> bit) & 1 else ~vote
+                        set_here = ((ids[r] >> bit) & 1) != 0
+                        vote = uint32(cuda.ballot_sync(FULL_MASK, set_here))
+                        peers &= vote if set_here else vote ^ uint32(FULL_MASK)
                     ranks[r] = cuda.popc(peers & below_me)
                     if ranks[r] == 0 and ids[r] != outside:  # the first of its peers
                         slot[(r * warps + warp) * cap + ids[r]] = cuda.popc(peers)
