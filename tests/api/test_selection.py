@@ -544,5 +544,10 @@ def test_device_arrays_and_streams():
     assert np.isnan(got.copy_to_host()).all()
     part = nk.partition(cuda.to_device(x), 7, axis=1)
     check_partition(x, part.copy_to_host(), 7, 1)
+    part = nk.partition(cuda.to_device(x), [2, 7], axis=1, strategy=SELECT,
+                        stream=cuda.stream())
+    check_partition(x, part.copy_to_host(), [2, 7], 1)
+    idx = nk.argpartition(cuda.to_device(x), 2, axis=0, strategy=SELECT)
+    check_argpartition(x, idx.copy_to_host(), 2, 0)
     with pytest.raises(TypeError, match="stream"):
         nk.median(x, stream="a stream")
