@@ -1,4 +1,4 @@
-"""Median and quantile benchmarks beside PyTorch and CuPy (GPU only).
+"""Median, quantile and partition benchmarks beside PyTorch and CuPy (GPU only).
 
 Run: ``pytest bench/bench_selection.py --benchmark-json=selection.json``. GB/s count
 the input read once. numbakern's default finds the order statistics by radix select
@@ -13,6 +13,14 @@ Peers, and what they compute:
   large"): such cases are skipped with that reason, as a measured fact about the peer.
 * ``cupy.median`` / ``cupy.quantile``, when CuPy is importable (the ``cp`` fixture
   needs it anyway).
+* partition (``test_partition``, float32, flat 2^28 with ``kth = 2^27`` and the logits
+  with ``kth = 50`` along the last axis; ``numbakern-sort`` is the full sort, the
+  path before radix select): ``cupy.partition`` / ``cupy.argpartition`` (a sort, as
+  cupy/cupy#7060 found); ``np.partition`` on the host (the input copied there first,
+  outside the timing: the CPU's introselect, a yardstick); ``torch.kthvalue`` (the
+  ``kth`` value alone, no partition: the least a peer computes) and ``torch.topk``
+  of ``kth + 1`` (the smallest ``kth + 1``, the part of a partition before and at
+  ``kth``). torch.topk's ``k`` of 2^27 + 1 takes its sort path.
 """
 
 import pytest
@@ -73,3 +81,40 @@ def test_quantile(measure, cp, torch_cuda, shape, impl):
         except RuntimeError as error:  # "quantile() input tensor is too large"
             pytest.skip(f"torch.quantile refuses this input: {error}")
     measure(fn, x.nbytes, op="quantile", impl=impl, shape=shape, dtype="float32")
+
+
+PARTITION_SHAPES = [(FLAT,), LOGITS]
+PARTITION_IDS = ["2^28-kth2^27", "8192x50257-kth50"]
+
+
+def _kth(shape) -> int:
+    return shape[0] // 2 if len(shape) == 1 else 50
+
+
+@pytest.mark.parametrize("shape", PARTITION_SHAPES, ids=PARTITION_IDS)
+@pytest.mark.parametrize("impl", [*STRATEGY, "numbakern-arg", "numbakern-arg-sort", "cupy",
+                                  "cupy-arg", "numpy", "torch.kthvalue", "torch.topk"])
+def test_partition(measure, cp, torch_cuda, shape, impl):
+    x = _input(cp, shape)
+    kth = _kth(shape)
+    arg = {"numbakern-arg": None, "numbakern-arg-sort": "radix"}
+    if impl in STRATEGY:
+        fn = lambda: nk.partition(x, kth, axis=-1, strategy=STRATEGY[impl])
+    elif impl in arg:
+        fn = lambda: nk.argpartition(x, kth, axis=-1, strategy=arg[impl])
+    elif impl == "cupy":
+        fn = lambda: cp.partition(x, kth, axis=-1)
+    elif impl == "cupy-arg":
+        fn = lambda: cp.argpartition(x, kth, axis=-1)
+    elif impl == "numpy":
+        import numpy as np
+
+        host = cp.asnumpy(x)
+        fn = lambda: np.partition(host, kth, axis=-1)
+    else:
+        t = _torch(torch_cuda, x)
+        if impl == "torch.kthvalue":
+            fn = lambda: torch_cuda.kthvalue(t, kth + 1, dim=-1)  # 1-based
+        else:
+            fn = lambda: torch_cuda.topk(t, kth + 1, dim=-1, largest=False, sorted=False)
+    measure(fn, x.nbytes, op="partition", impl=impl, shape=shape, dtype="float32")

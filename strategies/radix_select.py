@@ -306,7 +306,9 @@ class RadixSelect(SelectStrategy):
         device array of ``selections``; ``need`` is left holding each one's rank among
         those equal keys (1-based: the rank after it has the same key when
         ``need < equal``). No row stops early: a bucket that wins whole still leaves
-        its lower digits to find. Launches: 2 a digit.
+        its lower digits to find. Launches: 2 a digit. A job with a ``record``
+        list gets each pass's facts appended, one entry of ``rows`` a selection, as
+        :meth:`select` records them (``numbakern explain``).
         """
         x, selections, n, workspace = job.x, job.rows, job.n, job.workspace
         stream, threads = workspace.stream, self.threads
@@ -322,17 +324,26 @@ class RadixSelect(SelectStrategy):
         counts = zeros(workspace, selections * bins, np.int64)
         # per selection, the pass's kept digit, keys below and in its bucket: each
         # pass writes them over the last's (slot 0), so the last pass's bucket count,
-        # the keys equal to the one found, is what is left
-        kept = workspace.empty(selections, np.int64)
-        below = workspace.empty(selections, np.int64)
-        bucket = workspace.empty(selections, np.int64)
+        # the keys equal to the one found, is what is left; a recorded job (explain)
+        # keeps every pass's (slot p) and the counts
+        slots = len(layout) if job.record is not None else 1
+        kept = workspace.empty(slots * selections, np.int64)
+        below = workspace.empty(slots * selections, np.int64)
+        bucket = workspace.empty(slots * selections, np.int64)
         unused = workspace.empty(1, np.uint32), workspace.empty(1, np.int64)
-        for shift, bits in layout:
+        histograms = []
+        for p, (shift, bits) in enumerate(layout):
             launch(kern.histogram, selections * chunks, threads, stream, x, n, chunks,
                    chunk, shift, bits, prefix, done, counts, 0, *unused, per_row)
+            if job.record is not None:
+                histograms.append(host_copy(counts, stream).reshape(selections, bins)
+                                  [:, :1 << bits])
             launch(kern.find, selections, threads, stream, counts, shift, bits, prefix,
-                   need, done, low, last, kept, below, bucket, 0, 0)
-        return prefix, bucket
+                   need, done, low, last, kept, below, bucket, p if slots > 1 else 0, 0)
+        if job.record is None:
+            return prefix, bucket
+        job.record.extend(_passes(kept, below, bucket, histograms, layout, stream))
+        return prefix, bucket[(slots - 1) * selections:]  # the last pass's bucket counts
 
     def _compacted(self, job, kern, chunks: int, chunk: int, prefix, low, last, per_chunk,
                    ahead, bucket: int, m: int) -> None:

@@ -7,13 +7,39 @@ All take NumPy arrays (or anything ``np.asarray`` takes), CuPy arrays, other
 dtypes the sorts take (bool, int8-int64, uint8-uint64, float16, float32, float64), and
 give results in the caller's array type. ``stream`` as the sorts'.
 
-**Partition is a full sort** (:func:`_select`, the one place to swap in a
-select-and-split): each row is sorted on the device by numbakern's own sort (O(n log n)
-for the bitonic network, a few 8-bit passes for the radix sort), which satisfies
-partition's contract for every ``kth`` at once. NumPy's introselect order of the
-elements other than the ``kth`` is not reproduced, only its contract: the result along
-the axis is sorted (stable, NaN last). ``strategy``: a sort strategy (``None``,
-``"bitonic"``, ``"radix"`` or a strategy object: :func:`numbakern.sort`'s).
+**Partition is a selection, not a sort** (:func:`_select`; cupy/cupy#7060 found
+CuPy's argpartition sorting in full). For the distinct ``kth`` ranks ``k_1 < ... <
+k_m`` of a slice, radix select (``RadixSelect.kth_keys``: digit histograms over
+shrinking candidates, Alabi et al., "Fast k-selection algorithms for graphics
+processing units", 2012) finds the pivots ``p_j``, the keys of those ranks, as the
+sort's ordered bits (``kernels/sort_keys.py``: NaN last, ``-0.0 == +0.0``, so no case
+of their own). Each element then falls in one of ``2m + 1`` buckets (below ``p_1``,
+equal to ``p_1``, between ``p_1`` and ``p_2``, ..., above ``p_m``), and a one-digit
+stable counting sort on the bucket id, computed from the key on the fly, lays the
+slice out bucket after bucket (``kernels/partition_split.py``: a count, offsets, a
+split): rank ``k_j`` lands among the keys equal to ``p_j``, nothing larger before it,
+nothing smaller after it, for every ``kth`` at once. A float32 slice is read 5 times
+(3 digit passes, the count, the split) and written once, where the radix sort reads
+it for its histogram, then reads and writes it in each of 4 passes that rank every
+key; an argpartition writes its int64 indices once instead of carrying them through
+every sort pass.
+
+Why a split kernel rather than an argsort of a ``uint8`` bucket array by the radix
+sort, then a gather: after the digit passes that costs about 31 bytes an element of
+float32 (read the keys, write the ids; the sort's histogram and pass read them and
+write an int64 order; the gather reads the order and the keys and writes), the split
+12 (two reads, one write), and its ballots on the ids' ``log2(2m + 2)`` bits rank a
+warp's keys without the sort's shared-memory ranking.
+
+The default (``strategy=None``) keeps the full sort (:func:`numbakern.sort`'s path:
+the stable sort along the axis, a valid partition for every ``kth``) for rows that fit
+a block's bitonic sort, for keys of 8 bits (one radix pass), for 16-bit values (two),
+and for more than :data:`~numbakern.kernels.partition_split.MAX_PIVOTS` distinct
+``kth`` (:func:`_partition_path`). Either way NumPy's introselect order of the other
+elements is not reproduced, only its contract; the split keeps each bucket's
+elements in input order. ``strategy``: ``None``, a sort strategy (the sort),
+``"radix_select"`` or a ``RadixSelect`` (the selection), ``"sort_slice"`` or a
+``SortSlice`` (its sort), as the medians take them.
 
 **Medians and quantiles find their order statistics by radix select** by default
 (:func:`_order_path`; rows longer than a block's bitonic sort, at most
@@ -37,7 +63,7 @@ import numpy as np
 
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
-from numbakern.api.sort import _sort, check_dtype, sort_rows
+from numbakern.api.sort import along_rows, check_dtype, sort_rows
 from numbakern.core.arrays import (
     Workspace,
     as_array_like,
@@ -50,6 +76,7 @@ from numbakern.core.arrays import (
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import SelectJob
+from numbakern.kernels import partition_split as split
 from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.order_stats import (
     INTERPOLATING,
@@ -62,6 +89,7 @@ from numbakern.kernels.order_stats import (
 )
 from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_into,
                                           picks_into, ranks_into, row_facts_into)
+from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
 from numbakern.runtime.views import host_copy, view_as
@@ -82,21 +110,29 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
     smaller (NaN sorts last). Returns ``x``'s dtype and shape (``(x.size,)`` for
     ``axis=None``, the flattened input).
 
-    The result is in fact the stable sort along the axis (the selection is a full sort
-    for now: O(n log n) work, or the radix sort's passes), a valid partition for every
-    ``kth``; the order NumPy's introselect leaves the other elements in is not
-    reproduced.
+    Algorithm (the module doc): the keys of the distinct ``kth`` ranks by radix
+    select (Alabi et al., 2012), then a stable split of each slice into the ``2m +
+    1`` buckets those pivots make (below, equal to, between them), elements of a
+    bucket in input order; or, where :func:`_partition_path` finds it cheaper (rows
+    that fit a block, 8- and 16-bit values, more than 127 distinct ``kth``), the stable
+    sort along the axis. The order NumPy's introselect leaves the other elements in is
+    not reproduced.
 
     Args:
         kth: an int or a sequence of ints (negative counts from the end).
         axis: an int or ``None``.
         kind: ``"introselect"`` (NumPy's only one). order: ``None`` (no structured
             dtypes).
-        strategy, stream: as :func:`numbakern.sort`.
+        strategy: ``None`` (the rule above), a sort strategy (name or object: the
+            full sort), ``"radix_select"`` or a ``RadixSelect`` (the selection; the
+            sort past 127 distinct ``kth``), ``"sort_slice"`` or a ``SortSlice`` (its
+            sort).
+        stream: as :func:`numbakern.sort`.
 
     Raises:
         ValueError: ``kth`` out of ``[-n, n)``; a bool ``kth``; ``kind`` other than
-            ``"introselect"``; ``order`` given.
+            ``"introselect"``; ``order`` given; a select strategy other than
+            ``radix_select`` and ``sort_slice``, an unknown name.
         TypeError: a non-integer ``kth``; a dtype the sorts refuse.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
@@ -109,9 +145,10 @@ def argpartition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=No
                  stream=None):
     """Indices that partition ``x`` along ``axis``, as ``np.argpartition(x, kth, axis)``:
     int64, ``x``'s shape (``(x.size,)`` for ``axis=None``); ``x`` taken at them along
-    the axis is a partition by :func:`partition`'s contract (in fact the stable
-    argsort, equal values in input order). Arguments and errors as
-    :func:`partition`'s."""
+    the axis is a partition by :func:`partition`'s contract. By the selection, the
+    indices of each bucket (the elements below, equal to or between the ``kth``
+    pivots) are in input order; by the sort, the stable argsort. Arguments, algorithm
+    and errors as :func:`partition`'s."""
     if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argpartition along -1 is array([0])
     return _partition(x, kth, axis, kind, order, True, strategy, stream)
@@ -154,10 +191,78 @@ def _check_kth(kth) -> tuple[int, ...]:
 def _select(x, axis, kth: tuple[int, ...], indices: bool, strategy, stream):
     """The selection step: ``x`` partitioned along ``axis`` (``None``: flattened)
     around every index in ``kth``, values or int64 ``indices``, in the caller's array
-    type. Currently a full stable sort (:func:`numbakern.sort`'s path), which
-    partitions around every ``kth`` at once; a radix select could replace it here
-    without any caller changing."""
-    return _sort(x, axis, False, indices, strategy, stream)
+    type: by pivots and buckets (:func:`_split_rows`) or by a full sort, as
+    :func:`_partition_path` decides."""
+    def plan(n: int, dtype):
+        ranks = sorted({k % n for k in kth}) if n else []
+        path, how = _partition_path(strategy, n, len(ranks), dtype, indices)
+        if path == "sort":
+            sorter = _strategies.resolve("sort", how, n=n)
+            return lambda rows, workspace: sort_rows(rows, dtype, False, indices, sorter,
+                                                     workspace)
+        return lambda rows, workspace: _split_rows(rows, dtype, ranks, indices, how,
+                                                   workspace)
+
+    return along_rows(x, axis, indices, stream, plan)
+
+
+def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
+    """``("select", RadixSelect)`` or ``("sort", sort spec)`` for a partition of rows
+    of ``n`` around ``m`` distinct ranks. ``None``: the selection where a row is
+    longer than a block's bitonic sort (which reads a row that fits a block once),
+    its ``2m + 1`` buckets fit (:data:`~numbakern.kernels.partition_split.MAX_BUCKETS`)
+    and its keys are wide enough to make the sort's passes cost more: 32 and 64 bits
+    (the radix sort's 4 or 8 passes against radix select's 3 or 6 and the split's
+    two reads), or 16 bits for indices (the sort carries int64 indices through its 2
+    passes); 8-bit keys sort in one pass. A sort strategy (name or object): the sort.
+    ``"radix_select"`` or a ``RadixSelect``: the selection, the full sort where the
+    buckets do not fit. ``"sort_slice"`` or a ``SortSlice``: the sort (its own
+    ``sort`` if it has one)."""
+    path, how = _strategy_path(strategy)
+    fits = 0 < 2 * m + 1 <= MAX_BUCKETS
+    if path is None:
+        bits = 8 * bits_dtype(dtype).itemsize
+        wide = bits >= 32 or (bits == 16 and indices)
+        if fits and wide and _strategies.resolve("sort", None, n=n).name != "bitonic":
+            return "select", _strategies.resolve("select", "radix_select")
+        return "sort", None
+    if path == "select" and not fits:
+        return "sort", None
+    return path, how
+
+
+def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace,
+                record=None):
+    """Partition every row of ``rows`` (a NumPy or CuPy array, the rows along its last
+    axis) around the 0-based ``ranks`` (ascending, distinct, at most
+    ``MAX_PIVOTS``): each rank's key by ``finder.kth_keys`` (radix select), then
+    ``kernels/partition_split.py``'s count, offsets and split. A 1-D device array of
+    the rows one after another: the values' bits (``bits_dtype``), or int64 indices
+    within the row. ``record`` (``numbakern explain``): a list that gets the digit
+    passes' facts, then ``{"split": counts}``, each row's count of each bucket."""
+    n = rows.shape[-1] if rows.ndim else 1
+    m = len(ranks)
+    count = math.prod(rows.shape) // n
+    stream = workspace.stream
+    xbits = flat_device(rows, workspace, bits_dtype(dtype))
+    job = SelectJob(xbits, None, None, count * m, n, 1, dtype, False, False, workspace,
+                    record)
+    need = workspace.from_host(np.tile(np.asarray(ranks, np.int64) + 1, count))
+    done = zeros(workspace, count * m, np.int32)
+    pivots, _ = finder.kth_keys(job, m, need, done)
+    threads = min(finder.threads, split.MOST_THREADS)
+    chunks = split.split_chunks(n, count, threads)
+    offsets = workspace.empty(count * (2 * m + 1) * chunks, np.int64)
+    split.count_buckets_into(xbits, pivots, offsets, count, n, m, chunks, dtype,
+                             job.to_key(), threads, stream)
+    if record is not None:
+        counted = host_copy(offsets, stream).reshape(count, 2 * m + 1, chunks).sum(-1)
+        record.append({"split": counted.tolist()})
+    split.bucket_offsets_into(offsets, count, m, chunks, threads, stream)
+    out = workspace.empty(count * n, np.int64 if indices else bits_dtype(dtype))
+    split.split_into(xbits, pivots, offsets, out, count, n, m, chunks, dtype, job.to_key(),
+                     indices, threads, stream)
+    return out
 
 
 # --- medians and quantiles -----------------------------------------------------------
@@ -417,14 +522,27 @@ def _order_path(strategy, n: int, nq: int):
     statistics are found. ``None``: radix select where a row is longer than a block's
     bitonic sort (a sort of a row that fits a block reads it once; radix select
     reads it a pass per digit) and for at most :data:`SELECT_MOST_QUANTILES` of
-    ``q``; a sort strategy (name or object); ``"radix_select"`` or a
-    ``RadixSelect``; ``"sort_slice"`` or a ``SortSlice`` (the sort, its own
-    ``sort`` if it has one)."""
-    if strategy is None:
+    ``q``; otherwise as :func:`_strategy_path`."""
+    path, how = _strategy_path(strategy)
+    if path is None:
         if nq <= SELECT_MOST_QUANTILES and \
                 _strategies.resolve("sort", None, n=n).name != "bitonic":
             return "select", _strategies.resolve("select", "radix_select")
         return "sort", None
+    return path, how
+
+
+def _strategy_path(strategy):
+    """A selection's ``strategy=`` read: ``(None, None)`` for ``None`` (the caller's
+    default); ``("sort", spec)`` for a sort strategy (name or object); ``("select",
+    RadixSelect)`` for ``"radix_select"`` or a ``RadixSelect``; ``("sort", its
+    sort)`` for ``"sort_slice"`` or a ``SortSlice`` (``None`` if it names none).
+
+    Raises:
+        ValueError: anything else (another select strategy, an unknown name).
+    """
+    if strategy is None:
+        return None, None
     family = getattr(strategy, "family", None)
     if isinstance(strategy, str):
         if strategy in _strategies.available("sort"):
@@ -454,11 +572,12 @@ def _slices(x, kind: str, axes, m: int, n: int):
 
 
 def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping: bool,
-             result, workspace, finder):
+             result, workspace, finder, record=None):
     """``(results, counts, flags)`` as :func:`_read`'s, the order statistics found by
     radix select instead of a sort (``kernels/rank_stats.py``'s steps: the rows'
     NaN and zero counts, the ranks, ``finder.kth_keys`` of the lower ranks, the
-    upper ranks next to them, the keys' values, the interpolation)."""
+    upper ranks next to them, the keys' values, the interpolation). ``record``: a list
+    that gets the digit passes' facts (``numbakern explain``)."""
     bits = bits_dtype(dtype)
     stream = workspace.stream
     xbits = flat_device(_slices(x, kind, axes, m, n), workspace, bits)
@@ -474,7 +593,8 @@ def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping:
     done = workspace.empty(selections, np.int32)
     ranks_into(facts, qd, need, done, m, n, code, skipping, single, stream)
     keys, equal = finder.kth_keys(SelectJob(xbits, None, None, selections, n, 1, dtype,
-                                            False, False, workspace), 2 * nq, need, done)
+                                            False, False, workspace, record), 2 * nq, need,
+                                  done)
     next_keys_into(xbits, keys, done, need, equal, m, n, nq, dtype, stream)
     picks = workspace.empty(selections + 1, bits)
     picks_into(keys, done, need, equal, facts, picks, m, nq, dtype, stream)

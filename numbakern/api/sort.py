@@ -121,6 +121,25 @@ def _check_kind(kind, stable) -> None:
 
 
 def _sort(x, axis, descending, indices: bool, strategy, stream):
+    descending = check_flag(descending, "descending")
+
+    def plan(n: int, dtype):
+        sorter = _strategies.resolve("sort", strategy, n=n)
+        return lambda rows, workspace: sort_rows(rows, dtype, descending, indices, sorter,
+                                                 workspace)
+
+    return along_rows(x, axis, indices, stream, plan)
+
+
+def along_rows(x, axis, indices: bool, stream, plan):
+    """A sort-shaped call: ``x`` (any input the sorts take, bfloat16 bits included)
+    laid out as rows along ``axis`` (``None``: one flattened row), each row replaced
+    by one of ``n`` outputs: the values' bits, or int64 ``indices``. ``plan(n,
+    dtype)`` is called first, for every input (where it checks its strategy), and
+    returns ``run(rows, workspace)``, called for a non-empty input with the rows (a
+    NumPy or CuPy array, its last axis the row) and returning a 1-D device array of
+    the outputs, row after row. Returns the caller's array type and ``x``'s shape
+    (``(x.size,)`` for ``axis=None``), the axis back in its place."""
     asked = x.dtype if isinstance(x, np.ndarray) else None  # a byte order to give back
     if isinstance(x, BFloat16Bits):  # sorted as bfloat16 keys, returned as their bits
         x, dtype = as_array_like(x.bits), BFLOAT16
@@ -128,7 +147,6 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
         x = as_array_like(x)
         dtype = check_dtype(x.dtype)
     kind = kind_of(x)
-    descending = check_flag(descending, "descending")
     shape = tuple(x.shape)
     axis = optional_axis(axis, len(shape))
     size = math.prod(shape)
@@ -140,10 +158,10 @@ def _sort(x, axis, descending, indices: bool, strategy, stream):
     else:
         moved = _moveaxis(arr, axis, -1)
     n = moved.shape[-1] if moved.ndim else 1
-    sorter = _strategies.resolve("sort", strategy, n=n)
+    run = plan(n, dtype)
     if size == 0:
         return wrap(_restore(_xp(arr).empty(moved.shape, out_dtype), axis))
-    out = sort_rows(moved, dtype, descending, indices, sorter, workspace)
+    out = run(moved, workspace)
     result = to_user(out, workspace, moved.shape, None if indices else x.dtype)
     if asked is not None and not asked.isnative and not indices:
         result = result.astype(asked)  # NumPy keeps a big-endian input's byte order

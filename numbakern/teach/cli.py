@@ -384,6 +384,11 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Selections (topk): how many to select (0: none, an empty answer, as "
                    "topk and torch.topk).")
 @click.option("--smallest", is_flag=True, help="Selections: the k smallest.")
+@click.option("--of", "of", type=click.Choice(["topk", "median", "partition"]),
+              default="topk", show_default=True,
+              help="radix_select: the selection shown: topk's, median's (the middle "
+                   "ranks' keys) or partition's (the kth keys, then the split).")
+@click.option("--kth", help="--of partition: the ranks, e.g. 1,5 (default the middle).")
 @click.option("--bins", type=click.IntRange(1, 1024), default=None,
               help="Histograms: bins (values outside [0, bins) are not counted, and the "
                    "tree lists them); default the largest value + 1, so none is left out.")
@@ -395,7 +400,7 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
 def explain(strategy, op_name, size, values, dtype, threads, blocks, items, exclusive,
-            k, smallest, bins, limit, figure, json_path):
+            k, smallest, of, kth, bins, limit, figure, json_path):
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
@@ -403,7 +408,9 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     (decoupled_lookback/blelloch, reduce_then_scan/hillis_steele, ...), a histogram's
     (shared_privatized, ...), a sort's (bitonic, radix), a softmax's normalizer/block
     (online/warp_shuffle, max_then_sum/shared_tree, ...), a selection's (topk:
-    radix_select shows which bucket each pass keeps; bitonic_select, sort_slice), or
+    radix_select shows which bucket each pass keeps; bitonic_select, sort_slice;
+    radix_select --of median or --of partition: the middle ranks' or the kth keys'
+    passes, then the median or the split into buckets), or
     every strategy of a family: all (reductions), scans, histograms, sorts, softmax or
     selects. The kernels run
     under Numba's CUDA simulator (on a GPU machine explain runs itself again there),
@@ -435,7 +442,9 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
 
     x = _explain_input(values, size, dtype)
     console = _console()
-    if all(name in _strategies.available("select") for name in names):
+    if of != "topk":
+        summaries = _explain_ranks(console, names, x, of, kth, threads, limit, figure)
+    elif all(name in _strategies.available("select") for name in names):
         summaries = _explain_selects(console, names, x, k, not smallest, threads, limit,
                                      figure)
     elif all(name in _strategies.available("sort") for name in names):
@@ -576,6 +585,32 @@ def _explain_selects(console, names, x, k, largest, threads, limit, figure) -> l
         lambda name: trace_select(x, k, name, largest=largest, threads=threads),
         lambda trace: (select_tree(trace, limit),), None, lambda trace: trace.exact,
         SELECT_LEGEND)
+
+
+def _explain_ranks(console, names, x, of, kth, threads, limit, figure) -> list:
+    """``explain radix_select --of median|partition``: each rank's passes, the median
+    or the split, the proof line; exits 1 when a proof fails."""
+    from .explain_rank import RANK_LEGEND, rank_tree, trace_rank
+
+    if names != ["radix_select"]:
+        raise click.BadParameter(f"--of {of} is shown for radix_select (the select medians "
+                                 "and partitions use)", param_hint="'STRATEGY'")
+    if figure:
+        raise click.BadParameter("selections draw no figure yet", param_hint="'--figure'")
+    if kth is not None and of != "partition":
+        raise click.BadParameter("--kth is partition's", param_hint="'--kth'")
+    ranks = None
+    if kth is not None:
+        try:
+            ranks = [int(v) for v in kth.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"{kth!r} is not a list of ints, e.g. 1,5",
+                                     param_hint="'--kth'") from None
+    return _explain_each(
+        console, names, figure,
+        lambda name: trace_rank(x, of, ranks, threads=threads),
+        lambda trace: (rank_tree(trace, limit),), None, lambda trace: trace.exact,
+        RANK_LEGEND)
 
 
 def _explain_softmax(console, names, x, threads, limit, figure) -> list:

@@ -17,7 +17,9 @@ import pytest
 import torch
 
 import numbakern as nk
-from numbakern.strategies import BitonicSort, RadixSort
+from numbakern.api import selection
+from numbakern.kernels.partition_split import MAX_PIVOTS
+from numbakern.strategies import BitonicSort, RadixSelect, RadixSort, SortSlice
 
 RNG = np.random.default_rng(19)
 INTS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
@@ -169,6 +171,139 @@ def test_partition_errors_and_edges():
     same(nk.argpartition(np.array(3.0), 0), np.array([0]))
     same(nk.partition(np.zeros((0, 3)), 5), np.zeros((0, 3)))  # NumPy checks no kth here
     same(nk.partition(np.array([np.int8(4)]), np.int64(0)), np.array([4], np.int8))
+
+
+# --- partition by radix select and buckets -------------------------------------------
+
+SELECT = RadixSelect(threads=32)  # the select path at any row length (small blocks)
+
+
+def check_argpartition(x, idx, kth, axis):
+    """``idx`` is int64, a permutation of each row's positions, and ``x`` taken at it
+    a partition around every ``kth``."""
+    assert idx.dtype == np.int64
+    flat = axis is None
+    xs = x.reshape(-1) if flat else x
+    ax = -1 if flat else axis
+    n = xs.shape[ax]
+    np.testing.assert_array_equal(np.sort(idx, axis=ax),
+                                  np.broadcast_to(np.arange(n).reshape(
+                                      [n if a == ax % xs.ndim else 1 for a in range(xs.ndim)]),
+                                      xs.shape))
+    check_partition(x, np.take_along_axis(xs, idx, ax), kth, axis)
+
+
+def same_bits(got, x, axis):
+    """Each row of ``got`` holds the exact bits of ``x``'s row (-0.0, NaN payloads)."""
+    width = f"u{x.dtype.itemsize}"
+    xs = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    gs = got.reshape(-1) if axis is None else np.moveaxis(got, axis, -1)
+    np.testing.assert_array_equal(np.sort(gs.view(width), -1), np.sort(xs.view(width), -1))
+
+
+@pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 127, 128, 129])
+def test_partition_select_sizes_and_ranks(n):
+    x = values(np.float32, (2, n))
+    x[0, ::3] = np.nan
+    x[1, 1::4] = -0.0  # ties of -0.0 and 0.0, as one key
+    x[1, ::5] = 0.0
+    ends = [k for k in (0, 1, n - 2, n - 1) if k < n]
+    kths = [0, -1, ends, [n // 2, n // 2, -1, 0]]  # repeats, negative
+    for kth in kths:
+        part = nk.partition(x, kth, strategy=SELECT)
+        check_partition(x, part, kth, -1)
+        same_bits(part, x, -1)
+        check_argpartition(x, nk.argpartition(x, kth, strategy=SELECT), kth, -1)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, *INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
+def test_partition_select_every_dtype(dtype):
+    x = values(dtype, (2, 45))
+    if x.dtype.kind == "f":
+        x[0, ::7] = np.nan
+    for kth in (3, [0, 20, -1]):
+        part = nk.partition(x, kth, strategy="radix_select")
+        check_partition(x, part, kth, -1)
+        same_bits(part, x, -1)
+        check_argpartition(x, nk.argpartition(x, kth, strategy="radix_select"), kth, -1)
+
+
+def test_partition_select_axes_and_flat():
+    x = values(np.int64, (3, 37, 2))
+    # few rows each (the simulator runs every selection's blocks)
+    for part, axis, kth in ((x[:, :3], 0, [0, 2]), (x, 1, [1, 18, -2]), (x[:2, :3], -1, 1),
+                            (x, None, [5, 100, -1])):
+        check_partition(part, nk.partition(part, kth, axis=axis, strategy=SELECT), kth,
+                        axis)
+        check_argpartition(part, nk.argpartition(part, kth, axis=axis, strategy=SELECT),
+                           kth, axis)
+
+
+def test_partition_default_selects_a_long_flat_row():
+    # a few thousand elements: past the simulator's bitonic rows (256), so the
+    # default takes radix select and the split (several chunks, several rounds each)
+    x = values(np.float32, (3000,))
+    x[::17] = np.nan
+    assert selection._partition_path(None, x.size, 3, x.dtype, False)[0] == "select"
+    kth = [1, 1500, 2998]
+    part = nk.partition(x, kth)
+    check_partition(x, part, kth, None)
+    same_bits(part, x, None)
+    check_argpartition(x, nk.argpartition(x, kth), kth, None)
+
+
+def test_partition_path_rule():
+    path = selection._partition_path
+    f32, i8, f16 = np.dtype(np.float32), np.dtype(np.int8), np.dtype(np.float16)
+    long = 4 * BitonicSort().max_size
+    assert path(None, long, 1, f32, False)[0] == "select"
+    assert path(None, long, 1, np.dtype(np.uint64), True)[0] == "select"
+    assert path(None, BitonicSort().max_size, 1, f32, False) == ("sort", None)  # a block
+    assert path(None, long, 1, i8, True) == ("sort", None)  # one radix pass
+    assert path(None, long, 1, f16, False) == ("sort", None)
+    assert path(None, long, 1, f16, True)[0] == "select"
+    assert path(None, long, MAX_PIVOTS + 1, f32, False) == ("sort", None)  # 257 buckets
+    assert path("radix_select", 8, MAX_PIVOTS + 1, f32, False) == ("sort", None)
+    assert path("radix_select", 8, MAX_PIVOTS, f32, False)[0] == "select"
+    assert path(SELECT, 8, 1, i8, False) == ("select", SELECT)
+    assert path("bitonic", long, 1, f32, False) == ("sort", "bitonic")
+    sorter = RadixSort(threads=32)
+    assert path(SortSlice(sort=sorter), long, 1, f32, False)[1].key == sorter.key
+    assert path("sort_slice", long, 1, f32, False) == ("sort", None)
+
+
+def test_partition_each_strategy():
+    x = values(np.float64, (2, 33))
+    x[1, ::4] = np.nan
+    kth = [0, 16, -1]
+    strategies = [None, "radix_select", SELECT, "sort_slice", SortSlice(threads=32),
+                  "bitonic", BitonicSort(threads=32, max_size=64), RadixSort(threads=32, items=2)]
+    for strategy in strategies:
+        check_partition(x, nk.partition(x, kth, strategy=strategy), kth, -1)
+        check_argpartition(x, nk.argpartition(x, kth, strategy=strategy), kth, -1)
+    for name in ("bitonic_select", "radix_block_select", "nope"):
+        with pytest.raises(ValueError, match="strategy"):
+            nk.partition(x, 1, strategy=name)
+
+
+def test_partition_select_many_kth_and_empty():
+    x = values(np.float32, (300,))
+    kth = list(range(0, 300, 2))  # 150 ranks: 301 buckets, past the split: the sort
+    check_partition(x, nk.partition(x, kth, strategy="radix_select"), kth, None)
+    kth = list(range(0, 254, 2))  # 127 ranks: 255 buckets, the split's most
+    check_partition(x, nk.partition(x, kth, strategy=SELECT), kth, None)
+    check_argpartition(x, nk.argpartition(x, kth, strategy=SELECT), kth, None)
+    same(nk.partition(np.zeros((2, 0), np.float32), 3, strategy=SELECT),
+         np.zeros((2, 0), np.float32))
+    same(nk.argpartition(np.zeros((0, 4)), 1, strategy=SELECT), np.zeros((0, 4), np.int64))
+
+
+def test_argpartition_select_keeps_index_order_within_a_bucket():
+    # the split is stable: the elements equal to a pivot, and those between two
+    # pivots, in input order (as the stable sort it replaces leaves equal ones)
+    x = np.array([5, 1, 5, 0, 5, 9, 1, 5, 7, 5], np.int32)
+    idx = nk.argpartition(x, [1, 6], strategy=SELECT)
+    same(idx, np.array([3, 1, 6, 0, 2, 4, 7, 9, 5, 8]))  # <1 | =1 | 1..5 | =5 | >5
 
 
 # --- median --------------------------------------------------------------------------------
@@ -409,5 +544,10 @@ def test_device_arrays_and_streams():
     assert np.isnan(got.copy_to_host()).all()
     part = nk.partition(cuda.to_device(x), 7, axis=1)
     check_partition(x, part.copy_to_host(), 7, 1)
+    part = nk.partition(cuda.to_device(x), [2, 7], axis=1, strategy=SELECT,
+                        stream=cuda.stream())
+    check_partition(x, part.copy_to_host(), [2, 7], 1)
+    idx = nk.argpartition(cuda.to_device(x), 2, axis=0, strategy=SELECT)
+    check_argpartition(x, idx.copy_to_host(), 2, 0)
     with pytest.raises(TypeError, match="stream"):
         nk.median(x, stream="a stream")

@@ -1,5 +1,6 @@
-"""Medians and quantiles at scale on a real GPU (skipped under the simulator), against
-NumPy on the host: float32 at 2^26 and 2^28, and along the last axis of many rows."""
+"""Medians, quantiles and partitions at scale on a real GPU (skipped under the
+simulator), against NumPy on the host: float32 at 2^24, 2^26 and 2^28, and along the
+last axis of many rows (partitions by np.sort's values at each kth)."""
 
 import numpy as np
 import pytest
@@ -78,3 +79,37 @@ def test_radix_select_path_is_the_sort_path(cp, shape):
     got = nk.nanquantile(x, [0.1, 0.5], axis=axis)
     want = nk.nanquantile(x, [0.1, 0.5], axis=axis, strategy="radix")
     np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
+
+
+def _check_partition_rows(x, part, kth, ordered):
+    """The partition contract along the last axis against np.sort's ``ordered``."""
+    for k in kth:
+        np.testing.assert_array_equal(part[..., k], ordered[..., k])
+        pivot = part[..., k:k + 1]
+        after = part[..., k + 1:]
+        assert (part[..., :k] <= pivot).all() and ((after >= pivot) | np.isnan(after)).all()
+    np.testing.assert_array_equal(np.sort(part, axis=-1), ordered)  # a permutation
+
+
+@pytest.mark.parametrize("kth", [1, 8, 50, 256, [1, 8, 50, 256]])
+def test_partition_by_radix_select_flat_2_24(kth):
+    x = (_data(1 << 24, seed=5) * 16).round()  # ties
+    ordered = np.sort(x)
+    for strategy in (None, "radix_select"):
+        part = nk.partition(x, kth, strategy=strategy)
+        _check_partition_rows(x, part, np.atleast_1d(kth), ordered)
+        idx = nk.argpartition(x, kth, strategy=strategy)
+        assert idx.dtype == np.int64
+        _check_partition_rows(x, x[idx], np.atleast_1d(kth), ordered)
+
+
+def test_partition_by_radix_select_rows_8192x50257(cp):
+    host = (_data(8192 * 50257, seed=6) * 16).round().reshape(8192, 50257)
+    host[::7, ::4099] = np.nan
+    ordered = np.sort(host, axis=-1)
+    x = cp.asarray(host)
+    for kth in (1, 8, 50, 256):
+        part = cp.asnumpy(nk.partition(x, kth, axis=-1))
+        _check_partition_rows(host, part, [kth], ordered)
+    idx = cp.asnumpy(nk.argpartition(x, [1, 50, 256], axis=-1))
+    _check_partition_rows(host, np.take_along_axis(host, idx, -1), [1, 50, 256], ordered)
