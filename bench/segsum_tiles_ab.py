@@ -7,7 +7,10 @@
 ``--waves`` sets ``numbakern.kernels.segment_reduce.TILE_WAVES`` (the tile kernel's
 blocks in multiples of the blocks that fill the device at full occupancy: 2 gives
 2^26 float32 8 tiles of 4096 a block on an H200, 4 gives 4) and ``--registers``
-``TILE_REGISTERS`` (ptxas's cap through launch bounds; 0: none), both before the
+``TILE_REGISTERS`` (ptxas's cap through launch bounds; 0: none), ``--items``
+``TILE_ITEMS`` (a tile is ``threads * items`` elements; segments up to a tile are
+short, a warp or a block each: 128 makes every segment of up to 32768 a block's, as
+CUB's ``DeviceSegmentedReduce`` gives every segment), all before the
 first call compiles or plans anything, so each setting runs in its own process
 (``--all`` starts one per setting, this tree's numbakern in each).
 
@@ -52,7 +55,7 @@ def case(cp, mean):
     return x, cp.asarray(offsets.astype(np.int64))
 
 
-def run(waves: int, registers: int, torch_too: bool) -> None:
+def run(waves: int, registers: int, torch_too: bool, items: int = 0) -> None:
     import cupy as cp
 
     import numbakern as nk
@@ -60,6 +63,8 @@ def run(waves: int, registers: int, torch_too: bool) -> None:
 
     segment_reduce.TILE_WAVES = waves  # before any call plans or compiles
     segment_reduce.TILE_REGISTERS = registers
+    if items:  # a tile of threads * items: segments up to it are short (a group each)
+        segment_reduce.TILE_ITEMS = items
     torch = None
     if torch_too:
         try:
@@ -72,7 +77,8 @@ def run(waves: int, registers: int, torch_too: bool) -> None:
         x, offsets = case(cp, mean)
         total = cp.concatenate([cp.zeros(1), cp.cumsum(x.astype(cp.float64))])
         want = total[offsets[1:]] - total[offsets[:-1]]
-        line = [f"waves {waves} registers {registers:>2} mean {str(mean):>7}:"]
+        line = [f"waves {waves} registers {registers:>2} items "
+                f"{segment_reduce.TILE_ITEMS:>3} mean {str(mean):>7}:"]
         for name, strategy in (("two_pass", None), ("atomic_fold", "atomic_fold/warp_shuffle")):
             def call(strategy=strategy):
                 return nk.segmented_reduce(x, offsets, strategy=strategy)
@@ -91,12 +97,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--waves", type=int, default=2)
     parser.add_argument("--registers", type=int, default=64)
+    parser.add_argument("--items", type=int, default=0,
+                        help="TILE_ITEMS (0: the module's): elements a thread in a tile")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--all", action="store_true",
                         help=f"every (waves, registers) of {SETTINGS}, a process each")
     options = parser.parse_args()
     if not options.all:
-        run(options.waves, options.registers, not options.no_torch)
+        run(options.waves, options.registers, not options.no_torch, options.items)
         return
     for k, (waves, registers) in enumerate(SETTINGS):
         command = [sys.executable, os.path.abspath(__file__), "--waves", str(waves),
