@@ -104,9 +104,10 @@ def fake_gpu():
     """torch's CUDA queries, CUDA allocations and the driver launch as counted stubs;
     numbakern's replay taking the GPU branch."""
     saved = []
+    missing = object()
 
     def patch(owner, name, value):
-        saved.append((owner, name, getattr(owner, name, None)))
+        saved.append((owner, name, getattr(owner, name, missing)))
         setattr(owner, name, value)
 
     patch(torch.cuda, "current_device", _count("current_device", 0))
@@ -121,7 +122,10 @@ def fake_gpu():
         yield
     finally:
         for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
+            if value is missing:  # torch._C of a CPU build has no CUDA queries
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
 
 
 def _simulator_flags():
