@@ -101,6 +101,7 @@ class _Array(NamedTuple):
     dtype: np.dtype
     shape: tuple
     strides: tuple
+    device: int = -1  # a tensor's own CUDA device (the current one is keyed apart)
 
 
 class _Unkeyed(Exception):
@@ -136,7 +137,7 @@ def _tensor(t) -> _Array | None:
         raise _Unkeyed
     size = t.dtype.itemsize
     return _Array("torch", t.data_ptr(), t.dtype, tuple(t.shape),
-                  tuple(s * size for s in t.stride()))
+                  tuple(s * size for s in t.stride()), t.get_device())
 
 
 def _extent(a: _Array) -> tuple[int, int]:
@@ -187,7 +188,8 @@ def _key(args: tuple, kwargs: dict, arrays: list, refs: list):
             if arrays and a.kind != arrays[0].kind:
                 return None
             arrays.append(a)
-            key.append((a.kind, a.dtype, a.shape, a.strides, a.address % ADDRESS_KEY))
+            key.append((a.kind, a.dtype, a.shape, a.strides, a.address % ADDRESS_KEY,
+                        a.device))
     if not arrays:
         return None
     key.append(tuple(kwargs))
