@@ -24,12 +24,13 @@ So what is timed is every Python line of a replayed call, the allocation and the
 result's view included, with the device queries and launches free: a floor under
 the H200's figure, not a prediction of it. Printed per case: microseconds per call
 (this thread's CPU time, the best of ten blocks of ``--calls``/10 calls after a
-warm-up: this machine's cores are shared, so wall time would count other work), Python function calls per call (a
-cProfile count, C functions included) and the stubs' counts per call.
+warm-up: a shared machine's wall time would count other work), function calls per
+call (a cProfile count, C functions included) and the stubs' calls per call.
 
-The same script runs on the tree before and after a change (it finds the table
-either way: the ``tensor_replay_table`` of a public function when there is one,
-else the replay table of the translated call inside ``dispatch``).
+The same script runs on the tree before and after a change: the program is entered in
+the general table of the translated call (the public function's ``translated``, or
+the one in ``dispatch``'s closure on an older tree), from which a tree with a tensor
+table fills that on the first call.
 """
 
 from __future__ import annotations

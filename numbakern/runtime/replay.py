@@ -536,7 +536,6 @@ def _nbytes(spec: _ArraySpec) -> int:
     return n
 
 
-
 def _result_spec(result, layout: _Layout):
     """What the result is made of: views of the one allocation, in tuples."""
     if result is None:
