@@ -32,7 +32,9 @@ argument that cannot be keyed (a list, a mutable array) also run the ordinary wa
 A call with CUDA tensors is keyed by the tensors themselves, before they are
 translated (``api._dispatch``), so that its replay skips the translation too: the one
 allocation comes from torch's caching allocator, the launches go to torch's current
-stream, and the results are tensor views of that allocation.
+stream, and the results are tensor views of that allocation. A repeated call on one
+CuPy array or CUDA tensor (the other arguments plain values) finds its program
+sooner, from the array's type and layout (``numbakern.runtime.tensor_table``).
 
 Under the simulator the same recordings replay through Numba's simulated launches,
 so the test suite exercises recording and replay on every machine.

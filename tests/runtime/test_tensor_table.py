@@ -163,7 +163,7 @@ def _tensor_call(fake, name, shape):
     general table: (call, tensor)."""
     import torch
 
-    call, shape = fake.CASES[name][0], shape
+    call = fake.CASES[name][0]
     original = fake._catch_programs()
     try:
         sim = fake._recorded(call, shape, name in fake.SCALAR)
@@ -252,3 +252,34 @@ def test_a_tensor_on_another_device_is_refused_with_its_name(fake):
 def _tensor_keys(fake, fn) -> list:
     """The table's keys of fake tensors (the simulator's recording is in it too)."""
     return [k for k in fn.tensor_replay_table if k[0] is fake.CudaLike]
+
+
+# --- on a GPU: CUDA tensors and CuPy arrays --------------------------------------------
+
+
+def _on_gpu(library):
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        return lambda h: torch.from_numpy(h).cuda(), lambda r: r.cpu().numpy(), torch.Tensor
+    cupy = pytest.importorskip("cupy")
+    return cupy.asarray, cupy.asnumpy, cupy.ndarray
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_gpu_layouts_are_tabled_apart_with_the_ordinary_answers(library):
+    to_device, to_host, kind = _on_gpu(library)
+    table = nk.sum.tensor_replay_table
+    recorded, replayed = _counts()
+    for _ in range(2):  # each layout recorded, then replayed from its own entry
+        whole = _data((40, 66))
+        d = to_device(whole)
+        wide = whole.astype(np.float64)
+        for x, h in [(d, whole), (d[:, ::2], whole[:, ::2]),  # strided
+                     (to_device(wide), wide), (d[:, 1:], whole[:, 1:])]:  # misaligned
+            got = _row_sum(x)
+            assert isinstance(got, kind)
+            np.testing.assert_allclose(to_host(got), h.astype(np.float64).sum(axis=1),
+                                       rtol=1e-5, atol=1e-4)
+    assert _counts() == (recorded + 4, replayed + 4)
+    assert len(table) == 4
