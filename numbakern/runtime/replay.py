@@ -576,19 +576,17 @@ class Program:
     def replay(self, address: int, device: int):
         """Replay a call of one array argument, at ``address`` on CUDA ``device`` (the
         current one: ``numbakern.runtime.tensor_table`` asked once)."""
-        if self.kind != "torch" or SIMULATOR:
+        if SIMULATOR or (self.kind != "torch" and self.kind != "cupy"):
             return self.run([address])
+        if self.kind == "cupy":
+            cupy = sys.modules["cupy"]
+            block = cupy.cuda.alloc(self.total)  # as _allocate and _stream_of, inline
+            self._drive((address, block.ptr), cupy.cuda.get_current_stream().ptr)
+            return self._view(self.result, block, block.ptr)
         torch = sys.modules["torch"]
         shape, dtype, views = self.tensor_result
         block = torch.empty(shape, dtype=dtype, device=_cuda_device(torch, device))
-        stream = torch._C._cuda_getCurrentRawStream(device)
-        bases = (address, block.data_ptr())
-        with self.lock:
-            for step in self.steps:
-                values = step.values
-                for slot, source, offset in step.patches:
-                    values[slot] = bases[source] + offset
-                driver_launch(step.function, step.grid, step.block, stream, step.pointers)
+        self._drive((address, block.data_ptr()), torch._C._cuda_getCurrentRawStream(device))
         return block if views is None else views(block)
 
     def _launch(self, bases: list, block, address: int, stream):
@@ -600,14 +598,17 @@ class Program:
                 with guarded(step.kernel, step.grid, step.block, args):
                     step.kernel[step.grid, step.block, stream](*args)
         else:
-            with self.lock:
-                for step in self.steps:
-                    values = step.values
-                    for slot, source, offset in step.patches:
-                        values[slot] = bases[source] + offset
-                    driver_launch(step.function, step.grid, step.block, stream,
-                                  step.pointers)
+            self._drive(bases, stream)
         return self._view(self.result, block, address)
+
+    def _drive(self, bases, stream: int) -> None:
+        """The recorded launches, each with the new addresses patched in."""
+        with self.lock:
+            for step in self.steps:
+                values = step.values
+                for slot, source, offset in step.patches:
+                    values[slot] = bases[source] + offset
+                driver_launch(step.function, step.grid, step.block, stream, step.pointers)
 
     def _allocate(self):
         """``(owner, address)`` of one allocation holding every temporary."""
