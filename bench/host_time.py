@@ -4,7 +4,11 @@
 
 For 2^10 float32 elements (and a (64, 16) softmax), the mean wall time of 2000 calls
 (after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
-numbakern on a torch CUDA tensor (the DLPack hand-over included), and torch's own op.
+numbakern on a torch CUDA tensor (the DLPack hand-over included), torch's own op and
+CuPy's (where it has one).
+Below each case: how many of numbakern's timed calls replayed (of the calls, per input
+type) and what the recording of the call was: its launches' kernels, or why the call
+cannot be replayed (``numbakern.runtime.replay.latest``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,27 @@ def per_call_us(fn, sync, calls: int = 2000) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def _replayed(fn, sync) -> tuple[float, int, int]:
+    """``(us per call, calls, calls that replayed)``."""
+    from numbakern.runtime import replay
+
+    before = replay.counts["replayed"]
+    us = per_call_us(fn, sync)
+    return us, 2050, replay.counts["replayed"] - before
+
+
+def _recording(name: str, kind: str) -> str:
+    from numbakern.runtime import replay
+
+    program = replay.latest.get((name, kind))
+    if program is None:
+        return "not recorded"
+    why = getattr(program, "why", None)
+    if why is not None:
+        return f"refused: {why}"
+    return f"{len(program.steps)} launch(es): {', '.join(program.names)}"
+
+
 def main() -> int:
     import cupy as cp
     import torch
@@ -34,6 +59,11 @@ def main() -> int:
     rows_c = cp.random.standard_normal((64, 16), dtype=cp.float32)
     rows_t = torch.as_tensor(rows_c, device="cuda")
     sync = torch.cuda.synchronize
+    cupy_ops = {  # CuPy's own op of each case, where it has one
+        "sum": lambda: x.sum(), "argmax": lambda: x.argmax(), "mean": lambda: x.mean(),
+        "max": lambda: x.max(), "var": lambda: x.var(), "nansum": lambda: cp.nansum(x),
+        "cumsum": lambda: cp.cumsum(x), "sort": lambda: cp.sort(x),
+    }
     cases = {
         "sum": (lambda: nk.sum(x), lambda: nk.sum(t), lambda: t.sum()),
         "argmax": (lambda: nk.argmax(x), lambda: nk.argmax(t), lambda: t.argmax()),
@@ -48,10 +78,17 @@ def main() -> int:
         "softmax (64, 16)": (lambda: nk.softmax(rows_c), lambda: nk.softmax(rows_t),
                              lambda: rows_t.softmax(-1)),
     }
-    print(f"{'op':18} {'nk on CuPy':>11} {'nk on torch':>12} {'torch':>7}  (us per call)")
+    print(f"{'op':18} {'nk on CuPy':>11} {'nk on torch':>12} {'torch':>7} {'CuPy':>7}  "
+          f"(us per call)")
     for name, fns in cases.items():
-        us = [per_call_us(fn, sync) for fn in fns]
-        print(f"{name:18} {us[0]:11.1f} {us[1]:12.1f} {us[2]:7.1f}")
+        on_cupy, on_torch = (_replayed(fn, sync) for fn in fns[:2])
+        us = per_call_us(fns[2], sync)
+        own = cupy_ops.get(name)
+        cupy_us = f"{per_call_us(own, sync):7.1f}" if own else f"{'-':>7}"
+        print(f"{name:18} {on_cupy[0]:11.1f} {on_torch[0]:12.1f} {us:7.1f} {cupy_us}")
+        function = name.split()[0]
+        for kind, (_, calls, replayed) in (("cupy", on_cupy), ("torch", on_torch)):
+            print(f"    {kind}: {replayed}/{calls} replayed; {_recording(function, kind)}")
     return 0
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from numbakern.api._interop import foreign_call, is_foreign, positional_names
 from numbakern.runtime.replay import replayable
+from numbakern.runtime.tensor_table import tabled
 
 
 def is_dask(x) -> bool:
@@ -52,7 +53,9 @@ def dispatch(fn):
     lacks raises ``TypeError`` rather than computing the whole Dask array on the host.
     Foreign arrays (torch, DLPack, bfloat16) go through :func:`foreign_call`; for a
     replayable ``fn``, that translated call is itself replayable, keyed by the CUDA
-    tensors as given (``numbakern.runtime.replay``).
+    tensors as given (``numbakern.runtime.replay``), and a repeated call on one CuPy
+    array or CUDA tensor replays straight from a table keyed by its type and layout
+    (``numbakern.runtime.tensor_table``; the wrapper's ``tensor_replay_table``).
     """
     name = fn.__name__
     names = positional_names(fn)
@@ -60,7 +63,9 @@ def dispatch(fn):
     def translated(*args, **kwargs):
         return foreign_call(fn, names, args, kwargs)
 
-    if hasattr(fn, "replay_table"):  # a tensor call replays without its translation
+    translated.__name__ = translated.__qualname__ = name  # replay.latest's name
+    replays = hasattr(fn, "replay_table")
+    if replays:  # a tensor call replays without its translation
         translated = replayable(translated)
 
     @functools.wraps(fn)
@@ -76,7 +81,11 @@ def dispatch(fn):
                             f"whole); pass x as a Dask array, or compute the others first")
         return translated(x, *args, **kwargs)
 
-    return call
+    if not replays:
+        return call
+    fast = functools.wraps(fn)(tabled(call, {"torch": translated, "cupy": fn, "sim": fn}))
+    fast.translated = translated
+    return fast
 
 
 def _to_dask(name: str, x, args, kwargs):

@@ -32,7 +32,9 @@ argument that cannot be keyed (a list, a mutable array) also run the ordinary wa
 A call with CUDA tensors is keyed by the tensors themselves, before they are
 translated (``api._dispatch``), so that its replay skips the translation too: the one
 allocation comes from torch's caching allocator, the launches go to torch's current
-stream, and the results are tensor views of that allocation.
+stream, and the results are tensor views of that allocation. A repeated call on one
+CuPy array or CUDA tensor (the other arguments plain values) finds its program
+sooner, from the array's type and layout (``numbakern.runtime.tensor_table``).
 
 Under the simulator the same recordings replay through Numba's simulated launches,
 so the test suite exercises recording and replay on every machine.
@@ -51,7 +53,7 @@ import numpy as np
 from numba import cuda
 
 from .device import SIMULATOR, torch_stream
-from .launch import (DeviceBuffer, buffer, current_device_id, current_recording,
+from .launch import (DeviceBuffer, _local, buffer, current_device_id, current_recording,
                      driver_launch, flatten, launcher_for, parameter_block, set_recording,
                      stream_handle, to_device_array)
 from .memo import VALUES
@@ -64,9 +66,19 @@ MAX_SIGNATURES = 256  # per function; the table starts afresh when full
 
 # Replays, recordings kept and refused, since import: for tests and the curious.
 counts: Counter = Counter()
+# The last recording of each (function name, array kind): a Program, or _Refused with
+# its reason (bench/host_time.py prints them).
+latest: dict = {}
 
 _HOST = (list, dict, set, np.ndarray)  # never keyed: their contents are the input
 _enabled = True
+
+
+def ready() -> bool:
+    """Whether a call may replay now: replay is on, and no recording is in progress on
+    this thread (a call inside another's recording runs the ordinary way, so that its
+    launches are recorded there)."""
+    return _enabled and getattr(_local, "recording", None) is None
 
 
 @contextlib.contextmanager
@@ -91,6 +103,7 @@ class _Array(NamedTuple):
     dtype: np.dtype
     shape: tuple
     strides: tuple
+    device: int = -1  # a tensor's own CUDA device (the current one is keyed apart)
 
 
 class _Unkeyed(Exception):
@@ -126,7 +139,7 @@ def _tensor(t) -> _Array | None:
         raise _Unkeyed
     size = t.dtype.itemsize
     return _Array("torch", t.data_ptr(), t.dtype, tuple(t.shape),
-                  tuple(s * size for s in t.stride()))
+                  tuple(s * size for s in t.stride()), t.get_device())
 
 
 def _extent(a: _Array) -> tuple[int, int]:
@@ -177,7 +190,8 @@ def _key(args: tuple, kwargs: dict, arrays: list, refs: list):
             if arrays and a.kind != arrays[0].kind:
                 return None
             arrays.append(a)
-            key.append((a.kind, a.dtype, a.shape, a.strides, a.address % ADDRESS_KEY))
+            key.append((a.kind, a.dtype, a.shape, a.strides, a.address % ADDRESS_KEY,
+                        a.device))
     if not arrays:
         return None
     key.append(tuple(kwargs))
@@ -214,17 +228,27 @@ def forget() -> None:
         table.clear()
 
 
+def register(table: dict) -> dict:
+    """Have :func:`forget` clear ``table`` too (a table of recorded calls kept
+    elsewhere: ``numbakern.runtime.tensor_table``'s)."""
+    _TABLES.append(table)
+    return table
+
+
 def replayable(fn):
     """Decorator: replay ``fn``'s recorded launches on repeated signatures (this
-    module's docstring says when); ``fn`` itself otherwise."""
-    table: dict = {}
-    _TABLES.append(table)
+    module's docstring says when); ``fn`` itself otherwise.
 
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
+    The wrapper's ``resolve(args, kwargs)`` returns ``(result, program)``: the
+    :class:`Program` that replays a call of this signature (None when there is none),
+    for tables keyed otherwise (``numbakern.runtime.tensor_table``).
+    """
+    table: dict = register({})
+
+    def resolve(args: tuple, kwargs: dict):
         if not _enabled or kwargs.get("stream") is not None or \
                 current_recording() is not None:
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs), None
         arrays, refs = [], []
         key = _signature(args, kwargs, arrays, refs)
         try:
@@ -232,21 +256,30 @@ def replayable(fn):
         except TypeError:  # an unhashable value (a structured NumPy scalar): fn decides
             entry = _UNKEYED
         if entry is _UNKEYED:
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs), None
         if entry is None:
             result, program = _record(fn, args, kwargs, arrays)
             if len(table) >= MAX_SIGNATURES:
                 table.clear()
             table[key] = (program, refs)
-            counts["refused" if type(program) is _Refused else "recorded"] += 1
-            return result
+            latest[fn.__name__, arrays[0].kind] = program
+            if type(program) is _Refused:
+                counts["refused"] += 1
+                return result, None
+            counts["recorded"] += 1
+            return result, program
         program = entry[0]
         if type(program) is _Refused:
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs), None
         counts["replayed"] += 1
-        return program.run(arrays)
+        return program.run([a.address for a in arrays]), program
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return resolve(args, kwargs)[0]
 
     call.replay_table = table
+    call.resolve = resolve
     return call
 
 
@@ -321,7 +354,12 @@ class Recording:
                 raise _Flaw("a launch on another stream")
             steps.append((_sim_step if SIMULATOR else _gpu_step)(layout, kernel, grid, block,
                                                                  args))
-        return Program(kind, layout.total, steps, _result_spec(result, layout))
+        names = tuple(_kernel_name(launch[0]) for launch in self.launches)
+        return Program(kind, layout.total, steps, _result_spec(result, layout), names)
+
+
+def _kernel_name(kernel) -> str:
+    return getattr(getattr(kernel, "py_func", kernel), "__name__", repr(kernel))
 
 
 class _Layout:
@@ -351,13 +389,26 @@ class _Layout:
 
 def _stream_of(kind: str):
     """The stream an ordinary call with ``stream=None`` uses (arrays.resolve_stream)."""
+    if SIMULATOR:
+        return cuda.default_stream()
     if kind == "cupy":
         import cupy
 
         return cupy.cuda.get_current_stream().ptr
     if kind == "torch":  # a tensor call runs on torch's current stream (api._interop)
         return torch_stream(sys.modules["torch"].cuda.current_device())
-    return 0 if not SIMULATOR else cuda.default_stream()
+    return 0
+
+
+def _cuda_device(torch, index: int):
+    """``torch.device("cuda", index)``, made once per index."""
+    device = _CUDA_DEVICES.get(index)
+    if device is None:
+        device = _CUDA_DEVICES.setdefault(index, torch.device("cuda", index))
+    return device
+
+
+_CUDA_DEVICES: dict = {}
 
 
 def _handle(stream) -> int:
@@ -437,6 +488,56 @@ def _sim_arg(a, bases: list, block):
 # --- results ---------------------------------------------------------------------------
 
 
+def _tensor_result(spec, total: int):
+    """How a torch replay allocates and views its result: ``(shape, dtype, views)``,
+    ``torch.empty(shape, dtype=dtype)`` the call's one allocation and ``views(block)``
+    the result (None: the allocation is the result).
+
+    A result of one dtype is allocated in that dtype (no uint8 block and ``view``):
+    alone in the allocation and C-contiguous, it is the allocation itself; beside
+    temporaries, one ``as_strided`` view. Several results (tuples) or none: a uint8
+    block, viewed per result.
+    """
+    if type(spec) is _ArraySpec:
+        size = spec.dtype.itemsize
+        if total % size == 0 and spec.offset % size == 0 and \
+                all(s % size == 0 for s in spec.strides):
+            if spec.offset == 0 and spec.strides == _c_strides(spec.shape, size) and \
+                    -(-_nbytes(spec) // ALIGN) * ALIGN == total:
+                return spec.shape, spec.dtype, None
+            shape, strides = spec.shape, tuple(s // size for s in spec.strides)
+            offset = spec.offset // size
+            return (total // size,), spec.dtype, \
+                lambda block: block.as_strided(shape, strides, offset)
+    torch = sys.modules["torch"]
+    return (total,), torch.uint8, lambda block: _tensor_views(spec, block)
+
+
+def _tensor_views(spec, block):
+    if spec is None:
+        return None
+    if type(spec) is tuple:
+        return tuple(_tensor_views(s, block) for s in spec)
+    size = spec.dtype.itemsize
+    return block.view(spec.dtype).as_strided(
+        spec.shape, tuple(s // size for s in spec.strides), spec.offset // size)
+
+
+def _c_strides(shape: tuple, size: int) -> tuple:
+    strides, step = [], size
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _nbytes(spec: _ArraySpec) -> int:
+    n = spec.dtype.itemsize
+    for d in spec.shape:
+        n *= d
+    return n
+
+
 def _result_spec(result, layout: _Layout):
     """What the result is made of: views of the one allocation, in tuples."""
     if result is None:
@@ -453,22 +554,43 @@ def _result_spec(result, layout: _Layout):
 
 
 class Program:
-    """A recorded call, ready to replay on new arrays of the same signature."""
+    """A recorded call, ready to replay on new arrays of the same signature.
 
-    def __init__(self, kind: str, total: int, steps: list, result):
+    ``names``: the recorded launches' kernels, in order (for messages and benches).
+    """
+
+    def __init__(self, kind: str, total: int, steps: list, result, names: tuple = ()):
         self.kind = kind
         self.total = total
         self.steps = steps
         self.result = result
+        self.names = names
         self.lock = threading.Lock()  # the steps' parameter arrays are shared
+        self.tensor_result = _tensor_result(result, total) if kind == "torch" else None
 
-    def run(self, arrays: list):
-        """Replay on ``arrays`` (the call's array arguments, in order)."""
+    def run(self, bases: list):
+        """Replay on the call's array arguments at addresses ``bases`` (in order)."""
         block, address = self._allocate()
-        bases = [a.address for a in arrays]
-        bases.append(address)
+        return self._launch([*bases, address], block, address, _stream_of(self.kind))
+
+    def replay(self, address: int, device: int):
+        """Replay a call of one array argument, at ``address`` on CUDA ``device`` (the
+        current one: ``numbakern.runtime.tensor_table`` asked once)."""
+        if SIMULATOR or (self.kind != "torch" and self.kind != "cupy"):
+            return self.run([address])
+        if self.kind == "cupy":
+            cupy = sys.modules["cupy"]
+            block = cupy.cuda.alloc(self.total)  # as _allocate and _stream_of, inline
+            self._drive((address, block.ptr), cupy.cuda.get_current_stream().ptr)
+            return self._view(self.result, block, block.ptr)
+        torch = sys.modules["torch"]
+        shape, dtype, views = self.tensor_result
+        block = torch.empty(shape, dtype=dtype, device=_cuda_device(torch, device))
+        self._drive((address, block.data_ptr()), torch._C._cuda_getCurrentRawStream(device))
+        return block if views is None else views(block)
+
+    def _launch(self, bases: list, block, address: int, stream):
         if SIMULATOR:
-            stream = cuda.default_stream()
             from .simcost import guarded
 
             for step in self.steps:
@@ -476,15 +598,17 @@ class Program:
                 with guarded(step.kernel, step.grid, step.block, args):
                     step.kernel[step.grid, step.block, stream](*args)
         else:
-            stream = _stream_of(self.kind)
-            with self.lock:
-                for step in self.steps:
-                    values = step.values
-                    for slot, source, offset in step.patches:
-                        values[slot] = bases[source] + offset
-                    driver_launch(step.function, step.grid, step.block, stream,
-                                  step.pointers)
+            self._drive(bases, stream)
         return self._view(self.result, block, address)
+
+    def _drive(self, bases, stream: int) -> None:
+        """The recorded launches, each with the new addresses patched in."""
+        with self.lock:
+            for step in self.steps:
+                values = step.values
+                for slot, source, offset in step.patches:
+                    values[slot] = bases[source] + offset
+                driver_launch(step.function, step.grid, step.block, stream, step.pointers)
 
     def _allocate(self):
         """``(owner, address)`` of one allocation holding every temporary."""
@@ -519,9 +643,7 @@ class Program:
             return cupy.ndarray(spec.shape, spec.dtype, memptr=block + spec.offset,
                                 strides=spec.strides)
         if self.kind == "torch":
-            size = spec.dtype.itemsize
-            return block.view(spec.dtype).as_strided(
-                spec.shape, tuple(s // size for s in spec.strides), spec.offset // size)
+            return _tensor_views(spec, block)
         return to_device_array(DeviceBuffer(address + spec.offset, spec.shape, spec.strides,
                                             spec.dtype, owner=block))
 

@@ -206,7 +206,7 @@ def test_replay_patches_new_addresses_into_the_recorded_parameters(monkeypatch):
     recording.launch("kernel", 1, 32, 0, (partials, out))
     program = recording.program(None)
 
-    program.run([replay._Array("device", 0x90000, x.dtype, x.shape, x.strides)])
+    program.run([0x90000])  # x's new address
     assert launched == [(0xF00, 2, 32, 0), (0xF00, 1, 32, 0)]
     # x[::-1] starts 28 bytes into x; partials at offset 0 of the one allocation, out
     # at the next 256-byte boundary

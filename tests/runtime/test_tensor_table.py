@@ -1,0 +1,285 @@
+"""The table of one-array calls (numbakern/runtime/tensor_table.py): a repeated call
+replays from its array's type and layout; anything else keyed differently (dtype,
+strides, alignment, values, their types, the device) misses it and is recorded anew or
+runs the general path; and the answers stay the ordinary ones.
+
+Under the simulator the table holds simulator arrays' calls (float32 results against
+float64 NumPy, rtol 1e-5, atol 1e-4 for sums). The torch path is exercised with
+bench/replay_python.py's CPU tensor that says it lives on cuda:0 (its CUDA queries,
+allocations and launches counted stubs): what it checks is which queries,
+allocations and views a replay makes, not what a GPU computes (the GPU tests in
+test_replay.py and tests/api/test_torch.py do).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern as nk
+from numbakern.runtime import replay, tensor_table
+
+rng = np.random.default_rng(11)
+
+
+def _row_sum(x, **kwargs):
+    return nk.sum(x, axis=1, **kwargs)
+
+
+def _data(shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _check_row_sum(result, h):
+    np.testing.assert_allclose(result.copy_to_host(), h.astype(np.float64).sum(axis=1),
+                               rtol=1e-5, atol=1e-4)
+
+
+def _counts():
+    return replay.counts["recorded"], replay.counts["replayed"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tables():
+    replay.forget()
+    yield
+    replay.forget()
+
+
+def test_a_repeated_call_replays_from_the_table_with_the_ordinary_answers():
+    table = nk.sum.tensor_replay_table
+    kept = []
+    recorded, replayed = _counts()
+    for _ in range(3):
+        h = _data((40, 33))
+        kept.append((_row_sum(cuda.to_device(h)), h))
+    assert _counts() == (recorded + 1, replayed + 2)
+    assert len(table) == 1
+    (program,) = table.values()
+    assert type(program) is replay.Program and program.names
+    for result, h in kept:  # no replay reused an earlier result's memory
+        _check_row_sum(result, h)
+
+
+@pytest.mark.parametrize("change", ["dtype", "strides", "alignment", "shape"])
+def test_a_changed_layout_misses_the_table_and_is_recorded_anew(change):
+    table = nk.sum.tensor_replay_table
+    _row_sum(cuda.to_device(_data((40, 66))))
+    keys = set(table)
+    h = {"dtype": lambda: _data((40, 66), np.float64),
+         "strides": lambda: _data((40, 66)),
+         "alignment": lambda: _data((40, 67)),
+         "shape": lambda: _data((41, 66))}[change]()
+    x = cuda.to_device(h)
+    x, h = {"strides": (x[:, ::2], h[:, ::2]),  # not contiguous: a layout of its own
+            "alignment": (x[:, 1:], h[:, 1:])}.get(change, (x, h))
+    recorded, replayed = _counts()
+    for _ in range(2):
+        _check_row_sum(_row_sum(x), h)
+    assert _counts() == (recorded + 1, replayed + 1)
+    assert len(set(table) - keys) == 1
+
+
+def test_an_argument_of_another_type_is_keyed_apart_and_refused_as_before():
+    _row_sum(cuda.to_device(_data((8, 33))))
+    x = cuda.to_device(_data((8, 33)))
+    with pytest.raises(TypeError, match="axis must be None, an int"):
+        nk.sum(x, axis=True)  # equal to 1 as a dict key, but not to the checks
+    with pytest.raises(TypeError, match="axis must be None, an int"):
+        nk.sum(x, axis=1.0)
+
+
+def test_keyword_and_positional_values_are_keyed():
+    table = nk.sum.tensor_replay_table
+    h = _data((8, 33))
+    x = cuda.to_device(h)
+    for _ in range(2):
+        _check_row_sum(nk.sum(x, 1), h)
+        _check_row_sum(nk.sum(x, axis=1), h)
+        np.testing.assert_allclose(nk.sum(x, axis=1, keepdims=True).copy_to_host(),
+                                   h.astype(np.float64).sum(axis=1, keepdims=True),
+                                   rtol=1e-5, atol=1e-4)
+    assert len(table) == 3
+
+
+def test_an_explicit_stream_runs_the_general_path():
+    h = _data((8, 33))
+    x = cuda.to_device(h)
+    recorded, replayed = _counts()
+    for _ in range(2):
+        _check_row_sum(_row_sum(x, stream=cuda.default_stream()), h)
+    assert _counts() == (recorded, replayed)
+    assert not nk.sum.tensor_replay_table
+
+
+def test_disabled_and_forget_reach_the_table():
+    h = _data((8, 33))
+    x = cuda.to_device(h)
+    _row_sum(x)
+    assert nk.sum.tensor_replay_table
+    recorded, replayed = _counts()
+    with replay.disabled():
+        _check_row_sum(_row_sum(x), h)
+    assert _counts() == (recorded, replayed)
+    replay.forget()
+    assert not nk.sum.tensor_replay_table
+
+
+def test_types_are_learnt_once_and_host_arrays_are_never_keyed():
+    assert tensor_table.reader_of(np.ndarray) is None
+    assert tensor_table.reader_of(list) is None
+    x = cuda.to_device(np.zeros(4, np.float32))
+    assert tensor_table.reader_of(type(x)) is tensor_table._simulator_reader
+    assert tensor_table._READERS[type(x)] is tensor_table._simulator_reader
+    h = _data((8, 33))
+    np.testing.assert_allclose(nk.sum(h, axis=1), h.astype(np.float64).sum(axis=1),
+                               rtol=1e-5, atol=1e-4)
+    assert not nk.sum.tensor_replay_table
+
+
+# --- torch tensors, with the bench's fake CUDA ----------------------------------------
+
+
+def _bench():
+    path = pathlib.Path(__file__).parents[2] / "bench" / "replay_python.py"
+    spec = importlib.util.spec_from_file_location("replay_python", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def fake():
+    pytest.importorskip("torch")
+    return _bench()
+
+
+def _tensor_call(fake, name, shape):
+    """A recorded fake-CUDA tensor call of the bench's case ``name``, entered in the
+    general table: (call, tensor)."""
+    import torch
+
+    call = fake.CASES[name][0]
+    original = fake._catch_programs()
+    try:
+        sim = fake._recorded(call, shape, name in fake.SCALAR)
+    finally:
+        replay.Recording.program = original
+    t = torch.from_numpy(_data(shape)).as_subclass(fake.CudaLike)
+    return call, t, sim
+
+
+def test_a_tensor_replay_asks_for_the_device_once_and_allocates_its_result(fake):
+    import torch
+
+    call, t, sim = _tensor_call(fake, "cumsum", (1000,))
+    allocations = []
+    with fake.fake_gpu():
+        empty = torch.empty
+        torch.empty = lambda *a, **k: allocations.append((a, k.get("dtype"))) or empty(*a, **k)
+        try:
+            fake._enter(call, t, fake._gpu_program(sim))
+            call(t)  # the general table's program, entered in the tensor table
+            ((kind, (dtype, shape, strides, _, device)),) = _tensor_keys(fake, nk.cumsum)
+            assert (kind, dtype, tuple(shape), strides, device) == \
+                (fake.CudaLike, torch.float32, (1000,), (1,), 0)
+            fake.stubs.clear()
+            allocations.clear()
+            result = call(t)
+        finally:
+            torch.empty = empty
+    assert fake.stubs["_cuda_getDevice"] == 1 and fake.stubs["raw_stream"] == 1
+    assert fake.stubs["current_device"] == 0
+    assert fake.stubs["driver_launch"] == len(sim.steps)
+    # one allocation, in the result's dtype (the simulator's scan has a temporary
+    # beside its result, so the result is a view of it)
+    assert allocations == [(((sim.total // 4,),), torch.float32)]
+    assert result.dtype == torch.float32 and tuple(result.shape) == (1000,)
+    assert result.storage_offset() * 4 == sim.result.offset
+
+
+def test_a_tensor_result_alone_in_its_memory_is_the_allocation():
+    torch = pytest.importorskip("torch")
+    alone = replay._ArraySpec(1, 0, (64, 16), (64, 4), torch.float32)
+    assert replay._tensor_result(alone, 4096) == ((64, 16), torch.float32, None)
+    beside = alone._replace(offset=256)  # a temporary first
+    shape, dtype, views = replay._tensor_result(beside, 4096 + 256)
+    assert (shape, dtype) == ((1088,), torch.float32)
+    view = views(torch.empty(shape, dtype=dtype))
+    assert view.shape == (64, 16) and view.stride() == (16, 1) and view.storage_offset() == 64
+    pair = (alone, alone._replace(offset=4096, dtype=torch.int64, strides=(128, 8)))
+    shape, dtype, views = replay._tensor_result(pair, 4096 + 8192)
+    assert dtype == torch.uint8
+    values, indices = views(torch.empty(shape, dtype=dtype))
+    assert (values.dtype, indices.dtype) == (torch.float32, torch.int64)
+    assert indices.storage_offset() == 4096 // 8
+
+
+def test_a_tensor_scalar_is_a_view_beside_the_temporaries(fake):
+    import torch
+
+    call, t, sim = _tensor_call(fake, "argmax", (1 << 10,))
+    with fake.fake_gpu():
+        fake._enter(call, t, fake._gpu_program(sim))
+        call(t)
+        result = call(t)
+    assert result.dtype == torch.int64 and result.shape == ()
+    assert result.storage_offset() * 8 == sim.result.offset
+
+
+def test_a_tensor_on_another_device_is_refused_with_its_name(fake):
+    call, t, sim = _tensor_call(fake, "sum", (1 << 10,))
+
+    class OnOne(fake.CudaLike):
+        def get_device(self):
+            return 1
+
+    OnOne.__module__ = fake.CudaLike.__module__
+    other = t.as_subclass(OnOne)
+    with fake.fake_gpu():
+        fake._enter(call, t, fake._gpu_program(sim))
+        call(t)
+        with pytest.raises(ValueError, match="x is on cuda:1 but the current device is "
+                                             "cuda:0"):
+            call(other)
+    assert len(_tensor_keys(fake, nk.sum)) == 1
+
+
+def _tensor_keys(fake, fn) -> list:
+    """The table's keys of fake tensors (the simulator's recording is in it too)."""
+    return [k for k in fn.tensor_replay_table if k[0] is fake.CudaLike]
+
+
+# --- on a GPU: CUDA tensors and CuPy arrays --------------------------------------------
+
+
+def _on_gpu(library):
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        return lambda h: torch.from_numpy(h).cuda(), lambda r: r.cpu().numpy(), torch.Tensor
+    cupy = pytest.importorskip("cupy")
+    return cupy.asarray, cupy.asnumpy, cupy.ndarray
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_gpu_layouts_are_tabled_apart_with_the_ordinary_answers(library):
+    to_device, to_host, kind = _on_gpu(library)
+    table = nk.sum.tensor_replay_table
+    recorded, replayed = _counts()
+    for _ in range(2):  # each layout recorded, then replayed from its own entry
+        whole = _data((40, 66))
+        d = to_device(whole)
+        wide = whole.astype(np.float64)
+        for x, h in [(d, whole), (d[:, ::2], whole[:, ::2]),  # strided
+                     (to_device(wide), wide), (d[:, 1:], whole[:, 1:])]:  # misaligned
+            got = _row_sum(x)
+            assert isinstance(got, kind)
+            np.testing.assert_allclose(to_host(got), h.astype(np.float64).sum(axis=1),
+                                       rtol=1e-5, atol=1e-4)
+    assert _counts() == (recorded + 4, replayed + 4)
+    assert len(table) == 4
