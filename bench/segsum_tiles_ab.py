@@ -8,9 +8,10 @@
 blocks in multiples of the blocks that fill the device at full occupancy: 2 gives
 2^26 float32 8 tiles of 4096 a block on an H200, 4 gives 4) and ``--registers``
 ``TILE_REGISTERS`` (ptxas's cap through launch bounds; 0: none), ``--items``
-``TILE_ITEMS`` (a tile is ``threads * items`` elements; segments up to a tile are
-short, a warp or a block each: 128 makes every segment of up to 32768 a block's, as
-CUB's ``DeviceSegmentedReduce`` gives every segment), all before the
+``TILE_ITEMS`` and ``BLOCK_TILE_ITEMS`` (a tile is ``threads * items`` elements;
+segments up to a tile are short, a warp or a block each: 128 makes every segment of
+up to 32768 a group's, as CUB's ``DeviceSegmentedReduce`` gives every segment a
+block), all before the
 first call compiles or plans anything, so each setting runs in its own process
 (``--all`` starts one per setting, this tree's numbakern in each).
 
@@ -64,7 +65,7 @@ def run(waves: int, registers: int, torch_too: bool, items: int = 0) -> None:
     segment_reduce.TILE_WAVES = waves  # before any call plans or compiles
     segment_reduce.TILE_REGISTERS = registers
     if items:  # a tile of threads * items: segments up to it are short (a group each)
-        segment_reduce.TILE_ITEMS = items
+        segment_reduce.TILE_ITEMS = segment_reduce.BLOCK_TILE_ITEMS = items
     torch = None
     if torch_too:
         try:
@@ -78,7 +79,8 @@ def run(waves: int, registers: int, torch_too: bool, items: int = 0) -> None:
         total = cp.concatenate([cp.zeros(1), cp.cumsum(x.astype(cp.float64))])
         want = total[offsets[1:]] - total[offsets[:-1]]
         line = [f"waves {waves} registers {registers:>2} items "
-                f"{segment_reduce.TILE_ITEMS:>3} mean {str(mean):>7}:"]
+                f"{segment_reduce.TILE_ITEMS:>3}/{segment_reduce.BLOCK_TILE_ITEMS:<3} "
+                f"mean {str(mean):>7}:"]
         for name, strategy in (("two_pass", None), ("atomic_fold", "atomic_fold/warp_shuffle")):
             def call(strategy=strategy):
                 return nk.segmented_reduce(x, offsets, strategy=strategy)

@@ -70,7 +70,8 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
             strategy: its block strategy reduces each segment or tile, its grid
             strategy combines the tiles of a long segment: ``two_pass``
             deterministic, ``atomic_fold`` by atomics).
-        lanes: threads per short segment (up to a tile, ``threads * 16`` elements):
+        lanes: threads per short segment (up to a tile: ``threads * 16`` elements
+            for a warp a segment, ``threads * 128`` for a block):
             32 (a warp), the strategy's thread count (a block), or None: a warp when
             the mean segment has at most 4096 elements. Longer segments are split
             into tiles over many blocks whatever ``lanes`` says.

@@ -10,7 +10,8 @@ takes the whole kernel's time while the rest of the GPU waits. So each segment i
 served by the group its length asks for, decided on the device as the offsets are
 read (the host never reads them):
 
-* **short** segments (at most a *tile*, ``T = threads * TILE_ITEMS`` elements) are
+* **short** segments (at most a *tile*, ``T = threads * TILE_ITEMS`` elements where a
+  warp takes each, ``threads * BLOCK_TILE_ITEMS`` where a block does) are
   reduced whole by a *group* of threads, grid-strided over segments
   (:func:`build_segment_kernel`): a **warp** per segment (``lanes = 32``, several
   per block, combined by the block strategy's warp form: no barrier), the default
@@ -83,10 +84,16 @@ from numbakern.runtime.views import sliced
 
 #: a warp per short segment when the mean segment has at most this many elements
 WARP_SEGMENT_MAX = 4096
-#: elements per thread in a tile (a long segment is longer than ``threads`` times
-#: this): four 16-byte float32 vectors per thread on a GPU, small under the simulator
-#: so that tests reach long segments with small arrays
+#: elements per thread in a tile where a warp takes each short segment (a long segment
+#: is longer than ``threads`` times this): four 16-byte float32 vectors per thread on a
+#: GPU, 128 a lane of a warp; small under the simulator so that tests reach long
+#: segments with small arrays
 TILE_ITEMS = 4 if SIMULATOR else 16
+#: the same where a block takes each short segment (mean segments over
+#: WARP_SEGMENT_MAX): a block reads a segment of up to 128 elements a thread whole, as
+#: CUB's DeviceSegmentedReduce does any segment (H200, 2^26 float32, mean 16384:
+#: 0.144 ms against 0.199 with the warp's tile; bench/NOTES.md)
+BLOCK_TILE_ITEMS = 4 if SIMULATOR else 128
 #: blocks of the tile kernel, in multiples of the blocks of ``threads`` that fill the
 #: device once at full occupancy (``max_resident_blocks``); this sets ``R``, the tiles
 #: a block reduces: 2 gives 2^26 float32 (16384 tiles of 4096) 8 tiles a block on an
@@ -480,7 +487,7 @@ class SegmentReduce:
         groups = ceil_div(M, block.threads // lanes)
         target = blocks or 32 * max_resident_blocks(block.threads)
         first = max(1, min(groups, target))
-        T = block.threads * TILE_ITEMS
+        T = block.threads * (BLOCK_TILE_ITEMS if lanes == block.threads else TILE_ITEMS)
         if n <= T:  # no segment can outgrow a tile
             return SegmentPlan(block, lanes, first)
         K = ceil_div(n, T)
