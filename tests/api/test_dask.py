@@ -530,6 +530,27 @@ def test_scan_reverse_exclusive_and_dtype_kept(method):
 
 
 @pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_carries_keep_numpys_special_values_across_chunks(method):
+    """A built-in op's carry is applied by NumPy's ufunc: -0.0 stays -0.0, NaN and inf
+    cross chunk edges as in NumPy's scans (max's NaN first, then inf)."""
+    a = np.array([-0.0, -0.0, -0.0, 1.0, np.nan, 2.0, np.inf, -np.inf, 3.0],
+                 dtype=np.float32)
+    x = da.from_array(a, chunks=((1, 2, 0, 2, 4),))
+    got = nk.cumsum(x, method=method).compute()
+    np.testing.assert_array_equal(got, np.cumsum(a))
+    assert np.signbit(got[:3]).all()
+    b = np.array([-np.inf, 1.0, np.inf, 2.0, np.nan, 5.0], dtype=np.float32)
+    y = da.from_array(b, chunks=2)
+    np.testing.assert_array_equal(nk.associative_scan(y, "max", method=method).compute(),
+                                  np.maximum.accumulate(b))
+    np.testing.assert_array_equal(nk.associative_scan(y[:4], "min", method=method).compute(),
+                                  np.minimum.accumulate(b[:4]))
+    i = da.from_array(np.array([0b1010, 0b0110, 0b0011, 0b1000], np.int32), chunks=1)
+    np.testing.assert_array_equal(nk.associative_scan(i, "bitwise_xor").compute(),
+                                  np.bitwise_xor.accumulate(i.compute()))
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
 def test_non_commutative_scan_keeps_order_across_chunks(method):
     a = np.zeros(90)
     a[[3, 40, 41, 77]] = [5.0, 2.0, 7.0, 1.0]
