@@ -29,6 +29,7 @@ from numbakern.kernels.partition_split import MAX_PIVOTS
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.views import host_copy
 
+from .explain_select import digit_counts
 from .trace import TraceError
 
 #: what :func:`trace_rank` follows
@@ -175,14 +176,7 @@ def _rank_passes(root: Tree, trace: RankTrace, limit: int) -> None:
                 f"pass {p['pass'] + 1}: bits {hi}-{lo} · {candidates} candidate(s) · keeps "
                 f"bucket {row['bucket']:#04x}: {row['below']} below it, {row['in_bucket']} "
                 f"in it · rank {need} → {need - row['below']} among them", "magenta"))
-            shown = sorted(row["counts"].items())
-            for digit, count in shown[:limit]:
-                mark = " ← kept" if digit == row["bucket"] else (
-                    " (smaller)" if digit < row["bucket"] else " (larger)")
-                step_node.add(Text(f"digit {digit:#04x}: {count} key(s){mark}",
-                                   "green" if digit == row["bucket"] else ""))
-            if len(shown) > limit:
-                step_node.add(Text(f"… {len(shown) - limit} more digit(s)", "dim"))
+            digit_counts(step_node, row, limit, ("smaller", "larger"))
             need -= row["below"]
             candidates = row["in_bucket"]
         node.add(Text(f"found: {candidates} key(s) equal to rank {k + 1}'s, np.sort's "

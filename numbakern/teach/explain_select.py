@@ -147,14 +147,7 @@ def select_tree(trace: SelectTrace, limit: int = 6) -> Tree:
             f"pass {p['pass'] + 1}: bits {hi}-{lo} · {candidates} candidate(s) · keeps bucket "
             f"{row['bucket']:#04x}: {row['below']} below it win, {row['in_bucket']} in it "
             f"· need {need} → {need - row['below']}", "bold magenta"))
-        shown = sorted(row["counts"].items())
-        for digit, count in shown[:limit]:
-            mark = " ← kept" if digit == row["bucket"] else (
-                " (win)" if digit < row["bucket"] else " (lose)")
-            node.add(Text(f"digit {digit:#04x}: {count} key(s){mark}",
-                          "green" if digit == row["bucket"] else ""))
-        if len(shown) > limit:
-            node.add(Text(f"… {len(shown) - limit} more digit(s)", "dim"))
+        digit_counts(node, row, limit, ("win", "lose"))
         need -= row["below"]
         candidates = row["in_bucket"]
     if trace.passes:
@@ -175,3 +168,17 @@ def select_tree(trace: SelectTrace, limit: int = 6) -> Tree:
                   f"({'descending, NaN first' if trace.largest else 'ascending'}): "
                   f"{'yes' if ok else 'NO'}", "bold green" if ok else "bold red"))
     return root
+
+
+def digit_counts(node: Tree, row: dict, limit: int, sides: tuple[str, str]) -> None:
+    """Under ``node``, a pass's digit histogram: each digit's count (at most
+    ``limit`` of them), the kept bucket marked, the others by ``sides`` (what the
+    digits below and above the kept one mean)."""
+    shown = sorted(row["counts"].items())
+    for digit, count in shown[:limit]:
+        mark = " ← kept" if digit == row["bucket"] else (
+            f" ({sides[0]})" if digit < row["bucket"] else f" ({sides[1]})")
+        node.add(Text(f"digit {digit:#04x}: {count} key(s){mark}",
+                      "green" if digit == row["bucket"] else ""))
+    if len(shown) > limit:
+        node.add(Text(f"… {len(shown) - limit} more digit(s)", "dim"))
