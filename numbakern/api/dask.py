@@ -1019,10 +1019,7 @@ def _scan_chunk(x, *, ref, result, axis, exclusive, strategy, layout):
 def _total_chunk(scanned, x, *, ref, result, axis, exclusive):
     """The chunk's total along ``axis`` (kept as length 1), read off its scan: the
     scan's last element (an exclusive scan's combined with the chunk's last element),
-    so no second pass over the chunk; no elements: the op's identity."""
-    if x.shape[axis] == 0:
-        shape = tuple(1 if a == axis else s for a, s in enumerate(x.shape))
-        return np.full_like(x, _op(ref).identity(result), shape=shape, dtype=result)
+    so no second pass over the chunk. Never asked of an empty chunk."""
     last = tuple(slice(-1, None) if a == axis else slice(None) for a in range(x.ndim))
     total = scanned[last].copy()  # not a view: the chunk's scan need not outlive it
     if exclusive:
@@ -1101,25 +1098,28 @@ def _scan_graph(x, axis: int, scan, total, pair, method: str, name: str, meta):
         dsk[key] = (pair, a, b)
         return key
 
-    nblocks = x.numblocks[axis]
+    sizes = x.chunks[axis]
     others = (range(n) if a != axis else (0,) for a, n in enumerate(x.numblocks))
     for row in itertools.product(*others):
         def at(k, row=row):
             return tuple(k if a == axis else i for a, i in enumerate(row))
 
-        dsk[(out, *at(0))] = (scan, (x.name, *at(0)))
-        if nblocks == 1:
+        t, later = [], []  # the totals; the blocks after one with elements
+        for k, size in enumerate(sizes):
+            scanned = (locals_ if t else out, *at(k))  # no carry yet: the scan is it
+            dsk[scanned] = (scan, (x.name, *at(k)))
+            if t:
+                later.append((k, len(t)))
+            # an empty block carries nothing (its identity would turn a carried -0.0
+            # into +0.0), and the last block's total carries into no block
+            if size and k < len(sizes) - 1:
+                dsk[(totals, *at(k))] = (total, scanned, (x.name, *at(k)))
+                t.append((totals, *at(k)))
+        if not later:
             continue
-        t = []
-        for k in range(nblocks):
-            scanned = (out if k == 0 else locals_, *at(k))
-            if k:
-                dsk[scanned] = (scan, (x.name, *at(k)))
-            dsk[(totals, *at(k))] = (total, scanned, (x.name, *at(k)))
-            t.append((totals, *at(k)))
         inclusive = _chain(t, combine) if method == "sequential" else _tree(t, combine)
-        for k in range(1, nblocks):
-            dsk[(out, *at(k))] = (pair, inclusive[k - 1], (locals_, *at(k)))
+        for k, carried in later:
+            dsk[(out, *at(k))] = (pair, inclusive[carried - 1], (locals_, *at(k)))
     graph = HighLevelGraph.from_collections(out, dsk, dependencies=[x])
     return da.Array(graph, out, x.chunks, meta=meta)
 

@@ -539,6 +539,10 @@ def test_carries_keep_numpys_special_values_across_chunks(method):
     got = nk.cumsum(x, method=method).compute()
     np.testing.assert_array_equal(got, np.cumsum(a))
     assert np.signbit(got[:3]).all()
+    for chunks in (((1, 0, 3),), ((0, 1, 0, 0, 3, 0),)):  # empty blocks carry nothing
+        z = da.from_array(np.full(4, -0.0), chunks=chunks)
+        assert np.signbit(nk.cumsum(z, method=method).compute()).all()
+        assert np.signbit(nk.associative_scan(z, "sum", method=method).compute()).all()
     b = np.array([-np.inf, 1.0, np.inf, 2.0, np.nan, 5.0], dtype=np.float32)
     y = da.from_array(b, chunks=2)
     np.testing.assert_array_equal(nk.associative_scan(y, "max", method=method).compute(),
