@@ -157,4 +157,5 @@ def test_readme_explain_examples_run_as_written(tmp_path, monkeypatch):
         assert result.exit_code == 0, (command, result.output)
         assert ("yes · equals NumPy's" in result.output
                 or "every element exactly once: yes" in result.output
-                or re.search(r"proof: equals the first \d+ of NumPy's .*: yes", result.output))
+                or re.search(r"proof: equals the first \d+ of NumPy's .*: yes", result.output)
+                or re.search(r"proof: at each kth np.sort's element.*: yes", result.output))
