@@ -51,10 +51,11 @@ from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, Workspace, as_ar
                                    resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
-from numbakern.core.jobs import ReduceJob
+from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels import bfloat16
 from numbakern.kernels.axis_reduce import check_lanes
+from numbakern.kernels.finishes import divide_by_count_emit, divide_emit, variance_emit
 from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, divide_into,
                                             fold_first_into, log_sum_exp_into, nan_where,
                                             squared_deviations_into, subtract_into,
@@ -201,12 +202,33 @@ def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bo
     (:func:`_where`), whose masked-out elements load as the op's identity. A bfloat16
     ``x`` (:class:`~numbakern.core.arrays.BFloat16Input`) is laid out as its bits,
     which the kit widens as it reads them."""
+    return grid.reduce(_job(x, axes, op, kit, workspace, lanes, track_index, where))
+
+
+def _job(x, axes, op, kit, workspace: Workspace, lanes, track_index: bool, where=None,
+         finish=None) -> ReduceJob:
+    """The reduce job of :func:`_reduce`'s arguments; ``finish``: a
+    :class:`~numbakern.core.jobs.Finish` its storing pass may fold in."""
     x, widened = bits_of(x)
     if widened:
         kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
     layout = reduce_layout(x, axes, kit, not op.commutative, lanes, track_index,
                            workspace.stream, where)
-    return grid.reduce(ReduceJob(layout, op, kit, workspace))
+    return ReduceJob(layout, op, kit, workspace, finish)
+
+
+def _reduce_finished(x, axes, op, kit, grid, workspace: Workspace, lanes, emit, dst,
+                     argument, finish_apart, where=None) -> None:
+    """Reduce ``axes`` of ``x`` into ``dst`` (1-D, one finished value per output):
+    ``emit`` (``numbakern/kernels/finishes.py``, handed ``(dst, argument)``) finishes
+    each output in the reduction's storing pass when the grid strategy stores whole
+    outputs (the default's: one launch for a single-pass size); otherwise
+    ``finish_apart(fields)`` finishes the states the strategy returns."""
+    job = _job(x, axes, op, kit, workspace, lanes, False, where,
+               Finish(emit, (dst, argument)))
+    fields = grid.reduce(job)
+    if not job.finished:
+        finish_apart(kit.unpack(fields))
 
 
 # NumPy's ufunc names in its "needs initial" message
@@ -414,13 +436,15 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
         value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
                          axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                         "Mean of empty slice", mask)
+                         "Mean of empty slice", mask, (divide_by_count_emit(), 0.0))
         _sum_special_values(x, value, axis, keepdims, where, False)
         return value
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes)
     kind = kind_of(x)
     check_out(out, planned.shape, result, kind, "mean")
+    if kind != "numpy" and planned.M * planned.N:
+        return _device_mean(x, planned, result, out, dtype, kind, stream, lanes)
     total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes,
                  bits=False)
     count = planned.N
@@ -440,6 +464,27 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         return out
     dst = workspace.empty(src.shape[0], result)
     divide_into(src, dst, count, workspace.stream)
+    if _rounds_to_bfloat16(x, dtype, out, result, kind):
+        dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
+    return deliver(workspace, dst, result, planned.shape, None)
+
+
+def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, stream,
+                 lanes):
+    """The mean of device input with elements: the sum's reduction, its storing pass
+    dividing each sum by the count (``finishes.divide_emit``, one launch where the
+    sum's is one), into ``out`` itself or the result's allocation."""
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    dst = flat(out) if out is not None else workspace.empty(planned.M, result)
+    count = planned.N
+
+    def apart(fields):
+        divide_into(fields[0], dst, count, workspace.stream)
+
+    _reduce_finished(x, planned.axes, _ops.SUM, planned.kit, planned.grid, workspace, lanes,
+                     divide_emit(), dst, float(count), apart)
+    if out is not None:
+        return out
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
     return deliver(workspace, dst, result, planned.shape, None)
@@ -998,7 +1043,8 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
     value = _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
                      keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                     "Mean of empty slice", _where(where, x.shape, "nanmean"))
+                     "Mean of empty slice", _where(where, x.shape, "nanmean"),
+                     (divide_by_count_emit(), 0.0))
     _sum_special_values(x, value, axis, keepdims, where, True)
     return value
 
@@ -1134,7 +1180,8 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
         variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
 
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
-                     strategy, stream, lanes, finish, ddof, warning, mask)
+                     strategy, stream, lanes, finish, ddof, warning, mask,
+                     (variance_emit(root, skip_nan), float(ddof)))
     _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
     return value
 
@@ -1375,14 +1422,17 @@ def _c_order(a, workspace: Workspace):
 
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
-             finish, too_few, warning: str, mask=None):
+             finish, too_few, warning: str, mask=None, emit=None):
     """A reduction of ``op``'s states (field ``dtypes``, one of them the count: the
     last of a ``(sum, count)`` pair, the first of var's ``(count, mean, M2)``), each
     output then made by ``finish(*fields, dst, stream)`` in ``result`` (``fields``:
-    one array per field): nanmean's and var's (and mean's with ``where=``). Outputs of no elements are NaN; NumPy's
-    ``warning`` is raised (for NumPy input: device counts stay on the device) where an
-    output counts ``too_few`` or fewer elements. ``mask``: a checked ``where=`` mask
-    (:func:`_where`); the elements it masks out count nothing."""
+    one array per field): nanmean's and var's (and mean's with ``where=``). Outputs of
+    no elements are NaN; NumPy's ``warning`` is raised (for NumPy input: device counts
+    stay on the device) where an output counts ``too_few`` or fewer elements.
+    ``mask``: a checked ``where=`` mask (:func:`_where`); the elements it masks out
+    count nothing. ``emit``: ``(emit, argument)``, the same finish done by the
+    reduction's storing pass (``numbakern/kernels/finishes.py``), for device input,
+    whose counts are never read back."""
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
@@ -1391,10 +1441,14 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     if empty is not None:
         return empty
     kit = state_kit(op, dtypes)
+    values = workspace.empty(M, result)
+    if workspace.kind != "numpy" and emit is not None:  # no counts read back: folded
+        _reduce_finished(x, axes, op, kit, grid, workspace, lanes, emit[0], values, emit[1],
+                         lambda fields: finish(*fields, values, workspace.stream), mask)
+        return deliver(workspace, values, result, shape, out)
     fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
                                 where=mask))
     counts = fields[0] if kit.fields > 2 else fields[1]
-    values = workspace.empty(M, result)
     finish(*fields, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
     if workspace.kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():

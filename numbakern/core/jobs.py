@@ -9,6 +9,8 @@ asks the job for what it needs. There is one job per family: :class:`ReduceJob`,
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from numbakern.core.arrays import Workspace
@@ -33,6 +35,16 @@ def alloc_states(workspace: Workspace, kit, shape) -> tuple:
     return kit.pack(workspace.empty(shape, d) for d in kit.dtypes)
 
 
+class Finish(NamedTuple):
+    """A reduction's last step folded into its store: ``emit`` (an
+    ``numbakern.kernels.emits.Emit`` that writes a finished value from a whole
+    output's state, ``numbakern/kernels/finishes.py``) and the ``out`` pair it is
+    handed as ``(o0, o1)``: the result array and a scalar argument."""
+
+    emit: object
+    out: tuple
+
+
 class ReduceJob:
     """One reduction in flight: ``outputs`` results, each the combine of ``count``
     elements, laid out by ``layout`` (``numbakern/kernels``: ``FlatReduce`` for a whole
@@ -43,12 +55,20 @@ class ReduceJob:
     (:meth:`store`, :meth:`emit_partial`, :meth:`reduce_partials`), so that it
     stays about *how* pieces meet, whatever the layout.
 
+    A job may carry a ``finish`` (a :class:`Finish`): the caller's last step
+    (a mean's divide, a variance's ``M2 / (count - ddof)``,
+    ``numbakern/kernels/finishes.py``), which the pass that stores whole outputs then
+    does itself, writing finished values instead of states: one launch fewer.
+    ``finished`` tells the caller whether that happened (a strategy that ends
+    otherwise, an atomic fold's words, returns the states, which the caller finishes
+    apart).
+
     Attributes:
         op, kit: the op and its state kit; ``workspace``, ``stream``: where
-            allocations and launches go.
+            allocations and launches go; ``finish``, ``finished``: above.
     """
 
-    def __init__(self, layout, op, kit, workspace: Workspace):
+    def __init__(self, layout, op, kit, workspace: Workspace, finish=None):
         self.layout = layout
         self.op = op
         self.kit = kit
@@ -56,6 +76,9 @@ class ReduceJob:
         self.stream = workspace.stream
         self.outputs = layout.outputs
         self.count = layout.count
+        # only layouts whose storing passes take an emit can fold a finish
+        self.finish = finish if getattr(layout, "finishes", False) else None
+        self.finished = False
 
     def plan(self, grid):
         """The first pass for ``grid``'s block strategy and block count: its
@@ -69,7 +92,11 @@ class ReduceJob:
 
     def store(self, plan) -> tuple:
         """Run a first pass of one piece per output, each storing its output; returns
-        the field arrays."""
+        the field arrays (with a :class:`Finish`, its ``out``, finished)."""
+        if self.finish is not None:
+            self.run(plan, self.finish.emit, self.finish.out)
+            self.finished = True
+            return self.finish.out
         out = self.alloc_state(self.outputs)
         self.run(plan, emit_store(self.kit), out)
         return out
@@ -85,6 +112,11 @@ class ReduceJob:
         held = getattr(self.layout, "results_among_partials", None)
         if held is not None:
             return held(plan, partials)
+        if self.finish is not None:
+            self.layout.reduce_partials(plan, partials, self.finish.out, self.stream,
+                                        self.finish.emit)
+            self.finished = True
+            return self.finish.out
         out = self.alloc_state(self.outputs)
         self.layout.reduce_partials(plan, partials, out, self.stream)
         return out

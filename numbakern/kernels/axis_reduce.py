@@ -521,6 +521,8 @@ class AxisReduce:
         dtype: the input's dtype.
     """
 
+    finishes = True  # its storing passes take any emit (core.jobs.Finish)
+
     def __init__(self, av, kit, ordered: bool, lanes, dtype, mask=None):
         self.av, self.kit, self.ordered, self.lanes = av, kit, ordered, lanes
         self.dtype = np.dtype(dtype)
@@ -545,17 +547,19 @@ class AxisReduce:
         """Partials ``[output][piece]`` (row kernel) or ``[piece][output]`` (column)."""
         return emit_partial(self.kit, plan.kernel == "column")
 
-    def reduce_partials(self, plan: Launch, partials, out, stream) -> None:
+    def reduce_partials(self, plan: Launch, partials, out, stream, emit=None) -> None:
         """Reduce each output's ``plan.pieces`` partial states into ``out``: a row
         kernel (a warp or a block per output) for the row kernel's partials, the
         column kernel (a thread per output, reading ``[piece][output]`` coalesced) for
-        the column's; the same block strategy as the first pass."""
+        the column's; the same block strategy as the first pass. ``emit``: how an
+        output is written (default the state's store; a finish,
+        ``numbakern/kernels/finishes.py``)."""
         av, kit, block, pieces = self.av, self.kit, plan.block, plan.pieces
-        store = emit_store(kit)
+        store = emit_store(kit) if emit is None else emit
         if plan.kernel == "column":
             columns = min(_pow2_floor(block.threads), _pow2_ceil(av.M))
-            key = ("axis_reduce", "column", "partials", self.ordered, block.threads, kit,
-                   device_key())
+            key = ("axis_reduce", "column", "partials", store.name, self.ordered,
+                   block.threads, kit, device_key())
             kernel = cached(key, lambda: build_column_kernel(
                 block.threads, kit, partial_loader(kit, True), store.build(), self.ordered,
                 True))
@@ -565,8 +569,8 @@ class AxisReduce:
             return
         lanes = WARP if pieces <= WARP_ROW_MAX and block.offers_warp_reduce() else block.threads
         outputs32 = av.M < 2**31
-        key = ("axis_reduce", "row", "partials", lanes, self.ordered, outputs32, block.key,
-               kit, device_key())
+        key = ("axis_reduce", "row", "partials", store.name, lanes, self.ordered, outputs32,
+               block.key, kit, device_key())
         kernel = cached(key, lambda: build_row_kernel(
             block, kit, partial_loader(kit, False), store.build(), lanes, self.ordered, True,
             outputs32))
@@ -637,17 +641,17 @@ def build_tiny_row_kernel(kit, emit, width: int):
     return tiny_rows
 
 
-def build_scatter_kernel(kit):
+def build_scatter_kernel(kit, emit):
     """Kernel ``(p0, p1, M, m1, o0, o1)``: state ``i`` of ``p`` (traversal order) to
-    ``o`` at ``i * m1`` (its place in the result), grid-strided."""
-    load, store = kit.load, kit.store
+    ``emit`` at ``i * m1`` (its place in the result), grid-strided."""
+    load = kit.load
 
     @cuda.jit
     def scatter(p0, p1, M, m1, o0, o1):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < M:
-            store(o0, o1, i * m1, load(p0, p1, i))
+            emit(o0, o1, i, i * m1, 0, 1, M, load(p0, p1, i))
             i += step
 
     return scatter
@@ -663,6 +667,8 @@ class TinyPlan:
 class TinyRows:
     """Reduce rows of one aligned vector each, a thread per row (:func:`tiny_row_width`
     says when); every output is one piece, so a grid strategy only ever stores."""
+
+    finishes = True  # its storing passes take any emit (core.jobs.Finish)
 
     def __init__(self, av, kit, width: int):
         self.av, self.kit, self.width = av, kit, width
@@ -682,10 +688,12 @@ class TinyRows:
         """Partial ``row`` (each row is its output's one piece)."""
         return emit_partial(self.kit, False)
 
-    def reduce_partials(self, plan: TinyPlan, partials, out, stream) -> None:
-        """Each row's one partial to its place in the result."""
+    def reduce_partials(self, plan: TinyPlan, partials, out, stream, emit=None) -> None:
+        """Each row's one partial to its place in the result (through ``emit``: by
+        default the state's store)."""
         kit = self.kit
-        kernel = cached(("axis_reduce", "scatter", kit, device_key()),
-                        lambda: build_scatter_kernel(kit))
+        store = emit_store(kit) if emit is None else emit
+        kernel = cached(("axis_reduce", "scatter", store.name, kit, device_key()),
+                        lambda: build_scatter_kernel(kit, store.build()))
         launch(kernel, grid_for(self.av.M), THREADS, stream, *partials, self.av.M,
                self.av.out_mult[1], *out)

@@ -258,6 +258,7 @@ class FlatReduce:
     """
 
     outputs = 1
+    finishes = True  # its storing passes take any emit (core.jobs.Finish)
 
     def __init__(self, x, n: int, kit: StateKit, ordered: bool, vectors: bool = True):
         self.x, self.n, self.kit, self.ordered = x, np.int64(n), kit, ordered
@@ -286,12 +287,14 @@ class FlatReduce:
         """Partial ``piece`` (block ``piece``'s state)."""
         return emit_partial(self.kit, False)
 
-    def reduce_partials(self, plan: FlatPlan, partials, out, stream) -> None:
+    def reduce_partials(self, plan: FlatPlan, partials, out, stream, emit=None) -> None:
         """One block reduces the ``plan.blocks`` partials, in block order, with the same
-        block strategy, into ``out``."""
+        block strategy, into ``out`` (through ``emit``: by default the state's store;
+        a finish, ``numbakern/kernels/finishes.py``)."""
         kit, block = self.kit, plan.block
-        store = emit_store(kit)
-        key = ("flat_reduce", "partials", block.key, kit, self.ordered, device_key())
+        store = emit_store(kit) if emit is None else emit
+        key = ("flat_reduce", "partials", store.name, block.key, kit, self.ordered,
+               device_key())
         kernel = cached(key, lambda: build_reduce_kernel(
             block, kit, kit.load, store.build(), self.ordered))
         launch(kernel, 1, block.threads, stream, *partials, plan.blocks, *out)
