@@ -120,7 +120,13 @@ class DecoupledLookback(GridScan):
         tiles = ceil_div(job.n, threads * items)  # per segment
         total = tiles * job.segments
         packed = _packs(job.kit)
-        status = job.zeros(total + 1, np.uint64 if packed else np.uint32)  # + the counter
+        # One tile a segment: no tile waits on another, so a block's tile is its index
+        # and the status words are never read: they need no zeroing launch (a small
+        # scan is then one launch, and a replayed one one recorded launch).
+        single = tiles == 1
+        word = np.uint64 if packed else np.uint32
+        status = job.workspace.empty(total + 1, word) if single else \
+            job.zeros(total + 1, word)  # + the counter
         if packed:
             values = (status,) * 4
         else:
@@ -129,10 +135,11 @@ class DecoupledLookback(GridScan):
             inclusive = [job.workspace.empty(total, w) for w in words]
             values = (*_handles(aggregates), *_handles(inclusive))
         key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
-               job.key)
+               single, job.key)
         kernel = cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
-            job.exclusive, job.empty, self.publish_prefix, self.hold, job.out_fields))
+            job.exclusive, job.empty, self.publish_prefix, self.hold, job.out_fields,
+            single))
         launch(kernel, total, threads, job.stream, *job.sources, *job.outs, job.n, tiles,
                status, *values)
 
@@ -400,7 +407,7 @@ def _build_lookback(kit, wait):
 
 
 def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hold,
-           outputs: int):
+           outputs: int, single: bool = False):
     t = Tile(block, kit, items, load, store, exclusive, empty, hold)
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
@@ -421,7 +428,10 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
         l0, l1 = local_storage()
         tid = cuda.threadIdx.x
         if tid == 0:  # 1. a tile id in the order blocks start (the counter's slot is last)
-            ticket[0] = cuda.atomic.add(st, st.size - 1, 1)
+            if single:  # one tile a segment: none waits, and the words hold garbage
+                ticket[0] = cuda.blockIdx.x
+            else:
+                ticket[0] = cuda.atomic.add(st, st.size - 1, 1)
         cuda.syncthreads()
         tile = int64(ticket[0])
         seg = tile // tiles
@@ -433,7 +443,7 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
         r = load_tile(src0[a, b], src1[a, b], n, start, xs0, xs1, l0, l1)
         inc, exc, total = block_scan(r, tmp0, tmp1)
         if k == 0:  # 2. nothing before the segment's first tile
-            if tid == 0:
+            if tid == 0 and not single:  # a single tile's is read by none
                 publish(st, v0, v1, w0, w1, tile, STATUS_P, total)
             carry = total
             has = False

@@ -70,3 +70,42 @@ def test_the_scan_job_sizes_items_by_a_narrower_input():
     assert value_bytes(np.float64, (np.float64,)) is None
     assert value_bytes(np.float32, (np.float32,)) is None
     assert value_bytes(np.int32, (np.int64, np.int64), fields=2) is None
+
+
+# Under the simulator a tile is 64 threads of 2 items: 128 elements.
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129])
+@pytest.mark.parametrize("block", nk.strategies.available("block", scan=True))
+def test_one_tile_a_segment_needs_no_zeroed_status_words(block, n):
+    """A scan of one tile a segment takes its tile from its block index and never
+    reads the status words (they are not zeroed: garbage must not matter); more
+    tiles look back as before. float32 against float64 NumPy, rtol 1e-5, atol 1e-4."""
+    from numba import cuda
+
+    h = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    strategy = f"decoupled_lookback/{block}"
+    for kw, want in [({}, np.cumsum(h.astype(np.float64))),
+                     ({"exclusive": True}, np.cumsum(h.astype(np.float64)) - h),
+                     ({"reverse": True}, np.cumsum(h[::-1].astype(np.float64))[::-1])]:
+        got = nk.cumsum(cuda.to_device(h), strategy=strategy, **kw).copy_to_host()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    rows = np.random.default_rng(n + 1).standard_normal((3, n)).astype(np.float32)
+    got = nk.cumsum(cuda.to_device(rows), axis=1, strategy=strategy).copy_to_host()
+    np.testing.assert_allclose(got, np.cumsum(rows.astype(np.float64), axis=1), rtol=1e-5,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("n, launches", [(100, 1), (128, 1), (129, 2)])
+def test_a_repeated_one_tile_scan_replays_as_one_launch(n, launches):
+    from numba import cuda
+
+    from numbakern.runtime import replay
+
+    replay.forget()  # this test's recording alone in the table
+    x = cuda.to_device(np.arange(n, dtype=np.float32))
+    nk.cumsum(x)  # recorded
+    before = replay.counts["replayed"]
+    got = nk.cumsum(x)
+    assert replay.counts["replayed"] == before + 1
+    (program,) = nk.cumsum.tensor_replay_table.values()
+    assert len(program.steps) == launches  # more tiles: the status words' zeroing too
+    np.testing.assert_array_equal(got.copy_to_host(), np.cumsum(np.arange(n)))
