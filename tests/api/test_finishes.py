@@ -187,3 +187,17 @@ def test_a_two_block_call_replays_as_many_launches_as_the_sum(name):
     ours, _ = _replayed_launches(lambda a: FUNCTIONS[name][0](a, keepdims=True), x)
     sums, _ = _replayed_launches(lambda a: nk.sum(a, keepdims=True), x)
     assert ours == sums == 2
+
+
+def test_where_on_device_counts_each_outputs_own_elements():
+    h = _data((40, 33))
+    mask = rng.random((40, 33)) < 0.6
+    mask[:, 3] = False  # an output that keeps nothing: NaN
+    for name in ["mean", "var", "nanmean", "nanstd"]:
+        fn, ref = FUNCTIONS[name]
+        got = fn(cuda.to_device(h), axis=0, where=cuda.to_device(mask)).copy_to_host()
+        with np.errstate(divide="ignore", invalid="ignore"), \
+                pytest.warns(RuntimeWarning):
+            want = ref(h.astype(np.float64), axis=0, where=mask)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        assert np.isnan(got[3])
