@@ -46,7 +46,7 @@ def _check(name, h, tol=1e-5, strategy=None, **kw):
 
 
 @pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129, 512, 1000, 1500])
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", ["mean", "var", "nanstd"])  # each finish; the rest below
 def test_sizes_around_warp_block_and_grid_boundaries(name, n):
     h = _data(n)
     if name.startswith("nan") and n > 2:
