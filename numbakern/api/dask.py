@@ -54,7 +54,11 @@ scans), the graph is the same tree of the same calls, so a deterministic strateg
 gives the same bits run to run, on any scheduler and any number of workers. The
 bits may differ from one numbakern call on the whole array: the partials of a
 float reduction are summed in a different tree. Integer results, max/min, argmax
-and the bitwise ops are exact and equal to a single call.
+and the bitwise ops are exact and equal to a single call. A float result that is NaN
+is a NaN whose sign bit and payload are not specified: they may change with the
+chunks, as NumPy's own ``np.sum`` gives the NaN its pairwise order meets first, and
+a GPU's arithmetic gives its canonical NaN where a CPU (the simulator) keeps an
+operand's.
 
 Chunk calls run side by side on Dask's threaded scheduler, under the simulator too
 (each simulated launch has its own thread state: ``numbakern/runtime/simulator.py``).

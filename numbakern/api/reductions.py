@@ -356,7 +356,9 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
     uint64; float16 stays float16 but accumulates in float32), or ``dtype``. The sum
-    of no elements is 0. Host input warns NumPy's floating-point errors under
+    of no elements is 0; of a slice holding NaN, a NaN whose sign bit and payload are
+    not specified (NumPy's is the NaN its pairwise order meets first; a GPU's add
+    gives its canonical NaN). Host input warns NumPy's floating-point errors under
     ``np.geterr()`` (``inf + -inf`` where a slice holds both infinities and no NaN; an
     overflow), found from the host result (``nansum``, ``mean``, ``nanmean`` too);
     device input gets the values without them.

@@ -121,7 +121,8 @@ def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None
         x = as_array_like(x)
         dtype = stored = check_dtype(x.dtype)
     if len(x.shape) == 0 and axis is not None:
-        return _topk_0d(x, k, axis, largest, sorted, strategy, stream)
+        given = x if asked is None or asked.isnative else np.asarray(x, asked)
+        return _topk_0d(given, k, axis, largest, sorted, strategy, stream)
     kind = kind_of(x)
     largest = check_flag(largest, "largest")
     in_order = check_flag(sorted, "sorted")
@@ -137,7 +138,8 @@ def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None
     rows = math.prod(moved.shape[:-1])
     if rows * k == 0:
         xp = _xp(arr)
-        return TopK(wrap(_restore(xp.empty(out_shape, stored), axis)),
+        kept = asked if asked is not None and not asked.isnative else stored
+        return TopK(wrap(_restore(xp.empty(out_shape, kept), axis)),
                     wrap(_restore(xp.empty(out_shape, INDEX_DTYPE), axis)))
     workspace = Workspace(kind, resolve_stream(stream, kind))
     bits = bits_dtype(dtype)

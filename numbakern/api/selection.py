@@ -77,7 +77,7 @@ from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, resu
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import SelectJob
 from numbakern.kernels import partition_split as split
-from numbakern.kernels.elementwise import zeros
+from numbakern.kernels.elementwise import cast_into, zeros
 from numbakern.kernels.order_stats import (
     INTERPOLATING,
     INVALID,
@@ -107,8 +107,11 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
 
     Contract (NumPy's): for every ``k`` in ``kth`` the element at ``k`` along the axis
     is the one a sort puts there; no element before it is larger, none after it
-    smaller (NaN sorts last). Returns ``x``'s dtype and shape (``(x.size,)`` for
-    ``axis=None``, the flattened input).
+    smaller (NaN sorts last). Returns ``x``'s dtype, its byte order included (a
+    big-endian NumPy input comes back big-endian, as NumPy's), and shape (``(x.size,)``
+    for ``axis=None``, the flattened input). An empty integer ``kth``
+    (``np.array([], int)``) places nothing: a copy of ``x``, as NumPy's (``kth=[]``
+    is a float array to NumPy: ``TypeError``).
 
     Algorithm (the module doc): the keys of the distinct ``kth`` ranks by radix
     select (Alabi et al., 2012), then a stable split of each slice into the ``2m +
@@ -147,7 +150,8 @@ def argpartition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=No
     int64, ``x``'s shape (``(x.size,)`` for ``axis=None``); ``x`` taken at them along
     the axis is a partition by :func:`partition`'s contract. By the selection, the
     indices of each bucket (the elements below, equal to or between the ``kth``
-    pivots) are in input order; by the sort, the stable argsort. Arguments, algorithm
+    pivots) are in input order; by the sort, the stable argsort; for an empty
+    integer ``kth``, ``0 .. n-1`` along the axis, as NumPy's. Arguments, algorithm
     and errors as :func:`partition`'s."""
     if np.ndim(x) == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argpartition along -1 is array([0])
@@ -159,7 +163,10 @@ def _partition(x, kth, axis, kind, order, indices: bool, strategy, stream):
         raise ValueError(f"kind must be 'introselect', got {kind!r}")
     if order is not None:
         raise ValueError("order is not supported: numbakern takes no structured dtypes")
+    given = x
     x = as_array_like(x)
+    if isinstance(given, np.ndarray) and not given.dtype.isnative:
+        x = given  # along_rows gives the values back in its byte order, as NumPy
     ks = _check_kth(kth)
     shape = tuple(x.shape)
     if axis is not None:
@@ -195,7 +202,9 @@ def _select(x, axis, kth: tuple[int, ...], indices: bool, strategy, stream):
     :func:`_partition_path` decides."""
     def plan(n: int, dtype):
         ranks = sorted({k % n for k in kth}) if n else []
-        path, how = _partition_path(strategy, n, len(ranks), dtype, indices)
+        path, how = _partition_path(strategy, n, len(ranks), dtype, indices)  # checks it
+        if not kth:  # as NumPy: nothing to place, the input order kept
+            return lambda rows, workspace: _unmoved(rows, dtype, indices, workspace)
         if path == "sort":
             sorter = _strategies.resolve("sort", how, n=n)
             return lambda rows, workspace: sort_rows(rows, dtype, False, indices, sorter,
@@ -204,6 +213,22 @@ def _select(x, axis, kth: tuple[int, ...], indices: bool, strategy, stream):
                                                    workspace)
 
     return along_rows(x, axis, indices, stream, plan)
+
+
+def _unmoved(rows, dtype, indices: bool, workspace):
+    """A partition around no ``kth`` (an empty int array), as NumPy's: every row as
+    it is (a copy), or each row's indices ``0 .. n-1``; one copy, no kernel of the
+    selection."""
+    n = rows.shape[-1] if rows.ndim else 1
+    size = math.prod(rows.shape)
+    if indices:
+        return workspace.from_host(np.tile(np.arange(n, dtype=np.int64), size // n))
+    xbits = flat_device(rows, workspace, bits_dtype(dtype))
+    if isinstance(rows, np.ndarray):  # already a copy: the upload
+        return xbits
+    out = workspace.empty(size, bits_dtype(dtype))
+    cast_into(xbits, out, workspace.stream)  # a device row's view is not a copy
+    return out
 
 
 def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
@@ -341,7 +366,9 @@ def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
     ``x``'s dtype): for ``linear``, float64 for integers, the input's float dtype with
     a Python float ``q`` and its promotion with an array ``q`` (float32 data with
     ``q=[0.5]`` gives float64); ``x``'s own dtype for the methods that read one
-    element (and for an integer ``q``). A slice holding a NaN gives NaN. Infinities
+    element (and for an integer ``q``), big-endian for a big-endian NumPy ``x`` where
+    NumPy keeps its byte order (array results of those methods). A slice holding a
+    NaN gives NaN. Infinities
     interpolate as NumPy's ``_lerp`` (``quantile([inf, inf], 0.5)`` is NaN, from
     ``inf - inf``), with NumPy's floating-point warnings, as :func:`median`'s.
 
@@ -424,6 +451,7 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     """Medians (``quantiles`` None) or the quantiles ``(qs, weak)`` of ``x`` along
     ``axis``: checks, the empty cases, then :func:`_sorted_slices` and the
     order-statistics kernel."""
+    given = x.dtype if isinstance(x, np.ndarray) else None
     x = as_array_like(x)
     dtype = check_dtype(x.dtype)
     keepdims = check_flag(keepdims, "keepdims")
@@ -459,6 +487,9 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
         values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, how)
         dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
     delivered = deliver(workspace, dst, result, full, out)
+    if given is not None and not given.isnative and out is None and full:
+        delivered = delivered.astype(_numpy_order(name, given, len(shape), axes, keepdims,
+                                                  qs, weak, method), copy=False)
     if code in INTERPOLATING and dtype.kind == "f":
         _floating_point_errors(host_copy(flags, workspace.stream), name, workspace)
     if skipping:
@@ -639,6 +670,23 @@ def _no_elements(name, dtype, m: int, kept, full, result, workspace, out):
     if m or name == "median" or dtype.kind != "f":
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=user_stacklevel())
     return deliver_host(workspace, np.full(full, np.nan, dtype=result), out)
+
+
+def _numpy_order(name: str, given: np.dtype, ndim: int, axes: tuple, keepdims: bool,
+                 qs, weak: bool, method: str) -> np.dtype:
+    """The result dtype NumPy gives an array of non-native byte order ``given``,
+    asked of NumPy on two elements along each of its ``ndim`` axes: the byte order
+    survives where NumPy takes elements as they are (the methods that read one, an
+    integer ``q``), except where its NaN-skipping forms build the result afresh."""
+    sample = np.zeros((2,) * ndim, given)
+    args = ()
+    kwargs = {"axis": axes, "keepdims": keepdims}
+    if qs is not None:
+        args = (qs.dtype.type(0).item() if weak else np.zeros(qs.shape, qs.dtype),)
+        kwargs["method"] = method
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(getattr(np, name)(sample, *args, **kwargs)).dtype
 
 
 @functools.lru_cache(maxsize=256)

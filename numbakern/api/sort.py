@@ -152,7 +152,8 @@ def along_rows(x, axis, indices: bool, stream, plan):
     size = math.prod(shape)
     arr, wrap = as_layout_array(x, kind)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    out_dtype = INDEX_DTYPE if indices else x.dtype
+    keep_order = asked is not None and not asked.isnative and not indices
+    out_dtype = INDEX_DTYPE if indices else asked if keep_order else x.dtype
     if axis is None:
         moved = arr.reshape(-1)
     else:
@@ -163,7 +164,7 @@ def along_rows(x, axis, indices: bool, stream, plan):
         return wrap(_restore(_xp(arr).empty(moved.shape, out_dtype), axis))
     out = run(moved, workspace)
     result = to_user(out, workspace, moved.shape, None if indices else x.dtype)
-    if asked is not None and not asked.isnative and not indices:
+    if keep_order:
         result = result.astype(asked)  # NumPy keeps a big-endian input's byte order
     return wrap(_restore(result, axis))
 

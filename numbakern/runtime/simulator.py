@@ -113,12 +113,26 @@ def install() -> bool:
     return True
 
 
+def _new_shared(shape, dtype) -> np.ndarray:
+    """The memory of a new static shared array (uninitialised, as on a GPU)."""
+    return np.empty(shape, dtype)
+
+
 def _shared_class(base):
-    """``FakeCUDAShared`` whose ``array`` finds its caller without a stack walk.
+    """``FakeCUDAShared`` whose ``array`` finds its caller without a stack walk, and
+    gives every thread of the block one array per site.
 
     Numba keys each static shared array by the caller's (file, line), found with
     ``traceback.extract_stack``, which reads every frame's source line: about
     100 us per call, once per thread. One frame lookup gives the same key.
+
+    The first threads of a block to reach a site find no array there and make one.
+    Numba looks the key up and stores the new array in two steps; a thread switch
+    between them (a GIL hand-over, likelier the busier the CPU) lets a second thread
+    store its own over the first, and the first thread then works alone in memory
+    no other thread reads (a radix sort pass's tile slots read uninitialised:
+    garbage indices). ``dict.setdefault`` stores and reads in one step, so every
+    thread gets the array stored first.
     """
 
     from numba.cuda import types
@@ -134,7 +148,7 @@ def _shared_class(base):
             if res is None:
                 if isinstance(dtype, types.Type):
                     dtype = numpy_support.as_dtype(dtype)
-                res = self._allocations[key] = np.empty(shape, dtype)
+                res = self._allocations.setdefault(key, _new_shared(shape, dtype))
             return res
 
     return FakeCUDAShared

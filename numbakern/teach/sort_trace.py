@@ -278,11 +278,14 @@ def _watch_memory(rec: _SortRecorder):
         key = (frame.filename, frame.lineno)
         res = self._allocations.get(key)
         if res is None:
-            res = np.empty(shape, dtype).view(_Watched)
-            res.name = frame.line.split("=")[0].strip() if "=" in frame.line else "shared"
-            self._allocations[key] = res
-            with rec.lock:
-                rec.shared_arrays[res.name].append(res)
+            new = np.empty(shape, dtype).view(_Watched)
+            new.name = frame.line.split("=")[0].strip() if "=" in frame.line else "shared"
+            # one step (numbakern/runtime/simulator.py): two threads that both found
+            # none get the same array
+            res = self._allocations.setdefault(key, new)
+            if res is new:
+                with rec.lock:
+                    rec.shared_arrays[res.name].append(res)
         return res
 
     return [(FakeWithinKernelCUDAArray, "__getitem__", getitem),

@@ -83,6 +83,17 @@ def test_nan_and_logic_reductions(fn, ref, exact, axis):
     _check(fn(x, axis=axis, split_every=2), expected, exact=exact, rtol=1e-4)
 
 
+def test_a_nan_sum_is_nan_on_every_chunking():
+    """A slice holding NaN sums to NaN however it is chunked; which NaN (sign bit,
+    payload) is left unspecified (numbakern/api/dask.py, "Determinism"): NumPy's own
+    np.sum returns the sign of the NaN its pairwise order meets first."""
+    a = np.arange(40, dtype=np.float32).reshape(2, 20)
+    a[0, 7], a[0, 15] = -np.nan, np.nan  # row 0: both signs; row 1: none
+    for chunks in ((2, 20), (1, 10), ((1, 1), (7, 1, 12))):
+        got = nk.sum(da.from_array(a, chunks=chunks), axis=1, split_every=2).compute()
+        assert got.dtype == np.float32 and np.isnan(got[0]) and got[1] == a[1].sum()
+
+
 @pytest.mark.parametrize("fn,ref", [(nk.sum, np.sum), (nk.prod, np.prod),
                                     (nk.max, np.max), (nk.min, np.min),
                                     (nk.xor_sum, np.bitwise_xor.reduce),

@@ -173,6 +173,49 @@ def test_partition_errors_and_edges():
     same(nk.partition(np.array([np.int8(4)]), np.int64(0)), np.array([4], np.int8))
 
 
+def test_partition_keeps_byte_order_as_numpy():
+    """NumPy's partition gives a big-endian input's values back in its byte order
+    (argpartition's indices are native int64), by every path, empty inputs too."""
+    x = np.array([[3, 1, 2, 5, 0, 4], [9, 7, 8, 6, 5, 7]], ">i4")
+    for kth, strategy in ((2, None), ([1, -1], SELECT)):  # the sort path, the split
+        got = nk.partition(x, kth, axis=1, strategy=strategy)
+        assert got.dtype == np.partition(x, kth, axis=1).dtype == np.dtype(">i4")
+        check_partition(x, got, kth, 1)
+        check_argpartition(x, nk.argpartition(x, kth, axis=1, strategy=strategy), kth, 1)
+    f = np.array([2.5, -1.0, np.nan, 0.0], ">f8")
+    check_partition(f, nk.partition(f, [0, 3], axis=None), [0, 3], None)
+    for empty in (np.zeros((0, 3), ">f8"), np.zeros((2, 0), ">u2")):
+        same(nk.partition(empty, 0), np.partition(empty, 0))
+        assert nk.partition(empty, 0).dtype == empty.dtype
+        assert nk.sort(empty).dtype == empty.dtype
+        assert nk.topk(empty, 0).values.dtype == empty.dtype
+
+
+def test_partition_around_no_kth_moves_nothing():
+    """An empty integer ``kth`` places no element: NumPy returns the input unchanged
+    (a copy) and argpartition ``0 .. n-1`` along the axis; ``kth=[]`` is a float
+    array to NumPy, a TypeError (test_partition_errors_and_edges)."""
+    from numba import cuda
+
+    x = values(np.int64, (3, 40))
+    no_kth = np.array([], np.int64)
+    for axis in (0, 1, -1, None):
+        for strategy in (None, SELECT, BitonicSort(threads=32, max_size=64)):
+            got = nk.partition(x, no_kth, axis=axis, strategy=strategy)
+            same(got, np.partition(x, no_kth, axis=axis))
+            same(nk.argpartition(x, no_kth, axis=axis, strategy=strategy),
+                 np.argpartition(x, no_kth, axis=axis))
+    big = x.astype(">i8")
+    same(nk.partition(big, no_kth, axis=0), np.partition(big, no_kth, axis=0))
+    assert nk.partition(big, no_kth).dtype == big.dtype
+    with pytest.raises(TypeError, match="kth"):
+        nk.argpartition(x, ())  # NumPy: "Partition index must be integer"
+    device = cuda.to_device(x)
+    got = nk.partition(device, no_kth, axis=1)
+    device.copy_to_device(np.zeros_like(x))  # the result is a copy, not a view of x
+    same(got.copy_to_host(), x)
+
+
 # --- partition by radix select and buckets -------------------------------------------
 
 SELECT = RadixSelect(threads=32)  # the select path at any row length (small blocks)
@@ -470,6 +513,28 @@ def test_quantile_of_bool_as_numpy():
     same(nk.median(x, strategy=BitonicSort(threads=32, max_size=512)), np.median(x))
     with pytest.raises(TypeError, match="bool"):
         nk.quantile(x, 0.5)
+
+
+def test_quantile_keeps_byte_order_where_numpy_does():
+    """NumPy takes the elements of a big-endian array as they are for the methods that
+    read one (and an integer ``q``): those results stay big-endian, unless a scalar
+    (or ``nanquantile`` along an axis with a scalar ``q``, which builds its result
+    afresh); interpolated ones and medians are native."""
+    x = values(np.float64, (3, 40)).astype(">f8")
+    x[1, 3] = np.nan
+    for fn, q, kw in ((nk.quantile, [0.25, 0.5], dict(axis=1, method="lower")),
+                      (nk.quantile, 0.5, dict(axis=1, method="nearest")),
+                      (nk.quantile, 1, dict(axis=0, keepdims=True)),
+                      (nk.nanquantile, 0.5, dict(axis=1, method="higher")),
+                      (nk.nanquantile, [0.5], dict(axis=1, method="higher")),
+                      (nk.percentile, [50], dict(method="lower")),
+                      (nk.quantile, 0.5, dict(axis=1)),
+                      (nk.median, None, dict(axis=0))):
+        args = () if q is None else (q,)
+        same(fn(x, *args, **kw), getattr(np, fn.__name__)(x, *args, **kw))
+    ints = values(np.int32, (2, 9)).astype(">i4")
+    same(nk.quantile(ints, 0.5, axis=1, method="higher"),
+         np.quantile(ints, 0.5, axis=1, method="higher"))
 
 
 def test_quantile_errors():

@@ -392,6 +392,8 @@ def test_zero_dim_input_as_torch(k, largest):
         assert same_bits(got.values, np.float32(value)) and got.indices == 0
     # axis=None flattens, as for any input: shape (k,)
     assert nk.topk(np.array(7), k, axis=None).values.shape == (k,)
+    big = nk.topk(np.array(2.5, ">f8"), k, largest=largest)  # byte order kept, as sort's
+    assert big.values.dtype == np.dtype(">f8") and big.values == 2.5
 
 
 def test_zero_dim_input_refusals():

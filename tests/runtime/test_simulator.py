@@ -571,6 +571,42 @@ def test_shared_arrays_on_separate_lines_are_separate():
 
 
 @cuda.jit
+def shared_first_reach_kernel(out):
+    s = cuda.shared.array(1, np.int32)
+    if cuda.threadIdx.x == 0:
+        s[0] = 7
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = s[0]
+
+
+@simulator_only
+def test_threads_that_reach_a_shared_array_together_share_it(monkeypatch):
+    """Two threads that both find a site's shared array missing get one array: the
+    first to make one waits in the allocation until a second has found none too (so
+    the second's lookup falls between the first's lookup and its store, the switch
+    that a busy CPU makes likely), and every thread must then read thread 0's 7."""
+    import threading
+
+    from numbakern.runtime import simulator
+
+    arrived = threading.Condition()
+    makers = []
+
+    def slow_allocation(shape, dtype):
+        with arrived:
+            makers.append(threading.get_ident())
+            arrived.notify_all()
+            arrived.wait_for(lambda: len(makers) >= 2, timeout=10)
+        return np.full(shape, -1, dtype)  # what uninitialised memory might hold
+
+    monkeypatch.setattr(simulator, "_new_shared", slow_allocation)
+    out = np.zeros(64, dtype=np.int32)
+    shared_first_reach_kernel[1, 64](out)
+    assert len(makers) >= 2  # the race was staged, not missed
+    np.testing.assert_array_equal(out, 7)
+
+
+@cuda.jit
 def raising_kernel(x):
     t = cuda.threadIdx.x
     if t == 5:
