@@ -18,8 +18,9 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   axes has every reduced axis but the first rechunked whole, so that the partials
   are combined in the C order of the elements. ``mean``: the sum, then a division by
   the count, as :func:`numbakern.mean`. A reduction of every axis whose blocks fit
-  one aggregate is built as two layers of plain tasks (:func:`_aggregated`): the
-  same calls as ``dask.array.reduction``'s graph, built in a third of its time.
+  one aggregate (up to 32 blocks when no ``split_every`` is set) is built as two
+  layers of plain tasks (:func:`_aggregated`): the same calls as
+  ``dask.array.reduction``'s graph, built in a fifth of its time.
 * var, std, nanvar, nanstd, nanmean: each chunk's Welford ``(count, mean, M2)`` in
   one pass, merged across chunks (Chan, Golub and LeVeque), finished as NumPy. With
   NumPy 2's ``mean=``: each chunk's count and sum of squared deviations from its
@@ -43,7 +44,7 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   operand) works. ``reverse`` scans the
   reversed array; ``exclusive`` scans each chunk exclusively and carries the totals.
 * softmax, log_softmax: along an axis held in one chunk, ``numbakern.softmax`` per
-  chunk; along a chunked axis, a reduction to the online ``(max, sum)`` state of
+  chunk (one layer of plain tasks); along a chunked axis, a reduction to the online ``(max, sum)`` state of
   each row (``strategies/online_softmax.py``'s combine, on whole arrays), then a
   normalising map ``exp(x - max) / sum`` (``x - max - log(sum)``).
 * histogram, bincount: per-chunk counts summed (int64); ``histogram`` without
@@ -68,10 +69,12 @@ from __future__ import annotations
 
 import builtins
 import functools
+import hashlib
 import itertools
 import math
 import operator
 import warnings
+from typing import NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -81,7 +84,7 @@ from dask.array.core import _concatenate2  # as dask.array's own tree reduction
 from dask.array.reductions import _tree_reduce  # as dask.array's own arg_reduction
 from dask.array.utils import meta_from_array
 from dask.base import tokenize
-from dask.highlevelgraph import HighLevelGraph
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -204,8 +207,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
                                   lanes=lanes, partial=False)
     ndim = len(result_shape(x.shape, axes, keepdims))
     if _one_aggregate(x, axes, split_every):
-        partials = _per_block(x, functools.partial(chunk, axis=axes, keepdims=True), name,
-                              _meta(x, x.ndim, acc))
+        partials = _per_block(x, functools.partial(chunk, axis=axes, keepdims=True), name)
         return _aggregated(partials, aggregate, axes, keepdims, name,
                            _meta(x, ndim, result), concatenate=True)
     return da.reduction(x, chunk, aggregate, combine=combine, axis=axes,
@@ -223,13 +225,24 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
 # 20% of (bench/NOTES.md, "Dask graphs in two plain layers").
 
 
+# split_every when split_every=None and each chunk gives one value: one aggregate over
+# up to this many chunks (a few array operations on a few values) rather than Dask's
+# tree of 4 (a task and its operations for every 4)
+_FLAT_SPLIT_EVERY = 32
+
+
 def _one_aggregate(x, axes: tuple, split_every) -> bool:
-    """Whether ``axes`` are all of ``x``'s and Dask's tree over its blocks (the
-    ``split_every`` of ``dask.array.reduction``, the config's default 4 when None)
-    would be one aggregate over every block."""
+    """Whether ``axes`` are all of ``x``'s and its blocks take one aggregate: up to
+    ``_FLAT_SPLIT_EVERY`` blocks when neither ``split_every`` nor Dask's config sets
+    one (each block's partial is one value, and a tree of combines would cost a task
+    and its launches for every few of them), else where Dask's tree at that
+    ``split_every`` (``dask.array.reduction``'s rule) is one aggregate over every
+    block."""
     if not axes or len(axes) != x.ndim:
         return False
-    split = split_every or dask_config.get("split_every", 4)
+    split = split_every or dask_config.get("split_every", None)  # a user's default too
+    if split is None:
+        return math.prod(x.numblocks) <= _FLAT_SPLIT_EVERY
     if isinstance(split, dict):
         per = {a: split.get(a, 2) for a in axes}
     else:
@@ -237,29 +250,77 @@ def _one_aggregate(x, axes: tuple, split_every) -> bool:
     return builtins.all(per[a] >= 2 and x.numblocks[a] <= per[a] for a in axes)
 
 
-def _per_block(x, fn, name: str, meta):
+def _plain(v) -> bool:
+    """Whether ``repr(v)`` names ``v``'s value exactly and only it: strings, numbers,
+    None, dtypes and NumPy scalar types, tuples of them."""
+    if v is None or isinstance(v, (str, int, float, np.dtype)):
+        return True
+    if isinstance(v, type):
+        return issubclass(v, np.generic)
+    return isinstance(v, tuple) and builtins.all(_plain(e) for e in v)
+
+
+def _name_of(v) -> str:
+    """A string that names ``v`` (a chunk function: a ``functools.partial`` of one
+    of this module's functions, or any value) as ``dask.base.tokenize`` would tell it
+    apart from others, built from ``repr`` where that is exact: tokenizing a partial
+    pickles its function (~100 us a call, the larger part of building a graph)."""
+    if isinstance(v, functools.partial) and getattr(v.func, "__module__", None) == \
+            __name__ and "<" not in v.func.__qualname__:
+        args = [_name_of(a) for a in v.args]
+        kwargs = [f"{k}={_name_of(a)}" for k, a in sorted(v.keywords.items())]
+        return f"{v.func.__qualname__}({', '.join(args + kwargs)})"
+    if isinstance(v, dict) and builtins.all(isinstance(k, str) for k in v):
+        return "{" + ", ".join(f"{k!r}: {_name_of(v[k])}" for k in sorted(v)) + "}"
+    return repr(v) if _plain(v) else f"tokenize:{tokenize(v)}"
+
+
+def _token(*parts) -> str:
+    """A deterministic token of ``parts`` (layer names): the same parts, the same
+    token; different chunk functions or inputs, different tokens."""
+    text = "\x00".join(_name_of(p) for p in parts)
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+
+
+class _Blocks(NamedTuple):
+    """A layer of one task a block of ``numblocks``, its graph (the input's layers and
+    it) not yet made a Dask array: the aggregate after it makes the only array built
+    (``dask.array.Array``'s constructor costs as much as building the layer)."""
+
+    graph: HighLevelGraph
+    name: str
+    numblocks: tuple
+
+    def keys(self, axis: int = 0, index: tuple = ()) -> list:
+        """The layer's keys nested as ``dask.array.Array.__dask_keys__`` nests them."""
+        if axis == len(self.numblocks):
+            return (self.name, *index)
+        return [self.keys(axis + 1, index + (i,)) for i in range(self.numblocks[axis])]
+
+
+def _per_block(x, fn, name: str) -> _Blocks:
     """``fn(block)`` for each block of ``x`` (one value a block along every axis)."""
-    token = tokenize(x.name, fn)
-    layer = f"{name}-chunk-{token}"
+    layer = f"{name}-chunk-{_token(x.name, fn)}"
     dsk = {(layer, *k): (fn, (x.name, *k))
            for k in itertools.product(*(range(n) for n in x.numblocks))}
     graph = HighLevelGraph.from_collections(layer, dsk, dependencies=[x])
-    return da.Array(graph, layer, tuple((1,) * n for n in x.numblocks), meta=meta)
+    return _Blocks(graph, layer, x.numblocks)
 
 
-def _aggregated(partials, aggregate, axes: tuple, keepdims: bool, name: str, meta,
+def _aggregated(partials: _Blocks, aggregate, axes: tuple, keepdims: bool, name: str, meta,
                 concatenate: bool):
     """One task: ``aggregate`` of every block of ``partials`` (as one array joined by
     Dask's ``_concatenate2``, or as the nested list of blocks), called as
     ``dask.array.reduction``'s last step calls it."""
     fn = functools.partial(aggregate, axis=axes, keepdims=keepdims)
-    layer = f"{name}-aggregate-{tokenize(partials.name, fn, concatenate)}"
-    nested = partials.__dask_keys__()
+    layer = f"{name}-aggregate-{_token(partials.name, fn, concatenate)}"
+    nested = partials.keys()
     task = (fn, (functools.partial(_concatenate2, axes=list(axes)), nested)
             if concatenate else nested)
-    ndim = partials.ndim if keepdims else 0
-    graph = HighLevelGraph.from_collections(layer, {(layer,) + (0,) * ndim: task},
-                                            dependencies=[partials])
+    ndim = len(partials.numblocks) if keepdims else 0
+    graph = HighLevelGraph({**partials.graph.layers,
+                            layer: MaterializedLayer({(layer,) + (0,) * ndim: task})},
+                           {**partials.graph.dependencies, layer: {partials.name}})
     return da.Array(graph, layer, ((1,),) * ndim, meta=meta)
 
 
@@ -747,10 +808,6 @@ def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_
 # rest of this module (``array.query-planning`` unset or False, Dask's default).
 
 _LAST = np.iinfo(np.int64).max  # loses every index tie under tie_break_left
-# split_every when split_every=None and each chunk gives one value: one aggregate over
-# up to this many chunks (a few array operations on a few values) rather than Dask's
-# tree of 4 (a task and its operations for every 4)
-_FLAT_SPLIT_EVERY = 32
 
 
 def _runs(chunk: tuple, offsets: tuple, shape: tuple):
@@ -892,26 +949,25 @@ def _arg_combine(parts, axis=None, keepdims=False, *, direction, tie_break_left,
     return v, i
 
 
-def _arg_partials(x, fn, axes: tuple, flat: bool):
+def _arg_partials(x, fn, axes: tuple, flat: bool) -> _Blocks:
     """The chunk layer: ``fn(chunk, where)`` for each chunk, ``where`` from the
     cumulative sums of ``x.chunks`` (as Dask's ``arg_reduction``). Named by its
     arguments alone, so that argmax and max_with_indices of one array share it."""
-    name = f"arg-chunk-{tokenize(x.name, fn, axes)}"
+    name = f"arg-chunk-{_token(x.name, fn, axes)}"
     starts = [tuple(itertools.accumulate(c[:-1], initial=0)) for c in x.chunks]
     dsk = {}
     for k in itertools.product(*(range(n) for n in x.numblocks)):
         offsets = tuple(s[b] for s, b in zip(starts, k))
         where = (offsets, x.shape) if flat else offsets[axes[0]]
         dsk[(name, *k)] = (fn, (x.name, *k), where)
-    chunks = tuple((1,) * len(c) if a in axes else c for a, c in enumerate(x.chunks))
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
-    return da.Array(graph, name, chunks, meta=_meta(x, x.ndim, _ops.INDEX_DTYPE))
+    return _Blocks(HighLevelGraph.from_collections(name, dsk, dependencies=[x]), name,
+                   x.numblocks)
 
 
 def _picked(pairs, index: int, meta):
     """One field of an array whose blocks are pairs: a layer of plain ``getitem``
     tasks."""
-    name = f"{('values', 'indices')[index]}-{tokenize(pairs.name, index)}"
+    name = f"{('values', 'indices')[index]}-{_token(pairs.name, index)}"
     dsk = {(name, *key[1:]): (operator.getitem, key, index)
            for key in dask_core.flatten(pairs.__dask_keys__())}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[pairs])
@@ -945,10 +1001,13 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     aggregate = functools.partial(combine, final=True, values=values, empty=empty)
     ndim = len(result_shape(x.shape, axes, keepdims))
     indices_meta = _meta(x, ndim, _ops.INDEX_DTYPE)
-    if _one_aggregate(partials, axes, split_every):
+    if _one_aggregate(x, axes, split_every):
         result = _aggregated(partials, aggregate, axes, keepdims, name, indices_meta,
                              concatenate=False)
     else:
+        chunks = tuple((1,) * len(c) if a in axes else c for a, c in enumerate(x.chunks))
+        partials = da.Array(partials.graph, partials.name, chunks,
+                            meta=_meta(x, x.ndim, _ops.INDEX_DTYPE))
         result = _tree_reduce(partials, aggregate, axes, keepdims, _ops.INDEX_DTYPE,
                               split_every, combine, name=name, concatenate=False)
     if not values:
@@ -1249,8 +1308,8 @@ def _softmax(x, kind: str, axis, options: dict):
           options["sum_strategy"])
     meta = _meta(x, x.ndim, x.dtype)
     if x.numblocks[axis] == 1:  # each row in one chunk: numbakern's row kernels
-        return x.map_blocks(functools.partial(_softmax_chunk, kind=kind, axis=axis,
-                                              options=options), dtype=x.dtype, meta=meta)
+        return _each_block(x, functools.partial(_softmax_chunk, kind=kind, axis=axis,
+                                                options=options), kind, meta)
     acc = _ops.accumulator_dtype(x.dtype)
     chunks = tuple((1,) * x.numblocks[a] if a == axis else c for a, c in enumerate(x.chunks))
     states = x.map_blocks(functools.partial(_state_chunk, axis=(axis,), acc=acc),
@@ -1264,6 +1323,18 @@ def _softmax(x, kind: str, axis, options: dict):
                          meta=_meta(x, x.ndim, acc))
     return da.map_blocks(functools.partial(_normalise, kind=kind, acc=acc), x, m, s,
                          dtype=x.dtype, meta=meta)
+
+
+def _each_block(x, fn, name: str, meta):
+    """``fn(block)`` for each block of ``x``, a block of the same shape: one layer of
+    plain tasks, ``map_blocks``'s graph without its blockwise layer (whose
+    tokenising of ``fn`` and of its arguments cost more than a whole-array call on
+    16 GiB takes to run 20% of: bench/NOTES.md)."""
+    layer = f"{name}-{_token(x.name, fn)}"
+    dsk = {(layer, *k): (fn, (x.name, *k))
+           for k in itertools.product(*(range(n) for n in x.numblocks))}
+    graph = HighLevelGraph.from_collections(layer, dsk, dependencies=[x])
+    return da.Array(graph, layer, x.chunks, meta=meta)
 
 
 def _normalise(x, m, s, *, kind, acc):

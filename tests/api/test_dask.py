@@ -317,6 +317,54 @@ def test_whole_array_graph_keeps_the_tree_past_one_aggregate():
     _check(nk.sum(x, split_every={0: 8}), np.sum(a), exact=True)
 
 
+def test_whole_array_sum_of_up_to_32_blocks_is_one_aggregate():
+    """With no ``split_every`` (argument or Dask config), a whole-array reduction of
+    up to 32 blocks is the chunk layer and one aggregate; past 32 blocks, or with a
+    ``split_every`` set in Dask's config, Dask's tree."""
+    a = np.arange(2 * 33, dtype=np.int64)
+    for blocks, extra in ((16, 2), (32, 2), (33, 4)):  # 33: 33 -> 9 -> 3 -> 1 at 4
+        x = da.from_array(a[:2 * blocks], chunks=2)
+        base = len(x.__dask_graph__().layers)
+        assert len(nk.sum(x).__dask_graph__().layers) == base + extra, blocks
+        _check(nk.sum(x), a[:2 * blocks].sum(), exact=True)
+    x = da.from_array(np.arange(64.0).reshape(8, 8), chunks=2)  # 4 x 4 blocks
+    assert len(nk.max(x).__dask_graph__().layers) == len(x.__dask_graph__().layers) + 2
+    _check(nk.max(x), 63.0, exact=True)
+    with dask.config.set(split_every=4):
+        x = da.from_array(a[:32], chunks=2)
+        assert len(nk.sum(x).__dask_graph__().layers) == \
+            len(x.__dask_graph__().layers) + 3  # 16 -> 4 -> 1
+        _check(nk.sum(x), a[:32].sum(), exact=True)
+
+
+def test_layer_names_are_the_calls_own():
+    """Layer names are deterministic and tell calls apart: the same call, the same
+    name; another op, strategy, dtype, keepdims, input or user's op, another name."""
+    a = np.arange(40.0)
+    x = da.from_array(a, chunks=10)
+    y = da.from_array(a + 1, chunks=10)
+    assert nk.sum(x).name == nk.sum(x).name
+    assert nk.argmax(x).name == nk.argmax(x).name
+    names = {nk.sum(x).name, nk.sum(y).name, nk.prod(x).name, nk.max(x).name,
+             nk.sum(x, dtype=np.float32).name, nk.sum(x, keepdims=True).name,
+             nk.sum(x, strategy="two_pass/shared_tree").name,
+             nk.sum(x, strategy="atomic_fold/shared_tree").name,
+             nk.argmax(x).name, nk.argmin(x).name, nk.argmax(x, tie_break_left=False).name}
+
+    @nk.op(identity=0.0)
+    def plus(p, q):
+        return p + q
+
+    @nk.op(identity=0.0)
+    def plus_again(p, q):
+        return p + q
+
+    names |= {nk.reduce(x, plus).name, nk.reduce(x, plus_again).name}
+    assert len(names) == 13
+    assert nk.reduce(x, plus).name == nk.reduce(x, plus).name
+    _check(nk.reduce(x, plus), a.sum(), exact=True)
+
+
 # --- argmax and friends ------------------------------------------------------------
 
 
@@ -611,6 +659,18 @@ def test_softmax_along_a_chunked_axis(chunks):
             assert lazy.dtype == np.float32 and isinstance(lazy._meta, np.ndarray)
             np.testing.assert_allclose(lazy.compute(), _softmax_ref(a, axis, log),
                                        rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_softmax_of_whole_rows_is_one_plain_layer():
+    """Rows held in one chunk: one task a chunk (no blockwise layer), named by the
+    call (softmax and log_softmax, and their keywords, apart)."""
+    a = np.random.default_rng(12).standard_normal((6, 40)).astype(np.float32)
+    x = da.from_array(a, chunks=(2, 40))
+    lazy = nk.softmax(x)
+    assert len(lazy.__dask_graph__().layers) == len(x.__dask_graph__().layers) + 1
+    assert lazy.chunks == x.chunks and lazy.name == nk.softmax(x).name
+    assert len({lazy.name, nk.log_softmax(x).name, nk.softmax(x, layout="warp").name}) == 3
+    np.testing.assert_allclose(lazy.compute(), _softmax_ref(a, -1), rtol=1e-5, atol=1e-6)
 
 
 def test_softmax_float16_and_errors():
