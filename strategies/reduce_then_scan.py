@@ -36,7 +36,7 @@ from __future__ import annotations
 from numba import cuda, int64
 
 from numbakern.ops.state import rows_of
-from numbakern.kernels.scan_tiles import Tile, carry_reader, no_carry, state_loader
+from numbakern.kernels.scan_tiles import NO_CARRY, Tile, carry_reader, state_loader
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import ceil_div, max_resident_blocks
 from numbakern.runtime.launch import launch
@@ -90,7 +90,7 @@ class ReduceThenScan(GridScan):
                                     job.kit.identity_values, job.kit.fields, job.kit.fields)
             launch(partial[1], job.segments, threads, job.stream, *totals, *carries,
                    chunks, ceil_div(chunks, tile), ceil_div(chunks, tile), 1, *carries,
-                   no_carry())
+                   NO_CARRY)
         launch(main[1], job.segments * chunks, threads, job.stream, *job.sources, *job.outs,
                job.n, tiles, per_chunk, chunks, *carries, job.carry_arg)
 

@@ -1058,7 +1058,7 @@ def _reduced_chunk(x, *, ref, result, axis):
     sum reduction does (``np.add.reduce`` of -0.0s is +0.0), so that a chunk of -0.0s
     carries -0.0, as its scan's last element would."""
     op = _op(ref)
-    if result.kind == "f" and op.name in ("sum", "nansum"):
+    if result.kind == "f" and (op is _ops.SUM or op is _ops.NANSUM):
         op = _from_negative_zero(op)
     return _nk().reduce(x, op, axis=axis, dtype=result, keepdims=True)
 

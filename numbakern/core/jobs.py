@@ -15,7 +15,7 @@ from numbakern.core.arrays import Workspace
 from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.emits import emit_store
 from numbakern.kernels.scan_tiles import element_loader as scan_element_loader
-from numbakern.kernels.scan_tiles import no_carry, output_storer
+from numbakern.kernels.scan_tiles import NO_CARRY, output_storer
 from numbakern.kernels.segment_scan import head_loader
 from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter, is_bfloat16, key_name
 from numbakern.ops import SUM
@@ -156,9 +156,8 @@ class ScanJob:
 
     @property
     def carry_arg(self):
-        """The kernels' carry argument: the carry, or a one-byte array never read (its
-        own memory, so that a trace names no input by it: ``teach/scan_trace.py``)."""
-        return no_carry() if self.carry is None else self.carry
+        """The kernels' carry argument: the carry, or ``NO_CARRY`` (never read)."""
+        return NO_CARRY if self.carry is None else self.carry
 
     @property
     def state_bytes(self) -> int:

@@ -33,13 +33,10 @@ negative, never a total minus a prefix.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import cuda, from_dtype, uint64
 
 from numbakern.ops.state import constant_state, device_from_source, fields_source
-from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR, WARP
-from numbakern.runtime.views import device_empty
 
 #: items per thread under the simulator, which runs one OS thread per CUDA thread
 SIMULATOR_ITEMS = 2
@@ -138,7 +135,7 @@ def carry_reader(kit, carried: bool):
     """``read(cin, seg) -> state``: segment ``seg``'s initial carry, ``cin[seg]`` cast to
     the state (a one-field state; the carry is a result already, so the op's map is
     not applied: a nansum carry of NaN stays NaN). Without a carry (``carried``
-    false) the kernels never call it, and ``cin`` is any array: it returns the
+    false) the kernels never call it, and ``cin`` is :data:`NO_CARRY`: it returns the
     identity, so both branches of ``if carried`` type-check."""
     if not carried:
         identity = kit.identity
@@ -157,11 +154,10 @@ def carry_reader(kit, carried: bool):
     return read
 
 
-def no_carry():
-    """What a scan kernel takes for its initial carry when it has none: a one-byte
-    device array, never read, of its own memory (so that a trace names no input by
-    it: ``teach/scan_trace.py``), one per device."""
-    return cached(("no_carry", device_key()), lambda: device_empty(1, np.uint8, 0))
+#: what a scan kernel takes for its initial carry when it has none: a scalar, never
+#: read (an array would have to be an input or an allocation of the call, for replays:
+#: ``runtime/replay.py``; and a trace would name an input by it: ``teach/scan_trace.py``)
+NO_CARRY = 0
 
 
 def state_loader(kit):
