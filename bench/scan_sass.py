@@ -110,7 +110,7 @@ def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: s
     if not segmented_scan:
         second = _array(in_dtype, 3)
     signature = (_array(in_dtype, 3), second, _array(dtype, 3), _array(dtype, 3), types.int64,
-                 types.int64, status, *values)
+                 types.int64, status, *values, types.int64)  # NO_CARRY: no initial carry
     return items, cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))[0]
 
 

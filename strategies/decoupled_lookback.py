@@ -22,6 +22,12 @@ carry reads what its predecessors have published:
 4. **Publish** ``prefix (+) aggregate`` with status **P**, so that later tiles stop
    their look-back here; then write the tile's outputs starting from ``prefix``.
 
+An **initial carry** (``job.carry``: one value per segment, in device memory) is the
+combine of everything before the segment: the segment's first tile starts from it
+as its prefix and publishes ``carry (+) aggregate`` as its **P**, so every later tile's
+look-back ends on a prefix that has the carry on its left. It costs the first tile one
+read, and nothing else; the carry never reaches the host.
+
 Each tile is read once and written once: ``n`` reads and ``n`` writes, the least a
 scan can move. The look-back usually stops at the first tile before it (already
 **P**), and its cost hides behind other blocks' loads.
@@ -65,7 +71,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
-from numbakern.kernels.scan_tiles import Tile
+from numbakern.kernels.scan_tiles import Tile, carry_reader
 from numbakern.ops.state import device_from_source, fields_source, rows_of
 from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
@@ -104,6 +110,7 @@ class DecoupledLookback(GridScan):
 
     name = "decoupled_lookback"
     deterministic = False
+    takes_carry = True
 
     def __init__(self, block=None, items: int | None = None, publish_prefix: bool = True,
                  hold: str = "shared"):
@@ -139,9 +146,9 @@ class DecoupledLookback(GridScan):
         kernel = cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
             job.exclusive, job.empty, self.publish_prefix, self.hold, job.out_fields,
-            single))
+            single, job.carried))
         launch(kernel, total, threads, job.stream, *job.sources, *job.outs, job.n, tiles,
-               status, *values)
+               status, *values, job.carry_arg)
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
         """Traffic of one scan of ``n`` elements in ``tiles`` tiles (flags included)."""
@@ -407,8 +414,9 @@ def _build_lookback(kit, wait):
 
 
 def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hold,
-           outputs: int, single: bool = False):
+           outputs: int, single: bool = False, carried: bool = False):
     t = Tile(block, kit, items, load, store, exclusive, empty, hold)
+    read_carry = carry_reader(kit, carried)
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix
@@ -420,7 +428,7 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
     dst_rows = rows_of(outputs)
 
     @cuda.jit
-    def lookback_kernel(src0, src1, dst0, dst1, n, tiles, st, v0, v1, w0, w1):
+    def lookback_kernel(src0, src1, dst0, dst1, n, tiles, st, v0, v1, w0, w1, cin):
         xs0, xs1 = xs_storage()
         tmp0, tmp1 = temp_storage()
         bc0, bc1 = broadcast()
@@ -442,8 +450,13 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
         start = k * size
         r = load_tile(src0[a, b], src1[a, b], n, start, xs0, xs1, l0, l1)
         inc, exc, total = block_scan(r, tmp0, tmp1)
-        if k == 0:  # 2. nothing before the segment's first tile
+        if k == 0 and carried:  # 2. the segment's first tile: its prefix is the carry
+            carry = read_carry(cin, seg)
             if tid == 0 and not single:  # a single tile's is read by none
+                publish(st, v0, v1, w0, w1, tile, STATUS_P, combine(carry, total))
+            has = True
+        elif k == 0:  # 2. nothing before the segment's first tile
+            if tid == 0 and not single:
                 publish(st, v0, v1, w0, w1, tile, STATUS_P, total)
             carry = total
             has = False

@@ -436,6 +436,9 @@ class GridScan(GridStrategy):
 
     family = "scan"
     needs_commutative = False
+    #: whether :meth:`scan` honours ``job.carry`` (an initial carry per segment); a
+    #: strategy that does not is never given one (callers fall back: a separate pass)
+    takes_carry = False
 
     def __init__(self, block: BlockStrategy | None = None, blocks: int | None = None,
                  items: int | None = None, hold: str = "shared"):

@@ -19,6 +19,10 @@ before 2016):
 When a segment fits in one chunk (short rows), passes 1 and 2 are skipped and each
 block scans whole segments: one launch, one read, one write.
 
+An **initial carry** (``job.carry``: one value per segment, in device memory) goes on
+the left of chunk 0's start and of every later chunk's carry: ``carry (+) carry[c]``,
+in pass 3, so passes 1 and 2 are unchanged and the order of combines stays fixed.
+
 Every combine happens in an order fixed by the sizes alone, so the result is
 **bitwise identical run to run**, floats included, and element order is kept (any
 associative op). The price is the second read of the input: ``2n`` reads and ``n``
@@ -32,7 +36,7 @@ from __future__ import annotations
 from numba import cuda, int64
 
 from numbakern.ops.state import rows_of
-from numbakern.kernels.scan_tiles import Tile, state_loader
+from numbakern.kernels.scan_tiles import NO_CARRY, Tile, carry_reader, state_loader
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import ceil_div, max_resident_blocks
 from numbakern.runtime.launch import launch
@@ -64,6 +68,7 @@ class ReduceThenScan(GridScan):
 
     name = "reduce_then_scan"
     deterministic = True
+    takes_carry = True
 
     def scan(self, job) -> None:
         items = self.tile_items(job)
@@ -84,9 +89,10 @@ class ReduceThenScan(GridScan):
             partial = self._kernels(job, items, "totals", state, job.kit.store, True,
                                     job.kit.identity_values, job.kit.fields, job.kit.fields)
             launch(partial[1], job.segments, threads, job.stream, *totals, *carries,
-                   chunks, ceil_div(chunks, tile), ceil_div(chunks, tile), 1, *carries)
+                   chunks, ceil_div(chunks, tile), ceil_div(chunks, tile), 1, *carries,
+                   NO_CARRY)
         launch(main[1], job.segments * chunks, threads, job.stream, *job.sources, *job.outs,
-               job.n, tiles, per_chunk, chunks, *carries)
+               job.n, tiles, per_chunk, chunks, *carries, job.carry_arg)
 
     def chunking(self, segments: int, tiles: int) -> tuple[int, int]:
         """``(chunks per segment, tiles per chunk)`` for about ``blocks`` blocks in all."""
@@ -100,7 +106,8 @@ class ReduceThenScan(GridScan):
         inputs, the job's outputs; or the chunk totals' and carries' states)."""
         key = ("reduce_then_scan", source, self.block.key, items, self.hold, job.key)
         return cached(key, lambda: _build(self.block, job.kit, items, load, store,
-                                          exclusive, empty, self.hold, sources, outputs))
+                                          exclusive, empty, self.hold, sources, outputs,
+                                          job.carried and source == "main"))
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, chunks: int) -> Cost:
         """Traffic of one scan of ``n`` elements cut into ``chunks`` chunks."""
@@ -109,11 +116,14 @@ class ReduceThenScan(GridScan):
         return Cost(3, 2 * n * in_itemsize, n * out_itemsize, 0)
 
 
-def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outputs):
+def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outputs,
+           carried: bool = False):
     """The pass-1 kernel (chunk totals) and the scan kernel (passes 2 and 3), reading
     ``sources`` arrays and writing ``outputs`` (``numbakern/ops/state.py``'s
-    ``rows_of``)."""
+    ``rows_of``); ``carried``: the scan kernel starts each segment from its initial
+    carry (its last argument; any array otherwise, never read)."""
     t = Tile(block, kit, items, load, store, exclusive, empty, hold)
+    read_carry = carry_reader(kit, carried)
     combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix
@@ -150,8 +160,9 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
             kstore(tr0, tr1, c, acc)
 
     @cuda.jit
-    def scan_kernel(src0, src1, dst0, dst1, n, tiles, per_chunk, chunks, car0, car1):
-        """Passes 2 and 3: block (segment, c) scans chunk c, starting from carry c."""
+    def scan_kernel(src0, src1, dst0, dst1, n, tiles, per_chunk, chunks, car0, car1, cin):
+        """Passes 2 and 3: block (segment, c) scans chunk c, starting from carry c
+        (with an initial carry on its left)."""
         xs0, xs1 = xs_storage()
         tmp0, tmp1 = temp_storage()
         l0, l1 = local_storage()
@@ -164,6 +175,11 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
         if c > 0:
             cr0, cr1 = state_rows(car0, car1, 0, seg)
             carry = kload(cr0, cr1, c)
+            if carried:
+                carry = combine(read_carry(cin, seg), carry)
+            has = True
+        elif carried:
+            carry = read_carry(cin, seg)
             has = True
         else:
             carry = identity()  # a placeholder: has=False keeps it out of every result

@@ -35,14 +35,21 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   slice of nothing but NaN crosses as NaN at its first index); argmax's aggregate returns the
   indices alone. Over the whole array (one value a chunk) one aggregate takes up to
   32 chunks when ``split_every`` is not given.
-* Scans: each chunk scanned along the axis by numbakern; the chunks' totals (each
-  read off its chunk's scan) combined into carries (``method="sequential"``: a
-  chain; ``"blelloch"``: a tree of depth ``log2`` of the number of chunks), each
-  carry combined into its chunk by the array library's ufunc for a built-in op
-  (``np.add``, ...: one elementwise pass), else by a two-row ``numbakern.reduce``,
-  so any one-field op (a non-commutative one included: the carry is always the left
-  operand) works. ``reverse`` scans the
-  reversed array; ``exclusive`` scans each chunk exclusively and carries the totals.
+* Scans: each chunk scanned along the axis once, by a scan kernel that starts from
+  the chunk's carry, read on the device (``numbakern.api.scans.scan_with_carry``:
+  no host synchronisation, no second pass). ``method="sequential"``: a chain, each
+  chunk's carry the last element of the previous chunk's scan (one read and one
+  write an element, as one call); ``"blelloch"``: each chunk's total by a reduce,
+  the totals' inclusive prefixes by a tree of depth ``2 log2`` of the number of
+  chunks, then the carried scans side by side (1.5x the traffic, parallel). Carries
+  are states, combined by the op without its element map. The carry is always the
+  left operand, so any one-field op works, a non-commutative one included. Where
+  the kernels cannot take a carry (float products; a grid strategy whose
+  ``takes_carry`` is false), the chunks' totals, read off their scans, become
+  carries by the same chain or tree, each combined into its chunk by the array
+  library's ufunc for a built-in op (``np.add``, ...: one elementwise pass), else
+  by a two-row ``numbakern.reduce``. ``reverse`` scans the reversed array;
+  ``exclusive`` scans each chunk exclusively and carries the totals.
 * softmax, log_softmax: along an axis held in one chunk, ``numbakern.softmax`` per
   chunk (one layer of plain tasks); along a chunked axis, a reduction to the online ``(max, sum)`` state of
   each row (``strategies/online_softmax.py``'s combine, on whole arrays), then a
@@ -54,12 +61,14 @@ Determinism: with the same chunks and ``split_every`` (and the same ``method`` f
 scans), the graph is the same tree of the same calls, so a deterministic strategy
 gives the same bits run to run, on any scheduler and any number of workers. The
 bits may differ from one numbakern call on the whole array: the partials of a
-float reduction are summed in a different tree. Integer results, max/min, argmax
-and the bitwise ops are exact and equal to a single call. A float result that is NaN
-is a NaN whose sign bit and payload are not specified: they may change with the
-chunks, as NumPy's own ``np.sum`` gives the NaN its pairwise order meets first, and
-a GPU's arithmetic gives its canonical NaN where a CPU (the simulator) keeps an
-operand's.
+float reduction are summed in a different tree, and a scan's carries enter at the
+chunks' edges where one call's enter at its tiles' (the bits are the same where
+rows are scanned a warp each and the chunk edges fall at multiples of 32, with
+``"sequential"``). Integer results, max/min, argmax and the bitwise ops are exact
+and equal to a single call. A float result that is NaN is a NaN whose sign bit and
+payload are not specified: they may change with the chunks, as NumPy's own
+``np.sum`` gives the NaN its pairwise order meets first, and a GPU's arithmetic
+gives its canonical NaN where a CPU (the simulator) keeps an operand's.
 
 Chunk calls run side by side on Dask's threaded scheduler, under the simulator too
 (each simulated launch has its own thread state: ``numbakern/runtime/simulator.py``).
@@ -1079,14 +1088,60 @@ def _scan_chunk(x, *, ref, result, axis, exclusive, strategy, layout):
                                   dtype=result, strategy=strategy, layout=layout)
 
 
+def _carried_chunk(x, carry, *, ref, result, axis, exclusive, strategy, layout):
+    """The chunk's scan started from ``carry`` (the combine of every element before
+    the chunk), read by the kernel on the device: one pass over the chunk."""
+    from numbakern.api.scans import scan_with_carry
+
+    return scan_with_carry(x, _op(ref), carry, axis=axis, exclusive=exclusive, dtype=result,
+                           strategy=strategy, layout=layout)
+
+
+def _last(ndim: int, axis: int) -> tuple:
+    return tuple(slice(-1, None) if a == axis else slice(None) for a in range(ndim))
+
+
+def _through_chunk(scanned, x, *, ref, result, axis, exclusive, strategy, layout):
+    """The combine of everything up to the chunk's end (kept as length 1 along
+    ``axis``), read off its scan, so no second pass over the chunk: an inclusive
+    scan's last element (a contiguous copy: the chunk's scan need not outlive it);
+    an exclusive scan's, carried into a scan of the chunk's last element (which maps
+    the element, not the carry: a NaN total of ``nansum`` stays NaN)."""
+    last = _last(x.ndim, axis)
+    if not exclusive:
+        return scanned[last].copy()
+    return _carried_chunk(x[last], scanned[last].copy(), ref=ref, result=result, axis=axis,
+                          exclusive=False, strategy=strategy, layout=layout)
+
+
+def _reduced_chunk(x, *, ref, result, axis):
+    """The chunk's total along ``axis`` (kept as length 1): one read of the chunk. A
+    float sum folds from -0.0 (float addition's identity), not from NumPy's +0.0 as a
+    sum reduction does (``np.add.reduce`` of -0.0s is +0.0), so that a chunk of -0.0s
+    carries -0.0, as its scan's last element would."""
+    op = _op(ref)
+    if result.kind == "f" and (op is _ops.SUM or op is _ops.NANSUM):
+        op = _from_negative_zero(op)
+    return _nk().reduce(x, op, axis=axis, dtype=result, keepdims=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _from_negative_zero(op: _ops.Op) -> _ops.Op:
+    import dataclasses
+
+    return dataclasses.replace(op, identity=-0.0, _device={})
+
+
 def _total_chunk(scanned, x, *, ref, result, axis, exclusive):
     """The chunk's total along ``axis`` (kept as length 1), read off its scan: the
-    scan's last element (an exclusive scan's combined with the chunk's last element),
-    so no second pass over the chunk. Never asked of an empty chunk."""
-    last = tuple(slice(-1, None) if a == axis else slice(None) for a in range(x.ndim))
+    scan's last element (an exclusive scan's combined with the chunk's last element,
+    mapped as the op maps an element), so no second pass over the chunk. Never asked
+    of an empty chunk."""
+    last = _last(x.ndim, axis)
     total = scanned[last].copy()  # not a view: the chunk's scan need not outlive it
     if exclusive:
-        total = _pair(total, x[last].astype(result), ref=ref, result=result)
+        total = _pair(total, _reduced_chunk(x[last], ref=ref, result=result, axis=axis),
+                      ref=ref, result=result)
     return total
 
 
@@ -1098,14 +1153,26 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
            "bitwise_xor": np.bitwise_xor}
 
 
+@functools.lru_cache(maxsize=None)
+def _on_states(op: _ops.Op) -> _ops.Op:
+    """``op`` without its element map: what combines two states (a ``count_nonzero``
+    of counts adds them, where the map would count them as one each)."""
+    if op.map is None:
+        return op
+    import dataclasses
+
+    return dataclasses.replace(op, map=None, _device={})
+
+
 def _pair(a, b, *, ref, result):
-    """``a (+) b`` elementwise (``a`` the earlier, broadcast): a built-in op's ufunc,
-    else a reduce over the two stacked (any one-field op, in order)."""
+    """``a (+) b`` elementwise, both states (``a`` the earlier, broadcast): a built-in
+    op's ufunc, else a reduce over the two stacked by the op without its map (any
+    one-field op, in order)."""
     ufunc = _UFUNCS.get(ref) if isinstance(ref, str) else None
     if ufunc is not None:
         return ufunc(a, b, dtype=result)
     both = np.stack([np.broadcast_to(a, b.shape), b])
-    return _nk().reduce(both, _op(ref), axis=0, dtype=result)
+    return _nk().reduce(both, _on_states(_op(ref)), axis=0, dtype=result)
 
 
 def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
@@ -1123,6 +1190,7 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
         op.check_dtype(_ops._as_dtype(dtype), "dtype=", name)
     result = np.dtype((rule or op.result_dtype)(np.dtype(x.dtype), dtype))
     _strategies.resolve("scan", strategy)
+    from numbakern.api.scans import takes_carry
     from numbakern.kernels.scan_rows import check_layout
 
     check_layout(layout)
@@ -1134,21 +1202,86 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
     if reverse:
         x = x[flip]
     ref = _op_ref(op)
-    scan = functools.partial(_scan_chunk, ref=ref, result=result, axis=axis,
-                             exclusive=exclusive, strategy=strategy, layout=layout)
-    total = functools.partial(_total_chunk, ref=ref, result=result, axis=axis,
-                              exclusive=exclusive)
-    pair = functools.partial(_pair, ref=ref, result=result)
-    local = _scan_graph(x, axis, scan, total, pair, method, name,
-                        _meta(x, x.ndim, result))
+    options = dict(ref=ref, result=result, axis=axis)
+    kernel = dict(options, exclusive=exclusive, strategy=strategy, layout=layout)
+    scan = functools.partial(_scan_chunk, **kernel)
+    meta = _meta(x, x.ndim, result)
+    if takes_carry(op, result, strategy, layout):
+        # the carry enters each chunk's scan kernel: one read and one write an element
+        through = (functools.partial(_through_chunk, **kernel) if method == "sequential"
+                   else functools.partial(_reduced_chunk, **options))
+        local = _carried_graph(x, axis, scan, functools.partial(_carried_chunk, **kernel),
+                               through, functools.partial(_pair, ref=ref, result=result),
+                               method, name, meta)
+    else:
+        # float products (their special values are settled in a second scan) and
+        # strategies that read no carry: each chunk's scan, then its carry's own pass
+        total = functools.partial(_total_chunk, **options, exclusive=exclusive)
+        local = _scan_graph(x, axis, scan, total, functools.partial(_pair, ref=ref,
+                                                                    result=result),
+                            method, name, meta)
     return local[flip] if reverse else local
+
+
+def _rows_along(x, axis: int):
+    """Each row of blocks along ``axis``: ``at(k)``, block ``k``'s index in it."""
+    others = (range(n) if a != axis else (0,) for a, n in enumerate(x.numblocks))
+    for row in itertools.product(*others):
+        yield lambda k, row=row: tuple(k if a == axis else i for a, i in enumerate(row))
+
+
+def _carried_graph(x, axis: int, scan, scan_from, through, pair, method: str, name: str,
+                   meta):
+    """``x`` scanned along ``axis`` as one layer of plain tasks, each block scanned
+    once, from its carry (``scan_from(block, carry)``); the first block with elements
+    by ``scan``. ``"sequential"``: a chain, block ``k``'s carry read off the scan of
+    the block with elements before it (``through(scanned, block)``: its last
+    element, a slice), so the blocks are scanned one after another, each one read
+    and written once. ``"blelloch"``: each block's total (``through(block)``, a
+    reduction: one more read), inclusive prefixes of the totals by a tree of
+    ``pair``, then every block's scan at once. Empty blocks carry nothing (an
+    identity would turn a carried -0.0 into +0.0). Each row of blocks along the other
+    axes is its own chain or tree."""
+    token = tokenize(x.name, scan, scan_from, through, pair, method)
+    out, totals, carries = (f"{name}-{token}", f"{name}-total-{token}",
+                            f"{name}-carry-{token}")
+    dsk: dict = {}
+    made = itertools.count()
+
+    def combine(a, b):
+        key = (carries, next(made))
+        dsk[key] = (pair, a, b)
+        return key
+
+    sizes = x.chunks[axis]
+    for at in _rows_along(x, axis):
+        full = [k for k, size in enumerate(sizes) if size]
+        later = set(full[1:])
+        for k in range(len(sizes)):
+            if k not in later:
+                dsk[(out, *at(k))] = (scan, (x.name, *at(k)))
+        if method == "sequential":
+            for p, k in zip(full, full[1:]):
+                dsk[(totals, *at(p))] = (through, (out, *at(p)), (x.name, *at(p)))
+                dsk[(out, *at(k))] = (scan_from, (x.name, *at(k)), (totals, *at(p)))
+            continue
+        t = []
+        for p in full[:-1]:  # the last block's total carries into no block
+            dsk[(totals, *at(p))] = (through, (x.name, *at(p)))
+            t.append((totals, *at(p)))
+        inclusive = _tree(t, combine) if t else []
+        for j, k in enumerate(full[1:]):
+            dsk[(out, *at(k))] = (scan_from, (x.name, *at(k)), inclusive[j])
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=[x])
+    return da.Array(graph, out, x.chunks, meta=meta)
 
 
 def _scan_graph(x, axis: int, scan, total, pair, method: str, name: str, meta):
     """``x`` scanned along ``axis`` as one layer of plain tasks: each block scanned
     (``scan``); along ``axis``, the blocks' totals (``total(scanned, block)``, read
     off each scan) made inclusive carries by a chain or a tree (``pair(earlier,
-    later)``), and block ``k``'s carry ``k - 1`` combined into its scan (``pair``).
+    later)``), and block ``k``'s carry ``k - 1`` combined into its scan (``pair``): a
+    second pass over the block, for what :func:`_carried_graph` cannot take.
     Each row of blocks along the other axes is its own chain."""
     token = tokenize(x.name, scan, total, pair, method)
     out, totals, carries, locals_ = (f"{name}-{token}", f"{name}-total-{token}",
@@ -1162,11 +1295,7 @@ def _scan_graph(x, axis: int, scan, total, pair, method: str, name: str, meta):
         return key
 
     sizes = x.chunks[axis]
-    others = (range(n) if a != axis else (0,) for a, n in enumerate(x.numblocks))
-    for row in itertools.product(*others):
-        def at(k, row=row):
-            return tuple(k if a == axis else i for a, i in enumerate(row))
-
+    for at in _rows_along(x, axis):
         t, later = [], []  # the totals; the blocks after one with elements
         for k, size in enumerate(sizes):
             scanned = (locals_ if t else out, *at(k))  # no carry yet: the scan is it
@@ -1216,8 +1345,11 @@ def _tree(t: list, combine) -> list:
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
            method="sequential", strategy=None, layout="auto", stream=None):
     """Lazy :func:`numbakern.cumsum` of a Dask array. ``method``: how the chunks'
-    totals become carries, ``"sequential"`` (a chain, as Dask's default) or
-    ``"blelloch"`` (a tree); both keep ``dtype`` and the input's ``_meta`` kind.
+    carries are made, ``"sequential"`` (a chain, as Dask's default: each chunk's scan
+    starts from the previous one's last element, one read and one write an element)
+    or ``"blelloch"`` (each chunk reduced, a tree over the totals, then the chunks
+    scanned side by side: one more read); both keep ``dtype`` and the input's
+    ``_meta`` kind.
 
     Raises: as :func:`numbakern.cumsum`; ``ValueError`` for another ``method``,
     ``TypeError`` for ``out=``.

@@ -64,7 +64,8 @@ from numbakern.runtime.launch import DeviceBuffer, to_device_array
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import device_view, flat, host_copy, reversed_last, to_device
+from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy, reversed_last,
+                                     to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -437,12 +438,12 @@ _planned = planner(_setup)  # a repeated call skips the checks
 
 
 def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream, rule,
-          caller, after=None, states=None):
+          caller, after=None, states=None, carry=None):
     """Validate, lay out, scan; returns the result in the input's kind. ``caller``, as
     :func:`_setup`'s. ``after(job, run)``, if given, runs once the scan has written its
     outputs, before they are delivered; ``run(job)`` scans another job the same way.
     ``states``: the state's field dtypes, where they are not the op's own (a float32
-    product held in float64)."""
+    product held in float64). ``carry``: an initial carry (:func:`scan_with_carry`)."""
     x = as_array_like(x)
     kind = kind_of(x)
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
@@ -450,6 +451,9 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
+    if carry is not None:
+        _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
+                     results[0])
     x, widened = bits_of(x)  # bfloat16: laid out as its bits, widened by the kit
     narrow = None
     if widened:
@@ -464,8 +468,9 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         xv, views, finish = _device_layout(x, kind, axis, out_shape, results, outs, workspace)
     if reverse:
         xv, views = reversed_last(xv), [reversed_last(v) for v in views]
+    cv = None if carry is None else _carry_view(carry, kind, workspace)
     job = ScanJob(xv, tuple(views), op, kit, exclusive, reverse, _empty_state(op, kit),
-                  workspace, narrow=narrow)
+                  workspace, narrow=narrow, carry=cv)
     def run(job):
         if use_warp_rows(layout, job.n, job.segments, grid.block):
             scan_rows(job, grid.block)
@@ -480,6 +485,115 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
 
 
 _BFLOAT16_BITS = np.dtype(np.uint16)
+
+
+# --- an initial carry ---------------------------------------------------------------------
+
+
+def scan_with_carry(x, op, carry, axis=None, *, exclusive=False, reverse=False, dtype=None,
+                    strategy=None, layout="auto", stream=None):
+    """:func:`associative_scan` of ``x`` started from ``carry``: element ``i`` of a row
+    is ``carry (+) x[0] (+) ... (+) x[i]`` (exclusive: ``carry (+) x[0] (+) ... (+)
+    x[i-1]``, the first element ``carry`` itself), the carry on the left, as if the
+    row had been preceded by elements whose combine is ``carry``. A reverse scan puts
+    it before ``x[n-1]``: ``carry (+) x[n-1] (+) ... (+) x[i]`` (the elements after the
+    row). Internal: what a chunked scan (``numbakern/api/dask.py``) gives each chunk,
+    the previous chunk's last result, so the carry costs no separate pass.
+
+    The kernels read the carry on the device (decoupled look-back: the first tile's
+    prefix; reduce-then-scan: on the left of every chunk's carry; the warp rows: the
+    first chunk's carry), so a device carry needs no host synchronisation. The carry
+    is read as a state, cast to the accumulator, without the op's element map (a
+    ``nansum`` carry of NaN stays NaN). Combines follow the strategy's order with the
+    carry leftmost. A row cut in two and scanned as first part, then second part from
+    the first part's last result, has the whole row's float bits where the whole
+    row's scan combines in that same order: the warp rows, cut at a multiple of 32,
+    with a result dtype that is its accumulator's (tested). Elsewhere the last bits
+    may differ: a tile strategy carries a tile's block total where the last result
+    was combined thread by thread, and a float16 carry has been rounded to float16
+    (as NumPy rounds each element).
+
+    Args:
+        x: as :func:`associative_scan` (NumPy or device input).
+        op: a one-field :class:`numbakern.Op` or a built-in op's name.
+        carry: one value per scanned row, of the result's dtype and ``x``'s kind
+            (NumPy for NumPy input, a device array otherwise): shape ``x.shape`` with
+            ``axis``'s length 1 (``(1,)`` for ``axis=None``).
+        axis, exclusive, reverse, dtype, strategy, layout, stream: as
+            :func:`associative_scan`.
+
+    Returns: as :func:`associative_scan`.
+
+    Raises:
+        ValueError: a ``carry`` of the wrong shape; an op, dtype or strategy that takes
+            no carry (:func:`takes_carry` says which do); the errors of
+            :func:`associative_scan`.
+        TypeError: a ``carry`` of another dtype or kind than the result's.
+    """
+    x, op = as_array_like(x), _ops.get(op)
+    if op in (_ops.PROD, _ops.NANPROD) and _float_product(x.dtype, dtype):
+        raise ValueError(f"carry: a float {op.name} takes no initial carry (NumPy's "
+                         "special values are settled in a second scan)")
+    return _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout, stream,
+                 None, None, carry=carry)
+
+
+def _float_product(in_dtype, dtype) -> bool:
+    try:
+        return cumprod_dtype(np.dtype(in_dtype), dtype).kind == "f"
+    except TypeError:  # a dtype= NumPy cannot take: _scan's checks name it
+        return False
+
+
+def takes_carry(op, result: np.dtype, strategy=None, layout="auto") -> bool:
+    """Whether :func:`scan_with_carry` takes ``op`` with this result dtype and
+    strategy: a one-field op without a ``finish`` (float products settle NumPy's
+    special values in a second scan: ``numbakern/ops/products.py``; their carry stays
+    a separate pass), and a grid strategy whose kernels read a carry
+    (``GridScan.takes_carry``) unless ``layout="warp"`` (the warp rows always do)."""
+    op = _ops.get(op)
+    if op.fields != 1 or op.finish is not None:
+        return False
+    if op in (_ops.PROD, _ops.NANPROD) and np.dtype(result).kind == "f":
+        return False
+    grid = _strategies.resolve("scan", strategy)
+    return layout == "warp" or getattr(grid, "takes_carry", False)
+
+
+def _check_carry(carry, op, kit, grid, layout, after, kind, shape, axis, result) -> None:
+    """Raise if ``carry`` cannot start this scan (:func:`scan_with_carry`)."""
+    if kit.fields != 1 or op.finish is not None or after is not None:
+        raise ValueError(f"carry: {op.name} takes no initial carry (a scan of one-field "
+                         "states only; a float product settles its special values in a "
+                         "second scan)")
+    if layout != "warp" and not getattr(grid, "takes_carry", False):
+        raise ValueError(f"carry: the scan strategy {grid!r} takes no initial carry "
+                         "(GridScan.takes_carry)")
+    if not hasattr(carry, "dtype") or (kind == "numpy") != (kind_of(carry) == "numpy"):
+        raise TypeError(f"carry must be an array of the input's kind ({kind}), got "
+                        f"{type(carry).__name__}")
+    if np.dtype(carry.dtype) != result:
+        raise TypeError(f"carry must be of the result's dtype {result}, got {carry.dtype}")
+    want = (1,) if axis is None else tuple(1 if a == axis else n for a, n in enumerate(shape))
+    if tuple(carry.shape) != want:
+        raise ValueError(f"carry must have shape {want} (one value per scanned row), got "
+                         f"{tuple(carry.shape)}")
+
+
+def _carry_view(carry, kind: str, workspace: Workspace):
+    """The carry as the kernels read it: a 1-D C-contiguous device view, row ``r``'s
+    value at ``r`` (rows in the C order of the other axes, the order of the layouts'
+    segments). A NumPy carry travels with the input; a strided device carry is made
+    contiguous on the device (CuPy) without a synchronisation."""
+    if kind == "numpy":
+        host = np.ascontiguousarray(carry).reshape(-1)
+        if not host.dtype.isnative:
+            host = host.astype(host.dtype.newbyteorder("="))
+        return to_device(host, workspace.stream)
+    view = device_view(carry)
+    if not c_contiguous(view):
+        view = contiguous_copy(carry, view, workspace.stream)
+    return flat(view, "carry")
 
 
 def _writes_bits(op, results: tuple, dtype, outs, after) -> bool:

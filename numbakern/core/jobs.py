@@ -17,7 +17,7 @@ from numbakern.core.arrays import Workspace
 from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.emits import emit_store
 from numbakern.kernels.scan_tiles import element_loader as scan_element_loader
-from numbakern.kernels.scan_tiles import output_storer
+from numbakern.kernels.scan_tiles import NO_CARRY, output_storer
 from numbakern.kernels.segment_scan import head_loader
 from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter, is_bfloat16, key_name
 from numbakern.ops import SUM
@@ -146,13 +146,19 @@ class ScanJob:
         empty: the state an exclusive scan writes first (the combine of nothing).
         narrow: None, or a device function writing the first output's values (a
             bfloat16 result written as its bits: ``kernels.bfloat16.narrower()``).
+        carry: None, or the initial carry: a 1-D C-contiguous device view of
+            ``segments`` values (one-field states only), segment ``s``'s at ``s``, read
+            as a state (``kernels.scan_tiles.carry_reader``) and combined on the left
+            of every output of its segment. Strategies that take one say so
+            (``GridScan.takes_carry``); kernels receive :attr:`carry_arg`.
         stream, workspace: where launches go and allocations come from.
     """
 
     def __init__(self, x, outs, op, kit, exclusive: bool, reverse: bool, empty: tuple,
-                 workspace: Workspace, second=None, narrow=None):
+                 workspace: Workspace, second=None, narrow=None, carry=None):
         self.x = x
         self.narrow = narrow
+        self.carry = carry
         self.sources = (x, x if second is None else second)
         self.out_fields = len(outs)
         self._outs = tuple(outs)
@@ -172,8 +178,18 @@ class ScanJob:
         empty_bits = tuple(np.asarray(v).tobytes() for v in empty)  # NaN-safe
         # the kit, not only its dtypes: a kit that widens bfloat16 bits reads uint16
         # input as no other kit does
+        carried = None if carry is None else np.dtype(carry.dtype).str
         self.key = (op, kit, np.dtype(x.dtype).str, out_dtypes, exclusive, reverse,
-                    empty_bits, narrow, device_key())
+                    empty_bits, narrow, carried, device_key())
+
+    @property
+    def carried(self) -> bool:
+        return self.carry is not None
+
+    @property
+    def carry_arg(self):
+        """The kernels' carry argument: the carry, or ``NO_CARRY`` (never read)."""
+        return NO_CARRY if self.carry is None else self.carry
 
     @property
     def state_bytes(self) -> int:

@@ -27,6 +27,10 @@ its row in order, 32 elements at a time:
    op's empty result in the first chunk).
 4. **Store** the chunk, and broadcast lane 31's inclusive result as the next carry.
 
+An **initial carry** (``job.carry``, one value per row in device memory) is the first
+chunk's carry: the row starts with ``have`` set, so the order of combines is the one
+a longer row would have had.
+
 **Rows of at most 16 elements share a warp.** A warp on a row of 2 would leave 30
 lanes idle; instead the row gets ``group`` lanes, the smallest power of two that holds
 it, and ``32 / group`` rows lie side by side in one warp, each scanned in one chunk
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 from numba import cuda, int64
 
+from numbakern.kernels.scan_tiles import carry_reader
 from numbakern.ops.state import constant_state, rows_of
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import SIMULATOR, WARP, ceil_div, max_resident_blocks
@@ -109,15 +114,18 @@ def scan_rows(job, block) -> None:
     key = ("scan_rows", group, block.key, job.key)
     kernel = cached(key, lambda: build_row_scan(
         block, job.kit, group, job.element_loader(), job.output_storer(), job.exclusive,
-        job.empty, job.out_fields))
-    launch(kernel, blocks, ROW_THREADS, job.stream, *job.sources, *job.outs, job.n)
+        job.empty, job.out_fields, job.carried))
+    launch(kernel, blocks, ROW_THREADS, job.stream, *job.sources, *job.outs, job.n,
+           job.carry_arg)
 
 
 def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: tuple,
-                   outputs: int = 1):
-    """Kernel ``(src0, src1, dst0, dst1, n)``: each warp scans whole rows of the 3-D
-    ``(A, B, n)`` views (``32 / group`` at a time, ``group`` lanes each) with
-    ``block``'s warp scan, the ``A * B`` rows grid-strided over the warps."""
+                   outputs: int = 1, carried: bool = False):
+    """Kernel ``(src0, src1, dst0, dst1, n, cin)``: each warp scans whole rows of the
+    3-D ``(A, B, n)`` views (``32 / group`` at a time, ``group`` lanes each) with
+    ``block``'s warp scan, the ``A * B`` rows grid-strided over the warps;
+    ``carried``: row ``r`` starts from ``cin[r]`` (else ``cin`` is never read)."""
+    read_carry = carry_reader(kit, carried)
     form = block.build_warp_scan(kit, group)
     group_scan = form.function
     temp = kit.shared_temp(max(1, form.slots * (ROW_THREADS // WARP)))
@@ -127,7 +135,7 @@ def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: 
     per_warp = WARP // group
 
     @cuda.jit
-    def scan_rows_kernel(src0, src1, dst0, dst1, n):
+    def scan_rows_kernel(src0, src1, dst0, dst1, n, cin):
         temp0, temp1 = temp()
         lane = cuda.threadIdx.x % WARP
         pos = lane % group  # the lane's place in its row's chunk
@@ -143,8 +151,12 @@ def build_row_scan(block, kit, group: int, load, store, exclusive: bool, empty: 
             b = min(row, segments - 1) - a * rows
             row0, row1 = src0[a, b], src1[a, b]
             out0, out1 = dst_rows(dst0, dst1, a, b)
-            carry = identity()  # a placeholder: have=False keeps it out of every result
-            have = False
+            if carried:
+                carry = read_carry(cin, a * rows + b)
+                have = True
+            else:
+                carry = identity()  # a placeholder: have=False keeps it out of every result
+                have = False
             start = int64(0)
             while start < n:  # one chunk for group < 32 (n <= group)
                 j = start + pos

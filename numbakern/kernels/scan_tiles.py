@@ -18,7 +18,10 @@ in six phases (CUB's ``BlockLoad`` / ``BlockScan`` / ``BlockStore`` with
    gives each thread the combine of the threads before it (its *exclusive* prefix).
 5. **Carry in.** The grid strategy supplies the combine of everything before the
    tile (reduce-then-scan: from a scan of chunk totals; decoupled look-back: from the
-   tiles before it).
+   tiles before it). A scan given an *initial carry* (``ScanJob.carry``: one value per
+   segment, in device memory, read by the kernel: no host synchronisation) treats it
+   as the combine of elements before the segment's first: the first tile starts from
+   it, and every later tile's prefix has it on the left (:func:`carry_reader`).
 6. **Output**: carry, thread prefix and item prefix combined, transposed back through
    shared memory and stored striped (coalesced again).
 
@@ -126,6 +129,35 @@ def output_storer(dtypes, finish=None, fields: int = 2, narrow=None):
         row1[uint64(j)] = o1(s[1])
 
     return store
+
+
+def carry_reader(kit, carried: bool):
+    """``read(cin, seg) -> state``: segment ``seg``'s initial carry, ``cin[seg]`` cast to
+    the state (a one-field state; the carry is a result already, so the op's map is
+    not applied: a nansum carry of NaN stays NaN). Without a carry (``carried``
+    false) the kernels never call it, and ``cin`` is :data:`NO_CARRY`: it returns the
+    identity, so both branches of ``if carried`` type-check."""
+    if not carried:
+        identity = kit.identity
+
+        @cuda.jit(device=True)
+        def read(cin, seg):
+            return identity()
+
+        return read
+    t0 = from_dtype(kit.dtypes[0])
+
+    @cuda.jit(device=True)
+    def read(cin, seg):
+        return (t0(cin[uint64(seg)]),)
+
+    return read
+
+
+#: what a scan kernel takes for its initial carry when it has none: a scalar, never
+#: read (an array would have to be an input or an allocation of the call, for replays:
+#: ``runtime/replay.py``; and a trace would name an input by it: ``teach/scan_trace.py``)
+NO_CARRY = 0
 
 
 def state_loader(kit):

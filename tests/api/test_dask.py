@@ -625,6 +625,70 @@ def test_non_commutative_scan_keeps_order_across_chunks(method):
            exact=True)
 
 
+def _tasks(lazy, part: str) -> list:
+    """The keys of ``lazy``'s own layer whose name has ``part`` (``"-total-"``...)."""
+    layer = lazy.__dask_graph__().layers[lazy.name]
+    return [k for k in layer if part in k[0]]
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_each_block_is_scanned_once_from_its_carry(method):
+    """The carry enters each block's scan kernel: no block is scanned and then carried
+    in a second pass (no ``-local-`` scans). Along axis 1 of S: three rows of blocks,
+    three blocks with elements in each, so two totals a row (sequential: read off
+    the block before; blelloch: a reduce of each block but the last) and, for the
+    tree, one combine a row. A float cumprod keeps the separate pass."""
+    x = da.from_array(S, chunks=S_CHUNKS)
+    lazy = nk.cumsum(x, axis=1, method=method)
+    assert not _tasks(lazy, "-local-")
+    assert len(_tasks(lazy, "-total-")) == 6
+    assert len(_tasks(lazy, "-carry-")) == (0 if method == "sequential" else 3)
+    f = da.from_array(np.full(40, 1.01), chunks=9)
+    assert _tasks(nk.cumprod(f, method=method), "-local-")
+    i = np.array([3, -2, 1, 5, -1, 2, 7, 0, 4], np.int8)  # an integer product: carried
+    lazy = nk.cumprod(da.from_array(i, chunks=((2, 0, 4, 3),)), exclusive=True, method=method)
+    assert not _tasks(lazy, "-local-")
+    _check(lazy, np.concatenate([[1], np.cumprod(i)[:-1]]), exact=True)
+
+
+def test_sequential_chain_gives_the_whole_calls_bits_on_warp_rows():
+    """Rows scanned a warp each, chunk edges at multiples of 32: each chunk starts from
+    the last result before it, as the whole row's scan does, so the float bits are
+    the whole-array call's."""
+    a = np.random.default_rng(4).standard_normal((9, 70)).astype(np.float32)
+    x = da.from_array(a, chunks=((4, 5), (32, 32, 6)))
+    np.testing.assert_array_equal(nk.cumsum(x, axis=1).compute(), nk.cumsum(a, axis=1))
+
+
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_mapped_ops_carry_states_not_elements(method):
+    """nansum and count_nonzero map elements (NaN to 0, non-zero to 1) but carries are
+    results: a NaN total stays NaN (NumPy's nancumsum after inf and -inf), a count
+    adds up, and an exclusive scan's total maps the chunk's last element."""
+    a = np.array([np.inf, -np.inf, 1.0, np.nan, 2.0, 0.0])
+    x = da.from_array(a, chunks=((1, 2, 0, 3),))
+    np.testing.assert_array_equal(nk.associative_scan(x, "nansum", method=method).compute(),
+                                  np.nancumsum(a))
+    b = np.array([1.0, np.nan, 0.0, 2.0, np.nan, 3.0, 0.0])
+    y = da.from_array(b, chunks=((2, 3, 2),))
+    _check(nk.associative_scan(y, "nansum", exclusive=True, method=method),
+           np.nancumsum(b) - np.nan_to_num(b), exact=True)
+    _check(nk.associative_scan(y, "count_nonzero", exclusive=True, method=method),
+           np.cumsum(b != 0) - (b != 0), exact=True)
+    _check(nk.associative_scan(y, "count_nonzero", method=method), np.cumsum(b != 0),
+           exact=True)
+
+
+def test_a_strategy_without_a_carry_takes_the_separate_pass():
+    class NoCarry(nk.strategies.DecoupledLookback):
+        takes_carry = False
+
+    x = da.from_array(S, chunks=S_CHUNKS)
+    lazy = nk.cumsum(x, axis=1, exclusive=True, strategy=NoCarry(), layout="tiles")
+    assert _tasks(lazy, "-local-")
+    _check(lazy, np.cumsum(S, 1) - S, exact=True)
+
+
 def test_scan_argument_errors():
     x = da.from_array(S, chunks=S_CHUNKS)
     with pytest.raises(ValueError, match="method"):

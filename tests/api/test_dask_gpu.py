@@ -88,6 +88,31 @@ def test_cupy_chunks_arg_forms_nan_ties_and_empty_chunks(cp, split_every):
         nk.argmax(x[:0]).compute()
 
 
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_cupy_chunks_scan_from_device_carries(cp, method):
+    """Each chunk's scan kernel starts from its carry, a CuPy slice of the chunk before
+    (no second pass, no host round trip): a flat array of uneven chunks several tiles
+    long, every mode, int32 into int64 exactly; float32 within the error bound of a
+    scan (4 eps x depth x the running sum of magnitudes)."""
+    rng = np.random.default_rng(2)
+    a = rng.integers(-1000, 1000, 3_000_017).astype(np.int32)
+    x = da.from_array(cp.asarray(a), chunks=((1_000_000, 7, 0, 2_000_010),))
+    w = a.astype(np.int64)
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            inc = np.cumsum(w[::-1])[::-1] if reverse else np.cumsum(w)
+            want = inc - w if exclusive else inc
+            got = nk.cumsum(x, exclusive=exclusive, reverse=reverse, method=method)
+            np.testing.assert_array_equal(_cupy_result(cp, got), want,
+                                          err_msg=f"{exclusive} {reverse}")
+    f = rng.uniform(-1, 1, a.size).astype(np.float32)
+    y = da.from_array(cp.asarray(f), chunks=((1_000_000, 7, 0, 2_000_010),))
+    got = _cupy_result(cp, nk.cumsum(y, method=method))
+    scale = np.cumsum(np.abs(f.astype(np.float64)))
+    err = np.abs(got.astype(np.float64) - np.cumsum(f.astype(np.float64)))
+    assert (err <= 4 * np.finfo(np.float32).eps * 64 * scale).all()
+
+
 def test_local_cuda_cluster_of_one_worker(cp):
     dask_cuda = pytest.importorskip("dask_cuda")
     distributed = pytest.importorskip("distributed")
