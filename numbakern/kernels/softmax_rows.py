@@ -13,6 +13,15 @@ time and loops over rows grid-strided:
 * ``layout="warp"``: the group is one warp, ``threads / 32`` rows per block, for short
   rows; the reduce is the block strategy's warp form (``warp_shuffle``: its shuffle
   tree, no barrier, no shared memory) and lane 0's result is shuffled to every lane.
+  Or the group is a run of ``lanes`` lanes of a warp (a power of two below 32,
+  ``32 / lanes`` rows a warp at once: :attr:`RowPlan.lanes`), reduced by an XOR
+  butterfly within the run (every lane gets the result, no broadcast), as PyTorch's
+  persistent warp softmax gives a row of ``n <= 16`` a run of ``next_pow2(n)`` lanes
+  (``aten/src/ATen/native/cuda/PersistentSoftmax.cuh``, its ``WARP_SIZE``): shorter
+  rows hold more elements a lane, so more bytes are in flight per load phase and
+  each reduce takes ``log2(lanes)`` shuffles. The runs of one warp never wait for
+  each other (each shuffles under its own lane mask), so a run past the last row
+  may leave the loop while the others reduce.
 
 How the row is read is the other choice (``per_thread``):
 
@@ -60,7 +69,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, from_dtype, int64
+from numba import cuda, from_dtype, int64, uint32
 
 from numbakern.kernels import bfloat16
 from numbakern.kernels.vector import (VECTOR_BYTES, rows_aligned, vector_lanes, vector_loader,
@@ -144,6 +153,10 @@ class RowPlan:
         normalizer: ``"max_then_sum"`` or ``"online"`` (forward); ``None`` (backward).
         layout: ``"block"`` or ``"warp"``.
         threads: threads per block.
+        lanes: with ``layout="warp"``, the lanes that share a row: 32 (a warp, reduced
+            by the block strategies' warp forms) or a power of two below it (a run of
+            a warp, reduced by an XOR butterfly: ``warp_shuffle`` strategies only,
+            which ``api.softmax`` checks).
         per_thread: elements each thread holds in registers (fused), or 0 (tiled).
         max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
         sum_block: the block strategy of the sum, or of the online pair.
@@ -175,6 +188,7 @@ class RowPlan:
     out: str = ""
     keep: str = ""
     packed: bool = False
+    lanes: int = WARP
 
     @property
     def result(self) -> str:
@@ -189,7 +203,12 @@ class RowPlan:
     @property
     def group(self) -> int:
         """Threads that share one row."""
-        return WARP if self.layout == "warp" else self.threads
+        return self.lanes if self.layout == "warp" else self.threads
+
+    @property
+    def runs(self) -> bool:
+        """Whether rows go to runs of lanes shorter than a warp (the butterfly)."""
+        return self.layout == "warp" and self.lanes < WARP
 
     @property
     def rows_per_block(self) -> int:
@@ -255,7 +274,7 @@ class RowPlan:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
                 self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep,
-                self.packed)
+                self.packed, self.lanes)
 
 
 def kernel_for(plan: RowPlan):
@@ -280,6 +299,8 @@ def _allreduce(plan: RowPlan, block, op):
     one slot per field through which thread 0 broadcasts (unused by the warp layout).
     """
     kit = _kit(plan, op)
+    if plan.runs:
+        return run_allreduce(kit, plan.lanes)
     if plan.layout == "warp":
         warp_reduce, shfl_idx = block.build_warp_reduce(kit).function, kit.shfl_idx
 
@@ -289,6 +310,50 @@ def _allreduce(plan: RowPlan, block, op):
 
         return allreduce
     return block_allreduce(block, kit)
+
+
+def run_allreduce(kit, lanes: int):
+    """Device function ``allreduce(s, t0, t1, b0, b1) -> state`` over each run of
+    ``lanes`` lanes of a warp (a power of two below 32), valid in every lane of the
+    run: an XOR butterfly of ``log2(lanes)`` shuffles under the run's own lane mask
+    (so runs need not meet), lanes ``l`` and ``l ^ d`` combining each other's states.
+    The op must be commutative for every lane to hold the same result: numbakern's
+    ``MAX``, ``SUM`` and the online pair are (floating-point ``a + b == b + a``;
+    lanes may differ in the sign of a zero maximum, which no result shows). States
+    of one or two fields, as the row kernels reduce; the temp arrays go unused."""
+    combine, two = kit.combine, kit.fields == 2
+    t0 = from_dtype(kit.dtypes[0])
+    t1 = from_dtype(kit.dtypes[-1])
+    ones = (1 << lanes) - 1
+
+    @cuda.jit(device=True)
+    def run_mask():
+        return uint32(ones << (cuda.threadIdx.x % WARP // lanes * lanes))
+
+    if two:
+
+        @cuda.jit(device=True)
+        def allreduce(s, a0, a1, b0, b1):
+            mask = run_mask()
+            d = lanes // 2
+            while d > 0:
+                s = combine(s, (t0(cuda.shfl_xor_sync(mask, s[0], d)),
+                                t1(cuda.shfl_xor_sync(mask, s[1], d))))
+                d //= 2
+            return s
+
+        return allreduce
+
+    @cuda.jit(device=True)
+    def allreduce(s, a0, a1, b0, b1):
+        mask = run_mask()
+        d = lanes // 2
+        while d > 0:
+            s = combine(s, (t0(cuda.shfl_xor_sync(mask, s[0], d)),))
+            d //= 2
+        return s
+
+    return allreduce
 
 
 def block_allreduce(block, kit):
@@ -312,7 +377,7 @@ def block_allreduce(block, kit):
 
 def _slots(plan: RowPlan, block, op) -> tuple[int, int]:
     """Shared-memory slots for one reduce's two temp arrays (1 where unused)."""
-    if block is None:
+    if block is None or plan.runs:  # the butterfly needs no shared memory
         return 1, 1
     if plan.layout == "warp":
         slots = block.build_warp_reduce(_kit(plan, op)).slots * (plan.threads // WARP)
@@ -1093,9 +1158,10 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
       multiples of the vector length, each row of every view starting 16-byte
       aligned (CUB's ``LOAD_VECTORIZE`` condition);
     * tiled plans (any ``n``: each row's head before its first 16-byte boundary and
-      tail after its last go through scalar loads): each row as far from a boundary
-      in every view (:func:`_rows_in_step`), so that a thread's vectors of one array
-      are its vectors of the others.
+      tail after its last go through scalar loads, one element a lane): each row as
+      far from a boundary in every view (:func:`_rows_in_step`), so that a thread's
+      vectors of one array are its vectors of the others; a group of at least
+      ``W - 1`` lanes (runs of fewer read scalars).
 
     Fewer load and store instructions and address registers per element than
     scalar accesses. ``n``: the row length.
@@ -1111,6 +1177,8 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     if plan.fused:
         whole = n % width == 0 and plan.per_thread % width == 0
         return width if whole and all(rows_aligned(v, 2) for v in views) else 0
+    if plan.group < width - 1:  # a head or tail holds up to W-1 elements, one a lane
+        return 0
     return width if _rows_in_step(views, dtype.itemsize) else 0
 
 
