@@ -69,7 +69,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, from_dtype, int64, uint32
+from numba import cuda, from_dtype, int64, uint32, uint64
 
 from numbakern.kernels import bfloat16
 from numbakern.kernels.vector import (VECTOR_BYTES, rows_aligned, vector_lanes, vector_loader,
@@ -714,7 +714,8 @@ def _forward_kernel(plan: RowPlan):
         storage = temp_storage(plan, (plan.max_block, MAX), (plan.sum_block, SUM))
     prepare, finish = _finisher(plan)
     jit = _jit_kernel(plan)
-    load = _masked_loader(_widener(plan), NEG)
+    widen = _widener(plan)
+    load = _masked_loader(widen, NEG)
 
     if plan.keep:
         build = _kept_vector_forward if plan.vector else _kept_forward
@@ -731,16 +732,21 @@ def _forward_kernel(plan: RowPlan):
             v = cuda.local.array(K, tc_t)
             lane, row, step = walk()
             inner, n = x.shape[1], x.shape[2]
+            # Unsigned indices: Numba wraps a signed index that could be negative
+            # (a compare, a select and 64-bit adds a load); these are base + constant
+            # offsets (ptxas for sm_90 at (1823, 781): 89 registers, not 128).
+            un, ul = uint64(n), uint64(lane)
             while row < x.shape[0] * inner:  # the same for every thread of a group
                 o, i = split(row, inner)
                 xr, yr = x[o, i], y[o, i]
                 for k in range(K):  # K loads in flight, then nothing but registers
-                    v[k] = load(xr, lane + k * G, n)
+                    c = ul + uint64(k * G)
+                    v[k] = widen(xr[c]) if c < un else NEG
                 m, s, ref = stats(v, lane, n, sh)
                 a, b = prepare(m, s, ref)
                 for k in range(K):
-                    c = lane + k * G
-                    if c < n:
+                    c = ul + uint64(k * G)
+                    if c < un:
                         yr[c] = out_t(finish(v[k], a, b))
                 row += step
 
@@ -816,7 +822,8 @@ def _backward_kernel(plan: RowPlan):
     red_sum = _allreduce(plan, plan.sum_block, SUM)
     term, grad = _gradient(plan)
     jit = _jit_kernel(plan)
-    load = _masked_loader(_widener(plan), ZERO)
+    widen = _widener(plan)
+    load = _masked_loader(widen, ZERO)
 
     if plan.keep:
         return _kept_backward(plan, storage, red_sum, (term, grad), jit)
@@ -832,18 +839,20 @@ def _backward_kernel(plan: RowPlan):
             vd = cuda.local.array(K, tc_t)
             lane, row, step = walk()
             inner, n = y.shape[1], y.shape[2]
+            un, ul = uint64(n), uint64(lane)  # unsigned: no negative-index wraparound
             while row < y.shape[0] * inner:
                 o, i = split(row, inner)
                 yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
                 total = ZERO
                 for k in range(K):
-                    vy[k] = load(yr, lane + k * G, n)
-                    vd[k] = load(dyr, lane + k * G, n)
+                    c = ul + uint64(k * G)
+                    vy[k] = widen(yr[c]) if c < un else ZERO
+                    vd[k] = widen(dyr[c]) if c < un else ZERO
                     total += term(vy[k], vd[k])
                 total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
                 for k in range(K):
-                    c = lane + k * G
-                    if c < n:
+                    c = ul + uint64(k * G)
+                    if c < un:
                         dxr[c] = out_t(grad(vy[k], vd[k], total))
                 row += step
 
