@@ -469,14 +469,48 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
     NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
     vmax = MAX.device_combine()
     element = _element_index(plan)
+
+    # Four independent chains a thread, not one of K: a row held in registers is
+    # latency-bound (one wave of warps at (1823, 781)), and a chain of 32 dependent
+    # NaN-propagating maxima (compare, compare, select) and 32 dependent adds is
+    # most of a warp's time between its loads and its first shuffle.
+    @cuda.jit(device=True)
+    def local_max(v):
+        m0, m1, m2, m3 = NEG, NEG, NEG, NEG
+        for k in range(K):
+            if k % 4 == 0:
+                m0 = vmax(m0, v[k])
+            elif k % 4 == 1:
+                m1 = vmax(m1, v[k])
+            elif k % 4 == 2:
+                m2 = vmax(m2, v[k])
+            else:
+                m3 = vmax(m3, v[k])
+        return vmax(vmax(m0, m1), vmax(m2, m3))
+
+    @cuda.jit(device=True)
+    def exp_sum(v, m):  # sum of exp(v - m), v[k] overwritten by it with keep_exp
+        s0, s1, s2, s3 = ZERO, ZERO, ZERO, ZERO
+        for k in range(K):
+            e = tc_t(exp(v[k] - m))
+            if keep_exp:
+                v[k] = e
+            if k % 4 == 0:
+                s0 += e
+            elif k % 4 == 1:
+                s1 += e
+            elif k % 4 == 2:
+                s2 += e
+            else:
+                s3 += e
+        return (s0 + s1) + (s2 + s3)
+
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
 
         @cuda.jit(device=True)
         def stats(v, lane, n, sh):
-            m = v[0]
-            for k in range(1, K):
-                m = vmax(m, v[k])
+            m = local_max(v)
             s = ZERO
             if m == NEG:  # only -inf here: each counts exp(0) = 1 at max -inf
                 for k in range(K):
@@ -485,11 +519,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
                     if keep_exp:
                         v[k] = ZERO
             else:
-                for k in range(K):
-                    e = tc_t(exp(v[k] - m))
-                    if keep_exp:
-                        v[k] = e
-                    s += e
+                s = exp_sum(v, m)
             r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
             return r[0], r[1], m
 
@@ -499,16 +529,8 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
 
     @cuda.jit(device=True)
     def stats(v, lane, n, sh):
-        m = v[0]
-        for k in range(1, K):
-            m = vmax(m, v[k])
-        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
-        s = ZERO
-        for k in range(K):
-            e = tc_t(exp(v[k] - m))
-            if keep_exp:
-                v[k] = e
-            s += e
+        m = red_max((local_max(v),), sh[0], sh[1], sh[2], sh[3])[0]
+        s = exp_sum(v, m)
         s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
         return m, s, m
 
