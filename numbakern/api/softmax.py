@@ -15,7 +15,11 @@ Arguments common to all four functions:
 * ``layout``: ``"block"`` (one row per block), ``"warp"`` (one row per warp, for
   short rows, reduced by the block strategies' warp forms) or ``"auto"``: a warp per
   row up to 1024 float32 elements (512 for float64 or a backward pass, 256 for both)
-  when the strategies have warp forms (every registered one does).
+  when the strategies have warp forms (every registered one does). With the
+  default ``warp_shuffle`` strategies a short row gets a run of fewer lanes of a
+  warp (the fewest powers of two that hold it at 16 elements a lane, 8 for the
+  backward passes: 8 lanes for 128 float32), several rows a warp, each reduced by
+  an XOR butterfly of shuffles.
 * ``fused``: hold the row in registers and move it once each way (``True``), loop
   over the row in tiles (``False``), or decide by row length (``None``).
 * ``threads``: threads per block (a multiple of 32 up to 1024); by default from the
@@ -60,8 +64,8 @@ from numbakern.core.deliver import OutDtypeError, check_out
 from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
-from numbakern.kernels.vector import VECTOR_BYTES
-from numbakern.runtime.device import SIMULATOR
+from numbakern.kernels.vector import VECTOR_BYTES, vector_lanes
+from numbakern.runtime.device import SIMULATOR, WARP
 from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -96,6 +100,14 @@ _PER_THREAD_HALF_BACKWARD = 16
 _PER_THREAD_HALF_LONG = 32
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
+# Short rows: a row to a run of the fewest lanes (a power of two, up to a warp) that
+# hold it at this many elements a lane (forward; the backward passes hold two
+# arrays, so half), as PyTorch's persistent warp softmax holds WARP_BATCH = 2 rows of
+# up to 128 a warp. (65536, 128) float32: 8 lanes of 16 (four 16-byte loads a lane in
+# flight, three shuffles a reduce) where a warp of 4 had one load (23.0 us against
+# torch's 18.2 on an H200, bench/NOTES.md "Short softmax rows").
+_RUN_ELEMENTS = {"forward": 16, "backward": 8}
+_LANES = (1, 2, 4, 8, 16, 32)
 # Tiled rows: as few rows in flight as fill the device, so a row's second read finds
 # it in L2: 1024 threads, one block a multiprocessor, 132 rows of 128 KB (17 MB) in
 # flight on an H200 at (4096, 32768) float32, softmax 350 us; 512 threads, two blocks,
@@ -415,12 +427,16 @@ def _mask_dims(mask_shape, mask_strides, shape: tuple, axis: int):
 
 def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
           max_spec, sum_spec, result: str = "", keep: str = "",
-          vectors: bool = True) -> RowPlan:
+          vectors: bool = True, lanes: int | None = None) -> RowPlan:
     """Choose the kernel for rows of ``n`` elements of ``dtype`` (a NumPy dtype, or the
     name ``"bfloat16"``) giving ``result`` (a dtype's name; "": ``dtype``), keeping
     ``keep`` (``softmax_rows.KEEPS``, "": every element, unscaled); all errors about
     arguments here. ``vectors``: whether the rows may be read in 16-byte vectors
-    (False: a packed plan's rows were not aligned, see :func:`_fused_plan`)."""
+    (False: a packed plan's rows were not aligned, see :func:`_fused_plan`).
+    ``lanes``: the lanes a row of the warp layout gets (``RowPlan.lanes``; a power
+    of two up to 32; below 32 with ``warp_shuffle`` strategies only), or None: the
+    fewest that hold a fused row at :data:`_RUN_ELEMENTS` a lane (:func:`_run_lanes`),
+    a warp for tiled rows or other strategies."""
     dtype = dtype if dtype == "bfloat16" else np.dtype(dtype).name
     out = result if result and result != dtype else ""
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
@@ -434,11 +450,12 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     layout = _layout(layout, specs,
                      lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,), out,
                                          keep))
+    runs = _run_lanes(lanes, layout, specs)
     if layout == "warp":
         threads = threads or _WARP_THREADS
     chosen = None if fused is False else _fused_plan(
         kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out, keep,
-        vectors)
+        vectors, runs)
     if fused and chosen is None:
         aligned = "" if vectors else " (with rows not 16-byte aligned)"
         raise ValueError(f"fused=True: a row of {n} {dtype} elements{aligned} does not fit "
@@ -453,12 +470,41 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     if normalizer != "max_then_sum":
         max_block = None
     pair_op = ONLINE_SOFTMAX if normalizer == "online" else None
+    lanes = chosen.lanes if chosen else (lanes or WARP)
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
                    dtype, pair_op=pair_op, out=out, keep=keep,
-                   packed=bool(chosen and chosen.packed))
+                   packed=bool(chosen and chosen.packed), lanes=lanes)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
+
+
+def _run_lanes(lanes, layout: str, specs: dict) -> tuple:
+    """The lanes a row may get, fewest first: ``(lanes,)`` checked when given, else
+    every power of two up to a warp for the warp layout with ``warp_shuffle``
+    strategies (the runs' butterfly is that strategy's shuffles), else a warp."""
+    if lanes is None:
+        shuffles = all(_is_shuffle(s) for s in specs.values())
+        return _LANES if layout == "warp" and shuffles else (WARP,)
+    if isinstance(lanes, bool) or lanes not in _LANES:
+        raise ValueError(f"lanes must be one of {_LANES}, got {lanes!r}")
+    if lanes < WARP and layout != "warp":
+        raise ValueError(f"lanes={lanes} shares a warp between rows: it needs layout='warp'")
+    if lanes < WARP and not all(_is_shuffle(s) for s in specs.values()):
+        raise ValueError(f"lanes={lanes} reduces each row by warp shuffles: leave the "
+                         f"strategies warp_shuffle, got {specs}")
+    return (lanes,)
+
+
+def _is_shuffle(spec) -> bool:
+    """Whether a strategy spec (None: the default) is ``warp_shuffle``."""
+    return _strategy_class(spec).name == "warp_shuffle"
+
+
+def _strategy_class(spec) -> type:
+    """The block strategy class of a spec: an object, a name, or None (the default)."""
+    return type(spec) if isinstance(spec, BlockStrategy) else \
+        _strategies.REGISTRY["block"][spec or _strategies.registry.DEFAULT_BLOCK]
 
 
 def _tiled_threads(kind: str, dtype: str, out: str = "", keep: str = "") -> int:
@@ -493,9 +539,7 @@ def _threads(threads, specs: dict) -> int | None:
 
 def _has_warp_form(spec) -> bool:
     """Whether a strategy spec (None: ``warp_shuffle``) has a warp form of its reduce."""
-    cls = type(spec) if isinstance(spec, BlockStrategy) else \
-        _strategies.REGISTRY["block"][spec or _strategies.registry.DEFAULT_BLOCK]
-    return cls.offers_warp_reduce()
+    return _strategy_class(spec).offers_warp_reduce()
 
 
 def _layout(layout, specs: dict, warp_fused) -> str:
@@ -513,17 +557,40 @@ def _layout(layout, specs: dict, warp_fused) -> str:
 
 
 def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out: str = "",
-                keep: str = "", vectors: bool = True):
+                keep: str = "", vectors: bool = True, lanes: tuple = (WARP,)):
     """A fused plan for rows of ``n``, or None if no offered block size can hold one.
 
-    For each block size offered, the fewest elements per thread (a compiled size) that
-    hold the row and fit the registers; of those, the nearest the target per thread
-    (several loads in flight, moderate registers), larger blocks first. Half forward
-    rows that no such plan holds, of whole 16-byte vectors (``n`` a multiple of
-    eight), one block a row, nothing kept: the same over packed plans
-    (``RowPlan.packed``, multiples of eight a thread) unless ``vectors`` is False.
+    Warp layout: of ``lanes`` (fewest first), the first that holds the row at
+    :data:`_RUN_ELEMENTS` a lane (a warp always qualifies) and has a plan that fits
+    (:func:`_fused_plan_of`).
     """
-    plans = _fewest(kind, n, dtype, layout, offered, _PER_THREAD, out, keep)
+    if layout != "warp":
+        return _fused_plan_of(kind, n, dtype, layout, offered, out, keep, vectors)
+    most = _RUN_ELEMENTS["backward" if kind in softmax_rows.BACKWARD else "forward"]
+    width = vector_lanes(softmax_rows.storage_dtype(dtype))
+    whole = width and not out and n % width == 0  # rows that may move in vectors
+    for run in lanes:  # a run given alone (the knob) is tried at any elements a lane
+        if run == WARP or run * most >= n or len(lanes) == 1:
+            # a run keeps whole vectors a lane where the row is whole vectors
+            sizes = [k for k in _PER_THREAD if k % width == 0] if whole and run < WARP \
+                else _PER_THREAD
+            plan = _fused_plan_of(kind, n, dtype, layout, offered, out, keep, vectors, run,
+                                  sizes)
+            if plan is not None:
+                return plan
+    return None
+
+
+def _fused_plan_of(kind: str, n: int, dtype: str, layout: str, offered: tuple, out: str,
+                   keep: str, vectors: bool, lanes: int = WARP, sizes=_PER_THREAD):
+    """For each block size offered, the fewest elements per thread (a compiled size)
+    that hold the row and fit the registers; of those, the nearest the target per
+    thread (several loads in flight, moderate registers), larger blocks first. Half
+    forward rows that no such plan holds, of whole 16-byte vectors (``n`` a multiple
+    of eight), one block a row, nothing kept: the same over packed plans
+    (``RowPlan.packed``, multiples of eight a thread) unless ``vectors`` is False.
+    ``lanes``: a warp layout's lanes a row; ``sizes``: the elements a thread allowed."""
+    plans = _fewest(kind, n, dtype, layout, offered, sizes, out, keep, lanes=lanes)
     target = _PER_THREAD_TARGET.get(kind, _PER_THREAD_DEFAULT)
     if kind in softmax_rows.BACKWARD and plans and plans[0].per_element == 2:
         target = _PER_THREAD_HALF_BACKWARD
@@ -539,16 +606,16 @@ _HALF_VECTOR = VECTOR_BYTES // 2  # halves a 16-byte vector
 
 
 def _fewest(kind: str, n: int, dtype: str, layout: str, offered: tuple, sizes, out: str = "",
-            keep: str = "", packed: bool = False) -> list:
+            keep: str = "", packed: bool = False, lanes: int = WARP) -> list:
     """For each block size offered, the plan of the fewest ``sizes`` a thread that
-    holds a row of ``n`` and fits the registers (none for a size that cannot)."""
+    holds a row of ``n`` and fits the registers (none for a size that cannot);
+    ``lanes``: a warp layout's lanes a row."""
     plans = []
     for threads in offered:
-        group = softmax_rows.WARP if layout == "warp" else threads
         for k in sizes:
             plan = RowPlan(kind, None, layout, threads, k, None, None, dtype, out=out,
-                           keep=keep, packed=packed)
-            if k * group >= n and plan.fits:
+                           keep=keep, packed=packed, lanes=lanes)
+            if k * plan.group >= n and plan.fits:
                 plans.append(plan)
                 break
     return plans

@@ -13,6 +13,15 @@ time and loops over rows grid-strided:
 * ``layout="warp"``: the group is one warp, ``threads / 32`` rows per block, for short
   rows; the reduce is the block strategy's warp form (``warp_shuffle``: its shuffle
   tree, no barrier, no shared memory) and lane 0's result is shuffled to every lane.
+  Or the group is a run of ``lanes`` lanes of a warp (a power of two below 32,
+  ``32 / lanes`` rows a warp at once: :attr:`RowPlan.lanes`), reduced by an XOR
+  butterfly within the run (every lane gets the result, no broadcast), as PyTorch's
+  persistent warp softmax gives a row of ``n <= 16`` a run of ``next_pow2(n)`` lanes
+  (``aten/src/ATen/native/cuda/PersistentSoftmax.cuh``, its ``WARP_SIZE``): shorter
+  rows hold more elements a lane, so more bytes are in flight per load phase and
+  each reduce takes ``log2(lanes)`` shuffles. The runs of one warp never wait for
+  each other (each shuffles under its own lane mask), so a run past the last row
+  may leave the loop while the others reduce.
 
 How the row is read is the other choice (``per_thread``):
 
@@ -60,7 +69,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, from_dtype, int64
+from numba import cuda, from_dtype, int64, uint32, uint64
 
 from numbakern.kernels import bfloat16
 from numbakern.kernels.vector import (VECTOR_BYTES, rows_aligned, vector_lanes, vector_loader,
@@ -144,6 +153,10 @@ class RowPlan:
         normalizer: ``"max_then_sum"`` or ``"online"`` (forward); ``None`` (backward).
         layout: ``"block"`` or ``"warp"``.
         threads: threads per block.
+        lanes: with ``layout="warp"``, the lanes that share a row: 32 (a warp, reduced
+            by the block strategies' warp forms) or a power of two below it (a run of
+            a warp, reduced by an XOR butterfly: ``warp_shuffle`` strategies only,
+            which ``api.softmax`` checks).
         per_thread: elements each thread holds in registers (fused), or 0 (tiled).
         max_block: the block strategy of the maximum (``"max_then_sum"``), else None.
         sum_block: the block strategy of the sum, or of the online pair.
@@ -175,6 +188,7 @@ class RowPlan:
     out: str = ""
     keep: str = ""
     packed: bool = False
+    lanes: int = WARP
 
     @property
     def result(self) -> str:
@@ -189,7 +203,12 @@ class RowPlan:
     @property
     def group(self) -> int:
         """Threads that share one row."""
-        return WARP if self.layout == "warp" else self.threads
+        return self.lanes if self.layout == "warp" else self.threads
+
+    @property
+    def runs(self) -> bool:
+        """Whether rows go to runs of lanes shorter than a warp (the butterfly)."""
+        return self.layout == "warp" and self.lanes < WARP
 
     @property
     def rows_per_block(self) -> int:
@@ -255,7 +274,7 @@ class RowPlan:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
                 self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep,
-                self.packed)
+                self.packed, self.lanes)
 
 
 def kernel_for(plan: RowPlan):
@@ -280,6 +299,8 @@ def _allreduce(plan: RowPlan, block, op):
     one slot per field through which thread 0 broadcasts (unused by the warp layout).
     """
     kit = _kit(plan, op)
+    if plan.runs:
+        return run_allreduce(kit, plan.lanes)
     if plan.layout == "warp":
         warp_reduce, shfl_idx = block.build_warp_reduce(kit).function, kit.shfl_idx
 
@@ -289,6 +310,50 @@ def _allreduce(plan: RowPlan, block, op):
 
         return allreduce
     return block_allreduce(block, kit)
+
+
+def run_allreduce(kit, lanes: int):
+    """Device function ``allreduce(s, t0, t1, b0, b1) -> state`` over each run of
+    ``lanes`` lanes of a warp (a power of two below 32), valid in every lane of the
+    run: an XOR butterfly of ``log2(lanes)`` shuffles under the run's own lane mask
+    (so runs need not meet), lanes ``l`` and ``l ^ d`` combining each other's states.
+    The op must be commutative for every lane to hold the same result: numbakern's
+    ``MAX``, ``SUM`` and the online pair are (floating-point ``a + b == b + a``;
+    lanes may differ in the sign of a zero maximum, which no result shows). States
+    of one or two fields, as the row kernels reduce; the temp arrays go unused."""
+    combine, two = kit.combine, kit.fields == 2
+    t0 = from_dtype(kit.dtypes[0])
+    t1 = from_dtype(kit.dtypes[-1])
+    ones = (1 << lanes) - 1
+
+    @cuda.jit(device=True)
+    def run_mask():
+        return uint32(ones << (cuda.threadIdx.x % WARP // lanes * lanes))
+
+    if two:
+
+        @cuda.jit(device=True)
+        def allreduce(s, a0, a1, b0, b1):
+            mask = run_mask()
+            d = lanes // 2
+            while d > 0:
+                s = combine(s, (t0(cuda.shfl_xor_sync(mask, s[0], d)),
+                                t1(cuda.shfl_xor_sync(mask, s[1], d))))
+                d //= 2
+            return s
+
+        return allreduce
+
+    @cuda.jit(device=True)
+    def allreduce(s, a0, a1, b0, b1):
+        mask = run_mask()
+        d = lanes // 2
+        while d > 0:
+            s = combine(s, (t0(cuda.shfl_xor_sync(mask, s[0], d)),))
+            d //= 2
+        return s
+
+    return allreduce
 
 
 def block_allreduce(block, kit):
@@ -312,7 +377,7 @@ def block_allreduce(block, kit):
 
 def _slots(plan: RowPlan, block, op) -> tuple[int, int]:
     """Shared-memory slots for one reduce's two temp arrays (1 where unused)."""
-    if block is None:
+    if block is None or plan.runs:  # the butterfly needs no shared memory
         return 1, 1
     if plan.layout == "warp":
         slots = block.build_warp_reduce(_kit(plan, op)).slots * (plan.threads // WARP)
@@ -404,14 +469,48 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
     NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
     vmax = MAX.device_combine()
     element = _element_index(plan)
+
+    # Four independent chains a thread, not one of K: a row held in registers is
+    # latency-bound (one wave of warps at (1823, 781)), and a chain of 32 dependent
+    # NaN-propagating maxima (compare, compare, select) and 32 dependent adds is
+    # most of a warp's time between its loads and its first shuffle.
+    @cuda.jit(device=True)
+    def local_max(v):
+        m0, m1, m2, m3 = NEG, NEG, NEG, NEG
+        for k in range(K):
+            if k % 4 == 0:
+                m0 = vmax(m0, v[k])
+            elif k % 4 == 1:
+                m1 = vmax(m1, v[k])
+            elif k % 4 == 2:
+                m2 = vmax(m2, v[k])
+            else:
+                m3 = vmax(m3, v[k])
+        return vmax(vmax(m0, m1), vmax(m2, m3))
+
+    @cuda.jit(device=True)
+    def exp_sum(v, m):  # sum of exp(v - m), v[k] overwritten by it with keep_exp
+        s0, s1, s2, s3 = ZERO, ZERO, ZERO, ZERO
+        for k in range(K):
+            e = tc_t(exp(v[k] - m))
+            if keep_exp:
+                v[k] = e
+            if k % 4 == 0:
+                s0 += e
+            elif k % 4 == 1:
+                s1 += e
+            elif k % 4 == 2:
+                s2 += e
+            else:
+                s3 += e
+        return (s0 + s1) + (s2 + s3)
+
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
 
         @cuda.jit(device=True)
         def stats(v, lane, n, sh):
-            m = v[0]
-            for k in range(1, K):
-                m = vmax(m, v[k])
+            m = local_max(v)
             s = ZERO
             if m == NEG:  # only -inf here: each counts exp(0) = 1 at max -inf
                 for k in range(K):
@@ -420,11 +519,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
                     if keep_exp:
                         v[k] = ZERO
             else:
-                for k in range(K):
-                    e = tc_t(exp(v[k] - m))
-                    if keep_exp:
-                        v[k] = e
-                    s += e
+                s = exp_sum(v, m)
             r = red_pair((m, s), sh[0], sh[1], sh[2], sh[3])
             return r[0], r[1], m
 
@@ -434,16 +529,8 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
 
     @cuda.jit(device=True)
     def stats(v, lane, n, sh):
-        m = v[0]
-        for k in range(1, K):
-            m = vmax(m, v[k])
-        m = red_max((m,), sh[0], sh[1], sh[2], sh[3])[0]
-        s = ZERO
-        for k in range(K):
-            e = tc_t(exp(v[k] - m))
-            if keep_exp:
-                v[k] = e
-            s += e
+        m = red_max((local_max(v),), sh[0], sh[1], sh[2], sh[3])[0]
+        s = exp_sum(v, m)
         s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
         return m, s, m
 
@@ -649,7 +736,8 @@ def _forward_kernel(plan: RowPlan):
         storage = temp_storage(plan, (plan.max_block, MAX), (plan.sum_block, SUM))
     prepare, finish = _finisher(plan)
     jit = _jit_kernel(plan)
-    load = _masked_loader(_widener(plan), NEG)
+    widen = _widener(plan)
+    load = _masked_loader(widen, NEG)
 
     if plan.keep:
         build = _kept_vector_forward if plan.vector else _kept_forward
@@ -666,16 +754,21 @@ def _forward_kernel(plan: RowPlan):
             v = cuda.local.array(K, tc_t)
             lane, row, step = walk()
             inner, n = x.shape[1], x.shape[2]
+            # Unsigned indices: Numba wraps a signed index that could be negative
+            # (a compare, a select and 64-bit adds a load); these are base + constant
+            # offsets (ptxas for sm_90 at (1823, 781): 89 registers, not 128).
+            un, ul = uint64(n), uint64(lane)
             while row < x.shape[0] * inner:  # the same for every thread of a group
                 o, i = split(row, inner)
                 xr, yr = x[o, i], y[o, i]
                 for k in range(K):  # K loads in flight, then nothing but registers
-                    v[k] = load(xr, lane + k * G, n)
+                    c = ul + uint64(k * G)
+                    v[k] = widen(xr[c]) if c < un else NEG
                 m, s, ref = stats(v, lane, n, sh)
                 a, b = prepare(m, s, ref)
                 for k in range(K):
-                    c = lane + k * G
-                    if c < n:
+                    c = ul + uint64(k * G)
+                    if c < un:
                         yr[c] = out_t(finish(v[k], a, b))
                 row += step
 
@@ -751,7 +844,8 @@ def _backward_kernel(plan: RowPlan):
     red_sum = _allreduce(plan, plan.sum_block, SUM)
     term, grad = _gradient(plan)
     jit = _jit_kernel(plan)
-    load = _masked_loader(_widener(plan), ZERO)
+    widen = _widener(plan)
+    load = _masked_loader(widen, ZERO)
 
     if plan.keep:
         return _kept_backward(plan, storage, red_sum, (term, grad), jit)
@@ -767,18 +861,20 @@ def _backward_kernel(plan: RowPlan):
             vd = cuda.local.array(K, tc_t)
             lane, row, step = walk()
             inner, n = y.shape[1], y.shape[2]
+            un, ul = uint64(n), uint64(lane)  # unsigned: no negative-index wraparound
             while row < y.shape[0] * inner:
                 o, i = split(row, inner)
                 yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
                 total = ZERO
                 for k in range(K):
-                    vy[k] = load(yr, lane + k * G, n)
-                    vd[k] = load(dyr, lane + k * G, n)
+                    c = ul + uint64(k * G)
+                    vy[k] = widen(yr[c]) if c < un else ZERO
+                    vd[k] = widen(dyr[c]) if c < un else ZERO
                     total += term(vy[k], vd[k])
                 total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
                 for k in range(K):
-                    c = lane + k * G
-                    if c < n:
+                    c = ul + uint64(k * G)
+                    if c < un:
                         dxr[c] = out_t(grad(vy[k], vd[k], total))
                 row += step
 
@@ -1093,9 +1189,10 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
       multiples of the vector length, each row of every view starting 16-byte
       aligned (CUB's ``LOAD_VECTORIZE`` condition);
     * tiled plans (any ``n``: each row's head before its first 16-byte boundary and
-      tail after its last go through scalar loads): each row as far from a boundary
-      in every view (:func:`_rows_in_step`), so that a thread's vectors of one array
-      are its vectors of the others.
+      tail after its last go through scalar loads, one element a lane): each row as
+      far from a boundary in every view (:func:`_rows_in_step`), so that a thread's
+      vectors of one array are its vectors of the others; a group of at least
+      ``W - 1`` lanes (runs of fewer read scalars).
 
     Fewer load and store instructions and address registers per element than
     scalar accesses. ``n``: the row length.
@@ -1111,6 +1208,8 @@ def vector_width(plan: RowPlan, n: int, views: list) -> int:
     if plan.fused:
         whole = n % width == 0 and plan.per_thread % width == 0
         return width if whole and all(rows_aligned(v, 2) for v in views) else 0
+    if plan.group < width - 1:  # a head or tail holds up to W-1 elements, one a lane
+        return 0
     return width if _rows_in_step(views, dtype.itemsize) else 0
 
 
