@@ -148,7 +148,7 @@ def test_sizes_around_warp_and_block_boundaries(n):
                                   np.argmin(two.astype(np.float64), 1))
 
 
-AXES = [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1, 2)]
+AXES = [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2)]  # -1 is the last axis, 2
 
 
 # Every axis form on NumPy's bfloat16; torch's tensors (the same kernels, another way

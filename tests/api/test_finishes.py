@@ -18,6 +18,7 @@ import numbakern as nk
 from numba import cuda
 from numbakern.api.reductions import moments
 from numbakern.runtime import replay, simcost
+from numbakern.runtime.device import SIMULATOR
 from numbakern.strategies import available
 
 rng = np.random.default_rng(23)
@@ -169,6 +170,7 @@ def _replayed_launches(call, x):
     return len(counted), result
 
 
+@pytest.mark.skipif(not SIMULATOR, reason="counts launches at the simulator's door")
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 @pytest.mark.parametrize("shape, axis", [((500,), None), ((64, 16), 1), ((9, 70), 0)])
 def test_a_repeated_call_replays_as_one_launch(name, shape, axis):
@@ -180,6 +182,7 @@ def test_a_repeated_call_replays_as_one_launch(name, shape, axis):
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.skipif(not SIMULATOR, reason="counts launches at the simulator's door")
 @pytest.mark.parametrize("name", ["mean", "var"])
 def test_a_two_block_call_replays_as_many_launches_as_the_sum(name):
     x = cuda.to_device(_data(1000))

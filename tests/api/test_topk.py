@@ -444,9 +444,15 @@ def test_digit_layout(width, bits, layout):
     assert sum(b for _, b in layout) == width and max(b for _, b in layout) <= bits
 
 
-@pytest.mark.parametrize("strategy", DIGIT_STRATEGIES, ids=digits_name)
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.float16, np.uint16, np.float32,
-                                   np.int64, np.float64], ids=lambda d: np.dtype(d).name)
+KEY_DTYPES = [np.bool_, np.int8, np.float16, np.uint16, np.float32, np.int64, np.float64]
+
+
+# Each key width under two digit strategies, each strategy under two or more widths, in
+# turn (every pair was 35 cases: simulator time)
+@pytest.mark.parametrize("dtype, strategy", [
+    (d, DIGIT_STRATEGIES[(i + j) % len(DIGIT_STRATEGIES)])
+    for i, d in enumerate(KEY_DTYPES) for j in (0, 2)],
+    ids=lambda v: np.dtype(v).name if isinstance(v, type) else digits_name(v))
 def test_every_key_width(dtype, strategy):
     x = values(dtype, (2, 45))
     check(x, 6, strategy)

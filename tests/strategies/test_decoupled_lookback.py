@@ -9,6 +9,7 @@ import pytest
 
 import numbakern as nk
 from numbakern.ops.state import state_kit
+from numbakern.runtime.device import SIMULATOR
 from numbakern.strategies import WarpShuffle
 from numbakern.strategies.decoupled_lookback import DecoupledLookback, _packs
 
@@ -94,6 +95,7 @@ def test_one_tile_a_segment_needs_no_zeroed_status_words(block, n):
                                atol=1e-4)
 
 
+@pytest.mark.skipif(not SIMULATOR, reason="the simulator's tiles (a GPU's hold 4096)")
 @pytest.mark.parametrize("n, launches", [(100, 1), (128, 1), (129, 2)])
 def test_a_repeated_one_tile_scan_replays_as_one_launch(n, launches):
     from numba import cuda
