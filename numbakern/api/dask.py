@@ -1246,13 +1246,7 @@ def _carried_graph(x, axis: int, scan, scan_from, through, pair, method: str, na
     out, totals, carries = (f"{name}-{token}", f"{name}-total-{token}",
                             f"{name}-carry-{token}")
     dsk: dict = {}
-    made = itertools.count()
-
-    def combine(a, b):
-        key = (carries, next(made))
-        dsk[key] = (pair, a, b)
-        return key
-
+    combine = _combiner(dsk, carries, pair)
     sizes = x.chunks[axis]
     for at in _rows_along(x, axis):
         full = [k for k, size in enumerate(sizes) if size]
@@ -1276,6 +1270,19 @@ def _carried_graph(x, axis: int, scan, scan_from, through, pair, method: str, na
     return da.Array(graph, out, x.chunks, meta=meta)
 
 
+def _combiner(dsk: dict, name: str, pair):
+    """``combine(a, b)``: adds the task ``pair(a, b)`` to ``dsk`` under a new key
+    ``(name, i)`` and returns that key (the carries of a chain or a tree)."""
+    made = itertools.count()
+
+    def combine(a, b):
+        key = (name, next(made))
+        dsk[key] = (pair, a, b)
+        return key
+
+    return combine
+
+
 def _scan_graph(x, axis: int, scan, total, pair, method: str, name: str, meta):
     """``x`` scanned along ``axis`` as one layer of plain tasks: each block scanned
     (``scan``); along ``axis``, the blocks' totals (``total(scanned, block)``, read
@@ -1287,13 +1294,7 @@ def _scan_graph(x, axis: int, scan, total, pair, method: str, name: str, meta):
     out, totals, carries, locals_ = (f"{name}-{token}", f"{name}-total-{token}",
                                      f"{name}-carry-{token}", f"{name}-local-{token}")
     dsk: dict = {}
-    made = itertools.count()
-
-    def combine(a, b):
-        key = (carries, next(made))
-        dsk[key] = (pair, a, b)
-        return key
-
+    combine = _combiner(dsk, carries, pair)
     sizes = x.chunks[axis]
     for at in _rows_along(x, axis):
         t, later = [], []  # the totals; the blocks after one with elements

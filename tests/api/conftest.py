@@ -1,8 +1,10 @@
-"""Fixtures the GPU tests of tensors share."""
+"""Fixtures the API tests share: torch and CuPy for the tensor tests, and a spy on the
+row kernels the softmax family launches."""
 
 import pytest
 
 from numbakern.api import _interop
+from numbakern.kernels import softmax_rows
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +25,21 @@ def cupy_or_not(request, monkeypatch):
     elif _interop._cupy() is None:
         pytest.skip("CuPy is not installed")
     return request.param
+
+
+@pytest.fixture
+def row_plans(monkeypatch):
+    """``record(*fields)``: from then on, each row kernel launched appends its plan's
+    ``fields`` (``RowPlan`` attributes, a tuple) to the list ``record`` returns."""
+    def record(*fields):
+        seen = []
+        get = softmax_rows.kernel_for
+
+        def spy(plan):
+            seen.append(tuple(getattr(plan, f) for f in fields))
+            return get(plan)
+
+        monkeypatch.setattr(softmax_rows, "kernel_for", spy)
+        return seen
+
+    return record

@@ -193,17 +193,9 @@ def vector_sizes(dtype):
 
 
 @pytest.fixture
-def row_kernels(monkeypatch):
+def row_kernels(row_plans):
     """``(kind, fused, vector)`` of the row kernel each launch ran."""
-    seen = []
-    get = rowwise.kernel_for
-
-    def spy(plan):
-        seen.append((plan.kind, plan.fused, plan.vector))
-        return get(plan)
-
-    monkeypatch.setattr(rowwise, "kernel_for", spy)
-    return seen
+    return row_plans("kind", "fused", "vector")
 
 
 def device_rows(host, offset):

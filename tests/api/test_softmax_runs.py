@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import numbakern as nk
-from numbakern.kernels import softmax_rows as rowwise
 
 softmax_module = importlib.import_module("numbakern.api.softmax")
 
@@ -53,17 +52,10 @@ def logits(shape, dtype=np.float32, seed=0):
 
 
 @pytest.fixture
-def lanes(monkeypatch):
+def lanes(monkeypatch, row_plans):
     """``set(L)``: every later call plans with ``lanes=L`` (the planner's knob, past
     its cache); records each launched plan's ``(lanes, fused, vector)``."""
-    seen = []
-    get = rowwise.kernel_for
-
-    def spy(plan):
-        seen.append((plan.lanes, plan.fused, plan.vector))
-        return get(plan)
-
-    monkeypatch.setattr(rowwise, "kernel_for", spy)
+    seen = row_plans("lanes", "fused", "vector")
 
     def force(run):
         monkeypatch.setattr(softmax_module, "_planned",
