@@ -186,21 +186,33 @@ def _divider(root: bool, skip_nan: bool):
 
 
 @functools.lru_cache(maxsize=None)
-def _variancer(root: bool, skip_nan: bool):
+def variance_of(root: bool, skip_nan: bool):
+    """``variance(count, mean, m2, ddof)``: a variance (its root for ``root``) from a
+    ``(count, mean, M2)`` state, as :func:`variance_into` gives it; the device
+    function of that kernel and of the reduce kernels' folded finish
+    (``kernels/finishes.py``), so both give the same bits."""
     divide = _divider(root, skip_nan)
+
+    @cuda.jit(device=True)
+    def variance(count, mean, m2, ddof):
+        # A slice holding inf or NaN: NumPy's deviations x - mean take inf - inf
+        # or NaN, so its variance is NaN. Welford's M2 never forms them (a lone
+        # element's M2 is 0), so the mean decides.
+        return math.nan if mean - mean != 0.0 else divide(m2, float64(count) - ddof)
+
+    return variance
+
+
+@functools.lru_cache(maxsize=None)
+def _variancer(root: bool, skip_nan: bool):
+    variance_at = variance_of(root, skip_nan)
 
     @cuda.jit
     def variance(counts, means, m2s, dst, ddof):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < dst.shape[0]:
-            dof = float64(counts[i]) - ddof
-            m2 = m2s[i]
-            mean = means[i]
-            # A slice holding inf or NaN: NumPy's deviations x - mean take inf - inf
-            # or NaN, so its variance is NaN. Welford's M2 never forms them (a lone
-            # element's M2 is 0), so the mean decides.
-            dst[i] = math.nan if mean - mean != 0.0 else divide(m2, dof)
+            dst[i] = variance_at(counts[i], means[i], m2s[i], ddof)
             i += step
 
     return variance

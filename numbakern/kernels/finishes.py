@@ -30,7 +30,7 @@ import math
 
 from numba import cuda, float64
 
-from numbakern.kernels.elementwise import _divider
+from numbakern.kernels.elementwise import variance_of
 from numbakern.kernels.emits import Emit
 
 
@@ -71,15 +71,12 @@ def variance_emit(root: bool, skip_nan: bool) -> Emit:
     M2)`` state (``ops.MOMENTS``, ``ops.NAN_MOMENTS``), ``o1`` being ``ddof``: NumPy's
     values where ``count - ddof <= 0`` and NaN where the mean is not finite, as
     ``elementwise.variance_into``."""
-    divide = _divider(bool(root), bool(skip_nan))
+    variance = variance_of(bool(root), bool(skip_nan))
 
     def build():
         @cuda.jit(device=True)
         def emit(o0, o1, row, pos, piece, S, M, s):
-            dof = float64(s[0]) - o1
-            mean = s[1]
-            # inf or NaN in the slice: NumPy's deviations make the variance NaN
-            o0[pos] = math.nan if mean - mean != 0.0 else divide(s[2], dof)
+            o0[pos] = variance(s[0], s[1], s[2], o1)
 
         return emit
 
