@@ -531,18 +531,29 @@ def scan_with_carry(x, op, carry, axis=None, *, exclusive=False, reverse=False, 
         TypeError: a ``carry`` of another dtype or kind than the result's.
     """
     x, op = as_array_like(x), _ops.get(op)
-    if op in (_ops.PROD, _ops.NANPROD) and _float_product(x.dtype, dtype):
-        raise ValueError(f"carry: a float {op.name} takes no initial carry (NumPy's "
-                         "special values are settled in a second scan)")
+    if _settled_apart(op, _product_dtype(x.dtype, dtype)):
+        raise ValueError(f"carry: {op.name} {_NO_CARRY}")
     return _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout, stream,
                  None, None, carry=carry)
 
 
-def _float_product(in_dtype, dtype) -> bool:
+_NO_CARRY = ("takes no initial carry (a scan of one-field states only; a float product "
+             "settles NumPy's special values in a second scan)")
+
+
+def _product_dtype(in_dtype, dtype):
+    """cumprod's result dtype, or None for a ``dtype=`` NumPy cannot take (``_scan``'s
+    checks name it)."""
     try:
-        return cumprod_dtype(np.dtype(in_dtype), dtype).kind == "f"
-    except TypeError:  # a dtype= NumPy cannot take: _scan's checks name it
-        return False
+        return cumprod_dtype(np.dtype(in_dtype), dtype)
+    except TypeError:
+        return None
+
+
+def _settled_apart(op, result) -> bool:
+    """Whether the scan settles NumPy's special values in a second scan
+    (``numbakern/ops/products.py``: float products), where no carry can enter."""
+    return op in (_ops.PROD, _ops.NANPROD) and result is not None and np.dtype(result).kind == "f"
 
 
 def takes_carry(op, result: np.dtype, strategy=None, layout="auto") -> bool:
@@ -554,7 +565,7 @@ def takes_carry(op, result: np.dtype, strategy=None, layout="auto") -> bool:
     op = _ops.get(op)
     if op.fields != 1 or op.finish is not None:
         return False
-    if op in (_ops.PROD, _ops.NANPROD) and np.dtype(result).kind == "f":
+    if _settled_apart(op, result):
         return False
     grid = _strategies.resolve("scan", strategy)
     return layout == "warp" or getattr(grid, "takes_carry", False)
@@ -563,9 +574,7 @@ def takes_carry(op, result: np.dtype, strategy=None, layout="auto") -> bool:
 def _check_carry(carry, op, kit, grid, layout, after, kind, shape, axis, result) -> None:
     """Raise if ``carry`` cannot start this scan (:func:`scan_with_carry`)."""
     if kit.fields != 1 or op.finish is not None or after is not None:
-        raise ValueError(f"carry: {op.name} takes no initial carry (a scan of one-field "
-                         "states only; a float product settles its special values in a "
-                         "second scan)")
+        raise ValueError(f"carry: {op.name} {_NO_CARRY}")
     if layout != "warp" and not getattr(grid, "takes_carry", False):
         raise ValueError(f"carry: the scan strategy {grid!r} takes no initial carry "
                          "(GridScan.takes_carry)")

@@ -18,33 +18,11 @@ import pytest
 
 import numbakern as nk
 
+from .test_softmax import FORWARD, LOG_TOL, REF, TOL
+
 softmax_module = importlib.import_module("numbakern.api.softmax")
 
 SIZES = [1, 31, 32, 33, 64, 127, 128, 129]
-FORWARD = {"softmax": nk.softmax, "log_softmax": nk.log_softmax}
-BACKWARD = {"softmax_backward": nk.softmax_backward,
-            "log_softmax_backward": nk.log_softmax_backward}
-TOL = {np.float16: dict(rtol=2e-3, atol=1e-4), np.float32: dict(rtol=1e-5, atol=1e-7),
-       np.float64: dict(rtol=1e-12, atol=1e-15)}
-LOG_TOL = {np.float16: dict(rtol=2e-3, atol=2e-2), np.float32: dict(rtol=1e-5, atol=2e-5),
-           np.float64: dict(rtol=1e-12, atol=1e-12)}
-
-
-def ref_softmax(x):
-    x = np.asarray(x, np.float64)
-    with np.errstate(invalid="ignore"):
-        e = np.exp(x - x.max(-1, keepdims=True))
-        return e / e.sum(-1, keepdims=True)
-
-
-def ref_log_softmax(x):
-    x = np.asarray(x, np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = x.max(-1, keepdims=True)
-        return (x - m) - np.log(np.exp(x - m).sum(-1, keepdims=True))
-
-
-REF = {"softmax": ref_softmax, "log_softmax": ref_log_softmax}
 
 
 def logits(shape, dtype=np.float32, seed=0):
@@ -122,12 +100,12 @@ def test_backward_in_runs(run, lanes):
         dy = np.random.default_rng(n).standard_normal(x.shape).astype(np.float32)
         d64 = dy.astype(np.float64)
         if i % 2 == 0:
-            y = ref_softmax(x).astype(np.float32)
+            y = REF["softmax"](x).astype(np.float32)
             y64 = y.astype(np.float64)
             want = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
             got = nk.softmax_backward(y, dy, layout="warp")
         else:
-            y = ref_log_softmax(x).astype(np.float32)
+            y = REF["log_softmax"](x).astype(np.float32)
             want = d64 - np.exp(y.astype(np.float64)) * d64.sum(-1, keepdims=True)
             got = nk.log_softmax_backward(y, dy, layout="warp")
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
