@@ -107,11 +107,12 @@ def test_partition_every_dtype(dtype):
     x = values(dtype, (3, 40))
     if x.dtype.kind == "f":
         x[1, ::7] = np.nan
-    for kth in (0, 17, -1, [3, 20, -2]):
-        check_partition(x, nk.partition(x, kth), kth, -1)
-        idx = nk.argpartition(x, kth, axis=-1)
-        assert idx.dtype == np.int64
-        check_partition(x, np.take_along_axis(x, idx, -1), kth, -1)
+    # rows this short take the sort whatever kth is (_partition_path): several ranks
+    # for partition, one negative int for argpartition (ranks 0 and n - 1 on the
+    # selection's path: test_partition_select_sizes_and_ranks)
+    kth = [3, 20, -2]
+    check_partition(x, nk.partition(x, kth), kth, -1)
+    check_argpartition(x, nk.argpartition(x, -1, axis=-1), -1, -1)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -119,14 +120,16 @@ def test_partition_sizes_and_axes(n):
     x = values(np.float32, (n, 3))
     x.reshape(-1)[::5] = np.nan
     wide = BitonicSort(threads=32, max_size=512)  # the flattened rows too, not radix
-    for axis in (0, -1, None):
+    # both ops along axis 0 (3 rows of n); partition across the n rows of 3,
+    # argpartition of the flattened row
+    for axis, ops in ((0, "pa"), (-1, "p"), (None, "a")):
         length = x.size if axis is None else x.shape[axis]
         kth = [0, length // 2, -1]
-        check_partition(x, nk.partition(x, kth, axis=axis, strategy=wide), kth, axis)
-        idx = nk.argpartition(x, kth, axis=axis, strategy=wide)
-        taken = np.take_along_axis(x.reshape(-1) if axis is None else x, idx,
-                                   -1 if axis is None else axis)
-        check_partition(x, taken, kth, axis)
+        if "p" in ops:
+            check_partition(x, nk.partition(x, kth, axis=axis, strategy=wide), kth, axis)
+        if "a" in ops:
+            idx = nk.argpartition(x, kth, axis=axis, strategy=wide)
+            check_argpartition(x, idx, kth, axis)
 
 
 def test_partition_middle_axis_and_strategies():
@@ -250,13 +253,12 @@ def test_partition_select_sizes_and_ranks(n):
     x[0, ::3] = np.nan
     x[1, 1::4] = -0.0  # ties of -0.0 and 0.0, as one key
     x[1, ::5] = 0.0
-    ends = [k for k in (0, 1, n - 2, n - 1) if k < n]
-    kths = [0, -1, ends, [n // 2, n // 2, -1, 0]]  # repeats, negative
-    for kth in kths:
-        part = nk.partition(x, kth, strategy=SELECT)
-        check_partition(x, part, kth, -1)
-        same_bits(part, x, -1)
-        check_argpartition(x, nk.argpartition(x, kth, strategy=SELECT), kth, -1)
+    ends = [k for k in (0, 1, n - 2, n - 1) if k < n]  # k at 0, 1, n-2, n-1 at once
+    part = nk.partition(x, ends, strategy=SELECT)
+    check_partition(x, part, ends, -1)
+    same_bits(part, x, -1)
+    repeats = [n // 2, n // 2, -1, 0]  # repeats, negative
+    check_argpartition(x, nk.argpartition(x, repeats, strategy=SELECT), repeats, -1)
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, *INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
@@ -264,20 +266,25 @@ def test_partition_select_every_dtype(dtype):
     x = values(dtype, (2, 45))
     if x.dtype.kind == "f":
         x[0, ::7] = np.nan
-    for kth in (3, [0, 20, -1]):
-        part = nk.partition(x, kth, strategy="radix_select")
-        check_partition(x, part, kth, -1)
-        same_bits(part, x, -1)
-        check_argpartition(x, nk.argpartition(x, kth, strategy="radix_select"), kth, -1)
+    # SELECT's 32 threads (the name's default, 64: test_partition_each_strategy)
+    kth = [0, 20, -1]
+    part = nk.partition(x, kth, strategy=SELECT)
+    check_partition(x, part, kth, -1)
+    same_bits(part, x, -1)
+    one = x[:1]  # the row with NaN
+    check_argpartition(one, nk.argpartition(one, 3, strategy=SELECT), 3, -1)
 
 
 def test_partition_select_axes_and_flat():
-    x = values(np.int64, (3, 37, 2))
-    # few rows each (the simulator runs every selection's blocks)
-    for part, axis, kth in ((x[:, :3], 0, [0, 2]), (x, 1, [1, 18, -2]), (x[:2, :3], -1, 1),
+    x = values(np.int32, (3, 37, 2))  # int64 keys: test_partition_select_every_dtype
+    # few rows each (the simulator runs every selection's blocks); argpartition along
+    # every axis (its check takes x at the indices: a partition too), partition along
+    # the middle axis and flat
+    for part, axis, kth in ((x[:, :3], 0, [0, 2]), (x[:2], 1, [1, 18, -2]), (x[:2, :3], -1, 1),
                             (x, None, [5, 100, -1])):
-        check_partition(part, nk.partition(part, kth, axis=axis, strategy=SELECT), kth,
-                        axis)
+        if axis in (1, None):
+            check_partition(part, nk.partition(part, kth, axis=axis, strategy=SELECT),
+                            kth, axis)
         check_argpartition(part, nk.argpartition(part, kth, axis=axis, strategy=SELECT),
                            kth, axis)
 
@@ -316,26 +323,36 @@ def test_partition_path_rule():
 
 
 def test_partition_each_strategy():
-    x = values(np.float64, (2, 33))
+    x = values(np.float32, (2, 33))  # float64 keys: test_partition_select_every_dtype
     x[1, ::4] = np.nan
     kth = [0, 16, -1]
-    strategies = [None, "radix_select", SELECT, "sort_slice", SortSlice(threads=32),
-                  "bitonic", BitonicSort(threads=32, max_size=64), RadixSort(threads=32, items=2)]
-    for strategy in strategies:
-        check_partition(x, nk.partition(x, kth, strategy=strategy), kth, -1)
-        check_argpartition(x, nk.argpartition(x, kth, strategy=strategy), kth, -1)
+    # each strategy by name for one op and as an object for the other
+    pairs = [(None, None), ("radix_select", SELECT), (SortSlice(threads=32), "sort_slice"),
+             ("bitonic", BitonicSort(threads=32, max_size=64))]
+    for for_partition, for_argpartition in pairs:
+        check_partition(x, nk.partition(x, kth, strategy=for_partition), kth, -1)
+        check_argpartition(x, nk.argpartition(x, kth, strategy=for_argpartition), kth, -1)
+    # the radix sort (the simulator's slowest) on the row with NaN; its partition:
+    # test_partition_middle_axis_and_strategies
+    one = x[1:]
+    idx = nk.argpartition(one, kth, strategy=RadixSort(threads=32, items=2))
+    check_argpartition(one, idx, kth, -1)
     for name in ("bitonic_select", "radix_block_select", "nope"):
         with pytest.raises(ValueError, match="strategy"):
             nk.partition(x, 1, strategy=name)
 
 
 def test_partition_select_many_kth_and_empty():
-    x = values(np.float32, (300,))
-    kth = list(range(0, 300, 2))  # 150 ranks: 301 buckets, past the split: the sort
+    # 256 elements: the default sort is a block's bitonic one (longer rows: the
+    # simulator's slow radix sort)
+    x = values(np.float32, (256,))
+    kth = list(range(0, 256, 2))  # 128 ranks: 257 buckets, past the split: the sort
     check_partition(x, nk.partition(x, kth, strategy="radix_select"), kth, None)
-    kth = list(range(0, 254, 2))  # 127 ranks: 255 buckets, the split's most
-    check_partition(x, nk.partition(x, kth, strategy=SELECT), kth, None)
-    check_argpartition(x, nk.argpartition(x, kth, strategy=SELECT), kth, None)
+    # 127 ranks: 255 buckets, the split's most; a selection a rank, so int8 keys (one
+    # digit pass; many ties); the values' split: test_partition_select_sizes_and_ranks
+    xi = values(np.int8, (256,))
+    kth = list(range(0, 254, 2))
+    check_argpartition(xi, nk.argpartition(xi, kth, strategy=SELECT), kth, None)
     same(nk.partition(np.zeros((2, 0), np.float32), 3, strategy=SELECT),
          np.zeros((2, 0), np.float32))
     same(nk.argpartition(np.zeros((0, 4)), 1, strategy=SELECT), np.zeros((0, 4), np.int64))
@@ -353,11 +370,11 @@ def test_argpartition_select_keeps_index_order_within_a_bucket():
 
 @pytest.mark.parametrize("dtype", [np.bool_, *INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
 def test_median_every_dtype(dtype):
-    for n in (33, 32):  # odd and even counts
-        x = values(dtype, (3, n))
-        for axis in (None, 0, 1):
-            same(nk.median(x, axis=axis), reference(np.median, x, axis=axis))
-        same(nk.nanmedian(x, axis=1), reference(np.nanmedian, x, axis=1))
+    x = values(dtype, (3, 32))
+    # even counts (32; 96 flat, every other dtype) and odd (3)
+    for axis in (0, 1, None)[:3 - [np.bool_, *INTS, *FLOATS].index(dtype) % 2]:
+        same(nk.median(x, axis=axis), reference(np.median, x, axis=axis))
+    same(nk.nanmedian(x, axis=1), reference(np.nanmedian, x, axis=1))
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -371,12 +388,12 @@ def test_median_and_quantile_sizes(n):
 
 def test_median_axes_tuples_and_keepdims():
     x = values(np.float32, (3, 4, 5))
-    for axis in (None, 0, 1, -1, (0, 2), (1, 2), [0, 1], (0, 1, 2)):
-        for keepdims in (False, True):
-            same(nk.median(x, axis=axis, keepdims=keepdims),
-                 np.median(x, axis=axis, keepdims=keepdims))
-            same(nk.quantile(x, [0.2, 0.7], axis=axis, keepdims=keepdims),
-                 np.quantile(x, [0.2, 0.7], axis=axis, keepdims=keepdims))
+    for i, axis in enumerate((None, 0, 1, -1, (0, 2), (1, 2), [0, 1], (0, 1, 2))):
+        keepdims = bool(i % 2)  # each axis form with and without, across the two ops
+        same(nk.median(x, axis=axis, keepdims=keepdims),
+             np.median(x, axis=axis, keepdims=keepdims))
+        same(nk.quantile(x, [0.2, 0.7], axis=axis, keepdims=not keepdims),
+             np.quantile(x, [0.2, 0.7], axis=axis, keepdims=not keepdims))
     got = nk.median(x, axis=1)
     assert isinstance(got, np.ndarray) and got.shape == (3, 5)
     assert isinstance(nk.median(x), np.floating)
@@ -441,12 +458,18 @@ def test_quantile_every_dtype_and_q_form(dtype):
     if x.dtype.kind == "f":
         x[1, 3] = np.nan
     u = tolerance(x)
-    for q in (0.3, 0, 1, 0.5, [0.1, 0.99], np.array([[0.0, 0.25], [0.75, 1.0]]),
-              np.float32([0.4]), np.float64(0.6)):
-        same(nk.quantile(x, q, axis=1), reference(np.quantile, x, q, axis=1), u)
-        same(nk.nanquantile(x, q, axis=1), reference(np.nanquantile, x, q, axis=1), u)
-    same(nk.percentile(x, 37.5, axis=0), reference(np.percentile, x, 37.5, axis=0), u)
-    same(nk.percentile(x, [10, 100]), reference(np.percentile, x, [10, 100]), u)
+    # every dtype: q at both ends and between, as a 2-D array; each other form of q
+    # on one or two dtypes in turn
+    forms = (0.3, 0, 1, 0.5, [0.1, 0.99], np.float32([0.4]), np.float64(0.6))
+    q = np.array([[0.0, 0.25], [0.75, 1.0]])
+    same(nk.quantile(x, q, axis=1), reference(np.quantile, x, q, axis=1), u)
+    same(nk.nanquantile(x, q, axis=1), reference(np.nanquantile, x, q, axis=1), u)
+    q = forms[[*INTS, *FLOATS].index(dtype) % len(forms)]
+    same(nk.quantile(x, q, axis=1), reference(np.quantile, x, q, axis=1), u)
+    if [*INTS, *FLOATS].index(dtype) % 2:  # along an axis or flat, by turns
+        same(nk.percentile(x, 37.5, axis=0), reference(np.percentile, x, 37.5, axis=0), u)
+    else:
+        same(nk.percentile(x, [10, 100]), reference(np.percentile, x, [10, 100]), u)
     same(nk.nanpercentile(x, 50, axis=1), reference(np.nanpercentile, x, 50, axis=1), u)
 
 
@@ -478,8 +501,10 @@ def same_signs(got, expected):
     np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(expected))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_signed_zeros_as_numpy(dtype):
+# each dtype with one interpolating method and one that takes an element
+@pytest.mark.parametrize("dtype, methods", [(np.float64, ("linear", "lower")),
+                                            (np.float32, ("midpoint", "nearest"))])
+def test_signed_zeros_as_numpy(dtype, methods):
     # Zero signs follow NumPy's arithmetic: its median is a mean whose sum starts from
     # +0.0 (median of [-0.0] is 0.0), its quantile's lerp reads a virtual index at or
     # past the end as index -1 with weight v + 1 (the 0.5 quantile of [-0.0] is -0.0)
@@ -491,12 +516,12 @@ def test_signed_zeros_as_numpy(dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf, as NumPy's
         for n in (1, 2, 33):  # one element, a pair's mean, a row past a warp
-            x = rng.choice(pool, (24, n))
-            x[:4] = -0.0  # zeros only
-            x[4:8] = 0.0
+            x = rng.choice(pool, (8, n))
+            x[:2] = -0.0  # zeros only
+            x[2:4] = 0.0
             for fn in ("median", "nanmedian"):
                 same_signs(getattr(nk, fn)(x, axis=1), getattr(np, fn)(x, axis=1))
-            for method in ("linear", "midpoint", "lower", "nearest"):
+            for method in methods:
                 for fn in ("quantile", "nanquantile"):
                     same_signs(getattr(nk, fn)(x, q, axis=1, method=method),
                                getattr(np, fn)(x, q, axis=1, method=method))
@@ -612,7 +637,8 @@ def test_device_arrays_and_streams():
     part = nk.partition(cuda.to_device(x), [2, 7], axis=1, strategy=SELECT,
                         stream=cuda.stream())
     check_partition(x, part.copy_to_host(), [2, 7], 1)
-    idx = nk.argpartition(cuda.to_device(x), 2, axis=0, strategy=SELECT)
-    check_argpartition(x, idx.copy_to_host(), 2, 0)
+    cols = np.ascontiguousarray(x[:, :4])  # along axis 0: a row a column
+    idx = nk.argpartition(cuda.to_device(cols), 2, axis=0, strategy=SELECT)
+    check_argpartition(cols, idx.copy_to_host(), 2, 0)
     with pytest.raises(TypeError, match="stream"):
         nk.median(x, stream="a stream")
