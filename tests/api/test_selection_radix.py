@@ -10,7 +10,7 @@ import pytest
 
 import numbakern as nk
 from numbakern.api.selection import _order_path
-from numbakern.strategies import RadixSelect, RadixSort, SortSlice
+from numbakern.strategies import RadixSelect, RadixSort
 
 from .test_selection import reference, same, tolerance, values
 
@@ -27,22 +27,25 @@ def quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-@pytest.mark.parametrize("n", SIZES)
-def test_rows_and_flat_around_warp_and_block_sizes(n):
+# each size: its rows (axis 1) by a median and a quantile, one of them NaN-skipping,
+# swapped from size to size; the flattened input by one of the four in turn
+@pytest.mark.parametrize("i, n", list(enumerate(SIZES)), ids=[str(n) for n in SIZES])
+def test_rows_and_flat_around_warp_and_block_sizes(i, n):
     x = values(np.float32, (3, n), rng=RNG)
     x[1, RNG.integers(n)] = np.nan  # one row holding NaN
-    for axis, medians, quantiles in ((1, np.median, np.nanquantile),
-                                     (None, np.nanmedian, np.quantile)):
-        same(quiet(getattr(nk, medians.__name__), x, axis=axis, strategy=FAST),
-             reference(medians, x, axis=axis))
-        q = [0.3, 1.0]
-        same(quiet(getattr(nk, quantiles.__name__), x, q, axis=axis, strategy=FAST),
-             reference(quantiles, x, q, axis=axis))
+    rows = (("median", "nanquantile"), ("nanmedian", "quantile"))[i % 2]
+    flat = ("nanmedian", "quantile", "median", "nanquantile")[i % 4]
+    for axis, fn in ((1, rows[0]), (1, rows[1]), (None, flat)):
+        args = ([0.3, 1.0],) if fn.endswith("quantile") else ()
+        same(quiet(getattr(nk, fn), x, *args, axis=axis, strategy=FAST),
+             reference(getattr(np, fn), x, *args, axis=axis))
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.int64,
-                                   np.uint64, np.float16, np.float64],
-                         ids=lambda d: np.dtype(d).name)
+KEY_DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.uint64, np.float16,
+              np.float64]
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_every_dtype(dtype):
     x = values(dtype, (2, 45), rng=RNG)
     if np.dtype(dtype) == np.uint64:
@@ -50,17 +53,20 @@ def test_every_dtype(dtype):
     if np.dtype(dtype).kind != "b":
         same(nk.quantile(x, [0.1, 0.5, 0.93], axis=1, strategy=FAST),
              reference(np.quantile, x, [0.1, 0.5, 0.93], axis=1), atol=tolerance(x))
-    for method in ("lower", "nearest"):  # one element as it is: exact
-        same(nk.quantile(x, 0.37, axis=1, method=method, strategy=FAST),
-             np.quantile(x, 0.37, axis=1, method=method))
+    # one element as it is: exact (the two methods that take one, in turn)
+    method = ("lower", "nearest")[KEY_DTYPES.index(dtype) % 2]
+    same(nk.quantile(x, 0.37, axis=1, method=method, strategy=FAST),
+         np.quantile(x, 0.37, axis=1, method=method))
 
 
 def test_ties_infinities_and_methods():
     x = np.array([[3.0, 3.0, 3.0, 1.0, 3.0, -np.inf, np.inf, np.inf],
                   [-np.inf, np.inf, -np.inf, np.inf, 2.0, 2.0, 2.0, 2.0],
                   [np.nan, np.nan, np.nan, np.nan, 1.0, 1.0, 5.0, np.nan]], np.float32)
-    for fn, method in (("quantile", "linear"), ("nanquantile", "linear"),
-                       ("quantile", "higher"), ("nanquantile", "midpoint")):
+    # nanquantile's lerp beside infinities by midpoint here (its linear:
+    # test_rows_and_flat_around_warp_and_block_sizes)
+    for fn, method in (("quantile", "linear"), ("quantile", "higher"),
+                       ("nanquantile", "midpoint")):
         same(quiet(getattr(nk, fn), x, Q, axis=1, method=method, strategy=FAST),
              quiet(getattr(np, fn), x, Q, axis=1, method=method))
     same(quiet(nk.median, x, axis=1, strategy=FAST), quiet(np.median, x, axis=1))
@@ -88,12 +94,13 @@ def test_signed_zeros_as_numpy():
             assert (np.signbit(got) == np.signbit(want)).all(), (method, got, want)
 
 
-@pytest.mark.parametrize("strategy", ["radix_select", RadixSelect(threads=32),
-                                      "sort_slice", SortSlice(threads=32),
-                                      "bitonic", RadixSort(threads=32, items=2)],
+# RadixSelect objects: FAST in every test here; a SortSlice object:
+# test_selection.py::test_partition_each_strategy (the same strategy reading)
+@pytest.mark.parametrize("strategy", ["radix_select", "sort_slice", "bitonic",
+                                      RadixSort(threads=32, items=2)],
                          ids=str)
 def test_each_strategy(strategy):
-    x = values(np.float32, (2, 40), rng=RNG)
+    x = values(np.float32, (1, 40), rng=RNG)  # one row (the radix sort's: slow)
     x[0, 5] = np.nan
     same(nk.nanquantile(x, 0.3, axis=1, strategy=strategy),
          reference(np.nanquantile, x, 0.3, axis=1))
