@@ -248,7 +248,8 @@ def test_a_grid_scan_serves_every_scan(registered):
         for ours, want in (scans[k % 4], scans[(k + 2) % 4]):
             np.testing.assert_array_equal(ours(f"one_block_per_segment/{block}"), want)
     assert len(blocks) >= 2  # so that every form above ran
-    counts = RNG.integers(0, 9, 100)  # a radix sort's digit offsets by this scan
+    counts = RNG.integers(0, 9, 100).astype(np.uint8)  # a radix sort's digit offsets by
+    # this scan (one-byte keys: one digit pass)
     assert (nk.sort(counts, strategy=nk.RadixSort(scan="one_block_per_segment"))
             == np.sort(counts)).all()
 
@@ -296,7 +297,7 @@ def test_a_histogram_strategy_serves_every_count(registered):
     v = RNG.random(500)
     np.testing.assert_array_equal(nk.histogram(v, 7, strategy="halves")[0],
                                   np.histogram(v, 7)[0])
-    keys = RNG.integers(0, 2**31, 100).astype(np.uint32)  # the radix sort's digit counter
+    keys = RNG.integers(0, 2**16, 100).astype(np.uint16)  # the radix sort's digit counter
     assert (nk.sort(keys, strategy=nk.RadixSort(histogram="halves")) == np.sort(keys)).all()
 
 
