@@ -239,7 +239,7 @@ def test_check_holds_results_to_the_reference():
 @simulator_only
 @pytest.mark.parametrize("args", [["argmin", "-n", "3x40", "--axis", "1", "--dtype", "int16"],
                                   ["cumprod", "-n", "70"],
-                                  ["cumprod", "-n", "3x40", "--axis", "1", "--dtype",
+                                  ["cumprod", "-n", "2x40", "--axis", "1", "--dtype",
                                    "float16"],
                                   ["log_softmax", "-n", "3x40", "--dtype", "float16"]])
 def test_compare_argmin_cumprod_log_softmax(args):
@@ -369,7 +369,7 @@ def test_bench_plot(tmp_path):
 def test_compare_cross_entropy_checks_every_block_strategy():
     from numbakern.strategies import available
 
-    result = invoke("compare", "cross_entropy", "-n", "4x40", "--repeat", "1")
+    result = invoke("compare", "cross_entropy", "-n", "2x40", "--repeat", "1")
     assert result.exit_code == 0, result.output
     assert result.output.count(" ok ") == len(available("block"))
     assert "WRONG" not in result.output
@@ -378,7 +378,7 @@ def test_compare_cross_entropy_checks_every_block_strategy():
 @simulator_only
 def test_compare_topk_checks_every_select_strategy(tmp_path):
     out = tmp_path / "topk.json"
-    result = invoke("compare", "topk", "-n", "3x80", "--dtype", "int16", "--repeat", "1",
+    result = invoke("compare", "topk", "-n", "2x80", "--dtype", "int16", "--repeat", "1",
                     "--json", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
