@@ -155,12 +155,21 @@ def test_lanes_checked():
 # --- every strategy, every op family, against NumPy ------------------------------------
 
 
+AXES = [0, 1, 2, -1, (0, 2), (1, 2), (0, 1)]
+
+
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_every_strategy_every_axis(name):
+    """Every strategy, half of AXES each (even or odd places, in turn along the
+    registry's list): each axis meets both grid strategies and two block strategies
+    of each, row and column kernels alike."""
     s = STRATEGIES[name]
     x = sample(np.random.default_rng(7), (3, 37, 5), "float32")
-    for i, axis in enumerate([0, 1, 2, -1, (0, 2), (1, 2), (0, 1)]):
-        keep = i % 2 == 1
+    half = list(STRATEGIES).index(name) % 2
+    for i, axis in enumerate(AXES):
+        if i % 2 != half:
+            continue
+        keep = i % 4 < 2  # both keepdims for each half
         assert_close(nk.sum(x, axis=axis, keepdims=keep, strategy=s),
                      lambda a: np.sum(a, axis=axis, keepdims=keep), x)
         assert_close(nk.max(x, axis=axis, keepdims=not keep, strategy=s),
@@ -170,24 +179,34 @@ def test_every_strategy_every_axis(name):
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # products wrap
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_every_strategy_integer_ops(name):
+    """Every op on every strategy, along one axis (0 and 1 in turn along ops and
+    strategies: each op meets both axes on both grid strategies)."""
     s = STRATEGIES[name]
     x = sample(np.random.default_rng(8), (6, 45), "int32")
-    for fn, ref in [(nk.min, np.min), (nk.prod, np.prod), (nk.xor_sum, np.bitwise_xor.reduce),
-                    (nk.bitwise_and_sum, np.bitwise_and.reduce),
-                    (nk.bitwise_or_sum, np.bitwise_or.reduce)]:
-        for axis in (0, 1):
-            np.testing.assert_array_equal(fn(x, axis=axis, strategy=s), ref(x, axis=axis))
+    first = list(STRATEGIES).index(name) % 2
+    for k, (fn, ref) in enumerate([(nk.min, np.min), (nk.prod, np.prod),
+                                   (nk.xor_sum, np.bitwise_xor.reduce),
+                                   (nk.bitwise_and_sum, np.bitwise_and.reduce),
+                                   (nk.bitwise_or_sum, np.bitwise_or.reduce)]):
+        axis = (k + first) % 2
+        np.testing.assert_array_equal(fn(x, axis=axis, strategy=s), ref(x, axis=axis))
 
 
 # --- row kernel: one warp or one block per row, split rows ----------------------------
 
 
-@pytest.mark.parametrize("strategy", [TwoPass(WarpShuffle(64), blocks=2),
-                                      AtomicFold(SharedTree(64), blocks=2)],
-                         ids=["two_pass/warp_shuffle", "atomic_fold/shared_tree"])
-@pytest.mark.parametrize("lanes", [None, 32, 64])
-@pytest.mark.parametrize("n", [1, 31, 33, 64, 129, 700])
-def test_row_sizes(strategy, lanes, n):
+ROW_STRATEGIES = {"two_pass/warp_shuffle": TwoPass(WarpShuffle(64), blocks=2),
+                  "atomic_fold/shared_tree": AtomicFold(SharedTree(64), blocks=2)}
+ROW_SIZES = [1, 31, 33, 64, 129, 700]
+
+
+# every size on both strategies; the group size (None: picked from the row) in turn,
+# so that each strategy meets each group size twice, short rows and long
+@pytest.mark.parametrize("label, lanes, n", [
+    (label, [None, 32, 64][(i + j) % 3], n)
+    for j, label in enumerate(ROW_STRATEGIES) for i, n in enumerate(ROW_SIZES)])
+def test_row_sizes(label, lanes, n):
+    strategy = ROW_STRATEGIES[label]
     rng = np.random.default_rng(n)
     for rows in (1, 3):  # one row is split over both blocks once it is long enough
         x = sample(rng, (rows, n), "float32")
@@ -205,24 +224,28 @@ def test_row_blocks_of_three_warps():
 # --- row kernel with 16-byte vector loads: rows that start aligned ----------------------
 
 
-@pytest.mark.parametrize("dtype", ["int8", "float16", "int32", "float32", "uint64", "float64"])
-@pytest.mark.parametrize("lanes", [None, 64])
+@pytest.mark.parametrize("dtype, lanes", [("int8", None), ("float16", 64), ("int32", None),
+                                          ("float32", 64), ("uint64", None),
+                                          ("float64", 64)])
 def test_vector_rows(dtype, lanes):
     """Rows of 16-byte multiples read in vectors; one row is split over both blocks, so
-    pieces start and stop inside vectors (the scalar head and tail)."""
+    pieces start and stop inside vectors (the scalar head and tail). Every vector width
+    (16, 8, 4 and 2 elements); the group size (None: picked from the row, or a block
+    of 64 lanes) in turn, each with three dtypes."""
     width = 16 // np.dtype(dtype).itemsize
     strategy = TwoPass(WarpShuffle(64), blocks=2)
     rng = np.random.default_rng(width)
-    for n in (width, 3 * width, 65 * width):
-        for rows in (1, 3):
-            x = sample(rng, (rows, n), dtype)
-            av = layout.axis_view(x, (1,), False, True, resolve_stream(None, "numpy"))
-            assert axis_reduce.row_vector_width(av, x.dtype, ordered=False) == width
-            assert_close(nk.sum(x, axis=1, strategy=strategy, lanes=lanes),
-                         lambda a: a.sum(axis=1), x)
-            x[:, 1::3] = x.max()  # ties in and across vectors: the first index wins
-            np.testing.assert_array_equal(
-                nk.argmax(x, axis=1, strategy=strategy, lanes=lanes), x.argmax(axis=1))
+    # rows of one and three vectors, and a long row alone (split over both blocks) and
+    # among others
+    for n, rows in ((width, 3), (3 * width, 1), (65 * width, 1), (65 * width, 3)):
+        x = sample(rng, (rows, n), dtype)
+        av = layout.axis_view(x, (1,), False, True, resolve_stream(None, "numpy"))
+        assert axis_reduce.row_vector_width(av, x.dtype, ordered=False) == width
+        assert_close(nk.sum(x, axis=1, strategy=strategy, lanes=lanes),
+                     lambda a: a.sum(axis=1), x)
+        x[:, 1::3] = x.max()  # ties in and across vectors: the first index wins
+        np.testing.assert_array_equal(
+            nk.argmax(x, axis=1, strategy=strategy, lanes=lanes), x.argmax(axis=1))
 
 
 def test_vector_rows_need_aligned_rows():
@@ -237,10 +260,13 @@ def test_vector_rows_need_aligned_rows():
 # --- tiny rows: one thread and one vector load per row ---------------------------------
 
 
-@pytest.mark.parametrize("dtype,n", [("int8", 4), ("int8", 16), ("uint16", 8), ("int32", 2),
-                                     ("float16", 2), ("float32", 2), ("float32", 4),
-                                     ("uint64", 2), ("float64", 2)])
-@pytest.mark.parametrize("name", list(STRATEGIES))
+TINY = [("int8", 4), ("int8", 16), ("uint16", 8), ("int32", 2), ("float16", 2),
+        ("float32", 2), ("float32", 4), ("uint64", 2), ("float64", 2)]
+
+
+# each (dtype, width) once, on the registry's strategies in turn: every strategy at least once
+@pytest.mark.parametrize("name, dtype, n", [(list(STRATEGIES)[i % len(STRATEGIES)], d, n)
+                                            for i, (d, n) in enumerate(TINY)])
 def test_tiny_rows(name, dtype, n):
     x = sample(np.random.default_rng(n), (129, n), dtype)
     x[::5] = x[::5, :1]  # rows of equal values: ties, the first index wins
@@ -277,12 +303,16 @@ def test_tiny_rows_keep_element_order_and_need_back_to_back_rows():
 # --- column kernel: adjacent threads, adjacent columns --------------------------------
 
 
-@pytest.mark.parametrize("strategy", [TwoPass(SharedTree(64), blocks=2),
-                                      AtomicFold(WarpShuffle(64), blocks=2)],
-                         ids=["two_pass/shared_tree", "atomic_fold/warp_shuffle"])
-@pytest.mark.parametrize("cols", [1, 2, 3, 33, 70])
-@pytest.mark.parametrize("n", [1, 5, 300])
-def test_column_sizes(strategy, cols, n):
+COLUMN_STRATEGIES = {"two_pass/shared_tree": TwoPass(SharedTree(64), blocks=2),
+                     "atomic_fold/warp_shuffle": AtomicFold(WarpShuffle(64), blocks=2)}
+
+
+# every (rows, columns) once, the two strategies alternating: each meets every size
+@pytest.mark.parametrize("label, cols, n", [
+    (list(COLUMN_STRATEGIES)[(i + j) % 2], cols, n)
+    for i, cols in enumerate([1, 2, 3, 33, 70]) for j, n in enumerate([1, 5, 300])])
+def test_column_sizes(label, cols, n):
+    strategy = COLUMN_STRATEGIES[label]
     x = sample(np.random.default_rng(cols * n), (n, cols), "float32")
     assert_close(nk.sum(x, axis=0, strategy=strategy), lambda a: a.sum(axis=0), x)
 

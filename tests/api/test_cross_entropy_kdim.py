@@ -33,7 +33,9 @@ def reference(x, t, reduction="mean", eps=0.0, weight=None):
     return loss.detach().numpy(), xr.grad.numpy()
 
 
-SHAPES = [(3, 5, 4), (2, 9, 3, 2), (1, 7, 9), (4, 3, 1, 5), (2, 1, 6)]
+# One and two position axes, one sample, a position axis of length 1, one class; few
+# positions each (the simulator runs a block per position).
+SHAPES = [(2, 5, 3), (2, 9, 2, 2), (1, 7, 4), (2, 3, 1, 3), (2, 1, 3)]
 
 
 # Every shape per position ("none"); the mean and the sum, which fold those same
@@ -60,7 +62,7 @@ def test_empty_positions_and_samples():
 
 
 def test_device_logits_read_in_place_and_the_gradient_over_them():
-    x, t = case((3, 6, 2, 5))
+    x, t = case((2, 6, 2, 3))
     ref_loss, ref_grad = reference(x, t, "mean", 0.2)
     d = cuda.to_device(x)
     loss, grad = nk.cross_entropy(d, cuda.to_device(t), label_smoothing=0.2,
@@ -68,17 +70,17 @@ def test_device_logits_read_in_place_and_the_gradient_over_them():
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-12)
     np.testing.assert_allclose(d.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
     # a sliced position axis is still one strided axis
-    x, t = case((2, 4, 10))
+    x, t = case((2, 4, 6))
     loss = nk.cross_entropy(cuda.to_device(x)[:, :, ::2], t[:, ::2], reduction="none")
     np.testing.assert_allclose(loss.copy_to_host(), reference(
         np.ascontiguousarray(x[:, :, ::2]), t[:, ::2], "none")[0], rtol=1e-12)
 
 
 def test_torch_tensors():
-    x, t = case((2, 5, 3, 3))
+    x, t = case((2, 5, 2, 3))
     xt, tt = torch.from_numpy(x).float(), torch.from_numpy(t)
     loss = nk.cross_entropy(xt, tt, reduction="none")
-    assert isinstance(loss, torch.Tensor) and loss.shape == (2, 3, 3)
+    assert isinstance(loss, torch.Tensor) and loss.shape == (2, 2, 3)
     torch.testing.assert_close(loss, F.cross_entropy(xt, tt, reduction="none"))
 
 

@@ -31,7 +31,9 @@ for the largest; ``sorted=False`` compared in index order); softmax, log_softmax
 float64 formulas; and, where each path draws its function from a group (a path per
 function would not fit CI's time):
 
-* reductions on each grid strategy and on the row kernels (``lanes``): nansum,
+* reductions on each grid strategy (two groups a strategy, so that every block
+  strategy meets every group and so does every grid) and on the row kernels
+  (``lanes``; two kernels a group): nansum,
   nanprod, nanmax, nanmin, nanmean, nanargmax, nanargmin, any, all, count_nonzero,
   ptp, xor_sum, bitwise_and_sum, bitwise_or_sum (``np.bitwise_*.reduce``),
   max/min_with_indices (np.max/min with np.argmax/argmin), ``reduce`` with every
@@ -84,11 +86,16 @@ own eps times that); cross_entropy ``rtol`` of the dtype plus ``atol`` ``64 eps`
 the computing dtype (scaled by the loss's size for the loss; float16 gradients
 ``1e-3`` more), logits drawn in [-20, 20].
 
-Profiles: ``ci`` (the default: 3 examples per path, derandomized, no deadline; the
-135 paths before the selection's took about a minute of CPU under the simulator, 40-60 s
-of wall time with ``-n 2`` on two shared cores; the 8 selection paths add about 10 s of
-CPU) and ``nightly`` (``NUMBAKERN_HYPOTHESIS=nightly``: 60
-examples per path; the 99 paths after softmax's, about 7 minutes with ``-n 2``).
+Scan paths: every scan strategy on ``layout="tiles"``; on ``layout="warp"`` (a warp
+per row runs the block strategy's warp form, the grid unused) each block strategy once.
+The other scans' groups: all three on each warp path, two on each tiles path (every
+block strategy and every grid meets all three).
+
+Profiles: ``ci`` (the default: 2 examples per path, derandomized, no deadline: the
+draw Hypothesis makes first, the simplest, and one more; the 115 paths take about
+25 s of CPU under the simulator) and ``nightly``
+(``NUMBAKERN_HYPOTHESIS=nightly``: 60 examples per path; the 99 paths after softmax's,
+about 7 minutes with ``-n 2``).
 """
 
 from __future__ import annotations
@@ -105,7 +112,7 @@ import numbakern as nk
 from numbakern.strategies import RadixSelect, every
 
 settings.register_profile(
-    "nk-ci", max_examples=3, deadline=None, derandomize=True,
+    "nk-ci", max_examples=2, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
     "nk-nightly", max_examples=60, deadline=None,
@@ -352,8 +359,24 @@ def test_where_reductions_agree_with_numpy(strategy, data):
 SCAN_DTYPES = [np.bool_, *INTS, *FLOATS]
 
 
-@pytest.mark.parametrize("layout", ["warp", "tiles"])
-@pytest.mark.parametrize("strategy", every("scan", threads=32), ids=repr)
+def _scan_paths():
+    """(strategy, layout): every scan strategy on tiles; on warps (one per row, the
+    block strategy's warp form, no grid at work: ``api/scans.py``) each block strategy
+    once, not once per grid."""
+    paths, warps = [], set()
+    for strategy in every("scan", threads=32):
+        paths.append((strategy, "tiles"))
+        if strategy.block.name not in warps:
+            warps.add(strategy.block.name)
+            paths.append((strategy, "warp"))
+    return paths
+
+
+SCAN_PATHS = _scan_paths()
+SCAN_IDS = [f"{s!r}-{layout}" for s, layout in SCAN_PATHS]
+
+
+@pytest.mark.parametrize("strategy,layout", SCAN_PATHS, ids=SCAN_IDS)
 @PROFILE
 @given(data=st.data())
 def test_scans_on_each_strategy_and_layout_agree_with_numpy(strategy, layout, data):
@@ -716,8 +739,24 @@ REDUCTION_GROUPS = {
 assert sorted(n for g in REDUCTION_GROUPS.values() for n in g) == sorted(MORE_REDUCTIONS)
 
 
-@pytest.mark.parametrize("group", sorted(REDUCTION_GROUPS))
-@pytest.mark.parametrize("strategy", every("reduce", threads=32, blocks=2), ids=repr)
+def _reduction_group_paths():
+    """(strategy, group): two groups a grid strategy, so that each block strategy meets
+    every group (two under each grid) and each grid every group, in half the paths of
+    the full product."""
+    groups, paths = sorted(REDUCTION_GROUPS), []
+    grids = sorted({type(s).__name__ for s in every("reduce", threads=32, blocks=2)})
+    blocks = nk.strategies.available("block")
+    for strategy in every("reduce", threads=32, blocks=2):
+        k = blocks.index(strategy.block.name) + 2 * grids.index(type(strategy).__name__)
+        paths += [(strategy, groups[k % 4]), (strategy, groups[(k + 1) % 4])]
+    return paths
+
+
+REDUCTION_GROUP_PATHS = _reduction_group_paths()
+
+
+@pytest.mark.parametrize("strategy,group", REDUCTION_GROUP_PATHS,
+                         ids=[f"{s!r}-{g}" for s, g in REDUCTION_GROUP_PATHS])
 @PROFILE
 @given(data=st.data())
 def test_more_reductions_on_each_grid_strategy_agree_with_numpy(strategy, group, data):
@@ -726,8 +765,12 @@ def test_more_reductions_on_each_grid_strategy_agree_with_numpy(strategy, group,
     _check_more(name, x, axis, keepdims, initial, strategy=strategy)
 
 
-@pytest.mark.parametrize("group", sorted(REDUCTION_GROUPS))
-@pytest.mark.parametrize("lanes", [None, 32, 64])
+# two of the row kernels a group, in turn: each kernel meets two or three of the groups
+ROW_KERNEL_PATHS = [(lanes, group) for g, group in enumerate(sorted(REDUCTION_GROUPS))
+                    for lanes in ((None, 32, 64)[g % 3], (None, 32, 64)[(g + 1) % 3])]
+
+
+@pytest.mark.parametrize("lanes,group", ROW_KERNEL_PATHS)
 @PROFILE
 @given(data=st.data())
 def test_more_axis_reductions_on_each_row_kernel_agree_with_numpy(lanes, group, data):
@@ -925,9 +968,25 @@ SCAN_GROUPS = {
 assert sorted(n for g in SCAN_GROUPS.values() for n in g) == sorted(MORE_SCANS)
 
 
-@pytest.mark.parametrize("group", sorted(SCAN_GROUPS))
-@pytest.mark.parametrize("layout", ["warp", "tiles"])
-@pytest.mark.parametrize("strategy", every("scan", threads=32), ids=repr)
+def _scan_group_paths():
+    """(strategy, layout, group): on warps every group; on tiles two of the three
+    groups a strategy, in turn, so that every block strategy meets every group (under
+    one grid or the other) and so does every grid."""
+    groups, paths = sorted(SCAN_GROUPS), []
+    blocks = sorted({s.block.name for s, _ in SCAN_PATHS})
+    grids = sorted({type(s).__name__ for s, _ in SCAN_PATHS})
+    for strategy, layout in SCAN_PATHS:
+        k = blocks.index(strategy.block.name) + grids.index(type(strategy).__name__)
+        chosen = groups if layout == "warp" else [groups[k % 3], groups[(k + 1) % 3]]
+        paths += [(strategy, layout, group) for group in chosen]
+    return paths
+
+
+SCAN_GROUP_PATHS = _scan_group_paths()
+
+
+@pytest.mark.parametrize("strategy,layout,group", SCAN_GROUP_PATHS,
+                         ids=[f"{s!r}-{lay}-{g}" for s, lay, g in SCAN_GROUP_PATHS])
 @PROFILE
 @given(data=st.data())
 def test_more_scans_on_each_strategy_and_layout_agree_with_numpy(strategy, layout, group,

@@ -87,7 +87,7 @@ def check(kind, x, tol=None, **kw):
 
 @pytest.mark.parametrize("plan", PLANS)
 def test_broadcast_mask_and_scale_on_every_plan(plan):
-    x = logits((2, 2, 4, 37))
+    x = logits((2, 2, 3, 37))  # a mask row dropped whole, one keeping one key, one random
     mask = attention_mask(x.shape)
     for kind in FORWARD:
         got = check(kind, x, mask=mask, scale=0.5, **PLANS[plan])
@@ -107,14 +107,22 @@ def test_every_block_strategy(block):
     check("softmax", x, mask=mask, max_strategy=block, sum_strategy=block, layout="warp")
 
 
-@pytest.mark.parametrize("queries, keys", [(3, 8), (8, 3), (5, 5)])
-@pytest.mark.parametrize("plan", ["warp", "fused-online", "tiled"])
-def test_causal_is_aligned_bottom_right(plan, queries, keys):
-    x = logits((2, queries, keys), seed=queries)
-    for kind in FORWARD:
-        got = check(kind, x, causal=True, **PLANS[plan])
-    if queries > keys:  # the first queries - keys rows see no key: -inf, never NaN
-        assert (got[:, :queries - keys] == -np.inf).all()
+CAUSAL_PLANS = ["warp", "fused-online", "tiled"]
+CAUSAL_SHAPES = [(3, 8), (8, 3), (5, 5)]
+
+
+# softmax and log-softmax take turns over the plans and shapes: each plan and each
+# shape meets both
+@pytest.mark.parametrize("plan, queries, keys, kind",
+                         [(p, q, k, list(FORWARD)[(i + j) % 2])
+                          for i, p in enumerate(CAUSAL_PLANS)
+                          for j, (q, k) in enumerate(CAUSAL_SHAPES)])
+def test_causal_is_aligned_bottom_right(plan, queries, keys, kind):
+    x = logits((2, queries, keys), seed=queries)  # two batches: the query is row % queries
+    got = check(kind, x, causal=True, **PLANS[plan])
+    if queries > keys:  # the first queries - keys rows see no key: 0 (log: -inf), not NaN
+        dead = 0 if kind == "softmax" else -np.inf
+        assert (got[:, :queries - keys] == dead).all()
 
 
 def test_causal_with_a_mask_keeps_what_both_keep():

@@ -72,55 +72,81 @@ def check_forward(kind, x, axis=-1, **kw):
 # --- every block-strategy pair, fused and tiled, around warp and block edges ----------
 
 
-def sweep(shift=0):
-    """Every row length of SIZES, softmax and log-softmax taking turns (the simulator
-    is slow: each length once per test, each kind at half of them)."""
+def sweep(half, shift=0):
+    """Every other row length of SIZES (``half`` 0 or 1 says which), softmax and
+    log-softmax taking turns (the simulator is slow: tests that share a path take
+    the two halves)."""
     kinds = list(FORWARD)
-    return [(kinds[(i + shift) % 2], n) for i, n in enumerate(SIZES)]
+    return [(kinds[(i + shift) % 2], n) for i, n in enumerate(SIZES[half::2])]
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
-@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
-def test_block_layout_every_strategy_pair(pair, fused):
-    # each pair over every other length, the pairs taking turns: every length and every
-    # pair, without the product (the simulator's time)
-    turn = (PAIRS.index(pair) + fused) % 2
-    for kind, n in sweep()[turn::2]:
-        check_forward(kind, logits((3, n), seed=n), max_strategy=pair[0], sum_strategy=pair[1],
+def pair_cases():
+    """Each max/sum pair once, fused or tiled on a checkerboard, over half of SIZES:
+    every strategy, as the max and as the sum, fused and tiled, meets every length
+    (the product of pairs, kernels and lengths is the simulator's hours)."""
+    cases = []
+    for m, maximum in enumerate(BLOCKS):
+        for s, total in enumerate(BLOCKS):
+            fused = (m + s) % 2 == 0
+            turn = (m // 2 + s // 2) % 2
+            cases.append(pytest.param((maximum, total), fused, turn,
+                                      id=f"{maximum}+{total}-{'fused' if fused else 'tiled'}"))
+    return cases
+
+
+@pytest.mark.parametrize("pair, fused, turn", pair_cases())
+def test_block_layout_every_strategy_pair(pair, fused, turn):
+    for kind, n in sweep(turn):
+        check_forward(kind, logits((2, n), seed=n), max_strategy=pair[0], sum_strategy=pair[1],
                       normalizer="max_then_sum", layout="block", fused=fused, threads=32)
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
 @pytest.mark.parametrize("block", BLOCKS)
 def test_online_normalizer_under_every_block_strategy(block, fused):
-    for kind, n in sweep(shift=1):
-        check_forward(kind, logits((3, n), seed=n), sum_strategy=block, normalizer="online",
+    # two warps a block (the block pairs above run one); fused and tiled take every
+    # other length each
+    for kind, n in sweep(int(fused), shift=1):
+        check_forward(kind, logits((2, n), seed=n), sum_strategy=block, normalizer="online",
                       layout="block", fused=fused, threads=64)
 
 
 @pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "tiled"])
 def test_warp_layout(fused, normalizer):
-    for kind, n in sweep(shift=int(fused)):
+    # each kernel and each normalizer over every length, the pairs of them taking turns
+    turn = (int(fused) + (normalizer == "online")) % 2
+    for kind, n in sweep(turn, shift=int(fused)):
         # 5 rows: two blocks of two warps, and a spare warp
         check_forward(kind, logits((5, n), seed=n), layout="warp", fused=fused,
                       normalizer=normalizer)
 
 
-# the online normalizer has no max strategy: each sum strategy once
-@pytest.mark.parametrize("pair, normalizer",
-                         [(p, "max_then_sum") for p in PAIRS] +
-                         [((b, b), "online") for b in BLOCKS],
+# Tiled automatically: each pair's plan; run, each strategy as the max once and as the
+# sum once (the pairs' product, tiled, is test_block_layout_every_strategy_pair's).
+LONG_RUNS = [((b, BLOCKS[(i + 1) % len(BLOCKS)]), "max_then_sum")
+             for i, b in enumerate(BLOCKS)] + [((b, b), "online") for b in BLOCKS]
+
+
+def test_rows_longer_than_registers_are_planned_in_tiles():
+    for pair, normalizer in [(p, "max_then_sum") for p in PAIRS] + \
+            [((b, b), "online") for b in BLOCKS]:
+        plan = softmax_module._plan("softmax", 2500, np.dtype(np.float32), normalizer, "auto",
+                                    None, None, None if normalizer == "online" else pair[0],
+                                    pair[1])
+        assert not plan.fused and plan.layout == "block", (pair, normalizer)
+
+
+@pytest.mark.parametrize("pair, normalizer", LONG_RUNS,
                          ids=lambda v: f"{v[0]}+{v[1]}" if isinstance(v, tuple) else v)
-def test_rows_longer_than_registers_loop_in_tiles(pair, normalizer):
+def test_rows_longer_than_registers_loop_in_tiles(pair, normalizer, row_kernels):
     x = logits((2, 2500), seed=1)  # > 32 per thread x 64 threads: tiles, automatically
-    plan = softmax_module._plan("softmax", 2500, x.dtype, normalizer, "auto", None, None,
-                                None if normalizer == "online" else pair[0], pair[1])
-    assert not plan.fused and plan.layout == "block"
+    kind = list(FORWARD)[LONG_RUNS.index((pair, normalizer)) % 2]
     kw = {} if normalizer == "online" else {"max_strategy": pair[0]}
-    for kind in FORWARD:
-        got = check_forward(kind, x, sum_strategy=pair[1], normalizer=normalizer, **kw)
-    np.testing.assert_allclose(np.exp(got.astype(np.float64)).sum(-1), 1, rtol=1e-5)
+    got = check_forward(kind, x, sum_strategy=pair[1], normalizer=normalizer, **kw)
+    assert row_kernels[-1][:2] == (kind, False)
+    p = got.astype(np.float64)
+    np.testing.assert_allclose((p if kind == "softmax" else np.exp(p)).sum(-1), 1, rtol=1e-5)
 
 
 # --- fused rows read and written in 16-byte vectors ---------------------------------------
@@ -150,11 +176,11 @@ def vector_plans(monkeypatch):
 def test_vector_rows(dtype, layout, normalizer, vector_plans):
     width = 16 // np.dtype(dtype).itemsize
     # whole vectors per thread in every plan chosen (float16: 8 per thread, one vector)
-    for n in (136, 200, 256) if width == 8 else (68, 128, 256):
+    for i, n in enumerate((136, 200, 256) if width == 8 else (68, 128, 256)):
         x = logits((5, n), dtype, seed=n)
         x[1, ::3] = -np.inf  # masked lanes beside finite ones
-        for kind in FORWARD:
-            check_forward(kind, x, layout=layout, fused=True, normalizer=normalizer)
+        check_forward(list(FORWARD)[i % 2], x, layout=layout, fused=True,
+                      normalizer=normalizer)
     assert set(vector_plans) == {width}
     wide = 264 if width == 8 else 136
     device = cuda.to_device(logits((6, wide), dtype))[::2, 8:]  # rows still 16-byte aligned
@@ -182,14 +208,12 @@ def test_vector_rows_need_aligned_whole_vectors(vector_plans):
 
 # --- tiled rows and backward passes in 16-byte vectors ------------------------------------
 
-# Around vectors, warps and tiles: 2500 is past one tile of vectors (4 vectors x 64
-# threads: 1024 float32 elements, 512 float64).
-VECTOR_SIZES = [1, 3, 4, 5, 31, 32, 33, 127, 128, 129, 781, 2500]
-
-
-def vector_sizes(dtype):
-    """VECTOR_SIZES, less 2500 for float64, whose tile (512) 781 already passes."""
-    return VECTOR_SIZES[:-1] if np.dtype(dtype).itemsize == 8 else VECTOR_SIZES
+# Around vectors, warps and tiles, under blocks of TILE_THREADS: a forward tile of
+# vectors is then 512 float32 or float16 elements (4 vectors of 4, or 2 of 8, a
+# thread) and 256 float64; a backward tile half that of each input (128 float64):
+# 781 passes more than one tile in every dtype and direction.
+VECTOR_SIZES = [1, 3, 4, 5, 31, 32, 33, 127, 128, 129, 781]
+TILE_THREADS = 32
 
 
 @pytest.fixture
@@ -211,7 +235,7 @@ def vector_lanes(dtype):
     return 16 // np.dtype(dtype).itemsize
 
 
-def tiled_lanes(dtype, n, offset, rows=3):
+def tiled_lanes(dtype, n, offset, rows):
     """The vector width a tiled kernel takes over ``device_rows`` of ``rows`` rows:
     none when the first 16-byte boundary (``head`` elements in) lies past the view's
     last element, as it does for one-element rows of float16 seven elements short."""
@@ -220,8 +244,9 @@ def tiled_lanes(dtype, n, offset, rows=3):
     return width if head <= (rows - 1) * (n + offset) + n - 1 else 0
 
 
-# Every width (dtype) and alignment under the default block layout; the other layout
-# and normalizer, which read the same vectors, with float32's.
+# Every width (dtype) and alignment under the default block layout, every length; the
+# other layout and normalizer, which read the same vectors, with float32's over half
+# the lengths each (the offset rows the half with 1 and 781).
 @pytest.mark.parametrize("dtype, layout, normalizer, offset",
                          [(d, "block", "online", o) for d in (np.float16, np.float32, np.float64)
                           for o in (0, 1)] +
@@ -231,12 +256,14 @@ def tiled_lanes(dtype, n, offset, rows=3):
                          {0: "aligned", 1: "offset"}.get(v, v) if not isinstance(v, str) else v)
 def test_tiled_rows_in_vectors(dtype, layout, normalizer, offset, row_kernels):
     # Whole vectors between a scalar head and tail per row (eight halves a vector).
-    for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(vector_sizes(dtype))]:
-        host = logits((3, n), dtype, seed=n)
+    primary = layout == "block" and normalizer == "online"
+    sizes = VECTOR_SIZES if primary else VECTOR_SIZES[1 - offset::2]
+    for kind, n in [(list(FORWARD)[i % 2], n) for i, n in enumerate(sizes)]:
+        host = logits((2, n), dtype, seed=n)
         y = device_rows(np.zeros_like(host), offset)  # each row as far from a boundary as x's
         FORWARD[kind](device_rows(host, offset), out=y, fused=False, layout=layout,
-                      normalizer=normalizer)
-        assert row_kernels[-1] == (kind, False, tiled_lanes(dtype, n, offset))
+                      normalizer=normalizer, threads=TILE_THREADS)
+        assert row_kernels[-1] == (kind, False, tiled_lanes(dtype, n, offset, rows=2))
         tol = (TOL if kind == "softmax" else LOG_TOL)[dtype]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host), **tol)
 
@@ -290,11 +317,15 @@ def test_tiled_vectors_minus_infinity_first(normalizer, row_kernels):
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_tiled_backward_in_vectors(dtype, offset, row_kernels):
-    for n in vector_sizes(dtype):
-        x, dy = backward_case(n, dtype=dtype, seed=n)
+    # the two passes take turns, the other way round at the other offset: each meets
+    # every length in each dtype
+    for i, n in enumerate(VECTOR_SIZES):
+        kind = list(BACKWARD)[(i + offset) % 2]
+        x, dy = backward_case(n, rows=2, dtype=dtype, seed=n)
         check_backward_bounds(x, dy, dtype, place=lambda a: device_rows(a, offset),
-                              fused=False, layout="block")
-        assert row_kernels[-2:] == [(k, False, tiled_lanes(dtype, n, offset)) for k in BACKWARD]
+                              kinds=(kind,), fused=False, layout="block",
+                              threads=TILE_THREADS)
+        assert row_kernels[-1] == (kind, False, tiled_lanes(dtype, n, offset, rows=2))
 
 
 @pytest.mark.parametrize("layout", ["warp", "block"])
@@ -325,7 +356,7 @@ def test_float16_and_float64(dtype):
 
 def test_rows_sum_to_one():
     for n in (1, 7, 128, 781, 3000):
-        y = nk.softmax(logits((4, n), seed=n, scale=10.0)).astype(np.float64)
+        y = nk.softmax(logits((2, n), seed=n, scale=10.0)).astype(np.float64)
         np.testing.assert_allclose(y.sum(-1), 1.0, rtol=n * 1e-7 + 1e-6)
         assert (y >= 0).all()
 
@@ -462,9 +493,12 @@ def backward_case(n, rows=3, dtype=np.float64, seed=0):
 def test_backward_closed_form(block, kw):
     if kw["layout"] == "warp" and block == "shared_tree":
         pytest.skip("the warp layout reduces with shuffles")
-    for n in (1, 31, 33, 129, 781):
+    # the two passes take turns over the lengths, starting with each at half the blocks
+    start = BLOCKS.index(block) % 2
+    for i, n in enumerate((1, 31, 32, 33, 129, 781)):
         x, dy = backward_case(n, dtype=np.float32, seed=n)
-        check_backward_bounds(x, dy, np.float32, sum_strategy=block, threads=32, **kw)
+        check_backward_bounds(x, dy, np.float32, kinds=(list(BACKWARD)[(i + start) % 2],),
+                              sum_strategy=block, threads=32, **kw)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
@@ -670,20 +704,25 @@ def test_gpu_every_kind_and_width(dtype, kw):
         check_backward_bounds(x, dy, dtype, **kw)
 
 
-def check_backward_bounds(x, dy, dtype, place=None, **kw):
+def check_backward_bounds(x, dy, dtype, place=None, kinds=tuple(BACKWARD), **kw):
     # The references start from the inputs as the kernel saw them (rounded to `dtype`),
     # and the error allowed grows with each row's sum of magnitudes, as a float32 row
     # sum's rounding error does (Higham, "Accuracy and Stability of Numerical
     # Algorithms", section 4.2): cancellation in dy - sum(...) leaves small results
     # whose relative error no fixed rtol bounds. `place`: host array -> the device
-    # array to pass (dx laid out as the inputs); None passes NumPy arrays.
+    # array to pass (dx laid out as the inputs); None passes NumPy arrays. `kinds`:
+    # the backward passes to run (BACKWARD's names).
+    assert kinds and set(kinds) <= set(BACKWARD), kinds
     d64 = dy.astype(np.float64)
-    y = ref_softmax(x).astype(dtype)
-    y64 = y.astype(np.float64)
-    got = run_backward(nk.softmax_backward, y, dy, place, **kw)
-    want = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
-    scale = y64 * (np.abs(d64) + (y64 * np.abs(d64)).sum(-1, keepdims=True))
-    assert_within(got, want, scale, dtype)
+    if "softmax_backward" in kinds:
+        y = ref_softmax(x).astype(dtype)
+        y64 = y.astype(np.float64)
+        got = run_backward(nk.softmax_backward, y, dy, place, **kw)
+        want = y64 * (d64 - (y64 * d64).sum(-1, keepdims=True))
+        scale = y64 * (np.abs(d64) + (y64 * np.abs(d64)).sum(-1, keepdims=True))
+        assert_within(got, want, scale, dtype)
+    if "log_softmax_backward" not in kinds:
+        return
     lg = ref_log_softmax(x).astype(dtype)
     p64 = np.exp(lg.astype(np.float64))
     got = run_backward(nk.log_softmax_backward, lg, dy, place, **kw)
@@ -735,22 +774,27 @@ def _bfloat16(a):
 BF16_ULP = 2.0 ** -7  # a bfloat16 rounding of a float32 result: half an ulp, 2^-8, each way
 
 
-@pytest.mark.parametrize("kw", [dict(fused=True), dict(fused=False, normalizer="online"),
-                                dict(fused=False, normalizer="max_then_sum"),
-                                dict(layout="warp")],
-                         ids=["fused", "tiled-online", "tiled-max", "warp"])
-@pytest.mark.parametrize("n", [1, 8, 31, 33, 128, 200])
-def test_bfloat16_forward_is_float32_rounded_once(n, kw):
+BF16_PLANS = {"fused": dict(fused=True), "tiled-online": dict(fused=False, normalizer="online"),
+              "tiled-max": dict(fused=False, normalizer="max_then_sum"),
+              "warp": dict(layout="warp")}
+BF16_SIZES = [1, 8, 31, 33, 128, 200]
+
+
+# softmax and log-softmax take turns over the lengths, the other way round on every
+# other plan: each plan meets every length, and each kind half of them
+@pytest.mark.parametrize("n, plan, kind",
+                         [(n, plan, list(FORWARD)[(i + j) % 2])
+                          for j, plan in enumerate(BF16_PLANS) for i, n in enumerate(BF16_SIZES)])
+def test_bfloat16_forward_is_float32_rounded_once(n, plan, kind):
     """bfloat16 rows (vectors of eight where they allow) give float32's softmax of the
     same values rounded once to bfloat16: within one bfloat16 rounding of it."""
     x = _bfloat16(logits((3, n), seed=n))
-    for kind, fn in FORWARD.items():
-        got = fn(x, **kw)
-        assert got.dtype == x.dtype
-        expected = REF[kind](x.astype(np.float64))
-        tol = dict(rtol=BF16_ULP, atol=BF16_ULP * 1e-2) if kind == "softmax" else \
-            dict(rtol=BF16_ULP, atol=4 * BF16_ULP)
-        np.testing.assert_allclose(got.astype(np.float64), expected, **tol)
+    got = FORWARD[kind](x, **BF16_PLANS[plan])
+    assert got.dtype == x.dtype
+    expected = REF[kind](x.astype(np.float64))
+    tol = dict(rtol=BF16_ULP, atol=BF16_ULP * 1e-2) if kind == "softmax" else \
+        dict(rtol=BF16_ULP, atol=4 * BF16_ULP)
+    np.testing.assert_allclose(got.astype(np.float64), expected, **tol)
 
 
 def test_bfloat16_rows_use_vectors_of_eight(row_kernels):

@@ -46,21 +46,36 @@ def descending_reference(x):
     return np.argsort(-rank.reshape(-1), kind="stable")
 
 
+# One radix call a dtype (a radix pass costs the simulator about the same whatever the
+# op: a sweep of both ops and both orders on every dtype was most of this file's time).
+# The (op, descending) pairs are spread so that signed, unsigned and float keys each meet
+# sort and argsort, ascending and descending, at several widths; the other tests add
+# argsorts of int8/int16/float16/float32/int64 and sorts of float32.
+RADIX_CASES = {"bool": ("sort", False), "int8": ("argsort", True), "uint8": ("sort", True),
+               "int16": ("sort", False), "uint16": ("argsort", True),
+               "int32": ("argsort", False), "uint32": ("sort", False),
+               "int64": ("sort", True), "uint64": ("argsort", False),
+               "float16": ("sort", True), "float32": ("argsort", False),
+               "float64": ("sort", False)}
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_every_dtype_radix_and_bitonic(dtype):
-    x = values(dtype, 100)
-    expected = np.argsort(x, kind="stable")
-    for s in strategies():
-        assert np.array_equal(nk.argsort(x, strategy=s), expected), s
-    got = nk.sort(x, strategy=BitonicSort(threads=32, max_size=128))
-    assert same_bits(got, np.sort(x, kind="stable"))
-
-
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_radix_sort_values_keep_bits(dtype):
-    x = values(dtype, 70)
-    got = nk.sort(x, strategy=RadixSort(threads=32, items=2))
-    assert same_bits(got, np.sort(x, kind="stable"))  # -0.0 and +0.0 in input order
+    """Every dtype through both sorts. Radix: 3 tiles of 64 in a row (the last of 2),
+    the op and order of RADIX_CASES; a sort moves the input's own bits (no indices),
+    -0.0 and +0.0 in input order. Bitonic (cheap): argsort and sort, ascending."""
+    x = values(dtype, 130)
+    op, down = RADIX_CASES[np.dtype(dtype).name]
+    order = descending_reference(x) if down else np.argsort(x, kind="stable")
+    s = RadixSort(threads=32, items=2)
+    if op == "argsort":
+        assert np.array_equal(nk.argsort(x, descending=down, strategy=s), order)
+    else:
+        assert same_bits(nk.sort(x, descending=down, strategy=s), x[order])
+    assert np.array_equal(nk.argsort(x, strategy=BitonicSort(threads=32, max_size=256)),
+                          np.argsort(x, kind="stable"))
+    got = nk.sort(x[:100], strategy=BitonicSort(threads=32, max_size=128))
+    assert same_bits(got, np.sort(x[:100], kind="stable"))
 
 
 @pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256])
@@ -71,56 +86,60 @@ def test_bitonic_sizes(n, threads):
     assert np.array_equal(got, np.argsort(x, kind="stable"))
 
 
-@pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 65, 129, 257])
+@pytest.mark.parametrize("n", [1, 31, 33, 64, 65, 257])
 def test_radix_sizes_around_tiles(n):
     x = values(np.uint8, n)  # one pass; tiles of 64
     assert np.array_equal(nk.argsort(x, strategy=RadixSort(threads=32, items=2)),
                           np.argsort(x, kind="stable"))
 
 
-def test_radix_257_float32_two_warps():
-    x = values(np.float32, 257)
-    s = RadixSort(threads=64, items=2)
-    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
-
-
 @pytest.mark.parametrize("make", [np.sort, lambda a: np.sort(a)[::-1].copy()],
                          ids=["sorted", "reversed"])
 def test_sorted_and_reversed_input(make):
-    x = make(values(np.float64, 90))
+    x = make(values(np.float32, 90))
     for s in strategies():
         assert same_bits(nk.sort(x, strategy=s), np.sort(x, kind="stable")), s
 
 
 def test_stability_many_duplicates():
-    x = RNG.integers(0, 4, 200).astype(np.int32)
+    x = RNG.integers(0, 4, 200).astype(np.int16)  # 2 radix passes, 2 warps a block
     x[::7] = -5
     expected = np.argsort(x, kind="stable")
     for s in strategies(64):
         assert np.array_equal(nk.argsort(x, strategy=s), expected), s
-    zeros = np.where(RNG.integers(0, 2, 150) == 1, 0.0, -0.0).astype(np.float32)
+    zeros = np.where(RNG.integers(0, 2, 150) == 1, 0.0, -0.0).astype(np.float16)
     for s in strategies():
         assert np.array_equal(nk.argsort(zeros, strategy=s), np.arange(150)), s
 
 
 @pytest.mark.parametrize("dtype", [np.int16, np.float32])
 def test_descending(dtype):
+    """Descending argsorts on both strategies; descending sorts on bitonic here (the
+    radix's: RADIX_CASES)."""
     x = values(dtype, 90)
     expected = descending_reference(x)
     for s in strategies():
         idx = nk.argsort(x, descending=True, strategy=s)
         assert np.array_equal(idx, expected), s
-        assert same_bits(nk.sort(x, descending=True, strategy=s), x[expected])
+    b = BitonicSort(threads=32, max_size=128)
+    assert same_bits(nk.sort(x, descending=True, strategy=b), x[expected])
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1, None])
 def test_axes(axis):
+    """The axis is moved last (and back) before any strategy sees the rows
+    (api/sort.py along_rows), so every axis goes through the cheap bitonic sort and
+    argsort; the radix sort (a block per row and pass, the simulator's dearest) takes
+    the last axis and the flattened array."""
     x = values(np.float32, 3 * 2 * 5).reshape(3, 2, 5)
     b = BitonicSort(threads=32, max_size=64)
     assert same_bits(nk.sort(x, axis=axis, strategy=b), np.sort(x, axis=axis, kind="stable"))
-    x8 = values(np.int8, 30).reshape(3, 2, 5)  # radix: one pass, a block per row
-    assert np.array_equal(nk.argsort(x8, axis=axis, strategy=RadixSort(threads=32, items=2)),
-                          np.argsort(x8, axis=axis, kind="stable"))
+    assert np.array_equal(nk.argsort(x, axis=axis, strategy=b),
+                          np.argsort(x, axis=axis, kind="stable"))
+    if axis in (-1, None):
+        x8 = values(np.int8, 30).reshape(3, 2, 5)  # radix: one pass
+        assert np.array_equal(nk.argsort(x8, axis=axis, strategy=RadixSort(threads=32, items=2)),
+                              np.argsort(x8, axis=axis, kind="stable"))
 
 
 def test_batch_of_rows_radix():
@@ -138,7 +157,9 @@ def test_radix_other_counter_and_scan():
 
 def test_default_strategy_and_list_input():
     assert np.array_equal(nk.sort([3, 1, 2]), np.array([1, 2, 3]))
-    x = values(np.float32, 300)  # longer than the simulator's bitonic rows: radix
+    # longer than the simulator's bitonic rows (256): radix, 64 threads (two warps) of
+    # 2 keys, 3 tiles of 128 and the last of one key
+    x = values(np.float32, 257)
     assert same_bits(nk.sort(x), np.sort(x, kind="stable"))
 
 
@@ -189,18 +210,6 @@ def test_zero_d_inputs_as_numpy():
         nk.sort(x)  # NumPy's sort of a 0-d array along -1 raises too
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_radix_sort_values_every_dtype_several_tiles(dtype):
-    """sort moves the input's own bits (no indices): every dtype, 3 tiles of 64 in a
-    row (the last of 2), a row and the flat array, both orders."""
-    x = values(dtype, 130).reshape(1, 130)
-    s = RadixSort(threads=32, items=2)
-    assert same_bits(nk.sort(x, strategy=s), np.sort(x, kind="stable"))
-    flat = x.reshape(-1)
-    assert same_bits(nk.sort(flat, descending=True, strategy=s),
-                     flat[descending_reference(flat)])
-
-
 def test_radix_look_back_walks_aggregates():
     """The look-back sums published aggregates back to the nearest inclusive prefix,
     across several windows of reads (under the simulator every earlier tile has its
@@ -248,7 +257,7 @@ def test_radix_items_checked(items, error):
 def test_radix_takes_numpy_integers():
     s = RadixSort(threads=np.int64(32), items=np.int32(2))
     assert (s.threads, s.items) == (32, 2) and type(s.items) is int
-    x = values(np.float32, 100)
+    x = values(np.float16, 100)
     assert np.array_equal(nk.sort(x, strategy=s), np.sort(x), equal_nan=True)
 
 
@@ -288,9 +297,11 @@ def test_kind_and_stable_together_raise_as_numpy(fn):
 BF16_SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e38, -1e-38, 3.5, 3.5]
 
 
-@pytest.mark.parametrize("n", [1, 31, 33, 129, 700])
-@pytest.mark.parametrize("strategy", ["bitonic", "radix"])
-def test_bfloat16_sorts_its_bits_without_a_copy(n, strategy):
+# bitonic: one key, warp edges and a padded row; radix (tiles of 128 keys under the
+# simulator): one tile partial, then 3 tiles with the last of one key
+@pytest.mark.parametrize("strategy, n", [("bitonic", 1), ("bitonic", 31), ("bitonic", 33),
+                                         ("bitonic", 129), ("radix", 33), ("radix", 257)])
+def test_bfloat16_sorts_its_bits_without_a_copy(strategy, n):
     """bfloat16 (ml_dtypes) is keyed by its own bits, as NumPy orders its float32
     values (NaN last, -0.0 and +0.0 equal and stable), with no float32 working copy."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -299,8 +310,6 @@ def test_bfloat16_sorts_its_bits_without_a_copy(n, strategy):
     a[:: 3] = a[0]  # ties
     a[rng.integers(0, n, min(n, len(BF16_SPECIALS)))] = BF16_SPECIALS[:min(n, 10)]
     x = a.astype(ml_dtypes.bfloat16)
-    if strategy == "bitonic" and n > nk.strategies.BitonicSort().max_size:
-        pytest.skip("rows longer than the bitonic network")
     wide = x.astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error", nk.CopyWarning)

