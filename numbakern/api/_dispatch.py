@@ -97,5 +97,5 @@ def _to_dask(name: str, x, args, kwargs):
                         f"CuPy and CUDA arrays and torch tensors (Dask arrays: "
                         f"{', '.join(_dask.__all__)})")
     if np.dtype(x.dtype).name == "bfloat16":
-        return _dask.through_float32(lazy, x, args, kwargs)
-    return lazy(x, *args, **kwargs)
+        return _dask.optimized(_dask.through_float32(lazy, x, args, kwargs))
+    return _dask.optimized(lazy(x, *args, **kwargs))

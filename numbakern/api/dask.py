@@ -93,6 +93,8 @@ from dask.array.core import _concatenate2  # as dask.array's own tree reduction
 from dask.array.reductions import _tree_reduce  # as dask.array's own arg_reduction
 from dask.array.utils import meta_from_array
 from dask.base import tokenize
+from dask.blockwise import fuse_roots, optimize_blockwise
+from dask.core import flatten
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from numbakern import ops as _ops
@@ -1626,6 +1628,41 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     if bins == 0:
         return da.zeros(0, dtype=np.int64, chunks=1, meta=_meta(x, 1, np.int64))
     return _summed_counts(x, bins, None, strategy)
+
+
+
+# --- the lazy results' graph optimiser ----------------------------------------------------
+#
+# dask.array's optimiser ends with a linear fusion that turns each chain of tasks into
+# one task running a subgraph, ordered again when it runs. On a graph of a few large
+# GPU chunks that costs more host time than it saves (bench/NOTES.md, "Dask's
+# optimiser on numbakern's graphs"), so numbakern's results carry their own: the same
+# blockwise fusion, root fusion and culling (a slice of a large input still computes
+# only the chunks it needs), and the linear fusion only where the user asks for it.
+
+
+def optimize(dsk, keys, **_):
+    """Optimise the graph of a numbakern lazy result for computing ``keys``: as
+    ``dask.array.optimize`` less its linear fusion, which runs only when Dask's config
+    sets ``optimization.fuse.active`` to ``True``. Dask calls it (a result's
+    ``__dask_optimize__``) once a compute, on the graph of every numbakern result in
+    the call."""
+    if dask_config.get("optimization.fuse.active", None) is True:
+        return da.optimization.optimize(dsk, keys)
+    keys = list(flatten(keys)) if isinstance(keys, (list, set)) else [keys]
+    if not isinstance(dsk, HighLevelGraph):
+        dsk = HighLevelGraph.from_collections(id(dsk), dsk, dependencies=())
+    return fuse_roots(optimize_blockwise(dsk, keys=keys), keys=keys).cull(set(keys))
+
+
+def optimized(result):
+    """``result`` (a Dask array, or a tuple of them) with :func:`optimize` as its
+    graph optimiser; what every function here returns to the caller."""
+    if isinstance(result, tuple):
+        return tuple(optimized(r) for r in result)
+    if isinstance(result, da.Array):
+        result.__dask_optimize__ = optimize
+    return result
 
 
 __all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",

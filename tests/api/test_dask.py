@@ -392,6 +392,37 @@ def test_layer_names_are_the_calls_own():
     _check(nk.reduce(x, plus), a.sum(), exact=True)
 
 
+
+def test_results_carry_numbakerns_optimiser_which_culls_without_linear_fusion():
+    """Every lazy result (a pair's two halves too) computes with
+    ``numbakern.api.dask.optimize``: the same values as with dask.array's optimiser,
+    the chunks a slice does not need culled, no task fused into a subgraph; with
+    ``optimization.fuse.active`` set to True, Dask's own optimiser."""
+    from dask.array.optimization import optimize as dask_optimize
+
+    from numbakern.api.dask import optimize
+
+    x = da.from_array(A, chunks=CHUNKS)
+    pair = nk.max_with_indices(x, axis=1)
+    results = [nk.sum(x * 2), nk.argmax(x, axis=0), nk.cumsum(x, axis=1), *pair]
+    for lazy in results:
+        assert lazy.__dask_optimize__ is optimize
+        ours = lazy.compute()
+        lazy.__dask_optimize__ = dask_optimize
+        np.testing.assert_array_equal(ours, lazy.compute())
+    head = nk.cumsum(x, axis=0)[:5]  # the first row of blocks: 3 blocks scanned, not 12
+    graph, keys = head.__dask_graph__(), head.__dask_keys__()
+    culled = dict(optimize(graph, keys))
+    scans = [k for k in culled if isinstance(k, tuple) and "cumsum" in k[0]]
+    assert 0 < len(scans) < len([k for k in dict(graph) if isinstance(k, tuple)
+                                 and "cumsum" in k[0]])
+    assert not any(str(k[0]).startswith(("array-cumsum", "cumsum-array"))
+                   for k in culled if isinstance(k, tuple))  # nothing renamed by fusion
+    np.testing.assert_allclose(head.compute(), np.cumsum(A, axis=0)[:5], rtol=1e-12)
+    with dask.config.set({"optimization.fuse.active": True}):
+        assert dict(optimize(graph, keys)).keys() == dict(dask_optimize(graph, keys)).keys()
+
+
 # --- argmax and friends ------------------------------------------------------------
 
 
