@@ -93,9 +93,11 @@ from dask.array.core import _concatenate2  # as dask.array's own tree reduction
 from dask.array.reductions import _tree_reduce  # as dask.array's own arg_reduction
 from dask.array.utils import meta_from_array
 from dask.base import tokenize
-from dask.blockwise import fuse_roots, optimize_blockwise
+from dask.blockwise import Blockwise, fuse_roots, optimize_blockwise
 from dask.core import flatten
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.optimization import cull
+from dask.utils import ensure_dict
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -1634,11 +1636,13 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
 # --- the lazy results' graph optimiser ----------------------------------------------------
 #
 # dask.array's optimiser ends with a linear fusion that turns each chain of tasks into
-# one task running a subgraph, ordered again when it runs. On a graph of a few large
-# GPU chunks that costs more host time than it saves (bench/NOTES.md, "Dask's
-# optimiser on numbakern's graphs"), so numbakern's results carry their own: the same
-# blockwise fusion, root fusion and culling (a slice of a large input still computes
-# only the chunks it needs), and the linear fusion only where the user asks for it.
+# one task running a subgraph, ordered again when it runs, and culls layer by layer.
+# On a graph of a few large GPU chunks that costs more host time than it saves
+# (bench/NOTES.md, "Dask's optimiser on numbakern's graphs"), so numbakern's results
+# carry their own: dask.array's blockwise and root fusion where there are blockwise
+# layers to fuse, then a cull of the plain task dictionary (a slice of a large input
+# still computes only the chunks it needs), and the linear fusion only where the
+# user's config asks for it.
 
 
 def optimize(dsk, keys, **_):
@@ -1646,13 +1650,14 @@ def optimize(dsk, keys, **_):
     ``dask.array.optimize`` less its linear fusion, which runs only when Dask's config
     sets ``optimization.fuse.active`` to ``True``. Dask calls it (a result's
     ``__dask_optimize__``) once a compute, on the graph of every numbakern result in
-    the call."""
+    the call; returns the culled task dictionary."""
     if dask_config.get("optimization.fuse.active", None) is True:
         return da.optimization.optimize(dsk, keys)
     keys = list(flatten(keys)) if isinstance(keys, (list, set)) else [keys]
-    if not isinstance(dsk, HighLevelGraph):
-        dsk = HighLevelGraph.from_collections(id(dsk), dsk, dependencies=())
-    return fuse_roots(optimize_blockwise(dsk, keys=keys), keys=keys).cull(set(keys))
+    if isinstance(dsk, HighLevelGraph) and \
+            builtins.sum(isinstance(v, Blockwise) for v in dsk.layers.values()) > 1:
+        dsk = fuse_roots(optimize_blockwise(dsk, keys=keys), keys=keys)
+    return cull(ensure_dict(dsk), keys)[0]
 
 
 def optimized(result):

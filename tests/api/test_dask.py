@@ -396,7 +396,8 @@ def test_layer_names_are_the_calls_own():
 def test_results_carry_numbakerns_optimiser_which_culls_without_linear_fusion():
     """Every lazy result (a pair's two halves too) computes with
     ``numbakern.api.dask.optimize``: the same values as with dask.array's optimiser,
-    the chunks a slice does not need culled, no task fused into a subgraph; with
+    blockwise layers fused, the chunks a slice does not need culled, no task fused
+    into a subgraph; with
     ``optimization.fuse.active`` set to True, Dask's own optimiser."""
     from dask.array.optimization import optimize as dask_optimize
 
@@ -404,12 +405,15 @@ def test_results_carry_numbakerns_optimiser_which_culls_without_linear_fusion():
 
     x = da.from_array(A, chunks=CHUNKS)
     pair = nk.max_with_indices(x, axis=1)
-    results = [nk.sum(x * 2), nk.argmax(x, axis=0), nk.cumsum(x, axis=1), *pair]
+    results = [nk.sum(x * 2 + 1), nk.argmax(x, axis=0), nk.cumsum(x, axis=1), *pair]
     for lazy in results:
         assert lazy.__dask_optimize__ is optimize
         ours = lazy.compute()
         lazy.__dask_optimize__ = dask_optimize
         np.testing.assert_array_equal(ours, lazy.compute())
+    chain = results[0]  # x * 2 + 1: two blockwise layers fused into one task a block
+    fused = dict(optimize(chain.__dask_graph__(), chain.__dask_keys__()))
+    assert len(fused) == len(dict(chain.__dask_graph__())) - x.npartitions
     head = nk.cumsum(x, axis=0)[:5]  # the first row of blocks: 3 blocks scanned, not 12
     graph, keys = head.__dask_graph__(), head.__dask_keys__()
     culled = dict(optimize(graph, keys))
