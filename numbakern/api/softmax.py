@@ -99,6 +99,16 @@ _PER_THREAD_HALF_BACKWARD = 16
 # two loads).
 _PER_THREAD_HALF_LONG = 32
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
+# The forward kinds offer blocks of 64 too: rows of 781 float16 at 64 x 16 took 5.2 us
+# at (1823, 781) and 55.1 at (32768, 781) where 128 x 8 took 6.2 and 68.2; float32
+# log_softmax 6.0 and 98.8 where its warp of 32 a lane took 7.6 and 162 (H200,
+# bench/NOTES.md "Softmax rows of 512-2048"). The backward passes were not measured.
+_FORWARD_BLOCK_SIZES = _BLOCK_SIZES if SIMULATOR else (64,) + _BLOCK_SIZES
+# "auto" takes a warp a row while a lane holds at most this many elements of the
+# kind (others: any that fit). log_softmax's warp at 32 a lane fell behind a block of
+# 64 at every row count measured (above); softmax's stays ahead of it (5.4 us at
+# (1823, 781), 55.1 at (32768, 781), against 5.8 and 60.4).
+_WARP_MOST = {"log_softmax": 16}
 _WARP_THREADS = 64 if SIMULATOR else 128  # warp layout: 4 rows per block on a GPU
 # Short rows: a row to a run of the fewest lanes (a power of two, up to a warp) that
 # hold it at this many elements a lane (forward; the backward passes hold two
@@ -447,14 +457,13 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
              "sum_strategy": _block_strategy(sum_spec, "sum_strategy")}
     threads = _threads(threads, specs)
 
-    layout = _layout(layout, specs,
-                     lambda: _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,), out,
-                                         keep))
+    layout = _layout(layout, specs, lambda: _auto_warp_plan(kind, n, dtype, out, keep))
     runs = _run_lanes(lanes, layout, specs)
     if layout == "warp":
         threads = threads or _WARP_THREADS
+    offered = _FORWARD_BLOCK_SIZES if kind in softmax_rows.FORWARD else _BLOCK_SIZES
     chosen = None if fused is False else _fused_plan(
-        kind, n, dtype, layout, (threads,) if threads else _BLOCK_SIZES, out, keep,
+        kind, n, dtype, layout, (threads,) if threads else offered, out, keep,
         vectors, runs)
     if fused and chosen is None:
         aligned = "" if vectors else " (with rows not 16-byte aligned)"
@@ -477,6 +486,14 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
+
+
+def _auto_warp_plan(kind: str, n: int, dtype: str, out: str, keep: str):
+    """The fused warp plan that makes ``layout="auto"`` take a warp a row, or None:
+    one that fits, its elements a lane within :data:`_WARP_MOST`."""
+    plan = _fused_plan(kind, n, dtype, "warp", (_WARP_THREADS,), out, keep)
+    most = _WARP_MOST.get(kind)
+    return None if plan is None or (most and plan.per_thread > most) else plan
 
 
 def _run_lanes(lanes, layout: str, specs: dict) -> tuple:

@@ -381,6 +381,24 @@ def test_automatic_plans():
     assert backward.max_block is None and backward.words == 2
 
 
+@pytest.mark.parametrize("n,softmax_layout,log_layout", [
+    (512, "warp", "warp"), (513, "warp", "block"), (781, "warp", "block"),
+    (1024, "warp", "block")])
+def test_log_softmax_takes_a_warp_while_a_lane_holds_sixteen(n, softmax_layout, log_layout):
+    """``layout="auto"``: log_softmax rows a warp each up to 16 elements a lane
+    (``_WARP_MOST``), past that a block; softmax a warp wherever its plan fits. Asked
+    for, log_softmax's warp of more a lane is still planned."""
+    plan = softmax_module._plan
+    f32 = np.dtype(np.float32)
+    assert plan("softmax", n, f32, "auto", "auto", None, None, None, None).layout == \
+        softmax_layout
+    auto = plan("log_softmax", n, f32, "auto", "auto", None, None, None, None)
+    assert auto.layout == log_layout and auto.fused
+    assert auto.layout == "block" or auto.per_thread <= 16
+    told = plan("log_softmax", n, f32, "auto", "warp", None, None, None, None)
+    assert told.layout == "warp" and told.fused and told.per_thread * 32 >= n
+
+
 def test_registers_fit_the_block():
     for kind in ("softmax", "softmax_backward"):
         for dtype in ("float16", "float32", "float64"):
