@@ -84,6 +84,10 @@ _PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)  # the fused kernels compiled
 # log_softmax 297 us at 256 x 16, 351 at 128 x 32, 421 at 512 x 8. The backward
 # passes keep 8.
 _PER_THREAD_TARGET = {"softmax": 32, "log_softmax": 16}
+# Half rows' log_softmax aims for 32 as softmax does: (16384, 1536) float16 took 33.4
+# us at 64 x 24 against 60.7 at 128 x 12, (32768, 4096) 138 at 128 x 32 (packed)
+# against 194 at 256 x 16 (H200, bench/NOTES.md "Softmax rows of 512-2048").
+_PER_THREAD_TARGET_HALF = {"softmax": 32, "log_softmax": 32}
 _PER_THREAD_DEFAULT = 8
 # The backward passes of half rows aim for 16: two 16-byte vectors of each input a
 # thread (64 bytes in flight, as float32's 8 in vectors of four), where 8 gave one of
@@ -603,18 +607,22 @@ def _fused_plan_of(kind: str, n: int, dtype: str, layout: str, offered: tuple, o
     """For each block size offered, the fewest elements per thread (a compiled size)
     that hold the row and fit the registers; of those, the nearest the target per
     thread (several loads in flight, moderate registers), larger blocks first. Half
-    forward rows that no such plan holds, of whole 16-byte vectors (``n`` a multiple
-    of eight), one block a row, nothing kept: the same over packed plans
-    (``RowPlan.packed``, multiples of eight a thread) unless ``vectors`` is False.
+    forward rows of whole 16-byte vectors (``n`` a multiple of eight), one block a
+    row, nothing kept: packed plans (``RowPlan.packed``, multiples of eight a thread)
+    compete too, unless ``vectors`` is False; where no other plan holds the row, they
+    aim for :data:`_PER_THREAD_HALF_LONG`.
     ``lanes``: a warp layout's lanes a row; ``sizes``: the elements a thread allowed."""
     plans = _fewest(kind, n, dtype, layout, offered, sizes, out, keep, lanes=lanes)
-    target = _PER_THREAD_TARGET.get(kind, _PER_THREAD_DEFAULT)
+    targets = _PER_THREAD_TARGET_HALF if dtype in softmax_rows.HALVES else _PER_THREAD_TARGET
+    target = targets.get(kind, _PER_THREAD_DEFAULT)
     if kind in softmax_rows.BACKWARD and plans and plans[0].per_element == 2:
         target = _PER_THREAD_HALF_BACKWARD
-    if not plans and vectors and _packs(kind, n, dtype, layout, out, keep):
-        plans = _fewest(kind, n, dtype, layout, offered,
-                        [k for k in _PER_THREAD if k % _HALF_VECTOR == 0], packed=True)
-        target = _PER_THREAD_HALF_LONG
+    if vectors and _packs(kind, n, dtype, layout, out, keep):
+        # packed plans hold more a thread in registers: they compete with the others
+        # (the others first on a tie), and alone past what scalar loads hold
+        target = target if plans else _PER_THREAD_HALF_LONG
+        plans += _fewest(kind, n, dtype, layout, offered,
+                         [k for k in _PER_THREAD if k % _HALF_VECTOR == 0], packed=True)
     return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
                default=None)
 
