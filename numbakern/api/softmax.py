@@ -609,8 +609,9 @@ def _fused_plan_of(kind: str, n: int, dtype: str, layout: str, offered: tuple, o
     thread (several loads in flight, moderate registers), larger blocks first. Half
     forward rows of whole 16-byte vectors (``n`` a multiple of eight), one block a
     row, nothing kept: packed plans (``RowPlan.packed``, multiples of eight a thread)
-    compete too, unless ``vectors`` is False; where no other plan holds the row, they
-    aim for :data:`_PER_THREAD_HALF_LONG`.
+    that give every thread some of the row compete too, unless ``vectors`` is False;
+    where no other plan holds the row, any packed plan, aiming for
+    :data:`_PER_THREAD_HALF_LONG`.
     ``lanes``: a warp layout's lanes a row; ``sizes``: the elements a thread allowed."""
     plans = _fewest(kind, n, dtype, layout, offered, sizes, out, keep, lanes=lanes)
     targets = _PER_THREAD_TARGET_HALF if dtype in softmax_rows.HALVES else _PER_THREAD_TARGET
@@ -618,11 +619,13 @@ def _fused_plan_of(kind: str, n: int, dtype: str, layout: str, offered: tuple, o
     if kind in softmax_rows.BACKWARD and plans and plans[0].per_element == 2:
         target = _PER_THREAD_HALF_BACKWARD
     if vectors and _packs(kind, n, dtype, layout, out, keep):
-        # packed plans hold more a thread in registers: they compete with the others
-        # (the others first on a tie), and alone past what scalar loads hold
-        target = target if plans else _PER_THREAD_HALF_LONG
-        plans += _fewest(kind, n, dtype, layout, offered,
+        packed = _fewest(kind, n, dtype, layout, offered,
                          [k for k in _PER_THREAD if k % _HALF_VECTOR == 0], packed=True)
+        if plans:  # they compete (the others first on a tie) where no thread idles
+            packed = [p for p in packed if p.per_thread * (p.threads - 1) < n]
+        else:  # alone past what scalar loads hold
+            target = _PER_THREAD_HALF_LONG
+        plans += packed
     return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
                default=None)
 

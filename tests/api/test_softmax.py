@@ -903,7 +903,8 @@ GPU_BLOCKS = (128, 256, 512, 1024)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_backward_plans_hold_two_vectors_of_each_input(dtype):
     """The GPU's block sizes: half rows' backward aims for 16 a thread and stays fused
-    up to 512 x 16; forward and float32 plans are what they were."""
+    up to 512 x 16; float32 plans are what they were; half forward rows aim for 32 a
+    thread, packed plans among the others where every thread holds some of the row."""
     plan = softmax_module._fused_plan
     for kind in BACKWARD:
         got = plan(kind, 4096, dtype, "block", GPU_BLOCKS)
@@ -916,9 +917,13 @@ def test_half_backward_plans_hold_two_vectors_of_each_input(dtype):
         f32 = plan(kind, 4096, "float32", "block", GPU_BLOCKS)
         assert (f32.threads, f32.per_thread, f32.per_element) == (512, 8, 3)
         assert plan(kind, 8192, "float32", "block", GPU_BLOCKS) is None
-    for kind in FORWARD:
+    for kind in FORWARD:  # packed 128 x 32: 135 us at (32768, 4096), 256 x 16 174-194
         got = plan(kind, 4096, dtype, "block", GPU_BLOCKS)
-        assert (got.threads, got.per_thread, got.per_element) == (256, 16, 3)
+        assert (got.threads, got.per_thread, got.packed) == (128, 32, True)
+        got = plan(kind, 1536, dtype, "block", (64,) + GPU_BLOCKS)  # no packed 64 x 24
+        assert (got.threads, got.per_thread, got.packed) == (64, 24, False)
+        got = plan(kind, 64, dtype, "block", GPU_BLOCKS)  # packed would idle threads
+        assert not got.packed
 
 
 @pytest.mark.parametrize("n, fused", [(1016, True), (1024, True), (1025, False)])
