@@ -455,29 +455,14 @@ def _element_index(plan: RowPlan):
     return element
 
 
-def held(plan: RowPlan) -> str:
-    """What a fused forward kernel's registers hold after its statistics: ``"exp"``
-    (softmax: ``exp(x - ref)``, so the write needs no second ``exp``), ``"shifted"``
-    (log_softmax with the row's maximum first: ``x - max``, the write subtracts
-    ``log(sum)`` alone; the same two roundings as ``(x - max) - log(sum)``) or ``""``
-    (``x``: log_softmax's online pair, whose maximum comes last). A value written
-    back to a register stays there: log_softmax's ``x`` held unchanged took 162 us at
-    (32768, 781) float32 where softmax's ``exp`` took 55 on an H200 (bench/NOTES.md,
-    "Softmax rows of 512-2048")."""
-    if plan.kind == "softmax":
-        return "exp"
-    return "shifted" if plan.normalizer == "max_then_sum" else ""
-
-
-def _fused_stats(plan: RowPlan):
+def _fused_stats(plan: RowPlan, keep_exp: bool):
     """Device function ``stats(v, lane, n, sh) -> (max, sum, ref)`` over the ``K``
-    values ``v`` this thread holds (-inf past the row's end), which it overwrites as
-    :func:`held` says (``ref``: the row's maximum, or this thread's own with
-    ``"online"``). ``sh``: the kernel's 8 shared arrays (two reduces' worth).
+    values ``v`` this thread holds (-inf past the row's end).
+
+    With ``keep_exp``, ``v[k]`` is overwritten by ``exp(v[k] - ref)`` (``ref``: the
+    row's maximum, or this thread's own with ``"online"``) so the write phase needs
+    no second ``exp``. ``sh``: the kernel's 8 shared arrays (two reduces' worth).
     """
-    keep = held(plan)
-    keep_exp = keep == "exp"
-    keep_shifted = keep == "shifted"
     tc_t, _, tc = _numba_types(plan)
     exp = row_exp(plan.result)
     K = plan.per_thread
@@ -504,15 +489,12 @@ def _fused_stats(plan: RowPlan):
         return vmax(vmax(m0, m1), vmax(m2, m3))
 
     @cuda.jit(device=True)
-    def exp_sum(v, m):  # sum of exp(v - m), v[k] overwritten as held() says
+    def exp_sum(v, m):  # sum of exp(v - m), v[k] overwritten by it with keep_exp
         s0, s1, s2, s3 = ZERO, ZERO, ZERO, ZERO
         for k in range(K):
-            d = v[k] - m
-            e = tc_t(exp(d))
+            e = tc_t(exp(v[k] - m))
             if keep_exp:
                 v[k] = e
-            if keep_shifted:
-                v[k] = d
             if k % 4 == 0:
                 s0 += e
             elif k % 4 == 1:
@@ -635,17 +617,6 @@ def _finisher(plan: RowPlan):
     tc_t, _, tc = _numba_types(plan)
     exp = row_exp(plan.result)
     ONE = tc(1)
-    if plan.kind == "log_softmax" and plan.fused and held(plan) == "shifted":
-
-        @cuda.jit(device=True)
-        def prepare(m, s, ref):
-            return m, tc_t(math.log(s))
-
-        @cuda.jit(device=True)
-        def finish(v, a, b):
-            return v - b  # v = x - max, rounded as below
-
-        return prepare, finish
     if plan.kind == "log_softmax":
 
         @cuda.jit(device=True)
@@ -775,7 +746,7 @@ def _forward_kernel(plan: RowPlan):
         build = _vector_forward if plan.fused else _vector_tiled_forward
         return build(plan, prepare, finish, jit, storage)
     if plan.fused:
-        stats = _fused_stats(plan)
+        stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
 
         @jit
         def fused_forward(x, y):
@@ -1027,7 +998,7 @@ def _kept_forward(plan: RowPlan, prepare, finish, jit, storage):
         return out_t(finish(v, a, b) if live else EMPTY)
 
     if plan.fused:
-        stats = _fused_stats(plan)
+        stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
 
         @jit
         def kept_fused_forward(x, y, mask, scale, queries, shift):
@@ -1096,7 +1067,7 @@ def _kept_vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     EMPTY = tc(0) if plan.kind == "softmax" else NEG  # a row with nothing kept
     SAFE, CAUSAL = plan.keep != "all", "causal" in plan.keep
     first_vector, keep = _first_vector(plan), _keeper(plan)
-    stats = _fused_stats(plan)
+    stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
 
@@ -1300,7 +1271,7 @@ def _vector_forward(plan: RowPlan, prepare, finish, jit, storage):
     walk, split = _row_walk(plan)
     KV, NEG = K // W, tc(-np.inf)
     first_vector = _first_vector(plan)
-    stats = _fused_stats(plan)
+    stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
 
