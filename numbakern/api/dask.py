@@ -1632,7 +1632,6 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     return _summed_counts(x, bins, None, strategy)
 
 
-
 # --- the lazy results' graph optimiser ----------------------------------------------------
 #
 # dask.array's optimiser ends with a linear fusion that turns each chain of tasks into

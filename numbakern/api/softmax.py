@@ -84,10 +84,6 @@ _PER_THREAD = (1, 2, 4, 8, 12, 16, 24, 32)  # the fused kernels compiled
 # log_softmax 297 us at 256 x 16, 351 at 128 x 32, 421 at 512 x 8. The backward
 # passes keep 8.
 _PER_THREAD_TARGET = {"softmax": 32, "log_softmax": 16}
-# Half rows' log_softmax aims for 32 as softmax does: (16384, 1536) float16 took 33.4
-# us at 64 x 24 against 60.7 at 128 x 12, (32768, 4096) 138 at 128 x 32 (packed)
-# against 194 at 256 x 16 (H200, bench/NOTES.md "Softmax rows of 512-2048").
-_PER_THREAD_TARGET_HALF = {"softmax": 32, "log_softmax": 32}
 _PER_THREAD_DEFAULT = 8
 # The backward passes of half rows aim for 16: two 16-byte vectors of each input a
 # thread (64 bytes in flight, as float32's 8 in vectors of four), where 8 gave one of
@@ -102,6 +98,11 @@ _PER_THREAD_HALF_BACKWARD = 16
 # ptxas's 61-64 registers, four loads a thread in flight) over 1024 x 16 (one block,
 # two loads).
 _PER_THREAD_HALF_LONG = 32
+# Half rows of every length aim for it, log_softmax as softmax: (16384, 1536) float16
+# log_softmax took 33.4 us at 64 x 24 against 60.7 at 128 x 12, (32768, 4096) 138 at
+# 128 x 32 (packed) against 194 at 256 x 16 (H200, bench/NOTES.md "Softmax rows of
+# 512-2048").
+_PER_THREAD_TARGET_HALF = dict.fromkeys(softmax_rows.FORWARD, _PER_THREAD_HALF_LONG)
 _BLOCK_SIZES = (32, 64) if SIMULATOR else (128, 256, 512, 1024)
 # The forward kinds offer blocks of 64 too: rows of 781 float16 at 64 x 16 took 5.2 us
 # at (1823, 781) and 55.1 at (32768, 781) where 128 x 8 took 6.2 and 68.2; float32
@@ -610,8 +611,7 @@ def _fused_plan_of(kind: str, n: int, dtype: str, layout: str, offered: tuple, o
     forward rows of whole 16-byte vectors (``n`` a multiple of eight), one block a
     row, nothing kept: packed plans (``RowPlan.packed``, multiples of eight a thread)
     that give every thread some of the row compete too, unless ``vectors`` is False;
-    where no other plan holds the row, any packed plan, aiming for
-    :data:`_PER_THREAD_HALF_LONG`.
+    where no other plan holds the row, any packed plan.
     ``lanes``: a warp layout's lanes a row; ``sizes``: the elements a thread allowed."""
     plans = _fewest(kind, n, dtype, layout, offered, sizes, out, keep, lanes=lanes)
     targets = _PER_THREAD_TARGET_HALF if dtype in softmax_rows.HALVES else _PER_THREAD_TARGET
@@ -619,13 +619,13 @@ def _fused_plan_of(kind: str, n: int, dtype: str, layout: str, offered: tuple, o
     if kind in softmax_rows.BACKWARD and plans and plans[0].per_element == 2:
         target = _PER_THREAD_HALF_BACKWARD
     if vectors and _packs(kind, n, dtype, layout, out, keep):
-        packed = _fewest(kind, n, dtype, layout, offered,
-                         [k for k in _PER_THREAD if k % _HALF_VECTOR == 0], packed=True)
-        if plans:  # they compete (the others first on a tie) where no thread idles
-            packed = [p for p in packed if p.per_thread * (p.threads - 1) < n]
-        else:  # alone past what scalar loads hold
-            target = _PER_THREAD_HALF_LONG
-        plans += packed
+        # packed plans compete (the others first on a tie) where no thread idles, and
+        # are alone past what scalar loads hold
+        alone = not plans
+        plans += [p for p in _fewest(kind, n, dtype, layout, offered,
+                                     [k for k in _PER_THREAD if k % _HALF_VECTOR == 0],
+                                     packed=True)
+                  if alone or p.per_thread * (p.threads - 1) < n]
     return min(plans, key=lambda p: (abs(p.per_thread - target), -p.threads),
                default=None)
 

@@ -392,13 +392,12 @@ def test_layer_names_are_the_calls_own():
     _check(nk.reduce(x, plus), a.sum(), exact=True)
 
 
-
 def test_results_carry_numbakerns_optimiser_which_culls_without_linear_fusion():
     """Every lazy result (a pair's two halves too) computes with
     ``numbakern.api.dask.optimize``: the same values as with dask.array's optimiser,
     blockwise layers fused, the chunks a slice does not need culled, no task fused
-    into a subgraph; with
-    ``optimization.fuse.active`` set to True, Dask's own optimiser."""
+    into a subgraph; with ``optimization.fuse.active`` set to True, Dask's own
+    optimiser."""
     from dask.array.optimization import optimize as dask_optimize
 
     from numbakern.api.dask import optimize
