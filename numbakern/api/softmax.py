@@ -736,7 +736,8 @@ def _result_dtype(dtype) -> np.dtype:
     except TypeError:
         result = None
     if result not in FLOATS:
-        raise TypeError(f"dtype must be float16, float32 or float64, got {dtype!r}")
+        raise TypeError("dtype must be float16, float32 or float64, got "
+                        f"{dtype if result is None else result.name!r}")
     return result
 
 

@@ -116,13 +116,17 @@ def as_array_like(x: Any):
 
     Host arrays in a non-native byte order are converted (they are copied to the
     device anyway). Raises ``TypeError`` for masked arrays, whose mask a kernel
-    would silently ignore.
+    would silently ignore, and for ``np.matrix``, whose results NumPy keeps 2-D
+    (numbakern would hand back plain arrays of other shapes).
     """
     if kind_of(x) != "numpy" or isinstance(x, BFloat16Input):
         return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError("masked arrays are not supported: pass x.filled(value) or "
                         "x.compressed()")
+    if isinstance(x, np.matrix):
+        raise TypeError("np.matrix is not supported (NumPy keeps its results 2-D): pass "
+                        "np.asarray(x)")
     x = np.asarray(x)
     if not x.dtype.isnative:
         x = x.astype(x.dtype.newbyteorder("="))

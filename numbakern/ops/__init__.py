@@ -113,16 +113,17 @@ def _field_names(n: int) -> str:
     return ", ".join([f"a{k}" for k in range(n)] + [f"b{k}" for k in range(n)])
 
 
-def _check_arity(name: str, fn, count: int) -> None:
-    """A combine must take ``count`` positional arguments (2, or ``2 * fields``)."""
+def _check_arity(name: str, fn, count: int, role: str = "combine", names: str = "") -> None:
+    """``fn`` (the op's ``role``: combine, map or finish) must take ``count``
+    positional arguments, named ``names`` in the error (a combine's by default)."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature: Numba will say
         return
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) != count and not any(p.kind == p.VAR_POSITIONAL for p in params):
-        raise TypeError(f"Op {name!r}: combine must take {count} arguments "
-                        f"({'a, b' if count == 2 else _field_names(count // 2)}), "
+        names = names or ("a, b" if count == 2 else _field_names(count // 2))
+        raise TypeError(f"Op {name!r}: {role} must take {count} arguments ({names}), "
                         f"got {len(positional)}")
 
 
@@ -191,7 +192,8 @@ class Op:
 
     Raises:
         TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
-            arguments; ``identity`` is ``None``.
+            arguments; ``map`` not a function of two arguments; ``finish`` not taking
+            ``fields`` arguments; ``identity`` is ``None``.
         ValueError: ``fields`` not an integer ``>= 1``; an op of two or more fields
             without ``map``; a ``finish`` on a one-field op.
     """
@@ -235,6 +237,11 @@ class Op:
         if self.fields > 1 and self.map is None:
             raise ValueError(f"Op {self.name!r}: an op of {self.fields} fields needs "
                              "map(value, index)")
+        if self.map is not None:
+            if not callable(self.map):
+                raise TypeError(f"Op {self.name!r}: map must be a function of (value, "
+                                f"index), got {self.map!r}")
+            _check_arity(self.name, self.map, 2, "map", "value, index")
         if self.state_dtypes is not None and not callable(self.state_dtypes):
             object.__setattr__(self, "state_dtypes", _fixed_dtypes(self.name, self.fields,
                                                                    self.state_dtypes))
@@ -242,8 +249,11 @@ class Op:
             raise ValueError(f"Op {self.name!r}: finish must be a function of a state of "
                              f"two or more fields, got {self.finish!r} for {self.fields} "
                              "field(s)")
+        if self.finish is not None:
+            _check_arity(self.name, self.finish, self.fields, "finish",
+                         ", ".join(f"s{k}" for k in range(self.fields)))
 
-    def check_dtype(self, dtype: np.dtype, what: str = "dtype", caller: str | None = None
+    def check_dtype(self, dtype: np.dtype, what: str = "x of dtype", caller: str | None = None
                     ) -> None:
         """Raise ``TypeError`` naming the op (or ``caller``, the function the user
         called: ``cumsum`` for the sum op) and dtype if this op cannot take it.

@@ -268,9 +268,9 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
     (lambda x: nk.cumsum(x, dtype=np.complex64), TypeError,
      "^cumsum is not defined for dtype=complex64"),
     (lambda x: nk.cumprod(x.astype(np.complex64)), TypeError,
-     "^cumprod is not defined for dtype complex64"),
+     "^cumprod is not defined for x of dtype complex64"),
     (lambda x: nk.associative_scan(x.astype(np.complex64), "sum"), TypeError,
-     "^sum is not defined for dtype complex64"),
+     "^sum is not defined for x of dtype complex64"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):

@@ -194,7 +194,7 @@ def test_bad_arguments():
         nk.segmented_scan(np.zeros((2, 3)), np.array([0, 1]))
     with pytest.raises(TypeError, match="one-field ops"):
         nk.segmented_scan(np.zeros(3), np.array([0, 3]), nk.ops.arg_op("max"))
-    with pytest.raises(TypeError, match="segmented_scan is not defined for dtype float64"):
+    with pytest.raises(TypeError, match="segmented_scan is not defined for x of dtype float64"):
         nk.segmented_scan(np.zeros(3), np.array([0, 3]), "bitwise_xor")
     with pytest.raises(TypeError, match="exclusive"):
         nk.segmented_scan(np.zeros(3), np.array([0, 3]), exclusive="yes")

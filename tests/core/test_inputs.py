@@ -47,11 +47,34 @@ def test_big_endian_input_gives_numpys_answer(dtype):
     assert nk.sum(x) == x.sum()
 
 
+def test_np_matrix_is_refused_rather_than_answered_as_a_plain_array():
+    with pytest.raises(TypeError, match="np.matrix"):
+        nk.sum(np.matrix([[1.0, 2.0], [3.0, 4.0]]), axis=0)
+
+
+@pytest.mark.parametrize("x", [None, np.array([1, "a"], dtype=object)])
+def test_an_object_input_names_x(x):
+    with pytest.raises(TypeError, match="^sum is not defined for x of dtype object"):
+        nk.sum(x)
+
+
+def test_softmax_dtype_error_names_the_dtype():
+    with pytest.raises(TypeError, match="got 'int32'"):
+        nk.softmax(np.ones(4, np.float32), dtype=np.int32)
+
+
 def test_user_op_mistakes_are_caught_when_the_op_is_made():
     with pytest.raises(TypeError, match="identity"):
         nk.Op("s", lambda a, b: a + b, None)
     with pytest.raises(TypeError, match="2 arguments"):
         nk.Op("bad", lambda a: a, 0.0)
+    with pytest.raises(TypeError, match=r"'sq': map must take 2 arguments \(value, index\)"):
+        nk.Op("sq", lambda a, b: a + b, 0.0, map=lambda v: v * v)
+    with pytest.raises(TypeError, match="map must be a function"):
+        nk.Op("bad", lambda a, b: a + b, 0.0, map=3)
+    with pytest.raises(TypeError, match=r"finish must take 2 arguments \(s0, s1\)"):
+        nk.Op("bad", lambda a0, a1, b0, b1: (a0, a1), (0.0, 0.0), fields=2,
+              map=lambda v, i: (v, v), finish=lambda s: s)
     with pytest.raises(TypeError, match="numbakern.op"):
         nk.reduce(X, lambda a, b: a + b)
     with pytest.raises(TypeError, match="numbakern.op"):
