@@ -177,7 +177,7 @@ def _gpu_program(sim: replay.Program) -> replay.Program:
         values, pointers = launch.parameter_block(len(flat))
         values[:] = flat
         steps.append(replay._GpuStep(0, step.grid, step.block, values, pointers,
-                                     tuple(patches)))
+                                     tuple(patches), step.shared))
     return replay.Program("torch", sim.total, steps, _torch_result(sim.result))
 
 

@@ -129,6 +129,9 @@ _LANES = (1, 2, 4, 8, 16, 32)
 # 378 us; 256, 404 (bench/NOTES.md, 2026-12-01). Plans whose registers do not fit
 # 1024 threads (float64) take 512.
 _TILED_THREADS = (64,) if SIMULATOR else (1024, 512)
+# Staged rows (softmax_rows.RowPlan.staged): 512 threads, two blocks a multiprocessor
+# within 64 registers and half its shared memory each.
+_STAGED_THREADS = 64 if SIMULATOR else 512
 _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop rows
 
 
@@ -475,10 +478,14 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         raise ValueError(f"fused=True: a row of {n} {dtype} elements{aligned} does not fit "
                          f"in the registers of one {layout}; use fused=None or False")
     per_thread = chosen.per_thread if chosen else 0
+    staged = (chosen is None and fused is None and vectors and normalizer != "online"
+              and _stages(kind, n, dtype, layout, out, keep))
+    if staged:
+        threads = threads or _STAGED_THREADS
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))
     if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
-        online = not per_thread and specs["max_strategy"] is None
+        online = not per_thread and not staged and specs["max_strategy"] is None
         normalizer = "online" if online else "max_then_sum"
     max_block, sum_block = (_make(specs[k], threads) for k in ("max_strategy", "sum_strategy"))
     if normalizer != "max_then_sum":
@@ -487,7 +494,7 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     lanes = chosen.lanes if chosen else (lanes or WARP)
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
                    dtype, pair_op=pair_op, out=out, keep=keep,
-                   packed=bool(chosen and chosen.packed), lanes=lanes)
+                   packed=bool(chosen and chosen.packed), lanes=lanes, staged=staged)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup
@@ -657,6 +664,17 @@ def _packs(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> b
             and not keep and layout == "block" and n % _HALF_VECTOR == 0)
 
 
+def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> bool:
+    """Whether rows of ``n`` that no fused plan holds may be staged in shared memory
+    (``RowPlan.staged``): half forward rows, a block each, the result in the input's
+    dtype, nothing kept, their whole vectors within ``softmax_rows.stage_bytes()``
+    (rows of up to 57344 halves on an H200). Read once, where the tiled kernel reads
+    them twice (bench/NOTES.md, "Staged half rows")."""
+    return (kind in softmax_rows.FORWARD and dtype in softmax_rows.HALVES and not out
+            and not keep and layout == "block"
+            and n // _HALF_VECTOR * VECTOR_BYTES <= softmax_rows.stage_bytes())
+
+
 def _make(spec, threads: int) -> BlockStrategy:
     return _strategies.resolve("block", spec, threads=threads)
 
@@ -673,7 +691,8 @@ def _launch(plan: RowPlan, views: list, stream, kept: tuple = ()) -> None:
     if width:  # the same rows, read and written in 16-byte vectors
         plan = dataclasses.replace(plan, vector=width)
         views = [*views, *softmax_rows.vector_views(plan, views)]
-    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views, *kept)
+    launch(softmax_rows.kernel_for(plan), grid, plan.threads, stream, *views, *kept,
+           shared=softmax_rows.stage_shared(plan, n))
 
 
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream,
@@ -714,9 +733,10 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "
                              "contiguous out")
-    if plan.packed and not softmax_rows.vector_width(plan, shape[axis], views):
+    if (plan.packed or plan.staged) and not softmax_rows.vector_width(plan, shape[axis],
+                                                                      views):
         plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep,
-                        False)  # rows off 16-byte boundaries: the scalar loads' plan
+                        False)  # rows that cannot move in vectors: the scalar loads' plan
     kept = _kept_arguments(mask, causal, scale, shape, axis, views[0],
                            workspace) if keep else ()
     _launch(plan, views, workspace.stream, kept)

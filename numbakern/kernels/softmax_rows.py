@@ -35,6 +35,11 @@ How the row is read is the other choice (``per_thread``):
   forward pass reads the row three times (maximum, sum, write) with
   ``"max_then_sum"`` and twice with ``"online"``: the online normalizer of
   ``strategies/online_softmax.py`` computes maximum and sum in one pass.
+* **staged** (:attr:`RowPlan.staged`, forward rows in 16-byte vectors): a row too
+  long for registers but not for shared memory is read once, each vector stored
+  to the block's dynamic shared memory as it arrives (its maximum taken then), and
+  the sum and the write read the vectors back from there: one read and one write of
+  device memory, as fused, for rows up to :func:`stage_bytes`.
 
 And how elements move (``vector``): scalar loads and stores, or 16-byte vectors
 (``numbakern/kernels/vector.py``: a quarter of the instructions for float32) where the arrays
@@ -173,6 +178,9 @@ class RowPlan:
             longer than scalar loads hold in registers): :attr:`registers` counts
             what ptxas gives the vector kernel, and a launch whose rows do not allow
             vectors (:func:`vector_width`) takes another plan.
+        staged: a tiled forward plan (``"max_then_sum"``, a block a row) that holds
+            the row in dynamic shared memory (:func:`stage_shared`); a launch whose
+            rows do not allow vectors takes another plan.
     """
 
     kind: str
@@ -189,6 +197,7 @@ class RowPlan:
     keep: str = ""
     packed: bool = False
     lanes: int = WARP
+    staged: bool = False
 
     @property
     def result(self) -> str:
@@ -274,7 +283,7 @@ class RowPlan:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
                 self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep,
-                self.packed, self.lanes)
+                self.packed, self.lanes, self.staged)
 
 
 def kernel_for(plan: RowPlan):
@@ -743,7 +752,8 @@ def _forward_kernel(plan: RowPlan):
         build = _kept_vector_forward if plan.vector else _kept_forward
         return build(plan, prepare, finish, jit, storage)
     if plan.vector:
-        build = _vector_forward if plan.fused else _vector_tiled_forward
+        build = _vector_forward if plan.fused else \
+            _staged_forward if plan.staged else _vector_tiled_forward
         return build(plan, prepare, finish, jit, storage)
     if plan.fused:
         stats = _fused_stats(plan, keep_exp=plan.kind == "softmax")
@@ -1498,6 +1508,119 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
             row += step
 
     return vector_tiled_forward
+
+
+def stage_shared(plan: RowPlan, n: int) -> int:
+    """Bytes of dynamic shared memory a block of a staged ``plan`` (its ``vector``
+    set) takes for rows of ``n``: room for every whole vector of a row."""
+    return n // plan.vector * VECTOR_BYTES if plan.staged else 0
+
+
+def stage_bytes() -> int:
+    """The most dynamic shared memory a staged block may take: two blocks a
+    multiprocessor (one loads while the other reduces) with room for their static
+    shared memory and the driver's reserve; at most the device's opt-in maximum a
+    block. 48 KiB under the simulator."""
+    if SIMULATOR:
+        return 48 * 1024
+    from numbakern.runtime.launch import current_device_id
+
+    return _stage_bytes(current_device_id())
+
+
+@functools.lru_cache(maxsize=None)
+def _stage_bytes(device_id: int) -> int:
+    device = cuda.get_current_device()
+    per_block = device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    return min(per_block, device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // 2 - 2048)
+
+
+def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
+    """``kernel(x, y, xf, yf, head0)``: the staged forward kernel (``"max_then_sum"``).
+
+    Each thread loads its vectors of the row (vector ``j`` of the row's whole
+    vectors, :func:`row_span`, for ``j = lane, lane + G, ...``), four in flight,
+    stores each to slot ``j`` of the block's dynamic shared array and folds it into
+    its maximum; the sum and the write read the thread's own slots back. A thread
+    reads only slots it wrote, so no barrier guards them (the block reduces have
+    their own). Head and tail elements stay in registers, as the tiled kernel's.
+    All of a row is read before any of it is written: ``y`` may alias ``x``.
+    """
+    tc_t, out_t, tc = _numba_types(plan)
+    G, W = plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    NEG = tc(-np.inf)
+    row_vectors, edges = row_span(plan), edge_loader(plan, NEG)
+    vload, vstore = vector_loader(W), vector_storer(W)
+    pack, widen = packer(plan), _widener(plan)
+    exp = row_exp(plan.result)
+    vmax = MAX.device_combine()
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+    stored = from_dtype(storage_dtype(plan.dtype))
+
+    @cuda.jit(device=True)
+    def stage(sv, t, j, count, m):
+        """The row's vector ``j`` (of ``count``), loaded as ``t``, into slot ``j`` of
+        ``sv``; ``m`` with its elements folded in (nothing past the row's end)."""
+        if j < count:
+            vstore(sv, j, t)
+            for q in range(W):
+                m = vmax(m, widen(t[q]))
+        return m
+
+    @jit
+    def staged_forward(x, y, xf, yf, head0):
+        sh = storage()
+        sv = cuda.shared.array(0, stored)
+        v = cuda.local.array(W, tc_t)
+        lane, row, step = walk()
+        inner, n = x.shape[1], x.shape[2]
+        while row < x.shape[0] * inner:
+            o, i = split(row, inner)
+            xr, yr = x[o, i], y[o, i]
+            xv, head, count = row_vectors(x, o, i, head0, n)
+            yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
+            h, t = edges(xr, lane, head, count, n)
+            m0, m1 = vmax(h, t), NEG
+            j = lane
+            while j < count:
+                # Four loads issued before the first store (a store to shared memory
+                # could alias a later load for all the compiler knows, so it would
+                # not hoist them); one past the row's end reads its last vector.
+                t0 = vload(xf, xv + j)
+                t1 = vload(xf, xv + min(j + G, count - 1))
+                t2 = vload(xf, xv + min(j + 2 * G, count - 1))
+                t3 = vload(xf, xv + min(j + 3 * G, count - 1))
+                m0 = stage(sv, t0, j, count, m0)
+                m1 = stage(sv, t1, j + G, count, m1)
+                m0 = stage(sv, t2, j + 2 * G, count, m0)
+                m1 = stage(sv, t3, j + 3 * G, count, m1)
+                j += 4 * G
+            m = red_max((vmax(m0, m1),), sh[0], sh[1], sh[2], sh[3])[0]
+            s = tc_t(exp(h - m)) + tc_t(exp(t - m))
+            j = lane
+            while j < count:
+                e = vload(sv, j)
+                for q in range(W):
+                    s += tc_t(exp(widen(e[q]) - m))
+                j += G
+            s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+            a, b = prepare(m, s, m)
+            j = lane
+            while j < count:
+                e = vload(sv, j)
+                for q in range(W):
+                    v[q] = finish(widen(e[q]), a, b)
+                vstore(yf, yv + j, pack(v, 0))
+                j += G
+            if lane < head:
+                yr[lane] = out_t(finish(h, a, b))
+            if head + count * W + lane < n:
+                yr[head + count * W + lane] = out_t(finish(t, a, b))
+            row += step
+
+    return staged_forward
 
 
 # --- backward in vectors ------------------------------------------------------------------

@@ -207,9 +207,11 @@ _UNSET = object()
 _cupy_launch_kernel: Any = _UNSET
 
 
-def driver_launch(function: int, grid: int, block: int, stream: int, params) -> None:
+def driver_launch(function: int, grid: int, block: int, stream: int, params,
+                  shared: int = 0) -> None:
     """``cuLaunchKernel`` on a 1-D grid with parameters already in place (``params``
-    from :func:`parameter_block`)."""
+    from :func:`parameter_block`) and ``shared`` bytes of dynamic shared memory
+    (:func:`allow_shared` has raised the function's limit past 48 KiB)."""
     global _cupy_launch_kernel, _cuLaunchKernel
     if not (SIMULATOR or getattr(_local, "has_context", False)):
         _make_context_current()
@@ -217,11 +219,11 @@ def driver_launch(function: int, grid: int, block: int, stream: int, params) -> 
         cupy = sys.modules.get("cupy")
         _cupy_launch_kernel = cupy.cuda.driver.launchKernel if cupy is not None else None
     if _cupy_launch_kernel is not None:  # raises CUDADriverError itself
-        _cupy_launch_kernel(function, grid, 1, 1, block, 1, 1, 0, stream, params[2], 0)
+        _cupy_launch_kernel(function, grid, 1, 1, block, 1, 1, shared, stream, params[2], 0)
         return
     if _cuLaunchKernel is None:
         _cuLaunchKernel = _driver()
-    err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, params[0], None)
+    err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, shared, stream, params[0], None)
     if err:
         raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
 
@@ -240,12 +242,14 @@ class _Launcher:
         self.lock = threading.Lock()  # the driver copies the values at launch
         self._compiling = threading.Lock()  # one compilation per signature
 
-    def __call__(self, grid, block, stream, args):
+    def __call__(self, grid, block, stream, args, shared: int = 0):
         key, flat, _ = flatten(args)
         function, values, pointers = self.entry(key, len(flat))
+        if shared > _DEFAULT_SHARED:
+            allow_shared(function, shared)
         with self.lock:
             values[:] = flat
-            driver_launch(function, grid, block, stream_handle(stream), pointers)
+            driver_launch(function, grid, block, stream_handle(stream), pointers, shared)
 
     def entry(self, key: tuple, count: int) -> tuple:
         """``(CUfunction, values, pointers)`` for a signature, compiled on first use."""
@@ -264,6 +268,26 @@ class _Launcher:
         """
         kernel = self.dispatcher.compile(_signature(key))
         return (_function_handle(kernel), *parameter_block(count))
+
+
+# Dynamic shared memory a block may have without asking (CUDA's 48 KiB); more needs
+# the function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised first.
+_DEFAULT_SHARED = 48 * 1024
+_MAX_DYNAMIC_SHARED = 8  # CUfunction_attribute's value for that attribute
+_shared_allowed: dict[int, int] = {}  # CUfunction -> dynamic shared bytes allowed
+
+
+def allow_shared(function: int, nbytes: int) -> None:
+    """Let ``function`` (a CUfunction) launch with ``nbytes`` of dynamic shared memory
+    (``cuFuncSetAttribute``, once per function and size; the driver refuses more
+    than the device's opt-in maximum less the kernel's static shared memory)."""
+    if _shared_allowed.get(function, _DEFAULT_SHARED) >= nbytes:
+        return
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    _checked(lib.cuFuncSetAttribute(function, _MAX_DYNAMIC_SHARED, nbytes),
+             f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
+    _shared_allowed[function] = nbytes
 
 
 def parameter_block(count: int) -> tuple:
@@ -287,7 +311,7 @@ def current_device_id() -> int:
     return cuda.get_current_device().id
 
 
-def launch(kernel, grid: int, block: int, stream, *args) -> None:
+def launch(kernel, grid: int, block: int, stream, *args, shared: int = 0) -> None:
     """Launch ``kernel`` (a ``@cuda.jit`` dispatcher) on ``grid`` x ``block`` threads.
 
     Args:
@@ -297,6 +321,8 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
         args: device arrays (CuPy, Numba, :class:`DeviceBuffer`, any
             ``__cuda_array_interface__``) and Python/NumPy scalars (integers are
             passed as int64, floats as float64).
+        shared: bytes of dynamic shared memory a block (``cuda.shared.array(0, ...)``);
+            past 48 KiB the function's limit is raised first (:func:`allow_shared`).
 
     Raises:
         numbakern.runtime.simcost.SimulatorTooSlow: under the simulator, a launch
@@ -305,14 +331,14 @@ def launch(kernel, grid: int, block: int, stream, *args) -> None:
     """
     recording = current_recording()
     if recording is not None:
-        recording.launch(kernel, grid, block, stream, args)
+        recording.launch(kernel, grid, block, stream, args, shared)
     if SIMULATOR:
         from .simcost import guarded
 
         with guarded(kernel, grid, block, args):  # refused, announced, watched
-            kernel[grid, block, stream](*args)
+            kernel[grid, block, stream, shared](*args)
         return
-    launcher_for(kernel)(grid, block, stream, args)
+    launcher_for(kernel)(grid, block, stream, args, shared)
 
 
 #: bytes of each pinned buffer that :func:`read_small` copies through

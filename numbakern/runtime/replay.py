@@ -311,7 +311,7 @@ class Recording:
     def __init__(self, inputs: list):
         self.inputs = inputs
         self.allocations: list[tuple[int, int]] = []  # (address, bytes)
-        self.launches: list[tuple] = []  # (kernel, grid, block, stream, args)
+        self.launches: list[tuple] = []  # (kernel, grid, block, stream, args, shared)
         self.flaw: str | None = None
         # Every allocation stays alive until the call ends, so that no other allocation
         # of the call (a CuPy cast, say) can reuse its memory and pass for it.
@@ -338,8 +338,9 @@ class Recording:
         self.allocations.append((address, nbytes))
         self.alive.append(arr)
 
-    def launch(self, kernel, grid: int, block: int, stream, args: tuple) -> None:
-        self.launches.append((kernel, grid, block, stream, args))
+    def launch(self, kernel, grid: int, block: int, stream, args: tuple, shared: int = 0
+               ) -> None:
+        self.launches.append((kernel, grid, block, stream, args, shared))
 
     def program(self, result) -> "Program":
         """The replayable program; raises :class:`_Flaw` when there is none."""
@@ -349,11 +350,11 @@ class Recording:
         kind = self.inputs[0].kind
         stream = _stream_of(kind)
         steps = []
-        for kernel, grid, block, launch_stream, args in self.launches:
+        for kernel, grid, block, launch_stream, args, shared in self.launches:
             if _handle(launch_stream) != _handle(stream):
                 raise _Flaw("a launch on another stream")
             steps.append((_sim_step if SIMULATOR else _gpu_step)(layout, kernel, grid, block,
-                                                                 args))
+                                                                 args, shared))
         names = tuple(_kernel_name(launch[0]) for launch in self.launches)
         return Program(kind, layout.total, steps, _result_spec(result, layout), names)
 
@@ -427,9 +428,10 @@ class _GpuStep(NamedTuple):
     values: np.ndarray  # the parameters, patched before each launch
     pointers: tuple
     patches: tuple  # (slot in values, source, offset)
+    shared: int  # dynamic shared memory, bytes a block
 
 
-def _gpu_step(layout: _Layout, kernel, grid, block, args) -> _GpuStep:
+def _gpu_step(layout: _Layout, kernel, grid, block, args, shared) -> _GpuStep:
     key, flat, slots = flatten(args)
     patches = []
     for slot, buf in slots:
@@ -440,7 +442,7 @@ def _gpu_step(layout: _Layout, kernel, grid, block, args) -> _GpuStep:
     function = launcher_for(kernel).entry(key, len(flat))[0]
     values, pointers = parameter_block(len(flat))
     values[:] = flat
-    return _GpuStep(function, grid, block, values, pointers, tuple(patches))
+    return _GpuStep(function, grid, block, values, pointers, tuple(patches), shared)
 
 
 class _SimStep(NamedTuple):
@@ -448,6 +450,7 @@ class _SimStep(NamedTuple):
     grid: int
     block: int
     args: tuple  # constants, or (source, offset, shape, strides, dtype) for arrays
+    shared: int  # dynamic shared memory, bytes a block
 
 
 class _ArraySpec(NamedTuple):
@@ -458,8 +461,8 @@ class _ArraySpec(NamedTuple):
     dtype: np.dtype
 
 
-def _sim_step(layout: _Layout, kernel, grid, block, args) -> _SimStep:
-    return _SimStep(kernel, grid, block, tuple(_sim_spec(layout, a) for a in args))
+def _sim_step(layout: _Layout, kernel, grid, block, args, shared) -> _SimStep:
+    return _SimStep(kernel, grid, block, tuple(_sim_spec(layout, a) for a in args), shared)
 
 
 def _sim_spec(layout: _Layout, a):
@@ -596,7 +599,7 @@ class Program:
             for step in self.steps:
                 args = [_sim_arg(a, bases, block) for a in step.args]
                 with guarded(step.kernel, step.grid, step.block, args):
-                    step.kernel[step.grid, step.block, stream](*args)
+                    step.kernel[step.grid, step.block, stream, step.shared](*args)
         else:
             self._drive(bases, stream)
         return self._view(self.result, block, address)
@@ -608,7 +611,8 @@ class Program:
                 values = step.values
                 for slot, source, offset in step.patches:
                     values[slot] = bases[source] + offset
-                driver_launch(step.function, step.grid, step.block, stream, step.pointers)
+                driver_launch(step.function, step.grid, step.block, stream, step.pointers,
+                              step.shared)
 
     def _allocate(self):
         """``(owner, address)`` of one allocation holding every temporary."""
