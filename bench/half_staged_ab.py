@@ -3,7 +3,9 @@ once) against the tiled kernel (read twice) and the packed fused plan where one
 holds the row, beside torch's softmax kernel on the same data, CUDA-event medians of
 kernel launches.
 
-    python bench/half_staged_ab.py
+    python bench/half_staged_ab.py [--shapes K] [--kernels-only]
+
+(``--shapes K``: the first K shapes only.)
 
 Each plan's kernel is launched through the API's launch (``api.softmax._launch``: the
 same vector views, the same dynamic shared memory) on CuPy arrays, checked against
@@ -29,15 +31,16 @@ def plans(kind: str, n: int) -> list:
                             None, "float16", "")
 
     chosen = [("default", plan()), ("tiled", plan(fused=False))]
-    for threads in (512, 1024):
-        base = plan("max_then_sum", "block", False, threads)
-        chosen.append((f"staged {threads}", dataclasses.replace(base, staged=True)))
+    for threads, normalizer in ((512, "max_then_sum"), (512, "online"),
+                                (1024, "max_then_sum")):
+        base = plan(normalizer, "block", False, threads)
+        chosen.append((f"staged {threads} {normalizer}", dataclasses.replace(base, staged=True)))
     return [(f"{name} {p.threads}x{p.per_thread}" if p.fused else
              f"{name}{' (staged)' if name == 'default' and p.staged else ''}", p)
             for name, p in chosen]
 
 
-def kernels() -> None:
+def kernels(shapes) -> None:
     import cupy as cp
     import torch
     from numba import cuda
@@ -47,7 +50,7 @@ def kernels() -> None:
     from numbakern.runtime.views import device_view
 
     stream = cuda.default_stream()
-    for shape in SHAPES:
+    for shape in shapes:
         x = cp.random.default_rng(0).standard_normal(shape, dtype=cp.float32)
         x = x.astype(cp.float16)
         y = cp.empty((1, *shape), cp.float16)
@@ -85,5 +88,12 @@ def whole_calls() -> None:
 
 
 if __name__ == "__main__":
-    kernels()
-    whole_calls()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", type=int, default=len(SHAPES))
+    parser.add_argument("--kernels-only", action="store_true")
+    args = parser.parse_args()
+    kernels(SHAPES[:args.shapes])
+    if not args.kernels_only:
+        whole_calls()

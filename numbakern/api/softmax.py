@@ -477,15 +477,15 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         aligned = "" if vectors else " (with rows not 16-byte aligned)"
         raise ValueError(f"fused=True: a row of {n} {dtype} elements{aligned} does not fit "
                          f"in the registers of one {layout}; use fused=None or False")
-    per_thread = chosen.per_thread if chosen else 0
-    staged = (chosen is None and fused is None and vectors and normalizer != "online"
-              and _stages(kind, n, dtype, layout, out, keep))
+    staged = (fused is None and vectors and _stages(kind, n, dtype, layout, out, keep)
+              and (chosen is None or (threads is None and _one_block_each(chosen))))
     if staged:
-        threads = threads or _STAGED_THREADS
+        chosen, threads = None, threads or _STAGED_THREADS
+    per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))
     if normalizer == "auto":  # online saves a read of a tiled row, unless told the max's way
-        online = not per_thread and not staged and specs["max_strategy"] is None
+        online = not per_thread and specs["max_strategy"] is None
         normalizer = "online" if online else "max_then_sum"
     max_block, sum_block = (_make(specs[k], threads) for k in ("max_strategy", "sum_strategy"))
     if normalizer != "max_then_sum":
@@ -665,14 +665,25 @@ def _packs(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> b
 
 
 def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> bool:
-    """Whether rows of ``n`` that no fused plan holds may be staged in shared memory
-    (``RowPlan.staged``): half forward rows, a block each, the result in the input's
-    dtype, nothing kept, their whole vectors within ``softmax_rows.stage_bytes()``
-    (rows of up to 57344 halves on an H200). Read once, where the tiled kernel reads
-    them twice (bench/NOTES.md, "Staged half rows")."""
+    """Whether rows of ``n`` may be staged in shared memory (``RowPlan.staged``): half
+    forward rows, a block each, the result in the input's dtype, nothing kept, their
+    whole vectors within ``softmax_rows.stage_bytes()`` (rows of up to 57344 halves
+    on an H200). Read once, where the tiled kernel reads them twice; where a fused
+    plan holds the row, :func:`_one_block_each` says which wins (bench/NOTES.md,
+    "Staged half rows")."""
     return (kind in softmax_rows.FORWARD and dtype in softmax_rows.HALVES and not out
             and not keep and layout == "block"
             and n // _HALF_VECTOR * VECTOR_BYTES <= softmax_rows.stage_bytes())
+
+
+def _one_block_each(plan: RowPlan) -> bool:
+    """Whether a fused ``plan`` is packed (16-byte vectors held in registers) and
+    leaves a multiprocessor one block: then a block alternates loading, reducing and
+    storing, where two staged blocks of 512 overlap those. On the H200 a staged
+    (4096, 32768) float16 log_softmax ran 0.205-0.214 ms against the packed 1024 x
+    32's 0.222-0.228, softmax 0.223-0.228 against 0.225-0.232; two blocks of 512 x 32
+    at (8192, 16384) stay ahead of staging (0.195 against 0.253)."""
+    return plan.packed and plan.launch_bounds[1] == 1
 
 
 def _make(spec, threads: int) -> BlockStrategy:

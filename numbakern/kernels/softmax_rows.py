@@ -178,9 +178,9 @@ class RowPlan:
             longer than scalar loads hold in registers): :attr:`registers` counts
             what ptxas gives the vector kernel, and a launch whose rows do not allow
             vectors (:func:`vector_width`) takes another plan.
-        staged: a tiled forward plan (``"max_then_sum"``, a block a row) that holds
-            the row in dynamic shared memory (:func:`stage_shared`); a launch whose
-            rows do not allow vectors takes another plan.
+        staged: a tiled forward plan (a block a row) that holds the row in dynamic
+            shared memory (:func:`stage_shared`); a launch whose rows do not allow
+            vectors takes another plan.
     """
 
     kind: str
@@ -1535,16 +1535,87 @@ def _stage_bytes(device_id: int) -> int:
     return min(per_block, device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // 2 - 2048)
 
 
+def _staged_stats(plan: RowPlan):
+    """Device functions of a staged row's ``(max, sum)``: ``begin(h, t, ends)`` a
+    thread's state from its head and tail elements (``ends`` of them in the row),
+    ``fold(state, e)`` after a staged vector ``e`` (a tuple of stored elements),
+    ``end(state, h, t, sv, lane, count, sh) -> (max, sum)`` the row's.
+
+    ``"max_then_sum"``: the state is two chains of maxima; ``end`` reduces them, reads
+    the thread's vectors back from ``sv`` for the exp sum and reduces that.
+    ``"online"``: the state is the online ``(max, sum)``, each vector folded in as it
+    arrives (its exps issued while later loads are in flight); ``end`` is one
+    reduce of the pairs.
+    """
+    tc_t, _, tc = _numba_types(plan)
+    G, W = plan.group, plan.vector
+    NEG, ZERO = tc(-np.inf), tc(0)
+    widen, exp, vmax = _widener(plan), row_exp(plan.result), MAX.device_combine()
+    vload = vector_loader(W)
+    if plan.normalizer == "online":
+        red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
+        fold_edges, fold_vector = _online_folder(plan, 2), _online_folder(plan, W)
+
+        @cuda.jit(device=True)
+        def begin(h, t, ends):
+            v = cuda.local.array(2, tc_t)
+            v[0] = h
+            v[1] = t
+            return fold_edges(NEG, ZERO, v, ends)
+
+        @cuda.jit(device=True)
+        def fold(state, e):
+            v = cuda.local.array(W, tc_t)
+            for q in range(W):
+                v[q] = widen(e[q])
+            return fold_vector(state[0], state[1], v, W)
+
+        @cuda.jit(device=True)
+        def end(state, h, t, sv, lane, count, sh):
+            r = red_pair(state, sh[0], sh[1], sh[2], sh[3])
+            return r[0], r[1]
+
+        return begin, fold, end
+    red_max = _allreduce(plan, plan.max_block, MAX)
+    red_sum = _allreduce(plan, plan.sum_block, SUM)
+
+    @cuda.jit(device=True)
+    def begin(h, t, ends):
+        return vmax(h, t), NEG
+
+    @cuda.jit(device=True)
+    def fold(state, e):  # two chains of maxima, swapped each vector
+        m = state[0]
+        for q in range(W):
+            m = vmax(m, widen(e[q]))
+        return state[1], m
+
+    @cuda.jit(device=True)
+    def end(state, h, t, sv, lane, count, sh):
+        m = red_max((vmax(state[0], state[1]),), sh[0], sh[1], sh[2], sh[3])[0]
+        s = tc_t(exp(h - m)) + tc_t(exp(t - m))
+        j = lane
+        while j < count:
+            e = vload(sv, j)
+            for q in range(W):
+                s += tc_t(exp(widen(e[q]) - m))
+            j += G
+        return m, red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+
+    return begin, fold, end
+
+
 def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
-    """``kernel(x, y, xf, yf, head0)``: the staged forward kernel (``"max_then_sum"``).
+    """``kernel(x, y, xf, yf, head0)``: the staged forward kernel.
 
     Each thread loads its vectors of the row (vector ``j`` of the row's whole
     vectors, :func:`row_span`, for ``j = lane, lane + G, ...``), four in flight,
     stores each to slot ``j`` of the block's dynamic shared array and folds it into
-    its maximum; the sum and the write read the thread's own slots back. A thread
-    reads only slots it wrote, so no barrier guards them (the block reduces have
-    their own). Head and tail elements stay in registers, as the tiled kernel's.
-    All of a row is read before any of it is written: ``y`` may alias ``x``.
+    its state (:func:`_staged_stats`); the write reads the thread's own slots back.
+    A thread reads only slots it wrote, so no barrier guards them (the block
+    reduces have their own). Head and tail elements stay in registers, as the tiled
+    kernel's. All of a row is read before any of it is written: ``y`` may alias
+    ``x``.
     """
     tc_t, out_t, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
@@ -1553,21 +1624,17 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     row_vectors, edges = row_span(plan), edge_loader(plan, NEG)
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
-    exp = row_exp(plan.result)
-    vmax = MAX.device_combine()
-    red_max = _allreduce(plan, plan.max_block, MAX)
-    red_sum = _allreduce(plan, plan.sum_block, SUM)
+    begin, fold, end = _staged_stats(plan)
     stored = from_dtype(storage_dtype(plan.dtype))
 
     @cuda.jit(device=True)
-    def stage(sv, t, j, count, m):
-        """The row's vector ``j`` (of ``count``), loaded as ``t``, into slot ``j`` of
-        ``sv``; ``m`` with its elements folded in (nothing past the row's end)."""
+    def stage(sv, e, j, count, state):
+        """The row's vector ``j`` (of ``count``), loaded as ``e``, into slot ``j`` of
+        ``sv`` and folded into ``state`` (nothing past the row's end)."""
         if j < count:
-            vstore(sv, j, t)
-            for q in range(W):
-                m = vmax(m, widen(t[q]))
-        return m
+            vstore(sv, j, e)
+            return fold(state, e)
+        return state
 
     @jit
     def staged_forward(x, y, xf, yf, head0):
@@ -1582,30 +1649,22 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
             xv, head, count = row_vectors(x, o, i, head0, n)
             yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
             h, t = edges(xr, lane, head, count, n)
-            m0, m1 = vmax(h, t), NEG
+            state = begin(h, t, (lane < head) + (head + count * W + lane < n))
             j = lane
             while j < count:
                 # Four loads issued before the first store (a store to shared memory
                 # could alias a later load for all the compiler knows, so it would
                 # not hoist them); one past the row's end reads its last vector.
-                t0 = vload(xf, xv + j)
-                t1 = vload(xf, xv + min(j + G, count - 1))
-                t2 = vload(xf, xv + min(j + 2 * G, count - 1))
-                t3 = vload(xf, xv + min(j + 3 * G, count - 1))
-                m0 = stage(sv, t0, j, count, m0)
-                m1 = stage(sv, t1, j + G, count, m1)
-                m0 = stage(sv, t2, j + 2 * G, count, m0)
-                m1 = stage(sv, t3, j + 3 * G, count, m1)
+                e0 = vload(xf, xv + j)
+                e1 = vload(xf, xv + min(j + G, count - 1))
+                e2 = vload(xf, xv + min(j + 2 * G, count - 1))
+                e3 = vload(xf, xv + min(j + 3 * G, count - 1))
+                state = stage(sv, e0, j, count, state)
+                state = stage(sv, e1, j + G, count, state)
+                state = stage(sv, e2, j + 2 * G, count, state)
+                state = stage(sv, e3, j + 3 * G, count, state)
                 j += 4 * G
-            m = red_max((vmax(m0, m1),), sh[0], sh[1], sh[2], sh[3])[0]
-            s = tc_t(exp(h - m)) + tc_t(exp(t - m))
-            j = lane
-            while j < count:
-                e = vload(sv, j)
-                for q in range(W):
-                    s += tc_t(exp(widen(e[q]) - m))
-                j += G
-            s = red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
+            m, s = end(state, h, t, sv, lane, count, sh)
             a, b = prepare(m, s, m)
             j = lane
             while j < count:

@@ -1,7 +1,10 @@
 """Staged half rows: forward rows too long for registers, held in shared memory
 (``RowPlan.staged``): read once, their maximum taken as they arrive, the sum and
-the write read back from shared memory. Under the simulator the fused plans hold up
-to 2048 elements a row (64 threads x 32), so rows past that are staged."""
+the write read back from shared memory. Blocks of 64 threads (the simulator's
+default) hold fused rows of up to 2048 elements (32 a thread), so longer rows are
+staged on either backend."""
+
+from itertools import product
 
 import numpy as np
 import pytest
@@ -15,9 +18,12 @@ from .test_softmax import (BF16_ULP, FORWARD, LOG_TOL, REF, SIMULATED_INF, TOL, 
                            device_rows, logits)
 
 
+THREADS = 64
+
+
 def plan(kind="softmax", n=3001, dtype="float16", normalizer="auto", layout="auto",
          fused=None, result="", keep=""):
-    return api._plan(kind, n, dtype, normalizer, layout, fused, None, None, None,
+    return api._plan(kind, n, dtype, normalizer, layout, fused, THREADS, None, None,
                      result, keep)
 
 
@@ -25,14 +31,15 @@ def test_long_half_forward_rows_are_staged():
     for kind in softmax_rows.FORWARD:
         for dtype in ("float16", "bfloat16"):
             p = plan(kind, dtype=dtype)
-            assert p.staged and not p.fused and p.normalizer == "max_then_sum"
-            assert p.layout == "block"
-    # What the kernel does not take: scalar-load dtypes, another result dtype, the
-    # online normalizer asked for, tiles asked for, backward passes, kept rows, warps,
-    # rows fused plans hold, rows past the shared memory a block may have.
+            assert p.staged and not p.fused and p.normalizer == "online"
+            assert p.layout == "block" and p.threads == THREADS
+    told = plan(normalizer="max_then_sum")
+    assert told.staged and told.normalizer == "max_then_sum"
+    # What the kernel does not take: scalar-load dtypes, another result dtype, tiles
+    # asked for, backward passes, kept rows, warps, rows fused plans hold, rows past
+    # the shared memory a block may have.
     assert not plan(dtype="float32").staged
     assert not plan(result="float32").staged
-    assert not plan(normalizer="online").staged
     assert not plan(fused=False).staged
     assert not plan("softmax_backward").staged
     assert not plan(keep="causal").staged
@@ -40,6 +47,18 @@ def test_long_half_forward_rows_are_staged():
     assert not plan(n=2048).staged and plan(n=2048).fused
     most = softmax_rows.stage_bytes() // 2
     assert plan(n=most).staged and not plan(n=most + 8).staged
+
+
+def test_staging_replaces_packed_plans_that_leave_a_multiprocessor_one_block():
+    def packed(threads, per_thread=32):
+        return softmax_rows.RowPlan("softmax", "max_then_sum", "block", threads, per_thread,
+                                    None, None, "float16", packed=True)
+
+    assert packed(1024).launch_bounds == (1024, 1) and api._one_block_each(packed(1024))
+    assert packed(512).launch_bounds[1] == 2 and not api._one_block_each(packed(512))
+    scalar = softmax_rows.RowPlan("softmax", "max_then_sum", "block", 512, 16, None, None,
+                                  "float16")
+    assert scalar.launch_bounds[1] == 1 and not api._one_block_each(scalar)
 
 
 @pytest.fixture
@@ -58,12 +77,17 @@ def staged_launches(row_plans, monkeypatch):
 
 # Lengths around whole vectors (2056 is 257 of them; 2049 and 3001 have tails) and rows
 # that start 0 or 1 element past a 16-byte boundary (heads of 0 to 7 halves).
-@pytest.mark.parametrize("n, offset", [(2049, 1), (2056, 0), (2056, 1), (3001, 0)])
-def test_staged_float16_rows_match_the_reference(n, offset, staged_launches):
+# Each normalizer: the maximum as the vectors arrive, then the sum from shared memory;
+# or the online (max, sum) as they arrive.
+@pytest.mark.parametrize("n, offset, normalizer",
+                         [(2049, 1, "auto"), (2056, 0, "online"), (2056, 1, "auto"),
+                          (3001, 0, "online")])
+def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_launches):
     for i, kind in enumerate(FORWARD):
         host = logits((3, n), np.float16, seed=n + i)
         y = device_rows(np.zeros_like(host), offset)
-        FORWARD[kind](device_rows(host, offset), out=y)
+        FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS,
+                      normalizer=normalizer)
         assert staged_launches()[-1] == (kind, True, 8, n // 8 * 16)
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float16]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
@@ -73,7 +97,8 @@ def test_staged_float16_rows_match_the_reference(n, offset, staged_launches):
 @pytest.mark.parametrize("kind", list(FORWARD))
 def test_staged_bfloat16_rows_are_float32_rounded_once(kind, staged_launches):
     x = _bfloat16(logits((2, 2100), seed=7))
-    got = FORWARD[kind](x, threads=32)  # 32 threads: 8 or 9 vectors a thread
+    normalizer = "online" if kind == "log_softmax" else "max_then_sum"
+    got = FORWARD[kind](x, threads=32, normalizer=normalizer)  # 8 or 9 vectors a thread
     assert staged_launches()[-1] == (kind, True, 8, 2100 // 8 * 16)
     tol = dict(rtol=BF16_ULP, atol=BF16_ULP * 1e-2) if kind == "softmax" else \
         dict(rtol=BF16_ULP, atol=4 * BF16_ULP)
@@ -82,18 +107,20 @@ def test_staged_bfloat16_rows_are_float32_rounded_once(kind, staged_launches):
 
 
 @SIMULATED_INF
-def test_staged_special_values(staged_launches):
+@pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
+def test_staged_special_values(normalizer, staged_launches):
     # PyTorch's policy: a row holding NaN or +inf, or only -inf, is NaN; -inf beside
     # finite values is 0 (log: -inf), in the staged vectors and in the head and tail.
     host = logits((5, 2050), np.float16, seed=8)
     host[0, 100] = np.nan
     host[1, 2049] = np.inf  # in the tail
     host[2] = -np.inf
-    host[3, :1500] = -np.inf  # every thread's first vectors
+    host[3, :1500] = -np.inf  # every thread's first vectors (online: counted, not exp'd)
     host[4, ::7] = -np.inf
     x, y = device_rows(host, 3), device_rows(np.zeros_like(host), 3)
     for kind in FORWARD:
-        got = FORWARD[kind](x, out=y).copy_to_host().astype(np.float64)
+        got = FORWARD[kind](x, out=y, threads=THREADS, normalizer=normalizer)
+        got = got.copy_to_host().astype(np.float64)
         assert staged_launches()[-1][:2] == (kind, True)
         assert np.isnan(got[:3]).all()
         want = REF[kind](host[3:])
@@ -105,12 +132,12 @@ def test_staged_special_values(staged_launches):
 def test_staged_in_place_and_the_fallback_to_scalar_loads(staged_launches):
     host = logits((2, 2600), np.float16, seed=9)
     x = device_rows(host, 1)
-    nk.log_softmax(x, out=x)  # y is x: every vector of a row is staged before any store
+    nk.log_softmax(x, out=x, threads=THREADS)  # y is x: every vector of a row is staged before any store
     assert staged_launches()[-1] == ("log_softmax", True, 8, 2600 // 8 * 16)
     np.testing.assert_allclose(x.copy_to_host().astype(np.float64), REF["log_softmax"](host),
                                **LOG_TOL[np.float16])
     # out's rows lie elsewhere from a boundary than x's: no vectors, so the tiled plan
-    y = nk.softmax(device_rows(host, 1), out=cuda.device_array_like(host))
+    y = nk.softmax(device_rows(host, 1), out=cuda.device_array_like(host), threads=THREADS)
     assert staged_launches()[-1] == ("softmax", False, 0, 0)
     np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF["softmax"](host),
                                **TOL[np.float16])
@@ -127,11 +154,15 @@ def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches)
     for shape, staged in (((8192, 50257), True), ((64, longest), True),
                           ((64, longest + 8), False)):
         x = (torch.randn(*shape, device="cuda") * 4).to(getattr(torch, dtype))
-        for kind in FORWARD:
-            got = FORWARD[kind](x, axis=1)
+        for kind, normalizer in product(FORWARD, ("max_then_sum", "online")):
+            got = FORWARD[kind](x, axis=1, normalizer=normalizer)
             assert staged_launches()[-1][1] == staged
             assert got.dtype == x.dtype and got.device == x.device
             want = getattr(torch, kind)(x.double(), 1)
             ulp = 2.0 ** (-8 if dtype == "bfloat16" else -11)
-            atol = 1e-9 if kind == "softmax" else 4 * ulp * 16  # |log p| up to ~16
-            assert torch.allclose(got.double(), want, rtol=2 * ulp, atol=atol), kind
+            # float16's smallest probabilities are subnormal (spaced 2^-24); log
+            # probabilities reach ~16 in magnitude
+            atol = (1e-9 if dtype == "bfloat16" else 2.0 ** -24) if kind == "softmax" \
+                else 4 * ulp * 16
+            assert torch.allclose(got.double(), want, rtol=2 * ulp, atol=atol), \
+                (kind, normalizer)
