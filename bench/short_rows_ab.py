@@ -111,6 +111,12 @@ def nk_call(nk, kind: str, x, y, dy):
             "log_softmax_backward": lambda: nk.log_softmax_backward(y, dy)}[kind]
 
 
+def bits(torch, t):
+    """A tensor as the kernels read it: bfloat16 as its uint16 bits (no copy), which
+    is what ``RowPlan(dtype="bfloat16")`` kernels take; others as they are."""
+    return t.view(torch.uint16) if t.dtype == torch.bfloat16 else t
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=[f"{r}x{c}" for r, c in SHAPES])
@@ -142,7 +148,8 @@ def main() -> None:
                 want = torch_call(torch, kind, x, y, dy)().float()
                 result = torch.empty_like(x)
                 inputs = [y, dy] if backward else [x]
-                views = [device_view(t.reshape(1, rows, n)) for t in [*inputs, result]]
+                views = [device_view(bits(torch, t).reshape(1, rows, n))
+                         for t in [*inputs, result]]
                 torch_us = kernel_us(torch, torch_call(torch, kind, x, y, dy))
                 cells = []
                 for name, plan in variants(kind, n, dtype):
