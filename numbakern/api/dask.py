@@ -1433,7 +1433,8 @@ def _softmax(x, kind: str, axis, options: dict):
     _check_dask(x, kind)
     _refuse_out(options.pop("out"), kind)
     if np.dtype(x.dtype) not in _FLOATS:
-        raise TypeError(f"x must be float16, float32 or float64, got dtype {x.dtype}")
+        raise TypeError(f"x must be float16, bfloat16, float32 or float64, got dtype "
+                        f"{x.dtype}")
     if x.ndim == 0:
         raise np.exceptions.AxisError(f"x is 0-d: {kind} needs at least one axis")
     from numbakern.api.softmax import _axis, _plan

@@ -766,8 +766,8 @@ def _result_dtype(dtype) -> np.dtype:
         result = np.dtype(dtype)
     except TypeError:
         result = None
-    if result not in FLOATS:
-        raise TypeError("dtype must be float16, float32 or float64, got "
+    if result is None or result not in FLOATS:  # (None == np.dtype("float64") is True)
+        raise TypeError("dtype must be float16, float32, float64 or ml_dtypes.bfloat16, got "
                         f"{dtype if result is None else result.name!r}")
     return result
 

@@ -341,7 +341,8 @@ def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kw
     """
 
     def wrap(fn: Callable) -> Op:
-        return Op(name or fn.__name__, fn, identity, commutative=commutative, **kwargs)
+        return Op(name or getattr(fn, "__name__", repr(fn)), fn, identity,
+                  commutative=commutative, **kwargs)
 
     return wrap
 

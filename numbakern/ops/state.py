@@ -234,6 +234,8 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     if not SIMULATOR or getattr(op.combine, "__module__", "").startswith("numbakern"):
         return
     types = tuple(from_dtype(d) for d in dtypes)
+    if op.map is not None:
+        _check_map(op, types[0])
     checks = [("combine", op.combine, types + types)]
     if op.finish is not None:
         checks.append(("finish", op.finish, types))
@@ -251,13 +253,29 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
             _check_returns(op, compiled.overloads[signature].signature.return_type)
 
 
-def _check_returns(op: Op, returned) -> None:
-    """A combine returns one value for one field, an ``N``-tuple for ``N`` (else the
-    kernels would fail deep inside, naming no op)."""
+def _check_map(op: Op, element) -> None:
+    """A user's map returns a state: compiled for an element of the first field's type
+    (``element``, standing in for the input's dtype, which the kit does not know), its
+    result is checked as a combine's. A map that compiles only for its real input
+    dtype is left to the kernel's own compile."""
+    signature = (element, numba.types.int64)
+    compiled = numba.njit(op.map)
+    try:
+        compiled.compile(signature)
+    except numba.core.errors.NumbaError:
+        return
+    _check_returns(op, compiled.overloads[signature].signature.return_type, "map")
+
+
+def _check_returns(op: Op, returned, what: str = "combine") -> None:
+    """A combine (or map) returns one value for one field, an ``N``-tuple for ``N``
+    (else the kernels would fail deep inside, naming no op, or fill NaN for None)."""
     count = len(returned) if isinstance(returned, numba.types.BaseTuple) else None
-    if (op.fields == 1) != (count is None) or (count is not None and count != op.fields):
+    nothing = isinstance(returned, (numba.types.NoneType, numba.types.Omitted))
+    if nothing or (op.fields == 1) != (count is None) or \
+            (count is not None and count != op.fields):
         want = "a single value" if op.fields == 1 else f"a tuple of {op.fields} values"
-        raise TypeError(f"Op {op.name!r}: its combine returns {returned}; a state of "
+        raise TypeError(f"Op {op.name!r}: its {what} returns {returned}; a state of "
                         f"{op.fields} field(s) needs {want}")
 
 

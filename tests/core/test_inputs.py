@@ -58,9 +58,30 @@ def test_an_object_input_names_x(x):
         nk.sum(x)
 
 
-def test_softmax_dtype_error_names_the_dtype():
-    with pytest.raises(TypeError, match="got 'int32'"):
-        nk.softmax(np.ones(4, np.float32), dtype=np.int32)
+@pytest.mark.parametrize("dtype, shown", [(np.int32, "'int32'"), ("banana", "'banana'"),
+                                          (12345, "12345")])
+def test_softmax_dtype_error_names_the_dtype(dtype, shown):
+    # (np.dtype("float64") == None is True: a dtype NumPy cannot read must not pass)
+    with pytest.raises(TypeError, match=f"dtype must be float16, .*got {shown}"):
+        nk.softmax(np.ones(4, np.float32), dtype=dtype)
+
+
+def _pairs(map_):
+    return nk.op(identity=(0.0, 0.0), fields=2, map=map_, name="pairs")(
+        lambda a0, a1, b0, b1: (a0 + b0, a1 + b1))
+
+
+@pytest.mark.parametrize("map_, returned", [(lambda v, i: (v, 1.0, 2.0), "x 3"),
+                                            (lambda v, i: v, "float64")])
+def test_a_map_returning_another_state_is_named(map_, returned):
+    with pytest.raises(TypeError, match=f"'pairs': its map returns .*{returned}.*tuple of 2"):
+        nk.reduce(np.arange(12.0), _pairs(map_))
+    assert nk.reduce(np.arange(12.0), _pairs(lambda v, i: (v, 1.0))) == (66.0, 12.0)
+
+
+def test_a_combine_returning_none_is_named():
+    with pytest.raises(TypeError, match="its combine returns none"):
+        nk.reduce(np.arange(12.0), nk.op(identity=0.0, name="nothing")(lambda a, b: None))
 
 
 def test_user_op_mistakes_are_caught_when_the_op_is_made():
@@ -70,6 +91,8 @@ def test_user_op_mistakes_are_caught_when_the_op_is_made():
         nk.Op("bad", lambda a: a, 0.0)
     with pytest.raises(TypeError, match=r"'sq': map must take 2 arguments \(value, index\)"):
         nk.Op("sq", lambda a, b: a + b, 0.0, map=lambda v: v * v)
+    with pytest.raises(TypeError, match="combine must be a function, got 3"):
+        nk.op(identity=0.0)(3)
     with pytest.raises(TypeError, match="map must be a function"):
         nk.Op("bad", lambda a, b: a + b, 0.0, map=3)
     with pytest.raises(TypeError, match=r"finish must take 2 arguments \(s0, s1\)"):
