@@ -914,7 +914,7 @@ def test_softmax_dtype_casts_first_as_torch(chunks):
     for fn, log in ((nk.softmax, False), (nk.log_softmax, True)):
         expected = _softmax_ref(a.astype(np.float64), 1, log=log)
         _check(fn(x, axis=1, dtype=np.float64), expected, rtol=1e-12)
-    with pytest.raises(TypeError, match="dtype must be float16, float32 or float64"):
+    with pytest.raises(TypeError, match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
         nk.softmax(x, dtype=np.int8)
 
 

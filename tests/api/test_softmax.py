@@ -891,7 +891,7 @@ def test_dtype_and_out_must_agree_and_dtype_must_be_a_float():
     assert nk.softmax(x, dtype=np.float32, out=out) is out
     with pytest.raises(nk.OutDtypeError, match="result's dtype float32"):
         nk.softmax(x, dtype=np.float32, out=np.empty((2, 40), np.float16))
-    with pytest.raises(TypeError, match="dtype must be float16, float32 or float64"):
+    with pytest.raises(TypeError, match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
         nk.softmax(x, dtype=np.int32)
 
 
