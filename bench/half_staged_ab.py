@@ -31,7 +31,7 @@ def plans(kind: str, n: int) -> list:
                             None, "float16", "")
 
     chosen = [("default", plan()), ("tiled", plan(fused=False))]
-    for threads, normalizer in ((512, "max_then_sum"), (512, "online"),
+    for threads, normalizer in ((512, "max_then_sum"), (512, "online"), (256, "online"),
                                 (1024, "max_then_sum")):
         base = plan(normalizer, "block", False, threads)
         chosen.append((f"staged {threads} {normalizer}", dataclasses.replace(base, staged=True)))
