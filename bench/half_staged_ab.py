@@ -1,7 +1,8 @@
 """A/B on a GPU: long half rows staged in shared memory (``RowPlan.staged``: read
-once) against the tiled kernel (read twice) and the packed fused plan where one
-holds the row, beside torch's softmax kernel on the same data, CUDA-event medians of
-kernel launches.
+once) against the tiled kernel (read twice) and the packed fused plans (the row in
+registers: the default where they win, and 1024 x 16 at rows of 16384, what
+``threads=1024`` gives), beside torch's softmax kernel on the same data, CUDA-event
+medians of kernel launches.
 
     python bench/half_staged_ab.py [--shapes K] [--kernels-only]
 
@@ -31,6 +32,8 @@ def plans(kind: str, n: int) -> list:
                             None, "float16", "")
 
     chosen = [("default", plan()), ("tiled", plan(fused=False))]
+    if n == 16384:
+        chosen.append(("threads=1024", plan("auto", "block", True, 1024)))
     for threads, normalizer in ((512, "max_then_sum"), (512, "online"), (256, "online"),
                                 (1024, "max_then_sum")):
         base = plan(normalizer, "block", False, threads)

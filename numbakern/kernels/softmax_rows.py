@@ -1349,6 +1349,33 @@ def edge_loader(plan: RowPlan, fill):
     return edges
 
 
+def vector_rows(plan: RowPlan):
+    """Device functions of the forward kernels over rows in vectors with scalar heads
+    and tails: ``locate(x, y, row, head0) -> (xr, yr, xv, yv, head, count)``, row
+    ``row``'s views in ``x`` and ``y``, its first whole vector in each
+    (:func:`row_span`; the same head and count in both) and ``head, count``;
+    ``finish_edges(yr, h, t, lane, head, count, a, b)``, the head and tail elements
+    ``h``, ``t`` of this lane (:func:`edge_loader`) finished into ``yr``."""
+    out_t, W = _numba_types(plan)[1], plan.vector
+    split, row_vectors = _row_walk(plan)[1], row_span(plan)
+    finish = _finisher(plan)[1]
+
+    @cuda.jit(device=True)
+    def locate(x, y, row, head0):
+        o, i = split(row, x.shape[1])
+        xv, head, count = row_vectors(x, o, i, head0, x.shape[2])
+        return x[o, i], y[o, i], xv, row_vectors(y, o, i, head0, x.shape[2])[0], head, count
+
+    @cuda.jit(device=True)
+    def finish_edges(yr, h, t, lane, head, count, a, b):
+        if lane < head:
+            yr[lane] = out_t(finish(h, a, b))
+        if head + count * W + lane < yr.shape[0]:
+            yr[head + count * W + lane] = out_t(finish(t, a, b))
+
+    return locate, finish_edges
+
+
 def tile_loader(plan: RowPlan, vectors: int, fill):
     """Device function ``tile(v, af, first, j, count) -> loaded``: the row's vectors
     ``j, j + G, ..., j + (vectors - 1) G`` of ``count`` (vector 0 being ``af``'s
@@ -1469,12 +1496,12 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     16-byte vectors read from ``xf`` (by the stats pass and the write pass) and
     written to ``yf``, and its head and tail through ``x`` and ``y``
     (:func:`vector_views`)."""
-    tc_t, out_t, tc = _numba_types(plan)
+    tc_t, _, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
-    walk, split = _row_walk(plan)
+    walk = _row_walk(plan)[0]
     V = tile_vectors(plan)
     L, NEG = V * W, tc(-np.inf)  # a tile's elements per thread
-    stats, row_vectors = _vector_tiled_stats(plan), row_span(plan)
+    stats, (locate, finish_edges) = _vector_tiled_stats(plan), vector_rows(plan)
     tile, edges = tile_loader(plan, V, NEG), edge_loader(plan, NEG)
     vstore, pack = vector_storer(W), packer(plan)
 
@@ -1483,12 +1510,9 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
         sh = storage()
         v = cuda.local.array(L, tc_t)
         lane, row, step = walk()
-        inner, n = x.shape[1], x.shape[2]
-        while row < x.shape[0] * inner:
-            o, i = split(row, inner)
-            xr, yr = x[o, i], y[o, i]
-            xv, head, count = row_vectors(x, o, i, head0, n)
-            yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
+        n = x.shape[2]
+        while row < x.shape[0] * x.shape[1]:
+            xr, yr, xv, yv, head, count = locate(x, y, row, head0)
             m, s, ref = stats(xr, xf, xv, head, count, lane, n, sh)
             a, b = prepare(m, s, ref)
             j = lane
@@ -1501,10 +1525,7 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
                         vstore(yf, yv + j + u * G, pack(v, u * W))
                 j += V * G
             h, t = edges(xr, lane, head, count, n)
-            if lane < head:
-                yr[lane] = out_t(finish(h, a, b))
-            if head + count * W + lane < n:
-                yr[head + count * W + lane] = out_t(finish(t, a, b))
+            finish_edges(yr, h, t, lane, head, count, a, b)
             row += step
 
     return vector_tiled_forward
@@ -1617,11 +1638,11 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     kernel's. All of a row is read before any of it is written: ``y`` may alias
     ``x``.
     """
-    tc_t, out_t, tc = _numba_types(plan)
+    tc_t, _, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
-    walk, split = _row_walk(plan)
-    NEG = tc(-np.inf)
-    row_vectors, edges = row_span(plan), edge_loader(plan, NEG)
+    walk = _row_walk(plan)[0]
+    locate, finish_edges = vector_rows(plan)
+    edges = edge_loader(plan, tc(-np.inf))
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
     begin, fold, end = _staged_stats(plan)
@@ -1642,12 +1663,9 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
         sv = cuda.shared.array(0, stored)
         v = cuda.local.array(W, tc_t)
         lane, row, step = walk()
-        inner, n = x.shape[1], x.shape[2]
-        while row < x.shape[0] * inner:
-            o, i = split(row, inner)
-            xr, yr = x[o, i], y[o, i]
-            xv, head, count = row_vectors(x, o, i, head0, n)
-            yv = row_vectors(y, o, i, head0, n)[0]  # the same head and count
+        n = x.shape[2]
+        while row < x.shape[0] * x.shape[1]:
+            xr, yr, xv, yv, head, count = locate(x, y, row, head0)
             h, t = edges(xr, lane, head, count, n)
             state = begin(h, t, (lane < head) + (head + count * W + lane < n))
             j = lane
@@ -1673,10 +1691,7 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
                     v[q] = finish(widen(e[q]), a, b)
                 vstore(yf, yv + j, pack(v, 0))
                 j += G
-            if lane < head:
-                yr[lane] = out_t(finish(h, a, b))
-            if head + count * W + lane < n:
-                yr[head + count * W + lane] = out_t(finish(t, a, b))
+            finish_edges(yr, h, t, lane, head, count, a, b)
             row += step
 
     return staged_forward
