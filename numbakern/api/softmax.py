@@ -129,9 +129,6 @@ _LANES = (1, 2, 4, 8, 16, 32)
 # 378 us; 256, 404 (bench/NOTES.md, 2026-12-01). Plans whose registers do not fit
 # 1024 threads (float64) take 512.
 _TILED_THREADS = (64,) if SIMULATOR else (1024, 512)
-# Staged rows (softmax_rows.RowPlan.staged): 512 threads, two blocks a multiprocessor
-# within 64 registers and half its shared memory each.
-_STAGED_THREADS = 64 if SIMULATOR else 512
 _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop rows
 
 
@@ -479,8 +476,10 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
                          f"in the registers of one {layout}; use fused=None or False")
     staged = (fused is None and vectors and _stages(kind, n, dtype, layout, out, keep)
               and (chosen is None or (threads is None and _one_block_each(chosen))))
-    if staged:
-        chosen, threads = None, threads or _STAGED_THREADS
+    if staged:  # (blocks of 64 under the simulator, as its tiled ones)
+        chosen = None
+        threads = threads or (_TILED_THREADS[0] if SIMULATOR else
+                              softmax_rows.staged_threads(n, _HALF_VECTOR))
     per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))
@@ -679,10 +678,10 @@ def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> 
 def _one_block_each(plan: RowPlan) -> bool:
     """Whether a fused ``plan`` is packed (16-byte vectors held in registers) and
     leaves a multiprocessor one block: then a block alternates loading, reducing and
-    storing, where two staged blocks of 512 overlap those. On the H200 a staged
-    (4096, 32768) float16 log_softmax ran 0.205-0.214 ms against the packed 1024 x
-    32's 0.222-0.228, softmax 0.223-0.228 against 0.225-0.232; two blocks of 512 x 32
-    at (8192, 16384) stay ahead of staging (0.195 against 0.253)."""
+    storing, where staged blocks overlap those. On the H200 (4096, 32768) float16
+    log_softmax took 0.189 ms staged by 256 threads (0.204 by 512) against the packed
+    1024 x 32's 0.222-0.228, softmax 0.203 against 0.225-0.232; two packed blocks of
+    512 x 32 at (8192, 16384) stay ahead of staging (0.191 against 0.205)."""
     return plan.packed and plan.launch_bounds[1] == 1
 
 

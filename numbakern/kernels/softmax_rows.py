@@ -1537,23 +1537,35 @@ def stage_shared(plan: RowPlan, n: int) -> int:
     return n // plan.vector * VECTOR_BYTES if plan.staged else 0
 
 
-def stage_bytes() -> int:
-    """The most dynamic shared memory a staged block may take: two blocks a
-    multiprocessor (one loads while the other reduces) with room for their static
-    shared memory and the driver's reserve; at most the device's opt-in maximum a
-    block. 48 KiB under the simulator."""
+def stage_bytes(blocks: int = 2) -> int:
+    """The most dynamic shared memory a staged block may take with ``blocks`` blocks
+    a multiprocessor (two: one loads while the other reduces), with room for their
+    static shared memory and the driver's reserve; at most the device's opt-in
+    maximum a block. Under the simulator, 48 KiB for two."""
     if SIMULATOR:
-        return 48 * 1024
+        return 96 * 1024 // blocks
     from numbakern.runtime.launch import current_device_id
 
-    return _stage_bytes(current_device_id())
+    per_block, per_multiprocessor = _shared_memory(current_device_id())
+    return min(per_block, per_multiprocessor // blocks - 2048)
 
 
 @functools.lru_cache(maxsize=None)
-def _stage_bytes(device_id: int) -> int:
+def _shared_memory(device_id: int) -> tuple[int, int]:
+    """``(opt-in bytes a block, bytes a multiprocessor)`` of the current device."""
     device = cuda.get_current_device()
-    per_block = device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-    return min(per_block, device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // 2 - 2048)
+    return (device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+
+
+def staged_threads(n: int, vector: int) -> int:
+    """Threads a block of a staged row of ``n`` elements (``vector`` a 16-byte
+    vector): 256 where three blocks' rows fit a multiprocessor's shared memory, so
+    three rows overlap their phases, else 512 (two blocks within 64 registers). On
+    the H200 (4096, 32768) float16 took 0.203 ms at 256 against 0.222 at 512
+    (log_softmax 0.189 against 0.204); (8192, 50257), two rows a multiprocessor
+    either way, 0.627 against 0.573 (bench/NOTES.md, "Staged half rows")."""
+    return 256 if n // vector * VECTOR_BYTES <= stage_bytes(3) else 512
 
 
 def _staged_stats(plan: RowPlan):

@@ -1046,18 +1046,21 @@ def test_packed_plans_need_aligned_rows(row_kernels):
 def test_gpu_long_half_rows_packed(n, row_kernels):
     """(64, n) float16 and bfloat16 softmax and log_softmax through the packed plans
     (512 x 32, 1024 x 24, 1024 x 32; with threads=1024, 1024 x 16 for 16384) against
-    float64, and rows shifted off 16-byte boundaries through the tiled kernels."""
+    float64, and rows shifted off 16-byte boundaries through the tiled kernels.
+    (``fused=True``: with ``fused=None`` rows past 16384 are staged in shared memory,
+    test_softmax_staged.py.)"""
     x = logits((64, n), np.float16, seed=n)
     for kind in FORWARD:
-        check_forward(kind, x)
+        check_forward(kind, x, fused=True)
         assert row_kernels[-1] == (kind, True, 8)
-        check_forward(kind, x, threads=1024)
+        check_forward(kind, x, threads=1024, fused=True)
         assert row_kernels[-1] == (kind, True, 8)
     b = _bfloat16(x.astype(np.float32))
     b64 = b.astype(np.float64)
-    np.testing.assert_allclose(nk.softmax(b).astype(np.float64), ref_softmax(b64),
+    np.testing.assert_allclose(nk.softmax(b, fused=True).astype(np.float64), ref_softmax(b64),
                                rtol=BF16_ULP, atol=1e-9)
-    np.testing.assert_allclose(nk.log_softmax(b).astype(np.float64), ref_log_softmax(b64),
+    np.testing.assert_allclose(nk.log_softmax(b, fused=True).astype(np.float64),
+                               ref_log_softmax(b64),
                                rtol=BF16_ULP, atol=2e-2)
     assert row_kernels[-1] == ("log_softmax", True, 8)
     got = nk.softmax(device_rows(x, 1)).copy_to_host()
