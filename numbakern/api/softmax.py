@@ -665,14 +665,20 @@ def _packs(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> b
 
 def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> bool:
     """Whether rows of ``n`` may be staged in shared memory (``RowPlan.staged``): half
-    forward rows, a block each, the result in the input's dtype, nothing kept, their
-    whole vectors within ``softmax_rows.stage_bytes()`` (rows of up to 57344 halves
-    on an H200). Read once, where the tiled kernel reads them twice; where a fused
-    plan holds the row, :func:`_one_block_each` says which wins (bench/NOTES.md,
-    "Staged half rows")."""
-    return (kind in softmax_rows.FORWARD and dtype in softmax_rows.HALVES and not out
+    rows of :data:`_STAGED_KINDS`, a block each, the result in the input's dtype,
+    nothing kept, their whole vectors within ``softmax_rows.stage_bytes()`` (rows of
+    up to 57344 halves on an H200). Read once, where the tiled kernel reads them
+    twice; where a fused plan holds the row, :func:`_one_block_each` says which wins
+    (bench/NOTES.md, "Staged half rows")."""
+    return (kind in _STAGED_KINDS and dtype in softmax_rows.HALVES and not out
             and not keep and layout == "block"
             and n // _HALF_VECTOR * VECTOR_BYTES <= softmax_rows.stage_bytes())
+
+
+# The kinds a staged kernel serves: the forward passes, and log_softmax's backward,
+# whose row sum reads dy alone (softmax's reads y * dy: both inputs, twice the
+# shared memory).
+_STAGED_KINDS = (*softmax_rows.FORWARD, "log_softmax_backward")
 
 
 def _one_block_each(plan: RowPlan) -> bool:

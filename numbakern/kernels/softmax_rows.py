@@ -178,9 +178,10 @@ class RowPlan:
             longer than scalar loads hold in registers): :attr:`registers` counts
             what ptxas gives the vector kernel, and a launch whose rows do not allow
             vectors (:func:`vector_width`) takes another plan.
-        staged: a tiled forward plan (a block a row) that holds the row in dynamic
-            shared memory (:func:`stage_shared`); a launch whose rows do not allow
-            vectors takes another plan.
+        staged: a tiled forward or log_softmax backward plan (a block a row) that
+            holds the row (backward: its ``dy``) in dynamic shared memory
+            (:func:`stage_shared`); a launch whose rows do not allow vectors takes
+            another plan.
     """
 
     kind: str
@@ -860,7 +861,8 @@ def _backward_kernel(plan: RowPlan):
     if plan.keep:
         return _kept_backward(plan, storage, red_sum, (term, grad), jit)
     if plan.vector:
-        build = _vector_fused_backward if plan.fused else _vector_tiled_backward
+        build = _vector_fused_backward if plan.fused else \
+            _staged_log_backward if plan.staged else _vector_tiled_backward
         return build(plan, storage, red_sum, (term, grad), jit)
     if plan.fused:
 
@@ -1816,6 +1818,92 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
             row += step
 
     return vector_tiled_backward
+
+
+def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
+    """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the staged log_softmax backward
+    kernel: ``dx = dy - exp(y) * sum(dy)``, whose sum reads ``dy`` alone. Each thread
+    loads its vectors of ``dy`` (four in flight), stores each to its slot of the
+    block's dynamic shared memory and adds it up; the write pass reads ``y`` (four
+    vectors in flight) and the thread's own ``dy`` slots. ``dy`` and ``y`` are read
+    once each, where the tiled kernel reads ``dy`` twice. Every ``dy`` of a row is
+    staged before any ``dx`` is written, and each thread reads its vectors of ``y``
+    before it writes theirs: ``dx`` may alias either input."""
+    tc_t, out_t, tc = _numba_types(plan)
+    G, W = plan.group, plan.vector
+    walk, split = _row_walk(plan)
+    ZERO = tc(0)
+    grad = gradient[1]
+    row_vectors, edges = row_span(plan), edge_loader(plan, ZERO)
+    vload, vstore = vector_loader(W), vector_storer(W)
+    pack, widen = packer(plan), _widener(plan)
+    stored = from_dtype(storage_dtype(plan.dtype))
+
+    @cuda.jit(device=True)
+    def stage(sv, e, j, count, total):
+        """Vector ``j`` of ``dy`` (of ``count``), loaded as ``e``, into slot ``j``;
+        ``total`` with it added (nothing past the row's end)."""
+        if j < count:
+            vstore(sv, j, e)
+            for q in range(W):
+                total += widen(e[q])
+        return total
+
+    @cuda.jit(device=True)
+    def write(dxf, sv, xv, t, j, count, total):
+        """``dx``'s vector ``j`` from ``y``'s (loaded as ``t``) and the staged ``dy``."""
+        if j < count:
+            e = vload(sv, j)
+            v = cuda.local.array(W, tc_t)
+            for q in range(W):
+                v[q] = grad(widen(t[q]), widen(e[q]), total)
+            vstore(dxf, xv + j, pack(v, 0))
+
+    @jit
+    def staged_log_backward(y, dy, dx, yf, dyf, dxf, head0):
+        sh = storage()
+        sv = cuda.shared.array(0, stored)
+        lane, row, step = walk()
+        inner, n = y.shape[1], y.shape[2]
+        while row < y.shape[0] * inner:
+            o, i = split(row, inner)
+            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+            yv, head, count = row_vectors(y, o, i, head0, n)
+            dv = row_vectors(dy, o, i, head0, n)[0]  # the same head and count
+            xv = row_vectors(dx, o, i, head0, n)[0]
+            y0, y1 = edges(yr, lane, head, count, n)
+            d0, d1 = edges(dyr, lane, head, count, n)
+            total = d0 + d1
+            j = lane
+            while j < count:  # four loads before the first store to shared memory
+                e0 = vload(dyf, dv + j)
+                e1 = vload(dyf, dv + min(j + G, count - 1))
+                e2 = vload(dyf, dv + min(j + 2 * G, count - 1))
+                e3 = vload(dyf, dv + min(j + 3 * G, count - 1))
+                total = stage(sv, e0, j, count, total)
+                total = stage(sv, e1, j + G, count, total)
+                total = stage(sv, e2, j + 2 * G, count, total)
+                total = stage(sv, e3, j + 3 * G, count, total)
+                j += 4 * G
+            total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
+            j = lane
+            while j < count:  # four loads of y before the first store of dx
+                t0 = vload(yf, yv + j)
+                t1 = vload(yf, yv + min(j + G, count - 1))
+                t2 = vload(yf, yv + min(j + 2 * G, count - 1))
+                t3 = vload(yf, yv + min(j + 3 * G, count - 1))
+                write(dxf, sv, xv, t0, j, count, total)
+                write(dxf, sv, xv, t1, j + G, count, total)
+                write(dxf, sv, xv, t2, j + 2 * G, count, total)
+                write(dxf, sv, xv, t3, j + 3 * G, count, total)
+                j += 4 * G
+            if lane < head:
+                dxr[lane] = out_t(grad(y0, d0, total))
+            if head + count * W + lane < n:
+                dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
+            row += step
+
+    return staged_log_backward
 
 
 def packer(plan: RowPlan):

@@ -41,7 +41,9 @@ def test_long_half_forward_rows_are_staged():
     assert not plan(dtype="float32").staged
     assert not plan(result="float32").staged
     assert not plan(fused=False).staged
-    assert not plan("softmax_backward").staged
+    assert not plan("softmax_backward").staged  # (its sum reads y and dy)
+    back = plan("log_softmax_backward")
+    assert back.staged and not back.fused and back.threads == THREADS
     assert not plan(keep="causal").staged
     assert not plan(layout="warp").staged
     assert not plan(n=2048).staged and plan(n=2048).fused
@@ -143,6 +145,40 @@ def test_staged_in_place_and_the_fallback_to_scalar_loads(staged_launches):
                                **TOL[np.float16])
 
 
+def log_backward_reference(y, dy):
+    y64, d64 = y.astype(np.float64), dy.astype(np.float64)
+    return d64 - np.exp(y64) * d64.sum(-1, keepdims=True)
+
+
+# dy staged, y read in the write pass; rows off boundaries (heads and tails), dx in
+# place of dy (every dy of a row staged before a dx is written) and of y (each
+# thread's y vectors read before it writes theirs).
+@pytest.mark.parametrize("n, offset, place", [(2049, 1, None), (2056, 0, "dy"),
+                                              (3001, 3, "y")])
+def test_staged_log_softmax_backward(n, offset, place, staged_launches):
+    host = logits((3, n), np.float32, seed=n)
+    y = REF["log_softmax"](host).astype(np.float16)
+    dy = logits((3, n), np.float16, seed=n + 1, scale=1.0)
+    ys, dys = device_rows(y, offset), device_rows(dy, offset)
+    dx = {"dy": dys, "y": ys, None: device_rows(np.zeros_like(y), offset)}[place]
+    nk.log_softmax_backward(ys, dys, out=dx, threads=THREADS)
+    assert staged_launches()[-1] == ("log_softmax_backward", True, 8, n // 8 * 16)
+    want = log_backward_reference(y, dy)
+    scale = np.abs(dy.astype(np.float64)).sum(-1, keepdims=True)
+    np.testing.assert_allclose(dx.copy_to_host().astype(np.float64), want, rtol=2e-3,
+                               atol=2e-3 * scale.max() * 2.0 ** -10)
+
+
+def test_staged_log_softmax_backward_of_bfloat16(staged_launches):
+    y = _bfloat16(REF["log_softmax"](logits((2, 2100), seed=3)))
+    dy = _bfloat16(logits((2, 2100), seed=4, scale=1.0))
+    got = nk.log_softmax_backward(y, dy, threads=32)
+    assert staged_launches()[-1] == ("log_softmax_backward", True, 8, 2100 // 8 * 16)
+    want = log_backward_reference(y, dy)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2 * BF16_ULP,
+                               atol=1e-2)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches):
@@ -166,3 +202,10 @@ def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches)
                 else 4 * ulp * 16
             assert torch.allclose(got.double(), want, rtol=2 * ulp, atol=atol), \
                 (kind, normalizer)
+        y = torch.log_softmax(x.float(), 1).to(x.dtype)
+        dy = torch.randn(*shape, device="cuda").to(x.dtype)
+        got = nk.log_softmax_backward(y, dy, axis=1)
+        assert staged_launches()[-1][:2] == ("log_softmax_backward", staged)
+        d64 = dy.double()
+        want = d64 - torch.exp(y.double()) * d64.sum(1, keepdim=True)
+        assert torch.allclose(got.double(), want, rtol=2 * ulp, atol=8 * ulp)
