@@ -52,7 +52,8 @@ function would not fit CI's time):
   ``initial=``, as NumPy requires); var ``rtol`` of the dtype plus ``atol`` ``8 n eps
   max|x|^2`` (finite values: Welford's one pass against NumPy's two);
 * softmax_backward and log_softmax_backward on each layout (``fused`` drawn) against
-  their float64 formulas; cross_entropy on each block strategy against
+  their float64 formulas; float16 rows past the registers of 32 threads (staged in
+  shared memory: softmax, log_softmax, log_softmax_backward) against float64; cross_entropy on each block strategy against
   ``torch.nn.functional.cross_entropy`` and its autograd gradient in float64
   (``ignore_index`` rows, label smoothing, every reduction);
 * partition, argpartition (by NumPy's contract: the kth element np.sort's, none
@@ -428,6 +429,31 @@ def test_softmax_on_each_layout_agrees_with_float64(log, layout, data):
     atol = 1e-3 if x.dtype == np.float16 else 1e-6
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                rtol=RTOL[x.dtype], atol=atol, equal_nan=True)
+
+
+# Half rows longer than 32 threads hold in registers (32 x 32): staged in shared memory
+# (rows whose layout allows 16-byte vectors; the tiled kernels the others).
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax", "log_softmax_backward"])
+@settings(PROFILE, suppress_health_check=[*PROFILE.suppress_health_check,
+                                          HealthCheck.large_base_example])
+@given(data=st.data())
+def test_staged_half_rows_agree_with_float64(kind, data):
+    x = data.draw(arrays([np.float16], "finite",
+                         shapes=st.tuples(st.integers(1, 2), st.integers(1025, 1300))))
+    if kind != "log_softmax_backward":
+        got = getattr(nk, kind)(x, threads=32)
+        want = _softmax64(x, -1, kind == "log_softmax").astype(x.dtype)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=RTOL[x.dtype], atol=1e-3)
+        return
+    y = _softmax64(x, -1, True).astype(np.float16)
+    seed = data.draw(st.integers(0, 2**32 - 1))  # (a drawn list this long is too much data)
+    dy = np.random.default_rng(seed).uniform(-4, 4, x.shape).astype(np.float16)
+    got = nk.log_softmax_backward(y, dy, threads=32)
+    d64 = dy.astype(np.float64)
+    want = d64 - np.exp(y.astype(np.float64)) * d64.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=RTOL[x.dtype],
+                               atol=1e-2 * (1 + np.abs(d64).sum(-1).max()) * 2.0 ** -11)
 
 
 # --- sorts -------------------------------------------------------------------------------
