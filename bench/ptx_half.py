@@ -49,8 +49,10 @@ def _gpu_mode_without_a_gpu() -> None:
             count._obj.value = 1
             return 0
 
-    class FakeDevice:
+    class FakeDevice:  # an H200's
         compute_capability, MULTIPROCESSOR_COUNT, id = (9, 0), 132, 0
+        MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 232448
+        MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 233472
 
     ctypes.CDLL = lambda name, *a, **k: FakeDriver() if "libcuda.so" in str(name) \
         else real(name, *a, **k)
@@ -63,6 +65,13 @@ def _gpu_mode_without_a_gpu() -> None:
     import numba.cuda.dispatcher as dispatcher
     import numbakern.runtime.launch as launch
 
+    import numba.cuda.cudadrv.nvrtc as nvrtc
+
+    # The arch option is looked up through NVRTC, which NVVM alone does not need.
+    nvrtc.find_closest_arch = lambda cc: cc
+    import numba.cuda.cuda_paths as paths
+
+    paths._get_nvrtc_path = lambda: None  # NVVM alone compiles; NVRTC may be absent
     device._multiprocessors = lambda i: FakeDevice.MULTIPROCESSOR_COUNT
     launch.current_device_id = lambda: 0
     cuda.get_current_device = compiler.get_current_device = \

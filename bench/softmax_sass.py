@@ -64,7 +64,8 @@ def ptx_of(kernel, args, bounds) -> str:
 
 
 def resources(ptx: str, workdir: str):
-    """``(registers, spill bytes, SASS text)`` from ptxas -v and nvdisasm."""
+    """``(registers, spill bytes, SASS text)`` from ptxas -v and nvdisasm (SASS None
+    where nvdisasm is not installed)."""
     source, cubin = os.path.join(workdir, "k.ptx"), os.path.join(workdir, "k.cubin")
     with open(source, "w") as f:
         f.write(ptx)
@@ -72,8 +73,11 @@ def resources(ptx: str, workdir: str):
                           cubin], capture_output=True, text=True, check=True)
     regs = int(re.search(r"Used (\d+) registers", run.stderr).group(1))
     spills = sum(int(b) for b in re.findall(r"(\d+) bytes spill", run.stderr))
-    sass = subprocess.run([ptx_half._tool("nvdisasm"), "-c", cubin], capture_output=True,
-                          text=True, check=True).stdout
+    disassembler = ptx_half._tool("nvdisasm")
+    if disassembler is None:
+        return regs, spills, None
+    sass = subprocess.run([disassembler, "-c", cubin], capture_output=True, text=True,
+                          check=True).stdout
     return regs, spills, sass
 
 
@@ -96,14 +100,14 @@ def main() -> None:
                     regs, spills, sass = resources(ptx, workdir)
                     blocks = min(REGISTERS_PER_SM // (plan.threads * (-(-regs // 8) * 8)),
                                  THREADS_PER_SM // plan.threads)
-                    ldg = len(re.findall(r"LDG\.E\.128", sass))
+                    ldg = "-" if sass is None else len(re.findall(r"LDG\.E\.128", sass))
                     how = (f"{plan.threads}x{plan.per_thread}" if plan.fused
-                           else f"tiled {plan.threads}")
+                           else f"{'staged' if plan.staged else 'tiled'} {plan.threads}")
                     print(f"{label:40s} {how:10s} W={plan.vector} {plan.normalizer or '':12s}"
                           f" {kernel.py_func.__name__:22s} regs {regs:3d} spill {spills:3d} "
                           f"blocks/SM {blocks} threads/SM {blocks * plan.threads:4d} "
                           f"LDG.E.128 in SASS {ldg}", flush=True)
-                    if options.keep:
+                    if options.keep and sass is not None:
                         os.makedirs(options.keep, exist_ok=True)
                         stem = os.path.join(options.keep, label.replace(" ", "_"))
                         with open(stem + ".sass", "w") as f:

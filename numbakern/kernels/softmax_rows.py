@@ -1570,6 +1570,54 @@ def staged_threads(n: int, vector: int) -> int:
     return 256 if n // vector * VECTOR_BYTES <= stage_bytes(3) else 512
 
 
+def four_vectors(plan: RowPlan):
+    """Device function ``load4(af, first, j, count)``: the row's vectors ``j, j + G,
+    j + 2G, j + 3G`` (vector 0 being ``af``'s vector ``first``), all four loads issued
+    before any value is used; one past the row's end reads its last vector (the
+    caller keeps nothing of it)."""
+    G, vload = plan.group, vector_loader(plan.vector)
+
+    @cuda.jit(device=True)
+    def load4(af, first, j, count):
+        return (vload(af, first + j), vload(af, first + min(j + G, count - 1)),
+                vload(af, first + min(j + 2 * G, count - 1)),
+                vload(af, first + min(j + 3 * G, count - 1)))
+
+    return load4
+
+
+def row_stager(plan: RowPlan, fold):
+    """Device function ``stage_row(sv, af, first, lane, count, state) -> state``: this
+    lane's vectors of a row (``j = lane, lane + G, ...`` of ``count``, from ``af``'s
+    vector ``first``) into slot ``j`` of the shared array ``sv``, each folded into
+    ``state`` by ``fold(state, vector)`` as it arrives. Four loads are issued before
+    the first store: a store to shared memory could alias a later load for all the
+    compiler knows, so it would not hoist them."""
+    G = plan.group
+    vstore, load4 = vector_storer(plan.vector), four_vectors(plan)
+
+    @cuda.jit(device=True)
+    def stage(sv, e, j, count, state):
+        if j < count:
+            vstore(sv, j, e)
+            return fold(state, e)
+        return state
+
+    @cuda.jit(device=True)
+    def stage_row(sv, af, first, lane, count, state):
+        j = lane
+        while j < count:
+            e = load4(af, first, j, count)
+            state = stage(sv, e[0], j, count, state)
+            state = stage(sv, e[1], j + G, count, state)
+            state = stage(sv, e[2], j + 2 * G, count, state)
+            state = stage(sv, e[3], j + 3 * G, count, state)
+            j += 4 * G
+        return state
+
+    return stage_row
+
+
 def _staged_stats(plan: RowPlan):
     """Device functions of a staged row's ``(max, sum)``: ``begin(h, t, ends)`` a
     thread's state from its head and tail elements (``ends`` of them in the row),
@@ -1660,16 +1708,8 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
     begin, fold, end = _staged_stats(plan)
+    stage_row = row_stager(plan, fold)
     stored = from_dtype(storage_dtype(plan.dtype))
-
-    @cuda.jit(device=True)
-    def stage(sv, e, j, count, state):
-        """The row's vector ``j`` (of ``count``), loaded as ``e``, into slot ``j`` of
-        ``sv`` and folded into ``state`` (nothing past the row's end)."""
-        if j < count:
-            vstore(sv, j, e)
-            return fold(state, e)
-        return state
 
     @jit
     def staged_forward(x, y, xf, yf, head0):
@@ -1682,20 +1722,7 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
             xr, yr, xv, yv, head, count = locate(x, y, row, head0)
             h, t = edges(xr, lane, head, count, n)
             state = begin(h, t, (lane < head) + (head + count * W + lane < n))
-            j = lane
-            while j < count:
-                # Four loads issued before the first store (a store to shared memory
-                # could alias a later load for all the compiler knows, so it would
-                # not hoist them); one past the row's end reads its last vector.
-                e0 = vload(xf, xv + j)
-                e1 = vload(xf, xv + min(j + G, count - 1))
-                e2 = vload(xf, xv + min(j + 2 * G, count - 1))
-                e3 = vload(xf, xv + min(j + 3 * G, count - 1))
-                state = stage(sv, e0, j, count, state)
-                state = stage(sv, e1, j + G, count, state)
-                state = stage(sv, e2, j + 2 * G, count, state)
-                state = stage(sv, e3, j + 3 * G, count, state)
-                j += 4 * G
+            state = stage_row(sv, xf, xv, lane, count, state)
             m, s = end(state, h, t, sv, lane, count, sh)
             a, b = prepare(m, s, m)
             j = lane
@@ -1840,14 +1867,12 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     stored = from_dtype(storage_dtype(plan.dtype))
 
     @cuda.jit(device=True)
-    def stage(sv, e, j, count, total):
-        """Vector ``j`` of ``dy`` (of ``count``), loaded as ``e``, into slot ``j``;
-        ``total`` with it added (nothing past the row's end)."""
-        if j < count:
-            vstore(sv, j, e)
-            for q in range(W):
-                total += widen(e[q])
+    def add(total, e):
+        for q in range(W):
+            total += widen(e[q])
         return total
+
+    stage_row, load4 = row_stager(plan, add), four_vectors(plan)
 
     @cuda.jit(device=True)
     def write(dxf, sv, xv, t, j, count, total):
@@ -1873,29 +1898,15 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
             xv = row_vectors(dx, o, i, head0, n)[0]
             y0, y1 = edges(yr, lane, head, count, n)
             d0, d1 = edges(dyr, lane, head, count, n)
-            total = d0 + d1
-            j = lane
-            while j < count:  # four loads before the first store to shared memory
-                e0 = vload(dyf, dv + j)
-                e1 = vload(dyf, dv + min(j + G, count - 1))
-                e2 = vload(dyf, dv + min(j + 2 * G, count - 1))
-                e3 = vload(dyf, dv + min(j + 3 * G, count - 1))
-                total = stage(sv, e0, j, count, total)
-                total = stage(sv, e1, j + G, count, total)
-                total = stage(sv, e2, j + 2 * G, count, total)
-                total = stage(sv, e3, j + 3 * G, count, total)
-                j += 4 * G
+            total = stage_row(sv, dyf, dv, lane, count, d0 + d1)
             total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
             j = lane
             while j < count:  # four loads of y before the first store of dx
-                t0 = vload(yf, yv + j)
-                t1 = vload(yf, yv + min(j + G, count - 1))
-                t2 = vload(yf, yv + min(j + 2 * G, count - 1))
-                t3 = vload(yf, yv + min(j + 3 * G, count - 1))
-                write(dxf, sv, xv, t0, j, count, total)
-                write(dxf, sv, xv, t1, j + G, count, total)
-                write(dxf, sv, xv, t2, j + 2 * G, count, total)
-                write(dxf, sv, xv, t3, j + 3 * G, count, total)
+                t = load4(yf, yv, j, count)
+                write(dxf, sv, xv, t[0], j, count, total)
+                write(dxf, sv, xv, t[1], j + G, count, total)
+                write(dxf, sv, xv, t[2], j + 2 * G, count, total)
+                write(dxf, sv, xv, t[3], j + 3 * G, count, total)
                 j += 4 * G
             if lane < head:
                 dxr[lane] = out_t(grad(y0, d0, total))
