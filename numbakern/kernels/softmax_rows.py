@@ -1789,19 +1789,53 @@ def _vector_fused_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     return vector_fused_backward
 
 
+def backward_rows(plan: RowPlan, grad):
+    """Device functions of the backward kernels over rows in vectors with scalar heads
+    and tails: ``locate(y, dy, dx, row, head0, lane) -> (yr, dyr, dxr, yv, dv, xv,
+    head, count, y0, y1, d0, d1)``, row ``row``'s views, its first whole vector in
+    each array (:func:`row_span`: the same head and count in all three), and ``lane``'s
+    head and tail elements of ``y`` and ``dy`` (:func:`edge_loader`, 0 where none);
+    ``finish_edges(dxr, y0, y1, d0, d1, lane, head, count, total)``, their ``dx``
+    by ``grad``."""
+    out_t, W = _numba_types(plan)[1], plan.vector
+    split, row_vectors = _row_walk(plan)[1], row_span(plan)
+    edges = edge_loader(plan, np.dtype(plan.compute).type(0))
+
+    @cuda.jit(device=True)
+    def locate(y, dy, dx, row, head0, lane):
+        o, i = split(row, y.shape[1])
+        n = y.shape[2]
+        yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
+        yv, head, count = row_vectors(y, o, i, head0, n)
+        dv = row_vectors(dy, o, i, head0, n)[0]
+        xv = row_vectors(dx, o, i, head0, n)[0]
+        y0, y1 = edges(yr, lane, head, count, n)
+        d0, d1 = edges(dyr, lane, head, count, n)
+        return yr, dyr, dxr, yv, dv, xv, head, count, y0, y1, d0, d1
+
+    @cuda.jit(device=True)
+    def finish_edges(dxr, y0, y1, d0, d1, lane, head, count, total):
+        if lane < head:
+            dxr[lane] = out_t(grad(y0, d0, total))
+        if head + count * W + lane < dxr.shape[0]:
+            dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
+
+    return locate, finish_edges
+
+
 def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the tiled backward kernel with each
     row's whole vectors read from ``yf``/``dyf`` and written to ``dxf``, its head and
     tail through ``y``, ``dy``, ``dx`` (:func:`vector_views`). Half of
     :func:`tile_vectors` of each input per tile."""
-    tc_t, out_t, tc = _numba_types(plan)
+    tc_t, _, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
-    walk, split = _row_walk(plan)
+    walk = _row_walk(plan)[0]
     U, ZERO = max(1, tile_vectors(plan) // 2), tc(0)
     L = U * W  # a tile's elements per thread, of each input
     term, grad = gradient
-    row_vectors = row_span(plan)
-    tile, edges = tile_loader(plan, U, ZERO), edge_loader(plan, ZERO)
+    locate, finish_edges = backward_rows(plan, grad)
+    tile = tile_loader(plan, U, ZERO)
     vstore, pack = vector_storer(W), packer(plan)
 
     @jit
@@ -1810,15 +1844,10 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
         vy = cuda.local.array(L, tc_t)
         vd = cuda.local.array(L, tc_t)
         lane, row, step = walk()
-        inner, n = y.shape[1], y.shape[2]
-        while row < y.shape[0] * inner:
-            o, i = split(row, inner)
-            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
-            yv, head, count = row_vectors(y, o, i, head0, n)
-            dv = row_vectors(dy, o, i, head0, n)[0]  # the same head and count
-            xv = row_vectors(dx, o, i, head0, n)[0]
-            y0, y1 = edges(yr, lane, head, count, n)  # kept for the write pass
-            d0, d1 = edges(dyr, lane, head, count, n)
+        while row < y.shape[0] * y.shape[1]:
+            # (the head and tail elements y0, y1, d0, d1 kept for the write pass)
+            yr, dyr, dxr, yv, dv, xv, head, count, y0, y1, d0, d1 = locate(
+                y, dy, dx, row, head0, lane)
             total = term(y0, d0) + term(y1, d1)
             j = lane
             while j < count:
@@ -1838,10 +1867,7 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
                             vy[u * W + q] = grad(vy[u * W + q], vd[u * W + q], total)
                         vstore(dxf, xv + j + u * G, pack(vy, u * W))
                 j += U * G
-            if lane < head:
-                dxr[lane] = out_t(grad(y0, d0, total))
-            if head + count * W + lane < n:
-                dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
+            finish_edges(dxr, y0, y1, d0, d1, lane, head, count, total)
             row += step
 
     return vector_tiled_backward
@@ -1856,12 +1882,11 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     once each, where the tiled kernel reads ``dy`` twice. Every ``dy`` of a row is
     staged before any ``dx`` is written, and each thread reads its vectors of ``y``
     before it writes theirs: ``dx`` may alias either input."""
-    tc_t, out_t, tc = _numba_types(plan)
+    tc_t = _numba_types(plan)[0]
     G, W = plan.group, plan.vector
-    walk, split = _row_walk(plan)
-    ZERO = tc(0)
+    walk = _row_walk(plan)[0]
     grad = gradient[1]
-    row_vectors, edges = row_span(plan), edge_loader(plan, ZERO)
+    locate, finish_edges = backward_rows(plan, grad)
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
     stored = from_dtype(storage_dtype(plan.dtype))
@@ -1889,15 +1914,9 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
         sh = storage()
         sv = cuda.shared.array(0, stored)
         lane, row, step = walk()
-        inner, n = y.shape[1], y.shape[2]
-        while row < y.shape[0] * inner:
-            o, i = split(row, inner)
-            yr, dyr, dxr = y[o, i], dy[o, i], dx[o, i]
-            yv, head, count = row_vectors(y, o, i, head0, n)
-            dv = row_vectors(dy, o, i, head0, n)[0]  # the same head and count
-            xv = row_vectors(dx, o, i, head0, n)[0]
-            y0, y1 = edges(yr, lane, head, count, n)
-            d0, d1 = edges(dyr, lane, head, count, n)
+        while row < y.shape[0] * y.shape[1]:
+            yr, dyr, dxr, yv, dv, xv, head, count, y0, y1, d0, d1 = locate(
+                y, dy, dx, row, head0, lane)
             total = stage_row(sv, dyf, dv, lane, count, d0 + d1)
             total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
             j = lane
@@ -1908,10 +1927,7 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
                 write(dxf, sv, xv, t[2], j + 2 * G, count, total)
                 write(dxf, sv, xv, t[3], j + 3 * G, count, total)
                 j += 4 * G
-            if lane < head:
-                dxr[lane] = out_t(grad(y0, d0, total))
-            if head + count * W + lane < n:
-                dxr[head + count * W + lane] = out_t(grad(y1, d1, total))
+            finish_edges(dxr, y0, y1, d0, d1, lane, head, count, total)
             row += step
 
     return staged_log_backward
