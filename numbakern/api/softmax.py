@@ -672,7 +672,7 @@ def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> 
     (bench/NOTES.md, "Staged half rows")."""
     return (kind in _STAGED_KINDS and dtype in softmax_rows.HALVES and not out
             and not keep and layout == "block"
-            and n // _HALF_VECTOR * VECTOR_BYTES <= softmax_rows.stage_bytes())
+            and softmax_rows.row_stage_bytes(n, _HALF_VECTOR) <= softmax_rows.stage_bytes())
 
 
 # The kinds a staged kernel serves: the forward passes, and log_softmax's backward,

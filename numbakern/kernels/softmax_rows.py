@@ -35,11 +35,13 @@ How the row is read is the other choice (``per_thread``):
   forward pass reads the row three times (maximum, sum, write) with
   ``"max_then_sum"`` and twice with ``"online"``: the online normalizer of
   ``strategies/online_softmax.py`` computes maximum and sum in one pass.
-* **staged** (:attr:`RowPlan.staged`, forward rows in 16-byte vectors): a row too
+* **staged** (:attr:`RowPlan.staged`, rows in 16-byte vectors): a forward row too
   long for registers but not for shared memory is read once, each vector stored
-  to the block's dynamic shared memory as it arrives (its maximum taken then), and
-  the sum and the write read the vectors back from there: one read and one write of
-  device memory, as fused, for rows up to :func:`stage_bytes`.
+  to the block's dynamic shared memory as it arrives and folded into the thread's
+  online ``(max, sum)`` (or its maximum, with ``"max_then_sum"``, whose sum then
+  reads the vectors back), and the write reads them back from there: one read and
+  one write of device memory, as fused, for rows up to :func:`stage_bytes`. The
+  log_softmax backward pass stages ``dy`` as it sums it and reads ``y`` once.
 
 And how elements move (``vector``): scalar loads and stores, or 16-byte vectors
 (``numbakern/kernels/vector.py``: a quarter of the instructions for float32) where the arrays
@@ -1533,10 +1535,16 @@ def _vector_tiled_forward(plan: RowPlan, prepare, finish, jit, storage):
     return vector_tiled_forward
 
 
+def row_stage_bytes(n: int, vector: int) -> int:
+    """Bytes of shared memory that stage a row of ``n`` elements, ``vector`` of them
+    a 16-byte vector: room for every whole vector of the row."""
+    return n // vector * VECTOR_BYTES
+
+
 def stage_shared(plan: RowPlan, n: int) -> int:
-    """Bytes of dynamic shared memory a block of a staged ``plan`` (its ``vector``
-    set) takes for rows of ``n``: room for every whole vector of a row."""
-    return n // plan.vector * VECTOR_BYTES if plan.staged else 0
+    """Bytes of dynamic shared memory a block of ``plan`` (its ``vector`` set) takes
+    for rows of ``n``: :func:`row_stage_bytes` for a staged plan, else none."""
+    return row_stage_bytes(n, plan.vector) if plan.staged else 0
 
 
 def stage_bytes(blocks: int = 2) -> int:
@@ -1567,7 +1575,7 @@ def staged_threads(n: int, vector: int) -> int:
     the H200 (4096, 32768) float16 took 0.203 ms at 256 against 0.222 at 512
     (log_softmax 0.189 against 0.204); (8192, 50257), two rows a multiprocessor
     either way, 0.627 against 0.573 (bench/NOTES.md, "Staged half rows")."""
-    return 256 if n // vector * VECTOR_BYTES <= stage_bytes(3) else 512
+    return 256 if row_stage_bytes(n, vector) <= stage_bytes(3) else 512
 
 
 def four_vectors(plan: RowPlan):
