@@ -493,7 +493,8 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     lanes = chosen.lanes if chosen else (lanes or WARP)
     return RowPlan(kind, normalizer, layout, threads, per_thread, max_block, sum_block,
                    dtype, pair_op=pair_op, out=out, keep=keep,
-                   packed=bool(chosen and chosen.packed), lanes=lanes, staged=staged)
+                   packed=bool(chosen and chosen.packed), lanes=lanes, staged=staged,
+                   async_copy=staged)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup

@@ -41,7 +41,10 @@ How the row is read is the other choice (``per_thread``):
   online ``(max, sum)`` (or its maximum, with ``"max_then_sum"``, whose sum then
   reads the vectors back), and the write reads them back from there: one read and
   one write of device memory, as fused, for rows up to :func:`stage_bytes`. The
-  log_softmax backward pass stages ``dy`` as it sums it and reads ``y`` once.
+  log_softmax backward pass stages ``dy`` as it sums it and reads ``y`` once. On
+  sm_80 and later (:attr:`RowPlan.async_copy`) a thread copies all its vectors of
+  the row with ``cp.async`` at once, in two groups, and folds the first while the
+  second is in flight.
 
 And how elements move (``vector``): scalar loads and stores, or 16-byte vectors
 (``numbakern/kernels/vector.py``: a quarter of the instructions for float32) where the arrays
@@ -83,6 +86,7 @@ from numbakern.kernels.vector import (VECTOR_BYTES, rows_aligned, vector_lanes, 
                      vector_storer)
 from numbakern.ops import MAX, SUM
 from numbakern.ops.state import state_kit
+from numbakern.runtime.async_copy import async_copies, commit, copy16, wait_groups
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP
 from numbakern.runtime.views import address, skip, span_view
@@ -184,6 +188,10 @@ class RowPlan:
             holds the row (backward: its ``dy``) in dynamic shared memory
             (:func:`stage_shared`); a launch whose rows do not allow vectors takes
             another plan.
+        async_copy: a staged plan whose row reaches shared memory by ``cp.async``
+            (``runtime/async_copy.py``: all of a thread's vectors in flight at once,
+            no register holding them) where the device has it, else through
+            registers, four vectors in flight (:func:`row_stager`).
     """
 
     kind: str
@@ -201,6 +209,7 @@ class RowPlan:
     packed: bool = False
     lanes: int = WARP
     staged: bool = False
+    async_copy: bool = False
 
     @property
     def result(self) -> str:
@@ -286,7 +295,7 @@ class RowPlan:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
                 self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep,
-                self.packed, self.lanes, self.staged)
+                self.packed, self.lanes, self.staged, self.async_copy)
 
 
 def kernel_for(plan: RowPlan):
@@ -1598,9 +1607,13 @@ def row_stager(plan: RowPlan, fold):
     """Device function ``stage_row(sv, af, first, lane, count, state) -> state``: this
     lane's vectors of a row (``j = lane, lane + G, ...`` of ``count``, from ``af``'s
     vector ``first``) into slot ``j`` of the shared array ``sv``, each folded into
-    ``state`` by ``fold(state, vector)`` as it arrives. Four loads are issued before
-    the first store: a store to shared memory could alias a later load for all the
-    compiler knows, so it would not hoist them."""
+    ``state`` by ``fold(state, vector)``. By ``cp.async`` where the plan asks for it
+    and the device has it (:func:`_async_stager`); else through registers, each
+    vector folded as it arrives. Four loads are issued before the first store: a
+    store to shared memory could alias a later load for all the compiler knows, so
+    it would not hoist them."""
+    if plan.async_copy and async_staging():
+        return _async_stager(plan, fold)
     G = plan.group
     vstore, load4 = vector_storer(plan.vector), four_vectors(plan)
 
@@ -1622,6 +1635,50 @@ def row_stager(plan: RowPlan, fold):
             state = stage(sv, e[3], j + 3 * G, count, state)
             j += 4 * G
         return state
+
+    return stage_row
+
+
+def async_staging() -> bool:
+    """Whether the kernels built now may stage rows by ``cp.async``: on a device of
+    sm_80 or later, and under the simulator (whose copies are slice assignments)."""
+    return SIMULATOR or async_copies(tuple(cuda.get_current_device().compute_capability))
+
+
+def _async_stager(plan: RowPlan, fold):
+    """:func:`row_stager`'s ``stage_row`` by ``cp.async``: the thread issues the
+    copies of all its vectors of the row, those before the row's middle vector as
+    one group and the rest as a second, folds the first group's vectors from shared
+    memory once they have landed while the second is in flight, then the second's.
+    A block has its whole row in flight, not four vectors a thread, and no register
+    holds a vector on its way. A thread reads back only slots it copied, so no
+    barrier is needed (``cp.async.wait_group`` makes a thread's own copies visible
+    to it)."""
+    G, vload = plan.group, vector_loader(plan.vector)
+
+    @cuda.jit(device=True)
+    def fold_slots(sv, j, end, state):
+        while j < end:
+            state = fold(state, vload(sv, j))
+            j += G
+        return state
+
+    @cuda.jit(device=True)
+    def stage_row(sv, af, first, lane, count, state):
+        j = lane
+        while j < count // 2:
+            copy16(sv, j, af, first + j)
+            j += G
+        commit()
+        second = j
+        while j < count:
+            copy16(sv, j, af, first + j)
+            j += G
+        commit()
+        wait_groups(1)
+        state = fold_slots(sv, lane, second, state)
+        wait_groups(0)
+        return fold_slots(sv, second, count, state)
 
     return stage_row
 

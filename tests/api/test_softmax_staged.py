@@ -4,7 +4,9 @@ the write read back from shared memory. Blocks of 64 threads (the simulator's
 default) hold fused rows of up to 2048 elements (32 a thread), so longer rows are
 staged on either backend."""
 
+import dataclasses
 from itertools import product
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -77,6 +79,24 @@ def staged_launches(row_plans, monkeypatch):
     return lambda: [(*p, s) for p, s in zip(plans, shared)]
 
 
+@pytest.fixture(params=["async", "registers"])
+def copy(request, monkeypatch):
+    """How staged rows reach shared memory: by ``cp.async`` (the plans' default,
+    emulated under the simulator) or through registers (a device before sm_80).
+    ``.path`` is which; ``.built`` the ``async_copy`` of each staged kernel built."""
+    built, real = [], softmax_rows.kernel_for
+
+    def kernel_for(plan):
+        if plan.staged:
+            if request.param == "registers":
+                plan = dataclasses.replace(plan, async_copy=False)
+            built.append(plan.async_copy)
+        return real(plan)
+
+    monkeypatch.setattr(softmax_rows, "kernel_for", kernel_for)
+    return SimpleNamespace(path=request.param, built=built)
+
+
 # Lengths around whole vectors (2056 is 257 of them; 2049 and 3001 have tails) and rows
 # that start 0 or 1 element past a 16-byte boundary (heads of 0 to 7 halves).
 # Each normalizer: the maximum as the vectors arrive, then the sum from shared memory;
@@ -84,13 +104,15 @@ def staged_launches(row_plans, monkeypatch):
 @pytest.mark.parametrize("n, offset, normalizer",
                          [(2049, 1, "auto"), (2056, 0, "online"), (2056, 1, "auto"),
                           (3001, 0, "online")])
-def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_launches):
+def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_launches,
+                                                 copy):
     for i, kind in enumerate(FORWARD):
         host = logits((3, n), np.float16, seed=n + i)
         y = device_rows(np.zeros_like(host), offset)
         FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS,
                       normalizer=normalizer)
         assert staged_launches()[-1] == (kind, True, 8, n // 8 * 16)
+        assert copy.built[-1] == (copy.path == "async")
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float16]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
                                    **tol)
@@ -110,7 +132,7 @@ def test_staged_bfloat16_rows_are_float32_rounded_once(kind, staged_launches):
 
 @SIMULATED_INF
 @pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
-def test_staged_special_values(normalizer, staged_launches):
+def test_staged_special_values(normalizer, staged_launches, copy):
     # PyTorch's policy: a row holding NaN or +inf, or only -inf, is NaN; -inf beside
     # finite values is 0 (log: -inf), in the staged vectors and in the head and tail.
     host = logits((5, 2050), np.float16, seed=8)
@@ -124,6 +146,7 @@ def test_staged_special_values(normalizer, staged_launches):
         got = FORWARD[kind](x, out=y, threads=THREADS, normalizer=normalizer)
         got = got.copy_to_host().astype(np.float64)
         assert staged_launches()[-1][:2] == (kind, True)
+        assert copy.built[-1] == (copy.path == "async")
         assert np.isnan(got[:3]).all()
         want = REF[kind](host[3:])
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float16]
@@ -155,7 +178,7 @@ def log_backward_reference(y, dy):
 # thread's y vectors read before it writes theirs).
 @pytest.mark.parametrize("n, offset, place", [(2049, 1, None), (2056, 0, "dy"),
                                               (3001, 3, "y")])
-def test_staged_log_softmax_backward(n, offset, place, staged_launches):
+def test_staged_log_softmax_backward(n, offset, place, staged_launches, copy):
     host = logits((3, n), np.float32, seed=n)
     y = REF["log_softmax"](host).astype(np.float16)
     dy = logits((3, n), np.float16, seed=n + 1, scale=1.0)
@@ -163,6 +186,7 @@ def test_staged_log_softmax_backward(n, offset, place, staged_launches):
     dx = {"dy": dys, "y": ys, None: device_rows(np.zeros_like(y), offset)}[place]
     nk.log_softmax_backward(ys, dys, out=dx, threads=THREADS)
     assert staged_launches()[-1] == ("log_softmax_backward", True, 8, n // 8 * 16)
+    assert copy.built[-1] == (copy.path == "async")
     want = log_backward_reference(y, dy)
     scale = np.abs(dy.astype(np.float64)).sum(-1, keepdims=True)
     np.testing.assert_allclose(dx.copy_to_host().astype(np.float64), want, rtol=2e-3,
@@ -181,7 +205,7 @@ def test_staged_log_softmax_backward_of_bfloat16(staged_launches):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches):
+def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches, copy):
     # (8192, 50257): rows 2 bytes apart from 16-byte boundaries, each its own head;
     # then the longest rows a block stages on this device and one vector past them.
     torch = pytest.importorskip("torch")
@@ -193,6 +217,7 @@ def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches)
         for kind, normalizer in product(FORWARD, ("max_then_sum", "online")):
             got = FORWARD[kind](x, axis=1, normalizer=normalizer)
             assert staged_launches()[-1][1] == staged
+            assert not staged or copy.built[-1] == (copy.path == "async")
             assert got.dtype == x.dtype and got.device == x.device
             want = getattr(torch, kind)(x.double(), 1)
             ulp = 2.0 ** (-8 if dtype == "bfloat16" else -11)
