@@ -39,7 +39,8 @@ def plans(kind: str, n: int) -> list:
     chosen = [("default", plan()), ("tiled", plan(fused=False))]
     if n == 16384 and not backward:
         chosen.append(("threads=1024", plan("auto", "block", True, 1024)))
-    for threads, normalizer in ((512, "online"), (256, "online"), (512, "max_then_sum")):
+    for threads, normalizer in ((512, "online"), (256, "online"), (512, "max_then_sum"),
+                                (256, "max_then_sum")):
         if backward and normalizer != "online":
             continue
         base = dataclasses.replace(plan(normalizer, "block", False, threads), staged=True)
