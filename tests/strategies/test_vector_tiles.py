@@ -222,3 +222,41 @@ def test_the_vector_tile_fits_shared_memory_or_falls_back(monkeypatch):
     monkeypatch.setattr(scan_tiles, "SHARED_LIMIT", 8 * 128)
     assert scan_tiles.tile_vectors(x, out, kit, WarpShuffle(threads=32), 4, True) is None
     assert scan_tiles.tile_vectors(x, out, kit, WarpShuffle(threads=32), 4, False) is None
+
+
+def test_vector_tiles_replay_on_new_data(chosen):
+    """A repeated call replays its recorded launches (numbakern/runtime/replay.py) with
+    the spans of the new arrays patched in: a span starts at its view's address."""
+    from numbakern.runtime import replay
+
+    replay.forget()
+    before = replay.counts["replayed"]
+    strategy = lookback(True)
+    rng = np.random.default_rng(9)
+    kept = []
+    for _ in range(3):
+        h = rng.integers(-1000, 1000, 2 * TILE + 7).astype(np.int32)
+        kept.append((nk.cumsum(cuda.to_device(h), strategy=strategy, layout="tiles"), h))
+    assert chosen == [Vectors(4, 2, "<i8")]  # built once, replayed twice
+    assert replay.counts["replayed"] - before == 2
+    for got, h in kept:
+        np.testing.assert_array_equal(got.copy_to_host(), np.cumsum(h, dtype=np.int64))
+
+
+@pytest.mark.parametrize("dtype, vectors", [
+    (np.int8, Vectors(16, 2, "<i8")), (np.uint16, Vectors(8, 2, "<u8")),
+    (np.float16, Vectors(8, 8, "<f2")),  # float32 states, float16 out: eight a store
+])
+def test_narrow_inputs_take_words_of_lanes(dtype, vectors, chosen):
+    """Lanes of 1 and 2 bytes (``vector.py``'s ``<4 x i32>`` words) need 16 items a
+    thread: tiles of 32 x 16, two of them and a ragged tail."""
+    n = 2 * 512 + 37
+    x = (np.random.default_rng(7).integers(0, 100, n)).astype(dtype)
+    vec = nk.cumsum(x, strategy=lookback(True, items=16), layout="tiles")
+    assert chosen[-1] == vectors
+    ref = nk.cumsum(x, strategy=lookback(False, items=16), layout="tiles")
+    assert vec.dtype == ref.dtype and vec.tobytes() == ref.tobytes()
+    if dtype == np.float16:
+        np.testing.assert_allclose(vec, np.cumsum(x.astype(np.float64)), rtol=2e-3)
+    else:
+        np.testing.assert_array_equal(vec, np.cumsum(x))
