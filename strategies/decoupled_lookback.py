@@ -72,6 +72,7 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
 from numbakern.kernels.scan_tiles import Tile, carry_reader, vector_rows
+from numbakern.kernels.vector import VECTOR_BYTES
 from numbakern.ops.state import device_from_source, fields_source, rows_of
 from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
@@ -431,7 +432,8 @@ def _rows(vectors, outputs: int):
     the spans, which vector loads and stores index
     (``scan_tiles.vector_rows``)."""
     if vectors is not None:
-        return vector_rows(16 // vectors.load), vector_rows(16 // vectors.store)
+        return (vector_rows(VECTOR_BYTES // vectors.load),
+                vector_rows(VECTOR_BYTES // vectors.store))
     dst_rows = rows_of(outputs)
 
     @cuda.jit(device=True)
