@@ -260,3 +260,14 @@ def test_narrow_inputs_take_words_of_lanes(dtype, vectors, chosen):
         np.testing.assert_allclose(vec, np.cumsum(x.astype(np.float64)), rtol=2e-3)
     else:
         np.testing.assert_array_equal(vec, np.cumsum(x))
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_vector_tiles_holding_prefixes_in_registers(exclusive, chosen):
+    n = 2 * TILE + 37
+    x = np.random.default_rng(11).integers(-1000, 1000, n).astype(np.int32)
+    runs = [nk.cumsum(x, exclusive=exclusive, layout="tiles", strategy=DecoupledLookback(
+        WarpShuffle(threads=32), items=4, hold="registers", vectors=v)) for v in (True, False)]
+    assert chosen == [Vectors(4, 2, "<i8"), None]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], reference(x, exclusive=exclusive))
