@@ -2,19 +2,25 @@
 
     python bench/scan_sass.py [--dtype float32] [--in-dtype int32] [--plain]
                               [--items N] [--hold shared|registers] [--keep FILE]
+                              [--ptx FILE]
 
 ``--dtype`` is the state's (``int64`` with ``--in-dtype int32``: NumPy's int32
-cumsum); ``--keep`` writes the plain kernel's SASS. Set ``PYTHONPATH`` to the
+cumsum); ``--keep`` writes the plain kernel's SASS, ``--ptx`` its PTX (the vector
+tile's: ``FILE`` with ``.vector`` before the suffix). Set ``PYTHONPATH`` to the
 checkout (the script inserts its parent directory too) and ``LD_LIBRARY_PATH`` to a
-toolkit's NVVM (``/tmp/cudasite/nvidia/cu13/lib`` on the build host).
+toolkit's NVVM (``/tmp/cudasite/nvidia/cu13/lib`` on the build host;
+``/usr/local/cuda-13.0/lib`` with ``CUDA_HOME=/usr/local/cuda-13.0`` where a toolkit
+is installed; ``NVDISASM`` names an nvdisasm outside it).
 
-Compiles the look-back kernel of a plain sum scan and of a segmented sum scan
-(``(int8 flags, value)`` states) to PTX for sm_90 with ``cuda.compile_ptx`` (the
+Compiles the look-back kernel of a plain sum scan (with scalar tiles and with vector
+tiles: ``scan_tiles.Vectors``, 16-byte loads and stores of contiguous aligned rows)
+and of a segmented sum scan (``(int8 flags, value)`` states) to PTX for sm_90 with ``cuda.compile_ptx`` (the
 driver probe, the current device and NVRTC's architecture list faked: nothing runs),
 then, where the CUDA toolkit's ``ptxas`` and ``nvdisasm`` are found (``$CUDA_HOME/bin``,
 ``PATH``, or the ``NVDISASM`` variable), assembles each and prints its registers, SASS
 instruction count, branches, shared-memory accesses, the widths of the global loads and
-stores, fences and global atomics. bench/NOTES.md's table of the
+stores, fences and global atomics; without them, the PTX's instruction count and its
+16-byte global loads and stores. bench/NOTES.md's table of the
 segmented scan's kernel (2026-12-02) came from this script. Not a test.
 """
 import argparse
@@ -67,7 +73,8 @@ _dispatcher.get_current_device = lambda: _Device()
 _paths._get_nvrtc_path = lambda: None
 
 from numbakern import ops  # noqa: E402
-from numbakern.kernels.scan_tiles import auto_items, element_loader, output_storer  # noqa: E402
+from numbakern.kernels.scan_tiles import (Vectors, auto_items, element_loader,  # noqa: E402
+                                         output_storer)
 from numbakern.kernels.segment_scan import head_loader  # noqa: E402
 from numbakern.ops.segmented import FLAG_DTYPE, segmented  # noqa: E402
 from numbakern.ops.state import state_kit  # noqa: E402
@@ -80,9 +87,11 @@ def _array(dtype, ndim, layout="A"):
 
 
 def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: str,
-               in_dtype: np.dtype | None = None):
+               in_dtype: np.dtype | None = None, vectors: bool = False):
     """``(items, ptx)`` of the look-back kernel over 3-D views, 256 threads; ``in_dtype``
-    (plain scans): an input narrower than the state (int32 read, int64 summed)."""
+    (plain scans): an input narrower than the state (int32 read, int64 summed);
+    ``vectors`` (plain scans): the vector tile's kernel (``None`` where ``items`` is not
+    a multiple of the vectors' lanes), which takes 1-D spans for the second handles."""
     in_dtype = dtype if in_dtype is None or segmented_scan else in_dtype
     block = WarpShuffle()
     inner = state_kit(ops.SUM, (dtype,))
@@ -105,11 +114,19 @@ def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: s
     value_bytes = dtype.itemsize if segmented_scan else \
         in_dtype.itemsize if in_dtype.itemsize < dtype.itemsize else None  # as ScanJob's
     items = items or auto_items(sum(d.itemsize for d in kit.dtypes), block.threads, value_bytes)
+    plan = None
+    if vectors:
+        plan = Vectors(16 // in_dtype.itemsize, 16 // dtype.itemsize, dtype.str)
+        if items % plan.load or items % plan.store:
+            return items, None
     kernel = lookback._build(block, kit, items, load, store, False, kit.identity_values, True,
-                             hold, 1)
+                             hold, 1, vectors=plan)
+    out_second = _array(dtype, 3)
     if not segmented_scan:
         second = _array(in_dtype, 3)
-    signature = (_array(in_dtype, 3), second, _array(dtype, 3), _array(dtype, 3), types.int64,
+    if plan is not None:  # the spans in place of the second handles
+        second, out_second = _array(in_dtype, 1, "C"), _array(dtype, 1, "C")
+    signature = (_array(in_dtype, 3), second, _array(dtype, 3), out_second, types.int64,
                  types.int64, status, *values, types.int64)  # NO_CARRY: no initial carry
     return items, cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))[0]
 
@@ -122,10 +139,37 @@ def _tool(name: str):
     return found
 
 
+def ptx_counts(ptx: str) -> str:
+    """The PTX's instructions (lines ending in ``;`` inside the kernel, declarations
+    left out), its 16-byte global loads and stores (``.v4`` of 32-bit lanes, ``.v2``
+    of 64-bit) and its local-memory accesses."""
+    body = ptx[ptx.index("{"):]
+    lines = [t for t in (s.strip() for s in body.splitlines())
+             if t.endswith(";") and not t.startswith((".reg", ".shared", ".local", "//"))]
+    wide = r"\.global(\.[a-z]+)*\.(v4\.[bfsu]32|v2\.[bfsu]64)\b"
+    loads = sum(1 for t in lines if re.match(r"ld" + wide, t))
+    stores = sum(1 for t in lines if re.match(r"st" + wide, t))
+    local = sum(1 for t in lines if re.match(r"(ld|st)\.local", t))
+    return (f"PTX {len(lines)} instructions, {loads} 16-byte global loads, {stores} "
+            f"16-byte global stores, {local} local")
+
+
 def sass_counts(ptx: str, keep: str | None = None) -> str:
     ptxas, nvdisasm = _tool("ptxas"), _tool("nvdisasm")
-    if ptxas is None or nvdisasm is None:
-        return "(ptxas or nvdisasm not found: PTX only)"
+    if ptxas is None:
+        return "(ptxas not found: PTX only)"
+    if nvdisasm is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "k.ptx")
+            with open(src, "w") as f:
+                f.write(ptx)
+            info = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", src, "-o",
+                                   os.path.join(tmp, "k.cubin")],
+                                  capture_output=True, text=True, check=True).stderr
+        registers = re.search(r"Used (\d+) registers", info).group(1)
+        spills = re.search(r"(\d+) bytes spill stores", info)
+        spilled = spills.group(1) if spills else "?"
+        return f"{registers} registers ({spilled} bytes spilled; nvdisasm not found)"
     with tempfile.TemporaryDirectory() as tmp:
         src, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
@@ -138,6 +182,8 @@ def sass_counts(ptx: str, keep: str | None = None) -> str:
         with open(keep, "w") as f:
             f.write(sass)
     registers = re.search(r"Used (\d+) registers", info).group(1)
+    spills = re.search(r"(\d+) bytes spill stores", info)
+    registers += f" ({spills.group(1) if spills else '?'} bytes spilled)"
     lines = re.findall(r"^\s+/\*[0-9a-f]{4}\*/\s+(.*)$", sass, re.M)
     count = lambda word: sum(1 for s in lines if re.search(rf"\b{word}\b", s))  # noqa: E731
     has = lambda word: sum(1 for s in lines if word in s)  # noqa: E731
@@ -173,14 +219,27 @@ def main():
     parser.add_argument("--plain", action="store_true", help="the plain scan only")
     parser.add_argument("--keep", default=None, help="write the plain kernel's SASS here")
     parser.add_argument("--hold", default="shared", choices=["shared", "registers"])
+    parser.add_argument("--ptx", default=None, help="write the plain kernels' PTX here")
     args = parser.parse_args()
     dtype = np.dtype(args.dtype)
     in_dtype = np.dtype(args.in_dtype) if args.in_dtype else dtype
-    kinds = (("plain", False),) if args.plain else (("plain", False), ("segmented", True))
-    for name, seg in kinds:
-        items, ptx = kernel_ptx(seg, dtype, args.items, args.hold, in_dtype)
+    kinds = (("plain", False, False), ("vector", False, True))
+    if not args.plain:
+        kinds += (("segmented", True, False),)
+    for name, seg, vectors in kinds:
+        items, ptx = kernel_ptx(seg, dtype, args.items, args.hold, in_dtype, vectors)
         shown = f"{in_dtype}->{dtype}" if in_dtype != dtype and not seg else str(dtype)
-        print(f"{name:9s} {shown} items {items:2d}: {sass_counts(ptx, args.keep)}")
+        if ptx is None:
+            print(f"{name:9s} {shown} items {items:2d}: items not a multiple of the lanes")
+            continue
+        if args.ptx and not seg:
+            root, ext = os.path.splitext(args.ptx)
+            with open(root + (".vector" if vectors else "") + ext, "w") as f:
+                f.write(ptx)
+        keep = None if seg or not args.keep else \
+            args.keep if not vectors else "%s.vector%s" % os.path.splitext(args.keep)
+        print(f"{name:9s} {shown} items {items:2d}: {sass_counts(ptx, keep)}; "
+              f"{ptx_counts(ptx)}")
 
 
 if __name__ == "__main__":

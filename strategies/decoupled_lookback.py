@@ -71,13 +71,15 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint32, uint64
 
-from numbakern.kernels.scan_tiles import Tile, carry_reader
+from numbakern.kernels.scan_tiles import Tile, carry_reader, vector_rows
+from numbakern.kernels.vector import VECTOR_BYTES
 from numbakern.ops.state import device_from_source, fields_source, rows_of
 from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, SIMULATOR, WARP, ceil_div
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import fence_acq_rel, load_relaxed
+from numbakern.runtime.views import span_view
 
 from .protocols import Cost, GridScan, check_flag
 
@@ -97,6 +99,10 @@ class DecoupledLookback(GridScan):
             tiles a step; slower, for teaching and for testing that path.
         hold: where item prefixes wait during the look-back: ``"registers"`` or
             ``"shared"`` (fewer registers, more resident blocks).
+        vectors: load and store tiles in 16-byte vectors where the arrays allow
+            (``ScanJob.tile_vectors``: a plain one-field scan of contiguous rows that
+            start 16-byte aligned); ``False``: scalar loads and stores always. The
+            results are the same bit for bit (the same tiles, the same combines).
 
     One launch (after zeroing the flags); ``n`` reads and ``n`` writes; order-
     preserving (any associative op); not bitwise deterministic for floats.
@@ -113,13 +119,14 @@ class DecoupledLookback(GridScan):
     takes_carry = True
 
     def __init__(self, block=None, items: int | None = None, publish_prefix: bool = True,
-                 hold: str = "shared"):
+                 hold: str = "shared", vectors: bool = True):
         super().__init__(block, None, items, hold)
         self.publish_prefix = check_flag(publish_prefix, "publish_prefix")
+        self.vectors = check_flag(vectors, "vectors")
 
     @property
     def key(self) -> tuple:
-        return super().key + (self.publish_prefix,)
+        return super().key + (self.publish_prefix, self.vectors)
 
     def scan(self, job) -> None:
         items = self.tile_items(job)
@@ -141,13 +148,17 @@ class DecoupledLookback(GridScan):
             aggregates = [job.workspace.empty(total, w) for w in words]
             inclusive = [job.workspace.empty(total, w) for w in words]
             values = (*_handles(aggregates), *_handles(inclusive))
+        vectors = job.tile_vectors(self.block, items) if self.vectors else None
         key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
-               single, job.key)
+               single, vectors, job.key)
         kernel = cached(key, lambda: _build(
             self.block, job.kit, items, job.element_loader(), job.output_storer(),
             job.exclusive, job.empty, self.publish_prefix, self.hold, job.out_fields,
-            single, job.carried))
-        launch(kernel, total, threads, job.stream, *job.sources, *job.outs, job.n, tiles,
+            single, job.carried, vectors))
+        sources, outs = job.sources, job.outs
+        if vectors is not None:  # a one-field scan's second handles are free: the spans
+            sources, outs = (job.x, span_view(job.x)), (outs[0], span_view(outs[0]))
+        launch(kernel, total, threads, job.stream, *sources, *outs, job.n, tiles,
                status, *values, job.carry_arg)
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
@@ -413,9 +424,32 @@ def _build_lookback(kit, wait):
     return lookback
 
 
+def _rows(vectors, outputs: int):
+    """``in_rows(src0, src1, a, b, n)`` and ``out_rows(dst0, dst1, a, b, n)``: the pairs
+    of rows a tile reads and writes. A scalar tile's: row ``(a, b)`` of each 3-D view.
+    A vector tile's (one-field: the kernel is handed each 3-D view and a 1-D span of
+    its memory in place of the unused second handle): 1-D C-contiguous rows cut from
+    the spans, which vector loads and stores index
+    (``scan_tiles.vector_rows``)."""
+    if vectors is not None:
+        return (vector_rows(VECTOR_BYTES // vectors.load),
+                vector_rows(VECTOR_BYTES // vectors.store))
+    dst_rows = rows_of(outputs)
+
+    @cuda.jit(device=True)
+    def in_rows(src0, src1, a, b, n):
+        return src0[a, b], src1[a, b]
+
+    @cuda.jit(device=True)
+    def out_rows(dst0, dst1, a, b, n):
+        return dst_rows(dst0, dst1, a, b)
+
+    return in_rows, out_rows
+
+
 def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hold,
-           outputs: int, single: bool = False, carried: bool = False):
-    t = Tile(block, kit, items, load, store, exclusive, empty, hold)
+           outputs: int, single: bool = False, carried: bool = False, vectors=None):
+    t = Tile(block, kit, items, load, store, exclusive, empty, hold, vectors)
     read_carry = carry_reader(kit, carried)
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
@@ -425,7 +459,7 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
     size = t.size
     xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage
     broadcast = kit.shared_temp(1)
-    dst_rows = rows_of(outputs)
+    in_rows, out_rows = _rows(vectors, outputs)
 
     @cuda.jit
     def lookback_kernel(src0, src1, dst0, dst1, n, tiles, st, v0, v1, w0, w1, cin):
@@ -448,7 +482,8 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
         a = seg // rows
         b = seg - a * rows
         start = k * size
-        r = load_tile(src0[a, b], src1[a, b], n, start, xs0, xs1, l0, l1)
+        row0, row1 = in_rows(src0, src1, a, b, n)
+        r = load_tile(row0, row1, n, start, xs0, xs1, l0, l1)
         inc, exc, total = block_scan(r, tmp0, tmp1)
         if k == 0 and carried:  # 2. the segment's first tile: its prefix is the carry
             carry = read_carry(cin, seg)
@@ -473,7 +508,7 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
             carry = kload(bc0, bc1, 0)
             has = True
         pre, have = thread_prefix(exc, carry, has)
-        out0, out1 = dst_rows(dst0, dst1, a, b)
+        out0, out1 = out_rows(dst0, dst1, a, b, n)
         emit_tile(out0, out1, n, start, pre, have, xs0, xs1, l0, l1)
 
     return lookback_kernel

@@ -18,6 +18,7 @@ from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.emits import emit_store
 from numbakern.kernels.scan_tiles import element_loader as scan_element_loader
 from numbakern.kernels.scan_tiles import NO_CARRY, output_storer
+from numbakern.kernels.scan_tiles import tile_vectors as scan_tile_vectors
 from numbakern.kernels.segment_scan import head_loader
 from numbakern.kernels.sort_keys import bits_dtype, build_to_key, emitter, is_bfloat16, key_name
 from numbakern.ops import SUM
@@ -154,6 +155,10 @@ class ScanJob:
         stream, workspace: where launches go and allocations come from.
     """
 
+    #: whether its element loader reads one element alone (a vector tile can then
+    #: load the elements it reads: :meth:`tile_vectors`)
+    vector_loads = True
+
     def __init__(self, x, outs, op, kit, exclusive: bool, reverse: bool, empty: tuple,
                  workspace: Workspace, second=None, narrow=None, carry=None):
         self.x = x
@@ -220,6 +225,16 @@ class ScanJob:
         """Two device arrays of ``shape`` states (:func:`alloc_states`)."""
         return alloc_states(self.workspace, self.kit, shape)
 
+    def tile_vectors(self, block, items: int):
+        """How a tile of ``block.threads * items`` moves this job's elements: a
+        ``scan_tiles.Vectors`` (16-byte loads and stores) or None (scalars). Vectors
+        take a plain one-field scan (no finish, no bfloat16 narrowing, the element
+        loader of :meth:`element_loader`) of rows the views allow
+        (``scan_tiles.tile_vectors``)."""
+        plain = (self.vector_loads and self.out_fields == 1 and self.op.finish is None
+                 and self.narrow is None)
+        return scan_tile_vectors(self.x, self._outs[0], self.kit, block, items, plain)
+
     def zeros(self, k: int, dtype):
         """A zeroed 1-D device array (status flags and tile counters)."""
         return zeros(self.workspace, k, dtype)
@@ -233,6 +248,8 @@ class SegmentedScanJob(ScanJob):
     shifts each segment by one (``numbakern/kernels/segment_scan.py``); the strategy
     sees an inclusive scan. ``inner``: the kit of the op before lifting, which turns
     an element into its value."""
+
+    vector_loads = False  # its loader reads the heads too
 
     def __init__(self, x, heads, outs, op, kit, inner, exclusive: bool, reverse: bool,
                  workspace: Workspace):

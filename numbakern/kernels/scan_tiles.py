@@ -8,11 +8,20 @@ in six phases (CUB's ``BlockLoad`` / ``BlockScan`` / ``BlockStore`` with
 
 1. **Load, striped.** Item ``k`` of thread ``t`` is element ``start + k*threads + t``:
    each warp load reads 32 neighbours (coalesced), and all ``items`` loads are issued
-   before any is used, so a thread has ``items`` loads in flight.
+   before any is used, so a thread has ``items`` loads in flight. A *vector tile*
+   (:class:`Vectors`: a one-field state, rows contiguous and 16-byte aligned in the
+   input and the output) loads 16 bytes an instruction instead (``ld.global.v4``: 4
+   float32 or int32 elements), striped by vectors: vector ``k*threads + t`` of the
+   tile (elements ``W*(k*threads + t) ..`` ``+ W-1``) is thread ``t``'s ``k``-th, so
+   each warp instruction reads 512 contiguous bytes, with a quarter of the load and
+   address instructions. In a segment's last tile, a vector that does not lie
+   wholly inside the segment is read element by element.
 2. **Transpose** through shared memory to the *blocked* arrangement: thread ``t`` then
    holds elements ``start + t*items + k``, ``k = 0..items-1``, in element order. One
    padding slot every 32 (slot ``i + i // 32``) keeps the strided reads free of bank
-   conflicts.
+   conflicts (a vector tile of 8-byte states: one every 16, :func:`pad_every`). The
+   blocked arrangement, and so every combine after it, is the same whichever way the
+   tile was loaded: a vector tile's results are the scalar tile's, bit for bit.
 3. **Thread scan.** Each thread scans its own items sequentially, in registers.
 4. **Block scan** of the thread totals: the block strategy's ``build_scan``, which
    gives each thread the combine of the threads before it (its *exclusive* prefix).
@@ -23,7 +32,9 @@ in six phases (CUB's ``BlockLoad`` / ``BlockScan`` / ``BlockStore`` with
    as the combine of elements before the segment's first: the first tile starts from
    it, and every later tile's prefix has it on the left (:func:`carry_reader`).
 6. **Output**: carry, thread prefix and item prefix combined, transposed back through
-   shared memory and stored striped (coalesced again).
+   shared memory and stored striped (coalesced again); a vector tile stores 16 bytes
+   an instruction, striped by vectors of the output (4 float32, 2 int64), the part of
+   a last tile's last vectors inside the segment element by element.
 
 The identity only fills the items past the end of a segment; no output ever
 combines it: the first element's prefix is *nothing*, tracked with a flag, not an
@@ -33,8 +44,13 @@ negative, never a total minus a prefix.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import cuda, from_dtype, uint64
 
+from numbakern.kernels.vector import (rows_aligned, vector_lanes, vector_loader,
+                                      vector_storer)
 from numbakern.ops.state import constant_state, device_from_source, fields_source
 from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR, WARP
 
@@ -52,8 +68,34 @@ def pad(i):
     return uint64(i + (i >> 5))
 
 
-def padded_slots(tile: int) -> int:
-    return tile + (tile - 1) // WARP
+@cuda.jit(device=True)
+def pad16(i):
+    """:func:`pad` with one padding slot every 16 (a vector tile of 8-byte states)."""
+    return uint64(i + (i >> 4))
+
+
+def padded_slots(tile: int, every: int = WARP) -> int:
+    return tile + (tile - 1) // every
+
+
+def pad_every(state_bytes: int, vectors) -> int:
+    """Tile positions between padding slots: 32, or 16 for a vector tile of 8-byte
+    states.
+
+    Shared memory has 32 four-byte banks; a warp's access is conflict-free when its
+    lanes' words fall in distinct banks (8-byte words: each half-warp's 16 words in
+    distinct pairs of banks, slots distinct modulo 16). Lane ``t``'s blocked
+    read of item ``k`` is position ``t*items + k``; a vector tile's transposes touch
+    ``W*(c + t) + w`` (lane stride ``W``, the vector's lanes). With a slot every 32,
+    4-byte states are conflict-free for both (``items`` 16: slot ``16t + k + t//2``,
+    bank ``16(t%2) + t//2 + k``; ``W`` 4: bank ``4t + t//8 + w``); 8-byte states are
+    not (``W`` 4: slots ``4t + t//8`` repeat modulo 16 every 4 lanes, 2-way; blocked
+    ``16t + k + t//2``: lanes 2m and 2m+1 collide). A slot every 16 makes them
+    ``4t + t//4``, ``2t + t//8`` (int64 stores, ``W`` 2) and ``17t + k``: distinct
+    modulo 16 over a half-warp. The scalar tile keeps one every 32: its striped
+    accesses are conflict-free with either, and its 8-byte blocked reads' 2-way
+    conflicts are left as they were measured."""
+    return WARP // 2 if vectors is not None and state_bytes == 8 else WARP
 
 
 def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None) -> int:
@@ -181,7 +223,8 @@ class Tile:
         block: the block strategy (``build_scan``).
         kit: the op's state kit.
         items: items per thread.
-        load, store: element loader and storer (signatures as above).
+        load, store: element loader and storer (signatures as above): a scalar
+            tile's every element, a vector tile's elements outside whole vectors.
         exclusive: write exclusive prefixes (else inclusive).
         empty: the state an exclusive scan writes first.
         hold: where the thread's item prefixes wait while the block scan and the grid
@@ -197,18 +240,27 @@ class Tile:
     """
 
     def __init__(self, block, kit, items: int, load, store, exclusive: bool,
-                 empty: tuple, hold: str = "shared"):
+                 empty: tuple, hold: str = "shared", vectors=None):
         self.threads = block.threads
         self.items = items
         self.size = block.threads * items
-        self.xs_storage = kit.shared_temp(padded_slots(self.size))
+        every = pad_every(kit.dtypes[0].itemsize, vectors)
+        self.xs_storage = kit.shared_temp(padded_slots(self.size, every))
         self.temp_storage = kit.shared_temp(block.temp_slots())
         self.local_storage = kit.local_temp(items)
         self.block_scan = block.build_scan(kit)
         shared = check_hold(hold) == "shared"
-        self.load_tile = _build_load_tile(kit, self.threads, items, load, shared)
-        self.emit_tile = _build_emit_tile(kit, self.threads, items, store, exclusive, empty,
-                                          shared)
+        if vectors is None:
+            self.load_tile = _build_load_tile(kit, self.threads, items, load, shared)
+            self.emit_tile = _build_emit_tile(kit, self.threads, items, store, exclusive,
+                                              empty, shared)
+        else:
+            padder = pad if every == WARP else pad16
+            self.load_tile = _build_vector_load_tile(kit, self.threads, items, load, shared,
+                                                     vectors.load, padder)
+            self.emit_tile = _build_vector_emit_tile(kit, self.threads, items, store,
+                                                     exclusive, empty, shared, vectors,
+                                                     padder)
         self.thread_prefix = _build_thread_prefix(kit)
 
 
@@ -286,6 +338,188 @@ def _build_emit_tile(kit, threads: int, items: int, store, exclusive: bool, empt
                 if first + k * threads < n:
                     store(row0, row1, first + k * threads,
                           kload(xs0, xs1, pad(k * threads + tid)))
+
+    return emit_tile
+
+
+# --- vector tiles ---------------------------------------------------------------------
+
+
+class Vectors(NamedTuple):
+    """How a vector tile moves its elements: ``load`` input elements a 16-byte load,
+    ``store`` output elements (of dtype ``out``, NumPy's ``str``) a 16-byte store."""
+
+    load: int
+    store: int
+    out: str
+
+
+def tile_vectors(x, out, kit, block, items: int, plain: bool) -> Vectors | None:
+    """The :class:`Vectors` of a tile of ``block.threads * items`` over the 3-D views
+    ``x`` and ``out`` (rows last), or None for scalar loads and stores.
+
+    A vector tile needs ``plain``: a one-field state the element loader makes from the
+    element alone and the storer casts into one output (no finish, no narrowing: the
+    caller knows), of 4 or 8 bytes (the banks :func:`pad_every` reckons with); numeric input and output whose 16-byte vectors hold whole items of
+    a thread (``items`` a multiple of each); rows contiguous in both views (a reverse
+    scan's run backwards: scalar) and each row starting 16-byte aligned
+    (:func:`~numbakern.kernels.vector.rows_aligned`, CUB's ``LOAD_VECTORIZE``
+    condition: a 2-D array's rows whose length is not a multiple of the vector's take
+    scalars); and the tile, padded as :func:`pad_every` pads it, and the block
+    strategy's temp storage within a block's shared memory. Tiles start at multiples of ``threads * items`` elements, so
+    every tile of an aligned row is aligned."""
+    if not plain or kit.fields != 1 or kit.dtypes[0].itemsize not in (4, 8):
+        return None
+    lanes_in, lanes_out = vector_lanes(x.dtype), vector_lanes(out.dtype)
+    if not lanes_in or not lanes_out or items % lanes_in or items % lanes_out:
+        return None
+    for view in (x, out):
+        if view.shape[2] > 1 and view.strides[2] != np.dtype(view.dtype).itemsize:
+            return None
+        if not rows_aligned(view, 2):
+            return None
+    vectors = Vectors(lanes_in, lanes_out, np.dtype(out.dtype).str)
+    state = kit.dtypes[0].itemsize
+    slots = padded_slots(block.threads * items, pad_every(state, vectors)) + \
+        block.temp_slots() + 1
+    return vectors if slots * state <= SHARED_LIMIT else None
+
+
+def vector_rows(itemsize: int):
+    """``rows(h, span, a, b, n) -> (row, row)``: row ``(a, b)`` of the 3-D view ``h``
+    (elements of ``itemsize`` bytes) as a 1-D C-contiguous array of ``n`` elements, cut from
+    ``span``, a 1-D view of ``h``'s memory from its first element: what vector loads
+    and stores index (:func:`tile_vectors` has checked that rows are contiguous and
+    aligned). Twice: a one-field tile's element loader and storer take a pair."""
+
+    @cuda.jit(device=True)
+    def rows(h, span, a, b, n):
+        first = uint64(a * h.strides[0] + b * h.strides[1]) // uint64(itemsize)
+        row = span[first:first + uint64(n)]
+        return row, row
+
+    return rows
+
+
+def lane_spreader(kit, width: int):
+    """``spread(v, l0, l1, k, j)``: the ``width`` elements of the vector ``v`` (elements
+    ``j ..`` of the segment) as states into slots ``k ..`` of ``l``, one line a lane
+    (constant lane indices: the tuple stays in registers without relying on loop
+    unrolling)."""
+    lines = "\n".join(f"    kstore(l0, l1, k + {w}, to_state(v[{w}], j + {w}))"
+                      for w in range(width))
+    return device_from_source("spread", f"def spread(v, l0, l1, k, j):\n{lines}\n",
+                              {"kstore": kit.store, "to_state": kit.to_state})
+
+
+def lane_gatherer(kit, width: int, out: str):
+    """``gather(xs0, xs1, slot) -> (y0, .., y<width-1>)``: shared slots ``slot ..``
+    ``slot + width-1`` of the tile, cast to the output dtype ``out``: the lanes of one
+    vector store."""
+    lanes = ", ".join(f"o0(kload(xs0, xs1, slot + uint64({w}))[0])" for w in range(width))
+    return device_from_source("gather",
+                              f"def gather(xs0, xs1, slot):\n    return ({lanes},)\n",
+                              {"kload": kit.load, "uint64": uint64,
+                               "o0": from_dtype(np.dtype(out))})
+
+
+def _build_vector_load_tile(kit, threads: int, items: int, load, shared: bool, width: int,
+                            padder):
+    """``load_tile`` of a vector tile: phases 1 and 2 in vectors of ``width``, phase 3
+    as the scalar tile's (the same blocked arrangement, the same combines).
+
+    A vector's lanes never straddle a padding slot (``width`` divides
+    :func:`pad_every`'s 16 or 32, and vectors start at multiples of ``width``), so lane
+    ``w``'s slot is the vector's first plus ``w``: one slot computed a vector, not one
+    an element (ptxas does not see that ``(p + w) >> 5`` is ``p >> 5``)."""
+    size = threads * items
+    vectors = items // width
+    combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
+    vload = vector_loader(width)
+    spread = lane_spreader(kit, width)
+
+    @cuda.jit(device=True)
+    def load_tile(row0, row1, n, start, xs0, xs1, l0, l1):
+        """Phases 1-3 (``row0``: a 1-D C-contiguous row, 16-byte aligned)."""
+        tid = cuda.threadIdx.x
+        first = start // width + tid  # the thread's first vector in the row
+        if start + size <= n:  # 1. vector-striped loads, all in flight before any is used
+            for k in range(vectors):
+                v = first + k * threads
+                spread(vload(row0, v), l0, l1, k * width, v * width)
+        else:  # the segment's last tile: whole vectors inside it, then elements
+            for k in range(vectors):
+                v = first + k * threads
+                j = v * width
+                if j + width <= n:
+                    spread(vload(row0, v), l0, l1, k * width, j)
+                else:
+                    for w in range(width):
+                        kstore(l0, l1, k * width + w,
+                               load(row0, row1, j + w, n) if j + w < n else identity())
+        for k in range(vectors):  # 2. transpose to the blocked arrangement
+            slot = padder((k * threads + tid) * width)  # a vector's lanes: slots in a row
+            for w in range(width):
+                kstore(xs0, xs1, slot + uint64(w), kload(l0, l1, k * width + w))
+        cuda.syncthreads()
+        r = kload(xs0, xs1, padder(tid * items))
+        kstore(l0, l1, 0, r)
+        for k in range(1, items):  # 3. thread scan
+            r = combine(r, kload(xs0, xs1, padder(tid * items + k)))
+            if shared:
+                kstore(xs0, xs1, padder(tid * items + k), r)
+            else:
+                kstore(l0, l1, k, r)
+        return r
+
+    return load_tile
+
+
+def _build_vector_emit_tile(kit, threads: int, items: int, store, exclusive: bool,
+                            empty: tuple, shared: bool, vectors: Vectors, padder):
+    """``emit_tile`` of a vector tile: the scalar tile's prefixes, stored in vectors of
+    ``vectors.store`` output elements."""
+    size = threads * items
+    width = vectors.store
+    count = items // width
+    combine, kload, kstore = kit.combine, kit.load, kit.store
+    empty_state = constant_state(empty)
+    vstore = vector_storer(width)
+    gather = lane_gatherer(kit, width, vectors.out)
+
+    @cuda.jit(device=True)
+    def emit_tile(row0, row1, n, start, pre, have, xs0, xs1, l0, l1):
+        """Phase 6 (``row0``: a 1-D C-contiguous row, 16-byte aligned); barriers as the
+        scalar tile's."""
+        tid = cuda.threadIdx.x
+        before = pre
+        for k in range(items):
+            r = kload(xs0, xs1, padder(tid * items + k)) if shared else kload(l0, l1, k)
+            if not exclusive:
+                y = combine(pre, r) if have else r
+            elif k == 0:
+                y = pre if have else empty_state()
+            else:
+                y = combine(pre, before) if have else before
+            kstore(xs0, xs1, padder(tid * items + k), y)
+            before = r
+        cuda.syncthreads()
+        first = start // width + tid
+        if start + size <= n:
+            for k in range(count):
+                v = first + k * threads
+                vstore(row0, v, gather(xs0, xs1, padder((k * threads + tid) * width)))
+        else:
+            for k in range(count):
+                v = first + k * threads
+                slot = padder((k * threads + tid) * width)
+                j = v * width
+                if j + width <= n:
+                    vstore(row0, v, gather(xs0, xs1, slot))
+                else:
+                    for w in range(width):
+                        if j + w < n:
+                            store(row0, row1, j + w, kload(xs0, xs1, slot + uint64(w)))
 
     return emit_tile
 

@@ -5,7 +5,7 @@ of float32 put 4 bytes in flight per instruction; ``ld.global.v4.f32`` puts 16, 
 thread needs a quarter of the load instructions (and their address arithmetic) to
 keep the same bytes in flight. CUB does this in ``LOAD_VECTORIZE`` when the input is
 aligned, and falls back to scalar loads when it is not; numbakern does the same
-(``flat_reduce.vector_width``).
+(``flat_reduce.vector_width``; the scan tiles: ``scan_tiles.tile_vectors``).
 
 Numba has no vector type, so :func:`vector_loader` builds an intrinsic that emits an
 LLVM load of ``<W x T>`` and returns its lanes as a tuple (lanes of 1 or 2 bytes are
