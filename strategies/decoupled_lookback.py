@@ -101,8 +101,9 @@ class DecoupledLookback(GridScan):
             ``"shared"`` (fewer registers, more resident blocks).
         vectors: load and store tiles in 16-byte vectors where the arrays allow
             (``ScanJob.tile_vectors``: a plain one-field scan of contiguous rows that
-            start 16-byte aligned); ``False``: scalar loads and stores always. The
-            results are the same bit for bit (the same tiles, the same combines).
+            start 16-byte aligned); ``False``: scalar loads and stores always. Both
+            make the same tiles and the same combines (integer results are equal;
+            float ones differ only as two runs of the look-back do).
 
     One launch (after zeroing the flags); ``n`` reads and ``n`` writes; order-
     preserving (any associative op); not bitwise deterministic for floats.
