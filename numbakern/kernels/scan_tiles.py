@@ -360,14 +360,15 @@ def tile_vectors(x, out, kit, block, items: int, plain: bool) -> Vectors | None:
 
     A vector tile needs ``plain``: a one-field state the element loader makes from the
     element alone and the storer casts into one output (no finish, no narrowing: the
-    caller knows), of 4 or 8 bytes (the banks :func:`pad_every` reckons with); numeric input and output whose 16-byte vectors hold whole items of
-    a thread (``items`` a multiple of each); rows contiguous in both views (a reverse
-    scan's run backwards: scalar) and each row starting 16-byte aligned
+    caller knows), of 4 or 8 bytes (the banks :func:`pad_every` reckons with);
+    numeric input and output whose 16-byte vectors hold whole items of a thread
+    (``items`` a multiple of each); rows contiguous in both views (a reverse scan's
+    run backwards: scalar) and each row starting 16-byte aligned
     (:func:`~numbakern.kernels.vector.rows_aligned`, CUB's ``LOAD_VECTORIZE``
     condition: a 2-D array's rows whose length is not a multiple of the vector's take
     scalars); and the tile, padded as :func:`pad_every` pads it, and the block
-    strategy's temp storage within a block's shared memory. Tiles start at multiples of ``threads * items`` elements, so
-    every tile of an aligned row is aligned."""
+    strategy's temp storage within a block's shared memory. Tiles start at multiples
+    of ``threads * items`` elements, so every tile of an aligned row is aligned."""
     if not plain or kit.fields != 1 or kit.dtypes[0].itemsize not in (4, 8):
         return None
     lanes_in, lanes_out = vector_lanes(x.dtype), vector_lanes(out.dtype)
