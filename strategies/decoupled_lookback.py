@@ -60,8 +60,10 @@ The atomics, and why they matter
   reads the status, ``fence.acq_rel.gpu``, then the value, both relaxed loads (an
   acquire). ``__threadfence()`` (``fence.sc.gpu``, SASS ``MEMBAR.SC.GPU``) would also
   order the fence against every other such fence on the GPU, which a flag handoff
-  does not need. Under the simulator the reads are atomic ``or``s of zero (what the
-  scan traces of ``numbakern/teach`` record as look-back reads).
+  does not need. Under the simulator the reads of 64-bit and separate words are
+  atomic ``or``s of zero (what the scan traces of ``numbakern/teach``, whose tagged
+  states take separate words, record as look-back reads); 16-byte pairs are plain
+  reads of two words.
 
 The look-back combines the same elements in an order that depends on timing (which
 predecessors had published **P** when read): float results may differ in the last
