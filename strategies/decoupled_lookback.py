@@ -50,7 +50,8 @@ The atomics, and why they matter
   segmented scan's flags and value). A one-field 8-byte state (int64, uint64,
   float64) travels beside its status in a 16-byte word, as CUB's ``ScanTileState``
   does: word ``2t`` of a uint64 array is tile ``t``'s status and word ``2t + 1`` its
-  value's bits, written by one ``st.relaxed.gpu.global.v2.b64`` and read by one
+  value's bits (a segmented scan's flag byte, beside an 8-byte value, rides in the
+  status word), written by one ``st.relaxed.gpu.global.v2.b64`` and read by one
   ``ld.relaxed.gpu.global.v2.b64`` (``runtime/relaxed.py``: an aligned 16-byte access
   is single-copy atomic in practice, which CUB relies on too), so neither side needs a
   fence. Larger and other multi-field states keep a status array and separate
@@ -189,8 +190,10 @@ def _packs(kit) -> bool:
 
 def _pairs(kit) -> bool:
     """Whether a state travels beside its status in a 16-byte word: one 8-byte field
-    (int64, uint64, float64; the status and the value's bits, a uint64 each)."""
-    return kit.fields == 1 and np.dtype(kit.dtypes[0]).itemsize == 8
+    (int64, uint64, float64; the status and the value's bits, a uint64 each), or a
+    one-byte field (a segmented scan's flags, beside the status) and an 8-byte one."""
+    sizes = [np.dtype(d).itemsize for d in kit.dtypes[:kit.fields]]
+    return sizes[-1] == 8 and (kit.fields == 1 or (kit.fields == 2 and sizes[0] == 1))
 
 
 def _word_dtype(dtype: np.dtype) -> np.dtype:
@@ -303,6 +306,8 @@ def _pair_status(kit):
     ``2 * tile`` (status) and ``2 * tile + 1`` (value) of the uint64 status array, moved
     as one 16-byte relaxed access each way, so no fence orders the value against the
     status (module doc)."""
+    if kit.fields == 2:
+        return _pair_of_two_status(kit)
     to_word, from_word = _codec(kit.dtypes[0])
 
     @cuda.jit(device=True)
@@ -313,6 +318,27 @@ def _pair_status(kit):
     def read(st, v0, v1, w0, w1, tile):
         status, word = load_relaxed_pair(st, uint64(2 * tile))  # both, one access
         return int32(status), (from_word(word),)
+
+    return publish, read
+
+
+def _pair_of_two_status(kit):
+    """:func:`_pair_status` for a (one-byte, 8-byte) state (a segmented scan's flags and
+    value): the status in bits 0-7 of the first word, the byte in bits 8-15, the value
+    in the second word."""
+    to0, from0 = _codec(kit.dtypes[0])
+    to1, from1 = _codec(kit.dtypes[1])
+    byte, eight = uint64(0xFF), uint64(8)
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        head = uint64(status) | ((uint64(to0(s[0])) & byte) << eight)
+        store_relaxed_pair(st, uint64(2 * tile), head, uint64(to1(s[1])))
+
+    @cuda.jit(device=True)
+    def read(st, v0, v1, w0, w1, tile):
+        head, word = load_relaxed_pair(st, uint64(2 * tile))  # both, one access
+        return int32(head & byte), (from0(uint32((head >> eight) & byte)), from1(word))
 
     return publish, read
 

@@ -1,8 +1,9 @@
 """Decoupled look-back's 16-byte status words (numbakern/strategies/decoupled_lookback.py):
 a one-field 8-byte state (int64, uint64, float64) is published beside its status as
 one pair of uint64 words, word ``2t`` the status of tile ``t`` and ``2t + 1`` the
-value's bits. 4-byte states keep their 64-bit packed word, multi-field states their
-packed word or separate arrays.
+value's bits; a segmented scan's (flag byte, 8-byte value) state rides its byte in the
+status word. 4-byte states keep their 64-bit packed word, other multi-field states
+their packed word or separate arrays.
 
 Every scan runs across more than 32 tiles (64 threads x 2 items = 128 elements a
 tile under the simulator; 41 tiles), so a look-back without published prefixes walks
@@ -72,7 +73,9 @@ def test_only_one_field_eight_byte_states_pair_with_their_status():
         assert _pairs(kit(d)) and not _packs(kit(d))
     for d in (np.float32, np.int32, np.uint32):
         assert _packs(kit(d)) and not _pairs(kit(d))
-    assert not _pairs(kit(np.int8, np.float64)) and not _pairs(kit(np.int64, np.int64))
+    assert _pairs(kit(np.int8, np.float64)) and _pairs(kit(np.bool_, np.int64))
+    assert not _pairs(kit(np.int16, np.float64)) and not _pairs(kit(np.int64, np.int64))
+    assert not _pairs(kit(np.int8, np.float32))  # packed in 64 bits instead
 
 
 PAIR = nk.Op("pair_sum", lambda a0, a1, b0, b1: (a0 + b0, a1 + b1), (0, 0),
@@ -181,3 +184,33 @@ def test_a_two_field_eight_byte_state_keeps_separate_words(launched):
     np.testing.assert_array_equal(host(a), np.cumsum(x))
     (total, status), = launched
     assert status.dtype == np.uint32 and status.shape == (total + 1,)
+
+
+@pytest.mark.parametrize("dtype, reverse", [("float64", False), ("int64", True)])
+def test_segmented_eight_byte_scans_carry_the_flag_byte_in_the_status_word(dtype, reverse,
+                                                                          launched):
+    """Segments that cross tiles and end inside them: a look-back reads flag bytes and
+    values from the pairs (a tile with a head stops the look-back of those after it).
+    Checked after the scan: status P and the byte of ``flags | ...`` a tile holds."""
+    rng = np.random.default_rng(10)
+    lengths = [3, 300, 0, 1, 2000, 129, 128, 2500, 64]  # 5125 elements
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    if dtype == "float64":
+        x = rng.standard_normal(offsets[-1])
+    else:
+        x = rng.integers(-2**40, 2**40, offsets[-1], dtype=np.int64)
+    strategy = lookback(False)
+    got = host(nk.segmented_scan(cuda.to_device(x), offsets, reverse=reverse,
+                                 strategy=strategy))
+    parts = [np.cumsum(x[a:b][::-1])[::-1] if reverse else np.cumsum(x[a:b])
+             for a, b in zip(offsets[:-1], offsets[1:])]
+    want = np.concatenate(parts)
+    if dtype == "float64":
+        assert_float64_close(got, x, want)
+    else:
+        np.testing.assert_array_equal(got, want)
+    (total, status), = launched
+    assert status.dtype == np.uint64 and status.shape == (2 * total + 1,)
+    heads = host(status)[0:2 * total:2]
+    assert set(np.unique(heads & np.uint64(0xFF))) <= {STATUS_A, STATUS_P}
+    assert np.any(heads >> np.uint64(8))  # some tile published a flag byte
