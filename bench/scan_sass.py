@@ -104,7 +104,7 @@ def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: s
     else:
         kit, load, store = inner, element_loader(inner, False), output_storer((dtype,), None, 1)
         second = _array(dtype, 3)
-    if lookback._packs(kit):
+    if lookback._packs(kit) or lookback._pairs(kit):  # values in the status words
         status = _array(np.uint64, 1, "C")
         values = (status,) * 4
     else:

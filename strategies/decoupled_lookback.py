@@ -47,15 +47,24 @@ The atomics, and why they matter
   relaxed load at GPU scope (``ld.relaxed.gpu``: from L2, never a stale L1 line, and
   cheaper than an atomic ``or`` of zero through L2's atomic units), so a reader never
   sees a new status with an old value; so are pairs of a byte and at most 32 bits (a
-  segmented scan's flags and value). Larger states keep a status array and separate
+  segmented scan's flags and value). A one-field 8-byte state (int64, uint64,
+  float64) travels beside its status in a 16-byte word, as CUB's ``ScanTileState``
+  does: word ``2t`` of a uint64 array is tile ``t``'s status and word ``2t + 1`` its
+  value's bits (a segmented scan's flag byte, beside an 8-byte value, rides in the
+  status word), written by one ``st.relaxed.gpu.global.v2.b64`` and read by one
+  ``ld.relaxed.gpu.global.v2.b64`` (``runtime/relaxed.py``: an aligned 16-byte access
+  is single-copy atomic in practice, which CUB relies on too), so neither side needs a
+  fence. Larger and other multi-field states keep a status array and separate
   value arrays (one for aggregates, one for inclusive prefixes, so a value is never
   overwritten after its status says it is there): the writer stores the value, then
   ``fence.acq_rel.gpu``, then sets the status with an atomic (a release); the reader
   reads the status, ``fence.acq_rel.gpu``, then the value, both relaxed loads (an
   acquire). ``__threadfence()`` (``fence.sc.gpu``, SASS ``MEMBAR.SC.GPU``) would also
   order the fence against every other such fence on the GPU, which a flag handoff
-  does not need. Under the simulator the reads are atomic ``or``s of zero (what the
-  scan traces of ``numbakern/teach`` record as look-back reads).
+  does not need. Under the simulator the reads of 64-bit and separate words are
+  atomic ``or``s of zero (what the scan traces of ``numbakern/teach``, whose tagged
+  states take separate words, record as look-back reads); 16-byte pairs are plain
+  reads of two words.
 
 The look-back combines the same elements in an order that depends on timing (which
 predecessors had published **P** when read): float results may differ in the last
@@ -78,7 +87,8 @@ from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, SIMULATOR, WARP, ceil_div
 from numbakern.runtime.launch import launch
-from numbakern.runtime.relaxed import fence_acq_rel, load_relaxed
+from numbakern.runtime.relaxed import (fence_acq_rel, load_relaxed, load_relaxed_pair,
+                                       store_relaxed_pair)
 from numbakern.runtime.views import span_view
 
 from .protocols import Cost, GridScan, check_flag
@@ -134,14 +144,14 @@ class DecoupledLookback(GridScan):
         threads = self.block.threads
         tiles = ceil_div(job.n, threads * items)  # per segment
         total = tiles * job.segments
-        packed = _packs(job.kit)
+        packed = _packs(job.kit) or _pairs(job.kit)  # the values live in the status words
         # One tile a segment: no tile waits on another, so a block's tile is its index
         # and the status words are never read: they need no zeroing launch (a small
         # scan is then one launch, and a replayed one one recorded launch).
         single = tiles == 1
         word = np.uint64 if packed else np.uint32
-        status = job.workspace.empty(total + 1, word) if single else \
-            job.zeros(total + 1, word)  # + the counter
+        count = total * (2 if _pairs(job.kit) else 1) + 1  # + the counter
+        status = job.workspace.empty(count, word) if single else job.zeros(count, word)
         if packed:
             values = (status,) * 4
         else:
@@ -176,6 +186,14 @@ def _packs(kit) -> bool:
     32 bits, or a one-byte field (a segmented scan's flags) and one of at most 32."""
     sizes = [np.dtype(d).itemsize for d in kit.dtypes[:kit.fields]]
     return sizes[-1] <= 4 and (kit.fields == 1 or (kit.fields == 2 and sizes[0] == 1))
+
+
+def _pairs(kit) -> bool:
+    """Whether a state travels beside its status in a 16-byte word: one 8-byte field
+    (int64, uint64, float64; the status and the value's bits, a uint64 each), or a
+    one-byte field (a segmented scan's flags, beside the status) and an 8-byte one."""
+    sizes = [np.dtype(d).itemsize for d in kit.dtypes[:kit.fields]]
+    return sizes[-1] == 8 and (kit.fields == 1 or (kit.fields == 2 and sizes[0] == 1))
 
 
 def _word_dtype(dtype: np.dtype) -> np.dtype:
@@ -281,6 +299,58 @@ def _packed_pair_status(kit):
                                                from1(uint32(word & low)))
 
     return publish, read
+
+
+def _pair_status(kit):
+    """``publish`` and ``read`` for a one-field 8-byte state beside its status: words
+    ``2 * tile`` (status) and ``2 * tile + 1`` (value) of the uint64 status array, moved
+    as one 16-byte relaxed access each way, so no fence orders the value against the
+    status (module doc)."""
+    if kit.fields == 2:
+        return _pair_of_two_status(kit)
+    to_word, from_word = _codec(kit.dtypes[0])
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        store_relaxed_pair(st, uint64(2 * tile), uint64(status), uint64(to_word(s[0])))
+
+    @cuda.jit(device=True)
+    def read(st, v0, v1, w0, w1, tile):
+        status, word = load_relaxed_pair(st, uint64(2 * tile))  # both, one access
+        return int32(status), (from_word(word),)
+
+    return publish, read
+
+
+def _pair_of_two_status(kit):
+    """:func:`_pair_status` for a (one-byte, 8-byte) state (a segmented scan's flags and
+    value): the status in bits 0-7 of the first word, the byte in bits 8-15, the value
+    in the second word."""
+    to0, from0 = _codec(kit.dtypes[0])
+    to1, from1 = _codec(kit.dtypes[1])
+    byte, eight = uint64(0xFF), uint64(8)
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        head = uint64(status) | ((uint64(to0(s[0])) & byte) << eight)
+        store_relaxed_pair(st, uint64(2 * tile), head, uint64(to1(s[1])))
+
+    @cuda.jit(device=True)
+    def read(st, v0, v1, w0, w1, tile):
+        head, word = load_relaxed_pair(st, uint64(2 * tile))  # both, one access
+        return int32(head & byte), (from0(uint32((head >> eight) & byte)), from1(word))
+
+    return publish, read
+
+
+def _status_words(kit):
+    """``publish`` and ``read`` of a state's status words: packed in 64 bits, paired in
+    16 bytes, or a status array beside value arrays."""
+    if _packs(kit):
+        return _packed_status(kit)
+    if _pairs(kit):
+        return _pair_status(kit)
+    return _separate_status(kit)
 
 
 def _separate_status(kit):
@@ -455,7 +525,7 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix
-    publish, read = (_packed_status if _packs(kit) else _separate_status)(kit)
+    publish, read = _status_words(kit)
     lookback = _build_lookback(kit, _waiter(read))
     size = t.size
     xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage

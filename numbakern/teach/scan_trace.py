@@ -10,8 +10,9 @@ the output storer writes it to a second output array (so each output names the n
 it holds), and decoupled look-back's status words carry it beside the value (so each
 look-back read names the node it found). The kernels therefore run the path of
 two-field states: for decoupled look-back, a status array beside value arrays (the
-path ``cumsum`` takes for 8-byte states; 4-byte states are packed with their status
-in one word, which has no room for a tag).
+path of multi-field states; ``cumsum``'s one-field states travel with their status in
+one 64-bit word, 4-byte states, or a 16-byte pair of words, 8-byte states, which have
+no room for a tag).
 
 Combines, shuffles, shared/local/global loads and stores, barriers, atomics and
 launches are recorded as in :mod:`numbakern.teach.trace`; atomics are kept as events
