@@ -272,7 +272,8 @@ def check_hold(hold: str) -> str:
 
 def _build_load_tile(kit, threads: int, items: int, load, shared: bool):
     size = threads * items
-    combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
+    identity, kload, kstore = kit.identity, kit.load, kit.store
+    thread_scan = _build_thread_scan(kit, items, shared, pad)
 
     @cuda.jit(device=True)
     def load_tile(row0, row1, n, start, xs0, xs1, l0, l1):
@@ -290,44 +291,72 @@ def _build_load_tile(kit, threads: int, items: int, load, shared: bool):
         for k in range(items):  # 2. transpose to the blocked arrangement
             kstore(xs0, xs1, pad(k * threads + tid), kload(l0, l1, k))
         cuda.syncthreads()
-        r = kload(xs0, xs1, pad(tid * items))
-        kstore(l0, l1, 0, r)
-        for k in range(1, items):  # 3. thread scan
-            r = combine(r, kload(xs0, xs1, pad(tid * items + k)))
-            if shared:
-                kstore(xs0, xs1, pad(tid * items + k), r)
-            else:
-                kstore(l0, l1, k, r)
-        return r
+        return thread_scan(xs0, xs1, l0, l1, tid)  # 3.
 
     return load_tile
 
 
-def _build_emit_tile(kit, threads: int, items: int, store, exclusive: bool, empty: tuple,
-                     shared: bool):
-    size = threads * items
+def _build_thread_scan(kit, items: int, shared: bool, padder):
+    """Phase 3, both tiles': ``thread_scan(xs0, xs1, l0, l1, tid)`` scans thread
+    ``tid``'s items of the blocked tile (slots ``padder(tid * items + k)``) in order,
+    leaves the item prefixes in those slots (``shared``) or in ``l``, and returns the
+    thread's total."""
+    combine, kload, kstore = kit.combine, kit.load, kit.store
+
+    @cuda.jit(device=True)
+    def thread_scan(xs0, xs1, l0, l1, tid):
+        r = kload(xs0, xs1, padder(tid * items))
+        kstore(l0, l1, 0, r)
+        for k in range(1, items):
+            r = combine(r, kload(xs0, xs1, padder(tid * items + k)))
+            if shared:
+                kstore(xs0, xs1, padder(tid * items + k), r)
+            else:
+                kstore(l0, l1, k, r)
+        return r
+
+    return thread_scan
+
+
+def _build_item_outputs(kit, items: int, exclusive: bool, empty: tuple, shared: bool,
+                        padder):
+    """The first half of phase 6, both tiles': ``item_outputs(pre, have, xs0, xs1, l0,
+    l1, tid)`` puts ``pre`` (if ``have``) before each of thread ``tid``'s item
+    prefixes and writes the results (inclusive, or exclusive: each item's the
+    prefix before it) into its blocked slots, for the transpose back. Each thread
+    overwrites only the slots it read in phase 2, so no barrier is needed before."""
     combine, kload, kstore = kit.combine, kit.load, kit.store
     empty_state = constant_state(empty)
 
     @cuda.jit(device=True)
-    def emit_tile(row0, row1, n, start, pre, have, xs0, xs1, l0, l1):
-        """Phase 6: ``pre`` (if ``have``) before each item prefix, stored striped.
-
-        Each thread overwrites only the slots it read in phase 2, so no barrier is
-        needed before the writes; one is needed before the next tile's loads.
-        """
-        tid = cuda.threadIdx.x
+    def item_outputs(pre, have, xs0, xs1, l0, l1, tid):
         before = pre  # the previous item's prefix (exclusive scans)
         for k in range(items):
-            r = kload(xs0, xs1, pad(tid * items + k)) if shared else kload(l0, l1, k)
+            r = kload(xs0, xs1, padder(tid * items + k)) if shared else kload(l0, l1, k)
             if not exclusive:
                 y = combine(pre, r) if have else r
             elif k == 0:
                 y = pre if have else empty_state()
             else:
                 y = combine(pre, before) if have else before
-            kstore(xs0, xs1, pad(tid * items + k), y)
+            kstore(xs0, xs1, padder(tid * items + k), y)
             before = r
+
+    return item_outputs
+
+
+def _build_emit_tile(kit, threads: int, items: int, store, exclusive: bool, empty: tuple,
+                     shared: bool):
+    size = threads * items
+    kload = kit.load
+    item_outputs = _build_item_outputs(kit, items, exclusive, empty, shared, pad)
+
+    @cuda.jit(device=True)
+    def emit_tile(row0, row1, n, start, pre, have, xs0, xs1, l0, l1):
+        """Phase 6: ``pre`` (if ``have``) before each item prefix, stored striped; a
+        barrier is needed before the next tile's loads."""
+        tid = cuda.threadIdx.x
+        item_outputs(pre, have, xs0, xs1, l0, l1, tid)
         cuda.syncthreads()
         first = start + tid
         if start + size <= n:
@@ -435,9 +464,10 @@ def _build_vector_load_tile(kit, threads: int, items: int, load, shared: bool, w
     an element (ptxas does not see that ``(p + w) >> 5`` is ``p >> 5``)."""
     size = threads * items
     vectors = items // width
-    combine, identity, kload, kstore = kit.combine, kit.identity, kit.load, kit.store
+    identity, kload, kstore = kit.identity, kit.load, kit.store
     vload = vector_loader(width)
     spread = lane_spreader(kit, width)
+    thread_scan = _build_thread_scan(kit, items, shared, padder)
 
     @cuda.jit(device=True)
     def load_tile(row0, row1, n, start, xs0, xs1, l0, l1):
@@ -463,15 +493,7 @@ def _build_vector_load_tile(kit, threads: int, items: int, load, shared: bool, w
             for w in range(width):
                 kstore(xs0, xs1, slot + uint64(w), kload(l0, l1, k * width + w))
         cuda.syncthreads()
-        r = kload(xs0, xs1, padder(tid * items))
-        kstore(l0, l1, 0, r)
-        for k in range(1, items):  # 3. thread scan
-            r = combine(r, kload(xs0, xs1, padder(tid * items + k)))
-            if shared:
-                kstore(xs0, xs1, padder(tid * items + k), r)
-            else:
-                kstore(l0, l1, k, r)
-        return r
+        return thread_scan(xs0, xs1, l0, l1, tid)  # 3.
 
     return load_tile
 
@@ -483,8 +505,8 @@ def _build_vector_emit_tile(kit, threads: int, items: int, store, exclusive: boo
     size = threads * items
     width = vectors.store
     count = items // width
-    combine, kload, kstore = kit.combine, kit.load, kit.store
-    empty_state = constant_state(empty)
+    kload = kit.load
+    item_outputs = _build_item_outputs(kit, items, exclusive, empty, shared, padder)
     vstore = vector_storer(width)
     gather = lane_gatherer(kit, width, vectors.out)
 
@@ -493,17 +515,7 @@ def _build_vector_emit_tile(kit, threads: int, items: int, store, exclusive: boo
         """Phase 6 (``row0``: a 1-D C-contiguous row, 16-byte aligned); barriers as the
         scalar tile's."""
         tid = cuda.threadIdx.x
-        before = pre
-        for k in range(items):
-            r = kload(xs0, xs1, padder(tid * items + k)) if shared else kload(l0, l1, k)
-            if not exclusive:
-                y = combine(pre, r) if have else r
-            elif k == 0:
-                y = pre if have else empty_state()
-            else:
-                y = combine(pre, before) if have else before
-            kstore(xs0, xs1, padder(tid * items + k), y)
-            before = r
+        item_outputs(pre, have, xs0, xs1, l0, l1, tid)
         cuda.syncthreads()
         first = start // width + tid
         if start + size <= n:
