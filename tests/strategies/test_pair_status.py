@@ -64,6 +64,14 @@ def assert_float64_close(got, x, want):
     assert np.all(np.abs(got - want) <= np.abs(x).sum() * x.size * np.finfo(np.float64).eps)
 
 
+def assert_scanned(got, x, want, dtype):
+    """float64 within :func:`assert_float64_close`'s bound; integers exactly."""
+    if dtype == "float64":
+        assert_float64_close(got, x, want)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
 def test_only_one_field_eight_byte_states_pair_with_their_status():
     def kit(*dtypes):
         op = nk.ops.SUM if len(dtypes) == 1 else PAIR
@@ -148,10 +156,7 @@ def test_exclusive_and_reverse_eight_byte_scans_across_tiles(dtype, kw, launched
     want_dtype = np.uint64 if dtype == "uint64" else None
     with np.errstate(over="ignore"):
         want = reference(x, dtype=want_dtype, **kw)
-    if dtype == "float64":
-        assert_float64_close(got, x, want)
-    else:
-        np.testing.assert_array_equal(got, want)
+    assert_scanned(got, x, want, dtype)
     (total, status), = launched
     assert status.dtype == np.uint64 and status.shape == (2 * total + 1,)
 
@@ -205,10 +210,7 @@ def test_segmented_eight_byte_scans_carry_the_flag_byte_in_the_status_word(dtype
     parts = [np.cumsum(x[a:b][::-1])[::-1] if reverse else np.cumsum(x[a:b])
              for a, b in zip(offsets[:-1], offsets[1:])]
     want = np.concatenate(parts)
-    if dtype == "float64":
-        assert_float64_close(got, x, want)
-    else:
-        np.testing.assert_array_equal(got, want)
+    assert_scanned(got, x, want, dtype)
     (total, status), = launched
     assert status.dtype == np.uint64 and status.shape == (2 * total + 1,)
     heads = host(status)[0:2 * total:2]

@@ -21,26 +21,10 @@ from numbakern.kernels.scan_tiles import Vectors, pad_every
 from numbakern.ops.state import state_kit
 from numbakern.runtime.device import WARP
 from numbakern.strategies import WarpShuffle
-from numbakern.strategies import decoupled_lookback
 from numbakern.strategies.decoupled_lookback import DecoupledLookback
 
 TILE = 32 * 4
 SIZES = [1, 3, 4, 5, 31, 32, 33, 127, 128, 129, 3 * TILE + 37]
-
-
-@pytest.fixture
-def chosen(monkeypatch):
-    """The ``Vectors`` (or None) of each look-back kernel asked for, in order."""
-    seen = []
-    real = decoupled_lookback.cached
-
-    def spy(key, build):
-        if key[0] == "decoupled_lookback":
-            seen.append(key[6])
-        return real(key, build)
-
-    monkeypatch.setattr(decoupled_lookback, "cached", spy)
-    return seen
 
 
 def lookback(vectors: bool, threads: int = 32, items: int = 4):

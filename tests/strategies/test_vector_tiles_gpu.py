@@ -10,26 +10,11 @@ from numba import cuda
 
 import numbakern as nk
 from numbakern.kernels.scan_tiles import Vectors
-from numbakern.strategies import decoupled_lookback
 from numbakern.strategies.decoupled_lookback import DecoupledLookback
 
 pytestmark = pytest.mark.gpu
 
 N = (1 << 20) + 3
-
-
-@pytest.fixture
-def chosen(monkeypatch):
-    seen = []
-    real = decoupled_lookback.cached
-
-    def spy(key, build):
-        if key[0] == "decoupled_lookback":
-            seen.append(key[6])
-        return real(key, build)
-
-    monkeypatch.setattr(decoupled_lookback, "cached", spy)
-    return seen
 
 
 def close(got, x):
