@@ -16,7 +16,7 @@ from numbakern.api.reductions import _reduce as _reduce_axes
 from numbakern.api.softmax import _deliver, _describe, bits_like
 from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
                                    resolve_stream)
-from numbakern.core.deliver import check_out
+from numbakern.core.deliver import check_disjoint, check_out
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import cast_into, grid_for
 from numbakern.kernels import softmax_rows
@@ -135,6 +135,8 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     workspace = Workspace(kind, resolve_stream(stream, kind))
     tc = compute_dtype(precision)
     x = to_device(view, workspace.stream) if kind == "numpy" else device_view(view)
+    if out is not None and kind != "numpy":
+        check_disjoint([out], {"logits": x}, "cross_entropy", arg="grad_out")
     R = N * rows_per_sample  # rows over the classes
     t = workspace.from_host(tv.reshape(-1).astype(np.int64)) if on_host else \
         _flat_target(tv, R)

@@ -51,7 +51,7 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_o
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
 from numbakern.core.axes import axis_index, check_flag, optional_axis
-from numbakern.core.deliver import check_out
+from numbakern.core.deliver import check_disjoint, check_out
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels import bfloat16
@@ -268,9 +268,9 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     wrapped by :func:`numbakern.op`, or an ``out`` that is not a pair for a
     two-field op.
     """
-    if isinstance(op, str) and op in ("argmax", "argmin"):
+    if isinstance(op, str) and op in _ARG_NAMES:
         op = _ops.arg_op(op[3:])
-    op = _ops.get(op)
+    op = _ops.get(op, also=_ARG_NAMES)
     if op is _ops.PROD or op is _ops.NANPROD:  # cumprod's NumPy special values, as cumprod
         return _product(x, op is _ops.NANPROD, axis, dtype, out, exclusive, reverse,
                         strategy, layout, stream, None)
@@ -375,6 +375,9 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
     return result
 
 
+_ARG_NAMES = ("argmax", "argmin")  # associative_scan's value-index ops, by name
+
+
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
              stream, caller):
     """cumprod and nancumprod: integer products as they come (they wrap, as NumPy's);
@@ -455,6 +458,8 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
                      results[0])
     x, widened = bits_of(x)  # bfloat16: laid out as its bits, widened by the kit
+    if outs is not None and kind != "numpy":
+        check_disjoint(outs, {"x": x}, caller or "associative_scan")
     narrow = None
     if widened:
         kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
@@ -650,7 +655,9 @@ def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):
     arrays = list(out) if isinstance(out, (tuple, list)) else [out]
     if len(arrays) != len(dtypes):
         what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
-        raise TypeError(f"{name}: out must be {what} for this op, got {out!r}")
+        got = f"{type(out).__name__} of shape {tuple(out.shape)}" if hasattr(out, "shape") \
+            else repr(out)  # (not the array's elements: it may be huge)
+        raise TypeError(f"{name}: out must be {what} for this op, got {got}")
     for arr, dtype in zip(arrays, dtypes):
         check_out(arr, shape, dtype, kind, name)
     return arrays

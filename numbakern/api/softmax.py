@@ -60,7 +60,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.deliver import OutDtypeError, check_out
+from numbakern.core.deliver import OutDtypeError, check_disjoint, check_out
 from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
@@ -733,6 +733,8 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep)
     out = bits_like(out, precision, "out", kind)
     check_out(out, shape, dtype, akind, kind, exact=True)
+    if out is not None and akind != "numpy":
+        check_disjoint([out], {name: d[0] for d, name in zip(described, names)}, kind)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:
         return out if out is not None else _empty(workspace, shape, dtype)

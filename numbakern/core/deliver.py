@@ -16,16 +16,23 @@ rules live once:
   ``out``, as NumPy's argmax (int64 results; a narrower integer ``out`` wraps).
 * A function that writes its result in place (softmax) takes an ``out`` of the
   result's dtype only.
+* A device ``out`` that its kernels write while they read the inputs (scans, the
+  softmax family, cross_entropy's gradient) must be an input itself (in place) or
+  share no element with any (:func:`check_disjoint`): a tile would otherwise read
+  what another has already overwritten. NumPy input and output are copied to the
+  device and back, so they may overlap as NumPy allows.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.views import device_view, flat, host_copy, reshaped
+from numbakern.runtime.views import address, device_view, flat, host_copy, reshaped
 
 OUT_CASTING = "same_kind"
 
@@ -79,6 +86,60 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if not np.can_cast(dtype, got, casting=OUT_CASTING):
         raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
+
+
+def check_disjoint(outs: list, inputs: dict, name: str, arg: str = "out") -> None:
+    """Raise unless each device array of ``outs`` is one of ``inputs`` (a dict of
+    argument name -> device array) exactly (the same elements in the same order: in
+    place) or shares no element with any of them.
+
+    Overlap is decided element by element (``np.shares_memory`` on array headers over
+    the device addresses, which it never reads), so interleaved views such as
+    ``x[::2]`` and ``x[1::2]`` pass; a case too hard to decide counts as overlap.
+
+    Raises:
+        ValueError: an ``out`` that overlaps an input in part, naming both.
+    """
+    for out in outs:
+        o = device_view(out)
+        for label, x in inputs.items():
+            v = device_view(x)
+            if _same_elements(o, v) or not _shares_memory(o, v):
+                continue
+            raise ValueError(f"{name}: {arg} overlaps {label} in part; pass {label} itself "
+                             f"as {arg} (in place) or an {arg} that shares no memory with it")
+
+
+def _same_elements(a, b) -> bool:
+    """The same first element and the same steps (dimensions of one element left out:
+    a ``(1, n)`` view of an ``(n,)`` array is the array)."""
+    def steps(v):
+        return [(e, s) for e, s in zip(v.shape, v.strides) if e != 1]
+
+    return address(a) == address(b) and steps(a) == steps(b)
+
+
+class _Header:
+    """A NumPy array interface over device memory, for ``np.shares_memory`` alone."""
+
+    def __init__(self, view):
+        self.__array_interface__ = {
+            "data": (address(view), True), "shape": tuple(view.shape),
+            "strides": tuple(view.strides), "typestr": np.dtype(view.dtype).str,
+            "version": 3}
+
+
+def _shares_memory(a, b) -> bool:
+    if math.prod(a.shape) == 0 or math.prod(b.shape) == 0:
+        return False
+    try:
+        return bool(np.shares_memory(np.asarray(_Header(a)), np.asarray(_Header(b)),
+                                     max_work=_MAX_WORK))
+    except np.exceptions.TooHardError:
+        return True
+
+
+_MAX_WORK = 1 << 16  # NumPy's search for a shared element, bounded
 
 
 def deliver(workspace: Workspace, arr, dtype, shape, out):

@@ -458,8 +458,9 @@ BUILTIN = {o.name: o for o in (SUM, PROD, MAX, MIN, BITWISE_AND, BITWISE_OR, BIT
                                ANY, ALL, COUNT_NONZERO, NANSUM, NANPROD)}
 
 
-def get(op_or_name: Op | str) -> Op:
-    """Look up a built-in op by name, or pass an :class:`Op` through.
+def get(op_or_name: Op | str, also: tuple = ()) -> Op:
+    """Look up a built-in op by name, or pass an :class:`Op` through; ``also``: names
+    the caller takes besides (``"argmax"`` ...), for the message.
 
     Raises:
         TypeError: a plain function (wrap it with :func:`op`).
@@ -476,7 +477,8 @@ def get(op_or_name: Op | str) -> Op:
         return BUILTIN[op_or_name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"op must be a numbakern.Op or one of {sorted(BUILTIN)}, got {op_or_name!r}"
+            f"op must be a numbakern.Op or one of {sorted([*BUILTIN, *also])}, got "
+            f"{op_or_name!r}"
         ) from None
 
 

@@ -862,3 +862,17 @@ def test_gpu_short_rows(cp, shape):
         np.testing.assert_array_equal(got, ref)
     got = nk.cumsum(x.T, axis=0)  # strided rows, read in place
     cp.testing.assert_array_equal(got, x.T.cumsum(0))
+
+
+def test_an_unknown_op_name_lists_every_name_associative_scan_takes():
+    with pytest.raises(ValueError, match=r"'argmax', 'argmin', 'bitwise_and'.*got 'bogus'"):
+        nk.associative_scan(np.arange(10), "bogus")
+    values, indices = nk.associative_scan(np.array([3, 1, 4, 1, 5]), "argmax")
+    np.testing.assert_array_equal(values, [3, 3, 4, 4, 5])
+    np.testing.assert_array_equal(indices, [0, 0, 2, 2, 4])
+
+
+def test_a_wrong_out_names_its_type_and_shape_not_its_elements():
+    with pytest.raises(TypeError, match=r"a tuple of two arrays for this op, got ndarray "
+                                        r"of shape \(5,\)$"):
+        nk.associative_scan(np.arange(5), "argmax", out=np.zeros(5, np.int64))
