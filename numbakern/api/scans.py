@@ -231,6 +231,9 @@ def _result_like(x, shape: tuple, dtype, stream):
     return user_array(Workspace(kind, resolve_stream(stream, kind)).empty(shape, dtype))
 
 
+_ARG_NAMES = ("argmax", "argmin")  # associative_scan's value-index ops, by name
+
+
 @dispatch
 @replayable
 @honours_stream
@@ -373,9 +376,6 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
         out[...] = result
         return out
     return result
-
-
-_ARG_NAMES = ("argmax", "argmin")  # associative_scan's value-index ops, by name
 
 
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
