@@ -135,8 +135,7 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
     workspace = Workspace(kind, resolve_stream(stream, kind))
     tc = compute_dtype(precision)
     x = to_device(view, workspace.stream) if kind == "numpy" else device_view(view)
-    if out is not None and kind != "numpy":
-        check_disjoint([out], {"logits": x}, "cross_entropy", arg="grad_out")
+    check_disjoint(out, {"logits": x}, kind, "cross_entropy", arg="grad_out")
     R = N * rows_per_sample  # rows over the classes
     t = workspace.from_host(tv.reshape(-1).astype(np.int64)) if on_host else \
         _flat_target(tv, R)

@@ -458,8 +458,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
                      results[0])
     x, widened = bits_of(x)  # bfloat16: laid out as its bits, widened by the kit
-    if outs is not None and kind != "numpy":
-        check_disjoint(outs, {"x": x}, caller or "associative_scan")
+    check_disjoint(outs, {"x": x}, kind, caller or "associative_scan")
     narrow = None
     if widened:
         kit = state_kit(op, kit.dtypes, read=bfloat16.widen)

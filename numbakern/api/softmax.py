@@ -733,8 +733,7 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep)
     out = bits_like(out, precision, "out", kind)
     check_out(out, shape, dtype, akind, kind, exact=True)
-    if out is not None and akind != "numpy":
-        check_disjoint([out], {name: d[0] for d, name in zip(described, names)}, kind)
+    check_disjoint(out, {name: d[0] for d, name in zip(described, names)}, akind, kind)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:
         return out if out is not None else _empty(workspace, shape, dtype)

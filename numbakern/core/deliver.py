@@ -88,10 +88,11 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                             f"with casting rule '{OUT_CASTING}'")
 
 
-def check_disjoint(outs: list, inputs: dict, name: str, arg: str = "out") -> None:
-    """Raise unless each device array of ``outs`` is one of ``inputs`` (a dict of
-    argument name -> device array) exactly (the same elements in the same order: in
-    place) or shares no element with any of them.
+def check_disjoint(outs, inputs: dict, kind: str, name: str, arg: str = "out") -> None:
+    """Raise unless each device array of ``outs`` (a list, one array, or ``None``) is
+    one of ``inputs`` (a dict of argument name -> device array) exactly (the same
+    elements in the same order: in place) or shares no element with any of them.
+    NumPy input (``kind``) passes: it is copied to the device, its results back.
 
     Overlap is decided element by element (``np.shares_memory`` on array headers over
     the device addresses, which it never reads), so interleaved views such as
@@ -100,7 +101,9 @@ def check_disjoint(outs: list, inputs: dict, name: str, arg: str = "out") -> Non
     Raises:
         ValueError: an ``out`` that overlaps an input in part, naming both.
     """
-    for out in outs:
+    if outs is None or kind == "numpy":
+        return
+    for out in outs if isinstance(outs, list) else [outs]:
         o = device_view(out)
         for label, x in inputs.items():
             v = device_view(x)
