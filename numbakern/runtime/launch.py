@@ -18,6 +18,7 @@ ordinary launch.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import sys
 import threading
@@ -119,11 +120,16 @@ def _scalar_kind(value) -> str:
     raise TypeError(f"launch: unsupported kernel argument {value!r}")
 
 
+@functools.cache
+def _libcuda() -> ctypes.CDLL:
+    """The CUDA driver library, opened once for every ctypes call of this module."""
+    return ctypes.CDLL("libcuda.so.1")
+
+
 def _driver():
     """libcuda's cuLaunchKernel through ctypes: ~2 us a call, where cuda.core's launch
     spends ~50 us converting arguments."""
-    lib = ctypes.CDLL("libcuda.so.1")
-    fn = lib.cuLaunchKernel
+    fn = _libcuda().cuLaunchKernel
     fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
     fn.restype = ctypes.c_int
@@ -283,9 +289,9 @@ def allow_shared(function: int, nbytes: int) -> None:
     than the device's opt-in maximum less the kernel's static shared memory)."""
     if _shared_allowed.get(function, _DEFAULT_SHARED) >= nbytes:
         return
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-    _checked(lib.cuFuncSetAttribute(function, _MAX_DYNAMIC_SHARED, nbytes),
+    set_attribute = _libcuda().cuFuncSetAttribute
+    set_attribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    _checked(set_attribute(function, _MAX_DYNAMIC_SHARED, nbytes),
              f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
     _shared_allowed[function] = nbytes
 
@@ -354,7 +360,7 @@ _pinned_free: list = []
 def _copier():
     """libcuda's ``cuMemcpyDtoHAsync``, ``cuStreamSynchronize`` and ``cuMemHostAlloc``
     through ctypes (a microsecond or two a call)."""
-    lib = ctypes.CDLL("libcuda.so.1")
+    lib = _libcuda()
     copy = lib.cuMemcpyDtoHAsync_v2
     copy.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
     sync = lib.cuStreamSynchronize
