@@ -1756,10 +1756,11 @@ def _staged_stats(plan: RowPlan):
 def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     """``kernel(x, y, xf, yf, head0)``: the staged forward kernel.
 
-    Each thread loads its vectors of the row (vector ``j`` of the row's whole
-    vectors, :func:`row_span`, for ``j = lane, lane + G, ...``), four in flight,
-    stores each to slot ``j`` of the block's dynamic shared array and folds it into
-    its state (:func:`_staged_stats`); the write reads the thread's own slots back.
+    Each thread brings its vectors of the row (vector ``j`` of the row's whole
+    vectors, :func:`row_span`, for ``j = lane, lane + G, ...``) into slot ``j`` of
+    the block's dynamic shared array, by ``cp.async`` or through registers
+    (:func:`row_stager`), and folds each into its state (:func:`_staged_stats`); the
+    write reads the thread's own slots back.
     A thread reads only slots it wrote, so no barrier guards them (the block
     reduces have their own). Head and tail elements stay in registers, as the tiled
     kernel's. All of a row is read before any of it is written: ``y`` may alias
@@ -1941,9 +1942,9 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
 def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the staged log_softmax backward
     kernel: ``dx = dy - exp(y) * sum(dy)``, whose sum reads ``dy`` alone. Each thread
-    loads its vectors of ``dy`` (four in flight), stores each to its slot of the
-    block's dynamic shared memory and adds it up; the write pass reads ``y`` (four
-    vectors in flight) and the thread's own ``dy`` slots. ``dy`` and ``y`` are read
+    brings its vectors of ``dy`` into its slots of the block's dynamic shared memory
+    (:func:`row_stager`) and adds them up; the write pass reads ``y`` (four vectors
+    in flight) and the thread's own ``dy`` slots. ``dy`` and ``y`` are read
     once each, where the tiled kernel reads ``dy`` twice. Every ``dy`` of a row is
     staged before any ``dx`` is written, and each thread reads its vectors of ``y``
     before it writes theirs: ``dx`` may alias either input."""
