@@ -77,7 +77,7 @@ from numba import cuda, from_dtype, int32, int64, uint8, uint32, uint64
 from numbakern.kernels.elementwise import zeros
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import (FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, ceil_div,
-                                      max_resident_blocks)
+                                      max_resident_blocks, shared_capacity)
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import load_relaxed
 
@@ -103,8 +103,10 @@ class RadixSort(SortStrategy):
     Args:
         threads: threads per block.
         items: keys per thread in a tile (``None``: 16 for a sort, 12 for an argsort,
-            then 12 (sorts), 8, 4, 2, 1 until the tile fits in shared memory; 2 under
-            the simulator).
+            then 12 (sorts), 8, 4, 2, 1 until the tile fits in 48 KiB; 2 under the
+            simulator). The tile lives in dynamic shared memory, so a given ``items``
+            may take up to the device's opt-in maximum a block (227 KiB on an H200;
+            CUB's sm_80 tile is 384 x 21).
         histogram: how a block counts digits: ``"shared_privatized"`` (default:
             2% faster on an H200) or ``"warp_privatized"``, or such a strategy
             object. When its counters for every pass's digits do not fit in shared
@@ -123,7 +125,7 @@ class RadixSort(SortStrategy):
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items < 1``;
             a ``histogram`` that is not a privatized strategy, has other ``threads``
             or whose counters do not fit; an unknown ``scan`` name. At sort time, an
-            ``items`` whose tile overflows shared memory.
+            ``items`` whose tile overflows the shared memory a block may have.
     """
 
     name = "radix"
@@ -149,10 +151,12 @@ class RadixSort(SortStrategy):
     def tile_items(self, key_bytes: int, index_bytes: int) -> int:
         """Keys per thread: ``items``, or the most whose tile fits in shared memory."""
         if self.items is not None:
-            if _pass_shared(self.threads, self.items, key_bytes, index_bytes) > SHARED_LIMIT:
+            need = _pass_shared(self.threads, self.items, key_bytes, index_bytes)
+            if need > shared_capacity()[0]:
                 raise ValueError(f"items={self.items} with {self.threads} threads needs "
-                                 f"more than {SHARED_LIMIT} bytes of shared memory for "
-                                 f"{key_bytes}-byte keys; use fewer")
+                                 f"{need} bytes of shared memory for {key_bytes}-byte "
+                                 f"keys, more than the {shared_capacity()[0]} a block "
+                                 f"may have; use fewer")
             return self.items
         if SIMULATOR:
             return 2
@@ -172,6 +176,7 @@ class RadixSort(SortStrategy):
         size = rows * n
         word = np.dtype(np.uint64 if n >= WIDE_ROWS else np.uint32)
         histogram, k = self._kernels(job, items, passes, index_dtype, word)
+        tile_bytes = _tile_shared(self.threads, items, job.key_dtype.itemsize, index_bytes)
 
         counts = zeros(ws, passes * rows * RADIX, np.int64)
         # per pass: each tile's 256 look-back words, then the pass's tile counter;
@@ -199,7 +204,7 @@ class RadixSort(SortStrategy):
                 dst_k, dst_i = job.out, job.x
             launch(k(first, last), rows * tiles, self.threads, stream, src_k, src_i, dst_k,
                    dst_i, n, tiles, p * DIGIT_BITS, offsets, p * rows * RADIX, p * size,
-                   words, p * stride)
+                   words, p * stride, shared=tile_bytes)
             src_k, src_i = dst_k, dst_i
 
     def _kernels(self, job, items: int, passes: int, index_dtype, word):
@@ -208,11 +213,17 @@ class RadixSort(SortStrategy):
                                                   self.counter, job, index_dtype, word))
 
 
+def _tile_shared(threads: int, items: int, key_bytes: int, index_bytes: int) -> int:
+    """Dynamic shared bytes of a pass: the tile's sorted keys, then their indices
+    (``index_bytes`` 0 for none), then their digits."""
+    return threads * items * (key_bytes + index_bytes + 1)
+
+
 def _pass_shared(threads: int, items: int, key_bytes: int, index_bytes: int) -> int:
-    """Shared bytes of a pass: the tile's keys, indices and digits, per-warp digit
-    counts and lane masks, and per-digit counts, starts and global bases."""
-    tile = threads * items
-    return tile * (key_bytes + index_bytes + 1) + (threads // WARP) * RADIX * 8 + RADIX * 16 + 8
+    """Shared bytes of a pass: the tile (:func:`_tile_shared`), per-warp digit counts
+    and lane masks, and per-digit counts, starts and global bases."""
+    return (_tile_shared(threads, items, key_bytes, index_bytes)
+            + (threads // WARP) * RADIX * 8 + RADIX * 16 + 8)
 
 
 def _histogram_chunks(n: int, rows: int, threads: int) -> int:
@@ -312,7 +323,11 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
     """
     tile, warps = threads * items, threads // WARP
     kt, it, wt = from_dtype(key_dtype), from_dtype(index_dtype), from_dtype(word)
-    index_tile = tile if carry else 1
+    # the tile in dynamic shared memory (past 48 KiB for large tiles): keys, then
+    # indices, then digits; each part starts at a multiple of its element size
+    index_bytes = index_dtype.itemsize if carry else 0
+    index_at = uint32(tile * key_dtype.itemsize // index_dtype.itemsize)
+    digit_at = uint32(tile * (key_dtype.itemsize + index_bytes))
     shift = 62 if word.itemsize == 8 else 30
     value = wt((1 << shift) - 1)
     aggregate, prefix = wt(STATUS_A << shift), wt(STATUS_P << shift)
@@ -320,12 +335,15 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
     last_digit = int32(RADIX - 1)
     look_back = _look_back(wt, shift, value)
 
-    @_pass_jit(threads, key_dtype.itemsize, carry)
+    @_pass_jit(threads, _pass_shared(threads, items, key_dtype.itemsize, index_bytes),
+               key_dtype.itemsize, carry)
     def onesweep_pass(src_k, src_i, dst_k, dst_i, n, tiles, shift_bits, offsets, at_offsets,
                       pass_base, words, at):
-        sorted_k = cuda.shared.array(tile, kt)
-        sorted_i = cuda.shared.array(index_tile, it)
-        sorted_d = cuda.shared.array(tile, uint8)  # each sorted key's digit
+        # one buffer, three views; an offset added at each access (not a slice) folds
+        # into the shared-memory address
+        sorted_k = cuda.shared.array(0, kt)
+        sorted_i = cuda.shared.array(0, it)  # from index_at
+        sorted_d = cuda.shared.array(0, uint8)  # from digit_at: each sorted key's digit
         # each warp's count of each digit, then where its first key of the digit goes
         in_warp = cuda.shared.array((warps, RADIX), int32)
         counts = cuda.shared.array(RADIX, int32)
@@ -415,9 +433,9 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
                 masks[warp, dig] = uint32(0)
             cuda.syncwarp()
             sorted_k[pos] = keys[k]
-            sorted_d[pos] = uint8(dig)
+            sorted_d[digit_at + pos] = uint8(dig)
             if carry:
-                sorted_i[pos] = idx[k]
+                sorted_i[index_at + pos] = idx[k]
         for d in range(tid, RADIX, threads):  # (c) look back, publish the prefix
             excl = int64(0)
             if t > 0:
@@ -427,19 +445,20 @@ def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool
         cuda.syncthreads()
         i = tid
         while i < held:  # (d) runs of equal digits, written in order
-            dst = uint64(bases[sorted_d[i]] + i)
+            dst = uint64(bases[sorted_d[digit_at + i]] + i)
             if write_keys:
                 dst_k[dst] = sorted_k[i]
             if carry:
-                dst_i[dst] = sorted_i[i]
+                dst_i[dst] = sorted_i[index_at + i]
             i += threads
 
     return onesweep_pass
 
 
-def _pass_jit(threads: int, key_bytes: int, carry: bool):
+def _pass_jit(threads: int, shared: int, key_bytes: int, carry: bool):
     """``cuda.jit`` for a pass with launch bounds asking ptxas for 3 blocks a
-    multiprocessor (80 registers at 256 threads) for keys of 4 bytes or fewer, else 2.
+    multiprocessor (80 registers at 256 threads) for keys of 4 bytes or fewer, else 2;
+    fewer where ``shared`` bytes a block leave room for fewer.
 
     Left alone, ptxas gives a pass 113-150 registers, so 1 or 2 blocks of 256 threads
     share a multiprocessor, too few to hide the ranking's and the look-back's
@@ -450,8 +469,10 @@ def _pass_jit(threads: int, key_bytes: int, carry: bool):
     if SIMULATOR:
         return cuda.jit
     want = 3 if key_bytes <= 4 and not carry else 2
+    fit = shared_capacity()[1] // (shared + 1024)  # the driver keeps 1 KiB a block
     # never below 64 registers a thread (larger blocks than 256 threads)
-    return cuda.jit(launch_bounds=(threads, max(1, min(want, 65536 // (threads * 64)))))
+    return cuda.jit(launch_bounds=(threads, max(1, min(want, fit,
+                                                       65536 // (threads * 64)))))
 
 
 def _look_back(wt, shift: int, value):

@@ -88,7 +88,7 @@ from numbakern.ops import MAX, SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.async_copy import async_copies, commit, copy16, wait_groups
 from numbakern.runtime.cache import cached, device_key
-from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP
+from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP, shared_capacity
 from numbakern.runtime.views import address, skip, span_view
 
 UNROLL = 4  # loads in flight per thread in a tiled pass
@@ -1561,20 +1561,10 @@ def stage_bytes(blocks: int = 2) -> int:
     a multiprocessor (two: one loads while the other reduces), with room for their
     static shared memory and the driver's reserve; at most the device's opt-in
     maximum a block. Under the simulator, 48 KiB for two."""
+    per_block, per_multiprocessor = shared_capacity()
     if SIMULATOR:
-        return 96 * 1024 // blocks
-    from numbakern.runtime.launch import current_device_id
-
-    per_block, per_multiprocessor = _shared_memory(current_device_id())
+        return per_multiprocessor // blocks
     return min(per_block, per_multiprocessor // blocks - 2048)
-
-
-@functools.lru_cache(maxsize=None)
-def _shared_memory(device_id: int) -> tuple[int, int]:
-    """``(opt-in bytes a block, bytes a multiprocessor)`` of the current device."""
-    device = cuda.get_current_device()
-    return (device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
 
 
 def staged_threads(n: int, vector: int) -> int:

@@ -50,6 +50,24 @@ def max_resident_blocks(threads: int) -> int:
     return _multiprocessors(current_device_id()) * max(1, THREADS_PER_MULTIPROCESSOR // threads)
 
 
+def shared_capacity() -> tuple[int, int]:
+    """``(bytes a block may opt in to, bytes a multiprocessor has)`` of shared memory
+    on the current device (227 KiB and 228 KiB on an H200); under the simulator, 96
+    KiB each."""
+    if SIMULATOR:
+        return 96 * 1024, 96 * 1024
+    from .launch import current_device_id
+
+    return _shared_memory(current_device_id())
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_memory(device_id: int) -> tuple[int, int]:
+    device = cuda.get_current_device()
+    return (device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -239,10 +239,19 @@ def test_radix_look_back_walks_aggregates():
 
 
 def test_radix_items_and_wide_counter_fallback():
-    with pytest.raises(ValueError, match="shared memory"):
-        nk.sort(np.zeros(10, np.float64), strategy=RadixSort(threads=256, items=32))
+    with pytest.raises(ValueError, match="items=128 with 256 threads needs .* shared memory"):
+        nk.sort(np.zeros(10, np.float64), strategy=RadixSort(threads=256, items=128))
     x = values(np.int64, 150)  # 8 passes x 256 digits x 7 warps: per-block counters
     s = RadixSort(threads=224, items=1, histogram="warp_privatized")
+    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
+
+
+def test_radix_tile_past_48_kib():
+    """A tile in dynamic shared memory past the 48 KiB a block has without opting in:
+    64 x 96 keys of 4 bytes, their int32 indices and digits (54 KiB), over a tile and
+    a partial one."""
+    x = values(np.float32, 64 * 96 + 100)
+    s = RadixSort(threads=64, items=96)
     assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
 
 

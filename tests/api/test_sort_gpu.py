@@ -46,6 +46,18 @@ def test_sort_2_28_vs_cupy(cp, dtype):
     assert bool(cp.array_equal(nk.sort(x), cp.sort(x)))
 
 
+@pytest.mark.parametrize("threads,items", [(384, 21), (256, 24), (512, 16)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tiles_past_48_kib(cp, dtype, threads, items):
+    """Tiles in dynamic shared memory past 48 KiB (CUB's 384 x 21 among them): sort and
+    stable argsort of keys with duplicates, a partial last tile."""
+    x = cp.random.randint(0, 5000, (1 << 22) + 777).astype(dtype)
+    s = RadixSort(threads=threads, items=items)
+    assert bool(cp.array_equal(nk.sort(x, strategy=s), cp.sort(x)))
+    want = np.argsort(cp.asnumpy(x), kind="stable")
+    assert np.array_equal(cp.asnumpy(nk.argsort(x, strategy=s)), want)
+
+
 @pytest.mark.bigmem
 def test_past_2_30_wide_look_back(cp):
     """2**30 + 1000 keys: a row long enough for 64-bit look-back words (WIDE_ROWS)."""
