@@ -5,8 +5,8 @@ value's bits; a segmented scan's (flag byte, 8-byte value) state rides its byte 
 status word. 4-byte states keep their 64-bit packed word, other multi-field states
 their packed word or separate arrays.
 
-Every scan runs across more than 32 tiles (64 threads x 2 items = 128 elements a
-tile under the simulator; 41 tiles), so a look-back without published prefixes walks
+Every scan runs across more than 32 tiles (a warp of 32 threads x 1 item = 32
+elements a tile; 41 tiles), so a look-back without published prefixes walks
 more than one window. The status array each launch got is caught (a spy on the
 strategy's ``launch``) to check which layout was taken, and after an inclusive scan,
 what each tile published. int64 and uint64 results exactly against NumPy; float64
@@ -25,7 +25,7 @@ from numbakern.strategies import WarpShuffle, decoupled_lookback
 from numbakern.strategies.decoupled_lookback import (STATUS_A, STATUS_P, DecoupledLookback,
                                                      _packs, _pairs)
 
-TILE = 64 * 2
+TILE = 32 * 1
 N = 40 * TILE + 5  # 41 tiles, the last one partial
 
 
@@ -44,7 +44,7 @@ def launched(monkeypatch):
     return seen
 
 
-def lookback(publish_prefix=True, threads=64, items=None):
+def lookback(publish_prefix=True, threads=32, items=1):
     return DecoupledLookback(WarpShuffle(threads=threads), items=items,
                              publish_prefix=publish_prefix)
 
@@ -162,14 +162,14 @@ def test_exclusive_and_reverse_eight_byte_scans_across_tiles(dtype, kw, launched
 
 
 def test_rows_of_many_tiles_each_with_vector_tiles(launched):
-    """Three rows of 41 tiles (a segment each), 32 threads x 4 items: the int32 -> int64
+    """Two rows of 41 tiles (a segment each), 32 threads x 4 items: the int32 -> int64
     vector tile (4 int32 lanes in, 2 int64 out) beside the pair status words."""
-    x = np.random.default_rng(8).integers(-2**31, 2**31, (3, 40 * 128 + 5)).astype(np.int32)
+    x = np.random.default_rng(8).integers(-2**31, 2**31, (2, 40 * 128 + 5)).astype(np.int32)
     strategy = lookback(True, threads=32, items=4)
     got = host(nk.cumsum(cuda.to_device(x), axis=1, strategy=strategy, layout="tiles"))
     np.testing.assert_array_equal(got, np.cumsum(x, axis=1, dtype=np.int64))
     (total, status), = launched
-    assert total == 3 * 41 and status.shape == (2 * total + 1,)
+    assert total == 2 * 41 and status.shape == (2 * total + 1,)
 
 
 def test_four_byte_states_keep_the_packed_word(launched):
@@ -198,7 +198,7 @@ def test_segmented_eight_byte_scans_carry_the_flag_byte_in_the_status_word(dtype
     values from the pairs (a tile with a head stops the look-back of those after it).
     Checked after the scan: status P and the byte of ``flags | ...`` a tile holds."""
     rng = np.random.default_rng(10)
-    lengths = [3, 300, 0, 1, 2000, 129, 128, 2500, 64]  # 5125 elements
+    lengths = [3, 75, 0, 1, 500, 33, 32, 625, 16]  # 1285 elements: 41 tiles of 32
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     if dtype == "float64":
         x = rng.standard_normal(offsets[-1])
