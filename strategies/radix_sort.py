@@ -75,11 +75,13 @@ import numpy as np
 from numba import cuda, from_dtype, int32, int64, uint8, uint32, uint64
 
 from numbakern.kernels.elementwise import zeros
+from numbakern.kernels.vector import VECTOR_BYTES, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import (FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, ceil_div,
                                       max_resident_blocks, shared_capacity)
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import load_relaxed
+from numbakern.runtime.views import address
 
 from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SortStrategy,
                         check_optional_count, check_threads, digit_counter)
@@ -184,8 +186,9 @@ class RadixSort(SortStrategy):
         stride = rows * tiles * RADIX + 1
         words = ws.empty(passes * stride, word)
         chunks = _histogram_chunks(n, rows, self.threads)
-        launch(histogram, rows * chunks, self.threads, stream, job.x, n, chunks,
-               ceil_div(n, chunks), counts, words)
+        lanes = _histogram_lanes(job.x, rows, n)
+        launch(histogram(lanes), rows * chunks, self.threads, stream, job.x, n, chunks,
+               ceil_div(ceil_div(n, chunks), lanes) * lanes, counts, words)
         offsets = ws.empty(passes * rows * RADIX, np.int64)
         job.exclusive_sum(counts, offsets, self.scan)
 
@@ -234,14 +237,30 @@ def _histogram_chunks(n: int, rows: int, threads: int) -> int:
     return max(ceil_div(n, 2**31), min(most, want))
 
 
+def _histogram_lanes(x, rows: int, n: int) -> int:
+    """Keys a load of the histogram reads: a 16-byte vector's where every row of the
+    1-D ``x`` (``rows`` of ``n``) starts 16-byte aligned, else 1."""
+    lanes = vector_lanes(x.dtype) or 1
+    aligned = address(x) % VECTOR_BYTES == 0 and (rows == 1 or n % lanes == 0)
+    return lanes if aligned else 1
+
+
 def _build(threads, items, passes, counter, job, index_dtype, word):
-    """``(histogram_kernel, pass_kernel)``; ``pass_kernel(first, last)`` the digit pass
-    for a pass's place (an argsort's first makes indices, its last writes only them)."""
+    """``(histogram_kernel, pass_kernel)``; ``histogram_kernel(lanes)`` the digit
+    histogram loading ``lanes`` keys at once, ``pass_kernel(first, last)`` the digit
+    pass for a pass's place (an argsort's first makes indices, its last writes only
+    them)."""
     to_key = job.to_key()
     if not counter.fits(passes * RADIX):  # 64-bit keys' 2048 bins per warp: per block
         counter = resolve("histogram", "shared_privatized", threads=threads)
     digit = _digit(to_key)
-    built = {}
+    built, histograms = {}, {}
+
+    def histogram_kernel(lanes: int):
+        if lanes not in histograms:
+            histograms[lanes] = _build_histogram(threads, counter, passes, to_key,
+                                                 job.key_dtype, lanes)
+        return histograms[lanes]
 
     def pass_kernel(first: bool, last: bool):
         place = (first, last) if job.indices else (False, False)
@@ -251,7 +270,7 @@ def _build(threads, items, passes, counter, job, index_dtype, word):
                                        write_keys=not (job.indices and place[1]))
         return built[place]
 
-    return _build_histogram(threads, counter, passes, to_key, job.key_dtype), pass_kernel
+    return histogram_kernel, pass_kernel
 
 
 def _digit(to_key):
@@ -266,18 +285,27 @@ def _digit(to_key):
 
 
 def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_key,
-                     key_dtype):
-    """The kernel of step 1 (module doc)."""
+                     key_dtype, lanes: int):
+    """The kernel of step 1 (module doc): ``lanes`` keys a load (a 16-byte vector, its
+    rows aligned: :func:`_histogram_lanes`), or one."""
     bins = passes * RADIX
     kt = from_dtype(key_dtype)
     clear, count, total = counter.build_counter(bins)
     slots = counter.shared_slots(bins)
     mask = uint64(RADIX - 1)
 
+    @cuda.jit(device=True)
+    def count_key(sh, counts, bits):  # every pass's digit of one key
+        key = uint64(to_key(bits))
+        for p in range(passes):
+            count(sh, counts, p * RADIX + int32((key >> uint64(p * DIGIT_BITS)) & mask))
+
+    count_keys = _key_counter(count_key, kt, threads, lanes)
+
     @cuda.jit
     def digit_histogram(x, n, chunks, chunk, counts, words):
-        """counts[pass][row][digit] += the block's keys' digits (chunk of one row);
-        the grid also zeroes the passes' look-back words."""
+        """counts[pass][row][digit] += the block's keys' digits (chunk of one row, a
+        multiple of ``lanes``); the grid also zeroes the passes' look-back words."""
         sh = cuda.shared.array(slots, uint32)
         clear(sh)
         w = uint64(cuda.grid(1))
@@ -286,21 +314,10 @@ def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_k
             w += uint64(cuda.gridsize(1))
         row = cuda.blockIdx.x // chunks
         rows = cuda.gridDim.x // chunks
-        j = (cuda.blockIdx.x - row * chunks) * int64(chunk) + cuda.threadIdx.x
-        end = min(n, (cuda.blockIdx.x - row * chunks + 1) * int64(chunk))
+        lo = (cuda.blockIdx.x - row * chunks) * int64(chunk)
+        end = min(n, lo + chunk)
         base = row * int64(n)
-        held = cuda.local.array(HISTOGRAM_LOADS, kt)
-        while j < end:  # HISTOGRAM_LOADS keys a thread in flight at once
-            for u in range(HISTOGRAM_LOADS):
-                if j + u * threads < end:
-                    held[u] = x[uint64(base + j + u * threads)]
-            for u in range(HISTOGRAM_LOADS):
-                if j + u * threads < end:
-                    key = uint64(to_key(held[u]))
-                    for p in range(passes):
-                        count(sh, counts,
-                              p * RADIX + int32((key >> uint64(p * DIGIT_BITS)) & mask))
-            j += HISTOGRAM_LOADS * threads
+        count_keys(sh, counts, x, base, lo, end)
         cuda.syncthreads()
         b = cuda.threadIdx.x
         while b < bins:  # one atomic per non-empty bin
@@ -311,6 +328,80 @@ def _build_histogram(threads: int, counter: HistogramStrategy, passes: int, to_k
             b += threads
 
     return digit_histogram
+
+
+def _key_counter(count_key, kt, threads: int, lanes: int):
+    """Device function ``count_keys(sh, counts, x, base, lo, end)``: ``count_key`` of
+    keys ``lo .. end-1`` of the row at ``base`` in ``x`` (of Numba type ``kt``), the
+    block's ``threads`` striding over them with several loads in flight: by 16-byte
+    vectors of ``lanes`` keys when ``lanes > 1`` (``base + lo`` a multiple of it), four
+    a thread in whole rounds unchecked, then the last vectors and the keys past them;
+    else ``HISTOGRAM_LOADS`` single keys, each checked."""
+    if lanes == 1:
+        loads = HISTOGRAM_LOADS
+
+        @cuda.jit(device=True)
+        def count_keys(sh, counts, x, base, lo, end):
+            held = cuda.local.array(loads, kt)
+            j = lo + cuda.threadIdx.x
+            while j < end:
+                for u in range(loads):
+                    if j + u * threads < end:
+                        held[u] = x[uint64(base + j + u * threads)]
+                for u in range(loads):
+                    if j + u * threads < end:
+                        count_key(sh, counts, held[u])
+                j += loads * threads
+
+        return count_keys
+    vload = vector_loader(lanes)
+    count_lanes = _lane_counter(count_key, 0, lanes)
+
+    @cuda.jit(device=True)
+    def count_keys(sh, counts, x, base, lo, end):
+        first = (base + lo) // lanes  # vector index of key lo
+        whole = max(end - lo, 0) // lanes  # (a last block may start past the row's end)
+        v = int64(cuda.threadIdx.x)
+        while v + 3 * threads < whole:  # four vectors in flight, no checks
+            e0 = vload(x, first + v)
+            e1 = vload(x, first + v + threads)
+            e2 = vload(x, first + v + 2 * threads)
+            e3 = vload(x, first + v + 3 * threads)
+            count_lanes(sh, counts, e0)
+            count_lanes(sh, counts, e1)
+            count_lanes(sh, counts, e2)
+            count_lanes(sh, counts, e3)
+            v += 4 * threads
+        while v < whole:
+            count_lanes(sh, counts, vload(x, first + v))
+            v += threads
+        j = lo + whole * lanes + cuda.threadIdx.x  # fewer than lanes keys left
+        if j < end:
+            count_key(sh, counts, x[uint64(base + j)])
+
+    return count_keys
+
+
+def _lane_counter(count_key, first: int, count: int):
+    """Device function ``count_lanes(sh, counts, v)``: ``count_key`` of lanes ``first ..
+    first+count-1`` of the vector ``v``, each index a compile-time constant (the tuple
+    stays in registers; ``vector.lane_folder`` does the same)."""
+    if count == 1:
+
+        @cuda.jit(device=True)
+        def count_lanes(sh, counts, v):
+            count_key(sh, counts, v[first])
+
+        return count_lanes
+    low = _lane_counter(count_key, first, count // 2)
+    high = _lane_counter(count_key, first + count // 2, count - count // 2)
+
+    @cuda.jit(device=True)
+    def count_lanes(sh, counts, v):
+        low(sh, counts, v)
+        high(sh, counts, v)
+
+    return count_lanes
 
 
 def _build_pass(threads, items, digit, key_dtype, index_dtype, word, first: bool,

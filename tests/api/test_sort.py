@@ -93,6 +93,28 @@ def test_radix_sizes_around_tiles(n):
                           np.argsort(x, kind="stable"))
 
 
+@pytest.mark.parametrize("start", [0, 1])
+def test_radix_histogram_reads_vectors_only_where_aligned(start):
+    """The digit histogram loads 16-byte vectors of 4 keys where every row starts
+    16-byte aligned, else single keys: a device view starting ``start`` float32 in,
+    530 keys over two histogram blocks with a partial vector at the end; rows of 68
+    (whole vectors) and of 67 (not)."""
+    from strategies import radix_sort
+
+    x = values(np.float32, 540)
+    d = cuda.to_device(x)[start:start + 530]
+    assert radix_sort._histogram_lanes(d, 1, 530) == (4 if start == 0 else 1)
+    s = RadixSort(threads=32, items=8)
+    assert np.array_equal(nk.argsort(d, strategy=s).copy_to_host(),
+                          np.argsort(x[start:start + 530], kind="stable"))
+    for n in (68, 67):
+        rows = x[:2 * n].reshape(2, n)
+        assert radix_sort._histogram_lanes(cuda.to_device(rows).reshape(2 * n), 2, n) == \
+            (4 if n == 68 else 1)
+        assert np.array_equal(nk.argsort(rows, strategy=s),
+                              np.argsort(rows, axis=-1, kind="stable"))
+
+
 @pytest.mark.parametrize("make", [np.sort, lambda a: np.sort(a)[::-1].copy()],
                          ids=["sorted", "reversed"])
 def test_sorted_and_reversed_input(make):
