@@ -217,7 +217,7 @@ def driver_launch(function: int, grid: int, block: int, stream: int, params,
                   shared: int = 0) -> None:
     """``cuLaunchKernel`` on a 1-D grid with parameters already in place (``params``
     from :func:`parameter_block`) and ``shared`` bytes of dynamic shared memory
-    (:func:`allow_shared` has raised the function's limit past 48 KiB)."""
+    (:func:`allow_shared` has raised the function's limit where it needs more)."""
     global _cupy_launch_kernel, _cuLaunchKernel
     if not (SIMULATOR or getattr(_local, "has_context", False)):
         _make_context_current()
@@ -251,7 +251,7 @@ class _Launcher:
     def __call__(self, grid, block, stream, args, shared: int = 0):
         key, flat, _ = flatten(args)
         function, values, pointers = self.entry(key, len(flat))
-        if shared > _DEFAULT_SHARED:
+        if shared:
             allow_shared(function, shared)
         with self.lock:
             values[:] = flat
@@ -276,24 +276,42 @@ class _Launcher:
         return (_function_handle(kernel), *parameter_block(count))
 
 
-# Dynamic shared memory a block may have without asking (CUDA's 48 KiB); more needs
-# the function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised first.
+# Shared memory a block may have without asking (CUDA's 48 KiB, static and dynamic
+# together); more dynamic shared memory than that leaves beside the kernel's static
+# arrays needs the function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised
+# first.
 _DEFAULT_SHARED = 48 * 1024
-_MAX_DYNAMIC_SHARED = 8  # CUfunction_attribute's value for that attribute
+_STATIC_SHARED = 1  # CUfunction_attribute: CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+_MAX_DYNAMIC_SHARED = 8  # CUfunction_attribute: ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
 _shared_allowed: dict[int, int] = {}  # CUfunction -> dynamic shared bytes allowed
 
 
 def allow_shared(function: int, nbytes: int) -> None:
-    """Let ``function`` (a CUfunction) launch with ``nbytes`` of dynamic shared memory
-    (``cuFuncSetAttribute``, once per function and size; the driver refuses more
-    than the device's opt-in maximum less the kernel's static shared memory)."""
-    if _shared_allowed.get(function, _DEFAULT_SHARED) >= nbytes:
+    """Let ``function`` (a CUfunction) launch with ``nbytes`` of dynamic shared memory:
+    by default it may have what 48 KiB leaves beside its static shared memory; past
+    that, ``cuFuncSetAttribute`` raises its limit (once per function and size; the
+    driver refuses more than the device's opt-in maximum less the static part)."""
+    allowed = _shared_allowed.get(function)
+    if allowed is None:
+        allowed = _shared_allowed[function] = _DEFAULT_SHARED - _attribute(function,
+                                                                           _STATIC_SHARED)
+    if allowed >= nbytes:
         return
     set_attribute = _libcuda().cuFuncSetAttribute
     set_attribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
     _checked(set_attribute(function, _MAX_DYNAMIC_SHARED, nbytes),
              f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
     _shared_allowed[function] = nbytes
+
+
+def _attribute(function: int, attribute: int) -> int:
+    """``cuFuncGetAttribute`` of a CUfunction."""
+    value = ctypes.c_int(0)
+    get_attribute = _libcuda().cuFuncGetAttribute
+    get_attribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+    _checked(get_attribute(ctypes.byref(value), attribute, function),
+             f"cuFuncGetAttribute({attribute})")
+    return value.value
 
 
 def parameter_block(count: int) -> tuple:
@@ -328,7 +346,8 @@ def launch(kernel, grid: int, block: int, stream, *args, shared: int = 0) -> Non
             ``__cuda_array_interface__``) and Python/NumPy scalars (integers are
             passed as int64, floats as float64).
         shared: bytes of dynamic shared memory a block (``cuda.shared.array(0, ...)``);
-            past 48 KiB the function's limit is raised first (:func:`allow_shared`).
+            past what 48 KiB leaves beside the kernel's static shared memory, the
+            function's limit is raised first (:func:`allow_shared`).
 
     Raises:
         numbakern.runtime.simcost.SimulatorTooSlow: under the simulator, a launch

@@ -278,7 +278,12 @@ def _watch_memory(rec: _SortRecorder):
         key = (frame.filename, frame.lineno)
         res = self._allocations.get(key)
         if res is None:
-            new = np.empty(shape, dtype).view(_Watched)
+            if shape == 0:  # dynamic shared memory: every such array views one buffer
+                new = np.frombuffer(self._dynshared.data, dtype=dtype,
+                                    count=self._dynshared_size // dtype.itemsize)
+                new = new.view(_Watched)
+            else:
+                new = np.empty(shape, dtype).view(_Watched)
             new.name = frame.line.split("=")[0].strip() if "=" in frame.line else "shared"
             # one step (numbakern/runtime/simulator.py): two threads that both found
             # none get the same array

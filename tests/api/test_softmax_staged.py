@@ -15,6 +15,7 @@ from numba import cuda
 import numbakern as nk
 from numbakern.api import softmax as api
 from numbakern.kernels import softmax_rows
+from numbakern.runtime import replay
 
 from .test_softmax import (BF16_ULP, FORWARD, LOG_TOL, REF, SIMULATED_INF, TOL, _bfloat16,
                            device_rows, logits)
@@ -94,7 +95,10 @@ def copy(request, monkeypatch):
         return real(plan)
 
     monkeypatch.setattr(softmax_rows, "kernel_for", kernel_for)
-    return SimpleNamespace(path=request.param, built=built)
+    # a call recorded under the other path would replay its kernels, never asking
+    replay.forget()
+    yield SimpleNamespace(path=request.param, built=built)
+    replay.forget()
 
 
 # Lengths around whole vectors (2056 is 257 of them; 2049 and 3001 have tails) and rows
