@@ -1,7 +1,7 @@
 """The ``numbakern`` command: demonstrate, compare and explain the strategies.
 
     numbakern demo                          every operation, every strategy, checked
-    numbakern compare sum -n 1e8            one operation: time, GB/s, vs CuPy/PyTorch
+    numbakern compare sum -n 1e8            one operation: time, GB/s, vs the peers
     numbakern explain two_pass/shared_tree  how one strategy combines, step by step
     numbakern course                        the course's figures, every strategy drawn
 
@@ -123,7 +123,7 @@ def demo(quick, repeat):
 
     Inputs: the textbook's worked example [3, 1, 4, 1, 5], the fused-softmax
     tutorial's 1823 x 781, and a batch of language-model logits (8192 x 50257; under
-    the simulator smaller slices). On a GPU each is timed beside CuPy and PyTorch.
+    the simulator smaller slices). On a GPU each is timed beside the installed peers.
     Exit status 1 if any check fails.
     """
     console = _console()
@@ -212,9 +212,12 @@ def _variants(op, names) -> list:
               help="Also draw GB/s per strategy, under the copy bandwidth (matplotlib; "
                    ".png, .svg or .pdf).")
 def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, png_path):
-    """Time every strategy of one operation beside CuPy and PyTorch.
+    """Time every strategy of one operation beside the installed peers.
 
-    Each strategy is checked against NumPy first. The table gives the median time,
+    Peers, where installed and where they have the operation: CuPy, PyTorch,
+    torch.compile (softmax, log_softmax), Triton's fused softmax (softmax) and
+    cuda.compute (sum, max, min, cumsum, sort, segmented_reduce). Each strategy and
+    peer is checked against NumPy first. The table gives the median time,
     GB/s (bytes read + written) and the fraction of the device's copy bandwidth.
     Under the simulator the times are CPU wall-clock: meaningless for speed.
     """

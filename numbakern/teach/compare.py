@@ -3,9 +3,11 @@
 As in llm.c's ``dev/cuda``, nothing is timed before it is checked: every strategy's
 result is compared with a float64 NumPy reference first. Then, on a GPU, each call
 is timed with CUDA events (the median of ``repeat``), beside the same operation in
-CuPy and PyTorch when they are installed, and turned into GB/s (bytes of the input
-read plus the output written, divided by the time) and a fraction of the
-device-to-device copy bandwidth measured once per process (bytes read + written).
+each installed peer (:data:`PEERS`: CuPy, PyTorch eager, ``torch.compile``, the
+Triton tutorial's fused softmax, CCCL's ``cuda.compute``; each where it has the
+operation), and turned into GB/s (bytes of the input read plus the output written,
+divided by the time) and a fraction of the device-to-device copy bandwidth measured
+once per process (bytes read + written).
 
 Under the simulator the same code runs with wall-clock times, which say nothing
 about a GPU: callers label them so.
@@ -29,6 +31,7 @@ import numpy as np
 import numbakern
 
 from numbakern import strategies as _strategies
+from numbakern.teach import peers as _peers
 
 
 @dataclass(frozen=True)
@@ -248,7 +251,9 @@ class Operation:
         variants: the strategies to run, as :class:`Variant` s.
         kinds: dtype kinds the operation takes (``"f"``: floats only).
         exact: the reference runs on ``x`` as is (max, argmax, bitwise).
-        peers: ``{"cupy": f(cupy, x, **kw), "torch": f(torch, x, **kw)}``.
+        peers: ``{peer: f(module, x, **kw)}``, a peer of :data:`PEERS` to the call
+            of it, given the module ``_module(peer)`` and the input as
+            :func:`peer_input` makes it; raising where the input is not covered.
         skips: ``f(variant, shape, kw)`` -> why a variant cannot run on this input
             (reported, not run), or None.
         simulator_shape: the default input under the simulator.
@@ -312,6 +317,19 @@ def _peer(cupy_fn: Callable | None, torch_fn: Callable | None) -> dict:
     if torch_fn:
         peers["torch"] = lambda t, x, **kw: torch_fn(t, x, **_dim(kw))
     return peers
+
+
+def _softmax_peers(log: bool) -> dict:
+    """``torch.compile`` of torch's function, and (softmax only) Triton's fused softmax."""
+    peers = {"torch.compile": lambda t, x, **kw: _peers.compiled_softmax(t, x, log=log,
+                                                                          **_dim(kw))}
+    if not log:
+        peers["triton"] = lambda t, x, **kw: _peers.triton_softmax(t, x, **_dim(kw))
+    return peers
+
+
+def _cccl_reduce(op: str) -> dict:
+    return {"cuda.compute": lambda c, x, **kw: _peers.cccl_reduce(c, x, op, **kw)}
 
 
 def _class_targets(shape) -> np.ndarray:
@@ -470,6 +488,11 @@ def _torch_segment_sum(t, x, **kw):
     return t.segment_reduce(x, "sum", offsets=offsets, unsafe=True)
 
 
+def _cccl_segment_sum(compute, x, **kw):
+    offsets = _module("cupy").asarray(segment_offsets(len(x)))
+    return _peers.cccl_segmented_sum(compute, x, offsets)
+
+
 def block_variants() -> list[Variant]:
     """Every block strategy, for the row kernels that take one (``strategy=``)."""
     return [Variant(name, {"strategy": name}) for name in _strategies.available("block")]
@@ -480,18 +503,18 @@ OPERATIONS: dict[str, Operation] = {
     for o in [
         Operation("sum", np.sum, tree_bound(lambda a, ref, kw: a.sum(axis=kw.get("axis"))),
                   reduce_variants,
-                  peers=_peer(lambda cp, x, **k: cp.sum(x, **k),
-                              lambda t, x, **k: t.sum(x, **k))),
+                  peers={**_peer(lambda cp, x, **k: cp.sum(x, **k),
+                                 lambda t, x, **k: t.sum(x, **k)), **_cccl_reduce("sum")}),
         Operation("mean", np.mean, mean_bound, reduce_variants,
                   peers=_peer(lambda cp, x, **k: cp.mean(x, **k),
                               lambda t, x, **k: t.mean(x if x.is_floating_point()
                                                        else x.double(), **k))),
         Operation("max", np.max, exact, reduce_variants, exact=True,
-                  peers=_peer(lambda cp, x, **k: cp.max(x, **k),
-                              lambda t, x, **k: t.amax(x, **k))),
+                  peers={**_peer(lambda cp, x, **k: cp.max(x, **k),
+                                 lambda t, x, **k: t.amax(x, **k)), **_cccl_reduce("max")}),
         Operation("min", np.min, exact, reduce_variants, exact=True,
-                  peers=_peer(lambda cp, x, **k: cp.min(x, **k),
-                              lambda t, x, **k: t.amin(x, **k))),
+                  peers={**_peer(lambda cp, x, **k: cp.min(x, **k),
+                                 lambda t, x, **k: t.amin(x, **k)), **_cccl_reduce("min")}),
         Operation("prod", np.prod, tree_bound(lambda a, ref, kw: np.abs(ref)), reduce_variants,
                   peers=_peer(lambda cp, x, **k: cp.prod(x, **k),
                               lambda t, x, **k: t.prod(x, **k))),
@@ -528,23 +551,28 @@ OPERATIONS: dict[str, Operation] = {
         Operation("cumsum", np.cumsum,
                   tree_bound(lambda a, ref, kw: np.cumsum(a, axis=kw.get("axis")).reshape(
                       ref.shape)), scan_variants,
-                  peers=_peer(lambda cp, x, **k: cp.cumsum(x, **k),
-                              lambda t, x, **k: t.cumsum(x.reshape(-1) if not k else x,
-                                                         **(k or {"dim": 0})))),
+                  peers={**_peer(lambda cp, x, **k: cp.cumsum(x, **k),
+                                 lambda t, x, **k: t.cumsum(x.reshape(-1) if not k else x,
+                                                            **(k or {"dim": 0}))),
+                         "cuda.compute": _peers.cccl_cumsum}),
         Operation("cumprod", np.cumprod, tree_bound(_factors), scan_variants,
                   peers=_peer(lambda cp, x, **k: cp.cumprod(x, **k),
                               lambda t, x, **k: t.cumprod(x.reshape(-1) if not k else x,
                                                           **(k or {"dim": 0})))),
         Operation("softmax", _softmax, allclose, softmax_variants, kinds="f",
-                  peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, **k),
-                              lambda t, x, **k: t.softmax(x, **k))),
+                  peers={**_peer(lambda cp, x, **k: _cupyx_softmax(x, **k),
+                                 lambda t, x, **k: t.softmax(x, **k)),
+                         **_softmax_peers(log=False)}),
         Operation("log_softmax", _log_softmax, allclose, softmax_variants, kinds="f",
-                  peers=_peer(lambda cp, x, **k: _cupyx_softmax(x, log=True, **k),
-                              lambda t, x, **k: t.log_softmax(x, **k))),
-        # without --axis, numbakern, NumPy and both peers sort along the last axis
+                  peers={**_peer(lambda cp, x, **k: _cupyx_softmax(x, log=True, **k),
+                                 lambda t, x, **k: t.log_softmax(x, **k)),
+                         **_softmax_peers(log=True)}),
+        # without --axis, numbakern, NumPy and the peers sort along the last axis
+        # (cuda.compute: of 1-D input only)
         Operation("sort", _stable(np.sort), exact, sort_variants, exact=True,
-                  peers=_peer(lambda cp, x, **k: cp.sort(x, **k),
-                              lambda t, x, **k: t.sort(x, stable=True, **k).values),
+                  peers={**_peer(lambda cp, x, **k: cp.sort(x, **k),
+                                 lambda t, x, **k: t.sort(x, stable=True, **k).values),
+                         "cuda.compute": _peers.cccl_sort},
                   skips=_sort_skips, simulator_shape=(256,)),
         Operation("argsort", _stable(np.argsort), exact, sort_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.argsort(x, **k),
@@ -565,7 +593,8 @@ OPERATIONS: dict[str, Operation] = {
                               lambda t, x, **k: t.bincount(x)), one_d=True),
         Segmented("segmented_reduce", _segment_sums,
                   tree_bound(lambda a, ref, kw: _segment_sums(np.abs(a))), reduce_variants,
-                  kinds="iuf", peers={"torch": _torch_segment_sum}),
+                  kinds="iuf", peers={"torch": _torch_segment_sum,
+                                      "cuda.compute": _cccl_segment_sum}),
         Segmented("segmented_scan", _segment_scans, _segment_prefix_bound, scan_variants,
                   kinds="iuf"),
         Segmented("segmented_sort", _segment_sorts, exact, sort_variants, exact=True,
@@ -635,25 +664,46 @@ def on_gpu() -> bool:
     return not numbakern.backend().is_simulator
 
 
+#: every peer, in the order the tables show them, to the library whose arrays its
+#: functions read (:func:`peer_input`)
+PEERS = {"cupy": "cupy", "torch": "torch", "torch.compile": "torch", "triton": "torch",
+         "cuda.compute": "cupy"}
+
+
+@lru_cache(maxsize=None)
 def _module(name: str):
+    """The module a peer's functions are given: CuPy, torch (for ``torch``,
+    ``torch.compile`` and ``triton``) or ``cuda.compute``; None where the peer cannot
+    run here. Imported on first call only, which compare makes on a GPU only."""
     try:
-        if name == "torch":
-            import torch
+        if name == "cuda.compute":
+            import cupy  # its input and output arrays
+            from cuda import compute
 
-            return torch if torch.cuda.is_available() else None
-        import cupy
+            # a CPU-only install imports, but has no algorithms (no CUDA bindings)
+            return compute if hasattr(compute, "reduce_into") else None
+        if name == "cupy":
+            import cupy
 
-        return cupy
+            return cupy
+        import torch
+
+        if name == "triton":
+            import triton  # noqa: F401  (the fused softmax's compiler)
+        if name == "torch.compile" and not hasattr(torch, "compile"):
+            return None
+        return torch if torch.cuda.is_available() else None
     except Exception:  # not installed, or installed without a usable CUDA
         return None
 
 
 @lru_cache(maxsize=None)
 def installed_peers() -> tuple[str, ...]:
-    """The peers importable here with a usable GPU (none under the simulator)."""
+    """The peers of :data:`PEERS` importable here with a usable GPU (none under the
+    simulator: nothing of theirs is imported there)."""
     if not on_gpu():
         return ()
-    return tuple(name for name in ("cupy", "torch") if _module(name) is not None)
+    return tuple(name for name in PEERS if _module(name) is not None)
 
 
 def to_device(x: np.ndarray):
@@ -670,7 +720,9 @@ def to_device(x: np.ndarray):
 
 
 def peer_input(name: str, x_dev):
-    if name == "torch":
+    """The input as peer ``name`` reads it, sharing ``x_dev``'s memory: a torch CUDA
+    tensor (torch, torch.compile, triton) or a CuPy array (cupy, cuda.compute)."""
+    if PEERS[name] == "torch":
         return _module("torch").as_tensor(x_dev, device="cuda")
     return _module("cupy").asarray(x_dev)
 

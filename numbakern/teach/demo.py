@@ -19,8 +19,8 @@ table says which shape ran. An operation numbakern does not have yet is
 listed as not available instead of run. Every result is checked against NumPy
 (float64) by :mod:`numbakern.teach.compare` (the row-wise cases on the GPU's full logits: 64
 evenly spaced rows, the table says so; a float64 reference of all 8192 rows would
-take tens of seconds per strategy); on a GPU each is also timed beside CuPy and
-PyTorch.
+take tens of seconds per strategy); on a GPU each is also timed beside the installed
+peers of :mod:`numbakern.teach.compare` that have the operation.
 """
 
 from __future__ import annotations
