@@ -19,8 +19,8 @@ table says which shape ran. An operation numbakern does not have yet is
 listed as not available instead of run. Every result is checked against NumPy
 (float64) by :mod:`numbakern.teach.compare` (the row-wise cases on the GPU's full logits: 64
 evenly spaced rows, the table says so; a float64 reference of all 8192 rows would
-take tens of seconds per strategy); on a GPU each is also timed beside the installed
-peers of :mod:`numbakern.teach.compare` that have the operation.
+take tens of seconds per strategy); on a GPU each is also timed beside CuPy and
+PyTorch eager where installed (:data:`DEMO_PEERS`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ WORKED = np.array([3, 1, 4, 1, 5])
 TUTORIAL = (1823, 781)
 LOGITS = (8192, 50257)
 ATTENTION = (4, 16, 512, 512)  # batch x heads x queries x keys
+#: the peers the demo times: the eager ones. ``compare``'s compiling peers
+#: (``torch.compile``, Triton, ``cuda.compute``) spend tens of seconds on a first call.
+DEMO_PEERS = ("cupy", "torch")
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,7 @@ def run(quick: bool = False, repeat: int = 10,
             row = run_one(op, variant, x, x_dev, case.kw, want, on_gpu(), repeat,
                           rows=sample)
             rows.append(_with_expectation(row, case))
-        for peer in installed_peers():
+        for peer in _peers():
             if peer in op.peers:
                 advance(f"{case.op} · {case.input} · {peer}")
                 rows.append(run_one(op, None, x, x_dev, case.kw, want, True, repeat,
@@ -190,13 +193,17 @@ def _with_expectation(row: Row, case: Case) -> Row:
     return row
 
 
+def _peers() -> tuple:
+    return tuple(p for p in installed_peers() if p in DEMO_PEERS)
+
+
 def steps() -> int:
     """How many runs :func:`run` will make (for a progress bar)."""
     total = 0
     for case in CASES:
         op = OPERATIONS[case.op]
         if op.available:
-            total += len(op.variants()) + sum(p in op.peers for p in installed_peers())
+            total += len(op.variants()) + sum(p in op.peers for p in _peers())
     return total
 
 
