@@ -77,7 +77,7 @@ from numba import cuda, from_dtype, int32, int64, uint8, uint32, uint64
 from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.vector import VECTOR_BYTES, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import (FULL_MASK, SHARED_LIMIT, SIMULATOR, WARP, ceil_div,
+from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
                                       max_resident_blocks, shared_capacity)
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import load_relaxed
@@ -97,6 +97,12 @@ HISTOGRAM_ITEMS = 16
 HISTOGRAM_LOADS = 8
 #: earlier tiles' look-back words read at once
 WINDOW = 4
+#: keys a thread of a pass by default, by (8-byte keys, argsort), fewer where the tile
+#: does not fit: the best of each sweep at 256 threads on an H200 (bench/NOTES.md,
+#: "Onesweep tiles past 48 KiB"; ms): float32 2^28 sort 7.51 at 16, 6.76 at 20, 6.29 at
+#: 24 (cuda.compute 5.90); float64 2^26 sort 6.04 at 12, 5.12 at 16; float32 2^28
+#: argsort 11.71 at 12, 10.33 at 16. Not swept: 8-byte argsorts.
+TILE_ITEMS = {(False, False): 24, (True, False): 16, (False, True): 16, (True, True): 12}
 
 
 class RadixSort(SortStrategy):
@@ -104,11 +110,11 @@ class RadixSort(SortStrategy):
 
     Args:
         threads: threads per block.
-        items: keys per thread in a tile (``None``: 20 for a sort, 12 for an argsort,
-            then 16 (sorts), 12, 8, 4, 2, 1 until the tile fits in 48 KiB; 2 under
-            the simulator). The tile lives in dynamic shared memory, so a given ``items``
-            may take up to the device's opt-in maximum a block (227 KiB on an H200;
-            CUB's sm_80 tile is 384 x 21).
+        items: keys per thread in a tile (``None``: :data:`TILE_ITEMS`, then 12, 8, 4,
+            2, 1 until the tile fits in shared memory; 2 under the simulator). The
+            tile lives in dynamic shared memory, so a given ``items`` may take up to
+            the device's opt-in maximum a block (227 KiB on an H200; CUB's sm_80
+            tile is 384 x 21).
         histogram: how a block counts digits: ``"shared_privatized"`` (default:
             2% faster on an H200) or ``"warp_privatized"``, or such a strategy
             object. When its counters for every pass's digits do not fit in shared
@@ -162,11 +168,10 @@ class RadixSort(SortStrategy):
             return self.items
         if SIMULATOR:
             return 2
-        # measured (bench/NOTES.md, H200): 20 keys a thread for a sort (float32 2^28:
-        # 6.71 ms against 7.50 at 16), 12 for an argsort; 8-byte keys fit 12 a sort
-        start = (12, 8, 4, 2, 1) if index_bytes else (20, 16, 12, 8, 4, 2, 1)
-        return next(k for k in start
-                    if _pass_shared(self.threads, k, key_bytes, index_bytes) <= SHARED_LIMIT)
+        most = TILE_ITEMS[(key_bytes > 4, index_bytes > 0)]
+        return next(k for k in (most, 12, 8, 4, 2, 1) if k <= most and
+                    _pass_shared(self.threads, k, key_bytes, index_bytes)
+                    <= shared_capacity()[0])
 
     def sort(self, job) -> None:
         ws, stream, rows, n = job.workspace, job.stream, job.rows, job.n
