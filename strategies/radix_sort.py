@@ -98,11 +98,13 @@ HISTOGRAM_LOADS = 8
 #: earlier tiles' look-back words read at once
 WINDOW = 4
 #: keys a thread of a pass by default, by (8-byte keys, argsort), fewer where the tile
-#: does not fit: the best of each sweep at 256 threads on an H200 (bench/NOTES.md,
-#: "Onesweep tiles past 48 KiB"; ms): float32 2^28 sort 7.51 at 16, 6.76 at 20, 6.29 at
-#: 24 (cuda.compute 5.90); float64 2^26 sort 6.04 at 12, 5.12 at 16; float32 2^28
-#: argsort 11.71 at 12, 10.33 at 16. Not swept: 8-byte argsorts.
-TILE_ITEMS = {(False, False): 24, (True, False): 16, (False, True): 16, (True, True): 12}
+#: does not fit: the best of the sweeps at 256 threads on an H200 (bench/NOTES.md,
+#: "Onesweep tiles past 48 KiB"; ms, two runs): float32 2^28 sort 7.51 at 16, 6.25 at
+#: 24, 6.10 at 28, 6.24 at 32 (cuda.compute 5.88); uint32 6.19 / 5.87 / 5.70 at 24 /
+#: 28 / 32; float64 2^26 sort 6.04 at 12, 5.19 at 16, 4.71 at 20 (4.53 at 384 x 16;
+#: cuda.compute 4.29); float32 2^28 argsort 11.71 at 12, 10.41 at 16, 9.33 at 20
+#: (8.99 at 384 x 16). Not swept: 8-byte argsorts.
+TILE_ITEMS = {(False, False): 28, (True, False): 20, (False, True): 20, (True, True): 12}
 
 
 class RadixSort(SortStrategy):

@@ -47,7 +47,7 @@ def test_sort_2_28_vs_cupy(cp, dtype):
 
 
 @pytest.mark.parametrize("threads,items", [(384, 21), (256, 24), (512, 16), (256, 28),
-                                           (384, 16), (384, 12)])
+                                           (384, 16), (384, 12), (256, 20)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_tiles_past_48_kib(cp, dtype, threads, items):
     """Tiles in dynamic shared memory past 48 KiB (CUB's 384 x 21 among them): sort and
