@@ -168,10 +168,11 @@ class RadixSort(SortStrategy):
         if self.items is not None:
             need = _pass_shared(self.threads, self.items, key_bytes, index_bytes)
             if need > shared_capacity()[0]:
+                carried = f" and {index_bytes}-byte indices" if index_bytes else ""
                 raise ValueError(f"items={self.items} with {self.threads} threads needs "
                                  f"{need} bytes of shared memory for {key_bytes}-byte "
-                                 f"keys, more than the {shared_capacity()[0]} a block "
-                                 f"may have; use fewer")
+                                 f"keys{carried}, more than the {shared_capacity()[0]} "
+                                 f"a block may have; use fewer")
             return self.items
         if SIMULATOR:
             return 2

@@ -123,7 +123,7 @@ def demo(quick, repeat):
 
     Inputs: the textbook's worked example [3, 1, 4, 1, 5], the fused-softmax
     tutorial's 1823 x 781, and a batch of language-model logits (8192 x 50257; under
-    the simulator smaller slices). On a GPU each is timed beside the installed peers.
+    the simulator smaller slices). On a GPU each is timed beside CuPy and PyTorch.
     Exit status 1 if any check fails.
     """
     console = _console()
