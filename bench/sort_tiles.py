@@ -40,20 +40,16 @@ def inputs(cp):
     }
 
 
-def _cuda_compute(cp, x):
-    """``cuda.compute.radix_sort`` of ``x`` into a preallocated output, or None."""
+def _cuda_compute(x):
+    """``cuda.compute.radix_sort`` of ``x`` (``numbakern.teach.peers.cccl_sort``, as
+    ``numbakern compare`` and ``bench/peers.py`` call it), or None without it."""
     try:
         from cuda import compute
     except ImportError:
         return None
-    out = cp.empty_like(x)
+    from numbakern.teach.peers import cccl_sort
 
-    def run():
-        compute.radix_sort(d_in_keys=x, d_out_keys=out, num_items=x.size,
-                           order=compute.SortOrder.ASCENDING)
-        return out
-
-    return run
+    return lambda: cccl_sort(compute, x)
 
 
 def main() -> None:
@@ -80,7 +76,7 @@ def main() -> None:
                 continue
             print(f"{case:<18} {name:<10} {event_ms(cp, run):8.3f} ms", flush=True)
         peers = [("cupy", (lambda: cp.argsort(x)) if indices else (lambda: cp.sort(x)))]
-        compute = None if indices else _cuda_compute(cp, x)
+        compute = None if indices else _cuda_compute(x)
         if compute is not None:
             peers.append(("cuda.compute", compute))
         for name, run in peers:
