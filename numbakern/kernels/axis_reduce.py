@@ -68,9 +68,11 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from numbakern.kernels.elementwise import THREADS, grid_for
 from numbakern.kernels.emits import Emit, emit_partial, emit_store
-from numbakern.kernels.vector import lane_folder, rows_aligned, vector_lanes, vector_loader
+from numbakern.kernels.vector import (VECTOR_BYTES, lane_folder, lane_states, rows_aligned,
+                                      vector_lanes, vector_loader)
 from numbakern.runtime.cache import cached, device_key
-from numbakern.runtime.device import SIMULATOR, WARP, ceil_div, max_resident_blocks
+from numbakern.runtime.device import (SIMULATOR, WARP, blocks_per_multiprocessor, ceil_div,
+                                      max_resident_blocks, resident_blocks)
 from numbakern.runtime.launch import launch
 from numbakern.runtime.views import address, span_view
 
@@ -428,6 +430,122 @@ def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: b
     return column_kernel
 
 
+def column_vector_width(av, dtype: np.dtype, masked: bool, fields: int = 1) -> int:
+    """Adjacent columns a thread of the column kernel reads in one vector load (2 to 8
+    elements of 2, 4 or 8 bytes: 16 bytes), or 1 for scalar loads. Vectors need one
+    reduced dimension, the kept one contiguous in whole vectors (``K1`` a multiple of
+    the width) and every vector aligned: the view's address and its outer kept and
+    reduced strides multiples of 16 bytes. PyTorch's reduce kernel does the same for
+    reductions that are not along the innermost dimension (``output_vec_size``).
+    States of three fields or more (``var``'s count, mean and M2) stay scalar: four
+    lanes of them take ptxas for sm_90 to 113 registers."""
+    width = vector_lanes(dtype)
+    if masked or fields > 2 or av.reduced_dims != 1 or width not in (2, 4, 8):
+        return 1
+    if av.K1 % width:
+        return 1
+    view = av.view
+    if view.strides[1] != dtype.itemsize or address(view) % VECTOR_BYTES:
+        return 1
+    outer = [(view.shape[0], view.strides[0]), (av.N, view.strides[3])]
+    if any(e > 1 and (s < 0 or s % VECTOR_BYTES) for e, s in outer):
+        return 1
+    return width
+
+
+def vector_column_registers(fields: int, width: int) -> int:
+    """Registers a thread of the vector column kernel may take (its launch bounds):
+    ptxas for sm_90 gives it 60 for a float32 or float64 sum or max with four vectors
+    in flight, 70 with float16's eight lanes, 77 for argmax's (value, index) pairs: 4
+    blocks of 256 a multiprocessor, or 3."""
+    return 64 if fields == 1 and width <= 4 else 80
+
+
+def build_vector_column_kernel(threads: int, kit, emit, ordered: bool, width: int,
+                               outputs32: bool):
+    """Column kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1)``
+    whose threads own ``width`` adjacent outputs each (:func:`column_vector_width`):
+    thread ``(c, g)`` loads vector column ``tile * C + c`` of the reduced elements
+    ``g, g + G, ...`` of its piece (``ordered``: the ``g``-th of ``G`` contiguous runs),
+    one 16-byte load per element row, four in flight, from ``a1``: a 1-D
+    view of ``a0``'s memory from its first element. Each lane folds its column's
+    elements in order, as the scalar kernel's thread does, so every op (ordered ones
+    and argmax's pairs included) meets the same contract; the groups are combined in
+    shared memory as there. Launch bounds (:func:`vector_column_registers`) fix the
+    blocks a multiprocessor holds, which the planner's wave counts
+    (:func:`plan_launch`). ``outputs32``: vector columns are counted in 32 bits."""
+    lanes = lane_states(kit, emit, width)
+    identity, fold, merge = lanes.identity, lanes.fold, lanes.merge
+    store, load, emit_lanes = lanes.store, lanes.load, lanes.emit
+    temp = kit.shared_temp(threads * width)
+    vload = vector_loader(width)
+    split = _split(outputs32)
+    W = int64(width)
+    registers = vector_column_registers(kit.fields, width)
+    jit = cuda.jit if SIMULATOR else cuda.jit(
+        launch_bounds=(threads, blocks_per_multiprocessor(threads, registers)))
+
+    @cuda.jit(device=True)
+    def run(a1, j, pitch, r, end, step, c1, s):
+        # j: the vector of element row r; four in flight, each lane folding in order
+        d = step * pitch
+        while r + 3 * step < end:
+            v0 = vload(a1, j)
+            v1 = vload(a1, j + d)
+            v2 = vload(a1, j + 2 * d)
+            v3 = vload(a1, j + 3 * d)
+            s = fold(fold(s, v0, r * c1), v1, (r + step) * c1)
+            s = fold(fold(s, v2, (r + 2 * step) * c1), v3, (r + 3 * step) * c1)
+            j += 4 * d
+            r += 4 * step
+        while r < end:
+            s = fold(s, vload(a1, j), r * c1)
+            j += d
+            r += step
+        return s
+
+    @jit
+    def vector_column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
+        temp0, temp1 = temp()
+        tid = cuda.threadIdx.x
+        G = cuda.blockDim.x // C
+        c = tid % C
+        g = tid // C
+        piece, tile, tiles = _pieces_of_grid(S)
+        start = piece * chunk
+        stop = min(start + chunk, N)
+        if ordered:
+            per = (stop - start + G - 1) // G
+            first, end, step = start + g * per, min(start + (g + 1) * per, stop), 1
+        else:
+            first, end, step = start + g, stop, G
+        size = a0.strides[1] * W  # bytes of a vector
+        pitch = a0.strides[3] // size  # vectors from one element row to the next
+        columns = M // W
+        while tile * C < columns:
+            column = tile * C + c
+            k0, k1 = split(column, K1 // W)
+            s = identity()
+            if column < columns:
+                s = run(a1, k0 * (a0.strides[0] // size) + k1 + first * pitch, pitch, first,
+                        end, step, c1, s)
+            if G > 1:  # combine the groups, growing offsets: element order kept
+                store(temp0, temp1, tid * W, s)
+                cuda.syncthreads()
+                offset = 1
+                while offset < G:
+                    if g % (2 * offset) == 0 and g + offset < G:
+                        s = merge(s, load(temp0, temp1, (tid + offset * C) * W))
+                        store(temp0, temp1, tid * W, s)
+                    cuda.syncthreads()
+                    offset *= 2
+            if g == 0 and column < columns:
+                emit_lanes(o0, o1, column * W, k0 * m0 + k1 * W * m1, m1, piece, S, M, s)
+            tile += tiles
+
+    return vector_column_kernel
+
+
 # --- planning a launch ------------------------------------------------------------------
 
 
@@ -451,25 +569,31 @@ class Launch:
     chunk: int  # reduced elements per piece
     lanes: int  # row kernel: threads per row; column kernel: columns per block (C)
     cap: int  # the most blocks a launch of this plan takes (rows are grid-strided)
+    width: int = 1  # column kernel: adjacent outputs a thread owns (its vector's lanes)
 
 
 def _pieces(groups: int, n: int, lanes: int, target: int) -> tuple[int, int]:
     """``(S, chunk)``: split rows into pieces when ``groups`` blocks cannot fill
-    ``target``; every piece keeps at least PIECE_MIN_PER_THREAD elements per thread."""
+    ``target``; every piece keeps at least PIECE_MIN_PER_THREAD elements per thread.
+    The grid stays within one wave of ``target`` blocks: 9 pieces of 128 groups where
+    1056 blocks fit would leave 96 blocks to a second wave, which these memory-bound
+    kernels take about as long over as over the first 1056."""
     if groups >= target:
         return 1, max(n, 1)
-    want = ceil_div(target, groups)
-    most = max(1, n // (lanes * PIECE_MIN_PER_THREAD))
-    pieces = max(1, min(want, most, MAX_PIECES))
+    pieces = max(1, min(target // groups, n // (lanes * PIECE_MIN_PER_THREAD), MAX_PIECES))
     chunk = ceil_div(n, pieces)
     return ceil_div(n, chunk), chunk  # no empty piece
 
 
-def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int) -> Launch:
+def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int,
+                width: int = 1, fields: int = 1) -> Launch:
     """Choose the kernel and grid for a reduction described by ``av``.
 
     ``blocks`` (the grid strategy's) is the number of blocks a launch aims at;
     ``None``: enough to fill the device (rows are grid-strided beyond that).
+    ``width``: outputs a thread of the column kernel owns
+    (:func:`column_vector_width`); ``fields``: the op's state fields (the vector
+    column kernel's registers, so its blocks that fit at once).
     """
     threads = block.threads
     target = blocks or max_resident_blocks(threads)
@@ -486,13 +610,17 @@ def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int)
         pieces, chunk = _pieces(groups, N, lanes, target)
         return Launch("row", block, threads, min(groups, cap) * pieces, pieces, chunk, lanes,
                       cap)
-    columns = min(_pow2_floor(threads), _pow2_ceil(M))
+    units = M // width  # what a thread owns: a column, or a vector of them
+    columns = min(_pow2_floor(threads), _pow2_ceil(units))
     groups_wanted = _pow2_ceil(ceil_div(N, PIECE_MIN_PER_THREAD))
     col_threads = columns * max(1, min(threads // columns, groups_wanted))
-    tiles = ceil_div(M, columns)
+    tiles = ceil_div(units, columns)
+    if width > 1 and not blocks:
+        target = resident_blocks(col_threads, vector_column_registers(fields, width))
+        cap = target if SIMULATOR else 32 * target
     pieces, chunk = _pieces(tiles, N, col_threads // columns, target)
     return Launch("column", block, col_threads, min(tiles, cap) * pieces, pieces, chunk,
-                  columns, cap)
+                  columns, cap, width)
 
 
 def check_lanes(lanes, block) -> None:
@@ -530,7 +658,10 @@ class AxisReduce:
         self.mask = mask  # where=: a bool view indexed as av.view, read by the loads
 
     def plan(self, block, blocks) -> Launch:
-        return plan_launch(self.av, block, blocks, self.lanes, self.dtype.itemsize)
+        width = column_vector_width(self.av, self.dtype, self.mask is not None,
+                                    self.kit.fields)
+        return plan_launch(self.av, block, blocks, self.lanes, self.dtype.itemsize, width,
+                           self.kit.fields)
 
     def run(self, plan: Launch, emit: Emit, out, stream) -> None:
         """The first pass, each piece's state to ``emit`` into ``out``."""
@@ -538,7 +669,8 @@ class AxisReduce:
         vector = row_vector_width(av, self.dtype, self.ordered) \
             if plan.kernel == "row" and self.mask is None else 0
         kernel = self._kernel(plan, emit, vector)
-        rows = span_view(av.view) if vector else av.view if self.mask is None else self.mask
+        rows = span_view(av.view) if vector or plan.width > 1 else \
+            av.view if self.mask is None else self.mask
         args = (av.view, rows, av.M, av.N, av.K1, av.R1, *av.index_mult, *av.out_mult,
                 plan.chunk, plan.pieces) + ((plan.lanes,) if plan.kernel == "column" else ())
         launch(kernel, plan.blocks, plan.threads, stream, *args, *out)
@@ -591,6 +723,11 @@ class AxisReduce:
             return cached(key, lambda: build_row_kernel(
                 block, kit, load(), emit.build(), plan.lanes, ordered, index32, outputs32,
                 (vector, kit.to_state) if vector else None))
+        if plan.width > 1:
+            key = ("axis_reduce", "vector column", plan.width, ordered, emit.name,
+                   outputs32, plan.threads, kit, device_key())
+            return cached(key, lambda: build_vector_column_kernel(
+                plan.threads, kit, emit.build(), ordered, plan.width, outputs32))
         key = ("axis_reduce", "column", av.reduced_dims, ordered, emit.name, index32,
                masked, block.threads, kit, device_key())
         return cached(key, lambda: build_column_kernel(

@@ -21,12 +21,8 @@ from __future__ import annotations
 
 from numba import cuda, int64, uint32, uint64
 
-from numbakern.runtime.device import (
-    REGISTER_FILE,
-    SIMULATOR,
-    THREADS_PER_MULTIPROCESSOR,
-    max_resident_blocks,
-)
+from numbakern.runtime.device import SIMULATOR, blocks_per_multiprocessor
+from numbakern.runtime.device import resident_blocks as device_resident_blocks
 
 #: bytes of one private counter (uint32: a strategy's grid keeps every block under
 #: 2**31 elements)
@@ -40,32 +36,19 @@ UNROLL = 4
 #: loads are all in flight (at 32, sm_90 SASS issued two, then one at a time)
 REGISTERS = 40
 
-#: the most blocks a multiprocessor holds (sm_90)
-_MOST_BLOCKS = 32
-
-
-def blocks_per_multiprocessor(threads: int) -> int:
-    """Blocks of ``threads`` that are resident on a multiprocessor at ``REGISTERS``
-    registers a thread (6 of 256)."""
-    return max(1, min(THREADS_PER_MULTIPROCESSOR // threads, _MOST_BLOCKS,
-                      REGISTER_FILE // (threads * REGISTERS)))
-
 
 def launch_bounds(threads: int) -> tuple[int, int]:
     """``(threads, blocks a multiprocessor)`` for ptxas, so that every block of
     :func:`resident_blocks`'s grid is resident at once: no part of it is left to a
     second wave (37 registers and a grid of 8 blocks of 256 a multiprocessor ran
     6, then 2)."""
-    return threads, blocks_per_multiprocessor(threads)
+    return threads, blocks_per_multiprocessor(threads, REGISTERS)
 
 
 def resident_blocks(threads: int) -> int:
     """Blocks of ``threads`` that fill the device once at the counting kernel's
     launch bounds (the simulator's few blocks there)."""
-    if SIMULATOR:
-        return max_resident_blocks(threads)
-    return max_resident_blocks(threads) // max(1, THREADS_PER_MULTIPROCESSOR // threads) \
-        * blocks_per_multiprocessor(threads)
+    return device_resident_blocks(threads, REGISTERS)
 
 
 def _jit(bounds):

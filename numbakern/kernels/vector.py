@@ -18,6 +18,8 @@ Under the simulator the same calls are slices of the array.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from numba import cuda, int64
@@ -219,3 +221,94 @@ def lane_folder(combine, to_state, first: int, count: int):
         return combine(low(v, base), high(v, base))
 
     return fold
+
+
+@dataclass(frozen=True)
+class LaneStates:
+    """Device functions over the ``count`` op states one thread holds, one per lane of a
+    vector it loads (a column kernel's thread owns ``count`` adjacent outputs). The
+    states are a binary tree of tuples whose leaves are the kit's states, as
+    :func:`lane_folder`'s tree, so every lane index is a compile-time constant and the
+    states stay in registers.
+
+    * ``identity() -> tree``;
+    * ``fold(tree, v, index) -> tree``: lane ``j``'s state combined with
+      ``to_state(v[j], index)`` (``index``: the element's place in its output's row);
+    * ``merge(tree, other) -> tree``: lane by lane;
+    * ``store(h0, h1, base, tree)`` / ``load(h0, h1, base) -> tree``: lane ``j`` at
+      slot ``base + j`` of a temp storage;
+    * ``emit(o0, o1, row, pos, step, piece, S, M, tree)``: lane ``j`` through the
+      kernel's emit as output ``row + j``, at ``pos + j * step`` of the result.
+    """
+
+    identity: Callable
+    fold: Callable
+    merge: Callable
+    store: Callable
+    load: Callable
+    emit: Callable
+
+
+def lane_states(kit, emit, count: int, first: int = 0) -> LaneStates:
+    """The :class:`LaneStates` of lanes ``first .. first+count-1`` for ``kit``'s op and
+    the kernel's ``emit`` device function."""
+    if count == 1:
+        return _leaf_states(kit, emit, first)
+    low = lane_states(kit, emit, count // 2, first)
+    high = lane_states(kit, emit, count - count // 2, first + count // 2)
+    li, lf, lm, ls, ll, le = (low.identity, low.fold, low.merge, low.store, low.load,
+                              low.emit)
+    hi, hf, hm, hs, hl, he = (high.identity, high.fold, high.merge, high.store, high.load,
+                              high.emit)
+
+    @cuda.jit(device=True)
+    def identity():
+        return li(), hi()
+
+    @cuda.jit(device=True)
+    def fold(t, v, index):
+        return lf(t[0], v, index), hf(t[1], v, index)
+
+    @cuda.jit(device=True)
+    def merge(t, u):
+        return lm(t[0], u[0]), hm(t[1], u[1])
+
+    @cuda.jit(device=True)
+    def store(h0, h1, base, t):
+        ls(h0, h1, base, t[0])
+        hs(h0, h1, base, t[1])
+
+    @cuda.jit(device=True)
+    def load(h0, h1, base):
+        return ll(h0, h1, base), hl(h0, h1, base)
+
+    @cuda.jit(device=True)
+    def emit_lanes(o0, o1, row, pos, step, piece, S, M, t):
+        le(o0, o1, row, pos, step, piece, S, M, t[0])
+        he(o0, o1, row, pos, step, piece, S, M, t[1])
+
+    return LaneStates(identity, fold, merge, store, load, emit_lanes)
+
+
+def _leaf_states(kit, emit, lane: int) -> LaneStates:
+    """One lane's functions: the kit's own, at lane ``lane``."""
+    combine, to_state = kit.combine, kit.to_state
+    store_state, load_state = kit.store, kit.load
+
+    @cuda.jit(device=True)
+    def fold(s, v, index):
+        return combine(s, to_state(v[lane], index))
+
+    @cuda.jit(device=True)
+    def store(h0, h1, base, s):
+        store_state(h0, h1, base + lane, s)
+
+    @cuda.jit(device=True)
+    def load(h0, h1, base):
+        return load_state(h0, h1, base + lane)
+
+    @cuda.jit(device=True)
+    def emit_lane(o0, o1, row, pos, step, piece, S, M, s):
+        emit(o0, o1, row + lane, pos + lane * step, piece, S, M, s)
+
+    return LaneStates(kit.identity, fold, combine, store, load, emit_lane)

@@ -28,6 +28,8 @@ MAX_GRID = 2**31 - 1
 THREADS_PER_MULTIPROCESSOR = 2048
 #: 32-bit registers per multiprocessor (sm_70 to sm_100)
 REGISTER_FILE = 65536
+#: the most blocks a multiprocessor holds (sm_90)
+MOST_BLOCKS_PER_MULTIPROCESSOR = 32
 
 #: the default threads per block: 256 on a GPU; 64 under the simulator
 DEFAULT_THREADS = 64 if SIMULATOR else 256
@@ -48,6 +50,23 @@ def max_resident_blocks(threads: int) -> int:
     from .launch import current_device_id
 
     return _multiprocessors(current_device_id()) * max(1, THREADS_PER_MULTIPROCESSOR // threads)
+
+
+def blocks_per_multiprocessor(threads: int, registers: int) -> int:
+    """Blocks of ``threads`` a multiprocessor holds at once when each thread takes
+    ``registers`` registers (a kernel's launch bounds): 4 of 256 at 64, 3 at 80."""
+    return max(1, min(THREADS_PER_MULTIPROCESSOR // threads, MOST_BLOCKS_PER_MULTIPROCESSOR,
+                      REGISTER_FILE // (threads * registers)))
+
+
+def resident_blocks(threads: int, registers: int) -> int:
+    """Blocks of ``threads`` at ``registers`` registers a thread that fill the device
+    once (2 under the simulator): a grid of that many leaves nothing to a second wave."""
+    if SIMULATOR:
+        return SIMULATOR_MAX_BLOCKS
+    from .launch import current_device_id
+
+    return _multiprocessors(current_device_id()) * blocks_per_multiprocessor(threads, registers)
 
 
 def shared_capacity() -> tuple[int, int]:

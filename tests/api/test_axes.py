@@ -317,6 +317,92 @@ def test_column_sizes(label, cols, n):
     assert_close(nk.sum(x, axis=0, strategy=strategy), lambda a: a.sum(axis=0), x)
 
 
+# --- column kernel with vector loads: a thread owns a vector of adjacent columns --------
+
+
+def _column_width(x, axis):
+    av = layout.axis_view(x, normalize_axes(axis, x.ndim), False, True,
+                          resolve_stream(None, "device" if hasattr(x, "copy_to_host")
+                                         else "numpy"))
+    return axis_reduce.column_vector_width(av, np.dtype(x.dtype), masked=False)
+
+
+def test_column_vectors_need_whole_aligned_vectors():
+    from numba import cuda
+
+    d = cuda.to_device(sample(np.random.default_rng(0), (6, 5, 16), "float32"))
+    for view, axis, width in [(d, 0, 4), (d, 1, 4), (d[:, :, :8], 1, 4), (d[:, :, 4:], 1, 4),
+                              (d[:, :, 1:9], 1, 1),  # misaligned
+                              (d[:, :, :6], 1, 1),  # columns not of whole vectors
+                              (d[:, :, ::2], 1, 1),  # columns not adjacent
+                              (d, (0, 1), 4),  # the reduced axes collapse to one
+                              (d[:, ::2], (0, 1), 1),  # two reduced dimensions
+                              (d[::2, :, :8], 1, 4)]:  # kept rows 512 bytes apart
+        assert _column_width(view, axis) == width, (view.shape, view.strides, axis)
+    for dtype, width in [("int8", 1), ("float16", 8), ("int32", 4), ("float64", 2)]:
+        assert _column_width(np.zeros((3, 16), dtype), 0) == width
+    av = layout.axis_view(np.zeros((3, 16), np.float32), (0,), False, True,
+                          resolve_stream(None, "numpy"))
+    assert axis_reduce.column_vector_width(av, np.dtype(np.float32), masked=True) == 1
+    assert axis_reduce.column_vector_width(av, np.dtype(np.float32), False, fields=2) == 4
+    assert axis_reduce.column_vector_width(av, np.dtype(np.float32), False, fields=3) == 1
+
+
+VECTOR_COLUMN_SIZES = [(1, 4), (31, 8), (33, 124), (129, 132), (300, 260), (2, 1000)]
+
+
+# every (rows, columns) on each of the column strategies and a 32-thread one; for each,
+# sum, max and argmax (pairs of states a lane, ties across the element rows)
+@pytest.mark.parametrize("label, n, cols", [
+    (label, n, cols) for i, (n, cols) in enumerate(VECTOR_COLUMN_SIZES)
+    for j, label in enumerate(list(COLUMN_STRATEGIES) + ["two_pass/warp_shuffle"])
+    if (i + j) % 2 == 0 or cols in (132, 1000)])
+def test_vector_columns(label, n, cols):
+    strategy = COLUMN_STRATEGIES.get(label, STRATEGIES.get(label))
+    x = sample(np.random.default_rng(n * cols), (n, cols), "float32")
+    x[n // 2:, ::3] = x.max()  # ties: the first row with the maximum wins
+    assert _column_width(x, 0) == 4
+    assert_close(nk.sum(x, axis=0, strategy=strategy), lambda a: a.sum(axis=0), x)
+    assert_close(nk.max(x, axis=0, strategy=strategy), lambda a: a.max(axis=0), x, exact=True)
+    np.testing.assert_array_equal(nk.argmax(x, axis=0, strategy=strategy), x.argmax(axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int32", "uint64", "float64"])
+def test_vector_columns_every_width(dtype):
+    """Middle-axis reductions (outer kept rows of whole vectors) of every vector width."""
+    x = sample(np.random.default_rng(3), (3, 70, 16), dtype)
+    assert _column_width(x, 1) == 16 // np.dtype(dtype).itemsize
+    assert_close(nk.sum(x, axis=1, strategy=DEFAULT), lambda a: a.sum(axis=1), x)
+    assert_close(nk.min(x, axis=1, keepdims=True, strategy=DEFAULT),
+                 lambda a: a.min(axis=1, keepdims=True), x, exact=True)
+    np.testing.assert_array_equal(nk.argmin(x, axis=1, strategy=DEFAULT), x.argmin(axis=1))
+
+
+def test_vector_columns_keep_element_order():
+    @nk.op(identity=0.0, commutative=False)
+    def last_nonzero(a, b):
+        return b if b != 0 else a
+
+    x = sample(np.random.default_rng(2), (300, 8), "float32")
+    x[150:, 1::2] = 0  # the last nonzero element of those columns is in row 149
+    want = np.array([col[np.flatnonzero(col)[-1]] for col in x.T])
+    assert _column_width(x, 0) == 4
+    ordered = [s for s in STRATEGIES.values() if not s.commutative_required]
+    assert ordered
+    for strategy in ordered:
+        np.testing.assert_array_equal(nk.reduce(x, last_nonzero, axis=0, strategy=strategy),
+                                      want)
+
+
+def test_split_rows_stay_in_one_wave():
+    """Pieces of rows never spill past the blocks that fit at once: 128 column tiles
+    where 1056 blocks fit take 8 pieces (1024 blocks), not 9 (1152: a second wave)."""
+    assert axis_reduce._pieces(128, 4096, 1, 1056) == (8, 512)
+    for groups in (1, 7, 100, 500, 1055):
+        pieces, chunk = axis_reduce._pieces(groups, 1 << 20, 32, 1056)
+        assert groups * pieces <= 1056 and pieces * chunk >= 1 << 20
+
+
 # --- layouts: no copies, any strides ---------------------------------------------------
 
 
