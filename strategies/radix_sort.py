@@ -68,8 +68,11 @@ so that 3 blocks share a multiprocessor (:func:`_pass_jit`). A tile lives in dyn
 shared memory, so it may pass the 48 KiB of static shared memory: larger tiles
 publish fewer look-back words, walk fewer look-backs and pay a tile's per-digit work
 (256 counts, their scan, look-back and bases) for more keys; 28 keys a thread (7168 a
-tile) took the float32 2^28 sort from 7.5 to 6.1 ms (:data:`TILE_ITEMS`; CUB's sm_80
-tile is 8064). The digit histogram reads 16-byte vectors where the rows are aligned.
+tile) took the float32 2^28 sort from 7.5 to 6.1 ms. The best shape depends on the
+keys' width and on whether indices ride along, so a pass's threads come from the same
+table as its keys a thread (:data:`TILE_SHAPES`; CUB's sm_80 tile is 384 x 21). The
+digit histogram keeps the strategy's threads (nothing in it depends on a pass's) and
+reads 16-byte vectors where the rows are aligned.
 Not done: skipping passes whose digit is the same for every key, and a
 one-block-per-row kernel for medium rows.
 """
@@ -102,26 +105,34 @@ HISTOGRAM_ITEMS = 16
 HISTOGRAM_LOADS = 8
 #: earlier tiles' look-back words read at once
 WINDOW = 4
-#: keys a thread of a pass by default, by (8-byte keys, argsort), fewer where the tile
-#: does not fit: the best of the sweeps at 256 threads on an H200 (bench/NOTES.md,
-#: "Onesweep tiles past 48 KiB"; ms, two runs): float32 2^28 sort 7.51 at 16, 6.25 at
-#: 24, 6.10 at 28, 6.24 at 32 (cuda.compute 5.88); uint32 6.19 / 5.87 / 5.70 at 24 /
-#: 28 / 32; float64 2^26 sort 6.04 at 12, 5.19 at 16, 4.71 at 20 (4.53 at 384 x 16;
-#: cuda.compute 4.29); float32 2^28 argsort 11.71 at 12, 10.41 at 16, 9.33 at 20
-#: (8.99 at 384 x 16). Not swept: 8-byte argsorts.
-TILE_ITEMS = {(False, False): 28, (True, False): 20, (False, True): 20, (True, True): 12}
+#: a pass's tile by default, ``(threads, keys a thread)`` by (8-byte keys, argsort),
+#: fewer keys where the tile does not fit: the best of the sweeps on an H200
+#: (bench/NOTES.md, "Onesweep tiles past 48 KiB"; ms, two runs). 4-byte sorts are
+#: best at 256 threads: float32 2^28 7.51 at 256 x 16, 6.25 at 256 x 24, 6.10 at
+#: 256 x 28, 6.24 at 256 x 32, 6.33 at 384 x 24 (cuda.compute 5.88); uint32 6.19 /
+#: 5.87 / 5.70 at 256 x 24 / 28 / 32 (32 spills for float32). 8-byte sorts and 4-byte
+#: argsorts at 384: float64 2^26 sort 4.71 at 256 x 20, 4.53 at 384 x 16, 4.55 at
+#: 384 x 20, 4.57 at 512 x 16 (cuda.compute 4.29); float32 2^28 argsort 9.33 at
+#: 256 x 20, 8.99 at 384 x 16, 10.26 at 384 x 12, 9.17 at 512 x 12. Not swept: 8-byte
+#: argsorts, left at 256 x 12.
+TILE_SHAPES = {(False, False): (256, 28), (True, False): (384, 16), (False, True): (384, 16),
+               (True, True): (256, 12)}
 
 
 class RadixSort(SortStrategy):
     """Stable Onesweep LSD radix sort on 8-bit digits, any row length, rows together.
 
     Args:
-        threads: threads per block.
-        items: keys per thread in a tile (``None``: :data:`TILE_ITEMS`, then 12, 8, 4,
-            2, 1 until the tile fits in shared memory; 2 under the simulator). The
-            tile lives in dynamic shared memory, so a given ``items`` may take up to
-            the device's opt-in maximum a block (227 KiB on an H200; CUB's sm_80
-            tile is 384 x 21).
+        threads: threads per block of every kernel. ``None`` (default): a pass's
+            come with its keys a thread from :data:`TILE_SHAPES`, by the keys' width
+            and whether indices ride along (on an H200, 384 for 8-byte sorts and
+            4-byte argsorts, 256 for the rest), and the digit histogram's are 256;
+            under the simulator every kernel's are 64.
+        items: keys per thread in a tile (``None``: :data:`TILE_SHAPES`' or fewer,
+            12, 8, 4, 2, 1 until the tile fits in shared memory; 2 under the
+            simulator). The tile lives in dynamic shared memory, so a given ``items``
+            may take up to the device's opt-in maximum a block (227 KiB on an H200;
+            CUB's sm_80 tile is 384 x 21).
         histogram: how a block counts digits: ``"shared_privatized"`` (default:
             2% faster on an H200) or ``"warp_privatized"``, or such a strategy
             object. When its counters for every pass's digits do not fit in shared
@@ -147,51 +158,62 @@ class RadixSort(SortStrategy):
 
     def __init__(self, threads: int | None = None, items: int | None = None,
                  histogram="shared_privatized", scan=None):
+        #: the digit histogram's threads (and its counter's)
         self.threads = check_threads(threads)
+        #: a pass's threads as given; None: by the keys, :meth:`tile_shape`
+        self.pass_threads = None if threads is None else self.threads
         self.items = check_optional_count(items, "items")
         self.counter = digit_counter(histogram, self.threads)
         self.scan = resolve("scan", scan)  # an unknown scan is refused here, not later
 
     @property
     def key(self) -> tuple:
-        return (type(self), self.threads, self.items, self.counter.key, self.scan.key)
+        return (type(self), self.threads, self.pass_threads, self.items, self.counter.key,
+                self.scan.key)
 
     def __repr__(self) -> str:
-        return (f"RadixSort(threads={self.threads}, items={self.items}, "
+        return (f"RadixSort(threads={self.pass_threads}, items={self.items}, "
                 f"histogram={self.counter.name!r}, scan={self.scan.label!r})")
 
     def fits(self, n: int) -> bool:
         return True
 
-    def tile_items(self, key_bytes: int, index_bytes: int) -> int:
-        """Keys per thread: ``items``, or the most whose tile fits in shared memory."""
+    def tile_shape(self, key_bytes: int, index_bytes: int) -> tuple[int, int]:
+        """``(threads, keys a thread)`` of a pass over ``key_bytes``-byte keys carrying
+        ``index_bytes``-byte indices (0: none): each as given, else from
+        :data:`TILE_SHAPES` (the simulator's: the strategy's threads, 2 keys), keys
+        fewer where the tile does not fit in shared memory."""
+        threads, most = ((self.threads, 2) if SIMULATOR
+                         else TILE_SHAPES[(key_bytes > 4, index_bytes > 0)])
+        threads = self.pass_threads or threads
         if self.items is not None:
-            need = _pass_shared(self.threads, self.items, key_bytes, index_bytes)
-            if need > shared_capacity()[0]:
-                carried = f" and {index_bytes}-byte indices" if index_bytes else ""
-                raise ValueError(f"items={self.items} with {self.threads} threads needs "
-                                 f"{need} bytes of shared memory for {key_bytes}-byte "
-                                 f"keys{carried}, more than the {shared_capacity()[0]} "
-                                 f"a block may have; use fewer")
-            return self.items
-        if SIMULATOR:
-            return 2
-        most = TILE_ITEMS[(key_bytes > 4, index_bytes > 0)]
-        return next(k for k in (most, 12, 8, 4, 2, 1) if k <= most and
-                    _pass_shared(self.threads, k, key_bytes, index_bytes)
-                    <= shared_capacity()[0])
+            self._check_fits(threads, key_bytes, index_bytes)
+            return threads, self.items
+        return threads, next(k for k in (most, 12, 8, 4, 2, 1) if k <= most and
+                             _pass_shared(threads, k, key_bytes, index_bytes)
+                             <= shared_capacity()[0])
+
+    def _check_fits(self, threads: int, key_bytes: int, index_bytes: int) -> None:
+        """Raise ValueError where a tile of the given ``items`` overflows shared memory."""
+        need = _pass_shared(threads, self.items, key_bytes, index_bytes)
+        if need > shared_capacity()[0]:
+            carried = f" and {index_bytes}-byte indices" if index_bytes else ""
+            raise ValueError(f"items={self.items} with {threads} threads needs "
+                             f"{need} bytes of shared memory for {key_bytes}-byte "
+                             f"keys{carried}, more than the {shared_capacity()[0]} "
+                             f"a block may have; use fewer")
 
     def sort(self, job) -> None:
         ws, stream, rows, n = job.workspace, job.stream, job.rows, job.n
         index_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
         index_bytes = index_dtype.itemsize if job.indices else 0
-        items = self.tile_items(job.key_dtype.itemsize, index_bytes)
-        tiles = ceil_div(n, self.threads * items)
+        threads, items = self.tile_shape(job.key_dtype.itemsize, index_bytes)
+        tiles = ceil_div(n, threads * items)
         passes = 8 * job.key_dtype.itemsize // DIGIT_BITS
         size = rows * n
         word = np.dtype(np.uint64 if n >= WIDE_ROWS else np.uint32)
-        histogram, k = self._kernels(job, items, passes, index_dtype, word)
-        tile_bytes = _tile_shared(self.threads, items, job.key_dtype.itemsize, index_bytes)
+        histogram, k = self._kernels(job, (threads, items), passes, index_dtype, word)
+        tile_bytes = _tile_shared(threads, items, job.key_dtype.itemsize, index_bytes)
 
         counts = zeros(ws, passes * rows * RADIX, np.int64)
         # per pass: each tile's 256 look-back words, then the pass's tile counter;
@@ -218,15 +240,15 @@ class RadixSort(SortStrategy):
                 dst_k, dst_i = job.x, job.out
             else:
                 dst_k, dst_i = job.out, job.x
-            launch(k(first, last), rows * tiles, self.threads, stream, src_k, src_i, dst_k,
+            launch(k(first, last), rows * tiles, threads, stream, src_k, src_i, dst_k,
                    dst_i, n, tiles, p * DIGIT_BITS, offsets, p * rows * RADIX, p * size,
                    words, p * stride, shared=tile_bytes)
             src_k, src_i = dst_k, dst_i
 
-    def _kernels(self, job, items: int, passes: int, index_dtype, word):
-        key = ("radix_sort", self.key, items, index_dtype.str, word.str, job.key)
-        return cached(key, lambda: _build(self.threads, items, passes,
-                                                  self.counter, job, index_dtype, word))
+    def _kernels(self, job, tile: tuple[int, int], passes: int, index_dtype, word):
+        key = ("radix_sort", self.key, tile, index_dtype.str, word.str, job.key)
+        return cached(key, lambda: _build(self.threads, tile, passes, self.counter, job,
+                                          index_dtype, word))
 
 
 def _tile_shared(threads: int, items: int, key_bytes: int, index_bytes: int) -> int:
@@ -258,11 +280,11 @@ def _histogram_lanes(x, rows: int, n: int) -> int:
     return lanes if aligned else 1
 
 
-def _build(threads, items, passes, counter, job, index_dtype, word):
+def _build(threads, tile, passes, counter, job, index_dtype, word):
     """``(histogram_kernel, pass_kernel)``; ``histogram_kernel(lanes)`` the digit
-    histogram loading ``lanes`` keys at once, ``pass_kernel(first, last)`` the digit
-    pass for a pass's place (an argsort's first makes indices, its last writes only
-    them)."""
+    histogram of ``threads`` loading ``lanes`` keys at once, ``pass_kernel(first,
+    last)`` the digit pass over tiles of ``tile = (threads, items)`` for a pass's place
+    (an argsort's first makes indices, its last writes only them)."""
     to_key = job.to_key()
     if not counter.fits(passes * RADIX):  # 64-bit keys' 2048 bins per warp: per block
         counter = resolve("histogram", "shared_privatized", threads=threads)
@@ -278,7 +300,7 @@ def _build(threads, items, passes, counter, job, index_dtype, word):
     def pass_kernel(first: bool, last: bool):
         place = (first, last) if job.indices else (False, False)
         if place not in built:
-            built[place] = _build_pass(threads, items, digit, job.key_dtype, index_dtype,
+            built[place] = _build_pass(*tile, digit, job.key_dtype, index_dtype,
                                        word, first=place[0], carry=job.indices,
                                        write_keys=not (job.indices and place[1]))
         return built[place]

@@ -292,6 +292,91 @@ def test_radix_takes_numpy_integers():
     assert np.array_equal(nk.sort(x, strategy=s), np.sort(x), equal_nan=True)
 
 
+# (key bytes, index bytes): a 4-byte sort, an 8-byte sort, a 4-byte argsort, an
+# 8-byte argsort (of rows under 2**31: int32 indices)
+WIDTHS = [(4, 0), (8, 0), (4, 4), (8, 4)]
+
+
+@pytest.fixture
+def on_h200(monkeypatch):
+    """The radix sort's tile choice as on an H200: no simulator, 227 KiB of shared
+    memory a block may opt in to, 228 KiB a multiprocessor."""
+    from numbakern.strategies import radix_sort
+
+    monkeypatch.setattr(radix_sort, "SIMULATOR", False)
+    monkeypatch.setattr(radix_sort, "shared_capacity", lambda: (227 * 1024, 228 * 1024))
+    return radix_sort
+
+
+def test_radix_default_tile_by_key_width(on_h200):
+    """Without ``threads`` a pass's tile is the table's for its keys (384 threads for
+    8-byte sorts and 4-byte argsorts), fewer keys where it does not fit."""
+    s = RadixSort()
+    assert [s.tile_shape(*w) for w in WIDTHS] == [(256, 28), (384, 16), (384, 16), (256, 12)]
+    on_h200.shared_capacity = lambda: (48 * 1024, 228 * 1024)
+    assert s.tile_shape(4, 0) == (256, 12) and s.tile_shape(8, 0) == (384, 4)
+
+
+def test_radix_given_threads_or_items_kept(on_h200):
+    """Given ``threads``, every kernel has them and keys a thread are the table's (or
+    fewer); given ``items`` alone, the table's threads carry them."""
+    s = RadixSort(threads=128)
+    assert [s.tile_shape(*w) for w in WIDTHS] == [(128, 28), (128, 16), (128, 16), (128, 12)]
+    assert s.threads == s.counter.threads == 128
+    assert RadixSort(threads=512, items=8).tile_shape(8, 4) == (512, 8)
+    assert RadixSort(items=20).tile_shape(8, 0) == (384, 20)
+    with pytest.raises(ValueError, match="items=200 with 384 threads needs"):
+        RadixSort(items=200).tile_shape(4, 4)
+
+
+def test_radix_simulator_tile_and_key():
+    """Under the simulator a default pass is the strategy's 64 threads of 2 keys
+    whatever the keys; a default strategy's key and repr are not those of one given
+    the same threads."""
+    s = RadixSort()
+    assert {s.tile_shape(*w) for w in WIDTHS} == {(64, 2)}
+    assert RadixSort(threads=96).tile_shape(8, 4) == (96, 2)
+    assert RadixSort(items=3).tile_shape(4, 0) == (64, 3)
+    given = RadixSort(threads=64)
+    assert s.key != given.key and s.key == RadixSort().key
+    assert "threads=None" in repr(s) and "threads=64" in repr(given)
+
+
+def test_radix_passes_launch_their_own_threads(monkeypatch):
+    """Passes of other threads than the histogram's (96 against 32; the shape a
+    default strategy takes on a GPU, scaled down): the histogram and passes launch
+    each their own, over tiles of 192 around the row's end, and the sort and argsort
+    match NumPy's."""
+    from numbakern.strategies import radix_sort
+
+    launches = []
+    real = radix_sort.launch
+
+    def record(kernel, blocks, threads, *args, **kw):
+        launches.append(threads)
+        return real(kernel, blocks, threads, *args, **kw)
+
+    monkeypatch.setattr(radix_sort, "launch", record)
+    monkeypatch.setattr(RadixSort, "tile_shape", lambda self, key_bytes, index_bytes: (96, 2))
+    s = RadixSort(threads=32)
+    x = values(np.float32, 385)
+    assert same_bits(nk.sort(x, strategy=s), np.sort(x, kind="stable"))
+    assert launches == [32] + [96] * 4
+    x = values(np.int16, 191)
+    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
+
+
+# the default strategy (tiles of 64 x 2 under the simulator): rows one key short of a
+# tile, a whole one, one key into a second and into a third
+@pytest.mark.parametrize("dtype, n", [(np.float32, 127), (np.float32, 129), (np.float64, 128),
+                                      (np.int64, 129), (np.uint32, 128), (np.uint32, 257)])
+def test_radix_default_around_tiles(dtype, n):
+    x = values(dtype, n)
+    order = np.argsort(x, kind="stable")
+    assert same_bits(nk.sort(x, strategy="radix"), x[order])
+    assert np.array_equal(nk.argsort(x, strategy="radix"), order)
+
+
 def test_numpy_signature_compatibility():
     """Found by a fresh-user trial: NumPy's kind= and stable= are taken (the sort is
     always stable), and a big-endian input's byte order comes back as NumPy gives it."""
