@@ -623,6 +623,16 @@ def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int,
                   columns, cap, width)
 
 
+def partial_columns(outputs: int, threads: int) -> int:
+    """Outputs a block of the column partials' pass owns (``C``, a power of two); its
+    other threads split the pieces (``threads / C`` groups). As few as fill the device
+    with blocks, a warp's at least where there are that many outputs: 4096 outputs of
+    132 pieces each, in 16 blocks of 256 columns, had every thread read 132 partials one
+    load round after another; 128 blocks of 32 columns and 8 groups read 17 each."""
+    fill = _pow2_floor(max(1, outputs // max_resident_blocks(threads)))
+    return min(_pow2_ceil(outputs), max(WARP, fill), _pow2_floor(threads))
+
+
 def check_lanes(lanes, block) -> None:
     """``lanes`` must be None, 32 or the block's thread count."""
     if lanes is None:
@@ -689,15 +699,15 @@ class AxisReduce:
         av, kit, block, pieces = self.av, self.kit, plan.block, plan.pieces
         store = emit_store(kit) if emit is None else emit
         if plan.kernel == "column":
-            columns = min(_pow2_floor(block.threads), _pow2_ceil(av.M))
+            columns = partial_columns(av.M, block.threads)
             key = ("axis_reduce", "column", "partials", store.name, self.ordered,
                    block.threads, kit, device_key())
             kernel = cached(key, lambda: build_column_kernel(
                 block.threads, kit, partial_loader(kit, True), store.build(), self.ordered,
                 True))
-            launch(kernel, min(ceil_div(av.M, columns), plan.cap), columns, stream,
-                   *partials, av.M, pieces, av.K1, av.M, 0, 0, *av.out_mult, pieces, 1,
-                   columns, *out)
+            launch(kernel, min(ceil_div(av.M, columns), plan.cap),
+                   columns * (block.threads // columns), stream, *partials, av.M, pieces,
+                   av.K1, av.M, 0, 0, *av.out_mult, pieces, 1, columns, *out)
             return
         lanes = WARP if pieces <= WARP_ROW_MAX and block.offers_warp_reduce() else block.threads
         outputs32 = av.M < 2**31

@@ -394,6 +394,17 @@ def test_vector_columns_keep_element_order():
                                       want)
 
 
+def test_partials_pass_splits_pieces_over_groups(monkeypatch):
+    """The column partials' pass gives a block as few outputs as fill an H200's 1056
+    blocks of 256 (a warp's at least where there are that many), the rest of its
+    threads splitting the pieces."""
+    monkeypatch.setattr(axis_reduce, "max_resident_blocks", lambda threads: 1056)
+    for outputs, columns in [(4096, 32), (32768, 32), (262144, 128), (1 << 22, 256), (3, 4),
+                             (20, 32)]:
+        assert axis_reduce.partial_columns(outputs, 256) == columns
+    assert axis_reduce.partial_columns(4096, 96) == 32  # 3 groups of 32
+
+
 def test_split_rows_stay_in_one_wave():
     """Pieces of rows never spill past the blocks that fit at once: 128 column tiles
     where 1056 blocks fit take 8 pieces (1024 blocks), not 9 (1152: a second wave)."""
