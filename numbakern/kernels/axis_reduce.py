@@ -623,14 +623,17 @@ def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int,
                   columns, cap, width)
 
 
-def partial_columns(outputs: int, threads: int) -> int:
+def partial_columns(outputs: int, pieces: int, threads: int) -> int:
     """Outputs a block of the column partials' pass owns (``C``, a power of two); its
-    other threads split the pieces (``threads / C`` groups). As few as fill the device
-    with blocks, a warp's at least where there are that many outputs: 4096 outputs of
-    132 pieces each, in 16 blocks of 256 columns, had every thread read 132 partials one
-    load round after another; 128 blocks of 32 columns and 8 groups read 17 each."""
-    fill = _pow2_floor(max(1, outputs // max_resident_blocks(threads)))
-    return min(_pow2_ceil(outputs), max(WARP, fill), _pow2_floor(threads))
+    other threads split the pieces (``threads / C`` groups), as many groups as leave
+    each thread one round of :data:`UNROLL` loads, and a warp's columns where there are
+    that many outputs. 4096 outputs of 132 pieces each in 16 blocks of 256 columns had
+    each thread read its 132 partials in 17 rounds (H200: the pass took 17 us of a
+    mean's 160); in blocks of 32 columns and 8 groups, 3 rounds (4.5 us). Groups past
+    that cost blocks: 32768 outputs of 16 pieces in 1024 blocks of 32 took 8 us."""
+    most = _pow2_floor(max(1, threads // min(WARP, _pow2_ceil(outputs))))
+    groups = min(most, _pow2_ceil(ceil_div(pieces, UNROLL)))
+    return min(_pow2_ceil(outputs), _pow2_floor(threads) // groups)
 
 
 def check_lanes(lanes, block) -> None:
@@ -699,7 +702,7 @@ class AxisReduce:
         av, kit, block, pieces = self.av, self.kit, plan.block, plan.pieces
         store = emit_store(kit) if emit is None else emit
         if plan.kernel == "column":
-            columns = partial_columns(av.M, block.threads)
+            columns = partial_columns(av.M, pieces, block.threads)
             key = ("axis_reduce", "column", "partials", store.name, self.ordered,
                    block.threads, kit, device_key())
             kernel = cached(key, lambda: build_column_kernel(

@@ -394,15 +394,14 @@ def test_vector_columns_keep_element_order():
                                       want)
 
 
-def test_partials_pass_splits_pieces_over_groups(monkeypatch):
-    """The column partials' pass gives a block as few outputs as fill an H200's 1056
-    blocks of 256 (a warp's at least where there are that many), the rest of its
-    threads splitting the pieces."""
-    monkeypatch.setattr(axis_reduce, "max_resident_blocks", lambda threads: 1056)
-    for outputs, columns in [(4096, 32), (32768, 32), (262144, 128), (1 << 22, 256), (3, 4),
-                             (20, 32)]:
-        assert axis_reduce.partial_columns(outputs, 256) == columns
-    assert axis_reduce.partial_columns(4096, 96) == 32  # 3 groups of 32
+def test_partials_pass_splits_pieces_over_groups():
+    """The column partials' pass gives each thread one round of loads where a warp's
+    columns (or all the outputs) are left to a block, the other threads of a block
+    of 256 splitting the pieces."""
+    for outputs, pieces, columns in [(4096, 132, 32), (32768, 16, 128), (262144, 2, 256),
+                                     (3, 40, 4), (20, 4, 32), (20, 1000, 32)]:
+        assert axis_reduce.partial_columns(outputs, pieces, 256) == columns
+    assert axis_reduce.partial_columns(4096, 132, 96) == 32  # 3 groups of 32
 
 
 def test_split_rows_stay_in_one_wave():
