@@ -922,9 +922,10 @@ def comparison_table(c: Comparison):
                           f"{gbps_text(c.copy_gbps)} GB/s")
     for col, just in (("strategy", "left"), ("check", "left"), ("max |error|", "right"),
                       ("median", "right"), ("GB/s", "right"), ("of copy", "right")):
-        # folded, never cut with an ellipsis: two strategies must not read alike
-        table.add_column(col, justify=just, overflow="fold",
-                         min_width=12 if col == "strategy" else None)
+        # folded, never cut with an ellipsis: two strategies must not read alike. No
+        # minimum width: rich keeps it when it narrows a table to the terminal, and then
+        # crops the last columns.
+        table.add_column(col, justify=just, overflow="fold")
     for r in c.rows:
         check = _verdict(r)
         time_ = "" if r.seconds is None else _time_text(r.seconds)
