@@ -219,7 +219,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     cuda.compute (sum, max, min, cumsum, sort, segmented_reduce). Each strategy and
     peer is checked against NumPy first. The table gives the median time,
     GB/s (bytes read + written) and the fraction of the device's copy bandwidth.
-    Under the simulator the times are CPU wall-clock: meaningless for speed.
+    Under the simulator the times are CPU wall-clock, not GPU speed: no GB/s.
     """
     op = _operation(op_name)
     dtype = dtype or ("float32" if "f" in op.kinds else "int32")
@@ -247,7 +247,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     console.print(f"[bold]backend[/bold]: {escape(str(numbakern.backend()))}")
     if simulator:
         console.print("[yellow]simulator timings: the CPU runs every CUDA thread as an OS "
-                      "thread, so these times are meaningless for speed[/yellow]")
+                      "thread, so these times are not GPU speed (no GB/s)[/yellow]")
     peers = [p for p in _compare.installed_peers() if p in op.peers]
     result = _with_progress(console, len(variants) + len(peers), lambda advance: _compare.compare(
         op, shape, dtype, variants, repeat, kw, advance))

@@ -99,6 +99,24 @@ def test_demo_table_keeps_a_long_check_note_at_80_columns(timed):
         assert set(LONG_NOTE.split()) <= set(text.split())
 
 
+def header(text: str) -> list[str]:
+    """The table's column headers, the wrapped words of each joined."""
+    lines = [line.split("┃")[1:-1] for line in text.splitlines() if line.startswith("┃")]
+    return [" ".join(" ".join(cell.split()) for cell in cells).strip()
+            for cells in zip(*lines)]
+
+
+def test_simulator_compare_table_shows_no_speed():
+    on_gpu = Comparison("sum", (1000,), "float32", "gpu", False, 30.0, rows())
+    assert header(rendered(compare.comparison_table(on_gpu), width=120)) == \
+        ["strategy", "check", "max |error|", "median", "GB/s", "of copy"]
+    simulated = Comparison("sum", (1000,), "float32", "simulator", True, 30.0, rows())
+    text = rendered(compare.comparison_table(simulated), width=120)
+    assert header(text) == ["strategy", "check", "max |error|", "median"]
+    assert "GB/s" not in text and "copy bandwidth" not in text
+    assert "250.000 ms" in text  # the times stay, as times
+
+
 def test_simulator_compare_figure_draws_no_speed(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import matplotlib.axes
