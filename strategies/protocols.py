@@ -726,7 +726,7 @@ def digit_counter(histogram, threads: int, user: str = "sort") -> HistogramStrat
     privatized histogram strategy of ``threads`` (global atomics would fold every key
     into global memory, where the counts gather anyway); ``user`` names the caller in
     messages."""
-    counter = resolve("histogram", histogram, threads=threads)
+    counter = resolve("histogram", histogram, threads=threads, argument="histogram")
     if not counter.privatized:
         raise ValueError(f"histogram must be a privatized strategy such as "
                          f"'shared_privatized' or 'warp_privatized', got {histogram!r}")

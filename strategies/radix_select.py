@@ -189,7 +189,8 @@ class RadixSelect(SelectStrategy):
         if self.compact is not None and self.compact < 0:
             raise ValueError(f"compact must be an int of at least 0, got {compact!r}")
         self.counter = digit_counter(histogram, self.threads, "select")
-        self.sorter = None if sort is None else resolve("sort", sort, threads=threads)
+        self.sorter = None if sort is None else resolve("sort", sort, threads=threads,
+                                                        argument="sort")
         if digit_bits is None:
             digit_bits = DEFAULT_DIGIT_BITS if self.counter.fits(1 << DEFAULT_DIGIT_BITS) \
                 else 8

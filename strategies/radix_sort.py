@@ -164,7 +164,7 @@ class RadixSort(SortStrategy):
         self.pass_threads = None if threads is None else self.threads
         self.items = check_optional_count(items, "items")
         self.counter = digit_counter(histogram, self.threads)
-        self.scan = resolve("scan", scan)  # an unknown scan is refused here, not later
+        self.scan = resolve("scan", scan, argument="scan")  # refused here, not at sort time
 
     @property
     def key(self) -> tuple:

@@ -118,7 +118,7 @@ def available_scans() -> list[str]:
 
 
 def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: int = 1,
-            k: int = 1):
+            k: int = 1, argument: str = "strategy"):
     """Turn a strategy spec into a strategy of ``family``.
 
     Args:
@@ -137,6 +137,8 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
             picks ``radix_block_select``, a block per row, for ``k`` up to its limit
             (2048) on rows of at most ``SELECT_BLOCK_ROWS`` elements, else
             ``radix_select``).
+        argument: the caller's argument that ``spec`` came in (``"scan"`` of
+            ``RadixSort(scan=...)``), named in every error message.
 
     Raises:
         ValueError: an unknown family or name (the message lists the known ones);
@@ -154,20 +156,20 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     if kind is not None:
         if family in _DEFAULT_GRID and kind == "block":
             return REGISTRY[family][_DEFAULT_GRID[family]](block=spec)
-        raise TypeError(f"strategy {spec!r} is a {_NOUN[kind]} strategy; a {_NOUN[family]} "
+        raise TypeError(f"{argument}={spec!r} is a {_NOUN[kind]} strategy; a {_NOUN[family]} "
                         f"takes one of {', '.join(available(family))}")
     if spec is not None and not isinstance(spec, str):
-        raise TypeError(f"strategy must be None, a name from numbakern.strategies."
+        raise TypeError(f"{argument} must be None, a name from numbakern.strategies."
                         f"available({family!r}) or a {family} strategy object, got {spec!r}")
     if family in _DEFAULT_GRID:
-        return _grid_from_name(family, spec, threads)
+        return _grid_from_name(family, spec, threads, argument)
     if family == "block":
-        return _block(spec or DEFAULT_BLOCK, threads)
+        return _block(spec or DEFAULT_BLOCK, threads, argument)
     if spec is None:
         return _default(family, check_count(n, "n"), check_count(bins, "bins"), threads,
                         check_count(k, "k"))
     if spec not in REGISTRY[family]:
-        raise ValueError(f"unknown {family} strategy {spec!r}; known: "
+        raise ValueError(f"{argument}: unknown {family} strategy {spec!r}; known: "
                          f"{', '.join(REGISTRY[family])}")
     cls = REGISTRY[family][spec]
     return cls() if threads is None else cls(threads)
@@ -209,14 +211,14 @@ def _default(family: str, n: int, bins: int, threads, k: int = 1):
     return shared if shared.fits(bins) else REGISTRY["histogram"]["global_atomic"](threads)
 
 
-def _block(name: str, threads):
+def _block(name: str, threads, argument: str = "block"):
     if name not in REGISTRY["block"]:
-        raise ValueError(f"unknown block strategy {name!r}; known: "
+        raise ValueError(f"{argument}: unknown block strategy {name!r}; known: "
                          f"{', '.join(REGISTRY['block'])}")
     return REGISTRY["block"][name](threads)
 
 
-def _grid_from_name(family: str, spec: str | None, threads):
+def _grid_from_name(family: str, spec: str | None, threads, argument: str):
     """A grid strategy from ``"grid/block"``, a grid name alone (block
     ``warp_shuffle``) or a block name alone (the family's default grid)."""
     grids, blocks = REGISTRY[family], block_names(family == "scan")
@@ -236,7 +238,8 @@ def _grid_from_name(family: str, spec: str | None, threads):
             hint = (" (a scan strategy: cumsum and associative_scan take it)"
                     if other == "scan" else " (a reduction strategy: sum, max, ... take it)")
         raise ValueError(
-            f"unknown {what} {spec!r}{hint}; known: {', '.join(available(family))} "
+            f"{argument}: unknown {what} {spec!r}{hint}; known: "
+            f"{', '.join(available(family))} "
             f"(or a grid name {sorted(grids)} or a block name {sorted(blocks)} alone)")
     return grids[grid_name](block=_block(block_name, threads))
 

@@ -56,7 +56,7 @@ class SortSlice(SelectStrategy):
     def __init__(self, threads: int | None = None, sort=None):
         self.threads = check_threads(threads)
         if sort is not None:
-            sort = resolve("sort", sort, threads=threads)
+            sort = resolve("sort", sort, threads=threads, argument="sort")
         self.sorter = sort
 
     @property

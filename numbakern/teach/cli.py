@@ -219,7 +219,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     cuda.compute (sum, max, min, cumsum, sort, segmented_reduce). Each strategy and
     peer is checked against NumPy first. The table gives the median time,
     GB/s (bytes read + written) and the fraction of the device's copy bandwidth.
-    Under the simulator the times are CPU wall-clock: meaningless for speed.
+    Under the simulator the times are CPU wall-clock, not GPU speed: no GB/s.
     """
     op = _operation(op_name)
     dtype = dtype or ("float32" if "f" in op.kinds else "int32")
@@ -247,7 +247,7 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     console.print(f"[bold]backend[/bold]: {escape(str(numbakern.backend()))}")
     if simulator:
         console.print("[yellow]simulator timings: the CPU runs every CUDA thread as an OS "
-                      "thread, so these times are meaningless for speed[/yellow]")
+                      "thread, so these times are not GPU speed (no GB/s)[/yellow]")
     peers = [p for p in _compare.installed_peers() if p in op.peers]
     result = _with_progress(console, len(variants) + len(peers), lambda advance: _compare.compare(
         op, shape, dtype, variants, repeat, kw, advance))
@@ -381,7 +381,8 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Blocks of the first launch (reduce_then_scan: chunks).")
 @click.option("--items", type=click.IntRange(1, 16), default=None,
               help="Scans: items per thread (a tile is threads x items elements; "
-                   "default 2). Radix sort: keys per thread in a tile (default 1).")
+                   "default 2). Radix sort: keys per thread in a tile (default: "
+                   "numbakern.sort's under the simulator).")
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
 @click.option("--k", "k", type=click.IntRange(0, 4096), default=3, show_default=True,
               help="Selections (topk): how many to select (0: none, an empty answer, as "
@@ -561,16 +562,16 @@ def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
     """``explain`` for sort strategies: the network or the passes, the proof line,
     the counts, work and depth beside the formulas, the figure; exits 1 when a proof
     fails."""
-    from .explain_sort import (SORT_LEGEND, draw_sort, sort_counts_table, sort_tree,
+    from .explain_sort import (draw_sort, sort_counts_table, sort_legend, sort_tree,
                                sort_work_table)
     from .sort_trace import trace_sort
 
     return _explain_each(
         console, names, figure, lambda name: trace_sort(x, name, threads=threads,
-                                                        items=items or 1),
+                                                        items=items),
         lambda trace: (sort_tree(trace, limit), sort_counts_table(trace),
                        sort_work_table(trace)),
-        draw_sort, lambda trace: trace.exact, SORT_LEGEND)
+        draw_sort, lambda trace: trace.exact, sort_legend(names))
 
 
 def _explain_selects(console, names, x, k, largest, threads, limit, figure) -> list:

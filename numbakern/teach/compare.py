@@ -912,26 +912,32 @@ def compare(op: Operation, shape: tuple, dtype, variants: list[Variant], repeat:
 
 
 def comparison_table(c: Comparison):
-    """A ``rich`` table: strategy, check, median time, GB/s, fraction of copy bandwidth."""
+    """A ``rich`` table: strategy, check, median time, and on a GPU the GB/s and the
+    fraction of the copy bandwidth (the simulator's times measure Python threads, so
+    no speed is derived from them there)."""
     from rich.table import Table
 
     shape = "x".join(map(str, c.shape))
-    copy = "host memcpy under the simulator" if c.simulator else "device to device"
-    table = Table(title=f"{c.op} of {shape} {c.dtype}",
-                  caption=f"copy bandwidth ({copy}, bytes read + written): "
-                          f"{gbps_text(c.copy_gbps)} GB/s")
-    for col, just in (("strategy", "left"), ("check", "left"), ("max |error|", "right"),
-                      ("median", "right"), ("GB/s", "right"), ("of copy", "right")):
-        # folded, never cut with an ellipsis: two strategies must not read alike
-        table.add_column(col, justify=just, overflow="fold",
-                         min_width=12 if col == "strategy" else None)
+    caption = None if c.simulator else (f"copy bandwidth (device to device, bytes read + "
+                                        f"written): {gbps_text(c.copy_gbps)} GB/s")
+    table = Table(title=f"{c.op} of {shape} {c.dtype}", caption=caption)
+    columns = [("strategy", "left"), ("check", "left"), ("max |error|", "right"),
+               ("median", "right")]
+    if not c.simulator:
+        columns += [("GB/s", "right"), ("of copy", "right")]
+    for col, just in columns:
+        # folded, never cut with an ellipsis: two strategies must not read alike. No
+        # minimum width: rich keeps it when it narrows a table to the terminal, and then
+        # crops the last columns.
+        table.add_column(col, justify=just, overflow="fold")
     for r in c.rows:
-        check = _verdict(r)
-        time_ = "" if r.seconds is None else _time_text(r.seconds)
-        gbps = "" if r.gbps is None else gbps_text(r.gbps)
-        frac = "" if r.gbps is None or c.simulator else f"{r.gbps / c.copy_gbps:.0%}"
         name = r.strategy if r.provider == "numbakern" else f"[dim]{r.strategy} (peer)[/dim]"
-        table.add_row(name, check, _error_text(r), time_, gbps, frac)
+        cells = [name, _verdict(r), _error_text(r),
+                 "" if r.seconds is None else _time_text(r.seconds)]
+        if not c.simulator:
+            cells += ["" if r.gbps is None else gbps_text(r.gbps),
+                      "" if r.gbps is None else f"{r.gbps / c.copy_gbps:.0%}"]
+        table.add_row(*cells)
     return table
 
 

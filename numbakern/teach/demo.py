@@ -212,6 +212,10 @@ def failed(results) -> list[tuple]:
     return [(r.case, row) for r in results for row in r.rows if row.ok is False]
 
 
+#: the result column's widest: a glance at the answer (the check says if it is right)
+RESULT_WIDTH = 18
+
+
 def table(results, timed: bool):
     """The demo's ``rich`` table: a section per case, a row per strategy and peer."""
     from rich.markup import escape
@@ -220,14 +224,17 @@ def table(results, timed: bool):
     from .compare import _error_text, _time_text, _verdict, gbps_text
 
     t = Table(title="numbakern demo: every operation, every strategy, checked against NumPy")
-    for col, just in (("input", "left"), ("op", "left"), ("strategy", "left"),
-                      ("result", "right"), ("max |error|", "right"), ("check", "left")):
-        # folded, never cut with an ellipsis: two strategies must not read alike
-        t.add_column(col, justify=just, overflow="fold",
-                     min_width={"strategy": 12, "input": 30}.get(col))
+    columns = [("input", "left"), ("op", "left"), ("strategy", "left"),
+               ("result", "right"), ("max |error|", "right"), ("check", "left")]
     if timed:
-        t.add_column("time", justify="right")
-        t.add_column("GB/s", justify="right")
+        columns += [("time", "right"), ("GB/s", "right")]
+    for col, just in columns:
+        # folded, never cut with an ellipsis: two strategies must not read alike. No
+        # minimum widths: rich keeps them when it narrows a table to the terminal, and
+        # then crops the last columns (the check) at 80 columns. A result array wraps
+        # early, so the input, the strategy and the check keep their width.
+        t.add_column(col, justify=just, overflow="fold",
+                     max_width=RESULT_WIDTH if col == "result" else None)
     for r in results:
         shape = "x".join(map(str, r.shape))
         for i, row in enumerate(r.rows):

@@ -291,7 +291,7 @@ def counts_table(trace: Trace) -> Table:
                         f"{trace.threads} threads per block")
     for col in ("launch/block", "steps", "barriers", "shuffle steps per warp", "joins",
                 "combines run", "shared ld/st", "global ld/st", "atomics"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", overflow="fold")
     for (launch, block), c in trace.blocks.items():
         warps = ", ".join(f"w{w}: {k}" for w, k in sorted(c.shuffle_steps.items())) or "0"
         table.add_row(

@@ -22,15 +22,24 @@ from rich.tree import Tree
 
 from .sort_trace import DIGIT_BITS, SortTrace, bitonic_formula
 
-SORT_LEGEND = (
-    "How to read this: bitonic: stage s compares the pairs (i, i xor j) of places, "
-    "every thread its own pairs, then a barrier; k is the length of the sorted runs "
-    "being built (ascending where i & k is 0, descending elsewhere), so after the "
-    "stages of k = n the row is sorted. radix: each pass orders the keys by one 8-bit "
-    "digit, from the lowest, keeping equal digits in input order (stable); a key of "
-    "digit d goes to offset(d) + its rank among the keys of digit d. A move is one "
-    "key read from its place and written to its new one."
-)
+#: how to read each sort's recording, by strategy
+SORT_LEGENDS = {
+    "bitonic": "bitonic: stage s compares the pairs (i, i xor j) of places, every thread "
+               "its own pairs, then a barrier; k is the length of the sorted runs being "
+               "built (ascending where i & k is 0, descending elsewhere), so after the "
+               "stages of k = n the row is sorted.",
+    "radix": "radix: each pass orders the keys by one 8-bit digit, from the lowest, "
+             "keeping equal digits in input order (stable); a key of digit d goes to "
+             "offset(d) + its rank among the keys of digit d. A tile holds threads × (keys "
+             "per thread) keys. A move is one key read from its place and written to its "
+             "new one.",
+}
+
+
+def sort_legend(names: list[str]) -> str:
+    """How to read the recordings of the sorts ``names``, in their order: only the
+    strategies shown are explained."""
+    return "How to read this: " + " ".join(SORT_LEGENDS[name] for name in names)
 
 
 def _values(trace: SortTrace, values) -> str:
@@ -49,8 +58,9 @@ def proof_line(trace: SortTrace) -> Text:
 
 def sort_tree(trace: SortTrace, limit: int = 6) -> Tree:
     """The recording as a tree, and the proof line. At most ``limit`` lines a step."""
+    per_thread = f" · {trace.items} keys per thread" if trace.items else ""
     root = Tree(Text(f"{trace.strategy} · sort of {trace.n} {trace.dtype} · "
-                     f"{trace.threads} threads per block", "bold"))
+                     f"{trace.threads} threads per block{per_thread}", "bold"))
     for number, (name, blocks, threads) in enumerate(trace.launches, 1):
         root.add(Text(f"launch {number}: {name}, {blocks} block(s) × {threads} threads",
                       "bold magenta"))
@@ -228,5 +238,5 @@ def _draw_passes(plt, trace: SortTrace):
     return fig
 
 
-__all__ = ["SORT_LEGEND", "draw_sort", "proof_line", "sort_counts_table", "sort_tree",
-           "sort_work_table"]
+__all__ = ["SORT_LEGENDS", "draw_sort", "proof_line", "sort_counts_table", "sort_legend",
+           "sort_tree", "sort_work_table"]

@@ -588,7 +588,7 @@ def trace_block_scan(block: str, threads: int = 32) -> BlockScanCounts:
     """
     if not SIMULATOR:
         raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
-    strat = _strategies.resolve("block", block, threads=threads)
+    strat = _strategies.resolve("block", block, threads=threads, argument="block")
     if not strat.has_scan:
         raise ValueError(f"block: {block!r} has no block scan")
     op = _ops.SUM

@@ -118,6 +118,7 @@ class SortTrace:
             distance, read from the pairs compared.
         placed: ``placed[p]`` the input element that ended at place ``p``.
         passes: the radix sort's :class:`RadixPass` list.
+        items: the radix sort's keys per thread in a tile (0: bitonic).
     """
 
     strategy: str
@@ -134,6 +135,7 @@ class SortTrace:
     placed: list = field(default_factory=list)
     passes: list = field(default_factory=list)
     problems: list = field(default_factory=list)
+    items: int = 0
 
     @property
     def exact_once(self) -> bool:
@@ -158,7 +160,7 @@ class SortTrace:
                 "launches": len(self.launches), **self.counts,
                 "compare_exchanges": len(self.exchanges),
                 "swaps": sum(c.swapped for c in self.exchanges),
-                "stages": len(self.stages), "passes": len(self.passes),
+                "stages": len(self.stages), "passes": len(self.passes), "items": self.items,
                 "moves": sum(len(p.moves) for p in self.passes),
                 "exact_once": self.exact_once, "matches_numpy": self.matches_numpy}
 
@@ -301,10 +303,11 @@ def _watch_memory(rec: _SortRecorder):
 # --- the entry point ----------------------------------------------------------------
 
 
-def make_sorter(strategy: str, n: int, threads: int = 32, items: int | None = 1):
+def make_sorter(strategy: str, n: int, threads: int = 32, items: int | None = None):
     """The sort strategy ``strategy`` for rows of ``n``: bitonic sized to the row's
-    next power of two; radix with ``items`` keys a thread (``1``: two tiles of 32
-    threads for 64 keys, so the look-back has a tile to read)."""
+    next power of two; radix with ``items`` keys a thread (``None``: as many as
+    ``numbakern.sort`` takes under the simulator; ``1`` makes two tiles of 32 threads
+    for 64 keys, so the look-back has a tile to read)."""
     cls = _strategies.REGISTRY["sort"].get(strategy)
     if cls is None:
         raise ValueError(f"strategy must be one of {_strategies.available('sort')}, got "
@@ -315,7 +318,7 @@ def make_sorter(strategy: str, n: int, threads: int = 32, items: int | None = 1)
 
 
 def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
-               items: int | None = 1) -> SortTrace:
+               items: int | None = None) -> SortTrace:
     """Sort ``x`` with the real kernels of ``strategy`` under the simulator, recording
     every memory access.
 
@@ -324,7 +327,8 @@ def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
             ints, floats of at most 8 bytes); keep it small (up to a few hundred).
         strategy: ``"bitonic"`` or ``"radix"`` (``available("sort")``).
         threads: threads per block, a multiple of 32.
-        items: radix: keys per thread in a tile.
+        items: radix: keys per thread in a tile (``None``: as many as
+            ``numbakern.sort`` takes under the simulator).
 
     Returns:
         a :class:`SortTrace`.
@@ -367,6 +371,7 @@ def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
     if strategy == "bitonic":
         _read_network(trace, rec)
     else:
+        trace.items = sorter.tile_items(np.dtype(kd).itemsize, 0)
         _read_passes(trace, rec, kd)
     return trace
 

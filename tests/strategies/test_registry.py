@@ -460,6 +460,32 @@ def test_registry_listings_and_errors():
             nk.strategies.resolve("reduce", "two_pass/shared_tree")
 
 
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: nk.RadixSort(scan=3), TypeError,
+     r"^scan must be None, a name from numbakern\.strategies\.available\('scan'\) or a scan "
+     r"strategy object, got 3$"),
+    (lambda: nk.RadixSort(histogram=3), TypeError,
+     r"^histogram must be None, a name from numbakern\.strategies\.available\('histogram'\)"),
+    (lambda: nk.RadixSort(scan="no_such_scan"), ValueError,
+     r"^scan: unknown scan strategy 'no_such_scan'; known: decoupled_lookback/warp_shuffle"),
+    (lambda: nk.RadixSort(histogram="halves"), ValueError,
+     r"^histogram: unknown histogram strategy 'halves'; known: shared_privatized"),
+    (lambda: nk.RadixSort(scan=nk.SharedPrivatized()), TypeError,
+     r"^scan=SharedPrivatized\(.*\) is a histogram strategy; a scan takes one of "),
+    (lambda: nk.strategies.RadixSelect(histogram=3), TypeError, r"^histogram must be None"),
+    (lambda: nk.strategies.RadixSelect(sort="merge"), ValueError,
+     r"^sort: unknown sort strategy 'merge'; known: bitonic, radix$"),
+    (lambda: nk.strategies.SortSlice(sort=3), TypeError, r"^sort must be None"),
+    (lambda: nk.sort(np.zeros(3), strategy="merge"), ValueError,
+     r"^strategy: unknown sort strategy 'merge'"),
+])
+def test_a_strategy_argument_is_named_in_its_error(make, error, message):
+    """A strategy's strategy arguments (a radix sort's scan and histogram) resolve as
+    a function's ``strategy`` does, and each error names the argument it came in."""
+    with pytest.raises(error, match=message):
+        make()
+
+
 def test_a_subclass_of_the_same_name_gets_its_own_kernels(registered):
     """Kernels are cached on the strategy's key, which starts with its class: a
     subclass that keeps a built-in's name cannot take or leave the built-in's kernels

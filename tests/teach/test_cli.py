@@ -89,7 +89,9 @@ def test_compare_json(tmp_path):
     out = tmp_path / "sum.json"
     result = invoke("compare", "sum", "-n", "300", "--repeat", "1", "--json", str(out))
     assert result.exit_code == 0, result.output
-    assert "meaningless for speed" in result.output
+    assert "these times are not GPU speed (no GB/s)" in result.output
+    table = [line for line in result.output.splitlines() if line[:1] in "┃│"]
+    assert table and not any("GB/s" in line or "of copy" in line for line in table)
     data = json.loads(out.read_text())
     assert data["op"] == "sum" and data["shape"] == [300] and data["simulator"]
     assert [r["strategy"] for r in data["rows"]] == numbakern.strategies.available()

@@ -95,6 +95,28 @@ def test_cli_explains_every_sort_with_figures(tmp_path):
 
 
 @simulator_only
+def test_explain_radix_runs_the_librarys_tile_and_explains_radix_alone(tmp_path):
+    js = tmp_path / "radix.json"
+    result = CliRunner().invoke(cli, ["explain", "radix", "-n", "16", "--json", str(js)])
+    assert result.exit_code == 0, result.output
+    items = numbakern.strategies.RadixSort(threads=32).tile_items(4, 0)  # float32 keys
+    assert json.loads(js.read_text())["items"] == items
+    assert f"32 threads per block · {items} keys per thread" in result.output
+    assert "How to read this: radix: each pass" in result.output
+    assert "bitonic" not in result.output
+    assert trace_sort(X, "radix").items == \
+        numbakern.strategies.RadixSort().tile_items(X.dtype.itemsize, 0)
+
+
+@simulator_only
+def test_explain_sorts_reads_each_legend_in_the_order_shown():
+    result = CliRunner().invoke(cli, ["explain", "sorts", "--values", "3,1,2"])
+    assert result.exit_code == 0, result.output
+    legend = result.output[result.output.index("How to read this:"):]
+    assert 0 < legend.index("bitonic:") < legend.index("radix:")
+
+
+@simulator_only
 def test_bad_sort_input_names_the_argument():
     with pytest.raises(ValueError, match="x must be a non-empty 1-D"):
         trace_sort(np.ones((2, 2)), "bitonic")

@@ -57,6 +57,66 @@ def test_demo_table_keeps_strategy_names_whole_at_80_columns():
     assert "".join(strategy) == "".join(NAMES)
 
 
+#: a long note the tables print: why var skips atomic_fold
+LONG_NOTE = "n/a: atomic_fold folds no three-field (count, mean, M2) state: two_pass reduces var"
+
+
+def with_long_note():
+    return rows() + [Row("numbakern", "atomic_fold/shared_tree", ok=None, note=LONG_NOTE)]
+
+
+def column(text: str, index: int) -> str:
+    """Column ``index``'s cells' fragments, top to bottom, joined."""
+    return "".join(line.split("│")[index + 1].strip() for line in text.splitlines()
+                   if line.startswith("│") and line.count("│") > index + 1)
+
+
+def assert_fits_and_keeps(text: str, check: int):
+    table = [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+    # the console crops a table wider than itself: its right border goes
+    assert all(line[-1] in "┓┃┩│┘" for line in table)
+    assert "…" not in text
+    assert "".join(column(text, check).split()).endswith("".join(LONG_NOTE.split()))
+
+
+@pytest.mark.parametrize("width", [80, 50])
+def test_compare_table_keeps_a_long_check_note(width):
+    c = Comparison("var", (1000,), "float32", "gpu", False, 30.0, with_long_note())
+    text = rendered(compare.comparison_table(c), width)
+    assert_fits_and_keeps(text, check=1)
+    if width == 80:
+        assert set(LONG_NOTE.split()) <= set(text.split())
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_demo_table_keeps_a_long_check_note_at_80_columns(timed):
+    case = demo.Case("var", "a batch of language-model logits, 8192 x 50257",
+                     lambda quick: None)
+    result = demo.CaseResult(case, (64, 50257), with_long_note())
+    text = rendered(demo.table([result], timed=timed))
+    assert_fits_and_keeps(text, check=5)
+    if not timed:  # the simulator's six columns leave the check whole words
+        assert set(LONG_NOTE.split()) <= set(text.split())
+
+
+def header(text: str) -> list[str]:
+    """The table's column headers, the wrapped words of each joined."""
+    lines = [line.split("┃")[1:-1] for line in text.splitlines() if line.startswith("┃")]
+    return [" ".join(" ".join(cell.split()) for cell in cells).strip()
+            for cells in zip(*lines)]
+
+
+def test_simulator_compare_table_shows_no_speed():
+    on_gpu = Comparison("sum", (1000,), "float32", "gpu", False, 30.0, rows())
+    assert header(rendered(compare.comparison_table(on_gpu), width=120)) == \
+        ["strategy", "check", "max |error|", "median", "GB/s", "of copy"]
+    simulated = Comparison("sum", (1000,), "float32", "simulator", True, 30.0, rows())
+    text = rendered(compare.comparison_table(simulated), width=120)
+    assert header(text) == ["strategy", "check", "max |error|", "median"]
+    assert "GB/s" not in text and "copy bandwidth" not in text
+    assert "250.000 ms" in text  # the times stay, as times
+
+
 def test_simulator_compare_figure_draws_no_speed(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import matplotlib.axes
