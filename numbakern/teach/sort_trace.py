@@ -371,7 +371,7 @@ def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
     if strategy == "bitonic":
         _read_network(trace, rec)
     else:
-        trace.items = sorter.tile_items(np.dtype(kd).itemsize, 0)
+        trace.items = sorter.tile_shape(np.dtype(kd).itemsize, 0)[1]
         _read_passes(trace, rec, kd)
     return trace
 

@@ -99,13 +99,13 @@ def test_explain_radix_runs_the_librarys_tile_and_explains_radix_alone(tmp_path)
     js = tmp_path / "radix.json"
     result = CliRunner().invoke(cli, ["explain", "radix", "-n", "16", "--json", str(js)])
     assert result.exit_code == 0, result.output
-    items = numbakern.strategies.RadixSort(threads=32).tile_items(4, 0)  # float32 keys
+    items = numbakern.strategies.RadixSort(threads=32).tile_shape(4, 0)[1]  # float32 keys
     assert json.loads(js.read_text())["items"] == items
     assert f"32 threads per block · {items} keys per thread" in result.output
     assert "How to read this: radix: each pass" in result.output
     assert "bitonic" not in result.output
     assert trace_sort(X, "radix").items == \
-        numbakern.strategies.RadixSort().tile_items(X.dtype.itemsize, 0)
+        numbakern.strategies.RadixSort().tile_shape(X.dtype.itemsize, 0)[1]
 
 
 @simulator_only
