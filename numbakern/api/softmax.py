@@ -475,11 +475,12 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         raise ValueError(f"fused=True: a row of {n} {dtype} elements{aligned} does not fit "
                          f"in the registers of one {layout}; use fused=None or False")
     staged = (fused is None and vectors and _stages(kind, n, dtype, layout, out, keep)
-              and (chosen is None or (threads is None and _one_block_each(chosen))))
+              and (chosen is None or (dtype in softmax_rows.HALVES and threads is None
+                                      and _one_block_each(chosen))))
     if staged:  # (blocks of 64 under the simulator, as its tiled ones)
         chosen = None
         threads = threads or (_TILED_THREADS[0] if SIMULATOR else
-                              softmax_rows.staged_threads(n, _HALF_VECTOR))
+                              softmax_rows.staged_threads(n, _vector(dtype)))
     per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))
@@ -665,15 +666,24 @@ def _packs(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> b
 
 
 def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> bool:
-    """Whether rows of ``n`` may be staged in shared memory (``RowPlan.staged``): half
-    rows of :data:`_STAGED_KINDS`, a block each, the result in the input's dtype,
-    nothing kept, their whole vectors within ``softmax_rows.stage_bytes()`` (rows of
-    up to 57344 halves on an H200). Read once, where the tiled kernel reads them
-    twice; where a fused plan holds the row, :func:`_one_block_each` says which wins
-    (bench/NOTES.md, "Staged half rows")."""
-    return (kind in _STAGED_KINDS and dtype in softmax_rows.HALVES and not out
-            and not keep and layout == "block"
-            and softmax_rows.row_stage_bytes(n, _HALF_VECTOR) <= softmax_rows.stage_bytes())
+    """Whether rows of ``n`` may be staged in shared memory (``RowPlan.staged``): rows
+    of :data:`_STAGED_KINDS`, a block each, the result in the input's dtype, nothing
+    kept, their whole vectors within ``softmax_rows.stage_bytes``: two blocks a
+    multiprocessor for halves (rows of up to 57344 on an H200), one for float32 (up to
+    57856). Read once, where the tiled kernel reads them twice; for halves, where a
+    fused plan holds the row, :func:`_one_block_each` says which wins (bench/NOTES.md,
+    "Staged half rows"); float32 rows are staged only where none does."""
+    if kind not in _STAGED_KINDS or out or keep or layout != "block":
+        return False
+    if dtype not in (*softmax_rows.HALVES, "float32"):
+        return False
+    blocks = 2 if dtype in softmax_rows.HALVES else 1
+    return softmax_rows.row_stage_bytes(n, _vector(dtype)) <= softmax_rows.stage_bytes(blocks)
+
+
+def _vector(dtype: str) -> int:
+    """Elements of ``dtype`` (a name) in a 16-byte vector."""
+    return _HALF_VECTOR if dtype in softmax_rows.HALVES else vector_lanes(dtype)
 
 
 # The kinds a staged kernel serves: the forward passes, and log_softmax's backward,

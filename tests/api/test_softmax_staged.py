@@ -1,6 +1,6 @@
-"""Staged half rows: forward rows too long for registers, held in shared memory
-(``RowPlan.staged``): read once, their maximum taken as they arrive, the sum and
-the write read back from shared memory. Blocks of 64 threads (the simulator's
+"""Staged rows: half and float32 forward rows too long for registers, held in shared
+memory (``RowPlan.staged``): read once, their maximum taken as they arrive, the sum
+and the write read back from shared memory. Blocks of 64 threads (the simulator's
 default) hold fused rows of up to 2048 elements (32 a thread), so longer rows are
 staged on either backend."""
 
@@ -41,7 +41,7 @@ def test_long_half_forward_rows_are_staged():
     # What the kernel does not take: scalar-load dtypes, another result dtype, tiles
     # asked for, backward passes, kept rows, warps, rows fused plans hold, rows past
     # the shared memory a block may have.
-    assert not plan(dtype="float32").staged
+    assert not plan(dtype="float64").staged
     assert not plan(result="float32").staged
     assert not plan(fused=False).staged
     assert not plan("softmax_backward").staged  # (its sum reads y and dy)
@@ -52,6 +52,19 @@ def test_long_half_forward_rows_are_staged():
     assert not plan(n=2048).staged and plan(n=2048).fused
     most = softmax_rows.stage_bytes() // 2
     assert plan(n=most).staged and not plan(n=most + 8).staged
+
+
+def test_float32_rows_are_staged_where_no_fused_plan_holds_them():
+    """A float32 row stages in one block's shared memory (one block a multiprocessor,
+    where halves take two), and only where registers cannot hold it."""
+    for kind in (*softmax_rows.FORWARD, "log_softmax_backward"):
+        p = plan(kind, dtype="float32")
+        assert p.staged and not p.fused and p.threads == THREADS, kind
+    assert not plan(n=2048, dtype="float32").staged and plan(n=2048, dtype="float32").fused
+    most = softmax_rows.stage_bytes(1) // 4
+    assert plan(n=most, dtype="float32").staged
+    assert not plan(n=most + 4, dtype="float32").staged
+    assert not plan("softmax_backward", dtype="float32").staged
 
 
 def test_staging_replaces_packed_plans_that_leave_a_multiprocessor_one_block():
@@ -120,6 +133,28 @@ def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_l
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float16]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
                                    **tol)
+
+
+# float32 rows: four elements a vector, heads of 0 to 3 elements
+@pytest.mark.parametrize("n, offset", [(2049, 1), (3001, 3)])
+def test_staged_float32_rows_match_the_reference(n, offset, staged_launches, copy):
+    for i, kind in enumerate(FORWARD):
+        host = logits((3, n), np.float32, seed=n + i)
+        y = device_rows(np.zeros_like(host), offset)
+        FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS)
+        assert staged_launches()[-1] == (kind, True, 4, n // 4 * 16)
+        assert copy.built[-1] == (copy.path == "async")
+        tol = (TOL if kind == "softmax" else LOG_TOL)[np.float32]
+        np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
+                                   **tol)
+    y = REF["log_softmax"](host).astype(np.float32)
+    dy = logits((3, n), np.float32, seed=n + 9, scale=1.0)
+    dx = device_rows(np.zeros_like(y), offset)  # rows as far from a boundary as y's
+    nk.log_softmax_backward(device_rows(y, offset), device_rows(dy, offset), out=dx,
+                            threads=THREADS)
+    assert staged_launches()[-1] == ("log_softmax_backward", True, 4, n // 4 * 16)
+    np.testing.assert_allclose(dx.copy_to_host(), log_backward_reference(y, dy),
+                               rtol=1e-5, atol=1e-6 * np.abs(dy).sum(-1).max())
 
 
 @pytest.mark.parametrize("kind", list(FORWARD))
@@ -205,6 +240,32 @@ def test_staged_log_softmax_backward_of_bfloat16(staged_launches):
     want = log_backward_reference(y, dy)
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2 * BF16_ULP,
                                atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_float32_rows_staged_in_one_block(staged_launches):
+    """(4096, 32768) and (8192, 50257) float32 rows and the longest a block stages
+    (one block a multiprocessor), then one vector past it (tiled), against float64."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    longest = softmax_rows.stage_bytes(1) // 4
+    for shape, staged in (((4096, 32768), True), ((8192, 50257), True),
+                          ((64, longest), True), ((64, longest + 4), False)):
+        x = torch.randn(*shape, device="cuda") * 4
+        for kind in FORWARD:
+            got = FORWARD[kind](x, axis=1)
+            assert staged_launches()[-1][:2] == (kind, staged)
+            want = getattr(torch, kind)(x.double(), 1)
+            tol = dict(rtol=1e-5, atol=1e-7) if kind == "softmax" else \
+                dict(rtol=1e-5, atol=2e-5)
+            assert torch.allclose(got.double(), want, **tol), (kind, shape)
+        y = torch.log_softmax(x, 1)
+        dy = torch.randn(*shape, device="cuda")
+        got = nk.log_softmax_backward(y, dy, axis=1)
+        assert staged_launches()[-1][:2] == ("log_softmax_backward", staged)
+        d64 = dy.double()
+        want = d64 - torch.exp(y.double()) * d64.sum(1, keepdim=True)
+        assert torch.allclose(got.double(), want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.gpu
