@@ -480,7 +480,7 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
     if staged:  # (blocks of 64 under the simulator, as its tiled ones)
         chosen = None
         threads = threads or (_TILED_THREADS[0] if SIMULATOR else
-                              softmax_rows.staged_threads(n, _vector(dtype)))
+                              softmax_rows.staged_threads(kind, n, _vector(dtype)))
     per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))

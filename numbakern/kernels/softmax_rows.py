@@ -1567,14 +1567,20 @@ def stage_bytes(blocks: int = 2) -> int:
     return min(per_block, per_multiprocessor // blocks - 2048)
 
 
-def staged_threads(n: int, vector: int) -> int:
+def staged_threads(kind: str, n: int, vector: int) -> int:
     """Threads a block of a staged row of ``n`` elements (``vector`` a 16-byte
     vector): 256 where three blocks' rows fit a multiprocessor's shared memory, so
-    three rows overlap their phases, else 512 (two blocks within 64 registers). On
+    three rows overlap their phases, else 512 (two blocks within 64 registers), or
+    1024 for a log_softmax backward row that leaves a multiprocessor one block. On
     the H200 (4096, 32768) float16 took 0.203 ms at 256 against 0.222 at 512
     (log_softmax 0.189 against 0.204); (8192, 50257), two rows a multiprocessor
-    either way, 0.627 against 0.573 (bench/NOTES.md, "Staged half rows")."""
-    return 256 if row_stage_bytes(n, vector) <= stage_bytes(3) else 512
+    either way, 0.627 against 0.573; float32 log_softmax_backward at (4096, 32768),
+    one row a multiprocessor, 0.417 at 1024 against 0.473 at 512 (bench/NOTES.md,
+    "Staged half rows", "Staged float32 rows")."""
+    need = row_stage_bytes(n, vector)
+    if need <= stage_bytes(3):
+        return 256
+    return 1024 if kind == "log_softmax_backward" and need > stage_bytes(2) else 512
 
 
 def four_vectors(plan: RowPlan):

@@ -65,6 +65,10 @@ def test_float32_rows_are_staged_where_no_fused_plan_holds_them():
     assert plan(n=most, dtype="float32").staged
     assert not plan(n=most + 4, dtype="float32").staged
     assert not plan("softmax_backward", dtype="float32").staged
+    one = softmax_rows.stage_bytes(2) // 4 + 4  # past two blocks' rows: one a multiprocessor
+    assert softmax_rows.staged_threads("log_softmax_backward", one, 4) == 1024
+    assert softmax_rows.staged_threads("softmax", one, 4) == 512
+    assert softmax_rows.staged_threads("log_softmax_backward", 2048, 4) == 256
 
 
 def test_staging_replaces_packed_plans_that_leave_a_multiprocessor_one_block():
