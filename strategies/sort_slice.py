@@ -39,7 +39,8 @@ class SortSlice(SelectStrategy):
 
     Args:
         threads: threads per block of the gather (and of the sort, when ``sort`` is
-            a name or ``None``).
+            a name or ``None``; ``None``: the sort's own default, e.g. the radix
+            sort's tile shapes by key width).
         sort: the sort strategy: ``None`` (bitonic for rows that fit one block, else
             radix, as ``numbakern.argsort``), a name or a sort strategy object.
 
@@ -55,20 +56,22 @@ class SortSlice(SelectStrategy):
 
     def __init__(self, threads: int | None = None, sort=None):
         self.threads = check_threads(threads)
+        self.sort_threads = threads  # None: each sort's own default
         if sort is not None:
             sort = resolve("sort", sort, threads=threads, argument="sort")
         self.sorter = sort
 
     @property
     def key(self) -> tuple:
-        return (type(self), self.threads, None if self.sorter is None else self.sorter.key)
+        return (type(self), self.threads, self.sort_threads,
+                None if self.sorter is None else self.sorter.key)
 
     def __repr__(self) -> str:
         sort = "" if self.sorter is None else f", sort={self.sorter!r}"
         return f"SortSlice(threads={self.threads}{sort})"
 
     def select(self, job) -> None:
-        sorter = self.sorter or resolve("sort", None, threads=self.threads, n=job.n)
+        sorter = self.sorter or resolve("sort", None, threads=self.sort_threads, n=job.n)
         order = job.workspace.empty(job.rows * job.n, np.int64)
         job.argsort(job.x, order, job.rows, job.n, sorter)
         total = job.rows * job.k

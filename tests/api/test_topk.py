@@ -595,3 +595,22 @@ def test_warp_privatized_counters_in_11_bit_digits():
     check(x, 5, strategy)
     check(x, 69, strategy, largest=False, sorted=False)
     assert nk.topk(x, 0, strategy=strategy).values.shape == (3, 0)
+
+
+def test_sort_slice_leaves_the_sorts_threads_to_the_sort(monkeypatch):
+    """Without ``threads`` the sort takes its own default (the radix sort's tile shape
+    by key width); with them, the sort takes them too."""
+    from numbakern.strategies import sort_slice
+
+    asked, real = [], sort_slice.resolve
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("threads"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sort_slice, "resolve", spy)
+    x = values(np.float32, (1, 40), spread=3.0)
+    check(x, 5, SortSlice())
+    check(x, 5, SortSlice(threads=64))
+    assert asked == [None, 64]
+    assert SortSlice().key != SortSlice(threads=SortSlice().threads).key
