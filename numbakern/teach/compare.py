@@ -803,11 +803,13 @@ class Row:
     def gbps(self) -> float | None:
         return None if not self.seconds else self.nbytes / self.seconds / 1e9
 
-    def as_dict(self, copy: float | None = None) -> dict:
+    def as_dict(self, copy: float | None = None, speed: bool = True) -> dict:
+        """The row as JSON; ``speed`` False (simulator times): no GB/s."""
         d = {"provider": self.provider, "strategy": self.strategy, "ok": self.ok,
              "max_error": self.max_error, "result": self.result, "note": self.note,
-             "seconds": self.seconds, "bytes": self.nbytes, "gbps": self.gbps}
-        if copy and self.gbps:
+             "seconds": self.seconds, "bytes": self.nbytes,
+             "gbps": self.gbps if speed else None}
+        if speed and copy and self.gbps:
             d["copy_fraction"] = self.gbps / copy
         return d
 
@@ -879,8 +881,8 @@ class Comparison:
                 "backend": self.backend, "simulator": self.simulator,
                 "timing": "wall clock under the simulator: meaningless for speed"
                 if self.simulator else "CUDA events, median",
-                "copy_gbps": self.copy_gbps,
-                "rows": [r.as_dict(self.copy_gbps) for r in self.rows]}
+                "copy_gbps": None if self.simulator else self.copy_gbps,
+                "rows": [r.as_dict(self.copy_gbps, not self.simulator) for r in self.rows]}
 
 
 def compare(op: Operation, shape: tuple, dtype, variants: list[Variant], repeat: int,
