@@ -114,17 +114,18 @@ def _passes(trace: SortTrace, root: Tree, limit: int) -> None:
 
 
 def sort_counts_table(trace: SortTrace) -> Table:
-    """The totals: launches, barriers, atomics, loads and stores, bytes."""
+    """The totals: launches, barriers, atomics, loads and stores, bytes, and the work
+    of the sort's kind: a network's compare-exchanges, a radix sort's key moves."""
     table = Table(title=f"counts: {trace.strategy}, sort of {trace.n} {trace.dtype}, "
                         f"{trace.threads} threads per block")
-    for col in ("launches", "barriers", "atomics", "global ld/st", "shared ld/st",
-                "compare-exchanges", "moves"):
+    work = ("compare-exchanges", str(len(trace.exchanges))) if trace.strategy == "bitonic" \
+        else ("moves", str(sum(len(p.moves) for p in trace.passes)))
+    for col in ("launches", "barriers", "atomics", "global ld/st", "shared ld/st", work[0]):
         table.add_column(col, justify="right", overflow="fold")
     c = trace.counts
     table.add_row(str(len(trace.launches)), str(c["barriers"]), str(c["atomics"]),
                   f"{c['global loads']}/{c['global stores']}",
-                  f"{c['shared loads']}/{c['shared stores']}", str(len(trace.exchanges)),
-                  str(sum(len(p.moves) for p in trace.passes)))
+                  f"{c['shared loads']}/{c['shared stores']}", work[1])
     table.caption = "bytes: " + ", ".join(f"{k} {v}" for k, v in c["bytes"].items())
     return table
 

@@ -135,3 +135,17 @@ def test_the_sort_proof_compares_bits(strategy):
     trace.out[1], trace.out[2] = trace.out[2], trace.out[1]  # 0.0 and -0.0 swapped
     assert np.array_equal(trace.out, trace.expected, equal_nan=True)
     assert not trace.matches_numpy
+
+
+@simulator_only
+def test_counts_table_shows_the_work_of_the_sorts_kind():
+    from rich.console import Console
+
+    from numbakern.teach.explain_sort import sort_counts_table
+
+    for strategy, shown, hidden in (("bitonic", "compare-exchanges", "moves"),
+                                    ("radix", "moves", "compare-exchanges")):
+        console = Console(width=200, record=True)
+        console.print(sort_counts_table(trace_sort(X, strategy)))
+        text = console.export_text()
+        assert shown in text and hidden not in text, strategy
