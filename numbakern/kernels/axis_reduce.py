@@ -381,6 +381,29 @@ def build_row_kernel(block, kit, load, emit, lanes: int, ordered: bool, index32:
     return row_kernel
 
 
+def group_combiner(store, load, merge, slots: int):
+    """Device function ``combine_groups(h0, h1, s, tid, g, G, C) -> s``: the states of
+    a column kernel's ``G`` thread groups combined per column through shared temp
+    storage (``slots`` states a thread, at ``tid * slots``), group 0 left holding the
+    result; a tree with growing offsets, so element order is kept. ``store``,
+    ``load``, ``merge``: a kit's, or a :class:`~numbakern.kernels.vector.LaneStates`'."""
+
+    @cuda.jit(device=True)
+    def combine_groups(h0, h1, s, tid, g, G, C):
+        store(h0, h1, tid * slots, s)
+        cuda.syncthreads()
+        offset = 1
+        while offset < G:
+            if g % (2 * offset) == 0 and g + offset < G:
+                s = merge(s, load(h0, h1, (tid + offset * C) * slots))
+                store(h0, h1, tid * slots, s)
+            cuda.syncthreads()
+            offset *= 2
+        return s
+
+    return combine_groups
+
+
 def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool):
     """Column kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1)``.
 
@@ -390,9 +413,10 @@ def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: b
     arithmetic stays 64-bit: the row kernel's 32-bit divisions made it slower on an
     H200 ((4096, 32768) column sum 131 -> 164 us, bench/NOTES.md).
     """
-    combine, identity, store, load_state = kit.combine, kit.identity, kit.store, kit.load
+    identity = kit.identity
     temp = kit.shared_temp(threads)
     thread_reduce = thread_reducer(kit, load, ordered, index32)
+    combine_groups = group_combiner(kit.store, kit.load, kit.combine, 1)
 
     @cuda.jit
     def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
@@ -413,16 +437,8 @@ def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: b
             s = identity()
             if col < M:
                 s = thread_reduce(a0, a1, k0, k1, col, start, stop, g, G, N, R1, c0, c1)
-            if G > 1:  # combine the groups, growing offsets: element order kept
-                store(temp0, temp1, tid, s)
-                cuda.syncthreads()
-                offset = 1
-                while offset < G:
-                    if g % (2 * offset) == 0 and g + offset < G:
-                        s = combine(s, load_state(temp0, temp1, tid + offset * C))
-                        store(temp0, temp1, tid, s)
-                    cuda.syncthreads()
-                    offset *= 2
+            if G > 1:
+                s = combine_groups(temp0, temp1, s, tid, g, G, C)
             if g == 0 and col < M:
                 emit(o0, o1, col, k0 * m0 + k1 * m1, piece, S, M, s)
             tile += tiles
@@ -475,8 +491,8 @@ def build_vector_column_kernel(threads: int, kit, emit, ordered: bool, width: in
     blocks a multiprocessor holds, which the planner's wave counts
     (:func:`plan_launch`). ``outputs32``: vector columns are counted in 32 bits."""
     lanes = lane_states(kit, emit, width)
-    identity, fold, merge = lanes.identity, lanes.fold, lanes.merge
-    store, load, emit_lanes = lanes.store, lanes.load, lanes.emit
+    identity, fold, emit_lanes = lanes.identity, lanes.fold, lanes.emit
+    combine_groups = group_combiner(lanes.store, lanes.load, lanes.merge, width)
     temp = kit.shared_temp(threads * width)
     vload = vector_loader(width)
     split = _split(outputs32)
@@ -529,16 +545,8 @@ def build_vector_column_kernel(threads: int, kit, emit, ordered: bool, width: in
             if column < columns:
                 s = run(a1, k0 * (a0.strides[0] // size) + k1 + first * pitch, pitch, first,
                         end, step, c1, s)
-            if G > 1:  # combine the groups, growing offsets: element order kept
-                store(temp0, temp1, tid * W, s)
-                cuda.syncthreads()
-                offset = 1
-                while offset < G:
-                    if g % (2 * offset) == 0 and g + offset < G:
-                        s = merge(s, load(temp0, temp1, (tid + offset * C) * W))
-                        store(temp0, temp1, tid * W, s)
-                    cuda.syncthreads()
-                    offset *= 2
+            if G > 1:
+                s = combine_groups(temp0, temp1, s, tid, g, G, C)
             if g == 0 and column < columns:
                 emit_lanes(o0, o1, column * W, k0 * m0 + k1 * W * m1, m1, piece, S, M, s)
             tile += tiles

@@ -56,6 +56,12 @@ def assert_close(got, ref, x, exact=False):
     assert np.all(np.abs(got.astype(np.float64) - ref64) <= tol), (got, ref64)
 
 
+@nk.op(identity=0.0, commutative=False)
+def last_nonzero(a, b):
+    """An op whose result depends on element order: the last nonzero element."""
+    return b if b != 0 else a
+
+
 # --- axis, keepdims and out rules (no kernels) ----------------------------------------
 
 
@@ -280,10 +286,6 @@ def test_tiny_rows(name, dtype, n):
 
 
 def test_tiny_rows_keep_element_order_and_need_back_to_back_rows():
-    @nk.op(identity=0.0, commutative=False)
-    def last_nonzero(a, b):
-        return b if b != 0 else a
-
     x = sample(np.random.default_rng(1), (40, 4), "float32")
     x[::3, 3] = 0  # then the third element is the last nonzero one
     want = np.where(x[:, 3] != 0, x[:, 3], x[:, 2])
@@ -379,10 +381,6 @@ def test_vector_columns_every_width(dtype):
 
 
 def test_vector_columns_keep_element_order():
-    @nk.op(identity=0.0, commutative=False)
-    def last_nonzero(a, b):
-        return b if b != 0 else a
-
     x = sample(np.random.default_rng(2), (300, 8), "float32")
     x[150:, 1::2] = 0  # the last nonzero element of those columns is in row 149
     want = np.array([col[np.flatnonzero(col)[-1]] for col in x.T])
