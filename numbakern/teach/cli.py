@@ -364,7 +364,8 @@ def _check_representable(numbers: list, dtype) -> None:
         with np.errstate(over="ignore"):
             bad = [v for v in numbers if math.isfinite(v) and not np.isfinite(dtype.type(v))]
     if bad:
-        raise click.BadParameter(f"{bad[0]} is not a {dtype} value", param_hint="'--values'")
+        raise click.BadParameter(f"{bad[0]} is not a value of {dtype}",
+                                 param_hint="'--values'")
 
 
 @cli.command()
@@ -444,21 +445,23 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     from . import explain as _explain
     from .trace import trace_reduce
 
+    family = _explained_family(names, of)
+    _refuse_options_elsewhere(click.get_current_context(), family)
     x = _explain_input(values, size, dtype)
     console = _console()
-    if of != "topk":
+    if family == "ranks":
         summaries = _explain_ranks(console, names, x, of, kth, threads, limit, figure)
-    elif all(name in _strategies.available("select") for name in names):
+    elif family == "select":
         summaries = _explain_selects(console, names, x, k, not smallest, threads, limit,
                                      figure)
-    elif all(name in _strategies.available("sort") for name in names):
+    elif family == "sort":
         summaries = _explain_sorts(console, names, x, threads, items, limit, figure)
-    elif all(name in _family("softmax") for name in names):
+    elif family == "softmax":
         summaries = _explain_softmax(console, names, x, threads, limit, figure)
-    elif all(name in _strategies.available("histogram") for name in names):
+    elif family == "histogram":
         summaries = _explain_histograms(console, names, x, bins, threads, blocks, limit,
                                         figure)
-    elif any(_is_scan(name) for name in names):
+    elif family == "scan":
         summaries = _explain_scans(console, names, x, op, threads, blocks, items, exclusive,
                                    limit, figure)
     else:
@@ -469,6 +472,41 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
             lambda trace: (_explain.tree(trace, limit), _explain.counts_table(trace)),
             _explain.draw, lambda trace: trace.exact_cover, _explain.LEGEND)
     _write_json(json_path, summaries)
+
+
+def _explained_family(names: list[str], of: str) -> str:
+    """Which of explain's families ``names`` belong to ("ranks": radix_select's
+    median or partition)."""
+    if of != "topk":
+        return "ranks"
+    for family in ("select", "sort", "histogram"):
+        if all(name in _strategies.available(family) for name in names):
+            return family
+    if all(name in _family("softmax") for name in names):
+        return "softmax"
+    return "scan" if any(_is_scan(name) for name in names) else "reduce"
+
+
+#: the options each family of explain reads beside the input's and the output's
+_FAMILY_OPTIONS = {
+    "ranks": {"of", "kth"}, "select": {"k", "smallest", "of"}, "sort": {"items"},
+    "softmax": set(), "histogram": {"bins", "blocks"},
+    "scan": {"op_name", "blocks", "items", "exclusive"}, "reduce": {"op_name", "blocks"},
+}
+_COMMON_OPTIONS = {"strategy", "size", "values", "dtype", "threads", "limit", "figure",
+                   "json_path"}
+
+
+def _refuse_options_elsewhere(ctx, family: str) -> None:
+    """A usage error naming an option given on the command line that ``family``
+    does not read (``explain radix --op max`` would otherwise show a plain sort)."""
+    reads = _COMMON_OPTIONS | _FAMILY_OPTIONS[family]
+    for param in ctx.command.params:
+        given = ctx.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE
+        if given and param.name not in reads:
+            flag = max(param.opts, key=len)
+            raise click.UsageError(f"{flag} does not apply to {ctx.params['strategy']} "
+                                   f"(explain's {family} strategies)")
 
 
 def _state_op_strategies(names: list[str], op_name: str) -> list[str]:

@@ -149,3 +149,14 @@ def test_counts_table_shows_the_work_of_the_sorts_kind():
         console.print(sort_counts_table(trace_sort(X, strategy)))
         text = console.export_text()
         assert shown in text and hidden not in text, strategy
+
+
+@simulator_only
+@pytest.mark.parametrize("args", [["radix", "--op", "max"], ["bitonic", "--k", "2"],
+                                  ["radix", "--exclusive"], ["bitonic", "--bins", "3"],
+                                  ["radix", "--blocks", "3"], ["sorts", "--smallest"]])
+def test_explain_refuses_options_a_sort_does_not_read(args):
+    result = CliRunner().invoke(cli, ["explain", *args, "-n", "8"])
+    assert result.exit_code == 2, result.output
+    flag = args[1]
+    assert f"{flag} does not apply to {args[0]}" in result.output
