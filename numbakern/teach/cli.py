@@ -83,6 +83,9 @@ class OutputPath(click.Path):
         self.suffixes = suffixes
 
     def convert(self, value, param, ctx):
+        if value == "-":  # click's name for stdout, where the tables go: refused
+            self.fail("'-': give a file to write (the tables already go to stdout)",
+                      param, ctx)
         path = super().convert(value, param, ctx)
         suffix = os.path.splitext(os.fspath(path))[1].lower()
         if self.suffixes and suffix not in self.suffixes:

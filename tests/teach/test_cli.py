@@ -452,3 +452,10 @@ def test_compare_help_states_each_default_size_the_command_uses():
     from numbakern.teach.compare import TOPK_K
 
     assert f"topk: k={TOPK_K}" in text
+
+
+@pytest.mark.parametrize("args", [["compare", "sum", "-n", "8", "--json", "-"],
+                                  ["explain", "shared_tree", "--json", "-"]])
+def test_output_paths_are_files_not_stdout(args):
+    result = invoke(*args)
+    assert result.exit_code == 2 and "give a file to write" in result.output, result.output
