@@ -597,7 +597,7 @@ def _fused_plan(kind: str, n: int, dtype: str, layout: str, offered: tuple, out:
     if layout != "warp":
         return _fused_plan_of(kind, n, dtype, layout, offered, out, keep, vectors)
     most = _RUN_ELEMENTS["backward" if kind in softmax_rows.BACKWARD else "forward"]
-    width = vector_lanes(softmax_rows.storage_dtype(dtype))
+    width = _vector(dtype)
     whole = width and not out and n % width == 0  # rows that may move in vectors
     for run in lanes:  # a run given alone (the knob) is tried at any elements a lane
         if run == WARP or run * most >= n or len(lanes) == 1:
@@ -682,8 +682,9 @@ def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> 
 
 
 def _vector(dtype: str) -> int:
-    """Elements of ``dtype`` (a name) in a 16-byte vector."""
-    return _HALF_VECTOR if dtype in softmax_rows.HALVES else vector_lanes(dtype)
+    """Elements of ``dtype`` (a name; bfloat16 as its stored bits) in a 16-byte
+    vector, 0 for a dtype the vector loads do not take."""
+    return vector_lanes(softmax_rows.storage_dtype(dtype))
 
 
 # The kinds a staged kernel serves: the forward passes, and log_softmax's backward,
