@@ -404,21 +404,64 @@ def group_combiner(store, load, merge, slots: int):
     return combine_groups
 
 
-def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool):
+def index32_fits(n: int, threads: int) -> bool:
+    """Whether a row's loop indices stay in int32: no index of it reaches ``2**31``
+    (``n`` elements, ``threads`` threads each ``UNROLL`` ahead)."""
+    return n + UNROLL * threads < 2**31
+
+
+def column_registers(fields: int, itemsize: int, plain: bool, masked: bool) -> int:
+    """Registers a thread of the scalar column kernel may take (its launch bounds),
+    by its state's fields and the ``itemsize`` of the first (the value). ``plain``:
+    one reduced dimension, int32 indices and no ``where=`` mask; otherwise a load
+    adds a division, 64-bit indices or a mask's load, and 8-byte values need more.
+
+    ptxas for sm_90, 256 threads, no bounds (bench/column_sass.py --scalar; plain /
+    other): float32 or float16 sum or max 44-48 / 42-56; float64 sum or max, int32
+    sum 46-48 / 48-64; float32 argmax 62-64 / 64-72; float64 argmax 72 / 72-80; var's
+    (count, mean, M2) 58-64 / 62-64, 100 with a mask. Each figure below is the
+    least of 48, 64, 80, 128 (5, 4, 3, 2 blocks of 256) at whose bounds ptxas spills
+    nothing in any of those cases; fewer (5 blocks for argmax, 6 for a sum) spill.
+    More than three fields are not measured: 128.
+    """
+    if fields > 2:
+        return 64 if fields == 3 and not masked else 128
+    wide = itemsize > 4 and not plain
+    return (48 if fields == 1 else 64) + (16 if wide else 0)
+
+
+def column_kernel_registers(av, threads: int, fields: int, width: int, itemsize: int,
+                            masked: bool) -> int:
+    """Registers a thread of the column kernel over ``av`` launched with ``threads``
+    (the vector kernel where ``width > 1``) takes: what the planner counts resident
+    blocks by and the kernel's launch bounds (``itemsize``: the state's value's)."""
+    if width > 1:
+        return vector_column_registers(fields, width)
+    plain = av.reduced_dims == 1 and not masked and index32_fits(av.N, threads)
+    return column_registers(fields, itemsize, plain, masked)
+
+
+def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: bool,
+                        registers: int | None = None):
     """Column kernel ``(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1)``.
 
     Thread ``(c, g) = (tid % C, tid // C)`` owns output ``tile * C + c`` and walks
     the reduced elements ``g, g + G, ...`` of its block's piece (``G = blockDim / C``
     groups); the groups are then combined per column in shared memory. Its index
     arithmetic stays 64-bit: the row kernel's 32-bit divisions made it slower on an
-    H200 ((4096, 32768) column sum 131 -> 164 us, bench/NOTES.md).
+    H200 ((4096, 32768) column sum 131 -> 164 us, bench/NOTES.md). ``registers``: a
+    thread's launch bounds (:func:`column_registers`), which fix the blocks a
+    multiprocessor holds for the planner's wave count; ``None`` (the partials'
+    pass, whose grid is its tiles, not a wave): none.
     """
     identity = kit.identity
     temp = kit.shared_temp(threads)
     thread_reduce = thread_reducer(kit, load, ordered, index32)
     combine_groups = group_combiner(kit.store, kit.load, kit.combine, 1)
+    jit = cuda.jit if SIMULATOR or registers is None else cuda.jit(
+        launch_bounds=(threads, blocks_per_multiprocessor(threads, registers)))
 
-    @cuda.jit
+    @jit
     def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
         temp0, temp1 = temp()
         tid = cuda.threadIdx.x
@@ -594,14 +637,16 @@ def _pieces(groups: int, n: int, lanes: int, target: int) -> tuple[int, int]:
 
 
 def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int,
-                width: int = 1, fields: int = 1) -> Launch:
+                width: int = 1, fields: int = 1, value_itemsize: int = 0,
+                masked: bool = False) -> Launch:
     """Choose the kernel and grid for a reduction described by ``av``.
 
     ``blocks`` (the grid strategy's) is the number of blocks a launch aims at;
     ``None``: enough to fill the device (rows are grid-strided beyond that).
     ``width``: outputs a thread of the column kernel owns
-    (:func:`column_vector_width`); ``fields``: the op's state fields (the vector
-    column kernel's registers, so its blocks that fit at once).
+    (:func:`column_vector_width`); ``fields``, ``value_itemsize`` (the state's value,
+    default ``itemsize``) and ``masked`` (``where=``): what sets the column kernels'
+    registers (:func:`column_kernel_registers`), so their blocks that fit at once.
     """
     threads = block.threads
     target = blocks or max_resident_blocks(threads)
@@ -623,8 +668,9 @@ def plan_launch(av, block, blocks: int | None, lanes: int | None, itemsize: int,
     groups_wanted = _pow2_ceil(ceil_div(N, PIECE_MIN_PER_THREAD))
     col_threads = columns * max(1, min(threads // columns, groups_wanted))
     tiles = ceil_div(units, columns)
-    if width > 1 and not blocks:
-        target = resident_blocks(col_threads, vector_column_registers(fields, width))
+    if not blocks:
+        target = resident_blocks(col_threads, column_kernel_registers(
+            av, col_threads, fields, width, value_itemsize or itemsize, masked))
         cap = target if SIMULATOR else 32 * target
     pieces, chunk = _pieces(tiles, N, col_threads // columns, target)
     return Launch("column", block, col_threads, min(tiles, cap) * pieces, pieces, chunk,
@@ -682,7 +728,7 @@ class AxisReduce:
         width = column_vector_width(self.av, self.dtype, self.mask is not None,
                                     self.kit.fields)
         return plan_launch(self.av, block, blocks, self.lanes, self.dtype.itemsize, width,
-                           self.kit.fields)
+                           self.kit.fields, self.kit.dtypes[0].itemsize, self.mask is not None)
 
     def run(self, plan: Launch, emit: Emit, out, stream) -> None:
         """The first pass, each piece's state to ``emit`` into ``out``."""
@@ -734,7 +780,7 @@ class AxisReduce:
     def _kernel(self, plan: Launch, emit: Emit, vector: int):
         av, kit, block, ordered = self.av, self.kit, plan.block, self.ordered
         # int32 in-row arithmetic when no index of the loop can reach 2**31
-        index32 = av.N + UNROLL * plan.threads < 2**31
+        index32 = index32_fits(av.N, plan.threads)
         outputs32 = av.M < 2**31
         masked = self.mask is not None
         load = lambda: view_loader(kit, av.reduced_dims, index32, masked)  # noqa: E731
@@ -751,8 +797,10 @@ class AxisReduce:
                 plan.threads, kit, emit.build(), ordered, plan.width, outputs32))
         key = ("axis_reduce", "column", av.reduced_dims, ordered, emit.name, index32,
                masked, block.threads, kit, device_key())
+        registers = column_kernel_registers(av, plan.threads, kit.fields, 1,
+                                            kit.dtypes[0].itemsize, masked)
         return cached(key, lambda: build_column_kernel(
-            block.threads, kit, load(), emit.build(), ordered, index32))
+            block.threads, kit, load(), emit.build(), ordered, index32, registers))
 
 
 # --- tiny rows: a thread and one load per row ----------------------------------------

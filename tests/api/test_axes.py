@@ -411,6 +411,36 @@ def test_split_rows_stay_in_one_wave():
         assert groups * pieces <= 1056 and pieces * chunk >= 1 << 20
 
 
+def test_scalar_column_plan_fills_the_blocks_its_registers_allow(monkeypatch):
+    """Where the grid is the planner's, split columns read by scalar loads (1023 of
+    them: not whole vectors) fill one wave of the blocks that fit by the kernel's
+    launch bounds (``column_registers``): 5 blocks of 256 a multiprocessor for a
+    float32 sum, 4 for argmax and var, 2 for var under ``where=``; not 8, the most
+    blocks of 256 a multiprocessor holds. 132 multiprocessors (an H200) faked."""
+    from numbakern import ops
+    from numbakern.ops.state import state_kit
+    from numbakern.runtime.device import blocks_per_multiprocessor
+
+    monkeypatch.setattr(axis_reduce, "resident_blocks",
+                        lambda threads, registers: 132 * blocks_per_multiprocessor(
+                            threads, registers))
+    x = np.empty((4096, 1023), np.float32)
+    av = layout.axis_view(x, (0,), False, True, resolve_stream(None, "numpy"))
+    block, mask = WarpShuffle(256), np.ones(x.shape, bool)
+    for op, dtypes, masked, per_multiprocessor in [
+            (ops.SUM, ("float32",), False, 5), (ops.SUM, ("float64",), False, 5),
+            (ops.ARGMAX, ("float32", "int64"), False, 4),
+            (ops.MOMENTS, ("int64", "float64", "float64"), False, 4),
+            (ops.MOMENTS, ("int64", "float64", "float64"), True, 2)]:
+        kit = state_kit(op, tuple(np.dtype(d) for d in dtypes))
+        job = axis_reduce.AxisReduce(av, kit, False, None, x.dtype, mask if masked else None)
+        plan = job.plan(block, None)
+        target = 132 * per_multiprocessor
+        assert (plan.kernel, plan.width, plan.threads) == ("column", 1, 256)
+        assert plan.blocks == 4 * axis_reduce._pieces(4, 4096, 1, target)[0]
+        assert 0.9 * target < plan.blocks <= target, (op.name, masked)
+
+
 # --- layouts: no copies, any strides ---------------------------------------------------
 
 
