@@ -10,6 +10,11 @@ compiled to PTX for sm_90 with ``cuda.compile_ptx`` (the driver probe faked as i
 ``bench/scan_sass.py``) and assembled by the toolkit's ``ptxas -v``: registers, spills,
 shared memory. bench/NOTES.md's register figures of the vector column kernel
 (2026-12-03) came from this script. Not a test.
+
+``--scalar``: the scalar column kernel alone, over more cases (float64 max and argmax,
+var's three fields of float64 input, an int32 sum) and the variants of its loads and
+emits, without bounds and with those ``column_registers`` gives it (its partials'
+pass has none).
 """
 import os
 import subprocess
@@ -25,7 +30,8 @@ from numba.np.numpy_support import from_dtype  # noqa: E402
 
 from numbakern import ops  # noqa: E402
 from numbakern.kernels import axis_reduce  # noqa: E402
-from numbakern.kernels.emits import emit_partial  # noqa: E402
+from numbakern.kernels.emits import emit_partial, emit_store  # noqa: E402
+from numbakern.kernels.finishes import variance_emit  # noqa: E402
 from numbakern.ops.state import state_kit  # noqa: E402
 from numbakern.runtime.device import blocks_per_multiprocessor  # noqa: E402
 
@@ -34,6 +40,11 @@ CASES = [  # (op, input dtype, state field dtypes)
     (ops.SUM, "float32", ("float32",)), (ops.MAX, "float32", ("float32",)),
     (ops.ARGMAX, "float32", ("float32", "int64")), (ops.SUM, "float16", ("float32",)),
     (ops.SUM, "float64", ("float64",)), (ops.MOMENTS, "float32", ("int64", "float64", "float64")),
+]
+#: the scalar column kernel's further cases (``--scalar``): float64 pairs and moments
+SCALAR_CASES = CASES + [
+    (ops.MAX, "float64", ("float64",)), (ops.ARGMAX, "float64", ("float64", "int64")),
+    (ops.MOMENTS, "float64", ("int64", "float64", "float64")), (ops.SUM, "int32", ("int64",)),
 ]
 
 
@@ -54,12 +65,59 @@ def ptxas(ptx: str) -> str:
     return " | ".join(lines) or info.stderr[-300:]
 
 
+def _states(fields):
+    """Argument types of an array of states (the kit's pair of handles)."""
+    outs = tuple(_array(f, 1, "C") for f in fields)
+    return (outs[0], outs[-1]) if len(outs) < 3 else (types.Tuple(outs), outs[0])
+
+
+def scalar_variants(kit, dtype, fields):
+    """``(name, load, emit, a0 a1 types, o0 o1 types, plain, masked)`` of the scalar
+    column kernel's first pass (one reduced dimension or two, 64-bit indices,
+    ``where=``; writing partials, or whole outputs: a store, or var's finish), and of
+    its partials' pass (``plain`` None: launched without bounds)."""
+    view, states = _array(dtype, 4), _states(fields)
+    partial = emit_partial(kit, True).build()
+    store = (variance_emit(False, False) if kit.fields == 3 else emit_store(kit)).build()
+    stored = (_array("float64", 1, "C"), types.float64) if kit.fields == 3 else states
+    view_loader = axis_reduce.view_loader
+    return [
+        ("1-D", view_loader(kit, 1, True), partial, (view, view), states, True, False),
+        ("store", view_loader(kit, 1, True), store, (view, view), stored, True, False),
+        ("2-D", view_loader(kit, 2, True), partial, (view, view), states, False, False),
+        ("int64", view_loader(kit, 1, False), partial, (view, view), states, False, False),
+        ("where", view_loader(kit, 1, True, True), partial, (view, _array("bool", 4)),
+         states, False, True),
+        ("parts", axis_reduce.partial_loader(kit, True), store, states, stored, None, False),
+    ]
+
+
+def scalar_main() -> None:
+    """The scalar column kernel (``build_column_kernel``) without launch bounds and
+    with those it launches with (``column_registers``)."""
+    for op, dtype, fields in SCALAR_CASES:
+        kit = state_kit(op, tuple(np.dtype(f) for f in fields))
+        itemsize = np.dtype(fields[0]).itemsize
+        for name, load, emit, ins, outs, plain, masked in scalar_variants(kit, dtype, fields):
+            kernel = axis_reduce.build_column_kernel(THREADS, kit, load, emit, False, True)
+            bounds = [None]
+            if plain is not None:
+                registers = axis_reduce.column_registers(kit.fields, itemsize, plain, masked)
+                bounds.append((THREADS, blocks_per_multiprocessor(THREADS, registers)))
+            for bounds in bounds:
+                ptx = cuda.compile_ptx(kernel.py_func, (*ins, *[types.int64] * 11, *outs),
+                                       cc=(9, 0), launch_bounds=bounds)[0]
+                print(f"{op.name:8} {dtype:8} scalar {name:6} bounds {str(bounds):10} "
+                      f"{ptxas(ptx)}")
+
+
 def main() -> None:
+    if "--scalar" in sys.argv[1:]:
+        return scalar_main()
     for op, dtype, fields in CASES:
         kit = state_kit(op, tuple(np.dtype(f) for f in fields))
         emit = emit_partial(kit, True).build()
-        outs = tuple(_array(f, 1, "C") for f in fields)
-        outs = (outs[0], outs[-1]) if len(outs) < 3 else (types.Tuple(outs), outs[0])
+        outs = _states(fields)
         scalars = [types.int64] * 11
         width = 16 // np.dtype(dtype).itemsize
         vector = axis_reduce.build_vector_column_kernel(THREADS, kit, emit, False, width, True)
