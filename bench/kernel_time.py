@@ -27,6 +27,8 @@ def ev(f, reps=20):
 x28 = cp.random.standard_normal(1 << 28, dtype=cp.float32)
 r2 = cp.random.standard_normal((1_000_000, 2), dtype=cp.float32)
 m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
+# Odd columns: not whole 16-byte vectors, so the scalar column kernel reads them
+odd = cp.random.standard_normal((32768, 4095), dtype=cp.float32)
 # Short rows (issue 23's launch-bound softmax shapes), CuPy and the same memory as torch
 short = {s: cp.random.standard_normal(s, dtype=cp.float32) for s in ((65536, 128), (1823, 781))}
 x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
@@ -67,10 +69,14 @@ cases = {
     "colsum 32768x4096": lambda: nk.sum(m, axis=0),
     "colmean 32768x4096": lambda: nk.mean(m, axis=0),
     "colargmax 4096x32768": lambda: nk.argmax(m.reshape(4096, 32768), axis=0),
+    "colsum 32768x4095": lambda: nk.sum(odd, axis=0),
+    "colargmax 32768x4095": lambda: nk.argmax(odd, axis=0),
+    "colvar 32768x4096": lambda: nk.var(m, axis=0),
     "midsum 256x1024x1024": lambda: nk.sum(x28.reshape(256, 1024, 1024), axis=1),
     **{f"torch {name}": (lambda t=torch.as_tensor(a, device="cuda"), d=d: t.sum(d))
        for name, a, d in (("colsum 4096x32768", m.reshape(4096, 32768), 0),
                           ("colsum 32768x4096", m, 0),
+                          ("colsum 32768x4095", odd, 0),
                           ("midsum 256x1024x1024", x28.reshape(256, 1024, 1024), 1))},
     "softmax 32768x4096": lambda: nk.softmax(m),
     "log_softmax 32768x4096": lambda: nk.log_softmax(m),
