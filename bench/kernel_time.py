@@ -29,6 +29,7 @@ r2 = cp.random.standard_normal((1_000_000, 2), dtype=cp.float32)
 m = cp.random.standard_normal((32768, 4096), dtype=cp.float32)
 # Odd columns: not whole 16-byte vectors, so the scalar column kernel reads them
 odd = cp.random.standard_normal((32768, 4095), dtype=cp.float32)
+odd64 = cp.random.standard_normal((16384, 4095), dtype=cp.float64)
 # Short rows (issue 23's launch-bound softmax shapes), CuPy and the same memory as torch
 short = {s: cp.random.standard_normal(s, dtype=cp.float32) for s in ((65536, 128), (1823, 781))}
 x20 = cp.random.standard_normal(1 << 20, dtype=cp.float32)
@@ -71,6 +72,7 @@ cases = {
     "colargmax 4096x32768": lambda: nk.argmax(m.reshape(4096, 32768), axis=0),
     "colsum 32768x4095": lambda: nk.sum(odd, axis=0),
     "colargmax 32768x4095": lambda: nk.argmax(odd, axis=0),
+    "colargmax float64 16384x4095": lambda: nk.argmax(odd64, axis=0),
     "colvar 32768x4096": lambda: nk.var(m, axis=0),
     "midsum 256x1024x1024": lambda: nk.sum(x28.reshape(256, 1024, 1024), axis=1),
     **{f"torch {name}": (lambda t=torch.as_tensor(a, device="cuda"), d=d: t.sum(d))
