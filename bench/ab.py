@@ -38,6 +38,8 @@ def cases(cp, nk):
     uniform = rng.random(1 << 26, dtype=f32)
     y = nk.softmax(rows)
     half = rows.astype(cp.float16)
+    wide_half, vocab_half = wide.astype(cp.float16), vocab.astype(cp.float16)
+    wy, wy_half = nk.log_softmax(wide), nk.log_softmax(wide_half)
     keys24 = x24.view(cp.uint32)
     return [
         ("sum f32 2^10", lambda: nk.sum(x10)),
@@ -66,6 +68,14 @@ def cases(cp, nk):
         ("softmax (1823, 781)", lambda: nk.softmax(tut)),
         ("softmax (65536, 128)", lambda: nk.softmax(short)),
         ("softmax f16 (32768, 4096)", lambda: nk.softmax(half)),
+        ("log_softmax (4096, 32768)", lambda: nk.log_softmax(wide)),
+        ("log_softmax (8192, 50257)", lambda: nk.log_softmax(vocab)),
+        ("log_softmax_backward (4096, 32768)", lambda: nk.log_softmax_backward(wy, wide)),
+        ("softmax f16 (4096, 32768)", lambda: nk.softmax(wide_half)),
+        ("log_softmax f16 (4096, 32768)", lambda: nk.log_softmax(wide_half)),
+        ("log_softmax f16 (8192, 50257)", lambda: nk.log_softmax(vocab_half)),
+        ("log_softmax_backward f16 (4096, 32768)",
+         lambda: nk.log_softmax_backward(wy_half, wide_half)),
         ("log_softmax (32768, 4096)", lambda: nk.log_softmax(rows)),
         ("softmax_backward (32768, 4096)", lambda: nk.softmax_backward(y, rows)),
         ("sort f32 2^24", lambda: nk.sort(x24)),
@@ -91,13 +101,15 @@ def event_ms(cp, fn, warmup: int = 3, repeat: int = 30) -> float:
     return statistics.median(times)
 
 
-def run(label: str, path: str) -> None:
+def run(label: str, path: str, only: tuple = ("",)) -> None:
     import cupy as cp
 
     import numbakern as nk
 
     out = {"label": label, "numbakern": nk.__file__, "ms": {}}
     for name, fn in cases(cp, nk):
+        if not any(k in name for k in only):
+            continue
         out["ms"][name] = event_ms(cp, fn)
         print(f"{label:>8}  {name:<34} {out['ms'][name]:9.4f} ms", flush=True)
     with open(path, "w") as f:
@@ -121,11 +133,13 @@ if __name__ == "__main__":
     parser.add_argument("--label")
     parser.add_argument("--json")
     parser.add_argument("--table", nargs="+")
+    parser.add_argument("-k", nargs="+", default=[""],
+                        help="only the cases whose name holds one of these")
     args = parser.parse_args()
     if args.table:
         table(args.table)
     elif args.label and args.json:
-        run(args.label, args.json)
+        run(args.label, args.json, args.k)
     else:
         parser.error("give --label and --json, or --table")
         sys.exit(2)

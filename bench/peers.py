@@ -316,6 +316,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and 200 host calls: a smoke test")
+    parser.add_argument("-k", default="", help="only the cases whose name holds this")
     args = parser.parse_args()
     lib = libraries()
     cp = lib.cp
@@ -323,9 +324,12 @@ def main() -> int:
     rows = [copy_row(lib, 1 << (24 if args.quick else 28))]
     free(lib)
     calls = 200 if args.quick else 2000
-    run_all(lib, device_cases(lib, args.quick), lambda fn: event_ms(cp, fn, warmup=2, repeat=30),
-            rows)
-    run_all(lib, host_cases(lib),
+    def chosen(cases):
+        return (c for c in cases if args.k in c.name)
+
+    run_all(lib, chosen(device_cases(lib, args.quick)),
+            lambda fn: event_ms(cp, fn, warmup=2, repeat=30), rows)
+    run_all(lib, chosen(host_cases(lib)),
             lambda fn: per_call_us(fn, cp.cuda.runtime.deviceSynchronize, calls), rows)
     print(markdown(rows, lib.names, device))
     if args.json:

@@ -1,5 +1,6 @@
-"""Registers, occupancy and 16-byte loads of the half-precision softmax kernels that
-``bench_half.py`` times, built on a machine with or without a GPU (sm_90 SASS).
+"""Registers, occupancy and 16-byte loads of the softmax kernels that
+``bench_half.py`` times (``--dtypes float32`` for float32's), built on a machine
+with or without a GPU (sm_90 SASS).
 
     python bench/softmax_sass.py [--keep DIR]
 
@@ -42,8 +43,9 @@ def kernel_and_args(op: str, shape: tuple, dtype: str):
     plan = api._planned(op, shape[1], dtype, "auto" if op in softmax_rows.FORWARD
                         else None, "auto", None, None, None, None, dtype, "")
     stored = np.dtype(np.uint16 if dtype == "bfloat16" else dtype)
+    size = stored.itemsize
     views = [DeviceBuffer((1 + k) << 40, (1, shape[0], shape[1]),
-                          (shape[0] * shape[1] * 2, shape[1] * 2, 2), stored)
+                          (shape[0] * shape[1] * size, shape[1] * size, size), stored)
              for k in range(2 if op in softmax_rows.FORWARD else 3)]
     width = softmax_rows.vector_width(plan, shape[1], views)
     if width:
@@ -85,13 +87,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", help="write each kernel's PTX and SASS here")
     parser.add_argument("-k", default="", help="only cases whose label contains this")
+    parser.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16"],
+                        help="input dtypes (float32 too)")
     options = parser.parse_args()
     if not ptx_half._has_gpu():
         ptx_half._gpu_mode_without_a_gpu()
     with tempfile.TemporaryDirectory() as workdir:
         for op in OPS:
             for shape in SHAPES:
-                for dtype in ("float16", "bfloat16"):
+                for dtype in options.dtypes:
                     label = f"{op} {shape[0]}x{shape[1]} {dtype}"
                     if options.k not in label:
                         continue
