@@ -134,9 +134,10 @@ class Folder:
 
 def _check_fields(op, kit) -> None:
     if kit.fields > 2:
-        raise ValueError(f"atomic_fold cannot fold {op.name}'s state of {kit.fields} "
-                         "fields: it folds one field by an atomic and two by a packed word "
-                         "or a lock; use a two_pass strategy")
+        used = " (var and std reduce these states)" if "moments" in op.name else ""
+        raise ValueError(f"strategy: atomic_fold cannot fold {op.name}'s state of "
+                         f"{kit.fields} fields{used}: it folds one field by an atomic and "
+                         "two by a packed word or a lock; use a two_pass strategy")
 
 
 def folder_for(op, kit, count: int) -> Folder:

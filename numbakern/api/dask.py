@@ -629,7 +629,7 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(np.dtype(x.dtype), "x of dtype", name)
     if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
+        raise TypeError(f"{name}: dtype must be a float dtype, got {np.dtype(dtype).name}")
     from numbakern.api.reductions import _grid
 
     _grid(op, strategy)
@@ -704,7 +704,7 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
     keepdims = check_flag(keepdims, "keepdims")
     _ops.NAN_MOMENTS.check_dtype(np.dtype(x.dtype), "x of dtype", name)
     if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
+        raise TypeError(f"{name}: dtype must be a float dtype, got {np.dtype(dtype).name}")
     axes = normalize_axes(axis, x.ndim)
     kept = result_shape(x.shape, axes, True)
     scalar = axis is None and not (keepdims or skip_nan)  # as the NumPy form's

@@ -1058,8 +1058,10 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
         stream=None, lanes=None, where=True, correction=None, mean=None):
     """Variance along ``axis``, as ``np.var(x, axis, dtype, out, ddof, keepdims)``, in one
     pass: each output reduces Welford's ``(count, mean, M2)`` states, merged by Chan,
-    Golub and LeVeque's pairwise formula (1979) under any grid and block strategy
-    (``numbakern.ops.MOMENTS``), accumulated in float64; then ``M2 / (count - ddof)``.
+    Golub and LeVeque's pairwise formula (1979) under every block strategy and the
+    ``two_pass`` grid strategies (``numbakern.ops.MOMENTS``; ``atomic_fold`` raises
+    ``ValueError``: no atomic moves a three-field state), accumulated in float64; then
+    ``M2 / (count - ddof)``.
     NumPy subtracts the mean in a second pass; both are stable, and agree to a few ulps.
 
     Result dtype: NumPy's (float64 for bool and integers, the input's float dtype,
@@ -1169,7 +1171,8 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(in_dtype, "x of dtype", name)
     if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype!r}")
+        raise TypeError(f"{name}: dtype must be a float dtype, got "
+                        f"{_ops._as_dtype(dtype).name}")
     check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
     mask = _where(where, x.shape, name)

@@ -145,8 +145,11 @@ def test_device_input_and_out():
 def test_bad_arguments():
     with pytest.raises(TypeError, match="var"):
         nk.var(np.ones(3, np.complex64))
-    with pytest.raises(TypeError, match="dtype must be a float dtype"):
+    with pytest.raises(TypeError, match="dtype must be a float dtype, got int32$"):
         nk.var(np.ones(3), dtype=np.int32)
+    with pytest.raises(ValueError, match="^strategy: atomic_fold cannot fold moments's .*"
+                                         "var and std"):
+        nk.var(np.ones(3), strategy="atomic_fold")
     with pytest.raises(TypeError, match="ddof must be a real number"):
         nk.std(np.ones(3), ddof="1")
     with pytest.raises(np.exceptions.AxisError):
