@@ -65,8 +65,10 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
             return ()  # NumPy's 0-d reductions take axis=0 and axis=-1
         return (normalize_axis(axis, ndim, _ANY_AXES),)
     axes = tuple(normalize_axis(a, ndim, _ANY_AXES) for a in axis)
-    if len(set(axes)) != len(axes):
-        raise ValueError("duplicate value in 'axis'")
+    if len(set(axes)) != len(axes):  # NumPy's words, then which axis repeats
+        twice = next(a for a in axes if axes.count(a) > 1)
+        raise ValueError(f"duplicate value in 'axis': {tuple(axis)} names axis {twice} "
+                         f"of {ndim} more than once")
     return tuple(sorted(axes))
 
 

@@ -83,6 +83,12 @@ def test_normalize_axes_errors(axis, ndim, error):
         normalize_axes(axis, ndim)
 
 
+def test_a_repeated_axis_is_named():
+    with pytest.raises(ValueError, match=r"^duplicate value in 'axis': \(2, -1\) names "
+                                         r"axis 2 of 3 more than once$"):
+        nk.sum(np.ones((2, 3, 4)), axis=(2, -1))
+
+
 def test_axis_error_is_numpys():
     with pytest.raises(AxisError) as info:
         nk.sum(np.ones((2, 3)), axis=2)
