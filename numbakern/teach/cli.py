@@ -400,6 +400,14 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--bins", type=click.IntRange(1, 1024), default=None,
               help="Histograms: bins (values outside [0, bins) are not counted, and the "
                    "tree lists them); default the largest value + 1, so none is left out.")
+@click.option("--shape", help="Reductions: a 2-D input of this shape, e.g. 6,40 (small "
+                                "random integers, or --values in C order).")
+@click.option("--axis", type=click.IntRange(-2, 1), default=None,
+              help="Reductions, with --shape: reduce this axis (1: each row, by the row "
+                   "kernel; 0: each column, by the column kernel); every output is "
+                   "recorded and proved.")
+@click.option("--output", "output", type=click.IntRange(0), default=0, show_default=True,
+              help="With --axis: the output whose tree is shown.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
               help="Lines listed per step.")
 @click.option("--figure", type=FIGURE,
@@ -408,7 +416,7 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--json", "json_path", type=OUTPUT,
               help="Write the counts as JSON.")
 def explain(strategy, op_name, size, values, dtype, threads, blocks, items, exclusive,
-            k, smallest, of, kth, bins, limit, figure, json_path):
+            k, smallest, of, kth, bins, shape, axis, output, limit, figure, json_path):
     """Show how STRATEGY combines, recorded from the real kernels as they run.
 
     STRATEGY is a reduction's grid/block (two_pass/warp_shuffle,
@@ -420,7 +428,9 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     radix_select --of median or --of partition: the middle ranks' or the kth keys'
     passes, then the median or the split into buckets), or
     every strategy of a family: all (reductions), scans, histograms, sorts, softmax or
-    selects. The kernels run
+    selects. A reduction along an axis (--shape R,C --axis 0 or 1) records the row or
+    column kernel, shows one output's tree (--output) and proves every output. The
+    kernels run
     under Numba's CUDA simulator (on a GPU machine explain runs itself again there),
     with every combine, shuffle, shared-memory slot, barrier, atomic and launch
     recorded: the tree lists, step by step, which thread combined which elements and
@@ -449,10 +459,20 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     from .trace import trace_reduce
 
     family = _explained_family(names, of)
-    _refuse_options_elsewhere(click.get_current_context(), family)
+    ctx = click.get_current_context()
+    _refuse_options_elsewhere(ctx, family)
     x = _explain_input(values, size, dtype)
+    if shape is not None or axis is not None:
+        x = _shaped(x, shape, axis, ctx)
     console = _console()
-    if family == "ranks":
+    if axis is not None:
+        if state:
+            raise click.BadParameter(f"--op {op_name} is recorded over a whole array; "
+                                     "along an axis, explain takes one-field ops",
+                                     param_hint="'--op'")
+        summaries = _explain_axis(console, names, x, op, axis, output, threads, blocks,
+                                  limit, figure)
+    elif family == "ranks":
         summaries = _explain_ranks(console, names, x, of, kth, threads, limit, figure)
     elif family == "select":
         summaries = _explain_selects(console, names, x, k, not smallest, threads, limit,
@@ -494,7 +514,8 @@ def _explained_family(names: list[str], of: str) -> str:
 _FAMILY_OPTIONS = {
     "ranks": {"of", "kth"}, "select": {"k", "smallest", "of"}, "sort": {"items"},
     "softmax": set(), "histogram": {"bins", "blocks"},
-    "scan": {"op_name", "blocks", "items", "exclusive"}, "reduce": {"op_name", "blocks"},
+    "scan": {"op_name", "blocks", "items", "exclusive"},
+    "reduce": {"op_name", "blocks", "shape", "axis", "output"},
 }
 _COMMON_OPTIONS = {"strategy", "size", "values", "dtype", "threads", "limit", "figure",
                    "json_path"}
@@ -510,6 +531,55 @@ def _refuse_options_elsewhere(ctx, family: str) -> None:
             flag = max(param.opts, key=len)
             raise click.UsageError(f"{flag} does not apply to {ctx.params['strategy']} "
                                    f"(explain's {family} strategies)")
+
+
+def _shaped(x: np.ndarray, shape: str | None, axis: int | None, ctx) -> np.ndarray:
+    """``x`` (``--values`` or random integers) as the 2-D input ``--shape`` names;
+    ``--axis`` needs it, and ``--size`` (the random input's length) goes without it."""
+    if shape is None:
+        raise click.BadParameter("--axis reduces a 2-D input: give its --shape too, e.g. "
+                                 "--shape 6,40", param_hint="'--axis'")
+    try:
+        rows, cols = (int(v) for v in shape.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{shape!r} is not two comma-separated lengths, e.g. 6,40",
+                                 param_hint="'--shape'") from None
+    if rows < 1 or cols < 1 or rows * cols > 4096:
+        raise click.BadParameter(f"{shape} must have lengths of at least 1 and at most 4096 "
+                                 "elements (explain records every combine)",
+                                 param_hint="'--shape'")
+    if ctx.get_parameter_source("size") == click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter("--shape gives the input's size: leave --size out",
+                                 param_hint="'--size'")
+    if ctx.params.get("values") is None:
+        return _explain_input(None, rows * cols, x.dtype).reshape(rows, cols)
+    if x.size != rows * cols:
+        raise click.BadParameter(f"--values holds {x.size} numbers, --shape {shape} needs "
+                                 f"{rows * cols}", param_hint="'--values'")
+    return x.reshape(rows, cols)
+
+
+def _explain_axis(console, names, x, op, axis, output, threads, blocks, limit,
+                  figure) -> list:
+    """``explain --shape --axis``: for each strategy, the planner's layout, the tree of
+    output ``output``, every output's proof beside NumPy's value, the launch's counts
+    and the output's figure; exits 1 when a proof fails."""
+    from . import explain as _explain
+    from .axis_trace import trace_axis_reduce
+
+    outputs = x.shape[1 - axis % 2]
+    if output >= outputs:
+        raise click.BadParameter(f"{output} is past the last of {outputs} outputs",
+                                 param_hint="'--output'")
+    return _explain_each(
+        console, names, figure,
+        lambda name: trace_axis_reduce(x, axis, op, name, threads=threads, blocks=blocks),
+        lambda trace: (Text(f"{trace.launch.strategy}: {trace.layout}", "bold"),
+                       _explain.tree(trace.outputs[output], limit),
+                       _explain.outputs_table(trace, limit),
+                       _explain.counts_table(trace.launch)),
+        lambda trace, path: _explain.draw(trace.outputs[output], path),
+        lambda trace: trace.exact, _explain.LEGEND)
 
 
 def _state_op_strategies(names: list[str], op_name: str) -> list[str]:

@@ -169,7 +169,8 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
     most ``limit`` lines are listed per step.
     """
     what = _what(trace)
-    root = Tree(Text(f"{trace.strategy} · {what} of {trace.n} {trace.dtype}", "bold"))
+    output = f" · {trace.output}" if trace.output else ""
+    root = Tree(Text(f"{trace.strategy} · {what} of {trace.n} {trace.dtype}{output}", "bold"))
     if trace.function and trace.op in STATE_LESSONS:
         root.add(Text(STATE_LESSONS[trace.op], "italic"))
     by_step = defaultdict(lambda: defaultdict(list))  # (launch, block) -> step -> nodes
@@ -188,6 +189,9 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
             launch.add(Text("combines and moves no state", "dim"))
             continue
         for block in range(blocks):
+            if trace.output and (number, block) not in by_step and (number, block) \
+                    not in stores:
+                continue  # a block that did nothing for this output
             branch = launch.add(Text(f"block {block}", "bold"))
             _add_block(trace, branch, by_step.get((number, block), {}),
                        stores.get((number, block), []),
@@ -302,9 +306,33 @@ def counts_table(trace: Trace) -> Table:
         )
     moved = trace.bytes_moved()
     table.caption = (
-        f"{len(trace.launches)} launch(es); joins total {trace.total('joins')} = n - 1; "
+        f"{len(trace.launches)} launch(es); joins total {trace.total('joins')} = n - 1"
+        f"{' for each output' if trace.output else ''}; "
         f"bytes: " + ", ".join(f"{k} {v}" for k, v in moved.items())
     )
+    return table
+
+
+def outputs_table(trace, limit: int = 6) -> Table:
+    """A reduction along an axis (an :class:`~numbakern.teach.axis_trace.AxisTrace`):
+    each output's elements, whether it covers them exactly once, its value and
+    NumPy's; at most ``limit`` rows, then one line for the rest."""
+    table = Table(title=f"every output of {trace.launch.op} along axis {trace.axis} of "
+                        f"{trace.shape[0]} x {trace.shape[1]} {trace.launch.dtype}")
+    for col in ("output", "elements", "each exactly once", "value", "NumPy"):
+        table.add_column(col, justify="right")
+    for k, (output, want) in enumerate(zip(trace.outputs[:limit], trace.reference)):
+        where = f"x[{k}, :]" if trace.axis == 1 else f"x[:, {k}]"
+        table.add_row(where, cover_text(output.nodes[output.result].cover),
+                      "yes" if output.exact_cover else "NO", str(output.value), str(want))
+    rest = trace.outputs[limit:]
+    if rest:
+        exact = sum(o.exact_cover for o in rest)
+        table.caption = (f"… and {len(rest)} more outputs: {exact} of them each exactly once; "
+                         f"all {len(trace.outputs)} agree with NumPy: "
+                         f"{'yes' if trace.agrees else 'NO'}")
+    else:
+        table.caption = f"all agree with NumPy: {'yes' if trace.agrees else 'NO'}"
     return table
 
 

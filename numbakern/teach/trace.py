@@ -159,6 +159,7 @@ class Trace:
     barrier_steps: dict = field(default_factory=dict)
     stores: list = field(default_factory=list)
     function: str = ""  # the public function a state op's value is (STATE_OPS), else ""
+    output: str = ""  # which output of a reduction along an axis (axis_trace), else ""
 
     @property
     def exact_cover(self) -> bool:
@@ -713,14 +714,16 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
 
 
 def _finish(rec: _Recorder, grid, op, x, n, result: int, value, real,
-            function: str = "") -> Trace:
+            function: str = "", ancestry: set | None = None) -> Trace:
+    """The :class:`Trace` of ``rec``, its joins and steps counted over ``ancestry``
+    (default: the nodes ``result`` was built from)."""
     trace = Trace(
         strategy=grid.label, op=op.name, n=n, dtype=np.dtype(x.dtype),
         threads=grid.block.threads, launches=rec.launches, nodes=rec.nodes, result=result,
         value=value, blocks=dict(sorted(rec.counts.items())),
         state_bytes=sum(d.itemsize for d in real.dtypes),
         element_bytes=np.dtype(x.dtype).itemsize,
-        ancestry=frozenset(_ancestry(rec.nodes, result)),
+        ancestry=frozenset(_ancestry(rec.nodes, result) if ancestry is None else ancestry),
         barrier_steps={k: sorted(v) for k, v in rec.barrier_steps.items()},
         stores=rec.stores, function=function,
     )

@@ -1,0 +1,256 @@
+"""Record a reduction along one axis of a 2-D input: every output's own combine tree.
+
+``numbakern.sum(x, axis=1)`` gives each row to a run of lanes or a block (the *row*
+kernel), ``numbakern.sum(x, axis=0)`` gives each column to a thread, a group of threads
+walking the rows beside the others and meeting in shared memory (the *column* kernel;
+``numbakern/kernels/axis_reduce.py``). :func:`trace_axis_reduce` runs those kernels
+under the simulator with :mod:`numbakern.teach.trace`'s tracing kit, as
+:func:`~numbakern.teach.trace.trace_reduce` runs the whole-array one, and cuts the
+recording into one :class:`~numbakern.teach.trace.Trace` per output: the states that
+output was built from, renumbered, so ``explain``'s tree and figure show one output's
+reduction, and the proof (its elements exactly once) is made for every output.
+
+The elements are recorded with their index along the reduced axis (the kernels
+compute it for argmax: the layout is built with ``track_index``), so an output's
+states cover ``0 .. n-1`` of its row or column; the element nodes are named
+``x[k, i]`` or ``x[i, k]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda
+
+from numbakern import ops as _ops
+from numbakern.core.arrays import Workspace
+from numbakern.core.jobs import ReduceJob
+from numbakern.core.layout import reduce_layout
+from numbakern.kernels.axis_reduce import AxisReduce
+from numbakern.ops.state import state_kit
+from numbakern.runtime.device import SIMULATOR
+
+from . import trace as _trace
+from .trace import (ATOMIC, GLOBAL, IDENTITY, REGISTER, SHARED, SHUFFLE, BlockCounts, Trace,
+                    TraceError)
+
+
+@dataclass
+class AxisTrace:
+    """A reduction along ``axis`` of a 2-D input of ``shape``, recorded.
+
+    Attributes:
+        shape, axis: the input's shape and the reduced axis (0 or 1).
+        layout: what the planner chose, in words: the kernel (row or column), its
+            threads, blocks, pieces an output is split into, and lanes (threads a
+            row, or threads a column's group), or ``"tiny rows"``.
+        outputs: one :class:`~numbakern.teach.trace.Trace` per output, in C order:
+            the states that output was built from (renumbered; node 0 the identity).
+        launch: the whole recording as one Trace (its ancestry every output's), whose
+            counts the table shows: joins total ``outputs x (n - 1)``.
+        reference: NumPy's answer, one value per output.
+    """
+
+    shape: tuple
+    axis: int
+    layout: str
+    outputs: list
+    launch: Trace
+    reference: np.ndarray
+
+    @property
+    def exact(self) -> bool:
+        """Every output covers each of its elements once, and equals NumPy's."""
+        return all(t.exact_cover for t in self.outputs) and self.agrees
+
+    @property
+    def agrees(self) -> bool:
+        """Every output equals NumPy's: exactly for integers and bools; for floats
+        within ``n`` ulps of the result dtype (the tree adds in another order than
+        NumPy's pairwise sum)."""
+        values = np.array([t.value for t in self.outputs])
+        if values.dtype.kind != "f":
+            return bool(np.array_equal(values, self.reference))
+        n = self.shape[self.axis]
+        return bool(np.allclose(values, self.reference, rtol=n * np.finfo(values.dtype).eps,
+                                atol=0, equal_nan=True))
+
+    def summary(self) -> dict:
+        return {**self.launch.summary(), "shape": list(self.shape), "axis": self.axis,
+                "layout": self.layout, "exact_cover": self.exact}
+
+
+def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", *,
+                      threads: int = 32, blocks: int | None = 2) -> AxisTrace:
+    """Reduce ``axis`` of the 2-D ``x`` with the real kernels under the simulator,
+    recording every combine, and cut the recording into each output's tree.
+
+    Args:
+        x: a 2-D NumPy array, small (a few thousand elements: every thread is an OS
+            thread and every combine a record).
+        axis: 0 (columns: the column kernel) or 1 (rows: the row kernel); -1 and -2
+            count from the end.
+        op: a built-in one-field op's name, or a one-field :class:`numbakern.Op`.
+        strategy: a ``"grid/block"`` name (``threads`` and ``blocks`` shape it).
+
+    Returns:
+        an :class:`AxisTrace`.
+
+    Raises:
+        TraceError: not under the simulator, or the recording contradicts itself.
+        ValueError, TypeError: a bad ``x``, ``axis``, op, strategy or dtype.
+    """
+    if not SIMULATOR:
+        raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
+                         "Run it with NUMBAKERN_SIMULATOR=1")
+    x = np.asarray(x)
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 2-D array, got shape {x.shape}")
+    if isinstance(axis, bool) or axis not in (0, 1, -1, -2):
+        raise ValueError(f"axis must be 0 or 1 (or -1, -2) for a 2-D x, got {axis!r}")
+    axis %= 2
+    op = _ops.get(op)
+    if op.fields != 1:
+        raise ValueError(f"tracing along an axis takes one-field ops (sum, max, ...); "
+                         f"{op.name} has {op.fields} fields")
+    op.check_dtype(x.dtype)
+    grid = _trace.resolve_grid(strategy, threads, blocks) if isinstance(strategy, str) \
+        else strategy
+    if grid.commutative_required and not op.commutative:
+        raise ValueError(f"strategy {grid.label} needs a commutative op; {op.name} is not")
+    result = op.result_dtype(x.dtype, None)
+    real = state_kit(op, (_ops.accumulator_dtype(result),))
+    kit = _trace.tracing_kit(op, real.dtypes)
+    workspace = Workspace("numpy", cuda.default_stream())
+    layout = reduce_layout(cuda.to_device(np.ascontiguousarray(x)), (axis,), kit,
+                           not op.commutative, None, True, workspace.stream)
+    rec = _trace._Recorder()
+    out = kit.unpack(_recorded(rec, grid, ReduceJob(layout, op, kit, workspace)))[0]
+    values = out.copy_to_host().astype(result)
+    roots = [_root(rec, out, k) for k in range(values.size)]
+    n = x.shape[axis]
+    launch = _trace._finish(rec, grid, op, x, n, roots[0], values[0], real,
+                            ancestry=set().union(*(_trace._ancestry(rec.nodes, r)
+                                                   for r in roots)))
+    launch.output = f"all {values.size} outputs"
+    outputs = [_output(launch, rec, r, v, k, axis) for k, (r, v) in
+               enumerate(zip(roots, values))]
+    return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks), outputs, launch,
+                     _reference(op, x, axis, result))
+
+
+def _recorded(rec, grid, job):
+    """Run ``grid.reduce(job)`` with ``rec`` recording; the output device array."""
+    with _trace._RUN_LOCK:
+        _trace._ACTIVE = rec
+        try:
+            with _trace._watching(rec):
+                return grid.reduce(job)
+        finally:
+            _trace._ACTIVE = None
+
+
+def _root(rec, out, k: int) -> int:
+    """The node output ``k`` of the device array ``out`` holds."""
+    address, _ = _trace._address(out._ary, k)
+    if address not in rec.memory:
+        raise TraceError(f"output {k} holds no recorded state")
+    return rec.memory[address]
+
+
+def _output(launch: Trace, rec, root: int, value, k: int, axis: int) -> Trace:
+    """Output ``k``'s own Trace: the nodes it was built from, renumbered in recording
+    order (operands before what they make), its elements named by their place in x."""
+    kept = sorted(_trace._ancestry(rec.nodes, root) | {IDENTITY})
+    number = {old: new for new, old in enumerate(kept)}
+    nodes = [_renumbered(rec.nodes[old], number, k, axis) for old in kept]
+    stores = [(number[tag], *rest) for tag, *rest in rec.stores if tag in number]
+    trace = dataclasses.replace(
+        launch, nodes=nodes, result=number[root], value=value, blocks={}, stores=stores,
+        barrier_steps=_barriers(launch.barrier_steps, nodes[1:]),
+        ancestry=frozenset(number.values()),
+        output=f"output {k} = x[{k}, :]" if axis == 1 else f"output {k} = x[:, {k}]")
+    trace.blocks = _counts(trace)
+    return trace
+
+
+def _counts(trace: Trace) -> dict:
+    """``{(launch, block): BlockCounts}`` of one output's own work, read off its nodes
+    (the recorder counts a block's work for every output it walked)."""
+    counts = defaultdict(BlockCounts)
+    steps = defaultdict(set)
+    for node in trace.nodes[1:]:
+        c = counts[(node.launch, node.block)]
+        if node.kind == "element":
+            c.global_element_loads += 1
+        elif node.kind == "move" and node.via == SHUFFLE:
+            steps[(node.launch, node.block, "shuffle", node.thread // 32)].add(node.step)
+        elif node.kind == "move":
+            c.shared_loads += node.via == SHARED
+            c.global_state_loads += node.via == GLOBAL
+        elif node.kind == "combine":
+            c.atomics += node.via == ATOMIC
+            c.combines += node.via != ATOMIC
+            c.joins += trace.is_join(node)
+            if node.via == REGISTER and node.step > 0:
+                steps[(node.launch, node.block)].add(node.step)
+    for tag, launch, block, *_ in trace.stores:
+        counts[(launch, block)].global_stores += 1
+    for (launch, block), c in counts.items():
+        c.barriers = len(trace.barrier_steps.get((launch, block), []))
+        c.steps = len(steps[(launch, block)])
+        c.shuffle_steps = {key[3]: len(s) for key, s in steps.items()
+                           if key[:3] == (launch, block, "shuffle")}
+    return dict(sorted(counts.items()))
+
+
+def _barriers(barrier_steps: dict, nodes) -> dict:
+    """The barriers a block passed while it worked on these nodes: a block walks
+    several outputs, one after another, and its threads' steps only grow, so those
+    whose next step lies within the nodes' steps there."""
+    steps = {}
+    for node in nodes:
+        steps.setdefault((node.launch, node.block), []).append(node.step)
+    return {key: [b for b in barrier_steps.get(key, []) if min(s) < b <= max(s)]
+            for key, s in steps.items()}
+
+
+def _renumbered(node, number: dict, k: int, axis: int):
+    detail = node.detail
+    if node.kind == "element":
+        i = next(iter(node.cover))
+        detail = f"x[{k}, {i}]" if axis == 1 else f"x[{i}, {k}]"
+    return dataclasses.replace(node, id=number[node.id],
+                               args=tuple(number[a] for a in node.args), detail=detail)
+
+
+def _layout_words(layout, grid, blocks) -> str:
+    """The planner's choice for this layout, as ``explain`` prints it."""
+    if not isinstance(layout, AxisReduce):
+        return f"{type(layout).__name__}: a thread and one load a row"
+    plan = layout.plan(grid.block, blocks)
+    if plan.kernel == "row":
+        who = f"{plan.lanes} threads a row"
+    else:  # plan.lanes: the block's columns (of vectors where a thread owns several)
+        groups = plan.threads // plan.lanes
+        width = f"{plan.width} adjacent outputs a thread, " if plan.width > 1 else ""
+        who = (f"{plan.lanes * plan.width} column slots a block, {width}{groups} thread(s) a "
+               f"column, thread g taking rows g, g + {groups}, ...")
+    pieces = f", each output in {plan.pieces} pieces" if plan.pieces > 1 else ""
+    return (f"{plan.kernel} kernel: {plan.blocks} block(s) x {plan.threads} threads, "
+            f"{who}{pieces}")
+
+
+def _reference(op, x, axis: int, result) -> np.ndarray:
+    """NumPy's answer for a built-in op: its function (``np.sum``, ``np.max``, ...)
+    or, for the bitwise ops, its ufunc's ``reduce``."""
+    name = op.name
+    if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return getattr(np, name).reduce(x, axis=axis).astype(result)
+    if hasattr(np, name):
+        return np.asarray(getattr(np, name)(x, axis=axis)).astype(result)
+    raise ValueError(f"explain along an axis checks built-in ops against NumPy; "
+                     f"{name} has no NumPy function")

@@ -1,0 +1,132 @@
+"""``numbakern.teach.axis_trace`` and ``numbakern explain --shape --axis``: a reduction
+along an axis recorded from the row and column kernels, every output proved (its
+elements exactly once, NumPy's value), one output's tree shown."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import numbakern
+from numbakern.teach import axis_trace, explain
+from numbakern.teach.axis_trace import trace_axis_reduce
+from numbakern.teach.cli import cli
+
+simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
+                                    reason="tracing runs under the simulator")
+
+
+def ints(shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).integers(0, 10, shape).astype(dtype)
+
+
+# rows (the row kernel); columns that are not whole 16-byte vectors (the scalar column
+# kernel, a group of threads a column); eight float32 columns (the vector column
+# kernel, four adjacent outputs a thread)
+@simulator_only
+@pytest.mark.parametrize("strategy", numbakern.strategies.available())
+@pytest.mark.parametrize("shape, axis, kernel", [((3, 33), 1, "row kernel"),
+                                                 ((33, 3), 0, "column kernel"),
+                                                 ((20, 8), -2, "4 adjacent outputs")])
+def test_every_output_is_proved_under_every_strategy(strategy, shape, axis, kernel):
+    x = ints(shape)
+    trace = trace_axis_reduce(x, axis, "sum", strategy)
+    assert kernel in trace.layout
+    assert len(trace.outputs) == x.shape[1 - axis % 2]
+    n = x.shape[axis]
+    for k, out in enumerate(trace.outputs):
+        assert out.nodes[out.result].cover == frozenset(range(n)), (strategy, k)
+        assert out.exact_cover and out.value == x.sum(axis=axis)[k]
+        assert out.total("joins") == n - 1  # the output's own counts, not its block's
+    assert trace.exact
+    assert trace.launch.total("joins") == len(trace.outputs) * (n - 1)
+
+
+@simulator_only
+def test_an_outputs_tree_names_its_own_elements():
+    x = ints((5, 40), seed=1)
+    trace = trace_axis_reduce(x, 1, "max", "two_pass/shared_tree")
+    text = _text(explain.tree(trace.outputs[3], limit=64))
+    assert "output 3 = x[3, :]" in text and "x[3, 0]" in text
+    assert not any(f"x[{k}, " in text for k in (0, 1, 2, 4))
+    assert f"result [0-39] = {x[3].max()}" in text
+    columns = trace_axis_reduce(x, 0, "sum", "two_pass/warp_shuffle")
+    text = _text(explain.tree(columns.outputs[7], limit=64))
+    assert "x[:, 7]" in text and "x[4, 7]" in text and "x[4, 6]" not in text
+
+
+def _text(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+@simulator_only
+def test_explain_axis_command(tmp_path):
+    out = tmp_path / "counts.json"
+    result = CliRunner().invoke(cli, ["explain", "two_pass/shared_tree", "--shape", "4,33",
+                                      "--axis", "0", "--output", "2", "--op", "max",
+                                      "--dtype", "int32", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "column kernel" in result.output and "output 2 = x[:, 2]" in result.output
+    assert "every element exactly once: yes" in result.output
+    assert "agree with NumPy: yes" in result.output
+    counts = json.loads(out.read_text())  # one strategy: its summary alone
+    assert counts["strategy"] == "two_pass/shared_tree"
+    assert counts["axis"] == 0 and counts["shape"] == [4, 33] and counts["exact_cover"]
+
+
+@simulator_only
+def test_explain_axis_figure(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "column.png"
+    result = CliRunner().invoke(cli, ["explain", "--shape", "20,8", "--axis", "0",
+                                      "--output", "5", "--figure", str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@simulator_only
+def test_a_wrong_value_fails_the_proof(monkeypatch):
+    real = axis_trace._reference
+    monkeypatch.setattr(axis_trace, "_reference", lambda *a: real(*a) + 1)
+    result = CliRunner().invoke(cli, ["explain", "--shape", "3,8", "--axis", "1"])
+    assert result.exit_code == 1
+    assert "agree with NumPy: NO" in result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("args, hint", [
+    (["--axis", "1"], "--shape"),
+    (["--shape", "4,8", "--axis", "1", "--size", "32"], "--size"),
+    (["--shape", "4", "--axis", "1"], "two comma-separated lengths"),
+    (["--shape", "100,100", "--axis", "0"], "4096"),
+    (["--shape", "2,3", "--values", "1,2,3", "--axis", "0"], "needs 6"),
+    (["--shape", "2,3", "--axis", "0", "--output", "3"], "past the last of 3 outputs"),
+    (["--shape", "2,3", "--axis", "0", "--op", "var"], "one-field ops"),
+    (["decoupled_lookback/blelloch", "--shape", "2,3", "--axis", "0"], "does not apply"),
+])
+def test_bad_axis_options_are_named(args, hint):
+    result = CliRunner().invoke(cli, ["explain", *args])
+    assert result.exit_code == 2, result.output
+    assert hint in result.output
+
+
+@simulator_only
+def test_a_shape_alone_reduces_the_whole_array():
+    result = CliRunner().invoke(cli, ["explain", "--shape", "2,3", "--values", "1,2,3,4,5,6"])
+    assert result.exit_code == 0, result.output
+    assert "result [0-5] = 21" in result.output
+
+
+@simulator_only
+def test_trace_refuses_what_it_cannot_record():
+    with pytest.raises(ValueError, match="2-D"):
+        trace_axis_reduce(np.ones(5), 0)
+    with pytest.raises(ValueError, match="axis must be 0 or 1"):
+        trace_axis_reduce(np.ones((2, 2)), 2)
