@@ -403,9 +403,9 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--shape", help="Reductions: a 2-D input of this shape, e.g. 6,40 (small "
                                 "random integers, or --values in C order).")
 @click.option("--axis", type=click.IntRange(-2, 1), default=None,
-              help="Reductions, with --shape: reduce this axis (1: each row, by the row "
-                   "kernel; 0: each column, by the column kernel); every output is "
-                   "recorded and proved.")
+              help="Reductions, with --shape: reduce this axis (1: each row, 0: each "
+                   "column); every output is recorded and proved, and the first line "
+                   "says which kernel the planner chose (row or column).")
 @click.option("--output", "output", type=click.IntRange(0), default=0, show_default=True,
               help="With --axis: the output whose tree is shown.")
 @click.option("--limit", type=click.IntRange(1, 1024), default=6, show_default=True,
