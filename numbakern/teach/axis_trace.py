@@ -79,8 +79,12 @@ class AxisTrace:
                                 atol=0, equal_nan=True))
 
     def summary(self) -> dict:
+        """The launch's counts (every output together) and each output's value beside
+        NumPy's, JSON-ready."""
         return {**self.launch.summary(), "shape": list(self.shape), "axis": self.axis,
-                "layout": self.layout, "exact_cover": self.exact}
+                "layout": self.layout, "exact_cover": self.exact,
+                "values": [t.value.item() for t in self.outputs],
+                "numpy": self.reference.tolist()}
 
 
 def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", *,
@@ -136,10 +140,12 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
                             ancestry=set().union(*(_trace._ancestry(rec.nodes, r)
                                                    for r in roots)))
     launch.output = f"all {values.size} outputs"
+    first = rec.launches[launch.combining_launches[0] - 1]  # not atomic_fold's fill
+    launch.threads = first[2]  # the planner's block, not the strategy's
     outputs = [_output(launch, rec, r, v, k, axis) for k, (r, v) in
                enumerate(zip(roots, values))]
-    return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks), outputs, launch,
-                     _reference(op, x, axis, result))
+    return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks, first), outputs,
+                     launch, _reference(op, x, axis, result))
 
 
 def _recorded(rec, grid, job):
@@ -227,20 +233,29 @@ def _renumbered(node, number: dict, k: int, axis: int):
                                args=tuple(number[a] for a in node.args), detail=detail)
 
 
-def _layout_words(layout, grid, blocks) -> str:
-    """The planner's choice for this layout, as ``explain`` prints it."""
+def _layout_words(layout, grid, blocks, first: tuple) -> str:
+    """The planner's choice for this layout, as ``explain`` prints it (``first``: the
+    recording's first combining launch, ``(kernel, blocks, threads)``)."""
     if not isinstance(layout, AxisReduce):
-        return f"{type(layout).__name__}: a thread and one load a row"
+        name, grid_blocks, threads = first
+        return (f"{name}: {grid_blocks} block(s) x {threads} threads, a thread and one "
+                f"16-byte load a row (rows of one vector, back to back)")
     plan = layout.plan(grid.block, blocks)
     if plan.kernel == "row":
-        who = f"{plan.lanes} threads a row"
-    else:  # plan.lanes: the block's columns (of vectors where a thread owns several)
+        who = f"{plan.lanes} threads a row, combined by the block strategy"
+    else:  # plan.lanes: the outputs side by side in a block (vectors of them, width > 1)
         groups = plan.threads // plan.lanes
-        width = f"{plan.width} adjacent outputs a thread, " if plan.width > 1 else ""
-        who = (f"{plan.lanes * plan.width} column slots a block, {width}{groups} thread(s) a "
-               f"column, thread g taking rows g, g + {groups}, ...")
-    pieces = f", each output in {plan.pieces} pieces" if plan.pieces > 1 else ""
-    return (f"{plan.kernel} kernel: {plan.blocks} block(s) x {plan.threads} threads, "
+        width = f" ({plan.width} adjacent outputs a thread)" if plan.width > 1 else ""
+        who = f"{plan.lanes * plan.width} outputs side by side{width}, " + (
+            "one thread an output, folding its elements in turn" if groups == 1 else
+            f"{groups} threads an output, its i-th taking elements i, i + {groups}, ...; "
+            "their states meet in shared memory (the column kernel's own combine: no "
+            "block strategy)")
+    pieces = (f"; each output cut into {plan.pieces} pieces of {plan.chunk} elements, "
+              f"combined by {grid.label.split('/')[0]}") if plan.pieces > 1 else ""
+    asked = f" (--blocks {blocks}: more than the outputs fill)" \
+        if blocks is not None and plan.blocks < blocks else ""
+    return (f"{plan.kernel} kernel: {plan.blocks} block(s){asked} x {plan.threads} threads, "
             f"{who}{pieces}")
 
 

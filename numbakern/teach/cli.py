@@ -401,7 +401,8 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Histograms: bins (values outside [0, bins) are not counted, and the "
                    "tree lists them); default the largest value + 1, so none is left out.")
 @click.option("--shape", help="Reductions: a 2-D input of this shape, e.g. 6,40 (small "
-                                "random integers, or --values in C order).")
+                                "random integers, or --values in C order); without --axis "
+                                "the whole array is reduced.")
 @click.option("--axis", type=click.IntRange(-2, 1), default=None,
               help="Reductions, with --shape: reduce this axis (1: each row, 0: each "
                    "column); every output is recorded and proved, and the first line "
@@ -464,6 +465,10 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     x = _explain_input(values, size, dtype)
     if shape is not None or axis is not None:
         x = _shaped(x, shape, axis, ctx)
+    if axis is None and ctx.get_parameter_source("output") == \
+            click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter("--output picks an output of a reduction along an axis: "
+                                 "give --shape and --axis too", param_hint="'--output'")
     console = _console()
     if axis is not None:
         if state:
@@ -544,10 +549,12 @@ def _shaped(x: np.ndarray, shape: str | None, axis: int | None, ctx) -> np.ndarr
     except ValueError:
         raise click.BadParameter(f"{shape!r} is not two comma-separated lengths, e.g. 6,40",
                                  param_hint="'--shape'") from None
-    if rows < 1 or cols < 1 or rows * cols > 4096:
-        raise click.BadParameter(f"{shape} must have lengths of at least 1 and at most 4096 "
-                                 "elements (explain records every combine)",
+    if rows < 1 or cols < 1:
+        raise click.BadParameter(f"{shape}: each length must be at least 1",
                                  param_hint="'--shape'")
+    if rows * cols > 4096:
+        raise click.BadParameter(f"{shape} is {rows * cols} elements: explain records every "
+                                 "combine, so at most 4096", param_hint="'--shape'")
     if ctx.get_parameter_source("size") == click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--shape gives the input's size: leave --size out",
                                  param_hint="'--size'")
@@ -569,15 +576,15 @@ def _explain_axis(console, names, x, op, axis, output, threads, blocks, limit,
 
     outputs = x.shape[1 - axis % 2]
     if output >= outputs:
-        raise click.BadParameter(f"{output} is past the last of {outputs} outputs",
+        raise click.BadParameter(f"{output}: the outputs are 0 to {outputs - 1}",
                                  param_hint="'--output'")
     return _explain_each(
         console, names, figure,
         lambda name: trace_axis_reduce(x, axis, op, name, threads=threads, blocks=blocks),
         lambda trace: (Text(f"{trace.launch.strategy}: {trace.layout}", "bold"),
                        _explain.tree(trace.outputs[output], limit),
-                       _explain.outputs_table(trace, limit),
-                       _explain.counts_table(trace.launch)),
+                       _explain.outputs_table(trace, limit, output),
+                       _explain.counts_table(trace.outputs[output])),
         lambda trace, path: _explain.draw(trace.outputs[output], path),
         lambda trace: trace.exact, _explain.LEGEND)
 

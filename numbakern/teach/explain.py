@@ -278,21 +278,23 @@ def _add_step(trace, branch, step, title, nodes, stores, limit) -> None:
         node.add(_combine_line(trace, line))
     if len(lines) > limit:
         node.add(Text(f"… and {len(lines) - limit} more like these", "dim"))
-    if stores and not _counted(trace, nodes) and _combining(nodes):
-        node = branch.add(Text("write-out"))  # not under combines the result never read
-    for tag, thread, slot in stores:
-        if tag in trace.ancestry:
-            s = trace.nodes[tag]
-            node.add(Text(f"t{thread}: writes {cover_text(s.cover)} = "
-                          f"{value_text(s.value, trace.op)}"
-                          f" to partials[{slot}] in global memory", VIA_STYLE[GLOBAL]))
+    written = [(tag, thread, slot) for tag, thread, slot in stores if tag in trace.ancestry]
+    if written and title != "write-out":
+        node = branch.add(Text("write-out"))  # its own line, not under the step's combines
+    for tag, thread, slot in written:
+        s = trace.nodes[tag]
+        where = f"out[{slot}]" if tag == trace.result else f"partials[{slot}]"
+        node.add(Text(f"t{thread}: writes {cover_text(s.cover)} = "
+                      f"{value_text(s.value, trace.op)} to {where} in global memory",
+                      VIA_STYLE[GLOBAL]))
 
 
 def counts_table(trace: Trace) -> Table:
     """Per block of each launch: steps, barriers, shuffles, memory traffic, atomics."""
     what = _what(trace)
+    output = f" · {trace.output}'s tree" if trace.output else ""
     table = Table(title=f"counts: {trace.strategy}, {what} of {trace.n} {trace.dtype}, "
-                        f"{trace.threads} threads per block")
+                        f"{trace.threads} threads per block{output}")
     for col in ("launch/block", "steps", "barriers", "shuffle steps per warp", "joins",
                 "combines run", "shared ld/st", "global ld/st", "atomics"):
         table.add_column(col, justify="right", overflow="fold")
@@ -306,26 +308,29 @@ def counts_table(trace: Trace) -> Table:
         )
     moved = trace.bytes_moved()
     table.caption = (
-        f"{len(trace.launches)} launch(es); joins total {trace.total('joins')} = n - 1"
-        f"{' for each output' if trace.output else ''}; "
+        f"{len(trace.launches)} launch(es); joins total {trace.total('joins')} = n - 1; "
         f"bytes: " + ", ".join(f"{k} {v}" for k, v in moved.items())
     )
     return table
 
 
-def outputs_table(trace, limit: int = 6) -> Table:
+def outputs_table(trace, limit: int = 6, shown: int = 0) -> Table:
     """A reduction along an axis (an :class:`~numbakern.teach.axis_trace.AxisTrace`):
     each output's elements, whether it covers them exactly once, its value and
-    NumPy's; at most ``limit`` rows, then one line for the rest."""
+    NumPy's; the first ``limit`` rows and output ``shown`` (the tree's), then one
+    line for the rest."""
     table = Table(title=f"every output of {trace.launch.op} along axis {trace.axis} of "
                         f"{trace.shape[0]} x {trace.shape[1]} {trace.launch.dtype}")
     for col in ("output", "elements", "each exactly once", "value", "NumPy"):
         table.add_column(col, justify="right")
-    for k, (output, want) in enumerate(zip(trace.outputs[:limit], trace.reference)):
+    rows = sorted(set(range(min(limit, len(trace.outputs)))) | {shown})
+    for k in rows:
+        output = trace.outputs[k]
         where = f"x[{k}, :]" if trace.axis == 1 else f"x[:, {k}]"
         table.add_row(where, cover_text(output.nodes[output.result].cover),
-                      "yes" if output.exact_cover else "NO", str(output.value), str(want))
-    rest = trace.outputs[limit:]
+                      "yes" if output.exact_cover else "NO", str(output.value),
+                      str(trace.reference[k]))
+    rest = [o for k, o in enumerate(trace.outputs) if k not in rows]
     if rest:
         exact = sum(o.exact_cover for o in rest)
         table.caption = (f"… and {len(rest)} more outputs: {exact} of them each exactly once; "
@@ -484,8 +489,9 @@ def _frame(ax, trace, keys, row, cols, out_col) -> None:
     per_block = "/".join(str(v) for v in sorted({b.barriers for b in c.blocks.values()
                                                  if b.combines}))
     combining = ", ".join(str(k) for k in c.combining_launches)
+    output = f" · {c.output}" if c.output else ""
     ax.set_title(
-        f"{c.strategy}: {_what(c)} of {c.n} {c.dtype}, {len(c.launches)} launch(es), "
+        f"{c.strategy}: {_what(c)} of {c.n} {c.dtype}{output}, {len(c.launches)} launch(es), "
         f"combines in launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
         f"{c.total('combines') + c.total('atomics')} combines run · {per_block} barrier(s) "
         f"per block · {sum(sum(b.shuffle_steps.values()) for b in c.blocks.values())} warp "

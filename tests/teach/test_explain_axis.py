@@ -79,6 +79,11 @@ def test_explain_axis_command(tmp_path):
     counts = json.loads(out.read_text())  # one strategy: its summary alone
     assert counts["strategy"] == "two_pass/shared_tree"
     assert counts["axis"] == 0 and counts["shape"] == [4, 33] and counts["exact_cover"]
+    assert len(counts["values"]) == 33 and counts["values"] == counts["numpy"]
+    assert "x[:, 2]" in result.output  # the shown output's row, within --limit or not
+    shown = CliRunner().invoke(cli, ["explain", "--shape", "4,33", "--axis", "0",
+                                     "--output", "30", "--limit", "2"])
+    assert "│ x[:, 30] │" in shown.output and "x[:, 29]" not in shown.output.split("every output")[1]
 
 
 @simulator_only
@@ -107,7 +112,9 @@ def test_a_wrong_value_fails_the_proof(monkeypatch):
     (["--shape", "4", "--axis", "1"], "two comma-separated lengths"),
     (["--shape", "100,100", "--axis", "0"], "4096"),
     (["--shape", "2,3", "--values", "1,2,3", "--axis", "0"], "needs 6"),
-    (["--shape", "2,3", "--axis", "0", "--output", "3"], "past the last of 3 outputs"),
+    (["--shape", "2,3", "--axis", "0", "--output", "3"], "the outputs are 0 to 2"),
+    (["--shape", "2,3", "--output", "1"], "give --shape and --axis"),
+    (["--shape", "0,3", "--axis", "0"], "at least 1"),
     (["--shape", "2,3", "--axis", "0", "--op", "var"], "one-field ops"),
     (["decoupled_lookback/blelloch", "--shape", "2,3", "--axis", "0"], "does not apply"),
 ])
@@ -130,3 +137,27 @@ def test_trace_refuses_what_it_cannot_record():
         trace_axis_reduce(np.ones(5), 0)
     with pytest.raises(ValueError, match="axis must be 0 or 1"):
         trace_axis_reduce(np.ones((2, 2)), 2)
+
+
+@simulator_only
+@pytest.mark.parametrize("shape, axis, blocks, words", [
+    ((33, 3), 1, 2, "one thread an output"),  # short rows: the column kernel, a thread each
+    ((33, 4), 1, 2, "tiny_rows: 1 block(s) x 64 threads"),  # rows of one vector
+    ((9, 5), 0, 2, "(--blocks 2: more than the outputs fill)"),
+    ((128, 2), 0, 4, "pieces of 64 elements, combined by two_pass"),
+    ((9, 5), 0, 1, "4 threads an output, its i-th taking elements i, i + 4"),
+])
+def test_the_first_line_says_what_the_planner_chose(shape, axis, blocks, words):
+    trace = trace_axis_reduce(ints(shape), axis, "sum", "two_pass/warp_shuffle",
+                              blocks=blocks)
+    assert words in trace.layout, trace.layout
+
+
+@simulator_only
+def test_writes_name_partials_and_the_output():
+    cut = trace_axis_reduce(ints((128, 2)), 0, "sum", "two_pass/warp_shuffle", blocks=4)
+    text = _text(explain.tree(cut.outputs[1], limit=64))
+    assert "to partials[" in text and "to out[1] in global memory" in text
+    whole = CliRunner().invoke(cli, ["explain", "two_pass/shared_tree", "--values",
+                                     "3,1,4,1,5", "--blocks", "1"])
+    assert "writes [0-4] = 14 to out[0] in global memory" in whole.output
