@@ -132,7 +132,8 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
     layout = reduce_layout(cuda.to_device(np.ascontiguousarray(x)), (axis,), kit,
                            not op.commutative, None, True, workspace.stream)
     rec = _trace._Recorder()
-    out = kit.unpack(_recorded(rec, grid, ReduceJob(layout, op, kit, workspace)))[0]
+    with _trace.recording(rec):
+        out = kit.unpack(grid.reduce(ReduceJob(layout, op, kit, workspace)))[0]
     values = out.copy_to_host().astype(result)
     roots = [_root(rec, out, k) for k in range(values.size)]
     n = x.shape[axis]
@@ -146,17 +147,6 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
                enumerate(zip(roots, values))]
     return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks, first), outputs,
                      launch, _reference(op, x, axis, result))
-
-
-def _recorded(rec, grid, job):
-    """Run ``grid.reduce(job)`` with ``rec`` recording; the output device array."""
-    with _trace._RUN_LOCK:
-        _trace._ACTIVE = rec
-        try:
-            with _trace._watching(rec):
-                return grid.reduce(job)
-        finally:
-            _trace._ACTIVE = None
 
 
 def _root(rec, out, k: int) -> int:

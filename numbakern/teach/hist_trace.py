@@ -195,13 +195,8 @@ def trace_histogram(x, bins: int, strategy: str = "shared_privatized", *, thread
     job = HistogramJob(xv, x.size, int(bins), traced, ("traced", id(traced)) + tuple(key),
                        aux, out, Workspace("numpy", cuda.default_stream()))
     rec = _HistRecorder()
-    with _trace._RUN_LOCK:
-        _trace._ACTIVE = rec
-        try:
-            with _trace._watching(rec):
-                strat.histogram(job)
-        finally:
-            _trace._ACTIVE = None
+    with _trace.recording(rec):
+        strat.histogram(job)
     inside = x[(x >= 0) & (x < bins)].astype(np.int64)
     trace = HistogramTrace(strat.name, x.size, int(bins), strat.threads, rec.launches,
                            rec.bins, rec.events, rec.barrier_count, out.copy_to_host(),

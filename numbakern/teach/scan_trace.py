@@ -361,8 +361,9 @@ def _build_scan_tracing_kit(op, dtypes) -> StateKit:
 
 
 def _watch_local(rec: _ScanRecorder):
-    """Wrap ``cuda.local.array`` so that loads and stores to local arrays are told
-    apart from shared ones (both are NumPy arrays under the simulator)."""
+    """``(class, name, replacement)``: ``cuda.local.array`` wrapped so that loads and
+    stores to local arrays are told apart from shared ones (both are NumPy arrays
+    under the simulator)."""
     from numba.cuda.simulator import kernelapi
 
     original = kernelapi.FakeCUDALocal.array
@@ -374,7 +375,7 @@ def _watch_local(rec: _ScanRecorder):
             rec.local_ids.add(id(a))
         return a
 
-    return kernelapi.FakeCUDALocal, original, array
+    return kernelapi.FakeCUDALocal, "array", array
 
 
 def resolve_scan(strategy: str, threads: int = 32, blocks: int | None = None,
@@ -441,16 +442,8 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
     job = ScanJob(xv, outs, op, kit, bool(exclusive), False, (empty, np.int64(IDENTITY)),
                   workspace)
     rec = _ScanRecorder()
-    cls, original, local_array = _watch_local(rec)
-    with _trace._RUN_LOCK:
-        _trace._ACTIVE = rec
-        cls.array = local_array
-        try:
-            with _trace._watching(rec):
-                grid.scan(job)
-        finally:
-            cls.array = original
-            _trace._ACTIVE = None
+    with _trace.recording(rec, [_watch_local(rec)]):
+        grid.scan(job)
     values = outs[0].copy_to_host().reshape(n)
     tags = [rec.node_tag(t) for t in outs[1].copy_to_host().reshape(n)]
     arrays = {}
@@ -610,13 +603,8 @@ def trace_block_scan(block: str, threads: int = 32) -> BlockScanCounts:
     rec = _ScanRecorder()
     x = cuda.to_device(np.ones(threads, np.int64))
     out0, out1 = cuda.device_array(threads, np.int64), cuda.device_array(threads, np.int64)
-    with _trace._RUN_LOCK:
-        _trace._ACTIVE = rec
-        try:
-            with _trace._watching(rec):
-                block_scan_kernel[1, threads](x, out0, out1)
-        finally:
-            _trace._ACTIVE = None
+    with _trace.recording(rec):
+        block_scan_kernel[1, threads](x, out0, out1)
     roots = [rec.node_tag(t) for t in out1.copy_to_host()]
     nodes = rec.nodes
     used = set().union(*(_trace._ancestry(nodes, r) for r in roots))

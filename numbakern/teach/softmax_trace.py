@@ -314,17 +314,8 @@ def trace_softmax(x, strategy: str = "online/warp_shuffle", *,
     yd = cuda.device_array((1, 1, x.size), x.dtype)
     start = xd._ary.__array_interface__["data"][0]
     rec = _SoftmaxRecorder(start, start + x.nbytes, x.itemsize)
-    cls, name, getitem = _watch_reads(rec)
-    original = cls.__dict__[name]
-    with _trace._RUN_LOCK:
-        _trace._ACTIVE = rec
-        try:
-            setattr(cls, name, getitem)
-            with _trace._watching(rec):
-                kernel[1, plan.threads](xd, yd)
-        finally:
-            setattr(cls, name, original)
-            _trace._ACTIVE = None
+    with _trace.recording(rec, [_watch_reads(rec)]):
+        kernel[1, plan.threads](xd, yd)
     counts = rec.counts[(1, 0)]
     normalizer, block = strategy.split("/")
     results = dict(rec.stored)

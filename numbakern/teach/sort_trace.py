@@ -352,19 +352,8 @@ def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
     out = cuda.device_array(n, kd)
     job = SortJob(xbits, out, 1, n, x.dtype, False, False, workspace)
     rec = _SortRecorder()
-    patches = _watch_memory(rec)
-    saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in patches]
-    with _trace._RUN_LOCK:
-        _trace._ACTIVE = rec
-        try:
-            for cls, name, fn in patches:
-                setattr(cls, name, fn)
-            with _trace._watching(rec):
-                sorter.sort(job)
-        finally:
-            for cls, name, fn in saved:
-                setattr(cls, name, fn)
-            _trace._ACTIVE = None
+    with _trace.recording(rec, _watch_memory(rec)):
+        sorter.sort(job)
     trace = SortTrace(strategy, n, np.dtype(x.dtype), sorter.threads, rec.launches,
                       out.copy_to_host().view(x.dtype), np.sort(x, kind="stable"),
                       _counts(rec))

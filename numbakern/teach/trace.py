@@ -489,6 +489,34 @@ def build_tracing_kit(op, dtypes, rec) -> StateKit:
 
 # --- watching the simulator --------------------------------------------------------------
 
+_UNSET = object()
+
+
+@contextlib.contextmanager
+def recording(rec, patches=()):
+    """Record into ``rec`` while the body runs: the tracing kits report to it, the
+    simulator's barriers, atomics and launches are watched (:func:`_watching`), and
+    each ``(class, name, value)`` of ``patches`` is set on its class, restored after
+    (a family's own watch on the simulator: array reads, local arrays). One recording
+    at a time in a process."""
+    global _ACTIVE
+    with _RUN_LOCK:
+        saved = [(cls, name, cls.__dict__.get(name, _UNSET)) for cls, name, _ in patches]
+        _ACTIVE = rec
+        try:
+            for cls, name, value in patches:
+                setattr(cls, name, value)
+            with _watching(rec):
+                yield rec
+        finally:
+            for cls, name, value in saved:
+                if value is _UNSET:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, value)
+            _ACTIVE = None
+
+
 @contextlib.contextmanager
 def _watching(rec: _Recorder):
     """Wrap the simulator's barrier, atomics and launch to report to ``rec``."""
@@ -656,7 +684,6 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
         ValueError, TypeError: as ``numbakern.reduce`` for a bad op, strategy or
             dtype.
     """
-    global _ACTIVE
     if not SIMULATOR:
         raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
                          "Run it with NUMBAKERN_SIMULATOR=1")
@@ -693,13 +720,8 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
     layout = FlatReduce(view, n, kit, ordered=not op.commutative, vectors=False)
     job = ReduceJob(layout, op, kit, workspace)
     rec = _Recorder()
-    with _RUN_LOCK:
-        _ACTIVE = rec
-        try:
-            with _watching(rec):
-                out = grid.reduce(job)
-        finally:
-            _ACTIVE = None
+    with recording(rec):
+        out = grid.reduce(job)
     out = kit.unpack(out)  # one array per field
     address, _ = _address(out[0]._ary, 0)
     if address not in rec.memory:
