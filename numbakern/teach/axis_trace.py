@@ -97,7 +97,9 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
             thread and every combine a record).
         axis: 0 (columns: the column kernel) or 1 (rows: the row kernel); -1 and -2
             count from the end.
-        op: a built-in one-field op's name, or a one-field :class:`numbakern.Op`.
+        op: a built-in one-field op's name, a one-field :class:`numbakern.Op`, or
+            ``"argmax"``/``"argmin"`` (their ``(value, index)`` pairs recorded, each
+            output's value the index; two_pass strategies only).
         strategy: a ``"grid/block"`` name (``threads`` and ``blocks`` shape it).
 
     Returns:
@@ -116,28 +118,35 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
     if isinstance(axis, bool) or axis not in (0, 1, -1, -2):
         raise ValueError(f"axis must be 0 or 1 (or -1, -2) for a 2-D x, got {axis!r}")
     axis %= 2
-    op = _ops.get(op)
-    if op.fields != 1:
-        raise ValueError(f"tracing along an axis takes one-field ops (sum, max, ...); "
-                         f"{op.name} has {op.fields} fields")
+    arg = ARG_OPS.get(op) if isinstance(op, str) else None
+    op = arg or _ops.get(op)
+    if op.fields != 1 and not arg:
+        raise ValueError(f"tracing along an axis takes one-field ops (sum, max, ...) and "
+                         f"{', '.join(ARG_OPS)}; {op.name} has {op.fields} fields")
     op.check_dtype(x.dtype)
     grid = _trace.resolve_grid(strategy, threads, blocks) if isinstance(strategy, str) \
         else strategy
     if grid.commutative_required and not op.commutative:
         raise ValueError(f"strategy {grid.label} needs a commutative op; {op.name} is not")
-    result = op.result_dtype(x.dtype, None)
-    real = state_kit(op, (_ops.accumulator_dtype(result),))
+    if arg and grid.label.startswith("atomic_fold"):
+        raise ValueError(f"explain records {op.name} under two_pass strategies: atomic_fold "
+                         "folds its (value, index) pairs packed into one word or under a "
+                         "lock, not with an atomic the recording can follow")
+    result = _ops.INDEX_DTYPE if arg else op.result_dtype(x.dtype, None)
+    real = state_kit(op, (_ops.accumulator_dtype(x.dtype), _ops.INDEX_DTYPE) if arg else
+                     (_ops.accumulator_dtype(result),))
     kit = _trace.tracing_kit(op, real.dtypes)
     workspace = Workspace("numpy", cuda.default_stream())
     layout = reduce_layout(cuda.to_device(np.ascontiguousarray(x)), (axis,), kit,
                            not op.commutative, None, True, workspace.stream)
     rec = _trace._Recorder()
     with _trace.recording(rec):
-        out = kit.unpack(grid.reduce(ReduceJob(layout, op, kit, workspace)))[0]
-    values = out.copy_to_host().astype(result)
-    roots = [_root(rec, out, k) for k in range(values.size)]
+        fields = kit.unpack(grid.reduce(ReduceJob(layout, op, kit, workspace)))
+    values = fields[-1].copy_to_host().astype(result)  # an arg op's answer: its index
+    roots = [_root(rec, fields[0], k) for k in range(values.size)]
     n = x.shape[axis]
     launch = _trace._finish(rec, grid, op, x, n, roots[0], values[0], real,
+                            op.name if arg else "",
                             ancestry=set().union(*(_trace._ancestry(rec.nodes, r)
                                                    for r in roots)))
     launch.output = f"all {values.size} outputs"
@@ -249,9 +258,14 @@ def _layout_words(layout, grid, blocks, first: tuple) -> str:
             f"{who}{pieces}")
 
 
+#: the two-field ops recorded along an axis besides the one-field ones: NumPy's
+#: argmax and argmin (the first index among equals)
+ARG_OPS = {"argmax": _ops.ARGMAX, "argmin": _ops.ARGMIN}
+
+
 def _reference(op, x, axis: int, result) -> np.ndarray:
-    """NumPy's answer for a built-in op: its function (``np.sum``, ``np.max``, ...)
-    or, for the bitwise ops, its ufunc's ``reduce``."""
+    """NumPy's answer for a built-in op: its function (``np.sum``, ``np.argmax``,
+    ...) or, for the bitwise ops, its ufunc's ``reduce``."""
     name = op.name
     if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         return getattr(np, name).reduce(x, axis=axis).astype(result)

@@ -282,10 +282,12 @@ def _need_matplotlib(option: str) -> None:
 
 # --- explain --------------------------------------------------------------------------
 
-#: ``--op`` names: the one-field built-ins, and the functions whose two-field states
-#: ``trace.STATE_OPS`` records (var's (count, mean, M2), logsumexp's (max, scaled sum))
-_EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1] + ["var",
-                                                                             "logsumexp"]
+#: ``--op`` names: the one-field built-ins, the functions whose states of several
+#: fields ``trace.STATE_OPS`` records (var's (count, mean, M2), logsumexp's (max,
+#: scaled sum)), and argmax and argmin ((value, index) pairs: ``axis_trace.ARG_OPS``)
+_ARG_OPS = ("argmax", "argmin")
+_EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1] + [
+    "var", "logsumexp", *_ARG_OPS]
 
 
 #: what ``explain`` takes for every strategy of a family
@@ -449,10 +451,12 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     from .trace import STATE_OPS
 
     state = STATE_OPS.get(op_name)
-    op = state.op if state else _ops.get(op_name)
+    arg = op_name in _ARG_OPS
+    op = state.op if state else _ops.ARGMAX if op_name == "argmax" else \
+        _ops.ARGMIN if arg else _ops.get(op_name)
     if np.dtype(dtype).kind not in (state.kinds if state else op.kinds):
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
-    if state:
+    if state or arg:
         names = _state_op_strategies(names, op_name)
     if not numbakern.backend().is_simulator:
         _rerun_under_simulator()
@@ -465,6 +469,8 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     x = _explain_input(values, size, dtype)
     if shape is not None or axis is not None:
         x = _shaped(x, shape, axis, ctx)
+    if arg and axis is None:  # numbakern.argmax of a whole array: one row, in C order
+        x, axis = x.reshape(1, -1), 1
     if axis is None and ctx.get_parameter_source("output") == \
             click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--output picks an output of a reduction along an axis: "
@@ -475,8 +481,8 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
             raise click.BadParameter(f"--op {op_name} is recorded over a whole array; "
                                      "along an axis, explain takes one-field ops",
                                      param_hint="'--op'")
-        summaries = _explain_axis(console, names, x, op, axis, output, threads, blocks,
-                                  limit, figure)
+        summaries = _explain_axis(console, names, x, op_name if arg else op, axis, output,
+                                  threads, blocks, limit, figure)
     elif family == "ranks":
         summaries = _explain_ranks(console, names, x, of, kth, threads, limit, figure)
     elif family == "select":
@@ -590,9 +596,10 @@ def _explain_axis(console, names, x, op, axis, output, threads, blocks, limit,
 
 
 def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
-    """The strategies ``--op var`` or ``--op logsumexp`` explains: reductions under
-    two_pass (atomic_fold folds their two-field states under a lock, if at all, which
-    the recording cannot follow; ``all`` leaves those out)."""
+    """The strategies ``--op var``, ``logsumexp``, ``argmax`` or ``argmin`` explains:
+    reductions under two_pass (atomic_fold folds a state of several fields packed into
+    one word or under a lock, if at all, which the recording cannot follow; ``all``
+    leaves those out)."""
     if not all(name in _strategies.available("reduce") for name in names):
         raise click.BadParameter(f"--op {op_name} explains reduction strategies "
                                  "(two_pass/...): its state is a reduction's",
@@ -600,9 +607,9 @@ def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
     kept = [name for name in names if not name.startswith("atomic_fold")]
     if not kept:
         raise click.BadParameter(f"--op {op_name} is recorded under two_pass strategies: "
-                                 "atomic_fold folds its two-field state under a lock (var's "
-                                 "not at all), which the recording cannot follow",
-                                 param_hint="'STRATEGY'")
+                                 "atomic_fold folds a state of several fields packed into "
+                                 "one word or under a lock (var's not at all), which the "
+                                 "recording cannot follow", param_hint="'STRATEGY'")
     return kept
 
 

@@ -158,7 +158,9 @@ def _step_title(trace: Trace, joins: list[Node], idle: int) -> str:
 
 def _what(trace: Trace) -> str:
     """What was reduced: the op, or a function and the op whose states it reduces."""
-    return f"{trace.function} ({trace.op} states)" if trace.function else trace.op
+    if trace.function and trace.function != trace.op:
+        return f"{trace.function} ({trace.op} states)"
+    return trace.op
 
 
 def tree(trace: Trace, limit: int = 6) -> Tree:

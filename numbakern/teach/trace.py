@@ -644,10 +644,30 @@ STATE_OPS = {
         "max(ma, mb), s = sa exp(ma - m) + sb exp(mb - m) (Milakov and Gimelshein's online "
         "softmax). logsumexp = m + log(s): no exp ever overflows."),
 }
-#: how a state of each traced op reads, by the op's name
-STATE_READS = {s.op.name: s.reads for s in STATE_OPS.values()}
+
+
+def _arg_reads(word: str):
+    def reads(fields) -> str:
+        value, index = fields
+        shown = f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
+        return f"({word} {shown}, at {int(index)})"
+
+    return reads
+
+
+_ARG_LESSON = ("A state is (value, index): the {0} element it covers and where it lies; "
+               "an element x at i is (x, i). Two merge by keeping the {0} value, and on a "
+               "tie the smaller index (NumPy's first occurrence); a NaN counts as the {0} "
+               "(NumPy's rule). arg{1} is the result's index.")
+
+#: how a state of each traced op reads, by the op's name (argmax and argmin: their
+#: (value, index) pairs, recorded along an axis by ``axis_trace``)
+STATE_READS = {s.op.name: s.reads for s in STATE_OPS.values()} | {
+    _ops.ARGMAX.name: _arg_reads("max"), _ops.ARGMIN.name: _arg_reads("min")}
 #: what a state of each traced op is, by the op's name
-STATE_LESSONS = {s.op.name: s.lesson for s in STATE_OPS.values()}
+STATE_LESSONS = {s.op.name: s.lesson for s in STATE_OPS.values()} | {
+    _ops.ARGMAX.name: _ARG_LESSON.format("largest", "max"),
+    _ops.ARGMIN.name: _ARG_LESSON.format("smallest", "min")}
 
 
 # --- the entry point ----------------------------------------------------------------------

@@ -161,3 +161,40 @@ def test_writes_name_partials_and_the_output():
     whole = CliRunner().invoke(cli, ["explain", "two_pass/shared_tree", "--values",
                                      "3,1,4,1,5", "--blocks", "1"])
     assert "writes [0-4] = 14 to out[0] in global memory" in whole.output
+
+
+TWO_PASS = [s for s in numbakern.strategies.available() if s.startswith("two_pass")]
+
+
+# argmax and argmin: (value, index) pairs, ties to the first index, NaN the largest
+@simulator_only
+@pytest.mark.parametrize("strategy", TWO_PASS)
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_and_argmin_pairs_along_an_axis(strategy, name):
+    x = ints((6, 33), seed=2)  # values 0-9: ties in every row and column
+    x[2, 17] = np.nan
+    for axis in (0, 1):
+        trace = trace_axis_reduce(x, axis, name, strategy)
+        want = getattr(np, name)(x, axis=axis)
+        assert [t.value for t in trace.outputs] == list(want), (axis, strategy)
+        assert trace.exact
+    text = _text(explain.tree(trace.outputs[0], limit=64))
+    assert f"→ {name} {want[0]}" in text and "at " in text
+
+
+@simulator_only
+def test_whole_array_argmax_is_one_row():
+    result = CliRunner().invoke(cli, ["explain", "--op", "argmax", "--values",
+                                      "3,1,4,1,5,9,2,6,5,3,5,9", "--dtype", "int32"])
+    assert result.exit_code == 0, result.output
+    assert "row kernel" in result.output
+    assert "result [0-11] = (max 9, at 5) → argmax 5" in result.output
+
+
+@simulator_only
+def test_argmax_is_not_recorded_under_atomic_fold():
+    with pytest.raises(ValueError, match="two_pass"):
+        trace_axis_reduce(ints((2, 8)), 1, "argmax", "atomic_fold/warp_shuffle")
+    result = CliRunner().invoke(cli, ["explain", "atomic_fold/shared_tree", "--op",
+                                      "argmax", "--shape", "2,8", "--axis", "1"])
+    assert result.exit_code == 2 and "two_pass" in result.output
