@@ -28,6 +28,7 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 
 from . import compare as _compare
+from .course import FAMILIES as COURSE_FAMILIES
 from . import demo as _demo
 
 DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -791,8 +792,9 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
               default=os.path.join("docs", "course"), show_default=True,
               help="The folder the figures go to (made if missing).")
 @click.option("-f", "--family", "families", multiple=True,
-              type=click.Choice(["reduce", "scan", "histogram", "sort", "softmax"]),
-              help="Only these families (repeatable); default every one.")
+              type=click.Choice(COURSE_FAMILIES),
+              help="Only these families (repeatable; axis: a sum along each axis, the "
+                   "row and column kernels); default every one.")
 def course(folder, families):
     """Draw the course's figures (docs/course.md): every strategy of every family,
     recorded under the simulator on a small input, one PNG each. Exits 1 if a
@@ -800,11 +802,11 @@ def course(folder, families):
     _need_matplotlib("course")
     if not numbakern.backend().is_simulator:
         _rerun_under_simulator("course")
-    from .course import FAMILIES, draw_course
+    from .course import draw_course
 
     os.makedirs(folder, exist_ok=True)
     try:
-        written = draw_course(folder, families or FAMILIES,
+        written = draw_course(folder, families or COURSE_FAMILIES,
                               progress=lambda path: click.echo(f"drawing {path}"))
     except RuntimeError as exc:
         click.echo(f"Error: {exc}", err=True)

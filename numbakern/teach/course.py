@@ -1,8 +1,9 @@
 """The course's figures: one recording per strategy of every family, drawn.
 
 :func:`draw_course` runs every strategy the registry lists (reductions, scans,
-histograms, sorts, and softmax's normalizers with each block) on one small input of
-its family under the simulator, checks the recording's proof, and draws it to
+histograms, sorts, and softmax's normalizers with each block), and a sum along each
+axis of a 2-D input (the row and column kernels), on one small input of its family
+under the simulator, checks the recording's proof, and draws it to
 ``<folder>/<family>__<strategy>.png`` (``/`` in a name becomes ``__``), the files
 ``docs/course.md`` shows. ``numbakern course`` calls it.
 """
@@ -15,17 +16,25 @@ import numpy as np
 
 from numbakern import strategies as _strategies
 
-#: the families, in the course's order, with the word ``explain`` takes for each
-FAMILIES = ("reduce", "scan", "histogram", "sort", "softmax")
+#: the families, in the course's order, with the word ``explain`` takes for each;
+#: ``axis``: a sum along each axis of a small 2-D input (the row and column kernels)
+FAMILIES = ("reduce", "scan", "histogram", "sort", "softmax", "axis")
+
+#: the course's reductions along an axis: ``name: (shape, axis)``, both summed with
+#: the default strategy (two_pass/warp_shuffle), output 0's tree drawn
+AXIS_VIEWS = {"rows": ((8, 40), 1), "columns": ((40, 6), 0)}
 
 
 def strategies(family: str) -> list[str]:
     """The names of ``family``'s strategies the course draws (the registry's; for
-    softmax each normalizer with each block strategy)."""
+    softmax each normalizer with each block strategy; for ``axis`` the views of
+    :data:`AXIS_VIEWS`)."""
     if family == "softmax":
         from .softmax_trace import softmax_strategies
 
         return softmax_strategies()
+    if family == "axis":
+        return list(AXIS_VIEWS)
     return _strategies.available(family)
 
 
@@ -41,6 +50,8 @@ def _input(family: str) -> np.ndarray:
         return rng.integers(0, 8, 40)
     if family == "sort":
         return rng.integers(0, 50, 16).astype(np.int16)
+    if family == "axis":
+        return rng.integers(0, 10, 320).astype(np.float32)  # the first 8 x 40 or 40 x 6
     return rng.integers(0, 10, 40).astype(np.float32)
 
 
@@ -53,6 +64,15 @@ def _record_and_draw(family: str, strategy: str, x, path: str) -> bool:
         trace = trace_reduce(x, "sum", strategy, threads=32, blocks=2)
         draw(trace, path)
         return trace.exact_cover
+    if family == "axis":
+        from .axis_trace import trace_axis_reduce
+        from .explain import draw
+
+        shape, axis = AXIS_VIEWS[strategy]
+        trace = trace_axis_reduce(x[:np.prod(shape)].reshape(shape), axis, "sum",
+                                  threads=32, blocks=2)
+        draw(trace.outputs[0], path)
+        return trace.exact
     if family == "scan":
         from .explain_scan import draw_scan
         from .scan_trace import trace_scan
