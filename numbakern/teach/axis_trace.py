@@ -152,8 +152,10 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
     launch.output = f"all {values.size} outputs"
     first = rec.launches[launch.combining_launches[0] - 1]  # not atomic_fold's fill
     launch.threads = first[2]  # the planner's block, not the strategy's
-    outputs = [_output(launch, rec, r, v, k, axis) for k, (r, v) in
-               enumerate(zip(roots, values))]
+    kept = [_kept(rec, r) for r in roots]
+    shares = _barrier_shares(launch.barrier_steps, [[rec.nodes[i] for i in k] for k in kept])
+    outputs = [_output(launch, rec, k, r, v, o, axis, shares[o]) for o, (k, r, v) in
+               enumerate(zip(kept, roots, values))]
     return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks, first), outputs,
                      launch, _reference(op, x, axis, result))
 
@@ -166,16 +168,31 @@ def _root(rec, out, k: int) -> int:
     return rec.memory[address]
 
 
-def _output(launch: Trace, rec, root: int, value, k: int, axis: int) -> Trace:
-    """Output ``k``'s own Trace: the nodes it was built from, renumbered in recording
-    order (operands before what they make), its elements named by their place in x."""
-    kept = sorted(_trace._ancestry(rec.nodes, root) | {IDENTITY})
+def _kept(rec, root: int) -> list:
+    """The ids of the nodes an output was built from, the identity first, in recording
+    order (operands before what they make)."""
+    return sorted(_trace._ancestry(rec.nodes, root) | {IDENTITY})
+
+
+def _output(launch: Trace, rec, kept: list, root: int, value, k: int, axis: int,
+            barriers: dict) -> Trace:
+    """Output ``k``'s own Trace: the nodes ``kept`` renumbered, its elements named by
+    their place in x, ``barriers`` its share of its blocks' (:func:`_barrier_shares`).
+    Steps count from the output's first in each block (a block's later rows start
+    where its earlier ones ended), so its thread reduce is step 0, as a whole array's."""
     number = {old: new for new, old in enumerate(kept)}
-    nodes = [_renumbered(rec.nodes[old], number, k, axis) for old in kept]
-    stores = [(number[tag], *rest) for tag, *rest in rec.stores if tag in number]
+    first = {}
+    for old in kept[1:]:
+        node = rec.nodes[old]
+        key = (node.launch, node.block)
+        first[key] = min(first.get(key, node.step), node.step)
+    nodes = [_renumbered(rec.nodes[old], number, k, axis, first) for old in kept]
+    stores = [(number[tag], launch_, block, thread, step - first.get((launch_, block), 0),
+               slot) for tag, launch_, block, thread, step, slot in rec.stores
+              if tag in number]
     trace = dataclasses.replace(
         launch, nodes=nodes, result=number[root], value=value, blocks={}, stores=stores,
-        barrier_steps=_barriers(launch.barrier_steps, nodes[1:]),
+        barrier_steps={key: [b - first[key] for b in steps] for key, steps in barriers.items()},
         ancestry=frozenset(number.values()),
         output=f"output {k} = x[{k}, :]" if axis == 1 else f"output {k} = x[:, {k}]")
     trace.blocks = _counts(trace)
@@ -186,8 +203,10 @@ def _counts(trace: Trace) -> dict:
     """``{(launch, block): BlockCounts}`` of one output's own work, read off its nodes
     (the recorder counts a block's work for every output it walked)."""
     counts = defaultdict(BlockCounts)
-    steps = defaultdict(set)
+    steps, stored = defaultdict(set), set()
     for node in trace.nodes[1:]:
+        if not node.launch:  # made on the host (an output's initial value): no block's
+            continue
         c = counts[(node.launch, node.block)]
         if node.kind == "element":
             c.global_element_loads += 1
@@ -196,6 +215,10 @@ def _counts(trace: Trace) -> dict:
         elif node.kind == "move":
             c.shared_loads += node.via == SHARED
             c.global_state_loads += node.via == GLOBAL
+            source = trace.nodes[node.args[0]]
+            if node.via == SHARED and source.launch and source.id not in stored:
+                stored.add(source.id)  # stored once, in its maker's block
+                counts[(source.launch, source.block)].shared_stores += 1
         elif node.kind == "combine":
             c.atomics += node.via == ATOMIC
             c.combines += node.via != ATOMIC
@@ -212,33 +235,46 @@ def _counts(trace: Trace) -> dict:
     return dict(sorted(counts.items()))
 
 
-def _barriers(barrier_steps: dict, nodes) -> dict:
-    """The barriers a block passed while it worked on these nodes: a block walks
-    several outputs, one after another, and its threads' steps only grow, so those
-    whose next step lies within the nodes' steps there."""
-    steps = {}
-    for node in nodes:
-        steps.setdefault((node.launch, node.block), []).append(node.step)
-    return {key: [b for b in barrier_steps.get(key, []) if min(s) < b <= max(s)]
-            for key, s in steps.items()}
+def _barrier_shares(barrier_steps: dict, outputs: list) -> list:
+    """Each output's share of its blocks' barriers (``outputs``: each one's nodes): a
+    block walks its outputs one after another (the row kernel) or side by side (the
+    column kernel), and its threads' steps only grow, so an output owns the barriers
+    from its first step to the first step of the block's next outputs (the barrier
+    after a row, before its shared memory is reused, included); outputs side by side
+    share theirs."""
+    starts = defaultdict(dict)  # (launch, block) -> output -> its first step there
+    for o, nodes in enumerate(outputs):
+        for node in nodes[1:]:
+            first = starts[(node.launch, node.block)]
+            first[o] = min(first.get(o, node.step), node.step)
+    shares = [{} for _ in outputs]
+    for key, first in starts.items():
+        begins = sorted(set(first.values()))
+        for o, start in first.items():
+            end = next((b for b in begins if b > start), float("inf"))
+            shares[o][key] = [b for b in barrier_steps.get(key, []) if start < b <= end]
+    return shares
 
 
-def _renumbered(node, number: dict, k: int, axis: int):
+def _renumbered(node, number: dict, k: int, axis: int, first: dict):
     detail = node.detail
     if node.kind == "element":
         i = next(iter(node.cover))
         detail = f"x[{k}, {i}]" if axis == 1 else f"x[{i}, {k}]"
-    return dataclasses.replace(node, id=number[node.id],
-                               args=tuple(number[a] for a in node.args), detail=detail)
+    step = node.step - first.get((node.launch, node.block), 0)
+    return dataclasses.replace(node, id=number[node.id], step=step, detail=detail,
+                               args=tuple(number[a] for a in node.args))
 
 
 def _layout_words(layout, grid, blocks, first: tuple) -> str:
     """The planner's choice for this layout, as ``explain`` prints it (``first``: the
     recording's first combining launch, ``(kernel, blocks, threads)``)."""
-    if not isinstance(layout, AxisReduce):
+    if not isinstance(layout, AxisReduce):  # TinyRows: rows of one vector each
         name, grid_blocks, threads = first
+        row = layout.width * layout.av.view.dtype.itemsize
         return (f"{name}: {grid_blocks} block(s) x {threads} threads, a thread and one "
-                f"16-byte load a row (rows of one vector, back to back)")
+                f"{row}-byte load a row (rows of one aligned vector, back to back: no "
+                f"threads combine, no block strategy)")
     plan = layout.plan(grid.block, blocks)
     if plan.kernel == "row":
         who = f"{plan.lanes} threads a row, combined by the block strategy"

@@ -107,7 +107,7 @@ def _shrink(path: str) -> None:
     from PIL import Image
 
     with Image.open(path) as im:
-        small = im.convert("RGB").quantize(colors=64)
+        small = im.convert("RGB").quantize(colors=64, method=Image.Quantize.FASTOCTREE)
     small.save(path, optimize=True)
 
 

@@ -269,7 +269,8 @@ def _add_step(trace, branch, step, title, nodes, stores, limit) -> None:
     if joins:
         node = branch.add(Text(f"{title}: {_step_title(trace, joins, idle)}"))
     elif arrivals:
-        node = branch.add(Text(f"{title}: {len(arrivals)} thread(s) take up their data"))
+        node = branch.add(Text(f"{title}: {len(arrivals)} thread(s) take up their data"
+                               + (f", {idle} idle combines" if idle else "")))
     elif idle:
         node = branch.add(Text(f"{title}: {idle} idle combines (with the identity, or "
                                "never used)", "dim"))

@@ -198,3 +198,18 @@ def test_argmax_is_not_recorded_under_atomic_fold():
     result = CliRunner().invoke(cli, ["explain", "atomic_fold/shared_tree", "--op",
                                       "argmax", "--shape", "2,8", "--axis", "1"])
     assert result.exit_code == 2 and "two_pass" in result.output
+
+
+# A block walks its rows one after another: each row's tree starts at its own thread
+# reduce, with its share of the block's barriers (the one after a row included);
+# columns side by side share theirs: 1 + log2(4 threads an output).
+@simulator_only
+def test_each_outputs_counts_are_its_own():
+    rows = trace_axis_reduce(ints((8, 40)), 1, "sum", "two_pass/warp_shuffle")
+    work = {(c.steps, c.barriers, c.joins, c.shared_loads, c.shared_stores)
+            for out in rows.outputs for c in out.blocks.values()}
+    assert work == {(10, 2, 39, 1, 1)}
+    assert "thread reduce: elements loaded" in _text(explain.tree(rows.outputs[7], 2))
+    columns = trace_axis_reduce(ints((40, 6)), 0, "sum", "two_pass/warp_shuffle")
+    assert "4 threads an output" in columns.layout
+    assert {c.barriers for out in columns.outputs for c in out.blocks.values()} == {3}
