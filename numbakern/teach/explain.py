@@ -241,13 +241,21 @@ def _add_block(trace, branch, steps, stores, barriers, threads, limit, titles=No
                key=None) -> None:
     barriers = list(barriers)
     for step in sorted(set(steps) | {s for s, *_ in stores}):
-        while barriers and barriers[0] <= step:
-            branch.add(Text(f"barrier: __syncthreads(), all {threads} threads wait", "yellow"))
-            barriers.pop(0)
+        passed = sum(b <= step for b in barriers)
+        _add_barriers(branch, passed, threads)
+        barriers = barriers[passed:]
         _add_step(trace, branch, step, titles[(*key, step)], steps.get(step, []),
                   [s[1:] for s in stores if s[0] == step], limit)
-    for _ in barriers:
-        branch.add(Text(f"barrier: __syncthreads(), all {threads} threads wait", "yellow"))
+    _add_barriers(branch, len(barriers), threads)
+
+
+def _add_barriers(branch, count: int, threads: int) -> None:
+    """One line for ``count`` barriers in a row (rounds with nothing of the result
+    between them: a scan's down-sweep, a reduce's idle levels)."""
+    if count:
+        times = f" × {count}" if count > 1 else ""
+        branch.add(Text(f"barrier: __syncthreads(){times}, all {threads} threads wait",
+                        "yellow"))
 
 
 def _combining(nodes) -> bool:

@@ -229,3 +229,18 @@ def test_tree_numbers_steps_as_the_table_counts_them(strategy):
         section = re.split(r"block \d|launch \d|result", section)[0]
         shown = [int(k) for k in re.findall(r"step (\d+)", section)]
         assert shown == list(range(1, counts.steps + 1)), (launch, block, shown)
+
+
+@simulator_only
+def test_barriers_in_a_row_are_one_line():
+    """Blelloch's reduce passes barriers with nothing of a 5-element result between
+    them: one line says how many, and the lines still add up to the table's count."""
+    result = CliRunner().invoke(cli, ["explain", "two_pass/blelloch", "--values",
+                                      "3,1,4,1,5", "--blocks", "1"])
+    assert result.exit_code == 0, result.output
+    assert "barrier: __syncthreads() × 3, all 32 threads wait" in result.output
+    lines = [line for line in result.output.splitlines() if "barrier: __syncthreads()" in line]
+    shown = sum(int(line.split("× ")[1].split(",")[0]) if "×" in line else 1 for line in lines)
+    trace = trace_reduce(np.array([3, 1, 4, 1, 5], np.float32), "sum", "two_pass/blelloch",
+                         blocks=1)
+    assert shown == trace.total("barriers")
