@@ -31,7 +31,6 @@ from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels.axis_reduce import AxisReduce
 from numbakern.ops.state import state_kit
-from numbakern.runtime.device import SIMULATOR
 
 from . import trace as _trace
 from .trace import (ATOMIC, GLOBAL, IDENTITY, REGISTER, SHARED, SHUFFLE, BlockCounts, Trace,
@@ -109,9 +108,7 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
         TraceError: not under the simulator, or the recording contradicts itself.
         ValueError, TypeError: a bad ``x``, ``axis``, op, strategy or dtype.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
-                         "Run it with NUMBAKERN_SIMULATOR=1")
+    _trace.require_simulator()
     x = np.asarray(x)
     if x.ndim != 2 or x.size == 0:
         raise ValueError(f"x must be a non-empty 2-D array, got shape {x.shape}")

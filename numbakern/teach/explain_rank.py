@@ -26,11 +26,10 @@ from numbakern.api import selection
 from numbakern.core.arrays import Workspace
 from numbakern.kernels.order_stats import MEDIAN
 from numbakern.kernels.partition_split import MAX_PIVOTS
-from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.views import host_copy
 
 from .explain_select import digit_counts
-from .trace import TraceError
+from .trace import require_simulator
 
 #: what :func:`trace_rank` follows
 KINDS = ("median", "partition")
@@ -117,8 +116,7 @@ def trace_rank(x, kind: str = "median", kth=None, *, threads: int = 32) -> RankT
             ``[-n, n)`` or more than ``MAX_PIVOTS`` distinct ones.
         TypeError: a dtype the sorts do not take.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    require_simulator()
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     x = np.ascontiguousarray(x)

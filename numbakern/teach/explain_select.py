@@ -23,10 +23,9 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace
 from numbakern.core.jobs import SelectJob
 from numbakern.kernels.sort_keys import bits_dtype
-from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.views import host_copy
 
-from .trace import TraceError
+from .trace import require_simulator
 
 SELECT_LEGEND = (
     "How to read this: keys are the values as unsigned integers in the wanted order "
@@ -98,8 +97,7 @@ def trace_select(x, k: int, strategy: str = "radix_select", *, largest: bool = T
     and indices): no kernel runs, and the trace holds no pass.
         TypeError: a dtype ``numbakern.topk`` does not take.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    require_simulator()
     x = np.ascontiguousarray(x)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")

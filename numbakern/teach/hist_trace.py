@@ -33,7 +33,6 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace
 from numbakern.core.bins import int_binner
 from numbakern.core.jobs import HistogramJob
-from numbakern.runtime.device import SIMULATOR
 
 from . import trace as _trace
 from .trace import TraceError, _Recorder
@@ -175,8 +174,7 @@ def trace_histogram(x, bins: int, strategy: str = "shared_privatized", *, thread
         ValueError: a bad ``bins``, ``threads``, ``blocks`` or strategy name; ``x`` not
             1-D. TypeError: ``x`` not integers.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    _trace.require_simulator()
     x = np.asarray(x)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")

@@ -39,7 +39,6 @@ from numbakern.core.arrays import Workspace, as_array_like
 from numbakern.core.jobs import ScanJob
 from numbakern.ops.state import StateKit, state_kit
 from numbakern.runtime.cache import cached
-from numbakern.runtime.device import SIMULATOR
 
 from . import trace as _trace
 from .trace import GLOBAL, IDENTITY, SHARED, Node, TraceError, _Recorder
@@ -414,9 +413,7 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
         TraceError: not under the simulator, or the recording contradicts itself.
         ValueError, TypeError: a bad strategy, op, dtype or shape.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
-                         "Run it with NUMBAKERN_SIMULATOR=1")
+    _trace.require_simulator()
     op = _ops.get(op)
     if op.fields != 1:
         raise ValueError(f"op: tracing takes one-field ops (sum, max, ...); {op.name} has two")
@@ -579,8 +576,7 @@ def trace_block_scan(block: str, threads: int = 32) -> BlockScanCounts:
         ValueError: ``block`` has no block scan (or is unknown), ``threads`` bad.
         TraceError: not under the simulator.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    _trace.require_simulator()
     strat = _strategies.resolve("block", block, threads=threads, argument="block")
     if not strat.has_scan:
         raise ValueError(f"block: {block!r} has no block scan")

@@ -34,7 +34,6 @@ from numba import cuda
 from numbakern import strategies as _strategies
 from numbakern.kernels import softmax_rows
 from numbakern.ops.state import StateKit
-from numbakern.runtime.device import SIMULATOR
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 from . import trace as _trace
@@ -301,8 +300,7 @@ def trace_softmax(x, strategy: str = "online/warp_shuffle", *,
         ValueError: ``x`` not 1-D or empty, an unknown strategy, bad ``threads``.
         TypeError: ``x`` not float32 or float64.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    _trace.require_simulator()
     x = np.asarray(x)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")

@@ -42,11 +42,10 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace
 from numbakern.core.jobs import SortJob
 from numbakern.kernels.sort_keys import bits_dtype
-from numbakern.runtime.device import SIMULATOR
 from numbakern.strategies.radix_sort import DIGIT_BITS, RADIX
 
 from . import trace as _trace
-from .trace import TraceError, _Recorder
+from .trace import _Recorder
 
 #: the shared arrays whose every access is kept (the others are counted)
 KEPT_SHARED = ("keys", "idx")
@@ -338,8 +337,7 @@ def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
         ValueError: ``x`` not 1-D or empty, an unknown strategy, bad ``threads``.
         TypeError: a dtype the sorts do not take.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; run with NUMBAKERN_SIMULATOR=1")
+    _trace.require_simulator()
     x = np.asarray(x)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")

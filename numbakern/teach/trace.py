@@ -673,6 +673,14 @@ STATE_LESSONS = {s.op.name: s.lesson for s in STATE_OPS.values()} | {
 # --- the entry point ----------------------------------------------------------------------
 
 
+def require_simulator() -> None:
+    """Raise :class:`TraceError` unless the kernels run under Numba's CUDA simulator:
+    only there are CUDA threads Python threads that can be watched."""
+    if not SIMULATOR:
+        raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
+                         "Run it with NUMBAKERN_SIMULATOR=1")
+
+
 def resolve_grid(strategy: str, threads: int = 32, blocks: int | None = 2):
     """A grid strategy from its ``"grid/block"`` name with the given grid shape."""
     base = _strategies.resolve("reduce", strategy, threads=threads)
@@ -704,9 +712,7 @@ def trace_reduce(x, op="sum", strategy="two_pass/warp_shuffle", *, threads: int 
         ValueError, TypeError: as ``numbakern.reduce`` for a bad op, strategy or
             dtype.
     """
-    if not SIMULATOR:
-        raise TraceError("tracing needs Numba's CUDA simulator; this process runs on a GPU. "
-                         "Run it with NUMBAKERN_SIMULATOR=1")
+    require_simulator()
     state = STATE_OPS.get(op) if isinstance(op, str) else None
     op = state.op if state else _ops.get(op)
     grid = strategy if not isinstance(strategy, str) else resolve_grid(strategy, threads, blocks)
