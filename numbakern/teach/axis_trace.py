@@ -141,18 +141,16 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
         fields = kit.unpack(grid.reduce(ReduceJob(layout, op, kit, workspace)))
     values = fields[-1].copy_to_host().astype(result)  # an arg op's answer: its index
     roots = [_root(rec, fields[0], k) for k in range(values.size)]
-    n = x.shape[axis]
-    launch = _trace._finish(rec, grid, op, x, n, roots[0], values[0], real,
-                            op.name if arg else "",
-                            ancestry=set().union(*(_trace._ancestry(rec.nodes, r)
-                                                   for r in roots)))
+    kept = [_kept(rec, r) for r in roots]
+    launch = _trace._finish(rec, grid, op, x, x.shape[axis], roots[0], values[0], real,
+                            op.name if arg else "", ancestry=set().union(*kept))
     launch.output = f"all {values.size} outputs"
     first = rec.launches[launch.combining_launches[0] - 1]  # not atomic_fold's fill
     launch.threads = first[2]  # the planner's block, not the strategy's
-    kept = [_kept(rec, r) for r in roots]
-    shares = _barrier_shares(launch.barrier_steps, [[rec.nodes[i] for i in k] for k in kept])
-    outputs = [_output(launch, rec, k, r, v, o, axis, shares[o]) for o, (k, r, v) in
-               enumerate(zip(kept, roots, values))]
+    starts = [_first_steps(rec, k) for k in kept]
+    shares = _barrier_shares(launch.barrier_steps, starts)
+    outputs = [_output(launch, rec, k, r, v, o, axis, shares[o], starts[o])
+               for o, (k, r, v) in enumerate(zip(kept, roots, values))]
     return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks, first), outputs,
                      launch, _reference(op, x, axis, result))
 
@@ -171,18 +169,25 @@ def _kept(rec, root: int) -> list:
     return sorted(_trace._ancestry(rec.nodes, root) | {IDENTITY})
 
 
-def _output(launch: Trace, rec, kept: list, root: int, value, k: int, axis: int,
-            barriers: dict) -> Trace:
-    """Output ``k``'s own Trace: the nodes ``kept`` renumbered, its elements named by
-    their place in x, ``barriers`` its share of its blocks' (:func:`_barrier_shares`).
-    Steps count from the output's first in each block (a block's later rows start
-    where its earlier ones ended), so its thread reduce is step 0, as a whole array's."""
-    number = {old: new for new, old in enumerate(kept)}
+def _first_steps(rec, kept: list) -> dict:
+    """``{(launch, block): step}``: the first step of each block at which it made a
+    state of these nodes (``kept``, the identity first)."""
     first = {}
     for old in kept[1:]:
         node = rec.nodes[old]
         key = (node.launch, node.block)
         first[key] = min(first.get(key, node.step), node.step)
+    return first
+
+
+def _output(launch: Trace, rec, kept: list, root: int, value, k: int, axis: int,
+            barriers: dict, first: dict) -> Trace:
+    """Output ``k``'s own Trace: the nodes ``kept`` renumbered, its elements named by
+    their place in x, ``barriers`` its share of its blocks' (:func:`_barrier_shares`).
+    Steps count from the output's ``first`` in each block (:func:`_first_steps`: a
+    block's later rows start where its earlier ones ended), so its thread reduce is
+    step 0, as a whole array's."""
+    number = {old: new for new, old in enumerate(kept)}
     nodes = [_renumbered(rec.nodes[old], number, k, axis, first) for old in kept]
     stores = [(number[tag], launch_, block, thread, step - first.get((launch_, block), 0),
                slot) for tag, launch_, block, thread, step, slot in rec.stores
@@ -232,19 +237,18 @@ def _counts(trace: Trace) -> dict:
     return dict(sorted(counts.items()))
 
 
-def _barrier_shares(barrier_steps: dict, outputs: list) -> list:
-    """Each output's share of its blocks' barriers (``outputs``: each one's nodes): a
-    block walks its outputs one after another (the row kernel) or side by side (the
-    column kernel), and its threads' steps only grow, so an output owns the barriers
-    from its first step to the first step of the block's next outputs (the barrier
-    after a row, before its shared memory is reused, included); outputs side by side
-    share theirs."""
+def _barrier_shares(barrier_steps: dict, firsts: list) -> list:
+    """Each output's share of its blocks' barriers (``firsts``: each output's
+    :func:`_first_steps`): a block walks its outputs one after another (the row
+    kernel) or side by side (the column kernel), and its threads' steps only grow, so
+    an output owns the barriers from its first step to the first step of the block's
+    next outputs (the barrier after a row, before its shared memory is reused,
+    included); outputs side by side share theirs."""
     starts = defaultdict(dict)  # (launch, block) -> output -> its first step there
-    for o, nodes in enumerate(outputs):
-        for node in nodes[1:]:
-            first = starts[(node.launch, node.block)]
-            first[o] = min(first.get(o, node.step), node.step)
-    shares = [{} for _ in outputs]
+    for o, first in enumerate(firsts):
+        for key, step in first.items():
+            starts[key][o] = step
+    shares = [{} for _ in firsts]
     for key, first in starts.items():
         begins = sorted(set(first.values()))
         for o, start in first.items():
