@@ -33,8 +33,8 @@ from numbakern.kernels.axis_reduce import AxisReduce
 from numbakern.ops.state import state_kit
 
 from . import trace as _trace
-from .trace import (ATOMIC, GLOBAL, IDENTITY, REGISTER, SHARED, SHUFFLE, BlockCounts, Trace,
-                    TraceError)
+from .trace import (ARG_OPS, ATOMIC, GLOBAL, IDENTITY, REGISTER, SHARED, SHUFFLE, BlockCounts,
+                    Trace, TraceError)
 
 
 @dataclass
@@ -293,11 +293,6 @@ def _layout_words(layout, grid, blocks, first: tuple) -> str:
         if blocks is not None and plan.blocks < blocks else ""
     return (f"{plan.kernel} kernel: {plan.blocks} block(s){asked} x {plan.threads} threads, "
             f"{who}{pieces}")
-
-
-#: the two-field ops recorded along an axis besides the one-field ones: NumPy's
-#: argmax and argmin (the first index among equals)
-ARG_OPS = {"argmax": _ops.ARGMAX, "argmin": _ops.ARGMIN}
 
 
 def _reference(op, x, axis: int, result) -> np.ndarray:

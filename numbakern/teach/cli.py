@@ -285,10 +285,9 @@ def _need_matplotlib(option: str) -> None:
 
 #: ``--op`` names: the one-field built-ins, the functions whose states of several
 #: fields ``trace.STATE_OPS`` records (var's (count, mean, M2), logsumexp's (max,
-#: scaled sum)), and argmax and argmin ((value, index) pairs: ``axis_trace.ARG_OPS``)
-_ARG_OPS = ("argmax", "argmin")
+#: scaled sum)), and argmax and argmin (their (value, index) pairs: ``trace.ARG_OPS``)
 _EXPLAIN_OPS = [name for name, o in _ops.BUILTIN.items() if o.fields == 1] + [
-    "var", "logsumexp", *_ARG_OPS]
+    "var", "logsumexp", "argmax", "argmin"]
 
 
 #: what ``explain`` takes for every strategy of a family
@@ -449,12 +448,11 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
         if len(names) > 1 and "{name}" not in figure:
             raise click.BadParameter("with a whole family (all, scans, ...), put {name} in the path",
                                      param_hint="'--figure'")
-    from .trace import STATE_OPS
+    from .trace import ARG_OPS, STATE_OPS
 
     state = STATE_OPS.get(op_name)
-    arg = op_name in _ARG_OPS
-    op = state.op if state else _ops.ARGMAX if op_name == "argmax" else \
-        _ops.ARGMIN if arg else _ops.get(op_name)
+    arg = ARG_OPS.get(op_name)
+    op = state.op if state else arg or _ops.get(op_name)
     if np.dtype(dtype).kind not in (state.kinds if state else op.kinds):
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
     if state or arg:

@@ -660,14 +660,17 @@ _ARG_LESSON = ("A state is (value, index): the {0} element it covers and where i
                "tie the smaller index (NumPy's first occurrence); a NaN counts as the {0} "
                "(NumPy's rule). arg{1} is the result's index.")
 
+#: the two-field ops ``axis_trace`` records besides the one-field ones, by ``--op``
+#: name: NumPy's argmax and argmin (the first index among equals)
+ARG_OPS = {"argmax": _ops.ARGMAX, "argmin": _ops.ARGMIN}
 #: how a state of each traced op reads, by the op's name (argmax and argmin: their
-#: (value, index) pairs, recorded along an axis by ``axis_trace``)
+#: (value, index) pairs)
 STATE_READS = {s.op.name: s.reads for s in STATE_OPS.values()} | {
-    _ops.ARGMAX.name: _arg_reads("max"), _ops.ARGMIN.name: _arg_reads("min")}
+    op.name: _arg_reads(name[3:]) for name, op in ARG_OPS.items()}
 #: what a state of each traced op is, by the op's name
 STATE_LESSONS = {s.op.name: s.lesson for s in STATE_OPS.values()} | {
-    _ops.ARGMAX.name: _ARG_LESSON.format("largest", "max"),
-    _ops.ARGMIN.name: _ARG_LESSON.format("smallest", "min")}
+    op.name: _ARG_LESSON.format("largest" if name == "argmax" else "smallest", name[3:])
+    for name, op in ARG_OPS.items()}
 
 
 # --- the entry point ----------------------------------------------------------------------
