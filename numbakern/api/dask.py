@@ -628,10 +628,9 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
     keepdims = check_flag(keepdims, "keepdims")
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(np.dtype(x.dtype), "x of dtype", name)
-    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got {np.dtype(dtype).name}")
-    from numbakern.api.reductions import _grid
+    from numbakern.api.reductions import _grid, check_float_dtype
 
+    check_float_dtype(dtype, name)
     _grid(op, strategy)
     result = _ops.numpy_mean_dtypes(np.dtype(x.dtype), dtype)[1]
     axes = normalize_axes(axis, x.ndim)
@@ -697,14 +696,13 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
     number, broadcasting to the keepdims shape): each chunk's count and sum of squared
     deviations from its block of ``mean`` (:func:`numbakern.api.reductions.deviation_sums`,
     numbakern's kernels), summed across chunks (float64), then ``finish``."""
-    from numbakern.api.reductions import _given_mean, drop_leading_ones
+    from numbakern.api.reductions import _given_mean, check_float_dtype, drop_leading_ones
 
     _check_dask(x, name)
     _refuse_out(out, name)
     keepdims = check_flag(keepdims, "keepdims")
     _ops.NAN_MOMENTS.check_dtype(np.dtype(x.dtype), "x of dtype", name)
-    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got {np.dtype(dtype).name}")
+    check_float_dtype(dtype, name)
     axes = normalize_axes(axis, x.ndim)
     kept = result_shape(x.shape, axes, True)
     scalar = axis is None and not (keepdims or skip_nan)  # as the NumPy form's

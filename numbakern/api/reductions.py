@@ -1164,15 +1164,21 @@ def check_ddof(ddof, name: str) -> None:
         raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
 
 
+def check_float_dtype(dtype, name: str) -> None:
+    """var and std's ``dtype=``: None or a float dtype (NumPy's integer ones would
+    truncate the variance), else TypeError naming ``name`` and the dtype."""
+    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
+        raise TypeError(f"{name}: dtype must be a float dtype, got "
+                        f"{_ops._as_dtype(dtype).name}")
+
+
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
               skip_nan: bool, root: bool, where=True, mean=None):
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(in_dtype, "x of dtype", name)
-    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got "
-                        f"{_ops._as_dtype(dtype).name}")
+    check_float_dtype(dtype, name)
     check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
     mask = _where(where, x.shape, name)
