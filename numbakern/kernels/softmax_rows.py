@@ -63,8 +63,10 @@ broadcast dimensions have stride 0, a causal limit from the row's query index.
 Kept kernels read vectors in the fused forward pass only (else scalars); no element,
 nor vector, wholly dropped by the causal limit is read.
 
-Numerics (no fastmath; ``math.exp``/``math.log`` are libdevice's accurate ones,
-except :func:`row_exp` for float16 and bfloat16 results): float16 loads widen to float32 and results narrow back; the maximum is always
+Numerics (no fastmath flags; ``math.log`` and float64's ``math.exp`` are libdevice's
+accurate ones, the float32 and half exps :func:`row_exp`'s, within a few units in the
+last place; float32 maxima one ``max.NaN.f32``, :func:`row_max`): float16 loads widen
+to float32 and results narrow back; the maximum is always
 subtracted; log-softmax is ``(x - max) - log(sum)``: ``x - max`` is exact for
 nearby values even at ``x = 1e7`` in float32, and the small ``log(sum)`` comes last;
 NaN-propagating maxima. A row holding NaN or +inf, or nothing but -inf, has no finite
@@ -89,6 +91,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.async_copy import async_copies, commit, copy16, wait_groups
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP, shared_capacity
+from numbakern.runtime.fastmath import exp2_ftz, max_nan
 from numbakern.runtime.views import address, skip, span_view
 
 UNROLL = 4  # loads in flight per thread in a tiled pass
@@ -137,15 +140,41 @@ else:
         return libdevice.fast_expf(x)
 
 
+HALF_LOG2E = np.float32(np.log2(np.e) / 2)
+
+
+@cuda.jit(device=True)
+def squared_exp(x):
+    r = exp2_ftz(x * HALF_LOG2E)
+    return r * r
+
+
 def row_exp(result: str):
-    """The device ``exp`` for values rounded to ``result`` (a dtype's name) in the end:
-    libdevice's accurate one, or for float16 and bfloat16 results its
-    ``__nv_fast_expf`` (``ex2.approx`` of ``x * log2(e)``: a relative error of a few
-    units of 2^-22 for the arguments a softmax takes, far under the halves' 2^-11 and
-    2^-8, in two instructions where the accurate one takes eight; results under
-    2^-126 flush to zero). The kernels of half-precision rows are bound by
-    instructions, not bytes (bench/NOTES.md). The simulator runs ``math.exp``."""
-    return fast_exp if result in HALVES else accurate_exp
+    """The device ``exp`` for values rounded to ``result`` (a dtype's name) in the end.
+
+    float16 and bfloat16: libdevice's ``__nv_fast_expf`` (``ex2.approx.ftz`` of
+    ``x * log2(e)``: a relative error of a few units of 2^-22 for the arguments a
+    softmax takes, far under the halves' 2^-11 and 2^-8; results under 2^-126 flush
+    to zero). float32: the square of ``ex2.approx.ftz(x * log2(e) / 2)``, which keeps
+    subnormal results (down to 2^-149, where the halved exponent stays above -126)
+    in three instructions where libdevice's accurate ``expf`` takes ten and its
+    ``exp2f`` five; within about ``6 + 1.2 |x|`` units in the last place (the
+    argument's rounding grows with ``|x|``, as ``x - max`` carries a rounding of that
+    size already) against ``expf``'s 2. A row alone on its multiprocessor waits on
+    these instructions (bench/NOTES.md). float64: the accurate ``exp``. The
+    simulator runs the float32 one as well, and ``math.exp`` for the halves."""
+    if result in HALVES:
+        return fast_exp
+    return squared_exp if result == "float32" else accurate_exp
+
+
+def row_max(dtype):
+    """The device maximum of two values of the compute dtype ``dtype``, NaN if either
+    is (``MAX``'s rule): one ``max.NaN.f32`` for float32, ``MAX``'s combine for
+    float64 (PTX has no NaN-propagating float64 maximum)."""
+    if np.dtype(dtype) == np.float32:
+        return max_nan
+    return MAX.device_combine()
 
 
 def storage_dtype(dtype) -> np.dtype:
@@ -488,7 +517,7 @@ def _fused_stats(plan: RowPlan, keep_exp: bool):
     exp = row_exp(plan.result)
     K = plan.per_thread
     NEG, ZERO, ONE = tc(-np.inf), tc(0), tc(1)
-    vmax = MAX.device_combine()
+    vmax = row_max(tc)
     element = _element_index(plan)
 
     # Four independent chains a thread, not one of K: a row held in registers is
@@ -567,7 +596,7 @@ def _tiled_stats(plan: RowPlan, load=None):
     exp = row_exp(plan.result)
     G = plan.group
     NEG, ZERO = tc(-np.inf), tc(0)
-    vmax = MAX.device_combine()
+    vmax = row_max(tc)
     load = load or _masked_loader(_widener(plan), NEG)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
@@ -1428,7 +1457,7 @@ def online_folder(dtype, length: int, exp=accurate_exp):
     ``exp``: the device exp, :func:`row_exp`'s for the result's dtype."""
     tc = np.dtype(dtype)
     tc_t, NEG = from_dtype(tc), tc.type(-np.inf)
-    vmax = MAX.device_combine()
+    vmax = row_max(tc)
 
     @cuda.jit(device=True)
     def fold(m, s, v, valid):
@@ -1477,7 +1506,7 @@ def _vector_tiled_stats(plan: RowPlan):
         return stats
     red_max = _allreduce(plan, plan.max_block, MAX)
     red_sum = _allreduce(plan, plan.sum_block, SUM)
-    vmax = MAX.device_combine()
+    vmax = row_max(tc)
 
     @cuda.jit(device=True)
     def stats(xr, xf, first, head, count, lane, n, sh):
@@ -1694,7 +1723,7 @@ def _staged_stats(plan: RowPlan):
     tc_t, _, tc = _numba_types(plan)
     G, W = plan.group, plan.vector
     NEG, ZERO = tc(-np.inf), tc(0)
-    widen, exp, vmax = _widener(plan), row_exp(plan.result), MAX.device_combine()
+    widen, exp, vmax = _widener(plan), row_exp(plan.result), row_max(tc)
     vload = vector_loader(W)
     if plan.normalizer == "online":
         red_pair = _allreduce(plan, plan.sum_block, plan.pair_op)
