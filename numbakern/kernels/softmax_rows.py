@@ -130,17 +130,12 @@ def accurate_exp(x):
     return math.exp(x)
 
 
-if SIMULATOR:
-    fast_exp = accurate_exp
-else:
-    from numba.cuda import libdevice
-
-    @cuda.jit(device=True)
-    def fast_exp(x):
-        return libdevice.fast_expf(x)
+LOG2E, HALF_LOG2E = np.float32(np.log2(np.e)), np.float32(np.log2(np.e) / 2)
 
 
-HALF_LOG2E = np.float32(np.log2(np.e) / 2)
+@cuda.jit(device=True)
+def flushing_exp(x):
+    return exp2_ftz(x * LOG2E)
 
 
 @cuda.jit(device=True)
@@ -152,20 +147,19 @@ def squared_exp(x):
 def row_exp(result: str):
     """The device ``exp`` for values rounded to ``result`` (a dtype's name) in the end.
 
-    float16 and bfloat16: libdevice's ``__nv_fast_expf`` (``ex2.approx.ftz`` of
-    ``x * log2(e)``: a relative error of a few units of 2^-22 for the arguments a
-    softmax takes, far under the halves' 2^-11 and 2^-8; results under 2^-126 flush
-    to zero). float32: the square of ``ex2.approx.ftz(x * log2(e) / 2)``, which keeps
-    subnormal results (down to 2^-149, where the halved exponent stays above -126)
-    in three instructions where libdevice's accurate ``expf`` takes ten and its
-    ``exp2f`` five; within about ``6 + 1.2 |x|`` units in the last place (the
-    argument's rounding grows with ``|x|``, as ``x - max`` carries a rounding of that
-    size already) against ``expf``'s 2. A row alone on its multiprocessor waits on
-    these instructions (bench/NOTES.md). float64: the accurate ``exp``. The
-    simulator runs the float32 one as well, and ``math.exp`` for the halves."""
-    if result in HALVES:
-        return fast_exp
-    return squared_exp if result == "float32" else accurate_exp
+    float32 and bfloat16: the square of ``ex2.approx.ftz(x * log2(e) / 2)``, which
+    keeps subnormal results (down to 2^-149, where the halved exponent stays above
+    -126) in three instructions where libdevice's accurate ``expf`` takes ten and its
+    ``exp2f`` five; within about ``6 + 1.2 |x|`` units in the last place of float32
+    (the argument's rounding grows with ``|x|``, as ``x - max`` carries a rounding of
+    that size already) against ``expf``'s 2. float16: ``ex2.approx.ftz(x * log2(e))``,
+    two instructions; what it flushes (results under 2^-126) rounds to zero in float16
+    anyway. A row alone on its multiprocessor waits on these instructions
+    (bench/NOTES.md). float64: the accurate ``exp``. The simulator runs the same
+    arithmetic (:mod:`numbakern.runtime.fastmath`)."""
+    if result == "float16":
+        return flushing_exp
+    return squared_exp if result in ("float32", "bfloat16") else accurate_exp
 
 
 def row_max(dtype):

@@ -2,9 +2,9 @@
 
 ``exp2_ftz(t)``: ``ex2.approx.ftz.f32``, 2^t in one ``MUFU.EX2`` (PTX ISA, "Floating
 Point Instructions: ex2"; relative error at most 2^-22 or so, results under 2^-126
-flushed to zero). libdevice's ``exp2f`` is the same instruction without the flush,
-which costs a compare and two predicated multiplies around it to keep subnormal
-results; ``fast_expf`` flushes but multiplies by log2(e) itself.
+flushed to zero). libdevice's ``exp2f`` and ``fast_expf`` (``exp2f(x * log2(e))``)
+give ``ex2.approx.f32``, without the flush, which costs a compare and two predicated
+multiplies around it to keep subnormal results.
 
 ``max_nan(a, b)``: ``max.NaN.f32`` (sm_80 and later), the larger of ``a`` and ``b``,
 NaN if either is NaN, +0 above -0: one ``FMNMX.NAN`` where ``a if a > b or a != a
