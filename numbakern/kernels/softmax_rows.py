@@ -91,7 +91,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.async_copy import async_copies, commit, copy16, wait_groups
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP, shared_capacity
-from numbakern.runtime.fastmath import exp2_ftz, max_nan
+from numbakern.runtime.fastmath import MAX_NAN_CAPABILITY, exp2_ftz, max_nan
 from numbakern.runtime.views import address, skip, span_view
 
 UNROLL = 4  # loads in flight per thread in a tiled pass
@@ -164,11 +164,17 @@ def row_exp(result: str):
 
 def row_max(dtype):
     """The device maximum of two values of the compute dtype ``dtype``, NaN if either
-    is (``MAX``'s rule): one ``max.NaN.f32`` for float32, ``MAX``'s combine for
-    float64 (PTX has no NaN-propagating float64 maximum)."""
-    if np.dtype(dtype) == np.float32:
+    is (``MAX``'s rule): one ``max.NaN.f32`` for float32 on a device of sm_80 or
+    later and under the simulator, else ``MAX``'s combine (PTX has no NaN-propagating
+    float64 maximum, nor a float32 one before sm_80)."""
+    if np.dtype(dtype) == np.float32 and (SIMULATOR or _capability() >= MAX_NAN_CAPABILITY):
         return max_nan
     return MAX.device_combine()
+
+
+def _capability() -> tuple[int, int]:
+    """The compute capability of the device the kernels are built for now."""
+    return tuple(cuda.get_current_device().compute_capability)
 
 
 def storage_dtype(dtype) -> np.dtype:
@@ -1661,7 +1667,7 @@ def row_stager(plan: RowPlan, fold):
 def async_staging() -> bool:
     """Whether the kernels built now may stage rows by ``cp.async``: on a device of
     sm_80 or later, and under the simulator (whose copies are slice assignments)."""
-    return SIMULATOR or async_copies(tuple(cuda.get_current_device().compute_capability))
+    return SIMULATOR or async_copies(_capability())
 
 
 def _async_stager(plan: RowPlan, fold):

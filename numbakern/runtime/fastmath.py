@@ -6,7 +6,8 @@ flushed to zero). libdevice's ``exp2f`` and ``fast_expf`` (``exp2f(x * log2(e))`
 give ``ex2.approx.f32``, without the flush, which costs a compare and two predicated
 multiplies around it to keep subnormal results.
 
-``max_nan(a, b)``: ``max.NaN.f32`` (sm_80 and later), the larger of ``a`` and ``b``,
+``max_nan(a, b)``: ``max.NaN.f32`` (sm_80 and later: :data:`MAX_NAN_CAPABILITY`;
+PTX for an older device that holds it does not assemble), the larger of ``a`` and ``b``,
 NaN if either is NaN, +0 above -0: one ``FMNMX.NAN`` where ``a if a > b or a != a
 else b`` (numbakern's ``MAX`` combine, the same NaN rule) takes a compare, a NaN
 test and a select.
@@ -20,6 +21,9 @@ from __future__ import annotations
 import math
 
 from numba.cuda.core import config
+
+#: the first compute capability with ``max.NaN``
+MAX_NAN_CAPABILITY = (8, 0)
 
 if config.ENABLE_CUDASIM:
 

@@ -78,3 +78,15 @@ def test_float32_row_exp_within_its_documented_ulps_subnormals_kept(backend):
     assert np.all(np.abs(got - want) <= bound)
     assert (got[(x[finite] < -87.4) & (x[finite] > -103)] > 0).all()  # subnormals kept
     assert every[x == -np.inf] == 0 and np.isnan(every[np.isnan(x)]).all()
+
+
+def test_row_max_is_max_nan_for_float32_from_sm_80_and_the_combine_otherwise(monkeypatch):
+    from numbakern.kernels import softmax_rows
+    from numbakern.ops import MAX
+
+    monkeypatch.setattr(softmax_rows, "SIMULATOR", False)
+    for capability, float32_max in [((9, 0), max_nan), ((8, 0), max_nan),
+                                    ((7, 5), MAX.device_combine())]:
+        monkeypatch.setattr(softmax_rows, "_capability", lambda c=capability: c)
+        assert softmax_rows.row_max(np.float32) is float32_max
+        assert softmax_rows.row_max(np.float64) is MAX.device_combine()
