@@ -1,8 +1,9 @@
 """Two float32 PTX instructions Numba has no name for, for the row kernels' inner loops.
 
 ``exp2_ftz(t)``: ``ex2.approx.ftz.f32``, 2^t in one ``MUFU.EX2`` (PTX ISA, "Floating
-Point Instructions: ex2"; relative error at most 2^-22 or so, results under 2^-126
-flushed to zero). libdevice's ``exp2f`` and ``fast_expf`` (``exp2f(x * log2(e))``)
+Point Instructions: ex2"; within 2 units in the last place, as CUDA's math library
+documents its ``exp2f``, which is this instruction; results under 2^-126 flushed to
+zero). libdevice's ``exp2f`` and ``fast_expf`` (``exp2f(x * log2(e))``)
 give ``ex2.approx.f32``, without the flush, which costs a compare and two predicated
 multiplies around it to keep subnormal results.
 
