@@ -153,8 +153,8 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
             bottom-right when queries and keys differ (FlashAttention's, torch's
             ``causal_lower_right``), no mask array made; ``axis`` must be the last.
             With ``mask``, an element is kept when both keep it.
-        scale: a finite real number multiplying ``x`` before the maximum
-            (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
+        scale: a finite real number (or a 0-d array of one) multiplying ``x`` before
+            the maximum (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
         max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
             name from ``numbakern.strategies.available("block")`` or a
             :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
@@ -334,9 +334,12 @@ def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
 
 
 def _scale(scale) -> float:
-    """``scale=`` checked: a finite real number (None: 1)."""
+    """``scale=`` checked: a finite real number, a 0-d array of one included (None:
+    1)."""
     if scale is None:
         return 1.0
+    if isinstance(scale, np.ndarray) and scale.ndim == 0:
+        scale = scale[()]
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale must be a real number, got {scale!r}")
     try:

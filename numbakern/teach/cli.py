@@ -201,7 +201,9 @@ def _variants(op, names) -> list:
               help=f"N or ROWSxCOLS. {_compare.default_sizes()} cross_entropy: ROWS of "
                    f"COLS classes; topk: k={_compare.TOPK_K} (at most the axis' length) "
                    "along the last axis. causal_softmax: ROWS a multiple of COLS are "
-                   "heads of COLS x COLS scores (65536x2048: 32 heads of 2048 keys).")
+                   "heads of COLS x COLS scores (65536x2048: 32 heads of 2048 keys); "
+                   "other ROWS are one matrix of ROWS queries and COLS keys, its causal "
+                   "limit aligned bottom-right.")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Default float32 (int32 for xor_sum and bincount: integers only).")
 @click.option("-s", "--strategy", "strategies", multiple=True,

@@ -360,10 +360,17 @@ def test_a_replayed_call_reads_the_new_mask_and_scale():
     (lambda x: nk.softmax(x, scale=10**400), ValueError, "scale must be finite"),
     (lambda x: nk.softmax(x, scale="2"), TypeError, "scale must be a real number"),
     (lambda x: nk.softmax(x, scale=True), TypeError, "scale must be a real number"),
+    (lambda x: nk.softmax(x, scale=np.ones(2)), TypeError, "scale must be a real number"),
+    (lambda x: nk.softmax(x, scale=np.array(np.inf)), ValueError, "scale must be finite"),
 ])
 def test_bad_arguments_raise_clearly(call, error, match):
     with pytest.raises(error, match=match):
         call(logits((2, 5)))
+
+
+def test_a_zero_dimensional_array_scale_is_its_number():
+    x = logits((2, 5))
+    np.testing.assert_array_equal(nk.softmax(x, scale=np.array(0.5)), nk.softmax(x, scale=0.5))
 
 
 def test_dask_refuses_mask_causal_and_scale():
