@@ -11,7 +11,8 @@ a 256-byte aligned base), compiles the kernel for sm_90, and prints the plan
 and threads a multiprocessor holds by those registers, and the 16-byte loads
 (``LDG.E.128``) in the SASS: with the threads they give the bytes in flight a
 multiprocessor can have. Needs what ``bench/ptx_half.py`` needs (NVVM, ptxas,
-nvdisasm).
+nvdisasm). ``--keep``'s listings go to ``bench/sass_loops.py``: the instructions of
+each loop, by opcode.
 """
 
 from __future__ import annotations
