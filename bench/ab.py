@@ -7,6 +7,8 @@ share one), alternating to let drift show:
     PYTHONPATH=.        python bench/ab.py --label after  --json after-1.json
     python bench/ab.py --table before-1.json after-1.json before-2.json after-2.json
 
+The table's last column is the second label's best time over the first's.
+
 Each case is a whole call on CuPy input (host time included, as a user waits),
 timed by CUDA events: 3 warm-up calls, then the median of 30. Nothing here imports
 numbakern's internals, so the script runs against any tree.
@@ -117,15 +119,18 @@ def run(label: str, path: str, only: tuple = ("",)) -> None:
 
 
 def table(paths: list[str]) -> None:
+    """Each case's times, one column a file, and the best time of the second label
+    over the first's (the labels in the order the files give them)."""
     runs = [json.load(open(p)) for p in paths]
-    labels = sorted({r["label"] for r in runs})
+    labels = list(dict.fromkeys(r["label"] for r in runs))
+    first, second = (labels + labels)[:2]
     print(f"{'case':<34}" + "".join(f"{r['label'] + ' ' + str(i):>14}"
-                                     for i, r in enumerate(runs, 1)) + "   after/before")
+                                     for i, r in enumerate(runs, 1)) +
+          f"   {second}/{first}")
     for name in runs[0]["ms"]:
         best = {lab: min(r["ms"][name] for r in runs if r["label"] == lab) for lab in labels}
-        ratio = best.get("after", float("nan")) / best.get("before", float("nan"))
         print(f"{name:<34}" + "".join(f"{r['ms'][name]:14.4f}" for r in runs) +
-              f"   {ratio:12.3f}")
+              f"   {best[second] / best[first]:12.3f}")
 
 
 if __name__ == "__main__":
