@@ -29,7 +29,7 @@ from numbakern import ops as _ops
 from numbakern.core.arrays import Workspace
 from numbakern.core.jobs import ReduceJob
 from numbakern.core.layout import reduce_layout
-from numbakern.kernels.axis_reduce import AxisReduce
+from numbakern.kernels.axis_reduce import AxisReduce, row_vector_width
 from numbakern.ops.state import state_kit
 
 from . import trace as _trace
@@ -149,7 +149,8 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
     launch.threads = first[2]  # the planner's block, not the strategy's
     starts = [_first_steps(rec, k) for k in kept]
     shares = _barrier_shares(launch.barrier_steps, starts)
-    outputs = [_output(launch, rec, k, r, v, o, axis, shares[o], starts[o])
+    vector = _vector_loads(layout, grid, blocks)
+    outputs = [_output(launch, rec, k, r, v, o, axis, shares[o], starts[o], vector)
                for o, (k, r, v) in enumerate(zip(kept, roots, values))]
     return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks, first), outputs,
                      launch, _reference(op, x, axis, result))
@@ -181,14 +182,15 @@ def _first_steps(rec, kept: list) -> dict:
 
 
 def _output(launch: Trace, rec, kept: list, root: int, value, k: int, axis: int,
-            barriers: dict, first: dict) -> Trace:
+            barriers: dict, first: dict, vector) -> Trace:
     """Output ``k``'s own Trace: the nodes ``kept`` renumbered, its elements named by
-    their place in x, ``barriers`` its share of its blocks' (:func:`_barrier_shares`).
+    their place in x and the 16-byte load that brought them (``vector``:
+    :func:`_vector_loads`), ``barriers`` its share of its blocks' (:func:`_barrier_shares`).
     Steps count from the output's ``first`` in each block (:func:`_first_steps`: a
     block's later rows start where its earlier ones ended), so its thread reduce is
     step 0, as a whole array's."""
     number = {old: new for new, old in enumerate(kept)}
-    nodes = [_renumbered(rec.nodes[old], number, k, axis, first) for old in kept]
+    nodes = [_renumbered(rec.nodes[old], number, k, axis, first, vector) for old in kept]
     stores = [(number[tag], launch_, block, thread, step - first.get((launch_, block), 0),
                slot) for tag, launch_, block, thread, step, slot in rec.stores
               if tag in number]
@@ -257,14 +259,44 @@ def _barrier_shares(barrier_steps: dict, firsts: list) -> list:
     return shares
 
 
-def _renumbered(node, number: dict, k: int, axis: int, first: dict):
+def _renumbered(node, number: dict, k: int, axis: int, first: dict, vector):
     detail = node.detail
     if node.kind == "element":
         i = next(iter(node.cover))
         detail = f"x[{k}, {i}]" if axis == 1 else f"x[{i}, {k}]"
+        loaded = vector(k, i)
+        if loaded:  # (bytes, lo, hi): x's elements lo..hi-1 along its rows, one load
+            size, lo, hi = loaded
+            run = f"x[{k}, {lo}:{hi}]" if axis == 1 else f"x[{i}, {lo}:{hi}]"
+            detail += f" in {'an' if size == 8 else 'a'} {size}-byte load of {run}"
     step = node.step - first.get((node.launch, node.block), 0)
     return dataclasses.replace(node, id=number[node.id], step=step, detail=detail,
                                args=tuple(number[a] for a in node.args))
+
+
+def _vector_loads(layout, grid, blocks):
+    """``vector(k, i)``: ``(bytes, lo, hi)`` when element ``i`` of output ``k`` came in
+    one vector load of x's elements ``lo .. hi - 1`` along its rows, else None (a load
+    of its own), as the planner laid the kernel out: tiny rows (a row a load), the
+    column kernel (a thread's ``plan.width`` adjacent outputs a load) and the row
+    kernel (whole 16-byte vectors of an aligned row inside a piece,
+    ``vector_row_reducer``; the elements outside them one at a time)."""
+    if not isinstance(layout, AxisReduce):
+        n, size = layout.count, layout.av.view.dtype.itemsize
+        return lambda k, i: (n * size, 0, n)
+    plan, size = layout.plan(grid.block, blocks), layout.dtype.itemsize
+    if plan.kernel == "column":
+        w = plan.width
+        return lambda k, i: (w * size, k - k % w, k - k % w + w) if w > 1 else None
+    w = row_vector_width(layout.av, layout.dtype, layout.ordered) \
+        if layout.mask is None else 0
+
+    def vector(k, i):
+        start = i // plan.chunk * plan.chunk
+        stop, lo = min(start + plan.chunk, layout.count), i - i % w if w else 0
+        return (w * size, lo, lo + w) if w and start <= lo and lo + w <= stop else None
+
+    return vector
 
 
 def _layout_words(layout, grid, blocks, first: tuple) -> str:

@@ -58,6 +58,26 @@ def test_an_outputs_tree_names_its_own_elements():
     assert "x[:, 7]" in text and "x[4, 7]" in text and "x[4, 6]" not in text
 
 
+@simulator_only
+def test_elements_name_the_vector_load_that_brought_them():
+    # the vector column kernel: a thread's adjacent outputs in one 16-byte load
+    columns = trace_axis_reduce(ints((6, 8)), 0, "sum", "two_pass/warp_shuffle")
+    text = _text(explain.tree(columns.outputs[6], limit=64))
+    assert "x[2, 6] in a 16-byte load of x[2, 4:8]" in text
+    wide = trace_axis_reduce(ints((6, 8), dtype=np.float64), 0, "sum", "two_pass/warp_shuffle")
+    assert "x[2, 6] in a 16-byte load of x[2, 6:8]" in _text(explain.tree(wide.outputs[6]))
+    # rows that start 16-byte aligned: whole vectors; rows of 33 do not, nor columns
+    # that are not whole vectors: each element a load of its own
+    rows = trace_axis_reduce(ints((3, 32)), 1, "sum", "two_pass/warp_shuffle")
+    text = _text(explain.tree(rows.outputs[1], limit=64))
+    assert "x[1, 6] in a 16-byte load of x[1, 4:8]" in text
+    for shape, axis in [((3, 33), 1), ((33, 3), 0)]:
+        alone = trace_axis_reduce(ints(shape), axis, "sum", "two_pass/warp_shuffle")
+        assert "byte load" not in _text(explain.tree(alone.outputs[1], limit=64))
+    tiny = trace_axis_reduce(ints((5, 2)), 1, "sum", "two_pass/warp_shuffle")
+    assert "x[3, 1] in an 8-byte load of x[3, 0:2]" in _text(explain.tree(tiny.outputs[3]))
+
+
 def _text(renderable) -> str:
     from rich.console import Console
 
