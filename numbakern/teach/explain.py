@@ -372,9 +372,11 @@ def _source(trace: Trace, i: int) -> tuple[int, str]:
 def draw(trace: Trace, path: str) -> None:
     """Draw the result's combine tree to ``path`` (``.png`` or ``.svg``).
 
-    Columns are threads (blocks side by side; a last column for the output when
-    atomics fold into it), rows are steps, launch after launch. Large circles are
-    joins, small dots combines with the identity (a state passing through).
+    Columns are threads (blocks side by side, those whose threads made the drawn
+    states: one output of a reduction along an axis shows its own blocks, not the
+    launch's; a last column for the output when atomics fold into it), rows are
+    steps, launch after launch. Large circles are joins, small dots combines with the
+    identity (a state passing through).
     """
     import matplotlib
 
@@ -384,7 +386,9 @@ def draw(trace: Trace, path: str) -> None:
 
     nodes = [n for n in trace.nodes if _drawn(trace, n)]
     combines = [n for n in nodes if n.kind == "combine"]
-    cols = max(blocks * threads for _, blocks, threads in trace.launches)
+    shown = drawn_blocks(trace)
+    place = {b: i for i, b in enumerate(shown)}  # a block's column group
+    cols = len(shown) * trace.threads
     out_col = cols + 1
     atomics = [n.id for n in combines if n.via == ATOMIC]
 
@@ -398,7 +402,7 @@ def draw(trace: Trace, path: str) -> None:
         if n.kind == "element":
             (i,) = n.cover
             return (i + 0.5) * cols / trace.n - 0.5, 0
-        x = out_col if n.via == ATOMIC else n.block * trace.threads + n.thread
+        x = out_col if n.via == ATOMIC else place[n.block] * trace.threads + n.thread
         return x, row[key(n)]
 
     # at most 14 inches (1120 px at 80 dpi) wide, whatever the threads and blocks
@@ -426,7 +430,7 @@ def draw(trace: Trace, path: str) -> None:
             ax.plot(x, y, ".", color="#9e9e9e", ms=3 * mark, zorder=2)
     _mark_result(ax, trace, xy, cols)
     _mark_barriers(ax, trace, keys, row, cols)
-    _frame(ax, trace, keys, row, cols, out_col)
+    _frame(ax, trace, keys, row, shown, out_col)
     handles = [Line2D([], [], color=VIA_COLOUR[v], label=v) for v in VIA_COLOUR if v in used]
     handles += [Line2D([], [], marker="o", ls="", color=VIA_COLOUR[REGISTER], label="join"),
                 Line2D([], [], marker=".", ls="", color="#9e9e9e",
@@ -436,6 +440,13 @@ def draw(trace: Trace, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
+
+
+def drawn_blocks(trace: Trace) -> list[int]:
+    """The blocks :func:`draw` gives columns to: those whose threads made a drawn
+    state (not an atomic into the output), in order."""
+    return sorted({n.block for n in trace.nodes if _drawn(trace, n)
+                   and n.kind == "combine" and n.via != ATOMIC}) or [0]
 
 
 def _mark_result(ax, trace, xy, cols) -> None:
@@ -481,12 +492,14 @@ def row_labels(trace: Trace) -> list[str]:
         for k in sorted(first)]
 
 
-def _frame(ax, trace, keys, row, cols, out_col) -> None:
+def _frame(ax, trace, keys, row, shown, out_col) -> None:
+    """Row labels, a column group a block of ``shown`` (their numbers), warp lines."""
     labels = row_labels(trace)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ticks = [b * trace.threads + trace.threads / 2 - 0.5 for b in range(cols // trace.threads)]
-    names = [f"block {b}" for b in range(len(ticks))]
+    cols = len(shown) * trace.threads
+    ticks = [i * trace.threads + trace.threads / 2 - 0.5 for i in range(len(shown))]
+    names = [f"block {b}" for b in shown]
     for b in range(1, len(ticks)):
         ax.axvline(b * trace.threads - 0.5, color="#9e9e9e", lw=0.9, zorder=0)
     if any(k[2] for k in keys):

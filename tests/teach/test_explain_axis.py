@@ -14,6 +14,7 @@ import numbakern
 from numbakern.teach import axis_trace, explain
 from numbakern.teach.axis_trace import trace_axis_reduce
 from numbakern.teach.cli import cli
+from numbakern.teach.trace import trace_reduce
 
 simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
                                     reason="tracing runs under the simulator")
@@ -76,6 +77,17 @@ def test_elements_name_the_vector_load_that_brought_them():
         assert "byte load" not in _text(explain.tree(alone.outputs[1], limit=64))
     tiny = trace_axis_reduce(ints((5, 2)), 1, "sum", "two_pass/warp_shuffle")
     assert "x[3, 1] in an 8-byte load of x[3, 0:2]" in _text(explain.tree(tiny.outputs[3]))
+
+
+@simulator_only
+def test_an_outputs_figure_draws_its_own_blocks(tmp_path):
+    rows = trace_axis_reduce(ints((3, 72)), 1, "sum", "two_pass/warp_shuffle", blocks=2)
+    assert rows.launch.launches[0][1] == 2  # the launch had two blocks
+    assert [explain.drawn_blocks(out) for out in rows.outputs] == [[0], [1], [0]]
+    explain.draw(rows.outputs[1], str(tmp_path / "row.png"))
+    assert (tmp_path / "row.png").stat().st_size > 0
+    whole = trace_reduce(ints(200), "sum", "two_pass/warp_shuffle", blocks=2)
+    assert explain.drawn_blocks(whole) == [0, 1]  # a whole array: every block
 
 
 def _text(renderable) -> str:
