@@ -149,11 +149,12 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
     launch.threads = first[2]  # the planner's block, not the strategy's
     starts = [_first_steps(rec, k) for k in kept]
     shares = _barrier_shares(launch.barrier_steps, starts)
-    vector = _vector_loads(layout, grid, blocks)
+    plan = layout.plan(grid.block, blocks)  # as the grid strategy planned the run
+    vector = _vector_loads(layout, plan)
     outputs = [_output(launch, rec, k, r, v, o, axis, shares[o], starts[o], vector)
                for o, (k, r, v) in enumerate(zip(kept, roots, values))]
-    return AxisTrace(x.shape, axis, _layout_words(layout, grid, blocks, first), outputs,
-                     launch, _reference(op, x, axis, result))
+    return AxisTrace(x.shape, axis, _layout_words(layout, plan, grid, blocks, first),
+                     outputs, launch, _reference(op, x, axis, result))
 
 
 def _root(rec, out, k: int) -> int:
@@ -274,17 +275,18 @@ def _renumbered(node, number: dict, k: int, axis: int, first: dict, vector):
                                args=tuple(number[a] for a in node.args))
 
 
-def _vector_loads(layout, grid, blocks):
+def _vector_loads(layout, plan):
     """``vector(k, i)``: ``(bytes, lo, hi)`` when element ``i`` of output ``k`` came in
     one vector load of x's elements ``lo .. hi - 1`` along its rows, else None (a load
     of its own), as the planner laid the kernel out: tiny rows (a row a load), the
     column kernel (a thread's ``plan.width`` adjacent outputs a load) and the row
     kernel (whole 16-byte vectors of an aligned row inside a piece,
-    ``vector_row_reducer``; the elements outside them one at a time)."""
+    ``vector_row_reducer``; the elements outside them one at a time); ``plan``: the
+    layout's."""
     if not isinstance(layout, AxisReduce):
         n, size = layout.count, layout.av.view.dtype.itemsize
         return lambda k, i: (n * size, 0, n)
-    plan, size = layout.plan(grid.block, blocks), layout.dtype.itemsize
+    size = layout.dtype.itemsize
     if plan.kernel == "column":
         w = plan.width
         return lambda k, i: (w * size, k - k % w, k - k % w + w) if w > 1 else None
@@ -299,16 +301,16 @@ def _vector_loads(layout, grid, blocks):
     return vector
 
 
-def _layout_words(layout, grid, blocks, first: tuple) -> str:
-    """The planner's choice for this layout, as ``explain`` prints it (``first``: the
-    recording's first combining launch, ``(kernel, blocks, threads)``)."""
+def _layout_words(layout, plan, grid, blocks, first: tuple) -> str:
+    """The planner's choice for this layout (its ``plan``), as ``explain`` prints it
+    (``first``: the recording's first combining launch, ``(kernel, blocks,
+    threads)``)."""
     if not isinstance(layout, AxisReduce):  # TinyRows: rows of one vector each
         name, grid_blocks, threads = first
         row = layout.width * layout.av.view.dtype.itemsize
         return (f"{name}: {grid_blocks} block(s) x {threads} threads, a thread and one "
                 f"{row}-byte load a row (rows of one aligned vector, back to back: no "
                 f"threads combine, no block strategy)")
-    plan = layout.plan(grid.block, blocks)
     if plan.kernel == "row":
         who = f"{plan.lanes} threads a row, combined by the block strategy"
     else:  # plan.lanes: the outputs side by side in a block (vectors of them, width > 1)
