@@ -104,6 +104,12 @@ def tile_vectors(plan) -> int:
     that would hold more than :data:`TILE_ELEMENTS` (float16's vectors of eight halves
     widen to sixteen float32 registers each pair)."""
     return max(1, min(VECTORS, TILE_ELEMENTS // plan.vector))
+# Vectors a lane of a staged forward row holds in registers (RowPlan.held): float32
+# rows, a 512-thread block a multiprocessor, half a lane's share of a row of 32768 (32
+# more registers a thread, 96 of 128); half rows staged three blocks a multiprocessor
+# (256 threads, 85 registers a thread), a quarter (16 more, 80).
+HELD = 8
+HALF_HELD = 4
 MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
 
 FORWARD = ("softmax", "log_softmax")
@@ -221,6 +227,9 @@ class RowPlan:
             (``runtime/async_copy.py``: all of a thread's vectors in flight at once,
             no register holding them) where the device has it, else through
             registers, four vectors in flight (:func:`row_stager`).
+        held: vectors a lane of a staged forward row holds in registers
+            (:func:`held_vectors`), the rest staged: :data:`HELD` or
+            :data:`HALF_HELD` where registers are to spare (:func:`held_count`).
     """
 
     kind: str
@@ -239,6 +248,7 @@ class RowPlan:
     lanes: int = WARP
     staged: bool = False
     async_copy: bool = False
+    held: int = 0
 
     @property
     def result(self) -> str:
@@ -284,7 +294,8 @@ class RowPlan:
         :data:`VECTORS` vectors (float64 forward: 102-116 with ptxas 13.0).
         """
         if not self.fused:
-            return (120 if self.vector else 96) if self.compute == "float64" else 64
+            tiled = (120 if self.vector else 96) if self.compute == "float64" else 64
+            return tiled + self.held * VECTOR_BYTES // 4
         halves = {self.dtype, self.result} & {"float16", "bfloat16"}
         base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
         base += 8 if self.kind in BACKWARD else 0
@@ -324,7 +335,7 @@ class RowPlan:
         blocks = tuple(b.key if b is not None else None for b in (self.max_block, self.sum_block))
         return ("rowwise", self.kind, self.normalizer, self.pair_op, self.layout, self.threads,
                 self.per_thread, blocks, self.dtype, self.vector, self.out, self.keep,
-                self.packed, self.lanes, self.staged, self.async_copy)
+                self.packed, self.lanes, self.staged, self.async_copy, self.held)
 
 
 def kernel_for(plan: RowPlan):
@@ -1581,8 +1592,14 @@ def row_stage_bytes(n: int, vector: int) -> int:
 
 def stage_shared(plan: RowPlan, n: int) -> int:
     """Bytes of dynamic shared memory a block of ``plan`` (its ``vector`` set) takes
-    for rows of ``n``: :func:`row_stage_bytes` for a staged plan, else none."""
-    return row_stage_bytes(n, plan.vector) if plan.staged else 0
+    for rows of ``n``: :func:`row_stage_bytes` for a staged plan, less the vectors
+    its lanes hold in registers (:attr:`RowPlan.held`), else none. What shared memory
+    leaves of a multiprocessor's 256 KiB is its L1, which every load in flight needs
+    a line of: the held vectors' loads stall on a small one (bench/NOTES.md, "Split
+    staging")."""
+    if not plan.staged:
+        return 0
+    return max(row_stage_bytes(n, plan.vector) - plan.held * plan.group * VECTOR_BYTES, 0)
 
 
 def stage_bytes(blocks: int = 2) -> int:
@@ -1596,6 +1613,31 @@ def stage_bytes(blocks: int = 2) -> int:
     return min(per_block, per_multiprocessor // blocks - 2048)
 
 
+def three_blocks(n: int, vector: int) -> bool:
+    """Whether three blocks' staged rows of ``n`` fit a multiprocessor's shared
+    memory (three blocks of 256 threads then share it: :func:`staged_threads`)."""
+    return row_stage_bytes(n, vector) <= stage_bytes(3)
+
+
+def held_count(kind: str, dtype: str, n: int) -> int:
+    """Vectors a lane of a staged row of ``n`` ``dtype`` elements holds in registers
+    (:attr:`RowPlan.held`): forward rows only. A float32 row takes a multiprocessor
+    alone (:data:`HELD`); half rows three blocks of 256 threads to one where they fit
+    (:data:`HALF_HELD`), none where two blocks of 512 leave no registers to spare.
+    Each held vector is one shared-memory write and two reads fewer, and room for
+    the L1 that loads in flight need. On the H200 (bench/NOTES.md, "Split
+    staging") float32 softmax (4096, 32768) took 0.290 ms against 0.304 staged
+    whole, (8192, 50257) 0.834 against 0.851, float16 (4096, 32768) 0.152-0.154
+    against 0.162-0.166."""
+    if kind not in FORWARD:
+        return 0
+    if dtype == "float32":
+        return HELD
+    if dtype in HALVES and three_blocks(n, VECTOR_BYTES // 2):
+        return HALF_HELD
+    return 0
+
+
 def staged_threads(kind: str, n: int, vector: int) -> int:
     """Threads a block of a staged row of ``n`` elements (``vector`` a 16-byte
     vector): 256 where three blocks' rows fit a multiprocessor's shared memory, so
@@ -1607,7 +1649,7 @@ def staged_threads(kind: str, n: int, vector: int) -> int:
     one row a multiprocessor, 0.417 at 1024 against 0.473 at 512 (bench/NOTES.md,
     "Staged half rows", "Staged float32 rows")."""
     need = row_stage_bytes(n, vector)
-    if need <= stage_bytes(3):
+    if three_blocks(n, vector):
         return 256
     return 1024 if kind == "log_softmax_backward" and need > stage_bytes(2) else 512
 
@@ -1629,29 +1671,37 @@ def four_vectors(plan: RowPlan):
 
 
 def row_stager(plan: RowPlan, fold):
-    """Device function ``stage_row(sv, af, first, lane, count, state) -> state``: this
-    lane's vectors of a row (``j = lane, lane + G, ...`` of ``count``, from ``af``'s
-    vector ``first``) into slot ``j`` of the shared array ``sv``, each folded into
-    ``state`` by ``fold(state, vector)``. By ``cp.async`` where the plan asks for it
-    and the device has it (:func:`_async_stager`); else through registers, each
-    vector folded as it arrives. Four loads are issued before the first store: a
-    store to shared memory could alias a later load for all the compiler knows, so
-    it would not hoist them."""
+    """Device functions ``issue(sv, af, first, start, count)`` and ``drain(sv, af,
+    first, start, count, state) -> state`` that bring this lane's vectors of a row
+    (``j = start, start + G, ...`` below ``count``, vector 0 being ``af``'s vector
+    ``first``) into slot ``j - held * G`` of the shared array ``sv`` (the vectors
+    before those the lanes hold in registers: :func:`held_vectors`), each folded into
+    ``state`` by ``fold(state, vector)``: ``issue`` starts the copies, ``drain``
+    folds what they brought, so the caller may fold vectors it holds in registers
+    in between. By ``cp.async`` where the plan asks for it and the device has it
+    (:func:`_async_stager`); else ``issue`` does nothing and ``drain`` brings the
+    vectors through registers, each folded as it arrives, four loads issued before
+    the first store: a store to shared memory could alias a later load for all the
+    compiler knows, so it would not hoist them."""
     if plan.async_copy and async_staging():
         return _async_stager(plan, fold)
-    G = plan.group
+    G, S = plan.group, plan.held * plan.group
     vstore, load4 = vector_storer(plan.vector), four_vectors(plan)
+
+    @cuda.jit(device=True)
+    def issue(sv, af, first, start, count):
+        pass
 
     @cuda.jit(device=True)
     def stage(sv, e, j, count, state):
         if j < count:
-            vstore(sv, j, e)
+            vstore(sv, j - S, e)
             return fold(state, e)
         return state
 
     @cuda.jit(device=True)
-    def stage_row(sv, af, first, lane, count, state):
-        j = lane
+    def drain(sv, af, first, start, count, state):
+        j = start
         while j < count:
             e = load4(af, first, j, count)
             state = stage(sv, e[0], j, count, state)
@@ -1661,7 +1711,7 @@ def row_stager(plan: RowPlan, fold):
             j += 4 * G
         return state
 
-    return stage_row
+    return issue, drain
 
 
 def async_staging() -> bool:
@@ -1671,57 +1721,99 @@ def async_staging() -> bool:
 
 
 def _async_stager(plan: RowPlan, fold):
-    """:func:`row_stager`'s ``stage_row`` by ``cp.async``: the thread issues the
-    copies of all its vectors of the row, those before the row's middle vector as
-    one group and the rest as a second, folds the first group's vectors from shared
-    memory once they have landed while the second is in flight, then the second's.
-    A block has its whole row in flight, not four vectors a thread, and no register
-    holds a vector on its way. A thread reads back only slots it copied, so no
-    barrier is needed (``cp.async.wait_group`` makes a thread's own copies visible
-    to it)."""
-    G, vload = plan.group, vector_loader(plan.vector)
+    """:func:`row_stager`'s ``issue`` and ``drain`` by ``cp.async``: the thread
+    issues the copies of all its vectors of the row, those before the middle of its
+    staged vectors as one group and the rest as a second; ``drain`` folds the first
+    group's vectors from shared memory once they have landed while the second is in
+    flight, then the second's. A block has its whole row in flight, not four
+    vectors a thread, and no register holds a vector on its way. A thread reads
+    back only slots it copied, so no barrier is needed (``cp.async.wait_group``
+    makes a thread's own copies visible to it)."""
+    G, S, vload = plan.group, plan.held * plan.group, vector_loader(plan.vector)
+
+    @cuda.jit(device=True)
+    def second_group(start, count):
+        """The first of the lane's vectors ``start, start + G, ...`` at or past the
+        middle of the range: where its second group of copies begins."""
+        middle = (start - start % G + count) // 2
+        return start if start >= middle else start + (middle - start + G - 1) // G * G
+
+    @cuda.jit(device=True)
+    def issue(sv, af, first, start, count):
+        second = second_group(start, count)
+        j = start
+        while j < second:
+            copy16(sv, j - S, af, first + j)
+            j += G
+        commit()
+        while j < count:
+            copy16(sv, j - S, af, first + j)
+            j += G
+        commit()
 
     @cuda.jit(device=True)
     def fold_slots(sv, j, end, state):
         while j < end:
-            state = fold(state, vload(sv, j))
+            state = fold(state, vload(sv, j - S))
             j += G
         return state
 
     @cuda.jit(device=True)
-    def stage_row(sv, af, first, lane, count, state):
-        j = lane
-        while j < count // 2:
-            copy16(sv, j, af, first + j)
-            j += G
-        commit()
-        second = j
-        while j < count:
-            copy16(sv, j, af, first + j)
-            j += G
-        commit()
+    def drain(sv, af, first, start, count, state):
+        second = second_group(start, count)
         wait_groups(1)
-        state = fold_slots(sv, lane, second, state)
+        state = fold_slots(sv, start, second, state)
         wait_groups(0)
         return fold_slots(sv, second, count, state)
 
-    return stage_row
+    return issue, drain
+
+
+def held_vectors(plan: RowPlan):
+    """Device functions over the :attr:`RowPlan.held` vectors a lane of a staged row
+    holds in registers (``hv[k]``: the row's vector ``lane + k * G``, a local array
+    of ``(held, W)`` stored elements): ``load(hv, af, first, lane, count)`` issues
+    their loads (one past the row's end reads its last vector, which nothing keeps);
+    ``fold(state, hv, lane, count) -> state`` folds those within the row by
+    ``fold``."""
+    H, G, W = plan.held, plan.group, plan.vector
+    vload = vector_loader(W)
+
+    @cuda.jit(device=True)
+    def load(hv, af, first, lane, count):
+        for k in range(H):
+            e = vload(af, first + min(lane + k * G, count - 1))
+            for q in range(W):
+                hv[k, q] = e[q]
+
+    def folder(fold):
+        @cuda.jit(device=True)
+        def fold_held(state, hv, lane, count):
+            for k in range(H):
+                if lane + k * G < count:
+                    state = fold(state, hv[k])
+            return state
+
+        return fold_held
+
+    return load, folder
 
 
 def _staged_stats(plan: RowPlan):
     """Device functions of a staged row's ``(max, sum)``: ``begin(h, t, ends)`` a
     thread's state from its head and tail elements (``ends`` of them in the row),
-    ``fold(state, e)`` after a staged vector ``e`` (a tuple of stored elements),
-    ``end(state, h, t, sv, lane, count, sh) -> (max, sum)`` the row's.
+    ``fold(state, e)`` after a vector ``e`` of stored elements, ``end(state, h, t,
+    sv, hv, lane, count, sh) -> (max, sum)`` the row's (``hv``: the lane's
+    :func:`held_vectors`, the rest of its vectors in ``sv``).
 
     ``"max_then_sum"``: the state is two chains of maxima; ``end`` reduces them, reads
-    the thread's vectors back from ``sv`` for the exp sum and reduces that.
+    the thread's vectors again (held, then staged) for the exp sum and reduces that.
     ``"online"``: the state is the online ``(max, sum)``, each vector folded in as it
     arrives (its exps issued while later loads are in flight); ``end`` is one
     reduce of the pairs.
     """
     tc_t, _, tc = _numba_types(plan)
-    G, W = plan.group, plan.vector
+    G, W, H = plan.group, plan.vector, plan.held
     NEG, ZERO = tc(-np.inf), tc(0)
     widen, exp, vmax = _widener(plan), row_exp(plan.result), row_max(tc)
     vload = vector_loader(W)
@@ -1744,7 +1836,7 @@ def _staged_stats(plan: RowPlan):
             return fold_vector(state[0], state[1], v, W)
 
         @cuda.jit(device=True)
-        def end(state, h, t, sv, lane, count, sh):
+        def end(state, h, t, sv, hv, lane, count, sh):
             r = red_pair(state, sh[0], sh[1], sh[2], sh[3])
             return r[0], r[1]
 
@@ -1764,12 +1856,16 @@ def _staged_stats(plan: RowPlan):
         return state[1], m
 
     @cuda.jit(device=True)
-    def end(state, h, t, sv, lane, count, sh):
+    def end(state, h, t, sv, hv, lane, count, sh):
         m = red_max((vmax(state[0], state[1]),), sh[0], sh[1], sh[2], sh[3])[0]
         s = tc_t(exp(h - m)) + tc_t(exp(t - m))
-        j = lane
+        for k in range(H):
+            if lane + k * G < count:
+                for q in range(W):
+                    s += tc_t(exp(widen(hv[k, q]) - m))
+        j = lane + H * G
         while j < count:
-            e = vload(sv, j)
+            e = vload(sv, j - H * G)
             for q in range(W):
                 s += tc_t(exp(widen(e[q]) - m))
             j += G
@@ -1781,11 +1877,15 @@ def _staged_stats(plan: RowPlan):
 def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     """``kernel(x, y, xf, yf, head0)``: the staged forward kernel.
 
-    Each thread brings its vectors of the row (vector ``j`` of the row's whole
-    vectors, :func:`row_span`, for ``j = lane, lane + G, ...``) into slot ``j`` of
-    the block's dynamic shared array, by ``cp.async`` or through registers
-    (:func:`row_stager`), and folds each into its state (:func:`_staged_stats`); the
-    write reads the thread's own slots back.
+    Each thread loads its first :attr:`RowPlan.held` vectors of the row (vector ``j``
+    of the row's whole vectors, :func:`row_span`, for ``j = lane, lane + G, ...``)
+    into registers (:func:`held_vectors`) and brings the rest into slot ``j`` of the
+    block's dynamic shared array, by ``cp.async`` or through registers
+    (:func:`row_stager`); it folds each vector into its state
+    (:func:`_staged_stats`), the held ones while the copies are in flight, and the
+    write takes them from registers and the thread's own slots. Registers spare
+    shared-memory bandwidth: a row alone on its multiprocessor waits on every
+    shared-memory read of it twice (bench/NOTES.md, "Split staging").
     A thread reads only slots it wrote, so no barrier guards them (the block
     reduces have their own). Head and tail elements stay in registers, as the tiled
     kernel's. All of a row is read before any of it is written: ``y`` may alias
@@ -1799,26 +1899,38 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     vload, vstore = vector_loader(W), vector_storer(W)
     pack, widen = packer(plan), _widener(plan)
     begin, fold, end = _staged_stats(plan)
-    stage_row = row_stager(plan, fold)
+    issue, drain = row_stager(plan, fold)
+    load_held, folder = held_vectors(plan)
+    fold_held = folder(fold)
     stored = from_dtype(storage_dtype(plan.dtype))
+    H, HELD_ROWS = plan.held, max(plan.held, 1)  # (a local array has a row at least)
 
     @jit
     def staged_forward(x, y, xf, yf, head0):
         sh = storage()
         sv = cuda.shared.array(0, stored)
+        hv = cuda.local.array((HELD_ROWS, W), stored)
         v = cuda.local.array(W, tc_t)
         lane, row, step = walk()
         n = x.shape[2]
         while row < x.shape[0] * x.shape[1]:
             xr, yr, xv, yv, head, count = locate(x, y, row, head0)
+            load_held(hv, xf, xv, lane, count)
             h, t = edges(xr, lane, head, count, n)
+            issue(sv, xf, xv, lane + H * G, count)
             state = begin(h, t, (lane < head) + (head + count * W + lane < n))
-            state = stage_row(sv, xf, xv, lane, count, state)
-            m, s = end(state, h, t, sv, lane, count, sh)
+            state = fold_held(state, hv, lane, count)
+            state = drain(sv, xf, xv, lane + H * G, count, state)
+            m, s = end(state, h, t, sv, hv, lane, count, sh)
             a, b = prepare(m, s, m)
-            j = lane
+            for k in range(H):
+                if lane + k * G < count:
+                    for q in range(W):
+                        v[q] = finish(widen(hv[k, q]), a, b)
+                    vstore(yf, yv + lane + k * G, pack(v, 0))
+            j = lane + H * G
             while j < count:
-                e = vload(sv, j)
+                e = vload(sv, j - H * G)
                 for q in range(W):
                     v[q] = finish(widen(e[q]), a, b)
                 vstore(yf, yv + j, pack(v, 0))
@@ -1988,7 +2100,7 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
             total += widen(e[q])
         return total
 
-    stage_row, load4 = row_stager(plan, add), four_vectors(plan)
+    (issue, drain), load4 = row_stager(plan, add), four_vectors(plan)
 
     @cuda.jit(device=True)
     def write(dxf, sv, xv, t, j, count, total):
@@ -2008,7 +2120,8 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
         while row < y.shape[0] * y.shape[1]:
             yr, dyr, dxr, yv, dv, xv, head, count, y0, y1, d0, d1 = locate(
                 y, dy, dx, row, head0, lane)
-            total = stage_row(sv, dyf, dv, lane, count, d0 + d1)
+            issue(sv, dyf, dv, lane, count)
+            total = drain(sv, dyf, dv, lane, count, d0 + d1)
             total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
             j = lane
             while j < count:  # four loads of y before the first store of dx

@@ -71,6 +71,27 @@ def test_float32_rows_are_staged_where_no_fused_plan_holds_them():
     assert softmax_rows.staged_threads("log_softmax_backward", 2048, 4) == 256
 
 
+def test_forward_rows_hold_their_first_vectors_in_registers_where_there_is_room():
+    for kind in FORWARD:
+        assert plan(kind, dtype="float32").held == softmax_rows.HELD
+        for dtype in softmax_rows.HALVES:  # three blocks a multiprocessor
+            assert plan(kind, dtype=dtype).held == softmax_rows.HALF_HELD
+    two = softmax_rows.stage_bytes() // 2  # half rows two blocks to a multiprocessor
+    assert not softmax_rows.three_blocks(two, 8) and plan(n=two).held == 0
+    assert plan("log_softmax_backward", dtype="float32").held == 0
+    held = plan(dtype="float32")
+    assert held.registers == plan("log_softmax_backward", dtype="float32").registers \
+        + 4 * softmax_rows.HELD
+
+
+def held_shared(n, vector, threads=THREADS):
+    """Shared memory of a staged forward row of ``n``: its whole vectors but those
+    the block's lanes hold in registers (``HELD`` a lane for float32 rows,
+    ``HALF_HELD`` for halves)."""
+    held = softmax_rows.HELD if vector == 4 else softmax_rows.HALF_HELD
+    return max(n // vector - held * threads, 0) * 16
+
+
 def test_staging_replaces_packed_plans_that_leave_a_multiprocessor_one_block():
     def packed(threads, per_thread=32):
         return softmax_rows.RowPlan("softmax", "max_then_sum", "block", threads, per_thread,
@@ -119,7 +140,9 @@ def copy(request, monkeypatch):
 
 
 # Lengths around whole vectors (2056 is 257 of them; 2049 and 3001 have tails) and rows
-# that start 0 or 1 element past a 16-byte boundary (heads of 0 to 7 halves).
+# that start 0 or 1 element past a 16-byte boundary (heads of 0 to 7 halves); the lanes
+# hold the first 256 vectors in registers (HALF_HELD each), so 2049 stages none of its
+# own, 2056 one, 3001 119.
 # Each normalizer: the maximum as the vectors arrive, then the sum from shared memory;
 # or the online (max, sum) as they arrive.
 @pytest.mark.parametrize("n, offset, normalizer",
@@ -132,21 +155,27 @@ def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_l
         y = device_rows(np.zeros_like(host), offset)
         FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS,
                       normalizer=normalizer)
-        assert staged_launches()[-1] == (kind, True, 8, n // 8 * 16)
+        assert staged_launches()[-1] == (kind, True, 8, held_shared(n, 8))
         assert copy.built[-1] == (copy.path == "async")
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float16]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
                                    **tol)
 
 
-# float32 rows: four elements a vector, heads of 0 to 3 elements
-@pytest.mark.parametrize("n, offset", [(2049, 1), (3001, 3)])
-def test_staged_float32_rows_match_the_reference(n, offset, staged_launches, copy):
+# float32 rows: four elements a vector, heads of 0 to 3 elements; HELD vectors a lane
+# in registers, the rest staged: none staged at (2049, 0) (512 vectors, 8 a lane), one
+# held load past the row's end at (2049, 1) (511), 237 staged at (3001, 3).
+@pytest.mark.parametrize("n, offset, normalizer",
+                         [(2049, 0, "online"), (2049, 1, "auto"), (3001, 3, "auto"),
+                          (3001, 3, "max_then_sum")])
+def test_staged_float32_rows_match_the_reference(n, offset, normalizer, staged_launches,
+                                                 copy):
     for i, kind in enumerate(FORWARD):
         host = logits((3, n), np.float32, seed=n + i)
         y = device_rows(np.zeros_like(host), offset)
-        FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS)
-        assert staged_launches()[-1] == (kind, True, 4, n // 4 * 16)
+        FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS,
+                      normalizer=normalizer)
+        assert staged_launches()[-1] == (kind, True, 4, held_shared(n, 4))
         assert copy.built[-1] == (copy.path == "async")
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float32]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
@@ -166,7 +195,7 @@ def test_staged_bfloat16_rows_are_float32_rounded_once(kind, staged_launches):
     x = _bfloat16(logits((2, 2100), seed=7))
     normalizer = "online" if kind == "log_softmax" else "max_then_sum"
     got = FORWARD[kind](x, threads=32, normalizer=normalizer)  # 8 or 9 vectors a thread
-    assert staged_launches()[-1] == (kind, True, 8, 2100 // 8 * 16)
+    assert staged_launches()[-1] == (kind, True, 8, held_shared(2100, 8, threads=32))
     tol = dict(rtol=BF16_ULP, atol=BF16_ULP * 1e-2) if kind == "softmax" else \
         dict(rtol=BF16_ULP, atol=4 * BF16_ULP)
     np.testing.assert_allclose(got.astype(np.float64), REF[kind](x.astype(np.float64)),
@@ -197,11 +226,48 @@ def test_staged_special_values(normalizer, staged_launches, copy):
         assert (np.isneginf(got[3:]) == np.isneginf(want)).all()
 
 
+@SIMULATED_INF
+@pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
+def test_staged_float32_special_values_held_and_staged(normalizer, staged_launches,
+                                                       copy):
+    # Vectors 0-511 of a row of 3001 are held in registers (64 lanes, 8 each), the
+    # rest staged: NaN and +inf in either, -inf filling the held ones.
+    host = logits((7, 3001), np.float32, seed=10)
+    host[0, 100] = np.nan
+    host[1, 2900] = np.nan
+    host[2, 2500] = np.inf
+    host[3] = -np.inf
+    host[4, :2100] = -np.inf
+    host[5, ::7] = -np.inf
+    host[6, 2100:] = -np.inf
+    x = device_rows(host, 0)
+    for kind in FORWARD:
+        y = device_rows(np.zeros_like(host), 0)
+        FORWARD[kind](x, out=y, threads=THREADS, normalizer=normalizer)
+        got = y.copy_to_host().astype(np.float64)
+        assert staged_launches()[-1][:2] == (kind, True)
+        assert copy.built[-1] == (copy.path == "async")
+        assert np.isnan(got[:4]).all(), kind
+        want = REF[kind](host[4:])
+        tol = (TOL if kind == "softmax" else LOG_TOL)[np.float32]
+        np.testing.assert_allclose(got[4:], want, **tol)
+        assert (np.isneginf(got[4:]) == np.isneginf(want)).all()
+
+
+def test_staged_float32_in_place(staged_launches):
+    host = logits((2, 3001), np.float32, seed=11)
+    x = device_rows(host, 2)
+    nk.softmax(x, out=x, threads=THREADS)  # every held and staged vector read before a store
+    assert staged_launches()[-1] == ("softmax", True, 4, held_shared(3001, 4))
+    np.testing.assert_allclose(x.copy_to_host().astype(np.float64), REF["softmax"](host),
+                               **TOL[np.float32])
+
+
 def test_staged_in_place_and_the_fallback_to_scalar_loads(staged_launches):
     host = logits((2, 2600), np.float16, seed=9)
     x = device_rows(host, 1)
     nk.log_softmax(x, out=x, threads=THREADS)  # y is x: every vector of a row is staged before any store
-    assert staged_launches()[-1] == ("log_softmax", True, 8, 2600 // 8 * 16)
+    assert staged_launches()[-1] == ("log_softmax", True, 8, held_shared(2600, 8))
     np.testing.assert_allclose(x.copy_to_host().astype(np.float64), REF["log_softmax"](host),
                                **LOG_TOL[np.float16])
     # out's rows lie elsewhere from a boundary than x's: no vectors, so the tiled plan
