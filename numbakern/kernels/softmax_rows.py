@@ -104,12 +104,13 @@ def tile_vectors(plan) -> int:
     that would hold more than :data:`TILE_ELEMENTS` (float16's vectors of eight halves
     widen to sixteen float32 registers each pair)."""
     return max(1, min(VECTORS, TILE_ELEMENTS // plan.vector))
-# Vectors a lane of a staged forward row holds in registers (RowPlan.held): float32
-# rows, a 512-thread block a multiprocessor, half a lane's share of a row of 32768 (32
-# more registers a thread, 96 of 128); half rows staged three blocks a multiprocessor
-# (256 threads, 85 registers a thread), a quarter (16 more, 80).
-HELD = 8
-HALF_HELD = 4
+# Vectors a lane of a staged forward row holds in registers (RowPlan.held), by the
+# registers its blocks leave: a 512-thread block alone on a multiprocessor (float32
+# rows past two blocks' shared memory), half a lane's share of a row of 32768 (32 more
+# registers a thread, 96 of 128); three 256-thread blocks (85 registers a thread), a
+# quarter (16 more, 80); two 512-thread blocks have none to spare (64 a thread).
+HELD_ALONE = 8
+HELD_OF_THREE = 4
 MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
 
 FORWARD = ("softmax", "log_softmax")
@@ -228,8 +229,8 @@ class RowPlan:
             no register holding them) where the device has it, else through
             registers, four vectors in flight (:func:`row_stager`).
         held: vectors a lane of a staged forward row holds in registers
-            (:func:`held_vectors`), the rest staged: :data:`HELD` or
-            :data:`HALF_HELD` where registers are to spare (:func:`held_count`).
+            (:func:`held_vectors`), the rest staged: :data:`HELD_ALONE` or
+            :data:`HELD_OF_THREE` where registers are to spare (:func:`held_count`).
     """
 
     kind: str
@@ -1619,23 +1620,23 @@ def three_blocks(n: int, vector: int) -> bool:
     return row_stage_bytes(n, vector) <= stage_bytes(3)
 
 
-def held_count(kind: str, dtype: str, n: int) -> int:
-    """Vectors a lane of a staged row of ``n`` ``dtype`` elements holds in registers
-    (:attr:`RowPlan.held`): forward rows only. A float32 row takes a multiprocessor
-    alone (:data:`HELD`); half rows three blocks of 256 threads to one where they fit
-    (:data:`HALF_HELD`), none where two blocks of 512 leave no registers to spare.
-    Each held vector is one shared-memory write and two reads fewer, and room for
-    the L1 that loads in flight need. On the H200 (bench/NOTES.md, "Split
-    staging") float32 softmax (4096, 32768) took 0.290 ms against 0.304 staged
-    whole, (8192, 50257) 0.834 against 0.851, float16 (4096, 32768) 0.152-0.154
-    against 0.162-0.166."""
+def held_count(kind: str, n: int, vector: int) -> int:
+    """Vectors a lane of a staged row of ``n`` elements (``vector`` a 16-byte
+    vector) holds in registers (:attr:`RowPlan.held`), forward rows only, by the
+    blocks a multiprocessor takes (:func:`staged_threads`): :data:`HELD_OF_THREE` for
+    three of 256 threads, none for two of 512 (no registers to spare),
+    :data:`HELD_ALONE` for a float32 row alone on its multiprocessor (512 threads:
+    one block of them already). Each held vector is one shared-memory write and two
+    reads fewer, and room for the L1 that loads in flight need. On the H200
+    (bench/NOTES.md, "Split staging") float32 softmax (4096, 32768) took 0.290 ms
+    against 0.304 staged whole, (8192, 50257) 0.834 against 0.851, float16 (4096,
+    32768) 0.152-0.154 against 0.162-0.166; float32 rows of three or two blocks
+    (16388 to 28672) were not timed."""
     if kind not in FORWARD:
         return 0
-    if dtype == "float32":
-        return HELD
-    if dtype in HALVES and three_blocks(n, VECTOR_BYTES // 2):
-        return HALF_HELD
-    return 0
+    if three_blocks(n, vector):
+        return HELD_OF_THREE
+    return 0 if row_stage_bytes(n, vector) <= stage_bytes(2) else HELD_ALONE
 
 
 def staged_threads(kind: str, n: int, vector: int) -> int:
