@@ -499,7 +499,8 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
                    dtype, pair_op=pair_op, out=out, keep=keep,
                    packed=bool(chosen and chosen.packed), lanes=lanes, staged=staged,
                    async_copy=staged,
-                   held=softmax_rows.held_count(kind, n, _vector(dtype)) if staged else 0)
+                   held=softmax_rows.held_count(kind, n, _vector(dtype), threads) if staged
+                   else 0)
 
 
 _planned = planner(_plan)  # a repeated call plans in a dictionary lookup

@@ -104,13 +104,12 @@ def tile_vectors(plan) -> int:
     that would hold more than :data:`TILE_ELEMENTS` (float16's vectors of eight halves
     widen to sixteen float32 registers each pair)."""
     return max(1, min(VECTORS, TILE_ELEMENTS // plan.vector))
-# Vectors a lane of a staged forward row holds in registers (RowPlan.held), by the
-# registers its blocks leave: a 512-thread block alone on a multiprocessor (float32
-# rows past two blocks' shared memory), half a lane's share of a row of 32768 (32 more
-# registers a thread, 96 of 128); three 256-thread blocks (85 registers a thread), a
-# quarter (16 more, 80); two 512-thread blocks have none to spare (64 a thread).
-HELD_ALONE = 8
-HELD_OF_THREE = 4
+# Vectors a lane of a staged forward row may hold in registers (RowPlan.held), most
+# first: 8 is half a 512-thread block's share of a float32 row of 32768 (32 more
+# registers a thread, 96 of the 128 a block alone on a multiprocessor may take), 4 fits
+# three blocks of 256 (80 of 85).
+HELD = (8, 4)
+TILED_REGISTERS = 64  # a tiled or staged float32-compute kernel's, nothing held (sm_90)
 MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
 
 FORWARD = ("softmax", "log_softmax")
@@ -229,8 +228,8 @@ class RowPlan:
             no register holding them) where the device has it, else through
             registers, four vectors in flight (:func:`row_stager`).
         held: vectors a lane of a staged forward row holds in registers
-            (:func:`held_vectors`), the rest staged: :data:`HELD_ALONE` or
-            :data:`HELD_OF_THREE` where registers are to spare (:func:`held_count`).
+            (:func:`held_vectors`), the rest staged: one of :data:`HELD` where
+            registers are to spare (:func:`held_count`), else 0.
     """
 
     kind: str
@@ -295,7 +294,8 @@ class RowPlan:
         :data:`VECTORS` vectors (float64 forward: 102-116 with ptxas 13.0).
         """
         if not self.fused:
-            tiled = (120 if self.vector else 96) if self.compute == "float64" else 64
+            tiled = (120 if self.vector else 96) if self.compute == "float64" else \
+                TILED_REGISTERS
             return tiled + self.held * VECTOR_BYTES // 4
         halves = {self.dtype, self.result} & {"float16", "bfloat16"}
         base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
@@ -1620,23 +1620,24 @@ def three_blocks(n: int, vector: int) -> bool:
     return row_stage_bytes(n, vector) <= stage_bytes(3)
 
 
-def held_count(kind: str, n: int, vector: int) -> int:
-    """Vectors a lane of a staged row of ``n`` elements (``vector`` a 16-byte
-    vector) holds in registers (:attr:`RowPlan.held`), forward rows only, by the
-    blocks a multiprocessor takes (:func:`staged_threads`): :data:`HELD_OF_THREE` for
-    three of 256 threads, none for two of 512 (no registers to spare),
-    :data:`HELD_ALONE` for a float32 row alone on its multiprocessor (512 threads:
-    one block of them already). Each held vector is one shared-memory write and two
-    reads fewer, and room for the L1 that loads in flight need. On the H200
-    (bench/NOTES.md, "Split staging") float32 softmax (4096, 32768) took 0.290 ms
+def held_count(kind: str, n: int, vector: int, threads: int) -> int:
+    """Vectors a lane of a staged forward row of ``n`` elements (``vector`` a 16-byte
+    vector; blocks of ``threads``) holds in registers (:attr:`RowPlan.held`): the
+    most of :data:`HELD` whose registers (4 a vector on :data:`TILED_REGISTERS`) the
+    blocks that share a multiprocessor's shared memory leave (three, two or one:
+    :func:`staged_threads`), so holding never costs a block. On the H200: 8 for a
+    float32 row alone (512 threads), 4 for three blocks of 256, none for two of 512.
+    Each held vector is one shared-memory write and two reads fewer, and room for
+    the L1 that loads in flight need: float32 softmax (4096, 32768) took 0.290 ms
     against 0.304 staged whole, (8192, 50257) 0.834 against 0.851, float16 (4096,
-    32768) 0.152-0.154 against 0.162-0.166; float32 rows of three or two blocks
-    (16388 to 28672) were not timed."""
+    32768) 0.152-0.154 against 0.162-0.166 (bench/NOTES.md, "Split staging"; float32
+    rows of three or two blocks, 16388 to 28672, were not timed)."""
     if kind not in FORWARD:
         return 0
-    if three_blocks(n, vector):
-        return HELD_OF_THREE
-    return 0 if row_stage_bytes(n, vector) <= stage_bytes(2) else HELD_ALONE
+    need = row_stage_bytes(n, vector)
+    blocks = 3 if three_blocks(n, vector) else 2 if need <= stage_bytes(2) else 1
+    budget = min(MAX_REGISTERS, REGISTER_FILE // (threads * blocks))
+    return next((h for h in HELD if TILED_REGISTERS + 4 * h <= budget), 0)
 
 
 def staged_threads(kind: str, n: int, vector: int) -> int:

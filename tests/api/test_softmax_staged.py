@@ -71,28 +71,25 @@ def test_float32_rows_are_staged_where_no_fused_plan_holds_them():
     assert softmax_rows.staged_threads("log_softmax_backward", 2048, 4) == 256
 
 
-# float32 rows of 12301 take one block a multiprocessor under the simulator (two
-# blocks' shared memory holds 12288); of 3001, three.
-ALONE = 12301
-
-
 def test_forward_rows_hold_their_first_vectors_in_registers_where_there_is_room():
-    three, alone = softmax_rows.HELD_OF_THREE, softmax_rows.HELD_ALONE
-    two = softmax_rows.stage_bytes() // 2  # half rows two blocks to a multiprocessor
-    assert softmax_rows.three_blocks(3001 * 2, 8) and not softmax_rows.three_blocks(two, 8)
-    assert softmax_rows.row_stage_bytes(ALONE, 4) > softmax_rows.stage_bytes(2)
+    """As many vectors a lane as the registers of the blocks that share a
+    multiprocessor's shared memory allow: on the simulator's 64 threads, 8."""
+    held, most = softmax_rows.held_count, softmax_rows.HELD[0]
     for kind in FORWARD:
         for dtype in (*softmax_rows.HALVES, "float32"):
-            assert plan(kind, dtype=dtype).held == three, (kind, dtype)
-        assert plan(kind, n=two).held == 0 and plan(kind, n=two // 2, dtype="float32").held == 0
-        assert plan(kind, n=ALONE, dtype="float32").held == alone
-        assert plan(kind, n=ALONE, dtype="float32").registers \
-            == plan(kind, n=two // 2, dtype="float32").registers + 4 * alone
+            assert plan(kind, dtype=dtype).held == most, (kind, dtype)
+            assert plan(kind, dtype=dtype).registers == 64 + 4 * most
+    three = softmax_rows.stage_bytes(3) // 4  # float32 rows three blocks to one
+    two, alone = softmax_rows.stage_bytes(2) // 4, softmax_rows.stage_bytes(1) // 4
+    assert softmax_rows.three_blocks(three, 4) and not softmax_rows.three_blocks(two, 4)
+    assert [held("softmax", three, 4, t) for t in (256, 512)] == [4, 0]  # 85, 42 a thread
+    assert [held("softmax", two, 4, t) for t in (256, 512)] == [8, 0]  # 128, 64
+    assert [held("log_softmax", alone, 4, t) for t in (512, 1024)] == [8, 0]  # 128, 64
+    assert held("log_softmax_backward", alone, 4, 512) == 0
     assert plan("log_softmax_backward", dtype="float32").held == 0
-    assert plan("log_softmax_backward", n=ALONE, dtype="float32").held == 0
 
 
-def held_shared(n, vector, held=softmax_rows.HELD_OF_THREE, threads=THREADS):
+def held_shared(n, vector, held=softmax_rows.HELD[0], threads=THREADS):
     """Shared memory of a staged forward row of ``n``: its whole vectors but the
     ``held`` a lane of the block's ``threads`` holds in registers."""
     return max(n // vector - held * threads, 0) * 16
@@ -147,13 +144,13 @@ def copy(request, monkeypatch):
 
 # Lengths around whole vectors (2056 is 257 of them; 2049 and 3001 have tails) and rows
 # that start 0 or 1 element past a 16-byte boundary (heads of 0 to 7 halves); the lanes
-# hold the first 256 vectors in registers (HELD_OF_THREE each), so 2049 stages none of
-# its own, 2056 one, 3001 119.
+# hold the first 512 vectors in registers (8 each), so 2049 and 2056 stage none (and
+# load past their ends), 5001 113 or 112.
 # Each normalizer: the maximum as the vectors arrive, then the sum from shared memory;
 # or the online (max, sum) as they arrive.
 @pytest.mark.parametrize("n, offset, normalizer",
-                         [(2049, 1, "auto"), (2056, 0, "online"), (2056, 1, "auto"),
-                          (3001, 0, "online")])
+                         [(2049, 1, "auto"), (2056, 0, "online"), (5001, 1, "auto"),
+                          (5001, 0, "online")])
 def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_launches,
                                                  copy):
     for i, kind in enumerate(FORWARD):
@@ -168,21 +165,20 @@ def test_staged_float16_rows_match_the_reference(n, offset, normalizer, staged_l
                                    **tol)
 
 
-# float32 rows: four elements a vector, heads of 0 to 3 elements; the first vectors in
-# registers (256 of a block three to a multiprocessor, 512 of one alone), the rest
-# staged: 256 at (2049, 0), 255 at (2049, 1), 493 at (3001, 3), 2562 at (ALONE, 2).
+# float32 rows: four elements a vector, heads of 0 to 3 elements; 8 vectors a lane in
+# registers, the rest staged: none staged at (2049, 0) (512 vectors, 8 a lane), one
+# held load past the row's end at (2049, 1) (511), 237 staged at (3001, 3).
 @pytest.mark.parametrize("n, offset, normalizer",
                          [(2049, 0, "online"), (2049, 1, "auto"), (3001, 3, "auto"),
-                          (3001, 3, "max_then_sum"), (ALONE, 2, "auto")])
+                          (3001, 3, "max_then_sum")])
 def test_staged_float32_rows_match_the_reference(n, offset, normalizer, staged_launches,
                                                  copy):
-    held = softmax_rows.HELD_ALONE if n == ALONE else softmax_rows.HELD_OF_THREE
     for i, kind in enumerate(FORWARD):
         host = logits((3, n), np.float32, seed=n + i)
         y = device_rows(np.zeros_like(host), offset)
         FORWARD[kind](device_rows(host, offset), out=y, threads=THREADS,
                       normalizer=normalizer)
-        assert staged_launches()[-1] == (kind, True, 4, held_shared(n, 4, held))
+        assert staged_launches()[-1] == (kind, True, 4, held_shared(n, 4))
         assert copy.built[-1] == (copy.path == "async")
         tol = (TOL if kind == "softmax" else LOG_TOL)[np.float32]
         np.testing.assert_allclose(y.copy_to_host().astype(np.float64), REF[kind](host),
@@ -237,8 +233,8 @@ def test_staged_special_values(normalizer, staged_launches, copy):
 @pytest.mark.parametrize("normalizer", ["max_then_sum", "online"])
 def test_staged_float32_special_values_held_and_staged(normalizer, staged_launches,
                                                        copy):
-    # Vectors 0-255 of a row of 3001 are held in registers (64 lanes, 4 each), the
-    # rest staged: NaN and +inf in either, -inf filling the held ones and more.
+    # Vectors 0-511 of a row of 3001 are held in registers (64 lanes, 8 each), the
+    # rest staged: NaN and +inf in either, -inf filling the held ones.
     host = logits((7, 3001), np.float32, seed=10)
     host[0, 100] = np.nan
     host[1, 2900] = np.nan
