@@ -293,7 +293,7 @@ def _describe(a: Any, name: str):
         raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got "
                         f"dtype {dtype}")
     if len(view.shape) == 0:
-        raise np.exceptions.AxisError(f"{name} is 0-d: softmax needs at least one axis")
+        raise np.exceptions.AxisError(f"{name} is 0-d: the softmax family needs an axis")
     return view, kind, tuple(view.shape), dtype, "bfloat16" if bits else dtype.name
 
 
