@@ -104,6 +104,8 @@ def tile_vectors(plan) -> int:
     that would hold more than :data:`TILE_ELEMENTS` (float16's vectors of eight halves
     widen to sixteen float32 registers each pair)."""
     return max(1, min(VECTORS, TILE_ELEMENTS // plan.vector))
+
+
 # Vectors a lane of a staged forward row may hold in registers (RowPlan.held), most
 # first: 8 is half a 512-thread block's share of a float32 row of 32768 (32 more
 # registers a thread, 96 of the 128 a block alone on a multiprocessor may take), 4 fits
@@ -1676,11 +1678,11 @@ def row_stager(plan: RowPlan, fold):
     """Device functions ``issue(sv, af, first, start, count)`` and ``drain(sv, af,
     first, start, count, state) -> state`` that bring this lane's vectors of a row
     (``j = start, start + G, ...`` below ``count``, vector 0 being ``af``'s vector
-    ``first``) into slot ``j - held * G`` of the shared array ``sv`` (the vectors
-    before those the lanes hold in registers: :func:`held_vectors`), each folded into
-    ``state`` by ``fold(state, vector)``: ``issue`` starts the copies, ``drain``
-    folds what they brought, so the caller may fold vectors it holds in registers
-    in between. By ``cp.async`` where the plan asks for it and the device has it
+    ``first``) into slot ``j - held * G`` of the shared array ``sv`` (slot 0 holds
+    the first vector past those the lanes hold in registers: :func:`held_vectors`),
+    each folded into ``state`` by ``fold(state, vector)``: ``issue`` starts the
+    copies, ``drain`` folds what they brought, so the caller may fold vectors it
+    holds in registers in between. By ``cp.async`` where the plan asks for it and the device has it
     (:func:`_async_stager`); else ``issue`` does nothing and ``drain`` brings the
     vectors through registers, each folded as it arrives, four loads issued before
     the first store: a store to shared memory could alias a later load for all the
@@ -1775,7 +1777,8 @@ def held_vectors(plan: RowPlan):
     """Device functions over the :attr:`RowPlan.held` vectors a lane of a staged row
     holds in registers (``hv[k]``: the row's vector ``lane + k * G``, a local array
     of ``(held, W)`` stored elements): ``load(hv, af, first, lane, count)`` issues
-    their loads (one past the row's end reads its last vector, which nothing keeps);
+    their loads (one past the row's end reads its last vector, which nothing keeps:
+    a staged row has at least one whole vector);
     ``fold(state, hv, lane, count) -> state`` folds those within the row by
     ``fold``."""
     H, G, W = plan.held, plan.group, plan.vector
@@ -1881,13 +1884,13 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
 
     Each thread loads its first :attr:`RowPlan.held` vectors of the row (vector ``j``
     of the row's whole vectors, :func:`row_span`, for ``j = lane, lane + G, ...``)
-    into registers (:func:`held_vectors`) and brings the rest into slot ``j`` of the
+    into registers (:func:`held_vectors`) and brings the rest into its slots of the
     block's dynamic shared array, by ``cp.async`` or through registers
     (:func:`row_stager`); it folds each vector into its state
     (:func:`_staged_stats`), the held ones while the copies are in flight, and the
-    write takes them from registers and the thread's own slots. Registers spare
-    shared-memory bandwidth: a row alone on its multiprocessor waits on every
-    shared-memory read of it twice (bench/NOTES.md, "Split staging").
+    write takes them from registers and the thread's own slots. Held vectors spare
+    the shared-memory reads that a row alone on its multiprocessor waits on
+    (bench/NOTES.md, "Split staging").
     A thread reads only slots it wrote, so no barrier guards them (the block
     reduces have their own). Head and tail elements stay in registers, as the tiled
     kernel's. All of a row is read before any of it is written: ``y`` may alias
