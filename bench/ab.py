@@ -30,6 +30,7 @@ def cases(cp, nk):
     x10, x20, x24, x28 = (rng.standard_normal(1 << k, dtype=f32) for k in (10, 20, 24, 28))
     rows = rng.standard_normal((32768, 4096), dtype=f32)
     wide = rng.standard_normal((4096, 32768), dtype=f32)
+    wider = rng.standard_normal((4096, 65536), dtype=f32)
     vocab = rng.standard_normal((8192, 50257), dtype=f32)
     tut = rng.standard_normal((1823, 781), dtype=f32)
     short = rng.standard_normal((65536, 128), dtype=f32)
@@ -66,6 +67,7 @@ def cases(cp, nk):
         ("row cumsum (65536, 128)", lambda: nk.cumsum(short, axis=1)),
         ("softmax (32768, 4096)", lambda: nk.softmax(rows)),
         ("softmax (4096, 32768)", lambda: nk.softmax(wide)),
+        ("softmax (4096, 65536)", lambda: nk.softmax(wider)),
         ("softmax (8192, 50257)", lambda: nk.softmax(vocab)),
         ("softmax (1823, 781)", lambda: nk.softmax(tut)),
         ("softmax (65536, 128)", lambda: nk.softmax(short)),
