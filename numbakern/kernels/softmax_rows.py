@@ -111,6 +111,7 @@ def tile_vectors(plan) -> int:
 # registers a thread, 96 of the 128 a block alone on a multiprocessor may take), 4 fits
 # three blocks of 256 (80 of 85).
 HELD = (8, 4)
+HELD_VECTOR_REGISTERS = VECTOR_BYTES // 4  # a held 16-byte vector's 32-bit registers
 TILED_REGISTERS = 64  # a tiled or staged float32-compute kernel's, nothing held (sm_90)
 MAX_REGISTERS = 128  # a fused kernel may take this many: 512 threads per SM at least
 
@@ -298,7 +299,7 @@ class RowPlan:
         if not self.fused:
             tiled = (120 if self.vector else 96) if self.compute == "float64" else \
                 TILED_REGISTERS
-            return tiled + self.held * VECTOR_BYTES // 4
+            return tiled + self.held * HELD_VECTOR_REGISTERS
         halves = {self.dtype, self.result} & {"float16", "bfloat16"}
         base = 32 + (16 if self.compute == "float64" else 0) + (8 if halves else 0)
         base += 8 if self.kind in BACKWARD else 0
@@ -1616,18 +1617,19 @@ def stage_bytes(blocks: int = 2) -> int:
     return min(per_block, per_multiprocessor // blocks - 2048)
 
 
-def three_blocks(n: int, vector: int) -> bool:
-    """Whether three blocks' staged rows of ``n`` fit a multiprocessor's shared
-    memory (three blocks of 256 threads then share it: :func:`staged_threads`)."""
-    return row_stage_bytes(n, vector) <= stage_bytes(3)
+def staged_blocks(n: int, vector: int) -> int:
+    """Blocks whose whole staged rows of ``n`` a multiprocessor's shared memory holds:
+    3, 2 or 1 (:func:`stage_bytes`; :func:`staged_threads` sizes the blocks by it)."""
+    need = row_stage_bytes(n, vector)
+    return 3 if need <= stage_bytes(3) else 2 if need <= stage_bytes(2) else 1
 
 
 def held_count(kind: str, n: int, vector: int, threads: int) -> int:
     """Vectors a lane of a staged forward row of ``n`` elements (``vector`` a 16-byte
     vector; blocks of ``threads``) holds in registers (:attr:`RowPlan.held`): the
-    most of :data:`HELD` whose registers (4 a vector on :data:`TILED_REGISTERS`) the
-    blocks that share a multiprocessor's shared memory leave (three, two or one:
-    :func:`staged_threads`), so holding never costs a block. On the H200: 8 for a
+    most of :data:`HELD` whose registers (:data:`HELD_VECTOR_REGISTERS` a vector on
+    :data:`TILED_REGISTERS`) the blocks that share a multiprocessor's shared memory
+    leave (:func:`staged_blocks`), so holding never costs a block. On the H200: 8 for a
     float32 row alone (512 threads), 4 for three blocks of 256, none for two of 512.
     Each held vector is one shared-memory write and two reads fewer, and room for
     the L1 that loads in flight need: float32 softmax (4096, 32768) took 0.290 ms
@@ -1636,10 +1638,9 @@ def held_count(kind: str, n: int, vector: int, threads: int) -> int:
     rows of three or two blocks, 16388 to 28672, were not timed)."""
     if kind not in FORWARD:
         return 0
-    need = row_stage_bytes(n, vector)
-    blocks = 3 if three_blocks(n, vector) else 2 if need <= stage_bytes(2) else 1
-    budget = min(MAX_REGISTERS, REGISTER_FILE // (threads * blocks))
-    return next((h for h in HELD if TILED_REGISTERS + 4 * h <= budget), 0)
+    budget = min(MAX_REGISTERS, REGISTER_FILE // (threads * staged_blocks(n, vector)))
+    return next((h for h in HELD if TILED_REGISTERS + HELD_VECTOR_REGISTERS * h <= budget),
+                0)
 
 
 def staged_threads(kind: str, n: int, vector: int) -> int:
@@ -1652,10 +1653,10 @@ def staged_threads(kind: str, n: int, vector: int) -> int:
     either way, 0.627 against 0.573; float32 log_softmax_backward at (4096, 32768),
     one row a multiprocessor, 0.417 at 1024 against 0.473 at 512 (bench/NOTES.md,
     "Staged half rows", "Staged float32 rows")."""
-    need = row_stage_bytes(n, vector)
-    if three_blocks(n, vector):
+    blocks = staged_blocks(n, vector)
+    if blocks == 3:
         return 256
-    return 1024 if kind == "log_softmax_backward" and need > stage_bytes(2) else 512
+    return 1024 if kind == "log_softmax_backward" and blocks == 1 else 512
 
 
 def four_vectors(plan: RowPlan):
@@ -1861,18 +1862,21 @@ def _staged_stats(plan: RowPlan):
         return state[1], m
 
     @cuda.jit(device=True)
+    def add_exps(s, e, m):
+        for q in range(W):
+            s += tc_t(exp(widen(e[q]) - m))
+        return s
+
+    @cuda.jit(device=True)
     def end(state, h, t, sv, hv, lane, count, sh):
         m = red_max((vmax(state[0], state[1]),), sh[0], sh[1], sh[2], sh[3])[0]
         s = tc_t(exp(h - m)) + tc_t(exp(t - m))
         for k in range(H):
             if lane + k * G < count:
-                for q in range(W):
-                    s += tc_t(exp(widen(hv[k, q]) - m))
+                s = add_exps(s, hv[k], m)
         j = lane + H * G
         while j < count:
-            e = vload(sv, j - H * G)
-            for q in range(W):
-                s += tc_t(exp(widen(e[q]) - m))
+            s = add_exps(s, vload(sv, j - H * G), m)
             j += G
         return m, red_sum((s,), sh[4], sh[5], sh[6], sh[7])[0]
 
@@ -1910,12 +1914,19 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
     stored = from_dtype(storage_dtype(plan.dtype))
     H, HELD_ROWS = plan.held, max(plan.held, 1)  # (a local array has a row at least)
 
+    @cuda.jit(device=True)
+    def put(yf, j, e, a, b):
+        """``y``'s vector ``j`` from ``x``'s ``e`` (held or staged)."""
+        v = cuda.local.array(W, tc_t)
+        for q in range(W):
+            v[q] = finish(widen(e[q]), a, b)
+        vstore(yf, j, pack(v, 0))
+
     @jit
     def staged_forward(x, y, xf, yf, head0):
         sh = storage()
         sv = cuda.shared.array(0, stored)
         hv = cuda.local.array((HELD_ROWS, W), stored)
-        v = cuda.local.array(W, tc_t)
         lane, row, step = walk()
         n = x.shape[2]
         while row < x.shape[0] * x.shape[1]:
@@ -1930,15 +1941,10 @@ def _staged_forward(plan: RowPlan, prepare, finish, jit, storage):
             a, b = prepare(m, s, m)
             for k in range(H):
                 if lane + k * G < count:
-                    for q in range(W):
-                        v[q] = finish(widen(hv[k, q]), a, b)
-                    vstore(yf, yv + lane + k * G, pack(v, 0))
+                    put(yf, yv + lane + k * G, hv[k], a, b)
             j = lane + H * G
             while j < count:
-                e = vload(sv, j - H * G)
-                for q in range(W):
-                    v[q] = finish(widen(e[q]), a, b)
-                vstore(yf, yv + j, pack(v, 0))
+                put(yf, yv + j, vload(sv, j - H * G), a, b)
                 j += G
             finish_edges(yr, h, t, lane, head, count, a, b)
             row += step

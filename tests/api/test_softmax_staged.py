@@ -81,7 +81,8 @@ def test_forward_rows_hold_their_first_vectors_in_registers_where_there_is_room(
             assert plan(kind, dtype=dtype).registers == 64 + 4 * most
     three = softmax_rows.stage_bytes(3) // 4  # float32 rows three blocks to one
     two, alone = softmax_rows.stage_bytes(2) // 4, softmax_rows.stage_bytes(1) // 4
-    assert softmax_rows.three_blocks(three, 4) and not softmax_rows.three_blocks(two, 4)
+    assert softmax_rows.staged_blocks(three, 4) == 3 and softmax_rows.staged_blocks(two, 4) == 2
+    assert softmax_rows.staged_blocks(alone, 4) == 1
     assert [held("softmax", three, 4, t) for t in (256, 512)] == [4, 0]  # 85, 42 a thread
     assert [held("softmax", two, 4, t) for t in (256, 512)] == [8, 0]  # 128, 64
     assert [held("log_softmax", alone, 4, t) for t in (512, 1024)] == [8, 0]  # 128, 64
