@@ -499,7 +499,7 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
                    dtype, pair_op=pair_op, out=out, keep=keep,
                    packed=bool(chosen and chosen.packed), lanes=lanes, staged=staged,
                    async_copy=staged,
-                   held=softmax_rows.held_count(kind, n, _vector(dtype), threads) if staged
+                   held=softmax_rows.held_count(n, _vector(dtype), threads) if staged
                    else 0)
 
 

@@ -230,9 +230,10 @@ class RowPlan:
             (``runtime/async_copy.py``: all of a thread's vectors in flight at once,
             no register holding them) where the device has it, else through
             registers, four vectors in flight (:func:`row_stager`).
-        held: vectors a lane of a staged forward row holds in registers
-            (:func:`held_vectors`), the rest staged: one of :data:`HELD` where
-            registers are to spare (:func:`held_count`), else 0.
+        held: vectors a lane of a staged row (forward: of ``x``; log_softmax
+            backward: of ``dy``) holds in registers (:func:`held_vectors`), the rest
+            staged: one of :data:`HELD` where registers are to spare
+            (:func:`held_count`), else 0.
     """
 
     kind: str
@@ -1624,20 +1625,18 @@ def staged_blocks(n: int, vector: int) -> int:
     return 3 if need <= stage_bytes(3) else 2 if need <= stage_bytes(2) else 1
 
 
-def held_count(kind: str, n: int, vector: int, threads: int) -> int:
-    """Vectors a lane of a staged forward row of ``n`` elements (``vector`` a 16-byte
-    vector; blocks of ``threads``) holds in registers (:attr:`RowPlan.held`): the
-    most of :data:`HELD` whose registers (:data:`HELD_VECTOR_REGISTERS` a vector on
-    :data:`TILED_REGISTERS`) the blocks that share a multiprocessor's shared memory
-    leave (:func:`staged_blocks`), so holding never costs a block. On the H200: 8 for a
-    float32 row alone (512 threads), 4 for three blocks of 256, none for two of 512.
+def held_count(n: int, vector: int, threads: int) -> int:
+    """Vectors a lane of a staged row of ``n`` elements (``vector`` a 16-byte vector;
+    blocks of ``threads``; a log_softmax backward row's ``dy``) holds in registers
+    (:attr:`RowPlan.held`): the most of :data:`HELD` whose registers
+    (:data:`HELD_VECTOR_REGISTERS` a vector on :data:`TILED_REGISTERS`) the blocks
+    that share a multiprocessor's shared memory leave (:func:`staged_blocks`), so
+    holding never costs a block. On the H200: 8 for a float32 row alone (512 threads), 4 for three blocks of 256, none for two of 512.
     Each held vector is one shared-memory write and two reads fewer, and room for
     the L1 that loads in flight need: float32 softmax (4096, 32768) took 0.290 ms
     against 0.304 staged whole, (8192, 50257) 0.834 against 0.851, float16 (4096,
     32768) 0.152-0.154 against 0.162-0.166 (bench/NOTES.md, "Split staging"; float32
     rows of three or two blocks, 16388 to 28672, were not timed)."""
-    if kind not in FORWARD:
-        return 0
     budget = min(MAX_REGISTERS, REGISTER_FILE // (threads * staged_blocks(n, vector)))
     return next((h for h in HELD if TILED_REGISTERS + HELD_VECTOR_REGISTERS * h <= budget),
                 0)
@@ -2090,14 +2089,16 @@ def _vector_tiled_backward(plan: RowPlan, storage, red_sum, gradient, jit):
 def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
     """``kernel(y, dy, dx, yf, dyf, dxf, head0)``: the staged log_softmax backward
     kernel: ``dx = dy - exp(y) * sum(dy)``, whose sum reads ``dy`` alone. Each thread
-    brings its vectors of ``dy`` into its slots of the block's dynamic shared memory
-    (:func:`row_stager`) and adds them up; the write pass reads ``y`` (four vectors
-    in flight) and the thread's own ``dy`` slots. ``dy`` and ``y`` are read
-    once each, where the tiled kernel reads ``dy`` twice. Every ``dy`` of a row is
-    staged before any ``dx`` is written, and each thread reads its vectors of ``y``
-    before it writes theirs: ``dx`` may alias either input."""
+    holds its first :attr:`RowPlan.held` vectors of ``dy`` in registers
+    (:func:`held_vectors`) and the rest in its slots of the block's dynamic shared
+    memory (:func:`row_stager`), and adds them up; the write pass reads ``y`` (four
+    vectors in flight) beside the held ``dy`` and the thread's own slots. ``dy`` and
+    ``y`` are read once each, where the tiled kernel reads ``dy`` twice. Every ``dy``
+    of a row is staged or held before any ``dx`` is written, and each thread reads
+    its vectors of ``y`` before it writes theirs: ``dx`` may alias either input."""
     tc_t = _numba_types(plan)[0]
-    G, W = plan.group, plan.vector
+    G, W, H = plan.group, plan.vector, plan.held
+    S, HELD_ROWS = H * G, max(H, 1)
     walk = _row_walk(plan)[0]
     grad = gradient[1]
     locate, finish_edges = backward_rows(plan, grad)
@@ -2112,29 +2113,42 @@ def _staged_log_backward(plan: RowPlan, storage, red_sum, gradient, jit):
         return total
 
     (issue, drain), load4 = row_stager(plan, add), four_vectors(plan)
+    load_held, folder = held_vectors(plan)
+    fold_held = folder(add)
+
+    @cuda.jit(device=True)
+    def put(dxf, xv, t, e, j, total):
+        """``dx``'s vector ``j`` from ``y``'s ``t`` and ``dy``'s ``e``."""
+        v = cuda.local.array(W, tc_t)
+        for q in range(W):
+            v[q] = grad(widen(t[q]), widen(e[q]), total)
+        vstore(dxf, xv + j, pack(v, 0))
 
     @cuda.jit(device=True)
     def write(dxf, sv, xv, t, j, count, total):
         """``dx``'s vector ``j`` from ``y``'s (loaded as ``t``) and the staged ``dy``."""
         if j < count:
-            e = vload(sv, j)
-            v = cuda.local.array(W, tc_t)
-            for q in range(W):
-                v[q] = grad(widen(t[q]), widen(e[q]), total)
-            vstore(dxf, xv + j, pack(v, 0))
+            put(dxf, xv, t, vload(sv, j - S), j, total)
 
     @jit
     def staged_log_backward(y, dy, dx, yf, dyf, dxf, head0):
         sh = storage()
         sv = cuda.shared.array(0, stored)
+        hv = cuda.local.array((HELD_ROWS, W), stored)
         lane, row, step = walk()
         while row < y.shape[0] * y.shape[1]:
             yr, dyr, dxr, yv, dv, xv, head, count, y0, y1, d0, d1 = locate(
                 y, dy, dx, row, head0, lane)
-            issue(sv, dyf, dv, lane, count)
-            total = drain(sv, dyf, dv, lane, count, d0 + d1)
+            load_held(hv, dyf, dv, lane, count)
+            issue(sv, dyf, dv, lane + S, count)
+            total = fold_held(d0 + d1, hv, lane, count)
+            total = drain(sv, dyf, dv, lane + S, count, total)
             total = red_sum((total,), sh[0], sh[1], sh[2], sh[3])[0]
-            j = lane
+            for k in range(H):
+                j = lane + k * G
+                if j < count:
+                    put(dxf, xv, vload(yf, yv + j), hv[k], j, total)
+            j = lane + S
             while j < count:  # four loads of y before the first store of dx
                 t = load4(yf, yv, j, count)
                 write(dxf, sv, xv, t[0], j, count, total)

@@ -83,11 +83,11 @@ def test_forward_rows_hold_their_first_vectors_in_registers_where_there_is_room(
     two, alone = softmax_rows.stage_bytes(2) // 4, softmax_rows.stage_bytes(1) // 4
     assert softmax_rows.staged_blocks(three, 4) == 3 and softmax_rows.staged_blocks(two, 4) == 2
     assert softmax_rows.staged_blocks(alone, 4) == 1
-    assert [held("softmax", three, 4, t) for t in (256, 512)] == [4, 0]  # 85, 42 a thread
-    assert [held("softmax", two, 4, t) for t in (256, 512)] == [8, 0]  # 128, 64
-    assert [held("log_softmax", alone, 4, t) for t in (512, 1024)] == [8, 0]  # 128, 64
-    assert held("log_softmax_backward", alone, 4, 512) == 0
-    assert plan("log_softmax_backward", dtype="float32").held == 0
+    assert [held(three, 4, t) for t in (256, 512)] == [4, 0]  # 85, 42 a thread
+    assert [held(two, 4, t) for t in (256, 512)] == [8, 0]  # 128, 64
+    assert [held(alone, 4, t) for t in (512, 1024)] == [8, 0]  # 128, 64
+    for dtype in (*softmax_rows.HALVES, "float32"):  # its dy
+        assert plan("log_softmax_backward", dtype=dtype).held == most
 
 
 def held_shared(n, vector, held=softmax_rows.HELD[0], threads=THREADS):
@@ -189,7 +189,7 @@ def test_staged_float32_rows_match_the_reference(n, offset, normalizer, staged_l
     dx = device_rows(np.zeros_like(y), offset)  # rows as far from a boundary as y's
     nk.log_softmax_backward(device_rows(y, offset), device_rows(dy, offset), out=dx,
                             threads=THREADS)
-    assert staged_launches()[-1] == ("log_softmax_backward", True, 4, n // 4 * 16)
+    assert staged_launches()[-1] == ("log_softmax_backward", True, 4, held_shared(n, 4))
     np.testing.assert_allclose(dx.copy_to_host(), log_backward_reference(y, dy),
                                rtol=1e-5, atol=1e-6 * np.abs(dy).sum(-1).max())
 
@@ -298,7 +298,7 @@ def test_staged_log_softmax_backward(n, offset, place, staged_launches, copy):
     ys, dys = device_rows(y, offset), device_rows(dy, offset)
     dx = {"dy": dys, "y": ys, None: device_rows(np.zeros_like(y), offset)}[place]
     nk.log_softmax_backward(ys, dys, out=dx, threads=THREADS)
-    assert staged_launches()[-1] == ("log_softmax_backward", True, 8, n // 8 * 16)
+    assert staged_launches()[-1] == ("log_softmax_backward", True, 8, held_shared(n, 8))
     assert copy.built[-1] == (copy.path == "async")
     want = log_backward_reference(y, dy)
     scale = np.abs(dy.astype(np.float64)).sum(-1, keepdims=True)
@@ -310,7 +310,8 @@ def test_staged_log_softmax_backward_of_bfloat16(staged_launches):
     y = _bfloat16(REF["log_softmax"](logits((2, 2100), seed=3)))
     dy = _bfloat16(logits((2, 2100), seed=4, scale=1.0))
     got = nk.log_softmax_backward(y, dy, threads=32)
-    assert staged_launches()[-1] == ("log_softmax_backward", True, 8, 2100 // 8 * 16)
+    assert staged_launches()[-1] == ("log_softmax_backward", True, 8,
+                                     held_shared(2100, 8, threads=32))
     want = log_backward_reference(y, dy)
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2 * BF16_ULP,
                                atol=1e-2)
