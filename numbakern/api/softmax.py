@@ -477,13 +477,13 @@ def _plan(kind: str, n: int, dtype, normalizer, layout, fused, threads,
         aligned = "" if vectors else " (with rows not 16-byte aligned)"
         raise ValueError(f"fused=True: a row of {n} {dtype} elements{aligned} does not fit "
                          f"in the registers of one {layout}; use fused=None or False")
-    staged = (fused is None and vectors and _stages(kind, n, dtype, layout, out, keep)
+    staged = (fused is None and vectors
+              and _stages(kind, n, dtype, layout, out, keep, threads)
               and (chosen is None or (dtype in softmax_rows.HALVES and threads is None
                                       and _one_block_each(chosen))))
-    if staged:  # (blocks of 64 under the simulator, as its tiled ones)
+    if staged:
         chosen = None
-        threads = threads or (_TILED_THREADS[0] if SIMULATOR else
-                              softmax_rows.staged_threads(kind, n, _vector(dtype)))
+        threads = _staged_threads(kind, n, dtype, threads)
     per_thread = chosen.per_thread if chosen else 0
     threads = chosen.threads if chosen else (threads or _tiled_threads(kind, dtype, out,
                                                                        keep))
@@ -670,20 +670,34 @@ def _packs(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> b
             and not keep and layout == "block" and n % _HALF_VECTOR == 0)
 
 
-def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str) -> bool:
+def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str,
+            threads: int | None) -> bool:
     """Whether rows of ``n`` may be staged in shared memory (``RowPlan.staged``): rows
-    of :data:`_STAGED_KINDS`, a block each, the result in the input's dtype, nothing
-    kept, their whole vectors within ``softmax_rows.stage_bytes``: two blocks a
+    of :data:`_STAGED_KINDS`, a block each (of ``threads``, or None:
+    :func:`_staged_threads`), the result in the input's dtype, nothing kept, what
+    they stage (their whole vectors but those held in registers:
+    ``softmax_rows.held_count``) within ``softmax_rows.stage_bytes``: two blocks a
     multiprocessor for halves (rows of up to 57344 on an H200), one for float32 (up to
-    57856). Read once, where the tiled kernel reads them twice; for halves, where a
-    fused plan holds the row, :func:`_one_block_each` says which wins (bench/NOTES.md,
-    "Staged half rows"); float32 rows are staged only where none does."""
+    57856, and 74240 forward with 8 vectors a lane of 512 held). Read once, where the
+    tiled kernel reads them twice; for halves, where a fused plan holds the row,
+    :func:`_one_block_each` says which wins (bench/NOTES.md, "Staged half rows");
+    float32 rows are staged only where none does."""
     if kind not in _STAGED_KINDS or out or keep or layout != "block":
         return False
     if dtype not in (*softmax_rows.HALVES, "float32"):
         return False
     blocks = 2 if dtype in softmax_rows.HALVES else 1
-    return softmax_rows.row_stage_bytes(n, _vector(dtype)) <= softmax_rows.stage_bytes(blocks)
+    vector, threads = _vector(dtype), _staged_threads(kind, n, dtype, threads)
+    held = softmax_rows.held_count(kind, n, vector, threads)
+    staged = softmax_rows.staged_bytes(n, vector, held, threads)
+    return staged <= softmax_rows.stage_bytes(blocks)
+
+
+def _staged_threads(kind: str, n: int, dtype: str, threads: int | None) -> int:
+    """Threads a block of a staged row: the caller's, else 64 under the simulator (as
+    its tiled blocks), else ``softmax_rows.staged_threads``."""
+    return threads or (_TILED_THREADS[0] if SIMULATOR else
+                       softmax_rows.staged_threads(kind, n, _vector(dtype)))
 
 
 def _vector(dtype: str) -> int:

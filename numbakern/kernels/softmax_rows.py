@@ -1602,9 +1602,13 @@ def stage_shared(plan: RowPlan, n: int) -> int:
     leaves of a multiprocessor's 256 KiB is its L1, which every load in flight needs
     a line of: the held vectors' loads stall on a small one (bench/NOTES.md, "Split
     staging")."""
-    if not plan.staged:
-        return 0
-    return max(row_stage_bytes(n, plan.vector) - plan.held * plan.group * VECTOR_BYTES, 0)
+    return staged_bytes(n, plan.vector, plan.held, plan.group) if plan.staged else 0
+
+
+def staged_bytes(n: int, vector: int, held: int, threads: int) -> int:
+    """Bytes of shared memory a staged row of ``n`` takes (``vector`` a 16-byte
+    vector): its whole vectors but the ``held`` a lane of ``threads`` holds."""
+    return max(row_stage_bytes(n, vector) - held * threads * VECTOR_BYTES, 0)
 
 
 def stage_bytes(blocks: int = 2) -> int:

@@ -50,8 +50,14 @@ def test_long_half_forward_rows_are_staged():
     assert not plan(keep="causal").staged
     assert not plan(layout="warp").staged
     assert not plan(n=2048).staged and plan(n=2048).fused
-    most = softmax_rows.stage_bytes() // 2
+    most = longest_staged(softmax_rows.stage_bytes(), 8)  # 8 vectors a lane held
     assert plan(n=most).staged and not plan(n=most + 8).staged
+
+
+def longest_staged(stage_bytes, vector, held=softmax_rows.HELD[0], threads=THREADS):
+    """The longest row whose staged vectors fit ``stage_bytes``, ``held`` vectors a
+    lane of ``threads`` held in registers."""
+    return (stage_bytes + held * threads * 16) // 16 * vector
 
 
 def test_float32_rows_are_staged_where_no_fused_plan_holds_them():
@@ -61,7 +67,7 @@ def test_float32_rows_are_staged_where_no_fused_plan_holds_them():
         p = plan(kind, dtype="float32")
         assert p.staged and not p.fused and p.threads == THREADS, kind
     assert not plan(n=2048, dtype="float32").staged and plan(n=2048, dtype="float32").fused
-    most = softmax_rows.stage_bytes(1) // 4
+    most = longest_staged(softmax_rows.stage_bytes(1), 4)
     assert plan(n=most, dtype="float32").staged
     assert not plan(n=most + 4, dtype="float32").staged
     assert not plan("softmax_backward", dtype="float32").staged
@@ -336,16 +342,21 @@ def log_backward_in(y, dy):
 @pytest.mark.gpu
 def test_gpu_float32_rows_staged_in_one_block(staged_launches):
     """(4096, 32768) and (8192, 50257) float32 rows and the longest a block stages
-    (one block a multiprocessor), then one vector past it (tiled), against float64."""
+    (one block a multiprocessor; forward rows with 8 vectors a lane of 512 held, the
+    backward's, of 1024 threads, with none), then one vector past each (tiled),
+    against float64."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(3)
-    longest = softmax_rows.stage_bytes(1) // 4
-    for shape, staged in (((4096, 32768), True), ((8192, 50257), True),
-                          ((64, longest), True), ((64, longest + 4), False)):
+    forward = longest_staged(softmax_rows.stage_bytes(1), 4, threads=512)
+    backward = softmax_rows.stage_bytes(1) // 4
+    for n, staged in ((32768, (True, True)), (50257, (True, True)),
+                      (backward, (True, True)), (backward + 4, (True, False)),
+                      (forward, (True, False)), (forward + 4, (False, False))):
+        shape = (4096 if n == 32768 else 8192 if n == 50257 else 64, n)
         x = torch.randn(*shape, device="cuda") * 4
         for kind in FORWARD:
             got = FORWARD[kind](x, axis=1)
-            assert staged_launches()[-1][:2] == (kind, staged)
+            assert staged_launches()[-1][:2] == (kind, staged[0])
             tol = dict(rtol=1e-5, atol=1e-7) if kind == "softmax" else \
                 dict(rtol=1e-5, atol=2e-5)
             assert close_in_float64(got, lambda t: getattr(torch, kind)(t, 1), x, **tol), \
@@ -353,7 +364,7 @@ def test_gpu_float32_rows_staged_in_one_block(staged_launches):
         y = torch.log_softmax(x, 1)
         dy = torch.randn(*shape, device="cuda")
         got = nk.log_softmax_backward(y, dy, axis=1)
-        assert staged_launches()[-1][:2] == ("log_softmax_backward", staged)
+        assert staged_launches()[-1][:2] == ("log_softmax_backward", staged[1])
         assert close_in_float64(got, log_backward_in, y, dy, rtol=1e-5, atol=1e-4)
 
 
