@@ -688,7 +688,7 @@ def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str,
         return False
     blocks = 2 if dtype in softmax_rows.HALVES else 1
     vector, threads = _vector(dtype), _staged_threads(kind, n, dtype, threads)
-    held = softmax_rows.held_count(kind, n, vector, threads)
+    held = softmax_rows.held_count(n, vector, threads)
     staged = softmax_rows.staged_bytes(n, vector, held, threads)
     return staged <= softmax_rows.stage_bytes(blocks)
 
