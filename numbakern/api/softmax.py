@@ -678,8 +678,9 @@ def _stages(kind: str, n: int, dtype: str, layout: str, out: str, keep: str,
     they stage (their whole vectors but those held in registers:
     ``softmax_rows.held_count``) within ``softmax_rows.stage_bytes``: two blocks a
     multiprocessor for halves (rows of up to 57344 on an H200), one for float32 (up to
-    57856, and 74240 forward with 8 vectors a lane of 512 held). Read once, where the
-    tiled kernel reads them twice; for halves, where a fused plan holds the row,
+    57856); forward rows of either with 8 vectors a lane of 512 held go further (90112
+    halves, 74240 float32: one block a multiprocessor, its registers). Read once,
+    where the tiled kernel reads them twice; for halves, where a fused plan holds the row,
     :func:`_one_block_each` says which wins (bench/NOTES.md, "Staged half rows");
     float32 rows are staged only where none does."""
     if kind not in _STAGED_KINDS or out or keep or layout != "block":

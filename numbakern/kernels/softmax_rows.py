@@ -1635,7 +1635,8 @@ def held_count(n: int, vector: int, threads: int) -> int:
     (:attr:`RowPlan.held`): the most of :data:`HELD` whose registers
     (:data:`HELD_VECTOR_REGISTERS` a vector on :data:`TILED_REGISTERS`) the blocks
     that share a multiprocessor's shared memory leave (:func:`staged_blocks`), so
-    holding never costs a block. On the H200: 8 for a float32 row alone (512 threads), 4 for three blocks of 256, none for two of 512.
+    holding never costs a block. On the H200: 8 for a row alone (512 threads), 4 for
+    three blocks of 256, none for two of 512.
     Each held vector is one shared-memory write and two reads fewer, and room for
     the L1 that loads in flight need: float32 softmax (4096, 32768) took 0.290 ms
     against 0.304 staged whole, (8192, 50257) 0.834 against 0.851, float16 (4096,

@@ -372,17 +372,21 @@ def test_gpu_float32_rows_staged_in_one_block(staged_launches):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches, copy):
     # (8192, 50257): rows 2 bytes apart from 16-byte boundaries, each its own head;
-    # then the longest rows a block stages on this device and one vector past them.
+    # then the longest rows a block stages on this device (forward rows with 8
+    # vectors a lane of 512 held, the backward's with none) and one vector past each.
     torch = pytest.importorskip("torch")
     torch.manual_seed(2)
-    longest = softmax_rows.stage_bytes() // 2
-    for shape, staged in (((8192, 50257), True), ((64, longest), True),
-                          ((64, longest + 8), False)):
-        x = (torch.randn(*shape, device="cuda") * 4).to(getattr(torch, dtype))
+    forward = longest_staged(softmax_rows.stage_bytes(), 8, threads=512)
+    backward = softmax_rows.stage_bytes() // 2
+    for n, staged in ((50257, (True, True)), (backward, (True, True)),
+                      (backward + 8, (True, False)), (forward, (True, False)),
+                      (forward + 8, (False, False))):
+        x = (torch.randn(8192 if n == 50257 else 64, n, device="cuda") * 4) \
+            .to(getattr(torch, dtype))
         for kind, normalizer in product(FORWARD, ("max_then_sum", "online")):
             got = FORWARD[kind](x, axis=1, normalizer=normalizer)
-            assert staged_launches()[-1][1] == staged
-            assert not staged or copy.built[-1] == (copy.path == "async")
+            assert staged_launches()[-1][1] == staged[0]
+            assert not staged[0] or copy.built[-1] == (copy.path == "async")
             assert got.dtype == x.dtype and got.device == x.device
             ulp = 2.0 ** (-8 if dtype == "bfloat16" else -11)
             # float16's smallest probabilities are subnormal (spaced 2^-24); log
@@ -390,9 +394,9 @@ def test_gpu_vocabulary_rows_and_the_longest_staged_rows(dtype, staged_launches,
             atol = (1e-9 if dtype == "bfloat16" else 2.0 ** -24) if kind == "softmax" \
                 else 4 * ulp * 16
             assert close_in_float64(got, lambda t: getattr(torch, kind)(t, 1), x,
-                                    rtol=2 * ulp, atol=atol), (kind, normalizer)
+                                    rtol=2 * ulp, atol=atol), (kind, normalizer, n)
         y = torch.log_softmax(x.float(), 1).to(x.dtype)
-        dy = torch.randn(*shape, device="cuda").to(x.dtype)
+        dy = torch.randn(*x.shape, device="cuda").to(x.dtype)
         got = nk.log_softmax_backward(y, dy, axis=1)
-        assert staged_launches()[-1][:2] == ("log_softmax_backward", staged)
+        assert staged_launches()[-1][:2] == ("log_softmax_backward", staged[1])
         assert close_in_float64(got, log_backward_in, y, dy, rtol=2 * ulp, atol=8 * ulp)
