@@ -42,7 +42,11 @@ def cases(cp, nk):
     y = nk.softmax(rows)
     half = rows.astype(cp.float16)
     wide_half, vocab_half = wide.astype(cp.float16), vocab.astype(cp.float16)
+    wider_half = wider.astype(cp.float16)
+    tall_half = rng.standard_normal((16384, 32768), dtype=f32).astype(cp.float16)
+    squat = rng.standard_normal((16384, 16384), dtype=f32)
     wy, wy_half = nk.log_softmax(wide), nk.log_softmax(wide_half)
+    ty_half, sy = nk.log_softmax(tall_half), nk.log_softmax(squat)
     keys24 = x24.view(cp.uint32)
     return [
         ("sum f32 2^10", lambda: nk.sum(x10)),
@@ -80,6 +84,11 @@ def cases(cp, nk):
         ("log_softmax f16 (8192, 50257)", lambda: nk.log_softmax(vocab_half)),
         ("log_softmax_backward f16 (4096, 32768)",
          lambda: nk.log_softmax_backward(wy_half, wide_half)),
+        ("log_softmax_backward f16 (16384, 32768)",
+         lambda: nk.log_softmax_backward(ty_half, tall_half)),
+        ("log_softmax_backward (16384, 16384)", lambda: nk.log_softmax_backward(sy, squat)),
+        ("softmax f16 (4096, 65536)", lambda: nk.softmax(wider_half)),
+        ("log_softmax f16 (4096, 65536)", lambda: nk.log_softmax(wider_half)),
         ("log_softmax (32768, 4096)", lambda: nk.log_softmax(rows)),
         ("softmax_backward (32768, 4096)", lambda: nk.softmax_backward(y, rows)),
         ("sort f32 2^24", lambda: nk.sort(x24)),
