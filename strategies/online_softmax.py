@@ -36,7 +36,8 @@ Three traps, and what this combine does about them:
 3. **NaN.** The maximum propagates NaN (as ``numbakern.MAX`` and ``np.max`` do), and
    ``exp(x - nan)`` is NaN: a row holding a NaN normalizes to NaN.
 
-Cost per combine: two ``exp``. A thread that folds many elements does better by
+Cost per combine: one ``exp`` (the stretch holding the larger maximum keeps its sum
+as it is: ``exp(m - m)`` is 1). A thread that folds many elements does better by
 folding a tile at a time (the tile's maximum, one rescale, one ``exp`` per
 element): ``numbakern/kernels/softmax_rows.py`` does that, then block-reduces the threads'
 pairs with this op.
@@ -54,11 +55,19 @@ NEG_INF = -math.inf
 
 
 def combine(a0, a1, b0, b1):
-    """``(m_a, s_a) (+) (m_b, s_b)``: ``(max, sum rescaled to that max)``."""
+    """``(m_a, s_a) (+) (m_b, s_b)``: ``(max, sum rescaled to that max)``, with one
+    ``exp``: the stretch that holds the maximum keeps its sum (``exp(m - m)`` is 1),
+    the other's is rescaled."""
     m = a0 if (a0 > b0 or a0 != a0) else b0  # NaN-propagating max, as numbakern.MAX
     if m == NEG_INF:  # trap 1: both maxima are -inf, the sums are at the same max
         return m, a1 + b1
-    return m, a1 * math.exp(a0 - m) + b1 * math.exp(b0 - m)
+    top = m == a0
+    kept, rescaled = (a1, b1) if top else (b1, a1)
+    other = b0 if top else a0
+    # ``kept + (m - m)`` is kept * exp(m - m) without the exp: kept itself, or NaN where
+    # m is +inf or NaN (traps 2 and 3), as the two-exp form gives (and in the state's
+    # own dtype: a literal 1 would make a float32 sum float64 under Numba).
+    return m, kept + (m - m) + rescaled * math.exp(other - m)
 
 
 def identity(dtypes):
