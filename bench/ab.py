@@ -47,6 +47,10 @@ def cases(cp, nk):
     squat = rng.standard_normal((16384, 16384), dtype=f32)
     wy, wy_half = nk.log_softmax(wide), nk.log_softmax(wide_half)
     ty_half, sy = nk.log_softmax(tall_half), nk.log_softmax(squat)
+    # whole waves of three staged half rows a multiprocessor on an H200 (132 x 3): 10,
+    # then 11; 4096 rows sit between them (bench/NOTES.md, "the last wave")
+    waves = {rows: wide_half[:1].repeat(rows, axis=0) for rows in (3960, 4356)}
+    waves_y = {rows: nk.log_softmax(w) for rows, w in waves.items()}
     keys24 = x24.view(cp.uint32)
     return [
         ("sum f32 2^10", lambda: nk.sum(x10)),
@@ -89,6 +93,11 @@ def cases(cp, nk):
         ("log_softmax_backward (16384, 16384)", lambda: nk.log_softmax_backward(sy, squat)),
         ("softmax f16 (4096, 65536)", lambda: nk.softmax(wider_half)),
         ("log_softmax f16 (4096, 65536)", lambda: nk.log_softmax(wider_half)),
+        *[(f"log_softmax f16 ({rows}, 32768)", lambda w=w: nk.log_softmax(w))
+          for rows, w in waves.items()],
+        *[(f"log_softmax_backward f16 ({rows}, 32768)",
+           lambda w=w, y=waves_y[rows]: nk.log_softmax_backward(y, w))
+          for rows, w in waves.items()],
         ("log_softmax (32768, 4096)", lambda: nk.log_softmax(rows)),
         ("softmax_backward (32768, 4096)", lambda: nk.softmax_backward(y, rows)),
         ("sort f32 2^24", lambda: nk.sort(x24)),
