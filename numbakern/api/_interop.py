@@ -113,7 +113,7 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
     if rounded is not None:  # dtype=bfloat16 of another input: float32, rounded once
-        call.bfloat16, call.dtype_given = rounded, False
+        call.bfloat16, call.dtype_given, call.rounds = rounded, False, True
     first = names[0] if names else None
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
@@ -158,7 +158,9 @@ def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
     def numpy_dtype(d):
         if d is None or "bfloat16" not in str(d):
             return _numpy_dtype(d) if is_torch(d) else d
-        arrays = (a for a in (*args, *kwargs.values()) if not isinstance(a, (type, np.dtype)))
+        inputs = [a for n, a in zip(names, args) if n not in OUTS] + \
+            [a for k, a in kwargs.items() if k not in OUTS]  # (a bfloat16 out is no input)
+        arrays = (a for a in inputs if not isinstance(a, (type, np.dtype)))
         if any("bfloat16" in str(getattr(a, "dtype", "")) for a in arrays):
             return None
         rounded.append(d)
@@ -203,6 +205,7 @@ class _Call:
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
         self.native_bits = None  # the bfloat16 dtype of a call that read its bits
         self.widened = False  # a reduction or scan read a bfloat16 x in place
+        self.rounds = False  # dtype=bfloat16 of another input: float32 results rounded
 
     # --- in ------------------------------------------------------------------------
 
@@ -214,6 +217,8 @@ class _Call:
         if name in OUTS and a is not None:  # the caller's own out comes back as itself
             self.outs.setdefault(id(a), a)
         if _is_bfloat16_numpy(a):
+            if name in OUTS and self.rounds:
+                return self._rounded_out(a, a.astype(np.float32))
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(a.view(np.uint16), a, name)
             if first and self.name in WIDENED_BFLOAT16:
@@ -246,6 +251,9 @@ class _Call:
         if first:
             self.tensor, self.device = t, t.device
         if t.dtype == torch.bfloat16:
+            if name in OUTS and self.rounds:
+                wide = t.float()
+                return self._rounded_out(caller, wide, self._tensor_view(wide))
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(self._tensor_view(t, np.dtype(np.uint16)), caller, name)
             if first and self.name in WIDENED_BFLOAT16:
@@ -303,6 +311,16 @@ class _Call:
         self._note_bfloat16(t.dtype, "out")
         wide = t.float()
         translated = self._tensor_view(wide)
+        self.outs[id(translated)] = (caller, wide)
+        return translated
+
+    def _rounded_out(self, caller, wide, translated=None):
+        """A bfloat16 ``out`` of a call whose ``dtype=bfloat16`` asks float32 input's
+        results rounded once: the kernels write the float32 ``wide`` (``translated``:
+        its view for them; default ``wide`` itself), copied over rounding, as a call
+        without ``out`` rounds its float32 result. No ``CopyWarning``: that call holds
+        the same float32 result."""
+        translated = wide if translated is None else translated
         self.outs[id(translated)] = (caller, wide)
         return translated
 

@@ -463,3 +463,33 @@ def test_softmax_dtype_as_torch_and_bfloat16_of_other_inputs():
         assert isinstance(got, np.ndarray) and got.dtype == np.dtype(ml_dtypes.bfloat16)
         np.testing.assert_allclose(got.astype(np.float32), want.numpy(), rtol=BF16_RTOL,
                                    atol=1e-3)
+
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "softmax_backward", "sum"])
+@pytest.mark.parametrize("lib", ["torch", "numpy"])
+def test_a_bfloat16_out_of_a_dtype_bfloat16_call_takes_the_rounded_result(fn, lib):
+    # float32 input, dtype=bfloat16 and a bfloat16 out: the out holds, bit for bit,
+    # what the call without out returns (float32 results rounded once)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    f = torch.randn(3, 40)
+    args = (f,) if fn != "softmax_backward" else (torch.softmax(f, -1), f)
+    shape = () if fn == "sum" else (3, 40)
+    if lib == "torch":
+        dtype, out = torch.bfloat16, torch.empty(shape, dtype=torch.bfloat16)
+
+        def bits(t):
+            return t.view(torch.int16).numpy()
+    else:
+        args = tuple(a.numpy() for a in args)
+        dtype, out = ml_dtypes.bfloat16, np.empty(shape, ml_dtypes.bfloat16)
+
+        def bits(a):
+            return np.asarray(a).view(np.uint16)
+    run = getattr(nk, fn)
+    want = run(*args, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)
+        got = run(*args, dtype=dtype, out=out)
+    assert got is out and got.dtype == want.dtype
+    assert np.array_equal(bits(got), bits(want))
