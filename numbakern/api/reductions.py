@@ -428,8 +428,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     Raises: as :func:`sum`.
     """
     x = as_array_like(x)
-    if x.ndim == 0 and axis is not None and axis != ():
-        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)  # as np.mean: raises
+    _no_axis_of_0d(x, axis)
     in_dtype = np.dtype(x.dtype)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
     mask = _where(where, x.shape, "mean")
@@ -469,6 +468,14 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
     return deliver(workspace, dst, result, planned.shape, None)
+
+
+def _no_axis_of_0d(x, axis) -> None:
+    """``AxisError`` for an axis of 0-d ``x``, as ``np.mean``, ``np.var`` and
+    ``np.std`` raise (where ``np.sum``, ``np.max`` and the nan-forms take axis 0 and
+    -1 of a 0-d array)."""
+    if x.ndim == 0 and axis is not None and axis != ():
+        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)
 
 
 def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, stream,
@@ -1175,6 +1182,8 @@ def check_float_dtype(dtype, name: str) -> None:
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
               skip_nan: bool, root: bool, where=True, mean=None):
     x = as_array_like(x)
+    if not skip_nan:
+        _no_axis_of_0d(x, axis)
     in_dtype = np.dtype(x.dtype)
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(in_dtype, "x of dtype", name)

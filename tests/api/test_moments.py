@@ -300,3 +300,18 @@ def test_device_input_gets_the_values_without_the_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         np.testing.assert_array_equal(got.copy_to_host(), np.var(x, axis=1))
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "nanmean", "nanvar", "nanstd"])
+@pytest.mark.parametrize("axis", [0, -1, 1, (0,), ()])
+def test_an_axis_of_a_0d_input_as_numpy(name, axis):
+    # np.mean, np.var and np.std refuse any axis of a 0-d array; the nan-forms, like
+    # np.sum, take 0 and -1
+    x = np.array(2.5)
+    try:
+        want = getattr(np, name)(x, axis=axis)
+    except np.exceptions.AxisError:
+        with pytest.raises(np.exceptions.AxisError):
+            getattr(nk, name)(x, axis=axis)
+        return
+    assert getattr(nk, name)(x, axis=axis) == want
