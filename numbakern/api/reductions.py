@@ -895,7 +895,9 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
     output reduces ``(min, max)`` pairs (``numbakern.ops.MINMAX``), then subtracts.
 
     Result dtype: the input's (integers wrap, as NumPy's subtract does); NaN where a
-    NaN is present. Arguments as :func:`max`.
+    NaN is present. Arguments as :func:`max`. For NumPy input the subtraction is
+    NumPy's own, on the host: ``inf - inf`` and an overflow warn as ``np.ptp`` does
+    (by ``np.geterr()``); device input gets the same values without the warning.
 
     Raises:
         ValueError: reducing no elements, as NumPy.
@@ -916,9 +918,27 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
     if M == 0:
         return deliver_host(workspace, np.empty(shape, dtype=dtypes[0]), out)
     lo, hi = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    if kind == "numpy":
+        return _host_ptp(workspace, lo, hi, dtypes[0], shape, out)
     dst = workspace.empty(M, dtypes[0])
     subtract_into(hi, lo, dst, workspace.stream)
     return deliver(workspace, dst, dtypes[0], shape, out)
+
+
+def _host_ptp(workspace: Workspace, lo, hi, dtype: np.dtype, shape: tuple, out):
+    """Host input's range: each output's maximum and minimum (elements of ``x``, exact
+    in ``dtype``) subtracted on the host in ``dtype``, as ``np.ptp``, with NumPy's
+    warnings (by ``np.geterr()``) where that meets ``inf - inf`` or overflows."""
+    lo, hi = (deliver(workspace, a, dtype, (a.shape[0],), None) for a in (lo, hi))
+    with np.errstate(all="ignore"):
+        value = np.subtract(hi, lo)
+    if dtype.kind == "f":
+        made = ~np.isnan(hi) & ~np.isnan(lo)
+        if (made & np.isnan(value)).any():
+            numpy_fp_error("invalid", "invalid value encountered in subtract")
+        if (made & np.isinf(value) & np.isfinite(hi) & np.isfinite(lo)).any():
+            numpy_fp_error("over", "overflow encountered in subtract")
+    return deliver_host(workspace, value.reshape(shape), out)
 
 
 @planner

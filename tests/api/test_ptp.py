@@ -1,6 +1,8 @@
 """ptp (max - min in one pass over (min, max) pairs) against NumPy: every reduction
 strategy, integers that wrap, NaN, float16, and what it refuses."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -32,3 +34,24 @@ def test_dtypes_nan_and_errors():
         nk.ptp(np.zeros((0, 3)), axis=0)
     with pytest.raises(TypeError, match="bool"):
         nk.ptp(np.array([True, False]))
+
+
+@pytest.mark.parametrize("x", [
+    np.array([np.inf, np.inf]), np.array([-np.inf, -np.inf]),  # inf - inf: invalid
+    np.array([-3e38, 3e38], np.float32), np.array([6e4, -6e4], np.float16),  # overflow
+    np.array([[1.0, np.inf], [np.inf, np.inf]]),  # one row of each: inf, then invalid
+    np.array([np.nan, 1.0]), np.array([np.inf, np.nan]),  # NaN in: no warning
+    np.array([-128, 127], np.int8), np.array([1.0, 5.0])], ids=repr)
+def test_floating_point_warnings_as_numpy(x):
+    for axis in (None, -1):
+        seen = []
+        for ptp in (np.ptp, nk.ptp):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                value = ptp(x, axis=axis)
+            seen.append((value, sorted(str(w.message) for w in caught)))
+        (want, told), (got, said) = seen
+        np.testing.assert_array_equal(got, want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype and said == told
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="subtract"):
+        nk.ptp(np.array([-3e38, 3e38], np.float32))
