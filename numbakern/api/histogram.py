@@ -52,6 +52,10 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
+#: The most int64 counts an array can hold (NumPy's limit: bytes within an intp).
+_MOST_COUNTS = np.iinfo(np.intp).max // 8
+
+
 @dispatch
 @honours_stream
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
@@ -68,9 +72,10 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
             takes it; an empty list is taken as int64, as NumPy takes it); a
             ``minlength`` that is not an int (a bool included); a ``strategy`` that
             is neither a name nor a histogram strategy object.
-        ValueError: ``x`` not 1-D, a negative value, a negative ``minlength``, an
-            unknown ``strategy`` name (checked even when ``x`` is empty); a strategy
-            whose counters do not fit in shared memory for that many bins.
+        ValueError: ``x`` not 1-D, a negative value, a value of 2**60 - 1 or more
+            (more counts than an array holds), a negative ``minlength``, an unknown
+            ``strategy`` name (checked even when ``x`` is empty); a strategy whose
+            counters do not fit in shared memory for that many bins.
     """
     from numbakern.api.reductions import max as _max, min as _min
 
@@ -89,7 +94,11 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     if x.size:
         if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream)) < 0:
             raise ValueError("'x' argument must have no negative elements")
-        bins = max(bins, int(_scalar(_max(x, stream=stream))) + 1)
+        largest = int(_scalar(_max(x, stream=stream)))
+        if largest >= _MOST_COUNTS:
+            raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
+                             f"counts, past the largest array there can be ({_MOST_COUNTS})")
+        bins = max(bins, largest + 1)
     if bins == 0:
         return _empty_counts(x, kind_of(x))
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)

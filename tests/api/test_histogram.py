@@ -55,6 +55,9 @@ def test_bincount():
         nk.bincount(np.ones(3))
     with pytest.raises(TypeError, match="minlength must be an int"):
         nk.bincount(np.array([1]), minlength=True)  # NumPy refuses it too
+    for most in (2**64 - 1, 2**63, 2**60 - 1):  # more counts than an array holds
+        with pytest.raises(ValueError, match=f"^x holds {most}: bincount would need"):
+            nk.bincount(np.array([3, most], np.uint64))
 
 
 @pytest.mark.parametrize("call", [
