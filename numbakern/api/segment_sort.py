@@ -69,7 +69,8 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
         ValueError: bad ``offsets`` (named); ``keys`` or ``values`` not 1-D, or of
             different lengths; an unknown strategy, or ``"bitonic"`` for a span longer
             than it takes.
-        TypeError: a dtype the sort does not take; a non-bool flag.
+        TypeError: a dtype the sort does not take; a non-bool flag; ``offsets`` not an
+            array (None, a string).
 
     Algorithm and cost: two stable argsorts over the whole span (by key, then by
     segment index: the order of ``(segment, key)`` pairs, as an LSD radix sort

@@ -101,7 +101,7 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
             identity (max, min) and no ``initial``; ``check_offsets=False`` for such
             an op; ``x`` not 1-D; as :func:`numbakern.reduce` for the strategy.
         TypeError: a dtype the op does not take; a two-field op (use
-            :func:`segmented_argmax`).
+            :func:`segmented_argmax`); ``offsets`` not an array (None, a string).
 
     Source: CUB's ``DeviceSegmentedReduce`` (a block per segment, offsets as here); a
     warp per short segment as CUB's ``DeviceSegmentedSort`` treats small segments;
@@ -201,6 +201,9 @@ def _host_offsets(offsets, size: int, empty: str | None) -> np.ndarray:
     """Host offsets, checked whole (``ValueError`` naming them); ``empty``: the message
     for an empty segment where none may be."""
     host = np.asarray(offsets)
+    if host.ndim == 0 and host.dtype.kind not in "iu":  # None, a string, an object
+        raise TypeError(f"offsets must be a 1-D array of integers, got "
+                        f"{type(offsets).__name__}")
     why = offsets_ok(host, size)
     if why is not None:
         raise ValueError(f"offsets {why}")

@@ -155,6 +155,14 @@ def test_bad_offsets_are_refused_by_name(fn, offsets, match):
         fn(np.arange(10), np.array(offsets))
 
 
+@pytest.mark.parametrize("offsets", [None, "abc", 3.5])
+@pytest.mark.parametrize("fn", [nk.segmented_reduce, nk.segmented_scan, nk.segmented_sort])
+def test_offsets_that_are_no_array_are_a_type_error_naming_their_type(fn, offsets):
+    with pytest.raises(TypeError, match=f"^offsets must be a 1-D array of integers, got "
+                                        f"{type(offsets).__name__}$"):
+        fn(np.arange(10), offsets)
+
+
 def test_empty_segments_of_ops_without_identity_need_initial():
     with pytest.raises(ValueError, match="no identity; pass initial=.*segment 1"):
         nk.segmented_reduce(np.arange(10.0), np.array([0, 4, 4, 10]), "max")
