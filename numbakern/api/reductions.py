@@ -55,7 +55,8 @@ from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels import bfloat16
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.finishes import divide_by_count_emit, divide_emit, variance_emit
+from numbakern.kernels.finishes import (divide_by_count_emit, divide_emit, log_sum_exp_emit,
+                                        variance_emit)
 from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, divide_into,
                                             fold_first_into, log_sum_exp_into, nan_where,
                                             squared_deviations_into, subtract_into,
@@ -857,7 +858,8 @@ def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strate
 
     Each output reduces the online softmax's ``(max, sum of exp(x - max))`` pairs
     (``strategies/online_softmax.py``; Milakov and Gimelshein, 2018) with any
-    reduction strategy, then takes ``max + log(sum)``. A slice holding +inf gives
+    reduction strategy, then takes ``max + log(sum)`` (in the reduction's storing
+    pass where the strategy stores whole outputs: ``kernels/finishes.py``). A slice holding +inf gives
     +inf, one holding NaN gives NaN, one of nothing but -inf (or no elements) gives
     -inf, as SciPy. Result dtype: the input's float dtype (float16 accumulates in
     float32), float64 for bool and integers.
@@ -881,9 +883,13 @@ def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strate
     workspace = Workspace(kind_of(x), resolve_stream(stream, kind_of(x)))
     if M * N == 0:
         return deliver_host(workspace, np.full(shape, -np.inf, dtype=result), None)
-    m, s = _reduce(x, axes, ONLINE_SOFTMAX, kit, grid, workspace, lanes, track_index=False)
     dst = workspace.empty(M, kit.dtypes[0])
-    log_sum_exp_into(m, s, dst, workspace.stream)
+
+    def apart(fields):
+        log_sum_exp_into(*fields, dst, workspace.stream)
+
+    _reduce_finished(x, axes, ONLINE_SOFTMAX, kit, grid, workspace, lanes, log_sum_exp_emit(),
+                     dst, 0.0, apart)
     return deliver(workspace, dst, result, shape, None)
 
 

@@ -1,4 +1,5 @@
-"""Finishes: a mean's or a variance's last step, done by the reduce kernel's store.
+"""Finishes: a mean's, a variance's or a logsumexp's last step, done by the reduce
+kernel's store.
 
 Why
 ---
@@ -14,7 +15,7 @@ input of that step, so it can write the finished value instead: the reduce kerne
 call an :class:`~numbakern.kernels.emits.Emit` ``emit(o0, o1, row, pos, piece, S, M,
 s)`` with the state ``s``, and each emit here writes ``o0[pos]`` = the finished value
 (``o0``: the result array, in the result dtype; ``o1``: a float64 scalar argument,
-the count or ``ddof``). The arithmetic is that of the separate finishing kernels of
+the count or ``ddof``, unused by logsumexp). The arithmetic is that of the separate finishing kernels of
 ``numbakern/kernels/elementwise.py`` (float64, then the store's cast), so a folded
 finish and a separate one give the same bits.
 
@@ -81,3 +82,20 @@ def variance_emit(root: bool, skip_nan: bool) -> Emit:
         return emit
 
     return Emit(("finish", "variance", bool(root), bool(skip_nan)), build)
+
+
+@functools.lru_cache(maxsize=None)
+def log_sum_exp_emit() -> Emit:
+    """``o0[pos] = max + log(sum)`` (``+inf`` where the maximum is) from the online
+    softmax's ``(max, sum of exp(x - max))`` state (``strategies/online_softmax.py``),
+    in the state's dtype, as ``elementwise.log_sum_exp_into``; ``o1`` unused."""
+
+    def build():
+        @cuda.jit(device=True)
+        def emit(o0, o1, row, pos, piece, S, M, s):
+            # +inf dominates (its sum is inf - inf, NaN); a NaN maximum stays NaN
+            o0[pos] = s[0] if s[0] == math.inf else s[0] + math.log(s[1])
+
+        return emit
+
+    return Emit(("finish", "log_sum_exp"), build)

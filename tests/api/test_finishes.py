@@ -1,4 +1,4 @@
-"""mean, var, std and the nan-forms of device input, their finish folded into the
+"""mean, var, std, the nan-forms and logsumexp of device input, their finish folded into the
 reduction's storing pass (numbakern/kernels/finishes.py): the answers NumPy's, the
 bits those of the finish done apart, every reduce strategy, and a repeated call that
 replays as one launch where a sum is one.
@@ -211,3 +211,42 @@ def test_where_on_device_counts_each_outputs_own_elements():
             want = ref(h.astype(np.float64), axis=0, where=mask)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         assert np.isnan(got[3])
+
+
+def test_the_folded_logsumexp_has_the_bits_of_the_states_finished_apart():
+    # one block, one, two and three (a second pass) under the simulator; whole arrays,
+    # columns and rows; a slice holding +inf, one holding NaN, one of only -inf
+    from numbakern.kernels.elementwise import log_sum_exp_into
+    from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
+
+    cases = [(_data(n), None) for n in (33, 512, 1000, 1500)]
+    rows = _data((4, 70))
+    rows[1, 3], rows[2, 9], rows[3] = np.inf, np.nan, -np.inf
+    cases += [(rows, 1), (_data((40, 33)), 0)]
+    for h, axis in cases:
+        x = cuda.to_device(h)
+        m, s = (cuda.to_device(np.ascontiguousarray(a.copy_to_host()).reshape(-1))
+                for a in nk.reduce(x, ONLINE_SOFTMAX, axis=axis))
+        want = cuda.device_array(m.shape[0], np.float32)
+        log_sum_exp_into(m, s, want, cuda.default_stream())
+        got = nk.logsumexp(x, axis=axis).copy_to_host()
+        assert got.tobytes() == want.copy_to_host().tobytes(), (h.shape, axis)
+
+
+@pytest.mark.parametrize("shape, axis", [((500,), None), ((8, 16), 1), ((9, 70), 0),
+                                         ((1000,), None)])
+def test_a_repeated_logsumexp_replays_as_many_launches_as_its_states(shape, axis):
+    # the finish adds no launch to the reduction of the (max, sum) states (keepdims: the
+    # simulator's 0-d results are host scalars, which never replay)
+    from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
+
+    h = _data(shape).astype(np.float64)
+    x = cuda.to_device(h)
+    ours, result = _replayed_launches(
+        lambda a: nk.logsumexp(a, axis=axis, keepdims=True), x)
+    states, _ = _replayed_launches(
+        lambda a: nk.reduce(a, ONLINE_SOFTMAX, axis=axis, keepdims=True), x)
+    assert ours == states
+    big = h.max(axis=axis, keepdims=True)
+    want = big + np.log(np.exp(h - big).sum(axis=axis, keepdims=True))
+    np.testing.assert_allclose(result.copy_to_host(), want, rtol=1e-12)
