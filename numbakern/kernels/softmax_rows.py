@@ -1636,12 +1636,15 @@ def held_count(n: int, vector: int, threads: int) -> int:
     (:data:`HELD_VECTOR_REGISTERS` a vector on :data:`TILED_REGISTERS`) the blocks
     that share a multiprocessor's shared memory leave (:func:`staged_blocks`), so
     holding never costs a block. On the H200: 8 for a row alone (512 threads), 4 for
-    three blocks of 256, none for two of 512.
+    three blocks of 256, none for two of 512 or a backward row alone (1024).
     Each held vector is one shared-memory write and two reads fewer, and room for
     the L1 that loads in flight need: float32 softmax (4096, 32768) took 0.290 ms
     against 0.304 staged whole, (8192, 50257) 0.834 against 0.851, float16 (4096,
     32768) 0.152-0.154 against 0.162-0.166 (bench/NOTES.md, "Split staging"; float32
-    rows of three or two blocks, 16388 to 28672, were not timed)."""
+    rows of three or two blocks, 16388 to 28672, were not timed). Forward rows past
+    a block's whole row stage with 8 held: (4096, 65536) float32 0.573-0.580 ms and
+    float16 0.321-0.324 against the tiled kernel's 0.724-0.747 and 0.398-0.402; the
+    backward's 4 held rows of 32768 halves were level with staging them whole."""
     budget = min(MAX_REGISTERS, REGISTER_FILE // (threads * staged_blocks(n, vector)))
     return next((h for h in HELD if TILED_REGISTERS + HELD_VECTOR_REGISTERS * h <= budget),
                 0)
