@@ -613,8 +613,14 @@ def _moments_reads(fields) -> str:
 
 
 def _lse(fields):
+    """``max + log(sum)`` as numbakern.logsumexp's finishing pass: +inf where the maximum
+    is (its sum is inf - inf, NaN), NaN where the maximum is NaN, -inf where every
+    element is -inf (or none is: log(0))."""
     m, s = (float(v) for v in fields)
-    return m + np.log(s) if s > 0 else -np.inf
+    if m == np.inf:
+        return m
+    with np.errstate(divide="ignore"):
+        return m + np.log(s)
 
 
 def _lse_reads(fields) -> str:

@@ -138,3 +138,20 @@ def test_cli_figure(tmp_path):
                                       str(path)])
     assert result.exit_code == 0, result.output
     assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("values", ["nan,1,2", "inf,1,2", "1,inf,-inf", "-inf,-inf",
+                                    "-inf,2,nan"])
+def test_logsumexp_of_special_values_is_numbakerns(values):
+    """NaN in, NaN out; +inf gives +inf (its sum is inf - inf); -inf only when every
+    element is -inf: what numbakern.logsumexp's finishing pass gives."""
+    x = np.array([float(v) for v in values.split(",")], np.float32)
+    trace = trace_reduce(x, "logsumexp", "two_pass/warp_shuffle")
+    np.testing.assert_equal(trace.value, numbakern.logsumexp(x))
+
+
+def test_cli_logsumexp_of_nan_is_nan():
+    result = CliRunner().invoke(cli, ["explain", "--op", "logsumexp", "--values", "nan,1,2",
+                                      "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "→ logsumexp nan ·" in result.output
