@@ -242,6 +242,10 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
         _need_matplotlib("--png")
     if op.one_d and len(shape) > 1:
         raise click.BadParameter(f"{op.name} takes a 1-D input", param_hint="'--size'")
+    if op.two_d and len(shape) != 2:
+        raise click.BadParameter(f"{op.name} takes a 2-D input: give ROWSxCOLS (queries x "
+                                 "keys, or heads of COLS x COLS: see --help)",
+                                 param_hint="'--size'")
     if axis is not None and not -len(shape) <= axis < len(shape):
         raise click.BadParameter(
             f"axis {axis} is out of bounds for a {len(shape)}-D input of shape "

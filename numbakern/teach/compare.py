@@ -259,6 +259,8 @@ class Operation:
         simulator_shape: the default input under the simulator.
         gpu_shape: the default input on a GPU.
         one_d: the operation takes 1-D input only (``bincount``).
+        two_d: the operation takes 2-D input only (``causal_softmax``: its mask needs
+            queries and keys).
     """
 
     name: str
@@ -272,6 +274,7 @@ class Operation:
     simulator_shape: tuple = (4096,)
     gpu_shape: tuple = (1 << 26,)
     one_d: bool = False
+    two_d: bool = False
 
     @property
     def available(self) -> bool:
@@ -608,7 +611,7 @@ OPERATIONS: dict[str, Operation] = {
         # same rows.
         CausalSoftmax("causal_softmax", _causal_softmax, allclose, softmax_variants,
                       kinds="f", peers={"torch": _torch_causal_softmax},
-                      simulator_shape=(48, 24), gpu_shape=(65536, 2048)),
+                      simulator_shape=(48, 24), gpu_shape=(65536, 2048), two_d=True),
     ]
 }
 

@@ -459,3 +459,11 @@ def test_compare_help_states_each_default_size_the_command_uses():
 def test_output_paths_are_files_not_stdout(args):
     result = invoke(*args)
     assert result.exit_code == 2 and "give a file to write" in result.output, result.output
+
+
+def test_compare_causal_softmax_of_1d_input_is_a_usage_error():
+    """A causal mask needs queries and keys: a 1-D input has no queries."""
+    result = invoke("compare", "causal_softmax", "-n", "64")
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "'--size'" in result.stderr and "ROWSxCOLS" in result.stderr
