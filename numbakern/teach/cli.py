@@ -209,7 +209,8 @@ def _variants(op, names) -> list:
 @click.option("-s", "--strategy", "strategies", multiple=True,
               help="A strategy to run (repeatable); default every one.")
 @click.option("--axis", type=int, default=None,
-              help="Axis of row-wise operations (softmax: -1 by default).")
+              help="Axis of row-wise operations (softmax: -1 by default; "
+                   "causal_softmax: the last only).")
 @click.option("--repeat", type=click.IntRange(1, 10000), default=None,
               help="Timed calls per strategy (median). Default 20; 3 under the simulator.")
 @click.option("--json", "json_path", type=OUTPUT,
@@ -250,6 +251,12 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
         raise click.BadParameter(
             f"axis {axis} is out of bounds for a {len(shape)}-D input of shape "
             f"{'x'.join(map(str, shape))}", param_hint="'--axis'")
+    if op.axes == "last" and axis is not None:
+        if axis % len(shape) != len(shape) - 1:
+            raise click.BadParameter(
+                f"{op.name} runs along the last axis only: give --axis -1 (or "
+                f"{len(shape) - 1}), or leave it out", param_hint="'--axis'")
+        axis = -1  # the keys, also where heads of scores are shaped 3-D
     kw = {"axis": -1 if op.name == "softmax" and axis is None else axis}
     kw = {k: v for k, v in kw.items() if v is not None}
     repeat = repeat or (3 if simulator else 20)

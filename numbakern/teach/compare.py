@@ -261,6 +261,8 @@ class Operation:
         one_d: the operation takes 1-D input only (``bincount``).
         two_d: the operation takes 2-D input only (``causal_softmax``: its mask needs
             queries and keys).
+        axes: the ``axis`` it takes: ``"any"`` axis of the input, or the ``"last"``
+            only (``causal_softmax``: its mask runs along the keys).
     """
 
     name: str
@@ -275,6 +277,7 @@ class Operation:
     gpu_shape: tuple = (1 << 26,)
     one_d: bool = False
     two_d: bool = False
+    axes: str = "any"
 
     @property
     def available(self) -> bool:
@@ -611,7 +614,8 @@ OPERATIONS: dict[str, Operation] = {
         # same rows.
         CausalSoftmax("causal_softmax", _causal_softmax, allclose, softmax_variants,
                       kinds="f", peers={"torch": _torch_causal_softmax},
-                      simulator_shape=(48, 24), gpu_shape=(65536, 2048), two_d=True),
+                      simulator_shape=(48, 24), gpu_shape=(65536, 2048), two_d=True,
+                      axes="last"),
     ]
 }
 

@@ -467,3 +467,15 @@ def test_compare_causal_softmax_of_1d_input_is_a_usage_error():
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert "'--size'" in result.stderr and "ROWSxCOLS" in result.stderr
+
+
+@simulator_only
+def test_compare_causal_softmax_takes_the_last_axis_only():
+    """Its mask runs along the keys: another axis is a usage error, not 8 WRONG rows."""
+    result = invoke("compare", "causal_softmax", "--axis", "0")
+    assert result.exit_code == 2, result.output
+    assert "'--axis'" in result.stderr and "last axis" in result.stderr
+    for axis in ("1", "-1"):  # the keys of 8 x 4 scores (two heads of 4 x 4)
+        result = invoke("compare", "causal_softmax", "-n", "8x4", "--axis", axis,
+                        "-s", "online/warp_shuffle", "--repeat", "1")
+        assert result.exit_code == 0 and " ok " in result.output, result.output
