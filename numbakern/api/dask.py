@@ -81,6 +81,7 @@ import functools
 import hashlib
 import itertools
 import math
+import numbers
 import operator
 import warnings
 from typing import NamedTuple
@@ -160,6 +161,29 @@ def _check_dask(x, name: str):
     return x
 
 
+def _check_split_every(split_every, name: str) -> None:
+    """Raise unless ``split_every`` (or, where it is None, Dask's config value, which
+    Dask's tree reads then) is None, an int >= 2 or a dict of axis -> int >= 2: a tree
+    that combines fewer than 2 blocks at a time is no reduction (Dask's own takes 1 in
+    a dict and gives wrong sums; -1 fails deep in Dask)."""
+    where = "split_every"
+    if split_every is None:
+        split_every, where = dask_config.get("split_every", None), \
+            "split_every (from Dask's config)"
+        if split_every is None:
+            return
+    values = split_every.values() if isinstance(split_every, dict) else [split_every]
+    allowed = "None, an int >= 2 or a dict of axis -> int >= 2 (how many blocks a tree " \
+              "step combines along the axis)"
+    for v in values:
+        if not isinstance(v, numbers.Integral):
+            raise TypeError(f"numbakern.{name}: {where} must be {allowed}, got "
+                            f"{split_every!r}")
+        if v < 2:
+            raise ValueError(f"numbakern.{name}: {where} must be {allowed}, got "
+                             f"{split_every!r}")
+
+
 def _refuse_out(out, name: str) -> None:
     if out is not None:
         raise TypeError(f"numbakern.{name}: out= is not supported for Dask arrays (the "
@@ -203,6 +227,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     (``count_nonzero``'s counts are summed, not counted again)."""
     _check_dask(x, name)
     _refuse_out(out, name)
+    _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     result = op.result_dtype_for(x.dtype, dtype)
     from numbakern.api.reductions import _grid  # the strategy's checks, at once
@@ -504,6 +529,7 @@ def _self_reduction(x, name: str, result, axis, keepdims, split_every, kwargs: d
     logsumexp of logsumexps); partials in ``acc`` (default ``result``); ``fill``: the
     result of no elements (None: nanmax's rules, :func:`_identity_of`, and an error
     for a slice of nothing)."""
+    _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     acc = result if acc is None else acc
@@ -560,6 +586,7 @@ def ptp(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=No
     """Lazy :func:`numbakern.ptp` of a Dask array: ``max - min`` (two reductions,
     so two reads of each chunk; integer differences wrap as NumPy's)."""
     _refuse_out(out, "ptp")
+    _check_split_every(split_every, "ptp")
     kw = dict(axis=axis, keepdims=keepdims, split_every=split_every, strategy=strategy,
               lanes=lanes)
     return np.subtract(max(x, **kw), min(x, **kw))  # (a ufunc: no scalar overflow warning)
@@ -625,6 +652,7 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
     """``finish(count, mean, M2)`` of the merged Welford states of each slice."""
     _check_dask(x, name)
     _refuse_out(out, name)
+    _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(np.dtype(x.dtype), "x of dtype", name)
@@ -700,6 +728,7 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
 
     _check_dask(x, name)
     _refuse_out(out, name)
+    _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     _ops.NAN_MOMENTS.check_dtype(np.dtype(x.dtype), "x of dtype", name)
     check_float_dtype(dtype, name)
@@ -990,6 +1019,7 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     """argmax/argmin (``values`` False: the lazy indices) or max/min_with_indices
     (``(values, indices)``); ``skip_nan``: nanargmax/nanargmin."""
     _check_dask(x, name)
+    _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
     op = _ops.arg_op(direction, tie_break_left)

@@ -344,6 +344,34 @@ def test_whole_array_graph_keeps_the_tree_past_one_aggregate():
     _check(nk.sum(x, split_every={0: 8}), np.sum(a), exact=True)
 
 
+@pytest.mark.parametrize("split_every", [1, 0, -1, {0: 1}, {1: 1}, {0: 4, 1: 0}, {1: -1}])
+@pytest.mark.parametrize("name", ["sum", "max", "nanmax", "var", "argmax", "ptp"])
+def test_split_every_below_two_is_refused_at_once(name, split_every):
+    """A tree that combines fewer than 2 blocks at a time gives wrong sums (Dask's
+    own reduction too, with 1 in a dict): refused when the graph is built."""
+    x = da.from_array(np.arange(7 * 13, dtype=np.float32).reshape(7, 13),
+                      chunks=((3, 4), (5, 3, 5)))
+    for axis in (None, 0, 1):
+        with pytest.raises(ValueError, match=r"split_every .*int >= 2"):
+            getattr(nk, name)(x, axis=axis, split_every=split_every)
+
+
+def test_split_every_of_another_type_is_refused_and_two_is_taken():
+    x = da.from_array(np.arange(7 * 13, dtype=np.float32).reshape(7, 13),
+                      chunks=((3, 4), (5, 3, 5)))
+    for bad in (2.5, "4", {0: 2.0}):
+        with pytest.raises(TypeError, match="split_every"):
+            nk.sum(x, split_every=bad)
+    with dask.config.set(split_every={0: 1}):  # Dask's config, used where none is given
+        with pytest.raises(ValueError, match="split_every"):
+            nk.sum(x)
+    a = np.arange(7 * 13, dtype=np.float32).reshape(7, 13)
+    for split_every in (2, {0: 2}, {1: 2}, {0: 2, 1: 3}, np.int64(3)):
+        for axis in (None, 0, 1):
+            _check(nk.sum(x, axis=axis, split_every=split_every), a.sum(axis=axis),
+                   exact=True)
+
+
 def test_whole_array_sum_of_up_to_32_blocks_is_one_aggregate():
     """With no ``split_every`` (argument or Dask config), a whole-array reduction of
     up to 32 blocks is the chunk layer and one aggregate; past 32 blocks, or with a
