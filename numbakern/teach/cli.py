@@ -210,7 +210,8 @@ def _variants(op, names) -> list:
               help="A strategy to run (repeatable); default every one.")
 @click.option("--axis", type=int, default=None,
               help="Axis of row-wise operations (softmax: -1 by default; "
-                   "causal_softmax: the last only).")
+                   "causal_softmax: the last only; cross_entropy, bincount and the "
+                   "segmented functions take none).")
 @click.option("--repeat", type=click.IntRange(1, 10000), default=None,
               help="Timed calls per strategy (median). Default 20; 3 under the simulator.")
 @click.option("--json", "json_path", type=OUTPUT,
@@ -247,6 +248,9 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
         raise click.BadParameter(f"{op.name} takes a 2-D input: give ROWSxCOLS (queries x "
                                  "keys, or heads of COLS x COLS: see --help)",
                                  param_hint="'--size'")
+    if axis is not None and op.axes == "none":
+        raise click.BadParameter(f"{op.name} takes no axis: leave --axis out",
+                                 param_hint="'--axis'")
     if axis is not None and not -len(shape) <= axis < len(shape):
         raise click.BadParameter(
             f"axis {axis} is out of bounds for a {len(shape)}-D input of shape "

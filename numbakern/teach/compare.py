@@ -261,8 +261,10 @@ class Operation:
         one_d: the operation takes 1-D input only (``bincount``).
         two_d: the operation takes 2-D input only (``causal_softmax``: its mask needs
             queries and keys).
-        axes: the ``axis`` it takes: ``"any"`` axis of the input, or the ``"last"``
-            only (``causal_softmax``: its mask runs along the keys).
+        axes: the ``axis`` it takes: ``"any"`` axis of the input, the ``"last"``
+            only (``causal_softmax``: its mask runs along the keys), or ``"none"``
+            (the function has no ``axis``: ``cross_entropy``, ``bincount``, the
+            segmented functions).
     """
 
     name: str
@@ -481,6 +483,7 @@ class Segmented(Operation):
     1-D input (a second array, which the plain operations do not take)."""
 
     one_d: bool = True
+    axes: str = "none"
 
     def call(self, x, variant: Variant, kw: dict):
         offsets = segment_offsets(len(x))
@@ -596,7 +599,7 @@ OPERATIONS: dict[str, Operation] = {
                   skips=_median_skips, simulator_shape=(256,)),
         Operation("bincount", np.bincount, exact, histogram_variants, kinds="iu", exact=True,
                   peers=_peer(lambda cp, x, **k: cp.bincount(x),
-                              lambda t, x, **k: t.bincount(x)), one_d=True),
+                              lambda t, x, **k: t.bincount(x)), one_d=True, axes="none"),
         Segmented("segmented_reduce", _segment_sums,
                   tree_bound(lambda a, ref, kw: _segment_sums(np.abs(a))), reduce_variants,
                   kinds="iuf", peers={"torch": _torch_segment_sum,
@@ -609,7 +612,7 @@ OPERATIONS: dict[str, Operation] = {
         # 2**26 classes, one block's work)
         CrossEntropy("cross_entropy", _cross_entropy, allclose, block_variants, kinds="f",
                      peers={"torch": _torch_cross_entropy}, simulator_shape=(64, 100),
-                     gpu_shape=(8192, 50257)),
+                     gpu_shape=(8192, 50257), axes="none"),
         # 32 x 16 heads of 2048 x 2048 scores make 8 GB of float32; 32 heads hold the
         # same rows.
         CausalSoftmax("causal_softmax", _causal_softmax, allclose, softmax_variants,

@@ -479,3 +479,13 @@ def test_compare_causal_softmax_takes_the_last_axis_only():
         result = invoke("compare", "causal_softmax", "-n", "8x4", "--axis", axis,
                         "-s", "online/warp_shuffle", "--repeat", "1")
         assert result.exit_code == 0 and " ok " in result.output, result.output
+
+
+@pytest.mark.parametrize("op", ["cross_entropy", "bincount", "segmented_reduce",
+                                "segmented_scan", "segmented_sort"])
+def test_compare_axis_of_an_operation_without_one_is_a_usage_error(op):
+    """cross_entropy reduces each row's classes, bincount and the segmented functions
+    read the whole 1-D input: none takes an axis, so --axis is not silently dropped."""
+    result = invoke("compare", op, "--axis", "0")
+    assert result.exit_code == 2, result.output
+    assert "'--axis'" in result.stderr and f"{op} takes no axis" in result.stderr
