@@ -482,6 +482,10 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     family = _explained_family(names, of)
     ctx = click.get_current_context()
     _refuse_options_elsewhere(ctx, family)
+    if values is not None and ctx.get_parameter_source("size") == \
+            click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter("--values gives the input: leave --size out",
+                                 param_hint="'--size'")
     x = _explain_input(values, size, dtype)
     if shape is not None or axis is not None:
         x = _shaped(x, shape, axis, ctx)

@@ -244,3 +244,13 @@ def test_barriers_in_a_row_are_one_line():
     trace = trace_reduce(np.array([3, 1, 4, 1, 5], np.float32), "sum", "two_pass/blelloch",
                          blocks=1)
     assert shown == trace.total("barriers")
+
+
+@simulator_only
+@pytest.mark.parametrize("args", [["--values", "1,2,3", "-n", "10"],
+                                  ["bitonic", "--values", "1,2,3", "--size", "10"]])
+def test_size_beside_values_is_a_usage_error(args):
+    """--values is the input: a --size beside it would be dropped silently."""
+    result = CliRunner().invoke(cli, ["explain", *args])
+    assert result.exit_code == 2, result.output
+    assert "'--size'" in result.stderr and "--values gives the input" in result.stderr
