@@ -401,7 +401,8 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
               help="Threads per block, a multiple of 32 (softmax: of the row's block).")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
-              help="Blocks of the first launch (reduce_then_scan: chunks).")
+              help="Blocks of the first launch (reduce_then_scan: chunks; "
+                   "decoupled_lookback takes none: a block a tile).")
 @click.option("--items", type=click.IntRange(1, 16), default=None,
               help="Scans: items per thread (a tile is threads x items elements; "
                    "default 2). Radix sort: keys per thread in a tile (default: "
@@ -481,7 +482,7 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
 
     family = _explained_family(names, of)
     ctx = click.get_current_context()
-    _refuse_options_elsewhere(ctx, family)
+    _refuse_options_elsewhere(ctx, family, names)
     if values is not None and ctx.get_parameter_source("size") == \
             click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--values gives the input: leave --size out",
@@ -550,18 +551,29 @@ _FAMILY_OPTIONS = {
 }
 _COMMON_OPTIONS = {"strategy", "size", "values", "dtype", "threads", "limit", "figure",
                    "json_path"}
+#: a family's options only some of its strategies read: ``(family, option): (the
+#: start of their names, what reads it)``
+_READ_BY_SOME = {("scan", "blocks"): ("reduce_then_scan/", "reduce_then_scan's chunks"),
+                 ("sort", "items"): ("radix", "radix sort's tiles")}
 
 
-def _refuse_options_elsewhere(ctx, family: str) -> None:
-    """A usage error naming an option given on the command line that ``family``
-    does not read (``explain radix --op max`` would otherwise show a plain sort)."""
+def _refuse_options_elsewhere(ctx, family: str, names: list[str]) -> None:
+    """A usage error naming an option given on the command line that ``family``, or
+    each of ``names`` in it, does not read (``explain radix --op max`` would
+    otherwise show a plain sort, ``explain bitonic --items 2`` the same network)."""
     reads = _COMMON_OPTIONS | _FAMILY_OPTIONS[family]
     for param in ctx.command.params:
         given = ctx.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE
-        if given and param.name not in reads:
-            flag = max(param.opts, key=len)
+        if not given:
+            continue
+        flag = max(param.opts, key=len)
+        if param.name not in reads:
             raise click.UsageError(f"{flag} does not apply to {ctx.params['strategy']} "
                                    f"(explain's {family} strategies)")
+        start, reader = _READ_BY_SOME.get((family, param.name), ("", ""))
+        if not any(name.startswith(start) for name in names):
+            raise click.UsageError(f"{flag} does not apply to {ctx.params['strategy']} "
+                                   f"(only {reader} read it)")
 
 
 def _shaped(x: np.ndarray, shape: str | None, axis: int | None, ctx) -> np.ndarray:

@@ -160,3 +160,17 @@ def test_explain_refuses_options_a_sort_does_not_read(args):
     assert result.exit_code == 2, result.output
     flag = args[1]
     assert f"{flag} does not apply to {args[0]}" in result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("args, family", [(["bitonic", "--items", "2"], "sorts"),
+                                          (["decoupled_lookback/warp_shuffle", "--blocks",
+                                            "3"], "scans")])
+def test_explain_refuses_options_only_other_strategies_of_the_family_read(args, family):
+    """Radix sort's tiles read --items, reduce-then-scan's chunks --blocks: bitonic and
+    decoupled look-back would drop them silently; their whole family takes them."""
+    result = CliRunner().invoke(cli, ["explain", *args, "-n", "8"])
+    assert result.exit_code == 2, result.output
+    assert f"{args[1]} does not apply to {args[0]}" in result.stderr
+    result = CliRunner().invoke(cli, ["explain", family, *args[1:], "-n", "8", "--limit", "1"])
+    assert result.exit_code == 0, result.output
