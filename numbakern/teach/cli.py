@@ -799,10 +799,12 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
         raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
     if np.asarray(x).dtype.kind not in "iu":
         x = np.asarray(x).astype(np.int64)
-    if np.min(x) < 0:
-        raise click.BadParameter("a histogram of counts takes values of at least 0 (as "
-                                 "np.bincount)", param_hint="'--values'")
     if bins is None:
+        if np.min(x) < 0:  # bincount's contract; histogram_counts(x, bins) drops them
+            raise click.BadParameter("without --bins, values of at least 0 (as "
+                                     "numbakern.bincount); with --bins, values outside "
+                                     "[0, bins) are listed as left out",
+                                     param_hint="'--values'")
         if np.max(x) >= 1024:
             raise click.BadParameter("values from 0 to 1023 (the counters explain draws); "
                                      "pass smaller values, or --bins to count some of them",

@@ -73,3 +73,19 @@ def test_bad_histogram_input_names_the_argument():
         trace_histogram(np.ones(4), 4)
     with pytest.raises(ValueError, match="bins"):
         trace_histogram(np.ones(4, np.int64), 0)
+
+
+@simulator_only
+def test_negative_values_with_bins_are_left_out_as_histogram_counts_leaves_them():
+    """numbakern.histogram_counts(x, bins) counts [0, bins) and drops the rest, negative
+    values too; without --bins explain counts as bincount, which refuses them."""
+    result = CliRunner().invoke(cli, ["explain", "shared_privatized", "--values=-1,2,3",
+                                      "--bins", "4"])
+    assert result.exit_code == 0, result.output
+    assert "left out: 1 element(s) outside [0, 4), as histogram_counts leaves them: " \
+        "x[0]" in result.output
+    assert "out = [0, 0, 1, 1]" in result.output
+    want = numbakern.histogram_counts(np.array([-1, 2, 3]), 4)
+    assert want.tolist() == [0, 0, 1, 1]
+    result = CliRunner().invoke(cli, ["explain", "shared_privatized", "--values=-1,2,3"])
+    assert result.exit_code == 2 and "--bins" in result.stderr
