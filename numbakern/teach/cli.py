@@ -795,6 +795,11 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
     fails."""
     from .hist_trace import contention_table, draw_histogram, histogram_tree, trace_histogram
 
+    given = click.get_current_context().get_parameter_source("dtype")
+    if x.dtype.kind == "f" and given == click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter(f"a histogram counts integers (as histogram_counts), not "
+                                 f"{x.dtype}: give an integer dtype, or leave --dtype out "
+                                 "(int64)", param_hint="'--dtype'")
     if not np.all(np.isfinite(x)) or not np.all(np.asarray(x) == np.round(x)):
         raise click.BadParameter("a histogram counts integers", param_hint="'--values'")
     if np.asarray(x).dtype.kind not in "iu":

@@ -89,3 +89,15 @@ def test_negative_values_with_bins_are_left_out_as_histogram_counts_leaves_them(
     assert want.tolist() == [0, 0, 1, 1]
     result = CliRunner().invoke(cli, ["explain", "shared_privatized", "--values=-1,2,3"])
     assert result.exit_code == 2 and "--bins" in result.stderr
+
+
+@simulator_only
+def test_a_float_dtype_for_a_histogram_is_a_usage_error():
+    """histogram_counts and bincount take integers: a float --dtype was counted as
+    int64 without a word (its bytes too); left out, the values are int64."""
+    result = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", "3,1",
+                                      "--dtype", "float32"])
+    assert result.exit_code == 2, result.output
+    assert "'--dtype'" in result.stderr and "integer" in result.stderr
+    result = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", "3,1"])
+    assert result.exit_code == 0, result.output
