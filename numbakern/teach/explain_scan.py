@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from .explain import VIA_COLOUR, VIA_STYLE, cover_text, value_text
-from .scan_trace import (LOCAL, STATUS_NAMES, BlockScanCounts, ScanTrace, textbook,
-                         trace_block_scan)
+from .scan_trace import (LOCAL, ROUNDING_SCALE, STATUS_NAMES, BlockScanCounts, ScanTrace,
+                         textbook, trace_block_scan)
 from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node
 
 SCAN_LEGEND = (
@@ -89,6 +90,18 @@ def block_steps(trace: ScanTrace) -> dict:
     return steps
 
 
+def _equals(trace: ScanTrace, fn: str) -> str:
+    """"equals NumPy's cumsum: yes", exactly; a float sum or product to rounding, with
+    the tolerance it was held to and the largest error found."""
+    answer = "yes" if trace.matches_numpy else "NO"
+    if trace.scale is None:
+        return f"equals NumPy's {fn}: {answer}"
+    scale = ROUNDING_SCALE[trace.op]
+    n_eps = trace.n * float(np.finfo(trace.values.dtype).eps)
+    return (f"equals NumPy's {fn} to rounding (|error| ≤ n·eps·{scale}, n·eps = "
+            f"{n_eps:.2g}): {answer} (max {trace.max_error:.2g}·{scale})")
+
+
 def proof_line(trace: ScanTrace) -> Text:
     """Every output covers exactly its prefix, and the outputs equal NumPy's."""
     last = "i - 1" if trace.exclusive else "i"
@@ -98,7 +111,7 @@ def proof_line(trace: ScanTrace) -> Text:
     bad = [i for i in range(trace.n) if not trace.output_exact(i)]
     line = (f"proof: every output i covers exactly elements 0..{last} ({kind}), each once: "
             f"{'yes' if not bad else f'NO (output {bad[0]} covers ' + cover_text(trace.nodes[trace.outputs[bad[0]]].cover) + ')'}"
-            f" · equals NumPy's {fn}: {'yes' if trace.matches_numpy else 'NO'}")
+            f" · {_equals(trace, fn)}")
     shown = ", ".join(value_text((v,)) for v in trace.values[:12])
     line += f" · out = [{shown}{', …' if trace.n > 12 else ''}]"
     return Text(line, "bold green" if ok else "bold red")

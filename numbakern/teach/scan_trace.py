@@ -47,6 +47,10 @@ LOCAL = "local memory"
 
 #: decoupled look-back's tile statuses, as its status words hold them
 STATUS_NAMES = {0: "X", 1: "A", 2: "P"}
+#: the float scans that round, by op: what an output's error grows with (the tree adds
+#: in another order than NumPy's running scan), as the proof line names it
+ROUNDING_SCALE = {"sum": "Σ|x| so far", "nansum": "Σ|x| so far", "prod": "|NumPy's|",
+                  "nanprod": "|NumPy's|"}
 
 
 @dataclass
@@ -104,6 +108,9 @@ class ScanTrace:
         stored_in: ``{node id: {addresses of the shared arrays it was stored to}}``.
         arrays: ``{parameter name: final NumPy contents}`` of the launches' arrays.
         state_bytes, element_bytes: of one real state and one input element.
+        expected: NumPy's scan (None for an op NumPy has no scan of).
+        scale: for a float scan that rounds (:data:`ROUNDING_SCALE`), what each
+            output's error grows with; None where outputs must equal NumPy's exactly.
     """
 
     strategy: str
@@ -128,6 +135,7 @@ class ScanTrace:
     state_bytes: int
     element_bytes: int
     expected: np.ndarray = None
+    scale: np.ndarray = None
     _anc: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -157,9 +165,43 @@ class ScanTrace:
         return all(self.output_exact(i) for i in range(self.n))
 
     @property
+    def tolerance(self) -> np.ndarray | None:
+        """The allowed ``|out - NumPy's|`` of each output: ``n·eps·scale`` (either order
+        of ``n`` adds or multiplies is within ``(n - 1)·eps/2`` of the exact value, a
+        first-order bound), 0 where the scale is not finite; None: exactly equal."""
+        if self.scale is None:
+            return None
+        eps = float(np.finfo(self.values.dtype).eps)
+        return self.n * eps * np.where(np.isfinite(self.scale), self.scale, 0.0)
+
+    def _errors(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(same, |out - NumPy's|)``: outputs equal to NumPy's (NaN to NaN), and the
+        differences in float64."""
+        got, want = self.values.astype(np.float64), self.expected.astype(np.float64)
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        return same, np.abs(got - want)
+
+    @property
+    def max_error(self) -> float:
+        """The largest ``|out - NumPy's|`` as a multiple of the output's scale (0 for a
+        scan compared exactly that equals NumPy's)."""
+        if self.scale is None or self.expected is None:
+            return 0.0
+        same, err = self._errors()
+        tiny = float(np.finfo(self.values.dtype).tiny)
+        return float(np.max(np.where(same, 0.0, err / np.maximum(self.scale, tiny))))
+
+    @property
     def matches_numpy(self) -> bool:
-        return self.expected is not None and np.array_equal(
-            self.values, self.expected, equal_nan=self.values.dtype.kind == "f")
+        """The outputs equal NumPy's: within :attr:`tolerance` for a float scan that
+        rounds, else exactly (NaN equal to NaN)."""
+        if self.expected is None:
+            return False
+        if self.scale is None:
+            return np.array_equal(self.values, self.expected,
+                                  equal_nan=self.values.dtype.kind == "f")
+        same, err = self._errors()
+        return bool(np.all(same | (err <= self.tolerance)))
 
     def total(self, name: str) -> int:
         return sum(getattr(c, name) for c in self.blocks.values())
@@ -447,6 +489,7 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
     for _, _, name, dev in rec.regions:
         arrays.setdefault(name, np.array(dev._ary))
     real = state_kit(op, (acc,))
+    expected = _numpy_scan(op, x, result, bool(exclusive))
     return ScanTrace(
         strategy=grid.label, op=op.name, n=n, dtype=np.dtype(x.dtype),
         threads=grid.block.threads, items=grid.tile_items(job),
@@ -458,8 +501,22 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
         arrays=arrays,
         state_bytes=sum(d.itemsize for d in real.dtypes),
         element_bytes=np.dtype(x.dtype).itemsize,
-        expected=_numpy_scan(op, x, result, bool(exclusive)),
+        expected=expected,
+        scale=_rounding_scale(op.name, x, expected, result, bool(exclusive)),
     )
+
+
+def _rounding_scale(op: str, x, expected, result, exclusive: bool):
+    """What each output's rounding error grows with (:data:`ROUNDING_SCALE`): the
+    running sum of ``|x|`` (a sum), ``|NumPy's|`` (a product); None for integer and
+    bool results and the ops that do not round (max, min, bitwise, counts)."""
+    if op not in ROUNDING_SCALE or expected is None or np.dtype(result).kind != "f":
+        return None
+    if op in ("prod", "nanprod"):
+        return np.abs(expected.astype(np.float64))
+    magnitudes = np.abs(x.astype(np.float64))
+    running = np.cumsum(np.where(np.isnan(magnitudes), 0.0, magnitudes))
+    return np.concatenate([[0.0], running[:-1]]) if exclusive else running
 
 
 def _numpy_scan(op, x, result, exclusive):

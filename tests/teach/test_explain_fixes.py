@@ -40,7 +40,8 @@ def test_cli_scan_of_nansum_proves_yes():
     result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/warp_shuffle", "--op",
                                       "nansum", "--values", "1,nan,2,3", "--limit", "1"])
     assert result.exit_code == 0, result.output
-    assert "equals NumPy's nansum accumulate: yes" in result.output
+    assert "equals NumPy's nansum accumulate to rounding" in result.output
+    assert ": yes (max 0·Σ|x| so far)" in result.output
 
 
 @simulator_only

@@ -159,3 +159,26 @@ def test_readme_explain_examples_run_as_written(tmp_path, monkeypatch):
                 or "every element exactly once: yes" in result.output
                 or re.search(r"proof: equals the first \d+ of NumPy's .*: yes", result.output)
                 or re.search(r"proof: at each kth np.sort's element.*: yes", result.output))
+
+
+TENTHS = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.1,1.3,1.7"
+
+
+@simulator_only
+def test_a_float_scan_equals_numpys_to_rounding_and_says_its_tolerance():
+    """The tree adds in another order than NumPy's running sum: float32 outputs differ
+    in the last bits, which is rounding, not a wrong answer (exit 0, the tolerance
+    stated); a value off by more is still NO, and integers are compared exactly."""
+    result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/warp_shuffle",
+                                      "--values", TENTHS, "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "equals NumPy's cumsum to rounding (|error| ≤ n·eps·Σ|x| so far" in result.output
+    assert ": yes (max" in result.output
+    x = np.array(TENTHS.split(","), np.float32)
+    trace = trace_scan(x, "decoupled_lookback/warp_shuffle", threads=32, items=1)
+    assert not np.array_equal(trace.values, np.cumsum(x)) and trace.matches_numpy
+    trace.values[5] += 1e-3  # a wrong output, far beyond rounding
+    assert not trace.matches_numpy
+    exact = trace_scan(np.arange(1, 9), "decoupled_lookback/warp_shuffle", threads=32)
+    exact.values[5] += 1
+    assert exact.tolerance is None and not exact.matches_numpy
