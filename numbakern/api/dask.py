@@ -210,11 +210,13 @@ def _op(ref) -> _ops.Op:
 def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, partial=True,
                   **_):
     """``numbakern.reduce`` of one chunk (``partial``: a chunk or combine step, whose
-    empty input yields an empty partial for ops without an identity)."""
+    empty input yields an empty partial for ops without an identity: 0 along each
+    reduced axis the input has no elements on, 1 along the others, as the partials
+    of its neighbours along them, so that the partials of a row of blocks join)."""
     op = _op(ref)
     n = math.prod(x.shape[a] for a in axis)
     if n == 0 and partial and isinstance(op.empty, str) and op.empty == "raise":
-        shape = tuple(0 if a in axis else s for a, s in enumerate(x.shape))
+        shape = tuple(builtins.min(s, 1) if a in axis else s for a, s in enumerate(x.shape))
         return np.empty_like(x, shape=shape, dtype=acc)
     return _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
                         strategy=strategy, lanes=lanes)

@@ -284,6 +284,84 @@ def test_non_commutative_op_keeps_order_across_chunks():
     _check(nk.reduce(x, last_nonzero, axis=0, split_every=2), ref0, exact=True)
 
 
+def _logsumexp(a, axis=None, keepdims=False):
+    m = np.max(a, axis=axis, keepdims=True)
+    r = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else np.squeeze(r, axis=axis)
+
+
+def _folded(ufunc):
+    def ref(a, axis=None, keepdims=False):
+        return ufunc.reduce(a, axis=tuple(range(a.ndim)) if axis is None else axis,
+                            keepdims=keepdims)
+    return ref
+
+
+# every reduction numbakern.api.dask takes, and NumPy's (float64) answer
+EVERY_REDUCTION = {
+    "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min,
+    "ptp": np.ptp, "var": np.var, "std": np.std, "nansum": np.nansum,
+    "nanprod": np.nanprod, "nanmax": np.nanmax, "nanmin": np.nanmin,
+    "nanmean": np.nanmean, "nanvar": np.nanvar, "nanstd": np.nanstd, "any": np.any,
+    "all": np.all, "count_nonzero": np.count_nonzero, "logsumexp": _logsumexp,
+    "xor_sum": _folded(np.bitwise_xor), "bitwise_and_sum": _folded(np.bitwise_and),
+    "bitwise_or_sum": _folded(np.bitwise_or), "reduce": np.max,
+    "argmax": np.argmax, "argmin": np.argmin, "nanargmax": np.nanargmax,
+    "nanargmin": np.nanargmin, "max_with_indices": np.max, "min_with_indices": np.min}
+# zero-size chunks along the last axis, along both, and along two of three
+EMPTY_CHUNK_LAYOUTS = [((7, 13), ((3, 4), (5, 0, 8))),
+                       ((7, 13), ((0, 3, 0, 4), (0, 5, 8, 0))),
+                       ((4, 5, 6), ((2, 0, 2), (5,), (3, 0, 3)))]
+
+
+def _data(name: str, shape: tuple, rng):
+    if name.startswith(("xor", "bitwise")):
+        return rng.integers(0, 1 << 20, shape).astype(np.int32)
+    a = rng.standard_normal(shape).astype(np.float32)
+    if name.startswith("nan"):
+        a[rng.random(shape) < 0.2] = np.nan
+    if name.endswith("prod"):
+        a = (1 + a / 8).astype(np.float32)
+    if name in ("any", "all", "count_nonzero"):
+        a[rng.random(shape) < 0.5] = 0
+    return a
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EVERY_REDUCTION))
+def test_every_reduction_of_every_axis_form_with_empty_chunks(name):
+    """Zero-size chunks along any axis, reduced over the whole array, a tuple of axes or
+    one axis, by one aggregate or Dask's tree: NumPy's answer (an empty chunk of an
+    op without an identity, max, once broke the partials' concatenation)."""
+    ref, rng = EVERY_REDUCTION[name], np.random.default_rng(8)
+    one_axis = name.endswith(("argmax", "argmin", "_indices"))  # an int axis or None
+    for shape, chunks in EMPTY_CHUNK_LAYOUTS:
+        a = _data(name, shape, rng)
+        x = da.from_array(a, chunks=chunks)
+        last = len(shape) - 1
+        forms = [(None, False, None), (None, True, 2), (last, False, 2)]
+        forms += [(0, True, None)] if one_axis else \
+            [((0, last), False, None), (tuple(range(1, len(shape))), True, 2)]
+        for axis, keepdims, split_every in forms:
+            args = ("max",) if name == "reduce" else ()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices
+                got = getattr(nk, name)(x, *args, axis=axis, keepdims=keepdims,
+                                        split_every=split_every)
+                got = dask.compute(got)[0]
+                wide = a.astype(np.float64) if a.dtype.kind == "f" else a
+                want = ref(wide, axis=axis, keepdims=keepdims)
+            if name.endswith("_indices"):
+                arg = np.argmax if name.startswith("max") else np.argmin
+                want = (want, arg(wide, axis=axis, keepdims=keepdims))
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                g, w = np.asarray(g), np.asarray(w)
+                assert g.shape == w.shape, (name, chunks, axis, keepdims)
+                np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5,
+                                           err_msg=f"{name} {chunks} {axis} {keepdims}")
+
+
 def test_strategy_reaches_the_chunks_and_errors_are_raised_at_once():
     x = da.from_array(A, chunks=CHUNKS)
     ref = A.sum(axis=1)
