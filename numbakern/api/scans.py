@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -306,13 +306,42 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
                     "nancumprod")
 
 
+class CumMax(NamedTuple):
+    """What :func:`cummax` returns, as ``torch.return_types.cummax``."""
+
+    values: Any
+    indices: Any
+
+
+class CumMin(NamedTuple):
+    """What :func:`cummin` returns, as ``torch.return_types.cummin``."""
+
+    values: Any
+    indices: Any
+
+
+def _returns(pair):
+    """Decorator: ``fn``'s ``(values, indices)`` as the named tuple ``pair``, made
+    outside :func:`dispatch` and replay, which read and rebuild plain tuples."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            return pair(*fn(*args, **kwargs))
+
+        return call
+
+    return wrap
+
+
+@_returns(CumMax)
 @dispatch
 @replayable
 @honours_stream
 def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
            stream=None):
-    """``(values, indices)``: the running maximum along ``axis`` and where it was, as
-    ``torch.cummax(x, dim)``.
+    """``CumMax(values, indices)``: the running maximum along ``axis`` and where it was,
+    as ``torch.cummax(x, dim)`` (a named tuple, as ``torch.return_types.cummax``; it
+    unpacks as a pair).
 
     torch's rule, followed here: among equal values the *latest* index wins (ties
     move the index forward), and NaN beats every number: once a NaN is seen the values
@@ -321,8 +350,9 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
     scan with ties going right (``numbakern.ops.arg_op("max", False)``).
 
     Returns:
-        values of ``x``'s dtype and int64 indices along ``axis``, each of ``x``'s shape
-        (``(x.size,)`` for ``axis=None``); ``out``: a pair of arrays.
+        :class:`CumMax`: ``values`` of ``x``'s dtype and int64 ``indices`` along
+        ``axis``, each of ``x``'s shape (``(x.size,)`` for ``axis=None``); ``out``: a
+        pair of arrays, returned as the named tuple's fields.
 
     Raises: as :func:`cumsum`.
     """
@@ -330,13 +360,15 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
                  layout, stream, None, "cummax")
 
 
+@_returns(CumMin)
 @dispatch
 @replayable
 @honours_stream
 def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
            stream=None):
-    """``(values, indices)``: the running minimum along ``axis`` and where it was, as
-    ``torch.cummin`` (ties: the latest index; NaN wins). The mirror of :func:`cummax`.
+    """``CumMin(values, indices)``: the running minimum along ``axis`` and where it was,
+    as ``torch.cummin`` (ties: the latest index; NaN wins; a named tuple, as
+    ``torch.return_types.cummin``). The mirror of :func:`cummax`.
     """
     return _scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse, strategy,
                  layout, stream, None, "cummin")
@@ -735,4 +767,4 @@ def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "associative_scan",
            "nancumsum", "nancumprod", "cummax",
-           "cummin", "logcumsumexp"]
+           "cummin", "logcumsumexp", "CumMax", "CumMin"]

@@ -228,6 +228,34 @@ def test_running_max_with_indices(spec):
     assert all(index[i] == np.argmax(half[:i + 1]) for i in range(150))
 
 
+def test_cummax_and_cummin_return_named_pairs_as_topk_and_replay():
+    """``(values, indices)`` as a named tuple (``torch.return_types.cummax``'s fields,
+    as :class:`numbakern.api.select.TopK`'s), for every input kind, ``out=`` and an
+    empty input; a device call still replays."""
+    from numbakern.runtime import replay
+
+    x = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]], dtype=np.float32)
+    for fn, kind, ufunc in ((nk.cummax, scans_mod.CumMax, np.maximum),
+                            (nk.cummin, scans_mod.CumMin, np.minimum)):
+        assert kind._fields == ("values", "indices")
+        r = fn(x, axis=1)
+        assert type(r) is kind
+        np.testing.assert_array_equal(r.values, ufunc.accumulate(x, axis=1))
+        assert r.indices.dtype == np.int64 and r.indices is r[1]
+        outs = (np.empty(10, np.float32), np.empty(10, np.int64))
+        r = fn(x, out=outs)
+        assert type(r) is kind and r.values is outs[0] and r.indices is outs[1]
+        assert type(fn(np.empty((0, 3), np.float32), axis=0)) is kind
+        d = cuda.to_device(x)
+        replay.forget()
+        before = replay.counts["replayed"]
+        for _ in range(3):
+            r = fn(d, axis=1)
+            assert type(r) is kind
+            np.testing.assert_array_equal(r.values.copy_to_host(), ufunc.accumulate(x, axis=1))
+        assert replay.counts["replayed"] == before + 2
+
+
 # --- dtypes and NumPy's result types -------------------------------------------------------
 
 

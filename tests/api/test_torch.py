@@ -118,9 +118,11 @@ def test_results_agree_with_torch_itself():
     ours, theirs = nk.topk(x, 4, axis=0, largest=False), torch.topk(x, 4, dim=0, largest=False)
     assert torch.equal(ours.values, theirs.values) and torch.equal(ours.indices, theirs.indices)
     assert torch.equal(nk.argmax(x, axis=1), torch.argmax(x, dim=1))
-    values, indices = nk.cummax(x, axis=1)
-    ref = torch.cummax(x, dim=1)
-    assert torch.equal(values, ref.values) and torch.equal(indices, ref.indices)
+    ours, ref = nk.cummax(x, axis=1), torch.cummax(x, dim=1)
+    assert ours._fields == ("values", "indices")  # named, as torch.return_types
+    assert torch.equal(ours.values, ref.values) and torch.equal(ours.indices, ref.indices)
+    ours, ref = nk.cummin(x, axis=0), torch.cummin(x, dim=0)
+    assert torch.equal(ours.values, ref.values) and torch.equal(ours.indices, ref.indices)
 
 
 @pytest.mark.parametrize("n", [1, 31, 32, 33, 129])
