@@ -12,6 +12,7 @@ Everything shown is read from the recording: nothing here knows how a strategy w
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -205,7 +206,46 @@ def tree(trace: Trace, limit: int = 6) -> Tree:
     root.add(Text(f"result {cover_text(result.cover)} = {answer}"
                   f" · every element exactly once: {'yes' if trace.exact_cover else 'NO'}",
                   "bold green" if trace.exact_cover else "bold red"))
+    note = rounding_note(trace)
+    if note:
+        root.add(Text(note, "dim"))
     return root
+
+
+#: whole-array functions whose float combines round, so their value depends on the
+#: order: var and logsumexp always (float states), the others on float input
+_ROUNDING = {"var": "biuf", "logsumexp": "biuf", "sum": "f", "prod": "f", "nansum": "f",
+             "nanprod": "f"}
+
+
+def _exact_in_any_order(trace: Trace, function: str) -> bool:
+    """A sum or product of integers whose magnitudes' total (product, of each at least
+    1) fits the mantissa: every partial result is exact, whatever the order."""
+    if function not in ("sum", "nansum", "prod", "nanprod"):
+        return False
+    xs = [float(n.value[0]) for n in trace.nodes if n.kind == "element"]
+    if not all(math.isfinite(v) and v.is_integer() for v in xs):
+        return False
+    magnitudes = [abs(v) for v in xs]
+    total = math.prod(max(v, 1.0) for v in magnitudes) if "prod" in function else \
+        sum(magnitudes)
+    return total <= 2.0 ** (np.finfo(trace.dtype).nmant + 1)
+
+
+def rounding_note(trace: Trace) -> str:
+    """For a whole-array float result that rounds: the recording's order of combines is
+    its own grid's, which the library call does not share, so the values may differ
+    in the last bits ("" where the result is exact, or is one output of an axis)."""
+    function = trace.function or trace.op
+    if trace.output or trace.dtype.kind not in _ROUNDING.get(function, "") or \
+            _exact_in_any_order(trace, function):
+        return ""
+    _, blocks, threads = trace.launches[trace.combining_launches[0] - 1]
+    return (f"float rounding: the combines run in the order of the grid recorded here "
+            f"({blocks} block(s) × {threads} threads, one element a load); "
+            f'numbakern.{function}(x, strategy="{trace.strategy}") runs its own grid, '
+            f"more elements a thread, in another order, so its result can round "
+            f"differently")
 
 
 def step_titles(trace: Trace) -> dict:

@@ -254,3 +254,31 @@ def test_size_beside_values_is_a_usage_error(args):
     result = CliRunner().invoke(cli, ["explain", *args])
     assert result.exit_code == 2, result.output
     assert "'--size'" in result.stderr and "--values gives the input" in result.stderr
+
+
+CANCELLING = "16777216,1,1,1,1,1,1,1,-16777216"
+
+
+@simulator_only
+def test_a_float_trace_says_the_library_call_may_round_otherwise():
+    """The recording's grid (32 threads a block here, a thread an element) adds in
+    another order than numbakern.sum's own grid: float32 7.0 here, 6.0 from the call.
+    The tree says so; it claims no equality with the call, and integers need no word."""
+    x = np.array(CANCELLING.split(","), np.float32)
+    assert trace_reduce(x, "sum", "two_pass/shared_tree").value == 7.0
+    assert numbakern.sum(x, strategy="two_pass/shared_tree") == 6.0
+    result = CliRunner().invoke(cli, ["explain", "shared_tree", "--values", CANCELLING,
+                                      "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "result [0-8] = 7.0" in text
+    assert ('numbakern.sum(x, strategy="two_pass/shared_tree") runs its own grid' in text
+            and "can round differently" in text)
+    assert "equals" not in text
+    for values, dtype in ((CANCELLING, "int32"), ("3,1,4,1,5", "float32")):
+        # integers; floats whose every partial sum is exact in any order
+        result = CliRunner().invoke(cli, ["explain", "shared_tree", "--values", values,
+                                          "--dtype", dtype, "--limit", "1"])
+        assert result.exit_code == 0 and "round differently" not in result.output
+    result = CliRunner().invoke(cli, ["explain", "--values", "0.1,0.2", "--limit", "1"])
+    assert "round differently" in result.output
