@@ -779,10 +779,11 @@ def _explain_softmax(console, names, x, threads, limit, figure) -> list:
     rescales, the proof line, the counts, the figure; exits 1 when a proof fails."""
     from .explain_softmax import (SOFTMAX_LEGEND, draw_softmax, softmax_counts_table,
                                   softmax_tree)
-    from .softmax_trace import trace_softmax
+    from .softmax_trace import TOLERANCE, trace_softmax
 
-    if x.dtype.name not in ("float32", "float64"):
-        raise click.BadParameter("softmax takes float32 or float64", param_hint="'--dtype'")
+    if x.dtype.name not in TOLERANCE:
+        raise click.BadParameter("explain's softmax traces take float16, float32 or float64",
+                                 param_hint="'--dtype'")
     return _explain_each(
         console, names, figure, lambda name: trace_softmax(x, name, threads=threads),
         lambda trace: (softmax_tree(trace, limit), softmax_counts_table(trace)),

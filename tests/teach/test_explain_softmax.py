@@ -98,3 +98,17 @@ def test_rows_without_a_finite_normalizer_are_nan_as_numpys(row):
     trace = trace_softmax(x, "online/warp_shuffle", threads=32)
     assert np.isnan(trace.y).all() and np.isnan(numpy_softmax(x)).all()
     assert trace.matches_numpy and trace.exact
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", ["online/warp_shuffle", "max_then_sum/shared_tree"])
+def test_a_float16_row_is_recorded_as_numbakern_softmax_takes_it(strategy):
+    """numbakern.softmax takes float16 (computing in float32); explain records it too,
+    held to float16's rounding (its eps, 9.8e-4, relative)."""
+    result = CliRunner().invoke(cli, ["explain", strategy, "--values", "3,1,4,1,5,9,2,6",
+                                      "--dtype", "float16", "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "equals NumPy's softmax to rounding: yes" in " ".join(result.output.split())
+    x = (3 * np.random.default_rng(5).standard_normal(300)).astype(np.float16)
+    trace = trace_softmax(x, strategy, threads=64)
+    assert trace.exact and trace.y.dtype == np.float16 and trace.max_error > 1e-5
