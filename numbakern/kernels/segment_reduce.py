@@ -247,15 +247,12 @@ def _temp(block, kit):
 # --- kernels ---------------------------------------------------------------------------
 
 
-def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: bool,
-                         width: int):
+def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: bool):
     """Kernel ``(x, offsets, M, bad, T, cover, begin, o0, o1)``: short segment ``i`` of
     ``x`` reduced by a group of ``lanes`` threads and emitted at ``i``; a segment
     longer than ``T`` (``T > 0``) marked in the tile map ``cover``/``begin`` instead.
     ``index32``: every element index fits in 32 bits, so the loop's index arithmetic
-    runs in them. ``width``: where a block takes each segment, it reads whole
-    ``width``-element vectors as the tile kernel does (:func:`part_reducer`; 0: one
-    element a load, as a warp always does).
+    runs in them.
 
     The first segment whose bounds decrease or leave ``[0, n]`` is recorded in
     ``bad[0]`` (an atomic minimum, ``M`` when none), the first empty one in
@@ -265,7 +262,7 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
     group_reduce, temp = group_reducer(block, kit, lanes)
     per_block = threads // lanes
     barrier = lanes == threads  # the block's temp storage is reused by the next segment
-    part_reduce = part_reducer(kit, ordered, index32, width if barrier else 0)
+    thread_reduce = thread_reducer(kit, segment_loader(kit), ordered, index32)
 
     @cuda.jit
     def segment_kernel(x, offsets, M, bad, T, cover, begin, o0, o1):
@@ -293,7 +290,7 @@ def build_segment_kernel(block, kit, emit, lanes: int, ordered: bool, index32: b
             if T > 0 and stop - start > T:  # long: the tile kernel's (uniform per group)
                 mark_tiles(cover, begin, row, start, stop, T, lane, lanes)
             else:
-                s = part_reduce(x, start, start, stop, lane, lanes)
+                s = thread_reduce(x, x, start, 0, row, start, stop, lane, lanes, 0, 0, 0, 0)
                 s = group_reduce(s, temp0, temp1)
                 if lane == 0:
                     emit(o0, o1, row, row, 0, 1, M, s)
@@ -502,11 +499,10 @@ class SegmentReduce:
         kit, block, x = self.kit, plan.block, self.x
         index32 = self.n + UNROLL * block.threads < 2**31
         built = emit.build
-        width = tile_vector_width(x, self.ordered) if plan.lanes == block.threads else 0
-        key = ("segment_reduce", block.key, plan.lanes, self.ordered, index32, width,
-               emit.name, kit, device_key())
+        key = ("segment_reduce", block.key, plan.lanes, self.ordered, index32, emit.name,
+               kit, device_key())
         kernel = cached(key, lambda: build_segment_kernel(
-            block, kit, built(), plan.lanes, self.ordered, index32, width))
+            block, kit, built(), plan.lanes, self.ordered, index32))
         cover, begin = self._tile_map(plan, stream)
         launch(kernel, plan.blocks, block.threads, stream, x, self.offsets, self.outputs,
                self.bad, np.int64(plan.tile), cover, begin, *out)
