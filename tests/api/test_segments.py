@@ -324,6 +324,25 @@ def test_short_segments_by_warp_or_block_beside_long_ones(lanes):
     check(nk.segmented_reduce(x, offsets, strategy=strategy, lanes=lanes), x, offsets, "sum")
 
 
+def test_a_block_a_segment_from_any_start():
+    """A block per segment over segments starting at every residue of a 16-byte vector,
+    lengths around a vector and the block; sum, min with initial, argmax (ties go to
+    the first)."""
+    strategy = nk.TwoPass(nk.WarpShuffle(threads=64))
+    lengths = [0, 1, 3, 4, 5, 7, 9, 63, 64, 65, 256, 255, 2, 3, 1, 129]
+    x = RNG.integers(-4, 5, sum(lengths) + 3).astype(np.float32)
+    for start in range(4):
+        offsets = offsets_of(lengths, start)
+        check(nk.segmented_reduce(x, offsets, strategy=strategy, lanes=64), x, offsets,
+              "sum")
+        check(nk.segmented_reduce(x, offsets, "min", initial=np.inf, strategy=strategy,
+                                  lanes=64), x, offsets, "min", np.inf)
+        filled = offsets_of([n for n in lengths if n], start)  # argmax takes no empty one
+        want = [int(np.argmax(x[a:b])) for a, b in zip(filled[:-1], filled[1:])]
+        got = nk.segmented_argmax(x, filled, strategy=strategy, lanes=64)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_one_huge_segment_among_tiny_ones_and_signed_zeros():
     lengths = [1, 0, 4000, 2, 0]
     offsets = offsets_of(lengths)
