@@ -52,6 +52,7 @@ import warnings
 import numpy as np
 
 from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
+from numbakern.core.deliver import check_distinct
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
@@ -217,6 +218,8 @@ class _Call:
         if name in OUTS and a is not None:  # the caller's own out comes back as itself
             self.outs.setdefault(id(a), a)
         if _is_bfloat16_numpy(a):
+            if name in OUTS:  # (before a float32 copy hides its layout from check_out)
+                check_distinct(a.shape, a.strides, a.itemsize, self.name, name)
             if name in OUTS and self.rounds:
                 return self._rounded_out(a, a.astype(np.float32))
             if self.name in NATIVE_BFLOAT16:
@@ -243,6 +246,9 @@ class _Call:
                                  f"a wrong gradient: pass {name}.detach() or a tensor that "
                                  f"does not require grad")
             t = t.detach()
+        if name in OUTS:  # (an expanded bfloat16 out reaches the kernels as a copy)
+            check_distinct(tuple(t.shape), tuple(s * t.element_size() for s in t.stride()),
+                           t.element_size(), self.name, name)
         if t.is_cuda:
             self._check_device(t, name, torch)
         elif not t.is_cpu:

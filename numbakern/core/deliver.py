@@ -16,6 +16,10 @@ rules live once:
   ``out``, as NumPy's argmax (int64 results; a narrower integer ``out`` wraps).
 * A function that writes its result in place (softmax) takes an ``out`` of the
   result's dtype only.
+* An ``out`` whose elements share memory (a zero stride along an axis longer than 1,
+  as an expanded tensor or a writeable broadcast view has, or overlapping rows) is
+  refused (``ValueError``, :func:`check_distinct`), whatever its library: the
+  kernels' writes to one element would race.
 * A device ``out`` that its kernels write while they read the inputs (scans, the
   softmax family, cross_entropy's gradient) must be an input itself (in place) or
   share no element with any (:func:`check_disjoint`): a tile would otherwise read
@@ -56,8 +60,9 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
 
     Raises:
         TypeError: ``out`` is not an array of the input's library.
-        ValueError: a wrong shape, a read-only NumPy ``out``; :class:`OutDtypeError`
-            for a wrong dtype.
+        ValueError: a wrong shape, a read-only NumPy ``out``, an ``out`` whose
+            elements share memory (:func:`overlaps_itself`: an expanded tensor, say);
+            :class:`OutDtypeError` for a wrong dtype.
     """
     if out is None:
         return
@@ -77,6 +82,8 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                          f"{tuple(shape)}")
     if kind == "numpy" and not out.flags.writeable:
         raise ValueError(f"{name}: {arg} must be a writeable NumPy array")
+    check_distinct(tuple(view.shape), tuple(view.strides), np.dtype(view.dtype).itemsize,
+                   name, arg)
     got, dtype = np.dtype(view.dtype), np.dtype(dtype)
     if integer and got.kind not in "iu":
         raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
@@ -86,6 +93,43 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if not np.can_cast(dtype, got, casting=OUT_CASTING):
         raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
+
+
+def overlaps_itself(shape: tuple, strides: tuple, itemsize: int) -> bool:
+    """Whether two elements of an array of ``shape``, ``strides`` (bytes) and
+    ``itemsize`` share a byte: a zero stride along an axis of length > 1, or any other
+    overlapping layout. The axes sorted by stride, each stepping past all the smaller
+    axes' extent, is the common layout (any transpose or slice of a contiguous array)
+    and has none; other layouts are decided element by element, a case too large to
+    enumerate (over ``_MAX_WORK`` elements) counting as overlap."""
+    if 0 in shape:
+        return False
+    axes = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
+    extent = itemsize
+    for stride, n in axes:
+        if stride < extent:
+            break
+        extent += stride * (n - 1)
+    else:
+        return False
+    if axes[0][0] == 0 or math.prod(n for _, n in axes) > _MAX_WORK:
+        return True
+    offsets = np.zeros(1, np.int64)
+    for stride, n in axes:
+        offsets = (offsets[:, None] + stride * np.arange(n, dtype=np.int64)).reshape(-1)
+    return bool((np.diff(np.sort(offsets)) < itemsize).any())
+
+
+def check_distinct(shape: tuple, strides: tuple, itemsize: int, name: str,
+                   arg: str = "out") -> None:
+    """Raise ``ValueError`` naming ``arg`` where its layout (``strides`` in bytes)
+    :func:`overlaps_itself`: the writes to its shared elements would race."""
+    if overlaps_itself(shape, strides, itemsize):
+        raise ValueError(f"{name}: {arg} has elements that share memory (strides "
+                         f"{strides} in bytes for shape {shape}: a zero stride along an "
+                         f"axis longer than 1, as an expanded or broadcast array has, or "
+                         f"overlapping rows), whose writes would race; pass an {arg} of "
+                         f"distinct elements (a contiguous one)")
 
 
 def check_disjoint(outs, inputs: dict, kind: str, name: str, arg: str = "out") -> None:

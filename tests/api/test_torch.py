@@ -417,6 +417,48 @@ def test_outs_that_require_grad_are_refused():
         nk.cross_entropy(logits, torch.tensor([0, 1, 2]), return_grad=True, grad_out=logits)
 
 
+def test_outs_whose_elements_share_memory_are_refused():
+    """An expanded out (stride 0 along an axis of length > 1) or another layout whose
+    elements overlap would have the kernels' writes race into one element: refused,
+    naming out, for every family and dtype; strided outs of distinct elements pass."""
+    x, y = torch.randn(3, 4), torch.randn(3, 4, 2)
+    calls = [
+        (lambda out: nk.cumsum(x, axis=1, out=out), torch.float32),
+        (lambda out: nk.softmax(x, out=out), torch.float32),
+        (lambda out: nk.sum(y, axis=2, out=out), torch.float32),
+        (lambda out: nk.mean(y, axis=2, out=out), torch.float32),
+        (lambda out: nk.cummax(x, axis=1, out=(torch.empty(3, 4), out)), torch.int64),
+        (lambda out: nk.argmax(y, axis=2, out=out), torch.int64),
+    ]
+    for call, dtype in calls:
+        expanded = torch.zeros(4, dtype=dtype).expand(3, 4)
+        rows = torch.zeros(10, dtype=dtype).as_strided((3, 4), (2, 1))  # rows overlap
+        for out in (expanded, rows):
+            with pytest.raises(ValueError, match="out has elements that share memory"):
+                call(out)
+    with pytest.raises(ValueError, match="out has elements that share memory"):
+        nk.softmax(x.to(torch.bfloat16),
+                   out=torch.zeros(4, dtype=torch.bfloat16).expand(3, 4))
+    with pytest.raises(ValueError, match="out has elements that share memory"):
+        nk.cumsum(x.to(torch.bfloat16), axis=1,
+                  out=torch.zeros(4, dtype=torch.bfloat16).expand(3, 4))
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    wide = np.zeros(4, ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match="out has elements that share memory"):
+        nk.cumsum(x.numpy().astype(ml_dtypes.bfloat16), axis=1,
+                  out=np.lib.stride_tricks.as_strided(wide, (3, 4), (0, 2)))
+    logits = torch.randn(4, 9)
+    with pytest.raises(ValueError, match="grad_out has elements that share memory"):
+        nk.cross_entropy(logits, torch.tensor([0, 3, 7, 1]), return_grad=True,
+                         grad_out=torch.zeros(9).expand(4, 9))
+    one = torch.zeros(1, 4).expand(1, 4)  # stride 0 along a length-1 axis: no overlap
+    assert nk.sum(torch.ones(1, 4, 2), axis=2, out=one) is one
+    assert torch.equal(one, torch.full((1, 4), 2.0))
+    strided = torch.zeros(4, 6)[:, ::2].T[:, :3]  # distinct elements, not contiguous
+    assert nk.cumsum(x[:, :3], axis=1, out=strided) is strided
+    torch.testing.assert_close(strided, torch.cumsum(x[:, :3], dim=1))
+
+
 def test_a_bfloat16_input_needs_a_bfloat16_out():
     """Every out of the wrong dtype raises one class, OutDtypeError (a TypeError)."""
     x = _bf16_torch(np.ones((2, 8), np.float32))

@@ -53,3 +53,37 @@ def test_a_cross_entropy_gradient_over_its_logits_in_part_is_refused():
     target = np.array([0, 3, 7, 1])
     with pytest.raises(ValueError, match="grad_out overlaps logits in part"):
         nk.cross_entropy(logits[:, :8], target, return_grad=True, grad_out=logits[:, 1:])
+
+
+def _strided(a, shape, strides):
+    return np.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def test_an_out_whose_elements_share_memory_is_refused_for_every_kind():
+    """A zero stride along an axis of length > 1, or rows that overlap: the writes to
+    one element would race (NumPy's as_strided views are writeable)."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    x = np.random.default_rng(2).standard_normal((3, 4, 2)).astype(np.float32)
+    host = np.zeros(10, np.float32)
+    for out in (_strided(host, (3, 4), (0, 4)), _strided(host, (3, 4), (8, 4))):
+        for kind in (lambda a: a, FakeCUDAArray):
+            dx = x if kind is not FakeCUDAArray else cuda.to_device(x)
+            with pytest.raises(ValueError, match="sum: out has elements that share memory"):
+                nk.sum(dx, axis=2, out=kind(out))
+            with pytest.raises(ValueError, match="cumsum: out has elements that share"):
+                nk.cumsum(dx[:, :, 0], axis=1, out=kind(out))
+            with pytest.raises(ValueError, match="softmax: out has elements that share"):
+                nk.softmax(dx[:, :, 0], out=kind(out))
+
+
+def test_outs_of_distinct_elements_in_any_layout_are_taken():
+    x = np.random.default_rng(3).standard_normal((2, 3, 5)).astype(np.float32)
+    base = np.zeros(8, np.float32)
+    out = _strided(base, (2, 3), (12, 8))  # interleaved rows: elements 0 2 4 and 3 5 7
+    assert nk.sum(x, axis=2, out=out) is out
+    np.testing.assert_allclose(out, x.sum(axis=2), rtol=1e-6)
+    np.testing.assert_array_equal(base[[1, 6]], 0)
+    one = _strided(np.zeros(3, np.float32), (1, 3), (0, 4))  # stride 0 along a 1
+    nk.sum(x[:1], axis=2, out=one)
+    np.testing.assert_allclose(one, x[:1].sum(axis=2), rtol=1e-6)
