@@ -1,9 +1,9 @@
 """The course's figures: one recording per strategy of every family, drawn.
 
 :func:`draw_course` runs every strategy the registry lists (reductions, scans,
-histograms, sorts, and softmax's normalizers with each block), and a sum along each
-axis of a 2-D input (the row and column kernels), on one small input of its family
-under the simulator, checks the recording's proof, and draws it to
+histograms, sorts, selections (top-k), and softmax's normalizers with each block),
+and a sum along each axis of a 2-D input (the row and column kernels), on one small
+input of its family under the simulator, checks the recording's proof, and draws it to
 ``<folder>/<family>__<strategy>.png`` (``/`` in a name becomes ``__``), the files
 ``docs/course.md`` shows. ``numbakern course`` calls it.
 """
@@ -18,11 +18,13 @@ from numbakern import strategies as _strategies
 
 #: the families, in the course's order, with the word ``explain`` takes for each;
 #: ``axis``: a sum along each axis of a small 2-D input (the row and column kernels)
-FAMILIES = ("reduce", "scan", "histogram", "sort", "softmax", "axis")
+FAMILIES = ("reduce", "scan", "histogram", "sort", "select", "softmax", "axis")
 
 #: the course's reductions along an axis: ``name: (shape, axis)``, both summed with
 #: the default strategy (two_pass/warp_shuffle), output 0's tree drawn
 AXIS_VIEWS = {"rows": ((8, 40), 1), "columns": ((40, 6), 0)}
+#: the course's selections: the k largest (topk's default order) of its input
+SELECT_K = 5
 
 
 def strategies(family: str) -> list[str]:
@@ -50,6 +52,8 @@ def _input(family: str) -> np.ndarray:
         return rng.integers(0, 8, 40)
     if family == "sort":
         return rng.integers(0, 50, 16).astype(np.int16)
+    if family == "select":  # wider than 0-9: fewer ties, two at the 5th largest
+        return rng.integers(0, 50, 40).astype(np.float32)
     if family == "axis":
         return rng.integers(0, 10, 320).astype(np.float32)  # the first 8 x 40 or 40 x 6
     return rng.integers(0, 10, 40).astype(np.float32)
@@ -85,6 +89,12 @@ def _record_and_draw(family: str, strategy: str, x, path: str) -> bool:
 
         trace = trace_histogram(x, 8, strategy, threads=32, blocks=2)
         draw_histogram(trace, path)
+        return trace.exact
+    if family == "select":
+        from .explain_select import draw_select, trace_select
+
+        trace = trace_select(x, SELECT_K, strategy, threads=32)
+        draw_select(trace, path)
         return trace.exact
     if family == "sort":
         from .explain_sort import draw_sort

@@ -180,3 +180,77 @@ def digit_counts(node: Tree, row: dict, limit: int, sides: tuple[str, str]) -> N
                       "green" if digit == row["bucket"] else ""))
     if len(shown) > limit:
         node.add(Text(f"… {len(shown) - limit} more digit(s)", "dim"))
+
+
+#: the figure's colours: the winners, the kept bucket, the buckets below it (they win),
+#: the rest (they lose)
+_WIN, _KEPT, _BELOW, _LOSE = "#2ca02c", "#ff7f0e", "#1f77b4", "#bdbdbd"
+
+
+def draw_select(trace: SelectTrace, path: str) -> None:
+    """Draw the recording to ``path`` (``.png``, ``.svg``, ``.pdf``): the row, its
+    winners marked with their place in the answer; under it, for radix_select, each
+    pass's digit counts (the kept bucket, the buckets below it that win, the rest that
+    lose), the text's numbers in each title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    passes = [p for p in trace.passes if p["rows"][0] is not None]
+    fig, axes = plt.subplots(1 + len(passes), 1, squeeze=False,
+                             figsize=(min(14.0, max(7.0, 0.16 * trace.x.size + 3)),
+                                      2.6 + 1.9 * len(passes)))
+    _draw_row(axes[0][0], trace)
+    need = trace.k
+    for ax, p in zip(axes[1:], passes):
+        need = _draw_pass(ax[0], p, need)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _draw_row(ax, trace: SelectTrace) -> None:
+    x = trace.x.astype(np.float64)
+    rank = {int(i): j for j, i in enumerate(trace.indices)}
+    colours = [_WIN if i in rank else _LOSE for i in range(x.size)]
+    ax.bar(range(x.size), np.nan_to_num(x), color=colours, width=0.8)
+    for i, j in rank.items():
+        ax.annotate(str(j), (i, np.nan_to_num(x[i])), ha="center", va="bottom", fontsize=7)
+    which = "largest" if trace.largest else "smallest"
+    note = "" if trace.passes else " · no passes recorded: the answer and its proof"
+    ax.set_title(f"{trace.strategy}: the {trace.k} {which} of {x.size} {trace.x.dtype} · "
+                 f"equals NumPy's stable argsort: {'yes' if trace.exact else 'NO'}\n"
+                 f"green: the answer, numbered by place{note}", fontsize=9)
+    ax.set_xlabel("index")
+    ax.set_ylabel("x")
+    _plain(ax)
+
+
+def _draw_pass(ax, p: dict, need: int) -> int:
+    """One pass's digit counts as bars, its title the tree's line; the need after it."""
+    row = p["rows"][0]
+    digits = sorted(row["counts"])
+    counts = [row["counts"][d] for d in digits]
+    colours = [_KEPT if d == row["bucket"] else _BELOW if d < row["bucket"] else _LOSE
+               for d in digits]
+    ax.bar(range(len(digits)), counts, color=colours, width=0.8)
+    if len(digits) <= 32:
+        ax.set_xticks(range(len(digits)), [f"{d:#05x}" for d in digits], fontsize=7,
+                      rotation=90)
+    hi, lo = p["bits"]
+    ax.set_title(f"pass {p['pass'] + 1}: bits {hi}-{lo} · keeps bucket {row['bucket']:#04x} "
+                 f"(orange): {row['below']} below it win (blue), {row['in_bucket']} in it "
+                 f"· need {need} → {need - row['below']}", fontsize=9)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of keys
+    ax.set_xlabel("digit (these bits of a key)")
+    ax.set_ylabel("keys")
+    _plain(ax)
+    return need - row["below"]
+
+
+def _plain(ax) -> None:
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)

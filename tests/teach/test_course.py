@@ -128,3 +128,19 @@ def test_exercise_one_a_new_block_is_explained():
     assert "online/my_block" not in strategies("softmax")
     np.testing.assert_equal(numbakern.strategies.available("block"),
                             ["warp_shuffle", "shared_tree", "hillis_steele", "blelloch"])
+
+
+@simulator_only
+def test_course_draws_the_selections(tmp_path):
+    """The select family (topk's strategies) is a family of the course like the others:
+    each strategy recorded, proved and drawn (radix_select with its digit passes)."""
+    assert "select" in FAMILIES
+    assert strategies("select") == numbakern.strategies.available("select")
+    result = CliRunner().invoke(cli, ["course", "--out", str(tmp_path), "-f", "select"])
+    assert result.exit_code == 0, result.output
+    from PIL import Image
+
+    for name in strategies("select"):
+        with Image.open(tmp_path / figure_name("select", name)) as im:
+            assert im.format == "PNG" and im.size[0] >= 300
+    assert f"wrote {len(strategies('select'))} figures" in result.output
