@@ -733,18 +733,16 @@ def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
 
 def _explain_selects(console, names, x, k, largest, threads, limit, figure) -> list:
     """``explain`` for select strategies (topk): radix select's passes, the answer and
-    the proof line; exits 1 when a proof fails."""
-    from .explain_select import SELECT_LEGEND, select_tree, trace_select
+    the proof line, the figure; exits 1 when a proof fails."""
+    from .explain_select import SELECT_LEGEND, draw_select, select_tree, trace_select
 
-    if figure:
-        raise click.BadParameter("selections draw no figure yet", param_hint="'--figure'")
     if k > x.size:
         raise click.BadParameter(f"k must be from 0 to the number of values ({x.size}), "
                                  f"got {k}", param_hint="'--k'")
     return _explain_each(
         console, names, figure,
         lambda name: trace_select(x, k, name, largest=largest, threads=threads),
-        lambda trace: (select_tree(trace, limit),), None, lambda trace: trace.exact,
+        lambda trace: (select_tree(trace, limit),), draw_select, lambda trace: trace.exact,
         SELECT_LEGEND)
 
 
@@ -757,7 +755,8 @@ def _explain_ranks(console, names, x, of, kth, threads, limit, figure) -> list:
         raise click.BadParameter(f"--of {of} is shown for radix_select (the select medians "
                                  "and partitions use)", param_hint="'STRATEGY'")
     if figure:
-        raise click.BadParameter("selections draw no figure yet", param_hint="'--figure'")
+        raise click.BadParameter("--of median and --of partition draw no figure yet",
+                                 param_hint="'--figure'")
     if kth is not None and of != "partition":
         raise click.BadParameter("--kth is partition's", param_hint="'--kth'")
     ranks = None

@@ -212,11 +212,18 @@ def draw_select(trace: SelectTrace, path: str) -> None:
 
 def _draw_row(ax, trace: SelectTrace) -> None:
     x = trace.x.astype(np.float64)
+    heights = np.where(np.isfinite(x), x, 0.0)  # NaN and ±inf: no bar, named instead
     rank = {int(i): j for j, i in enumerate(trace.indices)}
     colours = [_WIN if i in rank else _LOSE for i in range(x.size)]
-    ax.bar(range(x.size), np.nan_to_num(x), color=colours, width=0.8)
-    for i, j in rank.items():
-        ax.annotate(str(j), (i, np.nan_to_num(x[i])), ha="center", va="bottom", fontsize=7)
+    ax.bar(range(x.size), heights, color=colours, width=0.8)
+    for i in range(x.size):
+        label = " ".join(([str(rank[i])] if i in rank else []) +
+                         ([str(x[i])] if not np.isfinite(x[i]) else []))
+        if label:
+            ax.annotate(label, (i, heights[i]), ha="center", va="bottom", fontsize=7)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # indices
     which = "largest" if trace.largest else "smallest"
     note = "" if trace.passes else " · no passes recorded: the answer and its proof"
     ax.set_title(f"{trace.strategy}: the {trace.k} {which} of {x.size} {trace.x.dtype} · "

@@ -116,3 +116,16 @@ def test_k_zero_selects_nothing_as_topk_and_torch(strategy, tmp_path):
     assert ": yes" in result.output
     with pytest.raises(ValueError, match="k must be from 0 to the number of values"):
         trace_select(x, -1, strategy)
+
+
+def test_explain_draws_a_selection(tmp_path):
+    """The course's figure of a selection, from explain --figure too."""
+    path = tmp_path / "{name}.png"
+    result = CliRunner().invoke(cli, ["explain", "selects", "--values", "3,1,4,1,5,9,2,6",
+                                      "--k", "3", "--figure", str(path), "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    from PIL import Image
+
+    for name in numbakern.strategies.available("select"):
+        with Image.open(tmp_path / f"{name}.png") as im:
+            assert im.format == "PNG"
