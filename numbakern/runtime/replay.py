@@ -47,6 +47,7 @@ import functools
 import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -461,6 +462,15 @@ class _ArraySpec(NamedTuple):
     dtype: np.dtype
 
 
+@dataclass(frozen=True)
+class _NamedResult:
+    """A named tuple of results (``topk``'s ``TopK``): its class and its members'
+    specs, so that a replay hands back the same type."""
+
+    cls: type
+    items: tuple
+
+
 def _sim_step(layout: _Layout, kernel, grid, block, args, shared) -> _SimStep:
     return _SimStep(kernel, grid, block, tuple(_sim_spec(layout, a) for a in args), shared)
 
@@ -521,6 +531,8 @@ def _tensor_views(spec, block):
         return None
     if type(spec) is tuple:
         return tuple(_tensor_views(s, block) for s in spec)
+    if type(spec) is _NamedResult:
+        return spec.cls(*_tensor_views(spec.items, block))
     size = spec.dtype.itemsize
     return block.view(spec.dtype).as_strided(
         spec.shape, tuple(s // size for s in spec.strides), spec.offset // size)
@@ -545,8 +557,9 @@ def _result_spec(result, layout: _Layout):
     """What the result is made of: views of the one allocation, in tuples."""
     if result is None:
         return None
-    if type(result) is tuple:
-        return tuple(_result_spec(r, layout) for r in result)
+    if isinstance(result, tuple):
+        items = tuple(_result_spec(r, layout) for r in result)
+        return items if type(result) is tuple else _NamedResult(type(result), items)
     a = _device_array(result)
     if a is None or 0 in a.shape:
         raise _Flaw("a result that is not a device array view")
@@ -636,6 +649,8 @@ class Program:
             return None
         if type(spec) is tuple:
             return tuple(self._view(s, block, address) for s in spec)
+        if type(spec) is _NamedResult:
+            return spec.cls(*self._view(spec.items, block, address))
         if SIMULATOR:
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 

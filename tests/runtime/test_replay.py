@@ -70,6 +70,9 @@ SORT_CASES = [
      lambda h: np.argsort(h, axis=-1, kind="stable"), (3, 5000)),
     ("bitonic sort of rows", lambda x: nk.sort(x, strategy="bitonic"),
      lambda h: np.sort(h, axis=-1), (4, 500)),
+    ("topk of rows, a named tuple", lambda x: nk.topk(x, 5),
+     lambda h: (-np.sort(-h, axis=-1)[:, :5], np.argsort(-h, axis=-1, kind="stable")[:, :5]),
+     (4, 500)),
 ]
 
 
@@ -244,6 +247,18 @@ def test_an_address_from_elsewhere_refuses_replay():
 def test_cupy_calls_replay_with_the_ordinary_answers(name, call, reference, shape):
     cupy = pytest.importorskip("cupy")
     assert _repeat(cupy.asarray, call, reference, shape) == 2
+
+
+@pytest.mark.gpu
+def test_named_tuples_replay_as_their_own_type():
+    cupy = pytest.importorskip("cupy")
+    replay.forget()
+    before = replay.counts["replayed"]
+    x = cupy.asarray(rng.standard_normal((3, 400)).astype(np.float32))
+    for _ in range(3):
+        top = nk.topk(x, 4)
+        assert type(top).__name__ == "TopK" and isinstance(top.values, cupy.ndarray)
+    assert replay.counts["replayed"] == before + 2
 
 
 @pytest.mark.gpu
