@@ -179,7 +179,8 @@ class ScanTrace:
         differences in float64."""
         got, want = self.values.astype(np.float64), self.expected.astype(np.float64)
         same = (got == want) | (np.isnan(got) & np.isnan(want))
-        return same, np.abs(got - want)
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, an unequal output
+            return same, np.abs(got - want)
 
     @property
     def max_error(self) -> float:
@@ -189,7 +190,8 @@ class ScanTrace:
             return 0.0
         same, err = self._errors()
         tiny = float(np.finfo(self.values.dtype).tiny)
-        return float(np.max(np.where(same, 0.0, err / np.maximum(self.scale, tiny))))
+        with np.errstate(invalid="ignore"):  # inf / inf: NaN, an unequal output
+            return float(np.max(np.where(same, 0.0, err / np.maximum(self.scale, tiny))))
 
     @property
     def matches_numpy(self) -> bool:
