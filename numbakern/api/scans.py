@@ -320,20 +320,6 @@ class CumMin(NamedTuple):
     indices: Any
 
 
-def _returns(pair):
-    """Decorator: ``fn``'s ``(values, indices)`` as the named tuple ``pair``, made
-    outside :func:`dispatch` and replay, which read and rebuild plain tuples."""
-    def wrap(fn):
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            return pair(*fn(*args, **kwargs))
-
-        return call
-
-    return wrap
-
-
-@_returns(CumMax)
 @dispatch
 @replayable
 @honours_stream
@@ -356,11 +342,10 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
 
     Raises: as :func:`cumsum`.
     """
-    return _scan(x, _ops.arg_op("max", False), axis, None, out, False, reverse, strategy,
-                 layout, stream, None, "cummax")
+    return CumMax(*_scan(x, _ops.arg_op("max", False), axis, None, out, False, reverse,
+                         strategy, layout, stream, None, "cummax"))
 
 
-@_returns(CumMin)
 @dispatch
 @replayable
 @honours_stream
@@ -370,8 +355,8 @@ def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
     as ``torch.cummin`` (ties: the latest index; NaN wins; a named tuple, as
     ``torch.return_types.cummin``). The mirror of :func:`cummax`.
     """
-    return _scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse, strategy,
-                 layout, stream, None, "cummin")
+    return CumMin(*_scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse,
+                         strategy, layout, stream, None, "cummin"))
 
 
 @dispatch
