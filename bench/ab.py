@@ -52,6 +52,7 @@ def cases(cp, nk):
     waves = {rows: wide_half[:1].repeat(rows, axis=0) for rows in (3960, 4356)}
     waves_y = {rows: nk.log_softmax(w) for rows, w in waves.items()}
     keys24 = x24.view(cp.uint32)
+    segmented = {mean: segments(cp, mean) for mean in MEANS}
     return [
         ("sum f32 2^10", lambda: nk.sum(x10)),
         ("sum f32 2^20", lambda: nk.sum(x20)),
@@ -109,7 +110,30 @@ def cases(cp, nk):
         ("sort f32 2^28", lambda: nk.sort(x28)),
         ("bincount int32 2^26 into 256", lambda: nk.bincount(small_ints, minlength=256)),
         ("histogram f32 2^26, 100 bins", lambda: nk.histogram(uniform, 100, range=(0, 1))),
+        *[(f"segmented sum 2^26 mean {mean}", lambda s=s: nk.segmented_reduce(*s))
+          for mean, s in segmented.items()],
     ]
+
+
+MEANS = [64, 1024, 16384, 1 << 20, "mixed"]  # segment lengths of the segmented cases
+
+
+def segments(cp, mean):
+    """``(x, offsets)`` as bench/bench_segments.py makes them: 2^26 float32 in segments
+    uniform in [0, 2 mean] ("mixed": half the array in one segment among segments of
+    up to 128), device int64 offsets."""
+    import numpy as np
+
+    n, rng = 1 << 26, np.random.default_rng(7 if mean == "mixed" else mean)
+    if mean == "mixed":
+        short = rng.integers(0, 129, n // 128 + 1)
+        lengths = np.concatenate([short[: short.size // 2], [n // 2], short[short.size // 2:]])
+    else:
+        lengths = rng.integers(0, 2 * mean + 1, n // mean + 1)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    offsets = offsets[offsets <= n]
+    x = cp.random.default_rng(0).random(int(offsets[-1]), dtype=cp.float32)
+    return x, cp.asarray(offsets.astype(np.int64))
 
 
 def event_ms(cp, fn, warmup: int = 3, repeat: int = 30) -> float:

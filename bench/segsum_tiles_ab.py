@@ -1,12 +1,12 @@
 """A/B on a GPU: the segmented sum's tile kernel at other tiles a block and register caps.
 
-    python bench/segsum_tiles_ab.py --waves 2 --registers 64    # the defaults
-    python bench/segsum_tiles_ab.py --waves 4 --registers 0     # 4 tiles, uncapped
+    python bench/segsum_tiles_ab.py --waves 1 --registers 64    # the defaults
+    python bench/segsum_tiles_ab.py --waves 4 --registers 0     # 4 waves, uncapped
     python bench/segsum_tiles_ab.py --all                       # each setting, a process each
 
-``--waves`` sets ``numbakern.kernels.segment_reduce.TILE_WAVES`` (the tile kernel's
-blocks in multiples of the blocks that fill the device at full occupancy: 2 gives
-2^26 float32 8 tiles of 4096 a block on an H200, 4 gives 4) and ``--registers``
+``--waves`` scales the tile kernel's grid, one wave of the blocks resident at once
+(``numbakern.kernels.segment_reduce.tile_blocks``: 528 of 256 on an H200 at 64
+registers, 2^26 float32 32 tiles of 4096 a block; 4 waves give 8) and ``--registers``
 ``TILE_REGISTERS`` (ptxas's cap through launch bounds; 0: none), ``--items``
 ``TILE_ITEMS`` and ``BLOCK_TILE_ITEMS`` (a tile is ``threads * items`` elements;
 segments up to a tile are short, a warp or a block each: 128 makes every segment of
@@ -33,36 +33,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ab import event_ms  # noqa: E402
-
-N = 1 << 26
-MEANS = [64, 1024, 16384, 1 << 20, "mixed"]
-SETTINGS = [(4, 0), (4, 64), (2, 0), (2, 64), (1, 64)]  # (waves, registers) for --all
+from ab import MEANS, event_ms, segments  # noqa: E402
+SETTINGS = [(4, 0), (4, 64), (1, 0), (1, 64), (0.5, 64)]  # (waves, registers) for --all
 
 
-def case(cp, mean):
-    """``(x, offsets)`` as bench_segments.py's case fixture makes them."""
-    import numpy as np
-
-    rng = np.random.default_rng(7 if mean == "mixed" else mean)
-    if mean == "mixed":
-        short = rng.integers(0, 129, N // 128 + 1)
-        lengths = np.concatenate([short[: short.size // 2], [N // 2], short[short.size // 2:]])
-    else:
-        lengths = rng.integers(0, 2 * mean + 1, N // mean + 1)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    offsets = offsets[offsets <= N]
-    x = cp.random.default_rng(0).random(int(offsets[-1]), dtype=cp.float32)
-    return x, cp.asarray(offsets.astype(np.int64))
-
-
-def run(waves: int, registers: int, torch_too: bool, items: int = 0) -> None:
+def run(waves: float, registers: int, torch_too: bool, items: int = 0) -> None:
     import cupy as cp
 
     import numbakern as nk
     from numbakern.kernels import segment_reduce
 
-    segment_reduce.TILE_WAVES = waves  # before any call plans or compiles
+    wave = segment_reduce.tile_blocks  # before any call plans or compiles
+    segment_reduce.tile_blocks = lambda threads: max(1, int(waves * wave(threads)))
     segment_reduce.TILE_REGISTERS = registers
     if items:  # a tile of threads * items: segments up to it are short (a group each)
         segment_reduce.TILE_ITEMS = segment_reduce.BLOCK_TILE_ITEMS = items
@@ -75,7 +57,7 @@ def run(waves: int, registers: int, torch_too: bool, items: int = 0) -> None:
         if torch is not None and not torch.cuda.is_available():
             torch = None
     for mean in MEANS:
-        x, offsets = case(cp, mean)
+        x, offsets = segments(cp, mean)
         total = cp.concatenate([cp.zeros(1), cp.cumsum(x.astype(cp.float64))])
         want = total[offsets[1:]] - total[offsets[:-1]]
         line = [f"waves {waves} registers {registers:>2} items "
@@ -97,7 +79,7 @@ def run(waves: int, registers: int, torch_too: bool, items: int = 0) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--waves", type=int, default=2)
+    parser.add_argument("--waves", type=float, default=1)
     parser.add_argument("--registers", type=int, default=64)
     parser.add_argument("--items", type=int, default=0,
                         help="TILE_ITEMS (0: the module's): elements a thread in a tile")

@@ -71,12 +71,12 @@ from numbakern.kernels.emits import Emit, emit_partial
 from numbakern.kernels.vector import lane_folder, rows_aligned, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import (
-    REGISTER_FILE,
     SIMULATOR,
-    THREADS_PER_MULTIPROCESSOR,
     WARP,
+    blocks_per_multiprocessor,
     ceil_div,
     max_resident_blocks,
+    resident_blocks,
 )
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import fence_acq_rel
@@ -94,19 +94,19 @@ TILE_ITEMS = 4 if SIMULATOR else 16
 #: CUB's DeviceSegmentedReduce does any segment (H200, 2^26 float32, mean 16384:
 #: 0.144 ms against 0.199 with the warp's tile; bench/NOTES.md)
 BLOCK_TILE_ITEMS = 4 if SIMULATOR else 128
-#: blocks of the tile kernel, in multiples of the blocks of ``threads`` that fill the
-#: device once at full occupancy (``max_resident_blocks``); this sets ``R``, the tiles
-#: a block reduces: 2 gives 2^26 float32 (16384 tiles of 4096) 8 tiles a block on an
-#: H200's 132 multiprocessors (4 at 4 waves), so each block's map read, bounds loads,
-#: block reduces and run counts are paid once for twice the loads. Blocks whose tiles
-#: hold no long segment leave at once and make room.
-TILE_WAVES = 2
 #: the most registers a thread of the tile kernel may hold (0: no cap): 64 keeps 4
 #: blocks of 256 on a multiprocessor (65536 registers), a third more blocks' loads in
 #: flight than the 3 that ptxas's 74-80 registers uncapped allowed; the spills it
 #: costs lie outside the vector loop (bench/segsum_sass.py). Passed to ptxas as
 #: launch bounds (:func:`tile_jit`).
 TILE_REGISTERS = 64
+#: The tile kernel's grid is one wave: the blocks resident at once at
+#: ``TILE_REGISTERS`` (:func:`tile_blocks`; 528 of 256 on an H200), each taking an equal
+#: run of ``R`` tiles. Blocks whose tiles hold no long segment leave at once, but their
+#: launches are not free, and each block pays its map reads, bounds loads and block
+#: reduces once for its ``R`` tiles: 2^26 float32 in 2048 tiles took 11 us where no
+#: segment is long and 98 us at mean 2^20 in 2048 blocks of one tile, 4 and 79 us in
+#: 512 blocks of four (bench/NOTES.md, "tile grid").
 
 
 # --- device functions -------------------------------------------------------------------
@@ -233,10 +233,16 @@ def tile_jit(threads: int):
     cap."""
     if SIMULATOR or not TILE_REGISTERS:
         return cuda.jit
-    # no more blocks than a multiprocessor holds by threads and by count (32, sm_90)
-    blocks = min(REGISTER_FILE // (threads * TILE_REGISTERS),
-                 THREADS_PER_MULTIPROCESSOR // threads, 32)
-    return cuda.jit(launch_bounds=(threads, max(1, blocks)))
+    return cuda.jit(launch_bounds=(threads, blocks_per_multiprocessor(threads,
+                                                                      TILE_REGISTERS)))
+
+
+def tile_blocks(threads: int) -> int:
+    """The tile kernel's grid: blocks of ``threads`` resident at once under its
+    register cap (without one, as many as threads allow)."""
+    if not TILE_REGISTERS:
+        return max_resident_blocks(threads)
+    return resident_blocks(threads, TILE_REGISTERS)
 
 
 def _temp(block, kit):
@@ -491,7 +497,7 @@ class SegmentReduce:
         if n <= T:  # no segment can outgrow a tile
             return SegmentPlan(block, lanes, first)
         K = ceil_div(n, T)
-        R = ceil_div(K, blocks or TILE_WAVES * max_resident_blocks(block.threads))
+        R = ceil_div(K, blocks or tile_blocks(block.threads))
         return SegmentPlan(block, lanes, first, ceil_div(M + 2 * K, M), T, R,
                            ceil_div(K, R), K)
 

@@ -459,10 +459,9 @@ def test_replayed_calls_count_their_runs_afresh():
     assert replay.counts["replayed"] - before == 1
 
 
-# Without ``blocks=``, a block of the tile kernel reduces ``R`` tiles, R from
-# ``TILE_WAVES`` (8 tiles a block at 2 waves of the simulator's 2 resident blocks: 30
-# tiles of 32 * 4 = 128 elements in blocks of 8, 8, 8 and a last one of 6, its last
-# tile partial). Two long segments start inside a tile and run over 2 and 3 blocks.
+# With ``blocks=4`` a block of the tile kernel reduces R = 8 tiles (30 tiles of 32 * 4 =
+# 128 elements in blocks of 8, 8, 8 and a last one of 6, its last tile partial). Two
+# long segments start inside a tile and run over 2 and 3 blocks.
 SPANNING = [5, 0, 2000, 1690, 105]
 
 
@@ -472,12 +471,25 @@ def _spanning_plan(strategy, x, offsets):
 
     kit = state_kit(nk.ops.get("sum"), (np.dtype(np.int64),))
     layout = SegmentReduce(cuda.to_device(x), cuda.to_device(offsets), kit, False, None, None)
-    return layout.plan(strategy.block, None)
+    return layout.plan(strategy.block, strategy.blocks)
+
+
+def test_the_tile_grid_is_one_wave_of_resident_blocks():
+    """Without ``blocks=`` the tile kernel's grid is at most the blocks resident at
+    once (``tile_blocks``), each with an equal run of tiles."""
+    from numbakern.kernels.segment_reduce import tile_blocks
+
+    strategy = nk.strategies.resolve("reduce", "two_pass/warp_shuffle", threads=32)
+    offsets = offsets_of(SPANNING)
+    plan = _spanning_plan(strategy, np.zeros(int(offsets[-1]), np.int64), offsets)
+    wave = tile_blocks(32)
+    assert plan.per_block == -(-plan.tiles // wave)
+    assert plan.tile_blocks == -(-plan.tiles // plan.per_block) <= wave
 
 
 @pytest.mark.parametrize("label", ["two_pass/warp_shuffle", "atomic_fold/warp_shuffle"])
 def test_segments_over_several_blocks_of_tiles_and_a_partial_last_block(label):
-    strategy = {s.label: s for s in every("reduce", threads=32)}[label]
+    strategy = {s.label: s for s in every("reduce", threads=32, blocks=4)}[label]
     offsets = offsets_of(SPANNING)
     n = int(offsets[-1])
     x = RNG.integers(-1000, 1000, n).astype(np.int64)
