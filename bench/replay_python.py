@@ -241,8 +241,8 @@ def _key_of(call, t):
     keys = []
     original = replay._signature
 
-    def signature(args, kwargs, arrays, refs):
-        key = original(args, kwargs, arrays, refs)
+    def signature(args, kwargs, arrays, refs, objects):
+        key = original(args, kwargs, arrays, refs, objects)
         keys.append(key)
         return key
 

@@ -36,7 +36,8 @@ from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.views import address, device_view, flat, host_copy, reshaped
+from numbakern.runtime.views import (address, device_view, flat, host_copy, refuse_replay,
+                                     reshaped)
 
 OUT_CASTING = "same_kind"
 
@@ -201,6 +202,7 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
         result = as_cupy(workspace.cast(arr, dtype)).reshape(shape)
         if out is None:
             return result
+        refuse_replay("a copy into out= outside numbakern's launches")
         out[...] = result
         return out
     if out is not None:
@@ -221,6 +223,7 @@ def deliver_host(workspace: Workspace, host: np.ndarray, out):
 
         if out is None:
             return cupy.asarray(host)
+        refuse_replay("a copy into out= outside numbakern's launches")
         out[...] = cupy.asarray(host)
         return out
     if out is None:

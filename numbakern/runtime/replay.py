@@ -24,10 +24,16 @@ A recording is kept only when everything the call did to device memory went thro
 those two doors. Each of these makes a signature run the ordinary way every time:
 a device-to-host read (a later decision might depend on the data), a host-to-device
 upload, a launch argument whose address is neither an input's nor an allocation's
-(a copy CuPy made, say), a launch on another stream, a result that is not a view of
-an allocation (an ``out=`` array, a host scalar, a CuPy cast), an empty array.
+(a copy CuPy made, say), a launch on another stream, a write outside the launches
+(a CuPy copy into ``out=``), a result that is neither a view of an allocation nor an
+argument the launches wrote (a host scalar, a CuPy cast), an empty array.
 Calls with host (NumPy or CPU tensor) input, with an explicit ``stream=``, or with an
 argument that cannot be keyed (a list, a mutable array) also run the ordinary way.
+
+An ``out=`` that the launches wrote is a result the replay hands back as the caller's
+own object. Such a call replays only while its arguments stay apart in memory (as
+they were when it was recorded: an ``out`` that is an input, or overlaps one, is the
+ordinary path's to allow or refuse) and no tensor among them requires grad.
 
 A call with CUDA tensors is keyed by the tensors themselves, before they are
 translated (``api._dispatch``), so that its replay skips the translation too: the one
@@ -156,17 +162,18 @@ def _extent(a: _Array) -> tuple[int, int]:
     return lo, hi + a.dtype.itemsize
 
 
-def _signature(args: tuple, kwargs: dict, arrays: list, refs: list):
+def _signature(args: tuple, kwargs: dict, arrays: list, refs: list, objects: list):
     """The key of a call, or None when it cannot be keyed; fills ``arrays`` with the
-    array arguments and ``refs`` with objects keyed by identity (kept alive by the
-    table, so that their ids stay theirs)."""
+    array arguments, ``objects`` with the same arguments as passed, and ``refs`` with
+    objects keyed by identity (kept alive by the table, so that their ids stay
+    theirs)."""
     try:
-        return _key(args, kwargs, arrays, refs)
+        return _key(args, kwargs, arrays, refs, objects)
     except _Unkeyed:
         return None
 
 
-def _key(args: tuple, kwargs: dict, arrays: list, refs: list):
+def _key(args: tuple, kwargs: dict, arrays: list, refs: list, objects: list):
     key = []
     for v in (*args, *kwargs.values()):
         if isinstance(v, VALUES):
@@ -191,6 +198,7 @@ def _key(args: tuple, kwargs: dict, arrays: list, refs: list):
             if arrays and a.kind != arrays[0].kind:
                 return None
             arrays.append(a)
+            objects.append(v)
             key.append((a.kind, a.dtype, a.shape, a.strides, a.address % ADDRESS_KEY,
                         a.device))
     if not arrays:
@@ -250,8 +258,8 @@ def replayable(fn):
         if not _enabled or kwargs.get("stream") is not None or \
                 current_recording() is not None:
             return fn(*args, **kwargs), None
-        arrays, refs = [], []
-        key = _signature(args, kwargs, arrays, refs)
+        arrays, refs, objects = [], [], []
+        key = _signature(args, kwargs, arrays, refs, objects)
         try:
             entry = table.get(key) if key is not None else _UNKEYED
         except TypeError:  # an unhashable value (a structured NumPy scalar): fn decides
@@ -270,10 +278,11 @@ def replayable(fn):
             counts["recorded"] += 1
             return result, program
         program = entry[0]
-        if type(program) is _Refused:
+        if type(program) is _Refused or \
+                (program.returns_inputs and not _writable_apart(arrays, objects)):
             return fn(*args, **kwargs), None
         counts["replayed"] += 1
-        return program.run([a.address for a in arrays]), program
+        return program.run([a.address for a in arrays], objects), program
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -282,6 +291,17 @@ def replayable(fn):
     call.replay_table = table
     call.resolve = resolve
     return call
+
+
+def _writable_apart(arrays: list, objects: list) -> bool:
+    """Whether a call that writes some of its arguments (``out=``) may replay: no two
+    arguments share memory, as when it was recorded (the ordinary path decides what an
+    overlap means: in place, or an error), and no tensor requires grad (the ordinary
+    path refuses to write one)."""
+    extents = sorted(_extent(a) for a in arrays)
+    if any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:])):
+        return False
+    return not any(getattr(v, "requires_grad", False) for v in objects)
 
 
 def _record(fn, args, kwargs, arrays: list):
@@ -369,8 +389,10 @@ class _Layout:
     ``len(inputs)``) at an offset."""
 
     def __init__(self, inputs: list, allocations: list):
+        self.inputs = inputs
         self.extents = [(*_extent(a), a.address) for a in inputs]
         self.block = len(inputs)
+        self.launched = set()  # the inputs that some launch took an address in
         self.offsets = []  # (address, bytes, offset in the one allocation)
         total = 0
         for address, nbytes in allocations:
@@ -385,6 +407,7 @@ class _Layout:
                 return self.block, offset + address - start
         for i, (lo, hi, base) in enumerate(self.extents):
             if lo <= address < hi:
+                self.launched.add(i)
                 return i, address - base
         raise _Flaw("a launch argument that is neither an input nor an allocation")
 
@@ -444,6 +467,13 @@ def _gpu_step(layout: _Layout, kernel, grid, block, args, shared) -> _GpuStep:
     values, pointers = parameter_block(len(flat))
     values[:] = flat
     return _GpuStep(function, grid, block, values, pointers, tuple(patches), shared)
+
+
+class _InputResult(NamedTuple):
+    """A result that is argument ``index`` itself (an ``out=``): a replay returns the
+    caller's object."""
+
+    index: int
 
 
 class _SimStep(NamedTuple):
@@ -563,10 +593,24 @@ def _result_spec(result, layout: _Layout):
     a = _device_array(result)
     if a is None or 0 in a.shape:
         raise _Flaw("a result that is not a device array view")
+    launched = set(layout.launched)  # before locating the result adds its source
     source, offset = layout.locate(a.address)
-    if source != layout.block:
-        raise _Flaw("a result that is not a view of an allocation")
-    return _ArraySpec(source, offset, a.shape, a.strides, a.dtype)
+    if source == layout.block:
+        return _ArraySpec(source, offset, a.shape, a.strides, a.dtype)
+    if a == layout.inputs[source] and source in launched:
+        # an out= that the launches wrote (a write outside them refuses the recording:
+        # views.refuse_replay)
+        return _InputResult(source)
+    raise _Flaw("a result that is neither a view of an allocation nor an argument that "
+                "the launches wrote")
+
+
+def _returns_inputs(spec) -> bool:
+    if type(spec) is tuple:
+        return any(map(_returns_inputs, spec))
+    if type(spec) is _NamedResult:
+        return _returns_inputs(spec.items)
+    return type(spec) is _InputResult
 
 
 class Program:
@@ -582,12 +626,16 @@ class Program:
         self.result = result
         self.names = names
         self.lock = threading.Lock()  # the steps' parameter arrays are shared
-        self.tensor_result = _tensor_result(result, total) if kind == "torch" else None
+        self.returns_inputs = _returns_inputs(result)
+        self.tensor_result = _tensor_result(result, total) \
+            if kind == "torch" and not self.returns_inputs else None
 
-    def run(self, bases: list):
-        """Replay on the call's array arguments at addresses ``bases`` (in order)."""
+    def run(self, bases: list, objects: list = ()):
+        """Replay on the call's array arguments at addresses ``bases`` (in order; as
+        passed: ``objects``, which a result that is an argument returns)."""
         block, address = self._allocate()
-        return self._launch([*bases, address], block, address, _stream_of(self.kind))
+        return self._launch([*bases, address], block, address, _stream_of(self.kind),
+                            objects)
 
     def replay(self, address: int, device: int):
         """Replay a call of one array argument, at ``address`` on CUDA ``device`` (the
@@ -605,7 +653,7 @@ class Program:
         self._drive((address, block.data_ptr()), torch._C._cuda_getCurrentRawStream(device))
         return block if views is None else views(block)
 
-    def _launch(self, bases: list, block, address: int, stream):
+    def _launch(self, bases: list, block, address: int, stream, objects):
         if SIMULATOR:
             from .simcost import guarded
 
@@ -615,7 +663,7 @@ class Program:
                     step.kernel[step.grid, step.block, stream, step.shared](*args)
         else:
             self._drive(bases, stream)
-        return self._view(self.result, block, address)
+        return self._view(self.result, block, address, objects)
 
     def _drive(self, bases, stream: int) -> None:
         """The recorded launches, each with the new addresses patched in."""
@@ -628,7 +676,10 @@ class Program:
                               step.shared)
 
     def _allocate(self):
-        """``(owner, address)`` of one allocation holding every temporary."""
+        """``(owner, address)`` of one allocation holding every temporary (none for a
+        call that wrote only its ``out=``)."""
+        if not self.total:
+            return None, 0
         if SIMULATOR:
             block = np.empty(self.total, np.uint8)
             return block, block.__array_interface__["data"][0]
@@ -644,13 +695,15 @@ class Program:
         block = cuda.device_array(self.total, np.uint8)
         return block, block.__cuda_array_interface__["data"][0]
 
-    def _view(self, spec, block, address: int):
+    def _view(self, spec, block, address: int, objects=()):
         if spec is None:
             return None
         if type(spec) is tuple:
-            return tuple(self._view(s, block, address) for s in spec)
+            return tuple(self._view(s, block, address, objects) for s in spec)
         if type(spec) is _NamedResult:
-            return spec.cls(*self._view(spec.items, block, address))
+            return spec.cls(*self._view(spec.items, block, address, objects))
+        if type(spec) is _InputResult:
+            return objects[spec.index]
         if SIMULATOR:
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 

@@ -133,13 +133,58 @@ def test_calls_that_cannot_replay_run_the_ordinary_way():
     x = cuda.to_device(h)
     before = dict(replay.counts)
     for _ in range(2):
-        out = cuda.device_array(4, np.float32)
-        nk.sum(x, axis=1, out=out)  # the result is the caller's array
-        _check(out.copy_to_host(), h.astype(np.float64).sum(axis=1))
         nk.sum(h, axis=1)  # host input: its transfer is the call
         nk.sum(x, axis=1, stream=cuda.default_stream())  # an explicit stream
+        out = cuda.device_array((4, 40), np.float32)
+        nk.logcumsumexp(x, axis=1, out=out)  # copied into out outside the launches
+        _check(out.copy_to_host(), np.logaddexp.accumulate(h.astype(np.float64), axis=1))
     assert replay.counts["replayed"] == before.get("replayed", 0)
-    assert replay.counts["refused"] == before.get("refused", 0) + 1  # the out= call
+    assert replay.counts["refused"] == before.get("refused", 0) + 1  # logcumsumexp
+    assert replay.latest["logcumsumexp", "sim"].why.startswith("a copy into out=")
+
+
+# (name, call into out, float64 reference, shape of x, shape of out)
+OUT_CASES = [
+    ("row sum", lambda x, out: nk.sum(x, axis=1, out=out), lambda h: h.sum(axis=1),
+     (4, 40), (4,)),
+    ("softmax", lambda x, out: nk.softmax(x, out=out), _softmax, (6, 50), (6, 50)),
+    ("cumsum", lambda x, out: nk.cumsum(x, out=out), np.cumsum, (300,), (300,)),
+]
+
+
+@pytest.mark.parametrize("name, call, reference, shape, out_shape", OUT_CASES,
+                         ids=[c[0] for c in OUT_CASES])
+def test_calls_into_out_replay_and_return_the_callers_out(name, call, reference, shape,
+                                                           out_shape):
+    replay.forget()
+    before = replay.counts["replayed"]
+    kept = []
+    for _ in range(3):
+        h = rng.standard_normal(shape).astype(np.float32)
+        out = cuda.device_array(out_shape, np.float32)
+        assert call(cuda.to_device(h), out) is out
+        kept.append((out, reference(h.astype(np.float64))))
+    for out, expected in kept:
+        _check(out.copy_to_host(), expected)
+    assert replay.counts["replayed"] - before == 2
+
+
+def test_an_out_over_an_input_at_replay_runs_the_ordinary_way():
+    """The arguments of a replayed out= call are as apart as when it was recorded:
+    an out that overlaps x in part gets the ordinary path's error, out=x (in place)
+    its answer."""
+    replay.forget()
+    h = rng.standard_normal((2, 64)).astype(np.float32)
+    for _ in range(2):  # recorded, then replayed
+        nk.softmax(cuda.to_device(h), out=cuda.device_array((2, 64), np.float32))
+    before = replay.counts["replayed"]
+    memory = cuda.to_device(np.concatenate([h.ravel(), h.ravel()]))
+    x, shifted = memory[:128].reshape(2, 64), memory[64:192].reshape(2, 64)
+    with pytest.raises(ValueError, match="overlaps x in part"):
+        nk.softmax(x, out=shifted)
+    assert nk.softmax(x, out=x) is x
+    _check(x.copy_to_host(), _softmax(h.astype(np.float64)))
+    assert replay.counts["replayed"] == before
 
 
 def test_disabled_runs_the_ordinary_way():
@@ -347,6 +392,39 @@ def test_torch_bfloat16_bits_replay_as_bfloat16():
         torch.testing.assert_close(got.float(), torch.softmax(x.float(), -1),
                                    rtol=1e-2, atol=1e-3)
     assert replay.counts["replayed"] - before == 2
+
+
+@pytest.mark.gpu
+def test_cupy_outs_replay_where_the_launches_write_them():
+    """A CuPy out of softmax is the kernel's output and replays; a reduction's is a
+    CuPy copy of the result, so that call runs the ordinary way, right each time."""
+    cupy = pytest.importorskip("cupy")
+    replay.forget()
+    for call, reference, replays in [
+            (lambda x, out: nk.softmax(x, out=out), _softmax, 2),
+            (lambda x, out: nk.sum(x, axis=1, out=out[:, 0]), lambda h: h.sum(axis=1), 0)]:
+        before = replay.counts["replayed"]
+        for _ in range(3):
+            h = rng.standard_normal((6, 50)).astype(np.float32)
+            out = cupy.empty((6, 50), np.float32)
+            got = call(cupy.asarray(h), out)
+            _check(cupy.asnumpy(got), reference(h.astype(np.float64)))
+        assert replay.counts["replayed"] - before == replays
+
+
+@pytest.mark.gpu
+def test_torch_outs_replay_as_the_callers_tensor_and_never_one_that_requires_grad():
+    torch = pytest.importorskip("torch")
+    replay.forget()
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x = torch.randn(4, 64, device="cuda")
+        out = torch.empty_like(x)
+        assert nk.softmax(x, out=out) is out
+        torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    assert replay.counts["replayed"] - before == 2
+    with pytest.raises(ValueError, match="requires grad"):
+        nk.softmax(x, out=torch.empty_like(x, requires_grad=True))
 
 
 def test_cpu_tensors_are_not_keyed():
