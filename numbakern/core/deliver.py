@@ -36,8 +36,8 @@ from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.views import (address, device_view, flat, host_copy, refuse_replay,
-                                     reshaped)
+from numbakern.runtime.views import (address, c_contiguous, device_view, flat, host_copy,
+                                     refuse_replay, reshaped)
 
 OUT_CASTING = "same_kind"
 
@@ -199,11 +199,14 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
         workspace.stream.synchronize()
         return deliver_host(workspace, host.astype(dtype, copy=False).reshape(shape), out)
     if on_cupy(workspace.kind):
-        result = as_cupy(workspace.cast(arr, dtype)).reshape(shape)
+        result = workspace.cast(arr, dtype)
         if out is None:
-            return result
+            return as_cupy(result).reshape(shape)
+        if out.dtype == dtype and c_contiguous(out):  # a launch: replays of the call copy too
+            cast_into(result, flat(out), workspace.stream)
+            return out
         refuse_replay("a copy into out= outside numbakern's launches")
-        out[...] = result
+        out[...] = as_cupy(result).reshape(shape)
         return out
     if out is not None:
         cast_into(arr, flat(out), workspace.stream)

@@ -396,13 +396,17 @@ def test_torch_bfloat16_bits_replay_as_bfloat16():
 
 @pytest.mark.gpu
 def test_cupy_outs_replay_where_the_launches_write_them():
-    """A CuPy out of softmax is the kernel's output and replays; a reduction's is a
-    CuPy copy of the result, so that call runs the ordinary way, right each time."""
+    """A CuPy out that a kernel writes (softmax's; a reduction's C-contiguous out of
+    the result's dtype, copied by a launch) replays; a strided one or one of another
+    dtype takes a CuPy copy, so those calls run the ordinary way, right each time."""
     cupy = pytest.importorskip("cupy")
     replay.forget()
+    sums = lambda h: h.sum(axis=1)  # noqa: E731
     for call, reference, replays in [
             (lambda x, out: nk.softmax(x, out=out), _softmax, 2),
-            (lambda x, out: nk.sum(x, axis=1, out=out[:, 0]), lambda h: h.sum(axis=1), 0)]:
+            (lambda x, out: nk.sum(x, axis=1, out=out[0, :6]), sums, 2),
+            (lambda x, out: nk.sum(x, axis=1, out=out[:, 0]), sums, 0),
+            (lambda x, out: nk.sum(x, axis=1, out=out[0, :6].astype(np.float64)), sums, 0)]:
         before = replay.counts["replayed"]
         for _ in range(3):
             h = rng.standard_normal((6, 50)).astype(np.float32)
