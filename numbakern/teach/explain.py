@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from .figures import plain_axes
 from .trace import (ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, STATE_LESSONS,
                     STATE_READS, Node, Trace)
 
@@ -560,5 +561,4 @@ def _frame(ax, trace, keys, row, shown, out_col) -> None:
         f"{c.total('combines') + c.total('atomics')} combines run · {per_block} barrier(s) "
         f"per block · {sum(sum(b.shuffle_steps.values()) for b in c.blocks.values())} warp "
         f"shuffle steps · {c.total('atomics')} atomics", fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    plain_axes(ax)

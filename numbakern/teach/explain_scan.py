@@ -22,6 +22,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .explain import VIA_COLOUR, VIA_STYLE, cover_text, value_text
+from .figures import plain_axes
 from .scan_trace import (LOCAL, ROUNDING_SCALE, STATUS_NAMES, BlockScanCounts, ScanTrace,
                          textbook, trace_block_scan)
 from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node
@@ -437,8 +438,7 @@ def draw_scan(trace: ScanTrace, path: str) -> None:
                  f"{sum(sum(c.shuffle_steps.values()) for c in trace.blocks.values())} warp "
                  f"shuffle steps · {len(trace.atomics)} atomics · exact: "
                  f"{'yes' if trace.exact_cover and trace.matches_numpy else 'NO'}", fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    plain_axes(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)

@@ -25,6 +25,7 @@ from numbakern.core.jobs import SelectJob
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.views import host_copy
 
+from .figures import plain_axes
 from .trace import require_simulator
 
 SELECT_LEGEND = (
@@ -231,7 +232,7 @@ def _draw_row(ax, trace: SelectTrace) -> None:
                  f"green: the answer, numbered by place{note}", fontsize=9)
     ax.set_xlabel("index")
     ax.set_ylabel("x")
-    _plain(ax)
+    plain_axes(ax)
 
 
 def _draw_pass(ax, p: dict, need: int) -> int:
@@ -254,10 +255,7 @@ def _draw_pass(ax, p: dict, need: int) -> int:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of keys
     ax.set_xlabel("digit (these bits of a key)")
     ax.set_ylabel("keys")
-    _plain(ax)
+    plain_axes(ax)
     return need - row["below"]
 
 
-def _plain(ax) -> None:
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)

@@ -18,6 +18,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .explain import VIA_COLOUR, cover_text
+from .figures import plain_axes
 from .softmax_trace import SoftmaxTrace
 from .trace import REGISTER, SHARED, SHUFFLE
 
@@ -176,8 +177,7 @@ def draw_softmax(trace: SoftmaxTrace, path: str) -> None:
         ax.set_title(f"{op}: {len(trace.joins(op))} joins in {len(rounds)} steps"
                      + (f", {marks} rescales (red)" if op == "online_softmax" else ""),
                      fontsize=9)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
+        plain_axes(ax)
     handles = [plt.Line2D([], [], color=VIA_COLOUR[v], label=v) for v in (SHUFFLE, SHARED,
                                                                             REGISTER)]
     handles.append(plt.Line2D([], [], color="#d62728", label="rescale"))

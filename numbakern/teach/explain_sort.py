@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from .figures import plain_axes
 from .sort_trace import DIGIT_BITS, SortTrace, bitonic_formula
 
 #: how to read each sort's recording, by strategy
@@ -205,8 +206,7 @@ def _draw_network(plt, trace: SortTrace):
                  f"compare-exchanges (formula {work}), {swaps} swapped (red) · "
                  f"{len(trace.stages)} stages (formula {depth})\n● the smaller key ends "
                  "here, □ the larger", fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    plain_axes(ax)
     return fig
 
 
@@ -234,8 +234,7 @@ def _draw_passes(plt, trace: SortTrace):
     ax.set_title(f"radix: sort of {trace.n} {trace.dtype}, {len(passes)} pass(es), "
                  f"{len(trace.launches)} launches · {sum(len(p.moves) for p in passes)} "
                  f"moves · exact: {'yes' if trace.exact else 'NO'}", fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    plain_axes(ax)
     return fig
 
 

@@ -35,6 +35,7 @@ from numbakern.core.bins import int_binner
 from numbakern.core.jobs import HistogramJob
 
 from . import trace as _trace
+from .figures import plain_axes
 from .trace import TraceError, _Recorder
 
 
@@ -314,8 +315,7 @@ def draw_histogram(trace: HistogramTrace, path: str) -> None:
     ax.set_title(f"{trace.strategy}: {trace.n} elements into {trace.bins} bins, "
                  f"{len(trace.atomics)} atomics · exact: {'yes' if trace.exact else 'NO'}",
                  fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    plain_axes(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
