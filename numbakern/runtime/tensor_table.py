@@ -155,9 +155,11 @@ def tabled(general, replayables: dict):
 
 
 def _first(table: dict, key, replayable, x, args: tuple, kwargs: dict):
-    """A key's first call: through the general path, its program (if any) kept."""
+    """A key's first call: through the general path, its program (if any) kept (not
+    one whose result is its argument: that replay needs the general path's check that
+    the arguments are apart, and the caller's object)."""
     result, program = replayable.resolve((x, *args), kwargs)
-    if program is not None:
+    if program is not None and not program.returns_inputs:
         if len(table) >= MAX_SIGNATURES:
             table.clear()
         table[key] = program

@@ -283,3 +283,25 @@ def test_gpu_layouts_are_tabled_apart_with_the_ordinary_answers(library):
                                        rtol=1e-5, atol=1e-4)
     assert _counts() == (recorded + 4, replayed + 4)
     assert len(table) == 4
+
+
+def test_a_call_that_returns_its_array_is_not_tabled():
+    """A one-array call whose result is the array itself (written by its launch)
+    replays through the general path, which hands back the caller's object; the
+    table, which knows only the address, keeps no program for it."""
+    from numbakern.kernels.elementwise import fill
+    from numbakern.runtime.views import device_view, flat
+
+    def fill_in_place(x, value):
+        fill(flat(device_view(x)), value, cuda.default_stream())
+        return x
+
+    general = replay.replayable(fill_in_place)
+    call = tensor_table.tabled(general, {"sim": general})
+    recorded, replayed = _counts()
+    for _ in range(3):
+        x = cuda.to_device(_data(40))
+        assert call(x, 5.0) is x
+        np.testing.assert_array_equal(x.copy_to_host(), np.full(40, 5.0, np.float32))
+    assert _counts() == (recorded + 1, replayed + 2)
+    assert not call.tensor_replay_table
