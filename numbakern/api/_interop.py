@@ -219,7 +219,7 @@ class _Call:
         if name in OUTS and a is not None:  # the caller's own out comes back as itself
             self.outs.setdefault(id(a), a)
         if _is_bfloat16_numpy(a):
-            if name in OUTS:  # (before a float32 copy hides its layout from check_out)
+            if self._copies_out(name):
                 check_distinct(a.shape, a.strides, a.itemsize, self.name, name)
             if name in OUTS and self.rounds:
                 return self._rounded_out(a, a.astype(np.float32))
@@ -247,7 +247,7 @@ class _Call:
                                  f"a wrong gradient: pass {name}.detach() or a tensor that "
                                  f"does not require grad")
             t = t.detach()
-        if name in OUTS:  # (an expanded bfloat16 out reaches the kernels as a copy)
+        if t.dtype == torch.bfloat16 and self._copies_out(name):
             check_distinct(tuple(t.shape), tuple(s * t.element_size() for s in t.stride()),
                            t.element_size(), self.name, name)
         if t.is_cuda:
@@ -274,6 +274,12 @@ class _Call:
         if name in OUTS:
             self.outs[id(translated)] = caller
         return translated
+
+    def _copies_out(self, name: str) -> bool:
+        """Whether a bfloat16 argument ``name`` is an out that reaches the kernels as a
+        float32 copy, which hides its layout from ``check_out``: checked here, before
+        (an out read as its bits is checked there, as any other)."""
+        return name in OUTS and (self.rounds or self.name not in NATIVE_BFLOAT16)
 
     def _tensor_view(self, t, dtype=None):
         """``t`` as a NumPy, CuPy or device array, its elements read as ``dtype``
