@@ -155,7 +155,8 @@ def check_disjoint(outs, inputs: dict, kind: str, name: str, arg: str = "out") -
             if _same_elements(o, v) or not _shares_memory(o, v):
                 continue
             raise ValueError(f"{name}: {arg} overlaps {label} in part; pass {label} itself "
-                             f"as {arg} (in place) or an {arg} that shares no memory with it")
+                             f"as {arg} (in place) or another {arg} that shares no memory "
+                             f"with it")
 
 
 def _same_elements(a, b) -> bool:
