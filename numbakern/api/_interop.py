@@ -56,7 +56,7 @@ from numbakern.core.deliver import check_distinct
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import refuse_replay
+from numbakern.runtime.views import refuse_replay_of_out_copy
 
 _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
 # Functions whose kernels read and write bfloat16 themselves (as uint16 bits): no
@@ -386,7 +386,7 @@ class _Call:
     def _out_back(self, mine):
         if isinstance(mine, tuple):  # a bfloat16 out computed in float32
             caller, wide = mine
-            refuse_replay("a copy into out= outside numbakern's launches")
+            refuse_replay_of_out_copy()
             if isinstance(caller, np.ndarray):
                 caller[...] = wide.astype(caller.dtype)
             else:

@@ -64,8 +64,8 @@ from numbakern.runtime.launch import DeviceBuffer, to_device_array
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy, refuse_replay,
-                                     reversed_last, to_device)
+from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy,
+                                     refuse_replay_of_out_copy, reversed_last, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -390,7 +390,7 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
     if out is not None:
         check_out(out, tuple(np.shape(result)), np.dtype(result.dtype), kind_of(x),
                   "logcumsumexp")
-        refuse_replay("a copy into out= outside numbakern's launches")
+        refuse_replay_of_out_copy()
         out[...] = result
         return out
     return result

@@ -37,7 +37,7 @@ from numba import cuda
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into
 from numbakern.runtime.views import (address, c_contiguous, device_view, flat, host_copy,
-                                     refuse_replay, reshaped)
+                                     refuse_replay_of_out_copy, reshaped)
 
 OUT_CASTING = "same_kind"
 
@@ -206,7 +206,7 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
         if out.dtype == dtype and c_contiguous(out):  # a launch: replays of the call copy too
             cast_into(result, flat(out), workspace.stream)
             return out
-        refuse_replay("a copy into out= outside numbakern's launches")
+        refuse_replay_of_out_copy()
         out[...] = as_cupy(result).reshape(shape)
         return out
     if out is not None:
@@ -227,7 +227,7 @@ def deliver_host(workspace: Workspace, host: np.ndarray, out):
 
         if out is None:
             return cupy.asarray(host)
-        refuse_replay("a copy into out= outside numbakern's launches")
+        refuse_replay_of_out_copy()
         out[...] = cupy.asarray(host)
         return out
     if out is None:

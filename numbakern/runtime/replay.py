@@ -162,6 +162,12 @@ def _extent(a: _Array) -> tuple[int, int]:
     return lo, hi + a.dtype.itemsize
 
 
+def _overlapping(arrays: list) -> bool:
+    """Whether the memory of any two of ``arrays`` overlaps."""
+    extents = sorted(_extent(a) for a in arrays)
+    return any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:]))
+
+
 def _signature(args: tuple, kwargs: dict, arrays: list, refs: list, objects: list):
     """The key of a call, or None when it cannot be keyed; fills ``arrays`` with the
     array arguments, ``objects`` with the same arguments as passed, and ``refs`` with
@@ -298,10 +304,8 @@ def _writable_apart(arrays: list, objects: list) -> bool:
     arguments share memory, as when it was recorded (the ordinary path decides what an
     overlap means: in place, or an error), and no tensor requires grad (the ordinary
     path refuses to write one)."""
-    extents = sorted(_extent(a) for a in arrays)
-    if any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:])):
-        return False
-    return not any(getattr(v, "requires_grad", False) for v in objects)
+    return not _overlapping(arrays) and \
+        not any(getattr(v, "requires_grad", False) for v in objects)
 
 
 def _record(fn, args, kwargs, arrays: list):
@@ -337,8 +341,7 @@ class Recording:
         # Every allocation stays alive until the call ends, so that no other allocation
         # of the call (a CuPy cast, say) can reuse its memory and pass for it.
         self.alive: list = []
-        extents = sorted(_extent(a) for a in inputs)
-        if any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:])):
+        if _overlapping(inputs):
             # Which input an address belongs to would be ambiguous, and recorded
             # offsets from one input would replay into another.
             self.refuse("inputs that share memory")
@@ -400,14 +403,16 @@ class _Layout:
             total += -(-nbytes // ALIGN) * ALIGN
         self.total = total
 
-    def locate(self, address: int) -> tuple[int, int]:
-        """``(source, offset)`` of a recorded address; _Flaw when it is neither."""
+    def locate(self, address: int, launched: bool = True) -> tuple[int, int]:
+        """``(source, offset)`` of a recorded address (``launched``: a launch's
+        argument, noted in :attr:`launched`); _Flaw when it is neither."""
         for start, nbytes, offset in self.offsets:
             if start <= address < start + nbytes:
                 return self.block, offset + address - start
         for i, (lo, hi, base) in enumerate(self.extents):
             if lo <= address < hi:
-                self.launched.add(i)
+                if launched:
+                    self.launched.add(i)
                 return i, address - base
         raise _Flaw("a launch argument that is neither an input nor an allocation")
 
@@ -593,13 +598,12 @@ def _result_spec(result, layout: _Layout):
     a = _device_array(result)
     if a is None or 0 in a.shape:
         raise _Flaw("a result that is not a device array view")
-    launched = set(layout.launched)  # before locating the result adds its source
-    source, offset = layout.locate(a.address)
+    source, offset = layout.locate(a.address, launched=False)
     if source == layout.block:
         return _ArraySpec(source, offset, a.shape, a.strides, a.dtype)
-    if a == layout.inputs[source] and source in launched:
+    if a == layout.inputs[source] and source in layout.launched:
         # an out= that the launches wrote (a write outside them refuses the recording:
-        # views.refuse_replay)
+        # views.refuse_replay_of_out_copy)
         return _InputResult(source)
     raise _Flaw("a result that is neither a view of an allocation nor an argument that "
                 "the launches wrote")

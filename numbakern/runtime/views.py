@@ -156,6 +156,12 @@ def refuse_replay(why: str) -> None:
         recording.refuse(why)
 
 
+def refuse_replay_of_out_copy() -> None:
+    """:func:`refuse_replay` for a copy into ``out=`` that bypasses ``launch`` (CuPy's
+    ``out[...] =``, torch's ``copy_``): a replay would leave ``out`` unwritten."""
+    refuse_replay("a copy into out= outside numbakern's launches")
+
+
 def to_device(host: np.ndarray, stream):
     """A device copy of a host array, as a view (never replayed: it uploads data)."""
     refuse_replay("a host-to-device copy")
