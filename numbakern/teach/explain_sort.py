@@ -218,8 +218,8 @@ def _draw_passes(plt, trace: SortTrace):
     for p in passes:
         y0, y1 = p.number - 1, p.number
         digits = {d: k for k, d in enumerate(np.flatnonzero(p.counts))}
-        for src, dst, _ in p.moves:
-            ax.plot([src, dst], [y0 + 0.05, y1 - 0.05],
+        for src, dst, _ in sorted(p.moves):  # in the record's order, crossings would be
+            ax.plot([src, dst], [y0 + 0.05, y1 - 0.05],  # drawn as the threads ran
                     color=cmap(digits.get(p.digit_of(dst), 0) % 10), lw=0.7)
         for t in range(1, p.tiles):
             bound = t * trace.n / p.tiles - 0.5
