@@ -461,14 +461,20 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         _sum_special_values(x, value, axis, keepdims, True, False)
         return value
     src = flat(total, "the sum")
-    if out is not None:  # divided straight into it: no copy of the means
+    if _into(out):  # divided straight into it: no copy of the means
         divide_into(src, flat(out), count, workspace.stream)
         return out
     dst = workspace.empty(src.shape[0], result)
     divide_into(src, dst, count, workspace.stream)
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
-    return deliver(workspace, dst, result, planned.shape, None)
+    return deliver(workspace, dst, result, planned.shape, out)
+
+
+def _into(out) -> bool:
+    """Whether a device ``out`` takes a kernel's results as its own flat memory (else
+    they go to an allocation, then into ``out``'s layout by :func:`deliver`)."""
+    return out is not None and c_contiguous(out)
 
 
 def _no_axis_of_0d(x, axis) -> None:
@@ -485,7 +491,7 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
     dividing each sum by the count (``finishes.divide_emit``, one launch where the
     sum's is one), into ``out`` itself or the result's allocation."""
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    dst = flat(out) if out is not None else workspace.empty(planned.M, result)
+    dst = flat(out) if _into(out) else workspace.empty(planned.M, result)
     count = planned.N
 
     def apart(fields):
@@ -493,11 +499,11 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
 
     _reduce_finished(x, planned.axes, _ops.SUM, planned.kit, planned.grid, workspace, lanes,
                      divide_emit(), dst, float(count), apart)
-    if out is not None:
+    if _into(out):
         return out
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
-    return deliver(workspace, dst, result, planned.shape, None)
+    return deliver(workspace, dst, result, planned.shape, out)
 
 
 @dispatch

@@ -7,7 +7,8 @@ rules live once:
 
 * ``out`` must be an array of the input's library (NumPy for NumPy input, CuPy for
   CuPy, any ``__cuda_array_interface__`` array for other device input) with exactly
-  the result's shape (``ValueError`` otherwise). The result is cast into it with
+  the result's shape (``ValueError`` otherwise), in any layout (sliced, transposed,
+  reversed: a device one is written in place by a strided cast kernel). The result is cast into it with
   ``same_kind`` casting: float results go to float arrays, integers to integers or
   floats, bool anywhere. That is stricter than NumPy's reductions, which cast
   ``unsafe``ly (a float sum into an int array): such an ``out`` raises
@@ -35,8 +36,8 @@ import numpy as np
 from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
-from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.views import (address, c_contiguous, device_view, flat, host_copy,
+from numbakern.kernels.elementwise import cast_into_view
+from numbakern.runtime.views import (address, device_view, host_copy,
                                      refuse_replay_of_out_copy, reshaped)
 
 OUT_CASTING = "same_kind"
@@ -203,14 +204,14 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
         result = workspace.cast(arr, dtype)
         if out is None:
             return as_cupy(result).reshape(shape)
-        if out.dtype == dtype and c_contiguous(out):  # a launch: replays of the call copy too
-            cast_into(result, flat(out), workspace.stream)
+        if out.dtype == dtype:  # a launch: replays of the call copy too
+            cast_into_view(result, out, workspace.stream)
             return out
         refuse_replay_of_out_copy()
         out[...] = as_cupy(result).reshape(shape)
         return out
     if out is not None:
-        cast_into(arr, flat(out), workspace.stream)
+        cast_into_view(arr, out, workspace.stream)
         return out
     return reshaped(workspace.cast(arr, dtype), shape)
 
@@ -232,7 +233,6 @@ def deliver_host(workspace: Workspace, host: np.ndarray, out):
         return out
     if out is None:
         return cuda.to_device(host, stream=workspace.stream)
-    dst = flat(out)
-    if dst.shape[0]:
-        cast_into(workspace.from_host(host.reshape(-1)), dst, workspace.stream)
+    if host.size:
+        cast_into_view(workspace.from_host(host.reshape(-1)), out, workspace.stream)
     return out

@@ -18,7 +18,7 @@ from numbakern.kernels.bfloat16 import widen
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import launch
-from numbakern.runtime.views import reinterpreted
+from numbakern.runtime.views import c_contiguous, device_view, flat, lowest_span, reinterpreted
 
 THREADS = 64 if SIMULATOR else 256
 _WORD = np.dtype(np.uint64)
@@ -46,6 +46,21 @@ def _cast(src, dst):
     step = int64(cuda.gridDim.x) * cuda.blockDim.x
     while i < src.shape[0]:
         dst[i] = src[i]
+        i += step
+
+
+@cuda.jit
+def _cast_strided(src, dst, first, shape, steps):
+    # dst: the view's memory from its lowest element; element i of src (C order over
+    # shape) goes to first + sum(idx[d] * steps[d]), steps in elements, of any sign.
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < src.shape[0]:
+        rest, at = i, first
+        for d in range(len(shape) - 1, -1, -1):
+            at += rest % shape[d] * steps[d]
+            rest //= shape[d]
+        dst[at] = src[i]
         i += step
 
 
@@ -231,6 +246,22 @@ def variance_into(counts, means, m2s, dst, ddof: float, root: bool, skip_nan: bo
 def cast_into(src, dst, stream) -> None:
     """``dst[i] = src[i]`` with a C cast (1-D arrays of one length)."""
     launch(_cast, grid_for(src.shape[0]), THREADS, stream, src, dst)
+
+
+def cast_into_view(src, dst, stream) -> None:
+    """``dst[idx] = src[i]`` with a C cast, ``i`` the C-order place of ``idx``: ``src``
+    1-D, ``dst`` any device array of ``src``'s size (Numba, CuPy, ``__cuda_array_interface__``)
+    in any layout whose elements are apart and whose strides are multiples of its item
+    size (a transposed, sliced or reversed ``out``), written in place; a C-contiguous
+    one by :func:`cast_into`."""
+    if c_contiguous(dst):
+        cast_into(src, flat(dst), stream)
+        return
+    view = device_view(dst)
+    span, first = lowest_span(view)
+    size = np.dtype(view.dtype).itemsize
+    launch(_cast_strided, grid_for(src.shape[0]), THREADS, stream, src, span, first,
+           tuple(map(int, view.shape)), tuple(s // size for s in view.strides))
 
 
 def fold_first_into(kit, states: tuple, first: tuple, stream) -> None:

@@ -71,6 +71,22 @@ def span_view(view):
     return strided(view, [(span + 1, dtype.itemsize)], dtype)
 
 
+def lowest_span(view):
+    """A 1-D view of a device view's memory from its lowest element to its highest,
+    and the index in it of the view's first element: strides of any sign, each a
+    multiple of the item size (a kernel then reaches element ``idx`` at ``first +
+    sum(idx[d] * strides[d] // itemsize)``)."""
+    dtype = np.dtype(view.dtype)
+    size = dtype.itemsize
+    below = sum((n - 1) * -s for n, s in zip(view.shape, view.strides) if s < 0) // size
+    above = sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s > 0) // size
+    if SIMULATOR:  # every negative axis turned around: the first element is the lowest
+        ahead = tuple(slice(None, None, -1 if s < 0 else 1) for s in view.strides)
+        return strided(FakeCUDAArray(view._ary[ahead]), [(below + above + 1, size)]), below
+    return DeviceBuffer(view.ptr - below * size, (below + above + 1,), (size,), dtype,
+                        view.owner), below
+
+
 def skip(span, k: int):
     """The 1-D device view ``span`` without its first ``k`` elements."""
     if not k:

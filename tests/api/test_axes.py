@@ -586,6 +586,38 @@ def test_out_device():
     np.testing.assert_array_equal(out.copy_to_host(), x.sum(axis=1).astype(np.float64))
 
 
+STRIDED_OUTS = {  # a device out in any layout, as NumPy takes any: (shape, dtype) -> view
+    "column": lambda shape, dtype: device_zeros((shape[0], 3), dtype)[:, 1],
+    "reversed": lambda shape, dtype: device_zeros(shape, dtype)[::-1],
+    "transposed": lambda shape, dtype: device_zeros(shape[::-1], dtype).T,
+    "reversed rows of a slice":
+        lambda shape, dtype: device_zeros((shape[0], shape[1] + 2), dtype)[::-1, 1:-1],
+}
+
+
+def device_zeros(shape, dtype):
+    from numba import cuda
+
+    return cuda.to_device(np.zeros(shape, dtype))
+
+
+@pytest.mark.parametrize("layout", list(STRIDED_OUTS))
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "argmax", "var"])
+def test_out_device_in_any_layout(layout, name):
+    from numba import cuda
+
+    # a 1-D result for the 1-D layouts, (3, 33) for the others
+    shape = (5, 33) if layout in ("column", "reversed") else (3, 5, 33)
+    x = sample(np.random.default_rng(14), shape, "float32")
+    want = getattr(np, name)(x.astype(np.float64), axis=1)
+    out = STRIDED_OUTS[layout](want.shape, np.int64 if name == "argmax" else np.float32)
+    assert getattr(nk, name)(cuda.to_device(x), axis=1, out=out) is out
+    if name == "argmax":
+        np.testing.assert_array_equal(out.copy_to_host(), want)
+    else:
+        np.testing.assert_allclose(out.copy_to_host(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_axis_none_keepdims():
     x = sample(np.random.default_rng(13), (3, 5, 2), "int32")
     got = nk.sum(x, keepdims=True, strategy=DEFAULT)

@@ -370,6 +370,19 @@ def test_cuda_tensors_are_read_and_written_in_place(dtype, cupy_or_not):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["sum", "mean", "argmax"])
+def test_cuda_reductions_write_a_strided_out_in_place(name, cupy_or_not):
+    x = _cuda(RNG.standard_normal((3, 5, 300)).astype(np.float32), "float32")
+    dtype = torch.int64 if name == "argmax" else torch.float32
+    base = torch.zeros(300, 7, dtype=dtype, device="cuda")
+    out = base[:, 2:5].T  # (3, 300): transposed and strided (torch has no negative strides)
+    assert getattr(nk, name)(x, axis=1, out=out) is out
+    want = getattr(torch, name)(x, dim=1)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert base[:, :2].abs().sum() == 0 and base[:, 5:].abs().sum() == 0
+
+
+@pytest.mark.gpu
 def test_cuda_calls_follow_queued_work_on_a_side_stream(cupy_or_not):
     n = 1 << 22
     x = torch.zeros(n, device="cuda")

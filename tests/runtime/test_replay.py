@@ -169,6 +169,24 @@ def test_calls_into_out_replay_and_return_the_callers_out(name, call, reference,
     assert replay.counts["replayed"] - before == 2
 
 
+@pytest.mark.parametrize("view", [lambda a: a[:, 1], lambda a: a[::-1, 2]],
+                         ids=["column", "reversed column"])
+def test_a_strided_out_replays(view):
+    """A reduction's out in any layout is written by a launch (the strided cast), so
+    its calls replay, each into the caller's own view."""
+    replay.forget()
+    before = replay.counts["replayed"]
+    kept = []
+    for _ in range(3):
+        h = rng.standard_normal((5, 40)).astype(np.float32)
+        out = view(cuda.device_array((5, 3), np.float64))
+        assert nk.sum(cuda.to_device(h), axis=1, out=out) is out
+        kept.append((out, h.astype(np.float64).sum(axis=1)))
+    for out, expected in kept:
+        _check(out.copy_to_host(), expected)
+    assert replay.counts["replayed"] - before == 2
+
+
 def test_an_out_over_an_input_at_replay_runs_the_ordinary_way():
     """The arguments of a replayed out= call are as apart as when it was recorded:
     an out that overlaps x in part gets the ordinary path's error, out=x (in place)
@@ -396,16 +414,16 @@ def test_torch_bfloat16_bits_replay_as_bfloat16():
 
 @pytest.mark.gpu
 def test_cupy_outs_replay_where_the_launches_write_them():
-    """A CuPy out that a kernel writes (softmax's; a reduction's C-contiguous out of
-    the result's dtype, copied by a launch) replays; a strided one or one of another
-    dtype takes a CuPy copy, so those calls run the ordinary way, right each time."""
+    """A CuPy out that a kernel writes (softmax's; a reduction's out of the result's
+    dtype in any layout, cast into by a launch) replays; one of another dtype takes a
+    CuPy copy, so those calls run the ordinary way, right each time."""
     cupy = pytest.importorskip("cupy")
     replay.forget()
     sums = lambda h: h.sum(axis=1)  # noqa: E731
     for call, reference, replays in [
             (lambda x, out: nk.softmax(x, out=out), _softmax, 2),
             (lambda x, out: nk.sum(x, axis=1, out=out[0, :6]), sums, 2),
-            (lambda x, out: nk.sum(x, axis=1, out=out[:, 0]), sums, 0),
+            (lambda x, out: nk.sum(x, axis=1, out=out[:, 0]), sums, 2),
             (lambda x, out: nk.sum(x, axis=1, out=out[0, :6].astype(np.float64)), sums, 0)]:
         before = replay.counts["replayed"]
         for _ in range(3):
