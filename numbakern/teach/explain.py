@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from .figures import plain_axes
+from .figures import drawing_order, plain_axes
 from .trace import (ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, STATE_LESSONS,
                     STATE_READS, Node, Trace)
 
@@ -451,7 +451,7 @@ def draw(trace: Trace, path: str) -> None:
                                     max(4.0, 1.6 + 0.28 * (len(keys) + 1))))
     mark = min(1.0, 120 / max(cols, 1))  # markers shrink as the columns grow
     used = set()
-    for n in combines:
+    for n in drawing_order(combines):
         for arg in n.args:
             if trace.nodes[arg].empty:
                 continue

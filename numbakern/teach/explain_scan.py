@@ -22,7 +22,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .explain import VIA_COLOUR, VIA_STYLE, cover_text, value_text
-from .figures import plain_axes
+from .figures import drawing_order, plain_axes
 from .scan_trace import (LOCAL, ROUNDING_SCALE, STATUS_NAMES, BlockScanCounts, ScanTrace,
                          textbook, trace_block_scan)
 from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node
@@ -405,7 +405,7 @@ def draw_scan(trace: ScanTrace, path: str) -> None:
     fig, ax = plt.subplots(figsize=(width, min(height, 40.0)))
     used = set()
     for y, (_, joins) in enumerate(rows):
-        for j in joins:  # one thin bar per join, staggered by thread within the row
+        for j in drawing_order(joins):  # a thin bar a join, staggered by thread in the row
             lo, hi = min(j.cover), max(j.cover)
             via = _last_hop(trace, j)
             used.add(via)

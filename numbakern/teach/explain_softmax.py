@@ -18,7 +18,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .explain import VIA_COLOUR, cover_text
-from .figures import plain_axes
+from .figures import drawing_order, plain_axes
 from .softmax_trace import SoftmaxTrace
 from .trace import REGISTER, SHARED, SHUFFLE
 
@@ -156,7 +156,7 @@ def draw_softmax(trace: SoftmaxTrace, path: str) -> None:
             for j in joins:
                 where[j.id] = (j.thread, row[step])
         for step, joins in rounds:
-            for j in joins:
+            for j in drawing_order(joins):
                 for a in j.args:
                     src = _drawn_source(trace, a, where)
                     if src is None:

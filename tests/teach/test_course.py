@@ -144,3 +144,40 @@ def test_course_draws_the_selections(tmp_path):
         with Image.open(tmp_path / figure_name("select", name)) as im:
             assert im.format == "PNG" and im.size[0] >= 300
     assert f"wrote {len(strategies('select'))} figures" in result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("family", ["reduce", "scan", "softmax"])
+def test_figures_draw_states_in_an_order_the_threads_timing_cannot_change(family):
+    """The recorded order of states follows how the simulator's threads interleaved
+    (each recording numbers them its own way); the figures draw them in
+    :func:`drawing_order`, the same states in the same order every recording, so that
+    the course's PNGs are the same bytes every run."""
+    from numbakern.teach.figures import drawing_order
+
+    x = np.random.default_rng(24).integers(0, 10, 40).astype(np.float32)
+
+    def record():
+        if family == "reduce":
+            from numbakern.teach.trace import trace_reduce
+
+            return trace_reduce(x, "sum", "two_pass/warp_shuffle", threads=32, blocks=2)
+        if family == "scan":
+            from numbakern.teach.scan_trace import trace_scan
+
+            return trace_scan(x, "reduce_then_scan/hillis_steele", threads=32, items=1,
+                              blocks=2)
+        from numbakern.teach.softmax_trace import trace_softmax
+
+        return trace_softmax(x, "online/shared_tree", threads=32)
+
+    def drawn(trace):  # what a figure shows of each combine, in drawing order
+        combines = [n for n in trace.nodes if n.kind == "combine"]
+        return [(n.launch, n.step, n.block, n.thread, sorted(n.cover),
+                 [sorted(trace.nodes[a].cover) for a in n.args])
+                for n in drawing_order(combines)]
+
+    first = drawn(record())
+    assert len(first) >= 16
+    for _ in range(3):
+        assert drawn(record()) == first
