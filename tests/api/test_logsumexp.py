@@ -63,6 +63,17 @@ def test_logcumsumexp_every_scan_strategy(strategy):
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_logcumsumexp_into_a_device_out_of_any_layout():
+    from numba import cuda
+
+    h = RNG.standard_normal((4, 40)).astype(np.float32)
+    want = np.logaddexp.accumulate(h.astype(np.float64), axis=1)
+    base = cuda.to_device(np.zeros((4, 80), np.float64))  # a wider out dtype, cast into
+    out = base[::-1, ::2]
+    assert nk.logcumsumexp(cuda.to_device(h), axis=1, out=out) is out
+    np.testing.assert_allclose(base.copy_to_host()[::-1, ::2], want, rtol=1e-5)
+
+
 def test_logcumsumexp_special_values_and_errors():
     x = np.array([-np.inf, 1.0, np.inf, 2.0, np.nan, 3.0])
     np.testing.assert_array_equal(nk.logcumsumexp(x), np.logaddexp.accumulate(x))

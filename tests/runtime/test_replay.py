@@ -135,12 +135,7 @@ def test_calls_that_cannot_replay_run_the_ordinary_way():
     for _ in range(2):
         nk.sum(h, axis=1)  # host input: its transfer is the call
         nk.sum(x, axis=1, stream=cuda.default_stream())  # an explicit stream
-        out = cuda.device_array((4, 40), np.float32)
-        nk.logcumsumexp(x, axis=1, out=out)  # copied into out outside the launches
-        _check(out.copy_to_host(), np.logaddexp.accumulate(h.astype(np.float64), axis=1))
     assert replay.counts["replayed"] == before.get("replayed", 0)
-    assert replay.counts["refused"] == before.get("refused", 0) + 1  # logcumsumexp
-    assert replay.latest["logcumsumexp", "sim"].why.startswith("a copy into out=")
 
 
 # (name, call into out, float64 reference, shape of x, shape of out)
@@ -149,6 +144,8 @@ OUT_CASES = [
      (4, 40), (4,)),
     ("softmax", lambda x, out: nk.softmax(x, out=out), _softmax, (6, 50), (6, 50)),
     ("cumsum", lambda x, out: nk.cumsum(x, out=out), np.cumsum, (300,), (300,)),
+    ("logcumsumexp", lambda x, out: nk.logcumsumexp(x, axis=1, out=out),
+     lambda h: np.logaddexp.accumulate(h, axis=1), (4, 40), (4, 40)),
 ]
 
 
@@ -179,11 +176,12 @@ def test_a_strided_out_replays(view):
     kept = []
     for _ in range(3):
         h = rng.standard_normal((5, 40)).astype(np.float32)
-        out = view(cuda.device_array((5, 3), np.float64))
+        base = cuda.device_array((5, 3), np.float64)
+        out = view(base)
         assert nk.sum(cuda.to_device(h), axis=1, out=out) is out
-        kept.append((out, h.astype(np.float64).sum(axis=1)))
-    for out, expected in kept:
-        _check(out.copy_to_host(), expected)
+        kept.append((base, h.astype(np.float64).sum(axis=1)))
+    for base, expected in kept:  # Numba copies no view of negative strides back
+        _check(view(base.copy_to_host()), expected)
     assert replay.counts["replayed"] - before == 2
 
 
