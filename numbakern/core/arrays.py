@@ -242,7 +242,7 @@ def user_array(buf):
     owner = buf.owner
     if type(owner).__module__.startswith("cupy"):
         return as_cupy(buf)
-    if owner.__cuda_array_interface__["data"][0] == buf.ptr and \
+    if buffer(owner).ptr == buf.ptr and \
             tuple(owner.shape) == buf.shape and tuple(owner.strides) == buf.strides and \
             np.dtype(owner.dtype) == buf.dtype:
         return owner

@@ -31,6 +31,8 @@ from .device import SIMULATOR
 
 
 def _is_c_contiguous(shape, strides, itemsize) -> bool:
+    if 0 in shape:  # no elements: contiguous whatever the strides, as NumPy says
+        return True
     expected = itemsize
     for n, s in zip(reversed(shape), reversed(strides)):
         if n != 1 and s != expected:
@@ -94,6 +96,12 @@ def buffer(obj: Any) -> DeviceBuffer:
     if type(obj).__module__.startswith("cupy"):
         return DeviceBuffer(obj.data.ptr, obj.shape, obj.strides, obj.dtype, obj,
                             obj.flags.c_contiguous)
+    if hasattr(obj, "device_ctypes_pointer"):
+        # A Numba device array, read directly: its interface converts the stream it was
+        # made on with int(), which warns (DeprecationWarning, Python 3.12) for the
+        # default stream, whose handle is an enum.
+        return DeviceBuffer(obj.device_ctypes_pointer.value or 0, obj.shape, obj.strides,
+                            obj.dtype, obj)
     cai = obj.__cuda_array_interface__
     dtype = np.dtype(cai["typestr"])
     shape = tuple(cai["shape"])
