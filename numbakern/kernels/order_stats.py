@@ -10,7 +10,8 @@ as ``numpy.lib._function_base_impl._lerp`` does:
 
 * ``d = b - a``, then ``a + d * t`` for ``t < 0.5`` and ``b - d * (1 - t)`` otherwise
   (exact at both ends; ``d`` is NaN where ``a`` and ``b`` are the same infinity, as
-  NumPy's);
+  NumPy's; each product rounded before the add, as NumPy's, never fused:
+  :func:`rounded_product`);
 * a virtual index at or past the last element reads it twice with NumPy's weight
   there (``_get_indexes`` puts index -1: weight ``v + 1``), so even the sign of a zero
   is NumPy's (the 0.5 quantile of ``[-0.0]`` is -0.0);
@@ -40,6 +41,7 @@ from numba import cuda, float64, from_dtype, int64
 
 from numbakern.kernels.elementwise import THREADS, grid_for
 from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
 
 MEDIAN, LINEAR, MIDPOINT, TAKE, LOWER, HIGHER, NEAREST = range(7)
@@ -93,6 +95,31 @@ def _difference_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def rounded_product(compute: np.dtype):
+    """``mul(x, y)``: ``x * y`` in ``compute`` (float32 or float64), rounded on its own.
+
+    NVVM contracts a product and the add after it into one ``fma``, which rounds once
+    where NumPy's ``a + d * t`` rounds twice: quantiles one unit in the last place off
+    NumPy's. ``mul.rn`` (libdevice's ``dmul_rn``/``fmul_rn``) is never contracted (PTX
+    ISA, "mul": an explicit rounding modifier). The simulator's arithmetic is NumPy's."""
+    if SIMULATOR:
+
+        @cuda.jit(device=True)
+        def mul(x, y):
+            return x * y
+
+        return mul
+    from numba.cuda import libdevice
+
+    product = libdevice.dmul_rn if np.dtype(compute) == np.float64 else libdevice.fmul_rn
+
+    @cuda.jit(device=True)
+    def mul(x, y):
+        return product(x, y)
+
+    return mul
+
+
 def arithmetic(dtype: np.dtype, compute: np.dtype):
     """Device functions ``(widen, lerp, middle)`` for elements of ``dtype`` computed
     in ``compute``: ``widen`` an element to the number subtracted
@@ -102,6 +129,7 @@ def arithmetic(dtype: np.dtype, compute: np.dtype):
     is_float = dtype.kind == "f"
     widen = from_dtype(_difference_dtype(dtype))  # an element as a number to test, subtract
     ct = from_dtype(compute)
+    mul = rounded_product(compute)
 
     @cuda.jit(device=True)
     def check(flags, r, x, y):
@@ -126,12 +154,12 @@ def arithmetic(dtype: np.dtype, compute: np.dtype):
         a = ct(wa)
         b = ct(wb)
         # NumPy computes a + d * t everywhere, then b - d * (1 - t) where t >= 0.5
-        p = d * ct(t)
+        p = mul(d, ct(t))
         check(flags, p, d, ct(t))
         low = a + p
         check(flags, low, a, p)
         if t >= 0.5:
-            u = d * ct(1.0 - t)
+            u = mul(d, ct(1.0 - t))
             check(flags, u, d, ct(1.0 - t))
             high = b - u
             check(flags, high, b, u)
