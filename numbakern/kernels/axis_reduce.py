@@ -819,7 +819,8 @@ def tiny_row_width(av, dtype: np.dtype) -> int:
     row_bytes = n * itemsize
     if av.reduced_dims != 1 or av.M != av.K1 or dtype.kind not in "iuf" or n < 2:
         return 0
-    if row_bytes > 16 or row_bytes & (row_bytes - 1) or av.index_mult[1] > 1:
+    # a vector load is of 4 bytes at least (kernels/vector.py: 32-bit words)
+    if not 4 <= row_bytes <= 16 or row_bytes & (row_bytes - 1) or av.index_mult[1] > 1:
         return 0
     strides = av.view.strides
     if strides[3] != itemsize or (av.M > 1 and strides[1] != row_bytes):
