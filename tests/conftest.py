@@ -1,4 +1,6 @@
-"""Shared test set-up: the `gpu` marker skips unless a real CUDA GPU runs."""
+"""Shared test set-up: the `gpu` marker skips unless a real CUDA GPU runs; the
+`simulator` marker skips unless Numba's simulator runs (a test of what only it has:
+device functions called from Python, its own grid and tile sizes, its views)."""
 
 import os
 
@@ -15,11 +17,12 @@ import numbakern
 
 
 def pytest_collection_modifyitems(config, items):
-    if not numbakern.backend().is_simulator:
-        return
-    skip = pytest.mark.skip(reason="needs a real CUDA GPU; the simulator runs here")
+    simulator = numbakern.backend().is_simulator
+    wrong = "gpu" if simulator else "simulator"
+    skip = pytest.mark.skip(reason="needs a real CUDA GPU; the simulator runs here"
+                            if simulator else "tests the simulator; a GPU runs here")
     for item in items:
-        if "gpu" in item.keywords:
+        if wrong in item.keywords:
             item.add_marker(skip)
 
 

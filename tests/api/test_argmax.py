@@ -51,6 +51,7 @@ def check(x, axis, strategy, direction="max", **kw):
 # --- the order key the atomic fold packs (no kernels) ---------------------------------
 
 
+@pytest.mark.simulator  # device functions called from Python
 def test_float_rank_is_monotone_and_ties_zeros():
     rank, unrank = _rank(np.dtype(np.float32))
     info = np.finfo(np.float32)
@@ -64,6 +65,7 @@ def test_float_rank_is_monotone_and_ties_zeros():
     np.testing.assert_array_equal(back, values)
 
 
+@pytest.mark.simulator  # device functions called from Python
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "int32",
                                    "uint32"])
 def test_integer_rank_is_monotone(dtype):

@@ -291,6 +291,19 @@ def test_tiny_rows(name, dtype, n):
     np.testing.assert_array_equal(nk.argmax(x, axis=1, strategy=strategy), x.argmax(axis=1))
 
 
+def test_tiny_rows_are_vectors_of_4_to_16_bytes():
+    """Rows of 2 int8 (2 bytes) are no vector a load takes (32-bit words at least):
+    they go to the other kernels, with NumPy's answers."""
+    stream = resolve_stream(None, "numpy")
+    for dtype, n, width in [("int8", 2, 0), ("int8", 4, 4), ("int16", 2, 2),
+                            ("int8", 32, 0)]:
+        x = sample(np.random.default_rng(n), (33, n), dtype)
+        av = layout.axis_view(x, (1,), False, True, stream)
+        assert axis_reduce.tiny_row_width(av, x.dtype) == width, (dtype, n)
+        np.testing.assert_array_equal(nk.max(x, axis=1), x.max(axis=1))
+        np.testing.assert_array_equal(nk.any(x, axis=1), x.any(axis=1))
+
+
 def test_tiny_rows_keep_element_order_and_need_back_to_back_rows():
     x = sample(np.random.default_rng(1), (40, 4), "float32")
     x[::3, 3] = 0  # then the third element is the last nonzero one
@@ -417,6 +430,7 @@ def test_split_rows_stay_in_one_wave():
         assert groups * pieces <= 1056 and pieces * chunk >= 1 << 20
 
 
+@pytest.mark.simulator  # a GPU's PIECE_MIN_PER_THREAD caps 4096 rows at 128 pieces
 def test_scalar_column_plan_fills_the_blocks_its_registers_allow(monkeypatch):
     """Where the grid is the planner's, split columns read by scalar loads (1023 of
     them: not whole vectors) fill one wave of the blocks that fit by the kernel's

@@ -72,8 +72,9 @@ def test_rows_columns_and_tuples_of_axes():
 @pytest.mark.parametrize("lanes", [32, 64])
 def test_lanes_a_warp_or_a_block_per_row(lanes):
     x = _data((4, 5, 33), seed=2)
+    blocks_of_64 = nk.strategies.resolve("reduce", "two_pass/warp_shuffle", threads=64)
     for axis in (2, (1, 2)):  # the reduced elements together in memory: rows
-        _check("var", x, axis=axis, lanes=lanes)
+        _check("var", x, axis=axis, lanes=lanes, strategy=blocks_of_64)
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.float16,

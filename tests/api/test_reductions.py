@@ -18,6 +18,7 @@ from numba import cuda
 
 import numbakern as nk
 from numbakern.runtime.cache import cache_info
+from numbakern.runtime.views import device_view
 from numbakern.core.deliver import OutDtypeError
 from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
 
@@ -412,7 +413,8 @@ def test_vector_loads_and_their_scalar_tail(name, dtype):
     for n in (width - 1, width, 4 * width + 3, 64 * 5 * width + width - 1):
         x = sample(rng, n + 1, dtype)
         dev = cuda.to_device(x)
-        assert vector_width(dev, False) == width and vector_width(dev[1:], False) == 0
+        assert vector_width(device_view(dev), False) == width
+        assert vector_width(device_view(dev[1:]), False) == 0
         for view, host in ((dev[:n], x[:n]), (dev[1:], x[1:])):
             got = nk.sum(view, strategy=STRATEGIES[name])
             assert_matches(np.asarray(got.copy_to_host()), host, np.sum, "sum")

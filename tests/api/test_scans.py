@@ -572,6 +572,7 @@ def test_lookback_through_aggregates_only(dtype):
     np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
 
 
+@pytest.mark.simulator  # a GPU would spin: the simulator's look-back raises
 def test_lookback_tile_order_broken_fails_not_hangs(monkeypatch):
     """If a tile had to wait for one never scanned (tile ids out of launch order), the
     simulator's look-back raises instead of spinning: the counter starts at 1 here."""

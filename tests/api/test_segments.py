@@ -474,6 +474,7 @@ def _spanning_plan(strategy, x, offsets):
     return layout.plan(strategy.block, strategy.blocks)
 
 
+@pytest.mark.simulator  # SPANNING is sized for the simulator's tiles
 def test_the_tile_grid_is_one_wave_of_resident_blocks():
     """Without ``blocks=`` the tile kernel's grid is at most the blocks resident at
     once (``tile_blocks``), each with an equal run of tiles."""
@@ -487,6 +488,7 @@ def test_the_tile_grid_is_one_wave_of_resident_blocks():
     assert plan.tile_blocks == -(-plan.tiles // plan.per_block) <= wave
 
 
+@pytest.mark.simulator  # SPANNING is sized for the simulator's tiles
 @pytest.mark.parametrize("label", ["two_pass/warp_shuffle", "atomic_fold/warp_shuffle"])
 def test_segments_over_several_blocks_of_tiles_and_a_partial_last_block(label):
     strategy = {s.label: s for s in every("reduce", threads=32, blocks=4)}[label]

@@ -99,18 +99,19 @@ def test_radix_histogram_reads_vectors_only_where_aligned(start):
     16-byte aligned, else single keys: a device view starting ``start`` float32 in,
     530 keys over two histogram blocks with a partial vector at the end; rows of 68
     (whole vectors) and of 67 (not)."""
-    from strategies import radix_sort
+    from numbakern.runtime.views import device_view
+    from numbakern.strategies import radix_sort
 
     x = values(np.float32, 540)
     d = cuda.to_device(x)[start:start + 530]
-    assert radix_sort._histogram_lanes(d, 1, 530) == (4 if start == 0 else 1)
+    assert radix_sort._histogram_lanes(device_view(d), 1, 530) == (4 if start == 0 else 1)
     s = RadixSort(threads=32, items=8)
     assert np.array_equal(nk.argsort(d, strategy=s).copy_to_host(),
                           np.argsort(x[start:start + 530], kind="stable"))
     for n in (68, 67):
         rows = x[:2 * n].reshape(2, n)
-        assert radix_sort._histogram_lanes(cuda.to_device(rows).reshape(2 * n), 2, n) == \
-            (4 if n == 68 else 1)
+        flat = device_view(cuda.to_device(rows).reshape(2 * n))
+        assert radix_sort._histogram_lanes(flat, 2, n) == (4 if n == 68 else 1)
         assert np.array_equal(nk.argsort(rows, strategy=s),
                               np.argsort(rows, axis=-1, kind="stable"))
 
@@ -329,6 +330,7 @@ def test_radix_given_threads_or_items_kept(on_h200):
         RadixSort(items=200).tile_shape(4, 4)
 
 
+@pytest.mark.simulator
 def test_radix_simulator_tile_and_key():
     """Under the simulator a default pass is the strategy's 64 threads of 2 keys
     whatever the keys; a default strategy's key and repr are not those of one given

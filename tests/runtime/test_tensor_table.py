@@ -50,6 +50,7 @@ def _fresh_tables():
     replay.forget()
 
 
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_a_repeated_call_replays_from_the_table_with_the_ordinary_answers():
     table = nk.sum.tensor_replay_table
     kept = []
@@ -65,6 +66,7 @@ def test_a_repeated_call_replays_from_the_table_with_the_ordinary_answers():
         _check_row_sum(result, h)
 
 
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 @pytest.mark.parametrize("change", ["dtype", "strides", "alignment", "shape"])
 def test_a_changed_layout_misses_the_table_and_is_recorded_anew(change):
     table = nk.sum.tensor_replay_table
@@ -93,6 +95,7 @@ def test_an_argument_of_another_type_is_keyed_apart_and_refused_as_before():
         nk.sum(x, axis=1.0)
 
 
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_keyword_and_positional_values_are_keyed():
     table = nk.sum.tensor_replay_table
     h = _data((8, 33))
@@ -116,6 +119,7 @@ def test_an_explicit_stream_runs_the_general_path():
     assert not nk.sum.tensor_replay_table
 
 
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_disabled_and_forget_reach_the_table():
     h = _data((8, 33))
     x = cuda.to_device(h)
@@ -129,6 +133,7 @@ def test_disabled_and_forget_reach_the_table():
     assert not nk.sum.tensor_replay_table
 
 
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_types_are_learnt_once_and_host_arrays_are_never_keyed():
     assert tensor_table.reader_of(np.ndarray) is None
     assert tensor_table.reader_of(list) is None
@@ -173,6 +178,7 @@ def _tensor_call(fake, name, shape):
     return call, t, sim
 
 
+@pytest.mark.simulator  # the fake tensor replays the simulator's steps
 def test_a_tensor_replay_asks_for_the_device_once_and_allocates_its_result(fake):
     import torch
 
@@ -219,6 +225,7 @@ def test_a_tensor_result_alone_in_its_memory_is_the_allocation():
     assert indices.storage_offset() == 4096 // 8
 
 
+@pytest.mark.simulator  # the fake tensor replays the simulator's steps
 def test_a_tensor_scalar_is_a_view_beside_the_temporaries(fake):
     import torch
 
@@ -231,6 +238,7 @@ def test_a_tensor_scalar_is_a_view_beside_the_temporaries(fake):
     assert result.storage_offset() * 8 == sim.result.offset
 
 
+@pytest.mark.simulator  # the fake tensor replays the simulator's steps
 def test_a_tensor_on_another_device_is_refused_with_its_name(fake):
     call, t, sim = _tensor_call(fake, "sum", (1 << 10,))
 
