@@ -6,6 +6,8 @@
 #   bash bench/gpu_session.sh tests 1    # gpu-marked tests, first half (tests/api/test_[a-r]*),
 #   bash bench/gpu_session.sh tests 2    # second half (the rest), then big-memory ones:
 #                                        # one device call (600 s) no longer holds them all
+#   bash bench/gpu_session.sh tests 3    # tests/api's other tests on the GPU's kernels (not
+#                                        # gpu, not simulator-marked: 7 minutes at -n 15)
 #   bash bench/gpu_session.sh bench      # the benchmark suites
 #   bash bench/gpu_session.sh demo       # the main job on real shapes
 #
@@ -29,14 +31,17 @@ pt() { (cd /tmp && python3 -m pytest -c "$root/setup.cfg" --rootdir "$root" -p n
 case "${1:-tests}" in
   tests)
     first=("$root"/tests/api/test_[a-r]*.py)
+    marks="gpu and not bigmem"
     if [ "${2:-1}" = 1 ]; then
       files=("${first[@]}") procs=15
+    elif [ "${2}" = 3 ]; then
+      files=("$root"/tests/api) procs=15 marks="not gpu and not bigmem"
     else
       files=("$root"/tests/api/test_[s-z]*.py "$root"/tests/ops "$root"/tests/runtime
              "$root"/tests/strategies "$root"/tests/teach "$root"/tests/core
              "$root"/tests/test_*.py) procs=10
     fi
-    pt "${files[@]}" -m "gpu and not bigmem" -q -n "$procs" --durations=10 2>&1 \
+    pt "${files[@]}" -m "$marks" -q -n "$procs" --durations=10 2>&1 \
       | tee "$out/gpu-tests-${2:-1}.log" | tail -25
     if [ "${2:-1}" = 2 ]; then
       pt "$root/tests" -m bigmem -q 2>&1 | tee "$out/gpu-bigmem.log" | tail -5
@@ -53,7 +58,7 @@ case "${1:-tests}" in
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
     ;;
   *)
-    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|bench|demo" >&2
+    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|bench|demo" >&2
     exit 2
     ;;
 esac
