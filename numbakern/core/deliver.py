@@ -8,9 +8,9 @@ rules live once:
 * ``out`` must be an array of the input's library (NumPy for NumPy input, CuPy for
   CuPy, any ``__cuda_array_interface__`` array for other device input) with exactly
   the result's shape (``ValueError`` otherwise), in any layout (sliced, transposed,
-  reversed: a device one is written in place by a strided cast kernel). The result is cast into it with
-  ``same_kind`` casting: float results go to float arrays, integers to integers or
-  floats, bool anywhere. That is stricter than NumPy's reductions, which cast
+  reversed: a device one is written in place by a strided cast kernel) whose strides
+  are whole elements. The result is cast into it with ``same_kind`` casting: float
+  results go to float arrays, integers to integers or floats, bool anywhere. That is stricter than NumPy's reductions, which cast
   ``unsafe``ly (a float sum into an int array): such an ``out`` raises
   :class:`OutDtypeError`, a ``ValueError`` that is also a ``TypeError``, the class
   NumPy raises for a forbidden cast. Indices (argmax and friends) need an integer
@@ -63,7 +63,8 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     Raises:
         TypeError: ``out`` is not an array of the input's library.
         ValueError: a wrong shape, a read-only NumPy ``out``, an ``out`` whose
-            elements share memory (:func:`overlaps_itself`: an expanded tensor, say);
+            elements share memory (:func:`overlaps_itself`: an expanded tensor, say),
+            a device ``out`` whose strides are not whole elements;
             :class:`OutDtypeError` for a wrong dtype.
     """
     if out is None:
@@ -84,8 +85,12 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                          f"{tuple(shape)}")
     if kind == "numpy" and not out.flags.writeable:
         raise ValueError(f"{name}: {arg} must be a writeable NumPy array")
-    check_distinct(tuple(view.shape), tuple(view.strides), np.dtype(view.dtype).itemsize,
-                   name, arg)
+    itemsize = np.dtype(view.dtype).itemsize
+    check_distinct(tuple(view.shape), tuple(view.strides), itemsize, name, arg)
+    if kind != "numpy" and any(s % itemsize for s in view.strides):
+        raise ValueError(f"{name}: {arg} has strides {tuple(view.strides)} in bytes, not "
+                         f"whole elements of {itemsize} bytes (a kernel's writes would be "
+                         f"misaligned); pass an {arg} of whole-element strides")
     got, dtype = np.dtype(view.dtype), np.dtype(dtype)
     if integer and got.kind not in "iu":
         raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")

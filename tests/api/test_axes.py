@@ -631,6 +631,23 @@ def test_out_device_in_any_layout(layout, name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_out_device_of_strides_between_elements_is_refused():
+    """A device out whose strides are not whole elements (6 bytes between float32s)
+    is refused before any kernel runs: every write would be misaligned."""
+    from numba import cuda
+
+    if nk.backend().is_simulator:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        memory = np.zeros(64, np.uint8).view(np.float32)
+        out = FakeCUDAArray(np.lib.stride_tricks.as_strided(memory, (4,), (6,)))
+    else:
+        memory = cuda.device_array(64, np.uint8)
+        out = cuda.devicearray.DeviceNDArray((4,), (6,), np.float32, gpu_data=memory.gpu_data)
+    with pytest.raises(ValueError, match="not whole elements"):
+        nk.sum(cuda.to_device(np.ones((4, 8), np.float32)), axis=1, out=out)
+
+
 def test_axis_none_keepdims():
     x = sample(np.random.default_rng(13), (3, 5, 2), "int32")
     got = nk.sum(x, keepdims=True, strategy=DEFAULT)
