@@ -16,7 +16,7 @@ from numbakern.runtime import backend as _backend
 SIMULATOR = numbakern.backend().is_simulator
 GPU_USABLE = _backend.probe_gpu()[0]
 
-simulator_only = pytest.mark.skipif(not SIMULATOR, reason="checks the simulator backend")
+simulator_only = pytest.mark.simulator  # checks the simulator backend
 
 
 def run_python(code, **env):

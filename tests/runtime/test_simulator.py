@@ -13,17 +13,14 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import numbakern
 from numbakern import warp
 
 FULL = 0xFFFFFFFF
 LANES = np.arange(32)
 
-simulator_only = pytest.mark.skipif(
-    not numbakern.backend().is_simulator,
-    reason="the simulator's documented choice for behaviour CUDA leaves undefined "
-    "or Numba rejects on a GPU",
-)
+# the simulator's documented choice for behaviour CUDA leaves undefined or Numba
+# rejects on a GPU
+simulator_only = pytest.mark.simulator
 
 
 def u32(values):

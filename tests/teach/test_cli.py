@@ -18,7 +18,7 @@ from numbakern.teach.cli import cli
 from numbakern.teach.compare import OPERATIONS
 
 SIMULATOR = numbakern.backend().is_simulator
-simulator_only = pytest.mark.skipif(not SIMULATOR, reason="sizes chosen for the simulator")
+simulator_only = pytest.mark.simulator  # sizes chosen for the simulator
 
 
 def invoke(*args):

@@ -19,8 +19,7 @@ from numbakern.strategies import BlockStrategy, register, unregister
 from numbakern.teach.cli import cli
 from numbakern.teach.course import FAMILIES, figure_name, strategies
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "course.md").read_text()

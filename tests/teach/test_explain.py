@@ -20,8 +20,7 @@ from numbakern.teach.cli import cli
 from numbakern.strategies import AtomicFold, SharedTree, TwoPass, WarpShuffle
 from numbakern.teach.trace import SHARED, SHUFFLE, TraceError, trace_reduce
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 X64 = np.random.default_rng(0).integers(0, 10, 64).astype(np.float32)
 

@@ -16,8 +16,7 @@ from numbakern.teach.axis_trace import trace_axis_reduce
 from numbakern.teach.cli import cli
 from numbakern.teach.trace import trace_reduce
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 
 def ints(shape, seed=0, dtype=np.float32):

@@ -8,13 +8,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import numbakern
 from numbakern.teach.cli import cli
 from numbakern.teach.explain_scan import block_steps, loaded_by, step_phase
 from numbakern.teach.scan_trace import trace_scan
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 X = np.array([3, 0, 4, np.nan, 5, 0, 2, 6], np.float32)
 REFERENCE = {

@@ -11,8 +11,7 @@ import numbakern
 from numbakern.teach.cli import cli
 from numbakern.teach.hist_trace import _check, trace_histogram
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 X = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4] * 3 + [12, -1])
 

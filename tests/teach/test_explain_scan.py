@@ -18,8 +18,7 @@ from numbakern.teach.cli import cli
 from numbakern.teach.explain_scan import published, scan_tree, tile_states_table
 from numbakern.teach.scan_trace import STATUS_NAMES, textbook, trace_block_scan, trace_scan
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 X70 = np.random.default_rng(7).integers(0, 10, 70).astype(np.int64)
 

@@ -15,8 +15,7 @@ from numbakern.teach.cli import cli
 from numbakern.teach.explain_softmax import softmax_tree
 from numbakern.teach.softmax_trace import numpy_softmax, softmax_strategies, trace_softmax
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 X = np.random.default_rng(11).integers(-20, 20, 48).astype(np.float32)
 

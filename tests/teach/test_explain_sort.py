@@ -16,8 +16,7 @@ from numbakern.teach.cli import cli
 from numbakern.teach.explain_sort import sort_tree
 from numbakern.teach.sort_trace import bitonic_formula, trace_sort
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 X = np.random.default_rng(3).integers(0, 40, 24).astype(np.uint16)
 

@@ -11,12 +11,10 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-import numbakern
 from numbakern.teach import compare, demo
 from numbakern.teach.compare import Comparison, Row
 
-simulator_only = pytest.mark.skipif(not numbakern.backend().is_simulator,
-                                    reason="tracing runs under the simulator")
+simulator_only = pytest.mark.simulator  # tracing runs under the simulator
 
 NAMES = ["two_pass/warp_shuffle", "two_pass/warp_privatized", "atomic_fold/warp_shuffle",
          "atomic_fold/shared_tree"]
