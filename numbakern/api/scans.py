@@ -665,18 +665,26 @@ def _empty_state(op, kit) -> tuple:
     return (np.asarray(op.empty).astype(kit.dtypes[0])[()],)
 
 
+def _described(out) -> str:
+    """``out`` in a message: its type and shape, each member's in a tuple (never the
+    elements: an array may be huge)."""
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of ({', '.join(map(_described, out))})"
+    return f"{type(out).__name__} of shape {tuple(out.shape)}" if hasattr(out, "shape") \
+        else repr(out)
+
+
 def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):
     """The caller's output arrays as a list (one per field), or ``None``, each checked
     by :func:`~numbakern.core.deliver.check_out`; ``name``, the function's, begins
     the messages."""
     if out is None:
         return None
-    arrays = list(out) if isinstance(out, (tuple, list)) else [out]
-    if len(arrays) != len(dtypes):
+    many = isinstance(out, (tuple, list))
+    arrays = list(out) if many else [out]
+    if len(arrays) != len(dtypes) or many != (len(dtypes) > 1):  # NumPy takes no (out,)
         what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
-        got = f"{type(out).__name__} of shape {tuple(out.shape)}" if hasattr(out, "shape") \
-            else repr(out)  # (not the array's elements: it may be huge)
-        raise TypeError(f"{name}: out must be {what} for this op, got {got}")
+        raise TypeError(f"{name}: out must be {what} for this op, got {_described(out)}")
     for arr, dtype in zip(arrays, dtypes):
         check_out(arr, shape, dtype, kind, name)
     return arrays
@@ -704,7 +712,9 @@ def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace
     if not host.dtype.isnative:
         host = host.astype(host.dtype.newbyteorder("="))
     xv = to_device(host, workspace.stream)
-    views = [workspace.empty((1, rows, n), d) for d in results]
+    # in the outs' dtypes, as the device layout writes its outs: the state cast once
+    dtypes = results if outs is None else [o.dtype for o in outs]
+    views = [workspace.empty((1, rows, n), d) for d in dtypes]
 
     def finish():
         copies = [host_copy(view, workspace.stream) for view in views]

@@ -132,11 +132,13 @@ def check_distinct(shape: tuple, strides: tuple, itemsize: int, name: str,
     """Raise ``ValueError`` naming ``arg`` where its layout (``strides`` in bytes)
     :func:`overlaps_itself`: the writes to its shared elements would race."""
     if overlaps_itself(shape, strides, itemsize):
+        cause = "a zero stride along an axis longer than 1, as an expanded or broadcast " \
+            "array has" if any(s == 0 and n > 1 for n, s in zip(shape, strides)) else \
+            "steps shorter than what they step over: overlapping rows"
         raise ValueError(f"{name}: {arg} has elements that share memory (strides "
-                         f"{strides} in bytes for shape {shape}: a zero stride along an "
-                         f"axis longer than 1, as an expanded or broadcast array has, or "
-                         f"overlapping rows), whose writes would race; pass an {arg} of "
-                         f"distinct elements (a contiguous one)")
+                         f"{strides} in bytes for shape {shape}: {cause}), whose writes "
+                         f"would race; pass an {arg} of distinct elements (a contiguous "
+                         f"one)")
 
 
 def check_disjoint(outs, inputs: dict, kind: str, name: str, arg: str = "out") -> None:
@@ -198,26 +200,23 @@ _MAX_WORK = 1 << 16  # NumPy's search for a shared element, bounded
 
 
 def deliver(workspace: Workspace, arr, dtype, shape, out):
-    """A 1-D device array of results as the user's array of ``dtype`` and ``shape``,
-    or written into ``out``."""
+    """A 1-D device array of results (in the accumulator's dtype) as the user's array of
+    ``dtype`` and ``shape``, or written into ``out``: the accumulator's values cast once
+    into ``out``'s dtype, whatever the input's library (a float16 sum's float32 values
+    go into a float32 ``out`` unrounded, as NumPy's, which computes in ``out``'s)."""
     dtype = np.dtype(dtype)
     if workspace.kind == "numpy":
         host = host_copy(arr, workspace.stream)
         workspace.stream.synchronize()
-        return deliver_host(workspace, host.astype(dtype, copy=False).reshape(shape), out)
-    if on_cupy(workspace.kind):
-        result = workspace.cast(arr, dtype)
-        if out is None:
-            return as_cupy(result).reshape(shape)
-        if out.dtype == dtype:  # a launch: replays of the call copy too
-            cast_into_view(result, out, workspace.stream)
+        if out is not None:
+            np.copyto(out, host.reshape(shape), casting="unsafe")  # check_out allowed it
             return out
-        refuse_replay_of_out_copy()
-        out[...] = as_cupy(result).reshape(shape)
-        return out
-    if out is not None:
+        return deliver_host(workspace, host.astype(dtype, copy=False).reshape(shape), None)
+    if out is not None:  # a launch in any layout: a repeated call replays it too
         cast_into_view(arr, out, workspace.stream)
         return out
+    if on_cupy(workspace.kind):
+        return as_cupy(workspace.cast(arr, dtype)).reshape(shape)
     return reshaped(workspace.cast(arr, dtype), shape)
 
 

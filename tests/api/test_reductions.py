@@ -532,6 +532,24 @@ SUM_SPECIALS = [([np.inf, -np.inf], {}), ([np.inf, 1.0], {}), ([1e308, 1e308], {
                 ([np.nan, np.inf, -np.inf], {})]
 
 
+@pytest.mark.parametrize("name, value, n", [("sum", 2000, 40), ("nansum", 2000, 40),
+                                           ("prod", 4.0, 12), ("cumsum", 2000, 40),
+                                           ("nancumsum", 2000, 40), ("cumprod", 4.0, 12)])
+def test_float16_into_a_float32_out_is_the_accumulator_cast_once(name, value, n):
+    """Rows whose float16 result overflows (80000, 4^12) land unrounded in a float32
+    out, from NumPy and from device input alike: NumPy's answer, which computes in
+    out's dtype."""
+    x = np.full((2, n), value, np.float16)
+    shape = (2, n) if "cum" in name else (2,)
+    want = getattr(np, name)(x, axis=1, out=np.zeros(shape, np.float32))
+    host_out = np.zeros(shape, np.float32)
+    assert getattr(nk, name)(x, axis=1, out=host_out) is host_out
+    device_out = cuda.to_device(np.zeros(shape, np.float32))
+    getattr(nk, name)(cuda.to_device(x), axis=1, out=device_out)
+    np.testing.assert_array_equal(host_out, want)
+    np.testing.assert_array_equal(device_out.copy_to_host(), want)
+
+
 @pytest.mark.parametrize("name", ["sum", "nansum"])
 @pytest.mark.parametrize("axis", [None, 0])
 def test_float16_sum_overflow_warns_once_as_numpy(name, axis):

@@ -905,3 +905,10 @@ def test_a_wrong_out_names_its_type_and_shape_not_its_elements():
     with pytest.raises(TypeError, match=r"a tuple of two arrays for this op, got ndarray "
                                         r"of shape \(5,\)$"):
         nk.associative_scan(np.arange(5), "argmax", out=np.zeros(5, np.int64))
+    big = np.zeros((2, 3))
+    with pytest.raises(TypeError, match=r"out must be an array for this op, got a tuple of "
+                                        r"\(ndarray of shape \(2, 3\), ndarray of shape "
+                                        r"\(2, 3\)\)$"):
+        nk.cumsum(big, axis=1, out=(big, big))
+    with pytest.raises(TypeError, match=r"out must be an array for this op, got a tuple "):
+        nk.cumsum(big, axis=1, out=(big,))  # as NumPy, which takes no (out,) here
