@@ -231,7 +231,7 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
         TypeError: naming the op, the function and the field dtypes, with Numba's
             first line of the reason.
     """
-    if not SIMULATOR or getattr(op.combine, "__module__", "").startswith("numbakern"):
+    if not SIMULATOR or (getattr(op.combine, "__module__", None) or "").startswith("numbakern"):
         return
     types = tuple(from_dtype(d) for d in dtypes)
     if op.map is not None:

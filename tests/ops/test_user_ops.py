@@ -99,3 +99,13 @@ def test_state_dtypes_as_a_tuple_of_dtypes():
                                         "3 dtypes"):
         nk.op(identity=(0, 0, 0), fields=3, map=moments.map,
               state_dtypes=(np.int64,))(moments.combine)
+
+
+def test_an_op_defined_where_functions_have_no_module():
+    """A combine made by exec() in a namespace without __name__ has __module__ None:
+    it is checked and runs like any other."""
+    namespace = {"nk": nk}
+    exec("@nk.op(identity=0.0)\ndef absmax(a, b):\n    return max(abs(a), abs(b))\n",
+         namespace)
+    assert namespace["absmax"].combine.__module__ is None
+    assert nk.reduce(np.array([3.0, -7.0, 2.0]), namespace["absmax"]) == 7.0
