@@ -431,10 +431,10 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     x = as_array_like(x)
     _no_axis_of_0d(x, axis)
     in_dtype = np.dtype(x.dtype)
+    _ops.SUM.check_dtype(in_dtype, caller="mean")
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
     mask = _where(where, x.shape, "mean")
     if mask is not None:
-        _ops.SUM.check_dtype(in_dtype)
         acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
         value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
                          axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,

@@ -146,6 +146,9 @@ def test_device_input_and_out():
 def test_bad_arguments():
     with pytest.raises(TypeError, match="var"):
         nk.var(np.ones(3, np.complex64))
+    for x in (np.ones(3, np.complex64), np.array(["a", "b"])):  # mean names itself
+        with pytest.raises(TypeError, match="^mean is not defined for x of dtype"):
+            nk.mean(x)
     with pytest.raises(TypeError, match="dtype must be a float dtype, got int32$"):
         nk.var(np.ones(3), dtype=np.int32)
     with pytest.raises(ValueError, match="^strategy: atomic_fold cannot fold moments's .*"
