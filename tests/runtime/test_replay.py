@@ -412,9 +412,8 @@ def test_torch_bfloat16_bits_replay_as_bfloat16():
 
 @pytest.mark.gpu
 def test_cupy_outs_replay_where_the_launches_write_them():
-    """A CuPy out that a kernel writes (softmax's; a reduction's out of the result's
-    dtype in any layout, cast into by a launch) replays; one of another dtype takes a
-    CuPy copy, so those calls run the ordinary way, right each time."""
+    """A CuPy out that a kernel writes (softmax's; a reduction's out of any dtype in
+    any layout, the accumulator cast into it by a launch) replays, right each time."""
     cupy = pytest.importorskip("cupy")
     replay.forget()
     sums = lambda h: h.sum(axis=1)  # noqa: E731
@@ -422,7 +421,7 @@ def test_cupy_outs_replay_where_the_launches_write_them():
             (lambda x, out: nk.softmax(x, out=out), _softmax, 2),
             (lambda x, out: nk.sum(x, axis=1, out=out[0, :6]), sums, 2),
             (lambda x, out: nk.sum(x, axis=1, out=out[:, 0]), sums, 2),
-            (lambda x, out: nk.sum(x, axis=1, out=out[0, :6].astype(np.float64)), sums, 0)]:
+            (lambda x, out: nk.sum(x, axis=1, out=out[0, :6].astype(np.float64)), sums, 2)]:
         before = replay.counts["replayed"]
         for _ in range(3):
             h = rng.standard_normal((6, 50)).astype(np.float32)
