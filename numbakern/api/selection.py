@@ -464,13 +464,18 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     code = MEDIAN if qs is None else METHODS[method]
     if code == METHODS["linear"] and qs.dtype.kind in "biu":
         code = TAKE  # NumPy reads the element at an integer virtual index as it is
-    result = _result_dtype(name, dtype, method, None if qs is None else (qs.dtype, weak))
+    n = math.prod(shape[a] for a in axes)
+    try:
+        result = _result_dtype(name, dtype, method, None if qs is None else (qs.dtype, weak))
+    except TypeError:  # bools NumPy cannot interpolate
+        if n:
+            raise
+        result = np.dtype(np.float64)  # NumPy's empty answers come first (_no_elements)
     kept = result_shape(shape, axes, keepdims)
     full = kept if qs is None else tuple(qs.shape) + kept
     kind = kind_of(x)
     check_out(out, full, result, kind, name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    n = math.prod(shape[a] for a in axes)
     m = math.prod(shape) // n if n else math.prod(s for a, s in enumerate(shape)
                                                  if a not in axes)
     nq = 1 if qs is None else qs.size

@@ -486,6 +486,26 @@ def test_quantile_methods(method):
          reference(np.quantile, xi, q, axis=0, method=method))
 
 
+@pytest.mark.parametrize("name, q, axis", [("quantile", 0.0, None), ("percentile", 50, None),
+                                           ("quantile", 0.5, 0), ("quantile", 0.5, 1),
+                                           ("nanquantile", 0.5, None),
+                                           ("nanpercentile", 50, None)])
+def test_bools_with_no_elements_get_numpys_empty_answer_before_its_bool_error(name, q, axis):
+    """NumPy cannot interpolate bools (TypeError), but says so only for slices that
+    have elements: with none, quantile raises IndexError and nanquantile is NaN."""
+    x = np.zeros((0, 3), bool) if axis is not None else np.array([], bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            want = getattr(np, name)(x, q, axis=axis)
+        except (IndexError, TypeError) as error:
+            with pytest.raises(type(error)):
+                getattr(nk, name)(x, q, axis=axis)
+            return
+        got = getattr(nk, name)(x, q, axis=axis)
+    assert np.asarray(got).dtype == want.dtype and np.isnan(got).all()
+
+
 def test_quantile_infinities_and_ties():
     x = np.array([[-np.inf, 0.0, 0.0, 1.0, np.inf], [2.0, 2.0, 2.0, 2.0, 2.0]])
     for q in (0.0, 0.1, 0.5, 0.9, 1.0):  # NumPy's lerp: NaN beside an infinity
