@@ -65,10 +65,8 @@ def reshaped(view, shape):
 def span_view(view):
     """A 1-D view of a device view's memory from its first element to its last (the
     view's strides non-negative): what 16-byte vector loads index, the elements between
-    rows included."""
-    dtype = np.dtype(view.dtype)
-    span = sum((e - 1) * s for e, s in zip(view.shape, view.strides)) // dtype.itemsize
-    return strided(view, [(span + 1, dtype.itemsize)], dtype)
+    rows included: :func:`lowest_span`, whose lowest element is then the first."""
+    return lowest_span(view)[0]
 
 
 def lowest_span(view):
