@@ -74,7 +74,7 @@ _paths._get_nvrtc_path = lambda: None
 
 from numbakern import ops  # noqa: E402
 from numbakern.kernels.scan_tiles import (Vectors, auto_items, element_loader,  # noqa: E402
-                                         output_storer)
+                                         narrows, output_storer)
 from numbakern.kernels.segment_scan import head_loader  # noqa: E402
 from numbakern.ops.segmented import FLAG_DTYPE, segmented  # noqa: E402
 from numbakern.ops.state import state_kit  # noqa: E402
@@ -116,7 +116,8 @@ def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: s
     items = items or auto_items(sum(d.itemsize for d in kit.dtypes), block.threads, value_bytes)
     plan = None
     if vectors:
-        plan = Vectors(16 // in_dtype.itemsize, 16 // dtype.itemsize, dtype.str)
+        narrow = in_dtype.str if hold == "shared" and narrows(in_dtype, dtype.itemsize) else None
+        plan = Vectors(16 // in_dtype.itemsize, 16 // dtype.itemsize, dtype.str, narrow)
         if items % plan.load or items % plan.store:
             return items, None
     kernel = lookback._build(block, kit, items, load, store, False, kit.identity_values, True,

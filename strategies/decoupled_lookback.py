@@ -159,7 +159,7 @@ class DecoupledLookback(GridScan):
             aggregates = [job.workspace.empty(total, w) for w in words]
             inclusive = [job.workspace.empty(total, w) for w in words]
             values = (*_handles(aggregates), *_handles(inclusive))
-        vectors = job.tile_vectors(self.block, items) if self.vectors else None
+        vectors = job.tile_vectors(self.block, items, self.hold) if self.vectors else None
         key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
                single, vectors, job.key)
         kernel = cached(key, lambda: _build(

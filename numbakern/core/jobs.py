@@ -225,15 +225,15 @@ class ScanJob:
         """Two device arrays of ``shape`` states (:func:`alloc_states`)."""
         return alloc_states(self.workspace, self.kit, shape)
 
-    def tile_vectors(self, block, items: int):
-        """How a tile of ``block.threads * items`` moves this job's elements: a
-        ``scan_tiles.Vectors`` (16-byte loads and stores) or None (scalars). Vectors
-        take a plain one-field scan (no finish, no bfloat16 narrowing, the element
-        loader of :meth:`element_loader`) of rows the views allow
-        (``scan_tiles.tile_vectors``)."""
+    def tile_vectors(self, block, items: int, hold: str = "shared"):
+        """How a tile of ``block.threads * items`` holding its prefixes as ``hold``
+        says moves this job's elements: a ``scan_tiles.Vectors`` (16-byte loads and
+        stores) or None (scalars). Vectors take a plain one-field scan (no finish, no
+        bfloat16 narrowing, the element loader of :meth:`element_loader`) of rows the
+        views allow (``scan_tiles.tile_vectors``)."""
         plain = (self.vector_loads and self.out_fields == 1 and self.op.finish is None
                  and self.narrow is None)
-        return scan_tile_vectors(self.x, self._outs[0], self.kit, block, items, plain)
+        return scan_tile_vectors(self.x, self._outs[0], self.kit, block, items, plain, hold)
 
     def zeros(self, k: int, dtype):
         """A zeroed 1-D device array (status flags and tile counters)."""

@@ -21,7 +21,10 @@ in six phases (CUB's ``BlockLoad`` / ``BlockScan`` / ``BlockStore`` with
    padding slot every 32 (slot ``i + i // 32``) keeps the strided reads free of bank
    conflicts (a vector tile of 8-byte states: one every 16, :func:`pad_every`). The
    blocked arrangement, and so every combine after it, is the same whichever way the
-   tile was loaded: a vector tile's results are the scalar tile's, bit for bit.
+   tile was loaded: a vector tile's results are the scalar tile's, bit for bit. A
+   *narrow* vector tile (4-byte inputs of 8-byte states: :func:`narrows`) transposes
+   the inputs as they are, at half the shared-memory bytes, and keeps them there
+   rather than its prefixes.
 3. **Thread scan.** Each thread scans its own items sequentially, in registers.
 4. **Block scan** of the thread totals: the block strategy's ``build_scan``, which
    gives each thread the combine of the threads before it (its *exclusive* prefix).
@@ -51,7 +54,8 @@ from numba import cuda, from_dtype, uint64
 
 from numbakern.kernels.vector import (rows_aligned, vector_lanes, vector_loader,
                                       vector_storer)
-from numbakern.ops.state import constant_state, device_from_source, fields_source
+from numbakern.ops.state import (constant_state, device_from_source, fields_source,
+                                  local_storage)
 from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR, WARP
 
 #: items per thread under the simulator, which runs one OS thread per CUDA thread
@@ -256,8 +260,12 @@ class Tile:
                                               empty, shared)
         else:
             padder = pad if every == WARP else pad16
-            self.load_tile = _build_vector_load_tile(kit, self.threads, items, load, shared,
-                                                     vectors.load, padder)
+            if vectors.narrow is None:
+                self.load_tile = _build_vector_load_tile(kit, self.threads, items, load,
+                                                         shared, vectors.load, padder)
+            else:  # phase 6 reads the thread's inputs into registers
+                self.local_storage = local_storage((np.dtype(vectors.narrow),), items)
+                self.load_tile = _build_narrow_load_tile(kit, self.threads, items, vectors)
             self.emit_tile = _build_vector_emit_tile(kit, self.threads, items, store,
                                                      exclusive, empty, shared, vectors,
                                                      padder)
@@ -318,21 +326,56 @@ def _build_thread_scan(kit, items: int, shared: bool, padder):
     return thread_scan
 
 
-def _build_item_outputs(kit, items: int, exclusive: bool, empty: tuple, shared: bool,
+def _build_item_prefix(kit, items: int, hold: str, padder):
+    """``prefix(xs0, xs1, l0, l1, tid, k, r) -> state``: thread ``tid``'s item prefix
+    ``k`` (``r``: item ``k - 1``'s, unused for ``k`` 0): where phase 3 left it, in its
+    blocked slots (``"shared"``) or in ``l`` (``"registers"``); or made again, in phase
+    3's order, from a narrow tile's inputs, which its phase 6 reads into ``l``
+    (``"inputs"``)."""
+    combine, kload, to_state = kit.combine, kit.load, kit.to_state
+    if hold == "shared":
+
+        @cuda.jit(device=True)
+        def prefix(xs0, xs1, l0, l1, tid, k, r):
+            return kload(xs0, xs1, padder(tid * items + k))
+
+    elif hold == "registers":
+
+        @cuda.jit(device=True)
+        def prefix(xs0, xs1, l0, l1, tid, k, r):
+            return kload(l0, l1, k)
+
+    else:  # a vector tile's state is its element's alone (tile_vectors: plain)
+
+        @cuda.jit(device=True)
+        def prefix(xs0, xs1, l0, l1, tid, k, r):
+            if k == 0:
+                return to_state(l0[0], 0)
+            return combine(r, to_state(l0[k], 0))
+
+    return prefix
+
+
+def _build_item_outputs(kit, items: int, exclusive: bool, empty: tuple, hold: str,
                         padder):
     """The first half of phase 6, both tiles': ``item_outputs(pre, have, xs0, xs1, l0,
     l1, tid)`` puts ``pre`` (if ``have``) before each of thread ``tid``'s item
-    prefixes and writes the results (inclusive, or exclusive: each item's the
-    prefix before it) into its blocked slots, for the transpose back. Each thread
-    overwrites only the slots it read in phase 2, so no barrier is needed before."""
-    combine, kload, kstore = kit.combine, kit.load, kit.store
+    prefixes (held as ``hold`` says: :func:`_build_item_prefix`) and writes the
+    results (inclusive, or exclusive: each item's the prefix before it) into its
+    blocked slots, for the transpose back. Each thread overwrites only the slots it
+    read in phase 2, so no barrier is needed before (a narrow tile's 8-byte slots
+    hold other threads' 4-byte inputs: its emit_tile reads them first, then waits at
+    a barrier)."""
+    combine, kstore = kit.combine, kit.store
     empty_state = constant_state(empty)
+    item_prefix = _build_item_prefix(kit, items, hold, padder)
 
     @cuda.jit(device=True)
     def item_outputs(pre, have, xs0, xs1, l0, l1, tid):
         before = pre  # the previous item's prefix (exclusive scans)
+        r = pre  # the previous item's prefix within the thread
         for k in range(items):
-            r = kload(xs0, xs1, padder(tid * items + k)) if shared else kload(l0, l1, k)
+            r = item_prefix(xs0, xs1, l0, l1, tid, k, r)
             if not exclusive:
                 y = combine(pre, r) if have else r
             elif k == 0:
@@ -349,7 +392,8 @@ def _build_emit_tile(kit, threads: int, items: int, store, exclusive: bool, empt
                      shared: bool):
     size = threads * items
     kload = kit.load
-    item_outputs = _build_item_outputs(kit, items, exclusive, empty, shared, pad)
+    item_outputs = _build_item_outputs(kit, items, exclusive, empty,
+                                       "shared" if shared else "registers", pad)
 
     @cuda.jit(device=True)
     def emit_tile(row0, row1, n, start, pre, have, xs0, xs1, l0, l1):
@@ -376,14 +420,41 @@ def _build_emit_tile(kit, threads: int, items: int, store, exclusive: bool, empt
 
 class Vectors(NamedTuple):
     """How a vector tile moves its elements: ``load`` input elements a 16-byte load,
-    ``store`` output elements (of dtype ``out``, NumPy's ``str``) a 16-byte store."""
+    ``store`` output elements (of dtype ``out``, NumPy's ``str``) a 16-byte store;
+    ``narrow``: the input's dtype (NumPy's ``str``) where the tile transposes its
+    inputs at their own width and keeps them rather than its prefixes
+    (:func:`narrows`), else None."""
 
     load: int
     store: int
     out: str
+    narrow: str | None = None
 
 
-def tile_vectors(x, out, kit, block, items: int, plain: bool) -> Vectors | None:
+def narrows(in_dtype, state_bytes: int) -> bool:
+    """Whether a vector tile of ``in_dtype`` elements and ``state_bytes`` states moves
+    its inputs at their own width: 4-byte inputs of 8-byte states (int32 summed in
+    int64, float32 in float64), where the tile holds its item prefixes in shared
+    memory (``hold="shared"``).
+
+    Such a tile transposes its inputs through its shared memory viewed as 4-byte
+    words and leaves them there through the block scan and the look-back (phase 3
+    only reduces a thread's items); phase 6 reads a thread's items into registers, and
+    after a barrier (its 8-byte outputs overwrite other threads' inputs) scans them
+    again, in phase 3's order, with the carry. An 8-byte tile moves 48 bytes of shared
+    memory an element (the loads' transpose, the held prefixes, the outputs'
+    transpose, each written and read); this one 28 (4 written, 4 read twice, 8 + 8),
+    needs 39 registers a thread instead of 48, and so holds 6 blocks of 256 on an H200
+    multiprocessor instead of 5 (``bench/NOTES.md``: int32 -> int64 cumsum of 2^28
+    1.10 -> 1.04 ms). Holding the inputs in registers instead (no second read, no
+    barrier) takes 64 registers, 4 blocks, and measured 1.19 ms. CUB's ``BlockLoad``
+    likewise moves a scan's input in the input's type, its ``BlockStore`` the
+    output's."""
+    return np.dtype(in_dtype).itemsize == 4 and state_bytes == 8
+
+
+def tile_vectors(x, out, kit, block, items: int, plain: bool,
+                 hold: str = "shared") -> Vectors | None:
     """The :class:`Vectors` of a tile of ``block.threads * items`` over the 3-D views
     ``x`` and ``out`` (rows last), or None for scalar loads and stores.
 
@@ -397,7 +468,9 @@ def tile_vectors(x, out, kit, block, items: int, plain: bool) -> Vectors | None:
     condition: a 2-D array's rows whose length is not a multiple of the vector's take
     scalars); and the tile, padded as :func:`pad_every` pads it, and the block
     strategy's temp storage within a block's shared memory. Tiles start at multiples
-    of ``threads * items`` elements, so every tile of an aligned row is aligned."""
+    of ``threads * items`` elements, so every tile of an aligned row is aligned.
+    ``hold``: the tile's (:class:`Tile`); a ``"shared"`` one of 4-byte inputs and
+    8-byte states is narrow (:func:`narrows`)."""
     if not plain or kit.fields != 1 or kit.dtypes[0].itemsize not in (4, 8):
         return None
     lanes_in, lanes_out = vector_lanes(x.dtype), vector_lanes(out.dtype)
@@ -408,8 +481,9 @@ def tile_vectors(x, out, kit, block, items: int, plain: bool) -> Vectors | None:
             return None
         if not rows_aligned(view, 2):
             return None
-    vectors = Vectors(lanes_in, lanes_out, np.dtype(out.dtype).str)
     state = kit.dtypes[0].itemsize
+    narrow = np.dtype(x.dtype).str if hold == "shared" and narrows(x.dtype, state) else None
+    vectors = Vectors(lanes_in, lanes_out, np.dtype(out.dtype).str, narrow)
     slots = padded_slots(block.threads * items, pad_every(state, vectors)) + \
         block.temp_slots() + 1
     return vectors if slots * state <= SHARED_LIMIT else None
@@ -498,6 +572,83 @@ def _build_vector_load_tile(kit, threads: int, items: int, load, shared: bool, w
     return load_tile
 
 
+def lane_putter(width: int):
+    """``put(xs, slot, v)``: the ``width`` lanes of the vector ``v`` into slots ``slot ..``
+    of the 1-D shared array ``xs``, one line a lane (as :func:`lane_spreader`)."""
+    lines = "\n".join(f"    xs[slot + uint64({w})] = v[{w}]" for w in range(width))
+    return device_from_source("put", f"def put(xs, slot, v):\n{lines}\n",
+                              {"uint64": uint64})
+
+
+def _build_narrow_load_tile(kit, threads: int, items: int, vectors: Vectors):
+    """``load_tile`` of a narrow vector tile (:func:`narrows`): phases 1 and 2 in the
+    input's own width, through the tile's shared memory viewed as input words (padded
+    as a 4-byte tile's: :func:`pad`), and phase 3 as a reduction of the thread's items,
+    left in place for phase 6 (:func:`_build_reload`).
+
+    Elements past the segment's end are zeros of the input dtype, not the identity
+    (which an input word may not hold: int64's minimum for a max): they only ever
+    follow a segment's last element in the blocked order, so they reach the totals
+    of threads and tiles whose every output lies before them, and no output."""
+    size = threads * items
+    width = vectors.load
+    count = items // width
+    combine, to_state = kit.combine, kit.to_state
+    word = np.dtype(vectors.narrow).type
+    t_in = from_dtype(np.dtype(vectors.narrow))
+    vload = vector_loader(width)
+    put = lane_putter(width)
+
+    @cuda.jit(device=True)
+    def load_tile(row0, row1, n, start, xs0, xs1, l0, l1):
+        """Phases 1-3 (``row0``: a 1-D C-contiguous row, 16-byte aligned)."""
+        tid = cuda.threadIdx.x
+        xin = xs0.view(word)  # the tile's shared memory as input words
+        first = start // width + tid
+        if start + size <= n:  # 1-2. vector-striped loads, stored as they arrive
+            for k in range(count):
+                put(xin, pad((k * threads + tid) * width), vload(row0, first + k * threads))
+        else:
+            for k in range(count):
+                v = first + k * threads
+                j = v * width
+                slot = pad((k * threads + tid) * width)
+                if j + width <= n:
+                    put(xin, slot, vload(row0, v))
+                else:
+                    for w in range(width):
+                        xin[slot + uint64(w)] = row0[uint64(j + w)] if j + w < n else t_in(0)
+        cuda.syncthreads()
+        r = to_state(xin[pad(tid * items)], 0)  # 3. a state is its element's alone
+        for k in range(1, items):  # (tile_vectors: plain)
+            r = combine(r, to_state(xin[pad(tid * items + k)], 0))
+        return r
+
+    return load_tile
+
+
+def _build_reload(items: int, narrow: str | None):
+    """``reload(xs0, l0, tid)``: thread ``tid``'s items of a narrow tile (``narrow``:
+    their dtype), left in its shared memory by phase 2
+    (:func:`_build_narrow_load_tile`), into ``l0``; nothing for other tiles."""
+    if narrow is None:
+
+        @cuda.jit(device=True)
+        def reload(xs0, l0, tid):
+            pass
+
+        return reload
+    word = np.dtype(narrow).type
+
+    @cuda.jit(device=True)
+    def reload(xs0, l0, tid):
+        xin = xs0.view(word)
+        for k in range(items):
+            l0[k] = xin[pad(tid * items + k)]
+
+    return reload
+
+
 def _build_vector_emit_tile(kit, threads: int, items: int, store, exclusive: bool,
                             empty: tuple, shared: bool, vectors: Vectors, padder):
     """``emit_tile`` of a vector tile: the scalar tile's prefixes, stored in vectors of
@@ -506,7 +657,10 @@ def _build_vector_emit_tile(kit, threads: int, items: int, store, exclusive: boo
     width = vectors.store
     count = items // width
     kload = kit.load
-    item_outputs = _build_item_outputs(kit, items, exclusive, empty, shared, padder)
+    narrow = vectors.narrow is not None
+    hold = "inputs" if narrow else "shared" if shared else "registers"
+    reload = _build_reload(items, vectors.narrow)
+    item_outputs = _build_item_outputs(kit, items, exclusive, empty, hold, padder)
     vstore = vector_storer(width)
     gather = lane_gatherer(kit, width, vectors.out)
 
@@ -515,6 +669,9 @@ def _build_vector_emit_tile(kit, threads: int, items: int, store, exclusive: boo
         """Phase 6 (``row0``: a 1-D C-contiguous row, 16-byte aligned); barriers as the
         scalar tile's."""
         tid = cuda.threadIdx.x
+        reload(xs0, l0, tid)  # a narrow tile's inputs into registers, before any
+        if narrow:  # output overwrites them
+            cuda.syncthreads()
         item_outputs(pre, have, xs0, xs1, l0, l1, tid)
         cuda.syncthreads()
         first = start // width + tid

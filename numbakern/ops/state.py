@@ -137,6 +137,13 @@ class StateKit:
         return _storage(self.dtypes, slots, "local")
 
 
+def local_storage(dtypes: tuple, slots: int) -> Callable:
+    """Device function ``temp() -> (h0, h1)``: ``slots`` elements of each of ``dtypes``
+    in a thread's local memory, as :meth:`StateKit.local_temp` makes a state's (a
+    tile's items held as inputs rather than states)."""
+    return _storage(tuple(dtypes), slots, "local")
+
+
 _SOURCES = itertools.count()
 
 

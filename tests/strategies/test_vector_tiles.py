@@ -20,6 +20,7 @@ from numbakern.kernels import scan_tiles
 from numbakern.kernels.scan_tiles import Vectors, pad_every
 from numbakern.ops.state import state_kit
 from numbakern.runtime.device import WARP
+from numbakern.runtime.views import device_view
 from numbakern.strategies import WarpShuffle
 from numbakern.strategies.decoupled_lookback import DecoupledLookback
 
@@ -31,8 +32,8 @@ def lookback(vectors: bool, threads: int = 32, items: int = 4):
     return DecoupledLookback(WarpShuffle(threads=threads), items=items, vectors=vectors)
 
 
-def scan(x, vectors: bool, **kw):
-    got = nk.cumsum(x, strategy=lookback(vectors), layout="tiles", **kw)
+def scan(x, vectors: bool, scan=nk.cumsum, **kw):
+    got = scan(x, strategy=lookback(vectors), layout="tiles", **kw)
     return got.copy_to_host() if hasattr(got, "copy_to_host") else got
 
 
@@ -72,7 +73,7 @@ def test_float32_vector_tiles_around_vector_warp_and_tile_boundaries(n, chosen):
 def test_int32_summed_in_int64_vector_tiles_exactly(n, chosen):
     x = np.random.default_rng(n).integers(-2**31, 2**31, n).astype(np.int32)
     got, choice = both(x, chosen)
-    assert choice == Vectors(4, 2, "<i8")  # 4 int32 a load, 2 int64 a store
+    assert choice == Vectors(4, 2, "<i8", "<i4")  # 4 int32 a load, 2 int64 a store
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, reference(x))
 
@@ -125,7 +126,7 @@ def test_a_misaligned_device_view_takes_scalars(chosen):
     assert choice is None
     np.testing.assert_array_equal(got, np.cumsum(host[1:], dtype=np.int64))
     got, choice = both(d[4:], chosen)
-    assert choice == Vectors(4, 2, "<i8")
+    assert choice == Vectors(4, 2, "<i8", "<i4")
     np.testing.assert_array_equal(got, np.cumsum(host[4:], dtype=np.int64))
 
 
@@ -151,7 +152,7 @@ def test_rows_along_the_last_axis(length, vector, chosen):
     i = rng.integers(-1000, 1000, (3, length)).astype(np.int32)
     got, choice = both(i, chosen, axis=-1, exclusive=True)
     # int64 rows are aligned whenever int32 rows are
-    assert (choice == Vectors(4, 2, "<i8")) if vector else choice is None
+    assert (choice == Vectors(4, 2, "<i8", "<i4")) if vector else choice is None
     np.testing.assert_array_equal(got, reference(i, exclusive=True))
 
 
@@ -199,8 +200,8 @@ def test_the_vector_tile_padding_is_free_of_bank_conflicts(state_bytes, width, i
 def test_the_vector_tile_fits_shared_memory_or_falls_back(monkeypatch):
     """A tile whose padded vector layout would pass a block's shared memory takes
     scalars (the scalar tile's own limit is ``tile_items``')."""
-    x = cuda.device_array((1, 1, 64), np.int32)
-    out = cuda.device_array((1, 1, 64), np.int64)
+    x = device_view(cuda.device_array((1, 1, 64), np.int32))
+    out = device_view(cuda.device_array((1, 1, 64), np.int64))
     kit = state_kit(nk.ops.SUM, (np.dtype(np.int64),))
     assert scan_tiles.tile_vectors(x, out, kit, WarpShuffle(threads=32), 4, True) is not None
     monkeypatch.setattr(scan_tiles, "SHARED_LIMIT", 8 * 128)
@@ -221,7 +222,7 @@ def test_vector_tiles_replay_on_new_data(chosen):
     for _ in range(3):
         h = rng.integers(-1000, 1000, 2 * TILE + 7).astype(np.int32)
         kept.append((nk.cumsum(cuda.to_device(h), strategy=strategy, layout="tiles"), h))
-    assert chosen == [Vectors(4, 2, "<i8")]  # built once, replayed twice
+    assert chosen == [Vectors(4, 2, "<i8", "<i4")]  # built once, replayed twice
     assert replay.counts["replayed"] - before == 2
     for got, h in kept:
         np.testing.assert_array_equal(got.copy_to_host(), np.cumsum(h, dtype=np.int64))
@@ -252,6 +253,54 @@ def test_vector_tiles_holding_prefixes_in_registers(exclusive, chosen):
     x = np.random.default_rng(11).integers(-1000, 1000, n).astype(np.int32)
     runs = [nk.cumsum(x, exclusive=exclusive, layout="tiles", strategy=DecoupledLookback(
         WarpShuffle(threads=32), items=4, hold="registers", vectors=v)) for v in (True, False)]
-    assert chosen == [Vectors(4, 2, "<i8"), None]
+    assert chosen == [Vectors(4, 2, "<i8"), None]  # prefixes in registers: not narrow
     np.testing.assert_array_equal(runs[0], runs[1])
     np.testing.assert_array_equal(runs[0], reference(x, exclusive=exclusive))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_narrow_tiles_scan_4_byte_inputs_in_8_byte_states(n, chosen):
+    """float32 summed in float64 and uint32 in uint64 transpose their inputs at 4 bytes
+    (``scan_tiles.narrows``), with the scalar tile's bits."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    got, choice = both(x, chosen, dtype=np.float64)
+    assert choice == Vectors(4, 2, "<f8", "<f4")
+    np.testing.assert_allclose(got, np.cumsum(x.astype(np.float64)), rtol=1e-12, atol=1e-12)
+    u = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    got, choice = both(u, chosen)
+    assert choice == Vectors(4, 2, "<u8", "<u4") and got.dtype == np.uint64
+    np.testing.assert_array_equal(got, np.cumsum(u.astype(np.uint64)))
+
+
+@pytest.mark.parametrize("op, low, high", [("max", -2**31, -1), ("min", 1, 2**31),
+                                           ("prod", -1, 2)])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_narrow_tiles_never_combine_what_lies_past_a_segment(op, low, high, exclusive,
+                                                             chosen):
+    """A narrow tile fills the places past a segment's end with zeros, not the identity:
+    a max of negatives, a min of positives and a product of signs would all change if
+    a zero ever reached an output."""
+    n = 3 * TILE + 37  # a partial last tile, its last vector partial too
+    x = np.random.default_rng(5).integers(low, high, n).astype(np.int32)
+    if op == "prod":  # signs: a zero reaching an output shows
+        x = np.where(x >= 0, 1, -1).astype(np.int32)
+    ufunc = {"max": np.maximum, "min": np.minimum, "prod": np.multiply}[op]
+    want = ufunc.accumulate(x.astype(np.int64))
+    got, choice = both(x, chosen, op=op, dtype=np.int64, exclusive=exclusive,
+                       scan=nk.associative_scan)
+    assert choice == Vectors(4, 2, "<i8", "<i4")
+    if exclusive:
+        identity = {"max": np.iinfo(np.int64).min, "min": np.iinfo(np.int64).max,
+                    "prod": 1}[op]
+        want = np.concatenate([[identity], want[:-1]])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_narrow_tiles_scan_rows_each_in_its_own_tiles(chosen):
+    """Rows of a 2-D scan are segments: each row's last tile ends in zeros that its
+    successor row must never see."""
+    x = np.random.default_rng(9).integers(-2**31, 2**31, (3, 2 * TILE + 36)).astype(np.int32)
+    got, choice = both(x, chosen, axis=1)
+    assert choice == Vectors(4, 2, "<i8", "<i4")
+    np.testing.assert_array_equal(got, np.cumsum(x.astype(np.int64), axis=1))

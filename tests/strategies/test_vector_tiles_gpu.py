@@ -36,7 +36,7 @@ def test_float32_2_20_plus_3(chosen):
 def test_int32_in_int64_2_20_plus_3_matches_scalar_tiles(chosen):
     x = np.random.default_rng(1).integers(-2**31, 2**31, N).astype(np.int32)
     got = nk.cumsum(x, layout="tiles")
-    assert chosen[-1] == Vectors(4, 2, "<i8")
+    assert chosen[-1] == Vectors(4, 2, "<i8", "<i4")
     np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.int64))
     scalar = nk.cumsum(x, layout="tiles", strategy=DecoupledLookback(vectors=False))
     assert chosen[-1] is None
@@ -58,5 +58,29 @@ def test_rows(length, vector, chosen):
     close(got, x)
     i = (x * 1000).astype(np.int32)
     got = nk.cumsum(cuda.to_device(i), axis=1, layout="tiles").copy_to_host()
-    assert (chosen[-1] == Vectors(4, 2, "<i8")) if vector else chosen[-1] is None
+    assert (chosen[-1] == Vectors(4, 2, "<i8", "<i4")) if vector else chosen[-1] is None
     np.testing.assert_array_equal(got, np.cumsum(i, axis=1, dtype=np.int64))
+
+
+@pytest.mark.parametrize("op", ["max", "min", "prod"])
+def test_narrow_tiles_2_20_plus_3_match_scalar_tiles(op, chosen):
+    """Narrow tiles (4-byte inputs in 8-byte states) of the default 256 x 16 shape: the
+    places past the end hold zeros, which a max of negatives, a min of positives or a
+    product of signs would show if any reached an output."""
+    rng = np.random.default_rng(3)
+    x = {"max": rng.integers(-2**31, 0, N), "min": rng.integers(1, 2**31, N),
+         "prod": rng.choice([-1, 1], N)}[op].astype(np.int32)
+    got = nk.associative_scan(x, op, dtype=np.int64, layout="tiles")
+    assert chosen[-1] == Vectors(4, 2, "<i8", "<i4")
+    ufunc = {"max": np.maximum, "min": np.minimum, "prod": np.multiply}[op]
+    np.testing.assert_array_equal(got, ufunc.accumulate(x.astype(np.int64)))
+    scalar = nk.associative_scan(x, op, dtype=np.int64, layout="tiles",
+                                 strategy=DecoupledLookback(vectors=False))
+    np.testing.assert_array_equal(scalar, got)
+
+
+def test_float32_in_float64_2_20_plus_3(chosen):
+    x = np.random.default_rng(4).standard_normal(N).astype(np.float32)
+    got = nk.cumsum(x, dtype=np.float64, layout="tiles")
+    assert chosen[-1] == Vectors(4, 2, "<f8", "<f4")
+    np.testing.assert_allclose(got, np.cumsum(x, dtype=np.float64), rtol=1e-9, atol=1e-9)
