@@ -491,7 +491,8 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
     dividing each sum by the count (``finishes.divide_emit``, one launch where the
     sum's is one), into ``out`` itself or the result's allocation."""
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    dst = flat(out) if _into(out) else workspace.empty(planned.M, result)
+    into = _into(out)
+    dst = flat(out) if into else workspace.empty(planned.M, result)
     count = planned.N
 
     def apart(fields):
@@ -499,7 +500,7 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
 
     _reduce_finished(x, planned.axes, _ops.SUM, planned.kit, planned.grid, workspace, lanes,
                      divide_emit(), dst, float(count), apart)
-    if _into(out):
+    if into:
         return out
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
