@@ -110,7 +110,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import numbakern as nk
-from numbakern.strategies import RadixSelect, every
+from numbakern.strategies import DecoupledLookback, RadixSelect, WarpShuffle, every
 
 settings.register_profile(
     "nk-ci", max_examples=2, deadline=None, derandomize=True,
@@ -363,13 +363,16 @@ SCAN_DTYPES = [np.bool_, *INTS, *FLOATS]
 def _scan_paths():
     """(strategy, layout): every scan strategy on tiles; on warps (one per row, the
     block strategy's warp form, no grid at work: ``api/scans.py``) each block strategy
-    once, not once per grid."""
+    once, not once per grid; and the look-back's vector tiles (16-byte loads and
+    stores, narrow for int32 summed in int64: ``kernels/scan_tiles.py``), which need
+    whole vectors of items a thread where the simulator's default is 2."""
     paths, warps = [], set()
     for strategy in every("scan", threads=32):
         paths.append((strategy, "tiles"))
         if strategy.block.name not in warps:
             warps.add(strategy.block.name)
             paths.append((strategy, "warp"))
+    paths.append((DecoupledLookback(WarpShuffle(threads=32), items=4), "tiles"))
     return paths
 
 
