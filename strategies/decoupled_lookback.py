@@ -139,6 +139,11 @@ class DecoupledLookback(GridScan):
     def key(self) -> tuple:
         return super().key + (self.publish_prefix, self.vectors)
 
+    def __repr__(self) -> str:
+        extra = "" if self.publish_prefix else ", publish_prefix=False"
+        extra += "" if self.vectors else ", vectors=False"
+        return super().__repr__()[:-1] + extra + ")"
+
     def scan(self, job) -> None:
         items = self.tile_items(job)
         threads = self.block.threads

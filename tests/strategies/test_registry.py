@@ -518,3 +518,19 @@ def test_a_subclass_of_the_same_name_gets_its_own_kernels(registered):
     assert nk.sum(x, strategy="two_pass/edited") != 5050  # Second's kernel, not First's
     with pytest.raises(TypeError, match="must set needs_commutative"):
         register(type("NoCommutativity", (BlockStrategy,), {"name": "nc"}))
+
+
+def test_a_strategys_repr_makes_it_again():
+    """``repr`` names every option that changes what a strategy runs: evaluated, it gives
+    a strategy of the same key (two that run differently never print alike)."""
+    import numbakern.strategies as namespace
+    from numbakern.strategies import DecoupledLookback, WarpShuffle, every
+    from numbakern.strategies.registry import FAMILIES
+
+    made = [s for family in FAMILIES for s in every(family, threads=32)]
+    made += [DecoupledLookback(WarpShuffle(threads=32), items=2, publish_prefix=False,
+                               hold="registers"),
+             DecoupledLookback(WarpShuffle(threads=32), items=2, vectors=False)]
+    for strategy in made:
+        assert eval(repr(strategy), vars(namespace)).key == strategy.key, repr(strategy)
+    assert len({repr(s) for s in made}) == len({s.key for s in made})
