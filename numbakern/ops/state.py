@@ -280,8 +280,9 @@ def _check_map(op: Op, element) -> None:
 
 
 def _check_returns(op: Op, returned, what: str = "combine") -> None:
-    """A combine (or map) returns one value for one field, an ``N``-tuple for ``N``
-    (else the kernels would fail deep inside, naming no op, or fill NaN for None)."""
+    """A combine (or map) returns one number for one field, an ``N``-tuple of numbers for
+    ``N`` (else the kernels would fail deep inside, naming no op, or fill NaN for
+    None; a string or a list, which CPU Numba compiles, fails in a simulated thread)."""
     count = len(returned) if isinstance(returned, numba.types.BaseTuple) else None
     nothing = isinstance(returned, (numba.types.NoneType, numba.types.Omitted))
     if nothing or (op.fields == 1) != (count is None) or \
@@ -289,6 +290,11 @@ def _check_returns(op: Op, returned, what: str = "combine") -> None:
         want = "a single value" if op.fields == 1 else f"a tuple of {op.fields} values"
         raise TypeError(f"Op {op.name!r}: its {what} returns {returned}; a state of "
                         f"{op.fields} field(s) needs {want}")
+    fields = returned.types if count is not None else (returned,)
+    odd = [t for t in fields if not isinstance(t, (numba.types.Number, numba.types.Boolean))]
+    if odd:
+        raise TypeError(f"Op {op.name!r}: its {what} returns {returned}; a state's fields "
+                        f"are numbers (ints, floats or bools), not {odd[0]}")
 
 
 def state_kit(op: Op, dtypes: tuple, read=None) -> StateKit:

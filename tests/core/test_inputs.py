@@ -84,6 +84,17 @@ def test_a_combine_returning_none_is_named():
         nk.reduce(np.arange(12.0), nk.op(identity=0.0, name="nothing")(lambda a, b: None))
 
 
+@pytest.mark.parametrize("combine, shown", [(lambda a, b: "x", "str"),
+                                            (lambda a, b: [a, b], "list")])
+def test_a_combine_returning_what_is_not_a_number_is_named(combine, shown):
+    """CPU Numba compiles a string or a list; no state field holds one."""
+    op = nk.op(identity=0.0, name="odd")(combine)
+    with pytest.raises(TypeError, match=f"'odd': its combine returns .*{shown}.*numbers"):
+        nk.associative_scan(np.arange(50.0), op)
+    with pytest.raises(TypeError, match=f"'pairs': its map returns .*str.*numbers"):
+        nk.reduce(np.arange(12.0), _pairs(lambda v, i: (v, "s")))
+
+
 def test_user_op_mistakes_are_caught_when_the_op_is_made():
     with pytest.raises(TypeError, match="identity"):
         nk.Op("s", lambda a, b: a + b, None)
