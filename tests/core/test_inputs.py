@@ -91,7 +91,7 @@ def test_a_combine_returning_what_is_not_a_number_is_named(combine, shown):
     op = nk.op(identity=0.0, name="odd")(combine)
     with pytest.raises(TypeError, match=f"'odd': its combine returns .*{shown}.*numbers"):
         nk.associative_scan(np.arange(50.0), op)
-    with pytest.raises(TypeError, match=f"'pairs': its map returns .*str.*numbers"):
+    with pytest.raises(TypeError, match="'pairs': its map returns .*str.*numbers"):
         nk.reduce(np.arange(12.0), _pairs(lambda v, i: (v, "s")))
 
 
