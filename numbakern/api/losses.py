@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 import numpy as np
 
@@ -189,6 +190,8 @@ def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream
 
 
 def _smoothing(value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"label_smoothing must be a real number, got {value!r}")
     eps = float(value)
     if not 0.0 <= eps <= 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1], got {value!r}")

@@ -253,7 +253,8 @@ def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
 
     Raises:
         TypeError, ValueError: as :func:`softmax`; ``y`` and ``dy`` differing in
-        shape, dtype or kind.
+        shape, dtype or kind (host or device memory: a NumPy array and a torch CPU
+        tensor are one kind, and ``dx`` takes ``y``'s type).
     """
     return _backward("softmax_backward", y, dy, axis, sum_strategy, layout, fused, threads,
                      out, stream, dtype, (mask, causal, scale))

@@ -164,6 +164,9 @@ def test_bad_input_is_named():
         nk.cross_entropy(x, t, reduction="avg")
     with pytest.raises(ValueError, match="label_smoothing must lie in"):
         nk.cross_entropy(x, t, label_smoothing=1.5)
+    for smoothing in ("0.5", True, None):  # as torch, a number only
+        with pytest.raises(TypeError, match="label_smoothing must be a real number"):
+            nk.cross_entropy(x, t, label_smoothing=smoothing)
     with pytest.raises(TypeError, match="logits must be float16"):
         nk.cross_entropy(x > 0, t)
     with pytest.raises(ValueError, match="grad_out is written only with return_grad=True"):
