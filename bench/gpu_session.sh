@@ -7,7 +7,9 @@
 #   bash bench/gpu_session.sh tests 2    # second half (the rest), then big-memory ones:
 #                                        # one device call (600 s) no longer holds them all
 #   bash bench/gpu_session.sh tests 3    # tests/api's other tests on the GPU's kernels (not
-#                                        # gpu, not simulator-marked: 7 minutes at -n 15)
+#                                        # gpu, not simulator-marked: 7.5 minutes at -n 15)
+#   bash bench/gpu_session.sh tests 4    # the same for tests/core, ops, runtime, strategies
+#                                        # and teach
 #   bash bench/gpu_session.sh bench      # the benchmark suites
 #   bash bench/gpu_session.sh demo       # the main job on real shapes
 #
@@ -36,6 +38,9 @@ case "${1:-tests}" in
       files=("${first[@]}") procs=15
     elif [ "${2}" = 3 ]; then
       files=("$root"/tests/api) procs=15 marks="not gpu and not bigmem"
+    elif [ "${2}" = 4 ]; then
+      files=("$root"/tests/core "$root"/tests/ops "$root"/tests/runtime "$root"/tests/strategies
+             "$root"/tests/teach) procs=15 marks="not gpu and not bigmem"
     else
       files=("$root"/tests/api/test_[s-z]*.py "$root"/tests/ops "$root"/tests/runtime
              "$root"/tests/strategies "$root"/tests/teach "$root"/tests/core
@@ -58,7 +63,7 @@ case "${1:-tests}" in
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
     ;;
   *)
-    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|bench|demo" >&2
+    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|tests 4|bench|demo" >&2
     exit 2
     ;;
 esac
