@@ -10,10 +10,10 @@ rules live once:
   the result's shape (``ValueError`` otherwise), in any layout (sliced, transposed,
   reversed: a device one is written in place by a strided cast kernel) whose strides
   are whole elements. The result is cast into it with ``same_kind`` casting: float
-  results go to float arrays, integers to integers or floats, bool anywhere. That is stricter than NumPy's reductions, which cast
-  ``unsafe``ly (a float sum into an int array): such an ``out`` raises
-  :class:`OutDtypeError`, a ``ValueError`` that is also a ``TypeError``, the class
-  NumPy raises for a forbidden cast. Indices (argmax and friends) need an integer
+  results go to float arrays, integers to integers or floats, bool anywhere. That is
+  stricter than NumPy's reductions, which cast ``unsafe``ly (a float sum into an int
+  array): such an ``out`` raises :class:`OutDtypeError`, a ``ValueError`` that is also
+  a ``TypeError``, the class NumPy raises for a forbidden cast. Indices (argmax and friends) need an integer
   ``out``, as NumPy's argmax (int64 results; a narrower integer ``out`` wraps).
 * A function that writes its result in place (softmax) takes an ``out`` of the
   result's dtype only.

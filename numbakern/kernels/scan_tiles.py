@@ -595,7 +595,6 @@ def _build_narrow_load_tile(kit, threads: int, items: int, vectors: Vectors):
     count = items // width
     combine, to_state = kit.combine, kit.to_state
     word = np.dtype(vectors.narrow).type
-    t_in = from_dtype(np.dtype(vectors.narrow))
     vload = vector_loader(width)
     put = lane_putter(width)
 
@@ -617,7 +616,7 @@ def _build_narrow_load_tile(kit, threads: int, items: int, vectors: Vectors):
                     put(xin, slot, vload(row0, v))
                 else:
                     for w in range(width):
-                        xin[slot + uint64(w)] = row0[uint64(j + w)] if j + w < n else t_in(0)
+                        xin[slot + uint64(w)] = row0[uint64(j + w)] if j + w < n else word(0)
         cuda.syncthreads()
         r = to_state(xin[pad(tid * items)], 0)  # 3. a state is its element's alone
         for k in range(1, items):  # (tile_vectors: plain)
