@@ -50,7 +50,11 @@ def lookback(publish_prefix=True, threads=32, items=1):
 
 
 def host(a):
-    return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+    if hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    if hasattr(a, "__cuda_array_interface__"):  # the launcher's DeviceBuffer, on a GPU
+        return cuda.as_cuda_array(a).copy_to_host()
+    return np.asarray(a)
 
 
 def reference(x, exclusive=False, reverse=False, dtype=None):
