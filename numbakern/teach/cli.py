@@ -475,8 +475,6 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
     if state or arg:
         names = _state_op_strategies(names, op_name)
-    if not numbakern.backend().is_simulator:
-        _rerun_under_simulator()
     from . import explain as _explain
     from .trace import trace_reduce
 
@@ -496,6 +494,8 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
             click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--output picks an output of a reduction along an axis: "
                                  "give --shape and --axis too", param_hint="'--output'")
+    if not numbakern.backend().is_simulator:  # the arguments checked first: a usage
+        _rerun_under_simulator()  # error is one line, on any machine
     console = _console()
     if axis is not None:
         if state:
