@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -233,13 +234,13 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     a kit) for these field dtypes, and its results counted: the simulator runs any
     Python, so without this an op that a GPU cannot compile would pass on a laptop; on
     a GPU, a combine returning the wrong number of fields would fail the kernel's
-    compile deep inside numbakern's device functions, naming no op. (On a GPU a
-    combine that only the device compiles, with CUDA's intrinsics, is left to it; the
-    built-in ops are compiled by the tests.)
+    compile deep inside numbakern's device functions, naming no op. A combine the CPU
+    cannot compile (CUDA's intrinsics) is compiled for the device where there is one.
 
     Raises:
         TypeError: naming the op, the function and the field dtypes, with Numba's
-            first line of the reason.
+            first line of the reason; or the NumPy ufuncs it calls that Numba's CUDA
+            target cannot lower (``np.exp``, ``np.sqrt``: ``math.exp`` can).
     """
     if (getattr(op.combine, "__module__", None) or "").startswith("numbakern"):
         return
@@ -254,15 +255,45 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
         try:
             compiled.compile(signature)
         except numba.core.errors.NumbaError as error:
-            if not SIMULATOR:  # the device compile decides: CUDA's intrinsics are not
-                return  # the CPU's
-            reason = str(error).strip().splitlines()[0]
-            raise TypeError(f"Op {op.name!r}: its {what} does not compile in Numba's "
-                            f"nopython mode for field dtypes "
-                            f"{tuple(str(d) for d in dtypes)}, so no GPU can run it: "
-                            f"{reason}") from None
+            if not SIMULATOR and _compiles_for_the_device(fn, signature):
+                continue  # CUDA's intrinsics are not the CPU's
+            raise _not_compiling(op, what, dtypes, error) from None
+        result = compiled.overloads[signature]
+        _check_ufuncs(op, what, result.type_annotation.typemap)
         if what == "combine":
-            _check_returns(op, compiled.overloads[signature].signature.return_type)
+            _check_returns(op, result.signature.return_type)
+
+
+def _compiles_for_the_device(fn, signature) -> bool:
+    try:
+        cuda.compile_ptx_for_current_device(fn, signature, device=True)
+    except numba.core.errors.NumbaError:
+        return False
+    return True
+
+
+def _not_compiling(op: Op, what: str, dtypes: tuple, error: Exception) -> TypeError:
+    reason = str(error).strip().splitlines()[0]
+    return TypeError(f"Op {op.name!r}: its {what} does not compile in Numba's nopython "
+                     f"mode for field dtypes {tuple(str(d) for d in dtypes)}, so no GPU can "
+                     f"run it: {reason}")
+
+
+def _check_ufuncs(op: Op, what: str, typemap: dict) -> None:
+    """The NumPy ufuncs a function calls all have a lowering in Numba's CUDA target
+    (its ``ufunc_db``: ``np.exp`` and ``np.sqrt``, which the CPU compiles, have none, and
+    a device compile fails on them with a bare ``KeyError``)."""
+    from numba.cuda.ufuncs import ufunc_db
+
+    called = {t.typing_key for t in typemap.values() if isinstance(t, numba.types.Function)}
+    missing = sorted(u.__name__ for u in called if isinstance(u, np.ufunc)
+                     and u not in ufunc_db())
+    if missing:
+        instead = (f"math.{missing[0]}" if hasattr(math, missing[0]) else "an operator or "
+                   "the math module's function")
+        raise TypeError(f"Op {op.name!r}: its {what} calls NumPy's "
+                        f"{', '.join('np.' + m for m in missing)}, which Numba's CUDA target "
+                        f"cannot compile in device code: use {instead} instead")
 
 
 def _check_map(op: Op, element) -> None:
@@ -276,7 +307,9 @@ def _check_map(op: Op, element) -> None:
         compiled.compile(signature)
     except numba.core.errors.NumbaError:
         return
-    _check_returns(op, compiled.overloads[signature].signature.return_type, "map")
+    result = compiled.overloads[signature]
+    _check_ufuncs(op, "map", result.type_annotation.typemap)
+    _check_returns(op, result.signature.return_type, "map")
 
 
 def _check_returns(op: Op, returned, what: str = "combine") -> None:

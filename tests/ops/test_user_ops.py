@@ -69,6 +69,23 @@ def test_a_combine_no_gpu_can_compile_is_refused_under_the_simulator_too():
     assert float(nk.reduce(np.arange(5.0), fine)) == 10.0
 
 
+@pytest.mark.parametrize("where", ["combine", "map"])
+def test_a_numpy_ufunc_no_cuda_target_lowers_is_named_with_its_math_twin(where):
+    """np.exp compiles on the CPU but Numba's CUDA target has no lowering for it (a
+    bare KeyError deep in a GPU's kernel compile): refused at first use, everywhere,
+    naming the op, the ufunc and what compiles instead."""
+    if where == "combine":
+        op = nk.Op("soft_add", lambda a, b: a + np.exp(b) - 1.0, 0.0)
+    else:
+        op = nk.Op("exp_sum", lambda a, b: a + b, 0.0, map=lambda v, i: np.sqrt(v))
+    with pytest.raises(TypeError, match=rf"'{op.name}': its {where} calls NumPy's np\.\w+, "
+                                        r"which Numba's CUDA target cannot compile .* use "
+                                        r"math\.\w+ instead"):
+        nk.reduce(np.arange(5.0), op)
+    same = nk.Op("soft_add_math", lambda a, b: a + math.exp(b) - 1.0, 0.0)
+    assert float(nk.reduce(np.zeros(4), same)) == 0.0
+
+
 def test_a_combine_returning_another_number_of_fields_is_named():
     @nk.op(identity=(0.0, 0.0), fields=2, map=lambda v, i: (v, 1.0))
     def scalar_of_two(a0, a1, b0, b1):
