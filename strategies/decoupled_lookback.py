@@ -9,8 +9,8 @@ a tile's carry is only known after every earlier tile has been reduced. Here eac
 tile publishes what it knows as soon as it knows it, and a tile waiting for its
 carry reads what its predecessors have published:
 
-1. **Take a tile id** from an atomic counter (see below), and load and scan the tile
-   in the block (``numbakern/kernels/scan_tiles.py``): this gives the tile's *aggregate*.
+1. **Take tile** ``blockIdx.x`` (see below), and load and scan it in the block
+   (``numbakern/kernels/scan_tiles.py``): this gives the tile's *aggregate*.
 2. **Publish** the aggregate with status **A**. (The first tile of a segment has
    nothing before it: it publishes its aggregate as its *inclusive prefix*, status
    **P**, and skips step 3.)
@@ -34,13 +34,15 @@ scan can move. The look-back usually stops at the first tile before it (already
 
 The atomics, and why they matter
 --------------------------------
-* **The tile counter.** Blocks are not guaranteed to *run* in ``blockIdx`` order: if
-  tile ids were block ids, block 1000 could start, spin waiting for tile 999, and
-  fill the multiprocessor so that block 999 never gets to run: a deadlock. Instead,
-  thread 0 of each block takes ``tile = atomicAdd(counter, 1)`` when the block has
-  *started*: ids are handed out in the order blocks begin, so every tile a block waits
-  for belongs to a block that is already running and will finish. (The last slot of
-  the status array is the counter; it is zeroed with the flags before each launch.)
+* **The tile order.** A block waits only for tiles before its own, so no block may
+  start before the blocks of the tiles it waits for, or it could spin on a
+  multiprocessor that they need: a deadlock. The paper hands tile ids out from an
+  atomic counter in the order blocks start; CUDA's block scheduler launches blocks in
+  increasing ``blockIdx`` order, and CUB's ``DeviceScan`` takes ``tile = blockIdx.x``
+  on that ground ("blocks are launched in increasing order, so just assign one tile
+  per block", ``AgentScan::ConsumeRange``), as this kernel does: no atomic and no block
+  barrier before a tile's loads start (3-4% of a float32 scan of 2^28 on the H200,
+  ``bench/NOTES.md``). Numba's simulator runs blocks one at a time in index order.
 * **The status flags.** A tile's status and value must be seen together. For states
   of at most 32 bits (float32, int32, ...) both are packed in one 64-bit word
   (status in the high half) written with ``atomicExch`` and read whole by one
@@ -150,12 +152,12 @@ class DecoupledLookback(GridScan):
         tiles = ceil_div(job.n, threads * items)  # per segment
         total = tiles * job.segments
         packed = _packs(job.kit) or _pairs(job.kit)  # the values live in the status words
-        # One tile a segment: no tile waits on another, so a block's tile is its index
-        # and the status words are never read: they need no zeroing launch (a small
-        # scan is then one launch, and a replayed one one recorded launch).
+        # One tile a segment: no tile waits on another, so the status words are never
+        # read: they need no zeroing launch (a small scan is then one launch, and a
+        # replayed one one recorded launch).
         single = tiles == 1
         word = np.uint64 if packed else np.uint32
-        count = total * (2 if _pairs(job.kit) else 1) + 1  # + the counter
+        count = total * (2 if _pairs(job.kit) else 1)
         status = job.workspace.empty(count, word) if single else job.zeros(count, word)
         if packed:
             values = (status,) * 4
@@ -179,7 +181,7 @@ class DecoupledLookback(GridScan):
 
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
         """Traffic of one scan of ``n`` elements in ``tiles`` tiles (flags included)."""
-        flags = 8 * (tiles + 1)
+        flags = 8 * tiles
         return Cost(2, n * in_itemsize + flags, n * out_itemsize + 2 * flags, 2 * tiles)
 
 
@@ -542,16 +544,9 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
         xs0, xs1 = xs_storage()
         tmp0, tmp1 = temp_storage()
         bc0, bc1 = broadcast()
-        ticket = cuda.shared.array(1, int64)
         l0, l1 = local_storage()
         tid = cuda.threadIdx.x
-        if tid == 0:  # 1. a tile id in the order blocks start (the counter's slot is last)
-            if single:  # one tile a segment: none waits, and the words hold garbage
-                ticket[0] = cuda.blockIdx.x
-            else:
-                ticket[0] = cuda.atomic.add(st, st.size - 1, 1)
-        cuda.syncthreads()
-        tile = int64(ticket[0])
+        tile = int64(cuda.blockIdx.x)  # 1. blocks launch in index order (module docstring)
         seg = tile // tiles
         k = tile - seg * tiles  # the tile's place in its segment
         rows = src0.shape[1]

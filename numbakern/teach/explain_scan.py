@@ -245,16 +245,13 @@ def _block_steps(trace, steps, clears, barriers, limit, loaded) -> list:
 
 def _grid_events(trace: ScanTrace, events) -> list:
     """Decoupled look-back's atomics in one block, as ``[(step, order, title, lines)]``:
-    its tile id, what it published, what its look-back lanes read (the status, then
-    the value's tag from the value arrays)."""
+    what it published, what its look-back lanes read (the status, then the value's tag
+    from the value arrays)."""
     items = []
     last_status = {}
     reads = []
     for e in events:
-        if e.name == "add" and e.array == "st":
-            items.append((e.step, 1, Text(f"t{e.thread}: takes tile id {e.old} "
-                                          "(cuda.atomic.add on the tile counter)", "red"), []))
-        elif e.name == "exch" and e.array == "st":
+        if e.name == "exch" and e.array == "st":
             status = STATUS_NAMES.get(e.args[-1], str(e.args[-1]))
             node = trace.nodes[published(trace, status, e.index)]
             what = "aggregate" if status == "A" else "inclusive prefix"

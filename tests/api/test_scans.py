@@ -20,7 +20,7 @@ import numbakern as nk
 import numbakern.api.scans as scans_mod
 from numbakern.core import arrays
 from numbakern.kernels import scan_rows as rows_mod
-from numbakern.core.jobs import ScanJob
+from numbakern.ops.state import state_kit
 from numbakern.strategies import (
     REGISTRY,
     Blelloch,
@@ -30,6 +30,7 @@ from numbakern.strategies import (
     SharedTree,
     TwoPass,
     WarpShuffle,
+    decoupled_lookback,
     resolve_scan,
 )
 
@@ -573,19 +574,22 @@ def test_lookback_through_aggregates_only(dtype):
 
 
 @pytest.mark.simulator  # a GPU would spin: the simulator's look-back raises
-def test_lookback_tile_order_broken_fails_not_hangs(monkeypatch):
-    """If a tile had to wait for one never scanned (tile ids out of launch order), the
-    simulator's look-back raises instead of spinning: the counter starts at 1 here."""
-    zeros = ScanJob.zeros
+@pytest.mark.simulator
+def test_a_lookback_waiting_for_an_unpublished_tile_fails_not_hangs():
+    """Blocks run one at a time under the simulator, in index order: a tile whose
+    predecessor never published (a broken tile order) would spin forever, so the
+    simulator's look-back raises instead."""
+    kit = state_kit(nk.ops.SUM, (np.dtype(np.float32),))
+    wait = decoupled_lookback._waiter(decoupled_lookback._status_words(kit)[1])
 
-    def counter_at_one(self, k, dtype):
-        arr = zeros(self, k, dtype)
-        arr._ary[-1] = 1
-        return arr
+    @cuda.jit
+    def waits_for_tile_2(st, out):
+        status, s = wait(st, st, st, st, st, 2, 3)
+        out[0] = s
 
-    monkeypatch.setattr(ScanJob, "zeros", counter_at_one)
-    with pytest.raises(RuntimeError, match="out of order"):
-        nk.cumsum(np.ones(200, np.float32), strategy=DecoupledLookback(WarpShuffle(32)))
+    with pytest.raises(RuntimeError, match="tile 3 waits for tile 2, which has not published"):
+        waits_for_tile_2[1, 1](cuda.to_device(np.zeros(4, np.uint64)),
+                               cuda.to_device(np.zeros(1, np.float32)))
 
 
 def test_block_strategies_also_reduce():
