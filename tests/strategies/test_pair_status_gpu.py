@@ -40,11 +40,10 @@ def reference(x, exclusive=False, reverse=False):
 def check_pairs(launched):
     (total, status), = launched
     assert total > 32  # look-backs past one window's worth of tiles
-    assert status.dtype == np.uint64 and status.shape == (2 * total + 1,)
+    assert status.dtype == np.uint64 and status.shape == (2 * total,)
     assert status.__cuda_array_interface__["data"][0] % 16 == 0
     words = cuda.as_cuda_array(status).copy_to_host()
     np.testing.assert_array_equal(words[0:2 * total:2], STATUS_P)
-    assert words[-1] == total
     launched.clear()
 
 
