@@ -2,7 +2,8 @@
 
     python bench/host_time.py            # on a GPU host with CuPy and PyTorch
 
-For 2^10 float32 elements (and a (64, 16) softmax), the mean wall time of 2000 calls
+For 2^10 float32 elements (and (64, 16) rows: softmax, log_softmax_backward with its
+dy, cross_entropy with int64 labels), the mean wall time of 2000 calls
 (after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
 numbakern on a torch CUDA tensor (the DLPack hand-over included), torch's own op and
 CuPy's (where it has one).
@@ -58,6 +59,11 @@ def main() -> int:
     t = torch.as_tensor(x, device="cuda")
     rows_c = cp.random.standard_normal((64, 16), dtype=cp.float32)
     rows_t = torch.as_tensor(rows_c, device="cuda")
+    dy_c = cp.random.standard_normal((64, 16), dtype=cp.float32)
+    dy_t = torch.as_tensor(dy_c, device="cuda")
+    labels_c = cp.random.randint(0, 16, 64).astype(cp.int64)
+    labels_t = torch.as_tensor(labels_c, device="cuda")
+    aten = torch.ops.aten
     sync = torch.cuda.synchronize
     cupy_ops = {  # CuPy's own op of each case, where it has one
         "sum": lambda: x.sum(), "argmax": lambda: x.argmax(), "mean": lambda: x.mean(),
@@ -77,6 +83,13 @@ def main() -> int:
         "sort": (lambda: nk.sort(x), lambda: nk.sort(t), lambda: t.sort()),
         "softmax (64, 16)": (lambda: nk.softmax(rows_c), lambda: nk.softmax(rows_t),
                              lambda: rows_t.softmax(-1)),
+        "log_softmax_backward": (  # two arrays: (y, dy)
+            lambda: nk.log_softmax_backward(rows_c, dy_c),
+            lambda: nk.log_softmax_backward(rows_t, dy_t),
+            lambda: aten._log_softmax_backward_data(dy_t, rows_t, -1, torch.float32)),
+        "cross_entropy": (lambda: nk.cross_entropy(rows_c, labels_c),
+                          lambda: nk.cross_entropy(rows_t, labels_t),
+                          lambda: torch.nn.functional.cross_entropy(rows_t, labels_t)),
     }
     print(f"{'op':18} {'nk on CuPy':>11} {'nk on torch':>12} {'torch':>7} {'CuPy':>7}  "
           f"(us per call)")

@@ -641,20 +641,21 @@ class Program:
         return self._launch([*bases, address], block, address, _stream_of(self.kind),
                             objects)
 
-    def replay(self, address: int, device: int):
-        """Replay a call of one array argument, at ``address`` on CUDA ``device`` (the
-        current one: ``numbakern.runtime.tensor_table`` asked once)."""
+    def replay(self, addresses: list, device: int):
+        """Replay a call whose array arguments are at ``addresses`` (in order) on CUDA
+        ``device`` (the current one: ``numbakern.runtime.tensor_table`` asked once)."""
         if SIMULATOR or (self.kind != "torch" and self.kind != "cupy"):
-            return self.run([address])
+            return self.run(addresses)
         if self.kind == "cupy":
             cupy = sys.modules["cupy"]
             block = cupy.cuda.alloc(self.total)  # as _allocate and _stream_of, inline
-            self._drive((address, block.ptr), cupy.cuda.get_current_stream().ptr)
+            self._drive((*addresses, block.ptr), cupy.cuda.get_current_stream().ptr)
             return self._view(self.result, block, block.ptr)
         torch = sys.modules["torch"]
         shape, dtype, views = self.tensor_result
         block = torch.empty(shape, dtype=dtype, device=_cuda_device(torch, device))
-        self._drive((address, block.data_ptr()), torch._C._cuda_getCurrentRawStream(device))
+        self._drive((*addresses, block.data_ptr()),
+                    torch._C._cuda_getCurrentRawStream(device))
         return block if views is None else views(block)
 
     def _launch(self, bases: list, block, address: int, stream, objects):

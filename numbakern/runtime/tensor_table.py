@@ -9,19 +9,20 @@ first asks of every argument whether it needs translating. For a tensor that is
 ~60 Python function calls and two device queries before the first launch: on the
 H200 host a replayed sum of 2^10 elements cost 29 us against torch's own 19.5.
 
-The common repeated call has one array, the first argument, and plain values
-(``axis=1``, ``keepdims=True``) for the rest. Such a call is keyed here from the
-array's type alone: a dict of type -> reader, learnt the first time a type is seen
+The common repeated call has an array first, plain values (``axis=1``,
+``keepdims=True``) and perhaps more arrays of the first one's type (a backward
+pass's ``dy``, a loss's targets) for the rest. Such a call is keyed here from the
+arrays' type alone: a dict of type -> reader, learnt the first time a type is seen
 (no ``isinstance`` chains, no attribute probing, no import of torch or CuPy unless
-the caller passed one of their objects), the reader returning the array's dtype,
+the caller passed one of their objects), the reader returning an array's dtype,
 shape, strides, address alignment and the current device (one query: it must be
 the tensor's own). The key maps to the recorded :class:`~replay.Program` itself,
 which replays with one allocation (in the result's dtype where it can) on the
 caller's current stream.
 
-The first call of a key (and any call that is not such a call: several arrays, an
-``out=``, a tuple ``axis``, a value of another type, a CPU tensor, a tensor on
-another device than the current one, a recording in progress) runs the general
+The first call of a key (and any call that is not such a call: arrays of another
+type, an ``out=``, a tuple ``axis``, a value of another type, a CPU tensor, a tensor
+on another device than the current one, a recording in progress) runs the general
 path, whose program, once it has one, is entered here under the key.
 
 Keys are at least as specific as the general path's (which they stand for): the
@@ -102,21 +103,29 @@ def _learn(t: type):
     return None
 
 
-def _values_key(args: tuple, kwargs: dict):
-    """The other arguments' key, or None when one is not a plain value."""
-    for v in args:
-        if type(v) not in _VALUES:
+def _rest_key(args: tuple, kwargs: dict, reader, addresses: list):
+    """The other arguments' key, or None when one is neither a plain value nor an array
+    that ``reader`` (the first array's) reads on the current device; appends the
+    arrays' addresses to ``addresses``, in order."""
+    key = []
+    for v in (*args, *kwargs.values()):
+        t = type(v)
+        if t in _VALUES:
+            key.append((t, v))
+        elif reader_of(t) is reader:
+            found = reader(v)
+            if found is None:
+                return None
+            key.append(found[0])
+            addresses.append(found[1])
+        else:
             return None
-    for v in kwargs.values():
-        if type(v) not in _VALUES:
-            return None
-    return args, tuple(map(type, args)), tuple(kwargs.items()), \
-        tuple(map(type, kwargs.values()))
+    return tuple(key), tuple(kwargs)
 
 
 def tabled(general, replayables: dict):
-    """``general`` (a public function's call) behind a table of recorded one-array
-    calls; ``replayables``: array kind -> the replayable call whose programs the
+    """``general`` (a public function's call) behind a table of recorded calls of
+    arrays of one type; ``replayables``: array kind -> the replayable call whose programs the
     table holds (its ``resolve``), for the kinds of :func:`reader_of`'s readers.
 
     The wrapper's ``tensor_replay_table`` maps keys (this module's docstring) to
@@ -137,8 +146,12 @@ def tabled(general, replayables: dict):
         if found is None:
             return general(x, *args, **kwargs)
         layout, address, device = found
+        addresses = [address]
         if args or kwargs:
-            rest = _values_key(args, kwargs)
+            try:
+                rest = _rest_key(args, kwargs, reader, addresses)
+            except (AttributeError, RuntimeError):
+                rest = None
             if rest is None:
                 return general(x, *args, **kwargs)
             key = (type(x), layout, rest)
@@ -147,7 +160,7 @@ def tabled(general, replayables: dict):
         program = table.get(key)
         if program is not None:
             counts["replayed"] += 1
-            return program.replay(address, device)
+            return program.replay(addresses, device)
         return _first(table, key, replayables[reader.kind], x, args, kwargs)
 
     call.tensor_replay_table = table

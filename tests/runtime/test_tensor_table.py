@@ -1,5 +1,5 @@
-"""The table of one-array calls (numbakern/runtime/tensor_table.py): a repeated call
-replays from its array's type and layout; anything else keyed differently (dtype,
+"""The table of repeated calls (numbakern/runtime/tensor_table.py): a repeated call
+replays from its arrays' type and layouts; anything else keyed differently (dtype,
 strides, alignment, values, their types, the device) misses it and is recorded anew or
 runs the general path; and the answers stay the ordinary ones.
 
@@ -107,6 +107,39 @@ def test_keyword_and_positional_values_are_keyed():
                                    h.astype(np.float64).sum(axis=1, keepdims=True),
                                    rtol=1e-5, atol=1e-4)
     assert len(table) == 3
+
+
+def _log_softmax_backward_ref(y, dy):
+    y, dy = y.astype(np.float64), dy.astype(np.float64)
+    return dy - np.exp(y) * dy.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
+def test_a_call_of_two_arrays_replays_from_the_table_with_the_ordinary_answers():
+    """A backward pass's (y, dy): both arrays' layouts keyed, both addresses patched
+    in; a second array of another layout or type misses the table."""
+    table = nk.log_softmax_backward.tensor_replay_table
+    pairs = [(_data((6, 40)), _data((6, 40))) for _ in range(3)]
+    recorded, replayed = _counts()
+    got = [nk.log_softmax_backward(cuda.to_device(y), cuda.to_device(dy)) for y, dy in pairs]
+    assert _counts() == (recorded + 1, replayed + 2) and len(table) == 1
+    for g, (y, dy) in zip(got, pairs):  # new arrays each time: both addresses patched
+        np.testing.assert_allclose(g.copy_to_host(), _log_softmax_backward_ref(y, dy),
+                                   rtol=1e-5, atol=1e-5)
+    y, dy = pairs[0]
+    same = cuda.to_device(y)  # one array as both arguments
+    np.testing.assert_allclose(nk.log_softmax_backward(same, same).copy_to_host(),
+                               _log_softmax_backward_ref(y, y), rtol=1e-5, atol=1e-5)
+    strided = cuda.to_device(np.repeat(dy, 2, axis=1))[:, ::2]  # dy's layout alone changes
+    recorded, replayed = _counts()
+    for _ in range(2):
+        np.testing.assert_allclose(
+            nk.log_softmax_backward(cuda.to_device(y), strided).copy_to_host(),
+            _log_softmax_backward_ref(y, dy), rtol=1e-5, atol=1e-5)
+    assert _counts() == (recorded + 1, replayed + 1) and len(table) == 2
+    with pytest.raises(ValueError, match="dy must match y in kind"):  # the general path's
+        nk.log_softmax_backward(cuda.to_device(y), dy)  # check, for a host dy
+    assert len(table) == 2
 
 
 def test_an_explicit_stream_runs_the_general_path():
@@ -291,6 +324,23 @@ def test_gpu_layouts_are_tabled_apart_with_the_ordinary_answers(library):
                                        rtol=1e-5, atol=1e-4)
     assert _counts() == (recorded + 4, replayed + 4)
     assert len(table) == 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_gpu_calls_of_two_arrays_replay_from_the_table(library):
+    """log_softmax_backward(y, dy) on CUDA tensors or CuPy arrays: the second call of a
+    layout replays from the table, both addresses patched in, in the caller's type."""
+    to_device, to_host, kind = _on_gpu(library)
+    table = nk.log_softmax_backward.tensor_replay_table
+    recorded, replayed = _counts()
+    for _ in range(3):
+        y, dy = _data((64, 1000)), _data((64, 1000))
+        got = nk.log_softmax_backward(to_device(y), to_device(dy))
+        assert isinstance(got, kind)
+        np.testing.assert_allclose(to_host(got), _log_softmax_backward_ref(y, dy),
+                                   rtol=1e-5, atol=1e-4)
+    assert _counts() == (recorded + 1, replayed + 2) and len(table) == 1
 
 
 def test_a_call_that_returns_its_array_is_not_tabled():
