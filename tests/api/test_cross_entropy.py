@@ -190,3 +190,34 @@ def test_the_in_place_gradient_allocates_nothing_logits_sized():
     nk.cross_entropy(x, t, return_grad=True, grad_out=x)
     cupy.cuda.Device().synchronize()
     assert pool.total_bytes() - before < x.nbytes // 10
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_a_repeated_device_call_replays_and_still_checks_its_targets(reduction):
+    """The second call of a layout replays the recorded launches (new logits and
+    targets each time, so every address is patched in), then reads the kernel's
+    report: an out-of-bounds device target still raises after a replay, and the next
+    call is right again (the report's slots are set by a launch, not once)."""
+    from numbakern.runtime import replay
+
+    replay.forget()
+    recorded, replayed = replay.counts["recorded"], replay.counts["replayed"]
+    for _ in range(3):
+        x, t = case(6, 40, ignored=[1])
+        loss, grad = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t),
+                                      reduction=reduction, return_grad=True)
+        ref_loss, ref_grad = reference(x, t, reduction)
+        np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grad.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
+    assert (replay.counts["recorded"], replay.counts["replayed"]) == \
+        (recorded + 1, replayed + 2)
+    t[3] = 40
+    with pytest.raises(IndexError, match="target 40 of row 3 is out of bounds for 40"):
+        nk.cross_entropy(cuda.to_device(x), cuda.to_device(t), reduction=reduction,
+                         return_grad=True)
+    assert replay.counts["replayed"] == replayed + 3
+    t[3] = 7
+    loss, _ = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t), reduction=reduction,
+                               return_grad=True)
+    np.testing.assert_allclose(loss.copy_to_host(), reference(x, t, reduction)[0],
+                               rtol=1e-12, atol=1e-12)
