@@ -100,13 +100,13 @@ def _fresh_first_calls(device_array, to_host):
     """Eight threads make the first call of one new signature at once (a shape and
     dtype no other test uses: a new replay key and, for int16 cumsum, likely new
     kernels); every answer is right, one replay entry is kept, and the next call
-    replays it correctly."""
+    replays it correctly. (How many of the eight replay depends on when the first
+    recording is kept: on the H200 all seven others replayed in two runs of three.)"""
     rng = np.random.default_rng(2025)
     n = 37
     hosts = [rng.integers(-50, 50, n).astype(np.int16) for _ in range(THREADS)]
     inputs = [device_array(h) for h in hosts]
     table = nk.cumsum.replay_table
-    before = replay.counts["replayed"]
 
     results = _together(lambda i: to_host(nk.cumsum(inputs[i])))
     for h, got in zip(hosts, results):
@@ -115,6 +115,7 @@ def _fresh_first_calls(device_array, to_host):
     keys = [k for k in table if any(isinstance(p, tuple) and p and p[0] == kind  # test's alone
                                      and p[2:3] == ((n,),) for p in k)]
     assert len(keys) == 1
+    before = replay.counts["replayed"]  # (a first call that found the entry replayed)
     h = rng.integers(-50, 50, n).astype(np.int16)
     assert np.array_equal(to_host(nk.cumsum(device_array(h))), np.cumsum(h))
     assert replay.counts["replayed"] == before + 1
