@@ -125,8 +125,9 @@ def _rest_key(args: tuple, kwargs: dict, reader, addresses: list):
 
 def tabled(general, replayables: dict):
     """``general`` (a public function's call) behind a table of recorded calls of
-    arrays of one type; ``replayables``: array kind -> the replayable call whose programs the
-    table holds (its ``resolve``), for the kinds of :func:`reader_of`'s readers.
+    arrays of one type; ``replayables``: array kind -> the replayable call whose
+    programs the table holds (its ``resolve``), for the kinds of :func:`reader_of`'s
+    readers.
 
     The wrapper's ``tensor_replay_table`` maps keys (this module's docstring) to
     :class:`~numbakern.runtime.replay.Program`.
