@@ -160,11 +160,15 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
     w = _weights(weight, C, tc, workspace)
     grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad,
                        unbatched)
-    scale = _scale(workspace, t, ignore, tc, reduction, R, w)
     rows = workspace.empty(max(R, 1), tc)
     samples = _samples(x, grad, t, rows, N, C, positions)
-    bad = _constant(workspace, max(len(samples), 1), R, np.int64)
-    w = w if w is not None else _constant(workspace, 1, 1, tc)
+    slots = max(len(samples), 1)
+    # one launch sets the mean's row count (0) and the report's slots (R: none bad)
+    words = workspace.empty(1 + slots, np.int64)
+    fill(words, 0, workspace.stream, 1, R)
+    bad = sliced(words, 1, 1 + slots)
+    scale = _scale(workspace, t, ignore, tc, reduction, R, w, sliced(words, 0, 1))
+    w = w if w is not None else scale  # a kernel without weights never reads them
     for i, (xs, gs, ts, rs) in enumerate(samples):
         _launch(block, precision, xs, gs, (ts, rs, scale, sliced(bad, i, i + 1), ignore,
                                            tc.type(eps), w),
@@ -345,13 +349,15 @@ def _report_stream(logits, stream):
 
 
 def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int,
-           w=None):
+           w, count):
     """A 1-element device array: ``1 / rows counted`` for a mean (with weights ``w``:
     ``1 / sum of their weights``; computed on the device: the host never waits for
-    the count), else 1."""
+    the count), else 1. ``count``: a 1-element int64 device array holding 0, where an
+    unweighted mean counts its rows."""
     if reduction != "mean":
         return _constant(workspace, 1, 1, tc)
-    count = _constant(workspace, 1, 0, np.int64 if w is None else np.float64)
+    if w is not None:  # the weights' sum, in float64
+        count = _constant(workspace, 1, 0, np.float64)
     scale = workspace.empty(1, tc)
     if N and w is None:
         launch(_ce.count_kernel(), min(grid_for(N), 1024), 256, workspace.stream, t,
