@@ -139,7 +139,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         TypeError: ``weights`` or ``density=True`` given; a non-int ``bins`` (edge
             arrays are not supported), a bad dtype;
             a ``strategy`` that is neither a name nor a histogram strategy object.
-        ValueError: ``bins < 1``; ``range`` with ``lo > hi`` or not finite; an
+        ValueError: ``bins < 1``; ``range`` not a pair, with ``lo > hi`` or not finite; an
             automatic range that is not finite (NaN or inf in ``x``); an unknown
             ``strategy`` name, or one whose counters do not fit in shared memory.
     """
@@ -156,6 +156,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
     nbins = _positive_int(bins, "bins")
+    if range is not None and (np.ndim(range) != 1 or len(range) != 2):
+        raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range!r}")
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
     value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
     if range is None and x.size:

@@ -203,3 +203,10 @@ def test_histogram_of_bools_with_non_canonical_bytes_counts_every_non_zero_byte_
         want, want_edges = np.histogram(b, bins=bins, range=rng)
         assert np.array_equal(hist, want)
         assert np.array_equal(edges, want_edges)
+
+
+@pytest.mark.parametrize("bad", [(0, 1, 2), (1,), 5, "ab", [[0, 1]]])
+def test_a_range_that_is_not_a_pair_is_named(bad):  # found by a fresh-user trial
+    with pytest.raises(ValueError, match=r"histogram: range must be None or a \(lo, hi\) "
+                                         r"pair, got"):
+        nk.histogram(np.array([0.0, 1.0]), bins=2, range=bad)
