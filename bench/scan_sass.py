@@ -116,7 +116,7 @@ def kernel_ptx(segmented_scan: bool, dtype: np.dtype, items: int | None, hold: s
     items = items or auto_items(sum(d.itemsize for d in kit.dtypes), block.threads, value_bytes)
     plan = None
     if vectors:
-        narrow = in_dtype.str if hold == "shared" and narrows(in_dtype, dtype.itemsize) else None
+        narrow = in_dtype.str if narrows(in_dtype, dtype.itemsize, hold) else None
         plan = Vectors(16 // in_dtype.itemsize, 16 // dtype.itemsize, dtype.str, narrow)
         if items % plan.load or items % plan.store:
             return items, None

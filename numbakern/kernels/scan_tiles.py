@@ -431,7 +431,7 @@ class Vectors(NamedTuple):
     narrow: str | None = None
 
 
-def narrows(in_dtype, state_bytes: int) -> bool:
+def narrows(in_dtype, state_bytes: int, hold: str) -> bool:
     """Whether a vector tile of ``in_dtype`` elements and ``state_bytes`` states moves
     its inputs at their own width: 4-byte inputs of 8-byte states (int32 summed in
     int64, float32 in float64), where the tile holds its item prefixes in shared
@@ -450,7 +450,7 @@ def narrows(in_dtype, state_bytes: int) -> bool:
     barrier) takes 64 registers, 4 blocks, and measured 1.19 ms. CUB's ``BlockLoad``
     likewise moves a scan's input in the input's type, its ``BlockStore`` the
     output's."""
-    return np.dtype(in_dtype).itemsize == 4 and state_bytes == 8
+    return hold == "shared" and np.dtype(in_dtype).itemsize == 4 and state_bytes == 8
 
 
 def tile_vectors(x, out, kit, block, items: int, plain: bool,
@@ -482,7 +482,7 @@ def tile_vectors(x, out, kit, block, items: int, plain: bool,
         if not rows_aligned(view, 2):
             return None
     state = kit.dtypes[0].itemsize
-    narrow = np.dtype(x.dtype).str if hold == "shared" and narrows(x.dtype, state) else None
+    narrow = np.dtype(x.dtype).str if narrows(x.dtype, state, hold) else None
     vectors = Vectors(lanes_in, lanes_out, np.dtype(out.dtype).str, narrow)
     slots = padded_slots(block.threads * items, pad_every(state, vectors)) + \
         block.temp_slots() + 1
