@@ -258,10 +258,7 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
             if not SIMULATOR and _compiles_for_the_device(fn, signature):
                 continue  # CUDA's intrinsics are not the CPU's
             raise _not_compiling(op, what, dtypes, error) from None
-        result = compiled.overloads[signature]
-        _check_ufuncs(op, what, result.type_annotation.typemap)
-        if what == "combine":
-            _check_returns(op, result.signature.return_type)
+        _check_compiled(op, what, compiled.overloads[signature])
 
 
 def _compiles_for_the_device(fn, signature) -> bool:
@@ -277,6 +274,15 @@ def _not_compiling(op: Op, what: str, dtypes: tuple, error: Exception) -> TypeEr
     return TypeError(f"Op {op.name!r}: its {what} does not compile in Numba's nopython "
                      f"mode for field dtypes {tuple(str(d) for d in dtypes)}, so no GPU can "
                      f"run it: {reason}")
+
+
+def _check_compiled(op: Op, what: str, result) -> None:
+    """What the CPU compile of a user's ``what`` (combine, map or finish: Numba's
+    compile ``result``) says of it on a GPU: its NumPy ufuncs and, but for a finish,
+    what it returns."""
+    _check_ufuncs(op, what, result.type_annotation.typemap)
+    if what != "finish":
+        _check_returns(op, result.signature.return_type, what)
 
 
 def _check_ufuncs(op: Op, what: str, typemap: dict) -> None:
@@ -307,9 +313,7 @@ def _check_map(op: Op, element) -> None:
         compiled.compile(signature)
     except numba.core.errors.NumbaError:
         return
-    result = compiled.overloads[signature]
-    _check_ufuncs(op, "map", result.type_annotation.typemap)
-    _check_returns(op, result.signature.return_type, "map")
+    _check_compiled(op, "map", compiled.overloads[signature])
 
 
 def _check_returns(op: Op, returned, what: str = "combine") -> None:
