@@ -13,8 +13,9 @@ rules live once:
   results go to float arrays, integers to integers or floats, bool anywhere. That is
   stricter than NumPy's reductions, which cast ``unsafe``ly (a float sum into an int
   array): such an ``out`` raises :class:`OutDtypeError`, a ``ValueError`` that is also
-  a ``TypeError``, the class NumPy raises for a forbidden cast. Indices (argmax and friends) need an integer
-  ``out``, as NumPy's argmax (int64 results; a narrower integer ``out`` wraps).
+  a ``TypeError``, the class NumPy raises for a forbidden cast. Indices (argmax and
+  friends) need an integer ``out``, as NumPy's argmax (int64 results; a narrower
+  integer ``out`` wraps).
 * A function that writes its result in place (softmax) takes an ``out`` of the
   result's dtype only.
 * An ``out`` whose elements share memory (a zero stride along an axis longer than 1,

@@ -236,7 +236,7 @@ class ScanJob:
         return scan_tile_vectors(self.x, self._outs[0], self.kit, block, items, plain, hold)
 
     def zeros(self, k: int, dtype):
-        """A zeroed 1-D device array (status flags and tile counters)."""
+        """A zeroed 1-D device array (a look-back's status flags)."""
         return zeros(self.workspace, k, dtype)
 
 
