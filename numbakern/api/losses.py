@@ -19,15 +19,15 @@ from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind
                                    resolve_stream)
 from numbakern.core.deliver import check_disjoint, check_out, deliver
 from numbakern.kernels import bfloat16, cross_entropy as _ce
-from numbakern.kernels.elementwise import cast_into, fill, grid_for
+from numbakern.kernels.elementwise import THREADS, cast_into, fill, grid_for
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import (device_view, host_copy, host_words, sample_rows, sliced,
-                                     strided, to_device)
+from numbakern.runtime.views import (device_view, host_copy, host_words, reinterpreted,
+                                     sample_rows, sliced, strided, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -160,21 +160,17 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
     w = _weights(weight, C, tc, workspace)
     grad = _grad_array(workspace, out, x, logits, shape, dtype, kind, return_grad,
                        unbatched)
-    rows = workspace.empty(max(R, 1), tc)
+    rows, values = _row_losses(workspace, reduction, (N, *positions), tc, dtype)
     samples = _samples(x, grad, t, rows, N, C, positions)
     slots = max(len(samples), 1)
-    # one launch sets the mean's row count (0) and the report's slots (R: none bad)
-    words = workspace.empty(1 + slots, np.int64)
-    fill(words, 0, workspace.stream, 1, R)
-    bad = sliced(words, 1, 1 + slots)
-    scale = _scale(workspace, t, ignore, tc, reduction, R, w, sliced(words, 0, 1))
+    scale, bad = _scale_and_report(workspace, t, ignore, tc, reduction, R, w, slots)
     w = w if w is not None else scale  # a kernel without weights never reads them
     for i, (xs, gs, ts, rs) in enumerate(samples):
         _launch(block, precision, xs, gs, (ts, rs, scale, sliced(bad, i, i + 1), ignore,
                                            tc.type(eps), w),
                 eps > 0, workspace.stream, weight is not None)
     bad = None if on_host else bad
-    loss = _loss(workspace, rows, (N, *positions), tc, dtype, precision, reduction)
+    loss = _loss(workspace, rows, values, R, tc, dtype, precision, reduction)
     if not return_grad:
         return loss, bad
     grad = _deliver(grad, kind, out, workspace)
@@ -348,25 +344,32 @@ def _report_stream(logits, stream):
     return resolve_stream(stream, kind_of(logits))
 
 
-def _scale(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str, N: int,
-           w, count):
-    """A 1-element device array: ``1 / rows counted`` for a mean (with weights ``w``:
-    ``1 / sum of their weights``; computed on the device: the host never waits for
-    the count), else 1. ``count``: a 1-element int64 device array holding 0, where an
-    unweighted mean counts its rows."""
-    if reduction != "mean":
-        return _constant(workspace, 1, 1, tc)
-    if w is not None:  # the weights' sum, in float64
-        count = _constant(workspace, 1, 0, np.float64)
+def _scale_and_report(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str,
+                      N: int, w, slots: int) -> tuple:
+    """``(scale, bad)``: a 1-element device array of the compute dtype ``tc`` that the
+    row kernels multiply each loss and gradient by (``1 / rows counted`` for a mean,
+    with weights ``w`` ``1 / sum of their weights``; else 1), and ``slots`` int64
+    report slots holding ``N`` (no bad target). One fill launch sets the slots and
+    the scale's 1, or a mean's count and ticket (0), in one allocation; a mean's count
+    is one more launch (``cross_entropy.count_kernel``), on the device: the host never
+    waits for it."""
+    mean = reduction == "mean"
+    head = 2 if mean else 1
+    words = workspace.empty(head + slots, np.int64)
+    one = np.ones(1, tc).view(np.int32 if tc.itemsize == 4 else np.int64)[0]
+    fill(words, 0 if mean else int(one), workspace.stream, head, N)  # 1.0's bits
+    bad = sliced(words, head, head + slots)
+    if not mean:
+        return reinterpreted(words, tc, 1), bad
     scale = workspace.empty(1, tc)
-    if N and w is None:
-        launch(_ce.count_kernel(), min(grid_for(N), 1024), 256, workspace.stream, t,
-               ignore, count)
-    elif N:
-        launch(_ce.weighted_count_kernel(), min(grid_for(N), 1024), 256, workspace.stream,
-               t, ignore, w, count)
-    launch(_ce.scale_kernel(), 1, 32, workspace.stream, count, scale)
-    return scale
+    grid, ticket = min(grid_for(N), 1024), sliced(words, 1, 2)
+    if w is None:
+        launch(_ce.count_kernel(), grid, THREADS, workspace.stream, t, ignore,
+               sliced(words, 0, 1), ticket, scale)
+    else:  # 0.0's float64 bits are int64 0's
+        launch(_ce.weighted_count_kernel(), grid, THREADS, workspace.stream, t, ignore, w,
+               reinterpreted(words, np.float64, 1), ticket, scale)
+    return scale, bad
 
 
 def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool,
@@ -382,14 +385,25 @@ def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool,
     return _one_row(device_view(out), kind) if unbatched else device_view(out)
 
 
-def _loss(workspace, rows, shape: tuple, tc, dtype, precision: str, reduction: str):
-    """The row losses (``"none"``, of ``shape``) or their sum, in ``logits``' dtype."""
-    N = math.prod(shape)
-    if reduction == "none":
-        # allocated in its final shape: what is delivered on a GPU is the allocation
-        # itself (``user_array``), not a view made of it afterwards
-        values = workspace.empty(shape, dtype)
-        if N:
+def _row_losses(workspace, reduction: str, shape: tuple, tc, dtype) -> tuple:
+    """``(the row kernel's losses: 1-D, compute dtype, the "none" result or None)``.
+    A ``"none"`` of float32 or float64 logits has its losses written straight into
+    the result, allocated in its final shape (what is delivered on a GPU is the
+    allocation itself, ``user_array``, not a view made of it afterwards)."""
+    R = math.prod(shape)
+    if reduction != "none":
+        return workspace.empty(max(R, 1), tc), None
+    values = workspace.empty(shape, dtype)
+    if np.dtype(dtype) == tc and R:
+        return strided(values, [(R, tc.itemsize)]), values
+    return workspace.empty(max(R, 1), tc), values
+
+
+def _loss(workspace, rows, values, N: int, tc, dtype, precision: str, reduction: str):
+    """The loss in ``logits``' dtype: ``values`` (``"none"``'s result, from
+    :func:`_row_losses`) holding the ``N`` row losses, else their sum."""
+    if values is not None:
+        if N and np.dtype(dtype) != tc:
             _narrow(rows, strided(values, [(N, np.dtype(dtype).itemsize)]), precision,
                     workspace, N)
         return _deliver(values, workspace.kind, None, workspace)
@@ -400,6 +414,8 @@ def _loss(workspace, rows, shape: tuple, tc, dtype, precision: str, reduction: s
                              grid, workspace, None, track_index=False)[0]
     else:
         total = _constant(workspace, 1, np.nan if reduction == "mean" else 0, tc)
+    if np.dtype(dtype) == tc:  # float32 or float64 logits: the sum is the loss
+        return deliver(workspace, total, dtype, (), None)
     value = workspace.empty(1, dtype)
     _narrow(total, value, precision, workspace, 1)
     return deliver(workspace, value, dtype, (), None)  # a 0-d view: the call replays

@@ -53,6 +53,7 @@ from numbakern.kernels.vector import vector_lanes, vector_storer
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.relaxed import fence_acq_rel
 
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
 
@@ -326,11 +327,13 @@ def vector_kernel_for(plan: RowPlan, smoothing: bool, gradient: bool,
 
 
 def count_kernel():
-    """Kernel ``(target, ignore, count)``: ``count[0]`` += the targets other than
-    ``ignore`` (atomically, grid-strided): the rows a mean divides by."""
+    """Kernel ``(target, ignore, count, ticket, scale)``: ``count[0]`` += the targets
+    other than ``ignore`` (atomically, grid-strided), then ``scale[0] = 1 / count[0]``
+    (:func:`_reciprocal_when_last`): what a mean multiplies by. ``count[0]`` and
+    ``ticket[0]`` start at 0."""
 
     @cuda.jit
-    def count_rows(target, ignore, count):
+    def count_rows(target, ignore, count, ticket, scale):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         mine = int64(0)
@@ -339,18 +342,20 @@ def count_kernel():
                 mine += 1
             i += step
         cuda.atomic.add(count, 0, mine)
+        _reciprocal_when_last(count, ticket, scale)
 
     return cached(("cross_entropy", "count", device_key()), lambda: count_rows)
 
 
 def weighted_count_kernel():
-    """Kernel ``(target, ignore, weight, total)``: ``total[0]`` (float64) += the weights
-    ``weight[t]`` of the targets other than ``ignore`` (atomically, grid-strided): what
-    a weighted mean divides by, as PyTorch's. A target outside ``[0, C)`` adds nothing
-    (the loss kernel reports it)."""
+    """Kernel ``(target, ignore, weight, total, ticket, scale)``: ``total[0]`` (float64)
+    += the weights ``weight[t]`` of the targets other than ``ignore`` (atomically,
+    grid-strided), then ``scale[0] = 1 / total[0]`` (:func:`_reciprocal_when_last`):
+    what a weighted mean multiplies by, as PyTorch's. A target outside ``[0, C)`` adds
+    nothing (the loss kernel reports it). ``total[0]`` and ``ticket[0]`` start at 0."""
 
     @cuda.jit
-    def weigh_rows(target, ignore, weight, total):
+    def weigh_rows(target, ignore, weight, total, ticket, scale):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         C = weight.shape[0] - 1  # the weights' sum sits last
@@ -361,18 +366,22 @@ def weighted_count_kernel():
                 mine += float(weight[t])
             i += step
         cuda.atomic.add(total, 0, mine)
+        _reciprocal_when_last(total, ticket, scale)
 
     return cached(("cross_entropy", "weighted_count", device_key()), lambda: weigh_rows)
 
 
-def scale_kernel():
-    """Kernel ``(count, scale)``: ``scale[0] = 1 / count[0]`` (NaN when it is 0: no row
-    counts, or their weights sum to 0, as PyTorch's mean of nothing)."""
-
-    @cuda.jit
-    def reciprocal(count, scale):
-        if cuda.threadIdx.x == 0:
-            scale[0] = 1.0 / count[0] if count[0] != 0 else math.nan
-
-    return cached(("cross_entropy", "reciprocal", device_key()), lambda: reciprocal)
-
+@cuda.jit(device=True)
+def _reciprocal_when_last(count, ticket, scale):
+    """After every thread of the block has added to ``count[0]``: the grid's last block
+    to arrive (``ticket[0]`` counts them) sets ``scale[0] = 1 / count[0]``, NaN when it
+    is 0 (no row counts, or their weights sum to 0: PyTorch's mean of nothing). One
+    launch where a count and a reciprocal were two: the CUDA samples' "last block done"
+    pattern, with release and acquire fences around the ticket."""
+    fence_acq_rel()  # release: this thread's addition before the block's ticket
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0 and \
+            cuda.atomic.add(ticket, 0, 1) == cuda.gridDim.x - 1:
+        fence_acq_rel()  # acquire: every block's additions
+        total = cuda.atomic.add(count, 0, 0)  # read at L2, never a stale L1 line
+        scale[0] = 1.0 / total if total != 0 else math.nan

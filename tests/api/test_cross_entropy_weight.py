@@ -30,8 +30,9 @@ def case(rows, classes, dtype=np.float64, ignored=()):
 
 def reference(x, t, w, reduction="mean", eps=0.0):
     xr = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
-    loss = F.cross_entropy(xr, torch.from_numpy(t), weight=torch.from_numpy(w.astype(
-        np.float64)), reduction=reduction, label_smoothing=eps)
+    weight = None if w is None else torch.from_numpy(w.astype(np.float64))
+    loss = F.cross_entropy(xr, torch.from_numpy(t), weight=weight, reduction=reduction,
+                           label_smoothing=eps)
     loss.sum().backward()
     return loss.detach().numpy(), xr.grad.numpy()
 
@@ -136,3 +137,14 @@ def test_bfloat16_tensors_and_weights():
     got = nk.cross_entropy(torch.from_numpy(x), tt, weight=wb)
     torch.testing.assert_close(got, F.cross_entropy(torch.from_numpy(x), tt,
                                                     weight=wb.float()))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_mean_counts_rows_over_several_blocks(weighted):
+    # 131 rows: three blocks of the count kernel (64 threads under the simulator); the
+    # last block to finish sets the mean's 1 / count, whichever it is
+    x, t, w = case(131, 2, ignored=[0, 64, 127, 130])
+    check(x, t, w if weighted else None, "mean", 0.0, 1e-12)
+    loss = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t), weight=w if weighted else None)
+    np.testing.assert_allclose(loss.copy_to_host(), reference(x, t, w if weighted else None,
+                                                              "mean", 0.0)[0], rtol=1e-12)
