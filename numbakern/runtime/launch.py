@@ -89,6 +89,9 @@ class DeviceBuffer:
                 f"dtype={self.dtype})")
 
 
+_UNSET = object()
+
+
 def buffer(obj: Any) -> DeviceBuffer:
     """Describe a device array (CuPy, Numba, any ``__cuda_array_interface__``)."""
     if isinstance(obj, DeviceBuffer):
@@ -96,6 +99,10 @@ def buffer(obj: Any) -> DeviceBuffer:
     if type(obj).__module__.startswith("cupy"):
         return DeviceBuffer(obj.data.ptr, obj.shape, obj.strides, obj.dtype, obj,
                             obj.flags.c_contiguous)
+    if type(obj).__module__.startswith("torch") and obj.is_cuda and not obj.requires_grad:
+        described = _torch_buffer(obj)
+        if described is not None:
+            return described
     if hasattr(obj, "device_ctypes_pointer"):
         # A Numba device array, read directly: its interface converts the stream it was
         # made on with int(), which warns (DeprecationWarning, Python 3.12) for the
@@ -112,6 +119,22 @@ def buffer(obj: Any) -> DeviceBuffer:
     return DeviceBuffer(cai["data"][0], shape, tuple(strides), dtype, obj)
 
 
+def _torch_buffer(t) -> DeviceBuffer | None:
+    """A CUDA tensor that requires no grad, read directly (torch's
+    ``__cuda_array_interface__`` is Python that costs several microseconds a call);
+    None for a dtype outside :data:`_TORCH_NUMPY` (bfloat16, float8), which the
+    interface describes or refuses."""
+    dtype = _TORCH_NUMPY.get(str(t.dtype))
+    if dtype is None:
+        return None
+    size = dtype.itemsize
+    return DeviceBuffer(t.data_ptr(), t.shape, tuple(s * size for s in t.stride()), dtype, t)
+
+
+# torch dtypes (by name) that torch's interface describes as these NumPy dtypes
+_TORCH_NUMPY = {f"torch.{name}": np.dtype(name) for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128")}
 _SCALARS = {  # Python scalar kinds -> Numba type; both travel as 8 bytes
     "i": (types.int64,),
     "f": (types.float64,),
@@ -215,7 +238,6 @@ def flatten(args) -> tuple[tuple, list, list]:
     return tuple(key), flat, slots
 
 
-_UNSET = object()
 # CuPy's Cython binding of cuLaunchKernel, when CuPy is loaded at the first launch:
 # 3.6 us a call on the H200 host against 5.5 us through ctypes (2026-11-30).
 _cupy_launch_kernel: Any = _UNSET

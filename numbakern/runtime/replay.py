@@ -430,17 +430,6 @@ def _stream_of(kind: str):
     return 0
 
 
-def _cuda_device(torch, index: int):
-    """``torch.device("cuda", index)``, made once per index."""
-    device = _CUDA_DEVICES.get(index)
-    if device is None:
-        device = _CUDA_DEVICES.setdefault(index, torch.device("cuda", index))
-    return device
-
-
-_CUDA_DEVICES: dict = {}
-
-
 def _handle(stream) -> int:
     if isinstance(stream, int):
         return stream
@@ -641,9 +630,10 @@ class Program:
         return self._launch([*bases, address], block, address, _stream_of(self.kind),
                             objects)
 
-    def replay(self, addresses: list, device: int):
+    def replay(self, addresses: list, device: int, first):
         """Replay a call whose array arguments are at ``addresses`` (in order) on CUDA
-        ``device`` (the current one: ``numbakern.runtime.tensor_table`` asked once)."""
+        ``device`` (the current one: ``numbakern.runtime.tensor_table`` asked once);
+        ``first``: the first array argument (a torch replay allocates through it)."""
         if SIMULATOR or (self.kind != "torch" and self.kind != "cupy"):
             return self.run(addresses)
         if self.kind == "cupy":
@@ -653,7 +643,10 @@ class Program:
             return self._view(self.result, block, block.ptr)
         torch = sys.modules["torch"]
         shape, dtype, views = self.tensor_result
-        block = torch.empty(shape, dtype=dtype, device=_cuda_device(torch, device))
+        # on the first tensor's device (the current one): new_empty parses no device;
+        # a subclass's new_empty could return the subclass, the general path does not
+        block = first.new_empty(shape, dtype=dtype) if type(first) is torch.Tensor else \
+            torch.empty(shape, dtype=dtype, device=first.device)
         self._drive((*addresses, block.data_ptr()),
                     torch._C._cuda_getCurrentRawStream(device))
         return block if views is None else views(block)

@@ -161,7 +161,7 @@ def tabled(general, replayables: dict):
         program = table.get(key)
         if program is not None:
             counts["replayed"] += 1
-            return program.replay(addresses, device)
+            return program.replay(addresses, device, x)
         return _first(table, key, replayables[reader.kind], x, args, kwargs)
 
     call.tensor_replay_table = table

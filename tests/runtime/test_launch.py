@@ -173,3 +173,29 @@ def test_host_words_reads_contiguous_words_by_the_driver_and_the_rest_by_numba(
                                np.int64)
     assert views.host_words(long) == ("numba", (launch.PINNED_BYTES // 8 + 1,))
     assert len([c for c in stub_copier if c[0] == "copy"]) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8", "bool"])
+def test_a_cuda_tensor_is_described_as_its_interface_says(dtype):
+    # read directly (not through torch's Python interface), to the same description
+    torch = pytest.importorskip("torch")
+    t = torch.zeros((6, 10), dtype=getattr(torch, dtype), device="cuda")[1::2, ::3]
+    got = launch.buffer(t)
+    cai = t.__cuda_array_interface__
+    assert (got.ptr, got.shape, got.strides, got.dtype) == \
+        (cai["data"][0], tuple(cai["shape"]), tuple(cai["strides"]), np.dtype(cai["typestr"]))
+    assert not got.c_contiguous and got.owner is t
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8", "bool", "complex64"])
+def test_a_tensor_is_described_as_numpy_sees_its_memory(dtype):
+    # the direct description of a (CUDA) tensor, checked on a CPU tensor's memory
+    torch = pytest.importorskip("torch")
+    t = torch.zeros((6, 10), dtype=getattr(torch, dtype))[1::2, ::3]
+    got, view = launch._torch_buffer(t), t.numpy()
+    assert (got.ptr, got.shape, got.strides, got.dtype) == \
+        (view.__array_interface__["data"][0], view.shape, view.strides, view.dtype)
+    assert got.owner is t and not got.c_contiguous
+    # NumPy names no bfloat16: torch's interface describes it, or refuses it
+    assert launch._torch_buffer(torch.zeros(3, dtype=torch.bfloat16)) is None
