@@ -84,6 +84,28 @@ def test_lookback_tuning(big, measure, threads, items, hold):
             **_info(x, f"decoupled_lookback/warp_shuffle t{threads} i{items} {hold}"))
 
 
+@pytest.fixture(scope="module", params=["float64", "int32"])
+def wide(request, cp):
+    """The 8-byte states' scans: float64 2**27 (as many bytes as 2**28 float32) and
+    int32 2**28 summed in int64 (NumPy's promotion)."""
+    if request.param == "int32":
+        return cp.random.randint(-1000, 1000, 1 << 28, dtype=cp.int32)
+    return cp.random.uniform(-1, 1, 1 << 27, dtype=cp.float64)
+
+
+@pytest.mark.parametrize("items", [None, 4, 8, 12, 16])
+def test_lookback_tuning_8_byte_states(wide, measure, items):
+    """Items per thread for the 8-byte states, which run at 75% of the copy rate where
+    float32 runs at 92% (bench/NOTES.md, 2026-12-04): fewer items mean fewer registers
+    and less shared memory (more blocks a multiprocessor), and twice the tiles to
+    look back over (``None``: ``auto_items``'s choice; ``bench/scan_sass.py --items``
+    gives each variant's registers without a GPU)."""
+    strategy = nk.DecoupledLookback(items=items)
+    out = nk.cumsum(wide, strategy=strategy)
+    measure(lambda: nk.cumsum(wide, strategy=strategy), _traffic(wide, out),
+            **_info(wide, f"decoupled_lookback/warp_shuffle i{items or 'auto'}"))
+
+
 @pytest.fixture(scope="module")
 def products(cp):
     """2**28 float32 factors near 1 (their running product stays in range)."""
