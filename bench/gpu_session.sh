@@ -18,8 +18,9 @@
 # took 3 minutes on a 16-core H200 host (2026-11-30). Both halves run in 10: at 15,
 # 51 tests of the second half failed once (2026-12-03, bench/NOTES.md) and 13 of the
 # first (2026-12-04: the 8192 x 50257 softmax rows, the 2^28 sorts, and the worker's
-# later tests), all passing again at 4-12 processes: 15 processes' largest tests at
-# once exhaust the GPU's memory.
+# later tests), all passing again at 4-12 processes (the 2026-12-03 failures were
+# CUDA out-of-memory errors of 15 processes' largest tests at once; the later ones
+# printed no traceback before the run's time limit).
 set -uo pipefail
 root=$PWD
 out=${OUT:-$root/gpu-out}
