@@ -89,9 +89,6 @@ class DeviceBuffer:
                 f"dtype={self.dtype})")
 
 
-_UNSET = object()
-
-
 def buffer(obj: Any) -> DeviceBuffer:
     """Describe a device array (CuPy, Numba, any ``__cuda_array_interface__``)."""
     if isinstance(obj, DeviceBuffer):
@@ -135,6 +132,7 @@ def _torch_buffer(t) -> DeviceBuffer | None:
 _TORCH_NUMPY = {f"torch.{name}": np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128")}
+
 _SCALARS = {  # Python scalar kinds -> Numba type; both travel as 8 bytes
     "i": (types.int64,),
     "f": (types.float64,),
@@ -238,6 +236,7 @@ def flatten(args) -> tuple[tuple, list, list]:
     return tuple(key), flat, slots
 
 
+_UNSET = object()
 # CuPy's Cython binding of cuLaunchKernel, when CuPy is loaded at the first launch:
 # 3.6 us a call on the H200 host against 5.5 us through ctypes (2026-11-30).
 _cupy_launch_kernel: Any = _UNSET
