@@ -58,10 +58,13 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
             dtype and kind; read in the compute dtype). Row ``i``'s loss is multiplied
             by ``weight[target[i]]`` (with smoothing, torch's
             ``(1 - eps) w_t (lse - x_t) + eps / C sum_c w_c (lse - x_c)``), and a mean
-            divides by the sum of the counted rows' ``weight[target[i]]`` (NaN when
-            that is 0), as ``torch.nn.functional.cross_entropy``. Device weights are
-            copied to the host once (``C`` values, a synchronisation) to append their
-            sum.
+            divides by the sum of the counted rows' ``weight[target[i]]``, as
+            ``torch.nn.functional.cross_entropy``; NaN when that sum is 0 (torch's
+            too where the counted weights are all 0; with weights of both signs
+            summing to 0, torch's mean is the weighted loss over 0, +-inf: the
+            kernels scale each row by ``1 / sum`` and a sum of 0 is NaN). Device
+            weights are copied to the host once (``C`` values, a synchronisation) to
+            append their sum.
         ignore_index: rows with this target count nothing (loss and gradient 0; a
             mean divides by the rows that count).
         label_smoothing: ``eps`` in ``[0, 1]``: the target is ``(1 - eps)`` one-hot
@@ -113,7 +116,7 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
                             return_grad=return_grad, grad_out=grad_out, strategy=strategy,
                             stream=stream)
     if bad is not None:
-        _report(bad, target, logits, _report_stream(logits, stream))
+        _report(bad, target, logits, ignore_index, _report_stream(logits, stream))
     return result
 
 
@@ -268,7 +271,7 @@ def _flat_target(view, R: int):
         return view
     itemsize = np.dtype(view.dtype).itemsize
     want = [itemsize * math.prod(view.shape[i + 1:]) for i in range(len(view.shape))]
-    if any(e != 1 and s != w for e, s, w in zip(view.shape, view.strides, want)):
+    if R and any(e != 1 and s != w for e, s, w in zip(view.shape, view.strides, want)):
         raise ValueError("device targets of K-dimensional logits must be C-contiguous")
     return strided(view, [(R, itemsize)])
 
@@ -316,23 +319,25 @@ def _weights(weight, C: int, tc: np.dtype, workspace: Workspace):
 
 
 def _where(i: int, shape: tuple):
-    """Row ``i`` as the caller indexes it: ``i`` for ``(N,)`` targets, else the tuple."""
-    return i if len(shape) == 1 else tuple(int(k) for k in np.unravel_index(i, shape))
+    """Row ``i`` as the caller indexes it: ``i`` for ``(N,)`` targets (0 for the one
+    row of ``(C,)`` logits), else the tuple."""
+    return i if len(shape) <= 1 else tuple(int(k) for k in np.unravel_index(i, shape))
 
 
-def _report(bad, target, logits, stream) -> None:
+def _report(bad, target, logits, ignore, stream) -> None:
     """The first out-of-bounds target the launches recorded (each its own slot, rows
-    counted within the launch), raised; ``bad`` read after the work on ``stream``."""
+    counted within the launch), raised; ``bad`` read after the work on ``stream``, or
+    as it is on the host (the call of a torch CPU tensor hands it back as one)."""
     dims = np.shape(logits)
     shape, C = ((1,), dims[0]) if len(dims) == 1 else ((dims[0], *dims[2:]), dims[1])
-    found = host_words(bad, stream)
+    found = np.asarray(bad) if kind_of(bad) == "numpy" else host_words(bad, stream)
     per = math.prod(shape[1:]) if len(found) > 1 else math.prod(shape)
     hits = np.flatnonzero(found < per)
     if hits.size:
         row = int(hits[0]) * per + int(found[hits[0]])
         value = int(host_copy(device_view(target)).reshape(-1)[row])
         raise IndexError(f"target {value} of row {_where(row, shape)} is out of bounds "
-                         f"for {C} classes")
+                         f"for {C} classes (and is not ignore_index={ignore})")
 
 
 def _report_stream(logits, stream):

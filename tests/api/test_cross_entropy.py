@@ -138,8 +138,12 @@ def test_unbatched_logits_take_a_0d_target_as_torch(classes, reduction):
     F.cross_entropy(xr, torch.tensor(0), reduction=reduction).backward()
     np.testing.assert_allclose(device.copy_to_host(), xr.grad.numpy(), rtol=1e-12,
                                atol=1e-14)
-    with pytest.raises(IndexError, match=f"out of bounds for {classes} classes"):
-        nk.cross_entropy(x, np.array(classes))
+    # one row, named alike whether the target is on the host or the device
+    for place in (np.asarray, cuda.to_device):
+        with pytest.raises(IndexError, match=f"target {classes} of row 0 is out of bounds "
+                                             f"for {classes} classes \\(and is not "
+                                             f"ignore_index=-100\\)"):
+            nk.cross_entropy(place(x), place(np.array(classes)))
 
 
 def test_bad_input_is_named():
@@ -221,3 +225,14 @@ def test_a_repeated_device_call_replays_and_still_checks_its_targets(reduction):
                                return_grad=True)
     np.testing.assert_allclose(loss.copy_to_host(), reference(x, t, reduction)[0],
                                rtol=1e-12, atol=1e-12)
+
+
+def test_torch_cpu_logits_with_device_targets_are_checked():
+    # the call of a CPU tensor hands its results back as CPU tensors: the report too
+    x, t = case(4, 6)
+    loss = nk.cross_entropy(torch.from_numpy(x), cuda.to_device(t))
+    assert isinstance(loss, torch.Tensor)
+    np.testing.assert_allclose(loss.numpy(), reference(x, t)[0], rtol=1e-12)
+    t[2] = 6
+    with pytest.raises(IndexError, match="target 6 of row 2 is out of bounds for 6"):
+        nk.cross_entropy(torch.from_numpy(x), cuda.to_device(t))

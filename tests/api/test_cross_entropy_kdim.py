@@ -101,3 +101,15 @@ def test_bad_targets_and_layouts_are_named():
     x4, t4 = case((2, 3, 4, 5))
     with pytest.raises(ValueError, match="logits of shape .* one axis"):
         nk.cross_entropy(cuda.to_device(x4)[:, :, :, ::2], t4[:, :, ::2])  # two strides
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 0), (0, 3, 4), (2, 3, 0, 4)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_empty_positions_on_the_device_give_torchs_answer(shape, reduction):
+    # an empty array's strides may be anything (NumPy's are 0): nothing to lay out
+    x = np.zeros(shape)
+    t = np.zeros((shape[0], *shape[2:]), np.int64)
+    got = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t), reduction=reduction)
+    ref = F.cross_entropy(torch.from_numpy(x), torch.from_numpy(t), reduction=reduction)
+    assert got.shape == tuple(ref.shape)
+    np.testing.assert_array_equal(got.copy_to_host(), ref.numpy())
