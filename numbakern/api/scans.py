@@ -140,8 +140,9 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
     NumPy's while the running product stays normal; where NumPy's sequential product
     passes through the subnormal range, it loses bits that every later element
     inherits, and the tree, multiplying in another order, may not (``[1e-30, 1e-15,
-    1e30]`` in float32: NumPy's last element 1.4e-15, this one's 1e-15). That costs a float cumprod about 5.5x a cumsum's time on an H200 (float32,
-    2**28: 3.6 ms against 0.66; bench/NOTES.md); integer products are one scan.
+    1e30]`` in float32: NumPy's last element 1.4e-15, this one's 1e-15). That costs
+    a float cumprod about 5.5x a cumsum's time on an H200 (float32, 2**28: 3.6 ms
+    against 0.66; bench/NOTES.md); integer products are one scan.
 
     Raises: as :func:`cumsum`.
     """

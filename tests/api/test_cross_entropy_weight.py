@@ -144,7 +144,8 @@ def test_mean_counts_rows_over_several_blocks(weighted):
     # 131 rows: three blocks of the count kernel (64 threads under the simulator); the
     # last block to finish sets the mean's 1 / count, whichever it is
     x, t, w = case(131, 2, ignored=[0, 64, 127, 130])
-    check(x, t, w if weighted else None, "mean", 0.0, 1e-12)
-    loss = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t), weight=w if weighted else None)
-    np.testing.assert_allclose(loss.copy_to_host(), reference(x, t, w if weighted else None,
-                                                              "mean", 0.0)[0], rtol=1e-12)
+    w = w if weighted else None
+    check(x, t, w, "mean", 0.0, 1e-12)
+    loss = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t), weight=w)
+    np.testing.assert_allclose(loss.copy_to_host(), reference(x, t, w, "mean", 0.0)[0],
+                               rtol=1e-12)

@@ -234,10 +234,10 @@ def test_a_tensor_replay_asks_for_the_device_once_and_allocates_its_result(fake)
     assert fake.stubs["_cuda_getDevice"] == 1 and fake.stubs["raw_stream"] == 1
     assert fake.stubs["current_device"] == 0
     assert fake.stubs["driver_launch"] == len(sim.steps)
-    # one allocation, in the result's dtype, through torch.empty: the fake tensor is a
-    # subclass, whose new_empty would return the subclass (a torch.Tensor's replay
-    # allocates through its new_empty: the gpu tests below) (the simulator's scan has a temporary
-    # beside its result, so the result is a view of it)
+    # one allocation, in the result's dtype (the simulator's scan has a temporary beside
+    # its result, so the result is a view of it), through torch.empty: the fake tensor
+    # is a subclass, whose new_empty would return the subclass (a torch.Tensor's replay
+    # allocates through its new_empty: the gpu tests below)
     assert allocations == [(((sim.total // 4,),), torch.float32)]
     assert result.dtype == torch.float32 and tuple(result.shape) == (1000,)
     assert result.storage_offset() * 4 == sim.result.offset
