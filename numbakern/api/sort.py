@@ -115,7 +115,9 @@ def _check_kind(kind, stable) -> None:
                              "time. Use only one of them.")
     if kind is None:
         return
-    if not (isinstance(kind, str) and kind[:1].lower() in "qmhs" and kind):
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be None or a str, got {type(kind).__name__}")
+    if not kind or kind[0].lower() not in "qmhs":
         raise ValueError(f"kind must be None, 'quicksort', 'mergesort', 'heapsort' or "
                          f"'stable', got {kind!r}")
 
