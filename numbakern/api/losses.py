@@ -15,15 +15,14 @@ from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
 from numbakern.api.softmax import _deliver, _describe, bits_like
-from numbakern.core.arrays import (BFloat16Bits, Workspace, honours_stream, kind_of,
-                                   resolve_stream)
+from numbakern.core.arrays import (BFloat16Bits, Workspace, call_stream, honours_stream,
+                                   kind_of, resolve_stream)
 from numbakern.core.deliver import check_disjoint, check_out, deliver
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import THREADS, cast_into, fill, grid_for
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
-from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import (device_view, host_copy, host_words, reinterpreted,
@@ -116,7 +115,7 @@ def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoot
                             return_grad=return_grad, grad_out=grad_out, strategy=strategy,
                             stream=stream)
     if bad is not None:
-        _report(bad, target, logits, ignore_index, _report_stream(logits, stream))
+        _report(bad, target, logits, ignore_index, call_stream(logits, stream))
     return result
 
 
@@ -338,15 +337,6 @@ def _report(bad, target, logits, ignore, stream) -> None:
         value = int(host_copy(device_view(target)).reshape(-1)[row])
         raise IndexError(f"target {value} of row {_where(row, shape)} is out of bounds "
                          f"for {C} classes (and is not ignore_index={ignore})")
-
-
-def _report_stream(logits, stream):
-    """The stream a call's launches ran on: ``stream=``, else torch's current one for
-    a CUDA tensor, CuPy's for a CuPy array (``resolve_stream``)."""
-    if stream is None and not SIMULATOR and type(logits).__module__.startswith("torch") \
-            and getattr(logits, "is_cuda", False):
-        return torch_stream(logits.get_device())
-    return resolve_stream(stream, kind_of(logits))
 
 
 def _scale_and_report(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str,

@@ -32,7 +32,8 @@ import numpy as np
 from numbakern import ops as _ops
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _grid, _initial
-from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, resolve_stream
+from numbakern.core.arrays import (Workspace, as_array_like, call_stream, honours_stream,
+                                   kind_of, resolve_stream)
 from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
@@ -358,7 +359,7 @@ def _replayed(x, offsets, segments: int, op, dtypes, field, result, strategy, la
                          stream=stream)
     if check:
         _report(bad, offsets, segments, x.shape[0], empty,
-                resolve_stream(stream, kind_of(x)))
+                call_stream(x, stream))
     return out
 
 

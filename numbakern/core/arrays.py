@@ -21,7 +21,7 @@ import numpy as np
 from numba import cuda
 
 from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.device import SIMULATOR
+from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       stream_handle, to_device_array)
 from numbakern.runtime.views import device_empty, device_view, head, host_copy, to_device
@@ -154,6 +154,18 @@ def resolve_stream(stream: Any, kind: str):
     return _external_stream(_stream_pointer(stream))
 
 
+def call_stream(x: Any, stream: Any):
+    """The stream a call's launches ran on, as :func:`resolve_stream` gives it, for a
+    read after them (a report the host checks): ``stream=``, else torch's current
+    stream for a CUDA tensor (a call replayed from the tensor table sees the tensor
+    itself and no ``stream=``: ``runtime.tensor_table``), else the default of ``x``'s
+    kind."""
+    if stream is None and not SIMULATOR and type(x).__module__.startswith("torch") \
+            and getattr(x, "is_cuda", False):
+        stream = torch_stream(x.get_device())
+    return resolve_stream(stream, kind_of(x))
+
+
 def _stream_pointer(stream: Any) -> int:
     """The raw handle of a CuPy stream (``.ptr``) or a pointer; TypeError otherwise."""
     ptr = getattr(stream, "ptr", stream)
@@ -192,22 +204,6 @@ def honours_stream(fn):
             return fn(x, *args, stream=stream, **kwargs)
 
     return call
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def contiguous_copy(x, view, stream):

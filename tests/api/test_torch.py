@@ -399,6 +399,34 @@ def test_cuda_calls_follow_queued_work_on_a_side_stream(cupy_or_not):
 
 
 @pytest.mark.gpu
+def test_device_reports_are_read_after_queued_work_on_a_side_stream(cupy_or_not):
+    """cross_entropy's targets and segmented_reduce's offsets are checked on the
+    device and the report read by the host after the launches: on the stream the call
+    ran on (torch's current one), or a bad value written by queued work is missed.
+    Each call twice: the general path, then the tensor table's replay."""
+    logits = torch.zeros(4096, 3, device="cuda")
+    target = torch.zeros(4096, dtype=torch.int64, device="cuda")
+    x = torch.ones(4096, device="cuda")
+    offsets = torch.tensor([0, 2048, 4096], device="cuda")
+    nk.cross_entropy(logits, target), nk.segmented_reduce(x, offsets)  # recorded
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            torch.cuda._sleep(50_000_000)
+            target[7] = 3
+            with pytest.raises(IndexError, match="target 3 of row 7"):
+                nk.cross_entropy(logits, target)
+            target[7] = 0
+            torch.cuda._sleep(50_000_000)
+            offsets[1] = 5000
+            with pytest.raises(ValueError, match="offsets must not decrease"):
+                nk.segmented_reduce(x, offsets)
+            offsets[1] = 2048
+    side.synchronize()
+
+
+@pytest.mark.gpu
 def test_a_cuda_tensor_on_another_device_is_refused():
     if torch.cuda.device_count() < 2:
         pytest.skip("one GPU")

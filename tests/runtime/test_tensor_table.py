@@ -292,6 +292,21 @@ def test_a_tensor_on_another_device_is_refused_with_its_name(fake):
     assert len(_tensor_keys(fake, nk.sum)) == 1
 
 
+def test_a_report_is_read_on_the_stream_a_tensor_call_ran_on(fake, monkeypatch):
+    """A tensor call replayed from the table gets no ``stream=``: the read of its
+    report (cross_entropy's targets, segmented_reduce's offsets) must still follow
+    torch's current stream, not the default one."""
+    from numbakern.core import arrays
+
+    monkeypatch.setattr(arrays, "SIMULATOR", False)
+    monkeypatch.setattr(arrays, "torch_stream", lambda device: 7000 + device)
+    monkeypatch.setattr(arrays, "resolve_stream", lambda stream, kind: (stream, kind))
+    t = fake.torch.zeros(4).as_subclass(fake.CudaLike)
+    assert arrays.call_stream(t, None) == (7000, "device")
+    assert arrays.call_stream(t, 5) == (5, "device")  # stream= wins
+    assert arrays.call_stream(np.zeros(4), None) == (None, "numpy")
+
+
 def _tensor_keys(fake, fn) -> list:
     """The table's keys of fake tensors (the simulator's recording is in it too)."""
     return [k for k in fn.tensor_replay_table if k[0] is fake.CudaLike]
