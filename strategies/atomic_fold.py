@@ -202,7 +202,6 @@ class AtomicFold(GridReduce):
         return Cost(1, n * itemsize + state_bytes, state_bytes, blocks)
 
 
-
 # --- one field: a native atomic or a CAS loop ----------------------------------------
 
 

@@ -150,7 +150,6 @@ def _rounded(result, bfloat16):
     return result
 
 
-
 def _check_dask(x, name: str):
     if not isinstance(x, da.Array):
         raise TypeError(f"numbakern.{name}: expected a dask.array.Array, got "

@@ -321,7 +321,6 @@ def _axis(axis, ndim: int) -> int:
     return int(axis) % ndim
 
 
-
 def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
     if spec is None or isinstance(spec, BlockStrategy):
         return spec
@@ -825,7 +824,6 @@ def _empty(workspace: Workspace, shape, dtype):
     if workspace.kind == "numpy":
         return np.empty(shape, dtype)
     return user_array(workspace.empty(shape, dtype))
-
 
 
 def _deliver(result, kind: str, out, workspace: Workspace):

@@ -91,8 +91,6 @@ MAX_PIECES = 65535
 # --- device functions -------------------------------------------------------------------
 
 
-
-
 def view_loader(kit, reduced_dims: int, index32: bool, masked: bool = False):
     """``load(a0, a1, k0, k1, row, r, N, R1, c0, c1)``: element ``r`` of output
     ``(k0, k1)`` of the 4-D view ``a0``, as a state (its index ``r0*c0 + r1*c1``).

@@ -287,7 +287,6 @@ def _build_fold_first(kit):
     return fold_first
 
 
-
 @cuda.jit
 def _gather(src, index, dst):
     i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x

@@ -64,9 +64,6 @@ def element_loader(kit: StateKit, ndim: int):
     return load
 
 
-
-
-
 # --- thread reduce ----------------------------------------------------------------
 
 
@@ -151,8 +148,6 @@ def vector_thread_reduce(kit: StateKit, load, to_state, threads: int, width: int
         return s
 
     return thread_reduce
-
-
 
 
 def vector_width(x, ordered: bool) -> int:

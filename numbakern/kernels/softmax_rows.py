@@ -1316,7 +1316,6 @@ def vector_views(plan: RowPlan, views: list) -> list:
     return spans if plan.fused else [*spans, head]
 
 
-
 def _first_vector(plan: RowPlan):
     """Device function ``first_vector(a, o, i)``: the vector of ``a``'s 1-D view
     (from ``a``'s first element) where row ``(o, i)`` starts; rows of a fused vector

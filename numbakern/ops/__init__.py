@@ -430,7 +430,6 @@ NANPROD = Op("nanprod", _mul, _constant_identity(1), result_dtype=numpy_sum_dtyp
              map=_nan_as_one)
 
 
-
 # --- the (min, max) pair of ptp ----------------------------------------------------------
 
 

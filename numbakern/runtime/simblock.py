@@ -79,7 +79,6 @@ class Aborted(RuntimeError):
     """Raised in a simulated thread whose block was aborted."""
 
 
-
 class Meeting:
     """One rendezvous of warp lanes: who came, with what.
 

@@ -17,7 +17,6 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-
 def _check(got, want, magnitude):
     assert isinstance(got, torch.Tensor) and got.is_cuda and got.dtype == torch.bfloat16
     got, want = got.double().cpu(), want.cpu()

@@ -10,7 +10,6 @@ import numbakern as nk
 pytestmark = pytest.mark.gpu
 
 
-
 @pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("bfloat16", 2e-2)])
 @pytest.mark.parametrize("shape", [(512, 50257), (8, 21, 64, 64), (2, 19, 3, 5, 7)])
 def test_weighted_and_k_dimensional_match_torch(torch, dtype, tol, shape):

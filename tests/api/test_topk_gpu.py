@@ -16,7 +16,6 @@ pytestmark = pytest.mark.gpu
 STRATEGIES = nk.strategies.available("select")
 
 
-
 def assert_valid(torch, x, got, want, k, dim=-1):
     """got's values are torch's; got's indices distinct and pointing at its values."""
     assert isinstance(got.values, torch.Tensor) and got.values.device.type == "cuda"

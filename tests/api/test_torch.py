@@ -321,7 +321,6 @@ def _cuda(a, dtype):
     return torch.from_numpy(a).to("cuda").to(getattr(torch, dtype))
 
 
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", GPU_DTYPES)
 @pytest.mark.parametrize("name", sorted(CALLS))
@@ -548,7 +547,6 @@ def test_softmax_dtype_as_torch_and_bfloat16_of_other_inputs():
         assert isinstance(got, np.ndarray) and got.dtype == np.dtype(ml_dtypes.bfloat16)
         np.testing.assert_allclose(got.astype(np.float32), want.numpy(), rtol=BF16_RTOL,
                                    atol=1e-3)
-
 
 
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax", "softmax_backward", "sum"])
