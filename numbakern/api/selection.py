@@ -34,16 +34,18 @@ warp's keys without the sort's shared-memory ranking.
 The default (``strategy=None``) keeps the full sort (:func:`numbakern.sort`'s path:
 the stable sort along the axis, a valid partition for every ``kth``) for rows that fit
 a block's bitonic sort, for keys of 8 bits (one radix pass), for 16-bit values (two),
-and for more than :data:`~numbakern.kernels.partition_split.MAX_PIVOTS` distinct
-``kth`` (:func:`_partition_path`). Either way NumPy's introselect order of the other
-elements is not reproduced, only its contract; the split keeps each bucket's
-elements in input order. ``strategy``: ``None``, a sort strategy (the sort),
+and for more than :data:`SELECT_MOST` distinct ``kth`` (each rank's digit passes read
+the slice again, where the sort's passes serve every rank: :func:`_partition_path`;
+``strategy="radix_select"`` selects up to
+:data:`~numbakern.kernels.partition_split.MAX_PIVOTS`). Either way NumPy's
+introselect order of the other elements is not reproduced, only its contract; the
+split keeps each bucket's elements in input order. ``strategy``: ``None``, a sort strategy (the sort),
 ``"radix_select"`` or a ``RadixSelect`` (the selection), ``"sort_slice"`` or a
 ``SortSlice`` (its sort), as the medians take them.
 
 **Medians and quantiles find their order statistics by radix select** by default
 (:func:`_order_path`; rows longer than a block's bitonic sort, at most
-:data:`SELECT_MOST_QUANTILES` of ``q``): the one or two ranks NumPy's method names a
+:data:`SELECT_MOST` of ``q``): the one or two ranks NumPy's method names a
 slice are found by ``RadixSelect.kth_keys`` (digit histograms over shrinking
 candidates, Alabi et al. 2012, as ``torch.topk``), then read and interpolated as
 NumPy's ``_lerp`` (``kernels/rank_stats.py``). ``strategy`` there: ``None``, a sort
@@ -97,6 +99,15 @@ from numbakern.runtime.views import host_copy, view_as
 _METHOD_NAMES = tuple(METHODS)
 
 
+#: the most order statistics a call finds by radix select when no strategy is named
+#: (a partition's distinct ``kth``, a quantile call's ``q``): each costs a selection,
+#: a read of its row a digit pass (3 for float32), where a sort's passes serve any
+#: number of them. At 2^28 float32 (H200, bench/NOTES.md) a partition around one
+#: rank took 7.3 ms by selection and split against the sort's 7.7, the digit passes
+#: ~4.2 ms of it: a second rank would cost more than the sort.
+SELECT_MOST = 1
+
+
 # --- partition -----------------------------------------------------------------------
 
 @dispatch
@@ -117,7 +128,7 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
     select (Alabi et al., 2012), then a stable split of each slice into the ``2m +
     1`` buckets those pivots make (below, equal to, between them), elements of a
     bucket in input order; or, where :func:`_partition_path` finds it cheaper (rows
-    that fit a block, 8- and 16-bit values, more than 127 distinct ``kth``), the stable
+    that fit a block, 8- and 16-bit values, more than one distinct ``kth``), the stable
     sort along the axis. The order NumPy's introselect leaves the other elements in is
     not reproduced.
 
@@ -235,20 +246,22 @@ def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
     """``("select", RadixSelect)`` or ``("sort", sort spec)`` for a partition of rows
     of ``n`` around ``m`` distinct ranks. ``None``: the selection where a row is
     longer than a block's bitonic sort (which reads a row that fits a block once),
-    its ``2m + 1`` buckets fit (:data:`~numbakern.kernels.partition_split.MAX_BUCKETS`)
-    and its keys are wide enough to make the sort's passes cost more: 32 and 64 bits
+    for at most :data:`SELECT_MOST` ranks (each rank's digit passes read the row again)
+    and keys wide enough to make the sort's passes cost more: 32 and 64 bits
     (the radix sort's 4 or 8 passes against radix select's 3 or 6 and the split's
     two reads), or 16 bits for indices (the sort carries int64 indices through its 2
     passes); 8-bit keys sort in one pass. A sort strategy (name or object): the sort.
     ``"radix_select"`` or a ``RadixSelect``: the selection, the full sort where the
-    buckets do not fit. ``"sort_slice"`` or a ``SortSlice``: the sort (its own
+    buckets (:data:`~numbakern.kernels.partition_split.MAX_BUCKETS`) do not fit.
+    ``"sort_slice"`` or a ``SortSlice``: the sort (its own
     ``sort`` if it has one)."""
     path, how = _strategy_path(strategy)
     fits = 0 < 2 * m + 1 <= MAX_BUCKETS
     if path is None:
         bits = 8 * bits_dtype(dtype).itemsize
         wide = bits >= 32 or (bits == 16 and indices)
-        if fits and wide and _strategies.resolve("sort", None, n=n).name != "bitonic":
+        if m <= SELECT_MOST and wide and \
+                _strategies.resolve("sort", None, n=n).name != "bitonic":
             return "select", _strategies.resolve("select", "radix_select")
         return "sort", None
     if path == "select" and not fits:
@@ -547,21 +560,15 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     return normalize_axes(axis, ndim)
 
 
-#: the most quantiles a call finds by radix select when no strategy is named: each
-#: costs a selection (a read of its row a digit pass: 3 for float32) and a read for
-#: its upper rank; a sort's passes serve any number of them
-SELECT_MOST_QUANTILES = 1
-
-
 def _order_path(strategy, n: int, nq: int):
     """``("select", RadixSelect)`` or ``("sort", sort spec)``: how the order
     statistics are found. ``None``: radix select where a row is longer than a block's
     bitonic sort (a sort of a row that fits a block reads it once; radix select
-    reads it a pass per digit) and for at most :data:`SELECT_MOST_QUANTILES` of
+    reads it a pass per digit) and for at most :data:`SELECT_MOST` of
     ``q``; otherwise as :func:`_strategy_path`."""
     path, how = _strategy_path(strategy)
     if path is None:
-        if nq <= SELECT_MOST_QUANTILES and \
+        if nq <= SELECT_MOST and \
                 _strategies.resolve("sort", None, n=n).name != "bitonic":
             return "select", _strategies.resolve("select", "radix_select")
         return "sort", None

@@ -292,14 +292,16 @@ def test_partition_select_axes_and_flat():
 def test_partition_default_selects_a_long_flat_row():
     # a few thousand elements: past the simulator's bitonic rows (256), so the
     # default takes radix select and the split (several chunks, several rounds each)
+    # around one rank; around three, the sort
     x = values(np.float32, (3000,))
     x[::17] = np.nan
-    assert selection._partition_path(None, x.size, 3, x.dtype, False)[0] == "select"
-    kth = [1, 1500, 2998]
-    part = nk.partition(x, kth)
-    check_partition(x, part, kth, None)
-    same_bits(part, x, None)
-    check_argpartition(x, nk.argpartition(x, kth), kth, None)
+    for kth, path in ((1500, "select"), ([1, 1500, 2998], "sort")):
+        assert selection._partition_path(None, x.size, np.size(kth), x.dtype,
+                                         False)[0] == path
+        part = nk.partition(x, kth)
+        check_partition(x, part, kth, None)
+        same_bits(part, x, None)
+        check_argpartition(x, nk.argpartition(x, kth), kth, None)
 
 
 def test_partition_path_rule():
@@ -312,6 +314,7 @@ def test_partition_path_rule():
     assert path(None, long, 1, i8, True) == ("sort", None)  # one radix pass
     assert path(None, long, 1, f16, False) == ("sort", None)
     assert path(None, long, 1, f16, True)[0] == "select"
+    assert path(None, long, 2, f32, False) == ("sort", None)  # a selection a rank
     assert path(None, long, MAX_PIVOTS + 1, f32, False) == ("sort", None)  # 257 buckets
     assert path("radix_select", 8, MAX_PIVOTS + 1, f32, False) == ("sort", None)
     assert path("radix_select", 8, MAX_PIVOTS, f32, False)[0] == "select"
