@@ -1405,6 +1405,28 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
                  layout, cumprod_dtype)
 
 
+def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+              method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.nancumsum` of a Dask array (``method`` as :func:`cumsum`:
+    a NaN enters every chunk's scan and total as 0)."""
+    from numbakern.api.scans import cumsum_dtype
+
+    _refuse_out(out, "nancumsum")
+    return _scan(x, _ops.NANSUM, "nancumsum", axis, dtype, exclusive, reverse, method,
+                 strategy, layout, cumsum_dtype)
+
+
+def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
+               method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.nancumprod` of a Dask array (``method`` as :func:`cumsum`:
+    a NaN enters every chunk's scan and total as 1)."""
+    from numbakern.api.scans import cumprod_dtype
+
+    _refuse_out(out, "nancumprod")
+    return _scan(x, _ops.NANPROD, "nancumprod", axis, dtype, exclusive, reverse, method,
+                 strategy, layout, cumprod_dtype)
+
+
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
                      out=None, method="sequential", strategy=None, layout="auto",
                      stream=None):
@@ -1702,5 +1724,6 @@ def optimized(result):
 __all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
            "bitwise_and_sum", "bitwise_or_sum", "count_nonzero", "cumprod", "cumsum",
            "histogram", "log_softmax", "logsumexp", "max", "max_with_indices", "mean", "min",
-           "min_with_indices", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum",
-           "nanvar", "prod", "ptp", "reduce", "softmax", "std", "sum", "var", "xor_sum"]
+           "min_with_indices", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
+           "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "prod", "ptp",
+           "reduce", "softmax", "std", "sum", "var", "xor_sum"]

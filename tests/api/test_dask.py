@@ -850,6 +850,29 @@ def test_mapped_ops_carry_states_not_elements(method):
            exact=True)
 
 
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_nan_scans_as_numpys_across_chunks(method):
+    """nancumsum and nancumprod of Dask arrays: NaN enters as 0 or 1 in every chunk,
+    while a carried inf or NaN total (inf - inf) crosses chunk edges as NumPy's; the
+    dtype is NumPy's (int8 widens), exclusive and reverse as the single call's."""
+    a = np.array([np.nan, 2.0, np.inf, np.nan, -np.inf, 0.5, np.nan, 3.0, 4.0])
+    x = da.from_array(a, chunks=((2, 0, 3, 4),))
+    with np.errstate(invalid="ignore"):  # inf - inf, as NumPy's nancumsum says
+        sums = np.nancumsum(a)
+    _check(nk.nancumsum(x, method=method), sums, exact=True, like=da.nancumsum(x, axis=0))
+    _check(nk.nancumprod(x, method=method), np.nancumprod(a), exact=True,
+           like=da.nancumprod(x, axis=0))
+    b = np.array([np.nan, 2.0, -1.5, np.nan, 0.5, 3.0, np.nan])
+    y = da.from_array(b, chunks=((3, 4),))
+    _check(nk.nancumsum(y, exclusive=True, method=method),
+           np.nancumsum(b) - np.nan_to_num(b), exact=True)
+    _check(nk.nancumprod(y, reverse=True, method=method),
+           np.flip(np.nancumprod(np.flip(b))), exact=True)
+    i = da.from_array(S.astype(np.int8), chunks=S_CHUNKS)
+    _check(nk.nancumsum(i, axis=1, method=method), np.nancumsum(S.astype(np.int8), axis=1),
+           exact=True)
+
+
 def test_a_strategy_without_a_carry_takes_the_separate_pass():
     class NoCarry(nk.strategies.DecoupledLookback):
         takes_carry = False
