@@ -719,13 +719,18 @@ def count_nonzero(x, axis=None, *, keepdims=False, strategy=None, stream=None, l
     counts as nonzero).
 
     Returns:
-        a Python int for ``axis=None`` without ``keepdims`` (NumPy input), else
-        ``intp`` counts of the reduced shape.
+        for ``axis=None`` without ``keepdims`` (NumPy input) the scalar type of the
+        installed NumPy's ``np.count_nonzero`` (``np.intp`` since NumPy 2, a Python
+        int before), else ``intp`` counts of the reduced shape.
 
     Raises: as :func:`sum`.
     """
     counts = _run(x, _ops.COUNT_NONZERO, strategy, None, stream, axis, keepdims, None, lanes)
-    return int(counts) if isinstance(counts, np.generic) else counts
+    return _whole_count(counts) if isinstance(counts, np.generic) else counts
+
+
+# NumPy 2's np.count_nonzero of a whole array is an np.intp, NumPy 1's a Python int
+_whole_count = type(np.count_nonzero(np.zeros(1)))
 
 
 @dispatch
