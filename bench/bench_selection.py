@@ -118,3 +118,21 @@ def test_partition(measure, cp, torch_cuda, shape, impl):
         else:
             fn = lambda: torch_cuda.topk(t, kth + 1, dim=-1, largest=False, sorted=False)
     measure(fn, x.nbytes, op="partition", impl=impl, shape=shape, dtype="float32")
+
+
+@pytest.mark.parametrize("impl", [*STRATEGY, "numbakern-arg", "numbakern-arg-select",
+                                  "cupy"])
+def test_partition_two_kth(measure, cp, torch_cuda, impl):
+    """Two ranks: radix select reads the row on each digit pass once a rank, so the
+    default takes the sort past one (``selection.SELECT_MOST``); ``numbakern-select``
+    and ``numbakern-arg-select`` time the selection that rule gives up."""
+    x = _input(cp, (FLAT,))
+    kth = [FLAT // 4, FLAT // 2]
+    arg = {"numbakern-arg": None, "numbakern-arg-select": "radix_select"}
+    if impl in STRATEGY:
+        fn = lambda: nk.partition(x, kth, strategy=STRATEGY[impl])
+    elif impl in arg:
+        fn = lambda: nk.argpartition(x, kth, strategy=arg[impl])
+    else:
+        fn = lambda: cp.partition(x, kth)
+    measure(fn, x.nbytes, op="partition2", impl=impl, shape=(FLAT,), dtype="float32")
