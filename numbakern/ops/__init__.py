@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -48,17 +49,19 @@ def _check_identity(name: str, value: Any) -> None:
                         f"function of the dtype, got {value!r}")
 
 
-def _constant_identity(value: Any) -> Callable[[np.dtype], Any]:
+@dataclass(frozen=True)
+class _constant_identity:
     """A constant identity, a number or a tuple of numbers (one per field), as a
-    function of the field dtypes (one dtype, or a tuple of them)."""
-    if isinstance(value, tuple):
-        def identity(dtypes):
-            return tuple(np.dtype(d).type(v) for v, d in zip(value, dtypes))
-    else:
-        def identity(dtype):
-            return np.dtype(dtype).type(value)
-    identity.constant = value  # what field_dtypes reads the kinds from
-    return identity
+    function of the field dtypes (one dtype, or a tuple of them). A class, not a
+    closure, so that an op holding it pickles; ``constant`` is what
+    :func:`field_dtypes` reads the fields' kinds from."""
+
+    constant: Any
+
+    def __call__(self, dtypes):
+        if isinstance(self.constant, tuple):
+            return tuple(np.dtype(d).type(v) for v, d in zip(self.constant, dtypes))
+        return np.dtype(dtypes).type(self.constant)
 
 
 def _all_ones(dtype: np.dtype) -> Any:
@@ -313,6 +316,35 @@ class Op:
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
+
+    def __reduce_ex__(self, protocol):
+        """Pickled by name, as pickle takes a function, where the module that defines
+        its combine holds it under a name: a built-in op, or one that
+        ``@numbakern.op`` bound to its function's name; any other (an op of
+        ``__main__``, which ``cloudpickle`` sends by value to Dask's workers, or one
+        made by calling :class:`Op` and kept nowhere) by its fields, its compiled
+        device functions left out (each process compiles its own)."""
+        module = getattr(self.combine, "__module__", None)
+        if module != "__main__" and module in sys.modules:
+            for name, value in vars(sys.modules[module]).items():
+                if value is self:
+                    return _named, (module, name)
+        state = {k: v for k, v in self.__dict__.items() if k != "_device"}
+        return _rebuilt, (type(self), state)
+
+
+def _named(module: str, name: str):
+    """What ``name`` names in ``module`` (an op, unpickled)."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def _rebuilt(cls: type, state: dict) -> Op:
+    """An op from its pickled fields, with an empty cache of compiled functions."""
+    built = object.__new__(cls)
+    built.__dict__.update(state, _device={})
+    return built
 
 
 def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kwargs):
