@@ -325,7 +325,9 @@ def _check_returns(op: Op, returned, what: str = "combine") -> None:
     if nothing or (op.fields == 1) != (count is None) or \
             (count is not None and count != op.fields):
         want = "a single value" if op.fields == 1 else f"a tuple of {op.fields} values"
-        raise TypeError(f"Op {op.name!r}: its {what} returns {returned}; a state of "
+        said = ("nothing (it returns None, or raises on every path Numba compiles)"
+                if nothing else returned)
+        raise TypeError(f"Op {op.name!r}: its {what} returns {said}; a state of "
                         f"{op.fields} field(s) needs {want}")
     fields = returned.types if count is not None else (returned,)
     odd = [t for t in fields if not isinstance(t, (numba.types.Number, numba.types.Boolean))]

@@ -79,9 +79,17 @@ def test_a_map_returning_another_state_is_named(map_, returned):
     assert nk.reduce(np.arange(12.0), _pairs(lambda v, i: (v, 1.0))) == (66.0, 12.0)
 
 
-def test_a_combine_returning_none_is_named():
-    with pytest.raises(TypeError, match="its combine returns none"):
-        nk.reduce(np.arange(12.0), nk.op(identity=0.0, name="nothing")(lambda a, b: None))
+def _always_raises(a, b):
+    raise ValueError("boom")
+
+
+@pytest.mark.parametrize("combine", [lambda a, b: None, _always_raises])
+def test_a_combine_returning_nothing_is_named(combine):
+    """One that raises on every path compiles to a None return too: the message
+    says both."""
+    with pytest.raises(TypeError, match=r"its combine returns nothing \(it returns None, "
+                                        r"or raises on every path"):
+        nk.reduce(np.arange(12.0), nk.op(identity=0.0, name="nothing")(combine))
 
 
 @pytest.mark.parametrize("combine, shown", [(lambda a, b: "x", "str"),
