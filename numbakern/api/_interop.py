@@ -127,6 +127,7 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
             if call.bfloat16 is not None and "float32" in str(e):
                 raise bfloat16_refused(fn.__name__, e) from e
             raise
+        call.warn_copies()
         return call.outward(result)
 
 
@@ -204,6 +205,7 @@ class _Call:
         self.device = None
         self.via_cupy = False
         self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
+        self.copies = []  # the arguments read through a float32 copy (warn_copies)
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
         self.native_bits = None  # the bfloat16 dtype of a call that read its bits
         self.widened = False  # a reduction or scan read a bfloat16 x in place
@@ -346,9 +348,17 @@ class _Call:
 
     def _note_bfloat16(self, dtype, name: str) -> None:
         self.bfloat16 = dtype
-        warnings.warn(f"{self.name}: {name} is bfloat16, which the kernels read through a "
-                      f"float32 copy (twice its size); floating results are rounded back "
-                      f"to bfloat16", CopyWarning, stacklevel=user_stacklevel())
+        self.copies.append(name)
+
+    def warn_copies(self) -> None:
+        """The ``CopyWarning`` of each bfloat16 argument read through a float32 copy:
+        after the call, so that a call that refuses the float32 input raises its
+        error alone."""
+        for name in self.copies:
+            warnings.warn(f"{self.name}: {name} is bfloat16, which the kernels read "
+                          f"through a float32 copy (twice its size); floating results "
+                          f"are rounded back to bfloat16", CopyWarning,
+                          stacklevel=user_stacklevel())
 
     def stream_context(self, kwargs: dict):
         """Torch's current stream as CuPy's (or as ``stream=``) for a CUDA tensor call

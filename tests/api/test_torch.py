@@ -213,6 +213,15 @@ def _bf16_torch(a):
     return torch.from_numpy(a).to(torch.bfloat16)
 
 
+def test_a_bfloat16_input_refused_is_an_error_without_a_copy_warning():
+    """bincount counts ints: the float32 read of a bfloat16 x is refused, and no
+    CopyWarning tells of the copy the refused call made."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)
+        with pytest.raises(TypeError, match="x has dtype bfloat16, computed as float32"):
+            nk.bincount(_bf16_torch(np.array([2.5, 1.0], np.float32)))
+
+
 @pytest.mark.parametrize("name", sorted(BF16_CASES))
 @pytest.mark.parametrize("library", ["torch", "ml_dtypes"])
 def test_bfloat16_in_bfloat16_out(name, library):
