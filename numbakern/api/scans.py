@@ -337,7 +337,12 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
     move the index forward), and NaN beats every number: once a NaN is seen the values
     are NaN, with the index of the latest NaN so far. ``axis=None`` scans the
     flattened input (NumPy's habit; torch needs a dim). It is the ``argmax`` pair
-    scan with ties going right (``numbakern.ops.arg_op("max", False)``).
+    scan with ties going right (``numbakern.ops.arg_op("max", False)``). With
+    ``reverse=True`` element ``i`` holds the maximum of the elements from ``i`` on,
+    its index still the largest among equal values: the pair compares indices, not
+    the order of the scan (flipping, scanning with torch and flipping back gives the
+    smallest instead: ``[1, 3, 2, 3, 0]`` has indices ``[3, 3, 3, 3, 4]`` here,
+    ``[1, 1, 3, 3, 4]`` that way).
 
     Returns:
         :class:`CumMax`: ``values`` of ``x``'s dtype and int64 ``indices`` along

@@ -117,6 +117,27 @@ def test_cummax_and_cummin_follow_torch(direction):
     assert values.dtype == np.int16 and indices.dtype == np.int64
 
 
+@pytest.mark.parametrize("direction", ["max", "min"])
+def test_reversed_cummax_ties_go_to_the_larger_index(direction):
+    """reverse=True: element i is the extreme of x[i:], ties still to the largest
+    index (the docstring's example), NaN still winning with its latest index."""
+    fn = nk.cummax if direction == "max" else nk.cummin
+    sign = 1 if direction == "max" else -1
+    x = sign * np.array([1.0, 3.0, 2.0, 3.0, 0.0])
+    assert fn(x, reverse=True).indices.tolist() == [3, 3, 3, 3, 4]
+    y = RNG.integers(0, 3, 70).astype(np.float64)
+    y[[10, 50]] = np.nan
+    values, indices = fn(y, reverse=True)
+    for i in range(y.size):
+        tail = y[i:]
+        if np.isnan(tail).any():
+            want = i + int(np.flatnonzero(np.isnan(tail))[-1])
+        else:
+            best = tail.max() if direction == "max" else tail.min()
+            want = i + int(np.flatnonzero(tail == best)[-1])
+        assert indices[i] == want and (values[i] == y[want] or np.isnan(y[want])), i
+
+
 NAN_ROWS = np.array([[np.nan, -np.inf, 3.0, 3.0, np.nan], [1.0, np.nan, -2.0, -0.0, -2.0],
                      [np.nan, np.inf, np.nan, 0.5, 0.5]], np.float32)
 
