@@ -71,8 +71,8 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if out is None:
         return
     if kind == "numpy" and not isinstance(out, np.ndarray):
-        raise TypeError(f"{name}: {arg} must be a NumPy array for NumPy input, got "
-                        f"{type(out).__name__}")
+        raise TypeError(f"{name}: {arg} must be a NumPy array (or a CPU tensor) for "
+                        f"NumPy or CPU-tensor input, got {type(out).__name__}")
     if kind == "cupy" and kind_of(out) != "cupy":
         raise TypeError(f"{name}: {arg} must be a CuPy array for CuPy input, got "
                         f"{type(out).__name__}")

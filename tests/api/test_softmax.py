@@ -659,7 +659,8 @@ def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
     (lambda x: nk.softmax(x, threads=48), ValueError, "multiple of 32"),
     (lambda x: nk.softmax(x, out=np.empty((3, 4), np.float32)), ValueError, "out has shape"),
     (lambda x: nk.softmax(x, out=cuda.to_device(x)), TypeError, "out must be a NumPy"),
-    (lambda x: nk.softmax(x, out=[0.0] * 15), TypeError, "out must be a NumPy array for NumPy input, got list"),
+    (lambda x: nk.softmax(x, out=[0.0] * 15), TypeError,
+     r"out must be a NumPy array \(or a CPU tensor\) for NumPy or CPU-tensor input, got list"),
     (lambda x: nk.softmax_backward(x, x[:, :3]), ValueError, "dy must match"),
     (lambda x: nk.log_softmax_backward(x, x.astype(np.float64)), ValueError, "dy must match"),
 ])
