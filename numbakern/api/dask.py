@@ -102,7 +102,9 @@ from dask.utils import ensure_dict
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
+from numbakern.api.scans import cumprod_dtype, cumsum_dtype
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
+
 
 def _nk():
     import numbakern
@@ -1376,6 +1378,14 @@ def _tree(t: list, combine) -> list:
     return out
 
 
+def _numpy_scan(x, op: _ops.Op, name: str, rule, axis, dtype, out, exclusive, reverse,
+                method, strategy, layout):
+    """A scan NumPy names (cumsum and its kin): ``out=`` refused, the result dtype
+    NumPy's (``rule``)."""
+    _refuse_out(out, name)
+    return _scan(x, op, name, axis, dtype, exclusive, reverse, method, strategy, layout, rule)
+
+
 def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
            method="sequential", strategy=None, layout="auto", stream=None):
     """Lazy :func:`numbakern.cumsum` of a Dask array. ``method``: how the chunks'
@@ -1388,43 +1398,31 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     Raises: as :func:`numbakern.cumsum`; ``ValueError`` for another ``method``,
     ``TypeError`` for ``out=``.
     """
-    from numbakern.api.scans import cumsum_dtype
-
-    _refuse_out(out, "cumsum")
-    return _scan(x, _ops.SUM, "cumsum", axis, dtype, exclusive, reverse, method, strategy,
-                 layout, cumsum_dtype)
+    return _numpy_scan(x, _ops.SUM, "cumsum", cumsum_dtype, axis, dtype, out, exclusive,
+                       reverse, method, strategy, layout)
 
 
 def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
             method="sequential", strategy=None, layout="auto", stream=None):
     """Lazy :func:`numbakern.cumprod` of a Dask array (``method`` as :func:`cumsum`)."""
-    from numbakern.api.scans import cumprod_dtype
-
-    _refuse_out(out, "cumprod")
-    return _scan(x, _ops.PROD, "cumprod", axis, dtype, exclusive, reverse, method, strategy,
-                 layout, cumprod_dtype)
+    return _numpy_scan(x, _ops.PROD, "cumprod", cumprod_dtype, axis, dtype, out, exclusive,
+                       reverse, method, strategy, layout)
 
 
 def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
               method="sequential", strategy=None, layout="auto", stream=None):
     """Lazy :func:`numbakern.nancumsum` of a Dask array (``method`` as :func:`cumsum`:
     a NaN enters every chunk's scan and total as 0)."""
-    from numbakern.api.scans import cumsum_dtype
-
-    _refuse_out(out, "nancumsum")
-    return _scan(x, _ops.NANSUM, "nancumsum", axis, dtype, exclusive, reverse, method,
-                 strategy, layout, cumsum_dtype)
+    return _numpy_scan(x, _ops.NANSUM, "nancumsum", cumsum_dtype, axis, dtype, out,
+                       exclusive, reverse, method, strategy, layout)
 
 
 def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False,
                method="sequential", strategy=None, layout="auto", stream=None):
     """Lazy :func:`numbakern.nancumprod` of a Dask array (``method`` as :func:`cumsum`:
     a NaN enters every chunk's scan and total as 1)."""
-    from numbakern.api.scans import cumprod_dtype
-
-    _refuse_out(out, "nancumprod")
-    return _scan(x, _ops.NANPROD, "nancumprod", axis, dtype, exclusive, reverse, method,
-                 strategy, layout, cumprod_dtype)
+    return _numpy_scan(x, _ops.NANPROD, "nancumprod", cumprod_dtype, axis, dtype, out,
+                       exclusive, reverse, method, strategy, layout)
 
 
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
