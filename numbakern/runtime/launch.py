@@ -125,7 +125,8 @@ def _torch_buffer(t) -> DeviceBuffer | None:
     if dtype is None:
         return None
     size = dtype.itemsize
-    return DeviceBuffer(t.data_ptr(), t.shape, tuple(s * size for s in t.stride()), dtype, t)
+    strides = tuple(s * size for s in t.stride())
+    return DeviceBuffer(t.data_ptr(), tuple(t.shape), strides, dtype, t)
 
 
 # torch dtypes (by name) that torch's interface describes as these NumPy dtypes
