@@ -39,9 +39,9 @@ the slice again, where the sort's passes serve every rank: :func:`_partition_pat
 ``strategy="radix_select"`` selects up to
 :data:`~numbakern.kernels.partition_split.MAX_PIVOTS`). Either way NumPy's
 introselect order of the other elements is not reproduced, only its contract; the
-split keeps each bucket's elements in input order. ``strategy``: ``None``, a sort strategy (the sort),
-``"radix_select"`` or a ``RadixSelect`` (the selection), ``"sort_slice"`` or a
-``SortSlice`` (its sort), as the medians take them.
+split keeps each bucket's elements in input order. ``strategy``: ``None``, a sort
+strategy (the sort), ``"radix_select"`` or a ``RadixSelect`` (the selection),
+``"sort_slice"`` or a ``SortSlice`` (its sort), as the medians take them.
 
 **Medians and quantiles find their order statistics by radix select** by default
 (:func:`_order_path`; rows longer than a block's bitonic sort, at most
