@@ -253,10 +253,8 @@ def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
     passes); 8-bit keys sort in one pass. A sort strategy (name or object): the sort.
     ``"radix_select"`` or a ``RadixSelect``: the selection, the full sort where the
     buckets (:data:`~numbakern.kernels.partition_split.MAX_BUCKETS`) do not fit.
-    ``"sort_slice"`` or a ``SortSlice``: the sort (its own
-    ``sort`` if it has one)."""
+    ``"sort_slice"`` or a ``SortSlice``: the sort (its own ``sort`` if it has one)."""
     path, how = _strategy_path(strategy)
-    fits = 0 < 2 * m + 1 <= MAX_BUCKETS
     if path is None:
         bits = 8 * bits_dtype(dtype).itemsize
         wide = bits >= 32 or (bits == 16 and indices)
@@ -264,7 +262,7 @@ def _partition_path(strategy, n: int, m: int, dtype, indices: bool):
                 _strategies.resolve("sort", None, n=n).name != "bitonic":
             return "select", _strategies.resolve("select", "radix_select")
         return "sort", None
-    if path == "select" and not fits:
+    if path == "select" and 2 * m + 1 > MAX_BUCKETS:
         return "sort", None
     return path, how
 
