@@ -356,8 +356,7 @@ class _Call:
         error alone."""
         for name in self.copies:
             warnings.warn(f"{self.name}: {name} is bfloat16, which the kernels read "
-                          f"through a float32 copy (twice its size); floating results "
-                          f"are rounded back to bfloat16", CopyWarning,
+                          f"through a float32 copy (twice its size)", CopyWarning,
                           stacklevel=user_stacklevel())
 
     def stream_context(self, kwargs: dict):

@@ -647,7 +647,7 @@ def _moments_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
     value = finish(merged["n"], merged["mean"], merged["m2"])
     if not keepdims:
         value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
-    return value.astype(result)
+    return _as_numpy_does(value.astype(result))
 
 
 def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes,
@@ -718,7 +718,7 @@ def _deviations_finish(parts, axis=None, keepdims=False, *, finish, result, **_)
     value = finish(merged["n"], None, merged["s"])
     if not keepdims:
         value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
-    return value.astype(result)
+    return _as_numpy_does(value.astype(result))
 
 
 def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy, lanes,
@@ -988,7 +988,7 @@ def _arg_combine(parts, axis=None, keepdims=False, *, direction, tie_break_left,
         else:
             shape = v.shape if keepdims else v.shape[:ax] + v.shape[ax + 1:]
         v, i = v.reshape(shape), i.reshape(shape)
-        return (v, i) if values else i
+        return (v, i) if values else _as_numpy_does(i)
     return v, i
 
 
@@ -1007,11 +1007,21 @@ def _arg_partials(x, fn, axes: tuple, flat: bool) -> _Blocks:
                    x.numblocks)
 
 
+def _as_numpy_does(value):
+    """A 0-d NumPy result as the scalar NumPy's reductions give (and dask.array's
+    compute); CuPy's 0-d arrays stay arrays, as CuPy's reductions give them."""
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def _field_of(pair, index: int):
+    return _as_numpy_does(pair[index])
+
+
 def _picked(pairs, index: int, meta):
-    """One field of an array whose blocks are pairs: a layer of plain ``getitem``
-    tasks."""
+    """One field of an array whose blocks are pairs: a layer of plain tasks, each
+    taking its block's field."""
     name = f"{('values', 'indices')[index]}-{_token(pairs.name, index)}"
-    dsk = {(name, *key[1:]): (operator.getitem, key, index)
+    dsk = {(name, *key[1:]): (_field_of, key, index)
            for key in dask_core.flatten(pairs.__dask_keys__())}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[pairs])
     return da.Array(graph, name, pairs.chunks, meta=meta)

@@ -727,6 +727,18 @@ def test_arg_graph_is_the_chunks_then_the_tree():
     assert len(nk.argmax(x, split_every=2).__dask_graph__().layers) == base + 4
 
 
+@pytest.mark.parametrize("name", ["argmax", "nanargmin", "var", "nanstd", "sum", "mean"])
+def test_a_whole_array_result_computes_to_numpys_scalar(name):
+    """As NumPy's reductions and dask.array's compute give: a NumPy scalar, not a 0-d
+    array (the pair reductions' fields too)."""
+    a = np.random.default_rng(3).standard_normal(70)
+    x = da.from_array(a, chunks=((30, 0, 40),))
+    got = getattr(nk, name)(x).compute()
+    assert type(got) is type(getattr(np, name)(a)), type(got)
+    assert [type(v.compute()) for v in nk.max_with_indices(x)] == [np.float64, np.int64]
+    assert type(nk.argmax(x, keepdims=True).compute()) is np.ndarray
+
+
 # --- scans ---------------------------------------------------------------------------
 
 S = np.random.default_rng(7).integers(-5, 5, size=(7, 70)).astype(np.int16)
