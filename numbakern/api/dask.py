@@ -82,7 +82,6 @@ import hashlib
 import itertools
 import math
 import numbers
-import operator
 import warnings
 from typing import NamedTuple
 

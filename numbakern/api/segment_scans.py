@@ -78,10 +78,10 @@ def segmented_scan(x, offsets, op="sum", *, exclusive=False, reverse=False, dtyp
         # array([ 1,  3,  3,  7, 12])
 
     Raises:
-        ValueError: bad ``offsets`` (named: not 1-D integers, decreasing, or outside
+        ValueError: bad ``offsets`` (named: not 1-D, decreasing, or outside
             ``[0, len(x)]``); ``x`` not 1-D; an unknown op or strategy.
         TypeError: a dtype the op does not take; a two-field op; a non-bool flag;
-            ``offsets`` not an array (None, a string).
+            ``offsets`` not an array (None, a string) or not of integers.
 
     Algorithm: a scan of ``(flags, value)`` pairs under the segmented combine
     (Schwartz 1980; Sengupta et al., "Scan primitives for GPU computing", 2007):

@@ -70,7 +70,7 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
             different lengths; an unknown strategy, or ``"bitonic"`` for a span longer
             than it takes.
         TypeError: a dtype the sort does not take; a non-bool flag; ``offsets`` not an
-            array (None, a string).
+            array (None, a string) or not of integers.
 
     Algorithm and cost: two stable argsorts over the whole span (by key, then by
     segment index: the order of ``(segment, key)`` pairs, as an LSD radix sort

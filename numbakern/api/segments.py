@@ -102,7 +102,8 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
             identity (max, min) and no ``initial``; ``check_offsets=False`` for such
             an op; ``x`` not 1-D; as :func:`numbakern.reduce` for the strategy.
         TypeError: a dtype the op does not take; a two-field op (use
-            :func:`segmented_argmax`); ``offsets`` not an array (None, a string).
+            :func:`segmented_argmax`); ``offsets`` not an array (None, a string) or
+            not of integers.
 
     Source: CUB's ``DeviceSegmentedReduce`` (a block per segment, offsets as here); a
     warp per short segment as CUB's ``DeviceSegmentedSort`` treats small segments;
@@ -199,12 +200,15 @@ def _one_d(x):
 
 
 def _host_offsets(offsets, size: int, empty: str | None) -> np.ndarray:
-    """Host offsets, checked whole (``ValueError`` naming them); ``empty``: the message
-    for an empty segment where none may be."""
+    """Host offsets, checked whole (``ValueError`` naming them; ``TypeError`` for a
+    dtype that is not an integer one); ``empty``: the message for an empty segment
+    where none may be."""
     host = np.asarray(offsets)
     if host.ndim == 0 and host.dtype.kind not in "iu":  # None, a string, an object
         raise TypeError(f"offsets must be a 1-D array of integers, got "
                         f"{type(offsets).__name__}")
+    if host.ndim == 1 and host.size:  # a shape offsets_ok refuses is said first
+        _check_integers(host.dtype)
     why = offsets_ok(host, size)
     if why is not None:
         raise ValueError(f"offsets {why}")
@@ -223,9 +227,15 @@ def _device_offsets(offsets):
     if len(view.shape) != 1 or view.shape[0] < 1:
         raise ValueError(f"offsets must be 1-D with at least one entry, got shape "
                          f"{tuple(view.shape)}")
-    if dtype.kind not in "iu":
-        raise ValueError(f"offsets must hold integers, got dtype {dtype}")
+    _check_integers(dtype)
     return view
+
+
+def _check_integers(dtype: np.dtype) -> None:
+    """``TypeError`` for offsets of another dtype than an integer one (NumPy's
+    ``reduceat`` raises it for float indices)."""
+    if dtype.kind not in "iu":
+        raise TypeError(f"offsets must hold integers, got dtype {dtype}")
 
 
 def _check_span(lo: int, hi: int, size: int) -> None:

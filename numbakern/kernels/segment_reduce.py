@@ -550,11 +550,10 @@ class SegmentReduce:
 
 
 def offsets_ok(offsets: np.ndarray, size: int) -> str | None:
-    """Why host ``offsets`` cannot delimit segments of ``size`` elements, or None."""
+    """Why host ``offsets`` (of an integer dtype) cannot delimit segments of ``size``
+    elements, or None."""
     if offsets.ndim != 1 or offsets.shape[0] < 1:
         return f"must be 1-D with at least one entry, got shape {offsets.shape}"
-    if offsets.dtype.kind not in "iu":
-        return f"must hold integers, got dtype {offsets.dtype}"
     if offsets[0] < 0 or offsets[-1] > size:
         return (f"must lie in [0, {size}] (the length of x), got {int(offsets[0])} .. "
                 f"{int(offsets[-1])}")

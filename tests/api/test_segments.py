@@ -145,7 +145,6 @@ def test_offsets_may_cover_part_of_x_and_nothing():
     ([-1, 4], r"offsets must lie in \[0, 10\]"),
     ([[0, 4]], "offsets must be 1-D"),
     ([], "offsets must be 1-D with at least one entry"),
-    ([0.0, 4.0], "offsets must hold integers"),
 ])
 @pytest.mark.parametrize("fn", [nk.segmented_reduce, nk.segmented_scan])
 def test_bad_offsets_are_refused_by_name(fn, offsets, match):
@@ -153,6 +152,17 @@ def test_bad_offsets_are_refused_by_name(fn, offsets, match):
     function (``api/segments.py``)."""
     with pytest.raises(ValueError, match=match):
         fn(np.arange(10), np.array(offsets))
+
+
+@pytest.mark.parametrize("fn", [nk.segmented_reduce, nk.segmented_scan, nk.segmented_sort,
+                                nk.segmented_argmax])
+@pytest.mark.parametrize("dtype", [np.float64, np.bool_])
+def test_offsets_of_another_dtype_than_integers_are_a_type_error(fn, dtype):
+    """As NumPy's reduceat for float indices (and numbakern's rule for a dtype it
+    cannot take)."""
+    with pytest.raises(TypeError, match=f"offsets must hold integers, got dtype "
+                                        f"{np.dtype(dtype)}"):
+        fn(np.arange(10.0), np.array([0, 4, 10], dtype))
 
 
 @pytest.mark.parametrize("offsets", [None, "abc", 3.5])
@@ -193,7 +203,7 @@ def test_bad_device_offsets_are_caught_by_the_kernel(offsets, segment):
         nk.segmented_reduce(np.arange(10.0), device)
     with pytest.raises(ValueError, match="no identity.*segment 1 is empty"):
         nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0, 4, 4, 10])), "max")
-    with pytest.raises(ValueError, match="offsets must hold integers"):
+    with pytest.raises(TypeError, match="offsets must hold integers"):
         nk.segmented_reduce(np.arange(10.0), cuda.to_device(np.array([0.0, 4.0])))
 
 
