@@ -101,7 +101,7 @@ from dask.utils import ensure_dict
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
-from numbakern.api.scans import cumprod_dtype, cumsum_dtype
+from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
 
 
@@ -1434,6 +1434,41 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
                        exclusive, reverse, method, strategy, layout)
 
 
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False,
+                   method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.cumulative_sum` of a Dask array (NumPy 2's
+    ``np.cumulative_sum``, which ``dask.array`` lacks): :func:`cumsum`, ``axis``
+    required for more than one dimension; ``include_initial`` puts a block of 0
+    first along ``axis``."""
+    return _cumulative(x, "cumulative_sum", cumsum, 0, axis, dtype, out, include_initial,
+                       method, strategy, layout)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False,
+                    method="sequential", strategy=None, layout="auto", stream=None):
+    """Lazy :func:`numbakern.cumulative_prod` of a Dask array (``include_initial``:
+    a block of 1 first); as :func:`cumulative_sum`."""
+    return _cumulative(x, "cumulative_prod", cumprod, 1, axis, dtype, out, include_initial,
+                       method, strategy, layout)
+
+
+def _cumulative(x, name: str, scan, empty, axis, dtype, out, include_initial, method,
+                strategy, layout):
+    _check_dask(x, name)
+    _refuse_out(out, name)
+    include_initial = check_flag(include_initial, "include_initial")
+    x, axis = cumulative_axis(x, axis, name)
+    axis = normalize_axis(axis, x.ndim)
+    scanned = scan(x, axis=axis, dtype=dtype, method=method, strategy=strategy,
+                   layout=layout)
+    if not include_initial:
+        return scanned
+    chunks = tuple((1,) if a == axis else c for a, c in enumerate(scanned.chunks))
+    first = da.full_like(scanned, empty, shape=tuple(map(builtins.sum, chunks)),
+                         chunks=chunks)
+    return da.concatenate([first, scanned], axis=axis)
+
+
 def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=None,
                      out=None, method="sequential", strategy=None, layout="auto",
                      stream=None):
@@ -1730,6 +1765,7 @@ def optimized(result):
 
 __all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
            "bitwise_and_sum", "bitwise_or_sum", "count_nonzero", "cumprod", "cumsum",
+           "cumulative_prod", "cumulative_sum",
            "histogram", "log_softmax", "logsumexp", "max", "max_with_indices", "mean", "min",
            "min_with_indices", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
            "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "prod", "ptp",

@@ -180,6 +180,18 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
                        include_initial, strategy, layout, stream)
 
 
+def cumulative_axis(x, axis, name: str):
+    """``(x, axis)`` as the array API's cumulative functions read them: ``axis=None``
+    only for at most one dimension (``ValueError`` naming ``name`` otherwise), a 0-d
+    ``x`` scanned as one element."""
+    if axis is not None:
+        return x, axis
+    if x.ndim > 1:
+        raise ValueError(f"{name}: axis is required for arrays of more than one "
+                         f"dimension (got shape {tuple(x.shape)})")
+    return (x.reshape(1) if x.ndim == 0 else x), 0
+
+
 def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy, layout,
                 stream):
     """The array API's cumulative functions through ``scan`` (cumsum or cumprod, whose
@@ -189,11 +201,7 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     rest, both straight into views of one result (no copy)."""
     x = as_array_like(x)
     include_initial = check_flag(include_initial, "include_initial")
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError(f"{name}: axis is required for arrays of more than "
-                             f"one dimension (got shape {tuple(x.shape)})")
-        x, axis = x.reshape(1) if x.ndim == 0 else x, 0
+    x, axis = cumulative_axis(x, axis, name)
     options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
     if not include_initial:
         return scan(x, axis=axis, out=out, **options)

@@ -885,6 +885,26 @@ def test_nan_scans_as_numpys_across_chunks(method):
            exact=True)
 
 
+@pytest.mark.parametrize("axis", [0, -1])
+def test_array_api_cumulative_functions(axis):
+    """NumPy 2's cumulative_sum / cumulative_prod (which dask.array lacks): axis
+    required past one dimension, include_initial a block of the empty sum or product
+    first, NumPy's dtypes."""
+    x = da.from_array(S, chunks=S_CHUNKS)
+    for fn, ref in ((nk.cumulative_sum, np.cumulative_sum),
+                    (nk.cumulative_prod, np.cumulative_prod)):
+        for initial in (False, True):
+            _check(fn(x, axis=axis, include_initial=initial),
+                   ref(S, axis=axis, include_initial=initial), exact=True)
+    _check(nk.cumulative_sum(x, axis=1, dtype=np.float32),
+           np.cumulative_sum(S, axis=1, dtype=np.float32), exact=True)
+    scalar = da.from_array(np.array(3.0), chunks=())
+    _check(nk.cumulative_prod(scalar, include_initial=True),
+           np.cumulative_prod(np.array(3.0), include_initial=True), exact=True)
+    with pytest.raises(ValueError, match="cumulative_sum: axis is required"):
+        nk.cumulative_sum(x)
+
+
 def test_a_strategy_without_a_carry_takes_the_separate_pass():
     class NoCarry(nk.strategies.DecoupledLookback):
         takes_carry = False
