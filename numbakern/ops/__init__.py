@@ -326,7 +326,7 @@ class Op:
         device functions left out (each process compiles its own)."""
         module = getattr(self.combine, "__module__", None)
         if module != "__main__" and module in sys.modules:
-            for name, value in vars(sys.modules[module]).items():
+            for name, value in list(vars(sys.modules[module]).items()):  # a snapshot
                 if value is self:
                     return _named, (module, name)
         state = {k: v for k, v in self.__dict__.items() if k != "_device"}
