@@ -792,53 +792,46 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_eve
     M2)`` in one pass, merged across chunks by Chan et al.'s formula (float64), then
     ``M2 / max(count - ddof, 0)`` as NumPy. ``mean=`` (NumPy 2's; a NumPy or Dask
     array or a number): :func:`_from_mean`."""
-    _refuse_where(where, "var")
-    ddof = _checked_ddof(ddof, correction, "var")
-    if mean is not None:
-        return _from_mean(x, "var", mean, axis, dtype, keepdims, split_every, strategy,
-                          lanes, out, False, _variance_of(ddof, False, "Degrees of freedom <= 0 for slice", False))
-    return _moment_reduction(x, "var", axis, dtype, keepdims, split_every, strategy, lanes,
-                             out, False,
-                             _variance_of(ddof, False, "Degrees of freedom <= 0 for slice"))
+    return _variance(x, "var", False, False, axis, dtype, out, ddof, correction, keepdims,
+                     split_every, strategy, lanes, where, mean)
 
 
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
         strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.std` of a Dask array: the square root of :func:`var`'s."""
-    _refuse_where(where, "std")
-    ddof = _checked_ddof(ddof, correction, "std")
-    if mean is not None:
-        return _from_mean(x, "std", mean, axis, dtype, keepdims, split_every, strategy,
-                          lanes, out, False, _variance_of(ddof, True, "Degrees of freedom <= 0 for slice", False))
-    return _moment_reduction(x, "std", axis, dtype, keepdims, split_every, strategy, lanes,
-                             out, False,
-                             _variance_of(ddof, True, "Degrees of freedom <= 0 for slice"))
+    return _variance(x, "std", True, False, axis, dtype, out, ddof, correction, keepdims,
+                     split_every, strategy, lanes, where, mean)
 
 
 def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
            strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.nanvar` of a Dask array (NaN elements count nothing)."""
-    _refuse_where(where, "nanvar")
-    ddof = _checked_ddof(ddof, correction, "nanvar")
-    if mean is not None:
-        return _from_mean(x, "nanvar", mean, axis, dtype, keepdims, split_every, strategy,
-                          lanes, out, True, _variance_of(ddof, False, "Degrees of freedom <= 0 for slice.", True))
-    return _moment_reduction(x, "nanvar", axis, dtype, keepdims, split_every, strategy,
-                             lanes, out, True,
-                             _variance_of(ddof, False, "Degrees of freedom <= 0 for slice."))
+    return _variance(x, "nanvar", False, True, axis, dtype, out, ddof, correction, keepdims,
+                     split_every, strategy, lanes, where, mean)
 
 
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
            strategy=None, lanes=None, stream=None, where=True, correction=None, mean=None):
     """Lazy :func:`numbakern.nanstd` of a Dask array."""
-    _refuse_where(where, "nanstd")
-    ddof = _checked_ddof(ddof, correction, "nanstd")
+    return _variance(x, "nanstd", True, True, axis, dtype, out, ddof, correction, keepdims,
+                     split_every, strategy, lanes, where, mean)
+
+
+def _variance(x, name: str, root: bool, skip_nan: bool, axis, dtype, out, ddof, correction,
+              keepdims, split_every, strategy, lanes, where, mean):
+    """var, std and their nan forms. Where ``count - ddof <= 0`` the nan forms of float
+    input give NaN (NumPy's nanvar), the others ``M2 / 0``; integer and bool input
+    holds no NaN, and NumPy's nanvar is its var there."""
+    _refuse_where(where, name)
+    ddof = _checked_ddof(ddof, correction, name)
+    nan_rule = skip_nan and np.dtype(x.dtype).kind == "f"
+    finish = _variance_of(ddof, root, "Degrees of freedom <= 0 for slice" +
+                          ("." if nan_rule else ""), nan_rule)
     if mean is not None:
-        return _from_mean(x, "nanstd", mean, axis, dtype, keepdims, split_every, strategy,
-                          lanes, out, True, _variance_of(ddof, True, "Degrees of freedom <= 0 for slice.", True))
-    return _moment_reduction(x, "nanstd", axis, dtype, keepdims, split_every, strategy,
-                             lanes, out, True,
-                             _variance_of(ddof, True, "Degrees of freedom <= 0 for slice."))
+        return _from_mean(x, name, mean, axis, dtype, keepdims, split_every, strategy,
+                          lanes, out, skip_nan, finish)
+    return _moment_reduction(x, name, axis, dtype, keepdims, split_every, strategy, lanes,
+                             out, skip_nan, finish)
 
 
 # --- argmax and friends -----------------------------------------------------------------

@@ -479,8 +479,8 @@ def _into(out) -> bool:
 
 def _no_axis_of_0d(x, axis) -> None:
     """``AxisError`` for an axis of 0-d ``x``, as ``np.mean``, ``np.var`` and
-    ``np.std`` raise (where ``np.sum``, ``np.max`` and the nan-forms take axis 0 and
-    -1 of a 0-d array)."""
+    ``np.std`` raise (where ``np.sum``, ``np.max`` and the nan-forms of float input
+    take axis 0 and -1 of a 0-d array; of integer input, the nan-forms are these)."""
     if x.ndim == 0 and axis is not None and axis != ():
         normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)
 
@@ -1078,13 +1078,16 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     gets the NaN without the warning, which would need the counts on the host).
 
     Result dtype: as :func:`mean`'s. Arguments (``where`` too: the elements it masks
-    out count as NaN do) and errors as :func:`mean`.
+    out count as NaN do) and errors as :func:`mean` (an axis of a 0-d array: for
+    integer and bool input, as NumPy's ``nanmean`` is ``mean`` there).
     """
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
     if in_dtype.kind not in "biuf" or in_dtype.itemsize > 8:
         raise TypeError(f"nanmean is not defined for x of dtype {in_dtype}; it accepts "
                         "bool, integers and float16/32/64")
+    if in_dtype.kind != "f":  # no NaN to skip: NumPy's nanmean is its mean there
+        _no_axis_of_0d(x, axis)
     result = np.dtype(dtype if dtype is not None else
                       np.float64 if in_dtype.kind in "biu" else in_dtype)
     acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
@@ -1170,7 +1173,8 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strate
     elements count nothing); NaN where ``count - ddof <= 0`` (a slice of only NaN
     included), with NumPy's warning for NumPy input. Otherwise as :func:`var`
     (``mean=`` too: the NaN elements of ``x`` count nothing, a NaN ``mean`` makes its
-    slices NaN, as NumPy's)."""
+    slices NaN, as NumPy's). Integer and bool input, which holds no NaN, is
+    :func:`var`'s in every respect, as NumPy's ``nanvar`` is ``var`` there."""
     ddof = with_correction(ddof, correction)
     return _variance("nanvar", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
                      skip_nan=True, root=False, where=where, mean=mean)
@@ -1220,9 +1224,12 @@ def check_float_dtype(dtype, name: str) -> None:
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,
               skip_nan: bool, root: bool, where=True, mean=None):
     x = as_array_like(x)
+    in_dtype = np.dtype(x.dtype)
+    # integers and bools hold no NaN: NumPy's nanvar and nanstd are its var and std
+    # there (an axis of a 0-d array refused, no degrees of freedom inf, not NaN)
+    skip_nan = skip_nan and in_dtype.kind == "f"
     if not skip_nan:
         _no_axis_of_0d(x, axis)
-    in_dtype = np.dtype(x.dtype)
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(in_dtype, "x of dtype", name)
     check_float_dtype(dtype, name)

@@ -727,6 +727,23 @@ def test_arg_graph_is_the_chunks_then_the_tree():
     assert len(nk.argmax(x, split_every=2).__dask_graph__().layers) == base + 4
 
 
+def test_too_few_degrees_of_freedom_as_numpy():
+    """Where count - ddof <= 0: nanvar of floats NaN, var (and nanvar of integers,
+    which NumPy computes as var) M2 / 0."""
+    a = np.array([1.0, 3.0, np.nan, 4.0])
+    i = np.array([1, 3, 4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for values, name, ddof in ((a, "nanvar", 3), (a, "nanstd", 4), (i, "nanvar", 3),
+                                   (i, "nanstd", 3), (i, "var", 3)):
+            x = da.from_array(values, chunks=2)
+            want = getattr(np, name)(values, ddof=ddof)
+            got = getattr(nk, name)(x, ddof=ddof).compute()
+            np.testing.assert_array_equal(got, want)
+            got = getattr(nk, name)(x, ddof=ddof, mean=np.nanmean(values)).compute()
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("name", ["argmax", "nanargmin", "var", "nanstd", "sum", "mean"])
 def test_a_whole_array_result_computes_to_numpys_scalar(name):
     """As NumPy's reductions and dask.array's compute give: a NumPy scalar, not a 0-d

@@ -126,6 +126,9 @@ def test_too_few_degrees_of_freedom_as_numpy():
         assert np.isnan(nk.var(np.array([1.0, 1.0]), ddof=2))  # 0 / 0
     with pytest.warns(RuntimeWarning):
         assert np.isnan(nk.nanvar(np.array([1.0, 2.0]), ddof=3))  # nanvar: NaN
+    for name in ("nanvar", "nanstd"):  # of integers, NumPy's nanvar is its var: M2 / 0
+        with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0 for slice$"):
+            assert getattr(nk, name)(np.array([1, 2], np.uint64), ddof=2) == np.inf
     with pytest.warns(RuntimeWarning):
         got = nk.std(np.zeros((0, 3)), axis=0)
     assert got.shape == (3,) and np.isnan(got).all()
@@ -308,10 +311,11 @@ def test_device_input_gets_the_values_without_the_warning():
 
 @pytest.mark.parametrize("name", ["mean", "var", "std", "nanmean", "nanvar", "nanstd"])
 @pytest.mark.parametrize("axis", [0, -1, 1, (0,), ()])
-def test_an_axis_of_a_0d_input_as_numpy(name, axis):
-    # np.mean, np.var and np.std refuse any axis of a 0-d array; the nan-forms, like
-    # np.sum, take 0 and -1
-    x = np.array(2.5)
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+def test_an_axis_of_a_0d_input_as_numpy(name, axis, dtype):
+    # np.mean, np.var and np.std refuse any axis of a 0-d array; the nan-forms of float
+    # input, like np.sum, take 0 and -1; of integer input they are the plain forms
+    x = np.array(2.5).astype(dtype)
     try:
         want = getattr(np, name)(x, axis=axis)
     except np.exceptions.AxisError:
