@@ -50,7 +50,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.axes import axis_index, check_flag, optional_axis
+from numbakern.core.axes import axis_index, check_flag, normalize_axis, optional_axis
 from numbakern.core.deliver import check_disjoint, check_out
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
@@ -183,13 +183,17 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
 def cumulative_axis(x, axis, name: str):
     """``(x, axis)`` as the array API's cumulative functions read them: ``axis=None``
     only for at most one dimension (``ValueError`` naming ``name`` otherwise), a 0-d
-    ``x`` scanned as one element."""
+    ``x`` scanned as one element (along axis 0 or -1: ``AxisError`` for another)."""
+    if x.ndim == 0:  # one element along axis 0 (or -1), as NumPy's
+        if axis is not None:
+            normalize_axis(axis, 1)
+        return x.reshape(1), 0
     if axis is not None:
         return x, axis
     if x.ndim > 1:
         raise ValueError(f"{name}: axis is required for arrays of more than one "
                          f"dimension (got shape {tuple(x.shape)})")
-    return (x.reshape(1) if x.ndim == 0 else x), 0
+    return x, 0
 
 
 def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy, layout,

@@ -503,6 +503,8 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
         values = _sorted_slices(x, kind, axes, m, n, dtype, workspace, how)
         dst, counts, flags = _read(values, qs, code, m, n, skipping, result, workspace)
     delivered = deliver(workspace, dst, result, full, out)
+    if keepdims and not shape and isinstance(delivered, np.generic):
+        delivered = np.asarray(delivered)  # NumPy's: keepdims of a 0-d input is 0-d
     if given is not None and not given.isnative and out is None and full:
         delivered = delivered.astype(_numpy_order(name, given, len(shape), axes, keepdims,
                                                   qs, weak, method), copy=False)

@@ -388,6 +388,11 @@ def test_cumulative_functions_as_numpy_2(name):
         axis = -1 if np.ndim(x) > 1 else None
         np.testing.assert_array_equal(ours(x, axis=axis, include_initial=True),
                                       numpys(x, axis=axis, include_initial=True))
+    for axis in (0, -1):  # a 0-d input is one element along axis 0 (or -1)
+        np.testing.assert_array_equal(ours(np.int32(3), axis=axis, include_initial=True),
+                                      numpys(np.int32(3), axis=axis, include_initial=True))
+    with pytest.raises(np.exceptions.AxisError):
+        ours(np.array(3), axis=1)
     f = np.array([1e30, 1e30, 0, 2], np.float32)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(ours(f, include_initial=True, dtype=np.float32),

@@ -400,6 +400,12 @@ def test_median_axes_tuples_and_keepdims():
     got = nk.median(x, axis=1)
     assert isinstance(got, np.ndarray) and got.shape == (3, 5)
     assert isinstance(nk.median(x), np.floating)
+    z = np.array(3, np.int8)  # NumPy's keepdims of a 0-d input: a 0-d array
+    for fn, args in (("median", ()), ("nanmedian", ()), ("quantile", (0.5,))):
+        got, want = getattr(nk, fn)(z, *args, keepdims=True), getattr(np, fn)(z, *args,
+                                                                               keepdims=True)
+        assert type(got) is type(want) is np.ndarray and got.shape == () and got == want
+        assert type(getattr(nk, fn)(z, *args)) is type(getattr(np, fn)(z, *args))
 
 
 def test_median_nan_inf_and_overflow():
