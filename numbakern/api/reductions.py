@@ -334,7 +334,8 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     else:
         fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=True,
                          where=mask)
-        if first is not None:  # NumPy's fmax/fmin with initial: folded into the values
+        if first is not None and first == first:  # NumPy's fmax/fmin with initial:
+            # folded into the values; a NaN initial is one more NaN, which they skip
             values_kit = state_kit(_ops.MAX if direction == "max" else _ops.MIN,
                                    (kit.dtypes[0],))
             held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
@@ -515,7 +516,11 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
     """Product along ``axis``, as ``np.prod`` (no elements: 1).
 
     Integer products wrap on overflow as NumPy's do; float products overflow to inf.
-    Result dtype: as :func:`sum`'s.
+    A float product is a tree's: where a partial product overflows or rounds to 0,
+    the special value can differ from NumPy's sequential one (``initial=0.0`` with
+    factors whose product overflows: NumPy's 0, this ``inf * 0``, NaN;
+    :func:`cumprod` settles NumPy's special values, at a cost). Result dtype: as
+    :func:`sum`'s.
 
     Raises:
         TypeError, ValueError, AxisError: as :func:`sum`.
@@ -1014,7 +1019,8 @@ def nanmax(x, axis=None, out=None, keepdims=False, *, initial=None, where=True,
 
     ``initial`` and ``where`` are NumPy's (``np.fmax.reduce``'s): ``initial`` is the
     result of a slice with nothing else (all NaN, masked out or empty: no warning
-    then), and ``where`` needs it. Raises: as :func:`max`.
+    then; a NaN ``initial`` is skipped as the NaN elements are), and ``where`` needs
+    it. Raises: as :func:`max`.
     """
     return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes,
                     initial, where)
@@ -1041,7 +1047,7 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     values, codes = _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream,
                          lanes, skip_nan=True, many_axes=not want_indices, initial=initial,
                          where=where)
-    if initial is not None:
+    if initial is not None and initial == initial:  # a number stands in for all-NaN
         return values
     on_host = isinstance(codes, (np.ndarray, np.generic))
     flags = np.asarray(codes if on_host else _to_host(codes)) & _ops.ALL_NAN

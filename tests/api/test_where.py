@@ -249,6 +249,14 @@ def test_nanmax_initial_without_where():
                                       np.nanmin(x, axis=1, initial=initial))
     np.testing.assert_array_equal(nk.nanmax(np.ones((0, 3)), axis=0, initial=2.0),
                                   np.nanmax(np.ones((0, 3)), axis=0, initial=2.0))
+    # a NaN initial is skipped as the NaN elements are (np.fmax's): the all-NaN row is
+    # NaN with NumPy's warning, the other row its largest number
+    for name in ("nanmax", "nanmin"):
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            got = getattr(nk, name)(x, axis=1, initial=np.nan)
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            want = getattr(np, name)(x, axis=1, initial=np.nan)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_empty_inputs():
