@@ -47,8 +47,6 @@ from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import device_view, host_words, sliced, to_device
 
 
-@dispatch
-@honours_stream
 def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy=None,
                      lanes=None, stream=None, check_offsets=True):
     """Reduce each segment ``x[offsets[i]:offsets[i + 1]]`` with ``op``.
@@ -110,34 +108,45 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     long segments cut into equal runs of tiles per block after Merrill and Garland's
     merge-based SpMV (SC 2016).
     """
+    check_offsets = check_flag(check_offsets, "check_offsets")
+    result, bad = _reduced(x, offsets, op, dtype=dtype, initial=initial, strategy=strategy,
+                           lanes=lanes, stream=stream, check_offsets=check_offsets)
+    if bad is not None and check_offsets:
+        _report_call(bad, x, offsets, lambda: _empty_rule(_ops.get(op), initial),
+                     stream)
+    return result
+
+
+def _reduced(x, offsets, op, *, dtype, initial, strategy, lanes, stream, check_offsets):
+    """:func:`segmented_reduce`'s launches: ``(its result, the kernel's report on device
+    offsets or None)``, so that a replay of them is followed by the report's read."""
     x = _one_d(x)
     op, result, kit = _planned(op, np.dtype(x.dtype), dtype)
     first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
-    empty = None
-    if first is None and isinstance(op.empty, str) and op.empty == "raise":
-        empty = f"zero-size segment to reduction operation {op.name} which has no identity; " \
-                "pass initial="
-    check_offsets = check_flag(check_offsets, "check_offsets")
+    empty = _empty_rule(op, first)
     if not check_offsets and empty is not None:
         raise ValueError(f"check_offsets=False needs an op with an identity or initial=: "
                          f"an empty segment of {op.name} must raise, which only the "
                          "offsets' check sees")
-    segments = None if first is not None else _replays(x, offsets)
-    if segments:
-        return _replayed(x, offsets, segments, op, kit.dtypes, 0, result, strategy, lanes,
-                         stream, empty, check_offsets)
-    fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream, empty,
-                                          check_offsets)
+    fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
+                                               empty)
     if fields is None:  # no segments
-        return deliver_host(workspace, np.empty(0, dtype=result), None)
+        return deliver_host(workspace, np.empty(0, dtype=result), None), None
     if first is not None:
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
-    return deliver(workspace, fields[0], result, (segments,), None)
+    return deliver(workspace, fields[0], result, (segments,), None), bad
 
 
-@dispatch
-@honours_stream
+def _empty_rule(op, initial) -> str | None:
+    """The message for an empty segment of ``op`` where none may be (an op with no
+    identity and no ``initial``), else None."""
+    if initial is None and isinstance(op.empty, str) and op.empty == "raise":
+        return f"zero-size segment to reduction operation {op.name} which has no " \
+               "identity; pass initial="
+    return None
+
+
 def segmented_argmax(x, offsets, *, strategy=None, lanes=None, stream=None):
     """The index of each segment's maximum, counted from the segment's start (the
     first of equal maxima; NaN counts as the maximum, its first occurrence: as
@@ -150,8 +159,6 @@ def segmented_argmax(x, offsets, *, strategy=None, lanes=None, stream=None):
     return _arg(x, offsets, "max", strategy, lanes, stream)
 
 
-@dispatch
-@honours_stream
 def segmented_argmin(x, offsets, *, strategy=None, lanes=None, stream=None):
     """The index of each segment's minimum, counted from the segment's start; as
     :func:`segmented_argmax`."""
@@ -159,18 +166,30 @@ def segmented_argmin(x, offsets, *, strategy=None, lanes=None, stream=None):
 
 
 def _arg(x, offsets, direction: str, strategy, lanes, stream):
-    x = _one_d(x)
-    op, kit = _arg_planned(direction, np.dtype(x.dtype))
-    empty = f"attempt to get arg{direction} of an empty segment"
-    segments = _replays(x, offsets)
-    if segments:
-        return _replayed(x, offsets, segments, op, kit.dtypes, 1, _ops.INDEX_DTYPE, strategy,
-                         lanes, stream, empty)
-    fields, workspace, segments = _reduce(x, offsets, op, kit, strategy, lanes, stream,
-                                          empty)
-    if fields is None:
-        return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None)
-    return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None)
+    result, bad = _ARG_REDUCED[direction](x, offsets, strategy=strategy, lanes=lanes,
+                                          stream=stream)
+    if bad is not None:
+        _report_call(bad, x, offsets, lambda: _arg_empty(direction), stream)
+    return result
+
+
+def _arg_reduced(direction: str):
+    """:func:`_arg`'s launches, as :func:`_reduced`'s, for ``"max"`` or ``"min"``."""
+
+    def launched(x, offsets, *, strategy, lanes, stream):
+        x = _one_d(x)
+        op, kit = _arg_planned(direction, np.dtype(x.dtype))
+        fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes,
+                                                   stream, _arg_empty(direction))
+        if fields is None:
+            return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None), None
+        return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None), bad
+
+    return _dispatched(launched, f"segmented_arg{direction}")
+
+
+def _arg_empty(direction: str) -> str:
+    return f"attempt to get arg{direction} of an empty segment"
 
 
 @planner  # a repeated call skips the op's lookup, the dtype rule and the kit
@@ -255,14 +274,33 @@ def _bad_segment(offsets, first: int, size: int):
                      f"to {int(pair[1])}")
 
 
-def _report(bad, offsets, segments: int, size: int, empty: str | None, stream) -> None:
+def _report(bad, offsets, segments: int, size: int, empty, stream) -> None:
     """Raise what the kernel recorded about device offsets: the two ``bad`` words read
-    after the launches on ``stream`` (the call's one synchronisation)."""
+    after the launches on ``stream`` (the call's one synchronisation). ``empty``: the
+    message for an empty segment where none may be, None, or a function giving either
+    (asked only when a segment is empty)."""
     first_bad, first_empty = (int(v) for v in host_words(bad, stream))
     if first_bad < segments:
         _bad_segment(offsets, first_bad, size)
-    if empty is not None and first_empty < segments:
-        raise ValueError(f"{empty} (segment {first_empty} is empty)")
+    if first_empty < segments:
+        empty = empty() if callable(empty) else empty
+        if empty is not None:
+            raise ValueError(f"{empty} (segment {first_empty} is empty)")
+
+
+def _report_call(bad, x, offsets, empty, stream) -> None:
+    """:func:`_report` of a whole call's arguments as the caller passed them (torch
+    tensors, say), read on the stream the call ran on."""
+    _report(bad, offsets, _length(offsets) - 1, _length(x), empty, call_stream(x, stream))
+
+
+def _length(a) -> int:
+    """The length of a 1-D input of any kind (a list too), without a view where it
+    has a shape."""
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        shape = np.shape(a) if isinstance(a, (list, tuple)) else device_view(a).shape
+    return int(shape[0])
 
 
 class Span:
@@ -311,21 +349,11 @@ def _ends(view, stream) -> np.ndarray:
     return np.concatenate([host_words(sliced(view, i, i + 1), stream) for i in (0, last)])
 
 
-def _reduce(x, offsets, op, kit, strategy, lanes, stream, empty, check: bool = True):
-    """``(fields, workspace, segments)``: the segments reduced by the grid strategy
-    (``fields`` None when there are none). Host offsets are checked before the launch,
-    device offsets by the kernel, reported after it (``check``); ``empty``: the message
-    for an empty segment where none may be."""
-    fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
-                                               empty)
-    if bad is not None and check:
-        _report(bad, offsets, segments, x.shape[0], empty, workspace.stream)
-    return fields, workspace, segments
-
-
 def _launch(x, offsets, op, kit, strategy, lanes, stream, empty):
-    """:func:`_reduce`'s launches: ``(fields, workspace, segments, bad)``, ``bad`` the
-    device flags still to report for device offsets (else None)."""
+    """A segmented reduction's launches: ``(fields, workspace, segments, bad)``:
+    ``fields`` None when there are no segments; ``bad`` the device flags still to
+    report for device offsets (else None; host offsets are checked here, before the
+    launch: ``empty``, the message for an empty segment where none may be)."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
@@ -350,37 +378,17 @@ def _launch(x, offsets, op, kit, strategy, lanes, stream, empty):
     return fields, workspace, segments, None if on_host else layout.bad
 
 
-def _replays(x, offsets) -> int:
-    """The segments of a call that may go through :func:`_recorded` (device values and
-    device offsets, at least one segment), else 0 (host arrays are uploaded: never
-    replayed)."""
-    if kind_of(x) == "numpy" or kind_of(offsets) == "numpy":
-        return 0
-    return _device_offsets(offsets).shape[0] - 1
+def _dispatched(launched, name: str):
+    """``launched`` as the public function ``name`` would be dispatched (Dask arrays
+    refused under that name): a call on CUDA tensors replays keyed by the tensors
+    themselves, before their translation fills in a ``stream=`` (which a replay never
+    takes), whether or not CuPy is installed."""
+    launched.__name__ = launched.__qualname__ = name  # replay.latest's name too
+    return dispatch(replayable(honours_stream(launched)))
 
 
-def _replayed(x, offsets, segments: int, op, dtypes, field, result, strategy, lanes, stream,
-              empty, check: bool = True):
-    """The device-only call: :func:`_recorded`'s launches (replayed on a repeated
-    signature, ``numbakern/runtime/replay.py``), then (``check``) the kernel's report
-    on the offsets, outside the recording since it reads the device: the call's one
-    synchronisation, after every launch."""
-    out, bad = _recorded(x, offsets, op, dtypes, field, result, strategy, lanes,
-                         stream=stream)
-    if check:
-        _report(bad, offsets, segments, x.shape[0], empty,
-                call_stream(x, stream))
-    return out
-
-
-@replayable
-def _recorded(x, offsets, op, dtypes, field, result, strategy, lanes, *, stream=None):
-    """``(result, bad)``: field ``field`` of the segments' states delivered as
-    ``result``, and the device flags :func:`_report` reads."""
-    kit = state_kit(op, dtypes)
-    fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
-                                               None)
-    return deliver(workspace, fields[field], result, (segments,), None), bad
+_reduced = _dispatched(_reduced, "segmented_reduce")
+_ARG_REDUCED = {d: _arg_reduced(d) for d in ("max", "min")}
 
 
 __all__ = ["segmented_reduce", "segmented_argmax", "segmented_argmin"]

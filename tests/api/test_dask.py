@@ -1107,6 +1107,14 @@ def test_a_dask_array_in_a_later_argument_is_refused():
         nk.softmax_backward(np.ones((2, 3)), dy=da.ones((2, 3), chunks=1))
 
 
+@pytest.mark.parametrize("name", ["segmented_reduce", "segmented_argmax",
+                                  "segmented_argmin"])
+def test_a_function_without_a_dask_form_is_refused_under_its_own_name(name):
+    x = da.from_array(np.arange(4.0), chunks=2)
+    with pytest.raises(TypeError, match=f"numbakern.{name} does not take Dask arrays"):
+        getattr(nk, name)(x, np.array([0, 2, 4]))
+
+
 def test_variance_takes_numpys_correction():
     x = np.random.default_rng(9).standard_normal((6, 40))
     lazy = da.from_array(x, chunks=(3, 17))

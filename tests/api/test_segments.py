@@ -428,6 +428,26 @@ def test_device_calls_replay_and_still_report_bad_offsets():
         nk.segmented_argmin(cuda.to_device(x), cuda.to_device(offsets[[0, 1, 1, 4, 4]]))
 
 
+def test_a_replayed_call_raises_for_an_empty_segment_only_where_the_op_has_no_identity():
+    """The report of a replayed call decides from the op and ``initial`` as given: an
+    empty segment of max raises, of sum (or of max with ``initial``) gives the
+    identity (``initial``)."""
+    from numbakern.runtime import replay
+
+    x = cuda.to_device(np.arange(6.0))
+    empty = cuda.to_device(np.array([0, 2, 2, 6]))
+    before = replay.counts["replayed"]
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"operation max which has no identity; pass "
+                                             r"initial= \(segment 1 is empty\)"):
+            nk.segmented_reduce(x, empty, "max")
+        got = nk.segmented_reduce(x, empty, "sum")
+        np.testing.assert_array_equal(got.copy_to_host(), [1.0, 0.0, 14.0])
+    assert replay.counts["replayed"] - before == 2  # each op's second call
+    with_initial = nk.segmented_reduce(x, empty, "max", initial=-1.0)
+    np.testing.assert_array_equal(with_initial.copy_to_host(), [1.0, -1.0, 5.0])
+
+
 # The tile kernel finishes each long segment itself (two_pass): stored at once when all
 # its runs lie in one block, else by the block that closes its last run. Tiles of
 # 32 * 4 = 128 elements; lengths around one tile, a block's run of tiles and several.
