@@ -3,7 +3,8 @@
     python bench/host_time.py            # on a GPU host with CuPy and PyTorch
 
 For 2^10 float32 elements (and (64, 16) rows: softmax, log_softmax_backward with its
-dy, cross_entropy with int64 labels), the mean wall time of 2000 calls
+dy, cross_entropy with int64 labels; segmented_reduce over 64 device segments of 16),
+the mean wall time of 2000 calls
 (after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
 numbakern on a torch CUDA tensor (the DLPack hand-over included), torch's own op and
 CuPy's (where it has one).
@@ -63,6 +64,8 @@ def main() -> int:
     dy_t = torch.as_tensor(dy_c, device="cuda")
     labels_c = cp.random.randint(0, 16, 64).astype(cp.int64)
     labels_t = torch.as_tensor(labels_c, device="cuda")
+    offsets_c = cp.arange(0, (1 << 10) + 1, 16, dtype=cp.int64)  # 64 segments of 16
+    offsets_t = torch.as_tensor(offsets_c, device="cuda")
     aten = torch.ops.aten
     sync = torch.cuda.synchronize
     cupy_ops = {  # CuPy's own op of each case, where it has one
@@ -90,6 +93,10 @@ def main() -> int:
         "cross_entropy": (lambda: nk.cross_entropy(rows_c, labels_c),
                           lambda: nk.cross_entropy(rows_t, labels_t),
                           lambda: torch.nn.functional.cross_entropy(rows_t, labels_t)),
+        "segmented_reduce": (  # the offsets' report read: a synchronisation a call
+            lambda: nk.segmented_reduce(x, offsets_c),
+            lambda: nk.segmented_reduce(t, offsets_t),
+            lambda: torch.segment_reduce(t, "sum", offsets=offsets_t)),
     }
     print(f"{'op':18} {'nk on CuPy':>11} {'nk on torch':>12} {'torch':>7} {'CuPy':>7}  "
           f"(us per call)")
