@@ -12,6 +12,9 @@
 #                                        # and teach
 #   bash bench/gpu_session.sh bench      # the benchmark suites
 #   bash bench/gpu_session.sh demo       # the main job on real shapes
+#   bash bench/gpu_session.sh pending    # what landed without a GPU since the last run:
+#                                        # its gpu tests, then its benchmarks (bench/NOTES.md
+#                                        # holds the predictions); ~5 minutes
 #
 # Most of a fresh machine's time goes to Numba compiling kernel variants (0.3-0.5 s
 # each, several hundred in the test suites), so the tests run in 15 processes: all 375
@@ -63,11 +66,21 @@ case "${1:-tests}" in
         | tee "$out/bench-$suite.log" | tail -3
     done
     ;;
+  pending)
+    pt "$root/tests/runtime" "$root/tests/api/test_torch.py" \
+       "$root"/tests/api/test_cross_entropy*.py "$root"/tests/api/test_segment*.py \
+       -m "gpu and not bigmem" -q -n 8 -rfE --tb=short 2>&1 | tee "$out/pending-tests.log" | tail -25
+    (cd /tmp && python3 "$root/bench/host_time.py") 2>&1 | tee "$out/host-time.log"
+    pt "$root/bench/bench_selection.py" -k two_kth -q --benchmark-json="$out/bench_two_kth.json" \
+      2>&1 | tee "$out/bench-two-kth.log" | tail -12
+    pt "$root/bench/bench_scans.py" -k 8_byte -q --benchmark-json="$out/bench_8_byte.json" \
+      2>&1 | tee "$out/bench-8-byte.log" | tail -12
+    ;;
   demo)
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
     ;;
   *)
-    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|tests 4|bench|demo" >&2
+    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|tests 4|bench|demo|pending" >&2
     exit 2
     ;;
 esac

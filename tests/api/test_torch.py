@@ -435,6 +435,31 @@ def test_device_reports_are_read_after_queued_work_on_a_side_stream(cupy_or_not)
 
 
 @pytest.mark.gpu
+def test_segmented_calls_on_tensors_replay_with_or_without_cupy(cupy_or_not):
+    """A repeated segmented reduction of CUDA tensors replays its launches, keyed by
+    the tensors (the offsets' report read after them), whether or not CuPy is there
+    to translate them; the answers are the general path's."""
+    from numbakern.runtime import replay
+
+    x = torch.randn(4096, device="cuda")
+    offsets = torch.tensor([0, 5, 5, 4000, 4096], device="cuda")
+    nonempty = torch.tensor([0, 5, 4000, 4096], device="cuda")
+    first = nk.segmented_reduce(x, offsets), nk.segmented_argmax(x, nonempty)  # recorded
+    before = replay.counts["replayed"]
+    again = nk.segmented_reduce(x, offsets), nk.segmented_argmax(x, nonempty)
+    assert replay.counts["replayed"] - before == 2
+    h = x.cpu().numpy().astype(np.float64)
+    sums = [h[a:b].sum() for a, b in zip([0, 5, 5, 4000], [5, 5, 4000, 4096])]
+    for got in (first[0], again[0]):
+        np.testing.assert_allclose(got.cpu().numpy(), sums, rtol=1e-5, atol=1e-4)
+    for got in (first[1], again[1]):
+        assert type(got) is torch.Tensor
+        np.testing.assert_array_equal(got.cpu().numpy(), [np.argmax(h[0:5]),
+                                                          np.argmax(h[5:4000]),
+                                                          np.argmax(h[4000:])])
+
+
+@pytest.mark.gpu
 def test_a_cuda_tensor_on_another_device_is_refused():
     if torch.cuda.device_count() < 2:
         pytest.skip("one GPU")
