@@ -547,8 +547,16 @@ class HistogramStrategy(Strategy):
             raise ValueError(
                 f"{self.name} with {self.threads} threads needs {need} bytes of shared "
                 f"memory for {bins} bins, more than the {SHARED_LIMIT} a block has: use "
-                "fewer bins, fewer threads (warp_privatized), shared_privatized or "
-                "global_atomic")
+                f"{_listed(self._remedies(bins))}")
+
+    def _remedies(self, bins: int) -> list[str]:
+        """What would count ``bins`` bins where this strategy cannot."""
+        remedies = ["fewer bins"]
+        if self.threads > 32 and type(self)(threads=32).fits(bins):
+            remedies.append(f"fewer threads ({self.name}(threads=32) fits)")
+        if self.shared_slots(bins) > bins and bins * COUNTER_BYTES <= SHARED_LIMIT:
+            remedies.append("shared_privatized (one copy of the counters a block)")
+        return [*remedies, "global_atomic (no shared memory)"]
 
     def grid(self, n: int) -> int:
         """Blocks for ``n`` elements: ``blocks`` if given, else enough to fill the
@@ -735,3 +743,8 @@ def digit_counter(histogram, threads: int, user: str = "sort") -> HistogramStrat
                          f"{user} {threads}")
     counter.check(RADIX)
     return counter
+
+
+def _listed(items: list[str]) -> str:
+    """``a, b or c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"

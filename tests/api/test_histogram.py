@@ -165,9 +165,14 @@ def test_histogram_nan_inf_and_empty():
 
 def test_too_many_bins_for_shared_memory():
     x = np.arange(100)
-    with pytest.raises(ValueError, match="shared memory"):
+    # the remedies named are those that would count these bins
+    with pytest.raises(ValueError, match=r"shared memory for 20000 bins, more than the "
+                                         r"49152 a block has: use fewer bins or "
+                                         r"global_atomic \(no shared memory\)$"):
         nk.histogram_counts(x, 20000, strategy="shared_privatized")
-    with pytest.raises(ValueError, match="shared memory"):
+    with pytest.raises(ValueError, match=r"use fewer bins, fewer threads \(warp_privatized"
+                                         r"\(threads=32\) fits\), shared_privatized \(one "
+                                         r"copy of the counters a block\) or global_atomic"):
         nk.histogram_counts(x, 2000, strategy=WarpPrivatized(threads=256, blocks=1))
     got = nk.histogram_counts(x, 20000)  # the default falls back to global atomics
     assert np.array_equal(got, reference_counts(x, 20000))
