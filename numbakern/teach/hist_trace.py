@@ -268,7 +268,7 @@ def histogram_tree(trace: HistogramTrace, limit: int = 6) -> Tree:
         f"proof: every counted element reached out[bin] exactly once: "
         f"{'yes' if not trace.problems else 'NO (' + trace.problems[0] + ')'} · equals "
         f"NumPy's bincount: {'yes' if np.array_equal(trace.out, trace.expected) else 'NO'}"
-        f" · out = {trace.out.tolist()[:16]}", "bold green" if ok else "bold red"))
+        f" · out = {_head(trace.out.tolist(), 16)}", "bold green" if ok else "bold red"))
     return root
 
 
@@ -280,12 +280,26 @@ def contention_table(trace: HistogramTrace, top: int = 8) -> Table:
     hits = sorted(trace.contention().items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][2]))
     for (where, block, slot), k in hits[:top]:
         table.add_row(where, "" if block is None else str(block), str(slot), str(k))
+    if len(hits) > top:
+        table.add_row("…", "", "", "")
     shared = sum(a.where == "shared" for a in trace.atomics)
-    table.caption = (f"{len(trace.atomics)} atomics: {shared} shared, "
-                     f"{len(trace.atomics) - shared} global; {trace.barriers} barriers; "
-                     f"{len(hits)} addresses, the busiest {hits[0][1] if hits else 0}; "
-                     "bytes: " + ", ".join(f"{k} {v}" for k, v in trace.bytes_moved().items()))
+    shown = f" ({top} shown)" if len(hits) > top else ""
+    # a line a fact, the table no narrower than the lines: four narrow columns would
+    # otherwise wrap the caption mid-phrase
+    lines = [f"{len(trace.atomics)} atomics: {shared} shared, "
+             f"{len(trace.atomics) - shared} global; {trace.barriers} barriers",
+             f"{len(hits)} addresses{shown}, the busiest {hits[0][1] if hits else 0}",
+             "bytes: " + ", ".join(f"{k} {v}" for k, v in trace.bytes_moved().items())]
+    table.caption = "\n".join(lines)
+    table.min_width = max(map(len, lines[:2]))
     return table
+
+
+def _head(values: list, most: int) -> str:
+    """``values`` as a list literal of at most ``most`` items, ``…`` where cut."""
+    if len(values) <= most:
+        return str(values)
+    return f"[{', '.join(map(str, values[:most]))}, …]"
 
 
 def draw_histogram(trace: HistogramTrace, path: str) -> None:

@@ -100,3 +100,24 @@ def test_a_float_dtype_for_a_histogram_is_a_usage_error():
     assert "'--dtype'" in result.stderr and "integer" in result.stderr
     result = CliRunner().invoke(cli, ["explain", "global_atomic", "--values", "3,1"])
     assert result.exit_code == 0, result.output
+
+
+@simulator_only
+def test_what_the_tree_and_the_table_cut_is_marked():
+    """More than 16 bins: the proof line's counts end in an ellipsis; more addresses
+    than the table's rows: a last row of ``…`` and the caption says how many are
+    shown."""
+    from rich.console import Console
+
+    from numbakern.teach.hist_trace import contention_table, histogram_tree
+
+    trace = trace_histogram(np.arange(20), 20, "global_atomic", threads=32, blocks=1)
+    console = Console(width=400, record=True)
+    console.print(histogram_tree(trace))
+    console.print(contention_table(trace, top=8))
+    text = console.export_text()
+    assert "out = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, …]" in text
+    assert "20 addresses (8 shown)" in text
+    table = text[text.index("atomics per address"):]
+    rows = [line for line in table.splitlines() if line.startswith("│")]
+    assert len(rows) == 9 and rows[-1].split("│")[1].strip() == "…"
