@@ -196,7 +196,9 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
             strategy that has no warp form, ``fused=True`` for a row too long to
             hold, a bad ``out``; ``mask`` not broadcastable to ``x``; ``causal`` on
             1-D ``x`` or along another axis than the last; ``scale`` not finite.
-        numpy.exceptions.AxisError: ``axis`` out of range.
+        numpy.exceptions.AxisError: ``axis`` out of range; a 0-d ``x`` (which
+            ``torch.softmax`` takes as a row of one element: 1, or NaN for NaN and
+            +-inf; here a row has at least one axis).
     """
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
                     fused, threads, out, stream, dtype, (mask, causal, scale))
