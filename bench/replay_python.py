@@ -211,9 +211,9 @@ def _catch_programs():
     """Keep the last program a recording makes (``Recording.program``)."""
     original = replay.Recording.program
 
-    def program(self, result):
+    def program(self, result, *stream):  # a tree before streams were replayed: no stream
         global _last_program
-        _last_program = original(self, result)
+        _last_program = original(self, result, *stream)
         return _last_program
 
     replay.Recording.program = program

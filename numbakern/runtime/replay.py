@@ -27,8 +27,11 @@ upload, a launch argument whose address is neither an input's nor an allocation'
 (a copy CuPy made, say), a launch on another stream, a write outside the launches
 (a CuPy copy into ``out=``), a result that is neither a view of an allocation nor an
 argument the launches wrote (a host scalar, a CuPy cast), an empty array.
-Calls with host (NumPy or CPU tensor) input, with an explicit ``stream=``, or with an
-argument that cannot be keyed (a list, a mutable array) also run the ordinary way.
+Calls with host (NumPy or CPU tensor) input, with an argument that cannot be keyed (a
+list, a mutable array), or with an explicit ``stream=`` on CuPy arrays or tensors
+(whose allocators order memory by their own current stream) also run the ordinary way.
+A call on Numba device arrays replays on the ``stream=`` it is given: its one
+allocation is Numba's, which no stream orders, and the key leaves the stream out.
 
 An ``out=`` that the launches wrote is a result the replay hands back as the caller's
 own object. Such a call replays only while its arguments stay apart in memory (as
@@ -78,6 +81,10 @@ counts: Counter = Counter()
 latest: dict = {}
 
 _HOST = (list, dict, set, np.ndarray)  # never keyed: their contents are the input
+# Kinds whose calls replay with a stream= too: their one allocation is Numba's, which
+# no stream orders (CuPy's pool and torch's caching allocator order theirs by their
+# current stream, which a replay would have to set: such calls run the ordinary way).
+_ANY_STREAM = frozenset({"device", "sim"})
 _enabled = True
 
 
@@ -261,19 +268,21 @@ def replayable(fn):
     table: dict = register({})
 
     def resolve(args: tuple, kwargs: dict):
-        if not _enabled or kwargs.get("stream") is not None or \
-                current_recording() is not None:
+        if not _enabled or current_recording() is not None:
             return fn(*args, **kwargs), None
+        stream = kwargs.get("stream")
         arrays, refs, objects = [], [], []
-        key = _signature(args, kwargs, arrays, refs, objects)
+        # a program does not depend on its stream: the key leaves it out
+        key = _signature(args, kwargs if stream is None else {**kwargs, "stream": None},
+                         arrays, refs, objects)
         try:
             entry = table.get(key) if key is not None else _UNKEYED
         except TypeError:  # an unhashable value (a structured NumPy scalar): fn decides
             entry = _UNKEYED
-        if entry is _UNKEYED:
+        if entry is _UNKEYED or (stream is not None and arrays[0].kind not in _ANY_STREAM):
             return fn(*args, **kwargs), None
         if entry is None:
-            result, program = _record(fn, args, kwargs, arrays)
+            result, program = _record(fn, args, kwargs, arrays, stream)
             if len(table) >= MAX_SIGNATURES:
                 table.clear()
             table[key] = (program, refs)
@@ -288,7 +297,7 @@ def replayable(fn):
                 (program.returns_inputs and not _writable_apart(arrays, objects)):
             return fn(*args, **kwargs), None
         counts["replayed"] += 1
-        return program.run([a.address for a in arrays], objects), program
+        return program.run([a.address for a in arrays], objects, stream), program
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -308,8 +317,9 @@ def _writable_apart(arrays: list, objects: list) -> bool:
         not any(getattr(v, "requires_grad", False) for v in objects)
 
 
-def _record(fn, args, kwargs, arrays: list):
-    """Run ``fn`` once while recording: ``(result, program or _Refused)``."""
+def _record(fn, args, kwargs, arrays: list, stream=None):
+    """Run ``fn`` once while recording: ``(result, program or _Refused)``; ``stream``:
+    the call's ``stream=``, which its launches must all have gone to."""
     recording = Recording(arrays)
     set_recording(recording)
     try:
@@ -317,7 +327,7 @@ def _record(fn, args, kwargs, arrays: list):
     finally:
         set_recording(None)
     try:
-        program = recording.program(result)
+        program = recording.program(result, stream)
     except _Flaw as flaw:
         program = _Refused(str(flaw))
     return result, program
@@ -366,13 +376,14 @@ class Recording:
                ) -> None:
         self.launches.append((kernel, grid, block, stream, args, shared))
 
-    def program(self, result) -> "Program":
-        """The replayable program; raises :class:`_Flaw` when there is none."""
+    def program(self, result, stream=None) -> "Program":
+        """The replayable program of a call given ``stream`` (None: its kind's
+        default); raises :class:`_Flaw` when there is none."""
         if self.flaw is not None:
             raise _Flaw(self.flaw)
         layout = _Layout(self.inputs, self.allocations)
         kind = self.inputs[0].kind
-        stream = _stream_of(kind)
+        stream = _stream_of(kind) if stream is None else _given(stream)
         steps = []
         for kernel, grid, block, launch_stream, args, shared in self.launches:
             if _handle(launch_stream) != _handle(stream):
@@ -428,6 +439,15 @@ def _stream_of(kind: str):
     if kind == "torch":  # a tensor call runs on torch's current stream (api._interop)
         return torch_stream(sys.modules["torch"].cuda.current_device())
     return 0
+
+
+def _given(stream):
+    """A call's ``stream=`` as :func:`_stream_of` gives a default: the simulator's one
+    stream there, else the raw handle of a Numba or CuPy stream or a pointer."""
+    if SIMULATOR:
+        return cuda.default_stream()
+    ptr = getattr(stream, "ptr", stream)  # a CuPy stream's handle
+    return int(ptr) if isinstance(ptr, (int, np.integer)) else stream_handle(stream)
 
 
 def _handle(stream) -> int:
@@ -623,11 +643,13 @@ class Program:
         self.tensor_result = _tensor_result(result, total) \
             if kind == "torch" and not self.returns_inputs else None
 
-    def run(self, bases: list, objects: list = ()):
+    def run(self, bases: list, objects: list = (), stream=None):
         """Replay on the call's array arguments at addresses ``bases`` (in order; as
-        passed: ``objects``, which a result that is an argument returns)."""
+        passed: ``objects``, which a result that is an argument returns), on the call's
+        ``stream=`` (None: its kind's default)."""
         block, address = self._allocate()
-        return self._launch([*bases, address], block, address, _stream_of(self.kind),
+        return self._launch([*bases, address], block, address,
+                            _stream_of(self.kind) if stream is None else _given(stream),
                             objects)
 
     def replay(self, addresses: list, device: int, first):

@@ -438,16 +438,22 @@ def test_device_reports_are_read_after_queued_work_on_a_side_stream(cupy_or_not)
 def test_segmented_calls_on_tensors_replay_with_or_without_cupy(cupy_or_not):
     """A repeated segmented reduction of CUDA tensors replays its launches, keyed by
     the tensors (the offsets' report read after them), whether or not CuPy is there
-    to translate them; the answers are the general path's."""
+    to translate them; the answers are the general path's. So does a segmented scan's
+    pair of launch groups."""
     from numbakern.runtime import replay
 
     x = torch.randn(4096, device="cuda")
     offsets = torch.tensor([0, 5, 5, 4000, 4096], device="cuda")
     nonempty = torch.tensor([0, 5, 4000, 4096], device="cuda")
     first = nk.segmented_reduce(x, offsets), nk.segmented_argmax(x, nonempty)  # recorded
+    scanned = nk.segmented_scan(x, offsets)
     before = replay.counts["replayed"]
     again = nk.segmented_reduce(x, offsets), nk.segmented_argmax(x, nonempty)
     assert replay.counts["replayed"] - before == 2
+    # the scan's two launch groups, around the read of the offsets' ends (without
+    # CuPy: on Numba arrays, given torch's stream)
+    torch.testing.assert_close(nk.segmented_scan(x, offsets), scanned)
+    assert replay.counts["replayed"] - before == 4
     h = x.cpu().numpy().astype(np.float64)
     sums = [h[a:b].sum() for a, b in zip([0, 5, 5, 4000], [5, 5, 4000, 4096])]
     for got in (first[0], again[0]):

@@ -130,12 +130,58 @@ def test_a_new_signature_records_its_own_program():
 
 def test_calls_that_cannot_replay_run_the_ordinary_way():
     h = rng.standard_normal((4, 40)).astype(np.float32)
-    x = cuda.to_device(h)
     before = dict(replay.counts)
     for _ in range(2):
         nk.sum(h, axis=1)  # host input: its transfer is the call
-        nk.sum(x, axis=1, stream=cuda.default_stream())  # an explicit stream
     assert replay.counts["replayed"] == before.get("replayed", 0)
+
+
+def test_numba_arrays_replay_on_the_stream_they_are_given():
+    """The stream is no part of a program: calls on Numba device arrays given a
+    ``stream=``, another each time, replay one recording."""
+    streams = iter([cuda.stream(), cuda.default_stream(), cuda.stream()])
+
+    def call(x):
+        return nk.sum(x, axis=1, stream=next(streams))
+
+    assert _repeat(cuda.to_device, call, lambda h: h.sum(axis=1), (4, 40)) == 2
+
+
+class _TensorLike:
+    """What the key reads of a CUDA tensor (``replay._tensor``)."""
+
+    __module__ = "torch.fake"
+    is_cuda, dtype, shape = True, np.dtype(np.float32), (8,)
+
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+    def stride(self):
+        return (1,)
+
+    def get_device(self):
+        return 0
+
+
+def test_tensors_and_cupy_arrays_given_a_stream_run_the_ordinary_way(monkeypatch):
+    """Their allocators order memory by their own current stream, which a replay
+    does not set: with ``stream=`` they are never recorded, never replayed."""
+    monkeypatch.setattr(replay, "_device_of", lambda kind: 0)
+    runs = []
+
+    @replay.replayable
+    def fn(x, *, stream=None):
+        runs.append(stream)
+        return x
+
+    before = dict(replay.counts)
+    for stream in (5, 5, 7):
+        fn(_TensorLike(0x1000), stream=stream)
+    assert runs == [5, 5, 7] and not fn.replay_table
+    assert replay.counts == before
 
 
 # (name, call into out, float64 reference, shape of x, shape of out)
@@ -290,6 +336,39 @@ def test_replay_patches_new_addresses_into_the_recorded_parameters(monkeypatch):
     assert program.steps[1].values[[4, 11]].tolist() == [0xA0000, 0xA0000 + 256]
 
 
+def test_a_call_given_a_stream_records_and_replays_on_the_stream_given(monkeypatch):
+    """A launch on another stream than the call's ``stream=`` refuses the recording;
+    a replay launches on the stream its own call names (a raw handle, a CuPy stream's
+    ``ptr``)."""
+    launched = []
+
+    class Launcher:
+        def entry(self, key, count):
+            return 0xF00, None, None
+
+    class CupyStream:
+        ptr = 0xC0
+
+    monkeypatch.setattr(replay, "SIMULATOR", False)
+    monkeypatch.setattr(replay, "launcher_for", lambda kernel: Launcher())
+    monkeypatch.setattr(replay, "driver_launch", lambda *a: launched.append(a[3]))
+    monkeypatch.setattr(replay.Program, "_allocate", lambda self: (None, 0xA0000))
+    x = replay._Array("device", 0x10000, np.dtype(np.float32), (8,), (4,))
+
+    def recording(stream):
+        r = replay.Recording([x])
+        r.launch("kernel", 1, 32, stream, (launch.DeviceBuffer(0x10000, (8,), (4,),
+                                                               np.float32),))
+        return r
+
+    with pytest.raises(replay._Flaw, match="a launch on another stream"):
+        recording(0).program(None, 0xB0)
+    program = recording(0xB0).program(None, 0xB0)
+    program.run([0x90000], (), 0xD0)
+    program.run([0x90000], (), CupyStream())
+    assert launched == [0xD0, 0xC0]
+
+
 def test_an_address_from_elsewhere_refuses_replay():
     x = replay._Array("sim", 0x10000, np.dtype(np.float32), (8,), (4,))
     layout = replay._Layout([x], [(0x50000, 12)])
@@ -395,6 +474,37 @@ def test_torch_replays_run_on_torchs_current_stream():
             total = nk.sum(x)
         side.synchronize()
         assert total.item() == n
+
+
+@pytest.mark.gpu
+def test_numba_replays_run_on_the_stream_given():
+    """A replayed call on Numba device arrays with ``stream=`` is ordered after the
+    work queued on that stream before it (a kernel that sleeps, then fills x)."""
+
+    @cuda.jit
+    def late_fill(x):
+        i = cuda.grid(1)
+        if i == 0:
+            cuda.nanosleep(1_000_000)
+        cuda.syncthreads()
+        if i < x.size:
+            x[i] = 1.0
+
+    rows = 1024
+    side = cuda.stream()
+    replay.forget()
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x = cuda.device_array((rows, rows), np.float32, stream=side)
+        flat = x.reshape(rows * rows)
+        for _ in range(20):  # ~20 ms of sleeping blocks ahead of the fill
+            late_fill[1, 32, side](flat[:32])
+        late_fill[rows * rows // 256, 256, side](flat)
+        sums = nk.sum(x, axis=1, stream=side)
+        host = sums.copy_to_host(stream=side)
+        side.synchronize()
+        np.testing.assert_array_equal(host, np.full(rows, rows))
+    assert replay.counts["replayed"] - before == 2
 
 
 @pytest.mark.gpu
