@@ -59,9 +59,24 @@ class _constant_identity:
     constant: Any
 
     def __call__(self, dtypes):
-        if isinstance(self.constant, tuple):
-            return tuple(np.dtype(d).type(v) for v, d in zip(self.constant, dtypes))
-        return np.dtype(dtypes).type(self.constant)
+        # as given: casting here would hide a value a dtype cannot hold from
+        # identity_field's check (2.5 for integers would become 2)
+        return self.constant
+
+
+def identity_field(name: str, value: Any, dtype: np.dtype) -> Any:
+    """``value``, an identity's field, as a scalar of ``dtype``; ``ValueError`` naming
+    op ``name`` when the dtype cannot hold it exactly (``identity=np.inf`` or ``2.5``
+    for an integer field, ``1e300`` for float32: give a function of the dtype, as the
+    built-in max does)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = np.asarray(value).astype(dtype)[()]
+    # compared as Python numbers: NumPy would compare 1e300 with float32's inf in
+    # float32, where the two are equal
+    if not (cast.item() == value or (cast != cast and value != value)):
+        raise ValueError(f"Op {name!r}: identity {value!r} is not a value of dtype {dtype} "
+                         "(give identity as a function of the dtype)")
+    return cast
 
 
 def _all_ones(dtype: np.dtype) -> Any:
@@ -292,8 +307,9 @@ class Op:
             raise ValueError(
                 f"zero-size array to reduction operation {self.name} which has no identity"
             )
-        value = self.identity(dtype) if isinstance(self.empty, str) else self.empty
-        return np.asarray(value).astype(dtype)[()]
+        if isinstance(self.empty, str):
+            return identity_field(self.name, self.identity(dtype), np.dtype(dtype))
+        return np.asarray(self.empty).astype(dtype)[()]
 
     def device_combine(self):
         """The combine function compiled as a CUDA device function (built once)."""

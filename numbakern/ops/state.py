@@ -49,7 +49,7 @@ import numba
 import numpy as np
 from numba import cuda, from_dtype
 
-from numbakern.ops import Op
+from numbakern.ops import Op, identity_field
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import FULL_MASK, SIMULATOR
 
@@ -204,15 +204,7 @@ def _identity_values(op: Op, dtypes: tuple[np.dtype, ...]) -> tuple[Any, ...]:
     if len(values) != len(dtypes):
         raise ValueError(f"Op {op.name!r}: identity gives {len(values)} fields, "
                          f"the op has {len(dtypes)}")
-    out = []
-    for v, dt in zip(values, dtypes):
-        with np.errstate(invalid="ignore", over="ignore"):
-            cast = np.asarray(v).astype(dt)[()]
-        if not (cast == v or (cast != cast and v != v)):
-            raise ValueError(f"Op {op.name!r}: identity {v!r} is not a value of dtype {dt} "
-                             "(give identity as a function of the dtype)")
-        out.append(cast)
-    return tuple(out)
+    return tuple(identity_field(op.name, v, dt) for v, dt in zip(values, dtypes))
 
 
 def build_kit(op: Op, dtypes: tuple[np.dtype, ...], read=None) -> StateKit:

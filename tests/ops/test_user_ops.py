@@ -43,13 +43,25 @@ def test_state_dtypes_says_the_field_dtypes():
 
 
 def test_an_identity_the_dtype_cannot_hold_is_a_clear_error():
+    """Exactly: a value the cast would round, wrap or overflow is refused too, the
+    empty reduction's result included."""
     smallest = nk.op(identity=np.inf, name="smallest")(lambda a, b: min(a, b))
-    with pytest.raises(ValueError, match="identity cannot be made in dtype int64"):
+    with pytest.raises(ValueError, match="'smallest': identity inf is not a value of "
+                                         "dtype int64"):
         nk.reduce(np.arange(5), smallest)
     assert nk.reduce(np.arange(5.0), smallest) == 0.0
     big = nk.op(identity=300, name="big")(lambda a, b: a + b)
-    with pytest.raises(ValueError, match="identity cannot be made in dtype int8"):
+    with pytest.raises(ValueError, match="identity 300 is not a value of dtype int8"):
         nk.reduce(np.arange(5, dtype=np.int8), big, dtype=np.int8)
+    half = nk.op(identity=2.5, name="half")(lambda a, b: a * b)
+    for x in (np.array([3, 4]), np.array([], np.int64)):
+        with pytest.raises(ValueError, match="identity 2.5 is not a value of dtype int64"):
+            nk.reduce(x, half)
+    huge = nk.op(identity=1e300, name="huge")(lambda a, b: min(a, b))
+    with pytest.raises(ValueError, match="identity 1e\\+300 is not a value of dtype "
+                                         "float32"):
+        nk.reduce(np.array([5, 7], np.float32), huge)
+    assert nk.reduce(np.array([5.0, 7.0]), huge) == 5.0
 
 
 def test_a_combine_no_gpu_can_compile_is_refused_under_the_simulator_too():
