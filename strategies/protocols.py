@@ -31,6 +31,7 @@ Strategies are values: immutable once made, equal and hashed by their ``key``
 from __future__ import annotations
 
 import math
+from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
@@ -87,7 +88,7 @@ class Cost:
 # --- values, not objects ---------------------------------------------------------------
 
 
-class _MadeOnce(type):
+class _MadeOnce(ABCMeta):  # abstract methods: a class missing one is no strategy
     def __call__(cls, *args, **kwargs):
         obj = super().__call__(*args, **kwargs)
         object.__setattr__(obj, "_made", True)  # __init__ is over: fixed from now on
@@ -122,6 +123,7 @@ class Strategy(Immutable):
     family: ClassVar[str]
 
     @property
+    @abstractmethod
     def key(self) -> tuple:
         raise NotImplementedError
 
@@ -201,15 +203,18 @@ class BlockStrategy(Strategy):
     def warps(self) -> int:
         return self.threads // 32
 
+    @abstractmethod
     def temp_slots(self) -> int:
         """How many states of shared-memory temp storage the block reduce and block
         scan need."""
         raise NotImplementedError
 
+    @abstractmethod
     def build_reduce(self, kit) -> Callable:
         """Device function ``block_reduce(s, t0, t1) -> state``, valid in thread 0."""
         raise NotImplementedError
 
+    @abstractmethod
     def barriers(self) -> int:
         """``__syncthreads()`` calls in one block reduce."""
         raise NotImplementedError
@@ -400,10 +405,12 @@ class GridReduce(GridStrategy):
 
     family = "reduce"
 
+    @abstractmethod
     def reduce(self, job) -> tuple:
         """Reduce every output of ``job``; returns the field arrays."""
         raise NotImplementedError
 
+    @abstractmethod
     def cost(self, n: int, itemsize: int, state_bytes: int, blocks: int) -> Cost:
         """The traffic of one reduction of ``n`` elements over ``blocks`` blocks."""
         raise NotImplementedError
@@ -471,10 +478,12 @@ class GridScan(GridStrategy):
             )
         return items
 
+    @abstractmethod
     def scan(self, job) -> None:
         """Scan ``job.x`` into ``job.outs``."""
         raise NotImplementedError
 
+    @abstractmethod
     def cost(self, n: int, in_itemsize: int, out_itemsize: int, tiles: int) -> Cost:
         raise NotImplementedError
 
@@ -529,10 +538,12 @@ class HistogramStrategy(Strategy):
         blocks = "" if self.blocks is None else f", blocks={self.blocks}"
         return f"{type(self).__name__}(threads={self.threads}{blocks})"
 
+    @abstractmethod
     def shared_slots(self, bins: int) -> int:
         """uint32 counters this strategy keeps in shared memory for ``bins`` bins."""
         raise NotImplementedError
 
+    @abstractmethod
     def build_counter(self, bins: int):
         """``(clear, count, total)`` device functions for ``bins`` bins."""
         raise NotImplementedError
@@ -592,10 +603,12 @@ class SortStrategy(Strategy):
     family = "sort"
     deterministic = True
 
+    @abstractmethod
     def fits(self, n: int) -> bool:
         """Whether this strategy takes rows of ``n`` keys."""
         raise NotImplementedError
 
+    @abstractmethod
     def sort(self, job) -> None:
         """Sort ``job``'s rows into ``job.out``."""
         raise NotImplementedError
@@ -640,6 +653,7 @@ class SelectStrategy(Strategy):
                              f"(k <= {self.max_k}); use strategy='radix_select' or "
                              f"'sort_slice', or strategy=None to let numbakern choose")
 
+    @abstractmethod
     def select(self, job) -> None:
         """Write each row's ``k`` first elements to ``job.values`` and ``job.indices``."""
         raise NotImplementedError

@@ -39,24 +39,58 @@ def register(cls: type) -> type:
 
     Raises:
         TypeError: ``cls`` is not a class of one of the families (a subclass of a
-            base in ``strategies/protocols.py`` has its ``family``).
-        ValueError: its name is taken in its family by another class.
+            base in ``strategies/protocols.py`` has its ``family``), leaves one of
+            its family's methods unimplemented, or lacks one of its flags (or sets
+            one to anything but a bool).
+        ValueError: its name is empty, holds a ``/`` or a space (a ``"grid/block"``
+            name would not read back), is taken in its family by another class, or
+            (a block's, or a reduce or scan grid's) names the other kind: a block
+            called ``"two_pass"`` would turn ``strategy="two_pass"`` into another
+            grid.
     """
     family, name = getattr(cls, "family", None), getattr(cls, "name", None)
     if not isinstance(cls, type) or family not in FAMILIES or not isinstance(name, str):
         raise TypeError(f"register takes a strategy class (a subclass of a base in "
                         f"numbakern.strategies.protocols, with a name), got {cls!r}")
+    _check_contract(cls, family)
+    _check_name(cls, family, name)
+    REGISTRY[family][name] = cls
+    _forget()
+    return cls
+
+
+def _check_contract(cls: type, family: str) -> None:
+    """``TypeError`` for a class missing what its family's protocol asks of it."""
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    if abstract:
+        raise TypeError(f"{cls.__name__} must implement {', '.join(abstract)} (methods "
+                        f"of a {family} strategy: strategies/protocols.py)")
     missing = [a for a in _REQUIRED.get(family, ()) if not hasattr(cls, a)]
     if missing:
         raise TypeError(f"{cls.__name__} must set {', '.join(missing)} (class attributes "
                         f"of a {family} strategy: strategies/protocols.py)")
+    flags = [a for a in _REQUIRED.get(family, ()) if not isinstance(getattr(cls, a), bool)]
+    if flags:
+        raise TypeError(f"{cls.__name__}: {', '.join(flags)} must be True or False, got "
+                        f"{', '.join(repr(getattr(cls, a)) for a in flags)}")
+
+
+def _check_name(cls: type, family: str, name: str) -> None:
+    """``ValueError`` for a name that would not resolve to ``cls`` alone."""
+    if not name or "/" in name or any(c.isspace() for c in name):
+        raise ValueError(f"{cls.__name__}: a strategy's name must be a non-empty word "
+                         f"without '/' or spaces, got {name!r}")
     known = REGISTRY[family].get(name)
     if known is not None and known is not cls:
         raise ValueError(f"a {family} strategy named {name!r} is registered already: "
                          f"{known.__name__} (unregister it first)")
-    REGISTRY[family][name] = cls
-    _forget()
-    return cls
+    others = ("reduce", "scan") if family == "block" else \
+        ("block",) if family in _DEFAULT_GRID else ()
+    clash = next((f for f in others if name in REGISTRY[f]), None)
+    if clash is not None:
+        raise ValueError(f"{cls.__name__}: {name!r} names a {_NOUN[clash]} strategy "
+                         f"already, and a name alone may mean either a grid or a block "
+                         f"(strategy={name!r}): choose another")
 
 
 #: class attributes each family's contract asks for (beyond ``name``)

@@ -360,10 +360,17 @@ def counts_table(trace: Trace) -> Table:
         )
     moved = trace.bytes_moved()
     table.caption = (
-        f"{len(trace.launches)} launch(es); joins total {trace.total('joins')} = n - 1; "
+        f"{len(trace.launches)} launch(es); joins total {_joins(trace)}; "
         f"bytes: " + ", ".join(f"{k} {v}" for k, v in moved.items())
     )
     return table
+
+
+def _joins(trace) -> str:
+    """The joins a trace made, against the ``n - 1`` that every correct tree of ``n``
+    elements has: ``"4 = n - 1"``, or ``"6 ≠ n - 1 = 4"`` for a broken strategy."""
+    joins, want = trace.total("joins"), max(trace.n - 1, 0)
+    return f"{joins} = n - 1" if joins == want else f"{joins} ≠ n - 1 = {want}"
 
 
 def outputs_table(trace, limit: int = 6, shown: int = 0) -> Table:
@@ -557,7 +564,7 @@ def _frame(ax, trace, keys, row, shown, out_col) -> None:
     output = f" · {c.output}" if c.output else ""
     ax.set_title(
         f"{c.strategy}: {_what(c)} of {c.n} {c.dtype}{output}, {len(c.launches)} launch(es), "
-        f"combines in launch {combining}, {c.threads} threads per block\n{c.total('joins')} joins (n - 1) of "
+        f"combines in launch {combining}, {c.threads} threads per block\n{_joins(c)} joins of "
         f"{c.total('combines') + c.total('atomics')} combines run · {per_block} barrier(s) "
         f"per block · {sum(sum(b.shuffle_steps.values()) for b in c.blocks.values())} warp "
         f"shuffle steps · {c.total('atomics')} atomics", fontsize=9)

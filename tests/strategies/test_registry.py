@@ -450,9 +450,8 @@ def test_registry_listings_and_errors():
     with pytest.raises(TypeError, match="register takes a strategy class"):
         register(int)
 
-    class Clash(BlockStrategy):
+    class Clash(Sequential):
         name = "warp_shuffle"
-        needs_commutative = False
 
     with pytest.raises(ValueError, match="registered already: WarpShuffle"):
         register(Clash)
@@ -517,8 +516,39 @@ def test_a_subclass_of_the_same_name_gets_its_own_kernels(registered):
     unregister(First)
     registered(Second)
     assert nk.sum(x, strategy="two_pass/edited") != 5050  # Second's kernel, not First's
+    methods = {k: Sequential.__dict__[k] for k in ("temp_slots", "barriers", "build_reduce")}
     with pytest.raises(TypeError, match="must set needs_commutative"):
-        register(type("NoCommutativity", (BlockStrategy,), {"name": "nc"}))
+        register(type("NoCommutativity", (BlockStrategy,), {"name": "nc", **methods}))
+
+
+def test_register_refuses_what_would_not_resolve_to_the_class_alone():
+    """Found in a review: each of these was registered, then failed at a later call
+    (an empty NotImplementedError, an unpacking error of ``every``) or silently turned
+    a grid's name into a block."""
+    with pytest.raises(TypeError, match=r"^NoReduce must implement barriers, build_reduce "
+                                        r"\(methods of a block strategy"):
+        register(type("NoReduce", (BlockStrategy,), {
+            "name": "no_reduce", "needs_commutative": False,
+            "temp_slots": lambda self: 1}))
+    with pytest.raises(TypeError, match="Can't instantiate abstract class NoScan"):
+        nk.cumsum(np.arange(4), strategy=type("NoScan", (nk.strategies.GridScan,),
+                                              {"name": "no_scan", "deterministic": True})())
+    for name in ["my/block", "", "two words"]:
+        with pytest.raises(ValueError, match="must be a non-empty word without '/'"):
+            register(type("Named", (Sequential,), {"name": name}))
+    with pytest.raises(ValueError, match="'atomic_fold' names a reduction strategy "
+                                         "already"):
+        register(type("Shadow", (Sequential,), {"name": "atomic_fold"}))
+    grid = nk.strategies.TwoPass
+    with pytest.raises(ValueError, match="'shared_tree' names a block strategy already"):
+        register(type("Shadow", (grid,), {"name": "shared_tree"}))
+    with pytest.raises(TypeError, match=r"needs_commutative must be True or False, got "
+                                        r"'no'"):
+        register(type("Flagged", (Sequential,), {"name": "flagged",
+                                                 "needs_commutative": "no"}))
+    assert nk.strategies.resolve("reduce", "atomic_fold") == nk.AtomicFold(nk.WarpShuffle())
+    assert nk.strategies.available("block") == ["warp_shuffle", "shared_tree",
+                                                "hillis_steele", "blelloch"]
 
 
 def test_a_strategys_repr_makes_it_again():

@@ -129,6 +129,44 @@ def test_exercise_one_a_new_block_is_explained():
                             ["warp_shuffle", "shared_tree", "hillis_steele", "blelloch"])
 
 
+class Twice(Sequential):
+    """The course's second exercise: thread 0 folds its own state in twice."""
+
+    name = "twice"
+
+    def build_reduce(self, kit):
+        combine, store, load = kit.combine, kit.store, kit.load
+        threads = self.threads
+
+        @cuda.jit(device=True)
+        def block_reduce(s, t0, t1):
+            tid = cuda.threadIdx.x
+            store(t0, t1, tid, s)
+            cuda.syncthreads()
+            if tid == 0:
+                acc = load(t0, t1, 0)
+                for i in range(threads):  # from 0: lane 0 again
+                    acc = combine(acc, load(t0, t1, i))
+                store(t0, t1, 0, acc)
+            cuda.syncthreads()
+            return load(t0, t1, 0)
+
+        return block_reduce
+
+
+@simulator_only
+def test_exercise_two_a_broken_block_is_caught_by_the_proof_and_the_counts():
+    register(Twice)
+    try:
+        result = CliRunner().invoke(cli, ["explain", "two_pass/twice", "--values",
+                                          "3,1,4,1,5", "--threads", "32"])
+    finally:
+        unregister(Twice)
+    assert result.exit_code == 1, result.output  # a failed proof fails the command
+    assert "every element exactly once: NO" in result.output
+    assert re.search(r"joins total \d+ ≠ n - 1 = 4", result.output), result.output
+
+
 @simulator_only
 def test_course_draws_the_selections(tmp_path):
     """The select family (topk's strategies) is a family of the course like the others:
