@@ -23,7 +23,7 @@ from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.sort import INDEX_DTYPE, _moveaxis, _restore, _xp, check_dtype
 from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
-                                   flat_device, honours_stream, kind_of, resolve_stream,
+                                   flat_device, flattened, honours_stream, kind_of, resolve_stream,
                                    to_user)
 from numbakern.core.axes import axis_index, check_flag, optional_axis
 from numbakern.core.jobs import SelectJob
@@ -129,7 +129,7 @@ def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None
     shape = tuple(x.shape)
     axis = optional_axis(axis, len(shape))
     arr, wrap = as_layout_array(x, kind)
-    moved = arr.reshape(-1) if axis is None else _moveaxis(arr, axis, -1)
+    moved = flattened(arr) if axis is None else _moveaxis(arr, axis, -1)
     n = moved.shape[-1]
     k = _check_k(k, n)
     selector = _strategies.resolve("select", strategy, n=n, k=max(k, 1))

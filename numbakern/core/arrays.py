@@ -15,6 +15,7 @@ dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from numbakern.kernels.elementwise import cast_into
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       stream_handle, to_device_array)
+from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import device_empty, device_view, head, host_copy, to_device
 
 
@@ -316,7 +318,9 @@ def flat_device(arr, workspace: Workspace, view_dtype=None):
     view, its bits read as ``view_dtype`` (default its own dtype).
 
     NumPy arrays are made contiguous on the host and transferred once; CuPy arrays
-    are made contiguous on the device (a copy only if they are not already).
+    are made contiguous on the device: a copy, announced by a :class:`CopyWarning`,
+    only if they are not already (rows along another axis than the last, a strided
+    view), since the sorts, selections and histograms read contiguous rows.
     """
     view_dtype = np.dtype(arr.dtype if view_dtype is None else view_dtype)
     if isinstance(arr, np.ndarray):
@@ -326,7 +330,25 @@ def flat_device(arr, workspace: Workspace, view_dtype=None):
         return to_device(host.view(view_dtype), workspace.stream)
     import cupy
 
+    if not arr.flags.c_contiguous:
+        _rows_copied(arr)
     return buffer(cupy.ascontiguousarray(arr).reshape(-1).view(view_dtype))
+
+
+def flattened(arr):
+    """``arr.reshape(-1)`` of a NumPy or CuPy array being laid out (``axis=None``): a
+    CuPy array that is not C-contiguous is copied by it, announced as
+    :func:`flat_device` announces its copies."""
+    if not isinstance(arr, np.ndarray) and not arr.flags.c_contiguous:
+        _rows_copied(arr)
+    return arr.reshape(-1)
+
+
+def _rows_copied(arr) -> None:
+    warnings.warn(f"numbakern copied a {tuple(arr.shape)} device input to lay it out "
+                  "contiguously: sorts, selections and histograms read contiguous rows; "
+                  "pass a C-contiguous array, its rows along the last axis, to avoid "
+                  "the copy", CopyWarning, stacklevel=user_stacklevel())
 
 
 def as_layout_array(x, kind: str):
