@@ -32,7 +32,7 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
-                                   flat_device, honours_stream, kind_of, resolve_stream,
+                                   flat_device, flattened, honours_stream, kind_of, resolve_stream,
                                    to_user)
 from numbakern.core.axes import check_flag, normalize_axis, optional_axis
 from numbakern.core.jobs import SortJob
@@ -78,14 +78,15 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
 @dispatch
 @replayable
 @honours_stream
-def argsort(x, axis=-1, stable=None, descending=False, *, kind=None, strategy=None,
+def argsort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
             stream=None):
     """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
 
     Returns int64 indices of ``x``'s shape (``(x.size,)`` for ``axis=None``): along
     ``axis``, positions within that axis; equal values in input order. ``stable``
     and ``kind`` (any of NumPy's) are accepted for NumPy's signature; both strategies
-    are always stable. ``descending``: as :func:`sort`'s, equal values in input order.
+    are always stable. ``descending``: as :func:`sort`'s, equal values in input order;
+    the third positional argument, as :func:`sort`'s and ``torch.argsort``'s.
 
     Raises: as :func:`sort`.
     """
@@ -157,7 +158,7 @@ def along_rows(x, axis, indices: bool, stream, plan):
     keep_order = asked is not None and not asked.isnative and not indices
     out_dtype = INDEX_DTYPE if indices else asked if keep_order else x.dtype
     if axis is None:
-        moved = arr.reshape(-1)
+        moved = flattened(arr)
     else:
         moved = _moveaxis(arr, axis, -1)
     n = moved.shape[-1] if moved.ndim else 1

@@ -452,3 +452,60 @@ def test_bfloat16_rows_of_torch_tensors_sort_as_torch():
         assert got.dtype == torch.bfloat16 and torch.equal(got.isnan(), want.values.isnan())
         assert torch.equal(got.nan_to_num(), want.values.nan_to_num())
         assert torch.equal(nk.argsort(x, axis=axis), want.indices)
+
+
+class _Strided:
+    """What the layout reads of a CuPy array that is not C-contiguous."""
+
+    class flags:  # noqa: N801 (CuPy's attribute)
+        c_contiguous = False
+
+    shape = (4, 3)
+
+    def reshape(self, *shape):
+        return "copied"
+
+
+def test_a_device_row_layout_copy_is_announced():
+    """Device input whose rows are not contiguous is copied contiguous (the sorts,
+    selections and histograms read contiguous rows): with a CopyWarning. Host input
+    is copied to the device anyway, without one."""
+    from numbakern.core.arrays import flattened
+
+    with pytest.warns(nk.CopyWarning, match=r"copied a \(4, 3\) device input"):
+        assert flattened(_Strided()) == "copied"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)
+        assert flattened(np.ones((4, 3)).T).shape == (12,)
+
+
+@pytest.mark.gpu
+def test_cupy_rows_that_are_not_contiguous_are_copied_with_a_warning():
+    cupy = pytest.importorskip("cupy")
+    h = RNG.random((64, 48)).astype(np.float32)
+    x = cupy.asarray(h)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)
+        nk.sort(x), nk.topk(x, 3), nk.median(x, axis=-1), nk.sort(x, axis=None)
+    for call, expected in [
+            (lambda: nk.sort(x, axis=0), np.sort(h, axis=0)),
+            (lambda: nk.sort(x[:, ::2]), np.sort(h[:, ::2])),
+            (lambda: nk.argsort(x.T, axis=None), np.argsort(h.T, axis=None, stable=True)),
+            (lambda: nk.topk(x, 3, axis=0).values, -np.sort(-h, axis=0)[:3]),
+            (lambda: nk.median(x, axis=0), np.median(h, axis=0)),
+            (lambda: nk.histogram(x[:, ::2], bins=4, range=(0, 1))[0],
+             np.histogram(h[:, ::2], bins=4, range=(0, 1))[0])]:
+        with pytest.warns(nk.CopyWarning, match="device input to lay it out contiguously"):
+            got = call()
+        np.testing.assert_allclose(cupy.asnumpy(got), expected, rtol=1e-6)
+
+
+def test_argsort_takes_descending_third_as_sort_and_torch():
+    """``argsort(x, -1, True)`` is descending, as ``sort(x, -1, True)`` and
+    ``torch.argsort(x, -1, True)``; ``stable`` and ``kind`` are keywords only."""
+    x = np.array([3, 1, 2, 3])
+    assert nk.argsort(x, -1, True).tolist() == [0, 3, 2, 1]
+    assert nk.sort(x, -1, True).tolist() == [3, 3, 2, 1]
+    with pytest.raises(TypeError, match="descending must be True or False"):
+        nk.argsort(x, -1, "stable")  # NumPy's third is kind: refused, not misread
+    assert nk.argsort(x, -1, stable=True).tolist() == [1, 2, 0, 3]
