@@ -586,7 +586,7 @@ def _strategy_path(strategy):
     """
     if strategy is None:
         return None, None
-    family = getattr(strategy, "family", None)
+    given, family = strategy, getattr(strategy, "family", None)
     if isinstance(strategy, str):
         if strategy in _strategies.available("sort"):
             family = "sort"
@@ -601,7 +601,7 @@ def _strategy_path(strategy):
     sorts = ", ".join(map(repr, _strategies.available("sort")))
     raise ValueError(f"strategy must be None, a sort strategy ({sorts} or an object) "
                      "or the select strategies 'radix_select' or 'sort_slice' (or such an "
-                     f"object), got {strategy!r}")
+                     f"object), got {given!r}")
 
 
 def _slices(x, kind: str, axes, m: int, n: int):
