@@ -169,7 +169,7 @@ def _arg(x, offsets, direction: str, strategy, lanes, stream):
     result, bad = _ARG_REDUCED[direction](x, offsets, strategy=strategy, lanes=lanes,
                                           stream=stream)
     if bad is not None:
-        _report_call(bad, x, offsets, lambda: _arg_empty(direction), stream)
+        _report_call(bad, x, offsets, _arg_empty(direction), stream)
     return result
 
 
