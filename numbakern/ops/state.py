@@ -243,7 +243,8 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     if op.finish is not None:
         checks.append(("finish", op.finish, types))
     for what, fn, signature in checks:
-        compiled = numba.njit(fn)
+        # without Numba's runtime, as the CUDA target: no dict or list can be built
+        compiled = numba.njit(fn, _nrt=False)
         try:
             compiled.compile(signature)
         except numba.core.errors.NumbaError as error:
@@ -262,10 +263,13 @@ def _compiles_for_the_device(fn, signature) -> bool:
 
 
 def _not_compiling(op: Op, what: str, dtypes: tuple, error: Exception) -> TypeError:
-    reason = str(error).strip().splitlines()[0]
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = next((line for line in lines if not line.startswith("Failed in nopython")),
+                  lines[0] if lines else "")
     return TypeError(f"Op {op.name!r}: its {what} does not compile in Numba's nopython "
                      f"mode for field dtypes {tuple(str(d) for d in dtypes)}, so no GPU can "
-                     f"run it: {reason}")
+                     f"run it (device code takes numbers, tuples and the math module; no "
+                     f"lists, dicts or other Python objects): {reason}")
 
 
 def _check_compiled(op: Op, what: str, result) -> None:
@@ -300,7 +304,7 @@ def _check_map(op: Op, element) -> None:
     result is checked as a combine's. A map that compiles only for its real input
     dtype is left to the kernel's own compile."""
     signature = (element, numba.types.int64)
-    compiled = numba.njit(op.map)
+    compiled = numba.njit(op.map, _nrt=False)
     try:
         compiled.compile(signature)
     except numba.core.errors.NumbaError:

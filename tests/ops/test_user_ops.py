@@ -76,6 +76,19 @@ def test_a_combine_no_gpu_can_compile_is_refused_under_the_simulator_too():
         nk.reduce(np.arange(5.0), listy)
 
     @nk.op(identity=0.0)
+    def dicty(a, b):  # compiles on the CPU with Numba's runtime; CUDA has none
+        d = {0: a}
+        return d[0] + b
+
+    @nk.op(identity=0.0)
+    def numbers(a, b):
+        return [a, b][0] + b
+
+    for op in (dicty, numbers):
+        with pytest.raises(TypeError, match=f"'{op.name}': its combine does not compile"):
+            nk.reduce(np.arange(5.0), op)
+
+    @nk.op(identity=0.0)
     def fine(a, b):
         return a + b
 
