@@ -243,8 +243,7 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     if op.finish is not None:
         checks.append(("finish", op.finish, types))
     for what, fn, signature in checks:
-        # without Numba's runtime, as the CUDA target: no dict or list can be built
-        compiled = numba.njit(fn, _nrt=False)
+        compiled = numba.njit(fn)
         try:
             compiled.compile(signature)
         except numba.core.errors.NumbaError as error:
@@ -252,6 +251,17 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
                 continue  # CUDA's intrinsics are not the CPU's
             raise _not_compiling(op, what, dtypes, error) from None
         _check_compiled(op, what, compiled.overloads[signature])
+        _check_runtime_free(op, what, fn, signature, dtypes)
+
+
+def _check_runtime_free(op: Op, what: str, fn, signature, dtypes: tuple) -> None:
+    """``fn`` compiled again without Numba's runtime, as CUDA device code runs: a
+    dict or list built inside it compiles on the CPU only (one it returns is named
+    by :func:`_check_compiled` first)."""
+    try:
+        numba.njit(fn, _nrt=False).compile(signature)
+    except numba.core.errors.NumbaError as error:
+        raise _not_compiling(op, what, dtypes, error) from None
 
 
 def _compiles_for_the_device(fn, signature) -> bool:
@@ -304,12 +314,13 @@ def _check_map(op: Op, element) -> None:
     result is checked as a combine's. A map that compiles only for its real input
     dtype is left to the kernel's own compile."""
     signature = (element, numba.types.int64)
-    compiled = numba.njit(op.map, _nrt=False)
+    compiled = numba.njit(op.map)
     try:
         compiled.compile(signature)
     except numba.core.errors.NumbaError:
         return
     _check_compiled(op, "map", compiled.overloads[signature])
+    _check_runtime_free(op, "map", op.map, signature, (element,))
 
 
 def _check_returns(op: Op, returned, what: str = "combine") -> None:

@@ -204,3 +204,10 @@ def test_an_unnamed_op_pickles_by_its_fields():
     back = pickle.loads(pickle.dumps(op))
     assert back is not op and back.name == "hypot_sum" and back._device == {}
     assert nk.reduce(x, back) == 13.0
+
+
+def test_a_map_building_a_list_is_refused_under_the_simulator_too():
+    op = nk.Op("listed", lambda a, b: a + b, 0.0, map=lambda v, i: [v, v][0])
+    with pytest.raises(TypeError, match="'listed': its map does not compile .*no lists, "
+                                        "dicts"):
+        nk.reduce(np.arange(5.0), op)
