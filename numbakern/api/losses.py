@@ -16,7 +16,7 @@ from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
 from numbakern.api.softmax import _deliver, _describe, bits_like
 from numbakern.core.arrays import (BFloat16Bits, Workspace, call_stream, honours_stream,
-                                   kind_of, resolve_stream)
+                                   kind_of, report_words, resolve_stream)
 from numbakern.core.deliver import check_disjoint, check_out, deliver
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import THREADS, cast_into, fill, grid_for
@@ -25,7 +25,7 @@ from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import (device_view, host_copy, host_words, reinterpreted,
+from numbakern.runtime.views import (device_view, host_copy, reinterpreted,
                                      sample_rows, sliced, strided, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
@@ -329,7 +329,7 @@ def _report(bad, target, logits, ignore, stream) -> None:
     as it is on the host (the call of a torch CPU tensor hands it back as one)."""
     dims = np.shape(logits)
     shape, C = ((1,), dims[0]) if len(dims) == 1 else ((dims[0], *dims[2:]), dims[1])
-    found = np.asarray(bad) if kind_of(bad) == "numpy" else host_words(bad, stream)
+    found = report_words(bad, stream)
     per = math.prod(shape[1:]) if len(found) > 1 else math.prod(shape)
     hits = np.flatnonzero(found < per)
     if hits.size:

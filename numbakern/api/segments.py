@@ -33,7 +33,7 @@ from numbakern import ops as _ops
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _grid, _initial
 from numbakern.core.arrays import (Workspace, as_array_like, call_stream, honours_stream,
-                                   kind_of, resolve_stream)
+                                   kind_of, report_words, resolve_stream)
 from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
@@ -279,7 +279,7 @@ def _report(bad, offsets, segments: int, size: int, empty, stream) -> None:
     after the launches on ``stream`` (the call's one synchronisation). ``empty``: the
     message for an empty segment where none may be, None, or a function giving either
     (asked only when a segment is empty)."""
-    first_bad, first_empty = (int(v) for v in host_words(bad, stream))
+    first_bad, first_empty = (int(v) for v in report_words(bad, stream))
     if first_bad < segments:
         _bad_segment(offsets, first_bad, size)
     if first_empty < segments:

@@ -26,7 +26,8 @@ from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       stream_handle, to_device_array)
 from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import device_empty, device_view, head, host_copy, to_device
+from numbakern.runtime.views import (device_empty, device_view, head, host_copy,
+                                     host_words, to_device)
 
 
 class CopyWarning(UserWarning):
@@ -166,6 +167,13 @@ def call_stream(x: Any, stream: Any):
             and getattr(x, "is_cuda", False):
         stream = torch_stream(x.get_device())
     return resolve_stream(stream, kind_of(x))
+
+
+def report_words(bad: Any, stream: Any) -> np.ndarray:
+    """A kernel's report (a few int words) as a call handed it back: a host array as
+    it is (a torch CPU tensor's call hands back its device words as one), else read
+    after the work on ``stream``, as :func:`call_stream` gives it."""
+    return np.asarray(bad) if kind_of(bad) == "numpy" else host_words(bad, stream)
 
 
 def _stream_pointer(stream: Any) -> int:

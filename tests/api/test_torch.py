@@ -551,6 +551,24 @@ def test_a_bfloat16_input_needs_a_bfloat16_out():
         nk.softmax(torch.ones(2, 8), out=torch.empty(2, 8, dtype=torch.int32))
 
 
+def test_device_reports_of_a_cpu_tensor_call_are_read_as_it_hands_them_back():
+    """A CPU tensor with device offsets or targets: the kernel's report on them comes
+    back through the call's translation as a tensor, read as one (a fuzz found an
+    AttributeError there); bad offsets and targets are named."""
+    from numba import cuda
+
+    x = torch.arange(6.0)
+    got = nk.segmented_reduce(x, cuda.to_device(np.array([0, 2, 2, 6])))
+    torch.testing.assert_close(got, torch.tensor([1.0, 0.0, 14.0]))
+    assert nk.segmented_argmax(x, cuda.to_device(np.array([0, 2, 6]))).tolist() == [1, 3]
+    with pytest.raises(ValueError, match="segment 1 runs from 4 to 2"):
+        nk.segmented_reduce(x, cuda.to_device(np.array([0, 4, 2, 6])))
+    with pytest.raises(ValueError, match="max which has no identity.*segment 1 is empty"):
+        nk.segmented_reduce(x, cuda.to_device(np.array([0, 2, 2, 6])), "max")
+    with pytest.raises(IndexError, match="target 5 of row 2"):
+        nk.cross_entropy(torch.zeros(4, 3), cuda.to_device(np.array([0, 1, 5, 0])))
+
+
 def test_results_follow_the_first_argument_and_outs_come_back_as_themselves():
     got = nk.segmented_reduce(np.arange(4.0), torch.tensor([0, 2, 4]))
     assert isinstance(got, np.ndarray)
