@@ -243,25 +243,30 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     if op.finish is not None:
         checks.append(("finish", op.finish, types))
     for what, fn, signature in checks:
-        compiled = numba.njit(fn)
+        # without Numba's runtime, as CUDA device code runs: a dict or list built
+        # inside compiles on the CPU only
+        compiled = numba.njit(fn, _nrt=False)
         try:
             compiled.compile(signature)
         except numba.core.errors.NumbaError as error:
             if not SIMULATOR and _compiles_for_the_device(fn, signature):
                 continue  # CUDA's intrinsics are not the CPU's
+            _check_with_runtime(op, what, fn, signature)
             raise _not_compiling(op, what, dtypes, error) from None
         _check_compiled(op, what, compiled.overloads[signature])
-        _check_runtime_free(op, what, fn, signature, dtypes)
 
 
-def _check_runtime_free(op: Op, what: str, fn, signature, dtypes: tuple) -> None:
-    """``fn`` compiled again without Numba's runtime, as CUDA device code runs: a
-    dict or list built inside it compiles on the CPU only (one it returns is named
-    by :func:`_check_compiled` first)."""
+def _check_with_runtime(op: Op, what: str, fn, signature) -> bool:
+    """Whether ``fn``, which does not compile without Numba's runtime, compiles with
+    it; if so, what it returns is checked first (a list or a string it returns is
+    named as such, not as a missing runtime)."""
+    compiled = numba.njit(fn)
     try:
-        numba.njit(fn, _nrt=False).compile(signature)
-    except numba.core.errors.NumbaError as error:
-        raise _not_compiling(op, what, dtypes, error) from None
+        compiled.compile(signature)
+    except numba.core.errors.NumbaError:
+        return False
+    _check_compiled(op, what, compiled.overloads[signature])
+    return True
 
 
 def _compiles_for_the_device(fn, signature) -> bool:
@@ -314,13 +319,14 @@ def _check_map(op: Op, element) -> None:
     result is checked as a combine's. A map that compiles only for its real input
     dtype is left to the kernel's own compile."""
     signature = (element, numba.types.int64)
-    compiled = numba.njit(op.map)
+    compiled = numba.njit(op.map, _nrt=False)
     try:
         compiled.compile(signature)
-    except numba.core.errors.NumbaError:
+    except numba.core.errors.NumbaError as error:
+        if _check_with_runtime(op, "map", op.map, signature):
+            raise _not_compiling(op, "map", (element,), error) from None
         return
     _check_compiled(op, "map", compiled.overloads[signature])
-    _check_runtime_free(op, "map", op.map, signature, (element,))
 
 
 def _check_returns(op: Op, returned, what: str = "combine") -> None:
