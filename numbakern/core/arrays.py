@@ -26,7 +26,7 @@ from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       stream_handle, to_device_array)
 from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import (device_empty, device_view, head, host_copy,
+from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
                                      host_words, to_device)
 
 
@@ -302,21 +302,21 @@ class Workspace:
     def scalar(self, arr, dtype) -> Any:
         """Element 0 of a device array as the user's scalar of ``dtype``.
 
-        NumPy scalar for NumPy input; a 0-d CuPy array (computed on the device) for
-        CuPy input; a 0-d Numba device array otherwise.
+        NumPy scalar for NumPy input; a 0-d CuPy array for CuPy input and a 0-d Numba
+        device array for other device input, each a view of element 0 cast on the
+        device (no copy to the host: the call replays).
         """
         dtype = np.dtype(dtype)
+        if self.kind == "numpy":
+            host = host_copy(arr, self.stream)
+            self.stream.synchronize()
+            return np.asarray(host[0]).astype(dtype)[()]
         if on_cupy(self.kind):
             if np.dtype(arr.dtype) != dtype and type(arr) is DeviceBuffer and \
                     arr.ndim == 1:  # cast as deliver's are: the call replays
                 arr = self.cast(head(arr, 1), dtype)
             return as_cupy(arr).reshape(-1)[0].astype(dtype, copy=False)
-        host = host_copy(arr, self.stream)
-        self.stream.synchronize()
-        value = np.asarray(host[0]).astype(dtype)[()]
-        if self.kind == "numpy":
-            return value
-        return cuda.to_device(np.asarray(value), stream=self.stream)
+        return first_element(self.cast(head(arr, 1), dtype))
 
 
 # --- sorts: the input laid out as NumPy or CuPy, the result back ----------------------

@@ -111,6 +111,15 @@ def head(arr, m: int):
     return arr.with_layout((m,), arr.strides)
 
 
+def first_element(view):
+    """Element 0 of a 1-D device view, as a 0-d Numba device array over its memory (a
+    view, which a replay can hand back again: no copy, no synchronisation)."""
+    if SIMULATOR:
+        return FakeCUDAArray(view._ary[:1].reshape(()))
+    b = buffer(view)
+    return to_device_array(DeviceBuffer(b.ptr, (), (), b.dtype, b if b.owner is None else b.owner))
+
+
 def reversed_last(view):
     """The same view with its last axis running backwards."""
     if SIMULATOR:

@@ -56,6 +56,8 @@ CASES = [
     ("column nanvar", lambda x: nk.nanvar(x, axis=0), lambda h: np.nanvar(h, axis=0),
      (9, 70)),
     ("nanmean", lambda x: nk.nanmean(x), np.nanmean, (1000,)),
+    ("sum", lambda x: nk.sum(x), np.sum, (1000,)),
+    ("argmax", lambda x: nk.argmax(x), np.argmax, (1000,)),
     ("row nanmax", lambda x: nk.nanmax(x, axis=1), lambda h: np.nanmax(h, axis=1), (9, 129)),
     ("row logcumsumexp", lambda x: nk.logcumsumexp(x, axis=1),
      lambda h: np.logaddexp.accumulate(h, axis=1), (5, 70)),
@@ -120,6 +122,20 @@ def test_every_grid_strategy_replays(strategy):
         return nk.sum(x, axis=1, strategy=strategy)
 
     assert _repeat(cuda.to_device, call, lambda h: h.sum(axis=1), (3, 100)) == 2
+
+
+def test_scalar_results_of_numba_arrays_are_0d_device_arrays_that_replay():
+    """A whole-array reduction of a Numba device array hands back a 0-d device array
+    in NumPy's result dtype (float16's max cast from its float32 accumulator on the
+    device), and replays: nothing goes through the host."""
+    h = rng.standard_normal(300).astype(np.float16)
+    replay.forget()
+    before = replay.counts["replayed"]
+    got = [nk.max(cuda.to_device(h)) for _ in range(3)]
+    assert replay.counts["replayed"] - before == 2
+    for g in got:
+        assert hasattr(g, "copy_to_host") and g.shape == () and g.dtype == np.float16
+        assert g.copy_to_host()[()] == h.max()
 
 
 def test_a_new_signature_records_its_own_program():
