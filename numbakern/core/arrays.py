@@ -103,6 +103,8 @@ def kind_of(x: Any) -> str:
     module = type(x).__module__.split(".")[0]
     if module == "cupy":
         return "cupy"
+    if module == "torch":  # torch builds its whole interface (Python) to answer hasattr
+        return "device" if x.is_cuda else "numpy"
     if getattr(x, "__cuda_ndarray__", False) or hasattr(x, "__cuda_array_interface__"):
         return "device"
     return "numpy"
