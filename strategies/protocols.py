@@ -468,7 +468,7 @@ class GridScan(GridStrategy):
     def tile_items(self, job) -> int:
         """Items per thread for this job; raises if the tile overflows shared memory."""
         items = self.items or auto_items(job.state_bytes, self.block.threads,
-                                         job.value_bytes)
+                                         job.value_bytes, job.kit.fields)
         slots = padded_slots(self.block.threads * items) + self.block.temp_slots() + 1
         if slots * job.state_bytes > SHARED_LIMIT:
             raise ValueError(

@@ -102,9 +102,14 @@ def pad_every(state_bytes: int, vectors) -> int:
     return WARP // 2 if vectors is not None and state_bytes == 8 else WARP
 
 
-def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None) -> int:
-    """Items per thread: 64 bytes of state per thread (16 float32, 8 float64), at most
-    16, fewer if the tile would not fit in shared memory; 2 under the simulator.
+def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None,
+               fields: int = 1) -> int:
+    """Items per thread: 64 bytes of state per thread (16 float32), at most 16, fewer if
+    the tile would not fit in shared memory; 2 under the simulator.
+    A one-field 8-byte state (float64, int64) takes 16 items too: float64's cumsum of
+    2^27 ran 7% faster at 16 than at 8 (bench/NOTES.md, 2026-12-05), though 48
+    registers a thread and 34 KB of tile leave 5 blocks a multiprocessor where 8 items
+    leave 8: half the tiles to look back over, and half the block-wide steps.
     ``value_bytes``: the bytes that count instead of the state's (a segmented scan's
     value field, its one-byte flags left out: 16 items of (flags, float32) need 48
     registers a thread on sm_90, 12 items 64, and fewer instructions an element; an
@@ -112,11 +117,13 @@ def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None) -
     third fewer instructions an element than 8 and half the tiles to look back over).
     A tile of ``state_bytes`` states takes at most half a block's shared memory (24
     KB), or three quarters (36 KB: 16 int64 items of 256 threads, 5 blocks of 34 KB
-    on an sm_90 multiprocessor) when ``value_bytes`` sizes it."""
+    on an sm_90 multiprocessor) when ``value_bytes`` sizes it or the state is one
+    8-byte field."""
     if SIMULATOR:
         return SIMULATOR_ITEMS
-    items = max(1, min(16, 64 // (value_bytes or state_bytes)))
-    limit = SHARED_LIMIT * 3 // 4 if value_bytes else SHARED_LIMIT // 2
+    wide = fields == 1 and state_bytes == 8
+    items = 16 if wide else max(1, min(16, 64 // (value_bytes or state_bytes)))
+    limit = SHARED_LIMIT * 3 // 4 if value_bytes or wide else SHARED_LIMIT // 2
     while items > 1 and padded_slots(threads * items) * state_bytes > limit:
         items //= 2
     return items

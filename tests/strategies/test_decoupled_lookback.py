@@ -44,13 +44,15 @@ def test_only_states_that_fit_one_word_beside_the_status_are_packed():
 
 def test_items_on_a_gpu_are_sized_by_the_input_where_the_state_widens_it(monkeypatch):
     """``auto_items`` as it runs on a GPU (the simulator always takes 2): int32 summed
-    in int64 gets int32's 16 items a thread (34 KB of tile at 256 threads), the 8-byte
-    states of 8-byte inputs keep 8, and a tile that would pass the limit halves."""
+    in int64 gets int32's 16 items a thread (34 KB of tile at 256 threads), as do the
+    one-field 8-byte states of 8-byte inputs; two 4-byte fields keep 64 bytes a thread
+    (8 items), and a tile that would pass the limit halves."""
     from numbakern.kernels import scan_tiles
 
     monkeypatch.setattr(scan_tiles, "SIMULATOR", False)
     assert scan_tiles.auto_items(8, 256, 4) == 16
-    assert scan_tiles.auto_items(8, 256) == 8
+    assert scan_tiles.auto_items(8, 256) == 16 and scan_tiles.auto_items(8, 512) == 8
+    assert scan_tiles.auto_items(8, 256, fields=2) == 8
     assert scan_tiles.auto_items(4, 256) == 16 and scan_tiles.auto_items(4, 512) == 8
     assert scan_tiles.auto_items(8, 512, 4) == 8  # 16 items would take 67 KB
     assert scan_tiles.auto_items(8, 128, 1) == 16  # at most 16
