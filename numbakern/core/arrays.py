@@ -24,7 +24,7 @@ from numba import cuda
 from numbakern.kernels.elementwise import cast_into
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
-                                      stream_handle, to_device_array)
+                                      stream_handle, stream_pointer, to_device_array)
 from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
                                      host_words, to_device)
@@ -146,7 +146,7 @@ def resolve_stream(stream: Any, kind: str):
     """
     if SIMULATOR:  # one stream there; still refuse what a GPU would refuse
         if stream is not None and not isinstance(stream, type(cuda.default_stream())):
-            _stream_pointer(stream)
+            stream_pointer(stream)
         return cuda.default_stream()
     if stream is None:
         if kind == "cupy":
@@ -156,7 +156,7 @@ def resolve_stream(stream: Any, kind: str):
         return _external_stream(0)
     if isinstance(stream, cuda.cudadrv.driver.Stream):
         return stream
-    return _external_stream(_stream_pointer(stream))
+    return _external_stream(stream_pointer(stream))
 
 
 def call_stream(x: Any, stream: Any):
@@ -176,16 +176,6 @@ def report_words(bad: Any, stream: Any) -> np.ndarray:
     it is (a torch CPU tensor's call hands back its device words as one), else read
     after the work on ``stream``, as :func:`call_stream` gives it."""
     return np.asarray(bad) if kind_of(bad) == "numpy" else host_words(bad, stream)
-
-
-def _stream_pointer(stream: Any) -> int:
-    """The raw handle of a CuPy stream (``.ptr``) or a pointer; TypeError otherwise."""
-    ptr = getattr(stream, "ptr", stream)
-    if isinstance(ptr, (int, np.integer)):
-        return int(ptr)
-    raise TypeError(
-        f"stream must be None, a numba.cuda stream, a CuPy stream or a pointer, got {stream!r}"
-    )
 
 
 def _external_stream(ptr: int):

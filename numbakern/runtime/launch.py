@@ -208,6 +208,23 @@ def stream_handle(stream) -> int:
     return int(getattr(handle, "value", handle) or 0)
 
 
+def stream_pointer(stream) -> int:
+    """The raw handle of a CuPy stream (``.ptr``), a Numba stream or a pointer, as an
+    int (0: the default stream).
+
+    Raises:
+        TypeError: ``stream`` is none of these.
+    """
+    ptr = getattr(stream, "ptr", stream)
+    if isinstance(ptr, (int, np.integer)):
+        return int(ptr)
+    if hasattr(stream, "handle"):  # a Numba stream
+        return stream_handle(stream)
+    raise TypeError(
+        f"stream must be None, a numba.cuda stream, a CuPy stream or a pointer, got {stream!r}"
+    )
+
+
 def flatten(args) -> tuple[tuple, list, list]:
     """Kernel arguments as ``(signature key, 8-byte parameter values, data slots)``:
     each array becomes Numba's ``meminfo, parent, size, itemsize, data, *shape,
