@@ -151,6 +151,9 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
     values = fields[0]
+    if dtype is not None and out is not None and result.kind in "biuf" and \
+            np.dtype(out.dtype) != result:  # NumPy computes in dtype=, then casts to out
+        values = workspace.cast(values, result)
     if bits and _rounds_to_bfloat16(x, dtype, out, result, kind):
         values, result = _as_bfloat16_bits(values, workspace), np.dtype(np.uint16)
     if scalar:

@@ -411,12 +411,18 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
     if out is not None:
         check_out(out, tuple(np.shape(result)), np.dtype(result.dtype), kind_of(x),
                   "logcumsumexp")
-        if isinstance(result, np.ndarray):
-            out[...] = result
-        else:  # a launch (into any layout), so a repeated call replays
-            cast_into_view(flat(result), out, stream_)
-        return out
+        return _written_into(out, result, stream_)
     return result
+
+
+def _written_into(out, result, stream):
+    """A fresh C-contiguous result cast into ``out``: NumPy's assignment on the host,
+    a launch on a device (into any layout, so a repeated call replays it)."""
+    if isinstance(result, np.ndarray):
+        out[...] = result
+    else:
+        cast_into_view(flat(result), out, stream)
+    return out
 
 
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
@@ -495,6 +501,12 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
+    if _rounds_before_out(dtype, outs, results, kit):
+        # NumPy computes in dtype= and casts into out: the state, wider than dtype
+        # (float16's float32, a float32 product's float64), is rounded to it first
+        rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
+                        stream, rule, caller, after, states, carry)
+        return _written_into(outs[0], rounded, workspace.stream)
     if carry is not None:
         _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
                      results[0])
@@ -722,6 +734,14 @@ def _empty(workspace: Workspace, shape: tuple, dtypes: tuple, outs):
 
 
 # --- layouts: every scan is (A, B, n) to the kernels ------------------------------------
+
+
+def _rounds_before_out(dtype, outs, results: tuple, kit) -> bool:
+    """Whether a one-result scan given ``dtype=`` and an ``out`` of another dtype holds
+    states wider than ``dtype``, which must be rounded to it before ``out`` takes them."""
+    return (dtype is not None and outs is not None and len(results) == 1
+            and results[0].kind in "biuf" and kit.dtypes[0] != results[0]
+            and np.dtype(outs[0].dtype) != results[0])
 
 
 def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace):

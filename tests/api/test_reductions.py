@@ -550,6 +550,36 @@ def test_float16_into_a_float32_out_is_the_accumulator_cast_once(name, value, n)
     np.testing.assert_array_equal(device_out.copy_to_host(), want)
 
 
+@pytest.mark.parametrize("name, x, dtype", [
+    ("sum", np.full((2, 40), 2000, np.float16), np.float16),
+    ("nansum", np.full((2, 40), 2000, np.float16), np.float16),
+    ("prod", np.full((2, 3), 1e30), np.float32),
+    ("sum", np.full((2, 40), 100, np.int8), np.int8),
+    ("cumsum", np.full((2, 3), 30000, np.float16), np.float16),
+    ("nancumsum", np.full((2, 3), 30000, np.float16), np.float16),
+    ("cumsum", np.full((2, 40), 100, np.int8), np.int8),
+    ("cumprod", np.full((2, 3), 1e30), np.float32),
+    ("cumprod", np.array([[1.1, 1.3, 1.7]] * 2, np.float32), np.float32),
+    ("nancumprod", np.array([[1e30, np.nan, 1e30]] * 2), np.float32),
+    ("cumulative_prod", np.full((2, 3), 1e30), np.float32)])
+def test_a_dtype_narrower_than_out_rounds_before_out_takes_it(name, x, dtype):
+    """With dtype= and an out of another dtype, NumPy computes in dtype= and casts into
+    out: states wider than dtype (float16's float32, a float32 product's float64, int8
+    summed in int64) are rounded to it first, into NumPy's, into device outs alike,
+    and into a reversed out. (Exact sums here: a float16 scan otherwise differs from
+    NumPy's, which rounds to float16 at every step.)"""
+    shape = x.shape if "cum" in name else (2,)
+    wide = np.float64 if np.dtype(dtype).kind == "f" else np.int64
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = getattr(np, name)(x, axis=1, dtype=dtype, out=np.zeros(shape, wide))
+        host_out = np.zeros(shape, wide)[..., ::-1]
+        assert getattr(nk, name)(x, axis=1, dtype=dtype, out=host_out) is host_out
+    device_out = cuda.to_device(np.zeros(shape, wide))
+    getattr(nk, name)(cuda.to_device(x), axis=1, dtype=dtype, out=device_out)
+    np.testing.assert_array_equal(host_out, want)
+    np.testing.assert_array_equal(device_out.copy_to_host(), want)
+
+
 @pytest.mark.parametrize("name", ["sum", "nansum"])
 @pytest.mark.parametrize("axis", [None, 0])
 def test_float16_sum_overflow_warns_once_as_numpy(name, axis):
