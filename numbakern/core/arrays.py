@@ -24,7 +24,8 @@ from numba import cuda
 from numbakern.kernels.elementwise import cast_into
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
-                                      stream_handle, stream_pointer, to_device_array)
+                                      simulator_stream, stream_handle, stream_pointer,
+                                      to_device_array)
 from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
                                      host_words, to_device)
@@ -144,10 +145,8 @@ def resolve_stream(stream: Any, kind: str):
     ``None`` means CuPy's current stream for CuPy input (so the result is ordered
     after the user's own CuPy work) and the default stream otherwise.
     """
-    if SIMULATOR:  # one stream there; still refuse what a GPU would refuse
-        if stream is not None and not isinstance(stream, type(cuda.default_stream())):
-            stream_pointer(stream)
-        return cuda.default_stream()
+    if SIMULATOR:
+        return simulator_stream(stream)
     if stream is None:
         if kind == "cupy":
             import cupy

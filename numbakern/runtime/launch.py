@@ -225,6 +225,15 @@ def stream_pointer(stream) -> int:
     )
 
 
+def simulator_stream(stream):
+    """The simulator's one stream, for a ``stream=`` that a GPU would take (``None``
+    too); raises ``TypeError`` for what a GPU would refuse (:func:`stream_pointer`)."""
+    default = cuda.default_stream()
+    if stream is not None and not isinstance(stream, type(default)):
+        stream_pointer(stream)
+    return default
+
+
 def flatten(args) -> tuple[tuple, list, list]:
     """Kernel arguments as ``(signature key, 8-byte parameter values, data slots)``:
     each array becomes Numba's ``meminfo, parent, size, itemsize, data, *shape,

@@ -65,7 +65,7 @@ from numba import cuda
 from .device import SIMULATOR, torch_stream
 from .launch import (DeviceBuffer, _local, buffer, current_device_id, current_recording,
                      driver_launch, flatten, launcher_for, parameter_block, set_recording,
-                     stream_handle, stream_pointer, to_device_array)
+                     simulator_stream, stream_handle, stream_pointer, to_device_array)
 from .memo import VALUES
 
 ALIGN = 256  # each temporary's offset in the call's one allocation (CuPy's pool's too)
@@ -444,7 +444,7 @@ def _stream_of(kind: str):
 def _given(stream):
     """A call's ``stream=`` as :func:`_stream_of` gives a default: the simulator's one
     stream there, else the raw handle of a Numba or CuPy stream or a pointer."""
-    return cuda.default_stream() if SIMULATOR else stream_pointer(stream)
+    return simulator_stream(stream) if SIMULATOR else stream_pointer(stream)
 
 
 def _handle(stream) -> int:
