@@ -50,7 +50,7 @@ from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, Workspace, as_ar
                                    bits_of, contiguous_copy, honours_stream, kind_of,
                                    resolve_stream)
 from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
-from numbakern.core.deliver import check_out, deliver, deliver_host
+from numbakern.core.deliver import check_out, deliver, deliver_host, written_into
 from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels import bfloat16
@@ -65,7 +65,8 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import c_contiguous, device_view, flat, host_copy, strided
+from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy, refuse_replay,
+                                     strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -322,13 +323,17 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
         direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
         strategy, lanes, skip_nan, many_axes)
-    name = f"nanarg{direction}" if skip_nan else f"arg{direction}"
+    name = f"nan{direction}" if many_axes else \
+        f"nanarg{direction}" if skip_nan else f"arg{direction}"
     kind = kind_of(x)
     for o, dt in zip(outs, dtypes):
         check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     first = None if initial is None else _initial(initial, kit.dtypes[0], f"nan{direction}")
     if N == 0 and first is None:
+        if many_axes:  # NumPy's own words (Dask's meta inference matches them)
+            raise ValueError(f"zero-size array to reduction operation f{direction} which "
+                             "has no identity")
         raise ValueError(f"attempt to get {name} of an empty sequence")
     if M * N == 0:
         fills = (0 if first is None else first, 0)
@@ -1046,6 +1051,14 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     arg op. Where a slice held nothing but NaN its code carries ``ops.ALL_NAN``:
     indices raise NumPy's error; values warn as NumPy and are NaN there (unless an
     ``initial`` stands in for them)."""
+    if want_indices and out is not None and \
+            np.dtype(getattr(out, "dtype", _ops.INDEX_DTYPE)) != _ops.INDEX_DTYPE:
+        # the all-NaN flag lives in the int64 codes: found there, then cast into out
+        codes = _nan_arg(x, direction, axis, keepdims, None, True, strategy, stream, lanes,
+                         initial, where)
+        check_out(out, tuple(np.shape(codes)), _ops.INDEX_DTYPE, kind_of(as_array_like(x)),
+                  f"nanarg{direction}", integer=True)
+        return written_into(out, codes, resolve_stream(stream, kind_of(codes)))
     outs = (None, out) if want_indices else (out, None)
     values, codes = _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream,
                          lanes, skip_nan=True, many_axes=not want_indices, initial=initial,
@@ -1071,7 +1084,9 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
 
 
 def _to_host(arr) -> np.ndarray:
-    """A device result on the host (CuPy's ``get``, Numba's ``copy_to_host``)."""
+    """A device result on the host (CuPy's ``get``, Numba's ``copy_to_host``), which a
+    call that reads it cannot replay (the next call's data may differ)."""
+    refuse_replay("a device-to-host copy")
     return arr.get() if hasattr(arr, "get") else arr.copy_to_host()
 
 

@@ -51,12 +51,12 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_o
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
 from numbakern.core.axes import axis_index, check_flag, normalize_axis, optional_axis
-from numbakern.core.deliver import check_disjoint, check_out
+from numbakern.core.deliver import check_disjoint, check_out, written_into
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels import bfloat16
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
-from numbakern.kernels.elementwise import cast_into_view, log_sum_exp_into
+from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.kernels.products import settle_products
 from numbakern.ops import products as _products
 from numbakern.ops.state import state_kit
@@ -411,18 +411,8 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
     if out is not None:
         check_out(out, tuple(np.shape(result)), np.dtype(result.dtype), kind_of(x),
                   "logcumsumexp")
-        return _written_into(out, result, stream_)
+        return written_into(out, result, stream_)
     return result
-
-
-def _written_into(out, result, stream):
-    """A fresh C-contiguous result cast into ``out``: NumPy's assignment on the host,
-    a launch on a device (into any layout, so a repeated call replays it)."""
-    if isinstance(result, np.ndarray):
-        out[...] = result
-    else:
-        cast_into_view(flat(result), out, stream)
-    return out
 
 
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
@@ -506,7 +496,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         # (float16's float32, a float32 product's float64), is rounded to it first
         rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
                         stream, rule, caller, after, states, carry)
-        return _written_into(outs[0], rounded, workspace.stream)
+        return written_into(outs[0], rounded, workspace.stream)
     if carry is not None:
         _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
                      results[0])

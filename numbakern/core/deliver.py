@@ -38,7 +38,7 @@ from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into_view
-from numbakern.runtime.views import (address, device_view, host_copy,
+from numbakern.runtime.views import (address, device_view, flat, host_copy,
                                      refuse_replay_of_out_copy, reshaped)
 
 OUT_CASTING = "same_kind"
@@ -57,7 +57,8 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         shape, dtype: the result's.
         kind: the input's array library, ``"numpy"``, ``"cupy"`` or ``"device"``.
         name: the function, for messages.
-        integer: ``out`` must have an integer dtype (indices, as NumPy's argmax).
+        integer: ``out`` must have an integer dtype, any of them (indices, cast as
+            NumPy's argmax casts them).
         exact: ``out`` must have ``dtype`` itself (a result written in place).
         arg: ``out``'s name in messages (``grad_out`` ...).
 
@@ -98,7 +99,7 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if exact and got != dtype:
         raise OutDtypeError(f"{name}: {arg} must have the result's dtype {dtype} (it is "
                             f"written in place), got {got}")
-    if not np.can_cast(dtype, got, casting=OUT_CASTING):
+    if not integer and not np.can_cast(dtype, got, casting=OUT_CASTING):
         raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
 
@@ -219,6 +220,17 @@ def deliver(workspace: Workspace, arr, dtype, shape, out):
     if on_cupy(workspace.kind):
         return as_cupy(workspace.cast(arr, dtype)).reshape(shape)
     return reshaped(workspace.cast(arr, dtype), shape)
+
+
+def written_into(out, result, stream):
+    """A fresh C-contiguous result cast into ``out`` (``check_out`` allowed it): NumPy's
+    assignment for a host result, a launch on ``stream`` for a device one (into any
+    layout, so a repeated call replays it)."""
+    if isinstance(result, (np.ndarray, np.generic)):
+        out[...] = result
+    else:
+        cast_into_view(flat(result), out, stream)
+    return out
 
 
 def deliver_host(workspace: Workspace, host: np.ndarray, out):

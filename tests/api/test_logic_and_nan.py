@@ -7,6 +7,7 @@ Integer results exactly; float sums and products of small integers exactly too.
 
 import numpy as np
 import pytest
+from numba import cuda
 
 import numbakern as nk
 
@@ -164,6 +165,35 @@ def test_all_nan_slices():
     with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
         assert np.isnan(nk.nanmin(np.full(3, np.nan)))
     _same(nk.nanmax(np.arange(7, dtype=np.int16).reshape(7, 1), axis=0), np.array([6], np.int16))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int16, np.uint8])
+def test_nanargmax_into_a_narrower_integer_out_finds_all_nan_slices_first(dtype):
+    """The all-NaN flag rides in the int64 codes: an int32 out (NumPy takes any integer
+    out) gets the indices cast, after the flags were read from the codes."""
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, 5.0, 4.0]])
+    for fn, ref in ((nk.nanargmax, np.nanargmax), (nk.nanargmin, np.nanargmin)):
+        out = np.zeros(2, dtype)
+        assert fn(x, axis=1, out=out) is out
+        _same(out, ref(x, axis=1, out=np.zeros(2, dtype)))
+        device_out = cuda.to_device(np.zeros(2, dtype))
+        fn(cuda.to_device(x), axis=1, out=device_out)
+        _same(device_out.copy_to_host(), out)
+        with pytest.raises(ValueError, match="All-NaN slice encountered"):
+            fn(np.array([[np.nan, np.nan], [1.0, 2.0]]), axis=1, out=np.zeros(2, dtype))
+        with pytest.raises(ValueError, match=r"out has shape \(3,\)"):
+            fn(x, axis=1, out=np.zeros(3, dtype))
+
+
+@pytest.mark.parametrize("fn", ["nanmax", "nanmin"])
+def test_nanmax_and_nanmin_name_themselves_in_errors(fn):
+    """Their errors name them, and an empty input gets NumPy's own words (which Dask's
+    meta inference matches), not nanargmax's."""
+    with pytest.raises(ValueError, match=f"zero-size array to reduction operation f{fn[3:]} "
+                                         "which has no identity"):
+        getattr(nk, fn)(np.array([], np.int32))
+    with pytest.raises(ValueError, match=f"^{fn}: out has shape"):
+        getattr(nk, fn)(np.ones((2, 2)), axis=1, out=np.zeros(3))
 
 
 @pytest.mark.filterwarnings("ignore:All-NaN slice encountered")

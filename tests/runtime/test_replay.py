@@ -138,6 +138,31 @@ def test_scalar_results_of_numba_arrays_are_0d_device_arrays_that_replay():
         assert g.copy_to_host()[()] == h.max()
 
 
+def test_all_nan_slices_after_a_clean_recording_still_raise_and_warn():
+    """nanargmax and nanmax read their all-NaN flags on the host: a call that does
+    cannot replay, so a later all-NaN slice still raises or warns (a replay recorded on
+    clean data handed back a garbage index and -inf)."""
+    clean = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    all_nan = np.array([[np.nan, np.nan], [3.0, 4.0]], np.float32)
+    replay.forget()
+    nk.nanargmax(cuda.to_device(clean), axis=1)
+    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+        nk.nanargmax(cuda.to_device(all_nan), axis=1)
+    nk.nanmax(cuda.to_device(clean), axis=1)
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        got = nk.nanmax(cuda.to_device(all_nan), axis=1)
+    np.testing.assert_array_equal(got.copy_to_host(), [np.nan, 4.0])
+
+
+def test_a_stream_a_gpu_would_refuse_is_refused_by_a_replay_too():
+    x = np.arange(8, dtype=np.float32)
+    replay.forget()
+    nk.sum(cuda.to_device(x), stream=None)  # recorded with the keyword given
+    for bad in ("bogus", 1.5, object()):
+        with pytest.raises(TypeError, match="stream must be None"):
+            nk.sum(cuda.to_device(x), stream=bad)
+
+
 def test_a_new_signature_records_its_own_program():
     for shape in [(4, 33), (5, 33), (4, 32)]:  # each twice: recorded, then replayed
         assert _repeat(cuda.to_device, lambda x: nk.sum(x, axis=1),
