@@ -485,7 +485,9 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     kept = result_shape(shape, axes, keepdims)
     full = kept if qs is None else tuple(qs.shape) + kept
     kind = kind_of(x)
-    check_out(out, full, result, kind, name)
+    # no elements: the NaN-skipping forms answer without q's dimensions (_no_elements)
+    nan_of_nothing = n == 0 and name not in ("quantile", "percentile", "median")
+    check_out(out, kept if nan_of_nothing else full, result, kind, name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     m = math.prod(shape) // n if n else math.prod(s for a, s in enumerate(shape)
                                                  if a not in axes)

@@ -445,6 +445,10 @@ def test_empty_inputs_as_numpy():
         with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
             got = nk.nanquantile(x, [0.5, 0.2], axis=axis)
         same(got, reference(np.nanquantile, x, [0.5, 0.2], axis=axis))  # q's dims dropped
+        out = np.zeros(np.shape(got))  # an out of the same shape takes it, as NumPy's
+        with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+            assert nk.nanquantile(x, [0.5, 0.2], axis=axis, out=out) is out
+        same(out, got.astype(np.float64))
         with pytest.raises(IndexError):
             nk.quantile(x, 0.5, axis=axis)
         with pytest.raises(IndexError):
