@@ -82,10 +82,35 @@ def dispatch(fn):
         return translated(x, *args, **kwargs)
 
     if not replays:
-        return call
+        return _by_keyword(call, names)
     fast = functools.wraps(fn)(tabled(call, {"torch": translated, "cupy": fn, "sim": fn}))
     fast.translated = translated
-    return fast
+    return _by_keyword(fast, names)
+
+
+def _by_keyword(public, names: list):
+    """``public`` taking its leading arguments by their own names as keywords too
+    (``softmax_backward(y=..., dy=...)``, ``scan_by_key(keys, x=...)``): the wrappers
+    above name the first one ``x``, so these are passed on by position. Functions whose
+    first argument is ``x`` need nothing."""
+    if names[0] == "x":
+        return public
+
+    @functools.wraps(public)
+    def call(*args, **kwargs):
+        i = len(args)
+        if not i and names[0] not in kwargs:
+            raise TypeError(f"{public.__name__}() missing 1 required positional argument: "
+                            f"'{names[0]}'")
+        if i < len(names) and names[i] in kwargs:
+            given = []
+            while i < len(names) and names[i] in kwargs:
+                given.append(kwargs.pop(names[i]))
+                i += 1
+            args += tuple(given)
+        return public(*args, **kwargs)
+
+    return call  # functools.wraps kept public's attributes (its tensor_replay_table)
 
 
 def _to_dask(name: str, x, args, kwargs):

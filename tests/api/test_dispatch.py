@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import numbakern as nk
 from numbakern.api import _dispatch
 
 
@@ -24,3 +25,29 @@ def test_bfloat16_torch_and_dask_arguments_are_not_plain():
     for a in (bf16, bf16.dtype, torch.ones(3), torch.float32, da.ones(3)):
         assert not _dispatch._plain(a)
     assert _dispatch._plain(np.ones(3, np.float16))  # the same type, another dtype
+
+
+def test_leading_arguments_are_taken_by_their_own_names():
+    """Every public function takes its arrays by the names its signature gives them,
+    as keywords too, the first one included (the wrappers around it name it ``x``)."""
+    rng = np.random.default_rng(3)
+    logits = rng.standard_normal((4, 7))
+    y = nk.softmax(logits)
+    dy = rng.standard_normal((4, 7))
+    want = nk.softmax_backward(y, dy)
+    np.testing.assert_array_equal(nk.softmax_backward(y=y, dy=dy), want)
+    np.testing.assert_array_equal(nk.softmax_backward(dy=dy, y=y), want)
+    np.testing.assert_array_equal(nk.softmax_backward(y, dy=dy), want)
+    np.testing.assert_array_equal(nk.log_softmax_backward(y=np.log(y), dy=dy),
+                                  nk.log_softmax_backward(np.log(y), dy))
+    target = np.array([0, 3, 6, 1])
+    assert nk.cross_entropy(logits=logits, target=target) == nk.cross_entropy(logits, target)
+    keys, values = np.array([1, 1, 2, 2, 2]), np.arange(5.0)
+    want = nk.scan_by_key(keys, values)
+    for got in (nk.scan_by_key(keys=keys, x=values), nk.scan_by_key(keys, x=values),
+                nk.scan_by_key(x=values, keys=keys)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(nk.segmented_sort(keys=np.array([3, 1, 2]),
+                                                    offsets=np.array([0, 3])), [1, 2, 3])
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'y'"):
+        nk.softmax_backward(dy=dy)
