@@ -568,7 +568,7 @@ def _nan_extreme(x, name, axis, out, keepdims, split_every, strategy, lanes):
                            dict(strategy=strategy, lanes=lanes))
 
 
-def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, split_every=None,
+def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, split_every=None,
               strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.logsumexp` of a Dask array: each chunk's logsumexp (its
     online ``(max, sum)`` state, finished), then the logsumexp of those, which is the

@@ -876,10 +876,11 @@ def _planned_lse(in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, stra
 @dispatch
 @replayable
 @honours_stream
-def logsumexp(x, axis=None, keepdims=False, *, b=None, return_sign=False, strategy=None,
+def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, strategy=None,
               stream=None, lanes=None):
     """``log(sum(exp(x)))`` along ``axis``, as ``scipy.special.logsumexp(x, axis,
-    keepdims=keepdims)``, in one pass and without overflow.
+    keepdims=keepdims)`` (SciPy's parameters in SciPy's order), in one pass and
+    without overflow.
 
     Each output reduces the online softmax's ``(max, sum of exp(x - max))`` pairs
     (``strategies/online_softmax.py``; Milakov and Gimelshein, 2018) with any

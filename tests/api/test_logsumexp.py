@@ -43,6 +43,19 @@ def test_axes_dtypes_and_special_values():
     assert nk.logsumexp(np.zeros((0, 3)), axis=0).tolist() == [-np.inf] * 3
 
 
+def test_takes_scipys_arguments_in_scipys_order():
+    """SciPy's order is (a, axis, b, keepdims, return_sign): a third positional is b,
+    which numbakern refuses, not keepdims."""
+    x = np.arange(12.0).reshape(3, 4)
+    kept = nk.logsumexp(x, 1, None, True)
+    assert kept.shape == (3, 1)
+    np.testing.assert_allclose(kept[:, 0], nk.logsumexp(x, axis=1), rtol=1e-15)
+    with pytest.raises(TypeError, match="b= and return_sign="):
+        nk.logsumexp(x, 1, np.full(4, 2.0))
+    with pytest.raises(TypeError, match="b= and return_sign="):
+        nk.logsumexp(x, 1, None, False, True)
+
+
 def test_refuses_what_it_does_not_take():
     with pytest.raises(TypeError, match="b= and return_sign="):
         nk.logsumexp(np.ones(3), b=np.ones(3))
