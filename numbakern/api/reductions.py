@@ -131,7 +131,7 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes)
     kind = kind_of(x)
-    check_out(out, shape, result, kind, op.name)
+    check_out(out, shape, result, kind, name or op.name)
     first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
     mask = _where(where, x.shape, name or op.name)
     if mask is not None and first is None and op.empty == "raise":
@@ -360,8 +360,8 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
 @dispatch
 @replayable
 @honours_stream
-def sum(x, axis=None, dtype=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None, initial=None, where=True):
+def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noqa: A001
+        where=True, *, strategy=None, stream=None, lanes=None):
     """Sum along ``axis``, as ``np.sum(x, axis, dtype, out, keepdims)``.
 
     Result dtype: NumPy's (bool and integers narrower than 64 bits widen to int64 or
@@ -519,8 +519,8 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
 @dispatch
 @replayable
 @honours_stream
-def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
-         strategy=None, stream=None, lanes=None, initial=None, where=True):
+def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+         where=True, *, strategy=None, stream=None, lanes=None):
     """Product along ``axis``, as ``np.prod`` (no elements: 1).
 
     Integer products wrap on overflow as NumPy's do; float products overflow to inf.
@@ -540,8 +540,8 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, *,
 @dispatch
 @replayable
 @honours_stream
-def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None, initial=None, where=True):
+def max(x, axis=None, out=None, keepdims=False, initial=None,  # noqa: A001
+        where=True, *, strategy=None, stream=None, lanes=None):
     """Largest element along ``axis``, as ``np.max``: NaN where any element is NaN.
 
     Result dtype: the input's; shape as :func:`sum`'s.
@@ -557,8 +557,8 @@ def max(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
 @dispatch
 @replayable
 @honours_stream
-def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
-        strategy=None, stream=None, lanes=None, initial=None, where=True):
+def min(x, axis=None, out=None, keepdims=False, initial=None,  # noqa: A001
+        where=True, *, strategy=None, stream=None, lanes=None):
     """Smallest element along ``axis``, as ``np.min``: NaN where any element is NaN.
 
     Result dtype: the input's; shape as :func:`sum`'s.
@@ -576,7 +576,9 @@ def min(x, axis=None, out=None, keepdims=False, *,  # noqa: A001
 @honours_stream
 def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
             lanes=None, initial=None, where=True):
-    """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce`` (no elements: 0).
+    """Bitwise XOR along ``axis``, as ``np.bitwise_xor.reduce(x, axis)`` (no elements:
+    0), with the arguments of :func:`sum` but ``dtype``: ``axis=None`` (the whole
+    array) by default, as ``sum``'s, where NumPy's ``reduce`` takes axis 0.
 
     Result dtype: the input's.
 
@@ -585,7 +587,7 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
         ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+                initial=initial, where=where, name="xor_sum")
 
 
 @dispatch
@@ -593,7 +595,9 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
 @honours_stream
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
                     lanes=None, initial=None, where=True):
-    """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce`` (no elements: all ones).
+    """Bitwise AND along ``axis``, as ``np.bitwise_and.reduce(x, axis)`` (no elements:
+    all ones), with the arguments of :func:`sum` but ``dtype``: ``axis=None`` (the whole
+    array) by default, as ``sum``'s, where NumPy's ``reduce`` takes axis 0.
 
     Result dtype: the input's.
 
@@ -602,7 +606,7 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
         ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+                initial=initial, where=where, name="bitwise_and_sum")
 
 
 @dispatch
@@ -610,7 +614,9 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
 @honours_stream
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None,
                    lanes=None, initial=None, where=True):
-    """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce`` (no elements: 0).
+    """Bitwise OR along ``axis``, as ``np.bitwise_or.reduce(x, axis)`` (no elements:
+    0), with the arguments of :func:`sum` but ``dtype``: ``axis=None`` (the whole
+    array) by default, as ``sum``'s, where NumPy's ``reduce`` takes axis 0.
 
     Result dtype: the input's.
 
@@ -619,7 +625,7 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
         ValueError, AxisError: as :func:`sum`.
     """
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+                initial=initial, where=where, name="bitwise_or_sum")
 
 
 @dispatch
@@ -749,8 +755,8 @@ _whole_count = type(np.count_nonzero(np.zeros(1)))
 @dispatch
 @replayable
 @honours_stream
-def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
-           strategy=None, stream=None, lanes=None, initial=None, where=True):
+def nansum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+           where=True, *, strategy=None, stream=None, lanes=None):
     """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
     no elements: 0). Arguments, result dtype and errors as :func:`sum`.
     """
@@ -764,8 +770,8 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *,
 @dispatch
 @replayable
 @honours_stream
-def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *,
-            strategy=None, stream=None, lanes=None, initial=None, where=True):
+def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+            where=True, *, strategy=None, stream=None, lanes=None):
     """Product along ``axis`` treating NaN as one, as ``np.nanprod`` (an all-NaN
     slice and no elements: 1). Arguments, result dtype and errors as :func:`prod`.
     """
@@ -1020,7 +1026,7 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
 @dispatch
 @replayable
 @honours_stream
-def nanmax(x, axis=None, out=None, keepdims=False, *, initial=None, where=True,
+def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
            strategy=None, stream=None, lanes=None):
     """Largest element along ``axis`` ignoring NaN, as ``np.nanmax``: NaN for a slice of
     nothing but NaN, with NumPy's ``RuntimeWarning`` (device input: read back to find
@@ -1038,7 +1044,7 @@ def nanmax(x, axis=None, out=None, keepdims=False, *, initial=None, where=True,
 @dispatch
 @replayable
 @honours_stream
-def nanmin(x, axis=None, out=None, keepdims=False, *, initial=None, where=True,
+def nanmin(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
            strategy=None, stream=None, lanes=None):
     """Smallest element along ``axis`` ignoring NaN, as ``np.nanmin``. The mirror of
     :func:`nanmax` (``initial``, ``where`` too)."""

@@ -51,3 +51,17 @@ def test_leading_arguments_are_taken_by_their_own_names():
                                                     offsets=np.array([0, 3])), [1, 2, 3])
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'y'"):
         nk.softmax_backward(dy=dy)
+
+
+def test_initial_and_where_are_taken_by_position_as_numpys():
+    """NumPy's sum, prod, max, min and their nan forms take (axis, [dtype,] out,
+    keepdims, initial, where) by position; so do numbakern's."""
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]])
+    mask = x > 0
+    for name in ("sum", "prod", "nansum", "nanprod"):
+        want = getattr(np, name)(x, 1, None, None, False, 2.0, mask)
+        np.testing.assert_array_equal(getattr(nk, name)(x, 1, None, None, False, 2.0, mask),
+                                      want)
+    for name in ("max", "min", "nanmax", "nanmin"):
+        want = getattr(np, name)(x, 1, None, False, 2.0, mask)
+        np.testing.assert_array_equal(getattr(nk, name)(x, 1, None, False, 2.0, mask), want)
