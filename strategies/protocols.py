@@ -30,6 +30,7 @@ Strategies are values: immutable once made, equal and hashed by their ``key``
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
@@ -93,6 +94,13 @@ class _MadeOnce(ABCMeta):  # abstract methods: a class missing one is no strateg
         obj = super().__call__(*args, **kwargs)
         object.__setattr__(obj, "_made", True)  # __init__ is over: fixed from now on
         return obj
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """``__init__``'s parameters, which ``help()`` and ``inspect.signature`` would
+        otherwise take from ``__call__`` above (``*args, **kwargs``)."""
+        signature = inspect.signature(cls.__init__)
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 class Immutable(metaclass=_MadeOnce):

@@ -565,3 +565,18 @@ def test_a_strategys_repr_makes_it_again():
     for strategy in made:
         assert eval(repr(strategy), vars(namespace)).key == strategy.key, repr(strategy)
     assert len({repr(s) for s in made}) == len({s.key for s in made})
+
+
+def test_a_strategy_class_shows_its_own_parameters():
+    """``help()`` and ``inspect.signature`` show each class's ``__init__`` parameters
+    (the immutability metaclass's ``__call__`` would show ``*args, **kwargs``)."""
+    import inspect
+
+    from numbakern.strategies.registry import FAMILIES
+
+    classes = {type(s) for family in FAMILIES for s in nk.strategies.every(family)}
+    assert len(classes) >= 15
+    for cls in classes:
+        shown = list(inspect.signature(cls).parameters)
+        assert shown == list(inspect.signature(cls.__init__).parameters)[1:], cls
+        assert "args" not in shown and "kwargs" not in shown, cls
