@@ -102,7 +102,8 @@ from dask.utils import ensure_dict
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
-from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
+from numbakern.core.axes import (LAST, axis_or_dim, check_flag, normalize_axes, normalize_axis,
+                                  result_shape)
 
 
 def _nk():
@@ -1602,7 +1603,7 @@ def _as_dtype(x, dtype):
     return x.astype(_result_dtype(dtype))
 
 
-def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_strategy=None,
             sum_strategy=None, normalizer="auto", layout="auto", fused=None, threads=None,
             out=None, stream=None, dtype=None):
     """Lazy :func:`numbakern.softmax` of a Dask array along ``axis``.
@@ -1622,18 +1623,18 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
     Dask arrays: compute the masked rows with NumPy, CuPy or torch input).
     """
     _refuse_keeping("softmax", mask, causal, scale)
-    return _softmax(_as_dtype(x, dtype), "softmax", axis, dict(
+    return _softmax(_as_dtype(x, dtype), "softmax", axis_or_dim(axis, dim, "softmax"), dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))
 
 
-def log_softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+def log_softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_strategy=None,
                 sum_strategy=None, normalizer="auto", layout="auto", fused=None,
                 threads=None, out=None, stream=None, dtype=None):
     """Lazy :func:`numbakern.log_softmax` of a Dask array: as :func:`softmax`, the map
     ``(x - max) - log(sum)``."""
     _refuse_keeping("log_softmax", mask, causal, scale)
-    return _softmax(_as_dtype(x, dtype), "log_softmax", axis, dict(
+    return _softmax(_as_dtype(x, dtype), "log_softmax", axis_or_dim(axis, dim, "log_softmax"), dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))
 

@@ -50,7 +50,8 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.axes import axis_index, check_flag, normalize_axis, optional_axis
+from numbakern.core.axes import (axis_index, axis_or_dim, check_flag, normalize_axis,
+                                  optional_axis)
 from numbakern.core.deliver import check_disjoint, check_out, written_into
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
@@ -339,7 +340,7 @@ class CumMin(NamedTuple):
 @dispatch
 @replayable
 @honours_stream
-def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
+def cummax(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, layout="auto",
            stream=None):
     """``CumMax(values, indices)``: the running maximum along ``axis`` and where it was,
     as ``torch.cummax(x, dim)`` (a named tuple, as ``torch.return_types.cummax``; it
@@ -348,7 +349,8 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
     torch's rule, followed here: among equal values the *latest* index wins (ties
     move the index forward), and NaN beats every number: once a NaN is seen the values
     are NaN, with the index of the latest NaN so far. ``axis=None`` scans the
-    flattened input (NumPy's habit; torch needs a dim). It is the ``argmax`` pair
+    flattened input (NumPy's habit; torch needs a dim, and ``dim=`` is taken as
+    ``axis=``: giving both is a ``TypeError``). It is the ``argmax`` pair
     scan with ties going right (``numbakern.ops.arg_op("max", False)``). With
     ``reverse=True`` element ``i`` holds the maximum of the elements from ``i`` on,
     its index still the largest among equal values: the pair compares indices, not
@@ -363,6 +365,7 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
 
     Raises: as :func:`cumsum`.
     """
+    axis = axis_or_dim(axis, dim, "cummax", default=None)
     return CumMax(*_scan(x, _ops.arg_op("max", False), axis, None, out, False, reverse,
                          strategy, layout, stream, None, "cummax"))
 
@@ -370,12 +373,13 @@ def cummax(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
 @dispatch
 @replayable
 @honours_stream
-def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
+def cummin(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, layout="auto",
            stream=None):
     """``CumMin(values, indices)``: the running minimum along ``axis`` and where it was,
     as ``torch.cummin`` (ties: the latest index; NaN wins; a named tuple, as
     ``torch.return_types.cummin``). The mirror of :func:`cummax`.
     """
+    axis = axis_or_dim(axis, dim, "cummin", default=None)
     return CumMin(*_scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse,
                          strategy, layout, stream, None, "cummin"))
 
@@ -383,13 +387,14 @@ def cummin(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto
 @dispatch
 @replayable
 @honours_stream
-def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout="auto",
-                 stream=None):
+def logcumsumexp(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None,
+                 layout="auto", stream=None):
     """``log(cumsum(exp(x)))`` along ``axis`` without overflow, as
     ``torch.logcumsumexp(x, dim)``: a scan of the online softmax's ``(max, sum of
     exp(x - max))`` pairs (``strategies/online_softmax.py``) by any scan strategy, then
     ``max + log(sum)`` per element (+inf where the running maximum is +inf; NaN from
-    a NaN on). ``axis=None`` scans the flattened input, as :func:`cumsum`.
+    a NaN on). ``axis=None`` scans the flattened input, as :func:`cumsum`; torch's
+    ``dim=`` is taken as ``axis=`` (giving both is a ``TypeError``).
 
     Returns:
         an array of ``x``'s float dtype (float16 computes in float32) and shape
@@ -399,6 +404,7 @@ def logcumsumexp(x, axis=None, *, reverse=False, out=None, strategy=None, layout
         TypeError: ``x`` not float16/32/64 (torch's logcumsumexp takes floats only).
         Otherwise as :func:`cumsum`.
     """
+    axis = axis_or_dim(axis, dim, "logcumsumexp", default=None)
     m, s = _scan(x, ONLINE_SOFTMAX, axis, None, None, False, reverse, strategy, layout,
                  stream, None, "logcumsumexp")
     if isinstance(m, np.ndarray):

@@ -25,22 +25,13 @@ from numbakern.api.sort import INDEX_DTYPE, _moveaxis, _restore, _xp, check_dtyp
 from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
                                    flat_device, flattened, honours_stream, kind_of, resolve_stream,
                                    to_user)
-from numbakern.core.axes import axis_index, check_flag, optional_axis
+from numbakern.core.axes import LAST, axis_index, axis_or_dim, check_flag, optional_axis
 from numbakern.core.jobs import SelectJob
 from numbakern.kernels.sort_keys import BFLOAT16, bits_dtype
 from numbakern.runtime.checks import check_count
 from numbakern.runtime.replay import replayable
 
 
-class _DefaultAxis(int):
-    """``axis``'s default, ``-1``, told apart from an ``axis=-1`` the caller gave (so
-    that ``dim=`` with an explicit ``axis=`` is refused)."""
-
-    def __repr__(self) -> str:
-        return "-1"
-
-
-_LAST = _DefaultAxis(-1)
 
 
 class TopK(NamedTuple):
@@ -53,7 +44,7 @@ class TopK(NamedTuple):
 @dispatch
 @replayable
 @honours_stream
-def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None,
+def topk(x, k, axis=LAST, largest=True, sorted=True, *, dim=None, strategy=None,
          stream=None):
     """The ``k`` largest (``largest=False``: smallest) elements of ``x`` along ``axis``,
     and their indices, as ``torch.topk(x, k, dim=axis, largest, sorted)``.
@@ -112,7 +103,7 @@ def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None
     (``numbakern/strategies/radix_block_select.py``, ``radix_select.py``,
     ``bitonic_select.py``, ``sort_slice.py``).
     """
-    axis = _axis_or_dim(axis, dim)
+    axis = axis_or_dim(axis, dim, "topk")
     asked = x.dtype if isinstance(x, np.ndarray) else None
     if isinstance(x, BFloat16Bits):  # selected by bfloat16 keys, values kept as bits
         x, dtype = as_array_like(x.bits), BFLOAT16
@@ -153,16 +144,6 @@ def topk(x, k, axis=_LAST, largest=True, sorted=True, *, dim=None, strategy=None
         got_values = got_values.astype(asked)  # NumPy keeps a big-endian input's byte order
     return TopK(wrap(_restore(got_values, axis)),
                 wrap(_restore(to_user(indices, workspace, out_shape), axis)))
-
-
-def _axis_or_dim(axis, dim):
-    """The axis asked for, by numbakern's ``axis=`` or torch's ``dim=``."""
-    if dim is None:
-        return -1 if axis is _LAST else axis
-    if axis is not _LAST:
-        raise TypeError(f"topk: give the axis as axis= or as torch's dim=, not both "
-                        f"(got axis={axis!r}, dim={dim!r})")
-    return dim
 
 
 def _topk_0d(x, k, axis, largest, sorted, strategy, stream) -> TopK:

@@ -60,6 +60,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
+from numbakern.core.axes import LAST, axis_or_dim
 from numbakern.core.deliver import OutDtypeError, check_disjoint, check_out
 from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
@@ -138,7 +139,7 @@ _GRID_MAX = 2 if SIMULATOR else 2**31 - 1  # simulator: blocks are costly, loop 
 @dispatch
 @replayable
 @honours_stream
-def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_strategy=None,
             sum_strategy=None, normalizer="auto", layout="auto", fused=None, threads=None,
             out=None, stream=None, dtype=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
@@ -166,6 +167,8 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
             faster there on an H200: 258 against 260-298 us at (32768, 4096)).
         axis: the axis to normalise along (any; default the last). Device input is
             read in place through strided views.
+        dim: torch's name for ``axis`` (keyword only); giving both is a
+            ``TypeError``.
         layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
             per row) or ``"auto"`` (warp for short rows).
         fused: ``True`` keeps each row in registers (one read, one write; rows that
@@ -200,6 +203,7 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
             ``torch.softmax`` takes as a row of one element: 1, or NaN for NaN and
             +-inf; here a row has at least one axis).
     """
+    axis = axis_or_dim(axis, dim, "softmax")
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
                     fused, threads, out, stream, dtype, (mask, causal, scale))
 
@@ -207,7 +211,7 @@ def softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=Non
 @dispatch
 @replayable
 @honours_stream
-def log_softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy=None,
+def log_softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_strategy=None,
                 sum_strategy=None, normalizer="auto", layout="auto", fused=None,
                 threads=None, out=None, stream=None, dtype=None):
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, as ``torch.log_softmax``.
@@ -216,6 +220,7 @@ def log_softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy
     first, so rows of large nearby values keep their precision (float32 rows near
     1e7 give the exact differences); ``log(sum)`` is subtracted last.
     """
+    axis = axis_or_dim(axis, dim, "log_softmax")
     return _forward("log_softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
                     fused, threads, out, stream, dtype, (mask, causal, scale))
 
@@ -223,7 +228,7 @@ def log_softmax(x, axis=-1, *, mask=None, causal=False, scale=None, max_strategy
 @dispatch
 @replayable
 @honours_stream
-def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
+def softmax_backward(y, dy, axis=LAST, *, dim=None, mask=None, causal=False, scale=None,
                      sum_strategy=None, layout="auto", fused=None, threads=None, out=None,
                      stream=None, dtype=None):
     """Gradient of softmax: ``dx = y * (dy - sum(y * dy))`` along ``axis``.
@@ -238,6 +243,8 @@ def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
         sum_strategy: block strategy of the row sum (name or object).
         axis: the axis to normalise along (any; default the last). Device input is
             read in place through strided views.
+        dim: torch's name for ``axis`` (keyword only); giving both is a
+            ``TypeError``.
         layout: ``"warp"`` (one warp per row: short rows), ``"block"`` (one block
             per row) or ``"auto"`` (warp for short rows).
         fused: ``True`` keeps each row in registers (one read, one write; rows that
@@ -258,6 +265,7 @@ def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
         shape, dtype or kind (host or device memory: a NumPy array and a torch CPU
         tensor are one kind, and ``dx`` takes ``y``'s type).
     """
+    axis = axis_or_dim(axis, dim, "softmax_backward")
     return _backward("softmax_backward", y, dy, axis, sum_strategy, layout, fused, threads,
                      out, stream, dtype, (mask, causal, scale))
 
@@ -265,7 +273,7 @@ def softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
 @dispatch
 @replayable
 @honours_stream
-def log_softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
+def log_softmax_backward(y, dy, axis=LAST, *, dim=None, mask=None, causal=False, scale=None,
                          sum_strategy=None, layout="auto", fused=None, threads=None,
                          out=None, stream=None, dtype=None):
     """Gradient of log-softmax: ``dx = dy - exp(y) * sum(dy)`` along ``axis``.
@@ -273,6 +281,7 @@ def log_softmax_backward(y, dy, axis=-1, *, mask=None, causal=False, scale=None,
     ``y`` is the log-softmax output. Same arguments, results and errors as
     :func:`softmax_backward`.
     """
+    axis = axis_or_dim(axis, dim, "log_softmax_backward")
     return _backward("log_softmax_backward", y, dy, axis, sum_strategy, layout, fused,
                      threads, out, stream, dtype, (mask, causal, scale))
 

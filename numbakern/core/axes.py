@@ -29,6 +29,34 @@ _ANY_AXES = "axis must be None, an int or a tuple of ints"
 _ONE_AXIS = "axis must be None or an int (one axis)"
 
 
+class _DefaultAxis(int):
+    """``axis``'s default ``-1``, told apart from an ``axis=-1`` the caller gave (so
+    that torch's ``dim=`` beside an explicit ``axis=`` is refused)."""
+
+    def __repr__(self) -> str:
+        return "-1"
+
+
+#: the last axis, as a default that :func:`axis_or_dim` tells from a given ``-1``
+LAST = _DefaultAxis(-1)
+
+
+def axis_or_dim(axis: Any, dim: Any, name: str, default: Any = LAST) -> Any:
+    """The axis a call asks for, by NumPy's ``axis=`` or torch's ``dim=``: ``dim`` where
+    ``axis`` was left at its ``default`` (:data:`LAST`, or ``None`` for a function
+    that flattens by default).
+
+    Raises:
+        TypeError: both given.
+    """
+    if dim is None:
+        return -1 if axis is LAST else axis
+    if axis is not default:
+        raise TypeError(f"{name}: give the axis as axis= or as torch's dim=, not both "
+                        f"(got axis={axis!r}, dim={dim!r})")
+    return dim
+
+
 def axis_index(axis: Any, allowed: str = _ANY_AXES) -> int:
     """``axis`` as an int (any object with ``__index__`` but a bool), or a TypeError
     saying what is ``allowed``."""

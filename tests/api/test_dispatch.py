@@ -65,3 +65,25 @@ def test_initial_and_where_are_taken_by_position_as_numpys():
     for name in ("max", "min", "nanmax", "nanmin"):
         want = getattr(np, name)(x, 1, None, False, 2.0, mask)
         np.testing.assert_array_equal(getattr(nk, name)(x, 1, None, False, 2.0, mask), want)
+
+
+def test_torch_named_functions_take_dim_for_axis():
+    """softmax and its kin, cummax, cummin and logcumsumexp take torch's dim= as axis=,
+    as topk does; both given is a TypeError naming the function."""
+    x = np.random.default_rng(5).standard_normal((3, 4))
+    dy = np.ones_like(x)
+    for name in ("softmax", "log_softmax", "cummax", "cummin", "logcumsumexp"):
+        fn = getattr(nk, name)
+        for axis in (0, 1, -1):
+            got, want = fn(x, dim=axis), fn(x, axis=axis)
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_array_equal(g, w)
+        with pytest.raises(TypeError, match=f"{name}: give the axis as axis= or as"):
+            fn(x, axis=0, dim=0)
+    y = nk.softmax(x, dim=0)
+    for name in ("softmax_backward", "log_softmax_backward"):
+        fn = getattr(nk, name)
+        np.testing.assert_array_equal(fn(y, dy, dim=0), fn(y, dy, axis=0))
+        with pytest.raises(TypeError, match=f"{name}: give the axis"):
+            fn(y, dy, -1, dim=0)
