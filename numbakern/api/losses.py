@@ -33,7 +33,7 @@ REDUCTIONS = ("mean", "sum", "none")
 _ROW_BLOCKS = 65535  # rows are grid-strided beyond this many blocks
 
 
-def cross_entropy(logits, target, *, weight=None, ignore_index=-100, label_smoothing=0.0,
+def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoothing=0.0,
                   reduction="mean", return_grad=False, grad_out=None, strategy=None,
                   stream=None):
     """Cross-entropy of rows of logits against class-index targets, as

@@ -87,3 +87,10 @@ def test_torch_named_functions_take_dim_for_axis():
         np.testing.assert_array_equal(fn(y, dy, dim=0), fn(y, dy, axis=0))
         with pytest.raises(TypeError, match=f"{name}: give the axis"):
             fn(y, dy, -1, dim=0)
+
+
+def test_cross_entropy_takes_torchs_weight_third():
+    logits = np.random.default_rng(9).standard_normal((5, 4))
+    target, weight = np.array([0, 3, 1, 1, 2]), np.array([1.0, 2.0, 0.5, 3.0])
+    assert nk.cross_entropy(logits, target, weight) == \
+        nk.cross_entropy(logits, target, weight=weight)
