@@ -1067,9 +1067,8 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
                   f"nanarg{direction}", integer=True)
         return written_into(out, codes, resolve_stream(stream, kind_of(codes)))
     outs = (None, out) if want_indices else (out, None)
-    values, codes = _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream,
-                         lanes, skip_nan=True, many_axes=not want_indices, initial=initial,
-                         where=where)
+    values, codes = _nan_launches(x, direction, axis, keepdims, outs, not want_indices,
+                                  strategy, lanes, initial, where, stream=stream)
     if initial is not None and initial == initial:  # a number stands in for all-NaN
         return values
     on_host = isinstance(codes, (np.ndarray, np.generic))
@@ -1088,6 +1087,16 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
         nan_where(flat(values), flat(codes), _ops.ALL_NAN,
                   resolve_stream(stream, kind_of(values)))
     return values
+
+
+@replayable
+def _nan_launches(x, direction: str, axis, keepdims, outs, many_axes: bool, strategy, lanes,
+                  initial, where, *, stream=None):
+    """:func:`_arg`'s launches for the NaN-skipping forms, alone: ``(values, codes)``.
+    A call that reads the codes' all-NaN flags cannot replay; its launches, recorded
+    apart, do (the flags are read after them, every call)."""
+    return _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream, lanes,
+                skip_nan=True, many_axes=many_axes, initial=initial, where=where)
 
 
 def _to_host(arr) -> np.ndarray:

@@ -140,11 +140,16 @@ def test_scalar_results_of_numba_arrays_are_0d_device_arrays_that_replay():
 def test_all_nan_slices_after_a_clean_recording_still_raise_and_warn():
     """nanargmax and nanmax read their all-NaN flags on the host: a call that does
     cannot replay, so a later all-NaN slice still raises or warns (a replay recorded on
-    clean data handed back a garbage index and -inf)."""
+    clean data handed back a garbage index and -inf). Their launches are recorded
+    apart (the third call replays them); the flags are read after them every call."""
     clean = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     all_nan = np.array([[np.nan, np.nan], [3.0, 4.0]], np.float32)
     replay.forget()
-    nk.nanargmax(cuda.to_device(clean), axis=1)
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        got = nk.nanargmax(cuda.to_device(clean), axis=1)
+    assert replay.counts["replayed"] - before == 1
+    np.testing.assert_array_equal(got.copy_to_host(), [1, 1])
     with pytest.raises(ValueError, match="All-NaN slice encountered"):
         nk.nanargmax(cuda.to_device(all_nan), axis=1)
     nk.nanmax(cuda.to_device(clean), axis=1)
