@@ -326,8 +326,8 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     name = f"nan{direction}" if many_axes else \
         f"nanarg{direction}" if skip_nan else f"arg{direction}"
     kind = kind_of(x)
-    for o, dt in zip(outs, dtypes):
-        check_out(o, shape, dt, kind, name, integer=dt == _ops.INDEX_DTYPE)
+    for i, (o, dt) in enumerate(zip(outs, dtypes)):
+        check_out(o, shape, dt, kind, name, integer=i == 1)  # outs: (values, indices)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     first = None if initial is None else _initial(initial, kit.dtypes[0], f"nan{direction}")
     if N == 0 and first is None:

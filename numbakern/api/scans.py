@@ -407,6 +407,7 @@ def logcumsumexp(x, axis=None, *, dim=None, reverse=False, out=None, strategy=No
     axis = axis_or_dim(axis, dim, "logcumsumexp", default=None)
     m, s = _scan(x, ONLINE_SOFTMAX, axis, None, None, False, reverse, strategy, layout,
                  stream, None, "logcumsumexp")
+    stream_ = None  # a host result is written into out without one
     if isinstance(m, np.ndarray):
         with np.errstate(divide="ignore", invalid="ignore"):
             result = np.where(m == np.inf, m, m + np.log(s)).astype(m.dtype)

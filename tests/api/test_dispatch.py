@@ -94,3 +94,21 @@ def test_cross_entropy_takes_torchs_weight_third():
     target, weight = np.array([0, 3, 1, 1, 2]), np.array([1.0, 2.0, 0.5, 3.0])
     assert nk.cross_entropy(logits, target, weight) == \
         nk.cross_entropy(logits, target, weight=weight)
+
+
+def test_values_out_of_int64_input_is_a_values_out():
+    """nanmax of int64 input into a float out is NumPy's cast of the values; the index
+    rule (any integer out) is for index outs alone."""
+    x = np.array([[3, 1, 2], [5, 4, 6]], np.int64)
+    for name in ("nanmax", "nanmin"):
+        want = getattr(np, name)(x, axis=1, out=np.zeros(2))
+        np.testing.assert_array_equal(getattr(nk, name)(x, axis=1, out=np.zeros(2)), want)
+        with pytest.raises(TypeError, match="same_kind"):
+            getattr(nk, name)(x, axis=1, out=np.zeros(2, np.uint8))
+
+
+def test_logcumsumexp_writes_a_host_out():
+    x = np.array([[0.0, 1.0, 2.0, 3.0], [5.0, -1.0, 0.5, 2.0]])
+    out = np.zeros_like(x)
+    assert nk.logcumsumexp(x, 1, out=out) is out
+    np.testing.assert_allclose(out, np.logaddexp.accumulate(x, axis=1), rtol=1e-14)
