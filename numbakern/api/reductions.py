@@ -65,8 +65,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy, refuse_replay,
-                                     strided)
+from numbakern.runtime.views import c_contiguous, device_view, flat, host_copy, strided
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -1072,7 +1071,9 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     if initial is not None and initial == initial:  # a number stands in for all-NaN
         return values
     on_host = isinstance(codes, (np.ndarray, np.generic))
-    flags = np.asarray(codes if on_host else _to_host(codes)) & _ops.ALL_NAN
+    host = codes if on_host else host_copy(device_view(codes),
+                                           resolve_stream(stream, kind_of(codes)))
+    flags = np.asarray(host) & _ops.ALL_NAN
     if not flags.any():
         return codes if want_indices else values
     if want_indices:
@@ -1097,13 +1098,6 @@ def _nan_launches(x, direction: str, axis, keepdims, outs, many_axes: bool, stra
     apart, do (the flags are read after them, every call)."""
     return _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream, lanes,
                 skip_nan=True, many_axes=many_axes, initial=initial, where=where)
-
-
-def _to_host(arr) -> np.ndarray:
-    """A device result on the host (CuPy's ``get``, Numba's ``copy_to_host``), which a
-    call that reads it cannot replay (the next call's data may differ)."""
-    refuse_replay("a device-to-host copy")
-    return arr.get() if hasattr(arr, "get") else arr.copy_to_host()
 
 
 @dispatch
