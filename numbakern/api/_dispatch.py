@@ -102,13 +102,11 @@ def _by_keyword(public, names: list):
         if not i and names[0] not in kwargs:
             raise TypeError(f"{public.__name__}() missing 1 required positional argument: "
                             f"'{names[0]}'")
-        if i < len(names) and names[i] in kwargs:
-            given = []
-            while i < len(names) and names[i] in kwargs:
-                given.append(kwargs.pop(names[i]))
-                i += 1
-            args += tuple(given)
-        return public(*args, **kwargs)
+        given = []
+        while i < len(names) and names[i] in kwargs:
+            given.append(kwargs.pop(names[i]))
+            i += 1
+        return public(*args, *given, **kwargs)
 
     return call  # functools.wraps kept public's attributes (its tensor_replay_table)
 
