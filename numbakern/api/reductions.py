@@ -65,7 +65,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import c_contiguous, device_view, flat, host_copy, strided
+from numbakern.runtime.views import c_contiguous, device_view, flat, host_copy, host_words, strided
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -1071,8 +1071,7 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     if initial is not None and initial == initial:  # a number stands in for all-NaN
         return values
     on_host = isinstance(codes, (np.ndarray, np.generic))
-    host = codes if on_host else host_copy(device_view(codes),
-                                           resolve_stream(stream, kind_of(codes)))
+    host = codes if on_host else host_words(codes, resolve_stream(stream, kind_of(codes)))
     flags = np.asarray(host) & _ops.ALL_NAN
     if not flags.any():
         return codes if want_indices else values

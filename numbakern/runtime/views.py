@@ -202,7 +202,8 @@ def host_copy(view, stream=0) -> np.ndarray:
 def host_words(view, stream=0) -> np.ndarray:
     """A host copy of a few words of device memory (flags, counts, a kernel's report),
     read after the work queued on ``stream`` (a Numba stream, or 0: the default
-    stream): for a contiguous 1-D view of at most ``PINNED_BYTES``, one driver copy
+    stream), in the view's shape: for a C-contiguous view of at most ``PINNED_BYTES``
+    (of any number of dims: a 0-d result, a few outputs' flags), one driver copy
     into a reused pinned buffer and a stream synchronisation
     (``runtime/launch.read_small``), without the ``DeviceNDArray`` and the pageable
     copy of :func:`host_copy` (which serves anything else, and the simulator).
@@ -215,10 +216,10 @@ def host_words(view, stream=0) -> np.ndarray:
     refuse_replay("a device-to-host copy")
     buf = buffer(view)
     nbytes = buf.size * buf.dtype.itemsize
-    if buf.ndim != 1 or not buf.c_contiguous or nbytes > PINNED_BYTES:
+    if not buf.c_contiguous or nbytes > PINNED_BYTES:
         return host_copy(view, stream)
     handle = stream if isinstance(stream, int) else stream_handle(stream)
-    return read_small(buf.ptr, nbytes, handle).view(buf.dtype)
+    return read_small(buf.ptr, nbytes, handle).view(buf.dtype).reshape(buf.shape)
 
 
 def device_empty(shape, dtype, stream):
