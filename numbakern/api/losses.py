@@ -23,6 +23,7 @@ from numbakern.kernels.elementwise import THREADS, cast_into, fill, grid_for
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
+from numbakern.runtime.checks import check_flag
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import (device_view, host_copy, reinterpreted,
@@ -35,7 +36,7 @@ _ROW_BLOCKS = 65535  # rows are grid-strided beyond this many blocks
 
 def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoothing=0.0,
                   reduction="mean", return_grad=False, grad_out=None, strategy=None,
-                  stream=None):
+                  stream=None, check_target=True):
     """Cross-entropy of rows of logits against class-index targets, as
     ``torch.nn.functional.cross_entropy``, with its gradient from the same kernel.
 
@@ -80,6 +81,14 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
             and its sum with smoothing): a name or a
             :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
         stream: as the reductions'.
+        check_target: ``False`` skips the read of the kernel's report on device
+            targets, and with it the call's one synchronisation: the call returns as
+            soon as its kernels are queued (torch checks its CUDA targets by a device
+            assertion, which stops the process instead). A device target outside
+            ``[0, C)`` that is not ``ignore_index`` then raises nothing: its row
+            counts as an ignored row (loss 0, gradient 0, outside a mean's count),
+            never read through. Host targets are checked either way (on the host,
+            before the launch).
 
     Returns:
         the loss (a scalar of ``logits``' dtype for ``"mean"``/``"sum"`` and for
@@ -90,13 +99,14 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
     Raises:
         IndexError: a target outside ``[0, C)`` that is not ``ignore_index`` (host
             targets checked before the launch; device targets by the kernel, raised
-            after it, which costs a synchronisation).
+            after it, which costs a synchronisation; not with ``check_target=False``).
         ValueError: 0-d ``logits`` or ``logits`` with no class, K-dimensional
             device ``logits`` whose axes after the class axis are not one strided
             axis, ``target`` of the wrong
             shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
             one without ``return_grad``), ``weight`` not of shape ``(C,)``.
-        TypeError: ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
+        TypeError: ``check_target`` not a bool,
+            ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
             ``ignore_index`` not an int, ``grad_out`` of another dtype, ``weight`` not
             floats.
 
@@ -105,16 +115,18 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
 
     A repeated call on device arrays replays its recorded launches
     (``numbakern/runtime/replay.py``), then reads the kernel's report on device
-    targets: that read is the call's one synchronisation.
+    targets: that read is the call's one synchronisation (none with
+    ``check_target=False``).
 
     Source: the fused loss-and-gradient kernels of Liger-Kernel and QuACK; the
     online softmax normalizer of Milakov and Gimelshein (2018).
     """
+    check_target = check_flag(check_target, "check_target")
     result, bad = _launched(logits, target, weight=weight, ignore_index=ignore_index,
                             label_smoothing=label_smoothing, reduction=reduction,
                             return_grad=return_grad, grad_out=grad_out, strategy=strategy,
                             stream=stream)
-    if bad is not None:
+    if bad is not None and check_target:
         _report(bad, target, logits, ignore_index, call_stream(logits, stream))
     return result
 
@@ -165,7 +177,7 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
     rows, values = _row_losses(workspace, reduction, (N, *positions), tc, dtype)
     samples = _samples(x, grad, t, rows, N, C, positions)
     slots = max(len(samples), 1)
-    scale, bad = _scale_and_report(workspace, t, ignore, tc, reduction, R, w, slots)
+    scale, bad = _scale_and_report(workspace, t, ignore, C, tc, reduction, R, w, slots)
     w = w if w is not None else scale  # a kernel without weights never reads them
     for i, (xs, gs, ts, rs) in enumerate(samples):
         _launch(block, precision, xs, gs, (ts, rs, scale, sliced(bad, i, i + 1), ignore,
@@ -339,8 +351,8 @@ def _report(bad, target, logits, ignore, stream) -> None:
                          f"for {C} classes (and is not ignore_index={ignore})")
 
 
-def _scale_and_report(workspace: Workspace, t, ignore: int, tc: np.dtype, reduction: str,
-                      N: int, w, slots: int) -> tuple:
+def _scale_and_report(workspace: Workspace, t, ignore: int, C: int, tc: np.dtype,
+                      reduction: str, N: int, w, slots: int) -> tuple:
     """``(scale, bad)``: a 1-element device array of the compute dtype ``tc`` that the
     row kernels multiply each loss and gradient by (``1 / rows counted`` for a mean,
     with weights ``w`` ``1 / sum of their weights``; else 1), and ``slots`` int64
@@ -359,7 +371,7 @@ def _scale_and_report(workspace: Workspace, t, ignore: int, tc: np.dtype, reduct
     scale = workspace.empty(1, tc)
     grid, ticket = min(grid_for(N), 1024), sliced(words, 1, 2)
     if w is None:
-        launch(_ce.count_kernel(), grid, THREADS, workspace.stream, t, ignore,
+        launch(_ce.count_kernel(), grid, THREADS, workspace.stream, t, ignore, C,
                sliced(words, 0, 1), ticket, scale)
     else:  # 0.0's float64 bits are int64 0's
         launch(_ce.weighted_count_kernel(), grid, THREADS, workspace.stream, t, ignore, w,

@@ -327,18 +327,20 @@ def vector_kernel_for(plan: RowPlan, smoothing: bool, gradient: bool,
 
 
 def count_kernel():
-    """Kernel ``(target, ignore, count, ticket, scale)``: ``count[0]`` += the targets
+    """Kernel ``(target, ignore, C, count, ticket, scale)``: ``count[0]`` += the targets
     other than ``ignore`` (atomically, grid-strided), then ``scale[0] = 1 / count[0]``
-    (:func:`_reciprocal_when_last`): what a mean multiplies by. ``count[0]`` and
-    ``ticket[0]`` start at 0."""
+    (:func:`_reciprocal_when_last`): what a mean multiplies by. A target outside
+    ``[0, C)`` counts nothing (the loss kernel reports it, and treats its row as
+    ignored). ``count[0]`` and ``ticket[0]`` start at 0."""
 
     @cuda.jit
-    def count_rows(target, ignore, count, ticket, scale):
+    def count_rows(target, ignore, C, count, ticket, scale):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         mine = int64(0)
         while i < target.shape[0]:
-            if int64(target[i]) != ignore:
+            t = int64(target[i])
+            if t != ignore and 0 <= t < C:
                 mine += 1
             i += step
         cuda.atomic.add(count, 0, mine)

@@ -227,6 +227,32 @@ def test_a_repeated_device_call_replays_and_still_checks_its_targets(reduction):
                                rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_unchecked_device_targets_read_no_report_and_count_a_bad_row_as_ignored(reduction):
+    """check_target=False: no report read (the replay's recording has no host copy),
+    and a device target out of bounds raises nothing: its row is ignored, as torch
+    gives for that row's target set to ignore_index."""
+    from numbakern.runtime import replay
+
+    x, t = case(6, 40, ignored=[1])
+    for bad in (40, -3, 7):
+        t[3] = bad
+        got, grad = nk.cross_entropy(cuda.to_device(x), cuda.to_device(t),
+                                     reduction=reduction, return_grad=True,
+                                     check_target=False)
+        ref_loss, ref_grad = reference(x, np.where(t == bad, -100, t) if bad != 7 else t,
+                                       reduction)
+        np.testing.assert_allclose(got.copy_to_host(), ref_loss, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grad.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
+    assert "refused" not in str(getattr(replay.latest.get(("cross_entropy", "numba")),
+                                        "why", None))
+    t[3] = 40
+    with pytest.raises(IndexError, match="target 40 of row 3"):  # host targets: checked
+        nk.cross_entropy(x, t, check_target=False)
+    with pytest.raises(TypeError, match="check_target must be True or False"):
+        nk.cross_entropy(x, t, check_target=None)
+
+
 def test_torch_cpu_logits_with_device_targets_are_checked():
     # the call of a CPU tensor hands its results back as CPU tensors: the report too
     x, t = case(4, 6)
