@@ -66,6 +66,7 @@ from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
 from numbakern.kernels.vector import VECTOR_BYTES, vector_lanes
+from numbakern.runtime.checks import check_count
 from numbakern.runtime.device import SIMULATOR, WARP
 from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
@@ -532,7 +533,7 @@ def _run_lanes(lanes, layout: str, specs: dict) -> tuple:
     if lanes is None:
         shuffles = all(_is_shuffle(s) for s in specs.values())
         return _LANES if layout == "warp" and shuffles else (WARP,)
-    if isinstance(lanes, bool) or lanes not in _LANES:
+    if check_count(lanes, "lanes") not in _LANES:
         raise ValueError(f"lanes must be one of {_LANES}, got {lanes!r}")
     if lanes < WARP and layout != "warp":
         raise ValueError(f"lanes={lanes} shares a warp between rows: it needs layout='warp'")

@@ -70,6 +70,7 @@ from numbakern.kernels.elementwise import THREADS, grid_for
 from numbakern.kernels.emits import Emit, emit_partial, emit_store
 from numbakern.kernels.vector import (VECTOR_BYTES, lane_folder, lane_states, rows_aligned,
                                       vector_lanes, vector_loader)
+from numbakern.runtime.checks import check_count
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import (SIMULATOR, WARP, blocks_per_multiprocessor, ceil_div,
                                       max_resident_blocks, resident_blocks)
@@ -689,10 +690,11 @@ def partial_columns(outputs: int, pieces: int, threads: int) -> int:
 
 
 def check_lanes(lanes, block) -> None:
-    """``lanes`` must be None, 32 or the block's thread count."""
+    """``lanes`` must be None, 32 or the block's thread count: TypeError for a non-int
+    (a float or a bool), ValueError for another int."""
     if lanes is None:
         return
-    if isinstance(lanes, bool) or lanes not in (WARP, block.threads):
+    if check_count(lanes, "lanes") not in (WARP, block.threads):
         raise ValueError(
             f"lanes must be None (automatic), {WARP} (one warp per row) or "
             f"{block.threads} (one block per row, the strategy's threads), got {lanes!r}"

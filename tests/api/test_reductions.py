@@ -272,6 +272,10 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
      "^cumprod is not defined for x of dtype complex64"),
     (lambda x: nk.associative_scan(x.astype(np.complex64), "sum"), TypeError,
      "^sum is not defined for x of dtype complex64"),
+    (lambda x: nk.sum(x.reshape(2, 5), axis=1, lanes=32.0), TypeError, "lanes must be an int"),
+    (lambda x: nk.argmax(x.reshape(2, 5), axis=1, lanes=True), TypeError,
+     "lanes must be an int"),
+    (lambda x: nk.segmented_reduce(x, [0, 10], lanes=32.0), TypeError, "lanes must be an int"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):

@@ -185,6 +185,8 @@ def test_runs_only_with_warp_shuffle_and_the_warp_layout():
     assert forced.lanes == 8 and forced.group == 8
     with pytest.raises(ValueError, match="lanes must be one of"):
         plan("softmax", 128, f32, "auto", "warp", None, None, None, None, lanes=3)
+    with pytest.raises(TypeError, match="lanes must be an int"):
+        plan("softmax", 128, f32, "auto", "warp", None, None, None, None, lanes=8.0)
     with pytest.raises(ValueError, match="needs layout='warp'"):
         plan("softmax", 128, f32, "auto", "block", None, None, None, None, lanes=8)
     with pytest.raises(ValueError, match="leave the strategies warp_shuffle"):
