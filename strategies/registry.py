@@ -198,7 +198,7 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     if family in _DEFAULT_GRID:
         return _grid_from_name(family, spec, threads, argument)
     if family == "block":
-        return _block(spec or DEFAULT_BLOCK, threads, argument)
+        return _block(DEFAULT_BLOCK if spec is None else spec, threads, argument)
     if spec is None:
         return _default(family, check_count(n, "n"), check_count(bins, "bins"), threads,
                         check_count(k, "k"))

@@ -105,7 +105,7 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
             axis, ``target`` of the wrong
             shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
             one without ``return_grad``), ``weight`` not of shape ``(C,)``.
-        TypeError: ``check_target`` not a bool,
+        TypeError: ``check_target`` or ``return_grad`` not a bool,
             ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
             ``ignore_index`` not an int, ``grad_out`` of another dtype, ``weight`` not
             floats.
@@ -122,6 +122,7 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
     online softmax normalizer of Milakov and Gimelshein (2018).
     """
     check_target = check_flag(check_target, "check_target")
+    return_grad = check_flag(return_grad, "return_grad")
     result, bad = _launched(logits, target, weight=weight, ignore_index=ignore_index,
                             label_smoothing=label_smoothing, reduction=reduction,
                             return_grad=return_grad, grad_out=grad_out, strategy=strategy,

@@ -179,6 +179,11 @@ def test_bad_input_is_named():
         nk.cross_entropy(np.zeros((3, 0)), t)
     with pytest.raises(TypeError, match="ignore_index must be an int"):
         nk.cross_entropy(x, t, ignore_index=1.5)
+    for flag in ("yes", 1, [1]):  # as every other flag of the library
+        with pytest.raises(TypeError, match="return_grad must be True or False"):
+            nk.cross_entropy(x, t, return_grad=flag)
+    with pytest.raises(ValueError, match="unknown block strategy ''"):
+        nk.cross_entropy(x, t, strategy="")
 
 
 @pytest.mark.gpu
