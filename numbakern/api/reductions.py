@@ -275,20 +275,21 @@ def _needs_initial(op_name: str):
 
 
 @planner
-def _planned_arg(direction: str, tie_break_left, in_dtype: np.dtype, in_shape: tuple, axis,
-                 keepdims: bool, strategy, lanes, skip_nan: bool = False,
-                 many_axes: bool = False) -> tuple:
+def _planned_arg(name: str, direction: str, tie_break_left, in_dtype: np.dtype,
+                 in_shape: tuple, axis, keepdims: bool, strategy, lanes,
+                 skip_nan: bool = False, many_axes: bool = False) -> tuple:
     """argmax/argmin's argument checks and what they decide, as :func:`_setup`:
-    ``(op, dtypes, axes, shape, grid, M, N, kit)``; ``skip_nan``: the nanargmax and
-    nanargmin ops; ``many_axes``: ``axis`` may be a tuple (nanmax and nanmin, whose
-    values, unlike an index, mean something over several axes, as NumPy's)."""
+    ``(op, dtypes, axes, shape, grid, M, N, kit)``; ``name``: the function called, as
+    errors name it; ``skip_nan``: the nanargmax and nanargmin ops; ``many_axes``:
+    ``axis`` may be a tuple (nanmax and nanmin, whose values, unlike an index, mean
+    something over several axes, as NumPy's)."""
     keepdims = check_flag(keepdims, "keepdims")
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
     if skip_nan:
         op = _ops.NANARGMAX if direction == "max" else _ops.NANARGMIN
     else:
         op = _ops.arg_op(direction, tie_break_left)
-    op.check_dtype(in_dtype)
+    op.check_dtype(in_dtype, caller=name)
     ndim = len(in_shape)
     if many_axes:
         axes = normalize_axes(axis, ndim)
@@ -319,11 +320,11 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
             axis = None
         x = x.reshape(1)
         keepdims = False  # and its result stays 0-d
+    name = f"nan{direction}" if many_axes else f"nanarg{direction}" if skip_nan else \
+        f"{direction}_with_indices" if want_values else f"arg{direction}"
     op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
-        direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
+        name, direction, tie_break_left, np.dtype(x.dtype), tuple(x.shape), axis, keepdims,
         strategy, lanes, skip_nan, many_axes)
-    name = f"nan{direction}" if many_axes else \
-        f"nanarg{direction}" if skip_nan else f"arg{direction}"
     kind = kind_of(x)
     for i, (o, dt) in enumerate(zip(outs, dtypes)):
         check_out(o, shape, dt, kind, name, integer=i == 1)  # outs: (values, indices)
@@ -946,7 +947,8 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
         raise TypeError("ptp is not defined for bool x (NumPy's subtract refuses "
                         "booleans): pass x.astype(np.uint8)")
     op, dtypes, axes, shape, grid, M, N, kit = _planned_pair(
-        _ops.MINMAX, np.dtype(x.dtype), tuple(x.shape), axis, keepdims, strategy, lanes)
+        "ptp", _ops.MINMAX, np.dtype(x.dtype), tuple(x.shape), axis, keepdims, strategy,
+        lanes)
     kind = kind_of(x)
     check_out(out, shape, dtypes[0], kind, "ptp")
     workspace = Workspace(kind, resolve_stream(stream, kind))
@@ -979,12 +981,13 @@ def _host_ptp(workspace: Workspace, lo, hi, dtype: np.dtype, shape: tuple, out):
 
 
 @planner
-def _planned_pair(op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, strategy,
-                  lanes) -> tuple:
+def _planned_pair(name: str, op, in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool,
+                  strategy, lanes) -> tuple:
     """A two-field op's argument checks, as :func:`_setup`: ``(op, result dtypes, axes,
-    shape, grid, M, N, kit)``, both fields in the input's accumulator dtype."""
+    shape, grid, M, N, kit)``, both fields in the input's accumulator dtype; errors
+    name ``name``, the function called."""
     keepdims = check_flag(keepdims, "keepdims")
-    op.check_dtype(in_dtype)
+    op.check_dtype(in_dtype, caller=name)
     axes = normalize_axes(axis, len(in_shape))
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)

@@ -139,7 +139,7 @@ def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None
     the one before (``numbakern/kernels/segment_scan.py``).
     """
     op, x, exclusive, reverse, result, grid = _setup(op, x, exclusive, reverse, dtype,
-                                                      strategy)
+                                                      strategy, "scan_by_key")
     keys = as_array_like(keys)
     if len(keys.shape) != 1 or keys.shape[0] != x.shape[0]:
         raise ValueError(f"keys must be 1-D of x's length {x.shape[0]}, got shape "
@@ -159,16 +159,17 @@ def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None
                 grid, workspace)
 
 
-def _setup(op, x, exclusive, reverse, dtype, strategy) -> tuple:
-    """The checked arguments: ``(op, x, exclusive, reverse, result dtype, grid)``."""
+def _setup(op, x, exclusive, reverse, dtype, strategy, name="segmented_scan") -> tuple:
+    """The checked arguments: ``(op, x, exclusive, reverse, result dtype, grid)``;
+    ``name``: the function called, as errors name it."""
     x = _one_d(x)
     op, exclusive, reverse, result, grid = _planned(op, np.dtype(x.dtype), exclusive,
-                                                    reverse, dtype, strategy)
+                                                    reverse, dtype, strategy, name)
     return op, x, exclusive, reverse, result, grid
 
 
 @planner  # a repeated call skips the checks and the strategy's resolution
-def _planned(op, in_dtype: np.dtype, exclusive, reverse, dtype, strategy) -> tuple:
+def _planned(op, in_dtype: np.dtype, exclusive, reverse, dtype, strategy, name) -> tuple:
     """``(op, exclusive, reverse, result dtype, grid)``, checked (every argument error
     but ``x``'s and the offsets' is raised here)."""
     op = _ops.get(op)
@@ -176,7 +177,7 @@ def _planned(op, in_dtype: np.dtype, exclusive, reverse, dtype, strategy) -> tup
         raise TypeError(f"{op.name} has {op.fields} fields; segmented scans take "
                         "one-field ops")
     exclusive, reverse = check_flag(exclusive, "exclusive"), check_flag(reverse, "reverse")
-    result = _result_dtype(op, in_dtype, dtype)
+    result = _result_dtype(op, in_dtype, dtype, name)
     return op, exclusive, reverse, result, _strategies.resolve("scan", strategy)
 
 
@@ -247,12 +248,13 @@ def _run(op, values, heads, n: int, exclusive: bool, reverse: bool, result, grid
     return deliver(workspace, out, result, (n,), None)
 
 
-def _result_dtype(op, in_dtype: np.dtype, dtype) -> np.dtype:
+def _result_dtype(op, in_dtype: np.dtype, dtype, name: str) -> np.dtype:
     """NumPy's cumsum/cumprod rule for the sums and products, the op's own otherwise;
-    ``TypeError`` naming ``segmented_scan`` for a dtype the op does not take."""
-    op.check_dtype(in_dtype, caller="segmented_scan")
+    ``TypeError`` naming ``name`` (the function called) for a dtype the op does not
+    take."""
+    op.check_dtype(in_dtype, caller=name)
     if dtype is not None:
-        op.check_dtype(_ops._as_dtype(dtype), "dtype=", "segmented_scan")
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=", name)
     if op in (_ops.SUM, _ops.NANSUM):
         return cumsum_dtype(in_dtype, dtype)
     if op in (_ops.PROD, _ops.NANPROD):

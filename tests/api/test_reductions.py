@@ -276,6 +276,15 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
     (lambda x: nk.argmax(x.reshape(2, 5), axis=1, lanes=True), TypeError,
      "lanes must be an int"),
     (lambda x: nk.segmented_reduce(x, [0, 10], lanes=32.0), TypeError, "lanes must be an int"),
+    # errors name the function called, not the op under it
+    (lambda x: nk.nanmax(x.astype(np.complex64)), TypeError, "^nanmax is not defined"),
+    (lambda x: nk.ptp(x.astype(np.complex64)), TypeError, "^ptp is not defined"),
+    (lambda x: nk.min_with_indices(x.astype(np.complex64)), TypeError,
+     "^min_with_indices is not defined"),
+    (lambda x: nk.max_with_indices(x, out=(np.empty(2), np.empty((), np.int64))), ValueError,
+     "^max_with_indices: out has shape"),
+    (lambda x: nk.scan_by_key(np.ones(10, np.int64), x, op="bitwise_or"), TypeError,
+     "^scan_by_key is not defined for x of dtype float64"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
