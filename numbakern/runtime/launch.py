@@ -213,10 +213,13 @@ def stream_pointer(stream) -> int:
     int (0: the default stream).
 
     Raises:
-        TypeError: ``stream`` is none of these.
+        TypeError: ``stream`` is none of these (a bool included).
+        ValueError: a pointer outside ``[0, 2**64)``.
     """
     ptr = getattr(stream, "ptr", stream)
-    if isinstance(ptr, (int, np.integer)):
+    if isinstance(ptr, (int, np.integer)) and not isinstance(ptr, (bool, np.bool_)):
+        if not 0 <= ptr < 1 << 64:
+            raise ValueError(f"stream as a pointer must lie in [0, 2**64), got {ptr}")
         return int(ptr)
     if hasattr(stream, "handle"):  # a Numba stream
         return stream_handle(stream)

@@ -131,5 +131,9 @@ def test_wrapping_integer_sums_are_silent_as_on_a_gpu():
 
 
 def test_a_bad_stream_is_refused_on_every_backend():
-    with pytest.raises(TypeError, match="stream must be None"):
-        nk.sum(np.ones(3, np.float32), stream="bogus")
+    for bad in ("bogus", True, np.bool_(False)):
+        with pytest.raises(TypeError, match="stream must be None"):
+            nk.sum(np.ones(3, np.float32), stream=bad)
+    for bad in (-1, 1 << 70):  # no pointer
+        with pytest.raises(ValueError, match=r"stream as a pointer must lie in \[0, 2\*\*64\)"):
+            nk.cumsum(np.ones(3, np.float32), stream=bad)
