@@ -60,7 +60,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, CopyWarning, Workspace, as_array_like,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.axes import LAST, axis_or_dim
+from numbakern.core.axes import LAST, axis_or_dim, normalize_axis
 from numbakern.core.deliver import OutDtypeError, check_disjoint, check_out
 from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
@@ -193,7 +193,9 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
         torch's ``_safe_softmax``; a kept NaN or +inf still makes its row NaN.
 
     Raises:
-        TypeError: ``x`` not float16/bfloat16/32/64, or ``dtype`` not float16/32/64; a
+        TypeError: ``x`` not float16/bfloat16/32/64, or ``dtype`` not float16/32/64;
+            ``axis`` not one int (a float, a bool, None or a tuple; a 0-d integer
+            array is an int); a
             strategy of the wrong type; ``mask`` not bool; ``causal`` not a bool;
             ``scale`` not a real number.
         ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
@@ -326,11 +328,9 @@ def bits_like(out, precision: str, name: str, caller: str):
 
 
 def _axis(axis, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"axis must be an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(int(axis), ndim)
-    return int(axis) % ndim
+    """The one axis the rows lie along: an int or anything with ``__index__`` (a 0-d
+    integer array, as NumPy takes), not a bool, a None or a tuple."""
+    return normalize_axis(axis, ndim, "axis must be an int (the axis the rows lie along)")
 
 
 def _block_strategy(spec, name: str) -> BlockStrategy | str | None:

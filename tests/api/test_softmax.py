@@ -641,6 +641,8 @@ def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
     (lambda x: nk.softmax(x.astype(np.int32)), TypeError, "x must be float"),
     (lambda x: nk.softmax(x, axis=2), np.exceptions.AxisError, "axis 2"),
     (lambda x: nk.softmax(x, axis=1.0), TypeError, "axis must be an int"),
+    (lambda x: nk.log_softmax(x, axis=None), TypeError, "axis must be an int"),
+    (lambda x: nk.softmax(x, axis=(0,)), TypeError, "axis must be an int"),
     (lambda x: nk.softmax(np.float32(1.0)), np.exceptions.AxisError, "0-d"),
     (lambda x: nk.log_softmax(np.float32(1.0)), np.exceptions.AxisError, "softmax family"),
     (lambda x: nk.softmax(x, max_strategy="bogus"), ValueError, "max_strategy must be"),
