@@ -210,7 +210,7 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
     if not include_initial:
         return scan(x, axis=axis, out=out, **options)
-    axis = axis_index(axis) % x.ndim
+    axis = normalize_axis(axis, x.ndim)
     shape = tuple(n + (a == axis) for a, n in enumerate(x.shape))
     if out is None:
         out = _result_like(x, shape, rule(np.dtype(x.dtype), dtype), stream)

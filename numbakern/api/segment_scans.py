@@ -148,7 +148,7 @@ def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None
     if key_dtype.kind not in "biuf" or key_dtype.itemsize > 8:
         raise TypeError(f"keys must have a bool, integer or float dtype of at most 8 "
                         f"bytes, got {key_dtype}")
-    kind = kind_of(x)
+    kind = kind_of(keys)  # the result's kind is the first argument's, as everywhere
     workspace = Workspace(kind, resolve_stream(stream, kind))
     n = x.shape[0]
     if n == 0:

@@ -393,6 +393,10 @@ def test_cumulative_functions_as_numpy_2(name):
                                       numpys(np.int32(3), axis=axis, include_initial=True))
     with pytest.raises(np.exceptions.AxisError):
         ours(np.array(3), axis=1)
+    for shape, axis in (((5,), 1), ((2, 3), 2), ((2, 3), -3)):  # not wrapped round
+        for include_initial in (False, True):
+            with pytest.raises(np.exceptions.AxisError):
+                ours(np.ones(shape), axis=axis, include_initial=include_initial)
     f = np.array([1e30, 1e30, 0, 2], np.float32)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(ours(f, include_initial=True, dtype=np.float32),

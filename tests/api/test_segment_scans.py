@@ -246,6 +246,17 @@ def test_scan_by_key_compares_keys_with_not_equal():
     assert nk.scan_by_key(np.zeros(0), np.zeros(0, np.int8)).dtype == np.int64
 
 
+def test_scan_by_key_answers_in_the_keys_kind():
+    """The result's type is the first argument's (keys), whatever x's kind."""
+    keys, x = np.array([1, 1, 2, 2, 2]), np.arange(5.0)
+    host = nk.scan_by_key(keys, cuda.to_device(x))
+    assert isinstance(host, np.ndarray)
+    np.testing.assert_array_equal(host, [0, 1, 2, 5, 9])
+    device = nk.scan_by_key(cuda.to_device(keys), x)
+    assert not isinstance(device, np.ndarray)
+    np.testing.assert_array_equal(device.copy_to_host(), [0, 1, 2, 5, 9])
+
+
 def test_scan_by_key_bad_arguments():
     with pytest.raises(ValueError, match="keys must be 1-D of x's length 3"):
         nk.scan_by_key(np.zeros(4), np.zeros(3))
