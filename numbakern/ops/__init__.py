@@ -24,6 +24,8 @@ from numba import float64, int64
 
 INTEGER_KINDS = "biu"
 ALL_KINDS = "biuf"
+#: the ``numba.cuda.atomic`` functions an op may name as its native fold
+ATOMICS = ("add", "max", "min", "and_", "or_", "xor")
 
 
 def _float_identity(value: float) -> Callable[[np.dtype], Any]:
@@ -145,6 +147,21 @@ def _check_arity(name: str, fn, count: int, role: str = "combine", names: str = 
                         f"got {len(positional)}")
 
 
+def _check_kinds_and_atomic(name: str, kinds: Any, atomic: Any) -> None:
+    """Refuse, when the op is made, the ``kinds`` and ``atomic`` that would only fail
+    (a ``KeyError`` on ``"z"``) or be ignored (an unknown atomic) at first use."""
+    if not isinstance(kinds, str):
+        raise TypeError(f"Op {name!r}: kinds must be a string of NumPy dtype kinds drawn "
+                        f"from {ALL_KINDS!r}, got {kinds!r}")
+    if not kinds or set(kinds) - set(ALL_KINDS):
+        raise ValueError(f"Op {name!r}: kinds must be one or more of the NumPy dtype kinds "
+                         f"{ALL_KINDS!r} (bool, signed, unsigned, float), got {kinds!r}")
+    if atomic is not None and (not isinstance(atomic, str) or atomic not in ATOMICS):
+        raise ValueError(f"Op {name!r}: atomic must be None or one of "
+                         f"{', '.join(map(repr, ATOMICS))} (a numba.cuda.atomic function), "
+                         f"got {atomic!r}")
+
+
 def _fixed_dtypes(name: str, fields: int, given) -> Callable:
     """``state_dtypes`` given as the ``fields`` dtypes themselves, as the function of
     ``(in_dtype, dtype)`` the op holds.
@@ -211,9 +228,12 @@ class Op:
     Raises:
         TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
             arguments; ``map`` not a function of two arguments; ``finish`` not taking
-            ``fields`` arguments; ``identity`` is ``None``.
+            ``fields`` arguments; ``identity`` is ``None``; ``commutative`` not a
+            bool; ``kinds`` not a string.
         ValueError: ``fields`` not an integer ``>= 1``; an op of two or more fields
-            without ``map``; a ``finish`` on a one-field op.
+            without ``map``; a ``finish`` on a one-field op; ``kinds`` empty or with a
+            letter outside ``"biuf"``; ``atomic`` neither ``None`` nor one of the six
+            names above.
     """
 
     name: str
@@ -252,6 +272,7 @@ class Op:
         if not isinstance(self.commutative, (bool, np.bool_)):  # 'no' would read as True
             raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "
                             f"{self.commutative!r}")
+        _check_kinds_and_atomic(self.name, self.kinds, self.atomic)
         if self.fields > 1 and self.map is None:
             raise ValueError(f"Op {self.name!r}: an op of {self.fields} fields needs "
                              "map(value, index)")

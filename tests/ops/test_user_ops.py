@@ -211,3 +211,19 @@ def test_a_map_building_a_list_is_refused_under_the_simulator_too():
     with pytest.raises(TypeError, match="'listed': its map does not compile .*no lists, "
                                         "dicts"):
         nk.reduce(np.arange(5.0), op)
+
+
+@pytest.mark.parametrize("fields, error, match", [
+    ({"kinds": "zz"}, ValueError, r"kinds must be one or more of the NumPy dtype kinds "
+                                  r"'biuf'.*got 'zz'"),
+    ({"kinds": ""}, ValueError, "kinds must be one or more of"),
+    ({"kinds": 5}, TypeError, "kinds must be a string of NumPy dtype kinds .*got 5"),
+    ({"atomic": "bogus"}, ValueError, r"atomic must be None or one of 'add', 'max', 'min', "
+                                      r"'and_', 'or_', 'xor'.*got 'bogus'"),
+    ({"atomic": 1}, ValueError, "atomic must be None or one of"),
+])
+def test_bad_kinds_or_atomic_is_refused_when_the_op_is_made(fields, error, match):
+    """kinds='zz' was a bare KeyError at first use, kinds=5 'int is not iterable', and
+    atomic='bogus' was taken silently (atomic_fold fell back to its CAS loop)."""
+    with pytest.raises(error, match=match):
+        nk.op(identity=0, **fields)(lambda a, b: a + b)
