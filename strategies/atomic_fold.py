@@ -169,6 +169,10 @@ def folder_for(op, kit, count: int) -> Folder:
 class AtomicFold(GridReduce):
     """Grid reduce in one launch: each block folds its state into the output atomically.
 
+    Luitjens, "Faster Parallel Reductions on Kepler" (NVIDIA blog, 2014): a block
+    reduce, then one ``atomicAdd`` a block; the compare-and-swap loop for ops with no
+    native atomic is the CUDA C++ Programming Guide's (Atomic Functions, ``atomicCAS``).
+
     Args:
         block: the block strategy (default ``WarpShuffle()``).
         blocks: blocks in the launch; ``None`` chooses from the input size and device.

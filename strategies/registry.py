@@ -104,9 +104,18 @@ def _forget() -> None:
 
 
 def unregister(cls: type) -> None:
-    """Remove a class :func:`register` added (a throwaway strategy in a test)."""
-    if REGISTRY.get(getattr(cls, "family", None), {}).get(cls.name) is cls:
-        del REGISTRY[cls.family][cls.name]
+    """Remove a class :func:`register` added (a throwaway strategy in a test); a
+    strategy class not registered (or registered under another) is left as is.
+
+    Raises:
+        TypeError: ``cls`` is not a strategy class (one with a family and a name).
+    """
+    family, name = getattr(cls, "family", None), getattr(cls, "name", None)
+    if not isinstance(cls, type) or family not in FAMILIES or not isinstance(name, str):
+        raise TypeError(f"unregister takes a strategy class (a subclass of a base in "
+                        f"numbakern.strategies.protocols, with a name), got {cls!r}")
+    if REGISTRY[family].get(name) is cls:
+        del REGISTRY[family][name]
         _forget()
 
 
@@ -137,7 +146,14 @@ def every(family: str, *, threads: int | None = None, **options) -> list:
     """One strategy of each name :func:`available` lists for ``family``, made with
     ``threads`` per block (``None``: each class's default) and ``options`` (for the
     grid families, passed to the grid: ``every("reduce", threads=32, blocks=2)``).
-    What a test or a benchmark runs to cover a family from the registry itself."""
+    What a test or a benchmark runs to cover a family from the registry itself.
+
+    Raises:
+        ValueError: an unknown family; ``threads`` not a multiple of 32 from 32 to
+            1024, or an option out of its range (as the classes raise it).
+        TypeError: ``threads`` not an int, or an option a class of the family does not
+            take.
+    """
     family = _check_family(family)
     if family in _DEFAULT_GRID:
         return [REGISTRY[family][g](block=_block(b, threads), **options)
@@ -279,19 +295,59 @@ def _grid_from_name(family: str, spec: str | None, threads, argument: str):
 
 
 def describe(strategy) -> dict:
-    """What a reduction strategy promises: for tables and for teaching.
+    """What a strategy promises: for tables and for teaching.
+
+    Args:
+        strategy: a strategy object of any family, or a name :func:`resolve` takes,
+            looked up in the one family that registers it (``"two_pass"``,
+            ``"two_pass/shared_tree"``, ``"radix"``; a block's name is the block's).
 
     Returns:
-        a dict with ``name`` (``"grid/block"``), ``deterministic``,
-        ``needs_commutative`` (bools), ``threads`` and ``barriers_per_block`` (ints).
+        a dict with ``name`` (``"grid/block"`` for reductions and scans), ``family``
+        and ``threads`` (per block), and those of ``deterministic``,
+        ``needs_commutative`` (bools), ``barriers_per_block`` (block, reduce and scan),
+        ``privatized`` (histograms, a bool) and ``max_k`` (selections, an int or
+        ``None``) its family has.
+
+    Raises:
+        TypeError: ``strategy`` neither a strategy object (a strategy class is not
+            one) nor a name.
+        ValueError: a name no family registers, or one that several do (give the
+            object, ``resolve(family, name)``).
     """
-    return {
-        "name": strategy.label,
-        "deterministic": strategy.deterministic,
-        "needs_commutative": strategy.commutative_required,
-        "threads": strategy.block.threads,
-        "barriers_per_block": strategy.block.barriers(),
-    }
+    if isinstance(strategy, str):
+        strategy = resolve(_family_of(strategy), strategy)
+    family = getattr(strategy, "family", None)
+    if isinstance(strategy, type) or family not in FAMILIES:
+        raise TypeError(f"describe takes a strategy object of a family {list(FAMILIES)} "
+                        f"(such as TwoPass()) or a registered name, got {strategy!r}")
+    grid = family in _DEFAULT_GRID
+    block = strategy.block if grid else strategy
+    info = {"name": strategy.label if grid else strategy.name, "family": family,
+            "threads": block.threads}
+    if family != "block":
+        info["deterministic"] = family == "histogram" or strategy.deterministic
+    if grid or family == "block":
+        info["needs_commutative"] = (strategy.commutative_required if grid
+                                     else strategy.needs_commutative)
+        info["barriers_per_block"] = block.barriers()
+    if family == "histogram":
+        info["privatized"] = strategy.privatized
+    if family == "select":
+        info["max_k"] = strategy.max_k
+    return info
+
+
+def _family_of(name: str) -> str:
+    """The one family that registers ``name`` (its grid part, for ``"grid/block"``)."""
+    grid, slash, _ = name.partition("/")
+    families = [f for f in (_DEFAULT_GRID if slash else FAMILIES) if grid in REGISTRY[f]]
+    if len(families) != 1:
+        held = f"is registered in {', '.join(families)}" if families else "is not registered"
+        raise ValueError(f"describe: strategy name {name!r} {held}; give a name one family "
+                         "registers (numbakern.strategies.available(family) lists them) or "
+                         "the strategy object")
+    return families[0]
 
 
 def resolve_scan(spec=None, threads: int | None = None):

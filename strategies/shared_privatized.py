@@ -35,6 +35,10 @@ from .protocols import HistogramStrategy
 class SharedPrivatized(HistogramStrategy):
     """One private copy of the bins per block, in shared memory, merged with atomics.
 
+    Sanders and Kandrot, "CUDA by Example" (2010), chapter 9 (shared-memory atomics);
+    Sakharnykh, "GPU Pro Tip: Fast Histograms Using Shared Atomics on Maxwell" (NVIDIA
+    blog, 2015).
+
     Args:
         threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
             64 under the simulator).

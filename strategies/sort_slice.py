@@ -37,6 +37,9 @@ from .registry import resolve
 class SortSlice(SelectStrategy):
     """Stable argsort of every row, then its first ``k``: the reference strategy.
 
+    PyTorch's ``topk_out_with_sort`` (``aten/src/ATen/native/cuda/TensorTopK.cpp``):
+    ``torch.topk``'s sort-then-narrow path, here with a stable sort.
+
     Args:
         threads: threads per block of the gather (and of the sort, when ``sort`` is
             a name or ``None``; ``None``: the sort's own default, e.g. the radix

@@ -34,6 +34,10 @@ from .protocols import Cost, GridReduce
 class TwoPass(GridReduce):
     """Grid reduce by per-block partials and a second one-block launch.
 
+    Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007): a launch per
+    level of partials; CUB's ``DeviceReduce`` (``DeviceReduceKernel``, then
+    ``DeviceReduceSingleTileKernel`` over the partials).
+
     Args:
         block: the block strategy (default ``WarpShuffle()``).
         blocks: blocks in pass 1; ``None`` chooses from the input size and device.

@@ -39,6 +39,10 @@ from .protocols import HistogramStrategy
 class WarpPrivatized(HistogramStrategy):
     """One private copy of the bins per warp, in shared memory, summed and merged.
 
+    Podlozhnyuk, "Histogram calculation in CUDA" (NVIDIA, 2007): per-warp
+    sub-histograms; Gómez-Luna et al., "An optimized approach to histogram computation
+    on GPU" (Machine Vision and Applications, 2013): replicated sub-histograms.
+
     Args:
         threads: threads per block, a multiple of 32 from 32 to 1024 (default 256;
             64 under the simulator).

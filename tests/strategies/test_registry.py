@@ -460,6 +460,52 @@ def test_registry_listings_and_errors():
             nk.strategies.resolve("reduce", "two_pass/shared_tree")
 
 
+
+def test_every_built_in_strategy_names_its_source():
+    """Its docstring cites where the algorithm comes from: a paper or report (a year),
+    or the library it follows (CUB, PyTorch). two_pass, atomic_fold, the three
+    histograms and sort_slice cited none."""
+    import re
+
+    for family in nk.strategies.FAMILIES:
+        for name, cls in nk.strategies.REGISTRY[family].items():
+            assert re.search(r"\b(19|20)\d\d\b|CUB|PyTorch", cls.__doc__), (family, name)
+
+@pytest.mark.parametrize("spec, name, family", [
+    ("two_pass", "two_pass/warp_shuffle", "reduce"),
+    ("atomic_fold/shared_tree", "atomic_fold/shared_tree", "reduce"),
+    ("warp_shuffle", "warp_shuffle", "block"),
+    ("decoupled_lookback", "decoupled_lookback/warp_shuffle", "scan"),
+    ("global_atomic", "global_atomic", "histogram"),
+    (nk.RadixSort(), "radix", "sort"),
+    (nk.strategies.SortSlice(), "sort_slice", "select"),
+])
+def test_describe_takes_a_strategy_of_any_family_or_its_name(spec, name, family):
+    """describe('two_pass') was "'str' object has no attribute 'label'", and a strategy
+    of any family but the reductions an AttributeError."""
+    info = nk.strategies.describe(spec)
+    assert info["name"] == name and info["family"] == family and info["threads"] >= 32
+    if family in ("histogram", "sort", "select"):  # integer counts and keys
+        assert info["deterministic"] is True
+
+
+def test_describe_and_unregister_refuse_what_is_no_strategy(registered):
+    with pytest.raises(TypeError, match="describe takes a strategy object"):
+        nk.strategies.describe(nk.RadixSort)  # the class, not a strategy
+    with pytest.raises(TypeError, match="describe takes a strategy object"):
+        nk.strategies.describe(5)
+    with pytest.raises(ValueError, match="'merge' is not registered"):
+        nk.strategies.describe("merge")
+
+    class Twin(OddEven):
+        name = "global_atomic"  # a sort named as a histogram is
+
+    registered(Twin)
+    with pytest.raises(ValueError, match="'global_atomic' is registered in histogram, sort"):
+        nk.strategies.describe("global_atomic")
+    with pytest.raises(TypeError, match="unregister takes a strategy class"):
+        unregister(int)
+
 @pytest.mark.parametrize("make, error, message", [
     (lambda: nk.RadixSort(scan=3), TypeError,
      r"^scan must be None, a name from numbakern\.strategies\.available\('scan'\) or a scan "
