@@ -43,12 +43,13 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     Raises:
         TypeError: a float (or other non-integer) dtype; a non-int ``num_bins``; a
             ``strategy`` that is neither a name nor a histogram strategy object.
-        ValueError: ``num_bins < 1``; an unknown ``strategy`` name; a strategy whose
-            counters do not fit in shared memory for ``num_bins`` bins.
+        ValueError: ``num_bins < 1``; more ``num_bins`` int64 counts than an array
+            holds (2**60 - 1); an unknown ``strategy`` name; a strategy whose counters do
+            not fit in shared memory for ``num_bins`` bins.
     """
     x = _empty_list_as_int(x)
     _check_int_dtype(x.dtype, "histogram_counts")
-    bins = _positive_int(num_bins, "num_bins")
+    bins = _check_allocatable(_positive_int(num_bins, "num_bins"), "num_bins")
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
@@ -73,9 +74,10 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
             ``minlength`` that is not an int (a bool included); a ``strategy`` that
             is neither a name nor a histogram strategy object.
         ValueError: ``x`` not 1-D, a negative value, a value of 2**60 - 1 or more
-            (more counts than an array holds), a negative ``minlength``, an unknown
-            ``strategy`` name (checked even when ``x`` is empty); a strategy whose
-            counters do not fit in shared memory for that many bins.
+            (more counts than an array holds), a negative ``minlength``, a
+            ``minlength`` of 2**60 or more, an unknown ``strategy`` name (checked even
+            when ``x`` is empty); a strategy whose counters do not fit in shared memory
+            for that many bins.
     """
     from numbakern.api.reductions import max as _max, min as _min
 
@@ -89,15 +91,17 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     minlength = _int(minlength, "minlength")
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
+    _check_allocatable(minlength, "minlength")
     _strategies.resolve("histogram", strategy, bins=max(minlength, 1))  # refused for no x too
     bins = minlength
     if x.size:
         if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream)) < 0:
             raise ValueError("'x' argument must have no negative elements")
         largest = int(_scalar(_max(x, stream=stream)))
-        if largest >= _MOST_COUNTS:
+        why = _unallocatable(largest + 1)
+        if why:
             raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
-                             f"counts, past the largest array there can be ({_MOST_COUNTS})")
+                             f"counts, {why}")
         bins = max(bins, largest + 1)
     if bins == 0:
         return _empty_counts(x, kind_of(x))
@@ -137,11 +141,15 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
 
     Raises:
         TypeError: ``weights`` or ``density=True`` given; a non-int ``bins`` (edge
-            arrays are not supported), a bad dtype;
-            a ``strategy`` that is neither a name nor a histogram strategy object.
-        ValueError: ``bins < 1``; ``range`` not a pair, with ``lo > hi`` or not finite; an
-            automatic range that is not finite (NaN or inf in ``x``); an unknown
-            ``strategy`` name, or one whose counters do not fit in shared memory.
+            arrays are not supported), a bad dtype; a ``range`` end that is not a real
+            number NumPy holds (``None``, a string, an int past 64 bits: NumPy raises
+            ``TypeError`` for them too); a ``strategy`` that is neither a name nor a
+            histogram strategy object.
+        ValueError: ``bins < 1``; more ``bins`` int64 counts than an array holds
+            (2**60 - 1); ``range`` not a pair, with ``lo > hi`` or not finite (NumPy's
+            messages); an automatic range that is not finite (NaN or inf in ``x``); an
+            unknown ``strategy`` name, or one whose counters do not fit in shared
+            memory.
     """
     from numbakern.api.reductions import max as _max, min as _min
 
@@ -155,9 +163,12 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if np.ndim(bins) != 0:
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
-    nbins = _positive_int(bins, "bins")
+    nbins = _check_allocatable(_positive_int(bins, "bins"), "bins")
     if range is not None and (np.ndim(range) != 1 or len(range) != 2):
         raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range!r}")
+    if range is not None and not all(_real(end) for end in range):
+        raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (bool, "
+                        f"int of at most 64 bits, float), got {range!r}")
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
     value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
     if range is None and x.size:
@@ -230,6 +241,33 @@ def _positive_int(value, name: str) -> int:
     if value < 1:
         raise ValueError(f"{name} must be positive, got {value}")
     return value
+
+
+def _real(value) -> bool:
+    """Whether ``value`` is a number NumPy holds as bool, integer or float (not None, a
+    string, or an int past 64 bits, which NumPy holds as an object)."""
+    try:
+        held = np.asarray(value)
+    except (TypeError, ValueError):  # a device scalar that refuses the host
+        return False
+    return held.ndim == 0 and held.dtype.kind in "biuf"
+
+
+def _check_allocatable(count: int, name: str) -> int:
+    """``count``, checked before anything is allocated: NumPy's "array is too big"
+    would name no argument. (A count within NumPy's limit but past the device's
+    memory fails at the allocation, as CuPy's and torch's do.)"""
+    why = _unallocatable(count)
+    if why:
+        raise ValueError(f"{name}={count} asks for {count} int64 counts, {why}")
+    return count
+
+
+def _unallocatable(count: int) -> str:
+    """Why ``count`` int64 counts cannot be allocated, or ``""``."""
+    if count > _MOST_COUNTS:
+        return f"past the largest array there can be ({_MOST_COUNTS})"
+    return ""
 
 
 def _scalar(value) -> np.generic:

@@ -215,3 +215,26 @@ def test_a_range_that_is_not_a_pair_is_named(bad):  # found by a fresh-user tria
     with pytest.raises(ValueError, match=r"histogram: range must be None or a \(lo, hi\) "
                                          r"pair, got"):
         nk.histogram(np.array([0.0, 1.0]), bins=2, range=bad)
+
+
+@pytest.mark.parametrize("bad", [(None, None), ("a", "b"), (0, 1j), (-1, 2**64)])
+def test_a_range_end_that_is_no_real_number_is_named(bad):
+    """(None, None) was "'>' not supported", ('a', 'b') and 2**64 the TypeError of
+    np.isfinite: NumPy's TypeError, but naming no argument."""
+    with pytest.raises(TypeError, match=r"histogram: range must be a \(lo, hi\) pair of "
+                                        r"real numbers"):
+        nk.histogram(np.array([1, 2], np.uint64), bins=2, range=bad)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x, n: nk.histogram(x, bins=n), "bins"),
+    (lambda x, n: nk.bincount(x, minlength=n), "minlength"),
+    (lambda x, n: nk.histogram_counts(x, n), "num_bins"),
+])
+def test_more_counts_than_an_array_holds_are_refused_naming_the_argument(call, name):
+    count = 2**62  # was NumPy's "array is too big", naming no argument
+    with pytest.raises(ValueError, match=f"^{name}={count} asks for {count} int64 counts, "
+                                         "past the largest array there can be"):
+        call(np.array([1, 2, 3]), count)
+    with pytest.raises(ValueError, match=f"^{name}={count} asks for"):  # before any count
+        call(np.zeros(0, np.int64), count)
