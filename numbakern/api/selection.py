@@ -67,6 +67,7 @@ from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.sort import along_rows, check_dtype, sort_rows
 from numbakern.core.arrays import (
+    BFloat16Bits,
     Workspace,
     as_array_like,
     as_layout_array,
@@ -146,8 +147,10 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
     Raises:
         ValueError: ``kth`` out of ``[-n, n)``; a bool ``kth``; ``kind`` other than
             ``"introselect"``; ``order`` given; a select strategy other than
-            ``radix_select`` and ``sort_slice``, an unknown name.
-        TypeError: a non-integer ``kth``; a dtype the sorts refuse.
+            ``radix_select`` and ``sort_slice`` (name or object), an unknown name.
+        TypeError: a non-integer ``kth``; a dtype the sorts refuse (checked first,
+            ``None`` included); a ``strategy`` that is neither a name nor a sort or
+            select strategy object (a strategy of another family).
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _partition(x, kth, axis, kind, order, False, strategy, stream)
@@ -178,6 +181,8 @@ def _partition(x, kth, axis, kind, order, indices: bool, strategy, stream):
     x = as_array_like(x)
     if isinstance(given, np.ndarray) and not given.dtype.isnative:
         x = given  # along_rows gives the values back in its byte order, as NumPy
+    if not isinstance(x, BFloat16Bits):  # before the axis: None is a 0-d object array
+        check_dtype(x.dtype)
     ks = _check_kth(kth)
     shape = tuple(x.shape)
     if axis is not None:
@@ -333,9 +338,11 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
         stream: as the sorts'.
 
     Raises:
-        TypeError: a dtype the sorts refuse; ``out`` of another library.
+        TypeError: a dtype the sorts refuse; ``out`` of another library; a
+            ``strategy`` that is neither a name nor a sort or select strategy object
+            (a strategy of another family).
         ValueError: a select strategy other than ``radix_select`` and
-            ``sort_slice``, an unknown name.
+            ``sort_slice`` (name or object), an unknown name.
         numpy.exceptions.AxisError: ``axis`` out of range; ValueError: a repeated axis.
 
     Algorithm: the middle ranks found by radix select (``RadixSelect.kth_keys``:
@@ -354,7 +361,7 @@ def nanmedian(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
     """The median of the elements that are not NaN, as ``np.nanmedian``. A slice of
     only NaN gives NaN with NumPy's "All-NaN slice encountered" ``RuntimeWarning``;
     no elements at all, NaN with "Mean of empty slice". Integers and bool have no NaN:
-    as :func:`median`. Arguments as :func:`median`'s."""
+    as :func:`median`. Arguments and errors as :func:`median`'s."""
     return _order_stats("nanmedian", x, None, axis, out, keepdims, "linear", True,
                         strategy, stream)
 
@@ -390,6 +397,7 @@ def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
         TypeError: bool ``x`` with an interpolating method (NumPy's, which cannot
             subtract bools); ``q`` not a number; a dtype the sorts refuse.
         numpy.exceptions.AxisError: ``axis`` out of range.
+        TypeError, ValueError: a bad ``strategy``, as :func:`median`.
 
     Differences: integers are interpolated in float64 (NumPy subtracts them in their
     own width first, where int8's 100 - (-100) wraps); float16 is interpolated in
@@ -419,7 +427,7 @@ def percentile(x, q, axis=None, out=None, overwrite_input=False, method="linear"
 def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, strategy=None, stream=None):
     """Quantiles of the elements that are not NaN, as ``np.nanquantile``; slices of
-    only NaN as :func:`nanmedian`'s. Arguments as :func:`quantile`'s."""
+    only NaN as :func:`nanmedian`'s. Arguments and errors as :func:`quantile`'s."""
     weak = type(q) in (int, float)
     qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]")
     return _order_stats("nanquantile", x, (qs, weak), axis, out, keepdims, method, True,
@@ -431,7 +439,7 @@ def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear
 def nanpercentile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, strategy=None, stream=None):
     """Percentiles of the elements that are not NaN, as ``np.nanpercentile``: the
-    :func:`nanquantile` of ``q / 100``."""
+    :func:`nanquantile` of ``q / 100``: its arguments and errors (``q`` in [0, 100])."""
     weak = type(q) in (int, float)
     qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]")
     return _order_stats("nanpercentile", x, (qs, weak), axis, out, keepdims, method, True,
@@ -584,11 +592,16 @@ def _strategy_path(strategy):
     sort)`` for ``"sort_slice"`` or a ``SortSlice`` (``None`` if it names none).
 
     Raises:
-        ValueError: anything else (another select strategy, an unknown name).
+        TypeError: neither a name nor a sort or select strategy object (as
+            :func:`numbakern.strategies.resolve` refuses another family).
+        ValueError: another select strategy (name or object), an unknown name.
     """
     if strategy is None:
         return None, None
     given, family = strategy, getattr(strategy, "family", None)
+    if not isinstance(strategy, str) and family not in ("sort", "select"):
+        other = f", a {family} strategy" if isinstance(family, str) else ""
+        raise TypeError(f"strategy must be None, {_strategy_choices()}, got {given!r}{other}")
     if isinstance(strategy, str):
         if strategy in _strategies.available("sort"):
             family = "sort"
@@ -600,10 +613,14 @@ def _strategy_path(strategy):
         return "select", strategy
     if family == "select" and strategy.name == "sort_slice":
         return "sort", getattr(strategy, "sorter", None)
+    raise ValueError(f"strategy must be None, {_strategy_choices()}, got {given!r}")
+
+
+def _strategy_choices() -> str:
+    """The strategies a selection takes, for its error messages."""
     sorts = ", ".join(map(repr, _strategies.available("sort")))
-    raise ValueError(f"strategy must be None, a sort strategy ({sorts} or an object) "
-                     "or the select strategies 'radix_select' or 'sort_slice' (or such an "
-                     f"object), got {given!r}")
+    return (f"a sort strategy ({sorts} or an object) or the select strategies "
+            "'radix_select' or 'sort_slice' (or such an object)")
 
 
 def _slices(x, kind: str, axes, m: int, n: int):

@@ -176,6 +176,37 @@ def test_partition_errors_and_edges():
     same(nk.partition(np.array([np.int8(4)]), np.int64(0)), np.array([4], np.int8))
 
 
+@pytest.mark.parametrize("call", [nk.partition, nk.argpartition])
+def test_partition_of_none_names_the_dtype_first(call):
+    """partition(None, 0) was NumPy's AxisError for a 0-d array; every other function
+    names the object dtype."""
+    with pytest.raises(TypeError, match="x must have a bool, integer or float dtype of "
+                                        "at most 8 bytes, got object"):
+        call(None, 0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, s: nk.median(x, strategy=s),
+    lambda x, s: nk.partition(x, 2, strategy=s),
+    lambda x, s: nk.argpartition(x, 2, strategy=s),
+    lambda x, s: nk.quantile(x, 0.5, strategy=s),
+])
+@pytest.mark.parametrize("strategy, error, match", [
+    (5, TypeError, r"^strategy must be None, a sort strategy .*got 5$"),
+    (object(), TypeError, r"^strategy must be None, a sort strategy .*got <object"),
+    (nk.GlobalAtomic(), TypeError, r"got GlobalAtomic\(threads=\d+\), a histogram strategy$"),
+    (nk.TwoPass(), TypeError, r", a reduce strategy$"),
+    ("nope", ValueError, r"^strategy must be None, a sort strategy .*got 'nope'$"),
+    ("bitonic_select", ValueError, r"got 'bitonic_select'$"),
+])
+def test_a_strategy_of_another_family_is_a_type_error(call, strategy, error, match):
+    """TypeError for what is no sort or select strategy, as every other function's
+    strategy= (numbakern.strategies.resolve); ValueError for a name or a select
+    strategy these do not take. All were ValueError."""
+    with pytest.raises(error, match=match):
+        call(np.arange(10.0), strategy)
+
+
 def test_partition_keeps_byte_order_as_numpy():
     """NumPy's partition gives a big-endian input's values back in its byte order
     (argpartition's indices are native int64), by every path, empty inputs too."""
