@@ -32,7 +32,17 @@ from numbakern.runtime.views import (device_empty, device_view, first_element, h
 
 
 class CopyWarning(UserWarning):
-    """numbakern had to copy an input to lay it out for a kernel."""
+    """numbakern copied an input before a kernel could read it: the result is the same,
+    the copy costs memory of the input's size and a pass over it.
+
+    Warned when a device input's strides need more strided dimensions than the
+    kernel takes (a reduction's two kept and two reduced, a scan's or the softmax
+    family's two outer ones besides the axis: ``numbakern/core/layout.py``), or when
+    a ``where=`` or ``mask`` broadcast must be laid out at the input's size. A NumPy
+    input, copied to the device anyway, is not warned about. Pass a contiguous array
+    to avoid the copy, or silence it with ``warnings.simplefilter("ignore",
+    numbakern.CopyWarning)``.
+    """
 
 
 class BFloat16Bits:

@@ -45,7 +45,21 @@ OUT_CASTING = "same_kind"
 
 
 class OutDtypeError(ValueError, TypeError):
-    """``out``'s dtype cannot take the result under ``same_kind`` casting."""
+    """An ``out`` (or ``grad_out``, ...) whose dtype cannot receive the result.
+
+    Raised by :func:`check_out`, before any kernel runs, when the result's dtype does
+    not cast to ``out``'s under ``same_kind`` casting (a float sum into an int array,
+    which NumPy's reductions would cast ``unsafe``ly), when indices (argmax and
+    friends) meet an ``out`` that is not an integer array, and when a result written
+    in place (the softmax family) meets an ``out`` of any dtype but its own.
+
+    Both a ``ValueError`` and a ``TypeError``: every other ``out`` that
+    :func:`check_out` refuses (a wrong shape, a read-only or self-overlapping array)
+    is a ``ValueError``, so ``except ValueError`` catches any bad ``out``; and NumPy
+    raises a ``UFuncTypeError``, a ``TypeError``, for an output it cannot cast to
+    (``np.add(x, 1, out=ints)``), so code written against NumPy's error catches this
+    one too.
+    """
 
 
 def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = False,

@@ -137,3 +137,16 @@ def test_a_bad_stream_is_refused_on_every_backend():
     for bad in (-1, 1 << 70):  # no pointer
         with pytest.raises(ValueError, match=r"stream as a pointer must lie in \[0, 2\*\*64\)"):
             nk.cumsum(np.ones(3, np.float32), stream=bad)
+
+
+def test_the_public_error_and_warning_classes_say_when_they_come():
+    """Both had a one-line docstring: neither when they come nor why OutDtypeError is
+    both a ValueError and a TypeError."""
+    assert issubclass(nk.OutDtypeError, ValueError) and issubclass(nk.OutDtypeError,
+                                                                   TypeError)
+    for cls, words in ((nk.OutDtypeError, ("same_kind", "integer", "in place",
+                                           "except ValueError", "UFuncTypeError")),
+                       (nk.CopyWarning, ("strides", "where=", "NumPy input", "contiguous",
+                                         "simplefilter"))):
+        text = " ".join(cls.__doc__.split())
+        assert all(word in text for word in words), (cls, words)
