@@ -1021,7 +1021,8 @@ def nanargmax(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=N
 def nanargmin(x, axis=None, out=None, *, keepdims=False, strategy=None, stream=None,
               lanes=None):
     """Index of the smallest element along ``axis`` ignoring NaN (NaN counts as +inf),
-    as ``np.nanargmin``. The mirror of :func:`nanargmax`."""
+    as ``np.nanargmin``. The mirror of :func:`nanargmax`: its arguments, result and
+    errors."""
     return _nan_arg(x, "min", axis, keepdims, out, True, strategy, stream, lanes)
 
 
@@ -1049,7 +1050,7 @@ def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
 def nanmin(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
            strategy=None, stream=None, lanes=None):
     """Smallest element along ``axis`` ignoring NaN, as ``np.nanmin``. The mirror of
-    :func:`nanmax` (``initial``, ``where`` too)."""
+    :func:`nanmax` (``initial``, ``where`` too): its arguments, result dtype and errors."""
     return _nan_arg(x, "min", axis, keepdims, out, False, strategy, stream, lanes,
                     initial, where)
 
@@ -1222,7 +1223,7 @@ def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strate
 def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=None,
            stream=None, lanes=None, where=True, correction=None, mean=None):
     """Standard deviation of the elements that are not NaN, as ``np.nanstd``: the
-    square root of :func:`nanvar`."""
+    square root of :func:`nanvar`, whose arguments, result dtype and errors it shares."""
     ddof = with_correction(ddof, correction)
     return _variance("nanstd", x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
                      skip_nan=True, root=True, where=where, mean=mean)

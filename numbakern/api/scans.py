@@ -377,7 +377,8 @@ def cummin(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, la
            stream=None):
     """``CumMin(values, indices)``: the running minimum along ``axis`` and where it was,
     as ``torch.cummin`` (ties: the latest index; NaN wins; a named tuple, as
-    ``torch.return_types.cummin``). The mirror of :func:`cummax`.
+    ``torch.return_types.cummin``). The mirror of :func:`cummax`: its arguments, shapes
+    and errors.
     """
     axis = axis_or_dim(axis, dim, "cummin", default=None)
     return CumMin(*_scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse,

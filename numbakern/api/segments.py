@@ -155,13 +155,15 @@ def segmented_argmax(x, offsets, *, strategy=None, lanes=None, stream=None):
     Raises:
         ValueError: bad ``offsets``; an empty segment (NumPy's argmax of an empty
             sequence raises).
+        TypeError: a dtype argmax does not take; ``offsets`` not an array of
+            integers (None, a string).
     """
     return _arg(x, offsets, "max", strategy, lanes, stream)
 
 
 def segmented_argmin(x, offsets, *, strategy=None, lanes=None, stream=None):
     """The index of each segment's minimum, counted from the segment's start; as
-    :func:`segmented_argmax`."""
+    :func:`segmented_argmax` (its arguments, result and errors)."""
     return _arg(x, offsets, "min", strategy, lanes, stream)
 
 
