@@ -55,3 +55,25 @@ def test_unbatched_logits_match_torch(torch, dtype, tol):
         torch.testing.assert_close(grad.float(), ref_x.grad, rtol=tol, atol=tol * 1e-2)
         loss, grad = nk.cross_entropy(x, t, reduction=reduction, return_grad=True)
         assert grad.shape == x.shape and grad.dtype == x.dtype
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_unchecked_targets_replay_with_no_report_read(torch, reduction):
+    """check_target=False on CUDA tensors: repeated calls replay with nothing read back
+    (the replay counter moves, no refusal is recorded), and an out-of-bounds target's
+    row counts as ignored, as torch gives for ignore_index there."""
+    from numbakern.runtime import replay
+
+    F = torch.nn.functional
+    g = torch.Generator(device="cuda").manual_seed(2)
+    x = torch.randn(300, 1000, device="cuda", generator=g)
+    t = torch.randint(0, 1000, (300,), device="cuda", generator=g)
+    t[7], t[123] = 1000, -5
+    ref = F.cross_entropy(x, torch.where((t < 0) | (t >= 1000), -100, t), reduction=reduction)
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        loss = nk.cross_entropy(x, t, reduction=reduction, check_target=False)
+        torch.testing.assert_close(loss, ref, rtol=2e-5, atol=2e-5)
+    assert replay.counts["replayed"] - before >= 2
+    with pytest.raises(IndexError, match="target 1000 of row 7"):
+        nk.cross_entropy(x, t, reduction=reduction)

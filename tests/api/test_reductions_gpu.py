@@ -75,6 +75,24 @@ def test_every_dtype(cp, strategy, dtype):
         assert nk.prod(small, strategy=strategy) == np.prod(small)
 
 
+def test_nan_forms_read_their_all_nan_flags_on_every_call(cp):
+    """The all-NaN flags are read after the launches on every call, replayed or not
+    (a pinned copy of the codes; a strided index ``out`` through the general copy)."""
+    x = cp.asarray(np.array([[1.0, np.nan], [np.nan, np.nan], [3.0, 2.0]]))
+    for _ in range(3):  # the later calls replay the launches
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            got = nk.nanmax(x, axis=1)
+        np.testing.assert_array_equal(cp.asnumpy(got), [1.0, np.nan, 3.0])
+        with pytest.raises(ValueError, match="All-NaN slice encountered"):
+            nk.nanargmax(x, axis=1)
+        out = cp.full((2, 2), -1, cp.int64)[:, 0]
+        assert nk.nanargmax(x[::2], axis=1, out=out) is out
+        assert out.tolist() == [0, 0]
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            assert cp.isnan(nk.nanmin(cp.full(1000, cp.nan, cp.float32)))
+    assert float(nk.nanmax(x[2])) == 3.0
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_nan_and_all_negative(cp, strategy):
     x = -cp.arange(1, 1 << 22, dtype=cp.float32)
