@@ -98,11 +98,11 @@ class _Setup(NamedTuple):
 
 
 def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, axis,
-           keepdims: bool, lanes) -> _Setup:
+           keepdims: bool, lanes, name: str | None = None) -> _Setup:
     """Check the arguments and derive what they decide; every argument error is raised
-    here."""
+    here, naming ``name`` (the function called) where a dtype is refused."""
     keepdims = check_flag(keepdims, "keepdims")
-    result = op.result_dtype_for(in_dtype, dtype)
+    result = op.result_dtype_for(in_dtype, dtype, name)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
                         "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
@@ -127,14 +127,15 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     a bfloat16 input's float32 result may come back as bfloat16 bits
     (:func:`_as_bfloat16_bits`; False for a caller that computes on with it)."""
     x = as_array_like(x)
+    name = name or op.name
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
-                                               tuple(x.shape), axis, keepdims, lanes)
+                                               tuple(x.shape), axis, keepdims, lanes, name)
     kind = kind_of(x)
-    check_out(out, shape, result, kind, name or op.name)
-    first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
-    mask = _where(where, x.shape, name or op.name)
+    check_out(out, shape, result, kind, name)
+    first = None if initial is None else _initial(initial, kit.dtypes[0], name)
+    mask = _where(where, x.shape, name)
     if mask is not None and first is None and op.empty == "raise":
-        _needs_initial(op.name)
+        _needs_initial(name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     scalar = shape == () and out is None
     if N == 0:
@@ -451,7 +452,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         _sum_special_values(x, value, axis, keepdims, where, False)
         return value
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
-                       lanes)
+                       lanes, "mean")
     kind = kind_of(x)
     check_out(out, planned.shape, result, kind, "mean")
     if kind != "numpy" and planned.M * planned.N:

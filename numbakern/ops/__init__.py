@@ -310,16 +310,18 @@ class Op:
             raise TypeError(f"{caller or self.name} is not defined for {where}; it accepts "
                             f"{names}")
 
-    def result_dtype_for(self, in_dtype: np.dtype, dtype: Any = None) -> np.dtype:
-        """The checked result dtype of this op on ``in_dtype`` with NumPy's ``dtype=``.
+    def result_dtype_for(self, in_dtype: np.dtype, dtype: Any = None,
+                         caller: str | None = None) -> np.dtype:
+        """The checked result dtype of this op on ``in_dtype`` with NumPy's ``dtype=``
+        (errors name ``caller``, the function called, else the op).
 
         Raises:
             TypeError: an input or ``dtype=`` outside what the kernels handle (complex,
                 object, float128, ...), or one NumPy cannot reduce to.
         """
-        self.check_dtype(in_dtype)
+        self.check_dtype(in_dtype, caller=caller)
         if dtype is not None:
-            self.check_dtype(_as_dtype(dtype), "dtype=")
+            self.check_dtype(_as_dtype(dtype), "dtype=", caller)
         return np.dtype(self.result_dtype(np.dtype(in_dtype), dtype))
 
     def empty_result(self, dtype: np.dtype) -> Any:

@@ -191,8 +191,10 @@ def test_result_dtypes_follow_numpy():
 
 
 def test_bitwise_ops_reject_floats():
-    with pytest.raises(TypeError, match="bitwise_xor.*float32"):
+    with pytest.raises(TypeError, match="^xor_sum is not defined for x of dtype float32"):
         nk.xor_sum(np.ones(4, np.float32))
+    with pytest.raises(TypeError, match="^bitwise_xor is not defined for x of dtype float32"):
+        nk.reduce(np.ones(4, np.float32), "bitwise_xor")  # the op, called by its name
 
 
 # --- user ops ------------------------------------------------------------------------
@@ -285,6 +287,10 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
      "^max_with_indices: out has shape"),
     (lambda x: nk.scan_by_key(np.ones(10, np.int64), x, op="bitwise_or"), TypeError,
      "^scan_by_key is not defined for x of dtype float64"),
+    (lambda x: nk.mean(x, dtype=np.complex64), TypeError,
+     "^mean is not defined for dtype=complex64"),
+    (lambda x: nk.xor_sum(x.astype(np.int32), initial=1.5), ValueError,
+     "^xor_sum: initial=1.5 is not a value"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
