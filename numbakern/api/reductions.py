@@ -471,7 +471,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
         _sum_special_values(x, value, axis, keepdims, True, False)
         return value
     src = flat(total, "the sum")
-    if _into(out):  # divided straight into it: no copy of the means
+    if _into(out, result):  # divided straight into it: no copy of the means
         divide_into(src, flat(out), count, workspace.stream)
         return out
     dst = workspace.empty(src.shape[0], result)
@@ -481,10 +481,13 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     return deliver(workspace, dst, result, planned.shape, out)
 
 
-def _into(out) -> bool:
-    """Whether a device ``out`` takes a kernel's results as its own flat memory (else
-    they go to an allocation, then into ``out``'s layout by :func:`deliver`)."""
-    return out is not None and c_contiguous(out)
+def _into(out, result: np.dtype) -> bool:
+    """Whether a device ``out`` takes a kernel's ``result``-dtype results as its own
+    flat memory: C-contiguous and of that dtype (else they go to an allocation,
+    rounded to ``dtype=`` there as NumPy's are, then into ``out`` by
+    :func:`deliver`)."""
+    return out is not None and c_contiguous(out) and \
+        np.dtype(device_view(out).dtype) == result
 
 
 def _no_axis_of_0d(x, axis) -> None:
@@ -501,7 +504,7 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
     dividing each sum by the count (``finishes.divide_emit``, one launch where the
     sum's is one), into ``out`` itself or the result's allocation."""
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    into = _into(out)
+    into = _into(out, result)
     dst = flat(out) if into else workspace.empty(planned.M, result)
     count = planned.N
 

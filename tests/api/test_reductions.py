@@ -580,7 +580,9 @@ def test_float16_into_a_float32_out_is_the_accumulator_cast_once(name, value, n)
     ("cumprod", np.full((2, 3), 1e30), np.float32),
     ("cumprod", np.array([[1.1, 1.3, 1.7]] * 2, np.float32), np.float32),
     ("nancumprod", np.array([[1e30, np.nan, 1e30]] * 2), np.float32),
-    ("cumulative_prod", np.full((2, 3), 1e30), np.float32)])
+    ("cumulative_prod", np.full((2, 3), 1e30), np.float32),
+    ("mean", np.full((2, 4), 2049, np.float32), np.float16),  # float16 holds 2048
+    ("mean", np.full((2, 4), 1e30), np.float16)])
 def test_a_dtype_narrower_than_out_rounds_before_out_takes_it(name, x, dtype):
     """With dtype= and an out of another dtype, NumPy computes in dtype= and casts into
     out: states wider than dtype (float16's float32, a float32 product's float64, int8
