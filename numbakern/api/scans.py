@@ -50,7 +50,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.axes import (axis_index, axis_or_dim, check_flag, normalize_axis,
+from numbakern.core.axes import (FLAT, axis_index, axis_or_dim, check_flag, normalize_axis,
                                   optional_axis)
 from numbakern.core.deliver import check_disjoint, check_out, written_into
 from numbakern.core.jobs import ScanJob
@@ -340,7 +340,7 @@ class CumMin(NamedTuple):
 @dispatch
 @replayable
 @honours_stream
-def cummax(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, layout="auto",
+def cummax(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, layout="auto",
            stream=None):
     """``CumMax(values, indices)``: the running maximum along ``axis`` and where it was,
     as ``torch.cummax(x, dim)`` (a named tuple, as ``torch.return_types.cummax``; it
@@ -365,7 +365,7 @@ def cummax(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, la
 
     Raises: as :func:`cumsum`.
     """
-    axis = axis_or_dim(axis, dim, "cummax", default=None)
+    axis = axis_or_dim(axis, dim, "cummax", default=FLAT)
     return CumMax(*_scan(x, _ops.arg_op("max", False), axis, None, out, False, reverse,
                          strategy, layout, stream, None, "cummax"))
 
@@ -373,14 +373,14 @@ def cummax(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, la
 @dispatch
 @replayable
 @honours_stream
-def cummin(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, layout="auto",
+def cummin(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, layout="auto",
            stream=None):
     """``CumMin(values, indices)``: the running minimum along ``axis`` and where it was,
     as ``torch.cummin`` (ties: the latest index; NaN wins; a named tuple, as
     ``torch.return_types.cummin``). The mirror of :func:`cummax`: its arguments, shapes
     and errors.
     """
-    axis = axis_or_dim(axis, dim, "cummin", default=None)
+    axis = axis_or_dim(axis, dim, "cummin", default=FLAT)
     return CumMin(*_scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse,
                          strategy, layout, stream, None, "cummin"))
 
@@ -388,7 +388,7 @@ def cummin(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None, la
 @dispatch
 @replayable
 @honours_stream
-def logcumsumexp(x, axis=None, *, dim=None, reverse=False, out=None, strategy=None,
+def logcumsumexp(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None,
                  layout="auto", stream=None):
     """``log(cumsum(exp(x)))`` along ``axis`` without overflow, as
     ``torch.logcumsumexp(x, dim)``: a scan of the online softmax's ``(max, sum of
@@ -405,7 +405,7 @@ def logcumsumexp(x, axis=None, *, dim=None, reverse=False, out=None, strategy=No
         TypeError: ``x`` not float16/32/64 (torch's logcumsumexp takes floats only).
         Otherwise as :func:`cumsum`.
     """
-    axis = axis_or_dim(axis, dim, "logcumsumexp", default=None)
+    axis = axis_or_dim(axis, dim, "logcumsumexp", default=FLAT)
     m, s = _scan(x, ONLINE_SOFTMAX, axis, None, None, False, reverse, strategy, layout,
                  stream, None, "logcumsumexp")
     stream_ = None  # a host result is written into out without one

@@ -41,16 +41,28 @@ class _DefaultAxis(int):
 LAST = _DefaultAxis(-1)
 
 
+class _Flattened:
+    """``axis``'s default ``None`` (the flattened input, as ``np.cumsum``'s), told
+    apart from an ``axis=None`` the caller gave (None cannot be subclassed)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+#: the flattened input, as a default that :func:`axis_or_dim` tells from a given None
+FLAT = _Flattened()
+
+
 def axis_or_dim(axis: Any, dim: Any, name: str, default: Any = LAST) -> Any:
     """The axis a call asks for, by NumPy's ``axis=`` or torch's ``dim=``: ``dim`` where
-    ``axis`` was left at its ``default`` (:data:`LAST`, or ``None`` for a function
-    that flattens by default).
+    ``axis`` was left at its ``default`` (:data:`LAST`, or :data:`FLAT` for a function
+    that flattens by default: None then).
 
     Raises:
         TypeError: both given.
     """
     if dim is None:
-        return -1 if axis is LAST else axis
+        return -1 if axis is LAST else None if axis is FLAT else axis
     if axis is not default:
         raise TypeError(f"{name}: give the axis as axis= or as torch's dim=, not both "
                         f"(got axis={axis!r}, dim={dim!r})")

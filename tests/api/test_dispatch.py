@@ -81,6 +81,11 @@ def test_torch_named_functions_take_dim_for_axis():
                 np.testing.assert_array_equal(g, w)
         with pytest.raises(TypeError, match=f"{name}: give the axis as axis= or as"):
             fn(x, axis=0, dim=0)
+    for name in ("cummax", "cummin", "logcumsumexp"):  # a given None is given, too
+        with pytest.raises(TypeError, match=f"{name}: give the axis as axis= or as"):
+            getattr(nk, name)(x, axis=None, dim=1)
+        got = getattr(nk, name)(x)  # the default: flattened
+        assert np.shape(got if name == "logcumsumexp" else got.values) == (x.size,)
     y = nk.softmax(x, dim=0)
     for name in ("softmax_backward", "log_softmax_backward"):
         fn = getattr(nk, name)
