@@ -76,7 +76,7 @@ MAX_SIGNATURES = 256  # per function; the table starts afresh when full
 
 # Replays, recordings kept and refused, since import: for tests and the curious.
 counts: Counter = Counter()
-# The last recording of each (function name, array kind): a Program, or _Refused with
+# The last recording of each (function name, array kind): a Program, or Refused with
 # its reason (bench/host_time.py prints them).
 latest: dict = {}
 
@@ -233,7 +233,9 @@ def _device_of(kind: str) -> int:
 # --- the decorator ---------------------------------------------------------------------
 
 
-class _Refused(NamedTuple):
+class Refused(NamedTuple):
+    """A signature whose call cannot replay (a host read of its results, say): why."""
+
     why: str
 
 
@@ -262,8 +264,9 @@ def replayable(fn):
     module's docstring says when); ``fn`` itself otherwise.
 
     The wrapper's ``resolve(args, kwargs)`` returns ``(result, program)``: the
-    :class:`Program` that replays a call of this signature (None when there is none),
-    for tables keyed otherwise (``numbakern.runtime.tensor_table``).
+    :class:`Program` that replays a call of this signature, a :class:`Refused` for a
+    signature that never replays (its reason), or None when there is neither, for
+    tables keyed otherwise (``numbakern.runtime.tensor_table``).
     """
     table: dict = register({})
 
@@ -287,14 +290,15 @@ def replayable(fn):
                 table.clear()
             table[key] = (program, refs)
             latest[fn.__name__, arrays[0].kind] = program
-            if type(program) is _Refused:
+            if type(program) is Refused:
                 counts["refused"] += 1
-                return result, None
+                return result, program
             counts["recorded"] += 1
             return result, program
         program = entry[0]
-        if type(program) is _Refused or \
-                (program.returns_inputs and not _writable_apart(arrays, objects)):
+        if type(program) is Refused:
+            return fn(*args, **kwargs), program
+        if program.returns_inputs and not _writable_apart(arrays, objects):
             return fn(*args, **kwargs), None
         counts["replayed"] += 1
         return program.run([a.address for a in arrays], objects, stream), program
@@ -318,7 +322,7 @@ def _writable_apart(arrays: list, objects: list) -> bool:
 
 
 def _record(fn, args, kwargs, arrays: list, stream=None):
-    """Run ``fn`` once while recording: ``(result, program or _Refused)``; ``stream``:
+    """Run ``fn`` once while recording: ``(result, program or Refused)``; ``stream``:
     the call's ``stream=``, which its launches must all have gone to."""
     recording = Recording(arrays)
     set_recording(recording)
@@ -329,7 +333,7 @@ def _record(fn, args, kwargs, arrays: list, stream=None):
     try:
         program = recording.program(result, stream)
     except _Flaw as flaw:
-        program = _Refused(str(flaw))
+        program = Refused(str(flaw))
     return result, program
 
 

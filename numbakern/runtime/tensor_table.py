@@ -36,7 +36,7 @@ from __future__ import annotations
 import sys
 
 from .device import SIMULATOR
-from .replay import ADDRESS_KEY, MAX_SIGNATURES, counts, ready, register
+from .replay import ADDRESS_KEY, MAX_SIGNATURES, Refused, counts, ready, register
 
 # Arguments besides the array that a key holds by value (with their types).
 _VALUES = frozenset({int, float, bool, str, type(None)})
@@ -159,10 +159,12 @@ def tabled(general, replayables: dict):
         else:
             key = (type(x), layout)
         program = table.get(key)
-        if program is not None:
-            counts["replayed"] += 1
-            return program.replay(addresses, device, x)
-        return _first(table, key, replayables[reader.kind], x, args, kwargs)
+        if program is None:
+            return _first(table, key, replayables[reader.kind], x, args, kwargs)
+        if type(program) is Refused:  # straight to the call: no second key to build
+            return replayables[reader.kind].__wrapped__(x, *args, **kwargs)
+        counts["replayed"] += 1
+        return program.replay(addresses, device, x)
 
     call.tensor_replay_table = table
     return call
@@ -171,9 +173,11 @@ def tabled(general, replayables: dict):
 def _first(table: dict, key, replayable, x, args: tuple, kwargs: dict):
     """A key's first call: through the general path, its program (if any) kept (not
     one whose result is its argument: that replay needs the general path's check that
-    the arguments are apart, and the caller's object)."""
+    the arguments are apart, and the caller's object), or its refusal: a refused
+    signature's later calls run ``replayable``'s function itself, whose own launches
+    may replay (nanmax's reads its all-NaN flags after replayed launches)."""
     result, program = replayable.resolve((x, *args), kwargs)
-    if program is not None and not program.returns_inputs:
+    if type(program) is Refused or program is not None and not program.returns_inputs:
         if len(table) >= MAX_SIGNATURES:
             table.clear()
         table[key] = program

@@ -96,6 +96,27 @@ def test_an_argument_of_another_type_is_keyed_apart_and_refused_as_before():
 
 
 @pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
+def test_a_refused_signature_runs_its_function_without_keying_it_again(monkeypatch):
+    """nanmax reads its all-NaN flags (refused: a host read) after launches that
+    replay on their own: a repeated call finds the refusal in the table and keys only
+    the launches (one key a call, not two), every call still reading the flags."""
+    x = _data((6, 33))
+    x[2] = np.nan
+    with pytest.warns(RuntimeWarning, match="All-NaN slice"):
+        nk.nanmax(cuda.to_device(x), axis=1)
+    (refusal,) = nk.nanmax.tensor_replay_table.values()
+    assert type(refusal) is replay.Refused
+    keys = []
+    real = replay._signature
+    monkeypatch.setattr(replay, "_signature", lambda *a: keys.append(1) or real(*a))
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="All-NaN slice"):
+            got = nk.nanmax(cuda.to_device(x), axis=1).copy_to_host()
+        np.testing.assert_array_equal(got, np.nanmax(x, axis=1))
+    assert len(keys) == 2
+
+
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_keyword_and_positional_values_are_keyed():
     table = nk.sum.tensor_replay_table
     h = _data((8, 33))
