@@ -52,7 +52,7 @@ import warnings
 import numpy as np
 
 from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
-from numbakern.core.deliver import check_distinct
+from numbakern.core.deliver import OutDtypeError, check_distinct
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
@@ -133,7 +133,11 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
 
 def bfloat16_refused(name: str, error: TypeError) -> TypeError:
     """``error``, raised for the float32 a bfloat16 input is computed as, restated
-    with the dtype the caller passed (else it names a dtype they never gave)."""
+    with the dtype the caller passed (else it names a dtype they never gave); an
+    ``out`` refused for the result stays an :class:`OutDtypeError`, naming the
+    bfloat16 result the caller would get."""
+    if isinstance(error, OutDtypeError):
+        return OutDtypeError(str(error).replace("the float32 result", "the bfloat16 result"))
     return TypeError(f"{name}: x has dtype bfloat16, computed as float32 input, which "
                      f"{name} refuses: {error}")
 

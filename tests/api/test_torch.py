@@ -549,6 +549,11 @@ def test_a_bfloat16_input_needs_a_bfloat16_out():
         nk.softmax(torch.ones(2, 8), out=torch.empty(2, 8, dtype=torch.bfloat16))
     with pytest.raises(nk.OutDtypeError, match="got int32"):
         nk.softmax(torch.ones(2, 8), out=torch.empty(2, 8, dtype=torch.int32))
+    for fn in (nk.cumsum, nk.sum):  # the reductions and scans too, naming bfloat16
+        with pytest.raises(nk.OutDtypeError, match=f"^{fn.__name__}: cannot cast the "
+                           "bfloat16 result to out's dtype int16"):
+            fn(x, axis=1, out=torch.empty((2, 8) if fn is nk.cumsum else 2,
+                                          dtype=torch.int16))
 
 
 def test_device_reports_of_a_cpu_tensor_call_are_read_as_it_hands_them_back():
