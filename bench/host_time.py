@@ -3,7 +3,8 @@
     python bench/host_time.py            # on a GPU host with CuPy and PyTorch
 
 For 2^10 float32 elements (and (64, 16) rows: softmax, log_softmax_backward with its
-dy, cross_entropy with int64 labels; segmented_reduce over 64 device segments of 16),
+dy, cross_entropy with int64 labels, checked and with ``check_target=False``;
+segmented_reduce over 64 device segments of 16),
 the mean wall time of 2000 calls
 (after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
 numbakern on a torch CUDA tensor (the DLPack hand-over included), torch's own op and
@@ -96,6 +97,10 @@ def main() -> int:
         "cross_entropy": (lambda: nk.cross_entropy(rows_c, labels_c),
                           lambda: nk.cross_entropy(rows_t, labels_t),
                           lambda: torch.nn.functional.cross_entropy(rows_t, labels_t)),
+        "cross_entropy unchecked": (  # check_target=False: no report read
+            lambda: nk.cross_entropy(rows_c, labels_c, check_target=False),
+            lambda: nk.cross_entropy(rows_t, labels_t, check_target=False),
+            lambda: torch.nn.functional.cross_entropy(rows_t, labels_t)),
         "segmented_reduce": (  # the offsets' report read: a synchronisation a call
             lambda: nk.segmented_reduce(x, offsets_c),
             lambda: nk.segmented_reduce(t, offsets_t),
