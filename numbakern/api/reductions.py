@@ -425,8 +425,10 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     NumPy's rule: the sum (``dtype``, else float64 for bool and integers, float32 for
     float16, the input's own for float32/64), divided by the number of elements in
     float64 and cast to the result dtype (``dtype``, else float64 for bool and
-    integers, the input's float dtype). The mean of no elements is NaN (NumPy also
-    warns, on the host).
+    integers, the input's float dtype); into an ``out`` of another dtype, the sum
+    rounded to ``dtype`` (when given) is divided into ``out``'s dtype instead, as
+    NumPy divides in ``out``. The mean of no elements is NaN (NumPy also warns, on
+    the host).
 
     With ``where`` (NumPy's mask), each output reduces ``(sum, count)`` pairs of the
     elements it keeps (``numbakern.ops.SUM_AND_COUNT``) and divides by its own count:
@@ -455,9 +457,14 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
                        lanes, "mean")
     kind = kind_of(x)
     check_out(out, planned.shape, result, kind, "mean")
-    if kind != "numpy" and planned.M * planned.N:
+    out_dtype = result if out is None else \
+        np.dtype((out if kind == "numpy" else device_view(out)).dtype)
+    if kind != "numpy" and planned.M * planned.N and out_dtype == result:
         return _device_mean(x, planned, result, out, dtype, kind, stream, lanes)
-    total = _run(x, _ops.SUM, strategy, acc, stream, axis, keepdims, None, lanes,
+    # NumPy sums in dtype= into out, then divides there: neither the fused division
+    # nor the result dtype's rounding applies to an out of another dtype
+    summed = dtype if dtype is not None and out_dtype != result else acc
+    total = _run(x, _ops.SUM, strategy, summed, stream, axis, keepdims, None, lanes,
                  bits=False)
     count = planned.N
     if count == 0:
@@ -467,27 +474,24 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if kind == "numpy":
         with np.errstate(invalid="ignore"):
             value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
-        value = deliver_host(workspace, value.astype(result), out)
+        value = deliver_host(workspace, value.astype(out_dtype), out)
         _sum_special_values(x, value, axis, keepdims, True, False)
         return value
     src = flat(total, "the sum")
-    if _into(out, result):  # divided straight into it: no copy of the means
+    if _into(out):  # divided straight into it: no copy of the means
         divide_into(src, flat(out), count, workspace.stream)
         return out
-    dst = workspace.empty(src.shape[0], result)
+    dst = workspace.empty(src.shape[0], out_dtype)
     divide_into(src, dst, count, workspace.stream)
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
-        dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
-    return deliver(workspace, dst, result, planned.shape, out)
+        dst, out_dtype = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
+    return deliver(workspace, dst, out_dtype, planned.shape, out)
 
 
-def _into(out, result: np.dtype) -> bool:
-    """Whether a device ``out`` takes a kernel's ``result``-dtype results as its own
-    flat memory: C-contiguous and of that dtype (else they go to an allocation,
-    rounded to ``dtype=`` there as NumPy's are, then into ``out`` by
-    :func:`deliver`)."""
-    return out is not None and c_contiguous(out) and \
-        np.dtype(device_view(out).dtype) == result
+def _into(out) -> bool:
+    """Whether a device ``out`` takes a kernel's results as its own flat memory (else
+    they go to an allocation, then into ``out``'s layout by :func:`deliver`)."""
+    return out is not None and c_contiguous(out)
 
 
 def _no_axis_of_0d(x, axis) -> None:
@@ -504,7 +508,7 @@ def _device_mean(x, planned: _Setup, result: np.dtype, out, dtype, kind: str, st
     dividing each sum by the count (``finishes.divide_emit``, one launch where the
     sum's is one), into ``out`` itself or the result's allocation."""
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    into = _into(out, result)
+    into = _into(out)
     dst = flat(out) if into else workspace.empty(planned.M, result)
     count = planned.N
 

@@ -582,7 +582,8 @@ def test_float16_into_a_float32_out_is_the_accumulator_cast_once(name, value, n)
     ("nancumprod", np.array([[1e30, np.nan, 1e30]] * 2), np.float32),
     ("cumulative_prod", np.full((2, 3), 1e30), np.float32),
     ("mean", np.full((2, 4), 2049, np.float32), np.float16),  # float16 holds 2048
-    ("mean", np.full((2, 4), 1e30), np.float16)])
+    ("mean", np.full((2, 4), 1e30), np.float16),
+    ("mean", np.array([[1.0, 2.0, 2.0]] * 2), np.float32)])  # divided in out's float64
 def test_a_dtype_narrower_than_out_rounds_before_out_takes_it(name, x, dtype):
     """With dtype= and an out of another dtype, NumPy computes in dtype= and casts into
     out: states wider than dtype (float16's float32, a float32 product's float64, int8
@@ -599,6 +600,22 @@ def test_a_dtype_narrower_than_out_rounds_before_out_takes_it(name, x, dtype):
     getattr(nk, name)(cuda.to_device(x), axis=1, dtype=dtype, out=device_out)
     np.testing.assert_array_equal(host_out, want)
     np.testing.assert_array_equal(device_out.copy_to_host(), want)
+
+
+@pytest.mark.parametrize("out_dtype", [np.float32, np.float64])
+def test_a_mean_into_an_out_of_another_dtype_is_divided_there(out_dtype):
+    """np.mean divides in out's dtype: a float16 mean into a float32 out is float32's
+    5/3, not float16's (whose nearest is 1.6669922)."""
+    x = np.array([[1, 2, 2], [1, 1, 2]], np.float16)
+    want = np.mean(x, axis=1, out=np.zeros(2, out_dtype))
+    host_out, device_out = np.zeros(2, out_dtype), cuda.to_device(np.zeros(2, out_dtype))
+    assert nk.mean(x, axis=1, out=host_out) is host_out
+    nk.mean(cuda.to_device(x), axis=1, out=device_out)
+    np.testing.assert_array_equal(host_out, want)
+    np.testing.assert_array_equal(device_out.copy_to_host(), want)
+    strided = cuda.to_device(np.zeros(4, out_dtype))[::2]  # through an allocation
+    nk.mean(cuda.to_device(x), axis=1, out=strided)
+    np.testing.assert_array_equal(strided.copy_to_host(), want)
 
 
 @pytest.mark.parametrize("name", ["sum", "nansum"])
