@@ -167,8 +167,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if range is not None and (np.ndim(range) != 1 or len(range) != 2):
         raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range!r}")
     if range is not None and not all(_real(end) for end in range):
-        raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (bool, "
-                        f"int of at most 64 bits, float), got {range!r}")
+        raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
+                        f"of at most 64 bits, floats), got {range!r}")
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
     value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
     if range is None and x.size:

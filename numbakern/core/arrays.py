@@ -37,9 +37,13 @@ class CopyWarning(UserWarning):
 
     Warned when a device input's strides need more strided dimensions than the
     kernel takes (a reduction's two kept and two reduced, a scan's or the softmax
-    family's two outer ones besides the axis: ``numbakern/core/layout.py``), or when
-    a ``where=`` or ``mask`` broadcast must be laid out at the input's size. A NumPy
-    input, copied to the device anyway, is not warned about. Pass a contiguous array
+    family's two outer ones besides the axis: ``numbakern/core/layout.py``); when
+    rows are not contiguous for a function that reads contiguous rows (the sorts,
+    selections, quantiles and histograms) or a flattened scan's input is not in C
+    order; when a ``where=`` or ``mask`` broadcast must be laid out at the input's
+    size; and for bfloat16 input read through a float32 copy (the README's interop
+    table says where). A NumPy input (or CPU tensor), copied to the device anyway, is
+    not warned about for its layout. Pass a contiguous array
     to avoid the copy, or silence it with ``warnings.simplefilter("ignore",
     numbakern.CopyWarning)``.
     """

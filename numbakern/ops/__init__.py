@@ -24,7 +24,8 @@ from numba import float64, int64
 
 INTEGER_KINDS = "biu"
 ALL_KINDS = "biuf"
-#: the ``numba.cuda.atomic`` functions an op may name as its native fold
+#: the ``numba.cuda.atomic`` functions an op may name as its native fold: those that
+#: ``strategies/atomic_fold.py`` folds with natively (its ``_NATIVE``)
 ATOMICS = ("add", "max", "min", "and_", "or_", "xor")
 
 
@@ -156,10 +157,12 @@ def _check_kinds_and_atomic(name: str, kinds: Any, atomic: Any) -> None:
     if not kinds or set(kinds) - set(ALL_KINDS):
         raise ValueError(f"Op {name!r}: kinds must be one or more of the NumPy dtype kinds "
                          f"{ALL_KINDS!r} (bool, signed, unsigned, float), got {kinds!r}")
-    if atomic is not None and (not isinstance(atomic, str) or atomic not in ATOMICS):
+    if atomic is not None and not isinstance(atomic, str):
+        raise TypeError(f"Op {name!r}: atomic must be None or a string, got {atomic!r}")
+    if atomic is not None and atomic not in ATOMICS:
         raise ValueError(f"Op {name!r}: atomic must be None or one of "
-                         f"{', '.join(map(repr, ATOMICS))} (a numba.cuda.atomic function), "
-                         f"got {atomic!r}")
+                         f"{', '.join(map(repr, ATOMICS))} (the numba.cuda.atomic "
+                         f"functions the atomic_fold strategy folds with), got {atomic!r}")
 
 
 def _fixed_dtypes(name: str, fields: int, given) -> Callable:

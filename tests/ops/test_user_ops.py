@@ -220,10 +220,18 @@ def test_a_map_building_a_list_is_refused_under_the_simulator_too():
     ({"kinds": 5}, TypeError, "kinds must be a string of NumPy dtype kinds .*got 5"),
     ({"atomic": "bogus"}, ValueError, r"atomic must be None or one of 'add', 'max', 'min', "
                                       r"'and_', 'or_', 'xor'.*got 'bogus'"),
-    ({"atomic": 1}, ValueError, "atomic must be None or one of"),
+    ({"atomic": "sub"}, ValueError, "atomic must be None or one of"),  # not a fold
+    ({"atomic": 1}, TypeError, "atomic must be None or a string"),
 ])
 def test_bad_kinds_or_atomic_is_refused_when_the_op_is_made(fields, error, match):
     """kinds='zz' was a bare KeyError at first use, kinds=5 'int is not iterable', and
     atomic='bogus' was taken silently (atomic_fold fell back to its CAS loop)."""
     with pytest.raises(error, match=match):
         nk.op(identity=0, **fields)(lambda a, b: a + b)
+
+
+def test_the_atomics_an_op_may_name_are_those_atomic_fold_folds_with():
+    from numbakern.ops import ATOMICS
+    from numbakern.strategies import atomic_fold
+
+    assert set(ATOMICS) == set(atomic_fold._NATIVE)
