@@ -43,6 +43,8 @@ Semantics chosen where CUDA leaves room:
   inactive, as on a GPU where the branch has not reconverged. It is exact for
   code where divergent branches meet at a synchronising call; a lane spinning
   without ever waiting holds the others up.
+* An integer stored into an integer device array of a narrower type wraps, as a
+  GPU's conversion truncates (NumPy 2 raises ``OverflowError`` for it).
 * A caller missing from its own ``mask`` raises ``ValueError``; lanes of one mask
   calling different intrinsics raise ``RuntimeError``; a block in which every
   live thread waits with no barrier able to complete raises ``RuntimeError``
@@ -97,6 +99,7 @@ def install() -> bool:
     if _installed:
         return True
     from numba.cuda.simulator import kernel, kernelapi
+    from numba.cuda.simulator.cudadrv import devicearray
 
     from . import simblock as _simblock
 
@@ -109,8 +112,27 @@ def install() -> bool:
     kernel._get_kernel_context = _simblock.current_module
     kernel.swapped_cuda_module = _routed
     kernelapi.FakeCUDAShared = _shared_class(kernelapi.FakeCUDAShared)
+    devicearray.FakeCUDAArray.__setitem__ = _wrapping_store(
+        devicearray.FakeCUDAArray.__setitem__)
     _installed = True
     return True
+
+
+def _wrapping_store(store):
+    """``FakeCUDAArray.__setitem__`` whose integer stores out of the array's range
+    wrap, as a GPU's integer conversion truncates (NumPy 2 raises ``OverflowError``
+    there, so a kernel that narrows int64 sums into an int8 ``out`` failed only under
+    the simulator). The usual store pays nothing: only a failed one is retried."""
+
+    def __setitem__(self, idx, val):
+        try:
+            return store(self, idx, val)
+        except OverflowError:
+            if self._ary.dtype.kind not in "iu":
+                raise
+            return store(self, idx, np.asarray(val).astype(self._ary.dtype))
+
+    return __setitem__
 
 
 def _new_shared(shape, dtype) -> np.ndarray:

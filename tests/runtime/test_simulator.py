@@ -698,3 +698,30 @@ def test_a_namespace_may_import_cuda_after_its_first_launch():
          "lanes[1, 32](second)\n", namespace)
     assert namespace["first"] == sum(range(40))
     np.testing.assert_array_equal(namespace["second"], np.arange(32))
+
+
+# -- stores ------------------------------------------------------------------------
+
+
+@cuda.jit
+def narrowing_store(src, dst):
+    t = cuda.threadIdx.x
+    dst[t] = src[t]
+
+
+def test_an_integer_store_out_of_range_wraps_as_on_a_gpu():
+    """int64 into int8 and uint8 truncates (a GPU's conversion); NumPy 2 raises
+    OverflowError for it, which a kernel narrowing sums into an int8 out met only
+    under the simulator. A sum into an int8 out wraps as NumPy's does."""
+    import numbakern as nk
+
+    src = np.array([300, -200, 5, 127], np.int64)
+    for dtype in (np.int8, np.uint8):
+        dst = cuda.to_device(np.zeros(4, dtype))
+        narrowing_store[1, 4](cuda.to_device(src), dst)
+        np.testing.assert_array_equal(dst.copy_to_host(), src.astype(dtype))
+    x = np.full((2, 3), 100, np.int64)
+    out = cuda.to_device(np.zeros(2, np.int8))
+    nk.sum(cuda.to_device(x), axis=1, out=out)
+    np.testing.assert_array_equal(out.copy_to_host(),
+                                  np.add.reduce(x, axis=1, out=np.zeros(2, np.int8)))
