@@ -630,6 +630,18 @@ def _moments_chunk(skip_nan, strategy, lanes, axes, x):
     return {"n": n, "mean": mean, "m2": m2}
 
 
+def _nan_sum_count_chunk(_skip_nan, strategy, lanes, axes, x):
+    """One chunk's moments' form for ``nanmean``: the count of its non-NaN elements
+    and their sum over it (M2 zero), as the single-array ``nanmean`` sums: an
+    infinity stays one, where Welford's running mean meets ``inf - inf`` (NaN)."""
+    nk = _nk()
+    summed = nk.nansum(x, axes, dtype=np.float64, keepdims=True, strategy=strategy,
+                       lanes=lanes)
+    n = nk.count_nonzero(x == x, axes, keepdims=True)  # NaN is the one x != x
+    mean = np.where(n > 0, summed / np.maximum(n, 1), 0.0)
+    return {"n": n, "mean": mean, "m2": np.zeros_like(mean)}
+
+
 def _moments_merge(parts, axis=None, keepdims=True, **_):
     """Chan, Golub and LeVeque's merge of the partials along ``axis``: counts add,
     the mean is the count-weighted mean, and M2 gains each partial's count times its
@@ -651,8 +663,9 @@ def _moments_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
 
 
 def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes,
-                      out, skip_nan: bool, finish):
-    """``finish(count, mean, M2)`` of the merged Welford states of each slice."""
+                      out, skip_nan: bool, finish, chunk=_moments_chunk):
+    """``finish(count, mean, M2)`` of the merged Welford states of each slice
+    (``chunk``: how a chunk's are found)."""
     _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
@@ -668,8 +681,7 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
     # (dict partials through map_blocks with a stated meta, as argmax's: Dask would
     # otherwise call the chunk function on an empty meta to guess the partials' type)
     chunks = tuple((1,) * len(c) if a in axes else c for a, c in enumerate(x.chunks))
-    partials = x.map_blocks(functools.partial(_moments_chunk, skip_nan, strategy, lanes,
-                                              axes),
+    partials = x.map_blocks(functools.partial(chunk, skip_nan, strategy, lanes, axes),
                             chunks=chunks, dtype=np.float64, meta=_meta(x, x.ndim, np.float64))
     aggregate = functools.partial(_moments_finish, finish=finish, result=result)
     ndim = len(result_shape(x.shape, axes, keepdims))
@@ -779,12 +791,12 @@ def _checked_ddof(ddof, correction, name: str):
 
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
             strategy=None, lanes=None, stream=None, where=True):
-    """Lazy :func:`numbakern.nanmean` of a Dask array: each chunk's count and mean of
-    its non-NaN elements, merged (float64) across chunks; an all-NaN slice is NaN
-    with NumPy's warning, at compute."""
+    """Lazy :func:`numbakern.nanmean` of a Dask array: each chunk's count and sum of
+    its non-NaN elements, merged (float64) across chunks as a count-weighted mean; an
+    all-NaN slice is NaN with NumPy's warning, at compute."""
     _refuse_where(where, "nanmean")
     return _moment_reduction(x, "nanmean", axis, dtype, keepdims, split_every, strategy,
-                             lanes, out, True, _mean_of)
+                             lanes, out, True, _mean_of, _nan_sum_count_chunk)
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,
@@ -1213,6 +1225,17 @@ def _pair(a, b, *, ref, result):
     return _nk().reduce(both, _on_states(_op(ref)), axis=0, dtype=result)
 
 
+def _without_empty_chunks(x):
+    """``x`` with no zero-size chunk (an empty array: one chunk an axis): Dask's
+    reversing slice and ``reshape(-1)`` mishandle them (a reversed ``(1, 0, 1)`` axis
+    comes out empty; a flattening fails at compute, or is refused)."""
+    if x.size == 0:
+        chunks = tuple((n,) for n in x.shape)
+    else:
+        chunks = tuple(tuple(c for c in cs if c) for cs in x.chunks)
+    return x if chunks == x.chunks else x.rechunk(chunks)
+
+
 def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
           layout, rule):
     _check_dask(x, name)
@@ -1232,6 +1255,7 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
     from numbakern.kernels.scan_rows import check_layout
 
     check_layout(layout)
+    x = _without_empty_chunks(x)
     if axis is None or x.ndim == 0:  # the flattened array, in C order, as NumPy
         x, axis = x.reshape(-1), 0
     else:
