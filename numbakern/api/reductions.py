@@ -456,9 +456,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes, "mean")
     kind = kind_of(x)
-    check_out(out, planned.shape, result, kind, "mean")
-    out_dtype = result if out is None else \
-        np.dtype((out if kind == "numpy" else device_view(out)).dtype)
+    out_dtype = check_out(out, planned.shape, result, kind, "mean")
     if kind != "numpy" and planned.M * planned.N and out_dtype == result:
         return _device_mean(x, planned, result, out, dtype, kind, stream, lanes)
     # NumPy sums in dtype= into out, then divides there: neither the fused division

@@ -63,8 +63,9 @@ class OutDtypeError(ValueError, TypeError):
 
 
 def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = False,
-              exact: bool = False, arg: str = "out") -> None:
-    """Raise unless ``out`` (or ``None``) can receive a ``dtype`` result of ``shape``.
+              exact: bool = False, arg: str = "out") -> np.dtype:
+    """Raise unless ``out`` (or ``None``) can receive a ``dtype`` result of ``shape``;
+    return the dtype the result is written in: ``out``'s, else ``dtype``.
 
     Args:
         out: the user's ``out``.
@@ -84,7 +85,7 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
             :class:`OutDtypeError` for a wrong dtype.
     """
     if out is None:
-        return
+        return np.dtype(dtype)
     if kind == "numpy" and not isinstance(out, np.ndarray):
         raise TypeError(f"{name}: {arg} must be a NumPy array (or a CPU tensor) for "
                         f"NumPy or CPU-tensor input, got {type(out).__name__}")
@@ -116,6 +117,7 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if not integer and not np.can_cast(dtype, got, casting=OUT_CASTING):
         raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
+    return got
 
 
 def overlaps_itself(shape: tuple, strides: tuple, itemsize: int) -> bool:
