@@ -339,8 +339,7 @@ def count_kernel():
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         mine = int64(0)
         while i < target.shape[0]:
-            t = int64(target[i])
-            if t != ignore and 0 <= t < C:
+            if _counts(int64(target[i]), ignore, C):
                 mine += 1
             i += step
         cuda.atomic.add(count, 0, mine)
@@ -364,13 +363,20 @@ def weighted_count_kernel():
         mine = 0.0
         while i < target.shape[0]:
             t = int64(target[i])
-            if t != ignore and 0 <= t < C:
+            if _counts(t, ignore, C):
                 mine += float(weight[t])
             i += step
         cuda.atomic.add(total, 0, mine)
         _reciprocal_when_last(total, ticket, scale)
 
     return cached(("cross_entropy", "weighted_count", device_key()), lambda: weigh_rows)
+
+
+@cuda.jit(device=True)
+def _counts(t, ignore, C):
+    """Whether a row of target ``t`` counts in a mean: neither ``ignore`` nor out of
+    ``[0, C)`` (the loss kernel reports those, and treats their rows as ignored)."""
+    return t != ignore and 0 <= t < C
 
 
 @cuda.jit(device=True)
