@@ -98,10 +98,9 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream)) < 0:
             raise ValueError("'x' argument must have no negative elements")
         largest = int(_scalar(_max(x, stream=stream)))
-        why = _unallocatable(largest + 1)
-        if why:
+        if largest >= _MOST_COUNTS:
             raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
-                             f"counts, {why}")
+                             f"counts, past the largest array there can be ({_MOST_COUNTS})")
         bins = max(bins, largest + 1)
     if bins == 0:
         return _empty_counts(x, kind_of(x))
@@ -257,17 +256,10 @@ def _check_allocatable(count: int, name: str) -> int:
     """``count``, checked before anything is allocated: NumPy's "array is too big"
     would name no argument. (A count within NumPy's limit but past the device's
     memory fails at the allocation, as CuPy's and torch's do.)"""
-    why = _unallocatable(count)
-    if why:
-        raise ValueError(f"{name}={count} asks for {count} int64 counts, {why}")
-    return count
-
-
-def _unallocatable(count: int) -> str:
-    """Why ``count`` int64 counts cannot be allocated, or ``""``."""
     if count > _MOST_COUNTS:
-        return f"past the largest array there can be ({_MOST_COUNTS})"
-    return ""
+        raise ValueError(f"{name}={count} asks for {count} int64 counts, past the largest "
+                         f"array there can be ({_MOST_COUNTS})")
+    return count
 
 
 def _scalar(value) -> np.generic:
