@@ -119,6 +119,10 @@ def _to_dask(name: str, x, args, kwargs):
         raise TypeError(f"numbakern.{name} does not take Dask arrays; it takes NumPy, "
                         f"CuPy and CUDA arrays and torch tensors (Dask arrays: "
                         f"{', '.join(_dask.__all__)})")
+    if kwargs.get("stream") is not None:
+        raise TypeError(f"numbakern.{name}: stream= is not taken for Dask arrays (each "
+                        "chunk's call runs on the current stream of the thread that "
+                        "computes it)")
     if np.dtype(x.dtype).name == "bfloat16":
         return _dask.optimized(_dask.through_float32(lazy, x, args, kwargs))
     return _dask.optimized(lazy(x, *args, **kwargs))

@@ -3,9 +3,11 @@
 The public functions (``numbakern.sum`` and the others named in ``__all__``) come
 here when given a ``dask.array.Array`` (``numbakern/api/_dispatch.py``); this module
 is imported only then, and it alone imports Dask. Each function takes the same
-arguments as its NumPy/CuPy form, less ``out=`` and ``stream=``, plus Dask's own
-(``split_every=`` for reductions, ``method=`` for scans), and returns a lazy
-``dask.array.Array``. Chunks may be NumPy arrays (each chunk is copied to the device,
+arguments as its NumPy/CuPy form, plus Dask's own (``split_every=`` for reductions,
+``method=`` for scans), and returns a lazy ``dask.array.Array``; argument errors are
+raised at once, not at compute. Refused: ``out=`` and ``stream=`` (``TypeError``: the
+result is lazy, and each chunk's call runs on its thread's current stream) and a
+``where=`` mask (``NotImplementedError``). Chunks may be NumPy arrays (each chunk is copied to the device,
 or run under the simulator) or CuPy arrays (stays on the GPU; the result's ``_meta``
 is a CuPy array). ``strategy=`` reaches every chunk's kernel.
 
@@ -209,43 +211,48 @@ def _op(ref) -> _ops.Op:
 
 
 def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, partial=True,
-                  **_):
+                  initial=None, **_):
     """``numbakern.reduce`` of one chunk (``partial``: a chunk or combine step, whose
     empty input yields an empty partial for ops without an identity: 0 along each
     reduced axis the input has no elements on, 1 along the others, as the partials
-    of its neighbours along them, so that the partials of a row of blocks join)."""
+    of its neighbours along them, so that the partials of a row of blocks join).
+    ``initial``: NumPy's, given to the aggregate only, so that it joins each slice
+    once."""
     op = _op(ref)
     n = math.prod(x.shape[a] for a in axis)
     if n == 0 and partial and isinstance(op.empty, str) and op.empty == "raise":
         shape = tuple(builtins.min(s, 1) if a in axis else s for a, s in enumerate(x.shape))
         return np.empty_like(x, shape=shape, dtype=acc)
     return _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
-                        strategy=strategy, lanes=lanes)
+                        strategy=strategy, lanes=lanes, initial=initial)
 
 
 def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, strategy,
-               lanes, out, partials: _ops.Op | None = None):
+               lanes, out, partials: _ops.Op | None = None, initial=None):
     """``op`` over each chunk, then ``partials`` (default ``op``) over the partial
     results: the op without its element map where the map must see elements only
-    (``count_nonzero``'s counts are summed, not counted again)."""
+    (``count_nonzero``'s counts are summed, not counted again). ``initial``: NumPy's,
+    checked at once, joined to each slice by the aggregate."""
     _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     result = op.result_dtype_for(x.dtype, dtype)
-    from numbakern.api.reductions import _grid  # the strategy's checks, at once
+    from numbakern.api.reductions import _grid, _initial  # the checks, at once
 
     _grid(op, strategy)
     axes = normalize_axes(axis, x.ndim)
     if not op.commutative and len(axes) > 1:
         x = x.rechunk({a: -1 for a in axes[1:]})
     acc = _ops.accumulator_dtype(result)
+    if initial is not None:
+        initial = _initial(initial, acc, name)
     ref, meet = _op_ref(op), _op_ref(partials or op)
     chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
     combine = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,
                                 lanes=lanes)
     aggregate = functools.partial(_reduce_chunk, ref=meet, acc=result, strategy=strategy,
-                                  lanes=lanes, partial=False)
+                                  lanes=lanes, partial=False, initial=initial)
     ndim = len(result_shape(x.shape, axes, keepdims))
     if _one_aggregate(x, axes, split_every):
         partials = _per_block(x, functools.partial(chunk, axis=axes, keepdims=True), name)
@@ -365,66 +372,66 @@ def _aggregated(partials: _Blocks, aggregate, axes: tuple, keepdims: bool, name:
     return da.Array(graph, layer, ((1,),) * ndim, meta=meta)
 
 
-def sum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None, where=True):
+def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noqa: A001
+        where=True, *, split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.sum` of a Dask array (module docstring). Raises as the
     NumPy form does, at once for argument errors; ``TypeError`` for ``out=``."""
     _refuse_where(where, "sum")
     return _reduction(x, _ops.SUM, "sum", axis, dtype, keepdims, split_every, strategy,
-                      lanes, out)
+                      lanes, out, initial=initial)
 
 
-def prod(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-         strategy=None, lanes=None, stream=None, where=True):
+def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True, *,
+         split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.prod` of a Dask array."""
     _refuse_where(where, "prod")
     return _reduction(x, _ops.PROD, "prod", axis, dtype, keepdims, split_every, strategy,
-                      lanes, out)
+                      lanes, out, initial=initial)
 
 
-def max(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None, where=True):
+def max(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,  # noqa: A001
+        split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.max` of a Dask array (no elements: ``ValueError`` at
     compute, as NumPy)."""
     _refuse_where(where, "max")
     return _reduction(x, _ops.MAX, "max", axis, None, keepdims, split_every, strategy,
-                      lanes, out)
+                      lanes, out, initial=initial)
 
 
-def min(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
-        strategy=None, lanes=None, stream=None, where=True):
+def min(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,  # noqa: A001
+        split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.min` of a Dask array."""
     _refuse_where(where, "min")
     return _reduction(x, _ops.MIN, "min", axis, None, keepdims, split_every, strategy,
-                      lanes, out)
+                      lanes, out, initial=initial)
 
 
 def xor_sum(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=None,
-            lanes=None, stream=None, where=True):
+            lanes=None, stream=None, initial=None, where=True):
     """Lazy :func:`numbakern.xor_sum` of a Dask array."""
     _refuse_where(where, "xor_sum")
     return _reduction(x, _ops.BITWISE_XOR, "xor_sum", axis, None, keepdims, split_every,
-                      strategy, lanes, out)
+                      strategy, lanes, out, initial=initial)
 
 
 def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, split_every=None,
-                    strategy=None, lanes=None, stream=None, where=True):
+                    strategy=None, lanes=None, stream=None, initial=None, where=True):
     """Lazy :func:`numbakern.bitwise_and_sum` of a Dask array."""
     _refuse_where(where, "bitwise_and_sum")
     return _reduction(x, _ops.BITWISE_AND, "bitwise_and_sum", axis, None, keepdims,
-                      split_every, strategy, lanes, out)
+                      split_every, strategy, lanes, out, initial=initial)
 
 
 def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, split_every=None,
-                   strategy=None, lanes=None, stream=None, where=True):
+                   strategy=None, lanes=None, stream=None, initial=None, where=True):
     """Lazy :func:`numbakern.bitwise_or_sum` of a Dask array."""
     _refuse_where(where, "bitwise_or_sum")
     return _reduction(x, _ops.BITWISE_OR, "bitwise_or_sum", axis, None, keepdims,
-                      split_every, strategy, lanes, out)
+                      split_every, strategy, lanes, out, initial=initial)
 
 
 def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True):
+           strategy=None, lanes=None, stream=None, initial=None, where=True):
     """Lazy :func:`numbakern.reduce` of a Dask array with a one-field op (a user's
     :class:`numbakern.Op` is pickled to distributed workers)."""
     _refuse_where(where, "reduce")
@@ -433,24 +440,24 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *, split_ever
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
                         "(argmax/argmin and max_with_indices/min_with_indices for pairs)")
     return _reduction(x, op, "reduce", axis, dtype, keepdims, split_every, strategy, lanes,
-                      out)
+                      out, initial=initial)
 
 
-def nansum(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True):
+def nansum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True, *,
+           split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.nansum` of a Dask array (each chunk skips its NaN; the
     partial sums add as a sum does)."""
     _refuse_where(where, "nansum")
     return _reduction(x, _ops.NANSUM, "nansum", axis, dtype, keepdims, split_every,
-                      strategy, lanes, out, partials=_ops.SUM)
+                      strategy, lanes, out, partials=_ops.SUM, initial=initial)
 
 
-def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,
-            strategy=None, lanes=None, stream=None, where=True):
+def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True, *,
+            split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.nanprod` of a Dask array."""
     _refuse_where(where, "nanprod")
     return _reduction(x, _ops.NANPROD, "nanprod", axis, dtype, keepdims, split_every,
-                      strategy, lanes, out, partials=_ops.PROD)
+                      strategy, lanes, out, partials=_ops.PROD, initial=initial)
 
 
 def any(x, axis=None, out=None, keepdims=False, *, split_every=None,  # noqa: A001
@@ -482,10 +489,14 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None
     """Lazy :func:`numbakern.mean` of a Dask array: the sum in NumPy's accumulator
     dtype, divided by the count in float64, cast to NumPy's result dtype."""
     _refuse_where(where, "mean")
-    _check_dask(x, "mean")
+    return _mean(x, "mean", axis, dtype, keepdims, split_every, strategy, lanes, out)
+
+
+def _mean(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes, out):
+    _check_dask(x, name)
     in_dtype = np.dtype(x.dtype)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
-    total = _reduction(x, _ops.SUM, "mean", axis, acc, keepdims, split_every, strategy,
+    total = _reduction(x, _ops.SUM, name, axis, acc, keepdims, split_every, strategy,
                        lanes, out)
     count = math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim))
     return (total.astype(np.float64) / np.float64(count)).astype(result)
@@ -526,47 +537,55 @@ def _identity_of(name: str, dtype):
 
 
 def _self_reduction(x, name: str, result, axis, keepdims, split_every, kwargs: dict,
-                    acc=None, fill=None):
+                    acc=None, fill=None, initial=None):
     """``numbakern.<name>`` over each chunk, then over the partial results, for the
     reductions whose partials are the same reduction's results (nanmax of nanmaxes,
     logsumexp of logsumexps); partials in ``acc`` (default ``result``); ``fill``: the
     result of no elements (None: nanmax's rules, :func:`_identity_of`, and an error
-    for a slice of nothing)."""
+    for a slice of nothing, unless NumPy's ``initial`` stands in for it: given to the
+    aggregate only)."""
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     acc = result if acc is None else acc
     chunk = functools.partial(_self_chunk, name=name, acc=acc, fill=fill, kwargs=kwargs)
-    nothing = math.prod(x.shape[a] for a in axes) == 0
+    nothing = math.prod(x.shape[a] for a in axes) == 0 and initial is None
+    last = kwargs if initial is None else {**kwargs, "initial": initial}
     aggregate = functools.partial(_self_chunk, name=name, acc=result, fill=fill,
-                                  kwargs=kwargs, partial=False, nothing=nothing)
+                                  kwargs=last, partial=False, nothing=nothing)
     ndim = len(result_shape(x.shape, axes, keepdims))
     return da.reduction(x, chunk, aggregate, combine=chunk, axis=axes, keepdims=keepdims,
                         dtype=result, split_every=split_every,
                         meta=_meta(x, ndim, result), concatenate=True)
 
 
-def nanmax(x, axis=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True):
+def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.nanmax` of a Dask array: each chunk's nanmax, then the
     nanmax of those (NumPy's all-NaN warning once, for the whole slice)."""
     _refuse_where(where, "nanmax")
-    return _nan_extreme(x, "nanmax", axis, out, keepdims, split_every, strategy, lanes)
+    return _nan_extreme(x, "nanmax", axis, out, keepdims, split_every, strategy, lanes,
+                        initial)
 
 
-def nanmin(x, axis=None, out=None, keepdims=False, *, split_every=None,
-           strategy=None, lanes=None, stream=None, where=True):
+def nanmin(x, axis=None, out=None, keepdims=False, initial=None, where=True, *, split_every=None,
+           strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.nanmin` of a Dask array."""
     _refuse_where(where, "nanmin")
-    return _nan_extreme(x, "nanmin", axis, out, keepdims, split_every, strategy, lanes)
+    return _nan_extreme(x, "nanmin", axis, out, keepdims, split_every, strategy, lanes,
+                        initial)
 
 
-def _nan_extreme(x, name, axis, out, keepdims, split_every, strategy, lanes):
+def _nan_extreme(x, name, axis, out, keepdims, split_every, strategy, lanes, initial):
     _check_dask(x, name)
     _refuse_out(out, name)
     _ops.MAX.check_dtype(np.dtype(x.dtype))
+    if initial is not None:
+        from numbakern.api.reductions import _initial
+
+        initial = _initial(initial, _ops.accumulator_dtype(x.dtype), name)
     return _self_reduction(x, name, np.dtype(x.dtype), axis, keepdims, split_every,
-                           dict(strategy=strategy, lanes=lanes))
+                           dict(strategy=strategy, lanes=lanes), initial=initial)
 
 
 def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, split_every=None,
@@ -793,8 +812,14 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=N
             strategy=None, lanes=None, stream=None, where=True):
     """Lazy :func:`numbakern.nanmean` of a Dask array: each chunk's count and sum of
     its non-NaN elements, merged (float64) across chunks as a count-weighted mean; an
-    all-NaN slice is NaN with NumPy's warning, at compute."""
+    all-NaN slice is NaN with NumPy's warning, at compute. Integer and bool input
+    holds no NaN: :func:`mean`'s graph, as NumPy's ``nanmean`` is its ``mean`` there
+    (an integer ``dtype=`` taken too)."""
     _refuse_where(where, "nanmean")
+    _check_dask(x, "nanmean")
+    if np.dtype(x.dtype).kind in "biu":
+        return _mean(x, "nanmean", axis, dtype, keepdims, split_every, strategy, lanes,
+                     out)
     return _moment_reduction(x, "nanmean", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True, _mean_of, _nan_sum_count_chunk)
 
@@ -1540,12 +1565,16 @@ def _state_combine(states, axis=None, keepdims=True, **_):
     return {"m": top, "s": (s * scale).sum(axis=axis, keepdims=True)}
 
 
-def _softmax(x, kind: str, axis, options: dict):
-    _check_dask(x, kind)
-    _refuse_out(options.pop("out"), kind)
+def _check_float(x) -> None:
     if np.dtype(x.dtype) not in _FLOATS:
         raise TypeError(f"x must be float16, bfloat16, float32 or float64, got dtype "
                         f"{x.dtype}")
+
+
+def _softmax(x, kind: str, axis, options: dict):
+    _check_dask(x, kind)
+    _refuse_out(options.pop("out"), kind)
+    _check_float(x)
     if x.ndim == 0:
         raise np.exceptions.AxisError(f"x is 0-d: {kind} needs at least one axis")
     from numbakern.api.softmax import _axis, _plan
@@ -1618,12 +1647,14 @@ def _refuse_keeping(kind: str, mask, causal, scale) -> None:
 
 def _as_dtype(x, dtype):
     """``x`` cast lazily to ``dtype=`` (checked as :func:`numbakern.softmax` checks it),
-    as ``torch.softmax(x, dtype=)`` casts before computing; ``x`` itself for None."""
+    as ``torch.softmax(x, dtype=)`` casts before computing; ``x`` itself for None. A
+    float ``x`` only, as the NumPy form takes."""
     if dtype is None:
         return x
     from numbakern.api.softmax import _result_dtype
 
     _check_dask(x, "softmax")
+    _check_float(x)
     return x.astype(_result_dtype(dtype))
 
 

@@ -1122,7 +1122,8 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
 
     Result dtype: as :func:`mean`'s. Arguments (``where`` too: the elements it masks
     out count as NaN do) and errors as :func:`mean` (an axis of a 0-d array: for
-    integer and bool input, as NumPy's ``nanmean`` is ``mean`` there).
+    integer and bool input, as NumPy's ``nanmean`` is ``mean`` there); for float
+    input a ``dtype`` that is not a float dtype is a ``TypeError``, as NumPy's.
     """
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
@@ -1131,6 +1132,8 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
                         "bool, integers and float16/32/64")
     if in_dtype.kind != "f":  # no NaN to skip: NumPy's nanmean is its mean there
         _no_axis_of_0d(x, axis)
+    else:  # NumPy's "If a is inexact, then dtype must be inexact"
+        check_float_dtype(dtype, "nanmean")
     result = np.dtype(dtype if dtype is not None else
                       np.float64 if in_dtype.kind in "biu" else in_dtype)
     acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)

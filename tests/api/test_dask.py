@@ -273,6 +273,66 @@ def test_max_of_no_elements_raises_at_compute_and_empty_chunks_are_skipped():
     _check(nk.sum(empty, axis=0), np.zeros(3), exact=True)
 
 
+# (name, NumPy's form, input, initial): floats with NaN and an all-NaN row, integers
+_INITIAL_CASES = [
+    ("sum", np.sum, "f", 2.5), ("prod", np.prod, "i", 3), ("max", np.max, "f", 1.25),
+    ("min", np.min, "i", -7), ("nansum", np.nansum, "f", 1.0),
+    ("nanprod", np.nanprod, "f", 2.0), ("nanmax", np.nanmax, "f", 0.5),
+    ("nanmin", np.nanmin, "i", -60), ("xor_sum", np.bitwise_xor.reduce, "i", 5),
+    ("bitwise_or_sum", np.bitwise_or.reduce, "i", 64),
+    ("bitwise_and_sum", np.bitwise_and.reduce, "i", 7)]
+
+
+@pytest.mark.parametrize("name,ref,kind,initial", _INITIAL_CASES,
+                         ids=[c[0] for c in _INITIAL_CASES])
+def test_initial_joins_each_slice_once(name, ref, kind, initial):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((5, 7)).astype(np.float32)
+    a[1], a[2, 3] = np.nan, np.nan
+    if kind == "i":
+        a = rng.integers(-50, 50, (5, 7)).astype(np.int16)
+    x = da.from_array(a, chunks=(2, 3))
+    fn = getattr(nk, name)
+    for axis, split_every in ((None, None), (0, 2), (1, None), ((0, 1), 2)):
+        expected = ref(a, axis=axis, initial=initial)
+        _check(fn(x, axis=axis, initial=initial, split_every=split_every), expected,
+               exact=kind == "i")
+
+
+def test_initial_stands_in_for_an_empty_slice_and_is_checked_at_once():
+    empty = np.zeros((0, 4), np.float32)
+    x = da.from_array(empty, chunks=(1, 2))
+    _check(nk.max(x, axis=0, initial=-1.0), np.max(empty, axis=0, initial=-1.0), exact=True)
+    _check(nk.nanmax(x, axis=0, initial=-1.0), np.full(4, -1.0, np.float32), exact=True)
+    ints = da.from_array(np.arange(6, dtype=np.int8), chunks=4)
+    _check(nk.sum(ints, None, None, None, False, 2),  # initial by position, as NumPy's
+           np.sum(np.arange(6, dtype=np.int8), initial=2), exact=True)
+    with pytest.raises(TypeError, match="sum: initial must be a number"):
+        nk.sum(ints, initial="a")
+    with pytest.raises(ValueError, match="max: initial=300 is not a value"):
+        nk.max(ints, initial=300)
+    with pytest.raises(TypeError, match="nanmin: initial must be a number"):
+        nk.nanmin(x, initial=[1.0])
+
+
+def test_stream_is_refused_naming_it():
+    x = da.from_array(A, chunks=CHUNKS)
+    for fn in (nk.sum, nk.cumsum, nk.softmax, nk.argmax):
+        with pytest.raises(TypeError, match="stream= is not taken for Dask arrays"):
+            fn(x, stream=0)
+
+
+def test_nanmean_of_integers_is_their_mean_with_an_integer_dtype_too():
+    a = np.array([[1, -8, 3], [2, 4, 7]], dtype=np.int16)
+    x = da.from_array(a, chunks=(1, 2))
+    for dtype in (None, np.int32, np.float32):
+        for axis in (None, 1):
+            _check(nk.nanmean(x, axis=axis, dtype=dtype),
+                   np.nanmean(a, axis=axis, dtype=dtype), exact=True)
+    with pytest.raises(TypeError, match="nanmean: dtype must be a float dtype"):
+        nk.nanmean(da.from_array(A, chunks=CHUNKS), dtype=np.int64)
+
+
 @nk.op(identity=0.0, commutative=False)
 def last_nonzero(a, b):
     return b if b != 0 else a
@@ -1017,8 +1077,9 @@ def test_softmax_float16_and_errors():
     lazy = nk.softmax(da.from_array(h, chunks=(3, 15)))
     assert lazy.dtype == np.float16
     np.testing.assert_allclose(lazy.compute(), _softmax_ref(h, -1), rtol=2e-3, atol=1e-3)
-    with pytest.raises(TypeError, match="float"):
-        nk.softmax(da.zeros(4, dtype=np.int32, chunks=2))
+    for dtype in (None, np.float32):  # integers refused, as the NumPy form does
+        with pytest.raises(TypeError, match="x must be float16"):
+            nk.softmax(da.zeros(4, dtype=np.int32, chunks=2), dtype=dtype)
 
 
 @pytest.mark.parametrize("chunks", [(2, 64), (2, 32)], ids=["rows whole", "rows split"])

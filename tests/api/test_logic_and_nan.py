@@ -224,6 +224,15 @@ def test_nanmean_matches_numpy(strategy):
     _same(nk.nanmean(ints, axis=1, strategy=strategy), np.nanmean(ints, axis=1))
 
 
+def test_nanmean_of_floats_takes_float_dtypes_only_as_numpy():
+    x = np.array([1.5, np.nan, -3.5])
+    with pytest.raises(TypeError, match="inexact"):
+        np.nanmean(x, dtype=np.int64)
+    with pytest.raises(TypeError, match="nanmean: dtype must be a float dtype, got int64"):
+        nk.nanmean(x, dtype=np.int64)
+    assert nk.nanmean(x, dtype=np.float32) == np.float32(-1.0)
+
+
 def test_nanmean_of_nothing_warns_as_numpy():
     with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
         _same(nk.nanmean(np.array([[np.nan, np.nan], [1.0, 3.0]]), axis=1),
