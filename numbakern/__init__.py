@@ -113,7 +113,7 @@ from .strategies import (  # noqa: E402
     WarpPrivatized,
     WarpShuffle,
 )
-from . import _moved  # noqa: E402, F401  (old module names, for now)
+from . import _moved  # noqa: E402, F401  (the flat layout's module names, deprecated)
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-"""Old module names, still importable for now: ``numbakern.reductions`` and the rest.
+"""The flat layout's module names (``numbakern.reductions`` and the rest), deprecated.
 
 numbakern's modules moved into layers (``api``, ``core``, ``strategies``, ``kernels``,
 ``ops``, ``runtime``, ``teach``: the README's Layout section). Code written against the
@@ -60,7 +60,7 @@ RENAMED = {
     "_segment_views": "scan_views",
 }
 
-#: what the old ``numbakern.kernels`` module held, now that the name is a package
+#: what the flat layout's ``numbakern.kernels`` module held (the name is a package)
 KERNELS = ("kernels.flat_reduce", "runtime.cache", "ops.state")
 
 

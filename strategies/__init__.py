@@ -62,15 +62,6 @@ for _cls in (WarpShuffle, SharedTree, HillisSteele, Blelloch, TwoPass, AtomicFol
              GlobalAtomic, BitonicSort, RadixSort, RadixBlockSelect, BitonicSelect, RadixSelect, SortSlice):
     register(_cls)
 
-# The registries by their older names: views of REGISTRY's families.
-GRID = REGISTRY["reduce"]
-BLOCK = REGISTRY["block"]
-SCAN_GRID = REGISTRY["scan"]
-SORT = REGISTRY["sort"]
-HISTOGRAM = REGISTRY["histogram"]
-SELECT = REGISTRY["select"]
-SCAN_BLOCK = {name: REGISTRY["block"][name] for name in block_names(scan=True)}
-
 __all__ = ["AtomicFold", "BitonicSelect", "BitonicSort", "Blelloch", "BlockStrategy",
            "DecoupledLookback", "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan",
            "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY", "RadixBlockSelect", "RadixSelect",

@@ -54,25 +54,31 @@ each key's index in the row beside it and writes only the indices in its last pa
 Keys past a row's end, in its last tile, take the last digit: they rank after every
 key of the row and are neither counted nor written.
 
-Where the time went (bench/NOTES.md, H200, Nsight Compute on a 2^26 float32 pass):
-a pass ran 563 M warp instructions at first, 40% of them in a look-back that found
-its nearest predecessor unpublished (counts were published only after ranking) and
-walked over windows of 16 reads unrolled with 64-bit index arithmetic. Early counts,
-a lean look-back of relaxed loads (``numbakern/runtime/relaxed.py``) and places claimed
-straight from the ranking took it to 287 M, and the 2^28 float32 sort from 15.3 to
-10.9 ms; ``match_any_sync`` then stalled half the ranking's cycles (its cost grows
-with the number of distinct digits in a warp: about 30 for random keys). Masks set
-with shared atomics instead took the sort to 7.8 ms, against cupy.sort's 7.1; eight
-ballots a key (CUB's ``MatchAny``) gave 10.4. Launch bounds cap a pass's registers
-so that 3 blocks share a multiprocessor (:func:`_pass_jit`). A tile lives in dynamic
-shared memory, so it may pass the 48 KiB of static shared memory: larger tiles
-publish fewer look-back words, walk fewer look-backs and pay a tile's per-digit work
-(256 counts, their scan, look-back and bases) for more keys; 28 keys a thread (7168 a
-tile) took the float32 2^28 sort from 7.5 to 6.1 ms. The best shape depends on the
-keys' width and on whether indices ride along, so a pass's threads come from the same
-table as its keys a thread (:data:`TILE_SHAPES`; CUB's sm_80 tile is 384 x 21). The
-digit histogram keeps the strategy's threads (nothing in it depends on a pass's) and
-reads 16-byte vectors where the rows are aligned.
+Why a pass is built this way (bench/NOTES.md has the measurements: H200, Nsight
+Compute on a 2^26 float32 pass, the 2^28 float32 sort):
+
+* A tile publishes its digit counts before it ranks its keys, so its successors'
+  look-back finds them early; the look-back reads relaxed loads
+  (``numbakern/runtime/relaxed.py``) with 32-bit index arithmetic, and each key's
+  place comes straight from the ranking. A look-back that found its predecessor
+  unpublished and walked unrolled windows of 64-bit reads spent 40% of a pass's
+  instructions (the pass ran 287 M warp instructions with these, 563 M without).
+* The ranking finds the keys of a warp sharing a digit with shared atomics, not
+  ``match_any_sync``, whose cost grows with the distinct digits in a warp (about 30
+  for random keys): 7.8 ms against 10.9 for the sort; eight ballots a key (CUB's
+  ``MatchAny``) gave 10.4.
+* Launch bounds cap a pass's registers so that 3 blocks share a multiprocessor
+  (:func:`_pass_jit`).
+* A tile lives in dynamic shared memory, so it may pass the 48 KiB of static shared
+  memory: larger tiles publish fewer look-back words, walk fewer look-backs and pay
+  a tile's per-digit work (256 counts, their scan, look-back and bases) for more
+  keys; at 28 keys a thread (7168 a tile) 2^28 float32 keys sort in 6.1 ms, in 7.5
+  at a smaller tile. The best shape depends on the keys' width and on whether
+  indices ride along, so a pass's threads come from the same table as its keys a
+  thread (:data:`TILE_SHAPES`; CUB's sm_80 tile is 384 x 21).
+* The digit histogram keeps the strategy's threads (nothing in it depends on a
+  pass's) and reads 16-byte vectors where the rows are aligned.
+
 Not done: skipping passes whose digit is the same for every key, and a
 one-block-per-row kernel for medium rows.
 """
@@ -588,9 +594,8 @@ def _pass_jit(threads: int, shared: int, key_bytes: int, carry: bool):
 
     Left alone, ptxas gives a pass 113-150 registers, so 1 or 2 blocks of 256 threads
     share a multiprocessor, too few to hide the ranking's and the look-back's
-    latencies. H200, 2^28 float32 sort: 18.0 -> 16.3 ms with 3; 2^26 float64 sort
-    15.7 -> 9.7 ms with 2 (10.3 with 3); 2^28 argsort 22.0 -> 21.5 ms with 2
-    (bench/NOTES.md, 2026-12-01).
+    latencies (bench/NOTES.md, H200: the 2^26 float64 sort takes 9.7 ms with 2 blocks
+    a multiprocessor, 10.3 with 3, 15.7 unbounded).
     """
     if SIMULATOR:
         return cuda.jit

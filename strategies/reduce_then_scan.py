@@ -190,7 +190,7 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
         stop = min(t + per_chunk, tiles)
         while t < stop:
             r = load_tile(row0, row1, n, t * size, xs0, xs1, l0, l1)
-            inc, exc, total = block_scan(r, tmp0, tmp1)
+            _, exc, total = block_scan(r, tmp0, tmp1)
             pre, have = thread_prefix(exc, carry, has)
             emit_tile(out0, out1, n, t * size, pre, have, xs0, xs1, l0, l1)
             carry = combine(carry, total) if has else total

@@ -73,8 +73,6 @@ WIDENED_BFLOAT16 = frozenset({
     "nanargmin", "max_with_indices", "min_with_indices", "any", "all", "count_nonzero",
     "ptp", "logsumexp", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod",
     "cummax", "cummin", "logcumsumexp", "associative_scan"})
-# Every function that reads a bfloat16 input without a copy.
-READS_BFLOAT16 = NATIVE_BFLOAT16 | WIDENED_BFLOAT16
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2

@@ -103,7 +103,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
                              f"counts, past the largest array there can be ({_MOST_COUNTS})")
         bins = max(bins, largest + 1)
     if bins == 0:
-        return _empty_counts(x, kind_of(x))
+        return _as_kind(np.zeros(0, np.int64), kind_of(x))
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
@@ -181,12 +181,12 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     rule = BinRule(value_dtype, nbins, range)
     edges = rule.edges
     if x.size == 0:
-        return _empty_counts(x, kind, nbins), _edges_out(edges, kind)
+        return _as_kind(np.zeros(nbins, np.int64), kind), _as_kind(edges, kind)
     if dtype.itemsize <= TABLE_ITEMSIZE:
         binner = table_binner(dtype, rule)
     else:
         binner = rule.device(dtype)
-    return _count(x, nbins, binner[0], binner[1], strategy, stream), _edges_out(edges, kind)
+    return _count(x, nbins, binner[0], binner[1], strategy, stream), _as_kind(edges, kind)
 
 
 # --- the common path ---------------------------------------------------------------------
@@ -271,11 +271,7 @@ def _scalar(value) -> np.generic:
     return value.copy_to_host()[()]
 
 
-def _empty_counts(x, kind: str, bins: int = 0):
-    return _edges_out(np.zeros(bins, np.int64), kind)
-
-
-def _edges_out(host: np.ndarray, kind: str):
+def _as_kind(host: np.ndarray, kind: str):
     """A small host array as the caller's kind."""
     return deliver_host(Workspace(kind, None), host, None)
 

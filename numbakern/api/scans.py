@@ -520,7 +520,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     if kind == "numpy":
         xv, views, finish = _host_layout(x, axis, results, outs, workspace)
     else:
-        xv, views, finish = _device_layout(x, kind, axis, out_shape, results, outs, workspace)
+        xv, views, finish = _device_layout(x, axis, out_shape, results, outs, workspace)
     if reverse:
         xv, views = reversed_last(xv), [reversed_last(v) for v in views]
     cv = None if carry is None else _carry_view(carry, kind, workspace)
@@ -773,7 +773,7 @@ def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace
     return xv, views, finish
 
 
-def _device_layout(x, kind: str, axis, out_shape: tuple, results: tuple, outs,
+def _device_layout(x, axis, out_shape: tuple, results: tuple, outs,
                    workspace: Workspace):
     """Device input: strided views in place (a copy, announced, only when the input
     needs three or more strided outer dimensions)."""

@@ -11,6 +11,6 @@ def __getattr__(name: str):
 
     value = lookup("kernels", KERNELS, name)
     warnings.warn(f"numbakern.kernels.{name} moved (numbakern.kernels is a package of kernel "
-                  "builders now); the old name will be removed", DeprecationWarning,
+                  "builders); the old name will be removed", DeprecationWarning,
                   stacklevel=2)
     return value

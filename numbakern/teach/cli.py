@@ -487,7 +487,7 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
                                  param_hint="'--size'")
     x = _explain_input(values, size, dtype)
     if shape is not None or axis is not None:
-        x = _shaped(x, shape, axis, ctx)
+        x = _shaped(x, shape, ctx)
     if arg and axis is None:  # numbakern.argmax of a whole array: one row, in C order
         x, axis = x.reshape(1, -1), 1
     if axis is None and ctx.get_parameter_source("output") == \
@@ -576,9 +576,10 @@ def _refuse_options_elsewhere(ctx, family: str, names: list[str]) -> None:
                                    f"(only {reader} read it)")
 
 
-def _shaped(x: np.ndarray, shape: str | None, axis: int | None, ctx) -> np.ndarray:
-    """``x`` (``--values`` or random integers) as the 2-D input ``--shape`` names;
-    ``--axis`` needs it, and ``--size`` (the random input's length) goes without it."""
+def _shaped(x: np.ndarray, shape: str | None, ctx) -> np.ndarray:
+    """``x`` (``--values`` or random integers) as the 2-D input ``--shape`` names, for
+    ``--axis``, which needs one; ``--size`` (the random input's length) goes without
+    it."""
     if shape is None:
         raise click.BadParameter("--axis reduces a 2-D input: give its --shape too, e.g. "
                                  "--shape 6,40", param_hint="'--axis'")

@@ -185,7 +185,7 @@ def test_errors_and_registry():
         nk.histogram_counts(np.ones(3, np.int32), 0)
     with pytest.raises(ValueError, match="unknown histogram strategy"):
         nk.histogram_counts(np.ones(3, np.int32), 4, strategy="magic")
-    assert sorted(nk.strategies.HISTOGRAM) == ["global_atomic", "shared_privatized",
+    assert sorted(nk.strategies.REGISTRY["histogram"]) == ["global_atomic", "shared_privatized",
                                                "warp_privatized"]
 
 
