@@ -131,18 +131,23 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
     xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage
     src_rows, dst_rows, state_rows = rows_of(sources), rows_of(outputs), rows_of(kit.fields)
 
+    @cuda.jit(device=True)
+    def chunk_of_block(chunks, rows):
+        """This block's ``(segment, c, a, b)``: chunk ``c`` of its segment, which is
+        row ``(a, b)`` of ``rows`` inner rows (``src1.shape[1]``: ``src0`` may be a
+        tuple of arrays, ``numbakern/ops/state.py``)."""
+        blk = int64(cuda.blockIdx.x)
+        seg = blk // chunks
+        a = seg // rows
+        return seg, blk - seg * chunks, a, seg - a * rows
+
     @cuda.jit
     def totals_kernel(src0, src1, n, tiles, per_chunk, chunks, tot0, tot1):
         """Pass 1: block (segment, c) writes the total of chunk c."""
         xs0, xs1 = xs_storage()
         tmp0, tmp1 = temp_storage()
         l0, l1 = local_storage()
-        blk = int64(cuda.blockIdx.x)
-        seg = blk // chunks
-        c = blk - seg * chunks
-        rows = src1.shape[1]  # src0 may be a tuple of arrays (ops/state.py handles)
-        a = seg // rows
-        b = seg - a * rows
+        seg, c, a, b = chunk_of_block(chunks, src1.shape[1])
         row0, row1 = src_rows(src0, src1, a, b)
         acc = identity()
         has = False
@@ -166,12 +171,7 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
         xs0, xs1 = xs_storage()
         tmp0, tmp1 = temp_storage()
         l0, l1 = local_storage()
-        blk = int64(cuda.blockIdx.x)
-        seg = blk // chunks
-        c = blk - seg * chunks
-        rows = src1.shape[1]  # src0 may be a tuple of arrays (ops/state.py handles)
-        a = seg // rows
-        b = seg - a * rows
+        seg, c, a, b = chunk_of_block(chunks, src1.shape[1])
         if c > 0:
             cr0, cr1 = state_rows(car0, car1, 0, seg)
             carry = kload(cr0, cr1, c)
