@@ -1,7 +1,7 @@
-"""var, std, logsumexp, nansum and nanmean of float32 beside their peers, same run:
-``torch.var`` / ``torch.std`` (``correction=0``, NumPy's ``ddof=0``),
-``torch.logsumexp``, ``torch.nansum``, ``torch.nanmean``, ``cupy.var``,
-``cupy.nansum``. Two shapes: a flat 2^28 array (axis=None) and rows of (32768, 4096)
+"""var, std, logsumexp, nansum, nanmean and vector_norm (ord 2) of float32 beside
+their peers, same run: ``torch.var`` / ``torch.std`` (``correction=0``, NumPy's
+``ddof=0``), ``torch.logsumexp``, ``torch.nansum``, ``torch.nanmean``,
+``torch.linalg.vector_norm``, ``cupy.var``, ``cupy.nansum``, ``cupy.linalg.norm``. Two shapes: a flat 2^28 array (axis=None) and rows of (32768, 4096)
 reduced along the last axis. GB/s count the input read.
 
 Run on a GPU host:  ``pytest bench/bench_moments.py --benchmark-json=moments.json``,
@@ -15,7 +15,7 @@ import pytest
 import numbakern as nk
 
 SHAPES = {"2^28": ((1 << 28,), None), "rows": ((32768, 4096), -1)}
-OPS = ["var", "std", "logsumexp", "nansum", "nanmean"]
+OPS = ["var", "std", "logsumexp", "nansum", "nanmean", "vector_norm"]
 
 
 @pytest.fixture(scope="module", params=list(SHAPES))
@@ -34,13 +34,15 @@ def _torch_call(torch, t, op, axis):
         "logsumexp": lambda: torch.logsumexp(t, dim=dim if axis is not None else 0),
         "nansum": lambda: torch.nansum(t, dim=dim),
         "nanmean": lambda: torch.nanmean(t, dim=axis),
+        "vector_norm": lambda: torch.linalg.vector_norm(t, dim=axis),
     }[op]
 
 
 def _cupy_call(cp, x, op, axis):
     return {"var": lambda: cp.var(x, axis=axis), "std": lambda: cp.std(x, axis=axis),
             "nansum": lambda: cp.nansum(x, axis=axis),
-            "nanmean": lambda: cp.nanmean(x, axis=axis)}.get(op)
+            "nanmean": lambda: cp.nanmean(x, axis=axis),
+            "vector_norm": lambda: cp.linalg.norm(x, axis=axis)}.get(op)
 
 
 def _input(cp, x, op):

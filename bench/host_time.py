@@ -86,6 +86,8 @@ def main() -> int:
                    lambda: t.nan_to_num(float("-inf")).max()),   # all-NaN flags read
         "logsumexp": (lambda: nk.logsumexp(x), lambda: nk.logsumexp(t),
                       lambda: t.logsumexp(0)),
+        "vector_norm": (lambda: nk.vector_norm(x), lambda: nk.vector_norm(t),
+                        lambda: torch.linalg.vector_norm(t)),
         "cumsum": (lambda: nk.cumsum(x), lambda: nk.cumsum(t), lambda: t.cumsum(0)),
         "sort": (lambda: nk.sort(x), lambda: nk.sort(t), lambda: t.sort()),
         "softmax (64, 16)": (lambda: nk.softmax(rows_c), lambda: nk.softmax(rows_t),

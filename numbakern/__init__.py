@@ -81,6 +81,7 @@ from .api.scans import (associative_scan, cummax, cummin, cumprod, cumsum,  # no
                         cumulative_prod, cumulative_sum, logcumsumexp, nancumprod,
                         nancumsum)
 from .api.losses import cross_entropy  # noqa: E402
+from .api.norms import vector_norm  # noqa: E402
 from .api.segments import segmented_argmax, segmented_argmin, segmented_reduce  # noqa: E402
 from .api.segment_scans import scan_by_key, segmented_scan  # noqa: E402
 from .api.segment_sort import segmented_sort  # noqa: E402
@@ -133,7 +134,7 @@ __all__ = [
     "op", "prod", "ptp", "reduce", "scan_by_key", "segmented_argmax", "segmented_argmin",
     "segmented_reduce", "segmented_scan", "segmented_sort", "softmax", "softmax_backward",
     "sort", "std", "strategies", "sum", "topk",
-    "var", "nanvar", "nanstd", "warp", "xor_sum",
+    "var", "nanvar", "nanstd", "vector_norm", "warp", "xor_sum",
     "argpartition", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
     "percentile", "quantile",
 ]

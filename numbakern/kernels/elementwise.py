@@ -15,6 +15,7 @@ import numpy as np
 from numba import cuda, float64, from_dtype, int64
 
 from numbakern.kernels.bfloat16 import widen
+from numbakern.ops.norms import root_of
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import launch
@@ -84,6 +85,15 @@ def _log_sum_exp(m, s, dst):
 
 
 @cuda.jit
+def _root(src, dst, exponent):
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < src.shape[0]:
+        dst[i] = root_of(float64(src[i]), exponent)
+        i += step
+
+
+@cuda.jit
 def _nan_where(values, marks, marker):
     i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
     step = int64(cuda.gridDim.x) * cuda.blockDim.x
@@ -145,6 +155,12 @@ def log_sum_exp_into(m, s, dst, stream) -> None:
     """``dst[i] = m[i] + log(s[i])`` (``+inf`` where ``m[i]`` is): ``log(sum(exp(x)))``
     from the online softmax's ``(max, sum of exp(x - max))`` state of each output."""
     launch(_log_sum_exp, grid_for(m.shape[0]), THREADS, stream, m, s, dst)
+
+
+def root_into(src, dst, exponent: float, stream) -> None:
+    """``dst[i] = root_of(float64(src[i]), exponent)`` (1-D arrays of one length): a
+    vector norm from its sum of squares or powers, in float64, then the store's cast."""
+    launch(_root, grid_for(src.shape[0]), THREADS, stream, src, dst, float(exponent))
 
 
 def subtract_into(a, b, dst, stream) -> None:

@@ -1,5 +1,5 @@
-"""Finishes: a mean's, a variance's or a logsumexp's last step, done by the reduce
-kernel's store.
+"""Finishes: a mean's, a variance's, a logsumexp's or a vector norm's last step, done
+by the reduce kernel's store.
 
 Why
 ---
@@ -33,6 +33,7 @@ from numba import cuda, float64
 
 from numbakern.kernels.elementwise import variance_of
 from numbakern.kernels.emits import Emit
+from numbakern.ops.norms import root_of
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,3 +100,19 @@ def log_sum_exp_emit() -> Emit:
         return emit
 
     return Emit(("finish", "log_sum_exp"), build)
+
+
+@functools.lru_cache(maxsize=None)
+def root_emit() -> Emit:
+    """``o0[pos] = root_of(float64(sum), o1)``: a vector norm from a one-field sum of
+    squares or powers, ``o1`` being the exponent (0.5: the square root), as
+    ``elementwise.root_into``."""
+
+    def build():
+        @cuda.jit(device=True)
+        def emit(o0, o1, row, pos, piece, S, M, s):
+            o0[pos] = root_of(float64(s[0]), o1)
+
+        return emit
+
+    return Emit(("finish", "root"), build)

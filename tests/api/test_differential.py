@@ -38,8 +38,10 @@ function would not fit CI's time):
   ptp, xor_sum, bitwise_and_sum, bitwise_or_sum (``np.bitwise_*.reduce``),
   max/min_with_indices (np.max/min with np.argmax/argmin), ``reduce`` with every
   built-in op name, against NumPy; logsumexp against a float64 form of SciPy's (+inf
-  in a slice gives +inf, NaN NaN, no elements -inf): axis None, an int or a tuple
-  (NumPy's errors where it refuses one), ``keepdims``, ``initial=`` where taken;
+  in a slice gives +inf, NaN NaN, no elements -inf); vector_norm of orders 2, inf,
+  0 and -1.5 against ``np.linalg.vector_norm`` (float16 in float64, rounded once):
+  axis None, an int or a tuple (NumPy's errors where it refuses one), ``keepdims``,
+  ``initial=`` where taken;
 * scans on each scan strategy and layout, ``exclusive``/``reverse`` drawn: nancumsum,
   nancumprod (NumPy), cummax/cummin (torch.cummax/cummin; ``reverse``, which torch
   lacks, by the total order the docstrings state: NaN first, then the value, ties to
@@ -80,7 +82,8 @@ numbakern must raise one of them.
 
 Tolerances of the added functions: NaN-skipping, logical, bitwise, index and
 max/min-like results exact (the sign of a zero max/min/ptp not compared: README);
-nansum, nanmean, nancumsum and sum scans as sums above; logsumexp and logcumsumexp
+nansum, nanmean, nancumsum, sum scans and vector norms of orders 2 and -1.5 as sums
+above (orders inf and 0 exact); logsumexp and logcumsumexp
 ``rtol`` of the dtype plus ``atol`` ``8 eps (max|x| + log n + 1)``; the backward passes
 ``rtol`` of the dtype plus ``atol`` ``8 eps32 max|dy| (n + 1)`` (float16 adds its
 own eps times that); cross_entropy ``rtol`` of the dtype plus ``atol`` ``64 eps`` of
@@ -645,6 +648,21 @@ def _ptp(x, axis=None, keepdims=False):
     return np.ptp(x, axis=axis, keepdims=keepdims)
 
 
+def _vector_norm(ord):
+    """``(ours, reference)`` of the vector norm of order ``ord``: NumPy's, except
+    that float16 input is taken in float64 and rounded once (numbakern squares and
+    sums float16 in float32, where NumPy's float16 squares past 256 are inf)."""
+    def ours(x, axis=None, **kw):
+        return nk.vector_norm(x, axis=axis, ord=ord, **kw)
+
+    def ref(x, axis=None, keepdims=False):
+        wide = x.astype(np.float64) if x.dtype == np.float16 else x
+        norm = np.linalg.vector_norm(wide, axis=axis, keepdims=keepdims, ord=ord)
+        return np.asarray(norm).astype(np.float16) if x.dtype == np.float16 else norm
+
+    return ours, ref
+
+
 BUILTIN_REFS = {  # op name -> (NumPy reduction, values kind)
     "sum": (np.sum, "any"), "prod": (np.prod, "prod"), "max": (np.max, "any"),
     "min": (np.min, "any"), "bitwise_and": (np.bitwise_and.reduce, "any"),
@@ -670,6 +688,8 @@ MORE_REDUCTIONS = {
     "count_nonzero": (nk.count_nonzero, np.count_nonzero, "any", "exact", False, "tuple"),
     "logsumexp": (nk.logsumexp, _logsumexp64, "any", "lse", False, "tuple"),
     "ptp": (nk.ptp, _ptp, "any", "exact0", False, "tuple"),
+    **{f"vector_norm:{o}": (*_vector_norm(o), "any", "exact" if o in (np.inf, 0) else
+                            "close", False, "tuple") for o in (2, np.inf, 0, -1.5)},
     "xor_sum": (nk.xor_sum, np.bitwise_xor.reduce, "any", "exact", True, "tuple"),
     "bitwise_and_sum": (nk.bitwise_and_sum, np.bitwise_and.reduce, "any", "exact", True,
                         "tuple"),
@@ -762,7 +782,8 @@ REDUCTION_GROUPS = {
     "nan": ["nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanargmax", "nanargmin"],
     "logic_bitwise": ["any", "all", "count_nonzero", "xor_sum", "bitwise_and_sum",
                       "bitwise_or_sum"],
-    "value": ["logsumexp", "ptp", "max_with_indices", "min_with_indices"],
+    "value": ["logsumexp", "ptp", "max_with_indices", "min_with_indices",
+              *(f"vector_norm:{o}" for o in (2, np.inf, 0, -1.5))],
     "reduce": [f"reduce:{name}" for name in BUILTIN_REFS],
 }
 assert sorted(n for g in REDUCTION_GROUPS.values() for n in g) == sorted(MORE_REDUCTIONS)

@@ -35,6 +35,7 @@ CALLS = {
     "nanprod": ("f", (), {"axis": 1}), "argmax": ("f", (), {"axis": 1}),
     "argmin": ("f", (), {}), "max_with_indices": ("f", (), {"axis": 1}),
     "min_with_indices": ("f", (), {"axis": 0}), "logsumexp": ("f", (), {"axis": 1}),
+    "vector_norm": ("f", (), {"axis": 1, "ord": 3}),
     "ptp": ("f", (), {}), "nanargmax": ("f", (), {"axis": 0}), "nanargmin": ("f", (), {}),
     "nanmax": ("f", (), {"axis": 1}), "nanmin": ("f", (), {}), "nanmean": ("f", (), {"axis": 1}),
     "var": ("f", (), {"axis": 1}), "std": ("f", (), {"ddof": 1}),

@@ -1,0 +1,111 @@
+"""Vector norms, as NumPy 2's ``np.linalg.vector_norm`` (and ``torch.linalg.vector_norm``
+for real input): one reduction of mapped elements, its root taken by the reduction's
+store (``numbakern/kernels/finishes.py``'s ``root_emit``) where the grid strategy
+stores whole outputs, else by one elementwise launch after it."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from numbakern.api._dispatch import dispatch
+from numbakern.api.reductions import (_as_bfloat16_bits, _planned, _reduce_finished,
+                                      _rounds_to_bfloat16, _run)
+from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, \
+    resolve_stream
+from numbakern.core.deliver import deliver, deliver_host
+from numbakern.kernels.elementwise import root_into
+from numbakern.kernels.finishes import root_emit
+from numbakern.ops import norms as _norms
+from numbakern.runtime.replay import replayable
+
+
+def _norm_plan(ord) -> tuple:
+    """``(op, exponent)`` of ``ord``: the op each output reduces, and the power its
+    sum is raised to (None: the reduction is the norm)."""
+    if ord is None or (isinstance(ord, numbers.Real) and not isinstance(ord, bool)
+                       and ord == 2):
+        return _norms.SUM_SQUARES, 0.5
+    if isinstance(ord, str):
+        raise ValueError(f"vector_norm: invalid norm order {ord!r} for vectors; ord is a "
+                         "number: 2 (default), 1, 0, inf, -inf or any other real p")
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real) or ord != ord:
+        raise TypeError(f"vector_norm: ord must be a real number (or None), got {ord!r}")
+    if ord == math.inf:
+        return _norms.MAX_ABS, None
+    if ord == -math.inf:
+        return _norms.MIN_ABS, None
+    if ord == 0:
+        return _norms.COUNT_NONZERO, None
+    if ord == 1:
+        return _norms.SUM_ABS, None
+    return _norms.sum_powers(float(ord)), 1.0 / float(ord)
+
+
+@dispatch
+@replayable
+@honours_stream
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream=None,
+                lanes=None):
+    """The vector norm of ``x`` along ``axis``, as NumPy 2's
+    ``np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)``, in one pass.
+
+    ``ord``: 2 (default; None too) ``sqrt(sum(x * x))``; 1 ``sum(|x|)``; ``inf``
+    ``max(|x|)`` (0 for no elements); ``-inf`` ``min(|x|)``; 0 the number of non-zero
+    elements (as a float); any other real ``p`` ``sum(|x| ** p) ** (1 / p)``. Each
+    element is mapped in float64 (``numbakern/ops/norms.py``), summed or compared in
+    the accumulator dtype, and the root taken in float64. The accumulator of float16
+    is float32, so a float16 element past 256 does not make the 2-norm inf, as
+    NumPy's float16 squares do. No scaling guards the squares: a sum past the
+    accumulator's range is inf, as NumPy's (and torch's CUDA kernels'). Dask arrays
+    are not taken.
+
+    Args:
+        x: an array of bool, integers or float16/32/64 (NumPy, CuPy, a torch tensor,
+            Numba device arrays; bfloat16 read in place as float32), any shape and
+            strides.
+        axis: None (every axis: the norm of the flattened array), an int or a tuple.
+        keepdims: keep the reduced axes as length 1.
+        ord: the order of the norm (above).
+        strategy, stream, lanes: as :func:`numbakern.sum`.
+
+    Returns:
+        The norms, of NumPy's shape; dtype: ``x``'s float dtype, float64 for bool and
+        integers (a bfloat16 input's result is rounded to bfloat16). NaN anywhere in
+        a slice gives NaN, except for ``ord=0``, which counts it.
+
+    Raises:
+        TypeError: ``ord`` not a real number (a bool, a NaN); a dtype other than
+            bool, integers and float16/32/64.
+        ValueError: ``ord`` a string (NumPy's matrix norms are not vector norms);
+            ``ord=-inf`` over no elements, as NumPy; a bad strategy or ``lanes``.
+        AxisError: an axis out of range or repeated.
+    """
+    op, exponent = _norm_plan(ord)
+    if exponent is None:
+        return _run(x, op, strategy, None, stream, axis, keepdims, None, lanes,
+                    name="vector_norm")
+    x = as_array_like(x)
+    planned = _planned(op, strategy, None, np.dtype(x.dtype), tuple(x.shape), axis,
+                       keepdims, lanes, "vector_norm")
+    result = planned.result
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if planned.M * planned.N == 0:  # the root of a sum of nothing (0)
+        values = np.full(planned.shape, 0.0 if exponent > 0 else math.inf, dtype=result)
+        return deliver_host(workspace, values, None)
+    dst = workspace.empty(planned.M, result)
+
+    def apart(fields):
+        root_into(fields[0], dst, exponent, workspace.stream)
+
+    _reduce_finished(x, planned.axes, op, planned.kit, planned.grid, workspace, lanes,
+                     root_emit(), dst, exponent, apart)
+    if _rounds_to_bfloat16(x, None, None, result, kind):
+        dst, result = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
+    return deliver(workspace, dst, result, planned.shape, None)
+
+
+__all__ = ["vector_norm"]
