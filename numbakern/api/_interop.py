@@ -251,6 +251,8 @@ class _Call:
                                  f"a wrong gradient: pass {name}.detach() or a tensor that "
                                  f"does not require grad")
             t = t.detach()
+        if t.is_neg():
+            t = self._resolved_neg(t, name)
         if t.dtype == torch.bfloat16 and self._copies_out(name):
             check_distinct(tuple(t.shape), tuple(s * t.element_size() for s in t.stride()),
                            t.element_size(), self.name, name)
@@ -285,12 +287,25 @@ class _Call:
         (an out read as its bits is checked there, as any other)."""
         return name in OUTS and (self.rounds or self.name not in NATIVE_BFLOAT16)
 
+    def _resolved_neg(self, t, name: str):
+        """A negated view (torch's ``is_neg()``: its memory holds its values'
+        negatives, as ``z.conj().imag`` does) copied by ``resolve_neg()``, with a
+        :class:`CopyWarning`; refused as an out, which numbakern writes as memory."""
+        if name in OUTS:
+            raise ValueError(f"{self.name}: {name} is a negated view (torch's is_neg(): "
+                             f"its memory holds its values' negatives), which numbakern "
+                             f"cannot write: pass a tensor without the bit")
+        warnings.warn(f"numbakern copied {name}: a negated view (torch's is_neg()) holds "
+                      f"its values' negatives in memory; resolve_neg() made the copy",
+                      CopyWarning, stacklevel=user_stacklevel())
+        return t.resolve_neg()
+
     def _tensor_view(self, t, dtype=None):
         """``t`` as a NumPy, CuPy or device array, its elements read as ``dtype``
         (default: its own)."""
         if t.is_cpu:
             if dtype is None:
-                return t.resolve_neg().resolve_conj().numpy()
+                return t.numpy()
             return t.view(_torch_like(dtype)).numpy().view(dtype)
         cupy = _cupy()
         self.via_cupy = cupy is not None

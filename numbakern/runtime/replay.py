@@ -146,10 +146,12 @@ def _device_array(v) -> _Array | None:
 
 def _tensor(t) -> _Array | None:
     """A CUDA tensor as kind "torch" (keyed by its own pointer, dtype and strides in
-    bytes); a CPU tensor cannot be keyed; other torch objects are not arrays."""
+    bytes); a CPU tensor and a negated view (whose memory holds its values'
+    negatives: the call copies it) cannot be keyed; other torch objects are not
+    arrays."""
     if not hasattr(t, "data_ptr"):
         return None
-    if not t.is_cuda:
+    if not t.is_cuda or t.is_neg():
         raise _Unkeyed
     size = t.dtype.itemsize
     return _Array("torch", t.data_ptr(), t.dtype, tuple(t.shape),

@@ -50,9 +50,10 @@ _torch_C = None  # torch._C, once a tensor has been seen
 
 def _torch_reader(x):
     """``(layout key, address, device)`` of a CUDA tensor on the current device;
-    None for a CPU tensor or one on another device (the general path refuses it)."""
+    None for a CPU tensor, one on another device (the general path refuses it) or a
+    negated view (the general path copies it)."""
     device = x.get_device()
-    if device < 0 or _torch_C._cuda_getDevice() != device:
+    if device < 0 or _torch_C._cuda_getDevice() != device or x.is_neg():
         return None
     address = x.data_ptr()
     return (x.dtype, x.shape, x.stride(), address % ADDRESS_KEY, device), address, device

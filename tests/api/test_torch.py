@@ -145,6 +145,20 @@ def test_a_tensor_that_requires_grad_gives_the_detached_answer():
     assert torch.equal(nk.sum(x), nk.sum(x.detach()))
 
 
+def test_a_negated_view_is_copied_with_a_warning_and_refused_as_out():
+    """``z.conj().imag`` is a float view whose memory holds the negatives of its
+    values (torch's is_neg()): read as memory, every answer's sign would be wrong."""
+    z = torch.complex(torch.tensor([1.0, 3.0, -2.0]), torch.tensor([2.0, 4.0, 0.5]))
+    neg = z.conj().imag
+    assert neg.is_neg()
+    with pytest.warns(nk.CopyWarning, match="negated view"):
+        assert nk.sum(neg).item() == -6.5
+    with pytest.warns(nk.CopyWarning, match="negated view"):
+        assert nk.cumsum(neg).tolist() == [-2.0, -6.0, -6.5]
+    with pytest.raises(ValueError, match="out is a negated view"):
+        nk.cumsum(torch.ones(3), out=torch.complex(torch.ones(3), torch.ones(3)).conj().imag)
+
+
 def test_out_tensor_is_written_and_returned():
     x = torch.from_numpy(_input("f"))
     out = torch.empty(SHAPE[0], dtype=torch.float64)
@@ -362,6 +376,20 @@ def test_cuda_tensors_through_every_function(name, dtype, cupy_or_not):
             np.testing.assert_allclose(g.double().numpy(), e, rtol=rtol, atol=rtol)
         else:
             np.testing.assert_array_equal(g.numpy(), e)
+
+
+@pytest.mark.gpu
+def test_a_negated_cuda_view_is_never_read_as_its_memory(cupy_or_not):
+    """Repeated calls (the tensor table, replay) on ``z.conj().imag`` and on
+    ``z.imag``, which share one address, layout and dtype: each keeps its own sign."""
+    z = torch.complex(torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda"))
+    plain, neg = z.imag, z.conj().imag
+    want = z.imag.double().sum().item()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        for _ in range(3):
+            assert nk.sum(plain).item() == pytest.approx(want, rel=1e-5, abs=1e-3)
+            assert nk.sum(neg).item() == pytest.approx(-want, rel=1e-5, abs=1e-3)
 
 
 @pytest.mark.gpu
