@@ -210,6 +210,9 @@ class _TensorLike:
     def get_device(self):
         return 0
 
+    def is_neg(self):
+        return False
+
 
 def test_tensors_and_cupy_arrays_given_a_stream_run_the_ordinary_way(monkeypatch):
     """Their allocators order memory by their own current stream, which a replay
