@@ -95,7 +95,7 @@ from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_in
 from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import host_copy, view_as
+from numbakern.runtime.views import device_view, host_copy, host_words, view_as
 
 _METHOD_NAMES = tuple(METHODS)
 
@@ -404,7 +404,7 @@ def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
     float32 and rounded once (NumPy: in float16).
     """
     weak = type(q) in (int, float)
-    qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]")
+    qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]", stream)
     return _order_stats("quantile", x, (qs, weak), axis, out, keepdims, method, False,
                         strategy, stream)
 
@@ -417,7 +417,7 @@ def percentile(x, q, axis=None, out=None, overwrite_input=False, method="linear"
     :func:`quantile` of ``q / 100``. Arguments, dtypes and errors as
     :func:`quantile`'s ("Percentiles must be in the range [0, 100]")."""
     weak = type(q) in (int, float)
-    qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]")
+    qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]", stream)
     return _order_stats("percentile", x, (qs, weak), axis, out, keepdims, method, False,
                         strategy, stream)
 
@@ -429,7 +429,7 @@ def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear
     """Quantiles of the elements that are not NaN, as ``np.nanquantile``; slices of
     only NaN as :func:`nanmedian`'s. Arguments and errors as :func:`quantile`'s."""
     weak = type(q) in (int, float)
-    qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]")
+    qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]", stream)
     return _order_stats("nanquantile", x, (qs, weak), axis, out, keepdims, method, True,
                         strategy, stream)
 
@@ -441,18 +441,18 @@ def nanpercentile(x, q, axis=None, out=None, overwrite_input=False, method="line
     """Percentiles of the elements that are not NaN, as ``np.nanpercentile``: the
     :func:`nanquantile` of ``q / 100``: its arguments and errors (``q`` in [0, 100])."""
     weak = type(q) in (int, float)
-    qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]")
+    qs = _quantiles(q, 100.0, "Percentiles must be in the range [0, 100]", stream)
     return _order_stats("nanpercentile", x, (qs, weak), axis, out, keepdims, method, True,
                         strategy, stream)
 
 
-def _quantiles(q, scale: float, message: str) -> np.ndarray:
+def _quantiles(q, scale: float, message: str, stream) -> np.ndarray:
     """``q`` on the host as NumPy reads it (``/ scale`` as ``np.true_divide`` does for
-    percentiles), checked."""
-    if hasattr(q, "get") and kind_of(q) == "cupy":
-        q = q.get()
-    elif kind_of(q) == "device":
-        q = q.copy_to_host()
+    percentiles), checked; a device ``q`` read after the work queued on the call's
+    stream (which may be what wrote it)."""
+    kind = kind_of(q)
+    if kind != "numpy":
+        q = host_words(device_view(q), resolve_stream(stream, kind))
     qs = np.asarray(q)
     if qs.dtype.kind not in "biuf":
         raise TypeError(f"q must be a number or an array of numbers, got dtype {qs.dtype}")

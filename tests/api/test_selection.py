@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import numbakern as nk
+from numba import cuda
 from numbakern.api import selection
 from numbakern.kernels.partition_split import MAX_PIVOTS
 from numbakern.strategies import BitonicSort, RadixSelect, RadixSort, SortSlice
@@ -229,8 +230,6 @@ def test_partition_around_no_kth_moves_nothing():
     """An empty integer ``kth`` places no element: NumPy returns the input unchanged
     (a copy) and argpartition ``0 .. n-1`` along the axis; ``kth=[]`` is a float
     array to NumPy, a TypeError (test_partition_errors_and_edges)."""
-    from numba import cuda
-
     x = values(np.int64, (3, 40))
     no_kth = np.array([], np.int64)
     for axis in (0, 1, -1, None):
@@ -517,6 +516,17 @@ def test_quantile_every_dtype_and_q_form(dtype):
     same(nk.nanpercentile(x, 50, axis=1), reference(np.nanpercentile, x, 50, axis=1), u)
 
 
+def test_a_device_q_is_read_on_the_calls_stream():
+    x = values("float32", (3, 40))
+    stream = cuda.stream()
+    q = cuda.to_device(np.array([0.9, 0.1, 0.3, 0.7]), stream=stream)
+    for dq, hq in ((q, [0.9, 0.1, 0.3, 0.7]), (q[::2], [0.9, 0.3]), (q[1], 0.1)):
+        same(nk.quantile(x, dq, axis=1, stream=stream),
+             reference(np.quantile, x, np.array(hq), axis=1), tolerance(x))
+    same(nk.nanpercentile(x, cuda.to_device(np.array([25.0, 100.0]))),
+         reference(np.nanpercentile, x, np.array([25.0, 100.0])), tolerance(x))
+
+
 @pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
 def test_quantile_methods(method):
     x = values(np.float32, (3, 21))
@@ -689,8 +699,6 @@ def test_torch_tensors_in_tensors_out():
 
 
 def test_device_arrays_and_streams():
-    from numba import cuda
-
     x = values(np.float32, (3, 40))
     x[1, 5] = np.nan
     got = nk.quantile(cuda.to_device(x), [0.5, 0.8], axis=1, stream=cuda.default_stream())

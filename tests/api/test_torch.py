@@ -379,6 +379,18 @@ def test_cuda_tensors_through_every_function(name, dtype, cupy_or_not):
 
 
 @pytest.mark.gpu
+def test_a_cuda_q_is_read_after_the_work_that_wrote_it(cupy_or_not):
+    """q written by a torch op on a side stream, read by the quantile on that stream."""
+    x = torch.randn(8, 500, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        q = torch.linspace(0, 1, 5, device="cuda")
+        got = nk.quantile(x, q, axis=1)
+    side.synchronize()
+    torch.testing.assert_close(got, torch.quantile(x, q.to(x.device), dim=1))
+
+
+@pytest.mark.gpu
 def test_a_negated_cuda_view_is_never_read_as_its_memory(cupy_or_not):
     """Repeated calls (the tensor table, replay) on ``z.conj().imag`` and on
     ``z.imag``, which share one address, layout and dtype: each keeps its own sign."""
