@@ -26,7 +26,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.checks import check_flag
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import (device_view, host_copy, reinterpreted,
+from numbakern.runtime.views import (device_view, host_copy, host_words, reinterpreted,
                                      sample_rows, sliced, strided, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
@@ -317,7 +317,7 @@ def _weights(weight, C: int, tc: np.dtype, workspace: Workspace):
     bits = isinstance(weight, BFloat16Bits)
     weight = weight.bits if bits else weight
     host = np.asarray(weight) if kind_of(weight) == "numpy" else \
-        host_copy(device_view(weight))
+        host_words(device_view(weight), workspace.stream)  # after the work that wrote it
     if bits:  # bfloat16 is float32's upper half
         host = (host.astype(np.uint32) << 16).view(np.float32)
     if host.dtype.kind != "f":

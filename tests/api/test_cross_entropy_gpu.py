@@ -77,3 +77,18 @@ def test_unchecked_targets_replay_with_no_report_read(torch, reduction):
     assert replay.counts["replayed"] - before >= 2
     with pytest.raises(IndexError, match="target 1000 of row 7"):
         nk.cross_entropy(x, t, reduction=reduction)
+
+
+def test_weights_written_on_a_side_stream_are_read_after_that_work(torch):
+    """weight= made by torch on a non-blocking side stream, the call on that stream:
+    the weights are read after the work that wrote them, not on the legacy stream."""
+    F = torch.nn.functional
+    x = torch.randn(256, 5000, device="cuda")
+    t = torch.randint(0, 5000, (256,), device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        w = torch.rand(5000, device="cuda").pow(3).add(0.5)  # queued work, then read
+        loss = nk.cross_entropy(x, t, weight=w)
+    side.synchronize()
+    torch.testing.assert_close(loss, F.cross_entropy(x, t, weight=w), rtol=2e-5, atol=2e-5)
