@@ -25,6 +25,8 @@ from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binne
 from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
 from numbakern.kernels.elementwise import zeros
+from numbakern.runtime.views import device_view, host_words
+
 
 @dispatch
 @honours_stream
@@ -95,9 +97,9 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     _strategies.resolve("histogram", strategy, bins=max(minlength, 1))  # refused for no x too
     bins = minlength
     if x.size:
-        if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream)) < 0:
+        if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream), stream) < 0:
             raise ValueError("'x' argument must have no negative elements")
-        largest = int(_scalar(_max(x, stream=stream)))
+        largest = int(_scalar(_max(x, stream=stream), stream))
         if largest >= _MOST_COUNTS:
             raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
                              f"counts, past the largest array there can be ({_MOST_COUNTS})")
@@ -171,7 +173,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
     value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
     if range is None and x.size:
-        lo, hi = (_scalar(f(x, stream=stream)).astype(value_dtype)[()] for f in (_min, _max))
+        lo, hi = (_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
+                  for f in (_min, _max))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
         range = (lo, hi)
@@ -262,13 +265,12 @@ def _check_allocatable(count: int, name: str) -> int:
     return count
 
 
-def _scalar(value) -> np.generic:
-    """A reduction's result (NumPy scalar, 0-d CuPy or device array) as a NumPy scalar."""
+def _scalar(value, stream) -> np.generic:
+    """A reduction's result (NumPy scalar, 0-d CuPy or device array) as a NumPy scalar,
+    read after the work queued on the call's ``stream`` (the reduction's)."""
     if isinstance(value, np.generic):
         return value
-    if hasattr(value, "get"):
-        return value.get()[()]
-    return value.copy_to_host()[()]
+    return host_words(device_view(value), resolve_stream(stream, kind_of(value)))[()]
 
 
 def _as_kind(host: np.ndarray, kind: str):

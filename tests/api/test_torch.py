@@ -391,6 +391,24 @@ def test_a_cuda_q_is_read_after_the_work_that_wrote_it(cupy_or_not):
 
 
 @pytest.mark.gpu
+def test_a_found_range_and_bincount_length_are_read_on_the_calls_stream(cupy_or_not):
+    """histogram's min/max and bincount's max, reduced on torch's side stream, are read
+    after those reductions, with or without CuPy."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        x = torch.randn(1 << 20, device="cuda").mul(50)
+        counts, edges = nk.histogram(x, bins=16)
+        ints = torch.randint(0, 300, (1 << 20,), device="cuda")
+        found = nk.bincount(ints)
+    side.synchronize()
+    want, want_edges = np.histogram(x.cpu().numpy(), bins=16)
+    np.testing.assert_array_equal(counts.cpu().numpy(), want)
+    np.testing.assert_allclose(edges.cpu().numpy(), want_edges, rtol=1e-6)
+    np.testing.assert_array_equal(found.cpu().numpy(), np.bincount(ints.cpu().numpy()))
+
+
+@pytest.mark.gpu
 def test_a_negated_cuda_view_is_never_read_as_its_memory(cupy_or_not):
     """Repeated calls (the tensor table, replay) on ``z.conj().imag`` and on
     ``z.imag``, which share one address, layout and dtype: each keeps its own sign."""
