@@ -164,3 +164,32 @@ def test_explicit_stream_orders_cupy_temporaries(cp):
     assert bool((rows == x.argmax(axis=1)).all())
     assert float(cp.abs(scan[-1] - ref[0].sum())) < 1e-3
     assert bool(cp.allclose(probs.sum(axis=1), 1, atol=1e-5))
+
+
+def test_a_device_arrays_layout_copy_follows_the_calls_stream(cp):
+    """A Numba device array whose reduced axes do not collapse to two strided
+    dimensions is copied contiguous by CuPy: on the call's non-blocking stream, after
+    the work that wrote the input there (CuPy's current stream being another), and
+    its where= mask likewise."""
+    from numba import cuda
+
+    stream = cuda.stream()
+    other = cp.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(8)
+    h = rng.standard_normal((40, 6, 50, 6, 70)).astype(np.float32)
+    keep = rng.random(h.shape) < 0.7
+    picked = (slice(None), slice(None, None, 2), slice(None), slice(None, None, 2))
+    want = h[picked].astype(np.float64)
+    for _ in range(3):
+        x = cuda.to_device(h, stream=stream)[picked]  # written on stream
+        mask = cuda.to_device(keep, stream=stream)[picked]
+        with other:
+            with pytest.warns(nk.CopyWarning):
+                got = nk.sum(x, axis=(0, 2, 4), stream=stream).copy_to_host(stream=stream)
+            with pytest.warns(nk.CopyWarning):
+                masked = nk.sum(x, axis=(0, 2, 4), where=mask, stream=stream)
+                masked = masked.copy_to_host(stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(got, want.sum(axis=(0, 2, 4)), rtol=1e-5, atol=1e-2)
+        np.testing.assert_allclose(masked, np.where(keep[picked], want, 0).sum(axis=(0, 2, 4)),
+                                   rtol=1e-5, atol=1e-2)
