@@ -343,24 +343,31 @@ _DEFAULT_SHARED = 48 * 1024
 _STATIC_SHARED = 1  # CUfunction_attribute: CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
 _MAX_DYNAMIC_SHARED = 8  # CUfunction_attribute: ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
 _shared_allowed: dict[int, int] = {}  # CUfunction -> dynamic shared bytes allowed
+_shared_lock = threading.Lock()
 
 
 def allow_shared(function: int, nbytes: int) -> None:
     """Let ``function`` (a CUfunction) launch with ``nbytes`` of dynamic shared memory:
     by default it may have what 48 KiB leaves beside its static shared memory; past
     that, ``cuFuncSetAttribute`` raises its limit (once per function and size; the
-    driver refuses more than the device's opt-in maximum less the static part)."""
+    driver refuses more than the device's opt-in maximum less the static part). The
+    limit only rises, under a lock: two threads raising it at once could otherwise
+    leave the driver's limit below the one recorded."""
     allowed = _shared_allowed.get(function)
-    if allowed is None:
-        allowed = _shared_allowed[function] = _DEFAULT_SHARED - _attribute(function,
-                                                                           _STATIC_SHARED)
-    if allowed >= nbytes:
+    if allowed is not None and allowed >= nbytes:
         return
-    set_attribute = _libcuda().cuFuncSetAttribute
-    set_attribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-    _checked(set_attribute(function, _MAX_DYNAMIC_SHARED, nbytes),
-             f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
-    _shared_allowed[function] = nbytes
+    with _shared_lock:
+        allowed = _shared_allowed.get(function)
+        if allowed is None:
+            allowed = _shared_allowed[function] = _DEFAULT_SHARED - _attribute(
+                function, _STATIC_SHARED)
+        if allowed >= nbytes:
+            return
+        set_attribute = _libcuda().cuFuncSetAttribute
+        set_attribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        _checked(set_attribute(function, _MAX_DYNAMIC_SHARED, nbytes),
+                 f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
+        _shared_allowed[function] = nbytes
 
 
 def _attribute(function: int, attribute: int) -> int:
