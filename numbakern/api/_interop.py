@@ -73,6 +73,9 @@ WIDENED_BFLOAT16 = frozenset({
     "nanargmin", "max_with_indices", "min_with_indices", "any", "all", "count_nonzero",
     "ptp", "logsumexp", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod",
     "cummax", "cummin", "logcumsumexp", "associative_scan"})
+# The argument whose dtype each result takes, for functions where that is not the
+# first argument (results past the last named follow the last).
+_RESULTS_FOLLOW = {"segmented_sort": ("keys", "values"), "scan_by_key": ("x",)}
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -112,6 +115,7 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     """
     args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
+    call.first = names[0] if names else None
     if rounded is not None:  # dtype=bfloat16 of another input: float32, rounded once
         call.bfloat16, call.dtype_given, call.rounds = rounded, False, True
     first = names[0] if names else None
@@ -212,6 +216,8 @@ class _Call:
         self.native_bits = None  # the bfloat16 dtype of a call that read its bits
         self.widened = False  # a reduction or scan read a bfloat16 x in place
         self.rounds = False  # dtype=bfloat16 of another input: float32 results rounded
+        self.first = None  # the first argument's name
+        self.widened_names: set[str] = set()  # bfloat16 arguments the kernels read as float32
 
     # --- in ------------------------------------------------------------------------
 
@@ -230,7 +236,7 @@ class _Call:
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(a.view(np.uint16), a, name)
             if first and self.name in WIDENED_BFLOAT16:
-                return self._widened(a.view(np.uint16), a.dtype)
+                return self._widened(a.view(np.uint16), a.dtype, name)
             return self._widen_numpy(a, name)
         if _is_dlpack_only(a):
             return _from_dlpack(a, name)
@@ -271,7 +277,7 @@ class _Call:
                 return self._bits(self._tensor_view(t, np.dtype(np.uint16)), caller, name)
             if first and self.name in WIDENED_BFLOAT16:
                 return self._widened(self._tensor_view(t, np.dtype(np.uint16)),
-                                     torch.bfloat16)
+                                     torch.bfloat16, name)
             if name in OUTS:
                 return self._bfloat16_out(caller, t)
             self._note_bfloat16(torch.bfloat16, name)
@@ -319,11 +325,12 @@ class _Call:
             self.outs[id(bits)] = caller
         return BFloat16Bits(bits)
 
-    def _widened(self, bits, dtype) -> BFloat16Input:
+    def _widened(self, bits, dtype, name: str) -> BFloat16Input:
         """A bfloat16 first argument read in place by a reduction or a scan; its
         float32 results are rounded back to ``dtype`` in :meth:`outward`."""
         self.bfloat16 = self.native_bits = dtype  # a scan writes its values as bits
         self.widened = True
+        self.widened_names.add(name)
         return BFloat16Input(bits)
 
     def _check_device(self, t, name: str, torch) -> None:
@@ -366,6 +373,7 @@ class _Call:
     def _note_bfloat16(self, dtype, name: str) -> None:
         self.bfloat16 = dtype
         self.copies.append(name)
+        self.widened_names.add(name)
 
     def warn_copies(self) -> None:
         """The ``CopyWarning`` of each bfloat16 argument read through a float32 copy:
@@ -391,25 +399,40 @@ class _Call:
 
     # --- out -----------------------------------------------------------------------
 
-    def outward(self, r):
+    def outward(self, r, index: int = 0):
+        """Result ``r`` (item ``index`` of the call's results) in the caller's types."""
         if r is None:  # a result that is not there (cross_entropy's report on host targets)
             return None
         if isinstance(r, tuple):
-            items = [self.outward(v) for v in r]
+            items = [self.outward(v, i) for i, v in enumerate(r)]
             return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
         if isinstance(r, list):
-            return [self.outward(v) for v in r]
+            return [self.outward(v, index) for v in r]
         mine = self.outs.get(id(r))
         if mine is not None:
             return self._out_back(mine)
         if self.native_bits is not None and np.dtype(getattr(r, "dtype", "O")) == np.uint16 \
                 and not (self.widened and self.dtype_given):
             return self._from_bits(r)  # bfloat16 bits (a dtype= result is itself)
-        if self.bfloat16 is not None and not self.dtype_given:
+        rounds = self._rounds_back(index)
+        if rounds:
             r = self._round_back(r)
         if self.tensor is None:
             return r
-        return self._as_tensor(r)
+        return self._as_tensor(r, rounds)
+
+    def _rounds_back(self, index: int) -> bool:
+        """Whether result ``index``'s float32 values go back to bfloat16: ``dtype=``
+        asked for it, or the argument whose dtype that result takes was bfloat16
+        (:data:`_RESULTS_FOLLOW`; a float32 ``values`` sorted by bfloat16 keys stays
+        float32)."""
+        if self.bfloat16 is None or self.dtype_given:
+            return False
+        if self.rounds:
+            return True
+        follows = _RESULTS_FOLLOW.get(self.name)
+        name = follows[min(index, len(follows) - 1)] if follows else self.first
+        return name in self.widened_names
 
     def _out_back(self, mine):
         if isinstance(mine, tuple):  # a bfloat16 out computed in float32
@@ -441,7 +464,7 @@ class _Call:
         return np.asarray(r).astype(self.bfloat16)[()] if np.ndim(r) == 0 else \
             r.astype(self.bfloat16)
 
-    def _as_tensor(self, r):
+    def _as_tensor(self, r, rounds: bool):
         import torch
 
         if isinstance(r, (bool, int, float, np.generic)):
@@ -452,7 +475,7 @@ class _Call:
             out = torch.as_tensor(r, device=self.device)
         if self.tensor.is_cuda and out.is_cpu:
             out = out.to(self.device)
-        if self.bfloat16 is not None and not self.dtype_given and out.dtype == torch.float32:
+        if rounds and out.dtype == torch.float32:
             out = out.to(torch.bfloat16)
         return out
 

@@ -280,6 +280,42 @@ def test_bfloat16_indices_and_explicit_dtype():
         np.testing.assert_allclose(wide.numpy(), x.double().sum(1).numpy(), rtol=1e-5)
 
 
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_a_result_rounds_to_bfloat16_only_from_the_argument_it_follows(library):
+    """segmented_sort's keys and values and scan_by_key's sums take the dtype of the
+    argument each follows: a float32 one stays float32 beside a bfloat16 other."""
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16 if library == "numpy" else \
+        torch.bfloat16
+
+    def arr(values, dtype):
+        a = np.array(values, np.float32)
+        if library == "numpy":
+            return a if dtype is None else a.astype(dtype)
+        t = torch.from_numpy(a)
+        return t if dtype is None else t.to(dtype)
+
+    def dtype_of(r):
+        return r.dtype if library == "torch" else np.dtype(r.dtype)
+
+    offsets = np.array([0, 3])
+    offsets = offsets if library == "numpy" else torch.from_numpy(offsets)
+    f32 = torch.float32 if library == "torch" else np.dtype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        keys, values = nk.segmented_sort(arr([3.1, 1.1, 2.1], None), offsets,
+                                         arr([1, 2, 3], bf16))
+        assert dtype_of(keys) == f32 and np.allclose(np.asarray(keys), [1.1, 2.1, 3.1])
+        assert dtype_of(values) == bf16
+        keys, values = nk.segmented_sort(arr([3.1, 1.1, 2.1], bf16), offsets,
+                                         arr([1.1, 2.2, 3.3], None))
+        assert dtype_of(keys) == bf16 and dtype_of(values) == f32
+        assert np.array_equal(np.asarray(values), np.float32([2.2, 3.3, 1.1]))
+        sums = nk.scan_by_key(arr([1, 1, 2], bf16), arr([1.1, 2.2, 3.3], None))
+        assert dtype_of(sums) == f32
+        np.testing.assert_allclose(np.asarray(sums), [1.1, 3.3, 3.3], rtol=1e-6)
+        assert dtype_of(nk.scan_by_key(arr([1, 1, 2], None), arr([1, 2, 3], bf16))) == bf16
+
+
 def test_bfloat16_backward_passes():
     logits = torch.from_numpy(RNG.standard_normal((4, 70)).astype(np.float32))
     y, dy = torch.softmax(logits, -1).to(torch.bfloat16), _bf16_torch(
