@@ -91,6 +91,12 @@ def _is_bfloat16_numpy(a) -> bool:
     return isinstance(a, np.ndarray) and a.dtype.name == "bfloat16"
 
 
+def _is_bfloat16_scalar(a) -> bool:
+    """An ``ml_dtypes.bfloat16`` scalar or 0-d array."""
+    return isinstance(a, (np.ndarray, np.generic)) and a.ndim == 0 and \
+        a.dtype.name == "bfloat16"
+
+
 def _is_dlpack_only(a) -> bool:
     """A DLPack producer the layers below cannot read themselves."""
     return (type(a).__module__.split(".")[0] not in _NATIVE_MODULES
@@ -99,7 +105,7 @@ def _is_dlpack_only(a) -> bool:
 
 def is_foreign(a) -> bool:
     """Whether argument ``a`` needs translating here (cheap: type checks only)."""
-    if isinstance(a, np.ndarray):
+    if isinstance(a, (np.ndarray, np.generic)):
         return a.dtype.name == "bfloat16"
     if isinstance(a, (np.dtype, type)):  # dtype=bfloat16 (ml_dtypes) is translated too
         return getattr(a, "__name__", getattr(a, "name", "")) == "bfloat16"
@@ -127,21 +133,21 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
             result = fn(*args, **kwargs)
         except TypeError as e:
             if call.bfloat16 is not None and "float32" in str(e):
-                raise bfloat16_refused(fn.__name__, e) from e
+                raise bfloat16_refused(fn.__name__, e, call.refused_name(e)) from e
             raise
         call.warn_copies()
         return call.outward(result)
 
 
-def bfloat16_refused(name: str, error: TypeError) -> TypeError:
-    """``error``, raised for the float32 a bfloat16 input is computed as, restated
-    with the dtype the caller passed (else it names a dtype they never gave); an
-    ``out`` refused for the result stays an :class:`OutDtypeError`, naming the
-    bfloat16 result the caller would get."""
+def bfloat16_refused(name: str, error: TypeError, argument: str = "x") -> TypeError:
+    """``error``, raised for the float32 a bfloat16 ``argument`` is computed as,
+    restated with the dtype the caller passed (else it names a dtype they never
+    gave); an ``out`` refused for the result stays an :class:`OutDtypeError`, naming
+    the bfloat16 result the caller would get."""
     if isinstance(error, OutDtypeError):
         return OutDtypeError(str(error).replace("the float32 result", "the bfloat16 result"))
-    return TypeError(f"{name}: x has dtype bfloat16, computed as float32 input, which "
-                     f"{name} refuses: {error}")
+    return TypeError(f"{name}: {argument} has dtype bfloat16, computed as float32 "
+                     f"input, which {name} refuses: {error}")
 
 
 def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:
@@ -228,6 +234,10 @@ class _Call:
             return self._tensor_in(a, name, first)
         if name in OUTS and a is not None:  # the caller's own out comes back as itself
             self.outs.setdefault(id(a), a)
+        if _is_bfloat16_scalar(a):
+            if not first and name not in OUTS:
+                return float(a)  # a number (initial=, scale=, q): float64 holds it exactly
+            a = np.asarray(a)  # a NumPy scalar x: as its 0-d array
         if _is_bfloat16_numpy(a):
             if self._copies_out(name):
                 check_distinct(a.shape, a.strides, a.itemsize, self.name, name)
@@ -369,6 +379,12 @@ class _Call:
         if name in OUTS:
             self.outs[id(wide)] = (a, wide)
         return wide
+
+    def refused_name(self, error: TypeError) -> str:
+        """The bfloat16 argument a refusal names (else the first one noted; x for
+        a widened first argument)."""
+        names = self.copies or sorted(self.widened_names) or [self.first or "x"]
+        return next((n for n in names if n in str(error)), names[0])
 
     def _note_bfloat16(self, dtype, name: str) -> None:
         self.bfloat16 = dtype

@@ -316,6 +316,20 @@ def test_a_result_rounds_to_bfloat16_only_from_the_argument_it_follows(library):
         assert dtype_of(nk.scan_by_key(arr([1, 1, 2], None), arr([1, 2, 3], bf16))) == bf16
 
 
+def test_bfloat16_numbers_are_numbers_and_a_refusal_names_its_argument():
+    """A bfloat16 scalar or 0-d array passed as a number (initial=, scale=, q) is that
+    number; a bfloat16 array another argument refuses is named as that argument."""
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    x = np.ones((2, 3), np.float32)
+    half = np.array(0.5).astype(bf16)
+    np.testing.assert_allclose(nk.softmax(x, scale=half), np.full((2, 3), 1 / 3), rtol=1e-6)
+    assert nk.sum(x, initial=np.float32(1.5).astype(bf16)) == 7.5
+    assert nk.quantile(np.arange(5.0), half) == 2.0
+    assert float(nk.sum(np.float32(2.5).astype(bf16))) == 2.5  # a scalar x: 0-d
+    with pytest.raises(TypeError, match="segmented_reduce: offsets has dtype bfloat16"):
+        nk.segmented_reduce(x[0], np.array([0, 3]).astype(bf16))
+
+
 def test_bfloat16_backward_passes():
     logits = torch.from_numpy(RNG.standard_normal((4, 70)).astype(np.float32))
     y, dy = torch.softmax(logits, -1).to(torch.bfloat16), _bf16_torch(
