@@ -46,7 +46,8 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
         offsets: ``n + 1`` non-decreasing integers in ``[0, len(keys)]`` (CUB's
             convention), host or device, checked as :func:`segmented_reduce`'s.
         values: ``None``, or a 1-D array of ``len(keys)`` elements (bool, integer,
-            float or complex64: at most 8 bytes), permuted as the keys are.
+            float or complex64: at most 8 bytes; complex tensors are refused, as
+            every torch complex input is), permuted as the keys are.
         descending: largest first, NaN first (as :func:`numbakern.sort`'s); equal keys
             keep their input order either way.
         strategy: the sort strategy of both sorts (``"bitonic"``, ``"radix"`` or an
