@@ -103,6 +103,7 @@ from dask.utils import ensure_dict
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
+from numbakern.ops import norms as _norms
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
 from numbakern.core.axes import (LAST, axis_or_dim, check_flag, normalize_axes, normalize_axis,
                                   result_shape)
@@ -601,6 +602,37 @@ def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, split_
     return _self_reduction(x, "logsumexp", result, axis, keepdims, split_every,
                            dict(strategy=strategy, lanes=lanes),
                            acc=_ops.accumulator_dtype(result), fill=-np.inf)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, split_every=None,
+                strategy=None, lanes=None, stream=None):
+    """Lazy :func:`numbakern.vector_norm` of a Dask array: each chunk's sum of
+    ``x * x`` (or of ``|x|`` or ``|x| ** p``, its count of non-zeros, its largest or
+    smallest ``|x|``) in the accumulator dtype, the partials summed (or compared)
+    across chunks, then the root in float64, cast to the result dtype, as the NumPy
+    form's (so a float16 sum of squares never passes float16's range)."""
+    from numbakern.api.norms import _norm_plan
+
+    _check_dask(x, "vector_norm")
+    op, exponent = _norm_plan(ord)
+    result = op.result_dtype_for(x.dtype, caller="vector_norm")
+    acc = _ops.accumulator_dtype(result)
+    summed = op not in (_norms.MAX_ABS, _norms.MIN_ABS)  # |x| of a partial is itself
+    total = _reduction(x, op, "vector_norm", axis, acc, keepdims, split_every, strategy,
+                       lanes, None, partials=_ops.SUM if summed else None)
+    if exponent is None:
+        return total.astype(result)
+    return total.map_blocks(_root_block, exponent, result, dtype=result,
+                            meta=_meta(total, total.ndim, result))
+
+
+def _root_block(total, exponent: float, result):
+    """A block of sums' vector norms: ``sqrt`` (exponent 0.5) or the power, in float64,
+    NumPy's special values without its warnings (as the NumPy form's kernel)."""
+    wide = total.astype(np.float64)
+    with np.errstate(divide="ignore", over="ignore"):
+        root = np.sqrt(wide) if exponent == 0.5 else np.power(wide, exponent)
+    return root.astype(result)
 
 
 def ptp(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=None,
@@ -1818,4 +1850,4 @@ __all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
            "histogram", "log_softmax", "logsumexp", "max", "max_with_indices", "mean", "min",
            "min_with_indices", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
            "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "prod", "ptp",
-           "reduce", "softmax", "std", "sum", "var", "xor_sum"]
+           "reduce", "softmax", "std", "sum", "var", "vector_norm", "xor_sum"]

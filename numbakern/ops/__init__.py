@@ -361,13 +361,15 @@ class Op:
 
     def __reduce_ex__(self, protocol):
         """Pickled by name, as pickle takes a function, where the module that defines
-        its combine holds it under a name: a built-in op, or one that
-        ``@numbakern.op`` bound to its function's name; any other (an op of
-        ``__main__``, which ``cloudpickle`` sends by value to Dask's workers, or one
-        made by calling :class:`Op` and kept nowhere) by its fields, its compiled
-        device functions left out (each process compiles its own)."""
-        module = getattr(self.combine, "__module__", None)
-        if module != "__main__" and module in sys.modules:
+        its combine (or its map) holds it under a name: a built-in op, a vector
+        norm's, or one that ``@numbakern.op`` bound to its function's name; any
+        other (an op of ``__main__``, which ``cloudpickle`` sends by value to Dask's
+        workers, or one made by calling :class:`Op` and kept nowhere) by its fields,
+        its compiled device functions left out (each process compiles its own)."""
+        for fn in (self.combine, self.map):
+            module = getattr(fn, "__module__", None)
+            if module == "__main__" or module not in sys.modules:
+                continue
             for name, value in list(vars(sys.modules[module]).items()):  # a snapshot
                 if value is self:
                     return _named, (module, name)

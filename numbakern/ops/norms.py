@@ -42,7 +42,10 @@ def root_of(s, exponent):
 
 
 def norm_dtype(in_dtype: np.dtype, dtype=None) -> np.dtype:
-    """NumPy's result dtype of ``vector_norm``: a float input's own, else float64."""
+    """NumPy's result dtype of ``vector_norm``: a float input's own, else float64; or
+    ``dtype`` (the Dask form's partials, kept in the accumulator dtype)."""
+    if dtype is not None:
+        return np.dtype(dtype)
     in_dtype = np.dtype(in_dtype)
     return in_dtype if in_dtype.kind == "f" else np.dtype(np.float64)
 

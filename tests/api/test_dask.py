@@ -333,6 +333,34 @@ def test_nanmean_of_integers_is_their_mean_with_an_integer_dtype_too():
         nk.nanmean(da.from_array(A, chunks=CHUNKS), dtype=np.int64)
 
 
+@pytest.mark.parametrize("ord", [2, 1, 0, np.inf, -np.inf, 3, -1.5])
+def test_vector_norm_takes_the_root_once_after_the_partials(ord):
+    a = np.random.default_rng(14).standard_normal(SHAPE).astype(np.float32)
+    a[2, 5] = np.nan if ord == 1 else a[2, 5]
+    x = da.from_array(a, chunks=CHUNKS)
+    for axis, keepdims, split_every in ((None, False, 2), (0, True, None), (1, False, 4),
+                                        ((0, 1), True, None), ((), False, None)):
+        with np.errstate(all="ignore"):
+            want = np.linalg.vector_norm(a.astype(np.float64), axis=axis, ord=ord,
+                                         keepdims=keepdims).astype(np.float32)
+        _check(nk.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord,
+                              split_every=split_every), want, rtol=2e-6)
+
+
+def test_vector_norm_of_float16_sums_in_float32_and_empty_slices_as_numpy():
+    h = (np.random.default_rng(15).standard_normal(300) * 400).astype(np.float16)
+    lazy = nk.vector_norm(da.from_array(h, chunks=64))  # squares past 65504
+    _check(lazy, np.float16(np.linalg.vector_norm(h.astype(np.float64))), rtol=2e-3)
+    empty = da.from_array(np.zeros((0, 4), np.float32), chunks=(1, 2))
+    _check(nk.vector_norm(empty, axis=0, ord=np.inf), np.zeros(4, np.float32), exact=True)
+    _check(nk.vector_norm(empty, axis=0), np.zeros(4, np.float32), exact=True)
+    lazy = nk.vector_norm(empty, axis=0, ord=-np.inf)
+    with pytest.raises(ValueError, match="zero-size"):
+        lazy.compute()
+    with pytest.raises(ValueError, match="invalid norm order"):
+        nk.vector_norm(empty, ord="fro")
+
+
 @nk.op(identity=0.0, commutative=False)
 def last_nonzero(a, b):
     return b if b != 0 else a

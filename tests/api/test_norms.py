@@ -134,3 +134,12 @@ def test_torch_tensors_agree_with_torch():
         got = nk.vector_norm(t, axis=1, ord=ord)
         assert isinstance(got, torch.Tensor)
         torch.testing.assert_close(got, torch.linalg.vector_norm(t, ord=ord, dim=1))
+
+
+def test_the_norms_ops_pickle_by_name():
+    """Dask's workers resolve them again rather than compile a copy each task."""
+    import pickle
+
+    for op in (norms.SUM_SQUARES, norms.SUM_ABS, norms.MAX_ABS, norms.MIN_ABS,
+               norms.COUNT_NONZERO):
+        assert pickle.loads(pickle.dumps(op)) is op
