@@ -26,6 +26,12 @@ family                 base class                   decides
 
 Strategies are values: immutable once made, equal and hashed by their ``key``
 (the plans and recorded launches numbakern caches hold them).
+
+A strategy that launches kernels of its own (a grid, sort, select or histogram
+strategy) launches them with ``numbakern.runtime.launch.launch`` and takes device
+memory from its job's workspace (``job.workspace.empty``): a repeated call then
+replays those launches (``numbakern/runtime/replay.py``). A kernel launched with
+Numba's ``kernel[grid, block](...)`` still runs, but the call is never replayed.
 """
 
 from __future__ import annotations

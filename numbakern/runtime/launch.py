@@ -427,9 +427,42 @@ def launch(kernel, grid: int, block: int, stream, *args, shared: int = 0) -> Non
         from .simcost import guarded
 
         with guarded(kernel, grid, block, args):  # refused, announced, watched
-            kernel[grid, block, stream, shared](*args)
+            _local.own_launch = True  # (Numba's launch, not a strategy's own)
+            try:
+                kernel[grid, block, stream, shared](*args)
+            finally:
+                _local.own_launch = False
         return
     launcher_for(kernel)(grid, block, stream, args, shared)
+
+
+def _watch_other_launches() -> None:
+    """Make a kernel launched through Numba's own API (``kernel[grid, block](...)``: a
+    strategy of the user's launching its own kernel) refuse the recording in progress
+    on its thread: a replay re-runs the launches :func:`launch` recorded and would
+    leave that kernel's work undone (``numbakern/runtime/replay.py``). numbakern's own
+    launches go through the driver (or, under the simulator, mark themselves)."""
+    if SIMULATOR:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel as kernel_type
+        method = "__call__"
+    else:
+        from numba.cuda.dispatcher import CUDADispatcher as kernel_type
+        method = "call"
+    numbas = getattr(kernel_type, method)
+
+    @functools.wraps(numbas)
+    def watched(self, *args, **kwargs):
+        if not getattr(self, "_device", False):  # (the simulator's device functions)
+            recording = current_recording()
+            if recording is not None and not getattr(_local, "own_launch", False):
+                recording.refuse("a kernel launched outside numbakern's launch (a "
+                                 "strategy's own kernel[grid, block] call)")
+        return numbas(self, *args, **kwargs)
+
+    setattr(kernel_type, method, watched)
+
+
+_watch_other_launches()
 
 
 #: bytes of each pinned buffer that :func:`read_small` copies through

@@ -297,6 +297,36 @@ def test_an_out_over_an_input_at_replay_runs_the_ordinary_way():
     assert replay.counts["replayed"] == before
 
 
+@cuda.jit
+def _add_one(a):
+    if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
+        a[0] += 1
+
+
+class _PlusOne(nk.TwoPass):
+    """A user's grid strategy whose own kernel, launched with Numba's API, adds 1."""
+
+    name = "plus_one_test"
+
+    def reduce(self, job):
+        fields = super().reduce(job)
+        _add_one[1, 32](fields[0])
+        return fields
+
+
+def test_a_strategys_own_kernel_launch_is_never_dropped_by_a_replay():
+    x = cuda.to_device(np.arange(1000, dtype=np.float64))
+    strategy = _PlusOne(nk.WarpShuffle(32), blocks=2)
+    before = dict(replay.counts)
+    for _ in range(3):
+        assert nk.sum(x, strategy=strategy).copy_to_host() == 499501.0
+    assert replay.counts["replayed"] == before.get("replayed", 0)
+    assert replay.counts["refused"] - before.get("refused", 0) == 1  # then remembered
+    nk.sum(x)  # numbakern's own launches (under the simulator, through Numba's) record
+    assert replay.counts["recorded"] > before.get("recorded", 0) or \
+        replay.counts["replayed"] > before.get("replayed", 0)
+
+
 def test_disabled_runs_the_ordinary_way():
     x = cuda.to_device(rng.standard_normal((4, 40)).astype(np.float32))
     nk.sum(x, axis=1)
