@@ -149,7 +149,7 @@ def _unsigned(dtype: np.dtype) -> np.dtype:
 def _argsort(bits, dtype: np.dtype, descending: bool, sorter, workspace: Workspace):
     """The stable order of a 1-D device array of keys' bits (int64 indices)."""
     order = workspace.empty(bits.shape[0], INDEX_DTYPE)
-    sorter.sort(SortJob(bits, order, 1, bits.shape[0], dtype, descending, True, workspace))
+    SortJob(bits, order, 1, bits.shape[0], dtype, descending, True, workspace).sorted_by(sorter)
     return order
 
 

@@ -184,7 +184,7 @@ def sort_rows(rows, dtype: np.dtype, descending: bool, indices: bool, sorter,
     n = rows.shape[-1] if rows.ndim else 1
     xbits = flat_device(rows, workspace, bits_dtype(dtype))
     out = workspace.empty(size, INDEX_DTYPE if indices else bits_dtype(dtype))
-    sorter.sort(SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace))
+    SortJob(xbits, out, size // n, n, dtype, descending, indices, workspace).sorted_by(sorter)
     return out
 
 

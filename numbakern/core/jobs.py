@@ -294,6 +294,19 @@ class SortJob:
         self.stream = workspace.stream
         self.key = (key_name(self.dtype), self.descending, self.indices, device_key())
 
+    def sorted_by(self, sorter) -> None:
+        """``sorter.sort(self)``, once ``sorter`` says it takes rows of ``n`` keys (its
+        ``fits``: a strategy the caller named, a user's included, is held to it).
+
+        Raises:
+            ValueError: ``sorter.fits(n)`` is False.
+        """
+        if not sorter.fits(self.n):
+            raise ValueError(f"the {sorter.name} sort strategy does not take rows of "
+                             f"{self.n} keys (its fits({self.n}) is False): pass "
+                             f"strategy='radix', or None to let numbakern choose")
+        sorter.sort(self)
+
     def to_key(self):
         """Device function ``to_key(bits) -> key``: NumPy's order as unsigned order."""
         return cached(("sort_to_key", key_name(self.dtype), self.descending),
@@ -387,5 +400,5 @@ class SelectJob:
         dtype) into ``out`` (int64 indices within each row), in this job's order, by
         the sort strategy ``sorter``: what a strategy that sorts its winners (or the
         whole row) asks for."""
-        sorter.sort(SortJob(bits, out, rows, n, self.dtype, self.largest, True,
-                            self.workspace))
+        SortJob(bits, out, rows, n, self.dtype, self.largest, True,
+                self.workspace).sorted_by(sorter)

@@ -323,9 +323,7 @@ class OddEven(SortStrategy):
     def fits(self, n):
         return n <= self.threads
 
-    def sort(self, job):
-        if not self.fits(job.n):
-            raise ValueError(f"odd_even sorts rows of at most {self.threads} keys")
+    def sort(self, job):  # fits(job.n) held: the front end checks it
         launch(_odd_even(self.threads, job.to_key(), job.key_dtype, job.emitter()), job.rows,
                self.threads, job.stream, job.x, job.out, job.n)
 
@@ -366,8 +364,14 @@ def test_a_sort_strategy_serves_sort_and_argsort(registered):
     np.testing.assert_array_equal(nk.sort(x, strategy="odd_even"), np.sort(x, kind="stable"))
     np.testing.assert_array_equal(nk.argsort(x, axis=0, strategy="odd_even"),
                                   np.argsort(x, axis=0, kind="stable"))
-    with pytest.raises(ValueError, match="at most"):  # a row longer than its block
-        nk.sort(np.zeros(OddEven().threads + 1), strategy="odd_even")
+    n = OddEven().threads + 1  # a row longer than its block: refused before it runs
+    for call in (lambda: nk.sort(np.zeros(n), strategy="odd_even"),
+                 lambda: nk.segmented_sort(np.zeros(n), np.array([0, n]),
+                                           strategy="odd_even"),
+                 lambda: nk.topk(np.zeros(n), 2, strategy=nk.SortSlice(sort=OddEven()))):
+        with pytest.raises(ValueError, match=f"odd_even sort strategy does not take rows "
+                                             f"of {n} keys"):
+            call()
 
 
 # --- a select strategy: k rounds of the next minimum, a thread per row --------------------
