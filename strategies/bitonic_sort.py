@@ -91,15 +91,19 @@ class BitonicSort(SortStrategy):
         """Whether rows of ``n`` elements fit (``n <= max_size``)."""
         return n <= self.max_size
 
+    def check(self, n: int) -> None:
+        """Raise ``ValueError`` for rows longer than ``max_size``."""
+        if not self.fits(n):
+            raise ValueError(f"bitonic sorts rows of at most {self.max_size} elements in "
+                             f"one block, got rows of {n}: use the radix sort")
+
     def sort(self, job) -> None:
         """Sort ``job``'s rows into ``job.out`` in one launch, one block per row.
 
         Raises:
             ValueError: rows longer than ``max_size``.
         """
-        if not self.fits(job.n):
-            raise ValueError(f"bitonic sorts rows of at most {self.max_size} elements in "
-                             f"one block, got rows of {job.n}: use the radix sort")
+        self.check(job.n)
         size = 1 << max(1, (job.n - 1).bit_length())  # the next power of two
         key = ("bitonic_sort", self.threads, size, job.key)
         kernel = cached(key, lambda: _build(self.threads, size, job.to_key(),

@@ -622,6 +622,14 @@ class SortStrategy(Strategy):
         """Whether this strategy takes rows of ``n`` keys."""
         raise NotImplementedError
 
+    def check(self, n: int) -> None:
+        """Raise ``ValueError`` if this strategy does not take rows of ``n`` keys (the
+        front ends call it before :meth:`sort`)."""
+        if not self.fits(n):
+            raise ValueError(f"the {self.name} sort strategy does not take rows of {n} "
+                             f"keys (its fits({n}) is False): pass strategy='radix', or "
+                             f"None to let numbakern choose")
+
     @abstractmethod
     def sort(self, job) -> None:
         """Sort ``job``'s rows into ``job.out``."""

@@ -295,16 +295,13 @@ class SortJob:
         self.key = (key_name(self.dtype), self.descending, self.indices, device_key())
 
     def sorted_by(self, sorter) -> None:
-        """``sorter.sort(self)``, once ``sorter`` says it takes rows of ``n`` keys (its
-        ``fits``: a strategy the caller named, a user's included, is held to it).
+        """``sorter.sort(self)``, once ``sorter.check`` takes rows of ``n`` keys (a
+        strategy the caller named, a user's included, is held to its ``fits``).
 
         Raises:
-            ValueError: ``sorter.fits(n)`` is False.
+            ValueError: the strategy does not take rows of ``n`` keys.
         """
-        if not sorter.fits(self.n):
-            raise ValueError(f"the {sorter.name} sort strategy does not take rows of "
-                             f"{self.n} keys (its fits({self.n}) is False): pass "
-                             f"strategy='radix', or None to let numbakern choose")
+        sorter.check(self.n)
         sorter.sort(self)
 
     def to_key(self):
