@@ -280,6 +280,10 @@ def _grid_from_name(family: str, spec: str | None, threads, argument: str):
     if not block_name and grid_name in REGISTRY["block"]:
         grid_name, block_name = _DEFAULT_GRID[family], grid_name
     block_name = block_name or DEFAULT_BLOCK
+    if grid_name in grids and block_name in REGISTRY["block"] and block_name not in blocks:
+        raise ValueError(f"{argument}: block strategy {block_name!r} has no block scan "
+                         f"(build_scan), which a scan strategy needs; blocks with one: "
+                         f"{', '.join(blocks)}")
     if grid_name not in grids or block_name not in blocks:
         what = "strategy" if family == "reduce" else "scan strategy"
         other = "scan" if family == "reduce" else "reduce"

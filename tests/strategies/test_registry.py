@@ -88,6 +88,32 @@ class Sequential(BlockStrategy):
         return block_scan
 
 
+class ReduceOnly(Sequential):
+    """Sequential's reduce without its scan: a block strategy the scans cannot take."""
+
+    name = "reduce_only"
+    build_scan = BlockStrategy.build_scan
+
+    def build_reduce(self, kit):
+        scan = Sequential.build_scan(self, kit)
+
+        @cuda.jit(device=True)
+        def block_reduce(s, t0, t1):
+            return scan(s, t0, t1)[2]
+
+        return block_reduce
+
+
+def test_a_block_without_a_scan_named_for_a_scan_is_refused_as_such(registered):
+    registered(ReduceOnly)
+    assert "reduce_only" in nk.strategies.available("block")
+    assert "reduce_only" not in nk.strategies.available("block", scan=True)
+    assert nk.sum(np.arange(100.0), strategy="reduce_only") == 4950.0
+    for spec in ("reduce_only", "decoupled_lookback/reduce_only"):
+        with pytest.raises(ValueError, match="'reduce_only' has no block scan"):
+            nk.cumsum(np.arange(5.0), strategy=spec)
+
+
 def _sample(shape, dtype=np.float64):
     return RNG.integers(-9, 10, shape).astype(dtype)
 
