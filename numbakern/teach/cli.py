@@ -646,16 +646,40 @@ def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
     return kept
 
 
+_OWN_DIRS = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep
+                  for m in (numbakern, _strategies))
+
+
+def _raised_outside_numbakern(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in code outside numbakern's (a user's strategy, its
+    device functions): an argument numbakern refused is raised inside."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    return not os.path.realpath(tb.tb_frame.f_code.co_filename).startswith(_OWN_DIRS)
+
+
 def _explain_each(console, names, figure, record, show, draw, proved, legend) -> list:
     """Record each strategy in ``names`` (``record(name)``), print what ``show(trace)``
     gives (renderables; None skipped), draw the figure, exit 1 when ``proved(trace)``
     is false; then the ``legend``. Returns the recordings' summaries."""
+    from .trace import TraceError
+
     summaries = []
     for name in names:
         try:
             trace = record(name)
         except (TypeError, ValueError) as exc:
+            if _raised_outside_numbakern(exc):  # a bug of the user's strategy: its traceback
+                raise
             raise click.UsageError(str(exc).splitlines()[0]) from None
+        except TraceError as exc:
+            raise click.ClickException(
+                f"{exc} (a strategy of your own? a barrier missing between a write to shared "
+                f"memory and the reads of it, or a slot read before it is written, gives "
+                f"this)") from exc
         for item in show(trace):
             if item is not None:
                 console.print(item)

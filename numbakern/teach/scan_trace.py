@@ -610,10 +610,12 @@ def textbook(strategy: str, p: int) -> Formula:
       ``(p/32)(32·5 - 31)`` within the warps and ``p - 32`` carry-ins from warp 0 for
       ``p = 64`` (exact for ``p`` 32 and 64), depth ``5`` in a warp, ``+1`` with the
       carry-in.
+
+    Any other strategy (a user's): empty columns, no formula claimed.
     """
     lg = int(math.log2(p))
-    if p & (p - 1):  # not a power of two: no closed form is exact
-        return Formula("", "", "", None, "", None)
+    if p & (p - 1) or strategy not in ("hillis_steele", "blelloch", "warp_shuffle"):
+        return Formula("", "", "", None, "", None)  # no closed form known to be exact
     if strategy == "hillis_steele":
         v = p * lg - (p - 1)
         return Formula("p·log2 p", "log2 p", "p·log2 p − (p − 1)", v, "log2 p", lg)

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import numbakern
+from numba import cuda
 from numbakern.teach import demo as demo_module
 from numbakern.teach.cli import cli
 from numbakern.teach.compare import OPERATIONS
@@ -489,3 +490,78 @@ def test_compare_axis_of_an_operation_without_one_is_a_usage_error(op):
     result = invoke("compare", op, "--axis", "0")
     assert result.exit_code == 2, result.output
     assert "'--axis'" in result.stderr and f"{op} takes no axis" in result.stderr
+
+
+class _SlotBlock(numbakern.strategies.BlockStrategy):
+    """A student's block scan through shared slots; ``fault`` breaks it one way."""
+
+    name = "slot_scan"
+    needs_commutative = False
+    fault = None
+
+    def temp_slots(self):
+        return self.threads + 1
+
+    def barriers(self):
+        return 2
+
+    def build_reduce(self, kit):
+        scan = self.build_scan(kit)
+
+        @cuda.jit(device=True)
+        def block_reduce(s, t0, t1):
+            return scan(s, t0, t1)[2]
+
+        return block_reduce
+
+    def build_scan(self, kit):
+        combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
+        threads, fault = self.threads, self.fault
+
+        @cuda.jit(device=True)
+        def block_scan(s, t0, t1):
+            tid = cuda.threadIdx.x
+            if fault == "typo":
+                store(t0, t1, s)  # a slot argument left out
+            else:
+                store(t0, t1, tid, s)
+            if fault != "no barrier":
+                cuda.syncthreads()
+            if tid == 0:
+                acc = load(t0, t1, 0)
+                for i in range(1, threads):
+                    acc = combine(acc, load(t0, t1, i))
+                    store(t0, t1, i, acc)
+                store(t0, t1, threads, acc)
+            cuda.syncthreads()
+            exc = load(t0, t1, tid - 1) if tid > 0 else identity()
+            return load(t0, t1, tid), exc, load(t0, t1, threads)
+
+        return block_scan
+
+
+@simulator_only
+@pytest.mark.parametrize("fault", ["typo", "no barrier"])
+def test_a_students_broken_strategy_is_reported_as_its_own_error(fault):
+    """A bug in a strategy of the user's keeps its traceback (not a usage error naming
+    numbakern's arguments); a read of a slot nothing wrote says what may cause it."""
+    name = f"slot_scan_{fault.replace(' ', '_')}"  # its own name: kernels are cached by it
+    broken = type("Broken", (_SlotBlock,), {"name": name, "fault": fault})
+    numbakern.strategies.register(broken)
+    try:
+        result = invoke("explain", f"two_pass/{name}", "--values", "3,1,4")
+    finally:
+        numbakern.strategies.unregister(broken)
+    assert result.exit_code == 1, result.output
+    if fault == "typo":
+        assert isinstance(result.exception, TypeError)
+        assert "missing 1 required positional argument" in str(result.exception)
+    else:
+        assert "a barrier missing" in result.output + result.stderr
+
+
+def test_a_users_sort_strategy_has_a_legend():
+    from numbakern.teach.explain_sort import sort_legend
+
+    legend = sort_legend(["bitonic", "rank_sort"])
+    assert "bitonic: stage s" in legend and "rank_sort: a sort strategy of your own" in legend

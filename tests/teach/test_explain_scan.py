@@ -181,3 +181,10 @@ def test_a_float_scan_equals_numpys_to_rounding_and_says_its_tolerance():
     exact = trace_scan(np.arange(1, 9), "decoupled_lookback/warp_shuffle", threads=32)
     exact.values[5] += 1
     assert exact.tolerance is None and not exact.matches_numpy
+
+
+def test_a_strategy_without_a_known_formula_claims_none():
+    """A user's block scan: the work-and-depth table leaves the formula columns empty
+    rather than show warp_shuffle's."""
+    formula = textbook("my_own_scan", 64)
+    assert formula.work is None and formula.depth is None and formula.work_text == ""
