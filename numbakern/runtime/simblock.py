@@ -12,7 +12,11 @@ Programming Guide (Synchronization Functions; Warp Vote, Match and Shuffle
 Functions):
 
 * ``syncthreads()`` completes when every thread that has not exited has arrived:
-  an exited thread counts as arrived, as in Numba's own simulator.
+  an exited thread counts as arrived, as in Numba's own simulator. Every thread of a
+  barrier must call it from the same place in the kernel's code: threads that meet
+  at different ``syncthreads()`` calls (one inside a branch only some take) raise a
+  ``RuntimeError`` naming both places, where a GPU's behaviour is undefined (it may
+  hang, or pass the barrier early).
 * A warp rendezvous is keyed by its member mask, so lanes of one warp that
   diverged into groups with disjoint masks meet separately. It completes when
   every lane of the mask that exists and has not exited has arrived; lanes past
@@ -48,6 +52,7 @@ import sys
 import threading
 
 import numpy as np
+import numba.cuda.simulator
 from numba.cuda.simulator.kernel import BlockThread
 from numba.cuda.simulator.kernelapi import Dim3
 
@@ -174,7 +179,21 @@ class SimThread(BlockThread):
             return RuntimeError("%s: %s: %s" % (ids, type(e).__name__, e))
 
     def syncthreads(self):
-        self._manager.syncthreads(self)
+        self._manager.syncthreads(self, _call_site())
+
+
+# The simulator's own files, which a barrier's call passes through (syncthreads_count
+# and the like call syncthreads themselves)
+_OWN_FILES = (os.path.dirname(numba.cuda.simulator.__file__), os.path.abspath(__file__))
+
+
+def _call_site():
+    """``(file, line)`` of the kernel code that called the barrier: the first frame
+    outside the simulator's own files."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_OWN_FILES):
+        f = f.f_back
+    return None if f is None else (f.f_code.co_filename, f.f_lineno)
 
 
 def _share_one_cpu() -> None:
@@ -240,6 +259,10 @@ DRAIN_SECONDS = 2.0  # how long an interrupted launch waits for its threads to s
 _pool = _Pool()
 
 
+def _where(site) -> str:
+    return "an unknown place" if site is None else "%s:%d" % site
+
+
 class BlockManager:
     """Runs one thread block; a drop-in for Numba's ``BlockManager``."""
 
@@ -257,6 +280,7 @@ class BlockManager:
         self._live = nthreads  # threads not exited; set before any starts
         self._parked = 0  # threads waiting anywhere
         self._barrier: list[SimThread] = []  # threads waiting in syncthreads()
+        self._barrier_site = None  # where they called it
         self._failure = None  # (exception, traceback) of the first failure
         self._aborted = False
         self._finished = threading.Lock()
@@ -305,10 +329,24 @@ class BlockManager:
 
     # -- entry points called from simulated threads ------------------------------
 
-    def syncthreads(self, t: SimThread) -> None:
-        """Wait until every live thread of the block has arrived."""
+    def syncthreads(self, t: SimThread, site=None) -> None:
+        """Wait until every live thread of the block has arrived, each from the same
+        call ``site`` (``(file, line)``) of the kernel's code.
+
+        Raises:
+            RuntimeError: ``t`` arrives from another site than the threads already
+                waiting (a barrier in divergent code: undefined on a GPU).
+        """
         with self._mutex:
             self._check_abort("syncthreads call")
+            if not self._barrier:
+                self._barrier_site = site
+            elif site != self._barrier_site:
+                raise RuntimeError(
+                    "threads of one block meet at different syncthreads() calls, %s "
+                    "and %s: a barrier that only some threads reach (one in a branch "
+                    "they do not all take) is undefined on a GPU"
+                    % (_where(self._barrier_site), _where(site)))
             self._barrier.append(t)
             self._park(t)
             if len(self._barrier) == self._live:
