@@ -36,6 +36,7 @@ Numba's ``kernel[grid, block](...)`` still runs, but the call is never replayed.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from abc import ABCMeta, abstractmethod
@@ -43,13 +44,14 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
 from numba import cuda
+from numba.cuda.dispatcher import CUDADispatcher
 
 from numbakern.kernels.counting import COUNTER_BYTES, build_histogram_kernel, resident_blocks
 from numbakern.kernels.scan_tiles import auto_items, check_hold, padded_slots
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.checks import check_count, check_flag, check_optional_count
-from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, WARP,
-                                      ceil_div)
+from numbakern.runtime.device import (DEFAULT_THREADS, FULL_MASK, SHARED_LIMIT, SIMULATOR,
+                                      WARP, ceil_div)
 from numbakern.runtime.launch import launch
 
 from .registry import REGISTRY, resolve
@@ -164,6 +166,23 @@ class WarpForm(NamedTuple):
     slots: int
 
 
+def _returning_device_functions(build: Callable, name: str) -> Callable:
+    """``build`` that raises ``TypeError`` where it returns anything but a CUDA
+    device function (``@cuda.jit(device=True)``)."""
+    @functools.wraps(build)
+    def checked(self, *args, **kwargs):
+        built = build(self, *args, **kwargs)
+        device = getattr(built, "_device", False) if SIMULATOR else \
+            isinstance(built, CUDADispatcher)
+        if not device:
+            raise TypeError(f"{type(self).__name__}.{name} must return a CUDA device "
+                            f"function (@cuda.jit(device=True)), got {built!r}: a plain "
+                            f"Python function runs under the simulator only")
+        return built
+
+    return checked
+
+
 class BlockStrategy(Strategy):
     """How the threads of one block combine their states (CUB's ``BlockReduce`` and
     ``BlockScan`` algorithms).
@@ -212,6 +231,15 @@ class BlockStrategy(Strategy):
 
     def __init__(self, threads: int | None = None):
         self.threads = check_threads(self.DEFAULT_THREADS if threads is None else threads)
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's ``build_reduce`` and ``build_scan`` are held to return device
+        functions: a plain Python function runs under the simulator but not on a GPU,
+        where it would first fail inside Numba's compiler."""
+        super().__init_subclass__(**kwargs)
+        for name in ("build_reduce", "build_scan"):
+            if name in cls.__dict__:
+                setattr(cls, name, _returning_device_functions(cls.__dict__[name], name))
 
     @property
     def warps(self) -> int:

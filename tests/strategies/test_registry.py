@@ -114,6 +114,26 @@ def test_a_block_without_a_scan_named_for_a_scan_is_refused_as_such(registered):
             nk.cumsum(np.arange(5.0), strategy=spec)
 
 
+class PlainPython(Sequential):
+    """A block whose build_reduce returns a plain function: the simulator would run
+    it, a GPU's compiler would not."""
+
+    name = "plain_python"
+
+    def build_reduce(self, kit):
+        def block_reduce(s, t0, t1):
+            return s
+
+        return block_reduce
+
+
+def test_a_block_building_a_plain_function_is_refused_under_the_simulator_too(registered):
+    registered(PlainPython)
+    with pytest.raises(TypeError, match="PlainPython.build_reduce must return a CUDA device "
+                                        "function"):
+        nk.sum(np.arange(10.0), strategy="plain_python")
+
+
 def _sample(shape, dtype=np.float64):
     return RNG.integers(-9, 10, shape).astype(dtype)
 
