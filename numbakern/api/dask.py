@@ -611,18 +611,20 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, split_every=None,
     smallest ``|x|``) in the accumulator dtype, the partials summed (or compared)
     across chunks, then the root in float64, cast to the result dtype, as the NumPy
     form's (so a float16 sum of squares never passes float16's range)."""
-    from numbakern.api.norms import _norm_plan
+    from numbakern.api.norms import _norm_plan, root_exponent
 
     _check_dask(x, "vector_norm")
-    op, exponent = _norm_plan(ord)
+    op, p = _norm_plan(ord)
+    if x.ndim == 0 and axis not in (None, ()):  # as the NumPy form
+        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)
     result = op.result_dtype_for(x.dtype, caller="vector_norm")
     acc = _ops.accumulator_dtype(result)
     summed = op not in (_norms.MAX_ABS, _norms.MIN_ABS)  # |x| of a partial is itself
     total = _reduction(x, op, "vector_norm", axis, acc, keepdims, split_every, strategy,
                        lanes, None, partials=_ops.SUM if summed else None)
-    if exponent is None:
+    if p is None:
         return total.astype(result)
-    return total.map_blocks(_root_block, exponent, result, dtype=result,
+    return total.map_blocks(_root_block, root_exponent(p, result), result, dtype=result,
                             meta=_meta(total, total.ndim, result))
 
 
@@ -631,7 +633,7 @@ def _root_block(total, exponent: float, result):
     NumPy's special values without its warnings (as the NumPy form's kernel)."""
     wide = total.astype(np.float64)
     with np.errstate(divide="ignore", over="ignore"):
-        root = np.sqrt(wide) if exponent == 0.5 else np.power(wide, exponent)
+        root = np.sqrt(wide) if exponent == 0.5 else np.power(wide, exponent)  # (** 0: 1)
     return root.astype(result)
 
 

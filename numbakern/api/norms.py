@@ -15,6 +15,7 @@ from numbakern.api.reductions import (_as_bfloat16_bits, _planned, _reduce_finis
                                       _rounds_to_bfloat16, _run)
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, \
     resolve_stream
+from numbakern.core.axes import normalize_axes
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.kernels.elementwise import root_into
 from numbakern.kernels.finishes import root_emit
@@ -23,11 +24,12 @@ from numbakern.runtime.replay import replayable
 
 
 def _norm_plan(ord) -> tuple:
-    """``(op, exponent)`` of ``ord``: the op each output reduces, and the power its
-    sum is raised to (None: the reduction is the norm)."""
+    """``(op, p)`` of ``ord``: the op each output reduces, and the order whose
+    reciprocal its sum is raised to (None: the reduction is the norm;
+    :func:`root_exponent`)."""
     if ord is None or (isinstance(ord, numbers.Real) and not isinstance(ord, bool)
                        and ord == 2):
-        return _norms.SUM_SQUARES, 0.5
+        return _norms.SUM_SQUARES, 2.0
     if isinstance(ord, str):
         raise ValueError(f"vector_norm: invalid norm order {ord!r} for vectors; ord is a "
                          "number: 2 (default), 1, 0, inf, -inf or any other real p")
@@ -41,7 +43,18 @@ def _norm_plan(ord) -> tuple:
         return _norms.COUNT_NONZERO, None
     if ord == 1:
         return _norms.SUM_ABS, None
-    return _norms.sum_powers(float(ord)), 1.0 / float(ord)
+    return _norms.sum_powers(float(ord)), float(ord)
+
+
+def root_exponent(p: float, result: np.dtype) -> float:
+    """The power a sum of ``|x| ** p`` is raised to: 0.5 (the square root) for
+    ``p = 2``, else ``1 / p`` rounded to the result dtype, as NumPy's
+    ``reciprocal(ord, dtype=...)`` (so 0 where ``p`` is past float32's range for
+    float32 input, and the norm is 1, as NumPy's)."""
+    if p == 2.0:
+        return 0.5
+    with np.errstate(over="ignore", divide="ignore"):
+        return float(np.reciprocal(np.asarray(p).astype(result)))
 
 
 @dispatch
@@ -54,7 +67,9 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
 
     ``ord``: 2 (default; None too) ``sqrt(sum(x * x))``; 1 ``sum(|x|)``; ``inf``
     ``max(|x|)`` (0 for no elements); ``-inf`` ``min(|x|)``; 0 the number of non-zero
-    elements (as a float); any other real ``p`` ``sum(|x| ** p) ** (1 / p)``. Each
+    elements (as a float); any other real ``p`` ``sum(|x| ** p) ** (1 / p)``, with
+    ``1 / p`` rounded to the result dtype as NumPy's (an order past float32's range
+    gives float32 input the norm 1, as NumPy). Each
     element is mapped in float64 (``numbakern/ops/norms.py``), summed or compared in
     the accumulator dtype, and the root taken in float64. The accumulator of float16
     is float32, so a float16 element past 256 does not make the 2-norm inf, as
@@ -64,8 +79,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
 
     Args:
         x: an array of bool, integers or float16/32/64 (NumPy, CuPy, a torch tensor,
-            Numba device arrays; bfloat16 read in place as float32), any shape and
-            strides.
+            Numba device arrays; bfloat16 read in place, each element widened to
+            float32), any shape and strides.
         axis: None (every axis: the norm of the flattened array), an int or a tuple.
         keepdims: keep the reduced axes as length 1.
         ord: the order of the norm (above).
@@ -81,16 +96,20 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
             bool, integers and float16/32/64.
         ValueError: ``ord`` a string (NumPy's matrix norms are not vector norms);
             ``ord=-inf`` over no elements, as NumPy; a bad strategy or ``lanes``.
-        AxisError: an axis out of range or repeated.
+        AxisError: an axis out of range or repeated; an axis of a 0-d ``x`` (as
+            NumPy's, where ``np.sum`` takes axis 0 of one).
     """
-    op, exponent = _norm_plan(ord)
-    if exponent is None:
+    op, p = _norm_plan(ord)
+    x = as_array_like(x)
+    if x.ndim == 0 and axis not in (None, ()):  # NumPy's: np.sum's 0-d leniency is not
+        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)
+    if p is None:
         return _run(x, op, strategy, None, stream, axis, keepdims, None, lanes,
                     name="vector_norm")
-    x = as_array_like(x)
     planned = _planned(op, strategy, None, np.dtype(x.dtype), tuple(x.shape), axis,
                        keepdims, lanes, "vector_norm")
     result = planned.result
+    exponent = root_exponent(p, result)
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if planned.M * planned.N == 0:  # the root of a sum of nothing (0)

@@ -34,6 +34,8 @@ def root_of(s, exponent):
     simulator runs, would raise)."""
     if exponent == 0.5:
         return math.sqrt(s)
+    if exponent == 0.0:  # an order past the result dtype's range: NumPy's s ** 0
+        return 1.0
     if s == 0.0:
         return math.inf if exponent < 0 else 0.0
     if s == s and s != math.inf and exponent * math.log(s) > LOG_MAX:

@@ -69,7 +69,8 @@ def test_the_folded_root_has_the_bits_of_the_root_taken_apart():
         np.testing.assert_allclose(apart, want, rtol=2e-6)
     x = cuda.to_device(RNG.standard_normal((4, 70)).astype(np.float32))
     powers = nk.reduce(x, norms.sum_powers(3.0), axis=1).copy_to_host()
-    want = (np.float64(powers) ** (1 / 3)).astype(np.float32)
+    exponent = np.float64(np.reciprocal(np.float32(3)))  # 1/3 rounded as NumPy's
+    want = (np.float64(powers) ** exponent).astype(np.float32)
     assert np.array_equal(nk.vector_norm(x, axis=1, ord=3).copy_to_host(), want)
 
 
@@ -143,3 +144,26 @@ def test_the_norms_ops_pickle_by_name():
     for op in (norms.SUM_SQUARES, norms.SUM_ABS, norms.MAX_ABS, norms.MIN_ABS,
                norms.COUNT_NONZERO):
         assert pickle.loads(pickle.dumps(op)) is op
+
+
+def test_numpys_reciprocal_order_zero_d_axes_and_bfloat16_in_place():
+    x = np.array([3.0, 4.0, 0.5], np.float32)
+    for ord in (1e39, -1e39, 3, -1):  # 1/ord in float32: 0 past its range, a norm of 1
+        with np.errstate(all="ignore"):
+            want = np.linalg.vector_norm(x, ord=ord)
+        assert nk.vector_norm(x, ord=ord) == pytest.approx(want, rel=1e-6)
+    with np.errstate(all="ignore"):
+        assert nk.vector_norm(x.astype(np.float16), ord=1e5) == 1.0  # float16's range
+    for axis in (0, -1, (0,)):
+        with pytest.raises(nk.AxisError):
+            nk.vector_norm(np.array(2.0), axis=axis)
+    assert nk.vector_norm(np.array(-2.0)) == nk.vector_norm(np.array(-2.0), axis=()) == 2.0
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nk.CopyWarning)  # read in place, widened
+        got = nk.vector_norm(x.astype(bf16), ord=3)
+    assert got.dtype == bf16
+    assert float(got) == pytest.approx(np.linalg.vector_norm(x.astype(np.float64), ord=3),
+                                       rel=8e-3)
