@@ -72,10 +72,15 @@ WIDENED_BFLOAT16 = frozenset({
     "nanmin", "nanmean", "nanvar", "nanstd", "argmax", "argmin", "nanargmax",
     "nanargmin", "max_with_indices", "min_with_indices", "any", "all", "count_nonzero",
     "ptp", "logsumexp", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod",
-    "cummax", "cummin", "logcumsumexp", "associative_scan"})
-# The argument whose dtype each result takes, for functions where that is not the
-# first argument (results past the last named follow the last).
-_RESULTS_FOLLOW = {"segmented_sort": ("keys", "values"), "scan_by_key": ("x",)}
+    "cummax", "cummin", "logcumsumexp", "associative_scan", "vector_norm"})
+# The arguments whose dtypes each result takes (NumPy's result_type of them), for
+# functions where that is not the first argument alone (results past the last named
+# follow the last group).
+_RESULTS_FOLLOW = {
+    "segmented_sort": (("keys",), ("values",)), "scan_by_key": (("x",),),
+    **dict.fromkeys(("quantile", "percentile", "nanquantile", "nanpercentile"),
+                    (("x", "q"),)),
+    **dict.fromkeys(("var", "std", "nanvar", "nanstd"), (("x", "mean"),))}
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -224,6 +229,7 @@ class _Call:
         self.rounds = False  # dtype=bfloat16 of another input: float32 results rounded
         self.first = None  # the first argument's name
         self.widened_names: set[str] = set()  # bfloat16 arguments the kernels read as float32
+        self.wider: set[str] = set()  # float arguments of another dtype (NumPy's, torch's)
 
     # --- in ------------------------------------------------------------------------
 
@@ -234,9 +240,12 @@ class _Call:
             return self._tensor_in(a, name, first)
         if name in OUTS and a is not None:  # the caller's own out comes back as itself
             self.outs.setdefault(id(a), a)
+        if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f":
+            self.wider.add(name)  # (bfloat16's kind is "V")
         if _is_bfloat16_scalar(a):
-            if not first and name not in OUTS:
-                return float(a)  # a number (initial=, scale=, q): float64 holds it exactly
+            if not first and name not in OUTS:  # a number (initial=, scale=, q)
+                self.widened_names.add(name)
+                return np.float32(a)  # exactly; a typed scalar, as NumPy promotes it
             a = np.asarray(a)  # a NumPy scalar x: as its 0-d array
         if _is_bfloat16_numpy(a):
             if self._copies_out(name):
@@ -260,6 +269,8 @@ class _Call:
                             f"does not take (its functions take {_ALLOWED}, each some of "
                             f"them)")
         caller = t
+        if t.dtype.is_floating_point and t.dtype != torch.bfloat16:
+            self.wider.add(name)
         if t.requires_grad:
             if name in OUTS:
                 raise ValueError(f"{self.name}: {name} is a tensor that requires grad; "
@@ -439,16 +450,18 @@ class _Call:
 
     def _rounds_back(self, index: int) -> bool:
         """Whether result ``index``'s float32 values go back to bfloat16: ``dtype=``
-        asked for it, or the argument whose dtype that result takes was bfloat16
-        (:data:`_RESULTS_FOLLOW`; a float32 ``values`` sorted by bfloat16 keys stays
-        float32)."""
+        asked for it, or the arguments whose dtypes that result takes
+        (:data:`_RESULTS_FOLLOW`, else the first) hold a bfloat16 one and no float of
+        another dtype (NumPy's result_type: a float32 ``values`` sorted by bfloat16
+        keys stays float32, so does the quantile of bfloat16 ``x`` at float32 ``q``)."""
         if self.bfloat16 is None or self.dtype_given:
             return False
         if self.rounds:
             return True
         follows = _RESULTS_FOLLOW.get(self.name)
-        name = follows[min(index, len(follows) - 1)] if follows else self.first
-        return name in self.widened_names
+        group = follows[min(index, len(follows) - 1)] if follows else (self.first,)
+        return any(n in self.widened_names for n in group) and \
+            not any(n in self.wider for n in group)
 
     def _out_back(self, mine):
         if isinstance(mine, tuple):  # a bfloat16 out computed in float32

@@ -256,13 +256,14 @@ def test_mean_keyword_on_device_arrays_and_tensors():
     got = nk.var(t, 1, mean=torch.from_numpy(m))
     assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
     np.testing.assert_allclose(got.numpy(), np.var(x, axis=1, mean=m), rtol=1e-5)
-    b = t.to(torch.bfloat16)  # read as float32, rounded back to bfloat16
-    got = nk.var(b, axis=1, mean=b.float().mean(dim=1, keepdim=True))
-    assert got.dtype == torch.bfloat16
+    b = t.to(torch.bfloat16)  # read as float32; x - mean's dtype, as NumPy's
     wide = b.float().numpy()
-    np.testing.assert_allclose(got.float().numpy(),
-                               np.var(wide, axis=1, mean=wide.mean(axis=1, keepdims=True)),
-                               rtol=2 ** -7)
+    want = np.var(wide, axis=1, mean=wide.mean(axis=1, keepdims=True))
+    for mean, dtype in ((b.float().mean(dim=1, keepdim=True), torch.float32),
+                        (b.float().mean(dim=1, keepdim=True).bfloat16(), torch.bfloat16)):
+        got = nk.var(b, axis=1, mean=mean)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got.float().numpy(), want, rtol=2 ** -6)
 
 
 INFINITE = [([1.0, np.inf], {}), ([np.inf, -np.inf], {}), ([np.inf], {}),

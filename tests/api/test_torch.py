@@ -316,6 +316,28 @@ def test_a_result_rounds_to_bfloat16_only_from_the_argument_it_follows(library):
         assert dtype_of(nk.scan_by_key(arr([1, 1, 2], None), arr([1, 2, 3], bf16))) == bf16
 
 
+def test_quantiles_and_given_means_take_numpys_result_type_with_bfloat16():
+    """NumPy's result_type of x and q (of x and mean=): bfloat16 only where nothing
+    wider (a float32 array or NumPy scalar, a float16 x) takes part; a Python float is
+    weak."""
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    x = np.array([0.1, 0.5, 0.9, 0.3], np.float32)
+    cases = [(x.astype(bf16), np.array([0.5], np.float32)), (x.astype(bf16), 0.5),
+             (x.astype(bf16), np.float32(0.25)), (x.astype(np.float16), bf16(0.5)),
+             (x.astype(bf16), bf16(0.5)), (x, np.array([0.5]).astype(bf16))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        for a, q in cases:
+            for fn in ("quantile", "nanpercentile"):
+                q_of = q * 100 if fn == "nanpercentile" and np.ndim(q) else q
+                got, want = getattr(nk, fn)(a, q_of), getattr(np, fn)(a, q_of)
+                assert got.dtype == want.dtype, (fn, a.dtype, q, got.dtype, want.dtype)
+            for mean in (np.array([0.45], np.float32), 0.45, np.array([0.45]).astype(bf16)):
+                got, want = nk.var(a, mean=mean), np.var(a, mean=mean)
+                assert got.dtype == want.dtype, (a.dtype, mean, got.dtype, want.dtype)
+                np.testing.assert_allclose(np.float64(got), np.float64(want), rtol=1e-2)
+
+
 def test_bfloat16_numbers_are_numbers_and_a_refusal_names_its_argument():
     """A bfloat16 scalar or 0-d array passed as a number (initial=, scale=, q) is that
     number; a bfloat16 array another argument refuses is named as that argument."""
