@@ -664,6 +664,36 @@ def test_deadlock_is_reported_not_hung():
 
 
 @cuda.jit
+def divergent_barrier_kernel(out):
+    t = cuda.threadIdx.x
+    if t < 16:
+        cuda.syncthreads()  # half the block here,
+        out[t] = 1
+    else:
+        cuda.syncthreads()  # the other half here: undefined on a GPU
+        out[t] = 2
+
+
+@cuda.jit
+def exited_and_counting_kernel(out):
+    t = cuda.threadIdx.x
+    if t >= 20:
+        return  # exited threads count as arrived
+    cuda.syncthreads()
+    out[t] = cuda.syncthreads_count(t < 5)  # calls syncthreads itself: one place
+
+
+@simulator_only
+def test_a_barrier_met_at_different_places_raises_naming_both():
+    with pytest.raises(RuntimeError, match=r"different syncthreads\(\) calls, .*"
+                                           r"test_simulator.py:\d+ and .*test_simulator.py"):
+        divergent_barrier_kernel[1, 32](np.zeros(32))
+    out = np.zeros(32)
+    exited_and_counting_kernel[1, 32](out)
+    assert out[:20].tolist() == [5.0] * 20
+
+
+@cuda.jit
 def mixed_intrinsics_kernel(out):
     t = cuda.threadIdx.x
     if t == 0:
