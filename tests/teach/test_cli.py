@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import numbakern
 from numba import cuda
+from numbakern.strategies.protocols import reduce_from_scan
 from numbakern.teach import demo as demo_module
 from numbakern.teach.cli import cli
 from numbakern.teach.compare import OPERATIONS
@@ -500,23 +501,18 @@ class _SlotBlock(numbakern.strategies.BlockStrategy):
     fault = None
 
     def temp_slots(self):
-        return self.threads + 1
+        return self.threads
 
     def barriers(self):
         return 2
 
     def build_reduce(self, kit):
-        scan = self.build_scan(kit)
-
-        @cuda.jit(device=True)
-        def block_reduce(s, t0, t1):
-            return scan(s, t0, t1)[2]
-
-        return block_reduce
+        return reduce_from_scan(self.build_scan(kit))
 
     def build_scan(self, kit):
+        """Thread 0 folds the threads' states in order, then each reads its own."""
         combine, identity, store, load = kit.combine, kit.identity, kit.store, kit.load
-        threads, fault = self.threads, self.fault
+        last, fault = self.threads - 1, self.fault
 
         @cuda.jit(device=True)
         def block_scan(s, t0, t1):
@@ -528,14 +524,11 @@ class _SlotBlock(numbakern.strategies.BlockStrategy):
             if fault != "no barrier":
                 cuda.syncthreads()
             if tid == 0:
-                acc = load(t0, t1, 0)
-                for i in range(1, threads):
-                    acc = combine(acc, load(t0, t1, i))
-                    store(t0, t1, i, acc)
-                store(t0, t1, threads, acc)
+                for i in range(last):
+                    store(t0, t1, i + 1, combine(load(t0, t1, i), load(t0, t1, i + 1)))
             cuda.syncthreads()
             exc = load(t0, t1, tid - 1) if tid > 0 else identity()
-            return load(t0, t1, tid), exc, load(t0, t1, threads)
+            return load(t0, t1, tid), exc, load(t0, t1, last)
 
         return block_scan
 
