@@ -126,10 +126,9 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     """
     args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
-    call.first = names[0] if names else None
+    first = call.first = names[0] if names else None
     if rounded is not None:  # dtype=bfloat16 of another input: float32, rounded once
         call.bfloat16, call.dtype_given, call.rounds = rounded, False, True
-    first = names[0] if names else None
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
     kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}

@@ -612,11 +612,11 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, split_every=None,
     across chunks, then the root in float64, cast to the result dtype, as the NumPy
     form's (so a float16 sum of squares never passes float16's range)."""
     from numbakern.api.norms import _norm_plan, root_exponent
+    from numbakern.api.reductions import _no_axis_of_0d
 
     _check_dask(x, "vector_norm")
     op, p = _norm_plan(ord)
-    if x.ndim == 0 and axis not in (None, ()):  # as the NumPy form
-        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)
+    _no_axis_of_0d(x, axis)  # as the NumPy form
     result = op.result_dtype_for(x.dtype, caller="vector_norm")
     acc = _ops.accumulator_dtype(result)
     summed = op not in (_norms.MAX_ABS, _norms.MIN_ABS)  # |x| of a partial is itself

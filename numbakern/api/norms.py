@@ -11,15 +11,15 @@ import numbers
 import numpy as np
 
 from numbakern.api._dispatch import dispatch
-from numbakern.api.reductions import (_as_bfloat16_bits, _planned, _reduce_finished,
-                                      _rounds_to_bfloat16, _run)
+from numbakern.api.reductions import (_as_bfloat16_bits, _no_axis_of_0d, _planned,
+                                      _reduce_finished, _rounds_to_bfloat16, _run)
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, kind_of, \
     resolve_stream
-from numbakern.core.axes import normalize_axes
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.kernels.elementwise import root_into
 from numbakern.kernels.finishes import root_emit
 from numbakern.ops import norms as _norms
+from numbakern.ops.norms import root_of
 from numbakern.runtime.replay import replayable
 
 
@@ -69,11 +69,10 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
     ``max(|x|)`` (0 for no elements); ``-inf`` ``min(|x|)``; 0 the number of non-zero
     elements (as a float); any other real ``p`` ``sum(|x| ** p) ** (1 / p)``, with
     ``1 / p`` rounded to the result dtype as NumPy's (an order past float32's range
-    gives float32 input the norm 1, as NumPy). Each
-    element is mapped in float64 (``numbakern/ops/norms.py``), summed or compared in
-    the accumulator dtype, and the root taken in float64. The accumulator of float16
-    is float32, so a float16 element past 256 does not make the 2-norm inf, as
-    NumPy's float16 squares do. No scaling guards the squares: a sum past the
+    gives float32 input the norm 1, as NumPy). Each element is mapped in float64
+    (``numbakern/ops/norms.py``), summed or compared in the accumulator dtype, and
+    the root taken in float64. The accumulator of float16 is float32, so a float16
+    element past 256 does not make the 2-norm inf, as NumPy's float16 squares do. No scaling guards the squares: a sum past the
     accumulator's range is inf, as NumPy's (and torch's CUDA kernels'). A Dask
     array gives a lazy one (``numbakern/api/dask.py``).
 
@@ -101,8 +100,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
     """
     op, p = _norm_plan(ord)
     x = as_array_like(x)
-    if x.ndim == 0 and axis not in (None, ()):  # NumPy's: np.sum's 0-d leniency is not
-        normalize_axes(axis if isinstance(axis, tuple) else (axis,), 0)
+    _no_axis_of_0d(x, axis)  # NumPy's, where np.sum takes axis 0 of a 0-d array
     if p is None:
         return _run(x, op, strategy, None, stream, axis, keepdims, None, lanes,
                     name="vector_norm")
@@ -113,7 +111,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if planned.M * planned.N == 0:  # the root of a sum of nothing (0)
-        values = np.full(planned.shape, 0.0 if exponent > 0 else math.inf, dtype=result)
+        values = np.full(planned.shape, root_of.py_func(0.0, exponent), dtype=result)
         return deliver_host(workspace, values, None)
     dst = workspace.empty(planned.M, result)
 
