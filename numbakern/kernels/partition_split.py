@@ -107,6 +107,16 @@ def _kernels(dtype, to_key, threads: int, cap: int, indices: bool):
 
 
 @cuda.jit(device=True)
+def _load_pivots(pivots, piv, row, m, threads):
+    """Row ``row``'s ``m`` pivots into the shared ``piv``, the block's threads striding
+    (a barrier must follow before they are read)."""
+    j = cuda.threadIdx.x
+    while j < m:
+        piv[j] = pivots[int64(row) * m + j]
+        j += threads
+
+
+@cuda.jit(device=True)
 def _bucket(key, piv, m):
     """The bucket of ``key`` among the ``m`` ascending pivots ``piv``: twice the
     pivots below it, plus one where it equals the next (a binary search)."""
@@ -144,10 +154,7 @@ class _Kernels:
             row = cuda.blockIdx.x // chunks
             c = cuda.blockIdx.x - row * chunks
             buckets = 2 * m + 1
-            j = tid
-            while j < m:
-                piv[j] = pivots[int64(row) * m + j]
-                j += threads
+            _load_pivots(pivots, piv, row, m, threads)
             j = tid
             while j < cap:
                 sh[j] = 0
@@ -179,10 +186,7 @@ class _Kernels:
             row = cuda.blockIdx.x // chunks
             c = cuda.blockIdx.x - row * chunks
             buckets = 2 * m + 1
-            j = tid
-            while j < m:
-                piv[j] = pivots[int64(row) * m + j]
-                j += threads
+            _load_pivots(pivots, piv, row, m, threads)
             j = tid
             while j < buckets:
                 run[j] = offsets[(int64(row) * buckets + j) * chunks + c]
