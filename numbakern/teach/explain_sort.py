@@ -40,10 +40,7 @@ SORT_LEGENDS = {
 def sort_legend(names: list[str]) -> str:
     """How to read the recordings of the sorts ``names``, in their order: only the
     strategies shown are explained."""
-    return "How to read this: " + " ".join(
-        SORT_LEGENDS.get(name, f"{name}: a sort strategy of your own; each move is one key "
-                               "read from its place and written to its next")
-        for name in names)
+    return "How to read this: " + " ".join(SORT_LEGENDS[name] for name in names)
 
 
 def _values(trace: SortTrace, values) -> str:

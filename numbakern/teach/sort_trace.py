@@ -302,15 +302,21 @@ def _watch_memory(rec: _SortRecorder):
 # --- the entry point ----------------------------------------------------------------
 
 
+#: the sorts whose steps a recording reads: bitonic's network, radix's passes
+_RECORDED = ("bitonic", "radix")
+
+
 def make_sorter(strategy: str, n: int, threads: int = 32, items: int | None = None):
     """The sort strategy ``strategy`` for rows of ``n``: bitonic sized to the row's
     next power of two; radix with ``items`` keys a thread (``None``: as many as
     ``numbakern.sort`` takes under the simulator; ``1`` makes two tiles of 32 threads
     for 64 keys, so the look-back has a tile to read)."""
     cls = _strategies.REGISTRY["sort"].get(strategy)
-    if cls is None:
-        raise ValueError(f"strategy must be one of {_strategies.available('sort')}, got "
-                         f"{strategy!r}")
+    if strategy not in _RECORDED:  # a sort of one's own has no network or passes to read
+        raise ValueError(f"strategy: explain records the sorts {list(_RECORDED)}, got "
+                         f"{strategy!r}"
+                         + (" (a sort strategy of your own: run it through "
+                            "numbakern.sort)" if cls is not None else ""))
     if strategy == "bitonic":
         return cls(threads, max_size=max(2, 1 << max(0, (n - 1).bit_length())))
     return cls(threads, items=items)

@@ -553,8 +553,10 @@ def test_a_students_broken_strategy_is_reported_as_its_own_error(fault):
         assert "a barrier missing" in result.output + result.stderr
 
 
-def test_a_users_sort_strategy_has_a_legend():
-    from numbakern.teach.explain_sort import sort_legend
+@simulator_only
+def test_explain_refuses_a_sort_it_cannot_record_naming_the_ones_it_can():
+    from numbakern.teach.sort_trace import trace_sort
 
-    legend = sort_legend(["bitonic", "rank_sort"])
-    assert "bitonic: stage s" in legend and "rank_sort: a sort strategy of your own" in legend
+    with pytest.raises(ValueError, match=r"strategy: explain records the sorts \['bitonic', 'radix'\], "
+                                         r"got 'no_such_sort'"):
+        trace_sort([3, 1, 2], "no_such_sort")
