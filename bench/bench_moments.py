@@ -1,8 +1,9 @@
 """var, std, logsumexp, nansum, nanmean and vector_norm (ord 2) of float32 beside
 their peers, same run: ``torch.var`` / ``torch.std`` (``correction=0``, NumPy's
 ``ddof=0``), ``torch.logsumexp``, ``torch.nansum``, ``torch.nanmean``,
-``torch.linalg.vector_norm``, ``cupy.var``, ``cupy.nansum``, ``cupy.linalg.norm``. Two shapes: a flat 2^28 array (axis=None) and rows of (32768, 4096)
-reduced along the last axis. GB/s count the input read.
+``torch.linalg.vector_norm``, ``cupy.var``, ``cupy.nansum``, ``cupy.linalg.norm``.
+Two shapes: a flat 2^28 array (axis=None) and rows of (32768, 4096) reduced along the
+last axis. GB/s count the input read.
 
 Run on a GPU host:  ``pytest bench/bench_moments.py --benchmark-json=moments.json``,
 then ``python bench/table.py moments.json``.

@@ -7,9 +7,9 @@ arguments as its NumPy/CuPy form, plus Dask's own (``split_every=`` for reductio
 ``method=`` for scans), and returns a lazy ``dask.array.Array``; argument errors are
 raised at once, not at compute. Refused: ``out=`` and ``stream=`` (``TypeError``: the
 result is lazy, and each chunk's call runs on its thread's current stream) and a
-``where=`` mask (``NotImplementedError``). Chunks may be NumPy arrays (each chunk is copied to the device,
-or run under the simulator) or CuPy arrays (stays on the GPU; the result's ``_meta``
-is a CuPy array). ``strategy=`` reaches every chunk's kernel.
+``where=`` mask (``NotImplementedError``). Chunks may be NumPy arrays (each chunk is
+copied to the device, or run under the simulator) or CuPy arrays (stays on the GPU;
+the result's ``_meta`` is a CuPy array). ``strategy=`` reaches every chunk's kernel.
 
 How each family maps onto Dask (README, "Design", "Dask arrays"):
 
@@ -560,8 +560,8 @@ def _self_reduction(x, name: str, result, axis, keepdims, split_every, kwargs: d
                         meta=_meta(x, ndim, result), concatenate=True)
 
 
-def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
+           split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.nanmax` of a Dask array: each chunk's nanmax, then the
     nanmax of those (NumPy's all-NaN warning once, for the whole slice)."""
     _refuse_where(where, "nanmax")
@@ -569,8 +569,8 @@ def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *, 
                         initial)
 
 
-def nanmin(x, axis=None, out=None, keepdims=False, initial=None, where=True, *, split_every=None,
-           strategy=None, lanes=None, stream=None):
+def nanmin(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
+           split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy :func:`numbakern.nanmin` of a Dask array."""
     _refuse_where(where, "nanmin")
     return _nan_extreme(x, "nanmin", axis, out, keepdims, split_every, strategy, lanes,

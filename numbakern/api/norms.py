@@ -72,9 +72,10 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
     gives float32 input the norm 1, as NumPy). Each element is mapped in float64
     (``numbakern/ops/norms.py``), summed or compared in the accumulator dtype, and
     the root taken in float64. The accumulator of float16 is float32, so a float16
-    element past 256 does not make the 2-norm inf, as NumPy's float16 squares do. No scaling guards the squares: a sum past the
-    accumulator's range is inf, as NumPy's (and torch's CUDA kernels'). A Dask
-    array gives a lazy one (``numbakern/api/dask.py``).
+    element past 256 does not make the 2-norm inf, as NumPy's float16 squares do. No
+    scaling guards the squares: a sum past the accumulator's range is inf, as
+    NumPy's (and torch's CUDA kernels'). A Dask array gives a lazy one
+    (``numbakern/api/dask.py``).
 
     Args:
         x: an array of bool, integers or float16/32/64 (NumPy, CuPy, a torch tensor,

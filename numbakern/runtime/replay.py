@@ -26,8 +26,9 @@ a device-to-host read (a later decision might depend on the data), a host-to-dev
 upload, a launch argument whose address is neither an input's nor an allocation's
 (a copy CuPy made, say), a launch on another stream, a kernel launched through
 Numba's own ``kernel[grid, block](...)`` (a user's strategy launching its own), a
-write outside the launches (a CuPy copy into ``out=``), a result that is neither a view of an allocation nor an
-argument the launches wrote (a host scalar, a CuPy cast), an empty array.
+write outside the launches (a CuPy copy into ``out=``), a result that is neither a
+view of an allocation nor an argument the launches wrote (a host scalar, a CuPy
+cast), an empty array.
 Calls with host (NumPy or CPU tensor) input, with an argument that cannot be keyed (a
 list, a mutable array), or with an explicit ``stream=`` on CuPy arrays or tensors
 (whose allocators order memory by their own current stream) also run the ordinary way.
