@@ -238,8 +238,9 @@ class BlockStrategy(Strategy):
         where it would first fail inside Numba's compiler."""
         super().__init_subclass__(**kwargs)
         for name in ("build_reduce", "build_scan"):
-            if name in cls.__dict__:
-                setattr(cls, name, _returning_device_functions(cls.__dict__[name], name))
+            own = cls.__dict__.get(name)
+            if own is not None and own is not getattr(BlockStrategy, name):  # (no scan kept)
+                setattr(cls, name, _returning_device_functions(own, name))
 
     @property
     def warps(self) -> int:

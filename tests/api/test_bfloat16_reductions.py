@@ -110,7 +110,7 @@ def test_the_widened_functions_are_the_reductions_and_scans():
     assert _interop.WIDENED_BFLOAT16.isdisjoint(_interop.NATIVE_BFLOAT16)
     for name in _interop.WIDENED_BFLOAT16:
         assert getattr(nk, name).__module__ in ("numbakern.api.reductions",
-                                                "numbakern.api.scans")
+                                                "numbakern.api.norms", "numbakern.api.scans")
 
 
 # --- reductions: every strategy, sizes around the boundaries ------------------------
@@ -146,6 +146,18 @@ def test_sizes_around_warp_and_block_boundaries(n):
     _same_bits(nk.max(two, axis=1, strategy=s), _bf16(np.max(two.astype(np.float32), 1)))
     np.testing.assert_array_equal(nk.argmin(two, axis=1, strategy=s),
                                   np.argmin(two.astype(np.float64), 1))
+
+
+@pytest.mark.parametrize("ord", [2, 1, np.inf, 3])
+def test_vector_norm_reads_bfloat16_as_the_float32_copy_does(ord):
+    """The norm's root, folded into the store or taken apart, rounded once to bfloat16:
+    the bits of the same call on a float32 copy rounded once."""
+    b = _data((5, 40), specials=False)
+    for strategy in ("two_pass/warp_shuffle", "atomic_fold/warp_shuffle"):
+        for axis in (None, 1):
+            got = nk.vector_norm(b, axis=axis, ord=ord, strategy=REDUCE[strategy])
+            _same_bits(got, _copied(nk.vector_norm, b, axis=axis, ord=ord,
+                                    strategy=REDUCE[strategy]))
 
 
 AXES = [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2)]  # -1 is the last axis, 2
