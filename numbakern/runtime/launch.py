@@ -442,9 +442,9 @@ def _watch_other_launches() -> None:
     on its thread: a replay re-runs the launches :func:`launch` recorded and would
     leave that kernel's work undone (``numbakern/runtime/replay.py``). numbakern's own
     launches go through the driver (or, under the simulator, mark themselves)."""
-    if SIMULATOR:
+    if SIMULATOR:  # a launch configures the kernel first; a device function's call not
         from numba.cuda.simulator.kernel import FakeCUDAKernel as kernel_type
-        method = "__call__"
+        method = "__getitem__"
     else:
         from numba.cuda.dispatcher import CUDADispatcher as kernel_type
         method = "call"
@@ -452,11 +452,10 @@ def _watch_other_launches() -> None:
 
     @functools.wraps(numbas)
     def watched(self, *args, **kwargs):
-        if not getattr(self, "_device", False):  # (the simulator's device functions)
-            recording = current_recording()
-            if recording is not None and not getattr(_local, "own_launch", False):
-                recording.refuse("a kernel launched outside numbakern's launch (a "
-                                 "strategy's own kernel[grid, block] call)")
+        recording = current_recording()
+        if recording is not None and not getattr(_local, "own_launch", False):
+            recording.refuse("a kernel launched outside numbakern's launch (a "
+                             "strategy's own kernel[grid, block] call)")
         return numbas(self, *args, **kwargs)
 
     setattr(kernel_type, method, watched)
