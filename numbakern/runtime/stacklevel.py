@@ -23,12 +23,12 @@ def user_stacklevel() -> int:
     compare``: no user code called) the level is past the stack, where Python reports
     the warning at ``sys:1`` rather than at a line inside numbakern."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and _module(frame).split(".")[0] in _INTERNAL:
+    while frame is not None and module_name(frame).split(".")[0] in _INTERNAL:
         frame, level = frame.f_back, level + 1
     return level
 
 
-def _module(frame) -> str:
+def module_name(frame) -> str:
     """The frame's module name; a module run by ``python -m`` (``__main__``) by the
     name it was run as (``numbakern.__main__``)."""
     names = frame.f_globals

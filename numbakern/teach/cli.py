@@ -26,6 +26,7 @@ import numbakern
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
+from numbakern.runtime.stacklevel import module_name
 
 from . import compare as _compare
 from .course import FAMILIES as COURSE_FAMILIES
@@ -646,19 +647,13 @@ def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
     return kept
 
 
-_OWN_DIRS = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep
-                  for m in (numbakern, _strategies))
-
-
 def _raised_outside_numbakern(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised in code outside numbakern's (a user's strategy, its
-    device functions): an argument numbakern refused is raised inside."""
+    """Whether ``exc`` was raised in code outside numbakern's modules (a user's
+    strategy, its device functions): an argument numbakern refused is raised inside."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    if tb is None:
-        return False
-    return not os.path.realpath(tb.tb_frame.f_code.co_filename).startswith(_OWN_DIRS)
+    return tb is not None and module_name(tb.tb_frame).split(".")[0] != "numbakern"
 
 
 def _explain_each(console, names, figure, record, show, draw, proved, legend) -> list:
