@@ -212,13 +212,19 @@ def honours_stream(fn):
     def call(x, *args, stream=None, **kwargs):
         if stream is None or not on_cupy(kind_of(x)):
             return fn(x, *args, stream=stream, **kwargs)
-        import cupy
-
-        handle = stream_handle(resolve_stream(stream, "cupy"))
-        with cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null:
+        with as_cupy_stream(resolve_stream(stream, "cupy")):
             return fn(x, *args, stream=stream, **kwargs)
 
     return call
+
+
+def as_cupy_stream(stream):
+    """A Numba stream as a CuPy stream object, to make it CuPy's current one (``with``)
+    while CuPy allocates and launches for a call on it."""
+    import cupy
+
+    handle = stream_handle(stream)
+    return cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null
 
 
 def contiguous_copy(x, view, stream):

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numbakern.core.arrays import CopyWarning, contiguous_copy, kind_of
+from numbakern.core.arrays import CopyWarning, as_cupy_stream, contiguous_copy, kind_of
 from numbakern.kernels.axis_reduce import AxisReduce, TinyRows, tiny_row_width
 from numbakern.kernels.flat_reduce import FlatReduce
 from numbakern.runtime.device import SIMULATOR
-from numbakern.runtime.launch import buffer, stream_handle
+from numbakern.runtime.launch import buffer
 from numbakern.runtime.memo import planner
 from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import device_view, strided, to_device
@@ -255,17 +255,9 @@ def _transposed(x, axes, stream):
     except ImportError:
         raise RuntimeError(f"numbakern copies a {x.shape} input of this layout with CuPy, "
                            "which is not installed: pass a contiguous array") from None
-    with _cupy_stream(cupy, stream):
+    with as_cupy_stream(stream):  # the copy in order with the call's kernels
         packed = cupy.ascontiguousarray(cupy.asarray(buffer(x)).transpose(perm))
     return buffer(packed), shape, moved
-
-
-def _cupy_stream(cupy, stream):
-    """``stream`` (a Numba stream) as CuPy's current one, for a copy CuPy makes: its
-    allocation and its kernel then come in order with the call's kernels on it, as
-    the memory pool's reuse of the copy does."""
-    handle = stream_handle(stream)
-    return cupy.cuda.ExternalStream(handle) if handle else cupy.cuda.Stream.null
 
 
 def scan_views(xv, outs: list, axis):
@@ -369,7 +361,7 @@ def _packed_mask(mask, shape, perm, stream):
                          stream)
     import cupy  # _transposed has already required it for the input's copy
 
-    with _cupy_stream(cupy, stream):
+    with as_cupy_stream(stream):
         packed = cupy.ascontiguousarray(
             cupy.broadcast_to(cupy.asarray(buffer(mask)), shape).transpose(perm))
     return buffer(packed)
