@@ -84,8 +84,11 @@ def test_mean_keyword_on_cupy_and_torch_cuda(cp):
         assert cp.isnan(nk.var(y, axis=1)[3])
     torch = pytest.importorskip("torch")
     t = torch.as_tensor(x, device="cuda").to(torch.bfloat16)
-    got = nk.var(t, axis=1, mean=t.float().mean(dim=1, keepdim=True))
-    assert got.dtype == torch.bfloat16 and got.is_cuda
     wide = t.float()
-    torch.testing.assert_close(got.float(), wide.var(dim=1, unbiased=False),
-                               rtol=2 ** -7, atol=0)
+    # NumPy's result_type of x and mean=: a float32 mean makes the result float32.
+    for mean, dtype in ((wide.mean(dim=1, keepdim=True), torch.float32),
+                        (t.mean(dim=1, keepdim=True), torch.bfloat16)):
+        got = nk.var(t, axis=1, mean=mean)
+        assert got.dtype == dtype and got.is_cuda
+        want = (wide - mean.float()).square().mean(dim=1)
+        torch.testing.assert_close(got.float(), want, rtol=2 ** -7, atol=0)
