@@ -402,284 +402,329 @@ class _Kernels:
 
     def __init__(self, threads: int, counter: HistogramStrategy, to_key, width: int,
                  bins: int):
-        clear_bins, count_bin, bin_total = counter.build_counter(bins)
-        slots = max(1, counter.shared_slots(bins))
-        warps = threads // WARP
-        gather_slots = GATHER_ITEMS * warps
+        self.fill = _fill
+        self.histogram = _histogram_kernel(threads, counter, to_key, width, bins)
+        self.find = _find_kernel(threads, bins)
+        self.chunk_offsets = _chunk_offsets_kernel(threads, bins)
+        self.count = _count_kernel(threads, to_key)
+        self.scan_chunks = _scan_chunks_kernel(threads)
+        self.gather = _gather_kernel(threads, to_key)
 
-        @cuda.jit(device=True)
-        def candidate(key, prefix, top):
-            """Whether ``key``'s digits above bit ``top`` are the prefix's."""
-            return top >= width or (key >> uint64(top)) == (prefix >> uint64(top))
 
-        @cuda.jit(device=True)
-        def ahead_of(key, prefix, top):
-            """Whether ``key``'s digits above bit ``top`` are below the prefix's (it
-            wins whatever its lower digits)."""
-            return top < width and (key >> uint64(top)) < (prefix >> uint64(top))
+@cuda.jit
+def _fill(need, rows, k):
+    r = cuda.grid(1)
+    if r < rows:
+        need[r] = k
 
-        exclusive_scan = block_exclusive_scan(threads, int64)
 
-        @cuda.jit
-        def fill(need, rows, k):
-            r = cuda.grid(1)
-            if r < rows:
-                need[r] = k
+def _prefix_tests(width: int) -> tuple:
+    """``(candidate, ahead_of)``: device functions comparing a key's digits above bit
+    ``top`` with the prefix's (keys ``width`` bits wide)."""
 
-        @cuda.jit
-        def histogram(x, n, chunks, chunk, shift, bits, prefix, done, counts, keep,
-                      per_chunk, ahead, per_row):
-            """Step 1: counts[row][digit] += the chunk's candidates of each digit; with
-            ``keep``, each block's own counts also to ``per_chunk`` and its keys ahead
-            of the candidates (below the prefix above the digit) to ``ahead``: the
-            chunk's keys below and equal to the threshold, if this pass decides its
-            row (step 4's count, fused; step 6's offsets). Selection ``row`` reads
-            the input's row ``row // per_row`` (several ranks of one row: ``kth_keys``)."""
-            sh = cuda.shared.array(slots, uint32)
-            total_ahead = cuda.shared.array(1, int32)
-            keys = cuda.local.array(LOADS, uint64)
-            row = cuda.blockIdx.x // chunks
-            if done[row] != 0:  # the whole block leaves: the row is decided
-                return
-            if cuda.threadIdx.x == 0:
-                total_ahead[0] = 0
-            clear_bins(sh)  # a barrier: total_ahead is cleared too
-            p = uint64(prefix[row])
-            top = shift + bits
-            digit_mask = uint64((1 << bits) - 1)
-            lo = (cuda.blockIdx.x - row * chunks) * chunk
-            hi = min(n, lo + chunk)
-            base = int64(row // per_row) * n
-            mine = 0
-            i = lo + cuda.threadIdx.x
-            while i < hi:
-                for r in range(LOADS):  # the loads first: in flight together
-                    j = i + r * threads
-                    keys[r] = uint64(to_key(x[base + j])) if j < hi else uint64(0)
-                for r in range(LOADS):
-                    if i + r * threads < hi:
-                        if candidate(keys[r], p, top):
-                            count_bin(sh, counts,
-                                      int32((keys[r] >> uint64(shift)) & digit_mask))
-                        elif ahead_of(keys[r], p, top):
-                            mine += 1
-                i += threads * LOADS
-            if keep != 0 and mine != 0:
-                cuda.atomic.add(total_ahead, 0, int32(mine))
-            cuda.syncthreads()
-            b = cuda.threadIdx.x
-            while b < (1 << bits):
-                c = bin_total(sh, b)
-                if c != 0:
-                    cuda.atomic.add(counts, row * bins + b, int64(c))
-                if keep != 0:
-                    per_chunk[cuda.blockIdx.x * bins + b] = c
-                b += threads
-            if keep != 0 and cuda.threadIdx.x == 0:
-                ahead[cuda.blockIdx.x] = total_ahead[0]
+    @cuda.jit(device=True)
+    def candidate(key, prefix, top):
+        """Whether ``key``'s digits above bit ``top`` are the prefix's."""
+        return top >= width or (key >> uint64(top)) == (prefix >> uint64(top))
 
-        @cuda.jit
-        def chunk_offsets(per_chunk, ahead, chunks, last, offsets):
-            """Step 4a fused (or step 6's offsets), a block a chunk: its keys below and
-            equal to the threshold, from the counts its last pass kept (its keys ahead,
-            plus those of the digits below the kept one; those of the kept one)."""
-            sh = cuda.shared.array(1, int32)
-            tid = cuda.threadIdx.x
-            if tid == 0:
-                sh[0] = 0
-            cuda.syncthreads()
-            row = cuda.blockIdx.x // chunks
-            d = last[row]
-            base = cuda.blockIdx.x * bins
-            less = 0
-            b = tid
-            while b < d:
-                less += per_chunk[base + b]
-                b += threads
-            if less != 0:
-                cuda.atomic.add(sh, 0, int32(less))
-            cuda.syncthreads()
-            if tid == 0:
-                offsets[cuda.blockIdx.x * 2] = ahead[cuda.blockIdx.x] + sh[0]
-                offsets[cuda.blockIdx.x * 2 + 1] = per_chunk[base + d]
+    @cuda.jit(device=True)
+    def ahead_of(key, prefix, top):
+        """Whether ``key``'s digits above bit ``top`` are below the prefix's (it
+        wins whatever its lower digits)."""
+        return top < width and (key >> uint64(top)) < (prefix >> uint64(top))
 
-        @cuda.jit
-        def find(counts, shift, bits, prefix, need, done, low, last, kept, below, bucket,
-                 p, stop):
-            """Step 2, a block a row: each thread sums a run of the counts, a block scan
-            gives the runs' starts, and the thread whose run holds the need-th
-            candidate walks it to the bucket; each thread zeroes its run for the next
-            pass. ``stop``: a row whose kept bucket wins whole is done (a top-k's
-            early stop; ``kth_keys`` runs every digit, the key itself wanted)."""
-            totals = cuda.shared.array(warps, int64)
-            r = cuda.blockIdx.x
-            tid = cuda.threadIdx.x
-            slot = p * cuda.gridDim.x + r
-            if done[r] != 0:  # the whole block leaves: the row is decided
-                if tid == 0:
-                    kept[slot] = -1
-                    below[slot] = 0
-                    bucket[slot] = 0
-                return
-            want = need[r]  # read by every thread before the barriers of the scan
-            per = ((1 << bits) + threads - 1) // threads
-            lo = r * bins + tid * per
-            hi = min(r * bins + (1 << bits), lo + per)
-            mine = int64(0)
-            for j in range(lo, hi):
-                mine += counts[j]
-            earlier, _ = exclusive_scan(mine, totals, tid)
-            if earlier < want and want <= earlier + mine:  # the candidates reach want
-                acc = earlier
-                j = lo
-                c = counts[j]
-                while acc + c < want:
-                    acc += c
-                    j += 1
-                    c = counts[j]
-                d = j - r * bins
-                prefix[r] = uint64(prefix[r]) | (uint64(d) << uint64(shift))
-                need[r] = want - acc
-                low[r] = shift
-                last[r] = d
-                if stop != 0 and c == want - acc:  # the whole bucket wins: the lower digits do not matter
-                    done[r] = 1
-                kept[slot] = d
-                below[slot] = acc
-                bucket[slot] = c
-            for j in range(lo, hi):  # this thread's run only: read by it alone
-                counts[j] = 0
+    return candidate, ahead_of
 
-        @cuda.jit
-        def count(x, n, chunks, chunk, prefix, low, offsets):
-            """Step 4a: each chunk's keys below and equal to the threshold."""
-            sh = cuda.shared.array(2, int32)
-            tid = cuda.threadIdx.x
-            if tid < 2:
-                sh[tid] = 0
-            cuda.syncthreads()
-            row = cuda.blockIdx.x // chunks
-            c = cuda.blockIdx.x - row * chunks
-            lo = c * chunk
-            hi = min(n, lo + chunk)
-            base = int64(row) * n
-            shift = uint64(low[row])
-            t = uint64(prefix[row]) >> shift
-            keys = cuda.local.array(LOADS, uint64)
-            less = 0
-            equal = 0
-            i = lo + tid
-            while i < hi:
-                for r in range(LOADS):  # the loads first: in flight together
-                    j = i + r * threads
-                    keys[r] = uint64(to_key(x[base + j])) >> shift if j < hi else uint64(0)
-                for r in range(LOADS):
-                    if i + r * threads < hi:
-                        if keys[r] < t:
-                            less += 1
-                        elif keys[r] == t:
-                            equal += 1
-                i += threads * LOADS
+
+def _histogram_kernel(threads: int, counter: HistogramStrategy, to_key, width: int,
+                      bins: int):
+    """Step 1 (and step 4a's counts, fused): the candidates' digits counted by the
+    histogram strategy's block-private counters."""
+    clear_bins, count_bin, bin_total = counter.build_counter(bins)
+    slots = max(1, counter.shared_slots(bins))
+    candidate, ahead_of = _prefix_tests(width)
+
+    @cuda.jit
+    def histogram(x, n, chunks, chunk, shift, bits, prefix, done, counts, keep,
+                  per_chunk, ahead, per_row):
+        """Step 1: counts[row][digit] += the chunk's candidates of each digit; with
+        ``keep``, each block's own counts also to ``per_chunk`` and its keys ahead
+        of the candidates (below the prefix above the digit) to ``ahead``: the
+        chunk's keys below and equal to the threshold, if this pass decides its
+        row (step 4's count, fused; step 6's offsets). Selection ``row`` reads
+        the input's row ``row // per_row`` (several ranks of one row: ``kth_keys``)."""
+        sh = cuda.shared.array(slots, uint32)
+        total_ahead = cuda.shared.array(1, int32)
+        keys = cuda.local.array(LOADS, uint64)
+        row = cuda.blockIdx.x // chunks
+        if done[row] != 0:  # the whole block leaves: the row is decided
+            return
+        if cuda.threadIdx.x == 0:
+            total_ahead[0] = 0
+        clear_bins(sh)  # a barrier: total_ahead is cleared too
+        p = uint64(prefix[row])
+        top = shift + bits
+        digit_mask = uint64((1 << bits) - 1)
+        lo = (cuda.blockIdx.x - row * chunks) * chunk
+        hi = min(n, lo + chunk)
+        base = int64(row // per_row) * n
+        mine = 0
+        i = lo + cuda.threadIdx.x
+        while i < hi:
+            for r in range(LOADS):  # the loads first: in flight together
+                j = i + r * threads
+                keys[r] = uint64(to_key(x[base + j])) if j < hi else uint64(0)
+            for r in range(LOADS):
+                if i + r * threads < hi:
+                    if candidate(keys[r], p, top):
+                        count_bin(sh, counts,
+                                  int32((keys[r] >> uint64(shift)) & digit_mask))
+                    elif ahead_of(keys[r], p, top):
+                        mine += 1
+            i += threads * LOADS
+        if keep != 0 and mine != 0:
+            cuda.atomic.add(total_ahead, 0, int32(mine))
+        cuda.syncthreads()
+        b = cuda.threadIdx.x
+        while b < (1 << bits):
+            c = bin_total(sh, b)
+            if c != 0:
+                cuda.atomic.add(counts, row * bins + b, int64(c))
+            if keep != 0:
+                per_chunk[cuda.blockIdx.x * bins + b] = c
+            b += threads
+        if keep != 0 and cuda.threadIdx.x == 0:
+            ahead[cuda.blockIdx.x] = total_ahead[0]
+
+    return histogram
+
+
+def _chunk_offsets_kernel(threads: int, bins: int):
+    @cuda.jit
+    def chunk_offsets(per_chunk, ahead, chunks, last, offsets):
+        """Step 4a fused (or step 6's offsets), a block a chunk: its keys below and
+        equal to the threshold, from the counts its last pass kept (its keys ahead,
+        plus those of the digits below the kept one; those of the kept one)."""
+        sh = cuda.shared.array(1, int32)
+        tid = cuda.threadIdx.x
+        if tid == 0:
+            sh[0] = 0
+        cuda.syncthreads()
+        row = cuda.blockIdx.x // chunks
+        d = last[row]
+        base = cuda.blockIdx.x * bins
+        less = 0
+        b = tid
+        while b < d:
+            less += per_chunk[base + b]
+            b += threads
+        if less != 0:
             cuda.atomic.add(sh, 0, int32(less))
-            cuda.atomic.add(sh, 1, int32(equal))
+        cuda.syncthreads()
+        if tid == 0:
+            offsets[cuda.blockIdx.x * 2] = ahead[cuda.blockIdx.x] + sh[0]
+            offsets[cuda.blockIdx.x * 2 + 1] = per_chunk[base + d]
+
+    return chunk_offsets
+
+
+def _find_kernel(threads: int, bins: int):
+    warps = threads // WARP
+    exclusive_scan = block_exclusive_scan(threads, int64)
+
+    @cuda.jit
+    def find(counts, shift, bits, prefix, need, done, low, last, kept, below, bucket,
+             p, stop):
+        """Step 2, a block a row: each thread sums a run of the counts, a block scan
+        gives the runs' starts, and the thread whose run holds the need-th
+        candidate walks it to the bucket; each thread zeroes its run for the next
+        pass. ``stop``: a row whose kept bucket wins whole is done (a top-k's
+        early stop; ``kth_keys`` runs every digit, the key itself wanted)."""
+        totals = cuda.shared.array(warps, int64)
+        r = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        slot = p * cuda.gridDim.x + r
+        if done[r] != 0:  # the whole block leaves: the row is decided
+            if tid == 0:
+                kept[slot] = -1
+                below[slot] = 0
+                bucket[slot] = 0
+            return
+        want = need[r]  # read by every thread before the barriers of the scan
+        per = ((1 << bits) + threads - 1) // threads
+        lo = r * bins + tid * per
+        hi = min(r * bins + (1 << bits), lo + per)
+        mine = int64(0)
+        for j in range(lo, hi):
+            mine += counts[j]
+        earlier, _ = exclusive_scan(mine, totals, tid)
+        if earlier < want and want <= earlier + mine:  # the candidates reach want
+            acc = earlier
+            j = lo
+            c = counts[j]
+            while acc + c < want:
+                acc += c
+                j += 1
+                c = counts[j]
+            d = j - r * bins
+            prefix[r] = uint64(prefix[r]) | (uint64(d) << uint64(shift))
+            need[r] = want - acc
+            low[r] = shift
+            last[r] = d
+            if stop != 0 and c == want - acc:  # the whole bucket wins: the lower digits do not matter
+                done[r] = 1
+            kept[slot] = d
+            below[slot] = acc
+            bucket[slot] = c
+        for j in range(lo, hi):  # this thread's run only: read by it alone
+            counts[j] = 0
+
+    return find
+
+
+def _count_kernel(threads: int, to_key):
+    @cuda.jit
+    def count(x, n, chunks, chunk, prefix, low, offsets):
+        """Step 4a: each chunk's keys below and equal to the threshold."""
+        sh = cuda.shared.array(2, int32)
+        tid = cuda.threadIdx.x
+        if tid < 2:
+            sh[tid] = 0
+        cuda.syncthreads()
+        row = cuda.blockIdx.x // chunks
+        c = cuda.blockIdx.x - row * chunks
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        base = int64(row) * n
+        shift = uint64(low[row])
+        t = uint64(prefix[row]) >> shift
+        keys = cuda.local.array(LOADS, uint64)
+        less = 0
+        equal = 0
+        i = lo + tid
+        while i < hi:
+            for r in range(LOADS):  # the loads first: in flight together
+                j = i + r * threads
+                keys[r] = uint64(to_key(x[base + j])) >> shift if j < hi else uint64(0)
+            for r in range(LOADS):
+                if i + r * threads < hi:
+                    if keys[r] < t:
+                        less += 1
+                    elif keys[r] == t:
+                        equal += 1
+            i += threads * LOADS
+        cuda.atomic.add(sh, 0, int32(less))
+        cuda.atomic.add(sh, 1, int32(equal))
+        cuda.syncthreads()
+        if tid < 2:
+            offsets[(row * chunks + c) * 2 + tid] = sh[tid]
+
+    return count
+
+
+def _scan_chunks_kernel(threads: int):
+    warps = threads // WARP
+    exclusive_scan = block_exclusive_scan(threads, int64)
+
+    @cuda.jit
+    def scan_chunks(offsets, chunks):
+        """Step 4b, a block a row: the chunks' counts into exclusive offsets, a
+        round of ``threads`` chunks a block scan (one thread walking a thousand
+        chunks would wait on each load in turn)."""
+        totals = cuda.shared.array(warps, int64)
+        tid = cuda.threadIdx.x
+        first = int64(cuda.blockIdx.x) * chunks
+        less = int64(0)  # the earlier rounds' totals
+        equal = int64(0)
+        start = 0
+        while start < chunks:  # the same rounds for every thread (the scans' barriers)
+            c = start + tid
+            s = (first + c) * 2
+            a = offsets[s] if c < chunks else int64(0)
+            b = offsets[s + 1] if c < chunks else int64(0)
+            a_before, a_total = exclusive_scan(a, totals, tid)
+            b_before, b_total = exclusive_scan(b, totals, tid)
+            if c < chunks:
+                offsets[s] = less + a_before
+                offsets[s + 1] = equal + b_before
+            less += a_total
+            equal += b_total
+            start += threads
+
+    return scan_chunks
+
+
+def _gather_kernel(threads: int, to_key):
+    warps = threads // WARP
+    gather_slots = GATHER_ITEMS * warps
+
+    @cuda.jit
+    def gather(x, n, chunks, chunk, prefix, low, need, offsets, k, out_bits, out_idx):
+        """Step 4c: the winners written in index order. A round is ``GATHER_ITEMS``
+        slices of ``threads`` keys; slot ``r * warps + w`` counts warp ``w``'s keys
+        below and equal to the threshold in slice ``r``, so the slots in order are
+        the round's keys in index order."""
+        slot_less = cuda.shared.array(gather_slots, int32)
+        slot_equal = cuda.shared.array(gather_slots, int32)
+        busy = cuda.shared.array(2, int32)  # a round's flag: any key below or equal
+        votes_less = cuda.local.array(GATHER_ITEMS, uint32)
+        votes_equal = cuda.local.array(GATHER_ITEMS, uint32)
+        keys = cuda.local.array(GATHER_ITEMS, uint64)
+        tid = cuda.threadIdx.x
+        warp = tid // WARP
+        lane = cuda.laneid
+        row = cuda.blockIdx.x // chunks
+        c = cuda.blockIdx.x - row * chunks
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        base = int64(row) * n
+        shift = uint64(low[row])
+        t = uint64(prefix[row]) >> shift
+        want = need[row]
+        less_before = offsets[(row * chunks + c) * 2]
+        equal_before = offsets[(row * chunks + c) * 2 + 1]
+        below_me = cuda.lanemask_lt()
+        if tid < 2:
+            busy[tid] = 0
+        cuda.syncthreads()
+        parity = 0
+        start = lo
+        while start < hi:  # the same number of rounds for every thread
+            if tid == 0:  # the next round's flag: nobody reads it now (two flags)
+                busy[1 - parity] = 0
+            for r in range(GATHER_ITEMS):  # the loads first: in flight together
+                i = start + r * threads + tid
+                keys[r] = uint64(to_key(x[base + i])) >> shift if i < hi else uint64(0)
+            for r in range(GATHER_ITEMS):  # vote: one ballot pair a slice
+                i = start + r * threads + tid
+                less = i < hi and keys[r] < t
+                equal = i < hi and keys[r] == t
+                votes_less[r] = uint32(cuda.ballot_sync(FULL_MASK, less))
+                votes_equal[r] = uint32(cuda.ballot_sync(FULL_MASK, equal))
+                if lane == 0:
+                    slot_less[r * warps + warp] = cuda.popc(votes_less[r])
+                    slot_equal[r * warps + warp] = cuda.popc(votes_equal[r])
+                    if (votes_less[r] | votes_equal[r]) != uint32(0):
+                        busy[parity] = 1
             cuda.syncthreads()
-            if tid < 2:
-                offsets[(row * chunks + c) * 2 + tid] = sh[tid]
+            # a round with no key below or equal (most rounds when k is small)
+            # writes nothing and moves no offset: the slots are skipped
+            for s in range(gather_slots if busy[parity] != 0 else 0):
+                if s % warps == warp:  # this thread's key of slice s // warps
+                    r = s // warps
+                    my_less = less_before + cuda.popc(votes_less[r] & below_me)
+                    my_equal = equal_before + cuda.popc(votes_equal[r] & below_me)
+                    is_less = (votes_less[r] >> uint32(lane)) & uint32(1)
+                    is_equal = (votes_equal[r] >> uint32(lane)) & uint32(1)
+                    if is_less != 0 or (is_equal != 0 and my_equal < want):
+                        i = start + r * threads + tid
+                        place = int64(row) * k + my_less + min(my_equal, want)
+                        out_bits[place] = x[base + i]
+                        out_idx[place] = i
+                less_before += slot_less[s]
+                equal_before += slot_equal[s]
+            cuda.syncthreads()  # the slots are read before the next round
+            start += threads * GATHER_ITEMS
+            parity = 1 - parity
 
-        @cuda.jit
-        def scan_chunks(offsets, chunks):
-            """Step 4b, a block a row: the chunks' counts into exclusive offsets, a
-            round of ``threads`` chunks a block scan (one thread walking a thousand
-            chunks would wait on each load in turn)."""
-            totals = cuda.shared.array(warps, int64)
-            tid = cuda.threadIdx.x
-            first = int64(cuda.blockIdx.x) * chunks
-            less = int64(0)  # the earlier rounds' totals
-            equal = int64(0)
-            start = 0
-            while start < chunks:  # the same rounds for every thread (the scans' barriers)
-                c = start + tid
-                s = (first + c) * 2
-                a = offsets[s] if c < chunks else int64(0)
-                b = offsets[s + 1] if c < chunks else int64(0)
-                a_before, a_total = exclusive_scan(a, totals, tid)
-                b_before, b_total = exclusive_scan(b, totals, tid)
-                if c < chunks:
-                    offsets[s] = less + a_before
-                    offsets[s + 1] = equal + b_before
-                less += a_total
-                equal += b_total
-                start += threads
-
-        @cuda.jit
-        def gather(x, n, chunks, chunk, prefix, low, need, offsets, k, out_bits, out_idx):
-            """Step 4c: the winners written in index order. A round is ``GATHER_ITEMS``
-            slices of ``threads`` keys; slot ``r * warps + w`` counts warp ``w``'s keys
-            below and equal to the threshold in slice ``r``, so the slots in order are
-            the round's keys in index order."""
-            slot_less = cuda.shared.array(gather_slots, int32)
-            slot_equal = cuda.shared.array(gather_slots, int32)
-            busy = cuda.shared.array(2, int32)  # a round's flag: any key below or equal
-            votes_less = cuda.local.array(GATHER_ITEMS, uint32)
-            votes_equal = cuda.local.array(GATHER_ITEMS, uint32)
-            keys = cuda.local.array(GATHER_ITEMS, uint64)
-            tid = cuda.threadIdx.x
-            warp = tid // WARP
-            lane = cuda.laneid
-            row = cuda.blockIdx.x // chunks
-            c = cuda.blockIdx.x - row * chunks
-            lo = c * chunk
-            hi = min(n, lo + chunk)
-            base = int64(row) * n
-            shift = uint64(low[row])
-            t = uint64(prefix[row]) >> shift
-            want = need[row]
-            less_before = offsets[(row * chunks + c) * 2]
-            equal_before = offsets[(row * chunks + c) * 2 + 1]
-            below_me = cuda.lanemask_lt()
-            if tid < 2:
-                busy[tid] = 0
-            cuda.syncthreads()
-            parity = 0
-            start = lo
-            while start < hi:  # the same number of rounds for every thread
-                if tid == 0:  # the next round's flag: nobody reads it now (two flags)
-                    busy[1 - parity] = 0
-                for r in range(GATHER_ITEMS):  # the loads first: in flight together
-                    i = start + r * threads + tid
-                    keys[r] = uint64(to_key(x[base + i])) >> shift if i < hi else uint64(0)
-                for r in range(GATHER_ITEMS):  # vote: one ballot pair a slice
-                    i = start + r * threads + tid
-                    less = i < hi and keys[r] < t
-                    equal = i < hi and keys[r] == t
-                    votes_less[r] = uint32(cuda.ballot_sync(FULL_MASK, less))
-                    votes_equal[r] = uint32(cuda.ballot_sync(FULL_MASK, equal))
-                    if lane == 0:
-                        slot_less[r * warps + warp] = cuda.popc(votes_less[r])
-                        slot_equal[r * warps + warp] = cuda.popc(votes_equal[r])
-                        if (votes_less[r] | votes_equal[r]) != uint32(0):
-                            busy[parity] = 1
-                cuda.syncthreads()
-                # a round with no key below or equal (most rounds when k is small)
-                # writes nothing and moves no offset: the slots are skipped
-                for s in range(gather_slots if busy[parity] != 0 else 0):
-                    if s % warps == warp:  # this thread's key of slice s // warps
-                        r = s // warps
-                        my_less = less_before + cuda.popc(votes_less[r] & below_me)
-                        my_equal = equal_before + cuda.popc(votes_equal[r] & below_me)
-                        is_less = (votes_less[r] >> uint32(lane)) & uint32(1)
-                        is_equal = (votes_equal[r] >> uint32(lane)) & uint32(1)
-                        if is_less != 0 or (is_equal != 0 and my_equal < want):
-                            i = start + r * threads + tid
-                            place = int64(row) * k + my_less + min(my_equal, want)
-                            out_bits[place] = x[base + i]
-                            out_idx[place] = i
-                    less_before += slot_less[s]
-                    equal_before += slot_equal[s]
-                cuda.syncthreads()  # the slots are read before the next round
-                start += threads * GATHER_ITEMS
-                parity = 1 - parity
-
-        self.fill, self.histogram, self.find = fill, histogram, find
-        self.count, self.scan_chunks, self.gather = count, scan_chunks, gather
-        self.chunk_offsets = chunk_offsets
+    return gather
