@@ -5,7 +5,8 @@
 #
 #   bash bench/gpu_session.sh tests 1    # gpu-marked tests, first half (tests/api/test_[a-r]*),
 #   bash bench/gpu_session.sh tests 2    # second half (the rest), then big-memory ones:
-#                                        # one device call (600 s) no longer holds them all
+#                                        # one device call (600 s) no longer holds them all;
+#                                        # 5 processes on an 80 GB card, 10 on an H200
 #   bash bench/gpu_session.sh tests 3    # tests/api's other tests on the GPU's kernels (not
 #                                        # gpu, not simulator-marked: 7.5 minutes at -n 15)
 #   bash bench/gpu_session.sh tests 4    # the same for tests/core, ops, runtime, strategies
@@ -37,6 +38,8 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 pt() { (cd /tmp && python3 -m pytest -c "$root/setup.cfg" --rootdir "$root" -p no:cacheprovider \
         -W ignore::DeprecationWarning "$@"); }
 
+gpu_mib() { nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1; }
+
 case "${1:-tests}" in
   tests)
     first=("$root"/tests/api/test_[a-r]*.py)
@@ -52,6 +55,8 @@ case "${1:-tests}" in
       files=("$root"/tests/api/test_[s-z]*.py "$root"/tests/ops "$root"/tests/runtime
              "$root"/tests/strategies "$root"/tests/teach "$root"/tests/core
              "$root"/tests/test_*.py) procs=10
+      # an 80 GB card holds 5 of this half's processes, not 10 (a 141 GB H200 does)
+      [ "$(gpu_mib)" -lt 100000 ] && procs=5
     fi
     pt "${files[@]}" -m "$marks" -q -n "$procs" --durations=10 2>&1 \
       | tee "$out/gpu-tests-${2:-1}.log" | tail -25
