@@ -53,6 +53,7 @@ import numpy as np
 
 from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
 from numbakern.core.deliver import OutDtypeError, check_distinct
+from numbakern.kernels import bfloat16
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
 from numbakern.runtime.stacklevel import user_stacklevel
@@ -102,6 +103,10 @@ def _is_bfloat16_scalar(a) -> bool:
         a.dtype.name == "bfloat16"
 
 
+def _is_number(a) -> bool:
+    return isinstance(a, (int, float, np.integer, np.floating)) and not isinstance(a, bool)
+
+
 def _is_dlpack_only(a) -> bool:
     """A DLPack producer the layers below cannot read themselves."""
     return (type(a).__module__.split(".")[0] not in _NATIVE_MODULES
@@ -132,6 +137,9 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
     kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}
+    if first in call.copies and not call.dtype_given and _is_number(kwargs.get("initial")):
+        # NumPy's bfloat16 loop holds initial as a bfloat16; the float32 copy's would not
+        kwargs["initial"] = bfloat16.round_on_host(kwargs["initial"])
     with call.stream_context(kwargs):
         try:
             result = fn(*args, **kwargs)

@@ -239,7 +239,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     result = op.result_dtype_for(x.dtype, dtype)
-    from numbakern.api.reductions import _grid, _initial  # the checks, at once
+    from numbakern.api.reductions import _grid, _initial, initial_loop  # the checks, at once
 
     _grid(op, strategy)
     axes = normalize_axes(axis, x.ndim)
@@ -247,7 +247,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
         x = x.rechunk({a: -1 for a in axes[1:]})
     acc = _ops.accumulator_dtype(result)
     if initial is not None:
-        initial = _initial(initial, acc, name)
+        initial = _initial(initial, acc, name, initial_loop(x, dtype, result))
     ref, meet = _op_ref(op), _op_ref(partials or op)
     chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
     combine = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,

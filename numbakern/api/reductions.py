@@ -132,7 +132,8 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
                                                tuple(x.shape), axis, keepdims, lanes, name)
     kind = kind_of(x)
     check_out(out, shape, result, kind, name)
-    first = None if initial is None else _initial(initial, kit.dtypes[0], name)
+    first = None if initial is None else _initial(initial, kit.dtypes[0], name,
+                                                  initial_loop(x, dtype, result))
     mask = _where(where, x.shape, name)
     if mask is not None and first is None and op.empty == "raise":
         _needs_initial(name)
@@ -183,8 +184,11 @@ def _as_bfloat16_bits(values, workspace: Workspace):
     return rounded
 
 
-def _initial(initial, dtype: np.dtype, name: str):
-    """NumPy's ``initial``: a number the accumulator dtype holds."""
+def _initial(initial, dtype: np.dtype, name: str, loop=None):
+    """NumPy's ``initial``: a number the accumulator dtype holds. ``loop``: where NumPy's
+    loop is narrower than the accumulator (:func:`initial_loop`), the value is first
+    rounded to it, as NumPy casts ``initial`` to its loop's dtype (a float16 sum's
+    ``initial=70000`` is inf there, where float32 would hold it)."""
     if isinstance(initial, int) and not isinstance(initial, bool):
         if np.dtype(dtype).kind in "iu" and not (np.iinfo(dtype).min <= initial
                                                  <= np.iinfo(dtype).max):
@@ -197,7 +201,23 @@ def _initial(initial, dtype: np.dtype, name: str):
     if not (value == initial or (value != value and initial != initial)):
         raise ValueError(f"{name}: initial={initial!r} is not a value of the "
                          f"accumulator dtype {dtype}")
+    if loop == "bfloat16":
+        return np.asarray(bfloat16.round_on_host(value)).astype(dtype)[()]
+    if loop is not None:
+        with np.errstate(over="ignore"):
+            return np.asarray(value).astype(loop).astype(dtype)[()]
     return value
+
+
+def initial_loop(x, dtype, result: np.dtype):
+    """The dtype NumPy casts ``initial`` to where it is narrower than the kernels'
+    float32 accumulator: float16 for a float16 result, ``"bfloat16"`` for bfloat16
+    input with no ``dtype=`` (ml_dtypes' own loop); else None."""
+    if result == np.float16:
+        return result
+    if isinstance(x, BFloat16Input) and dtype is None:
+        return "bfloat16"
+    return None
 
 
 def _reduce(x, axes, op, kit, grid, workspace: Workspace, lanes, track_index: bool,

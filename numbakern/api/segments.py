@@ -31,7 +31,7 @@ import numpy as np
 
 from numbakern import ops as _ops
 from numbakern.api._dispatch import dispatch
-from numbakern.api.reductions import _grid, _initial
+from numbakern.api.reductions import _grid, _initial, initial_loop
 from numbakern.core.arrays import (Workspace, as_array_like, call_stream, honours_stream,
                                    kind_of, report_words, resolve_stream)
 from numbakern.core.axes import check_flag
@@ -122,7 +122,8 @@ def _reduced(x, offsets, op, *, dtype, initial, strategy, lanes, stream, check_o
     offsets or None)``, so that a replay of them is followed by the report's read."""
     x = _one_d(x)
     op, result, kit = _planned(op, np.dtype(x.dtype), dtype)
-    first = None if initial is None else _initial(initial, kit.dtypes[0], op.name)
+    first = None if initial is None else _initial(initial, kit.dtypes[0], op.name,
+                                                  initial_loop(x, dtype, result))
     empty = _empty_rule(op, first)
     if not check_offsets and empty is not None:
         raise ValueError(f"check_offsets=False needs an op with an identity or initial=: "

@@ -10,6 +10,7 @@ stays a (quiet) NaN of the same sign.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import cuda, float32, uint16, uint32
 
 from numbakern.runtime.bits import bitcast
@@ -34,6 +35,16 @@ def narrow(value):
         return uint16((b >> uint32(16)) | _QUIET)
     b += _ROUND + ((b >> uint32(16)) & uint32(1))
     return uint16(b >> uint32(16))
+
+
+def round_on_host(value) -> np.float32:
+    """A number rounded to the nearest bfloat16 (ties to even, NaN kept), as a float32:
+    :func:`narrow` then :func:`widen`, on the host."""
+    b = np.asarray(value, np.float32).view(np.uint32)[()]
+    if (b & 0x7FFFFFFF) > 0x7F800000:  # NaN
+        return np.float32(value)
+    b = (b + np.uint32(0x7FFF) + ((b >> 16) & 1)) & np.uint32(0xFFFF0000)
+    return np.uint32(b).view(np.float32)
 
 
 def narrower():

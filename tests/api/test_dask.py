@@ -307,6 +307,9 @@ def test_initial_stands_in_for_an_empty_slice_and_is_checked_at_once():
     ints = da.from_array(np.arange(6, dtype=np.int8), chunks=4)
     _check(nk.sum(ints, None, None, None, False, 2),  # initial by position, as NumPy's
            np.sum(np.arange(6, dtype=np.int8), initial=2), exact=True)
+    h = np.full((2, 4), -10000, np.float16)  # float16's loop: initial=70000 is inf there
+    _check(nk.sum(da.from_array(h, chunks=(1, 2)), axis=1, initial=70000),
+           np.sum(h, axis=1, initial=70000), exact=True)
     with pytest.raises(TypeError, match="sum: initial must be a number"):
         nk.sum(ints, initial="a")
     with pytest.raises(ValueError, match="max: initial=300 is not a value"):

@@ -249,6 +249,33 @@ def test_an_initial_out_of_the_accumulator_range_is_a_value_error():
             nk.sum(np.int8([1]), initial=initial)
 
 
+def test_initial_is_rounded_to_numpys_loop_dtype_first():
+    """NumPy casts ``initial`` to its loop's dtype: float16 for a float16 sum (70000 is
+    inf there) and bfloat16 for ml_dtypes' (1 + 2**-8 is 1.0), where the kernels'
+    float32 accumulator would hold the value and carry it into the result."""
+    h = np.full(4, -10000, np.float16)
+    for got in (nk.sum(h, initial=70000), nk.nansum(h, initial=70000),
+                nk.sum(np.ones(3, np.float32), dtype=np.float16, initial=70000)):
+        assert got == np.inf and got.dtype == np.float16
+    _same(nk.sum(h.reshape(2, 2), axis=1, initial=70000),
+          np.sum(h.reshape(2, 2), axis=1, initial=70000))
+    np.testing.assert_array_equal(
+        nk.segmented_reduce(h, np.array([0, 2, 4]), "sum", initial=70000), [np.inf] * 2)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    b = np.array([-1, -1], ml_dtypes.bfloat16)
+    want = np.sum(b[:1], initial=1.00390625)
+    assert want == 0 and nk.sum(b[:1], initial=1.00390625) == want
+    np.testing.assert_array_equal(
+        nk.segmented_reduce(b, np.array([0, 1, 2]), "sum", initial=1.00390625), [0, 0])
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([-1.0, -1.0], dtype=torch.bfloat16)
+    assert nk.sum(t[:1], initial=1.00390625).item() == 0
+    got = nk.segmented_reduce(t, torch.tensor([0, 1, 2]), "sum", initial=1.00390625)
+    assert got.dtype == torch.bfloat16 and got.tolist() == [0, 0]
+    # a float32 sum keeps what float32 holds, as NumPy's float32 loop does
+    assert nk.sum(np.float32([-1]), initial=1.00390625) == np.float32(0.00390625)
+
+
 @pytest.mark.parametrize("strategy", REDUCE[:1] + REDUCE[-1:], ids=lambda s: s.label)
 def test_initial_as_numpy(strategy):
     """``initial``: combined before each output's elements, and the result of none."""
