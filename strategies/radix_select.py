@@ -582,6 +582,19 @@ def _find_kernel(threads: int, bins: int):
     return find
 
 
+@cuda.jit(device=True)
+def _chunk_threshold(n, chunks, chunk, prefix, low):
+    """Step 4's view of a block: its row, its chunk ``c`` of the row, the chunk's
+    bounds ``lo, hi``, the row's start ``base``, and the threshold's digits above bit
+    ``shift``, ``t`` (a key ``k`` is below it where ``k >> shift < t``)."""
+    row = cuda.blockIdx.x // chunks
+    c = cuda.blockIdx.x - row * chunks
+    lo = c * chunk
+    shift = uint64(low[row])
+    return (row, c, lo, min(n, lo + chunk), int64(row) * n, shift,
+            uint64(prefix[row]) >> shift)
+
+
 def _count_kernel(threads: int, to_key):
     @cuda.jit
     def count(x, n, chunks, chunk, prefix, low, offsets):
@@ -591,13 +604,7 @@ def _count_kernel(threads: int, to_key):
         if tid < 2:
             sh[tid] = 0
         cuda.syncthreads()
-        row = cuda.blockIdx.x // chunks
-        c = cuda.blockIdx.x - row * chunks
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        base = int64(row) * n
-        shift = uint64(low[row])
-        t = uint64(prefix[row]) >> shift
+        row, c, lo, hi, base, shift, t = _chunk_threshold(n, chunks, chunk, prefix, low)
         keys = cuda.local.array(LOADS, uint64)
         less = 0
         equal = 0
@@ -673,13 +680,7 @@ def _gather_kernel(threads: int, to_key):
         tid = cuda.threadIdx.x
         warp = tid // WARP
         lane = cuda.laneid
-        row = cuda.blockIdx.x // chunks
-        c = cuda.blockIdx.x - row * chunks
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        base = int64(row) * n
-        shift = uint64(low[row])
-        t = uint64(prefix[row]) >> shift
+        row, c, lo, hi, base, shift, t = _chunk_threshold(n, chunks, chunk, prefix, low)
         want = need[row]
         less_before = offsets[(row * chunks + c) * 2]
         equal_before = offsets[(row * chunks + c) * 2 + 1]
