@@ -318,8 +318,9 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
     Result dtype NumPy's: float64 for bool and integers, the input's float dtype
     otherwise. Even counts give NumPy's ``mean`` of the middle two (summed in float32
     for float16 and float32, so two float32 values near the largest give inf, as
-    NumPy). A slice holding a NaN gives NaN. No elements: NaN with NumPy's "Mean of
-    empty slice" ``RuntimeWarning``. Where NumPy's arithmetic meets an invalid
+    NumPy). A slice holding a NaN gives NaN. No elements: ``np.mean``'s answer, as
+    NumPy's: NaN with its "Mean of empty slice" and "invalid value" ``RuntimeWarning``s
+    for each empty slice. Where NumPy's arithmetic meets an invalid
     operation or an overflow (the median of ``[-inf, inf]`` is NaN from ``-inf + inf``)
     it warns as NumPy does, under ``np.geterr()``: a ``RuntimeWarning``
     ("invalid value encountered in median", or "overflow ..."; NumPy's names the
@@ -360,7 +361,8 @@ def nanmedian(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
               strategy=None, stream=None):
     """The median of the elements that are not NaN, as ``np.nanmedian``. A slice of
     only NaN gives NaN with NumPy's "All-NaN slice encountered" ``RuntimeWarning``;
-    no elements at all, NaN with "Mean of empty slice". Integers and bool have no NaN:
+    input of no elements, ``np.nanmean``'s answer, as NumPy's (NaN with "Mean of
+    empty slice" for each empty slice). Integers and bool have no NaN:
     as :func:`median`. Arguments and errors as :func:`median`'s."""
     return _order_stats("nanmedian", x, None, axis, out, keepdims, "linear", True,
                         strategy, stream)
@@ -427,7 +429,9 @@ def percentile(x, q, axis=None, out=None, overwrite_input=False, method="linear"
 def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, strategy=None, stream=None):
     """Quantiles of the elements that are not NaN, as ``np.nanquantile``; slices of
-    only NaN as :func:`nanmedian`'s. Arguments and errors as :func:`quantile`'s."""
+    only NaN, and input of no elements (``np.nanmean``'s answer, without ``q``'s
+    dimensions, not :func:`quantile`'s IndexError), as :func:`nanmedian`'s. Arguments
+    and other errors as :func:`quantile`'s."""
     weak = type(q) in (int, float)
     qs = _quantiles(q, 1.0, "Quantiles must be in the range [0, 1]", stream)
     return _order_stats("nanquantile", x, (qs, weak), axis, out, keepdims, method, True,
@@ -484,24 +488,20 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     if code == METHODS["linear"] and qs.dtype.kind in "biu":
         code = TAKE  # NumPy reads the element at an integer virtual index as it is
     n = math.prod(shape[a] for a in axes)
-    try:
-        result = _result_dtype(name, dtype, method, None if qs is None else (qs.dtype, weak))
-    except TypeError:  # bools NumPy cannot interpolate
-        if n:
-            raise
-        result = np.dtype(np.float64)  # NumPy's empty answers come first (_no_elements)
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    if name in ("quantile", "percentile"):
+        if n == 0:
+            raise IndexError(f"{name}: the reduced axes hold no elements (NumPy: index -1 "
+                             f"is out of bounds for axis 0 with size 0)")
+    elif not math.prod(shape):
+        return _mean_of_nothing(name, dtype, shape, axes, keepdims, workspace, out)
+    result = _result_dtype(name, dtype, method, None if qs is None else (qs.dtype, weak))
     kept = result_shape(shape, axes, keepdims)
     full = kept if qs is None else tuple(qs.shape) + kept
-    kind = kind_of(x)
-    # no elements: the NaN-skipping forms answer without q's dimensions (_no_elements)
-    nan_of_nothing = n == 0 and name not in ("quantile", "percentile", "median")
-    check_out(out, kept if nan_of_nothing else full, result, kind, name)
-    workspace = Workspace(kind, resolve_stream(stream, kind))
-    m = math.prod(shape) // n if n else math.prod(s for a, s in enumerate(shape)
-                                                 if a not in axes)
+    check_out(out, full, result, kind, name)
+    m = math.prod(shape) // n
     nq = 1 if qs is None else qs.size
-    if n == 0:
-        return _no_elements(name, dtype, m, kept, full, result, workspace, out)
     if m * nq == 0:
         return deliver_host(workspace, np.empty(full, result), out)
     skipping = skip_nan and dtype.kind == "f"
@@ -686,21 +686,26 @@ def _xp(arr):
     return cupy
 
 
-def _no_elements(name, dtype, m: int, kept, full, result, workspace, out):
-    """NumPy's answers for slices of no elements: ``quantile`` and ``percentile``
-    raise IndexError; ``median`` is NaN with "Mean of empty slice" (even with no
-    slices at all); the NaN-skipping forms return ``np.nanmean``'s answer, as NumPy's
-    do: NaN of the mean's dtype, in the reduced shape without ``q``'s dimensions,
-    warning where there are slices (integers: always, as ``np.mean``)."""
-    if name in ("quantile", "percentile"):
-        raise IndexError(f"{name}: the reduced axes hold no elements (NumPy: index -1 "
-                         f"is out of bounds for axis 0 with size 0)")
-    if name != "median":
-        full = kept
-        result = dtype if dtype.kind == "f" else np.dtype(np.float64)
-    if m or name == "median" or dtype.kind != "f":
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=user_stacklevel())
-    return deliver_host(workspace, np.full(full, np.nan, dtype=result), out)
+def _mean_of_nothing(name, dtype: np.dtype, shape: tuple, axes: tuple, keepdims: bool,
+                     workspace, out):
+    """NumPy's answer for input of no elements, which it takes from ``np.mean``
+    (``median``) or ``np.nanmean`` (the NaN-skipping forms, without ``q``'s
+    dimensions): NaN of the mean's dtype where a slice is empty, with its warnings
+    ("Mean of empty slice", then the division's "invalid value"); computed by NumPy
+    on an empty array of ``x``'s shape and dtype, as there is nothing to read."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if name == "median":  # np.median's keepdims: the axes put back afterwards
+            value = np.asarray(np.mean(np.empty(shape, dtype), axis=axes))
+            if keepdims:
+                value = value.reshape(result_shape(shape, axes, True))
+        else:
+            value = np.asarray(np.nanmean(np.empty(shape, dtype), axis=axes,
+                                          keepdims=keepdims))
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+    check_out(out, value.shape, value.dtype, workspace.kind, name)
+    return deliver_host(workspace, value, out)
 
 
 def _numpy_order(name: str, given: np.dtype, ndim: int, axes: tuple, keepdims: bool,

@@ -493,6 +493,42 @@ def test_empty_inputs_as_numpy():
         same(nk.nanmedian(np.zeros(0, np.int32)), reference(np.nanmedian, np.zeros(0, np.int32)))
 
 
+def _answer_and_warnings(fn, *args, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            r = np.asarray(fn(*args, **kwargs))
+            answer = (r.shape, r.dtype, np.isnan(r).all() if r.dtype.kind == "f" else r)
+        except (IndexError, TypeError) as error:
+            answer = type(error)
+    return answer, sorted(str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian", "nanquantile", "nanpercentile",
+                                  "quantile", "percentile"])
+def test_input_of_no_elements_answers_as_numpy_with_its_warnings(name):
+    """With no elements, NumPy's median is np.mean's answer and its NaN-skipping forms
+    np.nanmean's (no q dimensions, the mean's dtype): where the slices are empty,
+    NaN with "Mean of empty slice" and the division's "invalid value"; where there
+    are no slices, an empty result and no warning, whatever the reduced length."""
+    args = ([0.1, 0.9],) if "quantile" in name else (
+        (np.float32(50),) if "percentile" in name else ())
+    for shape, axis in (((0, 4), -1), ((3, 0), 0), ((0,), None), ((3, 0), -1),
+                        ((0, 4), (0, 1))):
+        for dtype in (np.float32, np.int16, bool, np.uint8):
+            for keepdims in (False, True):
+                x = np.zeros(shape, dtype)
+                want = _answer_and_warnings(getattr(np, name), x, *args, axis=axis,
+                                            keepdims=keepdims)
+                got = _answer_and_warnings(getattr(nk, name), x, *args, axis=axis,
+                                           keepdims=keepdims)
+                assert got == want, (shape, axis, np.dtype(dtype).name, keepdims)
+    if name.startswith("nan") and name != "nanmedian":
+        x = np.zeros((0, 4), np.float32)  # an out of the mean's shape: no q dimension
+        out = np.empty(0, np.float32)
+        assert getattr(nk, name)(x, *args, axis=-1, out=out) is out
+
+
 # --- quantile -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [*INTS, *FLOATS], ids=lambda d: np.dtype(d).name)
