@@ -131,6 +131,12 @@ class BinRule:
             return None
         if not all(_exact_float(v) for v in (self.first, self.last)):
             return None
+        # NumPy's linspace computes the edges in the range's own dtype (a float32 or
+        # float16 range of float64 input: edges off by that dtype's rounding, which the
+        # bound below does not count): the edge-reading binner serves those
+        lin = np.result_type(self.first, self.last, 1.0)
+        if np.finfo(lin).eps > np.finfo(t).eps:
+            return None
         first, last = float(self.first), float(self.last)  # exact
         size = max(abs(first), abs(last))
         unit, tiny, largest = _float_constants(t)  # unit roundoff, least subnormal, max

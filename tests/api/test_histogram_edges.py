@@ -52,6 +52,10 @@ def scaled(dtype, bins, rng) -> bool:
     (np.float32, 100, (1.0, 1.0001), True),  # bins 8 floats wide: error bound 0.24
     (np.float32, 100, (1.0, 1.00005), False),  # bins 4 floats wide
     (np.float16, 100, (0, 1), False),  # two bytes: a table of every value's bin
+    # a range narrower than x: NumPy's linspace makes the edges in the range's dtype
+    (np.float64, 3, (np.float32(-38.403183), np.float32(-38.186325)), False),
+    (np.float64, 50, (np.float32(0.1), np.float32(7.3)), False),
+    (np.float32, 13, (np.float16(0.972), np.float16(20.34)), False),
 ])
 def test_values_on_and_around_every_edge(dtype, bins, rng, multiplies):
     assert scaled(dtype, bins, rng) == multiplies
