@@ -207,13 +207,17 @@ def _bfloat16_for(asked, args: tuple):
     if args and is_torch(args[0]):
         return asked
     if is_torch(asked):
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise TypeError("dtype=torch.bfloat16 for a NumPy input needs ml_dtypes "
-                            "(pip install ml_dtypes)") from None
-        return np.dtype(ml_dtypes.bfloat16)
+        return _numpy_bfloat16("dtype=torch.bfloat16 for a NumPy input")
     return np.dtype(asked)
+
+
+def _numpy_bfloat16(why: str) -> np.dtype:
+    """ml_dtypes' bfloat16, which NumPy results of bfloat16 values take."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError(f"{why} needs ml_dtypes (pip install ml_dtypes)") from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 class _Call:
@@ -308,7 +312,12 @@ class _Call:
                                      torch.bfloat16, name)
             if name in OUTS:
                 return self._bfloat16_out(caller, t)
-            self._note_bfloat16(torch.bfloat16, name)
+            if first or self.tensor is not None:
+                self._note_bfloat16(torch.bfloat16, name)
+            else:  # results take the first argument's type: NumPy's bfloat16
+                self._note_bfloat16(_numpy_bfloat16(
+                    f"{self.name}: a torch bfloat16 {name} beside a NumPy first argument "
+                    "(NumPy results)"), name)
             t = t.float()
         translated = self._tensor_view(t)
         if name in OUTS:

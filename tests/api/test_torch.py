@@ -316,6 +316,22 @@ def test_a_result_rounds_to_bfloat16_only_from_the_argument_it_follows(library):
         assert dtype_of(nk.scan_by_key(arr([1, 1, 2], None), arr([1, 2, 3], bf16))) == bf16
 
 
+def test_a_torch_bfloat16_beside_a_numpy_first_argument_gives_numpys_bfloat16():
+    """Results take the first argument's type: NumPy keys with torch bfloat16 values
+    give NumPy results of ml_dtypes' bfloat16, as ml_dtypes values would."""
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    v = torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nk.CopyWarning)
+        sums = nk.scan_by_key(np.array([7, 7, 2]), v)
+        keys, values = nk.segmented_sort(np.array([3, 1, 2]), np.array([0, 3]), v)
+    assert isinstance(sums, np.ndarray) and sums.dtype == bf16
+    np.testing.assert_array_equal(sums.astype(np.float32), [1, 3, 3])
+    assert isinstance(values, np.ndarray) and values.dtype == bf16
+    np.testing.assert_array_equal(values.astype(np.float32), [2, 3, 1])
+    np.testing.assert_array_equal(keys, [1, 2, 3])
+
+
 def test_quantiles_and_given_means_take_numpys_result_type_with_bfloat16():
     """NumPy's result_type of x and q (of x and mean=): bfloat16 only where nothing
     wider (a float32 array or NumPy scalar, a float16 x) takes part; a Python float is
