@@ -31,7 +31,9 @@ Every function takes:
 
 and returns an array of the input's kind: NumPy for NumPy input, CuPy (computed
 without a host round trip) for CuPy input, a Numba device array for other device
-input. The result has ``x``'s shape, or ``(x.size,)`` for ``axis=None``.
+input. The result has ``x``'s shape, or ``(x.size,)`` for ``axis=None`` and for a 0-d
+``x`` (NumPy's rule: a 0-d array scans as one element along axis 0 or -1; torch's
+cummax, cummin and logcumsumexp keep it 0-d, these do not).
 """
 
 from __future__ import annotations
@@ -360,7 +362,8 @@ def cummax(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, la
 
     Returns:
         :class:`CumMax`: ``values`` of ``x``'s dtype and int64 ``indices`` along
-        ``axis``, each of ``x``'s shape (``(x.size,)`` for ``axis=None``); ``out``: a
+        ``axis``, each of ``x``'s shape (``(x.size,)`` for ``axis=None`` and a 0-d
+        ``x``, the module's rule); ``out``: a
         pair of arrays, returned as the named tuple's fields.
 
     Raises: as :func:`cumsum`.
@@ -399,7 +402,7 @@ def logcumsumexp(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=No
 
     Returns:
         an array of ``x``'s float dtype (float16 computes in float32) and shape
-        (``(x.size,)`` for ``axis=None``).
+        (``(x.size,)`` for ``axis=None`` and a 0-d ``x``, the module's rule).
 
     Raises:
         TypeError: ``x`` not float16/32/64 (torch's logcumsumexp takes floats only).
