@@ -11,13 +11,13 @@ import numbakern as nk
 from numbakern.core.arrays import CopyWarning
 
 
-def _one_warning(call, category):
+def _warnings_of(call, category) -> list:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         call()
     ours = [w for w in caught if issubclass(w.category, category)]
-    assert len(ours) == 1, [str(w.message) for w in caught]
-    return ours[0]
+    assert ours, [str(w.message) for w in caught]
+    return ours
 
 
 def _strided_4d():
@@ -37,5 +37,5 @@ def _strided_4d():
 ], ids=["softmax-copy", "cumsum-copy", "sum-copy", "nanmax-all-nan", "mean-empty",
         "nanmedian-all-nan", "median-empty"])
 def test_warning_points_at_the_callers_line(call, category):
-    w = _one_warning(call, category)
-    assert w.filename == __file__, (w.filename, w.lineno, str(w.message))
+    for w in _warnings_of(call, category):  # (an empty median: NumPy's two warnings)
+        assert w.filename == __file__, (w.filename, w.lineno, str(w.message))
