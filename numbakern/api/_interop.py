@@ -137,8 +137,9 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
     kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}
-    if first in call.copies and not call.dtype_given and _is_number(kwargs.get("initial")):
-        # NumPy's bfloat16 loop holds initial as a bfloat16; the float32 copy's would not
+    bfloat16_loop = call.rounds or (first in call.copies and not call.dtype_given)
+    if bfloat16_loop and _is_number(kwargs.get("initial")):
+        # NumPy's bfloat16 loop holds initial as a bfloat16; the float32 kernels would not
         kwargs["initial"] = bfloat16.round_on_host(kwargs["initial"])
     with call.stream_context(kwargs):
         try:

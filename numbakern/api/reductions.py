@@ -133,7 +133,7 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     kind = kind_of(x)
     check_out(out, shape, result, kind, name)
     first = None if initial is None else _initial(initial, kit.dtypes[0], name,
-                                                  initial_loop(x, dtype, result))
+                                                  initial_loop(x, dtype, result, out))
     mask = _where(where, x.shape, name)
     if mask is not None and first is None and op.empty == "raise":
         _needs_initial(name)
@@ -201,21 +201,24 @@ def _initial(initial, dtype: np.dtype, name: str, loop=None):
     if not (value == initial or (value != value and initial != initial)):
         raise ValueError(f"{name}: initial={initial!r} is not a value of the "
                          f"accumulator dtype {dtype}")
-    if loop == "bfloat16":
-        return np.asarray(bfloat16.round_on_host(value)).astype(dtype)[()]
+    if loop == "bfloat16":  # (from the value given: one rounding, as NumPy's cast)
+        return np.asarray(bfloat16.round_on_host(initial)).astype(dtype)[()]
     if loop is not None:
         with np.errstate(over="ignore"):
-            return np.asarray(value).astype(loop).astype(dtype)[()]
+            return np.asarray(initial).astype(loop).astype(dtype)[()]
     return value
 
 
-def initial_loop(x, dtype, result: np.dtype):
+def initial_loop(x, dtype, result: np.dtype, out=None):
     """The dtype NumPy casts ``initial`` to where it is narrower than the kernels'
-    float32 accumulator: float16 for a float16 result, ``"bfloat16"`` for bfloat16
-    input with no ``dtype=`` (ml_dtypes' own loop); else None."""
-    if result == np.float16:
-        return result
-    if isinstance(x, BFloat16Input) and dtype is None:
+    float32 accumulator: NumPy's loop dtype (``dtype=``, else ``out``'s, else the
+    result's) where it is float16; ``"bfloat16"`` for bfloat16 input with neither
+    (ml_dtypes' own loop); else None."""
+    loop = result if dtype is None and out is None else \
+        np.dtype(dtype if dtype is not None else out.dtype)
+    if loop == np.float16:
+        return loop
+    if isinstance(x, BFloat16Input) and dtype is None and out is None:
         return "bfloat16"
     return None
 

@@ -693,17 +693,19 @@ def _mean_of_nothing(name, dtype: np.dtype, shape: tuple, axes: tuple, keepdims:
     dimensions): NaN of the mean's dtype where a slice is empty, with its warnings
     ("Mean of empty slice", then the division's "invalid value"); computed by NumPy
     on an empty array of ``x``'s shape and dtype, as there is nothing to read."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if name == "median":  # np.median's keepdims: the axes put back afterwards
-            value = np.asarray(np.mean(np.empty(shape, dtype), axis=axes))
-            if keepdims:
-                value = value.reshape(result_shape(shape, axes, True))
-        else:
-            value = np.asarray(np.nanmean(np.empty(shape, dtype), axis=axes,
-                                          keepdims=keepdims))
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if name == "median":  # np.median's keepdims: the axes put back afterwards
+                value = np.asarray(np.mean(np.empty(shape, dtype), axis=axes))
+                if keepdims:
+                    value = value.reshape(result_shape(shape, axes, True))
+            else:
+                value = np.asarray(np.nanmean(np.empty(shape, dtype), axis=axes,
+                                              keepdims=keepdims))
+    finally:  # also before np.errstate's FloatingPointError, as NumPy warns first
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
     check_out(out, value.shape, value.dtype, workspace.kind, name)
     return deliver_host(workspace, value, out)
 

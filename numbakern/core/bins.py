@@ -271,10 +271,17 @@ class BinRule:
 
     def _bound_dtype(self) -> np.dtype:
         """What the kept range is compared in on the device: the input's own integer
-        dtype (bounds found with NumPy's comparisons), or NumPy's comparison dtype."""
+        dtype (bounds found with NumPy's comparisons), or the wider of NumPy's two
+        comparison dtypes (:meth:`_bounds` rounds each end to its own first)."""
         if self.value_dtype.kind in "iu":
             return self.value_dtype
-        return np.result_type(np.empty(0, self.value_dtype), self.first)
+        return np.result_type(*self._comparison_dtypes())
+
+    def _comparison_dtypes(self) -> tuple:
+        """The dtypes NumPy compares float ``x`` with ``first`` and with ``last`` in,
+        each its own (a Python number is weak: x's dtype; a float64 end, float64)."""
+        values = np.empty(0, self.value_dtype)
+        return np.result_type(values, self.first), np.result_type(values, self.last)
 
     def _bound_storage(self) -> np.dtype:
         """The 8-byte dtype the bounds travel in: float64, int64 or uint64."""
@@ -284,11 +291,11 @@ class BinRule:
     def _bounds(self) -> tuple:
         """The kept range: for integers the least and greatest values NumPy keeps
         (``(1, 0)`` for none), found by bisection with NumPy's own comparisons, which
-        are monotone whatever they promote to; for floats ``first`` and ``last`` in
-        the comparison dtype."""
-        if self.value_dtype.kind not in "iu":
-            bt = self._bound_dtype()
-            return bt.type(self.first), bt.type(self.last)
+        are monotone whatever they promote to; for floats ``first`` and ``last`` each
+        rounded to the dtype NumPy compares it in, held in :meth:`_bound_dtype`."""
+        if self.value_dtype.kind not in "iu":  # each end as NumPy compares with it
+            bt, (ft, lt) = self._bound_dtype(), self._comparison_dtypes()
+            return bt.type(ft.type(self.first)), bt.type(lt.type(self.last))
         info = np.iinfo(self.value_dtype)
 
         def at_least(v):

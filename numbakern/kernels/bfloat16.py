@@ -10,6 +10,8 @@ stays a (quiet) NaN of the same sign.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda, float32, uint16, uint32
 
@@ -38,13 +40,16 @@ def narrow(value):
 
 
 def round_on_host(value) -> np.float32:
-    """A number rounded to the nearest bfloat16 (ties to even, NaN kept), as a float32:
-    :func:`narrow` then :func:`widen`, on the host."""
-    b = np.asarray(value, np.float32).view(np.uint32)[()]
-    if (b & 0x7FFFFFFF) > 0x7F800000:  # NaN
-        return np.float32(value)
-    b = (b + np.uint32(0x7FFF) + ((b >> 16) & 1)) & np.uint32(0xFFFF0000)
-    return np.uint32(b).view(np.float32)
+    """A real number rounded once to the nearest bfloat16 (ties to even; NaN and the
+    infinities kept; past the largest bfloat16, an infinity), as a float32: what
+    :func:`narrow` gives a float32, for any number on the host (a float64 or an int
+    up to 2**53, which a float32 would round first)."""
+    v = float(value)
+    if not math.isfinite(v) or v == 0:
+        return np.float32(v)
+    step = 2.0 ** max(math.frexp(v)[1] - 8, -133)  # 8 significant bits; subnormals'
+    r = math.copysign(round(v / step) * step, v)  # (round: ties to even; -0.0 kept)
+    return np.float32(r if abs(r) < 2.0**128 else math.copysign(math.inf, v))
 
 
 def narrower():

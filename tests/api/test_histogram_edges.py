@@ -56,6 +56,9 @@ def scaled(dtype, bins, rng) -> bool:
     (np.float64, 3, (np.float32(-38.403183), np.float32(-38.186325)), False),
     (np.float64, 50, (np.float32(0.1), np.float32(7.3)), False),
     (np.float32, 13, (np.float16(0.972), np.float16(20.34)), False),
+    # ends compared in different dtypes: x <= a float64 last is a float64 comparison
+    (np.float32, 1, (np.float32(0.1957839), np.float64(0.3146667980261139)), False),
+    (np.float32, 7, (-3.3, np.float64(1.3)), False),
 ])
 def test_values_on_and_around_every_edge(dtype, bins, rng, multiplies):
     assert scaled(dtype, bins, rng) == multiplies

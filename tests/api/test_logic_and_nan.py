@@ -272,8 +272,21 @@ def test_initial_is_rounded_to_numpys_loop_dtype_first():
     assert nk.sum(t[:1], initial=1.00390625).item() == 0
     got = nk.segmented_reduce(t, torch.tensor([0, 1, 2]), "sum", initial=1.00390625)
     assert got.dtype == torch.bfloat16 and got.tolist() == [0, 0]
-    # a float32 sum keeps what float32 holds, as NumPy's float32 loop does
+    # a float32 sum keeps what float32 holds, as NumPy's float32 loop does; so does
+    # one into a float32 out (NumPy's loop is out's dtype), and a dtype=bfloat16 rounds
     assert nk.sum(np.float32([-1]), initial=1.00390625) == np.float32(0.00390625)
+    for x, initial in ((np.float16([1, 2, -0.5, 0.25]), 70000), (b[:1], 1.005859375)):
+        got, want = np.zeros((), np.float32), np.zeros((), np.float32)
+        nk.sum(x, out=got, initial=initial)
+        np.sum(x, out=want, initial=initial)
+        assert got == want
+    for x in (np.float32([-1]), np.float16([-1])):
+        assert nk.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375) == \
+            np.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375)
+    # rounded once from the value given (through float32 first, 2**24 + 2**16 would tie)
+    big = 2**24 + 2**16 + 1
+    for fn in (nk.sum, nk.max):
+        assert fn(np.zeros(1, ml_dtypes.bfloat16), initial=big) == np.float32(2**24 + 2**17)
 
 
 @pytest.mark.parametrize("strategy", REDUCE[:1] + REDUCE[-1:], ids=lambda s: s.label)
