@@ -13,6 +13,13 @@ import pytest
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ["NUMBAKERN_SIMULATOR_CPU"] = os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")
 
+# The simulator's "this launch will take a while" warning estimates a launch from the
+# kernel's last measured cost per thread or element, which a row kernel's rows of
+# other lengths, or a busy machine, can put far off: under a test's
+# warnings-as-errors it would fail whatever ran before it. Tests of the warning set
+# their own limit.
+os.environ.setdefault("NUMBAKERN_SIM_WARN_SECONDS", "inf")
+
 import numbakern
 
 
