@@ -185,7 +185,8 @@ def _as_bfloat16_bits(values, workspace: Workspace):
 
 
 def _initial(initial, dtype: np.dtype, name: str, loop=None):
-    """NumPy's ``initial``: a number the accumulator dtype holds. ``loop``: where NumPy's
+    """NumPy's ``initial``: a number the accumulator dtype holds (a float accumulator
+    takes any real number, rounded, as NumPy's cast does). ``loop``: where NumPy's
     loop is narrower than the accumulator (:func:`initial_loop`), the value is first
     rounded to it, as NumPy casts ``initial`` to its loop's dtype (a float16 sum's
     ``initial=70000`` is inf there, where float32 would hold it)."""
@@ -198,7 +199,8 @@ def _initial(initial, dtype: np.dtype, name: str, loop=None):
         raise TypeError(f"{name}: initial must be a number, got {initial!r}")
     with np.errstate(invalid="ignore", over="ignore"):
         value = np.asarray(initial).astype(dtype)[()]
-    if not (value == initial or (value != value and initial != initial)):
+    if np.dtype(dtype).kind != "f" and not (value == initial or
+                                            (value != value and initial != initial)):
         raise ValueError(f"{name}: initial={initial!r} is not a value of the "
                          f"accumulator dtype {dtype}")
     if loop == "bfloat16":  # (from the value given: one rounding, as NumPy's cast)

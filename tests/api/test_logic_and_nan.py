@@ -283,6 +283,12 @@ def test_initial_is_rounded_to_numpys_loop_dtype_first():
     for x in (np.float32([-1]), np.float16([-1])):
         assert nk.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375) == \
             np.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375)
+    # a float accumulator takes any real number, rounded, whatever its Python type
+    for initial in (0.1, np.float64(0.1), np.float64(1e300), 16777217):
+        for fn, ref in ((nk.sum, np.sum), (nk.max, np.max)):
+            with np.errstate(over="ignore"):
+                want = ref(np.float32([1, 2]), initial=initial)
+            assert fn(np.float32([1, 2]), initial=initial) == want
     # rounded once from the value given (through float32 first, 2**24 + 2**16 would tie)
     big = 2**24 + 2**16 + 1
     for fn in (nk.sum, nk.max):
