@@ -76,6 +76,8 @@ case "${1:-tests}" in
        "$root"/tests/api/test_cross_entropy*.py "$root"/tests/api/test_segment*.py \
        -m "gpu and not bigmem" -q -n 8 -rfE --tb=short 2>&1 | tee "$out/pending-tests.log" | tail -25
     (cd /tmp && python3 "$root/bench/host_time.py") 2>&1 | tee "$out/host-time.log"
+    (cd /tmp && python3 "$root/bench/replay_view_ab.py") 2>&1 | tee "$out/replay-view-ab.log"
+    (cd /tmp && python3 "$root/bench/nanmax_profile.py") > "$out/nanmax-profile.log" 2>&1
     pt "$root/bench/bench_selection.py" -k two_kth -q --benchmark-json="$out/bench_two_kth.json" \
       2>&1 | tee "$out/bench-two-kth.log" | tail -12
     pt "$root/bench/bench_scans.py" -k 8_byte -q --benchmark-json="$out/bench_8_byte.json" \
