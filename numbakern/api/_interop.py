@@ -137,10 +137,8 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
     kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}
-    bfloat16_loop = call.rounds or (first in call.copies and not call.dtype_given)
-    if bfloat16_loop and _is_number(kwargs.get("initial")):
-        # NumPy's bfloat16 loop holds initial as a bfloat16; the float32 kernels would not
-        kwargs["initial"] = bfloat16.round_on_host(kwargs["initial"])
+    if call.rounds or (first in call.copies and not call.dtype_given):
+        args, kwargs = _initial_as_bfloat16(names, args, kwargs)
     with call.stream_context(kwargs):
         try:
             result = fn(*args, **kwargs)
@@ -161,6 +159,19 @@ def bfloat16_refused(name: str, error: TypeError, argument: str = "x") -> TypeEr
         return OutDtypeError(str(error).replace("the float32 result", "the bfloat16 result"))
     return TypeError(f"{name}: {argument} has dtype bfloat16, computed as float32 "
                      f"input, which {name} refuses: {error}")
+
+
+def _initial_as_bfloat16(names: list[str], args: tuple, kwargs: dict) -> tuple:
+    """``(args, kwargs)`` with a number ``initial`` (by keyword or position) rounded to
+    bfloat16, as NumPy's bfloat16 loop holds it, for a call whose kernels compute in
+    float32 what NumPy computes in bfloat16."""
+    if _is_number(kwargs.get("initial")):
+        kwargs = {**kwargs, "initial": bfloat16.round_on_host(kwargs["initial"])}
+    elif "initial" in names and names.index("initial") < len(args):
+        i = names.index("initial")
+        if _is_number(args[i]):
+            args = (*args[:i], bfloat16.round_on_host(args[i]), *args[i + 1:])
+    return args, kwargs
 
 
 def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:

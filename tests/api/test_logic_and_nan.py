@@ -283,6 +283,8 @@ def test_initial_is_rounded_to_numpys_loop_dtype_first():
     for x in (np.float32([-1]), np.float16([-1])):
         assert nk.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375) == \
             np.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375)
+        by_position = (None, ml_dtypes.bfloat16, None, False, 1.005859375)
+        assert nk.sum(x, *by_position) == np.sum(x, *by_position)
     # a float accumulator takes any real number, rounded, whatever its Python type
     for initial in (0.1, np.float64(0.1), np.float64(1e300), 16777217):
         for fn, ref in ((nk.sum, np.sum), (nk.max, np.max)):
