@@ -404,10 +404,11 @@ class _Kernels:
                  bins: int):
         self.fill = _fill
         self.histogram = _histogram_kernel(threads, counter, to_key, width, bins)
-        self.find = _find_kernel(threads, bins)
+        exclusive_scan = block_exclusive_scan(threads, int64)  # one, for both kernels
+        self.find = _find_kernel(threads, bins, exclusive_scan)
         self.chunk_offsets = _chunk_offsets_kernel(threads, bins)
         self.count = _count_kernel(threads, to_key)
-        self.scan_chunks = _scan_chunks_kernel(threads)
+        self.scan_chunks = _scan_chunks_kernel(threads, exclusive_scan)
         self.gather = _gather_kernel(threads, to_key)
 
 
@@ -528,9 +529,8 @@ def _chunk_offsets_kernel(threads: int, bins: int):
     return chunk_offsets
 
 
-def _find_kernel(threads: int, bins: int):
+def _find_kernel(threads: int, bins: int, exclusive_scan):
     warps = threads // WARP
-    exclusive_scan = block_exclusive_scan(threads, int64)
 
     @cuda.jit
     def find(counts, shift, bits, prefix, need, done, low, last, kept, below, bucket,
@@ -629,9 +629,8 @@ def _count_kernel(threads: int, to_key):
     return count
 
 
-def _scan_chunks_kernel(threads: int):
+def _scan_chunks_kernel(threads: int, exclusive_scan):
     warps = threads // WARP
-    exclusive_scan = block_exclusive_scan(threads, int64)
 
     @cuda.jit
     def scan_chunks(offsets, chunks):
