@@ -520,6 +520,9 @@ class _SlotBlock(numbakern.strategies.BlockStrategy):
             if fault == "typo":
                 store(t0, t1, s)  # a slot argument left out
             else:
+                if fault == "no barrier" and tid > 0:
+                    for _ in range(2000):  # slow stores: thread 0 reads before them,
+                        s = combine(s, identity())  # not only when the race allows
                 store(t0, t1, tid, s)
             if fault != "no barrier":
                 cuda.syncthreads()
