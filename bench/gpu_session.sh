@@ -15,7 +15,7 @@
 #   bash bench/gpu_session.sh demo       # the main job on real shapes
 #   bash bench/gpu_session.sh pending    # what landed without a GPU since the last run:
 #                                        # its gpu tests, then its benchmarks (bench/NOTES.md
-#                                        # holds the predictions); ~5 minutes
+#                                        # holds the predictions)
 #
 # Most of a fresh machine's time goes to Numba compiling kernel variants (0.3-0.5 s
 # each, several hundred in the test suites), so the tests run in 15 processes: all 375
@@ -72,18 +72,12 @@ case "${1:-tests}" in
     done
     ;;
   pending)
-    pt "$root/tests/api/test_moments_gpu.py" "$root/tests/api/test_topk_gpu.py" \
-       "$root/tests/api/test_selection_gpu.py" "$root"/tests/api/test_histogram_edges*.py \
-       "$root/tests/api/test_logic_and_nan.py" "$root/tests/api/test_selection.py" \
-       -m "not bigmem and not simulator" -q -n 8 -rfE --tb=short 2>&1 \
+    pt "$root/tests/api/test_cross_entropy_gpu.py" "$root/tests/api/test_segments_gpu.py" \
+       "$root/tests/api/test_reductions_gpu.py" "$root/tests/runtime/test_replay.py" \
+       "$root/tests/runtime/test_tensor_table.py" \
+       -m "gpu and not bigmem" -q -n 8 -rfE --tb=short 2>&1 \
       | tee "$out/pending-tests.log" | tail -25
     (cd /tmp && python3 "$root/bench/host_time.py") 2>&1 | tee "$out/host-time.log"
-    (cd /tmp && python3 "$root/bench/replay_view_ab.py") 2>&1 | tee "$out/replay-view-ab.log"
-    (cd /tmp && python3 "$root/bench/nanmax_profile.py") > "$out/nanmax-profile.log" 2>&1
-    pt "$root/bench/bench_selection.py" -k two_kth -q --benchmark-json="$out/bench_two_kth.json" \
-      2>&1 | tee "$out/bench-two-kth.log" | tail -12
-    pt "$root/bench/bench_scans.py" -k 8_byte -q --benchmark-json="$out/bench_8_byte.json" \
-      2>&1 | tee "$out/bench-8-byte.log" | tail -12
     ;;
   demo)
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40

@@ -4,14 +4,15 @@
 
 For 2^10 float32 elements (and (64, 16) rows: softmax, log_softmax_backward with its
 dy, cross_entropy with int64 labels, checked and with ``check_target=False``;
-segmented_reduce over 64 device segments of 16),
-the mean wall time of 2000 calls
+segmented_reduce over 64 device segments of 16; max with its result read back, the
+floor of a call that reads a check), the mean wall time of 2000 calls
 (after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
 numbakern on a torch CUDA tensor (the DLPack hand-over included), torch's own op and
 CuPy's (where it has one).
 Below each case: how many of numbakern's timed calls replayed (of the calls, per input
-type) and what the recording of the call was: its launches' kernels, or why the call
-cannot be replayed (``numbakern.runtime.replay.latest``).
+type) and what the recording of the call was: its launches' kernels and its checks
+(reads of a report or flags that a replay takes again), or why the call cannot be
+replayed (``numbakern.runtime.replay.latest``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _recording(name: str, kind: str) -> str:
     why = getattr(program, "why", None)
     if why is not None:
         return f"refused: {why}"
-    return f"{len(program.steps)} launch(es): {', '.join(program.names)}"
+    return f"{len(program.steps)} step(s): {', '.join(program.names)}"
 
 
 def main() -> int:
@@ -72,7 +73,7 @@ def main() -> int:
     cupy_ops = {  # CuPy's own op of each case, where it has one
         "sum": lambda: x.sum(), "argmax": lambda: x.argmax(), "mean": lambda: x.mean(),
         "max": lambda: x.max(), "var": lambda: x.var(), "nansum": lambda: cp.nansum(x),
-        "nanmax": lambda: cp.nanmax(x),
+        "nanmax": lambda: cp.nanmax(x), "max, read back": lambda: x.max().get(),
         "cumsum": lambda: cp.cumsum(x), "sort": lambda: cp.sort(x),
     }
     cases = {
@@ -82,8 +83,10 @@ def main() -> int:
         "max": (lambda: nk.max(x), lambda: nk.max(t), lambda: t.max()),
         "var": (lambda: nk.var(x), lambda: nk.var(t), lambda: t.var(correction=0)),
         "nansum": (lambda: nk.nansum(x), lambda: nk.nansum(t), lambda: t.nansum()),
-        "nanmax": (lambda: nk.nanmax(x), lambda: nk.nanmax(t),  # launches replayed,
-                   lambda: t.nan_to_num(float("-inf")).max()),   # all-NaN flags read
+        "nanmax": (lambda: nk.nanmax(x), lambda: nk.nanmax(t),  # all-NaN flags read
+                   lambda: t.nan_to_num(float("-inf")).max()),   # (torch reads none)
+        "max, read back": (  # a launch and a read: the floor of a checked call
+            lambda: nk.max(x).get(), lambda: nk.max(t).item(), lambda: t.max().item()),
         "logsumexp": (lambda: nk.logsumexp(x), lambda: nk.logsumexp(t),
                       lambda: t.logsumexp(0)),
         "vector_norm": (lambda: nk.vector_norm(x), lambda: nk.vector_norm(t),
@@ -116,7 +119,7 @@ def main() -> int:
         own = cupy_ops.get(name)
         cupy_us = f"{per_call_us(own, sync):7.1f}" if own else f"{'-':>7}"
         print(f"{name:18} {on_cupy[0]:11.1f} {on_torch[0]:12.1f} {us:7.1f} {cupy_us}")
-        function = name.split()[0]
+        function = name.split()[0].rstrip(",")
         for kind, (_, calls, replayed) in (("cupy", on_cupy), ("torch", on_torch)):
             print(f"    {kind}: {replayed}/{calls} replayed; {_recording(function, kind)}")
     return 0

@@ -5,6 +5,7 @@ kernel, ``numbakern/kernels/cross_entropy.py``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 
@@ -15,8 +16,7 @@ from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _reduce as _reduce_axes
 from numbakern.api.softmax import _deliver, _describe, bits_like
-from numbakern.core.arrays import (BFloat16Bits, Workspace, call_stream, honours_stream,
-                                   kind_of, report_words, resolve_stream)
+from numbakern.core.arrays import BFloat16Bits, Workspace, honours_stream, kind_of, resolve_stream
 from numbakern.core.deliver import check_disjoint, check_out, deliver
 from numbakern.kernels import bfloat16, cross_entropy as _ce
 from numbakern.kernels.elementwise import THREADS, cast_into, fill, grid_for
@@ -26,8 +26,8 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.checks import check_flag
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import (device_view, host_copy, host_words, reinterpreted,
-                                     sample_rows, sliced, strided, to_device)
+from numbakern.runtime.views import (checked_words, device_view, host_copy, host_words,
+                                     reinterpreted, sample_rows, sliced, strided, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -113,29 +113,26 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
     Targets are class indices; class probabilities as targets (torch's other form)
     are not taken.
 
-    A repeated call on device arrays replays its recorded launches
-    (``numbakern/runtime/replay.py``), then reads the kernel's report on device
-    targets: that read is the call's one synchronisation (none with
-    ``check_target=False``).
+    A repeated call on device arrays replays its recorded launches and the read of
+    the kernel's report on device targets, a check (``numbakern/runtime/replay.py``):
+    that read is the call's one synchronisation (none with ``check_target=False``).
 
     Source: the fused loss-and-gradient kernels of Liger-Kernel and QuACK; the
     online softmax normalizer of Milakov and Gimelshein (2018).
     """
     check_target = check_flag(check_target, "check_target")
     return_grad = check_flag(return_grad, "return_grad")
-    result, bad = _launched(logits, target, weight=weight, ignore_index=ignore_index,
-                            label_smoothing=label_smoothing, reduction=reduction,
-                            return_grad=return_grad, grad_out=grad_out, strategy=strategy,
-                            stream=stream)
-    if bad is not None and check_target:
-        _report(bad, target, logits, ignore_index, call_stream(logits, stream))
-    return result
+    return _launched(logits, target, weight=weight, ignore_index=ignore_index,
+                     label_smoothing=label_smoothing, reduction=reduction,
+                     return_grad=return_grad, grad_out=grad_out, strategy=strategy,
+                     stream=stream, check_target=check_target)
 
 
 def _launched(logits, target, *, weight, ignore_index, label_smoothing, reduction,
-              return_grad, grad_out, strategy, stream):
-    """:func:`cross_entropy`'s launches: ``(its result, the kernel's report on device
-    targets or None)``, so that a replay of them is followed by the report's read."""
+              return_grad, grad_out, strategy, stream, check_target):
+    """:func:`cross_entropy`'s work, its arguments checked but for ``check_target``: its
+    launches, then the read of the kernel's report on device targets (a check, which
+    a replay takes again: ``views.checked_words``)."""
     try:
         view, kind, shape, dtype, precision = _describe(logits, "logits")
     except np.exceptions.AxisError:
@@ -184,12 +181,13 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
         _launch(block, precision, xs, gs, (ts, rs, scale, sliced(bad, i, i + 1), ignore,
                                            tc.type(eps), w),
                 eps > 0, workspace.stream, weight is not None)
-    bad = None if on_host else bad
     loss = _loss(workspace, rows, values, R, tc, dtype, precision, reduction)
-    if not return_grad:
-        return loss, bad
-    grad = _deliver(grad, kind, out, workspace)
-    return (loss, grad.reshape(given) if unbatched and out is None else grad), bad
+    if return_grad:
+        grad = _deliver(grad, kind, out, workspace)
+        grad = grad.reshape(given) if unbatched and out is None else grad
+    if check_target and not on_host:
+        _report(bad, t, R // slots, given, C, ignore, workspace.stream)
+    return (loss, grad) if return_grad else loss
 
 
 # replay.latest's name, and the name a Dask array is refused under
@@ -336,20 +334,25 @@ def _where(i: int, shape: tuple):
     return i if len(shape) <= 1 else tuple(int(k) for k in np.unravel_index(i, shape))
 
 
-def _report(bad, target, logits, ignore, stream) -> None:
-    """The first out-of-bounds target the launches recorded (each its own slot, rows
-    counted within the launch), raised; ``bad`` read after the work on ``stream``, or
-    as it is on the host (the call of a torch CPU tensor hands it back as one)."""
-    dims = np.shape(logits)
-    shape, C = ((1,), dims[0]) if len(dims) == 1 else ((dims[0], *dims[2:]), dims[1])
-    found = report_words(bad, stream)
-    per = math.prod(shape[1:]) if len(found) > 1 else math.prod(shape)
+def _report(bad, target, per: int, logits_shape: tuple, C: int, ignore: int, stream
+            ) -> None:
+    """Raise the first out-of-bounds target the launches recorded: ``bad`` holds a
+    slot per launch, ``per`` (its rows) where none was found, else the first bad
+    row's index within the launch; read after the work on ``stream``. ``target``:
+    the flat device targets."""
+    found = checked_words(bad, stream, functools.partial(_all_at_least, per))
     hits = np.flatnonzero(found < per)
     if hits.size:
+        shape = (1,) if len(logits_shape) == 1 else (logits_shape[0], *logits_shape[2:])
         row = int(hits[0]) * per + int(found[hits[0]])
-        value = int(host_copy(device_view(target)).reshape(-1)[row])
+        value = int(host_copy(target).reshape(-1)[row])
         raise IndexError(f"target {value} of row {_where(row, shape)} is out of bounds "
                          f"for {C} classes (and is not ignore_index={ignore})")
+
+
+def _all_at_least(per: int, words: np.ndarray) -> bool:
+    """A report's check: no slot names a row (each holds ``per``)."""
+    return bool((words >= per).all())
 
 
 def _scale_and_report(workspace: Workspace, t, ignore: int, C: int, tc: np.dtype,

@@ -65,7 +65,8 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import c_contiguous, device_view, flat, host_copy, host_words, strided
+from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
+                                     strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -1106,7 +1107,8 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     if initial is not None and initial == initial:  # a number stands in for all-NaN
         return values
     on_host = isinstance(codes, (np.ndarray, np.generic))
-    host = codes if on_host else host_words(codes, resolve_stream(stream, kind_of(codes)))
+    host = codes if on_host else checked_words(codes, resolve_stream(stream, kind_of(codes)),
+                                               _no_all_nan)
     flags = np.asarray(host) & _ops.ALL_NAN
     if not flags.any():
         return codes if want_indices else values
@@ -1122,6 +1124,11 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
         nan_where(flat(values), flat(codes), _ops.ALL_NAN,
                   resolve_stream(stream, kind_of(values)))
     return values
+
+
+def _no_all_nan(codes: np.ndarray) -> bool:
+    """The check of a NaN-skipping reduction's codes: no slice held nothing but NaN."""
+    return not (codes & _ops.ALL_NAN).any()
 
 
 @replayable

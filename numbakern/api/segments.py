@@ -27,13 +27,15 @@ head, marked on the device.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from numbakern import ops as _ops
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _grid, _initial, initial_loop
-from numbakern.core.arrays import (Workspace, as_array_like, call_stream, honours_stream,
-                                   kind_of, report_words, resolve_stream)
+from numbakern.core.arrays import (Workspace, as_array_like, honours_stream, kind_of,
+                                   resolve_stream)
 from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
@@ -44,7 +46,7 @@ from numbakern.kernels.segment_scan import mark_heads
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.views import device_view, host_words, sliced, to_device
+from numbakern.runtime.views import checked_words, device_view, host_words, sliced, to_device
 
 
 def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy=None,
@@ -109,17 +111,14 @@ def segmented_reduce(x, offsets, op="sum", *, dtype=None, initial=None, strategy
     merge-based SpMV (SC 2016).
     """
     check_offsets = check_flag(check_offsets, "check_offsets")
-    result, bad = _reduced(x, offsets, op, dtype=dtype, initial=initial, strategy=strategy,
-                           lanes=lanes, stream=stream, check_offsets=check_offsets)
-    if bad is not None and check_offsets:
-        _report_call(bad, x, offsets, lambda: _empty_rule(_ops.get(op), initial),
-                     stream)
-    return result
+    return _reduced(x, offsets, op, dtype=dtype, initial=initial, strategy=strategy,
+                    lanes=lanes, stream=stream, check_offsets=check_offsets)
 
 
 def _reduced(x, offsets, op, *, dtype, initial, strategy, lanes, stream, check_offsets):
-    """:func:`segmented_reduce`'s launches: ``(its result, the kernel's report on device
-    offsets or None)``, so that a replay of them is followed by the report's read."""
+    """:func:`segmented_reduce`'s work, ``check_offsets`` checked: its launches, then
+    the read of the kernel's report on device offsets (a check, which a replay takes
+    again: ``views.checked_words``)."""
     x = _one_d(x)
     op, result, kit = _planned(op, np.dtype(x.dtype), dtype)
     first = None if initial is None else _initial(initial, kit.dtypes[0], op.name,
@@ -132,11 +131,14 @@ def _reduced(x, offsets, op, *, dtype, initial, strategy, lanes, stream, check_o
     fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes, stream,
                                                empty)
     if fields is None:  # no segments
-        return deliver_host(workspace, np.empty(0, dtype=result), None), None
+        return deliver_host(workspace, np.empty(0, dtype=result), None)
     if first is not None:
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
-    return deliver(workspace, fields[0], result, (segments,), None), bad
+    reduced = deliver(workspace, fields[0], result, (segments,), None)
+    if bad is not None and check_offsets:
+        _report(bad, offsets, segments, x.shape[0], empty, workspace.stream)
+    return reduced
 
 
 def _empty_rule(op, initial) -> str | None:
@@ -169,24 +171,24 @@ def segmented_argmin(x, offsets, *, strategy=None, lanes=None, stream=None):
 
 
 def _arg(x, offsets, direction: str, strategy, lanes, stream):
-    result, bad = _ARG_REDUCED[direction](x, offsets, strategy=strategy, lanes=lanes,
-                                          stream=stream)
-    if bad is not None:
-        _report_call(bad, x, offsets, _arg_empty(direction), stream)
-    return result
+    return _ARG_REDUCED[direction](x, offsets, strategy=strategy, lanes=lanes, stream=stream)
 
 
 def _arg_reduced(direction: str):
-    """:func:`_arg`'s launches, as :func:`_reduced`'s, for ``"max"`` or ``"min"``."""
+    """:func:`_arg`'s work for ``"max"`` or ``"min"``, as :func:`_reduced`'s."""
 
     def launched(x, offsets, *, strategy, lanes, stream):
         x = _one_d(x)
         op, kit = _arg_planned(direction, np.dtype(x.dtype))
+        empty = _arg_empty(direction)
         fields, workspace, segments, bad = _launch(x, offsets, op, kit, strategy, lanes,
-                                                   stream, _arg_empty(direction))
+                                                   stream, empty)
         if fields is None:
-            return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None), None
-        return deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None), bad
+            return deliver_host(workspace, np.empty(0, dtype=_ops.INDEX_DTYPE), None)
+        found = deliver(workspace, fields[1], _ops.INDEX_DTYPE, (segments,), None)
+        if bad is not None:
+            _report(bad, offsets, segments, x.shape[0], empty, workspace.stream)
+        return found
 
     return _dispatched(launched, f"segmented_arg{direction}")
 
@@ -278,32 +280,23 @@ def _bad_segment(offsets, first: int, size: int):
 
 
 def _report(bad, offsets, segments: int, size: int, empty, stream) -> None:
-    """Raise what the kernel recorded about device offsets: the two ``bad`` words read
-    after the launches on ``stream`` (the call's one synchronisation). ``empty``: the
-    message for an empty segment where none may be, None, or a function giving either
-    (asked only when a segment is empty)."""
-    first_bad, first_empty = (int(v) for v in report_words(bad, stream))
+    """Raise what the kernel recorded about device offsets: the two ``bad`` words (the
+    first bad segment, the first empty one; ``segments`` where none) read after the
+    launches on ``stream`` (the call's one synchronisation, a check:
+    ``views.checked_words``). ``empty``: the message for an empty segment where none
+    may be, or None."""
+    words = checked_words(bad, stream,
+                          functools.partial(_offsets_pass, segments, empty is not None))
+    first_bad, first_empty = (int(v) for v in words)
     if first_bad < segments:
         _bad_segment(offsets, first_bad, size)
-    if first_empty < segments:
-        empty = empty() if callable(empty) else empty
-        if empty is not None:
-            raise ValueError(f"{empty} (segment {first_empty} is empty)")
+    if first_empty < segments and empty is not None:
+        raise ValueError(f"{empty} (segment {first_empty} is empty)")
 
 
-def _report_call(bad, x, offsets, empty, stream) -> None:
-    """:func:`_report` of a whole call's arguments as the caller passed them (torch
-    tensors, say), read on the stream the call ran on."""
-    _report(bad, offsets, _length(offsets) - 1, _length(x), empty, call_stream(x, stream))
-
-
-def _length(a) -> int:
-    """The length of a 1-D input of any kind (a list too), without a view where it
-    has a shape."""
-    shape = getattr(a, "shape", None)
-    if shape is None:
-        shape = np.shape(a) if isinstance(a, (list, tuple)) else device_view(a).shape
-    return int(shape[0])
+def _offsets_pass(segments: int, empty_raises: bool, words: np.ndarray) -> bool:
+    """The report's check: no bad segment, and no empty one where that raises."""
+    return words[0] >= segments and (not empty_raises or words[1] >= segments)
 
 
 class Span:

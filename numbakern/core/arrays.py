@@ -22,13 +22,13 @@ import numpy as np
 from numba import cuda
 
 from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.device import SIMULATOR, torch_stream
+from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       simulator_stream, stream_handle, stream_pointer,
                                       to_device_array)
 from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
-                                     host_words, to_device)
+                                     to_device)
 
 
 class CopyWarning(UserWarning):
@@ -170,25 +170,6 @@ def resolve_stream(stream: Any, kind: str):
     if isinstance(stream, cuda.cudadrv.driver.Stream):
         return stream
     return _external_stream(stream_pointer(stream))
-
-
-def call_stream(x: Any, stream: Any):
-    """The stream a call's launches ran on, as :func:`resolve_stream` gives it, for a
-    read after them (a report the host checks): ``stream=``, else torch's current
-    stream for a CUDA tensor (a call replayed from the tensor table sees the tensor
-    itself and no ``stream=``: ``runtime.tensor_table``), else the default of ``x``'s
-    kind."""
-    if stream is None and not SIMULATOR and type(x).__module__.startswith("torch") \
-            and getattr(x, "is_cuda", False):
-        stream = torch_stream(x.get_device())
-    return resolve_stream(stream, kind_of(x))
-
-
-def report_words(bad: Any, stream: Any) -> np.ndarray:
-    """A kernel's report (a few int words) as a call handed it back: a host array as
-    it is (a torch CPU tensor's call hands back its device words as one), else read
-    after the work on ``stream``, as :func:`call_stream` gives it."""
-    return np.asarray(bad) if kind_of(bad) == "numpy" else host_words(bad, stream)
 
 
 def _external_stream(ptr: int):

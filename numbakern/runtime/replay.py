@@ -22,18 +22,25 @@ What is never replayed
 ----------------------
 A recording is kept only when everything the call did to device memory went through
 those two doors. Each of these makes a signature run the ordinary way every time:
-a device-to-host read (a later decision might depend on the data), a host-to-device
-upload, a launch argument whose address is neither an input's nor an allocation's
-(a copy CuPy made, say), a launch on another stream, a kernel launched through
-Numba's own ``kernel[grid, block](...)`` (a user's strategy launching its own), a
-write outside the launches (a CuPy copy into ``out=``), a result that is neither a
-view of an allocation nor an argument the launches wrote (a host scalar, a CuPy
-cast), an empty array.
+a device-to-host read other than a check's (below: a later decision might depend on
+the data), a host-to-device upload, a launch argument whose address is neither an
+input's nor an allocation's (a copy CuPy made, say), a launch on another stream, a
+kernel launched through Numba's own ``kernel[grid, block](...)`` (a user's strategy
+launching its own), a write outside the launches (a CuPy copy into ``out=``), a
+result that is neither a view of an allocation nor an argument the launches wrote (a
+host scalar, a CuPy cast), an empty array.
 Calls with host (NumPy or CPU tensor) input, with an argument that cannot be keyed (a
 list, a mutable array), or with an explicit ``stream=`` on CuPy arrays or tensors
 (whose allocators order memory by their own current stream) also run the ordinary way.
 A call on Numba device arrays replays on the ``stream=`` it is given: its one
 allocation is Numba's, which no stream orders, and the key leaves the stream out.
+
+A check (``views.checked_words``: a kernel's report on device offsets or targets,
+nanmax's all-NaN flags) is the one read a program holds. The call goes on the same
+way whatever the words, as long as they pass the check: so the replay reads them
+where the recording did, after the launches before them, and, where they fail, runs
+the call the ordinary way from the start (which raises or warns). It is the guard of a
+tracing JIT: the recorded path stands while what it assumed of the data holds.
 
 An ``out=`` that the launches wrote is a result the replay hands back as the caller's
 own object. Such a call replays only while its arguments stay apart in memory (as
@@ -66,8 +73,9 @@ from numba import cuda
 
 from .device import SIMULATOR, torch_stream
 from .launch import (DeviceBuffer, _local, buffer, current_device_id, current_recording,
-                     driver_launch, flatten, launcher_for, parameter_block, set_recording,
-                     simulator_stream, stream_handle, stream_pointer, to_device_array)
+                     driver_launch, flatten, launcher_for, parameter_block, read_small,
+                     set_recording, simulator_stream, stream_handle, stream_pointer,
+                     to_device_array)
 from .memo import VALUES
 
 ALIGN = 256  # each temporary's offset in the call's one allocation (CuPy's pool's too)
@@ -290,6 +298,8 @@ def replayable(fn):
             return fn(*args, **kwargs), None
         if entry is None:
             result, program = _record(fn, args, kwargs, arrays, stream)
+            if program is None:  # a check failed on this data: the next call records
+                return result, None
             if len(table) >= MAX_SIGNATURES:
                 table.clear()
             table[key] = (program, refs)
@@ -305,7 +315,10 @@ def replayable(fn):
         if program.returns_inputs and not _writable_apart(arrays, objects):
             return fn(*args, **kwargs), None
         counts["replayed"] += 1
-        return program.run([a.address for a in arrays], objects, stream), program
+        try:
+            return program.run([a.address for a in arrays], objects, stream), program
+        except Unpassed:
+            return fn(*args, **kwargs), program
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -326,14 +339,18 @@ def _writable_apart(arrays: list, objects: list) -> bool:
 
 
 def _record(fn, args, kwargs, arrays: list, stream=None):
-    """Run ``fn`` once while recording: ``(result, program or Refused)``; ``stream``:
-    the call's ``stream=``, which its launches must all have gone to."""
+    """Run ``fn`` once while recording: ``(result, program or Refused)``, or
+    ``(result, None)`` when one of its checks failed (a trait of the data, not of the
+    signature); ``stream``: the call's ``stream=``, which its launches must all have
+    gone to."""
     recording = Recording(arrays)
     set_recording(recording)
     try:
         result = fn(*args, **kwargs)
     finally:
         set_recording(None)
+    if recording.check_failed:
+        return result, None
     try:
         program = recording.program(result, stream)
     except _Flaw as flaw:
@@ -354,8 +371,10 @@ class Recording:
     def __init__(self, inputs: list):
         self.inputs = inputs
         self.allocations: list[tuple[int, int]] = []  # (address, bytes)
-        self.launches: list[tuple] = []  # (kernel, grid, block, stream, args, shared)
+        # (kernel, grid, block, stream, args, shared), or a check's _CheckNote, in order
+        self.launches: list[tuple] = []
         self.flaw: str | None = None
+        self.check_failed = False  # a check's words did not pass (views.checked_words)
         # Every allocation stays alive until the call ends, so that no other allocation
         # of the call (a CuPy cast, say) can reuse its memory and pass for it.
         self.alive: list = []
@@ -384,6 +403,16 @@ class Recording:
                ) -> None:
         self.launches.append((kernel, grid, block, stream, args, shared))
 
+    def check(self, view, stream, passes) -> None:
+        """A read of a check's words (``views.checked_words``), after the launches so
+        far: a replay reads ``view``'s memory there and goes on while ``passes``."""
+        self.launches.append(_CheckNote(view, stream, passes))
+
+    def fail_check(self) -> None:
+        """A check's words did not pass: the call raises or warns, and keeps no
+        recording (the next call of its signature records afresh)."""
+        self.check_failed = True
+
     def program(self, result, stream=None) -> "Program":
         """The replayable program of a call given ``stream`` (None: its kind's
         default); raises :class:`_Flaw` when there is none."""
@@ -393,16 +422,24 @@ class Recording:
         kind = self.inputs[0].kind
         stream = _stream_of(kind) if stream is None else _given(stream)
         steps = []
-        for kernel, grid, block, launch_stream, args, shared in self.launches:
-            if _handle(launch_stream) != _handle(stream):
-                raise _Flaw("a launch on another stream")
-            steps.append((_sim_step if SIMULATOR else _gpu_step)(layout, kernel, grid, block,
-                                                                 args, shared))
-        names = tuple(_kernel_name(launch[0]) for launch in self.launches)
+        for step in self.launches:
+            if type(step) is _CheckNote:
+                on, built = step.stream, _check_step(layout, step)
+            else:
+                kernel, grid, block, on, args, shared = step
+                built = (_sim_step if SIMULATOR else _gpu_step)(layout, kernel, grid, block,
+                                                                args, shared)
+            if _handle(on) != _handle(stream):
+                raise _Flaw("a launch or a check on another stream")
+            steps.append(built)
+        names = tuple(map(_step_name, self.launches))
         return Program(kind, layout.total, steps, _result_spec(result, layout), names)
 
 
-def _kernel_name(kernel) -> str:
+def _step_name(step) -> str:
+    if type(step) is _CheckNote:
+        return "check"
+    kernel = step[0]
     return getattr(getattr(kernel, "py_func", kernel), "__name__", repr(kernel))
 
 
@@ -461,7 +498,50 @@ def _handle(stream) -> int:
     return 0 if SIMULATOR else stream_handle(stream)
 
 
-# --- steps: one launch each ------------------------------------------------------------
+# --- steps: one launch or one check each -----------------------------------------------
+
+
+class Unpassed(Exception):
+    """A replay's check found words that do not pass: the call runs the ordinary way."""
+
+
+class _CheckNote(NamedTuple):
+    view: Any  # the words' device view (a simulator array on the simulator)
+    stream: Any
+    passes: Any  # words -> bool
+
+
+class _Check(NamedTuple):
+    """A replay's read of a check's words, and the test they must pass."""
+
+    words: "_ArraySpec"
+    passes: Any
+
+
+def _check_step(layout: _Layout, note: _CheckNote) -> _Check:
+    if SIMULATOR:
+        ary = note.view._ary
+        address, strides = ary.__array_interface__["data"][0], ary.strides
+    else:
+        buf = buffer(note.view)
+        address, strides = buf.ptr, buf.strides
+    source, offset = layout.locate(address, launched=False)
+    return _Check(_ArraySpec(source, offset, tuple(note.view.shape), tuple(strides),
+                             np.dtype(note.view.dtype)), note.passes)
+
+
+def _passes(check: _Check, bases: list, block, stream: int) -> None:
+    """Read a check's words after the launches queued on ``stream``; raise
+    :class:`Unpassed` when they fail."""
+    spec = check.words
+    if SIMULATOR:
+        words = np.array(_sim_view(spec, bases, block)._ary)
+    else:
+        words = read_small(bases[spec.source] + spec.offset, _nbytes(spec), stream) \
+            .view(spec.dtype).reshape(spec.shape)
+    if not check.passes(words):
+        counts["unpassed"] += 1
+        raise Unpassed
 
 
 class _GpuStep(NamedTuple):
@@ -683,6 +763,9 @@ class Program:
             from .simcost import guarded
 
             for step in self.steps:
+                if type(step) is _Check:
+                    _passes(step, bases, block, stream)
+                    continue
                 args = [_sim_arg(a, bases, block) for a in step.args]
                 with guarded(step.kernel, step.grid, step.block, args):
                     step.kernel[step.grid, step.block, stream, step.shared](*args)
@@ -694,6 +777,9 @@ class Program:
         """The recorded launches, each with the new addresses patched in."""
         with self.lock:
             for step in self.steps:
+                if type(step) is _Check:
+                    _passes(step, bases, None, stream)
+                    continue
                 values = step.values
                 for slot, source, offset in step.patches:
                     values[slot] = bases[source] + offset

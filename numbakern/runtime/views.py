@@ -214,12 +214,49 @@ def host_words(view, stream=0) -> np.ndarray:
     if SIMULATOR:
         return host_copy(view, stream)
     refuse_replay("a device-to-host copy")
+    return _small_read(view, stream)
+
+
+def checked_words(view, stream, passes) -> np.ndarray:
+    """:func:`host_words` for a check: a kernel's report or flags that the rest of the
+    call reads only through ``passes(words)``, True when the call goes on as though
+    nothing were found (no error, no warning, nothing more launched), and a pure
+    function of the words and of what keys the call (its dtypes, shapes, values).
+
+    So the read need not stop the call from replaying
+    (``numbakern/runtime/replay.py``): while the call is being recorded, words that
+    pass make the read a step of its program, which a replay takes again after the
+    launches before it, running the call the ordinary way where the words fail (then
+    it raises or warns as the check says); words that fail leave the call unrecorded.
+    """
+    recording = current_recording()
+    if recording is None:
+        return host_words(view, stream)
+    if SIMULATOR:
+        words = view.copy_to_host()
+    elif not _small(buffer(view)):
+        return host_words(view, stream)
+    else:
+        words = _small_read(view, stream)
+    if passes(words):
+        recording.check(view, stream, passes)
+    else:
+        recording.fail_check()
+    return words
+
+
+def _small(buf) -> bool:
+    """Whether :func:`host_words` reads ``buf`` through the pinned buffer."""
+    return buf.c_contiguous and buf.size * buf.dtype.itemsize <= PINNED_BYTES
+
+
+def _small_read(view, stream) -> np.ndarray:
     buf = buffer(view)
-    nbytes = buf.size * buf.dtype.itemsize
-    if not buf.c_contiguous or nbytes > PINNED_BYTES:
+    if not _small(buf):
         return host_copy(view, stream)
     handle = stream if isinstance(stream, int) else stream_handle(stream)
-    return read_small(buf.ptr, nbytes, handle).view(buf.dtype).reshape(buf.shape)
+    return read_small(buf.ptr, buf.size * buf.dtype.itemsize, handle).view(buf.dtype) \
+        .reshape(buf.shape)
 
 
 def device_empty(shape, dtype, stream):

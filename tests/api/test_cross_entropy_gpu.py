@@ -79,6 +79,30 @@ def test_unchecked_targets_replay_with_no_report_read(torch, reduction):
         nk.cross_entropy(x, t, reduction=reduction)
 
 
+def test_checked_targets_replay_and_a_bad_one_written_just_before_still_raises(torch):
+    """The report on device targets is a check that replays (``views.checked_words``):
+    on a side torch stream, repeated calls replay with the right loss, and a bad target
+    written by a torch op queued on that stream right before the next call is read
+    after that op, and raises."""
+    from numbakern.runtime import replay
+
+    F = torch.nn.functional
+    x = torch.randn(300, 1000, device="cuda")
+    t = torch.randint(0, 1000, (300,), device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    before = replay.counts["replayed"]
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            loss = nk.cross_entropy(x, t)
+            torch.testing.assert_close(loss, F.cross_entropy(x, t), rtol=2e-5, atol=2e-5)
+        assert replay.counts["replayed"] - before >= 2
+        torch.cuda._sleep(10_000_000)  # the write lands well after the launches queue
+        t[123] = 1000
+        with pytest.raises(IndexError, match="target 1000 of row 123"):
+            nk.cross_entropy(x, t)
+
+
 def test_weights_written_on_a_side_stream_are_read_after_that_work(torch):
     """weight= made by torch on a non-blocking side stream, the call on that stream:
     the weights are read after the work that wrote them, not on the legacy stream."""

@@ -138,17 +138,17 @@ def test_scalar_results_of_numba_arrays_are_0d_device_arrays_that_replay():
 
 
 def test_all_nan_slices_after_a_clean_recording_still_raise_and_warn():
-    """nanargmax and nanmax read their all-NaN flags on the host: a call that does
-    cannot replay, so a later all-NaN slice still raises or warns (a replay recorded on
-    clean data handed back a garbage index and -inf). Their launches are recorded
-    apart (the third call replays them); the flags are read after them every call."""
+    """nanargmax and nanmax read their all-NaN flags on the host as a check: a replay
+    reads them again after its launches and runs the call the ordinary way where a
+    slice is all NaN, so such a slice still raises or warns (a replay recorded on
+    clean data must not hand back a garbage index and -inf)."""
     clean = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     all_nan = np.array([[np.nan, np.nan], [3.0, 4.0]], np.float32)
     replay.forget()
     before = replay.counts["replayed"]
     for _ in range(3):
         got = nk.nanargmax(cuda.to_device(clean), axis=1)
-    assert replay.counts["replayed"] - before == 1
+    assert replay.counts["replayed"] - before == 2
     np.testing.assert_array_equal(got.copy_to_host(), [1, 1])
     with pytest.raises(ValueError, match="All-NaN slice encountered"):
         nk.nanargmax(cuda.to_device(all_nan), axis=1)
@@ -439,12 +439,55 @@ def test_a_call_given_a_stream_records_and_replays_on_the_stream_given(monkeypat
                                                                np.float32),))
         return r
 
-    with pytest.raises(replay._Flaw, match="a launch on another stream"):
+    with pytest.raises(replay._Flaw, match="a launch or a check on another stream"):
         recording(0).program(None, 0xB0)
     program = recording(0xB0).program(None, 0xB0)
     program.run([0x90000], (), 0xD0)
     program.run([0x90000], (), CupyStream())
     assert launched == [0xD0, 0xC0]
+
+
+def test_a_check_is_read_after_the_launches_before_it_on_the_replays_stream(monkeypatch):
+    """A program's check (``views.checked_words``) reads its words where the recording
+    did: after the launches before it, at the patched address, on the stream the
+    replay launches on; words that fail raise ``Unpassed`` (the caller then runs the
+    call the ordinary way). A check on another stream than the call's refuses the
+    recording."""
+    events, words = [], [np.zeros(2, np.int64)]
+
+    class Launcher:
+        def entry(self, key, count):
+            return 0xF00, None, None
+
+    def read_small(ptr, nbytes, stream):
+        events.append(("read", ptr, nbytes, stream))
+        return words[0].view(np.uint8).copy()
+
+    monkeypatch.setattr(replay, "SIMULATOR", False)
+    monkeypatch.setattr(replay, "launcher_for", lambda kernel: Launcher())
+    monkeypatch.setattr(replay, "driver_launch", lambda *a: events.append(("launch", a[3])))
+    monkeypatch.setattr(replay, "read_small", read_small)
+    monkeypatch.setattr(replay.Program, "_allocate", lambda self: (None, 0xA0000))
+    x = replay._Array("device", 0x10000, np.dtype(np.float32), (8,), (4,))
+    report = launch.DeviceBuffer(0x50000, (2,), (8,), np.int64)
+
+    def recording(check_stream):
+        r = replay.Recording([x])
+        r.allocate(report)
+        r.launch("kernel", 1, 32, 0xB0, (launch.DeviceBuffer(0x10000, (8,), (4,), np.float32),
+                                         report))
+        r.check(report, check_stream, lambda w: not w.any())
+        return r
+
+    with pytest.raises(replay._Flaw, match="a launch or a check on another stream"):
+        recording(0).program(None, 0xB0)
+    program = recording(0xB0).program(None, 0xB0)
+    assert program.names[1] == "check"
+    program.run([0x90000], (), 0xD0)
+    assert events == [("launch", 0xD0), ("read", 0xA0000, 16, 0xD0)]
+    words[0] = np.array([0, 3], np.int64)
+    with pytest.raises(replay.Unpassed):
+        program.run([0x90000], (), 0xD0)
 
 
 def test_an_address_from_elsewhere_refuses_replay():

@@ -97,23 +97,47 @@ def test_an_argument_of_another_type_is_keyed_apart_and_refused_as_before():
 
 @pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_a_refused_signature_runs_its_function_without_keying_it_again(monkeypatch):
-    """nanmax reads its all-NaN flags (refused: a host read) after launches that
-    replay on their own: a repeated call finds the refusal in the table and keys only
-    the launches (one key a call, not two), every call still reading the flags."""
-    x = _data((6, 33))
-    x[2] = np.nan
-    with pytest.warns(RuntimeWarning, match="All-NaN slice"):
-        nk.nanmax(cuda.to_device(x), axis=1)
-    (refusal,) = nk.nanmax.tensor_replay_table.values()
-    assert type(refusal) is replay.Refused
+    """segmented_reduce with ``initial=`` uploads it (refused: a host-to-device copy):
+    a repeated call finds the refusal in the table and runs the function itself,
+    building no second key."""
+    from numbakern.api import segments
+
+    x, offsets = _data(40), np.array([0, 10, 10, 40])
+    want = [x[:10].sum() + 1, 1.0, x[10:].sum() + 1]
+    nk.segmented_reduce(cuda.to_device(x), cuda.to_device(offsets), initial=1.0)
+    (refusal,) = segments._reduced.tensor_replay_table.values()
+    assert refusal == replay.Refused("a host-to-device copy")
     keys = []
     real = replay._signature
     monkeypatch.setattr(replay, "_signature", lambda *a: keys.append(1) or real(*a))
     for _ in range(2):
+        got = nk.segmented_reduce(cuda.to_device(x), cuda.to_device(offsets), initial=1.0)
+        np.testing.assert_allclose(got.copy_to_host(), want, rtol=1e-6)
+    assert not keys
+
+
+@pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
+def test_a_check_that_fails_leaves_its_signature_to_record_anew():
+    """nanmax's all-NaN flags are a check: data that fails it (an all-NaN row) warns
+    and keeps nothing in the table, so a later call of the signature on clean data is
+    recorded, and its next one replays; all-NaN data then warns again."""
+    x = _data((6, 33))
+    x[2] = np.nan
+    for _ in range(2):
         with pytest.warns(RuntimeWarning, match="All-NaN slice"):
             got = nk.nanmax(cuda.to_device(x), axis=1).copy_to_host()
         np.testing.assert_array_equal(got, np.nanmax(x, axis=1))
-    assert len(keys) == 2
+    assert not nk.nanmax.tensor_replay_table
+    clean = _data((6, 33))
+    recorded, replayed = _counts()
+    for _ in range(2):
+        got = nk.nanmax(cuda.to_device(clean), axis=1).copy_to_host()
+        np.testing.assert_array_equal(got, clean.max(axis=1))
+    assert _counts() == (recorded + 1, replayed + 1)
+    assert len(nk.nanmax.tensor_replay_table) == 1
+    with pytest.warns(RuntimeWarning, match="All-NaN slice"):
+        got = nk.nanmax(cuda.to_device(x), axis=1).copy_to_host()
+    np.testing.assert_array_equal(got, np.nanmax(x, axis=1))
 
 
 @pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
@@ -313,21 +337,6 @@ def test_a_tensor_on_another_device_is_refused_with_its_name(fake):
                                              "cuda:0"):
             call(other)
     assert len(_tensor_keys(fake, nk.sum)) == 1
-
-
-def test_a_report_is_read_on_the_stream_a_tensor_call_ran_on(fake, monkeypatch):
-    """A tensor call replayed from the table gets no ``stream=``: the read of its
-    report (cross_entropy's targets, segmented_reduce's offsets) must still follow
-    torch's current stream, not the default one."""
-    from numbakern.core import arrays
-
-    monkeypatch.setattr(arrays, "SIMULATOR", False)
-    monkeypatch.setattr(arrays, "torch_stream", lambda device: 7000 + device)
-    monkeypatch.setattr(arrays, "resolve_stream", lambda stream, kind: (stream, kind))
-    t = fake.torch.zeros(4).as_subclass(fake.CudaLike)
-    assert arrays.call_stream(t, None) == (7000, "device")
-    assert arrays.call_stream(t, 5) == (5, "device")  # stream= wins
-    assert arrays.call_stream(np.zeros(4), None) == (None, "numpy")
 
 
 def _tensor_keys(fake, fn) -> list:
