@@ -77,6 +77,7 @@ case "${1:-tests}" in
        "$root/tests/runtime/test_tensor_table.py" \
        -m "gpu and not bigmem" -q -n 8 -rfE --tb=short 2>&1 \
       | tee "$out/pending-tests.log" | tail -25
+    pt "$root/tests/core/test_workspace.py" -q 2>&1 | tee "$out/pending-workspace.log" | tail -3
     (cd /tmp && python3 "$root/bench/host_time.py") 2>&1 | tee "$out/host-time.log"
     ;;
   demo)

@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from numbakern.kernels.elementwise import cast_into
-from numbakern.runtime.device import SIMULATOR
+from numbakern.kernels.elementwise import PUT_WORDS, cast_into, put
+from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       simulator_stream, stream_handle, stream_pointer,
                                       to_device_array)
 from numbakern.runtime.stacklevel import user_stacklevel
 from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
-                                     to_device)
+                                     reinterpreted, to_device)
 
 
 class CopyWarning(UserWarning):
@@ -284,7 +284,16 @@ class Workspace:
         return cast
 
     def from_host(self, host: np.ndarray) -> Any:
-        """A device copy of a small host array (identities, initial values)."""
+        """A device copy of a small host array (identities, initial values, flags): a 1-D
+        one of at most ``PUT_WORDS`` 8-byte words is written by a launch that carries
+        its bytes (``kernels.elementwise.put``: a recorded call replays it); anything
+        larger is copied (a call that copies is never replayed)."""
+        host = np.asarray(host)
+        if host.ndim == 1 and host.dtype.kind in "biuf" and \
+                0 < host.nbytes <= PUT_WORDS * 8:
+            words = self.empty(ceil_div(host.nbytes, 8), np.int64)
+            put(words, host, self.stream)
+            return reinterpreted(words, host.dtype, host.shape[0])
         if on_cupy(self.kind):
             import cupy
 

@@ -57,6 +57,9 @@ CASES = [
      (9, 70)),
     ("nanmean", lambda x: nk.nanmean(x), np.nanmean, (1000,)),
     ("sum", lambda x: nk.sum(x), np.sum, (1000,)),
+    ("row sum, initial", lambda x: nk.sum(x, axis=1, initial=2.5),  # the initial put
+     lambda h: h.sum(axis=1) + 2.5, (40, 33)),                   # by a launch
+    ("max, initial", lambda x: nk.max(x, initial=1.5), lambda h: max(h.max(), 1.5), (1000,)),
     ("argmax", lambda x: nk.argmax(x), np.argmax, (1000,)),
     ("row logcumsumexp", lambda x: nk.logcumsumexp(x, axis=1),
      lambda h: np.logaddexp.accumulate(h, axis=1), (5, 70)),
