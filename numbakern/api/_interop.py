@@ -82,6 +82,9 @@ _RESULTS_FOLLOW = {
     **dict.fromkeys(("quantile", "percentile", "nanquantile", "nanpercentile"),
                     (("x", "q"),)),
     **dict.fromkeys(("var", "std", "nanvar", "nanstd"), (("x", "mean"),))}
+# Functions whose answer for x of no elements is np.nanmean's (NumPy's special case),
+# in x's dtype whatever q's.
+_MEAN_OF_NOTHING = frozenset({"nanquantile", "nanpercentile"})
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -134,6 +137,9 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     first = call.first = names[0] if names else None
     if rounded is not None:  # dtype=bfloat16 of another input: float32, rounded once
         call.bfloat16, call.dtype_given, call.rounds = rounded, False, True
+    if fn.__name__ in _MEAN_OF_NOTHING and args and 0 in getattr(args[0], "shape", (1,)) \
+            and str(getattr(args[0], "dtype", "")).endswith("bfloat16"):
+        call.rounds = True  # np.nanmean's answer, in x's dtype whatever q's
     args = tuple(call.inward(a, names[i] if i < len(names) else f"argument {i}", i == 0)
                  for i, a in enumerate(args))
     kwargs = {k: call.inward(v, k, k == first) for k, v in kwargs.items()}

@@ -354,6 +354,26 @@ def test_quantiles_and_given_means_take_numpys_result_type_with_bfloat16():
                 np.testing.assert_allclose(np.float64(got), np.float64(want), rtol=1e-2)
 
 
+@pytest.mark.parametrize("fn", ["nanquantile", "nanpercentile"])
+def test_nan_quantiles_of_no_bfloat16_elements_are_bfloat16_whatever_q(fn):
+    """NumPy answers them with np.nanmean (NaN of x's dtype, warning), whatever q's
+    dtype: bfloat16 for bfloat16 x, NumPy's and torch's; a float32 x stays float32."""
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    torch = pytest.importorskip("torch")
+    for q in (0.5, np.float32(0.5), np.float64(0.5), np.array([0.25, 0.5], np.float32)):
+        q_of = q * 100 if fn == "nanpercentile" else q
+        for x in (np.zeros((0, 3), bf16), np.zeros((0, 3), np.float32)):
+            with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+                want = getattr(np, fn)(x, q_of, axis=0)
+            with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+                got = getattr(nk, fn)(x, q_of, axis=0)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.isnan(np.asarray(got, np.float32)).all()
+        with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+            got = getattr(nk, fn)(torch.zeros((0, 3), dtype=torch.bfloat16), q_of, axis=0)
+        assert got.dtype == torch.bfloat16 and got.shape == (3,)
+
+
 def test_bfloat16_numbers_are_numbers_and_a_refusal_names_its_argument():
     """A bfloat16 scalar or 0-d array passed as a number (initial=, scale=, q) is that
     number; a bfloat16 array another argument refuses is named as that argument."""
