@@ -205,6 +205,117 @@ def _build(threads: int, items: int, capacity: int, digit: int, width: int, aggr
 
     exclusive_scan = block_exclusive_scan(threads, int32)
 
+    @cuda.jit(device=True)
+    def histogram(x, base, n, hist, keys, prefix, top, shift, tid):
+        """Step 1 (and 3): count in ``hist`` the digit at ``shift`` of every key whose
+        bits from ``top`` up equal ``prefix``'s (all keys while none are decided)."""
+        mask = (uint64(1) << uint64(top - shift)) - uint64(1)
+        c = tid
+        while c < bins:
+            hist[c] = 0
+            c += threads
+        cuda.syncthreads()
+        start = 0
+        while start < n:
+            for r in range(items):  # the loads first, so they are in flight together
+                i = start + r * threads + tid
+                keys[r] = to_key(x[base + i]) if i < n else pad
+            for r in range(items):
+                i = start + r * threads + tid
+                key = uint64(keys[r])
+                bin_ = int32(-1)  # -1: not counted (past the row, or not a candidate)
+                if i < n:
+                    if top >= width or (key >> uint64(top)) == (prefix >> uint64(top)):
+                        bin_ = int32((key >> uint64(shift)) & mask)
+                count(hist, bin_)
+            start += per_round
+        cuda.syncthreads()
+
+    @cuda.jit(device=True)
+    def find_bucket(hist, totals, found, need, tid):
+        """Step 2: the bin holding the ``need``-th counted key, into ``found`` (its
+        digit, the keys of smaller digits, the keys in it): each thread sums its run
+        of counters, a block scan places the runs, the one run that crosses ``need``
+        is walked."""
+        lo = tid * per
+        hi = min(bins, lo + per)
+        mine = int32(0)
+        for j in range(lo, hi):
+            mine += hist[j]
+        earlier, _ = exclusive_scan(mine, totals, tid)
+        if earlier < need and need <= earlier + mine:
+            acc = int64(earlier)
+            j = lo
+            while acc + hist[j] < need:
+                acc += hist[j]
+                j += 1
+            found[0] = j
+            found[1] = acc
+            found[2] = hist[j]
+        cuda.syncthreads()
+
+    @cuda.jit(device=True)
+    def gather(x, base, n, keys, t, top, slot, ck, ci, tid):
+        """Step 4: every pair whose key's bits from ``top`` up are at most ``t``, to
+        the candidate buffer (a shared atomic gives each its slot)."""
+        start = 0
+        while start < n:
+            for r in range(items):
+                i = start + r * threads + tid
+                keys[r] = to_key(x[base + i]) if i < n else pad
+            for r in range(items):
+                i = start + r * threads + tid
+                if i < n and (uint64(keys[r]) >> uint64(top)) <= t:
+                    at = cuda.atomic.add(slot, 0, int32(1))
+                    ck[at] = keys[r]
+                    ci[at] = i
+            start += per_round
+
+    @cuda.jit(device=True)
+    def gather_ties(x, base, n, t, below, need, slot, ck, ci, totals, tid):
+        """Step 4 where every bit is decided and the keys equal to ``t`` overflow the
+        buffer: the keys below ``t``, then the first ``need`` equal ones by index
+        (ranked by a block scan, a round of ``threads`` keys at a time)."""
+        taken = int64(0)
+        start = 0
+        while start < n:  # the same rounds for every thread (the scan's barriers)
+            i = start + tid
+            one = to_key(x[base + i]) if i < n else pad
+            equal = i < n and uint64(one) == t
+            if i < n and uint64(one) < t:
+                at = cuda.atomic.add(slot, 0, int32(1))
+                ck[at] = one
+                ci[at] = i
+            rank, total = exclusive_scan(int32(1 if equal else 0), totals, tid)
+            if equal and taken + rank < need:
+                place = below + taken + rank
+                ck[place] = one
+                ci[place] = i
+            taken += total
+            start += threads
+
+    @cuda.jit(device=True)
+    def sort_and_store(x, base, k, m, ck, ci, values, indices, tid):
+        """Step 5: the ``m`` pairs padded to a power of two, sorted by (key, index),
+        and the first ``k`` written (values read back from the row by index)."""
+        size = 1
+        while size < m:
+            size *= 2
+        j = m + tid
+        while j < size:
+            ck[j] = pad
+            ci[j] = pad_index
+            j += threads
+        cuda.syncthreads()
+        sort(ck, ci, size, tid)
+        out = int64(cuda.blockIdx.x) * k
+        j = tid
+        while j < k:
+            src = int64(ci[j])
+            values[out + j] = x[base + src]
+            indices[out + j] = src
+            j += threads
+
     @cuda.jit
     def radix_block_select(x, n, k, values, indices):
         hist = cuda.shared.array(bins, int32)
@@ -223,43 +334,8 @@ def _build(threads: int, items: int, capacity: int, digit: int, width: int, aggr
         cnt = int64(n)  # keys matching the prefix
         while True:  # steps 1-3: one digit a pass
             shift = top - digit if top > digit else 0
-            mask = (uint64(1) << uint64(top - shift)) - uint64(1)
-            c = tid
-            while c < bins:
-                hist[c] = 0
-                c += threads
-            cuda.syncthreads()
-            start = 0
-            while start < n:
-                for r in range(items):  # the loads first, so they are in flight together
-                    i = start + r * threads + tid
-                    keys[r] = to_key(x[base + i]) if i < n else pad
-                for r in range(items):
-                    i = start + r * threads + tid
-                    key = uint64(keys[r])
-                    bin_ = int32(-1)  # -1: not counted (past the row, or not a candidate)
-                    if i < n:
-                        if top >= width or (key >> uint64(top)) == (prefix >> uint64(top)):
-                            bin_ = int32((key >> uint64(shift)) & mask)
-                    count(hist, bin_)
-                start += per_round
-            cuda.syncthreads()
-            lo = tid * per
-            hi = min(bins, lo + per)
-            mine = int32(0)
-            for j in range(lo, hi):
-                mine += hist[j]
-            earlier, _ = exclusive_scan(mine, totals, tid)
-            if earlier < need and need <= earlier + mine:  # this run holds the need-th key
-                acc = int64(earlier)
-                j = lo
-                while acc + hist[j] < need:
-                    acc += hist[j]
-                    j += 1
-                found[0] = j
-                found[1] = acc
-                found[2] = hist[j]
-            cuda.syncthreads()
+            histogram(x, base, n, hist, keys, prefix, top, shift, tid)
+            find_bucket(hist, totals, found, need, tid)
             prefix |= uint64(found[0]) << uint64(shift)
             need -= found[1]
             below += found[1]
@@ -268,63 +344,17 @@ def _build(threads: int, items: int, capacity: int, digit: int, width: int, aggr
             if below + cnt <= capacity or top == 0:
                 break
             cuda.syncthreads()  # found is read before the next pass writes it
-
-        if tid == 0:  # step 4: the pairs at or below the threshold to shared memory
+        if tid == 0:
             slot[0] = 0
         cuda.syncthreads()
         t = prefix >> uint64(top)
         if below + cnt <= capacity:
             m = below + cnt
-            start = 0
-            while start < n:
-                for r in range(items):
-                    i = start + r * threads + tid
-                    keys[r] = to_key(x[base + i]) if i < n else pad
-                for r in range(items):
-                    i = start + r * threads + tid
-                    if i < n and (uint64(keys[r]) >> uint64(top)) <= t:
-                        at = cuda.atomic.add(slot, 0, int32(1))
-                        ck[at] = keys[r]
-                        ci[at] = i
-                start += per_round
-        else:  # every bit decided, too many equal keys: the first `need` by index win
+            gather(x, base, n, keys, t, top, slot, ck, ci, tid)
+        else:
             m = int64(k)
-            taken = int64(0)
-            start = 0
-            while start < n:  # the same rounds for every thread (the scan's barriers)
-                i = start + tid
-                one = to_key(x[base + i]) if i < n else pad
-                less = i < n and uint64(one) < t
-                equal = i < n and uint64(one) == t
-                if less:
-                    at = cuda.atomic.add(slot, 0, int32(1))
-                    ck[at] = one
-                    ci[at] = i
-                rank, total = exclusive_scan(int32(1 if equal else 0), totals, tid)
-                if equal and taken + rank < need:
-                    place = below + taken + rank
-                    ck[place] = one
-                    ci[place] = i
-                taken += total
-                start += threads
+            gather_ties(x, base, n, t, below, need, slot, ck, ci, totals, tid)
         cuda.syncthreads()
-
-        size = 1  # step 5: the m pairs, padded to a power of two, sorted
-        while size < m:
-            size *= 2
-        j = m + tid
-        while j < size:
-            ck[j] = pad
-            ci[j] = pad_index
-            j += threads
-        cuda.syncthreads()
-        sort(ck, ci, size, tid)
-        out = int64(cuda.blockIdx.x) * k
-        j = tid
-        while j < k:
-            src = int64(ci[j])
-            values[out + j] = x[base + src]
-            indices[out + j] = src
-            j += threads
+        sort_and_store(x, base, k, m, ck, ci, values, indices, tid)
 
     return radix_block_select
