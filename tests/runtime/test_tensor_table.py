@@ -97,22 +97,19 @@ def test_an_argument_of_another_type_is_keyed_apart_and_refused_as_before():
 
 @pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_a_refused_signature_runs_its_function_without_keying_it_again(monkeypatch):
-    """segmented_reduce with ``initial=`` uploads it (refused: a host-to-device copy):
-    a repeated call finds the refusal in the table and runs the function itself,
-    building no second key."""
-    from numbakern.api import segments
-
-    x, offsets = _data(40), np.array([0, 10, 10, 40])
-    want = [x[:10].sum() + 1, 1.0, x[10:].sum() + 1]
-    nk.segmented_reduce(cuda.to_device(x), cuda.to_device(offsets), initial=1.0)
-    (refusal,) = segments._reduced.tensor_replay_table.values()
-    assert refusal == replay.Refused("a host-to-device copy")
+    """A quantile at device q reads q's values on the host (refused: a device-to-host
+    copy): a repeated call finds the refusal in the table and runs the function
+    itself, building no second key."""
+    x, q = _data((4, 40)), np.array([0.25, 0.5])
+    nk.quantile(cuda.to_device(x), cuda.to_device(q), axis=1)
+    (refusal,) = nk.quantile.tensor_replay_table.values()
+    assert refusal == replay.Refused("a device-to-host copy")
     keys = []
     real = replay._signature
     monkeypatch.setattr(replay, "_signature", lambda *a: keys.append(1) or real(*a))
     for _ in range(2):
-        got = nk.segmented_reduce(cuda.to_device(x), cuda.to_device(offsets), initial=1.0)
-        np.testing.assert_allclose(got.copy_to_host(), want, rtol=1e-6)
+        got = nk.quantile(cuda.to_device(x), cuda.to_device(q), axis=1).copy_to_host()
+        np.testing.assert_allclose(got, np.quantile(x, q, axis=1), rtol=1e-6)
     assert not keys
 
 
