@@ -2,11 +2,11 @@
 
     python bench/host_time.py            # on a GPU host with CuPy and PyTorch
 
-For 2^10 float32 elements (and (64, 16) rows: softmax, log_softmax_backward with its
-dy, cross_entropy with int64 labels, checked and with ``check_target=False``;
-segmented_reduce over 64 device segments of 16; max with its result read back, the
-floor of a call that reads a check), the mean wall time of 2000 calls
-(after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
+For 2^10 float32 elements (and (64, 16) rows: softmax, median and quantile along the
+rows, log_softmax_backward with its dy, cross_entropy with int64 labels, checked and
+with ``check_target=False``; segmented_reduce over 64 device segments of 16; max with
+its result read back, the floor of a call that reads a check), the mean wall time of
+2000 calls (after 50 warm-up calls), synchronised once at the end: numbakern on a CuPy array,
 numbakern on a torch CUDA tensor (the DLPack hand-over included), torch's own op and
 CuPy's (where it has one).
 Below each case: how many of numbakern's timed calls replayed (of the calls, per input
@@ -75,6 +75,8 @@ def main() -> int:
         "max": lambda: x.max(), "var": lambda: x.var(), "nansum": lambda: cp.nansum(x),
         "nanmax": lambda: cp.nanmax(x), "max, read back": lambda: x.max().get(),
         "cumsum": lambda: cp.cumsum(x), "sort": lambda: cp.sort(x),
+        "median (64, 16)": lambda: cp.median(rows_c, axis=1),
+        "quantile (64, 16)": lambda: cp.quantile(rows_c, 0.3, axis=1),
     }
     cases = {
         "sum": (lambda: nk.sum(x), lambda: nk.sum(t), lambda: t.sum()),
@@ -95,6 +97,12 @@ def main() -> int:
         "sort": (lambda: nk.sort(x), lambda: nk.sort(t), lambda: t.sort()),
         "softmax (64, 16)": (lambda: nk.softmax(rows_c), lambda: nk.softmax(rows_t),
                              lambda: rows_t.softmax(-1)),
+        "median (64, 16)": (lambda: nk.median(rows_c, axis=1),  # NaN counts and flags:
+                            lambda: nk.median(rows_t, axis=1),  # checks
+                            lambda: rows_t.nanmedian(1)),  # (torch's median is the lower)
+        "quantile (64, 16)": (lambda: nk.quantile(rows_c, 0.3, axis=1),
+                              lambda: nk.quantile(rows_t, 0.3, axis=1),
+                              lambda: torch.quantile(rows_t, 0.3, dim=1)),
         "log_softmax_backward": (  # two arrays: (y, dy)
             lambda: nk.log_softmax_backward(rows_c, dy_c),
             lambda: nk.log_softmax_backward(rows_t, dy_t),

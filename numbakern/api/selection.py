@@ -94,8 +94,9 @@ from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_in
                                           picks_into, ranks_into, row_facts_into)
 from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
-from numbakern.runtime.views import device_view, host_copy, host_words, view_as
+from numbakern.runtime.views import checked_words, device_view, host_copy, host_words, view_as
 
 _METHOD_NAMES = tuple(METHODS)
 
@@ -112,6 +113,7 @@ SELECT_MOST = 1
 # --- partition -----------------------------------------------------------------------
 
 @dispatch
+@replayable
 @honours_stream
 def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
               stream=None):
@@ -157,6 +159,7 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
 
 
 @dispatch
+@replayable
 @honours_stream
 def argpartition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
                  stream=None):
@@ -309,6 +312,7 @@ def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace,
 # --- medians and quantiles -----------------------------------------------------------
 
 @dispatch
+@replayable
 @honours_stream
 def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
            strategy=None, stream=None):
@@ -356,6 +360,7 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanmedian(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
               strategy=None, stream=None):
@@ -369,6 +374,7 @@ def nanmedian(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
 
 
 @dispatch
+@replayable
 @honours_stream
 def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, strategy=None, stream=None):
@@ -412,6 +418,7 @@ def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
 
 
 @dispatch
+@replayable
 @honours_stream
 def percentile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, strategy=None, stream=None):
@@ -425,6 +432,7 @@ def percentile(x, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, strategy=None, stream=None):
@@ -439,6 +447,7 @@ def nanquantile(x, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 @dispatch
+@replayable
 @honours_stream
 def nanpercentile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, strategy=None, stream=None):
@@ -518,24 +527,28 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     if given is not None and not given.isnative and out is None and full:
         delivered = delivered.astype(_numpy_order(name, given, len(shape), axes, keepdims,
                                                   qs, weak, method), copy=False)
-    if code in INTERPOLATING and dtype.kind == "f":
-        _floating_point_errors(host_copy(flags, workspace.stream), name, workspace)
-    if skipping:
-        found = host_copy(counts, workspace.stream)
-        workspace.stream.synchronize()
-        if not found.all():
-            warnings.warn("All-NaN slice encountered", RuntimeWarning,
-                          stacklevel=user_stacklevel())
+    if code in INTERPOLATING and dtype.kind == "f":  # checks: a replay reads them too
+        _floating_point_errors(checked_words(flags, workspace.stream, _none_set), name)
+    if skipping and not checked_words(counts, workspace.stream, _all_set).all():
+        warnings.warn("All-NaN slice encountered", RuntimeWarning,
+                      stacklevel=user_stacklevel())
     return delivered
 
 
-def _floating_point_errors(flags, name: str, workspace) -> None:
+def _none_set(flags: np.ndarray) -> bool:
+    return not flags.any()
+
+
+def _all_set(counts: np.ndarray) -> bool:
+    return bool(counts.all())
+
+
+def _floating_point_errors(flags, name: str) -> None:
     """NumPy's floating-point error for the interpolation's ``flags`` (the kernel's
     invalid operation, ``inf - inf`` or ``inf * 0``, and overflow), handled as
     ``np.geterr()`` says, as NumPy's own arithmetic would: ``RuntimeWarning``
     (``"invalid value encountered in median"``) under the default ``"warn"``, nothing
     under ``"ignore"``, ``FloatingPointError`` under ``"raise"``."""
-    workspace.stream.synchronize()
     for slot, kind, message in ((INVALID, "invalid", "invalid value"),
                                 (OVERFLOW, "over", "overflow")):
         if flags[slot]:
