@@ -74,7 +74,9 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
     the root taken in float64. The accumulator of float16 is float32, so a float16
     element past 256 does not make the 2-norm inf, as NumPy's float16 squares do. No
     scaling guards the squares: a sum past the accumulator's range is inf, as
-    NumPy's (and torch's CUDA kernels'). A Dask array gives a lazy one
+    NumPy's (and torch's CUDA kernels'). NumPy's floating-point warnings of the
+    elementwise steps (a zero to a negative ``ord``, a square that overflows) are not
+    given; the values are NumPy's. A Dask array gives a lazy one
     (``numbakern/api/dask.py``).
 
     Args:
