@@ -214,7 +214,8 @@ def host_words(view, stream=0) -> np.ndarray:
     if SIMULATOR:
         return host_copy(view, stream)
     refuse_replay("a device-to-host copy")
-    return _small_read(view, stream)
+    buf = buffer(view)
+    return _pinned_read(buf, stream) if _small(buf) else host_copy(view, stream)
 
 
 def checked_words(view, stream, passes) -> np.ndarray:
@@ -234,10 +235,11 @@ def checked_words(view, stream, passes) -> np.ndarray:
         return host_words(view, stream)
     if SIMULATOR:
         words = view.copy_to_host()
-    elif not _small(buffer(view)):
-        return host_words(view, stream)
     else:
-        words = _small_read(view, stream)
+        buf = buffer(view)
+        if not _small(buf):
+            return host_words(view, stream)  # not through the pinned buffer: refused
+        words = _pinned_read(buf, stream)
     if passes(words):
         recording.check(view, stream, passes)
     else:
@@ -250,10 +252,8 @@ def _small(buf) -> bool:
     return buf.c_contiguous and buf.size * buf.dtype.itemsize <= PINNED_BYTES
 
 
-def _small_read(view, stream) -> np.ndarray:
-    buf = buffer(view)
-    if not _small(buf):
-        return host_copy(view, stream)
+def _pinned_read(buf, stream) -> np.ndarray:
+    """:func:`host_words`'s read of a :func:`_small` buffer."""
     handle = stream if isinstance(stream, int) else stream_handle(stream)
     return read_small(buf.ptr, buf.size * buf.dtype.itemsize, handle).view(buf.dtype) \
         .reshape(buf.shape)
