@@ -62,6 +62,14 @@ half_cases = {
 cases = {
     "sum 2^28": lambda: nk.sum(x28),
     "sum 2^20": lambda: nk.sum(x20),
+    "sum 2^24": lambda: nk.sum(x24),
+    "argmax 2^20": lambda: nk.argmax(x20),
+    "argmax 2^24": lambda: nk.argmax(x24),
+    "argmax 2^28": lambda: nk.argmax(x28),
+    **{f"torch {name}": (lambda t=torch.as_tensor(a, device="cuda"), f=f: f(t))
+       for name, a, f in (("sum 2^20", x20, torch.sum), ("sum 2^24", x24, torch.sum),
+                          ("argmax 2^20", x20, torch.argmax), ("argmax 2^24", x24, torch.argmax),
+                          ("argmax 2^28", x28, torch.argmax))},
     "rowsum 1Mx2": lambda: nk.sum(r2, axis=1),
     "rowargmax 1Mx2": lambda: nk.argmax(r2, axis=1),
     "rowsum 32768x4096": lambda: nk.sum(m, axis=1),

@@ -87,6 +87,10 @@ THREAD_ROW_BYTES = 32
 #: fewest elements per thread in one piece of a split row
 PIECE_MIN_PER_THREAD = 4 if SIMULATOR else 4 * UNROLL
 MAX_PIECES = 65535
+#: an output of at most this many partials gets a warp in the partials' pass (each lane
+#: loads at most UNROLL of them in flight); more get a block. One warp took 5.2 us over
+#: the 1056 partials of a flat argmax of 2^24 float32 (H100, bench/NOTES.md)
+PARTIALS_WARP_MAX = UNROLL * WARP
 
 
 # --- device functions -------------------------------------------------------------------
@@ -688,6 +692,14 @@ def partial_columns(outputs: int, pieces: int, threads: int) -> int:
     return min(_pow2_ceil(outputs), _pow2_floor(threads) // groups)
 
 
+def partials_lanes(pieces: int, block) -> int:
+    """Threads a partials' pass gives each output of ``pieces`` partials: a warp where
+    the block strategy has a warp form and there are at most :data:`PARTIALS_WARP_MAX`,
+    else the block."""
+    return WARP if pieces <= PARTIALS_WARP_MAX and block.offers_warp_reduce() \
+        else block.threads
+
+
 def check_lanes(lanes, block) -> None:
     """``lanes`` must be None, 32 or the block's thread count: TypeError for a non-int
     (a float or a bool), ValueError for another int."""
@@ -765,7 +777,7 @@ class AxisReduce:
                    columns * (block.threads // columns), stream, *partials, av.M, pieces,
                    av.K1, av.M, 0, 0, *av.out_mult, pieces, 1, columns, *out)
             return
-        lanes = WARP if pieces <= WARP_ROW_MAX and block.offers_warp_reduce() else block.threads
+        lanes = partials_lanes(pieces, block)
         outputs32 = av.M < 2**31
         key = ("axis_reduce", "row", "partials", store.name, lanes, self.ordered, outputs32,
                block.key, kit, device_key())

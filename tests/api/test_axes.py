@@ -233,6 +233,34 @@ def test_row_blocks_of_three_warps():
     assert_close(nk.sum(x[:1], axis=1, strategy=s, lanes=96), lambda a: a.sum(axis=1), x[:1])
 
 
+def test_partials_lanes():
+    """An output's partials get a warp up to PARTIALS_WARP_MAX of them, then a block."""
+    most = axis_reduce.PARTIALS_WARP_MAX
+    assert axis_reduce.partials_lanes(most, WarpShuffle(256)) == 32
+    assert axis_reduce.partials_lanes(most + 1, WarpShuffle(256)) == 256
+
+
+@pytest.mark.parametrize("strategy", [s for s in nk.strategies.every("reduce", threads=64,
+                                                                      blocks=4)
+                                      if s.name == "two_pass"], ids=lambda s: s.label)
+def test_partials_of_one_output_met_by_a_block(strategy, monkeypatch):
+    """A flat argmax and argmin and a one-row sum, each split over 4 pieces, met by a
+    block (the limit lowered to 2 partials so that the simulator's small grids reach
+    it), with the extreme tied across pieces: the first index wins, as NumPy's."""
+    monkeypatch.setattr(axis_reduce, "PARTIALS_WARP_MAX", 2)
+    seen = []
+    lanes_of = axis_reduce.partials_lanes
+    monkeypatch.setattr(axis_reduce, "partials_lanes",
+                        lambda pieces, block: seen.append(lanes_of(pieces, block)) or seen[-1])
+    x = sample(np.random.default_rng(4), (1100,), "float32")
+    x[[100, 900]] = x.max() + 1  # pieces of 275: the tie spans the first and fourth
+    x[[300, 1000]] = x.min() - 1
+    assert nk.argmax(x, strategy=strategy) == 100
+    assert nk.argmin(x, strategy=strategy) == 300
+    assert_close(nk.sum(x[None], axis=1, strategy=strategy), lambda a: a.sum(axis=1), x[None])
+    assert seen == [64, 64, 64]
+
+
 # --- row kernel with 16-byte vector loads: rows that start aligned ----------------------
 
 
