@@ -36,6 +36,7 @@ commutative op, a reduction with no identity over no elements, or a bad ``out``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from typing import Any, NamedTuple
@@ -66,7 +67,7 @@ from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
-                                     strided)
+                                     refuse_replay, strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -121,12 +122,14 @@ _planned = planner(_setup)
 
 def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
          keepdims=False, out=None, lanes=None, initial=None, where=True, name=None,
-         bits=True):
+         bits=True, quiet_cast=False):
     """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result;
     ``initial``: NumPy's, combined before each output's elements; ``where``: NumPy's
     mask (:func:`_where`); ``name``: the public function's, for messages; ``bits``:
     a bfloat16 input's float32 result may come back as bfloat16 bits
-    (:func:`_as_bfloat16_bits`; False for a caller that computes on with it)."""
+    (:func:`_as_bfloat16_bits`; False for a caller that computes on with it);
+    ``quiet_cast``: the result's cast to a narrower dtype (float32 accumulator to
+    float16) warns no overflow, which the caller tells in NumPy's words."""
     x = as_array_like(x)
     name = name or op.name
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
@@ -159,9 +162,10 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
         values = workspace.cast(values, result)
     if bits and _rounds_to_bfloat16(x, dtype, out, result, kind):
         values, result = _as_bfloat16_bits(values, workspace), np.dtype(np.uint16)
-    if scalar:
-        return workspace.scalar(values, result)
-    return deliver(workspace, values, result, shape, out)
+    with np.errstate(over="ignore") if quiet_cast else contextlib.nullcontext():
+        if scalar:
+            return workspace.scalar(values, result)
+        return deliver(workspace, values, result, shape, out)
 
 
 def _rounds_to_bfloat16(x, dtype, out, result: np.dtype, kind: str) -> bool:
@@ -190,7 +194,9 @@ def _initial(initial, dtype: np.dtype, name: str, loop=None):
     takes any real number, rounded, as NumPy's cast does). ``loop``: where NumPy's
     loop is narrower than the accumulator (:func:`initial_loop`), the value is first
     rounded to it, as NumPy casts ``initial`` to its loop's dtype (a float16 sum's
-    ``initial=70000`` is inf there, where float32 would hold it)."""
+    ``initial=70000`` is inf there, where float32 would hold it). A finite value that
+    the cast makes infinite is NumPy's "overflow encountered in cast" (under
+    ``np.geterr()``), on every call: such a call is not replayed."""
     if isinstance(initial, int) and not isinstance(initial, bool):
         if np.dtype(dtype).kind in "iu" and not (np.iinfo(dtype).min <= initial
                                                  <= np.iinfo(dtype).max):
@@ -205,10 +211,13 @@ def _initial(initial, dtype: np.dtype, name: str, loop=None):
         raise ValueError(f"{name}: initial={initial!r} is not a value of the "
                          f"accumulator dtype {dtype}")
     if loop == "bfloat16":  # (from the value given: one rounding, as NumPy's cast)
-        return np.asarray(bfloat16.round_on_host(initial)).astype(dtype)[()]
-    if loop is not None:
+        value = np.asarray(bfloat16.round_on_host(initial)).astype(dtype)[()]
+    elif loop is not None:
         with np.errstate(over="ignore"):
-            return np.asarray(initial).astype(loop).astype(dtype)[()]
+            value = np.asarray(initial).astype(loop).astype(dtype)[()]
+    if value.dtype.kind == "f" and np.isfinite(initial) and not np.isfinite(value):
+        refuse_replay("an initial that overflows its cast, which NumPy warns every call")
+        numpy_fp_error("over", "overflow encountered in cast")
     return value
 
 
@@ -434,9 +443,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
             ``where`` on ``max``/``min`` without ``initial`` (NumPy's message);
             :class:`~numbakern.AxisError` for a bad ``axis``.
     """
-    with np.errstate(over="ignore"):  # a float16 result's cast: told as NumPy's, below
-        value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                     initial=initial, where=where)
+    value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                 initial=initial, where=where, quiet_cast=True)  # told below, as NumPy's
     _sum_special_values(x, value, axis, keepdims, where, False, initial)
     return value
 
@@ -792,9 +800,8 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     """Sum along ``axis`` treating NaN as zero, as ``np.nansum`` (an all-NaN slice and
     no elements: 0). Arguments, result dtype and errors as :func:`sum`.
     """
-    with np.errstate(over="ignore"):  # as sum's
-        value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
-                     initial=initial, where=where)
+    value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
+                 initial=initial, where=where, quiet_cast=True)  # as sum's
     _sum_special_values(x, value, axis, keepdims, where, True, initial)
     return value
 
@@ -1153,22 +1160,23 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     gets the NaN without the warning, which would need the counts on the host).
 
     Result dtype: as :func:`mean`'s. Arguments (``where`` too: the elements it masks
-    out count as NaN do) and errors as :func:`mean` (an axis of a 0-d array: for
-    integer and bool input, as NumPy's ``nanmean`` is ``mean`` there); for float
-    input a ``dtype`` that is not a float dtype is a ``TypeError``, as NumPy's.
+    out count as NaN do) and errors as :func:`mean`. Integer and bool input is
+    :func:`mean`'s, as NumPy's ``nanmean`` is ``mean`` there (an integer ``dtype=``
+    sums in that dtype, wrapping); for float input a ``dtype`` that is not a float
+    dtype is a ``TypeError``, as NumPy's.
     """
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
     if in_dtype.kind not in "biuf" or in_dtype.itemsize > 8:
         raise TypeError(f"nanmean is not defined for x of dtype {in_dtype}; it accepts "
                         "bool, integers and float16/32/64")
-    if in_dtype.kind != "f":  # no NaN to skip: NumPy's nanmean is its mean there
-        _no_axis_of_0d(x, axis)
-    else:  # NumPy's "If a is inexact, then dtype must be inexact"
-        check_float_dtype(dtype, "nanmean")
-    result = np.dtype(dtype if dtype is not None else
-                      np.float64 if in_dtype.kind in "biu" else in_dtype)
-    acc = _ops.accumulator_dtype(np.dtype(np.float64) if in_dtype.kind in "biu" else result)
+    if in_dtype.kind != "f":  # no NaN to skip: NumPy's nanmean is its mean there (an
+        # integer dtype= sums in that dtype, wrapping as NumPy's)
+        return mean(x, axis, dtype, out, keepdims, strategy=strategy, stream=stream,
+                    lanes=lanes, where=where)
+    check_float_dtype(dtype, "nanmean")  # NumPy's "If a is inexact, then dtype must be..."
+    result = np.dtype(dtype if dtype is not None else in_dtype)
+    acc = _ops.accumulator_dtype(result)
     value = _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
                      keepdims, out, strategy, stream, lanes, divide_by_into, 0,
                      "Mean of empty slice", _where(where, x.shape, "nanmean"),
@@ -1403,11 +1411,15 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
     host result as :func:`_special_values` does: ``inf + -inf`` (a slice holding both
     infinities, and for sum no NaN) is invalid, an infinite result of a slice of no
     infinity an overflow, named as NumPy names them ("... encountered in reduce"). An
-    infinite ``initial`` stands for neither."""
+    ``initial`` infinite in the result's dtype (given so, or overflowing its cast, which
+    :func:`_initial` tells) stands for neither."""
     values = _host_result(x, value)
-    if values is None or np.isfinite(values).all() or \
-            (initial is not None and not np.isfinite(initial)):
+    if values is None or np.isfinite(values).all():
         return
+    if initial is not None:
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.asarray(initial).astype(values.dtype)):
+                return
     x = as_array_like(x)
     found = _host_floats(x, None if where is True else as_array_like(where))
     if found is None:

@@ -5,6 +5,8 @@ the op's map, so a strategy or layout chosen for speed reads it the same way.
 Integer results exactly; float sums and products of small integers exactly too.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -233,6 +235,20 @@ def test_nanmean_of_floats_takes_float_dtypes_only_as_numpy():
     assert nk.nanmean(x, dtype=np.float32) == np.float32(-1.0)
 
 
+def test_nanmean_of_integers_is_their_mean_as_numpy():
+    """NumPy's nanmean of bool and integers is its mean: an integer dtype= sums in that
+    dtype and wraps (three int8 100s sum to 44, mean 14), on host and device input."""
+    for x, dtype in ((np.int8([100, 100, 100]), np.int8), (np.int16([30000, 30000]), np.int16),
+                     (np.array([True, False, True]), None), (np.uint8([250, 7]), np.float32)):
+        want = np.nanmean(x, dtype=dtype)
+        _same(nk.nanmean(x, dtype=dtype), want)
+        _same(nk.nanmean(cuda.to_device(x), dtype=dtype).copy_to_host(), want)
+    m = RNG.integers(-9, 9, (3, 5)).astype(np.int32)
+    keep = RNG.random((3, 5)) < 0.7
+    _same(nk.nanmean(m, axis=0, keepdims=True, where=keep),
+          np.nanmean(m, axis=0, keepdims=True, where=keep))
+
+
 def test_nanmean_of_nothing_warns_as_numpy():
     with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
         _same(nk.nanmean(np.array([[np.nan, np.nan], [1.0, 3.0]]), axis=1),
@@ -272,6 +288,7 @@ def test_initial_is_rounded_to_numpys_loop_dtype_first():
     assert nk.sum(t[:1], initial=1.00390625).item() == 0
     got = nk.segmented_reduce(t, torch.tensor([0, 1, 2]), "sum", initial=1.00390625)
     assert got.dtype == torch.bfloat16 and got.tolist() == [0, 0]
+
     # a float32 sum keeps what float32 holds, as NumPy's float32 loop does; so does
     # one into a float32 out (NumPy's loop is out's dtype), and a dtype=bfloat16 rounds
     assert nk.sum(np.float32([-1]), initial=1.00390625) == np.float32(0.00390625)
@@ -288,13 +305,52 @@ def test_initial_is_rounded_to_numpys_loop_dtype_first():
     # a float accumulator takes any real number, rounded, whatever its Python type
     for initial in (0.1, np.float64(0.1), np.float64(1e300), 16777217):
         for fn, ref in ((nk.sum, np.sum), (nk.max, np.max)):
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore"):  # 1e300's cast: NumPy's warning, and ours
                 want = ref(np.float32([1, 2]), initial=initial)
-            assert fn(np.float32([1, 2]), initial=initial) == want
+                assert fn(np.float32([1, 2]), initial=initial) == want
     # rounded once from the value given (through float32 first, 2**24 + 2**16 would tie)
     big = 2**24 + 2**16 + 1
     for fn in (nk.sum, nk.max):
         assert fn(np.zeros(1, ml_dtypes.bfloat16), initial=big) == np.float32(2**24 + 2**17)
+
+
+def _messages(f):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        value = f()
+    return value, [str(w.message) for w in seen]
+
+
+@pytest.mark.parametrize("name, x, kwargs", [
+    ("sum", np.ones(3, np.float16), {"initial": 1e6}),
+    ("nansum", np.ones(3, np.float16), {"initial": -1e6}),
+    ("sum", np.ones(3, np.float32), {"initial": 1e300, "axis": 0, "keepdims": True}),
+    ("sum", np.ones(3, np.float32), {"initial": 70000.0, "dtype": np.float16}),
+    ("prod", np.ones(3, np.float16), {"initial": 1e6}),
+    ("max", np.ones(3, np.float16), {"initial": 1e6}),
+    ("min", np.ones(3, np.float32), {"initial": -1e300}),
+    ("sum", np.full(3, 60000, np.float16), {"initial": 1.0}),  # the data overflows
+])
+def test_an_initial_that_overflows_its_cast_warns_as_numpy(name, x, kwargs):
+    """NumPy casts ``initial`` to its loop's dtype and warns "overflow encountered in
+    cast" where a finite value becomes infinite (and no overflow of the reduce, whose
+    inf came in), under ``np.geterr()``; the same for device input, on every call."""
+    want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
+    got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
+    _same(got, want)
+    assert said == told and told
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        getattr(nk, name)(x, **kwargs)
+    with np.errstate(over="ignore"):
+        assert _messages(lambda: getattr(nk, name)(x, **kwargs))[1] == []
+    d = cuda.to_device(x)
+    for _ in range(3):
+        got, said = _messages(lambda: getattr(nk, name)(d, **kwargs))
+        _same(np.asarray(got if np.ndim(got) == 0 and not hasattr(got, "copy_to_host")
+                         else got.copy_to_host()), want)
+        if "cast" in told[0]:
+            assert said == told
+
 
 
 @pytest.mark.parametrize("strategy", REDUCE[:1] + REDUCE[-1:], ids=lambda s: s.label)
