@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from numba import cuda
+
 import numbakern as nk
 from numbakern.strategies import WarpPrivatized
 
@@ -238,3 +240,16 @@ def test_more_counts_than_an_array_holds_are_refused_naming_the_argument(call, n
         call(np.array([1, 2, 3]), count)
     with pytest.raises(ValueError, match=f"^{name}={count} asks for"):  # before any count
         call(np.zeros(0, np.int64), count)
+
+
+def test_bool_input_warns_numpys_conversion_on_every_call():
+    """NumPy's histogram warns that it converts bool to uint8, whatever the bins."""
+    x = np.array([True, False, True, True])
+    want = np.histogram(x, bins=3)
+    for given in (x, x, cuda.to_device(x), cuda.to_device(x)):
+        with pytest.warns(RuntimeWarning, match=r"^Converting input from bool to "
+                          r"<class 'numpy.uint8'> for compatibility.$") as told:
+            hist, edges = nk.histogram(given, bins=3)
+        assert len(told) == 1 and told[0].filename == __file__
+        hist = hist if isinstance(hist, np.ndarray) else hist.copy_to_host()
+        assert np.array_equal(hist, want[0]) and np.array_equal(edges, want[1])
