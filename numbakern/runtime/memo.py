@@ -8,6 +8,7 @@ kernel plan), never on the data. :func:`planner` caches those decisions.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -16,15 +17,23 @@ import numpy as np
 VALUES = (int, float, str, bool, type(None), type, np.dtype, np.generic)
 
 
+def value_tag(v):
+    """What keys a plain value besides itself: its type (``1``, ``True`` and ``1.0`` are
+    equal and hash alike, but a check may accept one and refuse another), and a float
+    zero's sign (``0.0 == -0.0``, but ``prod(x, initial=-0.0)`` is ``-0.0``)."""
+    if isinstance(v, (float, np.floating)) and v == 0:
+        return type(v), math.copysign(1.0, v)
+    return type(v)
+
+
 def _tag(arg):
-    """What keys ``arg`` besides its value. Types, one level into tuples: ``1``, ``True``
-    and ``1.0`` are equal and hash alike, but a check may accept one and refuse
-    another. Any other object (a strategy, say) by identity: objects equal by their
-    key may still differ in what a plan keeps of them, so each plans for itself."""
+    """What keys ``arg`` besides its value: :func:`value_tag`, one level into tuples.
+    Any other object (a strategy, say) by identity: objects equal by their key may
+    still differ in what a plan keeps of them, so each plans for itself."""
     if type(arg) is tuple:
-        return tuple(map(type, arg))
+        return tuple(map(value_tag, arg))
     if isinstance(arg, VALUES):
-        return type(arg)
+        return value_tag(arg)
     return type(arg), id(arg)  # the cache holds arg, so its id stays its own
 
 

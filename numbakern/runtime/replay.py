@@ -76,7 +76,7 @@ from .launch import (DeviceBuffer, _local, buffer, current_device_id, current_re
                      driver_launch, flatten, launcher_for, parameter_block, read_small,
                      set_recording, simulator_stream, stream_handle, stream_pointer,
                      to_device_array)
-from .memo import VALUES
+from .memo import VALUES, value_tag
 
 ALIGN = 256  # each temporary's offset in the call's one allocation (CuPy's pool's too)
 # An address keys a call by its remainder modulo this: the one property of an address a
@@ -202,11 +202,11 @@ def _key(args: tuple, kwargs: dict, arrays: list, refs: list, objects: list):
     key = []
     for v in (*args, *kwargs.values()):
         if isinstance(v, VALUES):
-            key.append((type(v), v))
+            key.append((value_tag(v), v))
         elif type(v) is tuple:
             if not all(isinstance(e, VALUES) for e in v):
                 return None
-            key.append((tuple, tuple(map(type, v)), v))
+            key.append((tuple, tuple(map(value_tag, v)), v))
         elif isinstance(v, _HOST):
             return None
         else:

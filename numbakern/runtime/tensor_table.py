@@ -35,6 +35,7 @@ the keywords' names and order.
 
 from __future__ import annotations
 
+import math
 import sys
 
 from .device import SIMULATOR
@@ -113,8 +114,8 @@ def _rest_key(args: tuple, kwargs: dict, reader, addresses: list):
     key = []
     for v in (*args, *kwargs.values()):
         t = type(v)
-        if t in _VALUES:
-            key.append((t, v))
+        if t in _VALUES:  # a float zero keyed with its sign, as memo.value_tag
+            key.append((t, v, math.copysign(1.0, v)) if t is float and v == 0 else (t, v))
         elif reader_of(t) is reader:
             found = reader(v)
             if found is None:

@@ -252,9 +252,10 @@ def test_partials_of_one_output_met_by_a_block(strategy, monkeypatch):
     lanes_of = axis_reduce.partials_lanes
     monkeypatch.setattr(axis_reduce, "partials_lanes",
                         lambda pieces, block: seen.append(lanes_of(pieces, block)) or seen[-1])
-    x = sample(np.random.default_rng(4), (1100,), "float32")
-    x[[100, 900]] = x.max() + 1  # pieces of 275: the tie spans the first and fourth
-    x[[300, 1000]] = x.min() - 1
+    # 8800 elements: 4 pieces on a GPU too (at least 32 elements a thread there)
+    x = sample(np.random.default_rng(4), (8800,), "float32")
+    x[[100, 8000]] = x.max() + 1  # pieces of 2200: the tie spans the first and fourth
+    x[[300, 8700]] = x.min() - 1
     assert nk.argmax(x, strategy=strategy) == 100
     assert nk.argmin(x, strategy=strategy) == 300
     assert_close(nk.sum(x[None], axis=1, strategy=strategy), lambda a: a.sum(axis=1), x[None])

@@ -176,6 +176,23 @@ def test_a_new_signature_records_its_own_program():
                        lambda h: h.sum(axis=1), shape, times=2) == 1
 
 
+@pytest.mark.parametrize("zeros", [(0.0, -0.0), (-0.0, 0.0), (np.float32(0.0), np.float32(-0.0))])
+def test_a_zeros_sign_keys_its_own_program(zeros):
+    """``0.0 == -0.0`` and they hash alike, but an ``initial`` of either gives its own
+    answer (a product of positives with ``initial=-0.0`` is ``-0.0``): each records its
+    own program, then each replays its own."""
+    x = np.full(8, 2.0, np.float32)
+    d = cuda.to_device(x)
+    for initial in zeros + zeros:
+        for call, ref in ((nk.prod, np.prod), (nk.max, np.max)):
+            got = call(d if call is nk.prod else cuda.to_device(-x), initial=initial)
+            want = ref(x if call is nk.prod else -x, initial=initial)
+            assert np.signbit(got.copy_to_host()) == np.signbit(want)
+    before = dict(replay.counts)
+    nk.prod(d, initial=zeros[1])
+    assert replay.counts["replayed"] == before["replayed"] + 1
+
+
 def test_calls_that_cannot_replay_run_the_ordinary_way():
     h = rng.standard_normal((4, 40)).astype(np.float32)
     before = dict(replay.counts)
