@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 
 import numpy as np
 
@@ -56,7 +55,7 @@ from numbakern.core.deliver import OutDtypeError, check_distinct
 from numbakern.kernels import bfloat16
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
-from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.stacklevel import warn
 from numbakern.runtime.views import refuse_replay_of_out_copy
 
 _ALLOWED = "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64"
@@ -356,9 +355,9 @@ class _Call:
             raise ValueError(f"{self.name}: {name} is a negated view (torch's is_neg(): "
                              f"its memory holds its values' negatives), which numbakern "
                              f"cannot write: pass a tensor without the bit")
-        warnings.warn(f"numbakern copied {name}: a negated view (torch's is_neg()) holds "
-                      f"its values' negatives in memory; resolve_neg() made the copy",
-                      CopyWarning, stacklevel=user_stacklevel())
+        warn(f"numbakern copied {name}: a negated view (torch's is_neg()) holds "
+             f"its values' negatives in memory; resolve_neg() made the copy",
+             CopyWarning)
         return t.resolve_neg()
 
     def _tensor_view(self, t, dtype=None):
@@ -441,9 +440,8 @@ class _Call:
         after the call, so that a call that refuses the float32 input raises its
         error alone."""
         for name in self.copies:
-            warnings.warn(f"{self.name}: {name} is bfloat16, which the kernels read "
-                          f"through a float32 copy (twice its size)", CopyWarning,
-                          stacklevel=user_stacklevel())
+            warn(f"{self.name}: {name} is bfloat16, which the kernels read "
+                 f"through a float32 copy (twice its size)", CopyWarning)
 
     def stream_context(self, kwargs: dict):
         """Torch's current stream as CuPy's (or as ``stream=``) for a CUDA tensor call

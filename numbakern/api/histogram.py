@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -26,8 +25,8 @@ from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binne
 from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
 from numbakern.kernels.elementwise import zeros
-from numbakern.runtime.stacklevel import user_stacklevel
-from numbakern.runtime.views import device_view, host_words, refuse_replay
+from numbakern.runtime.stacklevel import warn
+from numbakern.runtime.views import device_view, host_words
 
 
 @dispatch
@@ -163,10 +162,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "biuf":
         raise TypeError(f"histogram: x must have a bool, integer or float dtype, got {dtype}")
-    if dtype.kind == "b":  # NumPy's words; a replay would skip them
-        refuse_replay("bool input, which NumPy warns of on every call")
-        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for "
-                      "compatibility.", RuntimeWarning, stacklevel=user_stacklevel())
+    if dtype.kind == "b":  # NumPy's words
+        warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.")
     if np.ndim(bins) != 0:
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -65,7 +64,7 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, di
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
+from numbakern.runtime.stacklevel import numpy_fp_error, warn
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
                                      refuse_replay, strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
@@ -500,8 +499,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
                  bits=False)
     count = planned.N
     if count == 0:
-        warnings.warn("Mean of empty slice.", RuntimeWarning,  # as NumPy
-                      stacklevel=user_stacklevel())
+        warn("Mean of empty slice.")  # as NumPy
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if kind == "numpy":
         with np.errstate(invalid="ignore"):
@@ -1121,8 +1119,7 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
         return codes if want_indices else values
     if want_indices:
         raise ValueError("All-NaN slice encountered")
-    warnings.warn("All-NaN slice encountered", RuntimeWarning,
-                  stacklevel=user_stacklevel())
+    warn("All-NaN slice encountered", RuntimeWarning)
     if isinstance(values, np.generic):
         return values.dtype.type(np.nan)
     if on_host:
@@ -1451,7 +1448,7 @@ def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axe
     empty = None
     if M * N == 0:
         if M:
-            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+            warn(warning, RuntimeWarning)
         empty = deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
     return grid, workspace, M, empty
 
@@ -1494,7 +1491,7 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
     delivered = deliver(workspace, values, result, shape, out)
     if workspace.kind == "numpy":
         if (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
-            warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+            warn(warning, RuntimeWarning)
         raised = host_copy(flags, workspace.stream)
         _variance_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
     return delivered
@@ -1607,7 +1604,7 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     finish(*fields, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
     if workspace.kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
-        warnings.warn(warning, RuntimeWarning, stacklevel=user_stacklevel())
+        warn(warning, RuntimeWarning)
     return delivered
 
 

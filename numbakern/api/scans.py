@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -66,7 +65,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import DeviceBuffer, to_device_array
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.stacklevel import warn
 from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy,
                                      reversed_last, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
@@ -788,9 +787,8 @@ def _device_layout(x, axis, out_shape: tuple, results: tuple, outs,
         need = ("a flattened scan (axis=None) reads its input in C order as one strided "
                 "run" if axis is None else
                 "its strides need more than two strided outer dimensions")
-        warnings.warn(f"numbakern copied a {tuple(x.shape)} input: {need}; pass a "
-                      "contiguous array to avoid the copy", CopyWarning,
-                      stacklevel=user_stacklevel())
+        warn(f"numbakern copied a {tuple(x.shape)} input: {need}; pass a "
+             "contiguous array to avoid the copy", CopyWarning)
         xv = contiguous_copy(x, xv, workspace.stream)
         views = scan_views(xv, tviews, axis)
         if views is None:

@@ -95,7 +95,7 @@ from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_in
 from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import numpy_fp_error, user_stacklevel
+from numbakern.runtime.stacklevel import numpy_fp_error, warn
 from numbakern.runtime.views import checked_words, device_view, host_copy, host_words, view_as
 
 _METHOD_NAMES = tuple(METHODS)
@@ -530,8 +530,7 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     if code in INTERPOLATING and dtype.kind == "f":  # checks: a replay reads them too
         _floating_point_errors(checked_words(flags, workspace.stream, _none_set), name)
     if skipping and not checked_words(counts, workspace.stream, _all_set).all():
-        warnings.warn("All-NaN slice encountered", RuntimeWarning,
-                      stacklevel=user_stacklevel())
+        warn("All-NaN slice encountered", RuntimeWarning)
     return delivered
 
 
@@ -718,7 +717,7 @@ def _mean_of_nothing(name, dtype: np.dtype, shape: tuple, axes: tuple, keepdims:
                                               keepdims=keepdims))
     finally:  # also before np.errstate's FloatingPointError, as NumPy warns first
         for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+            warn(w.message, w.category)
     check_out(out, value.shape, value.dtype, workspace.kind, name)
     return deliver_host(workspace, value, out)
 

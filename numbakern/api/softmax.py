@@ -49,7 +49,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import warnings
 from typing import Any
 
 import numpy as np
@@ -71,7 +70,7 @@ from numbakern.runtime.device import SIMULATOR, WARP
 from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.stacklevel import warn
 from numbakern.runtime.views import device_view, host_copy, strided, to_device
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 from numbakern.strategies.protocols import BlockStrategy, check_threads
@@ -428,9 +427,9 @@ def _mask_view(mask, shape: tuple, axis: int, workspace: Workspace):
                          f"more than three strided dimensions besides the axis; pass it "
                          f"broadcast and contiguous")
     if len(dims) > 3:
-        warnings.warn(f"numbakern copied mask of shape {mask.shape}, broadcast over some "
-                      f"of {shape}: its broadcast needs more than three strided "
-                      "dimensions", CopyWarning, stacklevel=user_stacklevel())
+        warn(f"numbakern copied mask of shape {mask.shape}, broadcast over some "
+             f"of {shape}: its broadcast needs more than three strided "
+             "dimensions", CopyWarning)
         padded = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
         for k in range(1, len(shape) + 1):  # k = len(shape): x's size, which merges
             mask = np.ascontiguousarray(np.broadcast_to(padded, shape[:k] + padded.shape[k:]))
@@ -785,9 +784,8 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     result_view = device_view(result)
     views = axis_last_views(devs + [result_view], axis)
     if views is None:  # an input strided in three or more outer dimensions
-        warnings.warn(f"numbakern copied {names} of shape {shape}: their strides need "
-                      "more than two strided dimensions", CopyWarning,
-                      stacklevel=user_stacklevel())
+        warn(f"numbakern copied {names} of shape {shape}: their strides need "
+             "more than two strided dimensions", CopyWarning)
         devs = [contiguous_copy(a.bits if isinstance(a, BFloat16Bits) else a, d,
                                 workspace.stream) for a, d in zip(inputs, devs)]
         views = axis_last_views(devs + [result_view], axis)

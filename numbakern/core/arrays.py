@@ -15,7 +15,6 @@ dimensions is copied, and that copy is announced with a :class:`CopyWarning`.
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,7 @@ from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       simulator_stream, stream_handle, stream_pointer,
                                       to_device_array)
-from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.stacklevel import warn
 from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
                                      reinterpreted, to_device)
 
@@ -354,10 +353,10 @@ def flattened(arr):
 
 
 def _rows_copied(arr) -> None:
-    warnings.warn(f"numbakern copied a {tuple(arr.shape)} device input to lay it out "
-                  "contiguously: sorts, selections and histograms read contiguous rows; "
-                  "pass a C-contiguous array, its rows along the last axis, to avoid "
-                  "the copy", CopyWarning, stacklevel=user_stacklevel())
+    warn(f"numbakern copied a {tuple(arr.shape)} device input to lay it out "
+         "contiguously: sorts, selections and histograms read contiguous rows; "
+         "pass a C-contiguous array, its rows along the last axis, to avoid "
+         "the copy", CopyWarning)
 
 
 def as_layout_array(x, kind: str):

@@ -12,7 +12,6 @@ dimensions than a kernel takes is copied, and that copy is announced with a
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +22,7 @@ from numbakern.kernels.flat_reduce import FlatReduce
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import buffer
 from numbakern.runtime.memo import planner
-from numbakern.runtime.stacklevel import user_stacklevel
+from numbakern.runtime.stacklevel import warn
 from numbakern.runtime.views import device_view, strided, to_device
 
 def collapse(shape, strides, any_order: bool) -> list[tuple[int, int]]:
@@ -89,12 +88,10 @@ def flat_view(x, any_order: bool, stream):
         return view.with_layout((n,), (view.dtype.itemsize,)), n
     dims = collapse(x.shape, view.strides, any_order)
     if len(dims) > 2:
-        warnings.warn(
+        warn(
             f"numbakern copied a {x.shape} input whose strides {view.strides} need more "
             "than two strided dimensions; pass a contiguous array to avoid the copy",
-            CopyWarning,
-            stacklevel=user_stacklevel(),
-        )
+            CopyWarning)
         packed = contiguous_copy(x, view, stream)
         return strided(packed, [(n, np.dtype(x.dtype).itemsize)], np.dtype(x.dtype)), n
     return strided(view, dims, np.dtype(x.dtype)), n
@@ -240,13 +237,11 @@ def _transposed(x, axes, stream):
     moved = tuple(range(len(kept), x.ndim))
     if kind_of(x) == "numpy":
         return to_device(np.ascontiguousarray(x.transpose(perm)), stream), shape, moved
-    warnings.warn(
+    warn(
         f"numbakern copied a {x.shape} input: its kept and reduced axes {tuple(axes)} do "
         "not collapse to two strided dimensions each; pass a contiguous array to avoid "
         "the copy",
-        CopyWarning,
-        stacklevel=user_stacklevel(),
-    )
+        CopyWarning)
     if SIMULATOR:
         return to_device(np.ascontiguousarray(x.copy_to_host().transpose(perm)), stream), \
             shape, moved
@@ -350,11 +345,11 @@ def _mask_base(mask, shape, stream):
 def _packed_mask(mask, shape, perm, stream):
     """The mask broadcast to ``shape`` and transposed by ``perm``, C-contiguous on the
     device: the copy a layout that does not collapse needs (as :func:`_transposed`)."""
-    warnings.warn(
+    warn(
         f"numbakern copied the where= mask of shape {tuple(mask.shape)} to the input's "
         f"size {tuple(shape)}: the input's layout does not collapse to two strided "
         "dimensions per group; pass a contiguous input to avoid the copy",
-        CopyWarning, stacklevel=user_stacklevel())
+        CopyWarning)
     if kind_of(mask) == "numpy" or SIMULATOR:
         host = mask if kind_of(mask) == "numpy" else mask.copy_to_host()
         return to_device(np.ascontiguousarray(np.broadcast_to(host, shape).transpose(perm)),

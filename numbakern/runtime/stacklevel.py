@@ -28,6 +28,21 @@ def user_stacklevel() -> int:
     return level
 
 
+def warn(message, category=RuntimeWarning) -> None:
+    """``warnings.warn`` at the user's call (:func:`user_stacklevel`). A call being
+    recorded for replay (``numbakern/runtime/replay.py``) is refused: a replay runs
+    no Python, so it would skip the warning on every later call. Every warning of
+    numbakern's calls goes through here, so none can be lost that way."""
+    import warnings
+
+    from .launch import current_recording
+
+    recording = current_recording()
+    if recording is not None:
+        recording.refuse("a call that warns (a replay would not)")
+    warnings.warn(message, category, stacklevel=user_stacklevel())
+
+
 def module_name(frame) -> str:
     """The frame's module name; a module run by ``python -m`` (``__main__``) by the
     name it was run as (``numbakern.__main__``)."""
@@ -45,8 +60,6 @@ def numpy_fp_error(kind: str, text: str) -> None:
     ``RuntimeWarning`` saying ``text`` under ``"warn"`` (the default), nothing under
     ``"ignore"``, ``FloatingPointError`` under ``"raise"`` (``"print"``, ``"log"`` and
     ``"call"`` warn)."""
-    import warnings
-
     import numpy as np
 
     mode = np.geterr()[kind]
@@ -54,4 +67,4 @@ def numpy_fp_error(kind: str, text: str) -> None:
         return
     if mode == "raise":
         raise FloatingPointError(text)
-    warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())
+    warn(text)

@@ -193,6 +193,20 @@ def test_a_zeros_sign_keys_its_own_program(zeros):
     assert replay.counts["replayed"] == before["replayed"] + 1
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, out: nk.nanmean(x, axis=1, out=out), lambda x, out: nk.var(x, axis=1, out=out),
+    lambda x, out: nk.nanvar(x, axis=1, out=out), lambda x, out: nk.median(x, axis=1, out=out),
+    lambda x, out: nk.nanmedian(x, axis=1, out=out)])
+def test_a_call_that_warns_warns_every_time(call):
+    """A call that warns is never replayed (a replay runs no Python): NaN into a
+    device out= for slices of nothing, written by launches, warns on every call."""
+    x, out = cuda.to_device(np.zeros((3, 0))), cuda.to_device(np.zeros(3))
+    for _ in range(3):
+        with pytest.warns(RuntimeWarning):
+            call(x, out)
+        assert np.isnan(out.copy_to_host()).all()
+
+
 def test_calls_that_cannot_replay_run_the_ordinary_way():
     h = rng.standard_normal((4, 40)).astype(np.float32)
     before = dict(replay.counts)
