@@ -18,8 +18,11 @@ tree of ``p`` leaves (``threads`` rounded up to a power of two), stored in place
    root ``ai`` hands its prefix to the left child, and ``prefix (+) left sum`` to the
    right child; barrier per level. Each leaf ends up holding its exclusive prefix.
 
-``2(p - 1)`` combines in all: *work-efficient*, like the sequential scan, against the
-``p log2 p`` of Hillis-Steele, at the price of twice the steps (and barriers).
+At most ``2(p - 1)`` combines for the exclusive scan (``p - 1`` a sweep; the left
+spine's ``log2 p`` of the down-sweep are skipped, below) and ``p - 1`` more for the
+inclusive one, each thread adding its own state: *work-efficient*, a constant times
+the sequential scan's, against the ``p log2 p - (p - 1)`` of Hillis-Steele, at the
+price of twice the steps (and barriers).
 
 Details that make it exact and fast:
 
@@ -29,8 +32,9 @@ Details that make it exact and fast:
   power of two) are skipped rather than filled with the identity.
 * **Warp form** (a warp per row): the same sweeps in each run of ``group`` lanes,
   on the run's own padded tree, ``__syncwarp()`` for ``__syncthreads()``.
-* **Bank conflicts.** At ``offset = 32`` every active thread of a warp would hit the
-  same shared-memory bank. Slot ``i`` is stored at ``i + i // 32`` (GPU Gems 3's
+* **Bank conflicts.** A sweep's threads touch slots ``2 * offset`` apart: a
+  ``2 * offset``-way conflict on 32 banks, every thread of a warp on one bank from
+  ``offset = 16``. Slot ``i`` is stored at ``i + i // 32`` (GPU Gems 3's
   ``CONFLICT_FREE_OFFSET`` with 32 banks), which spreads them over the banks.
 """
 

@@ -18,9 +18,11 @@ W. Daniel Hillis and Guy L. Steele, "Data Parallel Algorithms" (CACM, 1986), sca
 Threads below ``d`` skip the combine: no identity is ever folded in, and ranges are
 combined in element order, so any associative op works.
 
-Cost: ``log2(threads)`` steps of one shared-memory read, one write and one barrier;
-``threads * log2(threads)`` combines in all, against ``2 * threads`` for the
-work-efficient Blelloch scan (``strategies/blelloch.py``): more work, fewer steps.
+Cost: ``log2(p)`` steps of one shared-memory read, one write and one barrier for
+``p`` threads; ``p log2(p) - (p - 1)`` combines in all (thread ``t`` combines at every
+step whose ``d <= t``: 129 for a warp), against about ``3(p - 1)`` for the inclusive
+scan of the work-efficient Blelloch scan (``strategies/blelloch.py``: 88 for a warp):
+more work, fewer steps.
 With a thread per element that is the right trade on a GPU, where idle threads cost
 as much as busy ones; the warp-shuffle scan (``strategies/warp_shuffle.py``) runs the
 same algorithm inside each warp in registers, with no barriers.

@@ -569,7 +569,9 @@ def _refuse_options_elsewhere(ctx, family: str, names: list[str]) -> None:
             continue
         flag = max(param.opts, key=len)
         if param.name not in reads:
-            raise click.UsageError(f"{flag} does not apply to {ctx.params['strategy']} "
+            hint = " without --of partition" if (family, param.name) == ("select", "kth") \
+                else ""
+            raise click.UsageError(f"{flag} does not apply to {ctx.params['strategy']}{hint} "
                                    f"(explain's {family} strategies)")
         start, reader = _READ_BY_SOME.get((family, param.name), ("", ""))
         if not any(name.startswith(start) for name in names):
@@ -642,8 +644,8 @@ def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
     if not kept:
         raise click.BadParameter(f"--op {op_name} is recorded under two_pass strategies: "
                                  "atomic_fold folds a state of several fields packed into "
-                                 "one word or under a lock (var's not at all), which the "
-                                 "recording cannot follow", param_hint="'STRATEGY'")
+                                 "one word or under a lock, which the recording cannot "
+                                 "follow", param_hint="'STRATEGY'")
     return kept
 
 

@@ -162,6 +162,13 @@ def test_explain_refuses_options_a_sort_does_not_read(args):
 
 
 @simulator_only
+def test_kth_without_of_partition_says_what_reads_it():
+    result = CliRunner().invoke(cli, ["explain", "radix_select", "--kth", "1", "-n", "8"])
+    assert result.exit_code == 2, result.output
+    assert "--kth does not apply to radix_select without --of partition" in result.output
+
+
+@simulator_only
 @pytest.mark.parametrize("args, family", [(["bitonic", "--items", "2"], "sorts"),
                                           (["decoupled_lookback/warp_shuffle", "--blocks",
                                             "3"], "scans")])
