@@ -337,9 +337,9 @@ def _where(i: int, shape: tuple):
 def _report(bad, target, per: int, logits_shape: tuple, C: int, ignore: int, stream
             ) -> None:
     """Raise the first out-of-bounds target the launches recorded: ``bad`` holds a
-    slot per launch, ``per`` (its rows) where none was found, else the first bad
-    row's index within the launch; read after the work on ``stream``. ``target``:
-    the flat device targets."""
+    slot per launch, the total row count (at least ``per``, a launch's rows) where
+    none was found, else the first bad row's index within the launch; read after the
+    work on ``stream``. ``target``: the flat device targets."""
     found = checked_words(bad, stream, functools.partial(_all_at_least, per))
     hits = np.flatnonzero(found < per)
     if hits.size:

@@ -1139,8 +1139,9 @@ def _no_all_nan(codes: np.ndarray) -> bool:
 def _nan_launches(x, direction: str, axis, keepdims, outs, many_axes: bool, strategy, lanes,
                   initial, where, *, stream=None):
     """:func:`_arg`'s launches for the NaN-skipping forms, alone: ``(values, codes)``.
-    A call that reads the codes' all-NaN flags cannot replay; its launches, recorded
-    apart, do (the flags are read after them, every call)."""
+    The public calls replay whole, their flags read as a check; these launches replay
+    apart where a public call runs the ordinary way (a refused signature, or a
+    replay whose check failed), which reads the flags after them."""
     return _arg(x, direction, axis, keepdims, True, outs, True, strategy, stream, lanes,
                 skip_nan=True, many_axes=many_axes, initial=initial, where=where)
 

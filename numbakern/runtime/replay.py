@@ -314,11 +314,12 @@ def replayable(fn):
             return fn(*args, **kwargs), program
         if program.returns_inputs and not _writable_apart(arrays, objects):
             return fn(*args, **kwargs), None
-        counts["replayed"] += 1
         try:
-            return program.run([a.address for a in arrays], objects, stream), program
+            result = program.run([a.address for a in arrays], objects, stream)
         except Unpassed:
             return fn(*args, **kwargs), program
+        counts["replayed"] += 1
+        return result, program
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -714,7 +715,8 @@ def _returns_inputs(spec) -> bool:
 class Program:
     """A recorded call, ready to replay on new arrays of the same signature.
 
-    ``names``: the recorded launches' kernels, in order (for messages and benches).
+    ``names``: the recorded steps, in order: each launch's kernel, ``"check"`` for a
+    check (for messages and benches).
     """
 
     def __init__(self, kind: str, total: int, steps: list, result, names: tuple = ()):

@@ -35,10 +35,10 @@ the keywords' names and order.
 
 from __future__ import annotations
 
-import math
 import sys
 
 from .device import SIMULATOR
+from .memo import value_tag
 from .replay import ADDRESS_KEY, MAX_SIGNATURES, Refused, Unpassed, counts, ready, register
 
 # Arguments besides the array that a key holds by value (with their types).
@@ -114,8 +114,8 @@ def _rest_key(args: tuple, kwargs: dict, reader, addresses: list):
     key = []
     for v in (*args, *kwargs.values()):
         t = type(v)
-        if t in _VALUES:  # a float zero keyed with its sign, as memo.value_tag
-            key.append((t, v, math.copysign(1.0, v)) if t is float and v == 0 else (t, v))
+        if t in _VALUES:
+            key.append((value_tag(v), v) if t is float else (t, v))
         elif reader_of(t) is reader:
             found = reader(v)
             if found is None:
@@ -168,11 +168,12 @@ def tabled(general, replayables: dict):
             return _first(table, key, replayables[reader.kind], x, args, kwargs)
         if type(program) is Refused:  # straight to the call: no second key to build
             return replayables[reader.kind].__wrapped__(x, *args, **kwargs)
-        counts["replayed"] += 1
         try:
-            return program.replay(addresses, device, x)
+            result = program.replay(addresses, device, x)
         except Unpassed:  # a check's words failed: the call's own path raises or warns
             return replayables[reader.kind].__wrapped__(x, *args, **kwargs)
+        counts["replayed"] += 1
+        return result
 
     call.tensor_replay_table = table
     return call
