@@ -291,7 +291,7 @@ def _split_rows(rows, dtype, ranks: list[int], indices: bool, finder, workspace,
     xbits = flat_device(rows, workspace, bits_dtype(dtype))
     job = SelectJob(xbits, None, None, count * m, n, 1, dtype, False, False, workspace,
                     record)
-    need = workspace.from_host(np.tile(np.asarray(ranks, np.int64) + 1, count))
+    need = workspace.from_host(np.asarray(ranks, np.int64) + 1, times=count)
     done = zeros(workspace, count * m, np.int32)
     pivots, _ = finder.kth_keys(job, m, need, done)
     threads = min(finder.threads, split.MOST_THREADS)

@@ -282,17 +282,20 @@ class Workspace:
         cast_into(arr, cast, self.stream)
         return cast
 
-    def from_host(self, host: np.ndarray) -> Any:
-        """A device copy of a small host array (identities, initial values, flags): a 1-D
-        one of at most ``PUT_WORDS`` 8-byte words is written by a launch that carries
-        its bytes (``kernels.elementwise.put``: a recorded call replays it); anything
-        larger is copied (a call that copies is never replayed)."""
+    def from_host(self, host: np.ndarray, times: int = 1) -> Any:
+        """A device copy of a small host array (identities, initial values, flags, a
+        selection's ranks), ``times`` copies of it one after another: a 1-D one of at
+        most ``PUT_WORDS`` 8-byte words (whole words where ``times`` > 1) is written by
+        a launch that carries its bytes (``kernels.elementwise.put``: a recorded call
+        replays it), however many times; anything larger is copied (a call that copies
+        is never replayed)."""
         host = np.asarray(host)
         if host.ndim == 1 and host.dtype.kind in "biuf" and \
-                0 < host.nbytes <= PUT_WORDS * 8:
-            words = self.empty(ceil_div(host.nbytes, 8), np.int64)
+                0 < host.nbytes <= PUT_WORDS * 8 and (times == 1 or host.nbytes % 8 == 0):
+            words = self.empty(ceil_div(host.nbytes, 8) * times, np.int64)
             put(words, host, self.stream)
-            return reinterpreted(words, host.dtype, host.shape[0])
+            return reinterpreted(words, host.dtype, host.shape[0] * times)
+        host = np.tile(host, times)
         if on_cupy(self.kind):
             import cupy
 

@@ -43,9 +43,11 @@ def _fill(a, m, first, rest):
 
 @cuda.jit
 def _put(words, n, w0, w1, w2, w3, w4, w5, w6, w7):
-    i = cuda.threadIdx.x
-    if i < n:
-        words[i] = (w0, w1, w2, w3, w4, w5, w6, w7)[i]
+    i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    step = int64(cuda.gridDim.x) * cuda.blockDim.x
+    while i < words.shape[0]:
+        words[i] = (w0, w1, w2, w3, w4, w5, w6, w7)[i % n]
+        i += step
 
 
 @cuda.jit
@@ -144,14 +146,15 @@ PUT_WORDS = 8
 
 def put(words, host: np.ndarray, stream) -> None:
     """Write the bytes of a small host array (at most :data:`PUT_WORDS` 8-byte words)
-    into int64 device ``words``, by one launch whose parameters carry them: unlike a
-    host-to-device copy, a launch is what a recorded call replays
-    (``runtime/replay.py``), so a call that holds an ``initial=`` or a few flags on
-    the device still replays."""
+    into int64 device ``words``, repeated to fill them (a whole number of times), by
+    one launch whose parameters carry them: unlike a host-to-device copy, a launch is
+    what a recorded call replays (``runtime/replay.py``), so a call that holds an
+    ``initial=``, a few flags or each row's ranks on the device still replays."""
     raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
     padded = np.zeros(PUT_WORDS * 8, np.uint8)
     padded[:raw.size] = raw
-    launch(_put, 1, 32, stream, words, ceil_div(raw.size, 8), *padded.view(np.int64))
+    launch(_put, grid_for(words.shape[0]), THREADS, stream, words, ceil_div(raw.size, 8),
+           *padded.view(np.int64))
 
 
 def zeros(workspace, k: int, dtype):

@@ -47,3 +47,14 @@ def test_a_put_records_as_a_launch_and_a_copy_refuses(n, replays):
         set_recording(None)
     assert (recording.flaw is None) is replays
     assert len(recording.launches) == int(replays)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, np.int32, np.uint8])
+@pytest.mark.parametrize("n, times", [(1, 1), (1, 300), (3, 129), (PUT_WORDS, 33),
+                                      (PUT_WORDS + 1, 5)])
+def test_copies_one_after_another_arrive_bit_for_bit(dtype, n, times):
+    """``times`` copies (a selection's ranks for each row): whole 8-byte words are put
+    by the launch however many times; a pattern of part words, or too long, is copied."""
+    host = (np.arange(n) * 37 + 5).astype(dtype)
+    got = host_copy(_workspace().from_host(host, times=times))
+    assert got.dtype == host.dtype and np.array_equal(got, np.tile(host, times))
