@@ -464,13 +464,15 @@ def _watch_other_launches() -> None:
 _watch_other_launches()
 
 
-#: bytes of each pinned buffer that :func:`read_small` copies through
-PINNED_BYTES = 4096
+#: bytes of each pinned buffer that :func:`read_small` copies through: a check's words
+#: (``runtime/views.checked_words``: nanmax's flags, nanmedian's counts, one word an
+#: output) replay up to 131072 outputs; more are read by a plain copy, never replayed
+PINNED_BYTES = 1 << 20
 # cuMemHostAlloc's flag: pinned for every context (each device's), not just the
 # current one
 _PORTABLE = 1
 _copy_functions = None
-# pinned buffers not in use (one per thread reading at once; never freed: a few KB)
+# pinned buffers not in use (one per thread reading at once; never freed)
 _pinned_free: list = []
 
 

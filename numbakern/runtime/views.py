@@ -235,6 +235,9 @@ def checked_words(view, stream, passes) -> np.ndarray:
         return host_words(view, stream)
     if SIMULATOR:
         words = view.copy_to_host()
+        if words.nbytes > PINNED_BYTES:  # as on a GPU: not through the pinned buffer
+            refuse_replay("a device-to-host copy")
+            return words
     else:
         buf = buffer(view)
         if not _small(buf):

@@ -207,6 +207,26 @@ def test_a_call_that_warns_warns_every_time(call):
         assert np.isnan(out.copy_to_host()).all()
 
 
+def test_a_check_past_the_pinned_buffer_refuses_as_on_a_gpu(monkeypatch):
+    """A check's words go through the pinned buffer (``launch.PINNED_BYTES``) or are
+    read by a plain copy, which refuses replay: under the simulator too, so that its
+    replays are a GPU's (here a buffer of 64 bytes: nanmax's flags of 8 rows fit it,
+    of 9 do not)."""
+    from numbakern.runtime import views
+
+    monkeypatch.setattr(views, "PINNED_BYTES", 64)
+    for rows, replays in ((8, True), (9, False)):
+        h = rng.standard_normal((rows, 5))
+        d = cuda.to_device(h)
+        before = dict(replay.counts)
+        for _ in range(3):
+            np.testing.assert_array_equal(nk.nanmax(d, axis=1).copy_to_host(), h.max(axis=1))
+        refused = replay.counts["refused"] - before.get("refused", 0)
+        assert refused == (0 if replays else 1)
+        if replays:
+            assert replay.counts["replayed"] - before.get("replayed", 0) == 2
+
+
 def test_calls_that_cannot_replay_run_the_ordinary_way():
     h = rng.standard_normal((4, 40)).astype(np.float32)
     before = dict(replay.counts)
