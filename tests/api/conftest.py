@@ -43,3 +43,23 @@ def row_plans(monkeypatch):
         return seen
 
     return record
+
+
+@pytest.fixture
+def side_stream():
+    """``side_stream(library)``: ``(stream, delay)`` for ``"cupy"`` or ``"torch"``: a
+    non-blocking stream of that library, to make current with ``with stream:``, and
+    ``delay()``, which queues ~10 ms of GPU work on the current stream. A write queued
+    after the delay lands well after the next call's launches are queued, so a check
+    that read its words on another stream (the legacy default stream, which a
+    non-blocking stream does not wait for) would miss it."""
+    def make(library: str):
+        if library == "torch":
+            torch = pytest.importorskip("torch")
+            return torch.cuda.stream(torch.cuda.Stream()), lambda: torch.cuda._sleep(10_000_000)
+        cp = pytest.importorskip("cupy")
+        spin = cp.RawKernel(r"""extern "C" __global__ void spin(long long cycles) {
+            long long start = clock64(); while (clock64() - start < cycles) {} }""", "spin")
+        return cp.cuda.Stream(non_blocking=True), \
+            lambda: spin((1,), (1,), (cp.int64(10_000_000),))
+    return make

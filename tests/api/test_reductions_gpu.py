@@ -94,30 +94,32 @@ def test_nan_forms_read_their_all_nan_flags_on_every_call(cp):
 
 
 @pytest.mark.parametrize("library", ["cupy", "torch"])
-def test_a_replayed_nanmax_checks_flags_written_just_before_it(cp, library):
+def test_a_replayed_nanmax_checks_flags_written_just_before_it(cp, library, side_stream):
     """Clean calls of one signature replay with their flags read as a check; an all-NaN
-    row written by an op queued on the call's stream right before the next call is
-    seen (read after that op): the call warns and gives NaN there."""
+    row written by an op queued on the call's (non-blocking) stream right before the
+    next call is seen (read after that op, on that stream): the call warns and gives
+    NaN there."""
     from numbakern.runtime import replay
 
     h = np.random.default_rng(3).standard_normal((64, 100)).astype(np.float32)
-    if library == "torch":
-        torch = pytest.importorskip("torch")
-        x, to_host, sleep = torch.as_tensor(h, device="cuda"), torch.Tensor.cpu, \
-            torch.cuda._sleep
-    else:
-        x, to_host, sleep = cp.asarray(h), cp.asnumpy, None
-    before = replay.counts["replayed"]
-    for _ in range(3):
-        np.testing.assert_array_equal(np.asarray(to_host(nk.nanmax(x, axis=1))), h.max(axis=1))
-    assert replay.counts["replayed"] - before >= 2
-    if sleep is not None:
-        sleep(10_000_000)  # the write lands well after the call's launches queue
-    x[5] = float("nan")
-    want = h.max(axis=1)
-    want[5] = np.nan
-    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
-        got = np.asarray(to_host(nk.nanmax(x, axis=1)))
+    stream, delay = side_stream(library)
+    with stream:
+        if library == "torch":
+            torch = pytest.importorskip("torch")
+            x, to_host = torch.as_tensor(h, device="cuda"), torch.Tensor.cpu
+        else:
+            x, to_host = cp.asarray(h), cp.asnumpy
+        before = replay.counts["replayed"]
+        for _ in range(3):
+            np.testing.assert_array_equal(np.asarray(to_host(nk.nanmax(x, axis=1))),
+                                          h.max(axis=1))
+        assert replay.counts["replayed"] - before >= 2
+        delay()  # the write lands well after the call's launches queue
+        x[5] = float("nan")
+        want = h.max(axis=1)
+        want[5] = np.nan
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            got = np.asarray(to_host(nk.nanmax(x, axis=1)))
     np.testing.assert_array_equal(got, want)
 
 

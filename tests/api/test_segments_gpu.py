@@ -102,26 +102,31 @@ def test_float_sums_finished_in_the_tile_kernel_are_repeatable(cp, mean):
     assert bool((cp.abs(first - want) <= bound).all())
 
 
-def test_replayed_calls_check_offsets_written_just_before_them(cp):
+def test_replayed_calls_check_offsets_written_just_before_them(cp, side_stream):
     """The report on device offsets is a check that replays: repeated calls replay with
-    the right sums, and a decreasing offset written by a CuPy op queued right before
-    the next call is read after that op and named (segmented_argmax's empty segment
-    too)."""
+    the right sums, and a decreasing offset written by a CuPy op queued on the call's
+    (non-blocking) stream right before the next call is read after that op and named
+    (segmented_argmax's empty segment too)."""
     from numbakern.runtime import replay
 
-    x = cp.arange(1000, dtype=cp.int32)
-    offsets = cp.asarray(np.array([0, 10, 500, 500, 1000], np.int64))
-    before = replay.counts["replayed"]
-    for _ in range(3):
-        got = nk.segmented_reduce(x, offsets)
-        assert cp.asnumpy(got).tolist() == [45, sum(range(10, 500)), 0, sum(range(500, 1000))]
-    assert replay.counts["replayed"] - before >= 2
-    offsets[2] = 5
-    with pytest.raises(ValueError, match="segment 1 runs from 10 to 5"):
-        nk.segmented_reduce(x, offsets)
-    ends = cp.asarray(np.array([0, 10, 1000], np.int64))
-    for _ in range(3):
-        assert cp.asnumpy(nk.segmented_argmax(x, ends)).tolist() == [9, 989]
-    ends[1] = 0
-    with pytest.raises(ValueError, match=r"argmax of an empty segment \(segment 0"):
-        nk.segmented_argmax(x, ends)
+    stream, delay = side_stream("cupy")
+    with stream:
+        x = cp.arange(1000, dtype=cp.int32)
+        offsets = cp.asarray(np.array([0, 10, 500, 500, 1000], np.int64))
+        before = replay.counts["replayed"]
+        for _ in range(3):
+            got = nk.segmented_reduce(x, offsets)
+            assert cp.asnumpy(got).tolist() == [45, sum(range(10, 500)), 0,
+                                                sum(range(500, 1000))]
+        assert replay.counts["replayed"] - before >= 2
+        delay()
+        offsets[2] = 5
+        with pytest.raises(ValueError, match="segment 1 runs from 10 to 5"):
+            nk.segmented_reduce(x, offsets)
+        ends = cp.asarray(np.array([0, 10, 1000], np.int64))
+        for _ in range(3):
+            assert cp.asnumpy(nk.segmented_argmax(x, ends)).tolist() == [9, 989]
+        delay()
+        ends[1] = 0
+        with pytest.raises(ValueError, match=r"argmax of an empty segment \(segment 0"):
+            nk.segmented_argmax(x, ends)

@@ -115,34 +115,40 @@ def test_partition_by_radix_select_rows_8192x50257(cp):
     _check_partition_rows(host, np.take_along_axis(host, idx, -1), [1, 50, 256], ordered)
 
 
-@pytest.mark.parametrize("shape", [(64, 1000), (2, 30000)])  # the sort path, the select path
-def test_order_statistics_replay_and_their_checks_still_warn(cp, shape):
+@pytest.mark.parametrize("shape", [(64, 1000), (2, 30000), (64, 30000)])  # sort, select
+def test_order_statistics_replay_and_their_checks_still_warn(cp, shape, side_stream):
     """A repeated median, quantile or partition of one CuPy layout replays (its reads of
-    the kernel's NaN counts and floating-point flags are checks); an all-NaN row or an
-    inf beside a -inf in the middle, written right before a replayed call, still warns
-    as NumPy does."""
+    the kernel's NaN counts and floating-point flags are checks; the select path's
+    ranks for each row are put by a launch); an all-NaN row or an inf beside a -inf in
+    the middle, written on the call's (non-blocking) stream right before a replayed
+    call, still warns as NumPy does."""
     from numbakern.runtime import replay
 
     host = _data(shape, seed=5)
-    x = cp.asarray(host)
-    cases = [(lambda a: nk.median(a, axis=1), lambda h: np.median(h, axis=1)),
-             (lambda a: nk.nanmedian(a, axis=1), lambda h: np.nanmedian(h, axis=1)),
-             (lambda a: nk.quantile(a, 0.3, axis=1), lambda h: np.quantile(h, 0.3, axis=1)),
-             (lambda a: nk.partition(a, 7, axis=1)[:, 7],
-              lambda h: np.sort(h, axis=1)[:, 7])]
-    for call, reference in cases:
-        before = replay.counts["replayed"]
-        for _ in range(3):
-            np.testing.assert_allclose(cp.asnumpy(call(x)), reference(host), rtol=1e-6)
-        assert replay.counts["replayed"] - before >= 2
-    x[1] = cp.nan
-    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
-        got = cp.asnumpy(nk.nanmedian(x, axis=1))
-    assert np.isnan(got[1]) and not np.isnan(got[0])
-    row = np.sort(host[0])
-    middle = shape[1] // 2
-    row[:middle], row[middle:] = -np.inf, np.inf  # the middle two: -inf and inf
-    x[0] = cp.asarray(row)
-    with pytest.warns(RuntimeWarning, match="invalid value encountered in median"):
-        got = cp.asnumpy(nk.median(x, axis=1))
+    stream, delay = side_stream("cupy")
+    with stream:
+        x = cp.asarray(host)
+        cases = [(lambda a: nk.median(a, axis=1), lambda h: np.median(h, axis=1)),
+                 (lambda a: nk.nanmedian(a, axis=1), lambda h: np.nanmedian(h, axis=1)),
+                 (lambda a: nk.quantile(a, 0.3, axis=1),
+                  lambda h: np.quantile(h, 0.3, axis=1)),
+                 (lambda a: nk.partition(a, 7, axis=1)[:, 7],
+                  lambda h: np.sort(h, axis=1)[:, 7])]
+        for call, reference in cases:
+            before = replay.counts["replayed"]
+            for _ in range(3):
+                np.testing.assert_allclose(cp.asnumpy(call(x)), reference(host), rtol=1e-6)
+            assert replay.counts["replayed"] - before >= 2
+        delay()
+        x[1] = cp.nan
+        with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+            got = cp.asnumpy(nk.nanmedian(x, axis=1))
+        assert np.isnan(got[1]) and not np.isnan(got[0])
+        row = np.sort(host[0])
+        middle = shape[1] // 2
+        row[:middle], row[middle:] = -np.inf, np.inf  # the middle two: -inf and inf
+        delay()
+        x[0] = cp.asarray(row)
+        with pytest.warns(RuntimeWarning, match="invalid value encountered in median"):
+            got = cp.asnumpy(nk.median(x, axis=1))
     assert np.isnan(got[0])
