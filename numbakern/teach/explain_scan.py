@@ -91,6 +91,18 @@ def block_steps(trace: ScanTrace) -> dict:
     return steps
 
 
+def unused_steps(trace: ScanTrace) -> dict:
+    """``{(launch, block): {recorded step: [joins]}}``: the joins no output was built
+    from (a Blelloch up-sweep's right spine, which only the tile's total holds: a
+    later tile's carry, or nothing in the last tile)."""
+    used = used_nodes(trace)
+    steps = defaultdict(lambda: defaultdict(list))
+    for node in trace.nodes:
+        if node.id not in used and trace.is_join(node):
+            steps[(node.launch, node.block)][node.step].append(node)
+    return steps
+
+
 def _equals(trace: ScanTrace, fn: str) -> str:
     """"equals NumPy's cumsum: yes", exactly; a float sum or product to rounding, with
     the tolerance it was held to and the largest error found."""
@@ -125,7 +137,7 @@ def scan_tree(trace: ScanTrace, limit: int = 6) -> Tree:
     root = Tree(Text(f"{trace.strategy} · {kind} {trace.op} scan of {trace.n} {trace.dtype}"
                      f" · tiles of {trace.threads} threads × {trace.items} items = "
                      f"{trace.tile} elements", "bold"))
-    steps = block_steps(trace)
+    steps, unused = block_steps(trace), unused_steps(trace)
     loads = loaded_by(trace)
     stores = defaultdict(list)
     for s in trace.stores:
@@ -149,7 +161,7 @@ def scan_tree(trace: ScanTrace, limit: int = 6) -> Tree:
             items = _grid_events(trace, events.get(key, []))
             items += _block_steps(trace, steps.get(key, {}), clears.get(key, []),
                                   trace.barrier_steps.get(key, []), limit,
-                                  loads.get(key, set()))
+                                  loads.get(key, set()), unused.get(key, {}))
             for s in stores.get(key, []):
                 node = trace.nodes[s.node]
                 items.append((s.step, 2, Text(
@@ -219,9 +231,11 @@ def step_phase(trace: ScanTrace, step: int, joins, clears, loaded, steps: dict) 
     return ""
 
 
-def _block_steps(trace, steps, clears, barriers, limit, loaded) -> list:
+def _block_steps(trace, steps, clears, barriers, limit, loaded, unused) -> list:
     """``[(step, order, title, lines)]``: the block's steps, numbered as listed, and
-    the identity stores that begin a down-sweep or shift an exclusive scan."""
+    the identity stores that begin a down-sweep or shift an exclusive scan; the joins
+    no output was built from (``unused``, :func:`unused_steps`) dimmed in their
+    rounds, which are not numbered where they hold nothing else."""
     items = []
     for c in clears:
         if root_clear(trace, c):
@@ -230,16 +244,30 @@ def _block_steps(trace, steps, clears, barriers, limit, loaded) -> list:
             what = "(the first exclusive prefix): the exclusive shift"
         items.append((c[3], 1, Text(f"t{c[2]}: stores the identity to shared slot {c[4]} "
                                     + what, "yellow"), []))
-    for shown, step in enumerate(sorted(steps), 1):
-        joins = steps[step]
+    shown = 0
+    for step in sorted(set(steps) | set(unused)):
+        joins, idle = steps.get(step, []), unused.get(step, [])
+        covers = {j.cover for j in joins}
+        repeats = sum(j.cover in covers for j in idle)  # the same ranges again
+        idle = [j for j in idle if j.cover not in covers]
         sync = sum(1 for b in barriers if b <= step)
-        phase = step_phase(trace, step, joins, clears, loaded, steps)
-        phase = f" ({phase})" if phase else ""
         lines = [_join_line(trace, j) for j in sorted(joins, key=lambda n: (n.thread, n.id))]
+        lines += [Text.assemble(_join_line(trace, j), " · in no output", style="dim")
+                  for j in sorted(idle, key=lambda n: (n.thread, n.id))]
         if len(lines) > limit:
             lines = lines[:limit] + [Text(f"… and {len(lines) - limit} more like these", "dim")]
-        items.append((step, 0, Text(f"step {shown}{phase}: {len(joins)} join(s), after "
-                                    f"{sync} barrier(s)"), lines))
+        aside = (f" and {len(idle)} in no output" if idle else "") + \
+            (f" (and {repeats} repeat(s) of these, in no output)" if repeats else "")
+        if joins:
+            shown += 1
+            phase = step_phase(trace, step, joins, clears, loaded, steps)
+            phase = f" ({phase})" if phase else ""
+            title = Text(f"step {shown}{phase}: {len(joins)} join(s){aside}, after {sync} "
+                         "barrier(s)")
+        else:
+            title = Text(f"{len(idle)} join(s) in no output (the tile's total only), after "
+                         f"{sync} barrier(s)", "dim")
+        items.append((step, 0, title, lines))
     return items
 
 

@@ -188,3 +188,23 @@ def test_a_strategy_without_a_known_formula_claims_none():
     rather than show warp_shuffle's."""
     formula = textbook("my_own_scan", 64)
     assert formula.work is None and formula.depth is None and formula.work_text == ""
+
+
+@simulator_only
+def test_blellochs_whole_up_sweep_is_shown_with_the_joins_in_no_output():
+    """The up-sweep's right spine ([6-7], [4-7], [0-7]) holds only the tile's total,
+    which no output of the last tile is built from: it is listed, marked, and its
+    round of nothing else is not numbered; the down-sweep keeps its step numbers."""
+    trace = trace_scan(np.arange(1, 9, dtype=np.int64), "decoupled_lookback/blelloch",
+                       threads=32, items=1)
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(scan_tree(trace, limit=10))
+    text = console.export_text()
+    for line in ("→ [6-7] = 15 · in no output", "→ [4-7] = 26 · in no output",
+                 "→ [0-7] = 36 · in no output", "step 1: 3 join(s) and 1 in no output",
+                 "1 join(s) in no output (the tile's total only)",
+                 "step 3 (down-sweep): 1 join(s)", "step 5: 7 join(s) (and 7 repeat(s)"):
+        assert line in text, line
+    assert "step 6" not in text
