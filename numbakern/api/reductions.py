@@ -1098,9 +1098,9 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     arg op. Where a slice held nothing but NaN its code carries ``ops.ALL_NAN``:
     indices raise NumPy's error; values warn as NumPy and are NaN there (unless an
     ``initial`` stands in for them)."""
-    if want_indices and out is not None and \
-            np.dtype(getattr(out, "dtype", _ops.INDEX_DTYPE)) != _ops.INDEX_DTYPE:
-        # the all-NaN flag lives in the int64 codes: found there, then cast into out
+    if want_indices and out is not None:
+        # the all-NaN flag lives in the codes, and where it raises NumPy leaves out
+        # as it was: the codes found apart, then cast into out
         codes = _nan_arg(x, direction, axis, keepdims, None, True, strategy, stream, lanes,
                          initial, where)
         check_out(out, tuple(np.shape(codes)), _ops.INDEX_DTYPE, kind_of(as_array_like(x)),

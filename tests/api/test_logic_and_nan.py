@@ -169,10 +169,11 @@ def test_all_nan_slices():
     _same(nk.nanmax(np.arange(7, dtype=np.int16).reshape(7, 1), axis=0), np.array([6], np.int16))
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int16, np.uint8])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.uint8])
 def test_nanargmax_into_a_narrower_integer_out_finds_all_nan_slices_first(dtype):
-    """The all-NaN flag rides in the int64 codes: an int32 out (NumPy takes any integer
-    out) gets the indices cast, after the flags were read from the codes."""
+    """The all-NaN flag rides in the int64 codes: an out of any integer dtype (NumPy
+    takes any) gets the indices cast after the flags were read from the codes, so an
+    all-NaN slice raises with out as it was (as NumPy's, host and device alike)."""
     x = np.array([[1.0, np.nan, 3.0], [np.nan, 5.0, 4.0]])
     for fn, ref in ((nk.nanargmax, np.nanargmax), (nk.nanargmin, np.nanargmin)):
         out = np.zeros(2, dtype)
@@ -181,8 +182,13 @@ def test_nanargmax_into_a_narrower_integer_out_finds_all_nan_slices_first(dtype)
         device_out = cuda.to_device(np.zeros(2, dtype))
         fn(cuda.to_device(x), axis=1, out=device_out)
         _same(device_out.copy_to_host(), out)
-        with pytest.raises(ValueError, match="All-NaN slice encountered"):
-            fn(np.array([[np.nan, np.nan], [1.0, 2.0]]), axis=1, out=np.zeros(2, dtype))
+        all_nan = np.array([[np.nan, np.nan], [1.0, 2.0]])
+        for given, kept in ((all_nan, np.full(2, 7, dtype)),
+                            (cuda.to_device(all_nan), cuda.to_device(np.full(2, 7, dtype)))):
+            with pytest.raises(ValueError, match="All-NaN slice encountered"):
+                fn(given, axis=1, out=kept)  # and out stays as it was, as NumPy's
+            _same(kept if isinstance(kept, np.ndarray) else kept.copy_to_host(),
+                  np.full(2, 7, dtype))
         with pytest.raises(ValueError, match=r"out has shape \(3,\)"):
             fn(x, axis=1, out=np.zeros(3, dtype))
 
