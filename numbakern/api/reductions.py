@@ -498,8 +498,13 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     total = _run(x, _ops.SUM, strategy, summed, stream, axis, keepdims, None, lanes,
                  bits=False)
     count = planned.N
-    if count == 0:
-        warn("Mean of empty slice.")  # as NumPy
+    if count == 0:  # NumPy's words: its count's, then its division's (0 / 0), if any
+        warn("Mean of empty slice")
+        if planned.M:  # a float64 scalar sum divides by NumPy's scalar arithmetic
+            scalar = planned.shape == () and out is None and _numpy_sum_dtype(
+                in_dtype, dtype) == np.float64
+            numpy_fp_error("invalid", "invalid value encountered in "
+                           + ("scalar divide" if scalar else "divide"))
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if kind == "numpy":
         with np.errstate(invalid="ignore"):
@@ -516,6 +521,16 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, out_dtype = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
     return deliver(workspace, dst, out_dtype, planned.shape, out)
+
+
+def _numpy_sum_dtype(in_dtype: np.dtype, dtype) -> np.dtype:
+    """The dtype np.mean sums in: ``dtype``, else float64 for bool and integers,
+    float32 for float16, else the input's."""
+    if dtype is not None:
+        return np.dtype(dtype)
+    if in_dtype.kind in "biu":
+        return np.dtype(np.float64)
+    return np.dtype(np.float32) if in_dtype == np.float16 else in_dtype
 
 
 def _into(out) -> bool:

@@ -241,6 +241,27 @@ def test_nanmean_of_floats_takes_float_dtypes_only_as_numpy():
     assert nk.nanmean(x, dtype=np.float32) == np.float32(-1.0)
 
 
+@pytest.mark.parametrize("shape, kwargs", [((0,), {}), ((0, 3), {"axis": 0}),
+                                           ((2, 0), {"axis": 1}), ((0, 0), {"axis": 0}),
+                                           ((0,), {"keepdims": True}),
+                                           ((0,), {"dtype": np.float32}),
+                                           ((3, 0), {"axis": None})])
+def test_mean_of_nothing_warns_numpys_two_warnings(shape, kwargs):
+    """np.mean of no elements warns "Mean of empty slice", then its division's
+    "invalid value encountered in (scalar) divide" where there is a result; the same
+    for device input (both follow from the shape alone)."""
+    for dtype in (np.float64, np.int32, np.float32, np.float16):
+        x = np.zeros(shape, dtype)
+        want, told = _messages(lambda: np.mean(x, **kwargs))
+        for given in (x, cuda.to_device(x)):
+            got, said = _messages(lambda: nk.mean(given, **kwargs))
+            assert said == told
+            _same(got if isinstance(given, np.ndarray) or np.ndim(got) == 0 and
+                  not hasattr(got, "copy_to_host") else got.copy_to_host(), want)
+        with np.errstate(invalid="ignore"):
+            assert _messages(lambda: nk.mean(x, **kwargs))[1] == ["Mean of empty slice"]
+
+
 def test_nanmean_of_integers_is_their_mean_as_numpy():
     """NumPy's nanmean of bool and integers is its mean: an integer dtype= sums in that
     dtype and wraps (three int8 100s sum to 44, mean 14), on host and device input."""
