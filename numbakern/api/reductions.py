@@ -460,8 +460,9 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     float64 and cast to the result dtype (``dtype``, else float64 for bool and
     integers, the input's float dtype); into an ``out`` of another dtype, the sum
     rounded to ``dtype`` (when given) is divided into ``out``'s dtype instead, as
-    NumPy divides in ``out``. The mean of no elements is NaN (NumPy also warns, on
-    the host).
+    NumPy divides in ``out``. The mean of no elements is NaN, with NumPy's two
+    warnings ("Mean of empty slice", then its division's invalid value under
+    ``np.geterr()``) for any input: they follow from the shape.
 
     With ``where`` (NumPy's mask), each output reduces ``(sum, count)`` pairs of the
     elements it keeps (``numbakern.ops.SUM_AND_COUNT``) and divides by its own count:
