@@ -471,7 +471,8 @@ class _Layout:
                 if launched:
                     self.launched.add(i)
                 return i, address - base
-        raise _Flaw("a launch argument that is neither an input nor an allocation")
+        raise _Flaw("an address (a launch's argument, a check's words or the result) "
+                    "that is neither an input nor an allocation")
 
 
 def _stream_of(kind: str):
