@@ -296,6 +296,9 @@ class _Call:
             raise TypeError(f"{self.name}: {name} has torch dtype {t.dtype}, which numbakern "
                             f"does not take (its functions take {_ALLOWED}, each some of "
                             f"them)")
+        if t.layout != torch.strided:
+            raise TypeError(f"{self.name}: {name} is a {t.layout} tensor; numbakern takes "
+                            f"dense (torch.strided) tensors: pass {name}.to_dense()")
         caller = t
         if t.dtype.is_floating_point and t.dtype != torch.bfloat16:
             self.wider.add(name)

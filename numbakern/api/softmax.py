@@ -754,6 +754,12 @@ def _launch(plan: RowPlan, views: list, stream, kept: tuple = ()) -> None:
            shared=softmax_rows.stage_shared(plan, n))
 
 
+def _memory(kind: str) -> str:
+    """Where an array of ``kind`` lives, in words (a torch CPU tensor is host memory,
+    as NumPy's)."""
+    return {"numpy": "host memory", "cupy": "a CuPy array"}.get(kind, "device memory")
+
+
 def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stream,
          result_dtype=None, keeping: tuple = (None, False, None)):
     """Validate, plan, lay out, launch; returns the result in the inputs' kind (of
@@ -762,9 +768,11 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
     described = [_describe(a, name) for a, name in zip(inputs, names)]
     _, akind, shape, dtype, precision = described[0]
     for (_, k, s, _, p), name in zip(described[1:], names[1:]):
-        if (k, s, p) != (akind, shape, precision):
-            raise ValueError(f"{name} must match {names[0]} in kind, shape and dtype: "
-                             f"{(k, s, p)} vs {(akind, shape, precision)}")
+        for what, got, want in (("shape", s, shape), ("dtype", p, precision),
+                                ("memory", _memory(k), _memory(akind))):
+            if got != want:
+                raise ValueError(f"{kind}: {name} must have {names[0]}'s {what}, "
+                                 f"{want}; got {got}")
     axis = _axis(axis, len(shape))
     if result_dtype is not None:
         dtype = np.dtype(_result_dtype(result_dtype))

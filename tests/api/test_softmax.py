@@ -663,8 +663,12 @@ def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
     (lambda x: nk.softmax(x, out=cuda.to_device(x)), TypeError, "out must be a NumPy"),
     (lambda x: nk.softmax(x, out=[0.0] * 15), TypeError,
      r"out must be a NumPy array \(or a CPU tensor\) for NumPy or CPU-tensor input, got list"),
-    (lambda x: nk.softmax_backward(x, x[:, :3]), ValueError, "dy must match"),
-    (lambda x: nk.log_softmax_backward(x, x.astype(np.float64)), ValueError, "dy must match"),
+    (lambda x: nk.softmax_backward(x, x[:, :3]), ValueError,
+     r"softmax_backward: dy must have y's shape, \(\d+, \d+\); got \(\d+, 3\)"),
+    (lambda x: nk.log_softmax_backward(x, x.astype(np.float64)), ValueError,
+     "log_softmax_backward: dy must have y's dtype, float32; got float64"),
+    (lambda x: nk.softmax_backward(x, cuda.to_device(x)), ValueError,
+     "softmax_backward: dy must have y's memory, host memory; got device memory"),
 ])
 def test_bad_arguments_raise_clearly(call, error, match):
     with pytest.raises(error, match=match):

@@ -194,6 +194,16 @@ def test_bool_softmax_is_refused_naming_the_argument():
         nk.softmax(torch.ones(3, dtype=torch.bool))
 
 
+@pytest.mark.parametrize("layout", ["to_sparse", "to_sparse_csr"])
+def test_sparse_tensors_are_refused_naming_the_argument(layout):
+    x = getattr(torch.eye(3), layout)()
+    with pytest.raises(TypeError, match=r"softmax: x is a torch.sparse_\w+ tensor; .*"
+                                        r"pass x.to_dense\(\)"):
+        nk.softmax(x)
+    with pytest.raises(TypeError, match=r"sum: x is a torch.sparse_\w+ tensor"):
+        nk.sum(x)
+
+
 def test_other_devices_are_refused():
     meta = torch.empty(4, device="meta")
     with pytest.raises(ValueError, match="device meta"):
