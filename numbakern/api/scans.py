@@ -754,7 +754,8 @@ def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace
         host = host.astype(host.dtype.newbyteorder("="))
     xv = to_device(host, workspace.stream)
     # in the outs' dtypes, as the device layout writes its outs: the state cast once
-    dtypes = results if outs is None else [o.dtype for o in outs]
+    # (in native byte order: `target[...] =` below swaps into a big-endian out)
+    dtypes = results if outs is None else [o.dtype.newbyteorder("=") for o in outs]
     views = [workspace.empty((1, rows, n), d) for d in dtypes]
 
     def finish():

@@ -516,6 +516,24 @@ def test_numpy_out_and_casting():
         nk.associative_scan(np.ones(3, np.int64), AFFINE, out=np.zeros(3, np.int64))
 
 
+@pytest.mark.parametrize("scan", [nk.cumsum, nk.cumprod, nk.nancumsum, nk.nancumprod])
+def test_a_big_endian_numpy_out_receives_the_scan(scan):
+    """NumPy writes into an out of either byte order; the kernels' buffer is native."""
+    x = np.array([[1.5, np.nan, 2.0], [3.0, -1.0, 0.5]])
+    for dtype in (">f8", ">f4"):
+        out = np.zeros((2, 3), dtype)
+        assert scan(x, axis=1, out=out) is out
+        np.testing.assert_allclose(out, getattr(np, scan.__name__)(x, axis=1), rtol=1e-6)
+
+
+def test_a_big_endian_out_pair_receives_cummax():
+    x = np.array([1.5, -2.0, np.nan, 2.0])
+    values, indices = np.zeros(4, ">f8"), np.zeros(4, ">i8")
+    nk.cummax(x, out=(values, indices))
+    np.testing.assert_array_equal(values, np.maximum.accumulate(x))  # torch's: NaN wins
+    np.testing.assert_array_equal(indices, [0, 0, 2, 2])
+
+
 def test_empty_inputs():
     assert nk.cumsum(np.zeros(0, np.float32)).shape == (0,)
     got = nk.cumsum(np.zeros((3, 0), np.int8), axis=1)
