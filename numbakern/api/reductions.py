@@ -37,6 +37,7 @@ commutative op, a reduction with no identity over no elements, or a bad ``out``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -64,7 +65,7 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, di
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import numpy_fp_error, warn
+from numbakern.runtime.stacklevel import FPE_BITS, numpy_fp_error, warn
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
                                      refuse_replay, strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
@@ -445,6 +446,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
     value = _run(x, _ops.SUM, strategy, dtype, stream, axis, keepdims, out, lanes,
                  initial=initial, where=where, quiet_cast=True)  # told below, as NumPy's
     _sum_special_values(x, value, axis, keepdims, where, False, initial)
+    _integer_cast_errors(x, dtype, False)
     return value
 
 
@@ -466,7 +468,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
 
     With ``where`` (NumPy's mask), each output reduces ``(sum, count)`` pairs of the
     elements it keeps (``numbakern.ops.SUM_AND_COUNT``) and divides by its own count:
-    NaN, with NumPy's warning for NumPy input, where it keeps none.
+    NaN, with NumPy's two warnings for NumPy input, where it keeps none.
 
     Args:
         x, axis, dtype, out, keepdims, where: as ``np.mean``.
@@ -482,10 +484,13 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     mask = _where(where, x.shape, "mean")
     if mask is not None:
         acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
+        scalar = _scalar_division(x, axis, keepdims, out, _numpy_sum_dtype(in_dtype, dtype))
         value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
                          axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                         "Mean of empty slice", mask, (divide_by_count_emit(), 0.0))
+                         functools.partial(_warn_mean_of_nothing, scalar), mask,
+                         (divide_by_count_emit(), 0.0))
         _sum_special_values(x, value, axis, keepdims, where, False)
+        _integer_cast_errors(x, dtype, False)
         return value
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes, "mean")
@@ -497,21 +502,20 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     # nor the result dtype's rounding applies to an out of another dtype
     summed = dtype if dtype is not None and out_dtype != result else acc
     total = _run(x, _ops.SUM, strategy, summed, stream, axis, keepdims, None, lanes,
-                 bits=False)
+                 bits=False, quiet_cast=True)  # an overflow is told below, as NumPy's
     count = planned.N
-    if count == 0:  # NumPy's words: its count's, then its division's (0 / 0), if any
+    if count == 0 and planned.M:
+        _warn_mean_of_nothing(_scalar_division(x, axis, keepdims, out,
+                                               _numpy_sum_dtype(in_dtype, dtype)))
+    elif count == 0:  # no outputs: no division
         warn("Mean of empty slice")
-        if planned.M:  # a float64 scalar sum divides by NumPy's scalar arithmetic
-            scalar = planned.shape == () and out is None and _numpy_sum_dtype(
-                in_dtype, dtype) == np.float64
-            numpy_fp_error("invalid", "invalid value encountered in "
-                           + ("scalar divide" if scalar else "divide"))
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if kind == "numpy":
         with np.errstate(invalid="ignore"):
             value = np.asarray(np.asarray(total, np.float64) / np.float64(count))
         value = deliver_host(workspace, value.astype(out_dtype), out)
         _sum_special_values(x, value, axis, keepdims, True, False)
+        _integer_cast_errors(x, dtype, False)
         return value
     src = flat(total, "the sum")
     if _into(out):  # divided straight into it: no copy of the means
@@ -522,6 +526,14 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     if _rounds_to_bfloat16(x, dtype, out, result, kind):
         dst, out_dtype = _as_bfloat16_bits(dst, workspace), np.dtype(np.uint16)
     return deliver(workspace, dst, out_dtype, planned.shape, out)
+
+
+def _warn_mean_of_nothing(scalar: bool) -> None:
+    """NumPy's two words where a mean has no elements: its count's, then its division's
+    ``0 / 0`` (see :func:`_scalar_division`)."""
+    warn("Mean of empty slice")
+    numpy_fp_error("invalid", "invalid value encountered in "
+                   + ("scalar divide" if scalar else "divide"))
 
 
 def _numpy_sum_dtype(in_dtype: np.dtype, dtype) -> np.dtype:
@@ -587,8 +599,10 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     Raises:
         TypeError, ValueError, AxisError: as :func:`sum`.
     """
-    return _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+    value = _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes,
+                 initial=initial, where=where)
+    _integer_cast_errors(x, dtype, False)
+    return value
 
 
 @dispatch
@@ -817,6 +831,7 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     value = _run(x, _ops.NANSUM, strategy, dtype, stream, axis, keepdims, out, lanes,
                  initial=initial, where=where, quiet_cast=True)  # as sum's
     _sum_special_values(x, value, axis, keepdims, where, True, initial)
+    _integer_cast_errors(x, dtype, True)
     return value
 
 
@@ -828,8 +843,10 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     """Product along ``axis`` treating NaN as one, as ``np.nanprod`` (an all-NaN
     slice and no elements: 1). Arguments, result dtype and errors as :func:`prod`.
     """
-    return _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+    value = _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes,
+                 initial=initial, where=where)
+    _integer_cast_errors(x, dtype, True)
+    return value
 
 
 @dispatch
@@ -1135,7 +1152,9 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
         return codes if want_indices else values
     if want_indices:
         raise ValueError("All-NaN slice encountered")
-    warn("All-NaN slice encountered", RuntimeWarning)
+    # NumPy's nanmax says "slice" for an ndarray, "axis" for what it converts first
+    warn("All-NaN axis encountered" if isinstance(x, (list, tuple, int, float, np.generic))
+         else "All-NaN slice encountered", RuntimeWarning)
     if isinstance(values, np.generic):
         return values.dtype.type(np.nan)
     if on_host:
@@ -1193,7 +1212,8 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     acc = _ops.accumulator_dtype(result)
     value = _counted("nanmean", x, _ops.SUM_COUNT, (acc, _ops.INDEX_DTYPE), result, axis,
                      keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                     "Mean of empty slice", _where(where, x.shape, "nanmean"),
+                     functools.partial(warn, "Mean of empty slice"),
+                     _where(where, x.shape, "nanmean"),
                      (divide_by_count_emit(), 0.0))
     _sum_special_values(x, value, axis, keepdims, where, True)
     return value
@@ -1215,7 +1235,10 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     Result dtype: NumPy's (float64 for bool and integers, the input's float dtype,
     float16 included, or ``dtype``). Where ``count - ddof <= 0``: ``M2 / 0`` as
     NumPy's (inf, or NaN for a constant slice), with NumPy's "Degrees of freedom <= 0
-    for slice" ``RuntimeWarning`` for NumPy input. NaN in a slice gives NaN.
+    for slice" ``RuntimeWarning`` (from the shape, for any input; with ``where``, from
+    the counts, for NumPy input), then for NumPy input its divisions' errors ("invalid
+    value" for ``0 / 0``, "divide by zero"; :func:`_variance_divisions`). NaN in a
+    slice gives NaN.
 
     ``where``: NumPy's mask (:func:`sum`); each output's count is its own number of
     elements kept, and ``ddof`` is taken from it. ``correction``: NumPy 2's (the Array
@@ -1336,10 +1359,20 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
     mask = _where(where, x.shape, name)
-    warning = "Degrees of freedom <= 0 for slice" + ("." if skip_nan else "")
+    warning = functools.partial(warn, "Degrees of freedom <= 0 for slice"
+                                + ("." if skip_nan else ""))
+    if not skip_nan and mask is None:  # NumPy's var warns from the shape alone, first
+        # (before its out= is looked at), for any input and any number of outputs
+        if _extents(tuple(x.shape), normalize_axes(axis, x.ndim))[1] <= ddof:
+            warning()
+        warning = None
+    scalar = _scalar_division(x, axis, keepdims, out, result)
     if mean is not None:
-        return _from_mean(name, x, mean, axis, dtype is not None, result, out, ddof,
-                          keepdims, strategy, stream, lanes, skip_nan, root, mask, warning)
+        value = _from_mean(name, x, mean, axis, dtype is not None, result, out, ddof,
+                           keepdims, strategy, stream, lanes, skip_nan, root, mask, warning)
+        if not skip_nan:
+            _fp_errors(_variance_divisions(x, value, axis, keepdims, mask, ddof, scalar)[1])
+        return value
 
     def finish(counts, means, m2s, dst, stream):
         variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
@@ -1347,8 +1380,62 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
                      strategy, stream, lanes, finish, ddof, warning, mask,
                      (variance_emit(root, skip_nan), float(ddof)))
+    mean_division, division = ([], []) if skip_nan else _variance_divisions(
+        x, value, axis, keepdims, mask, ddof, scalar)
+    _fp_errors(mean_division)
     _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
+    _fp_errors(division)
     return value
+
+
+def _scalar_division(x, axis, keepdims, out, result: np.dtype) -> bool:
+    """Whether NumPy divides a mean's or variance's last sum in its scalar arithmetic,
+    which names its errors "scalar divide": a float64 scalar result (no axis kept, no
+    ``out``); arrays (float32 scalars too, which it divides as arrays) say "divide"."""
+    kept = check_flag(keepdims, "keepdims") or (
+        axis is not None and len(normalize_axes(axis, np.ndim(x))) < np.ndim(x))
+    return not kept and out is None and result == np.float64
+
+
+def _variance_divisions(x, value, axis, keepdims, mask, ddof, scalar: bool) -> tuple:
+    """NumPy's floating-point errors ``([(kind, text)], [(kind, text)])`` of var's two
+    divisions for host input, found from the shape, ``where=`` and the host result:
+    its mean's sum by the count (``0 / 0`` where a slice counts nothing: invalid), then
+    the squared deviations' sum by ``max(count - ddof, 0)`` where that is 0 (a positive
+    sum: divide by zero and an infinite result; a zero sum: invalid and NaN; the NaN
+    sum of a slice holding NaN or an infinity raises nothing). Device input: none."""
+    values = _host_result(x, value)
+    if values is None or (mask is not None and kind_of(mask) != "numpy"):
+        return [], []
+    x = as_array_like(x)
+    axes = normalize_axes(axis, x.ndim)
+    if mask is None:
+        counts = np.full(values.shape, _extents(tuple(x.shape), axes)[1])
+    else:
+        counts = np.broadcast_to(mask, tuple(x.shape)).sum(axis=axes, keepdims=keepdims)
+    none_left = counts - ddof <= 0
+    if not none_left.any():
+        return [], []
+    found = _host_floats(x, mask)
+    finite = True if found is None else np.isfinite(found[0]).all(
+        axis=axes, keepdims=keepdims, where=found[1])
+    word = "scalar divide" if scalar else "divide"
+    mean = [("invalid", "invalid value encountered in divide")] if (counts == 0).any() \
+        else []
+    last = [(kind, f"{text} encountered in {word}") for kind, text, hit in (
+        ("divide", "divide by zero", np.isinf(values)),
+        ("invalid", "invalid value", np.isnan(values))) if (none_left & finite & hit).any()]
+    return mean, last
+
+
+def _fp_errors(errors) -> None:
+    """NumPy's errors ``[(kind, text)]`` of one operation, in its order (divide by
+    zero, overflow, invalid), each told all their bits."""
+    status = 0
+    for kind, _ in errors:  # (the builtin sum is shadowed here)
+        status |= FPE_BITS[kind]
+    for kind, text in sorted(errors, key=lambda error: FPE_BITS[error[0]]):
+        numpy_fp_error(kind, text, status)
 
 
 def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) -> None:
@@ -1420,6 +1507,25 @@ def _host_floats(x, mask):
     return data, True if mask is None else np.broadcast_to(mask, data.shape)
 
 
+def _integer_cast_errors(x, dtype, skip_nan: bool) -> None:
+    """NumPy's "invalid value encountered in reduce" where host float input is summed
+    or multiplied in an integer ``dtype=`` and an element has no value there (NaN, an
+    infinity, out of range; NaN is no element of the nan forms; masked out or not, as
+    NumPy casts them all): found by NumPy's own cast of the input, which only such
+    calls pay."""
+    if dtype is None or _ops._as_dtype(dtype).kind not in "iu":
+        return
+    found = _host_floats(as_array_like(x), None)
+    if found is None:
+        return
+    data = np.where(np.isnan(found[0]), 0, found[0]) if skip_nan else found[0]
+    try:
+        with np.errstate(invalid="raise"):
+            data.astype(_ops._as_dtype(dtype))
+    except FloatingPointError:  # told under the caller's np.geterr(), outside ours
+        numpy_fp_error("invalid", "invalid value encountered in reduce")
+
+
 def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial=None):
     """NumPy's floating-point warnings of a sum or mean of host input, found from the
     host result as :func:`_special_values` does: ``inf + -inf`` (a slice holding both
@@ -1444,18 +1550,17 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
     down = (data == -np.inf).any(axis=axes, keepdims=keepdims, where=kept)
     clean = True if skip_nan else ~np.isnan(data).any(axis=axes, keepdims=keepdims,
                                                        where=kept)
-    if (up & down & clean).any():
-        numpy_fp_error("invalid", "invalid value encountered in reduce")  # NumPy's word
-    if (np.isinf(values) & ~up & ~down).any():
-        numpy_fp_error("over", "overflow encountered in reduce")
+    _fp_errors([(kind, f"{text} encountered in reduce") for kind, text, hit in (  # NumPy's
+        ("invalid", "invalid value", up & down & clean),                        # word
+        ("over", "overflow", np.isinf(values) & ~up & ~down)) if hit.any()])
 
 
 def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axes,
                    warning):
     """``(grid, workspace, M, empty)`` of a reduction divided by its counts: the
     checked strategy and ``out``, the call's workspace, the number of outputs, and
-    ``empty``, the all-NaN result (``warning`` raised where an output counts nothing)
-    when there is nothing to reduce, else None."""
+    ``empty``, the all-NaN result (``warning()``, if given, called where an output
+    counts nothing) when there is nothing to reduce, else None."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
@@ -1464,14 +1569,14 @@ def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axe
     M, N = _extents(tuple(x.shape), axes)
     empty = None
     if M * N == 0:
-        if M:
-            warn(warning, RuntimeWarning)
+        if M and warning is not None:
+            warning()
         empty = deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
     return grid, workspace, M, empty
 
 
 def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdims,
-               strategy, stream, lanes, skip_nan: bool, root: bool, mask, warning: str):
+               strategy, stream, lanes, skip_nan: bool, root: bool, mask, warning):
     """var/std/nanvar/nanstd with NumPy 2's ``mean=``: the squared deviations from it
     (one element-wise pass into an ``x``-sized float64 buffer), then each output's
     ``(sum, count)`` (:data:`numbakern.ops.SUM_AND_COUNT`; for the NaN-skipping forms
@@ -1507,8 +1612,9 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
     summed_variance_into(sums, counts, values, ddof, root, skip_nan, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
     if workspace.kind == "numpy":
-        if (deliver(workspace, counts, np.int64, (M,), None) <= ddof).any():
-            warn(warning, RuntimeWarning)
+        if warning is not None and (deliver(workspace, counts, np.int64, (M,), None)
+                                    <= ddof).any():
+            warning()
         raised = host_copy(flags, workspace.stream)
         _variance_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
     return delivered
@@ -1591,13 +1697,14 @@ def _c_order(a, workspace: Workspace):
 
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
-             finish, too_few, warning: str, mask=None, emit=None):
+             finish, too_few, warning, mask=None, emit=None):
     """A reduction of ``op``'s states (field ``dtypes``, one of them the count: the
     last of a ``(sum, count)`` pair, the first of var's ``(count, mean, M2)``), each
     output then made by ``finish(*fields, dst, stream)`` in ``result`` (``fields``:
     one array per field): nanmean's and var's (and mean's with ``where=``). Outputs of
-    no elements are NaN; NumPy's ``warning`` is raised (for NumPy input: device counts
-    stay on the device) where an output counts ``too_few`` or fewer elements.
+    no elements are NaN; ``warning()`` (NumPy's, or None: none) is called (for NumPy
+    input: device counts stay on the device) where an output counts ``too_few`` or
+    fewer elements.
     ``mask``: a checked ``where=`` mask (:func:`_where`); the elements it masks out
     count nothing. ``emit``: ``(emit, argument)``, the same finish done by the
     reduction's storing pass (``numbakern/kernels/finishes.py``), for device input,
@@ -1620,8 +1727,9 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     counts = fields[0] if kit.fields > 2 else fields[1]
     finish(*fields, values, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
-    if workspace.kind == "numpy" and (deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
-        warn(warning, RuntimeWarning)
+    if workspace.kind == "numpy" and warning is not None and (
+            deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
+        warning()
     return delivered
 
 

@@ -8,6 +8,8 @@ be shown once for all the user's calls.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import sys
 
 # Modules whose frames stand between the user's call and a warning: numbakern's own
@@ -28,6 +30,23 @@ def user_stacklevel() -> int:
     return level
 
 
+# Set by quiet_numpy_errors: a context's own, so one thread's setting is no other's
+_QUIET = contextvars.ContextVar("numbakern_quiet_numpy_errors", default=False)
+
+
+@contextlib.contextmanager
+def quiet_numpy_errors():
+    """Within the block, numbakern's ``RuntimeWarning``s and NumPy floating-point
+    errors of this thread (context) are dropped: a Dask chunk's partial result, whose
+    all-NaN chunk is no all-NaN slice. Unlike ``warnings.catch_warnings``, which swaps
+    the process's filter list, it is safe in Dask's worker threads."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
 def warn(message, category=RuntimeWarning) -> None:
     """``warnings.warn`` at the user's call (:func:`user_stacklevel`). A call being
     recorded for replay (``numbakern/runtime/replay.py``) is refused: a replay runs
@@ -35,11 +54,9 @@ def warn(message, category=RuntimeWarning) -> None:
     numbakern's calls goes through here, so none can be lost that way."""
     import warnings
 
-    from .launch import current_recording
-
-    recording = current_recording()
-    if recording is not None:
-        recording.refuse("a call that warns (a replay would not)")
+    if _QUIET.get() and issubclass(category, RuntimeWarning):
+        return
+    _refuse_replay("a call that warns (a replay would not)")
     warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
@@ -54,17 +71,48 @@ def module_name(frame) -> str:
     return name
 
 
-def numpy_fp_error(kind: str, text: str) -> None:
+# NumPy's bit of each floating-point error in the status its ``"call"`` mode passes
+FPE_BITS = {"divide": 1, "over": 2, "under": 4, "invalid": 8}
+
+
+def numpy_fp_error(kind: str, text: str, status: int | None = None) -> None:
     """NumPy's floating-point error ``kind`` (``"invalid"``, ``"over"``, ``"divide"``)
-    handled as ``np.geterr()`` says, as NumPy's own arithmetic would: a
-    ``RuntimeWarning`` saying ``text`` under ``"warn"`` (the default), nothing under
-    ``"ignore"``, ``FloatingPointError`` under ``"raise"`` (``"print"``, ``"log"`` and
-    ``"call"`` warn)."""
+    handled as ``np.geterr()`` says, as NumPy's own arithmetic would
+    (``numpy/_core/src/umath/extobj.c``): a ``RuntimeWarning`` saying ``text`` under
+    ``"warn"`` (the default), nothing under ``"ignore"``, ``FloatingPointError`` under
+    ``"raise"``; under ``"call"`` the ``np.seterrcall`` function is called with the
+    error's name and its status bit, under ``"log"`` its object's ``write`` gets
+    ``"Warning: <text>"``, under ``"print"`` stderr does. ``text`` is NumPy's
+    ``"<error> encountered in <operation>"``; ``status``, the bits of every error the
+    operation raised (NumPy passes them all to each call), else ``kind``'s alone."""
     import numpy as np
 
     mode = np.geterr()[kind]
-    if mode == "ignore":
+    if mode == "ignore" or _QUIET.get():
         return
     if mode == "raise":
         raise FloatingPointError(text)
-    warn(text)
+    if mode == "warn":
+        warn(text)
+        return
+    _refuse_replay("a call that reports a floating-point error (a replay would not)")
+    handler = np.geterrcall()
+    error, _, operation = text.partition(" encountered in ")
+    if mode == "print":
+        sys.stderr.write(f"Warning: {text}\n")
+    elif handler is None:  # NumPy's words
+        raise NameError(f"python callback specified for {error} (in {operation}) but no "
+                        "function found." if mode == "call" else f"log specified for "
+                        f"{error} (in {operation}) but no object with write method found.")
+    elif mode == "call":
+        handler(error, FPE_BITS[kind] if status is None else status)
+    else:
+        handler.write(f"Warning: {text}\n")
+
+
+def _refuse_replay(why: str) -> None:
+    from .launch import current_recording
+
+    recording = current_recording()
+    if recording is not None:
+        recording.refuse(why)

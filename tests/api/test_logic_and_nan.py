@@ -394,3 +394,151 @@ def test_initial_as_numpy(strategy):
         nk.sum(np.arange(3, dtype=np.int8), initial=1.5, dtype=np.int8)
     with pytest.raises(TypeError, match="initial must be a number"):
         nk.sum(x, initial=[1, 2])
+
+
+_WHERE_ROWS = np.array([[True, False, False], [False, False, False]])
+
+
+@pytest.mark.parametrize("kwargs", [{"axis": 1, "where": np.array([False] * 3)},
+                                    {"where": False}, {"axis": 1, "where": _WHERE_ROWS},
+                                    {"axis": 1, "where": _WHERE_ROWS, "keepdims": True},
+                                    {"where": False, "dtype": np.float32}])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+def test_mean_where_keeping_nothing_warns_numpys_two_warnings(dtype, kwargs):
+    """A mean whose where= keeps no element of a slice: "Mean of empty slice", then its
+    division's "invalid value encountered in (scalar) divide", as NumPy's; nanmean only
+    the first."""
+    x = np.array([[1, 2, 4], [3, 3, 3]], dtype)
+    for name in ("mean", "nanmean"):
+        want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
+        got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
+        assert said == told, name
+        _same(got, want)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="divide"):
+        nk.mean(x, **kwargs)
+
+
+_ROWS = np.array([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
+
+
+@pytest.mark.parametrize("name, x, kwargs", [
+    ("var", _ROWS, {"axis": 1, "ddof": 3}),   # divide by zero (row 0), 0 / 0 (row 1)
+    ("std", _ROWS, {"axis": 1, "ddof": 4}),
+    ("var", _ROWS, {"ddof": 6}),              # a float64 scalar: "scalar divide"
+    ("var", _ROWS.astype(np.float32), {"ddof": 6}),
+    ("var", _ROWS, {"ddof": 6, "keepdims": True}),
+    ("var", _ROWS[1], {"ddof": 3}),
+    ("var", np.arange(6), {"ddof": 7}),
+    ("var", np.zeros(0), {}),                 # the mean's 0 / 0 too
+    ("std", np.zeros((2, 0)), {"axis": 1}),
+    ("var", np.zeros((0, 2, 3)), {"axis": -2, "ddof": 4}),  # no outputs: only the words
+    ("nanvar", np.zeros((0, 2, 3)), {"axis": -2, "ddof": 4}),
+    ("var", np.array([1.0, np.nan, 2.0]), {"ddof": 3}),     # NaN / 0 raises nothing
+    ("var", np.array([1.0, np.inf, 2.0]), {"ddof": 3}),
+    ("var", _ROWS, {"axis": 1, "where": _WHERE_ROWS}),
+    ("var", _ROWS, {"axis": 1, "ddof": 3, "out": np.zeros(2)}),
+    ("var", _ROWS, {"axis": 1, "ddof": 3, "mean": _ROWS.mean(axis=1, keepdims=True)}),
+    ("nanstd", _ROWS, {"axis": 1, "ddof": 3}),  # the nan forms: the words alone
+    ("var", np.float64(3.0), {"ddof": 1}),
+])
+def test_variance_without_degrees_of_freedom_warns_as_numpy(name, x, kwargs):
+    """NumPy's var and std then divide by zero: the mean's sum by a count of 0 (0 / 0),
+    the squared deviations' by max(count - ddof, 0) (divide by zero for a positive sum,
+    invalid for a zero one, nothing for NaN), each worded as NumPy words it."""
+    want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
+    if "out" in kwargs:
+        kwargs = {**kwargs, "out": np.zeros(2)}
+    got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
+    assert said == told
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_variance_without_degrees_of_freedom_warns_for_device_input_too():
+    """Without where=, NumPy's words follow from the shape: device input gets them (its
+    divisions' errors would need the result on the host, which stays on the device)."""
+    x = cuda.to_device(_ROWS)
+    got, said = _messages(lambda: nk.var(x, axis=1, ddof=3))
+    assert said == ["Degrees of freedom <= 0 for slice"]
+    np.testing.assert_array_equal(got.copy_to_host(), [np.inf, np.nan])
+    assert _messages(lambda: nk.std(x, axis=1, ddof=2))[1] == []
+
+
+def test_errstate_call_log_and_print_modes_are_numpys():
+    """np.errstate's "call", "log" and "print" modes reach numbakern's floating-point
+    errors as NumPy's own: the callback gets NumPy's error name and status bit."""
+    x = np.array([np.inf, -np.inf, 1e308, 1e308])
+    for lib in (np, nk):
+        seen = []
+        with np.errstate(all="call"):
+            old = np.seterrcall(lambda error, status: seen.append((error, status)))
+            try:
+                lib.sum(x[:2])
+                lib.sum(x[2:])
+                lib.var(_ROWS, axis=1, ddof=3)
+            finally:
+                np.seterrcall(old)
+        assert seen == [("invalid value", 8), ("overflow", 2), ("divide by zero", 9),
+                        ("invalid value", 9)], lib.__name__  # one division raising two
+
+    class Log:
+        lines = []
+
+        def write(self, text):
+            self.lines.append(text)
+
+    with np.errstate(invalid="log"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        old = np.seterrcall(Log())
+        try:
+            nk.sum(x[:2])
+        finally:
+            np.seterrcall(old)
+    assert Log.lines == ["Warning: invalid value encountered in reduce\n"]
+    with np.errstate(invalid="call"), pytest.raises(NameError, match="no function"):
+        old = np.seterrcall(None)
+        try:
+            nk.sum(x[:2])
+        finally:
+            np.seterrcall(old)
+
+
+def test_errstate_print_mode_writes_numpys_line(capfd):
+    with np.errstate(invalid="print"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nk.sum(np.array([np.inf, -np.inf]))
+    assert capfd.readouterr().err == "Warning: invalid value encountered in reduce\n"
+
+
+@pytest.mark.parametrize("name, x, kwargs", [
+    ("sum", np.array([1.0, np.nan]), {"dtype": np.int64}),
+    ("sum", np.array([1.0, 3e9]), {"dtype": np.int32}),
+    ("sum", np.array([[1.0, np.nan], [1.0, 2.0]]), {"axis": 1, "dtype": np.int64}),
+    ("sum", np.array([1.0, np.nan]), {"dtype": np.int64, "where": np.array([True, False])}),
+    ("nansum", np.array([1.0, np.inf]), {"dtype": np.int32}),
+    ("nansum", np.array([1.0, np.nan]), {"dtype": np.int32}),  # NaN is no element: quiet
+    ("prod", np.array([1.0, -np.inf]), {"dtype": np.uint8}),
+    ("nanprod", np.array([2.0, np.nan]), {"dtype": np.int16}),
+    ("mean", np.array([1.0, np.nan]), {"dtype": np.int64}),
+    ("sum", np.array([1.5, -2.5]), {"dtype": np.int8}),        # in range: quiet
+    ("mean", np.array([60000, 60000], np.float16), {"dtype": np.float16}),
+])
+def test_a_float_reduced_in_another_dtype_warns_numpys_words(name, x, kwargs):
+    """NumPy's cast of each element into an integer dtype= is "invalid" where it has no
+    value there (masked out or not); a float16 mean in float16 overflows in its reduce,
+    not in a cast."""
+    want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
+    got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
+    assert said == told
+    _same(got, want)
+
+
+def test_nanmax_of_a_list_or_scalar_says_axis_as_numpy():
+    """NumPy's nanmax words an all-NaN slice of an ndarray "slice", of what it converts
+    first (a list, a NumPy scalar) "axis"."""
+    for x in ([np.nan, np.nan], np.float64(np.nan), [[np.nan, 1.0], [np.nan, np.nan]],
+              np.array([np.nan])):
+        for name in ("nanmax", "nanmin"):
+            want, told = _messages(lambda: getattr(np, name)(x, axis=-1))
+            got, said = _messages(lambda: getattr(nk, name)(x, axis=-1))
+            assert said == told
+            _same(got, want)
