@@ -79,12 +79,12 @@ Chunk calls run side by side on Dask's threaded scheduler, under the simulator t
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import hashlib
 import itertools
 import math
 import numbers
-import warnings
 from typing import NamedTuple
 
 import dask.array as da
@@ -105,8 +105,9 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.ops import norms as _norms
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
-from numbakern.core.axes import (LAST, axis_or_dim, check_flag, normalize_axes, normalize_axis,
-                                  result_shape)
+from numbakern.core.axes import (LAST, axis_index, axis_or_dim, check_flag, normalize_axes,
+                                  normalize_axis, result_shape)
+from numbakern.runtime.stacklevel import quiet_numpy_errors, warn
 
 
 def _nk():
@@ -230,15 +231,15 @@ def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, pa
 
 def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, strategy,
                lanes, out, partials: _ops.Op | None = None, initial=None):
-    """``op`` over each chunk, then ``partials`` (default ``op``) over the partial
-    results: the op without its element map where the map must see elements only
+    """``op`` over each chunk, then ``partials`` (default: ``op`` without its element
+    map, :func:`_on_states`) over the partial results, which are states, not elements
     (``count_nonzero``'s counts are summed, not counted again). ``initial``: NumPy's,
     checked at once, joined to each slice by the aggregate."""
     _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
-    result = op.result_dtype_for(x.dtype, dtype)
+    result = op.result_dtype_for(x.dtype, dtype, None if name == "reduce" else name)
     from numbakern.api.reductions import _grid, _initial, initial_loop  # the checks, at once
 
     _grid(op, strategy)
@@ -248,7 +249,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     acc = _ops.accumulator_dtype(result)
     if initial is not None:
         initial = _initial(initial, acc, name, initial_loop(x, dtype, result))
-    ref, meet = _op_ref(op), _op_ref(partials or op)
+    ref, meet = _op_ref(op), _op_ref(partials or _on_states(op))
     chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
     combine = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,
                                 lanes=lanes)
@@ -494,13 +495,32 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None
 
 
 def _mean(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes, out):
+    from numbakern.api.reductions import _no_axis_of_0d
+
     _check_dask(x, name)
+    _no_axis_of_0d(x, axis)  # nanmean's too: of integers, NumPy's nanmean is its mean
     in_dtype = np.dtype(x.dtype)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
     total = _reduction(x, _ops.SUM, name, axis, acc, keepdims, split_every, strategy,
                        lanes, out)
     count = math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim))
+    if count == 0:  # NaN, with the NumPy form's words at compute, once a block
+        from numbakern.api.reductions import _numpy_sum_dtype, _scalar_division
+
+        scalar = _scalar_division(x, axis, keepdims, None, _numpy_sum_dtype(in_dtype, dtype))
+        return total.map_blocks(functools.partial(_mean_of_nothing, scalar=scalar),
+                                dtype=result, meta=_meta(x, total.ndim, result))
     return (total.astype(np.float64) / np.float64(count)).astype(result)
+
+
+def _mean_of_nothing(block, *, scalar: bool):
+    from numbakern.api.reductions import _warn_mean_of_nothing
+
+    if block.size:
+        _warn_mean_of_nothing(scalar)
+    else:  # no outputs: no division
+        warn("Mean of empty slice")
+    return np.full_like(block, np.nan)
 
 
 def _self_chunk(x, axis=None, keepdims=False, *, name, acc, fill, kwargs, partial=True,
@@ -518,9 +538,7 @@ def _self_chunk(x, axis=None, keepdims=False, *, name, acc, fill, kwargs, partia
                               shape=shape, dtype=acc)
         return filled if keepdims else filled.reshape(
             tuple(s for a, s in enumerate(shape) if a not in axis))
-    with warnings.catch_warnings():
-        if partial:
-            warnings.simplefilter("ignore", RuntimeWarning)
+    with quiet_numpy_errors() if partial else contextlib.nullcontext():
         r = getattr(_nk(), name)(x, axis=axis, keepdims=keepdims, **kwargs)
     return r.astype(acc, copy=False)
 
@@ -745,7 +763,7 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
 
 def _warn_where(mask, message: str) -> None:
     if bool(mask.any()):
-        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        warn(message)
 
 
 def _variance_of(ddof, root: bool, message: str, skip_nan: bool = False):
@@ -897,6 +915,10 @@ def _variance(x, name: str, root: bool, skip_nan: bool, axis, dtype, out, ddof, 
     _refuse_where(where, name)
     ddof = _checked_ddof(ddof, correction, name)
     nan_rule = skip_nan and np.dtype(x.dtype).kind == "f"
+    if not nan_rule:  # NumPy's var and std (nanvar and nanstd of integers are those)
+        from numbakern.api.reductions import _no_axis_of_0d
+
+        _no_axis_of_0d(x, axis)
     finish = _variance_of(ddof, root, "Degrees of freedom <= 0 for slice" +
                           ("." if nan_rule else ""), nan_rule)
     if mean is not None:
@@ -1315,7 +1337,9 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
 
     check_layout(layout)
     x = _without_empty_chunks(x)
-    if axis is None or x.ndim == 0:  # the flattened array, in C order, as NumPy
+    if x.ndim == 0 and axis is not None and axis_index(axis) in (0, -1):
+        axis = None  # NumPy scans a 0-d array along axis 0 or -1 as one element
+    if axis is None:  # the flattened array, in C order, as NumPy
         x, axis = x.reshape(-1), 0
     else:
         axis = normalize_axis(axis, x.ndim)

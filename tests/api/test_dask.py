@@ -1294,3 +1294,71 @@ def test_variance_takes_numpys_mean(name):
                rtol=1e-12)
     with pytest.raises(ValueError, match=r"mean of shape \(6,\) does not broadcast"):
         fn(lazy, axis=1, mean=np.ones(6))
+
+
+@pytest.mark.parametrize("chunks", [2, (2, 2)])
+def test_reduce_of_a_mapped_op_combines_states_not_elements(chunks):
+    """The partials of an op with an element map (count_nonzero, nansum, nanprod, a
+    user's map=) are states: they combine by the op without its map."""
+    @nk.op(identity=0.0, map=lambda v, i: v * v)
+    def sum_of_squares(a, b):
+        return a + b
+
+    m = np.arange(-6.0, 6.0).reshape(3, 4)
+    x = da.from_array(m, chunks=chunks)
+    for axis in (None, 0, 1):
+        _check(nk.reduce(x, sum_of_squares, axis=axis, split_every=2),
+               (m * m).sum(axis=axis), rtol=1e-12)
+    _check(nk.reduce(x, "count_nonzero"), np.count_nonzero(m), exact=True)
+    flat = da.from_array(np.array([np.inf, -np.inf, 1.0, 2.0]), chunks=2)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(nk.reduce(flat, "nansum").compute())
+        assert np.isnan(nk.reduce(da.from_array(np.array([np.inf, 0.0, 2.0, 3.0]), chunks=2),
+                                  "nanprod").compute())
+
+
+def test_threaded_chunks_leave_the_warning_filters_as_they_were():
+    """A partial's quiet is the chunk's thread's own: no filter left behind, and the
+    all-NaN slice's warning is never lost to another thread's quiet."""
+    a = np.ones((8, 40))
+    a[3] = np.nan
+    x = da.from_array(a, chunks=(1, 5))
+    before = list(warnings.filters)
+    for fn in (nk.nanmax, nk.nanmin, nk.logsumexp):
+        for _ in range(3):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                fn(x, axis=1).compute(scheduler="threads", num_workers=4)
+            if fn is not nk.logsumexp:
+                assert [str(w.message) for w in seen] == ["All-NaN slice encountered"]
+    assert warnings.filters == before
+
+
+def test_0d_arrays_take_the_axes_numpy_takes():
+    """A 0-d array's scans take axis 0 or -1 (one element), refusing others; mean, var
+    and std refuse every axis, as NumPy's."""
+    s = np.array(2.5)
+    x = da.from_array(s)
+    for axis in (0, -1):
+        _check(nk.cumsum(x, axis=axis), np.cumsum(s, axis=axis), exact=True)
+    for fn in (nk.cumsum, nk.mean, nk.var, nk.std, nk.nanmean, nk.nanvar):
+        for axis, error in ((1, np.exceptions.AxisError), ((), TypeError)):
+            if fn is nk.cumsum or axis != ():
+                with pytest.raises(error):
+                    fn(x if fn in (nk.cumsum, nk.mean, nk.var, nk.std) else
+                       da.from_array(np.array(3)), axis=axis)
+
+
+def test_mean_of_nothing_warns_as_the_numpy_form():
+    x = da.from_array(np.ones((4, 0)), chunks=(4, 2))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = nk.mean(x, axis=1).compute()
+    np.testing.assert_array_equal(got, np.full(4, np.nan))
+    assert [str(w.message) for w in seen] == ["Mean of empty slice",
+                                              "invalid value encountered in divide"]
+
+
+def test_errors_name_the_function_called():
+    with pytest.raises(TypeError, match="^xor_sum is not defined for x of dtype float64"):
+        nk.xor_sum(da.from_array(np.ones(4), chunks=2))
