@@ -52,7 +52,7 @@ def histogram_counts(x, num_bins, *, strategy=None, stream=None):
     """
     x = _empty_list_as_int(x)
     _check_int_dtype(x.dtype, "histogram_counts")
-    bins = _check_allocatable(_positive_int(num_bins, "num_bins"), "num_bins")
+    bins = _check_allocatable(_positive_int(num_bins, "histogram_counts: num_bins"), "num_bins")
     return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
 
 
@@ -91,7 +91,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     _check_int_dtype(x.dtype, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
-    minlength = _int(minlength, "minlength")
+    minlength = _int(minlength, "bincount: minlength")
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     _check_allocatable(minlength, "minlength")
@@ -167,7 +167,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if np.ndim(bins) != 0:
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
-    nbins = _check_allocatable(_positive_int(bins, "bins"), "bins")
+    nbins = _check_allocatable(_positive_int(bins, "histogram: bins"), "bins")
     if range is not None and (np.ndim(range) != 1 or len(range) != 2):
         raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range!r}")
     if range is not None and not all(_real(end) for end in range):

@@ -55,7 +55,7 @@ def test_bincount():
         nk.bincount(x.reshape(10, 20))
     with pytest.raises(TypeError, match="integer"):
         nk.bincount(np.ones(3))
-    with pytest.raises(TypeError, match="minlength must be an int"):
+    with pytest.raises(TypeError, match="^bincount: minlength must be an int"):
         nk.bincount(np.array([1]), minlength=True)  # NumPy refuses it too
     for most in (2**64 - 1, 2**63, 2**60 - 1):  # more counts than an array holds
         with pytest.raises(ValueError, match=f"^x holds {most}: bincount would need"):
@@ -159,10 +159,11 @@ def test_histogram_nan_inf_and_empty():
         nk.histogram(x, 4)
     with pytest.raises(ValueError, match="larger"):
         nk.histogram(x, 4, range=(1, 0))
-    with pytest.raises(ValueError, match="bins must be positive"):
+    with pytest.raises(ValueError, match="^histogram: bins must be positive"):
         nk.histogram(x, 0)
-    with pytest.raises(TypeError, match="bins must be an int"):
-        nk.histogram(x, [0, 1, 2])
+    for bins in ([0, 1, 2], "auto", True):
+        with pytest.raises(TypeError, match="^histogram: bins must be an int"):
+            nk.histogram(x, bins)
 
 
 def test_too_many_bins_for_shared_memory():
