@@ -72,6 +72,10 @@ def identity_field(name: str, value: Any, dtype: np.dtype) -> Any:
     op ``name`` when the dtype cannot hold it exactly (``identity=np.inf`` or ``2.5``
     for an integer field, ``1e300`` for float32: give a function of the dtype, as the
     built-in max does)."""
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        # (a function's value: a constant identity is checked when the op is made)
+        raise TypeError(f"Op {name!r}: identity must be a number (or a tuple of numbers, "
+                        f"one a field), got {value!r} for dtype {dtype}")
     with np.errstate(invalid="ignore", over="ignore"):
         cast = np.asarray(value).astype(dtype)[()]
     # compared as Python numbers: NumPy would compare 1e300 with float32's inf in

@@ -245,10 +245,10 @@ def _check_compiles(op: Op, dtypes: tuple) -> None:
     for what, fn, signature in checks:
         # without Numba's runtime, as CUDA device code runs: a dict or list built
         # inside compiles on the CPU only
-        compiled = numba.njit(fn, _nrt=False)
-        try:
+        try:  # (Numba's TypeError: a builtin, or *args taking no fixed signature)
+            compiled = numba.njit(fn, _nrt=False)
             compiled.compile(signature)
-        except numba.core.errors.NumbaError as error:
+        except (numba.core.errors.NumbaError, TypeError) as error:
             if not SIMULATOR and _compiles_for_the_device(fn, signature):
                 continue  # CUDA's intrinsics are not the CPU's
             _check_with_runtime(op, what, fn, signature)
@@ -260,10 +260,10 @@ def _check_with_runtime(op: Op, what: str, fn, signature) -> bool:
     """Whether ``fn``, which does not compile without Numba's runtime, compiles with
     it; if so, what it returns is checked first (a list or a string it returns is
     named as such, not as a missing runtime)."""
-    compiled = numba.njit(fn)
     try:
+        compiled = numba.njit(fn)
         compiled.compile(signature)
-    except numba.core.errors.NumbaError:
+    except (numba.core.errors.NumbaError, TypeError):
         return False
     _check_compiled(op, what, compiled.overloads[signature])
     return True
@@ -272,7 +272,7 @@ def _check_with_runtime(op: Op, what: str, fn, signature) -> bool:
 def _compiles_for_the_device(fn, signature) -> bool:
     try:
         cuda.compile_ptx_for_current_device(fn, signature, device=True)
-    except numba.core.errors.NumbaError:
+    except (numba.core.errors.NumbaError, TypeError):
         return False
     return True
 

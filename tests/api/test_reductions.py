@@ -657,3 +657,21 @@ def test_sums_of_special_values_warn_as_numpy(name, values, kw):
     with np.errstate(invalid="ignore", over="ignore"), warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         getattr(nk, name)(x, **kw)
+
+
+def test_a_users_combine_or_identity_that_cannot_work_is_named_at_first_use():
+    """A builtin or a *args combine fails Numba's compile, and an identity function
+    that returns no number fails its cast: each a TypeError naming the op."""
+    @nk.op(identity=0)
+    def any_count(*values):
+        return values[0] + values[1]
+
+    @nk.op(identity=lambda dtype: "zero")
+    def worded(a, b):
+        return a + b
+
+    for op, words in ((nk.op(identity=0)(max), "Op 'max': its combine does not compile"),
+                      (any_count, "Op 'any_count': its combine does not compile"),
+                      (worded, "Op 'worded': identity must be a number")):
+        with pytest.raises(TypeError, match=words):
+            nk.reduce(np.ones(4), op)
