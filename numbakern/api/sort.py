@@ -45,8 +45,8 @@ INDEX_DTYPE = np.dtype(np.int64)
 @dispatch
 @replayable
 @honours_stream
-def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
-         stream=None):
+def sort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
+         strategy=None, stream=None):
     """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
 
     Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
@@ -56,13 +56,15 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
     (as ``torch.sort(x, descending=True, stable=True)``; not ``np.sort(x)[::-1]``,
     which reverses the order of equal values). ``kind`` (any of NumPy's) and
     ``stable`` (None, True or False) are taken for code written against NumPy: the
-    sort is always stable, an order every kind allows.
+    sort is always stable, an order every kind allows. ``order``: NumPy's, for
+    structured dtypes, which numbakern does not take: None only.
 
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
             that is neither a name nor a ``BitonicSort`` or ``RadixSort``.
         ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes;
-            a ``kind`` NumPy does not have; ``kind`` and ``stable`` both given (as NumPy).
+            a ``kind`` NumPy does not have; ``kind`` and ``stable`` both given (as NumPy);
+            an ``order`` other than None.
         numpy.exceptions.AxisError: ``axis`` out of range (a 0-d input with an int axis).
 
     Algorithms: Batcher's bitonic network (1968) on (key, index) pairs in one block
@@ -71,15 +73,15 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
     histograms and whose offsets a numbakern exclusive scan
     (``strategies/radix_sort.py``).
     """
-    _check_kind(kind, stable)
+    _check_kind(kind, stable, order)
     return _sort(x, axis, descending, False, strategy, stream)
 
 
 @dispatch
 @replayable
 @honours_stream
-def argsort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=None,
-            stream=None):
+def argsort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
+            strategy=None, stream=None):
     """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
 
     Returns int64 indices of ``x``'s shape (``(x.size,)`` for ``axis=None``): along
@@ -90,7 +92,7 @@ def argsort(x, axis=-1, descending=False, *, kind=None, stable=None, strategy=No
 
     Raises: as :func:`sort`.
     """
-    _check_kind(kind, stable)
+    _check_kind(kind, stable, order)
     ndim = np.ndim(x.bits if isinstance(x, BFloat16Bits) else x)
     if ndim == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
@@ -106,9 +108,11 @@ def check_dtype(dtype: np.dtype, name: str = "x") -> np.dtype:
     return dtype
 
 
-def _check_kind(kind, stable) -> None:
+def _check_kind(kind, stable, order=None) -> None:
     """NumPy's rules: a kind is read by its first letter (quick, merge, heap, stable);
-    ``kind`` and ``stable`` are not given together."""
+    ``kind`` and ``stable`` are not given together; no ``order`` (structured fields)."""
+    if order is not None:
+        raise ValueError("order is not supported: numbakern takes no structured dtypes")
     if stable is not None:
         check_flag(stable, "stable")
         if kind is not None:

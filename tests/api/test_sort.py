@@ -412,6 +412,10 @@ def test_kind_and_stable_together_raise_as_numpy(fn):
                           else np.argsort(x, kind="stable"))
     assert np.array_equal(fn(x, stable=False), np.sort(x) if fn is nk.sort
                           else np.argsort(x, kind="stable"))
+    # NumPy's order= names structured fields: None is taken, as NumPy's default
+    assert np.array_equal(fn(x, order=None), fn(x))
+    with pytest.raises(ValueError, match="order is not supported"):
+        fn(x, order="f0")
 
 
 BF16_SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e38, -1e-38, 3.5, 3.5]
