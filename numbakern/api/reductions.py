@@ -1405,7 +1405,8 @@ def _variance_divisions(x, value, axis, keepdims, mask, ddof, scalar: bool) -> t
     sum: divide by zero and an infinite result; a zero sum: invalid and NaN; the NaN
     sum of a slice holding NaN or an infinity raises nothing). Device input: none."""
     values = _host_result(x, value)
-    if values is None or (mask is not None and kind_of(mask) != "numpy"):
+    if values is None or (mask is not None and kind_of(mask) != "numpy") or np.isfinite(
+            values).all():  # a division by 0 degrees of freedom is never finite
         return [], []
     x = as_array_like(x)
     axes = normalize_axes(axis, x.ndim)
