@@ -504,22 +504,24 @@ def _mean(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes, out
     total = _reduction(x, _ops.SUM, name, axis, acc, keepdims, split_every, strategy,
                        lanes, out)
     count = math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim))
-    if count == 0:  # NaN, with the NumPy form's words at compute, once a block
+    if count == 0:  # NaN, with the NumPy form's words at compute, by the first block
         from numbakern.api.reductions import _numpy_sum_dtype, _scalar_division
 
         scalar = _scalar_division(x, axis, keepdims, None, _numpy_sum_dtype(in_dtype, dtype))
-        return total.map_blocks(functools.partial(_mean_of_nothing, scalar=scalar),
+        return total.map_blocks(functools.partial(_mean_of_nothing, scalar=scalar,
+                                                  outputs=total.size),
                                 dtype=result, meta=_meta(x, total.ndim, result))
     return (total.astype(np.float64) / np.float64(count)).astype(result)
 
 
-def _mean_of_nothing(block, *, scalar: bool):
+def _mean_of_nothing(block, *, scalar: bool, outputs: int, block_info=None):
     from numbakern.api.reductions import _warn_mean_of_nothing
 
-    if block.size:
-        _warn_mean_of_nothing(scalar)
-    else:  # no outputs: no division
-        warn("Mean of empty slice")
+    if not builtins.any((block_info or {}).get(None, {}).get("chunk-location", ())):
+        if outputs:
+            _warn_mean_of_nothing(scalar)
+        else:  # no outputs: no division
+            warn("Mean of empty slice")
     return np.full_like(block, np.nan)
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -65,7 +66,7 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, di
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import FPE_BITS, numpy_fp_error, warn
+from numbakern.runtime.stacklevel import FPE_BITS, numpy_fp_error, quiet_numpy_errors, warn
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
                                      refuse_replay, strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
@@ -483,15 +484,8 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
     mask = _where(where, x.shape, "mean")
     if mask is not None:
-        acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
-        scalar = _scalar_division(x, axis, keepdims, out, _numpy_sum_dtype(in_dtype, dtype))
-        value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE), result,
-                         axis, keepdims, out, strategy, stream, lanes, divide_by_into, 0,
-                         functools.partial(_warn_mean_of_nothing, scalar), mask,
-                         (divide_by_count_emit(), 0.0))
-        _sum_special_values(x, value, axis, keepdims, where, False)
-        _integer_cast_errors(x, dtype, False)
-        return value
+        return _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype, acc,
+                            result, strategy, stream, lanes)
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
                        lanes, "mean")
     kind = kind_of(x)
@@ -528,10 +522,53 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
     return deliver(workspace, dst, out_dtype, planned.shape, out)
 
 
+def _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype: np.dtype, acc,
+                 result: np.dtype, strategy, stream, lanes):
+    """mean with ``where=``: each output's ``(sum, count)`` of the elements it keeps,
+    divided, with NumPy's words in its order (the count's, the sum's, the division's).
+    An integer (or bool) mean of host input is divided in float64 and cast by NumPy,
+    so a slice that keeps nothing becomes what NumPy's cast makes of its NaN."""
+    acc = _ops.accumulator_dtype(np.dtype(acc if acc is not None else in_dtype))
+    scalar = _scalar_division(x, axis, keepdims, out, _numpy_sum_dtype(in_dtype, dtype))
+    cast = kind_of(x) == "numpy" and result.kind in "iub"
+    if cast:
+        shape = result_shape(tuple(x.shape), normalize_axes(axis, x.ndim),
+                             check_flag(keepdims, "keepdims"))
+        check_out(out, shape, result, "numpy", "mean")
+    told = []
+
+    def nothing_kept():
+        warn("Mean of empty slice")
+        told.append(True)
+
+    value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE),
+                     np.dtype(np.float64) if cast else result, axis, keepdims,
+                     None if cast else out, strategy, stream, lanes, divide_by_into, 0,
+                     nothing_kept, mask, (divide_by_count_emit(), 0.0))
+    _sum_special_values(x, value, axis, keepdims, where, False)
+    _integer_cast_errors(x, dtype, False)
+    if told:
+        _division_of_nothing(scalar)
+    if not cast:
+        return value
+    # NumPy's cast: with its warning where it casts a scalar, none where it divides
+    # into an array (the cast is inside its division, which tells only "divide")
+    with np.errstate(invalid="ignore") if not scalar else contextlib.nullcontext():
+        value = np.asarray(value).astype(result)[()]
+    if out is None:
+        return value
+    out[...] = value
+    return out
+
+
 def _warn_mean_of_nothing(scalar: bool) -> None:
     """NumPy's two words where a mean has no elements: its count's, then its division's
     ``0 / 0`` (see :func:`_scalar_division`)."""
     warn("Mean of empty slice")
+    _division_of_nothing(scalar)
+
+
+def _division_of_nothing(scalar: bool) -> None:
     numpy_fp_error("invalid", "invalid value encountered in "
                    + ("scalar divide" if scalar else "divide"))
 
@@ -1153,8 +1190,10 @@ def _nan_arg(x, direction: str, axis, keepdims, out, want_indices: bool, strateg
     if want_indices:
         raise ValueError("All-NaN slice encountered")
     # NumPy's nanmax says "slice" for an ndarray, "axis" for what it converts first
-    warn("All-NaN axis encountered" if isinstance(x, (list, tuple, int, float, np.generic))
-         else "All-NaN slice encountered", RuntimeWarning)
+    # (a list, a scalar, a subclass)
+    converted = isinstance(x, (list, tuple, int, float, np.generic)) or (
+        isinstance(x, np.ndarray) and type(x) is not np.ndarray)
+    warn("All-NaN axis encountered" if converted else "All-NaN slice encountered")
     if isinstance(values, np.generic):
         return values.dtype.type(np.nan)
     if on_host:
@@ -1237,8 +1276,9 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     NumPy's (inf, or NaN for a constant slice), with NumPy's "Degrees of freedom <= 0
     for slice" ``RuntimeWarning`` (from the shape, for any input; with ``where``, from
     the counts, for NumPy input), then for NumPy input its divisions' errors ("invalid
-    value" for ``0 / 0``, "divide by zero"; :func:`_variance_divisions`). NaN in a
-    slice gives NaN.
+    value" for ``0 / 0``, "divide by zero"), worded by NumPy's own ``var`` on the host
+    (:func:`_numpy_variance_words`: such degenerate calls only). NaN in a slice gives
+    NaN.
 
     ``where``: NumPy's mask (:func:`sum`); each output's count is its own number of
     elements kept, and ``ddof`` is taken from it. ``correction``: NumPy 2's (the Array
@@ -1361,18 +1401,29 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     mask = _where(where, x.shape, name)
     warning = functools.partial(warn, "Degrees of freedom <= 0 for slice"
                                 + ("." if skip_nan else ""))
+    compute = functools.partial(_variance_value, name, x, axis, dtype, out, ddof, keepdims,
+                                strategy, stream, lanes, skip_nan, root, mask, mean, result)
+    if not skip_nan and _no_degrees_on_host(x, axis, ddof, mask):
+        with quiet_numpy_errors():  # NumPy's own words, below, say it all
+            value = compute(warning)
+        _numpy_variance_words(name, x, axis, dtype, out, ddof, keepdims, mask, mean)
+        return value
     if not skip_nan and mask is None:  # NumPy's var warns from the shape alone, first
         # (before its out= is looked at), for any input and any number of outputs
         if _extents(tuple(x.shape), normalize_axes(axis, x.ndim))[1] <= ddof:
             warning()
         warning = None
-    scalar = _scalar_division(x, axis, keepdims, out, result)
+    return compute(warning)
+
+
+def _variance_value(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes,
+                    skip_nan: bool, root: bool, mask, mean, result: np.dtype, warning):
+    """A variance by the kernels, with NumPy's warnings of special values (host
+    input) and ``warning()`` (or None) where an output has no degrees of freedom."""
     if mean is not None:
-        value = _from_mean(name, x, mean, axis, dtype is not None, result, out, ddof,
-                           keepdims, strategy, stream, lanes, skip_nan, root, mask, warning)
-        if not skip_nan:
-            _fp_errors(_variance_divisions(x, value, axis, keepdims, mask, ddof, scalar)[1])
-        return value
+        return _from_mean(name, x, mean, axis, dtype is not None, result, out, ddof,
+                          keepdims, strategy, stream, lanes, skip_nan, root, mask, warning)
+    op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
 
     def finish(counts, means, m2s, dst, stream):
         variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
@@ -1380,53 +1431,55 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
                      strategy, stream, lanes, finish, ddof, warning, mask,
                      (variance_emit(root, skip_nan), float(ddof)))
-    mean_division, division = ([], []) if skip_nan else _variance_divisions(
-        x, value, axis, keepdims, mask, ddof, scalar)
-    _fp_errors(mean_division)
     _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
-    _fp_errors(division)
     return value
 
 
-def _scalar_division(x, axis, keepdims, out, result: np.dtype) -> bool:
-    """Whether NumPy divides a mean's or variance's last sum in its scalar arithmetic,
-    which names its errors "scalar divide": a float64 scalar result (no axis kept, no
-    ``out``); arrays (float32 scalars too, which it divides as arrays) say "divide"."""
-    kept = check_flag(keepdims, "keepdims") or (
-        axis is not None and len(normalize_axes(axis, np.ndim(x))) < np.ndim(x))
-    return not kept and out is None and result == np.float64
-
-
-def _variance_divisions(x, value, axis, keepdims, mask, ddof, scalar: bool) -> tuple:
-    """NumPy's floating-point errors ``([(kind, text)], [(kind, text)])`` of var's two
-    divisions for host input, found from the shape, ``where=`` and the host result:
-    its mean's sum by the count (``0 / 0`` where a slice counts nothing: invalid), then
-    the squared deviations' sum by ``max(count - ddof, 0)`` where that is 0 (a positive
-    sum: divide by zero and an infinite result; a zero sum: invalid and NaN; the NaN
-    sum of a slice holding NaN or an infinity raises nothing). Device input: none."""
-    values = _host_result(x, value)
-    if values is None or (mask is not None and kind_of(mask) != "numpy") or np.isfinite(
-            values).all():  # a division by 0 degrees of freedom is never finite
-        return [], []
-    x = as_array_like(x)
+def _no_degrees_on_host(x, axis, ddof, mask) -> bool:
+    """Whether host input (and a host ``where=``) has a slice of ``count - ddof <= 0``
+    (counted from the shape, or from the mask on the host)."""
+    if kind_of(x) != "numpy" or (mask is not None and kind_of(mask) != "numpy"):
+        return False
     axes = normalize_axes(axis, x.ndim)
     if mask is None:
-        counts = np.full(values.shape, _extents(tuple(x.shape), axes)[1])
-    else:
-        counts = np.broadcast_to(mask, tuple(x.shape)).sum(axis=axes, keepdims=keepdims)
-    none_left = counts - ddof <= 0
-    if not none_left.any():
-        return [], []
-    found = _host_floats(x, mask)
-    finite = True if found is None else np.isfinite(found[0]).all(
-        axis=axes, keepdims=keepdims, where=found[1])
-    word = "scalar divide" if scalar else "divide"
-    mean = [("invalid", "invalid value encountered in divide")] if (counts == 0).any() \
-        else []
-    last = [(kind, f"{text} encountered in {word}") for kind, text, hit in (
-        ("divide", "divide by zero", np.isinf(values)),
-        ("invalid", "invalid value", np.isnan(values))) if (none_left & finite & hit).any()]
-    return mean, last
+        return _extents(tuple(x.shape), axes)[1] <= ddof
+    return bool((np.broadcast_to(mask, tuple(x.shape)).sum(axis=axes) <= ddof).any())
+
+
+def _numpy_variance_words(name, x, axis, dtype, out, ddof, keepdims, mask, mean) -> None:
+    """NumPy's own warnings (and errors, under ``np.geterr()``) of a variance of host
+    input with a slice of no degrees of freedom, where its two passes divide by zero
+    (``0 / 0``, a positive sum by 0, ``inf / 0``: each its own word or none): NumPy's
+    function run on the host data for them alone (the result is the kernels'), as
+    only such degenerate calls pay. bfloat16 is run as float32."""
+    found = _host_floats(x, None)
+    data = found[0] if found is not None else np.asarray(x)
+    kwargs = {"axis": axis, "dtype": dtype, "ddof": ddof, "keepdims": keepdims}
+    if mask is not None:
+        kwargs["where"] = mask
+    if mean is not None:
+        kwargs["mean"] = mean.bits if isinstance(mean, BFloat16Bits) else mean
+    if out is not None:  # NumPy words a division into an array "divide", not "scalar"
+        kwargs["out"] = np.empty(out.shape, out.dtype)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            getattr(np, name)(data, **kwargs)
+    finally:  # before np.errstate's FloatingPointError too, as NumPy warns first
+        for w in caught:
+            warn(w.message, w.category)
+
+
+def _scalar_division(x, axis, keepdims, out, summed: np.dtype) -> bool:
+    """Whether NumPy divides a mean's sum (in dtype ``summed``) in its scalar
+    arithmetic, which words its errors "scalar divide": a 0-d result (no axis kept, no
+    ``out``) of a float64 or integer sum; arrays, and float32, float16 and bool
+    scalars, which it divides as arrays, say "divide"."""
+    kept = check_flag(keepdims, "keepdims") or (
+        axis is not None and len(normalize_axes(axis, np.ndim(x))) < np.ndim(x))
+    summed = np.dtype(summed)
+    return (np.ndim(x) == 0 or not kept) and out is None and (
+        summed == np.float64 or summed.kind in "iu")
 
 
 def _fp_errors(errors) -> None:
@@ -1523,8 +1576,10 @@ def _integer_cast_errors(x, dtype, skip_nan: bool) -> None:
     try:
         with np.errstate(invalid="raise"):
             data.astype(_ops._as_dtype(dtype))
-    except FloatingPointError:  # told under the caller's np.geterr(), outside ours
-        numpy_fp_error("invalid", "invalid value encountered in reduce")
+    except FloatingPointError:  # told under the caller's np.geterr(), outside ours; a
+        # 0-d input is cast before NumPy's reduce, not in it
+        numpy_fp_error("invalid", "invalid value encountered in "
+                       + ("cast" if data.ndim == 0 else "reduce"))
 
 
 def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial=None):

@@ -36,10 +36,12 @@ _QUIET = contextvars.ContextVar("numbakern_quiet_numpy_errors", default=False)
 
 @contextlib.contextmanager
 def quiet_numpy_errors():
-    """Within the block, numbakern's ``RuntimeWarning``s and NumPy floating-point
-    errors of this thread (context) are dropped: a Dask chunk's partial result, whose
+    """Within the block, the ``RuntimeWarning``s numbakern words and its reports of
+    NumPy's floating-point errors (:func:`numpy_fp_error`) in this thread (context)
+    are dropped, NumPy's own warnings not: a Dask chunk's partial result, whose
     all-NaN chunk is no all-NaN slice. Unlike ``warnings.catch_warnings``, which swaps
-    the process's filter list, it is safe in Dask's worker threads."""
+    the process's filter list, it is safe in Dask's worker threads. A call quieted
+    so is still not recorded for replay (its replays would be quiet too)."""
     token = _QUIET.set(True)
     try:
         yield
@@ -54,9 +56,9 @@ def warn(message, category=RuntimeWarning) -> None:
     numbakern's calls goes through here, so none can be lost that way."""
     import warnings
 
+    _refuse_replay("a call that warns (a replay would not)")
     if _QUIET.get() and issubclass(category, RuntimeWarning):
         return
-    _refuse_replay("a call that warns (a replay would not)")
     warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
@@ -87,6 +89,8 @@ def numpy_fp_error(kind: str, text: str, status: int | None = None) -> None:
     operation raised (NumPy passes them all to each call), else ``kind``'s alone."""
     import numpy as np
 
+    # whatever the mode: a replay would neither look nor report under a later mode
+    _refuse_replay("a call that meets a floating-point error (a replay would not look)")
     mode = np.geterr()[kind]
     if mode == "ignore" or _QUIET.get():
         return
@@ -95,12 +99,11 @@ def numpy_fp_error(kind: str, text: str, status: int | None = None) -> None:
     if mode == "warn":
         warn(text)
         return
-    _refuse_replay("a call that reports a floating-point error (a replay would not)")
     handler = np.geterrcall()
     error, _, operation = text.partition(" encountered in ")
     if mode == "print":
         sys.stderr.write(f"Warning: {text}\n")
-    elif handler is None:  # NumPy's words
+    elif handler is None:  # NumPy's words (but its double space before the operation)
         raise NameError(f"python callback specified for {error} (in {operation}) but no "
                         "function found." if mode == "call" else f"log specified for "
                         f"{error} (in {operation}) but no object with write method found.")

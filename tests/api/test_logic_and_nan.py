@@ -402,20 +402,32 @@ _WHERE_ROWS = np.array([[True, False, False], [False, False, False]])
 @pytest.mark.parametrize("kwargs", [{"axis": 1, "where": np.array([False] * 3)},
                                     {"where": False}, {"axis": 1, "where": _WHERE_ROWS},
                                     {"axis": 1, "where": _WHERE_ROWS, "keepdims": True},
-                                    {"where": False, "dtype": np.float32}])
+                                    {"where": False, "dtype": np.float32},
+                                    {"where": False, "dtype": np.int64},   # and the cast's
+                                    {"axis": 1, "where": _WHERE_ROWS, "dtype": np.int8}])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
 def test_mean_where_keeping_nothing_warns_numpys_two_warnings(dtype, kwargs):
     """A mean whose where= keeps no element of a slice: "Mean of empty slice", then its
-    division's "invalid value encountered in (scalar) divide", as NumPy's; nanmean only
-    the first."""
+    division's "invalid value encountered in (scalar) divide", as NumPy's, and in an
+    integer dtype what NumPy's cast makes of the NaN; nanmean only the first."""
     x = np.array([[1, 2, 4], [3, 3, 3]], dtype)
-    for name in ("mean", "nanmean"):
+    integer = np.dtype(kwargs.get("dtype", np.float64)).kind == "i"
+    for name in ("mean",) if integer and x.dtype.kind == "f" else ("mean", "nanmean"):
         want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
         got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
         assert said == told, name
         _same(got, want)
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="divide"):
         nk.mean(x, **kwargs)
+
+
+def test_a_mean_keeping_nothing_words_the_sum_before_the_division():
+    x = np.array([[np.inf, -np.inf], [1.0, 2.0]])
+    where = np.array([[True, True], [False, False]])
+    assert _messages(lambda: nk.mean(x, axis=1, where=where))[1] == \
+        _messages(lambda: np.mean(x, axis=1, where=where))[1] == [
+            "Mean of empty slice", "invalid value encountered in reduce",
+            "invalid value encountered in divide"]
 
 
 _ROWS = np.array([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
@@ -440,17 +452,30 @@ _ROWS = np.array([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
     ("var", _ROWS, {"axis": 1, "ddof": 3, "mean": _ROWS.mean(axis=1, keepdims=True)}),
     ("nanstd", _ROWS, {"axis": 1, "ddof": 3}),  # the nan forms: the words alone
     ("var", np.float64(3.0), {"ddof": 1}),
+    ("var", np.array(2.0), {"where": False}),   # 0-d: "scalar divide" twice
+    ("var", np.array(2.0), {"ddof": 1, "keepdims": True}),
+    ("var", np.array([[np.inf, -np.inf, 1.0], [1.0, 2.0, 3.0]]),   # the sum's "reduce"
+     {"axis": 1, "where": np.array([[True] * 3, [False] * 3])}),  # before the division's
+    ("var", np.array([1e200, -1e200]), {"ddof": 2}),  # its square overflows: inf / 0
+    ("std", np.array([3e38, -3e38], np.float32), {"ddof": 2}),
 ])
 def test_variance_without_degrees_of_freedom_warns_as_numpy(name, x, kwargs):
     """NumPy's var and std then divide by zero: the mean's sum by a count of 0 (0 / 0),
     the squared deviations' by max(count - ddof, 0) (divide by zero for a positive sum,
-    invalid for a zero one, nothing for NaN), each worded as NumPy words it."""
+    invalid for a zero one, nothing for NaN or inf), each worded as NumPy words it, in
+    its order, the first of them raised under np.errstate(all="raise")."""
     want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
     if "out" in kwargs:
         kwargs = {**kwargs, "out": np.zeros(2)}
     got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
     assert said == told
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    first = [w for w in told if "encountered" in w]
+    if first:
+        with np.errstate(all="raise"), warnings.catch_warnings(), pytest.raises(
+                FloatingPointError, match=f"^{first[0]}$"):
+            warnings.simplefilter("ignore")
+            getattr(nk, name)(x, **kwargs)
 
 
 def test_variance_without_degrees_of_freedom_warns_for_device_input_too():
@@ -520,6 +545,8 @@ def test_errstate_print_mode_writes_numpys_line(capfd):
     ("nanprod", np.array([2.0, np.nan]), {"dtype": np.int16}),
     ("mean", np.array([1.0, np.nan]), {"dtype": np.int64}),
     ("sum", np.array([1.5, -2.5]), {"dtype": np.int8}),        # in range: quiet
+    ("sum", np.float64(np.nan), {"dtype": np.int32}),          # 0-d: cast before reducing
+    ("mean", np.zeros(0), {"dtype": np.int64}),
     ("mean", np.array([60000, 60000], np.float16), {"dtype": np.float16}),
 ])
 def test_a_float_reduced_in_another_dtype_warns_numpys_words(name, x, kwargs):
@@ -535,8 +562,11 @@ def test_a_float_reduced_in_another_dtype_warns_numpys_words(name, x, kwargs):
 def test_nanmax_of_a_list_or_scalar_says_axis_as_numpy():
     """NumPy's nanmax words an all-NaN slice of an ndarray "slice", of what it converts
     first (a list, a NumPy scalar) "axis"."""
+    class Subclass(np.ndarray):
+        pass
+
     for x in ([np.nan, np.nan], np.float64(np.nan), [[np.nan, 1.0], [np.nan, np.nan]],
-              np.array([np.nan])):
+              np.array([np.nan]), np.full(3, np.nan).view(Subclass)):
         for name in ("nanmax", "nanmin"):
             want, told = _messages(lambda: getattr(np, name)(x, axis=-1))
             got, said = _messages(lambda: getattr(nk, name)(x, axis=-1))
