@@ -1403,7 +1403,7 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
                                 + ("." if skip_nan else ""))
     compute = functools.partial(_variance_value, name, x, axis, dtype, out, ddof, keepdims,
                                 strategy, stream, lanes, skip_nan, root, mask, mean, result)
-    if not skip_nan and _no_degrees_on_host(x, axis, ddof, mask):
+    if not skip_nan and kind_of(mean) == "numpy" and _no_degrees_on_host(x, axis, ddof, mask):
         with quiet_numpy_errors():  # NumPy's own words, below, say it all
             value = compute(warning)
         _numpy_variance_words(name, x, axis, dtype, out, ddof, keepdims, mask, mean)
@@ -1457,8 +1457,8 @@ def _numpy_variance_words(name, x, axis, dtype, out, ddof, keepdims, mask, mean)
     kwargs = {"axis": axis, "dtype": dtype, "ddof": ddof, "keepdims": keepdims}
     if mask is not None:
         kwargs["where"] = mask
-    if mean is not None:
-        kwargs["mean"] = mean.bits if isinstance(mean, BFloat16Bits) else mean
+    if mean is not None:  # (a host mean: a number, NumPy, a CPU tensor)
+        kwargs["mean"] = np.asarray(mean.bits if isinstance(mean, BFloat16Bits) else mean)
     if out is not None:  # NumPy words a division into an array "divide", not "scalar"
         kwargs["out"] = np.empty(out.shape, out.dtype)
     try:
