@@ -270,9 +270,9 @@ def _check_with_runtime(op: Op, what: str, fn, signature) -> bool:
 
 
 def _compiles_for_the_device(fn, signature) -> bool:
-    try:
+    try:  # (numba-cuda's ValueError: a builtin, which has no signature to compile)
         cuda.compile_ptx_for_current_device(fn, signature, device=True)
-    except (numba.core.errors.NumbaError, TypeError):
+    except (numba.core.errors.NumbaError, TypeError, ValueError):
         return False
     return True
 

@@ -556,7 +556,13 @@ def test_a_float_reduced_in_another_dtype_warns_numpys_words(name, x, kwargs):
     want, told = _messages(lambda: getattr(np, name)(x, **kwargs))
     got, said = _messages(lambda: getattr(nk, name)(x, **kwargs))
     assert said == told
-    _same(got, want)
+    if "encountered in reduce" in told or "encountered in cast" in told:
+        # a float with no value in the integer dtype casts as the hardware does (x86's
+        # INT_MIN for NumPy; a GPU saturates): only its dtype and shape are NumPy's
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        assert np.shape(got) == np.shape(want)
+    else:
+        _same(got, want)
 
 
 def test_nanmax_of_a_list_or_scalar_says_axis_as_numpy():
