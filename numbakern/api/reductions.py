@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -66,7 +65,8 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, di
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import FPE_BITS, numpy_fp_error, quiet_numpy_errors, warn
+from numbakern.runtime.stacklevel import (FPE_BITS, numpy_fp_error, numpys_words,
+                                          quiet_numpy_errors, warn)
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
                                      refuse_replay, strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
@@ -1461,13 +1461,8 @@ def _numpy_variance_words(name, x, axis, dtype, out, ddof, keepdims, mask, mean)
         kwargs["mean"] = np.asarray(mean.bits if isinstance(mean, BFloat16Bits) else mean)
     if out is not None:  # NumPy words a division into an array "divide", not "scalar"
         kwargs["out"] = np.empty(out.shape, out.dtype)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            getattr(np, name)(data, **kwargs)
-    finally:  # before np.errstate's FloatingPointError too, as NumPy warns first
-        for w in caught:
-            warn(w.message, w.category)
+    with numpys_words():
+        getattr(np, name)(data, **kwargs)
 
 
 def _scalar_division(x, axis, keepdims, out, summed: np.dtype) -> bool:

@@ -95,7 +95,7 @@ from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_in
 from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import numpy_fp_error, warn
+from numbakern.runtime.stacklevel import numpy_fp_error, numpys_words, warn
 from numbakern.runtime.views import checked_words, device_view, host_copy, host_words, view_as
 
 _METHOD_NAMES = tuple(METHODS)
@@ -705,19 +705,14 @@ def _mean_of_nothing(name, dtype: np.dtype, shape: tuple, axes: tuple, keepdims:
     dimensions): NaN of the mean's dtype where a slice is empty, with its warnings
     ("Mean of empty slice", then the division's "invalid value"); computed by NumPy
     on an empty array of ``x``'s shape and dtype, as there is nothing to read."""
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if name == "median":  # np.median's keepdims: the axes put back afterwards
-                value = np.asarray(np.mean(np.empty(shape, dtype), axis=axes))
-                if keepdims:
-                    value = value.reshape(result_shape(shape, axes, True))
-            else:
-                value = np.asarray(np.nanmean(np.empty(shape, dtype), axis=axes,
-                                              keepdims=keepdims))
-    finally:  # also before np.errstate's FloatingPointError, as NumPy warns first
-        for w in caught:
-            warn(w.message, w.category)
+    with numpys_words():
+        if name == "median":  # np.median's keepdims: the axes put back afterwards
+            value = np.asarray(np.mean(np.empty(shape, dtype), axis=axes))
+            if keepdims:
+                value = value.reshape(result_shape(shape, axes, True))
+        else:
+            value = np.asarray(np.nanmean(np.empty(shape, dtype), axis=axes,
+                                          keepdims=keepdims))
     check_out(out, value.shape, value.dtype, workspace.kind, name)
     return deliver_host(workspace, value, out)
 

@@ -62,6 +62,23 @@ def warn(message, category=RuntimeWarning) -> None:
     warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
+@contextlib.contextmanager
+def numpys_words():
+    """Within the block, the warnings NumPy's own functions raise are held, then told
+    again by :func:`warn` at the user's call (and refusing a recording, as every
+    numbakern warning does); before an exception leaving the block too, such as
+    ``np.errstate``'s ``FloatingPointError``, as NumPy warns first."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for w in caught:
+            warn(w.message, w.category)
+
+
 def module_name(frame) -> str:
     """The frame's module name; a module run by ``python -m`` (``__main__``) by the
     name it was run as (``numbakern.__main__``)."""
