@@ -104,8 +104,8 @@ from dask.utils import ensure_dict
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.ops import norms as _norms
-from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
-from numbakern.core.axes import (LAST, axis_index, axis_or_dim, check_flag, normalize_axes,
+from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis, flat_axis_of_0d
+from numbakern.core.axes import (LAST, axis_or_dim, check_flag, normalize_axes,
                                   normalize_axis, result_shape)
 from numbakern.runtime.stacklevel import quiet_numpy_errors, warn
 
@@ -1339,8 +1339,7 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
 
     check_layout(layout)
     x = _without_empty_chunks(x)
-    if x.ndim == 0 and axis is not None and axis_index(axis) in (0, -1):
-        axis = None  # NumPy scans a 0-d array along axis 0 or -1 as one element
+    axis = flat_axis_of_0d(axis, x.ndim)
     if axis is None:  # the flattened array, in C order, as NumPy
         x, axis = x.reshape(-1), 0
     else:

@@ -475,13 +475,19 @@ def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse
     states = own if states is None else states
     grid = _strategies.resolve("scan", strategy)
     layout = check_layout(layout)
-    if len(shape) == 0 and axis is not None and axis_index(axis) in (0, -1):
-        axis = None  # NumPy scans a 0-d array along axis 0 or -1 as one element
-    axis = optional_axis(axis, len(shape))
+    axis = optional_axis(flat_axis_of_0d(axis, len(shape)), len(shape))
     size = math.prod(shape)
     out_shape = (size,) if axis is None else shape
     kit = state_kit(op, states)
     return exclusive, reverse, results, grid, layout, axis, out_shape, kit, size
+
+
+def flat_axis_of_0d(axis, ndim: int):
+    """``axis``, or None where NumPy scans a 0-d array along axis 0 or -1 as one
+    element (the flattened scan)."""
+    if ndim == 0 and axis is not None and axis_index(axis) in (0, -1):
+        return None
+    return axis
 
 
 _planned = planner(_setup)  # a repeated call skips the checks
