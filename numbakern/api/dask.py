@@ -532,8 +532,8 @@ def _self_chunk(x, axis=None, keepdims=False, *, name, acc, fill, kwargs, partia
     ``acc``; a chunk of no elements gives ``fill``, the reduction's identity (the
     aggregate of a slice of ``nothing`` raises as NumPy's, for ``fill=None``)."""
     if not partial and nothing and fill is None:
-        raise ValueError(f"zero-size array to reduction operation {name} which has no "
-                         f"identity")
+        raise ValueError(f"zero-size array to reduction operation {_ops.ufunc_name(name)} "
+                         "which has no identity")
     if math.prod(x.shape[a] for a in axis) == 0:
         shape = tuple(1 if a in axis else s for a, s in enumerate(x.shape))
         filled = np.full_like(x, _identity_of(name, acc) if fill is None else fill,

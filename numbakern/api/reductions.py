@@ -272,10 +272,6 @@ def _reduce_finished(x, axes, op, kit, grid, workspace: Workspace, lanes, emit, 
         finish_apart(kit.unpack(fields))
 
 
-# NumPy's ufunc names in its "needs initial" message
-_UFUNC_NAMES = {"max": "maximum", "min": "minimum", "nanargmax": "fmax", "nanargmin": "fmin"}
-
-
 def _where(where, shape: tuple, name: str):
     """NumPy's ``where=``: ``None`` for the Python ``True`` (NumPy's default, every
     element), else the mask as an array object: bool (NumPy refuses to cast anything
@@ -306,7 +302,7 @@ def _where(where, shape: tuple, name: str):
 
 def _needs_initial(op_name: str):
     """NumPy's error for ``where=`` on a reduction without an identity."""
-    raise ValueError(f"reduction operation '{_UFUNC_NAMES.get(op_name, op_name)}' does not "
+    raise ValueError(f"reduction operation '{_ops.ufunc_name(op_name)}' does not "
                      "have an identity, so to use a where mask one has to specify "
                      "'initial'")
 
@@ -1050,17 +1046,20 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
             op does not take. AxisError, ValueError: as :func:`sum`.
     """
     x = as_array_like(x)
-    if np.dtype(x.dtype).kind == "b":
+    boolean = np.dtype(x.dtype).kind == "b"
+    # bool is planned as uint8 so that reducing nothing raises first, as NumPy's
+    # maximum does before its subtract refuses booleans
+    op, dtypes, axes, shape, grid, M, N, kit = _planned_pair(
+        "ptp", _ops.MINMAX, np.dtype(np.uint8 if boolean else x.dtype), tuple(x.shape),
+        axis, keepdims, strategy, lanes)
+    if N == 0:  # NumPy's ptp fails in its maximum
+        _ops.MAX.empty_result(dtypes[0])
+    if boolean:
         raise TypeError("ptp is not defined for bool x (NumPy's subtract refuses "
                         "booleans): pass x.astype(np.uint8)")
-    op, dtypes, axes, shape, grid, M, N, kit = _planned_pair(
-        "ptp", _ops.MINMAX, np.dtype(x.dtype), tuple(x.shape), axis, keepdims, strategy,
-        lanes)
     kind = kind_of(x)
     check_out(out, shape, dtypes[0], kind, "ptp")
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if N == 0:
-        op.empty_result(dtypes[0])  # raises, as NumPy
     if M == 0:
         return deliver_host(workspace, np.empty(shape, dtype=dtypes[0]), out)
     lo, hi = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)

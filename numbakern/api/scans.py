@@ -184,8 +184,15 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
 
 def cumulative_axis(x, axis, name: str):
     """``(x, axis)`` as the array API's cumulative functions read them: ``axis=None``
-    only for at most one dimension (``ValueError`` naming ``name`` otherwise), a 0-d
-    ``x`` scanned as one element (along axis 0 or -1: ``AxisError`` for another)."""
+    only for at most one dimension (``ValueError`` naming ``name`` otherwise), a tuple
+    of one axis as that axis (``ValueError`` for another tuple, as NumPy's accumulate),
+    a 0-d ``x`` scanned as one element (along axis 0 or -1: ``AxisError`` for
+    another)."""
+    if isinstance(axis, tuple):
+        if len(axis) != 1:
+            raise ValueError(f"{name}: axis must be one axis (NumPy's accumulate does "
+                             f"not allow multiple axes), got {axis!r}")
+        axis = axis[0]
     if x.ndim == 0:  # one element along axis 0 (or -1), as NumPy's
         if axis is not None:
             normalize_axis(axis, 1)

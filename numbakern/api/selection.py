@@ -59,7 +59,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -729,8 +728,7 @@ def _numpy_order(name: str, given: np.dtype, ndim: int, axes: tuple, keepdims: b
     if qs is not None:
         args = (qs.dtype.type(0).item() if weak else np.zeros(qs.shape, qs.dtype),)
         kwargs["method"] = method
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with np.errstate(all="ignore"):  # thread-safe, unlike warnings.catch_warnings
         return np.asarray(getattr(np, name)(sample, *args, **kwargs)).dtype
 
 
@@ -741,8 +739,7 @@ def _result_dtype(name: str, dtype: np.dtype, method: str, q) -> np.dtype:
     depend on ``q``'s dtype, on whether ``q`` was a Python number, and on the method's
     path: an integer index reads the element as it is)."""
     sample = np.zeros(2, dtype)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with np.errstate(all="ignore"):  # thread-safe, unlike warnings.catch_warnings
         if q is None:
             return np.dtype(np.median(sample).dtype)
         qdtype, weak = q

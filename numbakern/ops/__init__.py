@@ -67,6 +67,16 @@ class _constant_identity:
         return self.constant
 
 
+# NumPy's ufunc behind each op of another name, as its error messages call it
+_UFUNC_NAMES = {"max": "maximum", "min": "minimum", "nanmax": "fmax", "nanmin": "fmin",
+                "nanargmax": "fmax", "nanargmin": "fmin"}
+
+
+def ufunc_name(op_name: str) -> str:
+    """The NumPy ufunc's name that NumPy's messages give for the op ``op_name``."""
+    return _UFUNC_NAMES.get(op_name, op_name)
+
+
 def identity_field(name: str, value: Any, dtype: np.dtype) -> Any:
     """``value``, an identity's field, as a scalar of ``dtype``; ``ValueError`` naming
     op ``name`` when the dtype cannot hold it exactly (``identity=np.inf`` or ``2.5``
@@ -335,7 +345,8 @@ class Op:
         """The result of reducing zero elements, as ``dtype``; raises for ``"raise"``."""
         if isinstance(self.empty, str) and self.empty == "raise":
             raise ValueError(
-                f"zero-size array to reduction operation {self.name} which has no identity"
+                f"zero-size array to reduction operation {ufunc_name(self.name)} which "
+                f"has no identity"
             )
         if isinstance(self.empty, str):
             return identity_field(self.name, self.identity(dtype), np.dtype(dtype))

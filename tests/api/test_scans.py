@@ -408,6 +408,11 @@ def test_cumulative_functions_as_numpy_2(name):
                                                              axis=1, include_initial=True))
     with pytest.raises(ValueError, match=f"{name}: axis is required"):
         ours(np.ones((2, 3)))
+    for axis in ((1,), (np.int64(-2),)):  # NumPy takes a tuple of one axis
+        np.testing.assert_array_equal(ours(x, axis=axis), numpys(x, axis=axis))
+    for axis in ((), (0, 1)):
+        with pytest.raises(ValueError, match=f"{name}: axis must be one axis"):
+            ours(x, axis=axis)
     with pytest.raises(ValueError, match="out has shape"):
         ours(np.ones(3), include_initial=True, out=np.empty(3))
 
