@@ -464,6 +464,10 @@ def test_all_nan_slices_warn_and_give_nan():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         same(nk.nanmedian(y[1:], axis=1), np.nanmedian(y[1:], axis=1))  # no warning
+        same(nk.nanquantile(y[1:], [], axis=1), np.nanquantile(y[1:], [], axis=1))
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):  # no q: as NumPy
+        got = nk.nanquantile(y, [], axis=1)
+    assert got.shape == (0, 2) and got.dtype == np.nanquantile(y[1:], [], axis=1).dtype
 
 
 def test_empty_inputs_as_numpy():
