@@ -45,6 +45,7 @@ def backend() -> Backend:
 
 
 from . import strategies  # noqa: E402
+from .api.average import average  # noqa: E402
 from .api.histogram import bincount, histogram, histogram_counts  # noqa: E402
 from .api.reductions import (  # noqa: E402
     all,
@@ -124,7 +125,7 @@ __all__ = [
     "CopyWarning", "DecoupledLookback", "GlobalAtomic", "HillisSteele", "Op",
     "OutDtypeError", "RadixBlockSelect", "RadixSelect", "RadixSort", "ReduceThenScan", "SharedPrivatized",
     "SharedTree", "SortSlice",
-    "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "argmax", "argmin", "argsort",
+    "TwoPass", "WarpPrivatized", "WarpShuffle", "all", "any", "average", "argmax", "argmin", "argsort",
     "associative_scan", "backend", "bincount", "bitwise_and_sum", "bitwise_or_sum",
     "count_nonzero", "cross_entropy", "cummax", "cummin", "cumprod", "cumsum",
     "cumulative_prod", "cumulative_sum", "nancumprod", "nancumsum",

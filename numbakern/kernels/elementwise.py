@@ -405,6 +405,56 @@ def _build_squared_deviations(skip_nan: bool, widened: bool):
     return squared_deviations
 
 
+def weighted_into(x, w, dims, products, weights, flags, widened: bool, stream) -> None:
+    """``products[i] = x[i] * w[j]`` and ``weights[i] = w[j]`` in the outputs' dtype,
+    ``j`` the element of ``w`` that NumPy's ``average`` pairs with element ``i`` of
+    ``x``: a weighted mean's two sums, over the same slices, read from these.
+
+    Args:
+        x: 1-D device array, the input's elements in C order (bfloat16 bits for
+            ``widened``).
+        w: 1-D device array, the weights' elements in C order (any real dtype).
+        dims: ``(ndim, 3)`` int64 device array, as :func:`squared_deviations_into`'s
+            (the weights' element stride along each axis of ``x``, 0 where they
+            broadcast).
+        products, weights: 1-D device arrays of ``x``'s size, of one float dtype.
+        flags: 1-D int32 device array of 2 zeros: ``flags[INVALID]`` set where a
+            product is NaN from operands that are not (``inf * 0``), ``flags[OVERFLOW]``
+            where it is infinite from finite ones: NumPy's multiply's warnings.
+    """
+    key = ("weighted", np.dtype(x.dtype).str, np.dtype(w.dtype).str,
+           np.dtype(products.dtype).str, bool(widened), device_key())
+    kernel = cached(key, lambda: _build_weighted(np.dtype(products.dtype), bool(widened)))
+    launch(kernel, grid_for(products.shape[0]), THREADS, stream, x, w, dims, products,
+           weights, flags)
+
+
+def _build_weighted(dtype: np.dtype, widened: bool):
+    read = widen if widened else _as_is
+    as_float = from_dtype(dtype)
+
+    @cuda.jit
+    def weighted(x, w, dims, products, weights, flags):
+        i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        step = int64(cuda.gridDim.x) * cuda.blockDim.x
+        while i < products.shape[0]:
+            j = int64(0)
+            for a in range(dims.shape[0]):  # the broadcast weight of x[i]
+                j += ((i // dims[a, 1]) % dims[a, 0]) * dims[a, 2]
+            v = as_float(read(x[i]))
+            u = as_float(w[j])
+            p = v * u
+            if math.isnan(p) and not (math.isnan(v) or math.isnan(u)):
+                flags[INVALID] = 1
+            if math.isinf(p) and not (math.isinf(v) or math.isinf(u)):
+                flags[OVERFLOW] = 1
+            products[i] = p
+            weights[i] = u
+            i += step
+
+    return weighted
+
+
 @functools.lru_cache(maxsize=None)
 def _summed_variancer(root: bool, skip_nan: bool):
     divide = _divider(root, skip_nan)

@@ -33,6 +33,7 @@ CALLS = {
     "reduce": ("f", ("sum",), {"axis": 1}), "any": ("b", (), {}), "all": ("b", (), {"axis": 1}),
     "count_nonzero": ("f", (), {"axis": 0}), "nansum": ("f", (), {}),
     "nanprod": ("f", (), {"axis": 1}), "argmax": ("f", (), {"axis": 1}),
+    "average": ("f", (1, np.arange(1.0, 34.0)), {"returned": True}),
     "argmin": ("f", (), {}), "max_with_indices": ("f", (), {"axis": 1}),
     "min_with_indices": ("f", (), {"axis": 0}), "logsumexp": ("f", (), {"axis": 1}),
     "vector_norm": ("f", (), {"axis": 1, "ord": 3}),

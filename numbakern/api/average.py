@@ -1,0 +1,193 @@
+"""Weighted means, as ``np.average``: NumPy's two sums (of ``x * w`` and of ``w``, each
+over the same slices), then their quotient. The products and the broadcast weights
+are written once into ``x``-sized buffers (NumPy's own ``average`` makes the same
+temporary for the products), which two ordinary sums then reduce with the caller's
+strategy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numbakern.api._dispatch import dispatch
+from numbakern.api.reductions import _c_order, mean, sum as _sum
+from numbakern.core.arrays import Workspace, as_array_like, bits_of, honours_stream, \
+    kind_of, resolve_stream, user_array
+from numbakern.core.axes import normalize_axes, normalize_axis, result_shape
+from numbakern.core.deliver import deliver, deliver_host
+from numbakern.kernels.elementwise import INVALID, OVERFLOW, divide_by_into, weighted_into
+from numbakern.runtime.checks import check_flag
+from numbakern.runtime.stacklevel import numpy_fp_error, numpys_words
+from numbakern.runtime.views import flat, host_copy
+
+
+@dispatch
+@honours_stream
+def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strategy=None,
+            stream=None):
+    """The weighted mean along ``axis``, as ``np.average(x, axis, weights, returned,
+    keepdims=)``: ``sum(x * w) / sum(w)`` over each slice; without ``weights``, the
+    :func:`mean`.
+
+    Args:
+        x: array of bool, integers or floats, any shape and layout.
+        axis: None (every axis), an int or a tuple of ints.
+        weights: None, or real numbers (bool, integers, floats) of ``x``'s shape, or,
+            where ``axis`` is given, of the shape of ``x`` along ``axis`` in the order
+            ``axis`` names them (NumPy's rule); on the host or on ``x``'s device.
+        returned: also return the sum of the weights (without ``weights``: the count
+            of each slice), of the result's shape and dtype.
+        keepdims: keep the reduced axes as length 1.
+        strategy, stream: as :func:`sum`, which computes both sums.
+
+    Returns: the averages (dtype: ``mean``'s without ``weights``; with them
+    ``np.result_type(x, w)``, at least float64 for bool and integer ``x``), a scalar
+    for a 0-d result of NumPy input; with ``returned``, ``(averages, sums of
+    weights)``. Results are in ``x``'s array type.
+
+    Raises:
+        TypeError: ``weights`` of another shape than ``x`` without ``axis`` (NumPy's
+            words), or of a dtype that is not real.
+        ValueError: ``weights`` not of ``x``'s shape along ``axis``.
+        ZeroDivisionError: weights of a slice summing to zero (NumPy's), or, without
+            ``weights``, a result of no elements (NumPy's ``a.size / avg.size``).
+        AxisError: an axis out of range.
+
+    float16 is multiplied and summed in float32, rounded once to float16 (NumPy rounds
+    each product and partial sum to float16). The products' ``inf * 0`` and overflow
+    warn as NumPy's multiply for NumPy input, and its division's as NumPy's; device
+    input gets the same values without the warnings.
+    """
+    x = as_array_like(x)
+    keepdims = check_flag(keepdims, "keepdims")
+    returned = check_flag(returned, "returned")
+    shape = tuple(x.shape)
+    given = _given_axes(axis, len(shape))
+    axes = None if given is None else normalize_axes(given, len(shape))
+    if weights is None:
+        avg = mean(x, axis=axes, keepdims=keepdims, strategy=strategy, stream=stream)
+        counts = _counts_like(avg, x)  # raises, as NumPy's, for no averages
+        return (avg, counts) if returned else avg
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    w = as_array_like(weights)
+    result = _result_dtype(np.dtype(x.dtype), w, "weights")
+    dims = _weight_dims(shape, tuple(w.shape), given)
+    acc = np.dtype(np.float32) if result == np.float16 else result
+    products, summed = _weighted(x, w, dims, acc, workspace)
+    reduce = dict(axis=axes, keepdims=keepdims, strategy=strategy, stream=workspace.stream)
+    sums = _sum(products, **reduce)
+    scale = _sum(summed, **reduce)
+    kept = result_shape(shape, range(len(shape)) if axes is None else axes, keepdims)
+    return _quotient(sums, scale, result, kept, returned, workspace)
+
+
+def _given_axes(axis, ndim: int):
+    """``axis`` as NumPy's ``average`` reads it: None, or a tuple of non-negative axes
+    in the order given (the weights' axes follow it)."""
+    if axis is None:
+        return None
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    normalize_axes(tuple(axes), ndim)  # range and repeats, NumPy's errors
+    return tuple(normalize_axis(a, ndim) for a in axes)
+
+
+def _result_dtype(x_dtype: np.dtype, w, name: str) -> np.dtype:
+    """NumPy's: ``result_type(x, w)``, and at least float64 for bool and integer x."""
+    w_dtype = np.dtype(w.dtype)
+    for arg, dtype in (("x", x_dtype), (name, w_dtype)):
+        if dtype.kind not in "biuf":
+            raise TypeError(f"average: {arg} must hold real numbers (bool, integers or "
+                            f"floats), got dtype {dtype}")
+    if x_dtype.kind in "biu":
+        return np.result_type(x_dtype, w_dtype, np.float64)
+    return np.result_type(x_dtype, w_dtype)
+
+
+def _weight_dims(shape: tuple, w_shape: tuple, given) -> np.ndarray:
+    """The ``(ndim, 3)`` rows of :func:`weighted_into`: each axis of ``x``, its C-order
+    multiplier, and the weights' stride along it (their own where they have ``x``'s
+    shape; else the stride of the weights' axis that ``given`` pairs with it)."""
+    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
+    if w_shape == shape:
+        strides = mults
+    elif given is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    elif w_shape != tuple(shape[a] for a in given):
+        raise ValueError(f"average: weights of shape {w_shape} must be x's shape along "
+                         f"axis {given}, {tuple(shape[a] for a in given)} (NumPy: Shape "
+                         f"of weights must be consistent with shape of a along specified "
+                         f"axis.)")
+    else:
+        w_mults = [math.prod(w_shape[k + 1:]) for k in range(len(w_shape))]
+        strides = [w_mults[given.index(a)] if a in given else 0 for a in range(len(shape))]
+    rows = [(n, mults[a], strides[a]) for a, n in enumerate(shape)] or [(1, 1, 0)]
+    return np.array(rows, np.int64)
+
+
+def _weighted(x, w, dims: np.ndarray, acc: np.dtype, workspace: Workspace) -> tuple:
+    """``(x * w, w)`` broadcast to ``x``'s shape, in ``acc``: device arrays of ``x``'s
+    shape (empty where ``x`` is); NumPy's multiply's warnings for NumPy input."""
+    shape = tuple(x.shape)
+    products, summed = (user_array(workspace.empty(shape, acc)) for _ in range(2))
+    if not math.prod(shape):
+        return products, summed
+    bits, widened = bits_of(x)
+    flags = workspace.from_host(np.zeros(2, np.int32))
+    weighted_into(_c_order(bits, workspace), _c_order(w, workspace),
+                  workspace.from_host(dims), flat(products, "products"),
+                  flat(summed, "weights"), flags, widened, workspace.stream)
+    if workspace.kind == "numpy":
+        found = host_copy(flags, workspace.stream)
+        if found[INVALID]:
+            numpy_fp_error("invalid", "invalid value encountered in multiply")
+        if found[OVERFLOW]:
+            numpy_fp_error("over", "overflow encountered in multiply")
+    return products, summed
+
+
+def _quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool,
+              workspace: Workspace):
+    """``sums / scale`` in ``result`` as the user's array (with ``scale`` where
+    ``returned``), after NumPy's check that no weights sum to zero (device arrays of
+    the ``kept`` shape in, one read of ``scale`` to the host)."""
+    sums, scale = flat(sums, "sums"), flat(scale, "scale")
+    host_scale = host_copy(scale, workspace.stream)
+    workspace.stream.synchronize()
+    if (host_scale == 0).any():
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    if workspace.kind == "numpy":
+        return _host_quotient(host_copy(sums, workspace.stream), host_scale, result, kept,
+                              returned)
+    dst = workspace.empty(sums.shape[0], result)
+    divide_by_into(sums, scale, dst, workspace.stream)
+    avg = deliver(workspace, dst, result, kept, None)
+    return (avg, deliver(workspace, scale, result, kept, None)) if returned else avg
+
+
+def _host_quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool):
+    """NumPy input's division, NumPy's own (its words: "divide", or "scalar divide"
+    for a 0-d result, whose operands NumPy's sums give as scalars)."""
+    sums, scale = sums.astype(result).reshape(kept), scale.astype(result).reshape(kept)
+    if not kept:
+        sums, scale = sums[()], scale[()]
+    with numpys_words():
+        avg = sums / scale
+    return (avg, scale) if returned else avg
+
+
+def _counts_like(avg, x):
+    """NumPy's ``returned`` scale without weights: each slice's element count, in the
+    average's dtype and shape (``ZeroDivisionError`` for an empty result, NumPy's
+    ``a.size / avg.size``)."""
+    shape = tuple(getattr(avg, "shape", ()))
+    count = math.prod(x.shape) / math.prod(shape)
+    dtype = np.dtype(avg.dtype)
+    if kind_of(x) == "numpy":
+        return np.full(shape, count, dtype)[()]
+    workspace = Workspace(kind_of(x), resolve_stream(None, kind_of(x)))
+    return deliver_host(workspace, np.full(shape, count, dtype), None)
+
+
+__all__ = ["average"]
