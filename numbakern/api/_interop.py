@@ -152,7 +152,9 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
                 raise bfloat16_refused(fn.__name__, e, call.refused_name(e)) from e
             raise
         call.warn_copies()
-        return call.outward(result)
+        result = call.outward(result)
+        call.bump_versions()
+        return result
 
 
 def bfloat16_refused(name: str, error: TypeError, argument: str = "x") -> TypeError:
@@ -252,6 +254,7 @@ class _Call:
         self.bfloat16 = None  # the bfloat16 dtype to round floating results back to
         self.copies = []  # the arguments read through a float32 copy (warn_copies)
         self.outs: dict[int, object] = {}  # id(translated out) -> the caller's out
+        self.written: list = []  # torch out tensors, whose version counters a write bumps
         self.native_bits = None  # the bfloat16 dtype of a call that read its bits
         self.widened = False  # a reduction or scan read a bfloat16 x in place
         self.rounds = False  # dtype=bfloat16 of another input: float32 results rounded
@@ -289,6 +292,32 @@ class _Call:
             return _from_dlpack(a, name)
         return a
 
+    def _writes(self, t, name: str, torch) -> None:
+        """Check a torch ``out`` as torch's own in-place writes do, and keep it to bump
+        its version counter after the call (:meth:`bump_versions`): a tensor that
+        autograd saved for a backward pass (``y.detach()`` of ``y = a.exp()``) then
+        fails that pass, as after torch's ``out=``, instead of giving a wrong gradient.
+        A replay of the call bumps the ``out`` it returns (``runtime/replay.py``)."""
+        if t.requires_grad:
+            raise ValueError(f"{self.name}: {name} is a tensor that requires grad; "
+                             f"numbakern writes it outside autograd, which would leave "
+                             f"a wrong gradient: pass {name}.detach() or a tensor that "
+                             f"does not require grad")
+        if t.is_inference() and not torch.is_inference_mode_enabled():
+            raise ValueError(f"{self.name}: {name} is an inference tensor, which torch "
+                             f"lets nothing write outside torch.inference_mode(): call "
+                             f"there, or pass {name}.clone()")
+        if not t.is_inference():  # inference tensors keep no version counter
+            self.written.append(t)
+
+    def bump_versions(self) -> None:
+        """Bump the version counter of each torch ``out`` written, as torch's in-place
+        writes do (autograd's check that a saved tensor is unchanged)."""
+        if self.written:
+            import torch
+
+            torch.autograd.graph.increment_version(self.written)
+
     def _tensor_in(self, t, name: str, first: bool):
         import torch
 
@@ -302,12 +331,9 @@ class _Call:
         caller = t
         if t.dtype.is_floating_point and t.dtype != torch.bfloat16:
             self.wider.add(name)
+        if name in OUTS:
+            self._writes(t, name, torch)
         if t.requires_grad:
-            if name in OUTS:
-                raise ValueError(f"{self.name}: {name} is a tensor that requires grad; "
-                                 f"numbakern writes it outside autograd, which would leave "
-                                 f"a wrong gradient: pass {name}.detach() or a tensor that "
-                                 f"does not require grad")
             t = t.detach()
         if t.is_neg():
             t = self._resolved_neg(t, name)

@@ -817,7 +817,12 @@ class Program:
         if type(spec) is _NamedResult:
             return spec.cls(*self._view(spec.items, block, address, objects))
         if type(spec) is _InputResult:
-            return objects[spec.index]
+            written = objects[spec.index]
+            if self.kind == "torch" and not written.is_inference():
+                # as the translated call's own write does (api/_interop.py): autograd
+                # must see that a tensor it saved has changed
+                sys.modules["torch"].autograd.graph.increment_version(written)
+            return written
         if SIMULATOR:
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 

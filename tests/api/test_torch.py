@@ -675,6 +675,34 @@ def test_outs_that_require_grad_are_refused():
         nk.cross_entropy(logits, torch.tensor([0, 1, 2]), return_grad=True, grad_out=logits)
 
 
+@pytest.mark.parametrize("write", [
+    lambda y: nk.cumsum(torch.ones(3), out=y),
+    lambda y: nk.softmax(torch.randn(3), out=y),
+    lambda y: nk.cross_entropy(torch.randn(1, 3), torch.tensor([1]), return_grad=True,
+                               grad_out=y.reshape(1, 3)),
+])
+def test_a_written_out_bumps_its_version_so_a_saved_tensor_fails_backward(write):
+    """As after torch's own out=: autograd saved exp's output for its backward pass,
+    so writing it (through a detached view) must make backward raise, not give a
+    wrong gradient."""
+    a = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    y = a.exp()
+    before = y._version
+    write(y.detach())
+    assert y._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_inference_tensors_are_written_only_in_inference_mode():
+    with torch.inference_mode():
+        out = torch.zeros(3)
+        nk.cumsum(torch.ones(3), out=out)
+    assert out.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="out is an inference tensor"):
+        nk.cumsum(torch.ones(3), out=out)
+
+
 def test_outs_whose_elements_share_memory_are_refused():
     """An expanded out (stride 0 along an axis of length > 1) or another layout whose
     elements overlap would have the kernels' writes race into one element: refused,

@@ -724,7 +724,9 @@ def test_torch_outs_replay_as_the_callers_tensor_and_never_one_that_requires_gra
     for _ in range(3):
         x = torch.randn(4, 64, device="cuda")
         out = torch.empty_like(x)
+        version = out._version
         assert nk.softmax(x, out=out) is out
+        assert out._version > version  # replayed too: autograd sees the write
         torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
     assert replay.counts["replayed"] - before == 2
     with pytest.raises(ValueError, match="requires grad"):
