@@ -268,6 +268,12 @@ def _block(name: str, threads, argument: str = "block"):
     return REGISTRY["block"][name](threads)
 
 
+# The functions that take each family's strategies, for a strategy given to another
+_TAKERS = {"reduce": "sum, max, argmax, ...", "scan": "cumsum, associative_scan, ...",
+           "histogram": "histogram and bincount", "sort": "sort and argsort",
+           "select": "topk, partition, median, ..."}
+
+
 def _grid_from_name(family: str, spec: str | None, threads, argument: str):
     """A grid strategy from ``"grid/block"``, a grid name alone (block
     ``warp_shuffle``) or a block name alone (the family's default grid)."""
@@ -286,11 +292,10 @@ def _grid_from_name(family: str, spec: str | None, threads, argument: str):
                          f"{', '.join(blocks)}")
     if grid_name not in grids or block_name not in blocks:
         what = "strategy" if family == "reduce" else "scan strategy"
-        other = "scan" if family == "reduce" else "reduce"
         hint = ""
-        if grid_name in REGISTRY[other]:
-            hint = (" (a scan strategy: cumsum and associative_scan take it)"
-                    if other == "scan" else " (a reduction strategy: sum, max, ... take it)")
+        for other, takers in _TAKERS.items():
+            if other != family and grid_name in REGISTRY[other]:
+                hint = f" (a {other} strategy: {takers} take it)"
         raise ValueError(
             f"{argument}: unknown {what} {spec!r}{hint}; known: "
             f"{', '.join(available(family))} "

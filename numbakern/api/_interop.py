@@ -469,7 +469,8 @@ class _Call:
         after the call, so that a call that refuses the float32 input raises its
         error alone."""
         for name in self.copies:
-            warn(f"{self.name}: {name} is bfloat16, which the kernels read "
+            verb = "write" if name in OUTS else "read"
+            warn(f"{self.name}: {name} is bfloat16, which the kernels {verb} "
                  f"through a float32 copy (twice its size)", CopyWarning)
 
     def stream_context(self, kwargs: dict):

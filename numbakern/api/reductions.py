@@ -1056,7 +1056,8 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
         _ops.MAX.empty_result(dtypes[0])
     if boolean:
         raise TypeError("ptp is not defined for bool x (NumPy's subtract refuses "
-                        "booleans): pass x.astype(np.uint8)")
+                        "booleans): pass it as uint8 (x.astype(np.uint8); a tensor: "
+                        "x.to(torch.uint8))")
     kind = kind_of(x)
     check_out(out, shape, dtypes[0], kind, "ptp")
     workspace = Workspace(kind, resolve_stream(stream, kind))

@@ -754,7 +754,8 @@ def _result_dtype(name: str, dtype: np.dtype, method: str, q) -> np.dtype:
         except TypeError:
             raise TypeError(f"{name}: x of dtype {dtype} cannot be interpolated by method "
                             f"{method!r} (NumPy cannot subtract bools); use method "
-                            f"'lower', 'higher' or 'nearest', or x.astype(float)") from None
+                            f"'lower', 'higher' or 'nearest', or x as floats "
+                            f"(x.astype(float); a tensor: x.double())") from None
 
 
 __all__ = ["argpartition", "median", "nanmedian", "nanpercentile", "nanquantile",

@@ -82,7 +82,8 @@ def softmax_tree(trace: SoftmaxTrace, limit: int = 6) -> Tree:
     for op in trace.results:
         own = sorted((t, i) for (o, t), i in trace.own.items() if o == op)
         branch = root.add(Text(f"reduce of {op}: {len(own)} thread states, "
-                               f"{len(trace.joins(op))} joins (threads - 1)", "bold"))
+                               f"{len(trace.joins(op))} joins (one fewer than the states "
+                               f"holding elements)", "bold"))
         tiles = (" (tile by tile: its rescales within the thread are not combines of the "
                  "kit, so not listed)") if op == "online_softmax" and not trace.per_thread else ""
         node = branch.add(Text("each thread's own state, folded in registers" + tiles))
