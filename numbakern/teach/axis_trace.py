@@ -153,8 +153,8 @@ def trace_axis_reduce(x, axis: int, op="sum", strategy="two_pass/warp_shuffle", 
     vector = _vector_loads(layout, plan)
     outputs = [_output(launch, rec, k, r, v, o, axis, shares[o], starts[o], vector)
                for o, (k, r, v) in enumerate(zip(kept, roots, values))]
-    return AxisTrace(x.shape, axis, _layout_words(layout, plan, grid, blocks, first),
-                     outputs, launch, _reference(op, x, axis, result))
+    words = _layout_words(layout, plan, grid, blocks, first, values.size)
+    return AxisTrace(x.shape, axis, words, outputs, launch, _reference(op, x, axis, result))
 
 
 def _root(rec, out, k: int) -> int:
@@ -301,10 +301,10 @@ def _vector_loads(layout, plan):
     return vector
 
 
-def _layout_words(layout, plan, grid, blocks, first: tuple) -> str:
+def _layout_words(layout, plan, grid, blocks, first: tuple, outputs: int) -> str:
     """The planner's choice for this layout (its ``plan``), as ``explain`` prints it
     (``first``: the recording's first combining launch, ``(kernel, blocks,
-    threads)``)."""
+    threads)``; ``outputs``: how many the array has)."""
     if not isinstance(layout, AxisReduce):  # TinyRows: rows of one vector each
         name, grid_blocks, threads = first
         row = layout.width * layout.av.view.dtype.itemsize
@@ -316,7 +316,10 @@ def _layout_words(layout, plan, grid, blocks, first: tuple) -> str:
     else:  # plan.lanes: the outputs side by side in a block (vectors of them, width > 1)
         groups = plan.threads // plan.lanes
         width = f" ({plan.width} adjacent outputs a thread)" if plan.width > 1 else ""
-        who = f"{plan.lanes * plan.width} outputs side by side{width}, " + (
+        room = plan.lanes * plan.width
+        held = f"{room} outputs" if room <= outputs else \
+            f"room for {room} outputs ({outputs} here)"
+        who = f"{held} side by side{width}, " + (
             "one thread an output, folding its elements in turn" if groups == 1 else
             f"{groups} threads an output, its i-th taking elements i, i + {groups}, ...; "
             "their states meet in shared memory (the column kernel's own combine: no "

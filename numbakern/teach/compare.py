@@ -825,11 +825,13 @@ class Row:
 
 
 def describe(value: np.ndarray) -> str:
+    """A result as a table cell: a scalar's value, a few elements' values (a table's
+    narrow result column wraps one a line), else the shape and dtype."""
     value = np.asarray(value)
     if value.ndim == 0:
         v = value[()]
         return f"{v:.7g}" if value.dtype.kind == "f" else str(v)
-    if value.size <= 8:
+    if value.size <= 4:
         return np.array2string(value, separator=" ", precision=4)
     return "x".join(map(str, value.shape)) + f" {value.dtype}"
 

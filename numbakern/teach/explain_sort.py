@@ -74,8 +74,10 @@ def sort_tree(trace: SortTrace, limit: int = 6) -> Tree:
 
 
 def _network(trace: SortTrace, root: Tree, limit: int) -> None:
-    branch = root.add(Text(f"the network on {trace.size} places ({trace.n} keys, padded "
-                           "with the largest key), one barrier after each stage", "bold"))
+    padding = (f", padded with {trace.size - trace.n} of the largest key"
+               if trace.size > trace.n else "")
+    branch = root.add(Text(f"the network on {trace.size} places ({trace.n} keys{padding}), "
+                           "one barrier after each stage", "bold"))
     by_stage = defaultdict(list)
     for ce in trace.exchanges:
         by_stage[ce.stage].append(ce)

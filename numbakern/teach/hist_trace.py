@@ -267,7 +267,8 @@ def histogram_tree(trace: HistogramTrace, limit: int = 6) -> Tree:
     root.add(Text(
         f"proof: every counted element reached out[bin] exactly once: "
         f"{'yes' if not trace.problems else 'NO (' + trace.problems[0] + ')'} · equals "
-        f"NumPy's bincount: {'yes' if np.array_equal(trace.out, trace.expected) else 'NO'}"
+        f"NumPy's bincount{' of the elements in range' if left_out else ''}: "
+        f"{'yes' if np.array_equal(trace.out, trace.expected) else 'NO'}"
         f" · out = {_head(trace.out.tolist(), 16)}", "bold green" if ok else "bold red"))
     return root
 
