@@ -63,16 +63,16 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
     keepdims = check_flag(keepdims, "keepdims")
     returned = check_flag(returned, "returned")
     shape = tuple(x.shape)
-    given = _given_axes(axis, len(shape))
+    given = given_axes(axis, len(shape))
     axes = None if given is None else normalize_axes(given, len(shape))
     if weights is None:
         avg = mean(x, axis=axes, keepdims=keepdims, strategy=strategy, stream=stream)
-        counts = _counts_like(avg, x)  # raises, as NumPy's, for no averages
+        counts = counts_like(avg, x)  # raises, as NumPy's, for no averages
         return (avg, counts) if returned else avg
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     w = as_array_like(weights)
-    result = _result_dtype(np.dtype(x.dtype), w, "weights")
+    result = result_dtype(np.dtype(x.dtype), w, "weights")
     dims = _weight_dims(shape, tuple(w.shape), given)
     acc = np.dtype(np.float32) if result == np.float16 else result
     products, summed = _weighted(x, w, dims, acc, workspace)
@@ -83,7 +83,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
     return _quotient(sums, scale, result, kept, returned, workspace)
 
 
-def _given_axes(axis, ndim: int):
+def given_axes(axis, ndim: int):
     """``axis`` as NumPy's ``average`` reads it: None, or a tuple of non-negative axes
     in the order given (the weights' axes follow it)."""
     if axis is None:
@@ -93,7 +93,7 @@ def _given_axes(axis, ndim: int):
     return tuple(normalize_axis(a, ndim) for a in axes)
 
 
-def _result_dtype(x_dtype: np.dtype, w, name: str) -> np.dtype:
+def result_dtype(x_dtype: np.dtype, w, name: str) -> np.dtype:
     """NumPy's: ``result_type(x, w)``, and at least float64 for bool and integer x."""
     w_dtype = np.dtype(w.dtype)
     for arg, dtype in (("x", x_dtype), (name, w_dtype)):
@@ -105,23 +105,32 @@ def _result_dtype(x_dtype: np.dtype, w, name: str) -> np.dtype:
     return np.result_type(x_dtype, w_dtype)
 
 
-def _weight_dims(shape: tuple, w_shape: tuple, given) -> np.ndarray:
-    """The ``(ndim, 3)`` rows of :func:`weighted_into`: each axis of ``x``, its C-order
-    multiplier, and the weights' stride along it (their own where they have ``x``'s
-    shape; else the stride of the weights' axis that ``given`` pairs with it)."""
-    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
+def weights_along(shape: tuple, w_shape: tuple, given) -> tuple | None:
+    """The axes of ``x`` that the weights' axes stand for, in their order (None: the
+    weights have ``x``'s own shape), by NumPy's rule; its errors otherwise."""
     if w_shape == shape:
-        strides = mults
-    elif given is None:
+        return None
+    if given is None:
         raise TypeError("Axis must be specified when shapes of a and weights differ.")
-    elif w_shape != tuple(shape[a] for a in given):
+    if w_shape != tuple(shape[a] for a in given):
         raise ValueError(f"average: weights of shape {w_shape} must be x's shape along "
                          f"axis {given}, {tuple(shape[a] for a in given)} (NumPy: Shape "
                          f"of weights must be consistent with shape of a along specified "
                          f"axis.)")
+    return given
+
+
+def _weight_dims(shape: tuple, w_shape: tuple, given) -> np.ndarray:
+    """The ``(ndim, 3)`` rows of :func:`weighted_into`: each axis of ``x``, its C-order
+    multiplier, and the weights' stride along it (their own where they have ``x``'s
+    shape; else the stride of the weights' axis paired with it, 0 elsewhere)."""
+    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
+    along = weights_along(shape, w_shape, given)
+    if along is None:
+        strides = mults
     else:
         w_mults = [math.prod(w_shape[k + 1:]) for k in range(len(w_shape))]
-        strides = [w_mults[given.index(a)] if a in given else 0 for a in range(len(shape))]
+        strides = [w_mults[along.index(a)] if a in along else 0 for a in range(len(shape))]
     rows = [(n, mults[a], strides[a]) for a, n in enumerate(shape)] or [(1, 1, 0)]
     return np.array(rows, np.int64)
 
@@ -177,7 +186,7 @@ def _host_quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool):
     return (avg, scale) if returned else avg
 
 
-def _counts_like(avg, x):
+def counts_like(avg, x):
     """NumPy's ``returned`` scale without weights: each slice's element count, in the
     average's dtype and shape (``ZeroDivisionError`` for an empty result, NumPy's
     ``a.size / avg.size``)."""

@@ -19,7 +19,8 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   the aggregate casts to the result dtype. A non-commutative op reducing several
   axes has every reduced axis but the first rechunked whole, so that the partials
   are combined in the C order of the elements. ``mean``: the sum, then a division by
-  the count, as :func:`numbakern.mean`. A reduction of every axis whose blocks fit
+  the count, as :func:`numbakern.mean`; ``average``: two such sums (of ``x * w`` and
+  of ``w``), then their quotient. A reduction of every axis whose blocks fit
   one aggregate (up to 32 blocks when no ``split_every`` is set) is built as two
   layers of plain tasks (:func:`_aggregated`): the same calls as
   ``dask.array.reduction``'s graph, built in a fifth of its time.
@@ -512,6 +513,59 @@ def _mean(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes, out
                                                   outputs=total.size),
                                 dtype=result, meta=_meta(x, total.ndim, result))
     return (total.astype(np.float64) / np.float64(count)).astype(result)
+
+
+def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
+            split_every=None, strategy=None, stream=None):
+    """Lazy :func:`numbakern.average` of a Dask array: ``sum(x * w) / sum(w)``, the two
+    sums numbakern's (chunk by chunk, then across chunks), the products and the
+    broadcast weights Dask's element-wise work on the chunks (a NumPy or Dask
+    ``weights``, laid along ``axis`` as NumPy's rule says). Shapes and dtypes are
+    checked as the graph is built; weights of a slice summing to zero raise NumPy's
+    ``ZeroDivisionError`` at compute. Without weights: :func:`mean` (and its counts)."""
+    from numbakern.api.average import given_axes, result_dtype, weights_along
+
+    _check_dask(x, "average")
+    keepdims = check_flag(keepdims, "keepdims")
+    returned = check_flag(returned, "returned")
+    given = given_axes(axis, x.ndim)
+    axes = None if given is None else normalize_axes(given, x.ndim)
+    reduce = dict(axis=axes, keepdims=keepdims, split_every=split_every, strategy=strategy)
+    if weights is None:
+        avg = mean(x, **reduce)
+        count = math.prod(x.shape) / math.prod(avg.shape)  # NumPy's: raises for no avg
+        return (avg, da.full_like(avg, count)) if returned else avg
+    w = weights if isinstance(weights, da.Array) else da.from_array(_like_chunks(x, weights))
+    result = result_dtype(np.dtype(x.dtype), w, "weights")
+    along = weights_along(tuple(x.shape), tuple(w.shape), given)
+    if along is not None:  # NumPy's: the weights' axes in x's order, length 1 elsewhere
+        w = w.transpose(tuple(np.argsort(along).tolist())).reshape(
+            tuple(n if a in along else 1 for a, n in enumerate(x.shape)))
+    acc = np.dtype(np.float32) if result == np.float16 else result
+    w = w.astype(acc).rechunk(tuple((1,) if n == 1 else c  # x's chunks, where not broadcast
+                                    for n, c in zip(w.shape, x.chunks)))
+    w = da.broadcast_to(w, x.shape, chunks=x.chunks)
+    sums, scale = sum(x.astype(acc) * w, **reduce), sum(w, **reduce)
+    scale = scale.map_blocks(_weights_not_zero, dtype=acc)
+    avg = (sums / scale).astype(result)
+    return (avg, scale.astype(result)) if returned else avg
+
+
+def _like_chunks(x, a):
+    """A host array ``a`` in the library of ``x``'s chunks (CuPy's or NumPy's), for
+    element-wise work with them."""
+    a = np.asarray(a)
+    if type(x._meta).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy.asarray(a)
+    return a
+
+
+def _weights_not_zero(block):
+    if (block == 0).any():
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    return block
 
 
 def _mean_of_nothing(block, *, scalar: bool, outputs: int, block_info=None):
@@ -1871,7 +1925,7 @@ def optimized(result):
     return result
 
 
-__all__ = ["all", "any", "argmax", "argmin", "associative_scan", "bincount",
+__all__ = ["all", "any", "argmax", "average", "argmin", "associative_scan", "bincount",
            "bitwise_and_sum", "bitwise_or_sum", "count_nonzero", "cumprod", "cumsum",
            "cumulative_prod", "cumulative_sum",
            "histogram", "log_softmax", "logsumexp", "max", "max_with_indices", "mean", "min",

@@ -256,6 +256,37 @@ def test_logsumexp_of_chunk_logsumexps(axis, keepdims):
         nk.logsumexp(x, b=x)
 
 
+@pytest.mark.parametrize("split_every", [2, None])
+def test_average_of_chunk_sums(split_every):
+    """Weights along an axis (NumPy's order for several), of x's shape, as a Dask
+    array of other chunks, and none; zero-sum weights raise at compute."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal(SHAPE)
+    x = da.from_array(a, chunks=CHUNKS)
+    w1, wfull = rng.random(SHAPE[1]) + 0.1, rng.random(SHAPE) + 0.1
+    kw = {"split_every": split_every}
+    for lazy, want in (
+            (nk.average(x, axis=1, weights=w1, returned=True, **kw),
+             np.average(a, axis=1, weights=w1, returned=True)),
+            (nk.average(x, weights=da.from_array(wfull, chunks=(4, 9)), returned=True, **kw),
+             np.average(a, weights=wfull, returned=True)),
+            (nk.average(x, axis=(1, 0), weights=wfull.T, keepdims=True, returned=True, **kw),
+             np.average(a, axis=(1, 0), weights=wfull.T, keepdims=True, returned=True)),
+            (nk.average(x, axis=0, returned=True, **kw),
+             np.average(a, axis=0, returned=True))):
+        _check(lazy[0], want[0], rtol=1e-12)
+        _check(lazy[1], want[1], rtol=1e-12)
+    ints = da.from_array(a.astype(np.int16) * 7, chunks=CHUNKS)
+    _check(nk.average(ints, axis=1, weights=w1.astype(np.float32)),
+           np.average(a.astype(np.int16) * 7, axis=1, weights=w1.astype(np.float32)),
+           rtol=1e-12)
+    lazy = nk.average(x, axis=1, weights=np.zeros(SHAPE[1]))  # built, then raises
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
+        lazy.compute()
+    with pytest.raises(TypeError, match="Axis must be specified"):
+        nk.average(x, weights=w1)
+
+
 def test_ptp_wraps_integers_as_numpy():
     a = np.array([[-128, 127, 5], [3, 3, -1]], dtype=np.int8)
     x = da.from_array(a, chunks=(1, 2))

@@ -53,6 +53,10 @@ def test_cupy_chunks_every_family(cp, scheduler):
         ref /= ref.sum(1, keepdims=True)
         np.testing.assert_allclose(_cupy_result(cp, nk.softmax(x, axis=1)), ref, rtol=1e-5,
                                    atol=1e-7)
+        w = np.linspace(0.5, 1.5, 5000)  # host weights along axis 1: made CuPy chunks
+        np.testing.assert_allclose(_cupy_result(cp, nk.average(x, axis=1, weights=w)),
+                                   np.average(a.astype(np.float64), axis=1, weights=w),
+                                   rtol=1e-4, atol=1e-5)
         hist, _ = nk.histogram(x, bins=16, range=(-3, 3))
         np.testing.assert_array_equal(_cupy_result(cp, hist),
                                       np.histogram(a, bins=16, range=(-3, 3))[0])
