@@ -18,7 +18,7 @@ from numbakern.core.axes import normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.kernels.elementwise import INVALID, OVERFLOW, divide_by_into, weighted_into
 from numbakern.runtime.checks import check_flag
-from numbakern.runtime.stacklevel import numpy_fp_error, numpys_words
+from numbakern.runtime.stacklevel import numpy_fp_error
 from numbakern.runtime.views import flat, host_copy
 
 
@@ -176,13 +176,21 @@ def _quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool,
 
 
 def _host_quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool):
-    """NumPy input's division, NumPy's own (its words: "divide", or "scalar divide"
-    for a 0-d result, whose operands NumPy's sums give as scalars)."""
+    """NumPy input's division, in ``result`` on the host as NumPy's, with its warnings
+    under ``np.geterr()`` ("divide", or "scalar divide" for a 0-d result, whose
+    operands NumPy's sums give as scalars), found from the values rather than by
+    catching NumPy's (a warnings filter is no thread's own)."""
     sums, scale = sums.astype(result).reshape(kept), scale.astype(result).reshape(kept)
-    if not kept:
-        sums, scale = sums[()], scale[()]
-    with numpys_words():
+    with np.errstate(all="ignore"):
         avg = sums / scale
+    made = ~np.isnan(sums) & ~np.isnan(scale)
+    step = "divide" if kept else "scalar divide"
+    if (made & np.isnan(avg)).any():
+        numpy_fp_error("invalid", f"invalid value encountered in {step}")
+    if (np.isinf(avg) & np.isfinite(sums) & np.isfinite(scale)).any():
+        numpy_fp_error("over", f"overflow encountered in {step}")
+    if not kept:
+        avg, scale = avg[()], scale[()]
     return (avg, scale) if returned else avg
 
 
