@@ -76,6 +76,7 @@ case "${1:-tests}" in
     [ "$(gpu_mib)" -lt 100000 ] && procs=4  # 8 ran out of memory on an 80 GB card
     a=$root/tests/api
     pt "$a/test_logic_and_nan.py" "$a/test_reductions_gpu.py" "$a/test_dask_gpu.py" \
+       "$a/test_average.py" \
        "$a/test_torch.py" "$a/test_selection_gpu.py" "$a/test_where_gpu.py" \
        "$root/tests/runtime/test_replay.py" \
        "$a/test_reductions.py::test_a_users_combine_or_identity_that_cannot_work_is_named_at_first_use" \

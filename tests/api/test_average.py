@@ -135,3 +135,19 @@ def test_device_arrays_in_device_arrays_out():
     strided = cuda.to_device(x)[:, ::2]
     same(nk.average(strided, axis=None, weights=cuda.to_device(np.ones((3, 33), np.float32)))
          .copy_to_host(), np.average(x[:, ::2]), 1e-5, 1e-6)
+
+
+@pytest.mark.gpu
+def test_cupy_and_cuda_tensors_in_their_own_type_out():
+    x = RNG.standard_normal((5, 1000)).astype(np.float32)
+    w = (RNG.random(1000) + 0.5).astype(np.float32)
+    want = np.average(x, axis=1, weights=w, returned=True)
+    cp = pytest.importorskip("cupy")
+    got = nk.average(cp.asarray(x), axis=1, weights=cp.asarray(w), returned=True)
+    assert all(isinstance(g, cp.ndarray) for g in got)
+    same(cp.asnumpy(got[0]), want[0], 1e-5, 1e-6)
+    same(cp.asnumpy(got[1]), want[1], 1e-6)
+    torch = pytest.importorskip("torch")
+    got = nk.average(torch.from_numpy(x).cuda(), axis=1, weights=torch.from_numpy(w).cuda())
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    same(got.cpu().numpy(), want[0], 1e-5, 1e-6)
