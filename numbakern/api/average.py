@@ -71,7 +71,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
         return (avg, counts) if returned else avg
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    w = as_array_like(weights)
+    w = as_array_like(weights, "weights")
     result = result_dtype(np.dtype(x.dtype), w, "weights")
     dims = _weight_dims(shape, tuple(w.shape), given)
     acc = np.dtype(np.float32) if result == np.float16 else result

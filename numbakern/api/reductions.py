@@ -286,7 +286,7 @@ def _where(where, shape: tuple, name: str):
         return None
     if isinstance(where, BFloat16Bits) or where is None:
         raise TypeError(f"{name}: where must be True or a bool array, got {where!r}")
-    mask = as_array_like(where)
+    mask = as_array_like(where, "where")
     if np.dtype(mask.dtype) != np.bool_:
         raise TypeError(f"{name}: where must be a bool array (True: the element is "
                         f"reduced), got dtype {mask.dtype}; NumPy does not cast it to bool")
@@ -1686,7 +1686,7 @@ def _given_mean(mean, kept_shape: tuple, name: str, scalar: bool = False):
     nanvar refuses them): dropped here."""
     if isinstance(mean, BFloat16Bits):
         raise TypeError(f"{name}: mean must hold real numbers, got bfloat16 bits")
-    given = as_array_like(mean)
+    given = as_array_like(mean, "mean")
     dtype = np.dtype(given.dtype)
     if dtype.kind not in "biuf":
         raise TypeError(f"{name}: mean must hold real numbers (bool, integers or floats), "

@@ -140,7 +140,7 @@ def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None
     """
     op, x, exclusive, reverse, result, grid = _setup(op, x, exclusive, reverse, dtype,
                                                       strategy, "scan_by_key")
-    keys = as_array_like(keys)
+    keys = as_array_like(keys, "keys")
     if len(keys.shape) != 1 or keys.shape[0] != x.shape[0]:
         raise ValueError(f"keys must be 1-D of x's length {x.shape[0]}, got shape "
                          f"{tuple(keys.shape)}")

@@ -80,7 +80,7 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
     plus a radix sort of 1-4 passes, whatever the segments' lengths. One segment
     skips the second sort.
     """
-    keys = _one_d(as_array_like(keys), "keys")
+    keys = _one_d(as_array_like(keys, "keys"), "keys")
     dtype = check_dtype(keys.dtype, "keys")
     descending = check_flag(descending, "descending")
     if values is not None:
@@ -116,7 +116,7 @@ def _one_d(x, name: str):
 
 
 def _values(values, size: int):
-    values = _one_d(as_array_like(values), "values")
+    values = _one_d(as_array_like(values, "values"), "values")
     vdtype = np.dtype(values.dtype)
     if vdtype.kind not in "biufc" or vdtype.itemsize > 8:
         raise TypeError(f"values must have a bool, integer, float or complex64 dtype of at "

@@ -382,7 +382,7 @@ def _keep(mask, causal, scale: float, shape: tuple, axis: int, name: str) -> str
 def _check_mask(mask, shape: tuple, name: str) -> None:
     if isinstance(mask, BFloat16Bits):
         raise TypeError("mask must be a bool array (True keeps), got bfloat16")
-    mask = as_array_like(mask)
+    mask = as_array_like(mask, "mask")
     if np.dtype(mask.dtype) != np.bool_:
         raise TypeError(f"mask must be a bool array (True keeps), got dtype {mask.dtype}")
     try:

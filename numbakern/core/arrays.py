@@ -130,15 +130,26 @@ def on_cupy(kind: str) -> bool:
     return kind == "cupy" and not SIMULATOR
 
 
-def as_array_like(x: Any):
-    """The input as an array object with shape, dtype and strides (lists via NumPy).
+def as_array_like(x: Any, name: str = "x"):
+    """The input ``name`` as an array object with shape, dtype and strides (lists via
+    NumPy).
 
     Host arrays in a non-native byte order are converted (they are copied to the
     device anyway). Raises ``TypeError`` for masked arrays, whose mask a kernel
-    would silently ignore, and for ``np.matrix``, whose results NumPy keeps 2-D
-    (numbakern would hand back plain arrays of other shapes).
+    would silently ignore, for ``np.matrix``, whose results NumPy keeps 2-D
+    (numbakern would hand back plain arrays of other shapes), and for a device array
+    of non-native byte order (a big-endian ``cuda.to_device`` copy), which the kernels
+    would read as little-endian words.
     """
-    if kind_of(x) != "numpy" or isinstance(x, BFloat16Input):
+    if isinstance(x, BFloat16Input):
+        return x
+    if kind_of(x) != "numpy":
+        dtype = getattr(x, "dtype", None)
+        if isinstance(dtype, np.dtype) and not dtype.isnative:
+            raise TypeError(f"{name} is a device array of non-native byte order (dtype "
+                            f"{dtype.str}), which the GPU's little-endian kernels cannot "
+                            f"read: convert it before the copy to the device, "
+                            f"a.astype(a.dtype.newbyteorder('='))")
         return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError("masked arrays are not supported: pass x.filled(value) or "

@@ -102,6 +102,10 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                          f"{tuple(shape)}")
     if kind == "numpy" and not out.flags.writeable:
         raise ValueError(f"{name}: {arg} must be a writeable NumPy array")
+    if kind != "numpy" and not np.dtype(view.dtype).isnative:
+        raise OutDtypeError(f"{name}: {arg} is a device array of non-native byte order "
+                            f"(dtype {np.dtype(view.dtype).str}), which the GPU's "
+                            f"little-endian kernels cannot write: pass a native one")
     itemsize = np.dtype(view.dtype).itemsize
     check_distinct(tuple(view.shape), tuple(view.strides), itemsize, name, arg)
     if kind != "numpy" and any(s % itemsize for s in view.strides):

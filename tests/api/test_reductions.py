@@ -675,3 +675,31 @@ def test_a_users_combine_or_identity_that_cannot_work_is_named_at_first_use():
                       (worded, "Op 'worded': identity must be a number")):
         with pytest.raises(TypeError, match=words):
             nk.reduce(np.ones(4), op)
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: nk.sum(d), lambda d: nk.max(d, axis=1), lambda d: nk.argmax(d),
+    lambda d: nk.cumsum(d, axis=1), lambda d: nk.sort(d), lambda d: nk.median(d),
+    lambda d: nk.histogram(d, bins=4, range=(0, 8)), lambda d: nk.softmax(d),
+    lambda d: nk.topk(d, 2), lambda d: nk.logsumexp(d),
+    lambda d: nk.segmented_reduce(d[0], [0, 2, 4]),
+])
+def test_device_arrays_of_non_native_byte_order_are_refused(call):
+    """A big-endian device copy (``cuda.to_device`` keeps the byte order) would be
+    read as little-endian words: refused, naming x, never a wrong answer or a crash
+    inside Numba (host arrays of either order are converted)."""
+    big = np.array([[3, 1, 2, 7], [5, 4, 6, 0]], ">f4")
+    with pytest.raises(TypeError, match="x is a device array of non-native byte order"):
+        call(cuda.to_device(big))
+    got = call(big)  # the same call on the host converts and computes
+    assert np.asarray(got[0] if isinstance(got, tuple) else got).size
+
+
+def test_device_outs_and_weights_of_non_native_byte_order_are_refused():
+    x = cuda.to_device(np.ones((2, 3)))
+    with pytest.raises(OutDtypeError, match="out is a device array of non-native byte"):
+        nk.sum(x, axis=1, out=cuda.device_array(2, ">f8"))
+    with pytest.raises(OutDtypeError, match="out is a device array of non-native byte"):
+        nk.cumsum(x, axis=1, out=cuda.device_array((2, 3), ">f8"))
+    with pytest.raises(TypeError, match="weights is a device array of non-native byte"):
+        nk.average(x, axis=1, weights=cuda.to_device(np.ones(3, ">f8")))
