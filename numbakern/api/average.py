@@ -16,9 +16,11 @@ from numbakern.core.arrays import Workspace, as_array_like, bits_of, honours_str
     kind_of, resolve_stream, user_array
 from numbakern.core.axes import normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import deliver, deliver_host
-from numbakern.kernels.elementwise import INVALID, OVERFLOW, divide_by_into, weighted_into
+from numbakern.kernels.elementwise import (INVALID, OVERFLOW, PRODUCT_INF, PRODUCT_NAN,
+                                          WEIGHT_INF, WEIGHT_NAN, divide_by_into,
+                                          weighted_into)
 from numbakern.runtime.checks import check_flag
-from numbakern.runtime.stacklevel import numpy_fp_error
+from numbakern.runtime.stacklevel import numpy_fp_error, quiet_numpy_errors
 from numbakern.runtime.views import flat, host_copy
 
 
@@ -54,10 +56,13 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
             ``weights``, a result of no elements (NumPy's ``a.size / avg.size``).
         AxisError: an axis out of range.
 
-    float16 is multiplied and summed in float32, rounded once to float16 (NumPy rounds
-    each product and partial sum to float16). The products' ``inf * 0`` and overflow
-    warn as NumPy's multiply for NumPy input, and its division's as NumPy's; device
-    input gets the same values without the warnings.
+    A float16 product is rounded to float16, as NumPy's multiply rounds it; the sums
+    accumulate float16 in float32, rounded once (as NumPy's float16 sums do, in
+    another order). For NumPy input, NumPy's floating-point words, in its order, under
+    ``np.geterr()``: the sum of the weights ("reduce"), the products ("multiply"),
+    their sum, the division ("divide"); a sum's words are decided by whether any term
+    of the call (not of that slice) was NaN or infinite. Device input gets the same
+    values without the warnings.
     """
     x = as_array_like(x)
     keepdims = check_flag(keepdims, "keepdims")
@@ -73,14 +78,16 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
     workspace = Workspace(kind, resolve_stream(stream, kind))
     w = as_array_like(weights, "weights")
     result = result_dtype(np.dtype(x.dtype), w, "weights")
-    dims = _weight_dims(shape, tuple(w.shape), given)
-    acc = np.dtype(np.float32) if result == np.float16 else result
-    products, summed = _weighted(x, w, dims, acc, workspace)
-    reduce = dict(axis=axes, keepdims=keepdims, strategy=strategy, stream=workspace.stream)
-    sums = _sum(products, **reduce)
-    scale = _sum(summed, **reduce)
+    along = weights_along(shape, tuple(w.shape), given)
     kept = result_shape(shape, range(len(shape)) if axes is None else axes, keepdims)
-    return _quotient(sums, scale, result, kept, returned, workspace)
+    if along is not None and not math.prod(kept):
+        _no_zero_total(w, result, stream)  # NumPy sums the weights before broadcasting
+    products, summed, found = _weighted(x, w, _weight_dims(shape, tuple(w.shape), along),
+                                        result, workspace)
+    reduce = dict(axis=axes, keepdims=keepdims, strategy=strategy, stream=workspace.stream)
+    with quiet_numpy_errors():  # the sums' words are NumPy's, told by _quotient
+        sums, scale = _sum(products, **reduce), _sum(summed, **reduce)
+    return _quotient(sums, scale, result, kept, returned, workspace, found)
 
 
 def given_axes(axis, ndim: int):
@@ -120,12 +127,12 @@ def weights_along(shape: tuple, w_shape: tuple, given) -> tuple | None:
     return given
 
 
-def _weight_dims(shape: tuple, w_shape: tuple, given) -> np.ndarray:
+def _weight_dims(shape: tuple, w_shape: tuple, along) -> np.ndarray:
     """The ``(ndim, 3)`` rows of :func:`weighted_into`: each axis of ``x``, its C-order
     multiplier, and the weights' stride along it (their own where they have ``x``'s
-    shape; else the stride of the weights' axis paired with it, 0 elsewhere)."""
+    shape, ``along`` None; else the stride of the weights' axis ``along`` pairs with
+    it, 0 elsewhere)."""
     mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
-    along = weights_along(shape, w_shape, given)
     if along is None:
         strides = mults
     else:
@@ -135,44 +142,70 @@ def _weight_dims(shape: tuple, w_shape: tuple, given) -> np.ndarray:
     return np.array(rows, np.int64)
 
 
-def _weighted(x, w, dims: np.ndarray, acc: np.dtype, workspace: Workspace) -> tuple:
-    """``(x * w, w)`` broadcast to ``x``'s shape, in ``acc``: device arrays of ``x``'s
-    shape (empty where ``x`` is); NumPy's multiply's warnings for NumPy input."""
+def _no_zero_total(w, result: np.dtype, stream) -> None:
+    """NumPy's zero check where the weights lie along ``axis`` and the result has no
+    elements: its sum of the weights is one total, made before broadcasting."""
+    total = _sum(w, dtype=result, stream=stream)
+    if not isinstance(total, np.generic):
+        total = total.copy_to_host() if hasattr(total, "copy_to_host") else np.asarray(total)
+    if total == 0:
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+
+
+def _weighted(x, w, dims: np.ndarray, dtype: np.dtype, workspace: Workspace) -> tuple:
+    """``(x * w, w, found)``: the products and the weights broadcast to ``x``'s shape,
+    in ``dtype`` (device arrays of ``x``'s shape, empty where ``x`` is), and the
+    kernel's flags read to the host for NumPy input (else None)."""
     shape = tuple(x.shape)
-    products, summed = (user_array(workspace.empty(shape, acc)) for _ in range(2))
+    products, summed = (user_array(workspace.empty(shape, dtype)) for _ in range(2))
     if not math.prod(shape):
-        return products, summed
+        return products, summed, np.zeros(6, np.int32)
     bits, widened = bits_of(x)
-    flags = workspace.from_host(np.zeros(2, np.int32))
+    flags = workspace.from_host(np.zeros(6, np.int32))
     weighted_into(_c_order(bits, workspace), _c_order(w, workspace),
                   workspace.from_host(dims), flat(products, "products"),
                   flat(summed, "weights"), flags, widened, workspace.stream)
-    if workspace.kind == "numpy":
-        found = host_copy(flags, workspace.stream)
-        if found[INVALID]:
-            numpy_fp_error("invalid", "invalid value encountered in multiply")
-        if found[OVERFLOW]:
-            numpy_fp_error("over", "overflow encountered in multiply")
-    return products, summed
+    found = host_copy(flags, workspace.stream) if workspace.kind == "numpy" else None
+    return products, summed, found
 
 
 def _quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool,
-              workspace: Workspace):
+              workspace: Workspace, found):
     """``sums / scale`` in ``result`` as the user's array (with ``scale`` where
     ``returned``), after NumPy's check that no weights sum to zero (device arrays of
-    the ``kept`` shape in, one read of ``scale`` to the host)."""
+    the ``kept`` shape in, one read of ``scale`` to the host). For NumPy input
+    (``found``: the products kernel's flags), NumPy's floating-point words in its
+    order: the weights' sum, the products, their sum, the division."""
     sums, scale = flat(sums, "sums"), flat(scale, "scale")
     host_scale = host_copy(scale, workspace.stream)
     workspace.stream.synchronize()
+    if found is not None:
+        _reduce_errors(host_scale, found[WEIGHT_NAN], found[WEIGHT_INF])
     if (host_scale == 0).any():
         raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-    if workspace.kind == "numpy":
-        return _host_quotient(host_copy(sums, workspace.stream), host_scale, result, kept,
-                              returned)
+    if found is not None:
+        host_sums = host_copy(sums, workspace.stream)
+        if found[OVERFLOW]:
+            numpy_fp_error("over", "overflow encountered in multiply")
+        if found[INVALID]:
+            numpy_fp_error("invalid", "invalid value encountered in multiply")
+        _reduce_errors(host_sums, found[PRODUCT_NAN], found[PRODUCT_INF])
+        return _host_quotient(host_sums, host_scale, result, kept, returned)
     dst = workspace.empty(sums.shape[0], result)
     divide_by_into(sums, scale, dst, workspace.stream)
     avg = deliver(workspace, dst, result, kept, None)
     return (avg, deliver(workspace, scale, result, kept, None)) if returned else avg
+
+
+def _reduce_errors(sums: np.ndarray, nan_in, inf_in) -> None:
+    """NumPy's words for a sum (its ``add.reduce``: "overflow", then "invalid"): an
+    infinite sum of terms none of which is infinite overflowed; a NaN sum of terms
+    none of which is NaN met ``inf - inf``. (Which terms each sum held is not read
+    back: only whether any term of the call was NaN or infinite.)"""
+    if not inf_in and np.isinf(sums).any():
+        numpy_fp_error("over", "overflow encountered in reduce")
+    if not nan_in and np.isnan(sums).any():
+        numpy_fp_error("invalid", "invalid value encountered in reduce")
 
 
 def _host_quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool):

@@ -541,12 +541,11 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     if along is not None:  # NumPy's: the weights' axes in x's order, length 1 elsewhere
         w = w.transpose(tuple(np.argsort(along).tolist())).reshape(
             tuple(n if a in along else 1 for a, n in enumerate(x.shape)))
-    acc = np.dtype(np.float32) if result == np.float16 else result
-    w = w.astype(acc).rechunk(tuple((1,) if n == 1 else c  # x's chunks, where not broadcast
+    w = w.astype(result).rechunk(tuple((1,) if n == 1 else c  # x's chunks, where not broadcast
                                     for n, c in zip(w.shape, x.chunks)))
     w = da.broadcast_to(w, x.shape, chunks=x.chunks)
-    sums, scale = sum(x.astype(acc) * w, **reduce), sum(w, **reduce)
-    scale = scale.map_blocks(_weights_not_zero, dtype=acc)
+    sums, scale = sum(x.astype(result) * w, **reduce), sum(w, **reduce)
+    scale = scale.map_blocks(_weights_not_zero, dtype=result)
     avg = (sums / scale).astype(result)
     return (avg, scale.astype(result)) if returned else avg
 

@@ -405,10 +405,20 @@ def _build_squared_deviations(skip_nan: bool, widened: bool):
     return squared_deviations
 
 
+#: the slots past INVALID and OVERFLOW of a weighted mean's flags: which values its
+#: two sums meet (NumPy's warnings of a sum depend on whether its inputs held them)
+PRODUCT_NAN, PRODUCT_INF, WEIGHT_NAN, WEIGHT_INF = range(2, 6)
+
+#: float16's rounding threshold: a product this large or more is stored as inf
+_HALF_OVERFLOW = 65520.0
+
+
 def weighted_into(x, w, dims, products, weights, flags, widened: bool, stream) -> None:
-    """``products[i] = x[i] * w[j]`` and ``weights[i] = w[j]`` in the outputs' dtype,
-    ``j`` the element of ``w`` that NumPy's ``average`` pairs with element ``i`` of
-    ``x``: a weighted mean's two sums, over the same slices, read from these.
+    """``products[i] = x[i] * w[j]`` and ``weights[i] = w[j]`` in the outputs' dtype
+    (a float16 product computed in float32, then rounded once, as NumPy's float16
+    multiply rounds it), ``j`` the element of ``w`` that NumPy's ``average`` pairs with
+    element ``i`` of ``x``: a weighted mean's two sums, over the same slices, read
+    from these.
 
     Args:
         x: 1-D device array, the input's elements in C order (bfloat16 bits for
@@ -418,23 +428,27 @@ def weighted_into(x, w, dims, products, weights, flags, widened: bool, stream) -
             (the weights' element stride along each axis of ``x``, 0 where they
             broadcast).
         products, weights: 1-D device arrays of ``x``'s size, of one float dtype.
-        flags: 1-D int32 device array of 2 zeros: ``flags[INVALID]`` set where a
+        flags: 1-D int32 device array of 6 zeros: ``flags[INVALID]`` set where a
             product is NaN from operands that are not (``inf * 0``), ``flags[OVERFLOW]``
-            where it is infinite from finite ones: NumPy's multiply's warnings.
+            where it is infinite from finite ones (NumPy's multiply's warnings);
+            ``PRODUCT_NAN``, ``PRODUCT_INF``, ``WEIGHT_NAN``, ``WEIGHT_INF`` where a
+            product or a weight is NaN or infinite.
     """
-    key = ("weighted", np.dtype(x.dtype).str, np.dtype(w.dtype).str,
-           np.dtype(products.dtype).str, bool(widened), device_key())
-    kernel = cached(key, lambda: _build_weighted(np.dtype(products.dtype), bool(widened)))
+    dtype = np.dtype(products.dtype)
+    key = ("weighted", np.dtype(x.dtype).str, np.dtype(w.dtype).str, dtype.str,
+           bool(widened), device_key())
+    kernel = cached(key, lambda: _build_weighted(dtype, bool(widened)))
+    limit = _HALF_OVERFLOW if dtype == np.float16 else math.inf
     launch(kernel, grid_for(products.shape[0]), THREADS, stream, x, w, dims, products,
-           weights, flags)
+           weights, flags, limit)
 
 
 def _build_weighted(dtype: np.dtype, widened: bool):
     read = widen if widened else _as_is
-    as_float = from_dtype(dtype)
+    as_float = from_dtype(np.dtype(np.float32) if dtype == np.float16 else dtype)
 
     @cuda.jit
-    def weighted(x, w, dims, products, weights, flags):
+    def weighted(x, w, dims, products, weights, flags, limit):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < products.shape[0]:
@@ -444,10 +458,19 @@ def _build_weighted(dtype: np.dtype, widened: bool):
             v = as_float(read(x[i]))
             u = as_float(w[j])
             p = v * u
-            if math.isnan(p) and not (math.isnan(v) or math.isnan(u)):
-                flags[INVALID] = 1
-            if math.isinf(p) and not (math.isinf(v) or math.isinf(u)):
-                flags[OVERFLOW] = 1
+            infinite = math.isinf(p) or abs(p) >= limit  # as stored
+            if math.isnan(p):
+                flags[PRODUCT_NAN] = 1
+                if not (math.isnan(v) or math.isnan(u)):
+                    flags[INVALID] = 1
+            if infinite:
+                flags[PRODUCT_INF] = 1
+                if not (math.isinf(v) or math.isinf(u)):
+                    flags[OVERFLOW] = 1
+            if math.isnan(u):
+                flags[WEIGHT_NAN] = 1
+            if math.isinf(u) or abs(u) >= limit:
+                flags[WEIGHT_INF] = 1
             products[i] = p
             weights[i] = u
             i += step

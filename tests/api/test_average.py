@@ -78,9 +78,17 @@ def test_without_weights_it_is_the_mean():
 
 
 def test_special_values_and_warnings_as_numpy():
+    h = np.float16
     cases = [(np.array([1.0, np.nan]), [1, 0]),        # NaN * 0: NaN, no warning
              (np.array([1.0, 2.0]), [np.inf, 1.0]),    # inf / inf: "scalar divide"
-             (np.array([1e300, 2.0]), [1e10, 1.0])]    # products overflow: "multiply"
+             (np.array([1e300, 2.0]), [1e10, 1.0]),    # products overflow: "multiply"
+             (np.array([1e308, 1e308]), [1.0, 1.0]),   # their sum overflows: "reduce"
+             (np.array([np.inf, -np.inf]), [1, 2]),    # inf - inf in the sum
+             (np.array([1.0, 2.0]), [np.inf, -np.inf]),  # ... in both sums
+             # float16 products rounded to float16 as NumPy's multiply rounds them
+             (np.array([200, 200], h), np.array([200, -199], h)),
+             (np.array([1000, -1000, 5], h), np.array([100, 100, 1], h)),
+             (np.array([1, 1], h), np.array([60000, 60000], h))]  # weights' sum
     for x, w in cases:
         with warnings.catch_warnings(record=True) as ours:
             warnings.simplefilter("always")
@@ -89,10 +97,13 @@ def test_special_values_and_warnings_as_numpy():
             warnings.simplefilter("always")
             want = np.average(x, weights=w)
         np.testing.assert_array_equal(got, want)
+        assert type(got) is type(want)
         assert [str(w.message) for w in ours] == [str(w.message) for w in numpys]
         assert all(w.filename == __file__ for w in ours)  # at the user's call
     with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="multiply"):
         nk.average(np.array([1e300, 2.0]), weights=[1e10, 1.0])
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="reduce"):
+        nk.average(np.array([1.0, 2.0]), weights=[np.inf, -np.inf])
 
 
 def test_errors_as_numpy():
@@ -101,6 +112,9 @@ def test_errors_as_numpy():
         nk.average(x, axis=1, weights=[1, 2, -3])
     with pytest.raises(ZeroDivisionError):  # NumPy's a.size / avg.size
         nk.average(np.zeros((0, 3)), axis=1)
+    for shape, axis, w in (((0, 3), 1, [1, -1, 0]), ((1, 0, 2), 2, [0, 0])):
+        with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):  # no outputs,
+            nk.average(np.zeros(shape), axis=axis, weights=w)  # yet NumPy sums w first
     with pytest.raises(TypeError, match="Axis must be specified"):
         nk.average(x, weights=[1, 2, 3])
     with pytest.raises(ValueError, match="weights of shape"):
