@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import numbakern as nk
+from numbakern.runtime.device import SIMULATOR
 
 REDUCE = nk.strategies.every("reduce", threads=32, blocks=2)
 PLAIN = ["sum", "prod", "nansum", "nanprod", "any", "all", "mean", "nanmean", "var", "std",
@@ -238,6 +239,22 @@ def test_all_false_slices():
         nk.mean(x, axis=0, where=where)
         nk.var(x, axis=0, where=where)
         nk.nanmax(np.full((2, 3), np.nan), axis=1, initial=0.0)  # initial stands in
+
+
+def test_a_device_mean_of_nothing_in_an_integer_dtype_is_the_hardwares_cast():
+    """NaN cast to an integer dtype= is C's undefined cast (NumPy on x86: the least
+    value; a GPU store: 0, which the simulator's stores copy, not a crash)."""
+    from numba import cuda
+
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    where = np.zeros(x.shape, bool)
+    where[0, 1] = True
+    for dtype in (np.int64, np.int32):
+        got = nk.mean(cuda.to_device(x), axis=1, where=cuda.to_device(where), dtype=dtype)
+        got = got.copy_to_host()
+        assert got.dtype == dtype and got.shape == (2,) and got[0] == 1
+        if SIMULATOR:  # its stores convert as a GPU's (PTX cvt: NaN to 0)
+            assert got[1] == 0
 
 
 def test_nanmax_initial_without_where():
