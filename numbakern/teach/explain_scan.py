@@ -29,12 +29,15 @@ from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node
 
 SCAN_LEGEND = (
     "How to read this: ⊕ is the op, [a-b] the elements a state covers. A tile is "
-    "threads × items consecutive elements: each thread first scans its own items in "
-    "registers (the thread scan), then the block scan combines the thread totals, then "
+    "threads × items consecutive elements, loaded coalesced and handed to the threads "
+    "through shared memory, so that thread t holds items t·items, t·items + 1, ... "
+    "(the first step's operands are those shared slots); each thread first scans its "
+    "own items (the thread scan), then the block scan combines the thread totals, then "
     "the carry (everything before the tile) is combined in. Steps are the rounds of "
     "joins of one block, numbered as listed (the figure uses the same numbers); a join "
-    "combines two states that both hold elements. In brackets: how the left-hand state "
-    "reached the thread. Decoupled look-back: A = a tile's aggregate published, P = its "
+    "combines two states that both hold elements. In brackets: how each operand "
+    "reached the thread (a shared slot and the thread that stored it, a shuffle, a "
+    "register). Decoupled look-back: A = a tile's aggregate published, P = its "
     "inclusive prefix published; a look-back lane reads one earlier tile's status."
 )
 VIA_COLOUR = dict(VIA_COLOUR, **{LOCAL: "#8c564b"})
