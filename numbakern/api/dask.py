@@ -1863,8 +1863,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
 
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     """Lazy :func:`numbakern.bincount` of a 1-D Dask array of non-negative ints: each
-    chunk's counts, summed. The result's length needs ``x``'s maximum, computed now
-    (with its minimum, to refuse negatives) by numbakern over the chunks.
+    chunk's counts (or float64 sums of its ``weights``: a NumPy or Dask array of
+    ``x``'s shape, taken in ``x``'s chunks), summed. The result's length needs ``x``'s
+    maximum, computed now (with its minimum, to refuse negatives) by numbakern over
+    the chunks.
 
     Raises: as :func:`numbakern.bincount` (a negative value: ``ValueError``, raised by
     this call).
@@ -1874,7 +1876,14 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     _check_dask(x, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
-    _nk().bincount(x._meta.reshape(-1)[:0], weights, minlength, strategy=strategy)
+    w = None
+    if weights is not None:
+        w = weights if isinstance(weights, da.Array) else da.from_array(
+            _like_chunks(x, weights))
+        if w.shape != x.shape:  # numbakern.bincount's words
+            _nk().bincount(np.zeros(x.shape, np.int8), np.zeros(w.shape, w.dtype))
+    empty_weights = None if w is None else w._meta.reshape(-1)[:0]
+    _nk().bincount(x._meta.reshape(-1)[:0], empty_weights, minlength, strategy=strategy)
     bins = int(minlength)
     if x.size:
         lo, hi = dask.compute(min(x), max(x))
@@ -1882,9 +1891,30 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         if np.dtype(x.dtype).kind == "i" and lo < 0:
             raise ValueError("'x' argument must have no negative elements")
         bins = bins if bins > int(hi) + 1 else int(hi) + 1
-    if bins == 0:
-        return da.zeros(0, dtype=np.int64, chunks=1, meta=_meta(x, 1, np.int64))
+    if bins == 0 or not x.size:  # int64 zeros, weights or not, as NumPy's
+        return da.zeros(bins, dtype=np.int64, chunks=builtins.max(bins, 1),
+                        meta=_meta(x, 1, np.int64))
+    if w is not None:
+        return _summed_weights(x, w.rechunk(x.chunks), bins, strategy)
     return _summed_counts(x, bins, None, strategy)
+
+
+def _weighted_chunk(x, w, *, bins, strategy):
+    if not x.size:
+        return np.zeros_like(w, shape=(bins,), dtype=np.float64)
+    return _nk().bincount(x, w, bins, strategy=strategy)
+
+
+def _summed_weights(x, w, bins: int, strategy):
+    """Each chunk's float64 sums of its weights a bin, summed by numbakern's sum."""
+    import dask
+
+    chunk = functools.partial(_weighted_chunk, bins=bins, strategy=strategy)
+    meta = _meta(x, 1, np.float64)
+    parts = [da.from_delayed(dask.delayed(chunk)(xb, wb), shape=(bins,), dtype=np.float64,
+                             meta=meta)
+             for xb, wb in zip(x.to_delayed().reshape(-1), w.to_delayed().reshape(-1))]
+    return sum(da.stack(parts), axis=0)
 
 
 # --- the lazy results' graph optimiser ----------------------------------------------------

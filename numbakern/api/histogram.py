@@ -20,11 +20,12 @@ from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
-                                   honours_stream, kind_of, resolve_stream, to_user)
+                                   honours_stream, kind_of, resolve_stream, to_user,
+                                   user_array)
 from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binner
 from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
-from numbakern.kernels.elementwise import zeros
+from numbakern.kernels.elementwise import gather_into, zeros
 from numbakern.runtime.stacklevel import warn
 from numbakern.runtime.views import device_view, host_words
 
@@ -64,29 +65,41 @@ _MOST_COUNTS = np.iinfo(np.intp).max // 8
 @honours_stream
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     """Occurrences of each value of a 1-D array of non-negative ints, as
-    ``np.bincount(x, minlength=minlength)``. ``weights`` is in NumPy's place for
-    code written against NumPy, and must be None: numbakern counts.
+    ``np.bincount(x, weights, minlength)``; with ``weights``, each bin's sum of the
+    weights of its values.
+
+    Weighted sums are deterministic, built from three of numbakern's own passes: the
+    values sorted stably with their positions (``argsort``), the weights gathered into
+    that order as float64, then one segmented sum a bin (``segmented_reduce``) over
+    the offsets the counts give (the counting by ``strategy``). Within a bin the
+    weights add in a tree, not in NumPy's order one after another: float results
+    differ from NumPy's in the last bits.
+
+    Args:
+        x: 1-D bool or integer array, values >= 0.
+        weights: None, or real numbers (bool, integers, floats) of ``x``'s shape, on
+            the host or on ``x``'s device.
+        minlength: the least number of bins.
+        strategy, stream: the counting's histogram strategy; the stream.
 
     Returns:
-        int64 counts of length ``max(x.max() + 1, minlength)`` (``minlength`` for an
-        empty ``x``).
+        int64 counts (float64 sums with ``weights``) of length ``max(x.max() + 1,
+        minlength)`` (``minlength`` int64 zeros for an empty ``x``, with weights too,
+        as NumPy's), in ``x``'s array type.
 
     Raises:
-        TypeError: ``weights`` given; a non-integer dtype (bool is taken, as NumPy
-            takes it; an empty list is taken as int64, as NumPy takes it); a
-            ``minlength`` that is not an int (a bool included); a ``strategy`` that
-            is neither a name nor a histogram strategy object.
+        TypeError: a non-integer dtype (bool is taken, as NumPy takes it; an empty
+            list is taken as int64, as NumPy takes it); ``weights`` that are not real
+            numbers; a ``minlength`` that is not an int (a bool included); a
+            ``strategy`` that is neither a name nor a histogram strategy object.
         ValueError: ``x`` not 1-D, a negative value, a value of 2**60 - 1 or more
-            (more counts than an array holds), a negative ``minlength``, a
-            ``minlength`` of 2**60 or more, an unknown ``strategy`` name (checked even
-            when ``x`` is empty); a strategy whose counters do not fit in shared memory
-            for that many bins.
+            (more counts than an array holds), ``weights`` not of ``x``'s shape, a
+            negative ``minlength``, a ``minlength`` of 2**60 or more, an unknown
+            ``strategy`` name (checked even when ``x`` is empty); a strategy whose
+            counters do not fit in shared memory for that many bins.
     """
     from numbakern.api.reductions import max as _max, min as _min
 
-    if weights is not None:
-        raise TypeError("bincount: weights are not supported (numbakern counts); use "
-                        "np.bincount for weighted sums")
     x = _empty_list_as_int(x)
     _check_int_dtype(x.dtype, "bincount")
     if x.ndim != 1:
@@ -96,6 +109,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         raise ValueError("'minlength' must not be negative")
     _check_allocatable(minlength, "minlength")
     _strategies.resolve("histogram", strategy, bins=max(minlength, 1))  # refused for no x too
+    w = None if weights is None else _weights_of(weights, x)
     bins = minlength
     if x.size:
         if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream), stream) < 0:
@@ -105,9 +119,43 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
             raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
                              f"counts, past the largest array there can be ({_MOST_COUNTS})")
         bins = max(bins, largest + 1)
-    if bins == 0:
-        return _as_kind(np.zeros(0, np.int64), kind_of(x))
-    return _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
+    if not x.size:  # int64 zeros, weights or not, as NumPy's
+        return _as_kind(np.zeros(bins, np.int64), kind_of(x))
+    counts = _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
+    return counts if w is None else _weighted_sums(x, w, counts, stream)
+
+
+def _weights_of(weights, x):
+    """``weights`` checked as NumPy's ``bincount`` takes them: real numbers of ``x``'s
+    shape."""
+    w = as_array_like(weights, "weights")
+    if np.dtype(w.dtype).kind not in "biuf":
+        raise TypeError(f"bincount: weights must hold real numbers (bool, integers or "
+                        f"floats), got dtype {np.dtype(w.dtype)}")
+    if tuple(w.shape) != tuple(x.shape):
+        raise ValueError(f"bincount: weights of shape {tuple(w.shape)} must have x's shape "
+                         f"{tuple(x.shape)} (NumPy: The weights and list don't have the "
+                         f"same length.)")
+    return w
+
+
+def _weighted_sums(x, w, counts, stream):
+    """Each bin's float64 sum of the weights of its values: the positions of ``x``
+    sorted stably, the weights gathered into that order, then a segmented sum over
+    the offsets that the ``counts`` (``x``'s kind) give."""
+    from numbakern.api.reductions import _c_order
+    from numbakern.api.scans import cumulative_sum
+    from numbakern.api.segments import segmented_reduce
+    from numbakern.api.sort import argsort
+
+    kind = kind_of(x)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    order = _c_order(as_array_like(argsort(x, stream=stream)), workspace)
+    gathered = workspace.empty(x.shape[0], np.float64)
+    gather_into(_c_order(w, workspace), order, gathered, workspace.stream)
+    offsets = cumulative_sum(counts, include_initial=True, stream=stream)
+    sums = segmented_reduce(user_array(gathered), offsets, stream=workspace.stream)
+    return sums.copy_to_host(stream=workspace.stream) if kind == "numpy" else sums
 
 
 @dispatch

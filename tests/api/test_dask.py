@@ -287,6 +287,20 @@ def test_average_of_chunk_sums(split_every):
         nk.average(x, weights=w1)
 
 
+def test_weighted_bincount_of_chunk_sums():
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 40, 100)
+    w = rng.standard_normal(100)
+    dx = da.from_array(x, chunks=((30, 0, 33, 37),))  # a zero-size chunk
+    for weights in (w, da.from_array(w, chunks=25)):  # taken in x's chunks
+        _check(nk.bincount(dx, weights, minlength=45), np.bincount(x, w, minlength=45),
+               rtol=1e-12)
+    _check(nk.bincount(dx[:0], w[:0], minlength=3), np.bincount(x[:0], w[:0], minlength=3),
+           exact=True)
+    with pytest.raises(ValueError, match="weights of shape"):
+        nk.bincount(dx, w[:5])
+
+
 def test_ptp_wraps_integers_as_numpy():
     a = np.array([[-128, 127, 5], [3, 3, -1]], dtype=np.int8)
     x = da.from_array(a, chunks=(1, 2))

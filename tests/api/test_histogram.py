@@ -112,13 +112,45 @@ def test_numpy_signature_compatibility():
     assert nk.bincount([]).tolist() == [] and nk.bincount([]).dtype == np.int64
     assert nk.bincount([], minlength=2).tolist() == [0, 0]
     assert nk.histogram_counts([], 3).tolist() == [0, 0, 0]
-    with pytest.raises(TypeError, match="weights are not supported"):
-        nk.bincount(np.array([1, 2]), np.array([1.0, 1.0]))  # NumPy's positional weights
+    got = nk.bincount(np.array([1, 2]), np.array([1.0, 0.5]))  # NumPy's positional weights
+    assert got.tolist() == [0.0, 1.0, 0.5] and got.dtype == np.float64
     with pytest.raises(TypeError, match="weights and density"):
         nk.histogram(np.array([1.0, 2.0]), 2, weights=np.ones(2))
     with pytest.raises(TypeError, match="weights and density"):
         nk.histogram(np.array([1.0, 2.0]), 2, density=True)
     assert nk.histogram(np.array([1.0, 2.0]), 2, density=False)[0].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 127, 128, 129])
+def test_weighted_bincount_against_numpy(strategy, n):
+    """Each bin's sum of its values' weights: float64 whatever the weights' dtype,
+    within float64 rounding of NumPy's (the sums add in a tree, NumPy's in order)."""
+    x = RNG.integers(0, 40, n)
+    w = RNG.standard_normal(n)
+    kinds = (w, w.astype(np.float32), w > 0, (10 * w).astype(np.int16))
+    weights = kinds[n % len(kinds)]  # each dtype at several sizes (simulator time)
+    got = nk.bincount(x, weights, minlength=45, strategy=strategy)
+    want = np.bincount(x, weights, minlength=45)
+    assert got.dtype == want.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_weighted_bincount_edges_and_errors():
+    x = np.array([0, 2, 2, 5])
+    w = np.array([1.0, np.nan, 2.0, np.inf])
+    np.testing.assert_array_equal(nk.bincount(x, w), np.bincount(x, w))  # NaN, inf kept
+    for empty in ([], np.zeros(0, np.int32)):  # int64 zeros, weights or not, as NumPy's
+        got, want = nk.bincount(empty, [], minlength=3), np.bincount(empty, [], minlength=3)
+        assert got.dtype == want.dtype == np.int64 and got.tolist() == want.tolist()
+    device = nk.bincount(cuda.to_device(x), cuda.to_device(w[::-1].copy()))
+    np.testing.assert_array_equal(device.copy_to_host(), np.bincount(x, w[::-1]))
+    device = nk.bincount(cuda.to_device(x), w)  # host weights for device values
+    np.testing.assert_array_equal(device.copy_to_host(), np.bincount(x, w))
+    with pytest.raises(ValueError, match="weights of shape"):
+        nk.bincount(x, w[:3])
+    with pytest.raises(TypeError, match="weights must hold real numbers"):
+        nk.bincount(x, w.astype(np.complex64))
 
 
 @pytest.mark.parametrize("x, bins, rng", [
