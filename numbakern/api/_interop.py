@@ -316,7 +316,8 @@ class _Call:
         if self.written:
             import torch
 
-            torch.autograd.graph.increment_version(self.written)
+            for t in self.written:  # one at a time: torch 2.4 takes no list
+                torch.autograd.graph.increment_version(t)
 
     def _tensor_in(self, t, name: str, first: bool):
         import torch

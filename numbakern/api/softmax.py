@@ -297,7 +297,7 @@ def _describe(a: Any, name: str):
     ``dtype`` its elements' (uint16 for :class:`BFloat16Bits`), ``precision`` the
     name of the float type they hold (``"bfloat16"`` for those bits)."""
     bits = isinstance(a, BFloat16Bits)
-    a = as_array_like(a.bits if bits else a)
+    a = as_array_like(a.bits if bits else a, name)
     kind = kind_of(a)
     view = a if kind == "numpy" else device_view(a)
     dtype = np.dtype(view.dtype)

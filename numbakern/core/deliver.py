@@ -96,16 +96,16 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         raise TypeError(f"{name}: {arg} must be a device array (with "
                         f"__cuda_array_interface__) for device input, got "
                         f"{type(out).__name__}")
+    if kind != "numpy" and isinstance(out.dtype, np.dtype) and not out.dtype.isnative:
+        raise OutDtypeError(f"{name}: {arg} is a device array of non-native byte order "
+                            f"(dtype {out.dtype.str}), which the GPU's little-endian "
+                            f"kernels cannot write: pass a native one")
     view = out if kind == "numpy" else device_view(out)  # NumPy's dtype, whoever made it
     if tuple(view.shape) != tuple(shape):
         raise ValueError(f"{name}: {arg} has shape {tuple(view.shape)}, the result has shape "
                          f"{tuple(shape)}")
     if kind == "numpy" and not out.flags.writeable:
         raise ValueError(f"{name}: {arg} must be a writeable NumPy array")
-    if kind != "numpy" and not np.dtype(view.dtype).isnative:
-        raise OutDtypeError(f"{name}: {arg} is a device array of non-native byte order "
-                            f"(dtype {np.dtype(view.dtype).str}), which the GPU's "
-                            f"little-endian kernels cannot write: pass a native one")
     itemsize = np.dtype(view.dtype).itemsize
     check_distinct(tuple(view.shape), tuple(view.strides), itemsize, name, arg)
     if kind != "numpy" and any(s % itemsize for s in view.strides):

@@ -112,29 +112,12 @@ def _nan_where(values, marks, marker):
         i += step
 
 
-if SIMULATOR:
-    def store_float(a, i, v):
-        """``a[i] = v``, a float stored as a GPU's store converts it: into an integer
-        array, NaN as 0 and other values saturated to the dtype's range (PTX's
-        float-to-integer ``cvt``), where NumPy's assignment would raise or wrap."""
-        kind = a.dtype.kind
-        if kind in "iu" and not math.isnan(v):
-            info = np.iinfo(a.dtype)
-            v = min(max(v, info.min), info.max)
-        a[i] = 0 if kind in "iu" and math.isnan(v) else v
-else:
-    @cuda.jit(device=True)
-    def store_float(a, i, v):
-        """``a[i] = v`` (the store's own float-to-integer ``cvt`` on a GPU)."""
-        a[i] = v
-
-
 @cuda.jit
 def _divide_by(src, counts, dst):
     i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
     step = int64(cuda.gridDim.x) * cuda.blockDim.x
     while i < src.shape[0]:
-        store_float(dst, i, float64(src[i]) / float64(counts[i]) if counts[i] else math.nan)
+        dst[i] = float64(src[i]) / float64(counts[i]) if counts[i] else math.nan
         i += step
 
 

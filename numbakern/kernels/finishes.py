@@ -31,7 +31,7 @@ import math
 
 from numba import cuda, float64
 
-from numbakern.kernels.elementwise import store_float, variance_of
+from numbakern.kernels.elementwise import variance_of
 from numbakern.kernels.emits import Emit
 from numbakern.ops.norms import root_of
 
@@ -60,7 +60,7 @@ def divide_by_count_emit() -> Emit:
     def build():
         @cuda.jit(device=True)
         def emit(o0, o1, row, pos, piece, S, M, s):
-            store_float(o0, pos, float64(s[0]) / float64(s[1]) if s[1] else math.nan)
+            o0[pos] = float64(s[0]) / float64(s[1]) if s[1] else math.nan
 
         return emit
 

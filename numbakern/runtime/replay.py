@@ -333,10 +333,20 @@ def replayable(fn):
 def _writable_apart(arrays: list, objects: list) -> bool:
     """Whether a call that writes some of its arguments (``out=``) may replay: no two
     arguments share memory, as when it was recorded (the ordinary path decides what an
-    overlap means: in place, or an error), and no tensor requires grad (the ordinary
-    path refuses to write one)."""
+    overlap means: in place, or an error), and no tensor requires grad or is an
+    inference tensor outside ``torch.inference_mode()`` (the ordinary path refuses to
+    write either)."""
     return not _overlapping(arrays) and \
-        not any(getattr(v, "requires_grad", False) for v in objects)
+        not any(getattr(v, "requires_grad", False) or _inference_outside(v)
+                for v in objects)
+
+
+def _inference_outside(v) -> bool:
+    """Whether ``v`` is a torch inference tensor while inference mode is off."""
+    if type(v).__module__.split(".")[0] != "torch":
+        return False
+    torch = sys.modules["torch"]
+    return v.is_inference() and not torch.is_inference_mode_enabled()
 
 
 def _record(fn, args, kwargs, arrays: list, stream=None):

@@ -69,6 +69,7 @@ holding the GIL, so N concurrent launches take about as long as N in a row.
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 import sys
 import threading
@@ -119,20 +120,32 @@ def install() -> bool:
 
 
 def _wrapping_store(store):
-    """``FakeCUDAArray.__setitem__`` whose integer stores out of the array's range
-    wrap, as a GPU's integer conversion truncates (NumPy 2 raises ``OverflowError``
-    there, so a kernel that narrows int64 sums into an int8 ``out`` failed only under
-    the simulator). The usual store pays nothing: only a failed one is retried."""
+    """``FakeCUDAArray.__setitem__`` whose integer stores convert as a GPU's do where
+    NumPy's would fail: an integer out of the array's range wraps (the GPU truncates;
+    NumPy 2 raises ``OverflowError``, so a kernel that narrows int64 sums into an int8
+    ``out`` failed only under the simulator), and a float saturates, NaN to 0 (PTX's
+    float-to-integer ``cvt``; NumPy raises for NaN and the infinities). The usual store
+    pays nothing: only a failed one is retried."""
 
     def __setitem__(self, idx, val):
         try:
             return store(self, idx, val)
-        except OverflowError:
-            if self._ary.dtype.kind not in "iu":
+        except (OverflowError, ValueError):
+            if self._ary.dtype.kind not in "iu" or np.ndim(val):
                 raise
-            return store(self, idx, np.asarray(val).astype(self._ary.dtype))
+            return store(self, idx, _converted(val, self._ary.dtype))
 
     return __setitem__
+
+
+def _converted(val, dtype: np.dtype):
+    """A scalar as a GPU's store converts it into the integer ``dtype``."""
+    if isinstance(val, (float, np.floating)):
+        if math.isnan(val):
+            return 0
+        info = np.iinfo(dtype)
+        return info.max if val >= info.max else info.min if val <= info.min else int(val)
+    return np.asarray(val).astype(dtype)
 
 
 def _new_shared(shape, dtype) -> np.ndarray:

@@ -29,7 +29,19 @@ if SIMULATOR:
 
 def device_view(x):
     """A device array (CuPy, Numba, ``__cuda_array_interface__``) as the kernels'
-    argument type: a :class:`DeviceBuffer`, or itself under the simulator."""
+    argument type: a :class:`DeviceBuffer`, or itself under the simulator.
+
+    Raises:
+        TypeError: an array of non-native byte order (a big-endian ``cuda.to_device``
+            copy), whose words the kernels would read as little-endian: every device
+            argument comes here (``as_array_like`` names the main ones first).
+    """
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, np.dtype) and not dtype.isnative:
+        raise TypeError(f"a device array of non-native byte order (dtype {dtype.str}) "
+                        f"was passed, which the GPU's little-endian kernels cannot read: "
+                        f"convert it before the copy to the device, "
+                        f"a.astype(a.dtype.newbyteorder('='))")
     return x if SIMULATOR else buffer(x)
 
 

@@ -703,3 +703,10 @@ def test_device_outs_and_weights_of_non_native_byte_order_are_refused():
         nk.cumsum(x, axis=1, out=cuda.device_array((2, 3), ">f8"))
     with pytest.raises(TypeError, match="weights is a device array of non-native byte"):
         nk.average(x, axis=1, weights=cuda.to_device(np.ones(3, ">f8")))
+    with pytest.raises(TypeError, match="dy is a device array of non-native byte"):
+        nk.softmax_backward(x, cuda.to_device(np.ones((2, 3), ">f8")))
+    big = cuda.to_device(np.array([0, 1], ">i8"))  # any other device argument
+    with pytest.raises(TypeError, match="a device array of non-native byte order"):
+        nk.cross_entropy(x, big)
+    with pytest.raises(TypeError, match="a device array of non-native byte order"):
+        nk.segmented_reduce(cuda.to_device(np.ones(4)), big)

@@ -255,6 +255,8 @@ def test_a_device_mean_of_nothing_in_an_integer_dtype_is_the_hardwares_cast():
         assert got.dtype == dtype and got.shape == (2,) and got[0] == 1
         if SIMULATOR:  # its stores convert as a GPU's (PTX cvt: NaN to 0)
             assert got[1] == 0
+        empty = nk.mean(cuda.to_device(np.zeros((2, 0), np.float32)), axis=1, dtype=dtype)
+        assert empty.copy_to_host().dtype == dtype  # no where=: the same store
 
 
 def test_nanmax_initial_without_where():
