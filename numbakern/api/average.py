@@ -12,13 +12,13 @@ import numpy as np
 
 from numbakern.api._dispatch import dispatch
 from numbakern.api.reductions import _c_order, mean, sum as _sum
-from numbakern.core.arrays import Workspace, as_array_like, bits_of, honours_stream, \
+from numbakern.core.arrays import Workspace, as_array_like, honours_stream, \
     kind_of, resolve_stream, user_array
 from numbakern.core.axes import normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.kernels.elementwise import (INVALID, OVERFLOW, PRODUCT_INF, PRODUCT_NAN,
                                           WEIGHT_INF, WEIGHT_NAN, divide_by_into,
-                                          weighted_into)
+                                          pairing_dims, weighted_into)
 from numbakern.runtime.checks import check_flag
 from numbakern.runtime.stacklevel import numpy_fp_error, quiet_numpy_errors
 from numbakern.runtime.views import flat, host_copy
@@ -77,7 +77,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     w = as_array_like(weights, "weights")
-    result = result_dtype(np.dtype(x.dtype), w, "weights")
+    result = result_dtype(np.dtype(x.dtype), w)
     along = weights_along(shape, tuple(w.shape), given)
     kept = result_shape(shape, range(len(shape)) if axes is None else axes, keepdims)
     if along is not None and not math.prod(kept):
@@ -100,10 +100,10 @@ def given_axes(axis, ndim: int):
     return tuple(normalize_axis(a, ndim) for a in axes)
 
 
-def result_dtype(x_dtype: np.dtype, w, name: str) -> np.dtype:
+def result_dtype(x_dtype: np.dtype, w) -> np.dtype:
     """NumPy's: ``result_type(x, w)``, and at least float64 for bool and integer x."""
     w_dtype = np.dtype(w.dtype)
-    for arg, dtype in (("x", x_dtype), (name, w_dtype)):
+    for arg, dtype in (("x", x_dtype), ("weights", w_dtype)):
         if dtype.kind not in "biuf":
             raise TypeError(f"average: {arg} must hold real numbers (bool, integers or "
                             f"floats), got dtype {dtype}")
@@ -128,18 +128,14 @@ def weights_along(shape: tuple, w_shape: tuple, given) -> tuple | None:
 
 
 def _weight_dims(shape: tuple, w_shape: tuple, along) -> np.ndarray:
-    """The ``(ndim, 3)`` rows of :func:`weighted_into`: each axis of ``x``, its C-order
-    multiplier, and the weights' stride along it (their own where they have ``x``'s
-    shape, ``along`` None; else the stride of the weights' axis ``along`` pairs with
-    it, 0 elsewhere)."""
-    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
+    """:func:`weighted_into`'s pairing of ``x``'s elements with the weights': their
+    own strides where they have ``x``'s shape (``along`` None), else along each axis
+    of ``x`` the stride of the weights' axis ``along`` pairs with it, 0 elsewhere."""
     if along is None:
-        strides = mults
-    else:
-        w_mults = [math.prod(w_shape[k + 1:]) for k in range(len(w_shape))]
-        strides = [w_mults[along.index(a)] if a in along else 0 for a in range(len(shape))]
-    rows = [(n, mults[a], strides[a]) for a, n in enumerate(shape)] or [(1, 1, 0)]
-    return np.array(rows, np.int64)
+        return pairing_dims(shape, [math.prod(shape[a + 1:]) for a in range(len(shape))])
+    w_mults = [math.prod(w_shape[k + 1:]) for k in range(len(w_shape))]
+    return pairing_dims(shape, [w_mults[along.index(a)] if a in along else 0
+                                for a in range(len(shape))])
 
 
 def _no_zero_total(w, result: np.dtype, stream) -> None:
@@ -160,11 +156,10 @@ def _weighted(x, w, dims: np.ndarray, dtype: np.dtype, workspace: Workspace) -> 
     products, summed = (user_array(workspace.empty(shape, dtype)) for _ in range(2))
     if not math.prod(shape):
         return products, summed, np.zeros(6, np.int32)
-    bits, widened = bits_of(x)
     flags = workspace.from_host(np.zeros(6, np.int32))
-    weighted_into(_c_order(bits, workspace), _c_order(w, workspace),
-                  workspace.from_host(dims), flat(products, "products"),
-                  flat(summed, "weights"), flags, widened, workspace.stream)
+    weighted_into(_c_order(x, workspace), _c_order(w, workspace), workspace.from_host(dims),
+                  flat(products, "products"), flat(summed, "weights"), flags,
+                  workspace.stream)
     found = host_copy(flags, workspace.stream) if workspace.kind == "numpy" else None
     return products, summed, found
 

@@ -522,7 +522,9 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     broadcast weights Dask's element-wise work on the chunks (a NumPy or Dask
     ``weights``, laid along ``axis`` as NumPy's rule says). Shapes and dtypes are
     checked as the graph is built; weights of a slice summing to zero raise NumPy's
-    ``ZeroDivisionError`` at compute. Without weights: :func:`mean` (and its counts)."""
+    ``ZeroDivisionError`` at compute (for a result of no elements, where NumPy still
+    sums the weights along ``axis``, that sum is computed now). Without weights:
+    :func:`mean` (and its counts)."""
     from numbakern.api.average import given_axes, result_dtype, weights_along
 
     _check_dask(x, "average")
@@ -534,10 +536,16 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     if weights is None:
         avg = mean(x, **reduce)
         count = math.prod(x.shape) / math.prod(avg.shape)  # NumPy's: raises for no avg
-        return (avg, da.full_like(avg, count)) if returned else avg
+        if not returned:
+            return avg
+        return avg, avg.map_blocks(_filled, count=count, dtype=avg.dtype)
     w = weights if isinstance(weights, da.Array) else da.from_array(_like_chunks(x, weights))
-    result = result_dtype(np.dtype(x.dtype), w, "weights")
+    result = result_dtype(np.dtype(x.dtype), w)
     along = weights_along(tuple(x.shape), tuple(w.shape), given)
+    kept = result_shape(x.shape, normalize_axes(axes, x.ndim), keepdims)
+    if along is not None and not math.prod(kept):
+        if sum(w).compute() == 0:  # NumPy's check, before any slice is summed
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
     if along is not None:  # NumPy's: the weights' axes in x's order, length 1 elsewhere
         w = w.transpose(tuple(np.argsort(along).tolist())).reshape(
             tuple(n if a in along else 1 for a, n in enumerate(x.shape)))
@@ -548,6 +556,12 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     scale = scale.map_blocks(_weights_not_zero, dtype=result)
     avg = (sums / scale).astype(result)
     return (avg, scale.astype(result)) if returned else avg
+
+
+def _filled(block, *, count):
+    """A block of ``count``s as the block (a 0-d block's a scalar, as NumPy's)."""
+    filled = np.full_like(block, count)
+    return filled[()] if np.ndim(block) == 0 else filled
 
 
 def _like_chunks(x, a):
@@ -714,10 +728,17 @@ def ptp(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=No
         lanes=None, stream=None):
     """Lazy :func:`numbakern.ptp` of a Dask array: ``max - min`` (two reductions,
     so two reads of each chunk; integer differences wrap as NumPy's)."""
+    from numbakern.api.reductions import PTP_OF_BOOL
+
     _refuse_out(out, "ptp")
     _check_split_every(split_every, "ptp")
+    _check_dask(x, "ptp")
     kw = dict(axis=axis, keepdims=keepdims, split_every=split_every, strategy=strategy,
               lanes=lanes)
+    if not math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim)):
+        return max(x, **kw)  # raises at compute, in NumPy's ptp's words (its maximum)
+    if np.dtype(x.dtype).kind == "b":
+        raise TypeError(PTP_OF_BOOL)
     return np.subtract(max(x, **kw), min(x, **kw))  # (a ufunc: no scalar overflow warning)
 
 

@@ -60,8 +60,9 @@ from numbakern.kernels.finishes import (divide_by_count_emit, divide_emit, log_s
                                         variance_emit)
 from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, divide_into,
                                             fold_first_into, log_sum_exp_into, nan_where,
-                                            squared_deviations_into, subtract_into,
-                                            summed_variance_into, variance_into)
+                                            pairing_dims, squared_deviations_into,
+                                            subtract_into, summed_variance_into,
+                                            variance_into)
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
@@ -367,7 +368,8 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
         if many_axes:  # NumPy's own words (Dask's meta inference matches them)
             raise ValueError(f"zero-size array to reduction operation f{direction} which "
                              "has no identity")
-        raise ValueError(f"attempt to get {name} of an empty sequence")
+        # NumPy's nanargmax fails in its argmax
+        raise ValueError(f"attempt to get {name.removeprefix('nan')} of an empty sequence")
     if M * N == 0:
         fills = (0 if first is None else first, 0)
         results = [deliver_host(workspace, np.full(shape, v, dtype=dt), o)
@@ -1028,6 +1030,10 @@ def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, strate
     return deliver(workspace, dst, result, shape, None)
 
 
+PTP_OF_BOOL = ("ptp is not defined for bool x (NumPy's subtract refuses booleans): pass "
+               "it as uint8 (x.astype(np.uint8); a tensor: x.to(torch.uint8))")
+
+
 @dispatch
 @replayable
 @honours_stream
@@ -1055,9 +1061,7 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
     if N == 0:  # NumPy's ptp fails in its maximum
         _ops.MAX.empty_result(dtypes[0])
     if boolean:
-        raise TypeError("ptp is not defined for bool x (NumPy's subtract refuses "
-                        "booleans): pass it as uint8 (x.astype(np.uint8); a tensor: "
-                        "x.to(torch.uint8))")
+        raise TypeError(PTP_OF_BOOL)
     kind = kind_of(x)
     check_out(out, shape, dtypes[0], kind, "ptp")
     workspace = Workspace(kind, resolve_stream(stream, kind))
@@ -1723,13 +1727,12 @@ def _squared_deviations(x, given, workspace: Workspace, skip_nan: bool) -> tuple
     mean = _c_order(given, workspace)
     pad = len(shape) - given.ndim
     mean_shape = (1,) * pad + tuple(given.shape)
-    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
     mean_mults = [math.prod(mean_shape[a + 1:]) for a in range(len(shape))]
-    dims = [(n, mults[a], 0 if mean_shape[a] == 1 else mean_mults[a])
-            for a, n in enumerate(shape)] or [(1, 1, 0)]
+    dims = pairing_dims(shape, [0 if mean_shape[a] == 1 else mean_mults[a]
+                                for a in range(len(shape))])
     deviations = workspace.empty(shape, np.float64)
     flags = workspace.from_host(np.zeros(2, np.int32))
-    squared_deviations_into(elements, mean, workspace.from_host(np.array(dims, np.int64)),
+    squared_deviations_into(elements, mean, workspace.from_host(dims),
                             flat(deviations, "deviations") if shape else deviations, flags,
                             skip_nan, widened, workspace.stream)
     return deviations, flags

@@ -347,6 +347,17 @@ def gather_into(src, index, dst, stream) -> None:
 INVALID, OVERFLOW = range(2)  # the slots of a flags array: NumPy's floating-point errors
 
 
+def pairing_dims(shape: tuple, strides: list) -> np.ndarray:
+    """The ``(ndim, 3)`` int64 rows that pair each element of an array of ``shape``
+    (C order) with one of another array (:func:`squared_deviations_into`'s mean,
+    :func:`weighted_into`'s weights): each axis's extent, its C-order multiplier, and
+    the other array's element stride along it (``strides``; 0 where it broadcasts).
+    A 0-d array is one row of one element."""
+    mults = [math.prod(shape[a + 1:]) for a in range(len(shape))]
+    rows = [(n, mults[a], strides[a]) for a, n in enumerate(shape)] or [(1, 1, 0)]
+    return np.array(rows, np.int64)
+
+
 def squared_deviations_into(x, mean, dims, dst, flags, skip_nan: bool, widened: bool,
                             stream) -> None:
     """``dst[i] = (x[i] - mean[j]) ** 2`` in float64, ``j`` the element of ``mean``
@@ -413,7 +424,7 @@ PRODUCT_NAN, PRODUCT_INF, WEIGHT_NAN, WEIGHT_INF = range(2, 6)
 _HALF_OVERFLOW = 65520.0
 
 
-def weighted_into(x, w, dims, products, weights, flags, widened: bool, stream) -> None:
+def weighted_into(x, w, dims, products, weights, flags, stream) -> None:
     """``products[i] = x[i] * w[j]`` and ``weights[i] = w[j]`` in the outputs' dtype
     (a float16 product computed in float32, then rounded once, as NumPy's float16
     multiply rounds it), ``j`` the element of ``w`` that NumPy's ``average`` pairs with
@@ -421,12 +432,10 @@ def weighted_into(x, w, dims, products, weights, flags, widened: bool, stream) -
     from these.
 
     Args:
-        x: 1-D device array, the input's elements in C order (bfloat16 bits for
-            ``widened``).
+        x: 1-D device array, the input's elements in C order.
         w: 1-D device array, the weights' elements in C order (any real dtype).
-        dims: ``(ndim, 3)`` int64 device array, as :func:`squared_deviations_into`'s
-            (the weights' element stride along each axis of ``x``, 0 where they
-            broadcast).
+        dims: :func:`pairing_dims`' rows (the weights' element stride along each axis
+            of ``x``, 0 where they broadcast), as an int64 device array.
         products, weights: 1-D device arrays of ``x``'s size, of one float dtype.
         flags: 1-D int32 device array of 6 zeros: ``flags[INVALID]`` set where a
             product is NaN from operands that are not (``inf * 0``), ``flags[OVERFLOW]``
@@ -436,15 +445,14 @@ def weighted_into(x, w, dims, products, weights, flags, widened: bool, stream) -
     """
     dtype = np.dtype(products.dtype)
     key = ("weighted", np.dtype(x.dtype).str, np.dtype(w.dtype).str, dtype.str,
-           bool(widened), device_key())
-    kernel = cached(key, lambda: _build_weighted(dtype, bool(widened)))
+           device_key())
+    kernel = cached(key, lambda: _build_weighted(dtype))
     limit = _HALF_OVERFLOW if dtype == np.float16 else math.inf
     launch(kernel, grid_for(products.shape[0]), THREADS, stream, x, w, dims, products,
            weights, flags, limit)
 
 
-def _build_weighted(dtype: np.dtype, widened: bool):
-    read = widen if widened else _as_is
+def _build_weighted(dtype: np.dtype):
     as_float = from_dtype(np.dtype(np.float32) if dtype == np.float16 else dtype)
 
     @cuda.jit
@@ -455,7 +463,7 @@ def _build_weighted(dtype: np.dtype, widened: bool):
             j = int64(0)
             for a in range(dims.shape[0]):  # the broadcast weight of x[i]
                 j += ((i // dims[a, 1]) % dims[a, 0]) * dims[a, 2]
-            v = as_float(read(x[i]))
+            v = as_float(x[i])
             u = as_float(w[j])
             p = v * u
             infinite = math.isinf(p) or abs(p) >= limit  # as stored

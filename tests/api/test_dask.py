@@ -285,6 +285,10 @@ def test_average_of_chunk_sums(split_every):
         lazy.compute()
     with pytest.raises(TypeError, match="Axis must be specified"):
         nk.average(x, weights=w1)
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):  # no outputs, yet
+        nk.average(da.from_array(np.ones((0, 3))), axis=1, weights=np.zeros(3))  # NumPy's
+    got = tuple(v.compute() for v in nk.average(x, returned=True))
+    assert all(type(v) is np.float64 for v in got)  # scalars, as NumPy's
 
 
 def test_weighted_bincount_of_chunk_sums():
@@ -306,6 +310,12 @@ def test_ptp_wraps_integers_as_numpy():
     x = da.from_array(a, chunks=(1, 2))
     _check(nk.ptp(x, axis=1), np.ptp(a, axis=1), exact=True)
     _check(nk.ptp(x), np.ptp(a), exact=True)
+    for dtype in (np.float32, np.bool_):  # nothing: NumPy's ptp fails in its maximum
+        lazy = nk.ptp(da.from_array(np.zeros((0, 3), dtype)), axis=0)
+        with pytest.raises(ValueError, match="operation maximum which has no identity"):
+            lazy.compute()
+    with pytest.raises(TypeError, match="ptp is not defined for bool"):
+        nk.ptp(da.from_array(np.ones((2, 3), bool)), axis=0)
 
 
 def test_max_of_no_elements_raises_at_compute_and_empty_chunks_are_skipped():

@@ -38,6 +38,9 @@ def test_dtypes_nan_and_errors():
         nk.ptp(np.array([True, False]))
     with pytest.raises(TypeError, match="bool"):
         nk.ptp(np.zeros((3, 0), np.bool_), axis=0)
+    for fn in (nk.nanargmax, nk.nanargmin):  # NumPy's nanargmax fails in its argmax
+        with pytest.raises(ValueError, match=f"attempt to get {fn.__name__[3:]} of an empty"):
+            fn(np.zeros(0))
 
 
 @pytest.mark.parametrize("x", [
