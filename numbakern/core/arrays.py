@@ -26,8 +26,8 @@ from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, c
                                       simulator_stream, stream_handle, stream_pointer,
                                       to_device_array)
 from numbakern.runtime.stacklevel import warn
-from numbakern.runtime.views import (device_empty, device_view, first_element, head, host_copy,
-                                     reinterpreted, to_device)
+from numbakern.runtime.views import (check_native, device_empty, device_view, first_element,
+                                     head, host_copy, reinterpreted, to_device)
 
 
 class CopyWarning(UserWarning):
@@ -144,12 +144,7 @@ def as_array_like(x: Any, name: str = "x"):
     if isinstance(x, BFloat16Input):
         return x
     if kind_of(x) != "numpy":
-        dtype = getattr(x, "dtype", None)
-        if isinstance(dtype, np.dtype) and not dtype.isnative:
-            raise TypeError(f"{name} is a device array of non-native byte order (dtype "
-                            f"{dtype.str}), which the GPU's little-endian kernels cannot "
-                            f"read: convert it before the copy to the device, "
-                            f"a.astype(a.dtype.newbyteorder('='))")
+        check_native(x, name)
         return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError("masked arrays are not supported: pass x.filled(value) or "

@@ -36,13 +36,20 @@ def device_view(x):
             copy), whose words the kernels would read as little-endian: every device
             argument comes here (``as_array_like`` names the main ones first).
     """
+    check_native(x)
+    return x if SIMULATOR else buffer(x)
+
+
+def check_native(x, name: str = "an argument") -> None:
+    """``TypeError`` naming ``name`` for a device array of non-native byte order (a
+    big-endian ``cuda.to_device`` copy), whose words the kernels would read as
+    little-endian."""
     dtype = getattr(x, "dtype", None)
     if isinstance(dtype, np.dtype) and not dtype.isnative:
-        raise TypeError(f"a device array of non-native byte order (dtype {dtype.str}) "
-                        f"was passed, which the GPU's little-endian kernels cannot read: "
-                        f"convert it before the copy to the device, "
+        raise TypeError(f"{name} is a device array of non-native byte order (dtype "
+                        f"{dtype.str}), which the GPU's little-endian kernels cannot "
+                        f"read: convert it before the copy to the device, "
                         f"a.astype(a.dtype.newbyteorder('='))")
-    return x if SIMULATOR else buffer(x)
 
 
 def strided(view, dims, dtype=None):
