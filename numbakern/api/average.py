@@ -104,9 +104,9 @@ def result_dtype(x_dtype: np.dtype, w) -> np.dtype:
     """NumPy's: ``result_type(x, w)``, and at least float64 for bool and integer x."""
     w_dtype = np.dtype(w.dtype)
     for arg, dtype in (("x", x_dtype), ("weights", w_dtype)):
-        if dtype.kind not in "biuf":
+        if dtype.kind not in "biuf" or dtype.itemsize > 8:
             raise TypeError(f"average: {arg} must hold real numbers (bool, integers or "
-                            f"floats), got dtype {dtype}")
+                            f"floats up to float64), got dtype {dtype}")
     if x_dtype.kind in "biu":
         return np.result_type(x_dtype, w_dtype, np.float64)
     return np.result_type(x_dtype, w_dtype)
@@ -155,7 +155,7 @@ def _weighted(x, w, dims: np.ndarray, dtype: np.dtype, workspace: Workspace) -> 
     shape = tuple(x.shape)
     products, summed = (user_array(workspace.empty(shape, dtype)) for _ in range(2))
     if not math.prod(shape):
-        return products, summed, np.zeros(6, np.int32)
+        return products, summed, np.zeros(6, np.int32) if workspace.kind == "numpy" else None
     flags = workspace.from_host(np.zeros(6, np.int32))
     weighted_into(_c_order(x, workspace), _c_order(w, workspace), workspace.from_host(dims),
                   flat(products, "products"), flat(summed, "weights"), flags,

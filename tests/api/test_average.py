@@ -121,6 +121,8 @@ def test_errors_as_numpy():
         nk.average(x, axis=1, weights=[1, 2])
     with pytest.raises(TypeError, match="weights must hold real numbers"):
         nk.average(x, axis=1, weights=np.ones(3, np.complex64))
+    with pytest.raises(TypeError, match="x must hold real numbers"):  # no float128 kernels
+        nk.average(x.astype(np.longdouble), axis=1, weights=np.ones(3))
     with pytest.raises(np.exceptions.AxisError):
         nk.average(x, axis=2, weights=np.ones(3))
     with pytest.raises(TypeError, match="returned"):
@@ -146,6 +148,8 @@ def test_device_arrays_in_device_arrays_out():
         want = np.average(x, axis=1, weights=w, returned=True)
         same(got.copy_to_host(), want[0], 1e-5, 1e-6)
         same(scale.copy_to_host(), want[1], 1e-6)
+    empty = nk.average(cuda.to_device(x[:0]), axis=1, weights=w, returned=True)
+    assert all(hasattr(e, "copy_to_host") and e.shape == (0,) for e in empty)
     strided = cuda.to_device(x)[:, ::2]
     same(nk.average(strided, axis=None, weights=cuda.to_device(np.ones((3, 33), np.float32)))
          .copy_to_host(), np.average(x[:, ::2]), 1e-5, 1e-6)
