@@ -539,7 +539,8 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
         if not returned:
             return avg
         return avg, avg.map_blocks(_filled, count=count, dtype=avg.dtype)
-    w = weights if isinstance(weights, da.Array) else da.from_array(_like_chunks(x, weights))
+    w = _check_dask(weights if isinstance(weights, da.Array) else
+                    da.from_array(_like_chunks(x, weights)), "average")
     result = result_dtype(np.dtype(x.dtype), w)
     along = weights_along(tuple(x.shape), tuple(w.shape), given)
     kept = result_shape(x.shape, normalize_axes(axes, x.ndim), keepdims)
@@ -559,7 +560,8 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
 
 
 def _filled(block, *, count):
-    """A block of ``count``s as the block (a 0-d block's a scalar, as NumPy's)."""
+    """A block of ``count``s (or NaN) as the block (a 0-d block's a scalar, as
+    NumPy's)."""
     filled = np.full_like(block, count)
     return filled[()] if np.ndim(block) == 0 else filled
 
@@ -589,7 +591,7 @@ def _mean_of_nothing(block, *, scalar: bool, outputs: int, block_info=None):
             _warn_mean_of_nothing(scalar)
         else:  # no outputs: no division
             warn("Mean of empty slice")
-    return np.full_like(block, np.nan)
+    return _filled(block, count=np.nan)
 
 
 def _self_chunk(x, axis=None, keepdims=False, *, name, acc, fill, kwargs, partial=True,
@@ -1899,12 +1901,12 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
     w = None
     if weights is not None:
-        w = weights if isinstance(weights, da.Array) else da.from_array(
-            _like_chunks(x, weights))
-        if w.shape != x.shape:  # numbakern.bincount's words
-            _nk().bincount(np.zeros(x.shape, np.int8), np.zeros(w.shape, w.dtype))
-    empty_weights = None if w is None else w._meta.reshape(-1)[:0]
-    _nk().bincount(x._meta.reshape(-1)[:0], empty_weights, minlength, strategy=strategy)
+        from numbakern.api.histogram import _weights_of
+
+        w = _check_dask(weights if isinstance(weights, da.Array) else da.from_array(
+            _like_chunks(x, weights)), "bincount")
+        _weights_of(_shaped_like(w), _shaped_like(x))  # numbakern.bincount's checks
+    _nk().bincount(x._meta.reshape(-1)[:0], None, minlength, strategy=strategy)
     bins = int(minlength)
     if x.size:
         lo, hi = dask.compute(min(x), max(x))
@@ -1918,6 +1920,11 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     if w is not None:
         return _summed_weights(x, w.rechunk(x.chunks), bins, strategy)
     return _summed_counts(x, bins, None, strategy)
+
+
+def _shaped_like(a):
+    """A zero-memory NumPy stand-in of ``a``'s shape and dtype, for eager checks."""
+    return np.broadcast_to(np.zeros((), a.dtype), a.shape)
 
 
 def _weighted_chunk(x, w, *, bins, strategy):

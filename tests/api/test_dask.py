@@ -289,6 +289,8 @@ def test_average_of_chunk_sums(split_every):
         nk.average(da.from_array(np.ones((0, 3))), axis=1, weights=np.zeros(3))  # NumPy's
     got = tuple(v.compute() for v in nk.average(x, returned=True))
     assert all(type(v) is np.float64 for v in got)  # scalars, as NumPy's
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        assert type(nk.average(da.from_array(np.zeros((0, 3)))).compute()) is np.float64
 
 
 def test_weighted_bincount_of_chunk_sums():
@@ -303,6 +305,11 @@ def test_weighted_bincount_of_chunk_sums():
            exact=True)
     with pytest.raises(ValueError, match="weights of shape"):
         nk.bincount(dx, w[:5])
+    with pytest.raises(TypeError, match="weights must hold real numbers"):  # at the call
+        nk.bincount(dx, w.astype(np.complex64))
+    unknown = da.from_array(w, chunks=25)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        nk.bincount(dx, unknown[unknown > -10])
 
 
 def test_ptp_wraps_integers_as_numpy():
