@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from numbakern.api._dispatch import dispatch
-from numbakern.api.reductions import _c_order, mean, sum as _sum
+from numbakern.api.reductions import _c_order, host_scalar, mean, sum as _sum
 from numbakern.core.arrays import Workspace, as_array_like, honours_stream, \
     kind_of, resolve_stream, user_array
 from numbakern.core.axes import normalize_axes, normalize_axis, result_shape
@@ -22,6 +22,9 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, PRODUCT_INF, PRODU
 from numbakern.runtime.checks import check_flag
 from numbakern.runtime.stacklevel import numpy_fp_error, quiet_numpy_errors
 from numbakern.runtime.views import flat, host_copy
+
+
+WEIGHTS_SUM_TO_ZERO = "Weights sum to zero, can't be normalized"  # NumPy's words
 
 
 @dispatch
@@ -141,11 +144,8 @@ def _weight_dims(shape: tuple, w_shape: tuple, along) -> np.ndarray:
 def _no_zero_total(w, result: np.dtype, stream) -> None:
     """NumPy's zero check where the weights lie along ``axis`` and the result has no
     elements: its sum of the weights is one total, made before broadcasting."""
-    total = _sum(w, dtype=result, stream=stream)
-    if not isinstance(total, np.generic):
-        total = total.copy_to_host() if hasattr(total, "copy_to_host") else np.asarray(total)
-    if total == 0:
-        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    if host_scalar(_sum(w, dtype=result, stream=stream), stream) == 0:
+        raise ZeroDivisionError(WEIGHTS_SUM_TO_ZERO)
 
 
 def _weighted(x, w, dims: np.ndarray, dtype: np.dtype, workspace: Workspace) -> tuple:
@@ -177,7 +177,7 @@ def _quotient(sums, scale, result: np.dtype, kept: tuple, returned: bool,
     if found is not None:
         _reduce_errors(host_scale, found[WEIGHT_NAN], found[WEIGHT_INF])
     if (host_scale == 0).any():
-        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        raise ZeroDivisionError(WEIGHTS_SUM_TO_ZERO)
     if found is not None:
         host_sums = host_copy(sums, workspace.stream)
         if found[OVERFLOW]:
@@ -228,11 +228,7 @@ def counts_like(avg, x):
     ``a.size / avg.size``)."""
     shape = tuple(getattr(avg, "shape", ()))
     count = math.prod(x.shape) / math.prod(shape)
-    dtype = np.dtype(avg.dtype)
-    if kind_of(x) == "numpy":
-        return np.full(shape, count, dtype)[()]
-    workspace = Workspace(kind_of(x), resolve_stream(None, kind_of(x)))
-    return deliver_host(workspace, np.full(shape, count, dtype), None)
+    return deliver_host(Workspace(kind_of(x), None), np.full(shape, count, avg.dtype), None)
 
 
 __all__ = ["average"]

@@ -525,7 +525,8 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     ``ZeroDivisionError`` at compute (for a result of no elements, where NumPy still
     sums the weights along ``axis``, that sum is computed now). Without weights:
     :func:`mean` (and its counts)."""
-    from numbakern.api.average import given_axes, result_dtype, weights_along
+    from numbakern.api.average import (WEIGHTS_SUM_TO_ZERO, given_axes, result_dtype,
+                                       weights_along)
 
     _check_dask(x, "average")
     keepdims = check_flag(keepdims, "keepdims")
@@ -546,7 +547,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     kept = result_shape(x.shape, normalize_axes(axes, x.ndim), keepdims)
     if along is not None and not math.prod(kept):
         if sum(w).compute() == 0:  # NumPy's check, before any slice is summed
-            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+            raise ZeroDivisionError(WEIGHTS_SUM_TO_ZERO)
     if along is not None:  # NumPy's: the weights' axes in x's order, length 1 elsewhere
         w = w.transpose(tuple(np.argsort(along).tolist())).reshape(
             tuple(n if a in along else 1 for a, n in enumerate(x.shape)))
@@ -578,8 +579,10 @@ def _like_chunks(x, a):
 
 
 def _weights_not_zero(block):
+    from numbakern.api.average import WEIGHTS_SUM_TO_ZERO
+
     if (block == 0).any():
-        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        raise ZeroDivisionError(WEIGHTS_SUM_TO_ZERO)
     return block
 
 

@@ -27,7 +27,6 @@ from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
 from numbakern.kernels.elementwise import gather_into, zeros
 from numbakern.runtime.stacklevel import warn
-from numbakern.runtime.views import device_view, host_words
 
 
 @dispatch
@@ -100,7 +99,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
             ``strategy`` name (checked even when ``x`` is empty); a strategy whose
             counters do not fit in shared memory for that many bins.
     """
-    from numbakern.api.reductions import max as _max, min as _min
+    from numbakern.api.reductions import host_scalar, max as _max, min as _min
 
     x = _empty_list_as_int(x)
     _check_int_dtype(x.dtype, "bincount")
@@ -114,9 +113,9 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     w = None if weights is None or not x.size else _weights_of(weights, x)  # as NumPy
     bins = minlength
     if x.size:
-        if np.dtype(x.dtype).kind == "i" and _scalar(_min(x, stream=stream), stream) < 0:
+        if np.dtype(x.dtype).kind == "i" and host_scalar(_min(x, stream=stream), stream) < 0:
             raise ValueError("'x' argument must have no negative elements")
-        largest = int(_scalar(_max(x, stream=stream), stream))
+        largest = int(host_scalar(_max(x, stream=stream), stream))
         if largest >= _MOST_COUNTS:
             raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
                              f"counts, past the largest array there can be ({_MOST_COUNTS})")
@@ -203,7 +202,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             unknown ``strategy`` name, or one whose counters do not fit in shared
             memory.
     """
-    from numbakern.api.reductions import max as _max, min as _min
+    from numbakern.api.reductions import host_scalar, max as _max, min as _min
 
     if weights is not None or density not in (None, False):
         raise TypeError("histogram: weights and density are not supported (numbakern "
@@ -226,7 +225,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
     value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
     if range is None and x.size:
-        lo, hi = (_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
+        lo, hi = (host_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
                   for f in (_min, _max))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
@@ -316,14 +315,6 @@ def _check_allocatable(count: int, name: str) -> int:
         raise ValueError(f"{name}={count} asks for {count} int64 counts, past the largest "
                          f"array there can be ({_MOST_COUNTS})")
     return count
-
-
-def _scalar(value, stream) -> np.generic:
-    """A reduction's result (NumPy scalar, 0-d CuPy or device array) as a NumPy scalar,
-    read after the work queued on the call's ``stream`` (the reduction's)."""
-    if isinstance(value, np.generic):
-        return value
-    return host_words(device_view(value), resolve_stream(stream, kind_of(value)))[()]
 
 
 def _as_kind(host: np.ndarray, kind: str):

@@ -69,7 +69,7 @@ from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import (FPE_BITS, numpy_fp_error, numpys_words,
                                           quiet_numpy_errors, warn)
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
-                                     refuse_replay, strided)
+                                     host_words, refuse_replay, strided)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 
 
@@ -1736,6 +1736,14 @@ def _squared_deviations(x, given, workspace: Workspace, skip_nan: bool) -> tuple
                             flat(deviations, "deviations") if shape else deviations, flags,
                             skip_nan, widened, workspace.stream)
     return deviations, flags
+
+
+def host_scalar(value, stream) -> np.generic:
+    """A reduction's result (NumPy scalar, 0-d CuPy or device array) as a NumPy scalar,
+    read after the work queued on the call's ``stream`` (the reduction's)."""
+    if isinstance(value, np.generic):
+        return value
+    return host_words(device_view(value), resolve_stream(stream, kind_of(value)))[()]
 
 
 def _c_order(a, workspace: Workspace):
