@@ -1843,13 +1843,20 @@ def _counts_chunk(x, *, bins, range_, strategy):
 
 def _summed_counts(x, bins: int, range_, strategy):
     """Each chunk's int64 counts, summed by numbakern's sum: a Dask array ``(bins,)``."""
+    count = functools.partial(_counts_chunk, bins=bins, range_=range_, strategy=strategy)
+    return _summed_parts(x, count, zip(x.to_delayed().reshape(-1)), bins, np.int64)
+
+
+def _summed_parts(x, chunk, blocks, bins: int, dtype):
+    """``chunk(*arrays)`` of each chunk's ``arrays`` (``blocks``: their delayed
+    blocks, chunk by chunk), each ``(bins,)`` of ``dtype``, summed by numbakern's
+    sum."""
     import dask
 
-    count = functools.partial(_counts_chunk, bins=bins, range_=range_, strategy=strategy)
-    meta = _meta(x, 1, np.int64)
-    parts = [da.from_delayed(dask.delayed(count)(block), shape=(bins,), dtype=np.int64,
+    meta = _meta(x, 1, dtype)
+    parts = [da.from_delayed(dask.delayed(chunk)(*arrays), shape=(bins,), dtype=dtype,
                              meta=meta)
-             for block in x.to_delayed().reshape(-1)]
+             for arrays in blocks]
     return sum(da.stack(parts), axis=0)
 
 
@@ -1938,14 +1945,9 @@ def _weighted_chunk(x, w, *, bins, strategy):
 
 def _summed_weights(x, w, bins: int, strategy):
     """Each chunk's float64 sums of its weights a bin, summed by numbakern's sum."""
-    import dask
-
     chunk = functools.partial(_weighted_chunk, bins=bins, strategy=strategy)
-    meta = _meta(x, 1, np.float64)
-    parts = [da.from_delayed(dask.delayed(chunk)(xb, wb), shape=(bins,), dtype=np.float64,
-                             meta=meta)
-             for xb, wb in zip(x.to_delayed().reshape(-1), w.to_delayed().reshape(-1))]
-    return sum(da.stack(parts), axis=0)
+    blocks = zip(x.to_delayed().reshape(-1), w.to_delayed().reshape(-1))
+    return _summed_parts(x, chunk, blocks, bins, np.float64)
 
 
 # --- the lazy results' graph optimiser ----------------------------------------------------
