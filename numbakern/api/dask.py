@@ -57,7 +57,8 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   chunk (one layer of plain tasks); along a chunked axis, a reduction to the online ``(max, sum)`` state of
   each row (``strategies/online_softmax.py``'s combine, on whole arrays), then a
   normalising map ``exp(x - max) / sum`` (``x - max - log(sum)``).
-* histogram, bincount: per-chunk counts summed (int64); ``histogram`` without
+* histogram, bincount: per-chunk counts (int64) or weights' sums (float64) summed;
+  a histogram's density divided lazily; ``histogram`` without
   ``range`` and ``bincount`` compute ``min``/``max`` first (as NumPy must).
 
 Determinism: with the same chunks and ``split_every`` (and the same ``method`` for
@@ -157,13 +158,13 @@ def _rounded(result, bfloat16):
     return result
 
 
-def _check_dask(x, name: str):
+def _check_dask(x, name: str, arg: str = "x"):
     if not isinstance(x, da.Array):
         raise TypeError(f"numbakern.{name}: expected a dask.array.Array, got "
                         f"{type(x).__name__}")
     if builtins.any(math.isnan(c) for cs in x.chunks for c in cs):  # any: this module's
         raise ValueError(f"numbakern.{name}: the Dask array has unknown chunk sizes; call "
-                         "x.compute_chunk_sizes() first")
+                         f"{arg}.compute_chunk_sizes() first")
     return x
 
 
@@ -1862,9 +1863,13 @@ def _summed_parts(x, chunk, blocks, bins: int, dtype):
 
 def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A002
               strategy=None, stream=None):
-    """Lazy counts of :func:`numbakern.histogram` of a Dask array: ``(hist, edges)``,
-    ``hist`` a Dask int64 array of ``(bins,)`` (each chunk's counts, summed),
-    ``edges`` the ``bins + 1`` edges NumPy computes (an array of the chunks' kind).
+    """Lazy :func:`numbakern.histogram` of a Dask array: ``(hist, edges)``, ``hist`` a
+    Dask array of ``(bins,)``: each chunk's int64 counts, summed; with ``weights`` (a
+    NumPy or Dask array of ``x``'s shape, taken in ``x``'s chunks) each chunk's float64
+    sums, summed, then cast to the weights' dtype (NumPy casts each 65536 elements'
+    sums and adds them in that dtype: float16 and integer weights may differ);
+    ``density`` divides lazily as NumPy's. ``edges``: the ``bins + 1`` edges NumPy
+    computes (an array of the chunks' kind).
 
     Without ``range`` the edges need ``x``'s minimum and maximum: they are computed
     now (as NumPy must), by numbakern's min and max over the chunks; pass ``range``
@@ -1876,9 +1881,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     import dask
 
     _check_dask(x, "histogram")
-    if weights is not None or density not in (None, False):
-        raise TypeError("histogram: weights and density are not supported (numbakern "
-                        "counts); use np.histogram for them")
+    w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
@@ -1890,8 +1893,29 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         range = (lo, hi)
     empty = x._meta.reshape(-1)[:0]
     _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
-    return _summed_counts(x, int(bins), range if range is not None else (0, 1),
-                          strategy), edges
+    range_ = range if range is not None else (0, 1)
+    if w is None:
+        hist = _summed_counts(x, int(bins), range_, strategy)
+    else:
+        hist = _summed_bin_weights(x, w, int(bins), range_, strategy).astype(w.dtype)
+    if density:
+        widths = da.from_array(np.diff(edges).astype(float), chunks=-1)
+        hist = hist / widths / hist.sum()
+    return hist, edges
+
+
+def _bin_weights_chunk(x, w, *, bins, range_, strategy):
+    from numbakern.api.histogram import weighted_bins
+
+    return weighted_bins(x, w, bins, range_, strategy)
+
+
+def _summed_bin_weights(x, w, bins: int, range_, strategy):
+    """Each chunk's float64 sums of its weights a histogram bin, summed."""
+    chunk = functools.partial(_bin_weights_chunk, bins=bins, range_=range_,
+                              strategy=strategy)
+    blocks = zip(x.to_delayed().reshape(-1), w.to_delayed().reshape(-1))
+    return _summed_parts(x, chunk, blocks, bins, np.float64)
 
 
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
@@ -1909,13 +1933,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     _check_dask(x, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
-    w = None
-    if weights is not None:
-        from numbakern.api.histogram import _weights_of
-
-        w = _check_dask(weights if isinstance(weights, da.Array) else da.from_array(
-            _like_chunks(x, weights)), "bincount")
-        _weights_of(_shaped_like(w), _shaped_like(x))  # numbakern.bincount's checks
+    w = None if weights is None else _weights_like(weights, x, "bincount")
     _nk().bincount(x._meta.reshape(-1)[:0], None, minlength, strategy=strategy)
     bins = int(minlength)
     if x.size:
@@ -1928,8 +1946,20 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         return da.zeros(bins, dtype=np.int64, chunks=builtins.max(bins, 1),
                         meta=_meta(x, 1, np.int64))
     if w is not None:
-        return _summed_weights(x, w.rechunk(x.chunks), bins, strategy)
+        return _summed_weights(x, w, bins, strategy)
     return _summed_counts(x, bins, None, strategy)
+
+
+def _weights_like(weights, x, name: str):
+    """``weights`` (a NumPy or Dask array) checked as :func:`numbakern.bincount` and
+    :func:`numbakern.histogram` (``name``) check them, as a Dask array in ``x``'s
+    chunks."""
+    from numbakern.api.histogram import _weights_of
+
+    w = _check_dask(weights if isinstance(weights, da.Array) else da.from_array(
+        _like_chunks(x, weights)), name, "weights")
+    _weights_of(_shaped_like(w), _shaped_like(x), name)
+    return w.rechunk(x.chunks)
 
 
 def _shaped_like(a):

@@ -25,8 +25,12 @@ from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, fl
 from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binner
 from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
-from numbakern.kernels.elementwise import gather_into, zeros
-from numbakern.runtime.stacklevel import warn
+from numbakern.kernels.counting import build_bin_index_kernel
+from numbakern.kernels.elementwise import THREADS, gather_into, grid_for, zeros
+from numbakern.runtime.cache import cached, device_key
+from numbakern.runtime.launch import launch
+from numbakern.runtime.stacklevel import numpys_words, warn
+from numbakern.runtime.views import device_view, host_words
 
 
 @dispatch
@@ -110,7 +114,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         raise ValueError("'minlength' must not be negative")
     _check_allocatable(minlength, "minlength")
     _strategies.resolve("histogram", strategy, bins=max(minlength, 1))  # refused for no x too
-    w = None if weights is None or not x.size else _weights_of(weights, x)  # as NumPy
+    w = None if weights is None or not x.size else _weights_of(weights, x, "bincount")
     bins = minlength
     if x.size:
         if np.dtype(x.dtype).kind == "i" and host_scalar(_min(x, stream=stream), stream) < 0:
@@ -126,17 +130,21 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     return counts if w is None else _weighted_sums(x, w, counts, stream)
 
 
-def _weights_of(weights, x):
-    """``weights`` checked as NumPy's ``bincount`` takes them: real numbers of ``x``'s
-    shape."""
+#: NumPy's words for weights of another shape than x's
+_NUMPYS_SHAPE_WORDS = {"bincount": "The weights and list don't have the same length.",
+                       "histogram": "weights should have the same shape as a."}
+
+
+def _weights_of(weights, x, name: str):
+    """``weights`` checked as NumPy's ``bincount`` and ``histogram`` (``name``) take
+    them: real numbers of ``x``'s shape."""
     w = as_array_like(weights, "weights")
     if np.dtype(w.dtype).kind not in "biuf" or np.dtype(w.dtype).itemsize > 8:
-        raise TypeError(f"bincount: weights must hold real numbers (bool, integers or "
+        raise TypeError(f"{name}: weights must hold real numbers (bool, integers or "
                         f"floats up to float64), got dtype {np.dtype(w.dtype)}")
     if tuple(w.shape) != tuple(x.shape):
-        raise ValueError(f"bincount: weights of shape {tuple(w.shape)} must have x's shape "
-                         f"{tuple(x.shape)} (NumPy: The weights and list don't have the "
-                         f"same length.)")
+        raise ValueError(f"{name}: weights of shape {tuple(w.shape)} must have x's shape "
+                         f"{tuple(x.shape)} (NumPy: {_NUMPYS_SHAPE_WORDS[name]})")
     return w
 
 
@@ -163,18 +171,30 @@ def _weighted_sums(x, w, counts, stream):
 @honours_stream
 def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=None,
               stream=None):
-    """``bins`` equal-width bins over ``range``, as ``np.histogram(x, bins, range)``.
+    """``bins`` equal-width bins over ``range``, as ``np.histogram(x, bins, range,
+    density=density, weights=weights)``.
 
     Args:
         x: bool, integer or float values, any shape (flattened).
         bins: a positive int (the number of equal-width bins).
         range: ``(lo, hi)``, or ``None`` for ``(x.min(), x.max())``; a zero-width
             range is widened by 0.5 either side, as NumPy does.
-        density, weights: in NumPy's places for code written against NumPy; must be
-            None (or ``density=False``): numbakern counts.
+        density: if true, each bin's count (or weights' sum) divided by its width and
+            by the total, as NumPy's (``n / np.diff(edges) / n.sum()``, on the host
+            from the ``bins`` counts copied back: NaN where the total is 0, with
+            NumPy's warning).
+        weights: None, or real numbers (bool, integers, floats) of ``x``'s shape, on
+            the host or on ``x``'s device: each bin sums its values' weights instead
+            of counting them. As :func:`bincount`'s weights: every element's bin
+            written, then a stable sort of those bins, the weights gathered into its
+            order and one float64 sum a bin, in a tree (NumPy adds in order: float
+            results differ in the last bits), cast to the weights' dtype as NumPy's
+            (a weighted histogram costs about an ``argsort`` of ``x``).
 
     Returns:
-        ``(hist, edges)``: int64 counts of shape ``(bins,)`` and the ``bins + 1``
+        ``(hist, edges)``: ``hist`` of shape ``(bins,)``: int64 counts; the weights'
+        sums in the weights' dtype; float64 densities with ``density`` (so NumPy's
+        rules: float16 weights give float16 sums). ``edges``: the ``bins + 1``
         edges NumPy computes (its dtype: the input's float type, float64 for
         integers). Bin ``i`` holds ``edges[i] <= v < edges[i+1]``, the last bin also
         ``v == edges[-1]``; values outside the range, and NaN, are not counted.
@@ -191,28 +211,26 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         largest value), the estimate is taken in float64 instead.
 
     Raises:
-        TypeError: ``weights`` or ``density=True`` given; a non-int ``bins`` (edge
-            arrays are not supported), a bad dtype; a ``range`` end that is not a real
-            number NumPy holds (``None``, a string, an int past 64 bits: NumPy raises
-            ``TypeError`` for them too); a ``strategy`` that is neither a name nor a
-            histogram strategy object.
-        ValueError: ``bins < 1``; more ``bins`` int64 counts than an array holds
-            (2**60 - 1); ``range`` not a pair, with ``lo > hi`` or not finite (NumPy's
-            messages); an automatic range that is not finite (NaN or inf in ``x``); an
-            unknown ``strategy`` name, or one whose counters do not fit in shared
-            memory.
+        TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype of
+            ``x`` or ``weights`` (complex weights included); a ``range`` end that is
+            not a real number NumPy holds (``None``, a string, an int past 64 bits:
+            NumPy raises ``TypeError`` for them too); a ``strategy`` that is neither a
+            name nor a histogram strategy object.
+        ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; more ``bins`` int64
+            counts than an array holds (2**60 - 1); ``range`` not a pair, with ``lo >
+            hi`` or not finite (NumPy's messages); an automatic range that is not
+            finite (NaN or inf in ``x``); an unknown ``strategy`` name, or one whose
+            counters do not fit in shared memory.
     """
     from numbakern.api.reductions import host_scalar, max as _max, min as _min
 
-    if weights is not None or density not in (None, False):
-        raise TypeError("histogram: weights and density are not supported (numbakern "
-                        "counts); use np.histogram for them")
     x = as_array_like(x)
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "biuf":
         raise TypeError(f"histogram: x must have a bool, integer or float dtype, got {dtype}")
     if dtype.kind == "b":  # NumPy's words
         warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.")
+    w = None if weights is None else _weights_of(weights, x, "histogram")
     if np.ndim(bins) != 0:
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
@@ -234,14 +252,72 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if range is None:  # an empty x: NumPy's range (0, 1)
         range = (0, 1)
     rule = BinRule(value_dtype, nbins, range)
-    edges = rule.edges
+    hist = _binned(x, rule, w, None if w is None else w.dtype, strategy, stream)
+    if density:
+        hist = _density(hist, rule.edges, kind, stream)
+    return hist, _as_kind(rule.edges, kind)
+
+
+def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
+    """Each of ``bins`` equal-width bins' float64 sum of the ``weights`` (checked, of
+    ``x``'s shape) of its values in ``range_`` (a pair, not None): a Dask chunk's part
+    of a weighted histogram, before the cast to the weights' dtype."""
+    value_dtype = np.dtype(np.uint8) if np.dtype(x.dtype).kind == "b" else np.dtype(x.dtype)
+    return _binned(x, BinRule(value_dtype, bins, range_), weights, np.float64, strategy,
+                   stream)
+
+
+def _binned(x, rule: BinRule, w, sums_dtype, strategy, stream):
+    """The ``(rule.nbins,)`` histogram of ``x`` by ``rule``: int64 counts, or with
+    weights ``w`` their sums in ``sums_dtype``."""
+    dtype = np.dtype(x.dtype)
     if x.size == 0:
-        return _as_kind(np.zeros(nbins, np.int64), kind), _as_kind(edges, kind)
-    if dtype.itemsize <= TABLE_ITEMSIZE:
-        binner = table_binner(dtype, rule)
-    else:
-        binner = rule.device(dtype)
-    return _count(x, nbins, binner[0], binner[1], strategy, stream), _as_kind(edges, kind)
+        return _as_kind(np.zeros(rule.nbins, np.int64 if w is None else sums_dtype),
+                        kind_of(x))
+    binner, aux_host = table_binner(dtype, rule) if dtype.itemsize <= TABLE_ITEMSIZE \
+        else rule.device(dtype)
+    if w is None:
+        return _count(x, rule.nbins, binner, aux_host, strategy, stream)
+    return _weighted_bins(x, w, rule.nbins, binner, aux_host, sums_dtype, strategy, stream)
+
+
+def _weighted_bins(x, w, nbins: int, binner, aux_host, sums_dtype, strategy, stream):
+    """Each bin's sum of the weights ``w`` of its values, in ``sums_dtype``: every
+    element's bin written (``nbins`` for one not counted), then bincount's float64
+    sums over those ``nbins + 1`` bins, the last one dropped, cast."""
+    kind = kind_of(x)
+    bin_of, bin_key, read_dtype = binner
+    arr, wrap = as_layout_array(x, kind)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    n = math.prod(arr.shape)
+    index_dtype = np.dtype(np.int32 if nbins < np.iinfo(np.int32).max else np.int64)
+    index = workspace.empty(n, index_dtype)
+    kernel = cached(("bin_index", bin_key, device_key()),
+                    lambda: build_bin_index_kernel(bin_of))
+    aux = workspace.from_host(np.zeros(1, np.int64) if aux_host is None else aux_host)
+    launch(kernel, grid_for(n), THREADS, workspace.stream,
+           flat_device(arr, workspace, read_dtype), n, aux, index, nbins)
+    index = wrap(to_user(index, workspace, (n,)))
+    counts = _count(index, nbins + 1, int_binner(index_dtype, nbins + 1), None, strategy,
+                    stream)
+    sums = _weighted_sums(index, w, counts, stream)[:nbins]
+    if np.dtype(sums_dtype) == np.float64:
+        return sums
+    if kind == "numpy":
+        with numpys_words():  # a cast out of range, as NumPy's histogram warns
+            return sums.astype(sums_dtype)
+    return wrap(to_user(workspace.cast(sums, sums_dtype), workspace, (nbins,)))
+
+
+def _density(hist, edges: np.ndarray, kind: str, stream):
+    """NumPy's density of a histogram's ``(bins,)`` counts or sums: computed by NumPy
+    on the host from ``hist`` copied back (its words, NaN for a zero total, told at
+    the user's call), delivered in ``kind``."""
+    if kind != "numpy":
+        hist = host_words(device_view(hist), resolve_stream(stream, kind))
+    with numpys_words():
+        density = hist / np.diff(edges).astype(float) / hist.sum()
+    return _as_kind(density, kind)
 
 
 # --- the common path ---------------------------------------------------------------------

@@ -109,3 +109,21 @@ def build_histogram_kernel(strategy, bins: int, bin_of):
                 b += threads
 
     return histogram_kernel
+
+
+def build_bin_index_kernel(bin_of):
+    """Kernel ``(x, n, aux, out, missing)``: ``out[i] = bin_of(x, i, aux)``, or
+    ``missing`` for an element ``bin_of`` leaves out: each element's bin, for the
+    passes that need more than its count (a histogram's weighted sums)."""
+
+    @cuda.jit
+    def bin_index_kernel(x, n, aux, out, missing):
+        i = uint64(cuda.grid(1))
+        stride = uint64(cuda.gridsize(1))
+        end = uint64(n)
+        while i < end:
+            b = bin_of(x, i, aux)
+            out[i] = b if b >= 0 else missing
+            i += stride
+
+    return bin_index_kernel

@@ -1206,6 +1206,29 @@ def test_histogram_and_bincount_sum_chunk_counts():
         nk.bincount(da.from_array(np.array([1, -2, 3]), chunks=2))
 
 
+@pytest.mark.parametrize("weights_as", ["numpy", "dask"])
+def test_weighted_and_density_histograms_over_chunks(weights_as):
+    """Each chunk's float64 sums, summed and cast to the weights' dtype; density
+    divided lazily; weights of another chunking taken in x's chunks."""
+    f = np.random.default_rng(12).standard_normal((6, 50))
+    w = np.random.default_rng(13).standard_normal((6, 50)).astype(np.float32)
+    x = da.from_array(f, chunks=(4, 20))
+    weights = w if weights_as == "numpy" else da.from_array(w, chunks=(3, 50))
+    for density in (False, True):
+        hist, edges = nk.histogram(x, bins=7, range=(-1.0, 1.0), weights=weights,
+                                   density=density)
+        ref, ref_edges = np.histogram(f, bins=7, range=(-1.0, 1.0), weights=w,
+                                      density=density)
+        assert isinstance(hist, da.Array)
+        _check(hist, ref, rtol=1e-5)
+    counts = nk.histogram(x, bins=5, weights=(w > 0).astype(np.int16))[0]
+    _check(counts, np.histogram(f, bins=5, weights=(w > 0).astype(np.int16))[0], exact=True)
+    _check(nk.histogram(x, bins=5, density=True)[0], np.histogram(f, 5, density=True)[0],
+           rtol=1e-12)
+    with pytest.raises(ValueError, match="weights should have the same shape as a"):
+        nk.histogram(x, bins=5, weights=w[:3])
+
+
 # --- schedulers --------------------------------------------------------------------------
 
 

@@ -114,11 +114,8 @@ def test_numpy_signature_compatibility():
     assert nk.histogram_counts([], 3).tolist() == [0, 0, 0]
     got = nk.bincount(np.array([1, 2]), np.array([1.0, 0.5]))  # NumPy's positional weights
     assert got.tolist() == [0.0, 1.0, 0.5] and got.dtype == np.float64
-    with pytest.raises(TypeError, match="weights and density"):
-        nk.histogram(np.array([1.0, 2.0]), 2, weights=np.ones(2))
-    with pytest.raises(TypeError, match="weights and density"):
-        nk.histogram(np.array([1.0, 2.0]), 2, density=True)
     assert nk.histogram(np.array([1.0, 2.0]), 2, density=False)[0].tolist() == [1, 1]
+    assert nk.histogram(np.array([1.0, 2.0]), 2, None, True)[0].tolist() == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
@@ -288,3 +285,67 @@ def test_bool_input_warns_numpys_conversion_on_every_call():
         assert len(told) == 1 and told[0].filename == __file__
         hist = hist if isinstance(hist, np.ndarray) else hist.copy_to_host()
         assert np.array_equal(hist, want[0]) and np.array_equal(edges, want[1])
+
+
+WEIGHT_DTYPES = [np.float64, np.float32, np.float16, np.int8, np.uint64, np.bool_]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES[::2], ids=IDS[::2])
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 129])
+def test_weighted_histogram_against_numpy(strategy, n):
+    """Each bin's sum of the weights of its values, in the weights' dtype (NumPy's
+    rule), NaN and values outside the range left out; float sums within rounding of
+    NumPy's (a tree against its order), integer and bool sums exact."""
+    x = RNG.standard_normal(n).astype(np.float32)
+    x[::7] = np.nan
+    w = (RNG.standard_normal(n) * 20).astype(WEIGHT_DTYPES[n % len(WEIGHT_DTYPES)])
+    if w.dtype.kind == "u":
+        w = (RNG.random(n) * 20).astype(w.dtype)  # no negative float cast to uint64
+    for x_as in (x, x.astype(np.float16), (x[~np.isnan(x)] * 10).astype(np.int16)):
+        w_as = w[:x_as.size]
+        got = nk.histogram(x_as, 6, range=(-2, 2), weights=w_as, strategy=strategy)[0]
+        want = np.histogram(x_as, 6, range=(-2, 2), weights=w_as)[0]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        rtol = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6}.get(want.dtype, 0)
+        np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=rtol,
+                                   atol=rtol)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogram_density_against_numpy(weighted):
+    """``n / np.diff(edges) / n.sum()`` as NumPy's: float64, over 2-D input whose bins
+    have unequal widths only through rounding; NaN and NumPy's warning for a zero
+    total."""
+    x = RNG.standard_normal((5, 13))
+    w = RNG.random((5, 13)).astype(np.float32) if weighted else None
+    got, edges = nk.histogram(x, 9, weights=w, density=True)
+    want, want_edges = np.histogram(x, 9, weights=w, density=True)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_array_equal(edges, want_edges)
+    empty = np.zeros(0) if w is None else np.zeros((0, 3))
+    weights = None if w is None else np.zeros((0, 3), np.int8)
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in divide") as told:
+        got = nk.histogram(empty, 3, weights=weights, density=True)[0]
+    assert told[0].filename == __file__  # told at the user's call
+    assert got.dtype == np.float64 and np.isnan(got).all()
+
+
+def test_weighted_histogram_on_device_arrays_and_its_errors():
+    x = RNG.standard_normal(70)
+    w = RNG.standard_normal(70).astype(np.float32)
+    want = np.histogram(x, 5, range=(-1, 1), weights=w)[0]
+    for dw in (cuda.to_device(w), w):  # device or host weights for device values
+        got = nk.histogram(cuda.to_device(x), 5, range=(-1, 1), weights=dw)[0]
+        assert isinstance(got, type(cuda.to_device(w)))
+        got = got.copy_to_host()
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    dens = nk.histogram(cuda.to_device(x), 5, range=(-1, 1), density=True)[0].copy_to_host()
+    np.testing.assert_allclose(dens, np.histogram(x, 5, range=(-1, 1), density=True)[0])
+    with pytest.raises(ValueError, match="weights should have the same shape as a"):
+        nk.histogram(x, 5, weights=w[:5])
+    with pytest.raises(TypeError, match="histogram: weights must hold real numbers"):
+        nk.histogram(x, 5, weights=w.astype(np.complex64))
+    empty = nk.histogram(np.zeros(0), 4, weights=np.zeros(0, np.int16))[0]
+    assert empty.dtype == np.int16 and empty.tolist() == [0, 0, 0, 0]

@@ -49,3 +49,24 @@ def test_every_float32_of_a_narrow_range(cp):
     hist, _ = nk.histogram(cp.asarray(np.tile(x, 64)), 900, range=(1.0, 1.0 + 2**-10))
     want, _ = np.histogram(np.tile(x, 64), 900, range=(1.0, 1.0 + 2**-10))
     assert np.array_equal(cp.asnumpy(hist), want)
+
+
+@pytest.mark.parametrize("wdtype", [np.float32, np.float64, np.int16])
+def test_weighted_and_density_histograms_on_cupy(cp, wdtype):
+    """Weights' sums a bin in the weights' dtype and NumPy's density, CuPy in and out,
+    at 2**20 values around the edges (the bins written, sorted and summed on the GPU)."""
+    gen = np.random.default_rng(6)
+    x = np.concatenate([np.tile(near_edges(np.float32, 50, (0, 1), ulps=2), 4),
+                        gen.uniform(-0.1, 1.1, 1 << 20).astype(np.float32)])
+    w = (gen.standard_normal(x.size) * 4).astype(wdtype)
+    hist = nk.histogram(cp.asarray(x), 50, range=(0, 1), weights=cp.asarray(w))[0]
+    want = np.histogram(x, 50, range=(0, 1), weights=w)[0]
+    assert isinstance(hist, cp.ndarray) and hist.dtype == want.dtype
+    rtol = 1e-4 if wdtype == np.float32 else 0
+    np.testing.assert_allclose(cp.asnumpy(hist).astype(float), want.astype(float),
+                               rtol=rtol, atol=rtol * 100)
+    dens = nk.histogram(cp.asarray(x), 50, range=(0, 1), density=True)[0]
+    assert isinstance(dens, cp.ndarray) and dens.dtype == np.float64
+    np.testing.assert_allclose(cp.asnumpy(dens),
+                               np.histogram(x, 50, range=(0, 1), density=True)[0],
+                               rtol=1e-12)
