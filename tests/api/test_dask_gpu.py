@@ -60,6 +60,9 @@ def test_cupy_chunks_every_family(cp, scheduler):
         hist, _ = nk.histogram(x, bins=16, range=(-3, 3))
         np.testing.assert_array_equal(_cupy_result(cp, hist),
                                       np.histogram(a, bins=16, range=(-3, 3))[0])
+        hist, _ = nk.histogram(x, bins=16, range=(-3, 3), weights=a, density=True)
+        np.testing.assert_allclose(_cupy_result(cp, hist), np.histogram(
+            a, bins=16, range=(-3, 3), weights=a, density=True)[0], rtol=1e-4)
 
 
 @pytest.mark.parametrize("split_every", [None, 2])
