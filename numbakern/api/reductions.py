@@ -54,7 +54,7 @@ from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, resu
 from numbakern.core.deliver import check_out, deliver, deliver_host, written_into
 from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
-from numbakern.kernels import bfloat16
+from numbakern.kernels import bfloat16, float16
 from numbakern.kernels.axis_reduce import check_lanes
 from numbakern.kernels.finishes import (divide_by_count_emit, divide_emit, log_sum_exp_emit,
                                         variance_emit)
@@ -113,7 +113,7 @@ def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, ax
     axes = normalize_axes(axis, len(in_shape))
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
-    kit = state_kit(op, (_ops.accumulator_dtype(result),))
+    kit = state_kit(op, (_ops.accumulator_dtype(result),), float16.read_for(in_dtype, result))
     return _Setup(result, axes, result_shape(in_shape, axes, keepdims), grid,
                   *_extents(in_shape, axes), kit)
 
@@ -253,7 +253,7 @@ def _job(x, axes, op, kit, workspace: Workspace, lanes, track_index: bool, where
     :class:`~numbakern.core.jobs.Finish` its storing pass may fold in."""
     x, widened = bits_of(x)
     if widened:
-        kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
+        kit = state_kit(op, kit.dtypes, read=float16.widened(kit.read))
     layout = reduce_layout(x, axes, kit, not op.commutative, lanes, track_index,
                            workspace.stream, where)
     return ReduceJob(layout, op, kit, workspace, finish)
@@ -1601,13 +1601,24 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
         return
     data, kept = found
     axes = normalize_axes(axis, data.ndim)
+    cast_over = False
+    if values.dtype == np.float16 and data.dtype != np.float16:
+        # NumPy casts each element to a float16 dtype= first (kernels/float16.py): a
+        # finite one past float16's range is an overflow, then an infinity
+        with np.errstate(over="ignore"):
+            cast = data.astype(np.float16)
+        cast_over = (np.isinf(cast) & np.isfinite(data)).any(axis=axes, keepdims=keepdims,
+                                                             where=kept)
+        data = cast
     up = (data == np.inf).any(axis=axes, keepdims=keepdims, where=kept)
     down = (data == -np.inf).any(axis=axes, keepdims=keepdims, where=kept)
     clean = True if skip_nan else ~np.isnan(data).any(axis=axes, keepdims=keepdims,
                                                        where=kept)
-    _fp_errors([(kind, f"{text} encountered in reduce") for kind, text, hit in (  # NumPy's
-        ("invalid", "invalid value", up & down & clean),                        # word
-        ("over", "overflow", np.isinf(values) & ~up & ~down)) if hit.any()])
+    over = ("over", "overflow", (np.isinf(values) & ~up & ~down) | cast_over)
+    invalid = ("invalid", "invalid value", up & down & clean)
+    _fp_errors([(kind, f"{text} encountered in reduce")  # NumPy's words, in its order
+                for kind, text, hit in ((over, invalid) if np.any(cast_over) else
+                                        (invalid, over)) if hit.any()])
 
 
 def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axes,

@@ -56,7 +56,7 @@ from numbakern.core.axes import (FLAT, axis_index, axis_or_dim, check_flag, norm
 from numbakern.core.deliver import check_disjoint, check_out, written_into
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
-from numbakern.kernels import bfloat16
+from numbakern.kernels import bfloat16, float16
 from numbakern.kernels.scan_rows import check_layout, scan_rows, use_warp_rows
 from numbakern.kernels.elementwise import log_sum_exp_into
 from numbakern.kernels.products import settle_products
@@ -485,7 +485,8 @@ def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse
     axis = optional_axis(flat_axis_of_0d(axis, len(shape)), len(shape))
     size = math.prod(shape)
     out_shape = (size,) if axis is None else shape
-    kit = state_kit(op, states)
+    kit = state_kit(op, states, float16.read_for(in_dtype, results[0]) if op.fields == 1
+                    else None)
     return exclusive, reverse, results, grid, layout, axis, out_shape, kit, size
 
 
@@ -527,7 +528,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     check_disjoint(outs, {"x": x}, kind, caller or "associative_scan")
     narrow = None
     if widened:
-        kit = state_kit(op, kit.dtypes, read=bfloat16.widen)
+        kit = state_kit(op, kit.dtypes, read=float16.widened(kit.read))
         if _writes_bits(op, results, dtype, outs, after):
             results, narrow = (_BFLOAT16_BITS, *results[1:]), bfloat16.narrower()
     if size == 0:

@@ -39,6 +39,7 @@ from numbakern.core.arrays import (Workspace, as_array_like, honours_stream, kin
 from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import ReduceJob
+from numbakern.kernels import float16
 from numbakern.kernels.axis_reduce import check_lanes
 from numbakern.kernels.elementwise import fold_first_into, zeros
 from numbakern.kernels.segment_reduce import SegmentReduce, offsets_ok
@@ -205,7 +206,8 @@ def _planned(op, in_dtype: np.dtype, dtype) -> tuple:
         raise TypeError(f"{op.name} has {op.fields} fields; segmented_reduce takes "
                         "one-field ops (segmented_argmax/segmented_argmin for pairs)")
     result = op.result_dtype_for(in_dtype, dtype)
-    return op, result, state_kit(op, (_ops.accumulator_dtype(result),))
+    return op, result, state_kit(op, (_ops.accumulator_dtype(result),),
+                                 float16.read_for(in_dtype, result))
 
 
 @planner

@@ -100,6 +100,7 @@ class StateKit:
     load: Callable
     to_state: Callable
     identity_values: tuple[Any, ...]
+    read: Callable | None = None  # state_kit's: applied to each element first
 
     @property
     def fields(self) -> int:
@@ -218,7 +219,8 @@ def build_kit(op: Op, dtypes: tuple[np.dtype, ...], read=None) -> StateKit:
     f = op.device_combine()
     maker = {1: _one_field, 2: _two_fields}.get(len(dtypes), _n_fields)
     return StateKit(dtypes, *maker(f, dtypes, values),
-                    to_state=_element_to_state(op, dtypes, read), identity_values=values)
+                    to_state=_element_to_state(op, dtypes, read), identity_values=values,
+                    read=read)
 
 
 def _check_compiles(op: Op, dtypes: tuple) -> None:

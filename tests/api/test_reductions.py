@@ -710,3 +710,47 @@ def test_device_outs_and_weights_of_non_native_byte_order_are_refused():
         nk.cross_entropy(x, big)
     with pytest.raises(TypeError, match="a device array of non-native byte order"):
         nk.segmented_reduce(cuda.to_device(np.ones(4)), big)
+
+
+F16_CASES = {  # each element cast to float16 first, as NumPy's: inf, zeros, rounding
+    "overflow": np.array([1e5, -1e5, 3.0, 2.0]),
+    "overflow int": np.array([70000, 1, -70000, 3], np.int32),
+    "underflow": np.array([1e-8] * 5 + [1.0]),
+    "rounding": np.array([2049.0, 1.0, 2051.0, -0.0], np.float32),
+    "negative zeros": np.array([-1e-8, -0.0]),
+}
+
+
+@pytest.mark.parametrize("case", list(F16_CASES))
+@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "prod", "cumsum", "nancumsum",
+                                "cumulative_sum"])
+def test_a_float16_dtype_casts_each_wider_element_first(case, fn):
+    """NumPy reduces (and scans) in a float16 ``dtype=`` each element cast to float16:
+    ``1e5`` is inf there, ``1e-8`` 0; so here too, flat and along each axis (every
+    case's partial sums are exact in float16, so float32 accumulation gives NumPy's)."""
+    x = F16_CASES[case]
+    for a, axis in ((x, None), (np.stack([x, x[::-1]]), 1), (np.stack([x, x[::-1]]).T, 0)):
+        with np.errstate(all="ignore"):
+            want = getattr(np, fn)(a, axis=axis, dtype=np.float16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            got = getattr(nk, fn)(a, axis=axis, dtype=np.float16)
+        assert np.asarray(got).dtype == want.dtype == np.float16
+        np.testing.assert_array_equal(got, want)
+        signed = ~np.isnan(want)  # a NaN's sign is the hardware's (x86's is negative)
+        assert (np.signbit(got)[signed] == np.signbit(want)[signed]).all()
+
+
+def test_a_float16_dtype_warns_of_its_casts_as_numpy():
+    x = np.array([1e5, -1e5, 3.0])
+    for fn in ("sum", "mean"):
+        with pytest.warns(RuntimeWarning) as told:
+            got = getattr(nk, fn)(x, dtype=np.float16)
+        assert np.isnan(got)
+        assert [str(w.message) for w in told] == ["overflow encountered in reduce",
+                                                  "invalid value encountered in reduce"]
+    got = nk.segmented_reduce(x, np.array([0, 2, 3]), dtype=np.float16)
+    with np.errstate(all="ignore"):
+        want = np.add.reduceat(x, [0, 2], dtype=np.float16)  # [nan, 3.0]
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)

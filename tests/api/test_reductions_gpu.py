@@ -223,3 +223,25 @@ def test_a_device_arrays_layout_copy_follows_the_calls_stream(cp):
         np.testing.assert_allclose(got, want.sum(axis=(0, 2, 4)), rtol=1e-5, atol=1e-2)
         np.testing.assert_allclose(masked, np.where(keep[picked], want, 0).sum(axis=(0, 2, 4)),
                                    rtol=1e-5, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_a_float16_dtype_rounds_each_element_on_the_device(cp, dtype):
+    """kernels/float16.round_to_float16 compiled for the GPU: every float16 rounding
+    case (ties, subnormals, overflow, signed zeros) against NumPy's cast, through a
+    scan (one output an element) and a sum along an axis of CuPy input."""
+    gen = np.random.default_rng(7)
+    edge = np.array([65504, 65519, 65520, 65536, 2049, 2051, 6.1e-5, 2.0**-25, 3 * 2.0**-25,
+                     1e-8, -1e-8, -0.0, 0.0])
+    x = np.concatenate([edge, -edge,
+                        gen.standard_normal(4000) * 10.0 ** gen.integers(-9, 6, 4000)])
+    x = x.astype(dtype) if dtype != np.int32 else np.clip(x * 1000, -2e9, 2e9).astype(dtype)
+    each = cp.asnumpy(nk.cumsum(cp.asarray(np.stack([x, np.zeros_like(x)]).T.copy()),
+                                axis=1, dtype=np.float16))[:, 0]
+    want = x.astype(np.float16)
+    np.testing.assert_array_equal(each, want)
+    assert (np.signbit(each) == np.signbit(want)).all()
+    summed = nk.sum(cp.asarray(np.stack([x, -x])), axis=0, dtype=np.float16)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(cp.asnumpy(summed),
+                                      np.sum(np.stack([x, -x]), axis=0, dtype=np.float16))
