@@ -62,7 +62,7 @@ def test_weighted_and_density_histograms_on_cupy(cp, wdtype):
     hist = nk.histogram(cp.asarray(x), 50, range=(0, 1), weights=cp.asarray(w))[0]
     want = np.histogram(x, 50, range=(0, 1), weights=w)[0]
     assert isinstance(hist, cp.ndarray) and hist.dtype == want.dtype
-    rtol = 1e-4 if wdtype == np.float32 else 0
+    rtol = {np.float32: 1e-4, np.float64: 1e-12}.get(wdtype, 0)  # a tree against order
     np.testing.assert_allclose(cp.asnumpy(hist).astype(float), want.astype(float),
                                rtol=rtol, atol=rtol * 100)
     dens = nk.histogram(cp.asarray(x), 50, range=(0, 1), density=True)[0]
