@@ -43,7 +43,7 @@ SCAN_LEGEND = (
 VIA_COLOUR = dict(VIA_COLOUR, **{LOCAL: "#8c564b"})
 
 
-def _path(trace: ScanTrace, node: Node, holder: Node) -> str:
+def _path(trace, node: Node, holder: Node) -> str:
     if node.kind == "element":
         return f"{node.detail}, global load"
     if node.kind != "move":
@@ -61,7 +61,11 @@ def _path(trace: ScanTrace, node: Node, holder: Node) -> str:
     return f"global slot {node.offset}, stored by block {src.block} in launch {src.launch}"
 
 
-def _operand(trace, node, holder) -> str:
+def operand_text(trace, node: Node, holder: Node) -> str:
+    """An operand of the join ``holder``: its elements, then in brackets how it reached
+    the join's thread (``[4] (shared slot 4, stored by t4)``); just the elements for
+    the thread's own state. ``trace``: any recording whose ``nodes`` are
+    :class:`~numbakern.teach.trace.Node` (a scan's, a softmax row's)."""
     path = _path(trace, node, holder)
     return cover_text(node.cover) + (f" ({path})" if path else "")
 
@@ -69,7 +73,7 @@ def _operand(trace, node, holder) -> str:
 def _join_line(trace: ScanTrace, node: Node) -> Text:
     a, b = (trace.nodes[i] for i in node.args)
     who = f"t{node.thread}"
-    line = (f"{who}: {_operand(trace, a, node)} ⊕ {_operand(trace, b, node)} → "
+    line = (f"{who}: {operand_text(trace, a, node)} ⊕ {operand_text(trace, b, node)} → "
             f"{cover_text(node.cover)} = {value_text(node.value)}")
     text = Text(line)
     via = a.via if a.kind == "move" else b.via if b.kind == "move" else REGISTER
@@ -154,7 +158,9 @@ def scan_tree(trace: ScanTrace, limit: int = 6) -> Tree:
     for number, (name, blocks, threads) in enumerate(trace.launches, 1):
         launch = root.add(Text(f"launch {number}: {name}, {blocks} block(s) × {threads} "
                                "threads", "bold magenta"))
-        if not any(k[0] == number for k in list(steps) + list(stores) + list(events)):
+        # the counts, not the joins: a block may combine identities and move them
+        # through memory without a single join (a one-element scan)
+        if not any(k[0] == number for k in trace.blocks):
             launch.add(Text("combines and moves no state (zeroes the status flags)"
                             if name == "_fill" else "combines and moves no state", "dim"))
             continue
@@ -162,6 +168,8 @@ def scan_tree(trace: ScanTrace, limit: int = 6) -> Tree:
             key = (number, block)
             branch = launch.add(Text(f"block {block}", "bold"))
             items = _grid_events(trace, events.get(key, []))
+            if key in trace.blocks and not steps.get(key) and not unused.get(key):
+                items.append((-1, 0, _joinless_line(trace, key, loads.get(key, set())), []))
             items += _block_steps(trace, steps.get(key, {}), clears.get(key, []),
                                   trace.barrier_steps.get(key, []), limit,
                                   loads.get(key, set()), unused.get(key, {}))
@@ -177,6 +185,27 @@ def scan_tree(trace: ScanTrace, limit: int = 6) -> Tree:
                     node.add(child)
     root.add(proof_line(trace))
     return root
+
+
+def _joinless_line(trace: ScanTrace, key: tuple, loaded) -> Text:
+    """What a block without a join did, in the counts table's numbers: every combine it
+    ran had the identity as an operand (a combine of two states holding elements is a
+    join), and its states still went through barriers and memory."""
+    c = trace.blocks[key]
+    local = trace.local.get(key, [0, 0])
+    got = f"{len(loaded)} input element{'s' * (len(loaded) != 1)}" if loaded \
+        else "no input element"
+    moved = [f"shared ld/st {c.shared_loads - local[0]}/{c.shared_stores - local[1]}"]
+    if any(local):
+        moved.append(f"local ld/st {local[0]}/{local[1]}")
+    moved.append(f"global ld/st {c.global_element_loads + c.global_state_loads}/"
+                 f"{c.global_stores}")
+    rounds = f"{c.barriers} barrier(s)"
+    if c.shuffle_steps:
+        warps = ", ".join(f"w{w}: {k}" for w, k in sorted(c.shuffle_steps.items()))
+        rounds += f", shuffle steps per warp {warps}"
+    return Text(f"no joins (it loaded {got}): {c.combines} combines ran, each with the "
+                f"identity, {rounds} · " + " · ".join(moved), "dim")
 
 
 def _store_role(array: str) -> str:
@@ -472,5 +501,6 @@ def draw_scan(trace: ScanTrace, path: str) -> None:
     plt.close(fig)
 
 
-__all__ = ["SCAN_LEGEND", "block_counts", "block_steps", "draw_scan", "proof_line",
-           "scan_counts_table", "scan_tree", "tile_states_table", "work_depth_table"]
+__all__ = ["SCAN_LEGEND", "block_counts", "block_steps", "draw_scan", "operand_text",
+           "proof_line", "scan_counts_table", "scan_tree", "tile_states_table",
+           "work_depth_table"]

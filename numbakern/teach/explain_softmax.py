@@ -18,6 +18,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .explain import VIA_COLOUR, cover_text
+from .explain_scan import operand_text
 from .figures import drawing_order, plain_axes
 from .softmax_trace import SoftmaxTrace
 from .trace import REGISTER, SHARED, SHUFFLE
@@ -28,7 +29,9 @@ SOFTMAX_LEGEND = (
     "their sums: two block reduces, a barrier apart. online reduces (max, sum) pairs "
     "once: (m_a, s_a) ⊕ (m_b, s_b) = (m, s_a·exp(m_a - m) + s_b·exp(m_b - m)); where "
     "the maxima differ, one sum is rescaled (marked). [a-b] are the elements a state "
-    "covers."
+    "covers; in brackets after an operand, how it reached the thread (a shuffle from "
+    "another lane's register, a shared-memory slot and the thread that stored it); none "
+    "after the thread's own register."
 )
 
 
@@ -57,16 +60,18 @@ def _rounds(trace: SoftmaxTrace, op: str) -> dict:
     return dict(sorted(rounds.items()))
 
 
-def _hop(trace: SoftmaxTrace, node) -> str:
-    """How a join's second operand reached its thread."""
-    for a in node.args:
-        m = trace.nodes[a]
-        if m.kind == "move":
-            src = trace.nodes[m.args[0]]
-            if m.via == SHUFFLE:
-                return f"shuffle {m.detail} {m.offset} from lane {src.thread % 32}"
-            return f"{m.via} slot {m.offset}, stored by t{src.thread}"
-    return "its own register"
+def _join_line(trace: SoftmaxTrace, j, rescaled: bool) -> Text:
+    """``t0: [0] (shared slot 0, stored by t0) ⊕ [1] (...) → state``: each operand with,
+    after it, how it reached the thread (none: its own register), as the scan view
+    writes them; a rescale marked."""
+    a, b = (trace.nodes[x] for x in j.args)
+    text = Text(f"t{j.thread}: {operand_text(trace, a, j)} ⊕ {operand_text(trace, b, j)}"
+                f" → {_state(trace, j.id)}")
+    if rescaled:
+        lo = min(float(a.value[0]), float(b.value[0]))
+        hi = max(float(a.value[0]), float(b.value[0]))
+        text.append(f" · rescale: a sum × exp({lo:.4g} − {hi:.4g})", "red")
+    return text
 
 
 def softmax_tree(trace: SoftmaxTrace, limit: int = 6) -> Tree:
@@ -98,14 +103,7 @@ def softmax_tree(trace: SoftmaxTrace, limit: int = 6) -> Tree:
             node = branch.add(Text(f"step {k}: {len(joins)} join(s)"
                                    + (f", {marks} rescale(s)" if marks else "")))
             for j in joins[:limit]:
-                a, b = (trace.nodes[x] for x in j.args)
-                text = Text(f"t{j.thread}: {cover_text(a.cover)} ⊕ {cover_text(b.cover)} "
-                            f"({_hop(trace, j)}) → {_state(trace, j.id)}")
-                if j.id in rescaled:
-                    lo = min(float(a.value[0]), float(b.value[0]))
-                    hi = max(float(a.value[0]), float(b.value[0]))
-                    text.append(f" · rescale: a sum × exp({lo:.4g} − {hi:.4g})", "red")
-                node.add(text)
+                node.add(_join_line(trace, j, j.id in rescaled))
             if len(joins) > limit:
                 node.add(Text(f"… and {len(joins) - limit} more like these", "dim"))
         r = trace.results[op]

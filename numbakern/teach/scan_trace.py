@@ -98,7 +98,8 @@ class ScanTrace:
         outputs: the node each output element holds.
         values: the outputs, as NumPy values.
         blocks: ``{(launch, block): BlockCounts}`` (``shared_*`` include local memory;
-            ``local_loads``/``local_stores`` in :attr:`local`).
+            ``local_loads``/``local_stores`` in :attr:`local`; ``global_stores``
+            counts the outputs a block wrote as well as the states in :attr:`stores`).
         local: ``{(launch, block): [loads, stores]}`` of local memory.
         barrier_steps: ``{(launch, block): [step after each barrier]}``.
         atomics: :class:`AtomicEvent` list, in order.
@@ -225,7 +226,7 @@ class ScanTrace:
         return {
             "global read": self.total("global_element_loads") * self.element_bytes
             + self.total("global_state_loads") * sb,
-            "global written": self.n * sb + self.total("global_stores") * sb,
+            "global written": self.total("global_stores") * sb,
             "shared read": (self.total("shared_loads") - local[0]) * sb,
             "shared written": (self.total("shared_stores") - local[1]) * sb,
             "shuffled": sum(sum(c.shuffle_steps.values()) for c in self.blocks.values())
@@ -315,6 +316,12 @@ class _ScanRecorder(_Recorder):
                     tag, launch, block, thread, self.sync[(launch, block, thread)], name,
                     index))
 
+    def store_output(self) -> None:
+        """The calling thread wrote one output: a global store of its block (the
+        kernels write outputs with plain stores, which the kit never sees)."""
+        with self.lock:
+            self._block().global_stores += 1
+
     def load_tagged(self, arr, i, tag, value) -> int:
         tag = self.node_tag(tag)
         address, shared = _trace._address(arr, i)
@@ -403,6 +410,26 @@ def _build_scan_tracing_kit(op, dtypes) -> StateKit:
     )
 
 
+class _TracedScanJob(ScanJob):
+    """A :class:`ScanJob` whose output storer also reports each output written to the
+    recorder, so that the blocks' global stores count the outputs."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        # a kernel cached for an unreported storer must not be reused
+        self.key = self.key + ("outputs reported",)
+
+    def output_storer(self):
+        real = super().output_storer()
+
+        @cuda.jit(device=True)
+        def store(row0, row1, j, s):
+            real(row0, row1, j, s)
+            _rec().store_output()
+
+        return store
+
+
 def _watch_local(rec: _ScanRecorder):
     """``(class, name, replacement)``: ``cuda.local.array`` wrapped so that loads and
     stores to local arrays are told apart from shared ones (both are NumPy arrays
@@ -480,8 +507,8 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
     outs = (cuda.device_array((1, 1, n), result), cuda.device_array((1, 1, n), np.int64))
     empty = np.asarray(op.empty if not isinstance(op.empty, str) else
                        kit.identity_values[0]).astype(acc)[()]
-    job = ScanJob(xv, outs, op, kit, bool(exclusive), False, (empty, np.int64(IDENTITY)),
-                  workspace)
+    job = _TracedScanJob(xv, outs, op, kit, bool(exclusive), False,
+                         (empty, np.int64(IDENTITY)), workspace)
     rec = _ScanRecorder()
     with _trace.recording(rec, [_watch_local(rec)]):
         grid.scan(job)

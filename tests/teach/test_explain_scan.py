@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 import numbakern
 from numbakern.teach.cli import cli
-from numbakern.teach.explain_scan import published, scan_tree, tile_states_table
+from numbakern.teach.explain_scan import (published, scan_counts_table, scan_tree,
+                                         tile_states_table)
 from numbakern.teach.scan_trace import STATUS_NAMES, textbook, trace_block_scan, trace_scan
 
 simulator_only = pytest.mark.simulator  # tracing runs under the simulator
@@ -208,3 +209,83 @@ def test_blellochs_whole_up_sweep_is_shown_with_the_joins_in_no_output():
                  "step 3 (down-sweep): 1 join(s)", "step 5: 7 join(s) (and 7 repeat(s)"):
         assert line in text, line
     assert "step 6" not in text
+
+
+def _rendered(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=250, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _rows(text: str) -> dict:
+    """``{"launch/block": [cells]}`` of a rendered scan counts table."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 10 and cells[0].replace("/", "").isdigit():
+            rows[cells[0]] = cells
+    return rows
+
+
+def _global_column(text: str) -> dict:
+    """``{"launch/block": "loads/stores"}``: the table's global memory column."""
+    return {key: cells[8] for key, cells in _rows(text).items()}
+
+
+@simulator_only
+def test_each_block_counts_its_output_writes_as_global_stores():
+    """A block writes its own tile's outputs to global memory: the table's stores count
+    them (decoupled look-back, 70 elements in tiles of 32: 32, 32, 6), and their sum is
+    the bytes line's global written (70 int64 outputs: 560 bytes)."""
+    text = _rendered(scan_counts_table(trace_scan(
+        X70, "decoupled_lookback/hillis_steele", threads=32, items=1)))
+    assert _global_column(text) == {"2/0": "32/32", "2/1": "32/32", "2/2": "6/6"}
+    assert "global written 560," in text
+    eight = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int64)
+    text = _rendered(scan_counts_table(trace_scan(eight, "decoupled_lookback/blelloch")))
+    assert _global_column(text) == {"1/0": "8/8"} and "global written 64," in text
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", numbakern.strategies.available("scan"))
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_every_output_is_one_global_store(strategy, exclusive):
+    trace = trace_scan(X70, strategy, threads=32, items=1, blocks=2, exclusive=exclusive)
+    assert trace.total("global_stores") == X70.size + len(trace.stores)
+    assert trace.bytes_moved()["global written"] == (X70.size + len(trace.stores)) * 8
+
+
+@simulator_only
+def test_reduce_then_scan_counts_outputs_beside_its_totals_and_carries():
+    """Launch 1 stores each chunk's total, launch 2 each chunk's carry, launch 3 the
+    outputs of its chunk (64 and 6 of them): 2 + 2 + 70 stores of 8 bytes."""
+    trace = trace_scan(X70, "reduce_then_scan/hillis_steele", threads=32, items=1, blocks=2)
+    text = _rendered(scan_counts_table(trace))
+    stores = {k: v.split("/")[1] for k, v in _global_column(text).items()}
+    assert stores == {"1/0": "1", "1/1": "1", "2/0": "2", "3/0": "64", "3/1": "6"}
+    assert "global written 592," in text
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy, combines, rounds, shared", [
+    ("decoupled_lookback/blelloch", 182, "14 barrier(s)", "318/287"),
+    ("reduce_then_scan/blelloch", 182, "15 barrier(s)", "318/287"),
+    ("decoupled_lookback/warp_shuffle", 352, "3 barrier(s), shuffle steps per warp w0: 13",
+     "130/161"),
+])
+def test_a_block_without_joins_says_what_it_did(strategy, combines, rounds, shared):
+    """One element: no join anywhere, yet the block ran its block scan on identity
+    states through shared memory and wrote its output; the tree says so, with the
+    counts table's numbers, instead of claiming the launch moved no state."""
+    trace = trace_scan(np.array([7], np.int64), strategy)
+    text = " ".join(_rendered(scan_tree(trace)).split())
+    assert "combines and moves no state" not in text
+    assert "launch 1: " in text and "block 0" in text
+    assert (f"no joins (it loaded 1 input element): {combines} combines ran, each with the "
+            f"identity, {rounds} · shared ld/st {shared} · local ld/st 64/96 · global ld/st "
+            "1/1") in text
+    row = _rows(_rendered(scan_counts_table(trace)))["1/0"]
+    assert [row[5], row[6], row[7], row[8], row[4]] == [str(combines), shared, "64/96",
+                                                        "1/1", "0"]

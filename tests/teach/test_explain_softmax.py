@@ -111,3 +111,55 @@ def test_a_float16_row_is_recorded_as_numbakern_softmax_takes_it(strategy):
     x = (3 * np.random.default_rng(5).standard_normal(300)).astype(np.float16)
     trace = trace_softmax(x, strategy, threads=64)
     assert trace.exact and trace.y.dtype == np.float16 and trace.max_error > 1e-5
+
+
+def _tree_text(trace) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(softmax_tree(trace, limit=4))
+    return console.export_text()
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy, lines", [
+    ("online/blelloch", [
+        ("t0: [0] (shared slot 0, stored by t0) ⊕ [1] (shared slot 1, stored by t1) → "
+         "(max 2, sum 1.368)"),
+        ("t1: [2] (shared slot 2, stored by t2) ⊕ [3] (shared slot 3, stored by t3) → "
+         "(max 4, sum 1.368)"),
+        ("t0: [0-1] (shared slot 1, stored by t0) ⊕ [2-3] (shared slot 3, stored by t1) → "
+         "(max 4, sum 1.553)")]),
+    ("online/hillis_steele", [
+        "t1: [0] (shared slot 0, stored by t0) ⊕ [1] → (max 2, sum 1.368)",
+        "t3: [2] (shared slot 2, stored by t2) ⊕ [3] → (max 4, sum 1.368)",
+        "t3: [0-1] (shared slot 33, stored by t1) ⊕ [2-3] → (max 4, sum 1.553)"]),
+    ("online/warp_shuffle", [
+        "t0: [0] ⊕ [1] (shuffle down 1 from lane 1) → (max 2, sum 1.368)"]),
+])
+def test_each_operand_is_followed_by_how_it_reached_the_thread(strategy, lines):
+    """A bracket follows the operand it describes: Blelloch joins two states both
+    read from shared memory (slot 0 holds [0], stored by t0; slot 1 holds [1]), and
+    Hillis-Steele reads its left operand from shared memory and holds its right one
+    in its own register (no bracket)."""
+    text = _tree_text(trace_softmax(np.array([1, 2, 3, 4], np.float32), strategy))
+    for line in lines:
+        assert line in text, line
+
+
+@simulator_only
+@pytest.mark.parametrize("strategy", [s for s in softmax_strategies()
+                                      if s.endswith(("blelloch", "hillis_steele",
+                                                     "shared_tree"))])
+def test_a_shared_slot_names_the_state_its_storer_put_there(strategy):
+    """Every ``[a-b] (shared slot k, stored by tN)`` names elements that thread N's
+    stored state covered: the bracket belongs to the operand before it."""
+    import re
+
+    from numbakern.teach.explain import cover_text
+
+    trace = trace_softmax(X[:8], strategy, threads=32)
+    stored = {(cover_text(n.cover), n.thread) for n in trace.nodes}
+    found = re.findall(r"(\[[^\]]*\]) \(shared (?:memory )?slot \d+, stored by t(\d+)\)",
+                       _tree_text(trace))
+    assert found and all((cover, int(t)) in stored for cover, t in found), found
