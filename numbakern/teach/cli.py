@@ -788,6 +788,11 @@ def _explain_ranks(console, names, x, of, kth, threads, limit, figure) -> list:
         except ValueError:
             raise click.BadParameter(f"{kth!r} is not a list of ints, e.g. 1,5",
                                      param_hint="'--kth'") from None
+        bad = [k for k in ranks if not -x.size <= k < x.size]
+        if bad:
+            raise click.BadParameter(f"{bad[0]} is out of bounds for {x.size} values: each "
+                                     f"kth must be in [{-x.size}, {x.size - 1}]",
+                                     param_hint="'--kth'")
     return _explain_each(
         console, names, figure,
         lambda name: trace_rank(x, of, ranks, threads=threads),

@@ -285,11 +285,13 @@ def contention_table(trace: HistogramTrace, top: int = 8) -> Table:
         table.add_row("…", "", "", "")
     shared = sum(a.where == "shared" for a in trace.atomics)
     shown = f" ({top} shown)" if len(hits) > top else ""
+    busiest = hits[0][1] if hits else 0
     # a line a fact, the table no narrower than the lines: four narrow columns would
     # otherwise wrap the caption mid-phrase
     lines = [f"{len(trace.atomics)} atomics: {shared} shared, "
              f"{len(trace.atomics) - shared} global; {trace.barriers} barriers",
-             f"{len(hits)} addresses{shown}, the busiest {hits[0][1] if hits else 0}",
+             f"{len(hits)} addresses{shown}; the busiest took {busiest} "
+             f"atomic{'s' * (busiest != 1)}",
              "bytes: " + ", ".join(f"{k} {v}" for k, v in trace.bytes_moved().items())]
     table.caption = "\n".join(lines)
     table.min_width = max(map(len, lines[:2]))

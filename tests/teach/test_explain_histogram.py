@@ -117,7 +117,7 @@ def test_what_the_tree_and_the_table_cut_is_marked():
     console.print(contention_table(trace, top=8))
     text = console.export_text()
     assert "out = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, …]" in text
-    assert "20 addresses (8 shown)" in text
+    assert "20 addresses (8 shown); the busiest took 1 atomic" in text
     table = text[text.index("atomics per address"):]
     rows = [line for line in table.splitlines() if line.startswith("│")]
     assert len(rows) == 9 and rows[-1].split("│")[1].strip() == "…"
