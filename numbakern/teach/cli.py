@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+import warnings
 
 import click
 import numpy as np
@@ -881,4 +882,17 @@ def course(folder, families):
 
 def main(argv=None) -> None:
     """The console script's entry point (``numbakern``)."""
+    warnings.showwarning = _the_commands_own(warnings.showwarning)
     cli.main(args=argv, prog_name="numbakern")
+
+
+def _the_commands_own(show):
+    """``showwarning`` that prints a warning no user line called (numbakern reports
+    those at ``sys:1``: a command runs no user code) as the command's own,
+    ``numbakern: SimulatorSlowWarning: ...``; any other through ``show``."""
+    def shown(message, category, filename, lineno, file=None, line=None):
+        if filename != "sys":
+            return show(message, category, filename, lineno, file, line)
+        print(f"numbakern: {category.__name__}: {message}", file=file or sys.stderr)
+
+    return shown

@@ -420,8 +420,8 @@ def test_compare_simulator_warning_points_at_the_caller(monkeypatch):
 
 @simulator_only
 def test_compare_from_the_command_line_warns_at_no_numbakern_line():
-    # python -m numbakern: no user code calls the kernels; Python's "sys:1", not a
-    # line inside numbakern or click
+    # python -m numbakern: no user code calls the kernels; the command's own warning,
+    # not a line inside numbakern or click (nor Python's "sys:1")
     env = dict(os.environ, NUMBAKERN_SIM_WARN_SECONDS="0")
     done = subprocess.run(
         [sys.executable, "-W", "always::UserWarning", "-m", "numbakern", "compare", "sum",
@@ -430,7 +430,8 @@ def test_compare_from_the_command_line_warns_at_no_numbakern_line():
         cwd=Path(numbakern.__file__).parent.parent)
     assert done.returncode == 0, done.stderr
     lines = [l for l in done.stderr.splitlines() if "SimulatorSlowWarning" in l]
-    assert lines and all(l.startswith("sys:1: SimulatorSlowWarning") for l in lines), lines
+    assert lines and all(l.startswith("numbakern: SimulatorSlowWarning: kernel ")
+                         for l in lines), lines
 
 
 def test_compare_help_states_each_default_size_the_command_uses():
