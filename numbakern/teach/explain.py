@@ -30,8 +30,8 @@ LEGEND = (
     "one step happen in the same round, after the same shuffles and barriers. A join "
     "combines two states that both hold elements: a reduction of n elements makes "
     "exactly n - 1 joins, whatever the strategy; the other combines run "
-    "on idle lanes, with the identity, or make states nobody reads. In brackets: how the "
-    "right-hand state reached the thread (a shuffle from another lane's register, a "
+    "on idle lanes, with the identity, or make states nobody reads. In brackets after an "
+    "operand: how it reached the thread (a shuffle from another lane's register, a "
     "shared-memory slot, a partial in global memory written by an earlier launch)."
 )
 
@@ -360,7 +360,9 @@ def counts_table(trace: Trace) -> Table:
         )
     moved = trace.bytes_moved()
     table.caption = (
-        f"{len(trace.launches)} launch(es); joins total {_joins(trace)}; "
+        f"{len(trace.launches)} launch(es); joins total {_joins(trace)}; combines run: "
+        "every combine, the joins and those with the identity (each element a thread "
+        "loads is folded onto it: that is a combine too) or on idle lanes; "
         f"bytes: " + ", ".join(f"{k} {v}" for k, v in moved.items())
     )
     return table
