@@ -53,8 +53,15 @@ def proof_line(trace: SoftmaxTrace) -> Text:
 
 
 def _rounds(trace: SoftmaxTrace, op: str) -> dict:
-    """``{recorded step: joins}`` of one reduce."""
+    """``{recorded step: joins}`` of one reduce: every round its result was built in,
+    those whose combines all had the identity (idle lanes) with no joins, as the
+    reduction view counts them."""
     rounds = defaultdict(list)
+    root = trace.results.get(op)
+    for i in trace.ancestry(root) if root is not None else ():
+        node = trace.nodes[i]
+        if node.kind == "combine" and node.detail == op and node.step > 0:
+            rounds[node.step]
     for j in trace.joins(op):
         rounds[j.step].append(j)
     return dict(sorted(rounds.items()))
@@ -98,7 +105,15 @@ def softmax_tree(trace: SoftmaxTrace, limit: int = 6) -> Tree:
             node.add(Text(f"t{t}: {read} → {_state(trace, i)}"))
         if len(own) > limit:
             node.add(Text(f"… and {len(own) - limit} more threads", "dim"))
-        for k, (step, joins) in enumerate(_rounds(trace, op).items(), 1):
+        rounds = list(_rounds(trace, op).values())
+        for k, joins in enumerate(rounds, 1):
+            if not joins:  # a run of idle rounds in one line
+                if k == 1 or rounds[k - 2]:
+                    last = next((i for i in range(k, len(rounds)) if rounds[i]), len(rounds))
+                    steps = f"step {k}" if last == k else f"steps {k}-{last}"
+                    branch.add(Text(f"{steps}: idle combines only (with the identity)",
+                                    "dim"))
+                continue
             marks = sum(j.id in rescaled for j in joins)
             node = branch.add(Text(f"step {k}: {len(joins)} join(s)"
                                    + (f", {marks} rescale(s)" if marks else "")))

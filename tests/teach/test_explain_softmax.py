@@ -163,3 +163,27 @@ def test_a_shared_slot_names_the_state_its_storer_put_there(strategy):
     found = re.findall(r"(\[[^\]]*\]) \(shared (?:memory )?slot \d+, stored by t(\d+)\)",
                        _tree_text(trace))
     assert found and all((cover, int(t)) in stored for cover, t in found), found
+
+
+@simulator_only
+def test_steps_count_idle_rounds_as_the_reduction_view_does():
+    """A warp-shuffle block reduce of 8 states takes 5 rounds a warp reduce, twice (the
+    warps' partials after the barrier): 10 steps in the softmax view as in the
+    reduction view's, the rounds after the last join shown idle in one line."""
+    from rich.console import Console
+
+    from numbakern.teach.explain_softmax import softmax_counts_table
+    from numbakern.teach.trace import trace_reduce
+
+    console = Console(width=200, record=True)
+    trace = trace_softmax(np.arange(8, dtype=np.float32), "online/warp_shuffle")
+    console.print(softmax_tree(trace))
+    console.print(softmax_counts_table(trace))
+    text = console.export_text()
+    assert "steps 4-10: idle combines only (with the identity)" in text
+    table = text[text.index("counts: softmax"):]
+    row = next(line for line in table.splitlines() if line.startswith("│"))
+    assert [c.strip() for c in row.split("│")[1:4]] == ["1", "10", "7"]  # reduces, steps
+    reduction = trace_reduce(np.arange(8, dtype=np.float32), "sum", "two_pass/warp_shuffle",
+                             threads=32, blocks=1)
+    assert [c.steps for c in reduction.blocks.values()] == [10]
