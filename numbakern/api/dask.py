@@ -251,6 +251,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     acc = _ops.accumulator_dtype(result)
     if initial is not None:
         initial = _initial(initial, acc, name, initial_loop(x, dtype, result))
+    x = _float16_elements(x, result)
     ref, meet = _op_ref(op), _op_ref(partials or _on_states(op))
     chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
     combine = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,
@@ -954,8 +955,26 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=N
     if np.dtype(x.dtype).kind in "biu":
         return _mean(x, "nanmean", axis, dtype, keepdims, split_every, strategy, lanes,
                      out)
+    x = _float16_elements(x, dtype if dtype is not None else x.dtype)
     return _moment_reduction(x, "nanmean", axis, dtype, keepdims, split_every, strategy,
                              lanes, out, True, _mean_of, _nan_sum_count_chunk)
+
+
+def _float16_elements(x, result):
+    """``x`` with each element cast to float16 where ``result`` is float16 and ``x``
+    wider (NumPy's cast of a float16 ``dtype=``, which the eager forms make as they
+    read each element: ``numbakern/kernels/float16.py``), else ``x``; the cast quiet,
+    as a chunk's own warnings are."""
+    from numbakern.kernels.float16 import read_for
+
+    if read_for(x.dtype, result) is None:
+        return x
+    return x.map_blocks(_as_float16, dtype=np.float16)
+
+
+def _as_float16(block):
+    with np.errstate(over="ignore"):
+        return block.astype(np.float16)
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, split_every=None,

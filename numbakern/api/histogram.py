@@ -283,8 +283,9 @@ def _binned(x, rule: BinRule, w, sums_dtype, strategy, stream):
 
 def _weighted_bins(x, w, nbins: int, binner, aux_host, sums_dtype, strategy, stream):
     """Each bin's sum of the weights ``w`` of its values, in ``sums_dtype``: every
-    element's bin written (``nbins`` for one not counted), then bincount's float64
-    sums over those ``nbins + 1`` bins, the last one dropped, cast."""
+    element's bin written (``nbins`` for one not counted, which the counts leave out
+    and the stable sort puts last, past every bin's segment), then bincount's float64
+    sums, cast."""
     kind = kind_of(x)
     bin_of, bin_key, read_dtype = binner
     arr, wrap = as_layout_array(x, kind)
@@ -298,9 +299,8 @@ def _weighted_bins(x, w, nbins: int, binner, aux_host, sums_dtype, strategy, str
     launch(kernel, grid_for(n), THREADS, workspace.stream,
            flat_device(arr, workspace, read_dtype), n, aux, index, nbins)
     index = wrap(to_user(index, workspace, (n,)))
-    counts = _count(index, nbins + 1, int_binner(index_dtype, nbins + 1), None, strategy,
-                    stream)
-    sums = _weighted_sums(index, w, counts, stream)[:nbins]
+    counts = _count(index, nbins, int_binner(index_dtype, nbins), None, strategy, stream)
+    sums = _weighted_sums(index, w, counts, stream)
     if np.dtype(sums_dtype) == np.float64:
         return sums
     if kind == "numpy":

@@ -542,7 +542,8 @@ def _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype: np.dtype,
     value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE),
                      np.dtype(np.float64) if cast else result, axis, keepdims,
                      None if cast else out, strategy, stream, lanes, divide_by_into, 0,
-                     nothing_kept, mask, (divide_by_count_emit(), 0.0))
+                     nothing_kept, mask, (divide_by_count_emit(), 0.0),
+                     float16.read_for(in_dtype, result))
     _sum_special_values(x, value, axis, keepdims, where, False)
     _integer_cast_errors(x, dtype, False)
     if told:
@@ -1257,7 +1258,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
                      keepdims, out, strategy, stream, lanes, divide_by_into, 0,
                      functools.partial(warn, "Mean of empty slice"),
                      _where(where, x.shape, "nanmean"),
-                     (divide_by_count_emit(), 0.0))
+                     (divide_by_count_emit(), 0.0), float16.read_for(in_dtype, result))
     _sum_special_values(x, value, axis, keepdims, where, True)
     return value
 
@@ -1545,15 +1546,16 @@ def _host_result(x, value):
     return values if values.dtype.kind == "f" else None
 
 
-def _host_floats(x, mask):
+def _host_floats(x, mask, data=None):
     """``(data, kept)``: host float input as a NumPy float array (bfloat16 bits as
-    float32) and its ``where=`` mask broadcast to it (``True`` for none); None for
-    other input (integers, device arrays, a device mask)."""
+    float32; ``data`` if given: its elements as cast) and its ``where=`` mask broadcast
+    to it (``True`` for none); None for other input (integers, device arrays, a device
+    mask)."""
     if kind_of(x) != "numpy" or (mask is not None and kind_of(mask) != "numpy"):
         return None
-    if isinstance(x, BFloat16Bits):  # bfloat16 is float32's upper half
+    if data is None and isinstance(x, BFloat16Bits):  # bfloat16: float32's upper half
         data = (np.asarray(x.bits).astype(np.uint32) << 16).view(np.float32)
-    else:
+    elif data is None:
         data = np.asarray(x)
     if data.dtype.kind != "f":
         return None
@@ -1585,40 +1587,55 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
     """NumPy's floating-point warnings of a sum or mean of host input, found from the
     host result as :func:`_special_values` does: ``inf + -inf`` (a slice holding both
     infinities, and for sum no NaN) is invalid, an infinite result of a slice of no
-    infinity an overflow, named as NumPy names them ("... encountered in reduce"). An
-    ``initial`` infinite in the result's dtype (given so, or overflowing its cast, which
-    :func:`_initial` tells) stands for neither."""
+    infinity an overflow, named as NumPy names them ("... encountered in reduce", the
+    overflow first). An ``initial`` infinite in the result's dtype (given so, or
+    overflowing its cast, which :func:`_initial` tells) stands for neither. A float16
+    result of wider input meets the elements as NumPy's cast makes them
+    (:func:`_float16_cast`)."""
     values = _host_result(x, value)
-    if values is None or np.isfinite(values).all():
+    if values is None:
+        return
+    x = as_array_like(x)
+    data, cast_over = _float16_cast(x, values.dtype)
+    if cast_over and np.isfinite(values).all():  # the element masked out: cast anyway
+        _fp_errors([("over", "overflow encountered in reduce")])
+    if np.isfinite(values).all():
         return
     if initial is not None:
         with np.errstate(over="ignore"):
             if not np.isfinite(np.asarray(initial).astype(values.dtype)):
                 return
-    x = as_array_like(x)
-    found = _host_floats(x, None if where is True else as_array_like(where))
+    found = _host_floats(x, None if where is True else as_array_like(where), data)
     if found is None:
         return
     data, kept = found
     axes = normalize_axes(axis, data.ndim)
-    cast_over = False
-    if values.dtype == np.float16 and data.dtype != np.float16:
-        # NumPy casts each element to a float16 dtype= first (kernels/float16.py): a
-        # finite one past float16's range is an overflow, then an infinity
-        with np.errstate(over="ignore"):
-            cast = data.astype(np.float16)
-        cast_over = (np.isinf(cast) & np.isfinite(data)).any(axis=axes, keepdims=keepdims,
-                                                             where=kept)
-        data = cast
     up = (data == np.inf).any(axis=axes, keepdims=keepdims, where=kept)
     down = (data == -np.inf).any(axis=axes, keepdims=keepdims, where=kept)
     clean = True if skip_nan else ~np.isnan(data).any(axis=axes, keepdims=keepdims,
                                                        where=kept)
-    over = ("over", "overflow", (np.isinf(values) & ~up & ~down) | cast_over)
-    invalid = ("invalid", "invalid value", up & down & clean)
-    _fp_errors([(kind, f"{text} encountered in reduce")  # NumPy's words, in its order
-                for kind, text, hit in ((over, invalid) if np.any(cast_over) else
-                                        (invalid, over)) if hit.any()])
+    over = cast_over or (np.isinf(values) & ~up & ~down).any()
+    _fp_errors([(kind, f"{text} encountered in {where_}")  # NumPy's words and order
+                for kind, text, hit, where_ in (
+                    ("over", "overflow", over, "cast" if data.ndim == 0 else "reduce"),
+                    ("invalid", "invalid value", (up & down & clean).any(), "reduce"))
+                if hit])
+
+
+def _float16_cast(x, result: np.dtype) -> tuple:
+    """``(data, overflowed)``: host input ``x`` as NumPy's cast to a float16 result
+    makes each element before it adds (``kernels/float16.py``), and whether a finite
+    element became infinite there (NumPy's overflow, masked out or not: it casts every
+    element); ``(None, False)`` where there is no such cast."""
+    if result != np.float16 or kind_of(x) != "numpy" or isinstance(x, BFloat16Bits):
+        return None, False
+    original = np.asarray(x)
+    if np.can_cast(original.dtype, np.float16, "safe"):
+        return None, False
+    with np.errstate(over="ignore"):
+        data = original.astype(np.float16)
+    finite = np.isfinite(original) if original.dtype.kind == "f" else True
+    return data, bool((np.isinf(data) & finite).any())
 
 
 def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axes,
@@ -1770,7 +1787,7 @@ def _c_order(a, workspace: Workspace):
 
 
 def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream, lanes,
-             finish, too_few, warning, mask=None, emit=None):
+             finish, too_few, warning, mask=None, emit=None, read=None):
     """A reduction of ``op``'s states (field ``dtypes``, one of them the count: the
     last of a ``(sum, count)`` pair, the first of var's ``(count, mean, M2)``), each
     output then made by ``finish(*fields, dst, stream)`` in ``result`` (``fields``:
@@ -1781,7 +1798,7 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     ``mask``: a checked ``where=`` mask (:func:`_where`); the elements it masks out
     count nothing. ``emit``: ``(emit, argument)``, the same finish done by the
     reduction's storing pass (``numbakern/kernels/finishes.py``), for device input,
-    whose counts are never read back."""
+    whose counts are never read back. ``read``: the kit's (``float16.read_for``)."""
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
@@ -1789,7 +1806,7 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
                                                result, stream, axes, warning)
     if empty is not None:
         return empty
-    kit = state_kit(op, dtypes)
+    kit = state_kit(op, dtypes, read)
     values = workspace.empty(M, result)
     if workspace.kind != "numpy" and emit is not None:  # no counts read back: folded
         _reduce_finished(x, axes, op, kit, grid, workspace, lanes, emit[0], values, emit[1],

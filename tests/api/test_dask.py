@@ -1206,6 +1206,17 @@ def test_histogram_and_bincount_sum_chunk_counts():
         nk.bincount(da.from_array(np.array([1, -2, 3]), chunks=2))
 
 
+@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod"])
+def test_a_float16_dtype_casts_each_element_of_every_chunk(fn):
+    """NumPy casts each element to a float16 dtype= before it adds: 1e5 is inf, so the
+    chunks' inf and -inf make NaN, as the eager call's (not a finite float32 sum)."""
+    a = np.array([1e5, -1e5, 2049.0, 2051.0, 1.0, 3.0, 1e-8, 7.0])
+    with np.errstate(all="ignore"):
+        want = getattr(np, fn)(a, dtype=np.float16)
+    got = getattr(nk, fn)(da.from_array(a, chunks=3), dtype=np.float16).compute()
+    assert got.dtype == np.float16 and np.isnan(want) and np.isnan(got)
+
+
 @pytest.mark.parametrize("weights_as", ["numpy", "dask"])
 def test_weighted_and_density_histograms_over_chunks(weights_as):
     """Each chunk's float64 sums, summed and cast to the weights' dtype; density

@@ -722,8 +722,8 @@ F16_CASES = {  # each element cast to float16 first, as NumPy's: inf, zeros, rou
 
 
 @pytest.mark.parametrize("case", list(F16_CASES))
-@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "prod", "cumsum", "nancumsum",
-                                "cumulative_sum"])
+@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod", "cumsum",
+                                "nancumsum", "cumulative_sum"])
 def test_a_float16_dtype_casts_each_wider_element_first(case, fn):
     """NumPy reduces (and scans) in a float16 ``dtype=`` each element cast to float16:
     ``1e5`` is inf there, ``1e-8`` 0; so here too, flat and along each axis (every
@@ -739,16 +739,39 @@ def test_a_float16_dtype_casts_each_wider_element_first(case, fn):
         np.testing.assert_array_equal(got, want)
         signed = ~np.isnan(want)  # a NaN's sign is the hardware's (x86's is negative)
         assert (np.signbit(got)[signed] == np.signbit(want)[signed]).all()
+    if fn == "mean":  # and where= (sums and counts in one pass)
+        keep = np.arange(x.size) != x.size - 1
+        with np.errstate(all="ignore"):
+            want = np.mean(x, dtype=np.float16, where=keep)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_array_equal(nk.mean(x, dtype=np.float16, where=keep), want)
 
 
-def test_a_float16_dtype_warns_of_its_casts_as_numpy():
+@pytest.mark.parametrize("x, where", [
+    (np.array([1e5, -1e5, 3.0]), True),
+    (np.array([100000, -100000], np.int32), True),  # integers are cast too
+    (np.array([1e5, 1.0, 2.0]), np.array([False, True, True])),  # masked out: cast anyway
+    (np.float64(1e5), True),  # a 0-d input is cast before the reduce
+    (np.array([65535, 1], np.uint16), True),
+], ids=["inf - inf", "int32", "masked out", "0-d", "uint16"])
+def test_a_float16_dtype_warns_of_its_casts_as_numpy(x, where):
+    for fn in ("sum", "mean", "nanmean"):
+        if fn == "nanmean" and where is not True:
+            continue
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            got = getattr(nk, fn)(x, dtype=np.float16, where=where)
+        with warnings.catch_warnings(record=True) as numpys:
+            warnings.simplefilter("always")
+            want = getattr(np, fn)(x, dtype=np.float16, where=where)
+        np.testing.assert_array_equal(got, want)
+        assert [str(w.message) for w in ours if w.category is RuntimeWarning] == \
+            [str(w.message) for w in numpys], fn
+
+
+def test_a_float16_segmented_reduction_casts_each_element():
     x = np.array([1e5, -1e5, 3.0])
-    for fn in ("sum", "mean"):
-        with pytest.warns(RuntimeWarning) as told:
-            got = getattr(nk, fn)(x, dtype=np.float16)
-        assert np.isnan(got)
-        assert [str(w.message) for w in told] == ["overflow encountered in reduce",
-                                                  "invalid value encountered in reduce"]
     got = nk.segmented_reduce(x, np.array([0, 2, 3]), dtype=np.float16)
     with np.errstate(all="ignore"):
         want = np.add.reduceat(x, [0, 2], dtype=np.float16)  # [nan, 3.0]
