@@ -1,12 +1,15 @@
 """Histograms: ``histogram`` (NumPy's), ``bincount`` (NumPy's) and ``histogram_counts``.
 
 All three count the elements of the flattened input (any shape, any order: counting
-does not depend on it) into int64 counters on the device, with a histogram strategy
+does not depend on it) into int64 counters on the device (``histogram``'s and
+``bincount``'s ``weights=`` sum instead, through a sort; ``density=`` divides the
+counts), with a histogram strategy
 (``strategy=``: ``"global_atomic"``, ``"shared_privatized"``, ``"warp_privatized"`` or
 a strategy object; default: ``shared_privatized`` when its counters fit in shared
 memory, see ``numbakern.strategies.resolve_histogram``). Inputs: NumPy arrays (or
 anything ``np.asarray`` takes), CuPy arrays, or any ``__cuda_array_interface__``
-object; results NumPy for NumPy input, CuPy for CuPy input.
+object; results NumPy for NumPy input, CuPy for CuPy input, a Numba device array for
+other device input.
 """
 
 from __future__ import annotations
@@ -189,12 +192,13 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             written, then a stable sort of those bins, the weights gathered into its
             order and one float64 sum a bin, in a tree (NumPy adds in order: float
             results differ in the last bits), cast to the weights' dtype as NumPy's
-            (a weighted histogram costs about an ``argsort`` of ``x``).
+            (a weighted histogram costs about an ``argsort`` of ``x``; for NumPy input
+            the bins make a round trip to the host as well).
 
     Returns:
-        ``(hist, edges)``: ``hist`` of shape ``(bins,)``: int64 counts; the weights'
-        sums in the weights' dtype; float64 densities with ``density`` (so NumPy's
-        rules: float16 weights give float16 sums). ``edges``: the ``bins + 1``
+        ``(hist, edges)``: ``hist`` of shape ``(bins,)``: int64 counts; with
+        ``weights``, their sums in the weights' dtype (NumPy's rule: float16 weights
+        give float16 sums); with ``density``, float64 densities. ``edges``: the ``bins + 1``
         edges NumPy computes (its dtype: the input's float type, float64 for
         integers). Bin ``i`` holds ``edges[i] <= v < edges[i+1]``, the last bin also
         ``v == edges[-1]``; values outside the range, and NaN, are not counted.

@@ -39,8 +39,10 @@ SORT_LEGENDS = {
 
 def sort_legend(names: list[str]) -> str:
     """How to read the recordings of the sorts ``names``, in their order: only the
-    strategies shown are explained."""
-    return "How to read this: " + " ".join(SORT_LEGENDS[name] for name in names)
+    strategies shown are explained (a sort of one's own has no recording, which
+    ``trace_sort`` refuses, naming the two it records)."""
+    return "How to read this: " + " ".join(SORT_LEGENDS[name] for name in names
+                                           if name in SORT_LEGENDS)
 
 
 def _values(trace: SortTrace, values) -> str:

@@ -564,3 +564,19 @@ def test_explain_refuses_a_sort_it_cannot_record_naming_the_ones_it_can():
     with pytest.raises(ValueError, match=r"strategy: explain records the sorts \['bitonic', 'radix'\], "
                                          r"got 'no_such_sort'"):
         trace_sort([3, 1, 2], "no_such_sort")
+
+
+@simulator_only
+def test_explain_refuses_a_sort_of_ones_own_naming_the_two_it_records():
+    """Found by a fresh-user trial: the legend was looked up before the refusal
+    (a KeyError)."""
+    from numbakern.strategies import BitonicSort
+
+    own = type("Own", (BitonicSort,), {"name": "own_sort"})
+    numbakern.strategies.register(own)
+    try:
+        result = invoke("explain", "own_sort", "--values", "3,1,2")
+    finally:
+        numbakern.strategies.unregister(own)
+    assert result.exit_code == 2, result.output
+    assert "explain records the sorts ['bitonic', 'radix']" in result.output + result.stderr
