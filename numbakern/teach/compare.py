@@ -80,12 +80,16 @@ def histogram_variants() -> list[Variant]:
 
 
 def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
-    """Why ``variant`` cannot sort rows of this input, or None."""
+    """Why ``variant`` cannot sort rows of this input (its strategy's ``fits``, a
+    registered sort of one's own included), or None."""
     n = shape[kw.get("axis", -1)]
-    most = _strategies.BitonicSort().max_size
-    if variant.label == "bitonic" and n > most:
-        return f"rows of {n} (bitonic takes at most {most})"
-    return None
+    strategy = _strategies.resolve("sort", variant.kwargs["strategy"], n=n)
+    if strategy.fits(n):
+        return None
+    most = getattr(strategy, "max_size", None)
+    return f"rows of {n} ({variant.label} " + \
+        (f"takes at most {most})" if most is not None else "does not take them: its fits "
+                                                           f"({n}) is False)")
 
 
 def _var_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:

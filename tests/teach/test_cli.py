@@ -580,3 +580,21 @@ def test_explain_refuses_a_sort_of_ones_own_naming_the_two_it_records():
         numbakern.strategies.unregister(own)
     assert result.exit_code == 2, result.output
     assert "explain records the sorts ['bitonic', 'radix']" in result.output + result.stderr
+
+
+@simulator_only
+def test_compare_takes_a_sort_of_ones_own_at_its_fits():
+    """A registered sort whose ``fits`` refuses the rows is n/a, as bitonic past 256
+    (found by a fresh-user trial: it was reported WRONG, exit 1)."""
+    from numbakern.strategies import BitonicSort
+
+    own = type("Own", (BitonicSort,), {"name": "own_short_sort"})
+    numbakern.strategies.register(own)
+    try:
+        result = invoke("compare", "argsort", "-n", "300", "-s", "own_short_sort",
+                        "--repeat", "1")
+    finally:
+        numbakern.strategies.unregister(own)
+    assert result.exit_code == 0, result.output
+    assert "n/a: rows of 300 (own_short_sort takes at most 256)" in result.output
+    assert "WRONG" not in result.output
