@@ -18,7 +18,7 @@ import pytest
 
 import numbakern as nk
 
-softmax_module = importlib.import_module("numbakern.softmax")
+softmax_module = importlib.import_module("numbakern.api.softmax")
 
 SHAPES = [(1823, 781), (32768, 4096), (4096, 32768), (65536, 128), (8192, 50257)]
 TARGET = (32768, 4096)

@@ -101,6 +101,10 @@ def main(argv=None) -> int:
     parser.add_argument("--op", action="append", help="only this op (repeatable)")
     parser.add_argument("--ceiling", type=float, help="copy bandwidth to draw, GB/s")
     args = parser.parse_args(argv)
+    missing = [path for path in args.json if not Path(path).is_file()]
+    if missing:  # pytest-benchmark writes none when every benchmark skipped (no GPU)
+        parser.error(f"no such file: {missing[0]} (pytest-benchmark writes its JSON only "
+                     "when a benchmark ran: on a GPU host)")
     records = load(args.json)
     if args.op:
         records = [r for r in records if r["op"] in args.op]
