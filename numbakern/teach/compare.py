@@ -292,6 +292,11 @@ class Operation:
     def call(self, x, variant: Variant, kw: dict):
         return getattr(numbakern, self.name)(x, **kw, **variant.kwargs)
 
+    def traffic(self, x: np.ndarray, got: np.ndarray) -> int:
+        """Bytes the call reads and writes at the least: the input and the result
+        (GB/s is these over the time)."""
+        return int(x.nbytes + got.nbytes)
+
     def expected(self, x: np.ndarray, kw: dict) -> "Expected":
         """The reference values (float64 unless exact), NumPy's result dtype and the
         tolerance, computed once for all the strategies."""
@@ -379,7 +384,11 @@ class CrossEntropy(Operation):
 class TopK(Operation):
     """``numbakern.topk(x, 50)`` along the last axis (or ``--axis``), its values
     checked (exactly: the indices of equal values may differ from a peer's, the
-    values never do; the bytes counted are the input and the values)."""
+    values never do; the bytes counted are the input, the values and their int64
+    indices, which every peer writes too)."""
+
+    def traffic(self, x: np.ndarray, got: np.ndarray) -> int:
+        return int(x.nbytes + got.nbytes + got.size * 8)
 
     def call(self, x, variant: Variant, kw: dict):
         axis = kw.get("axis", -1)
@@ -488,6 +497,10 @@ class Segmented(Operation):
 
     one_d: bool = True
     axes: str = "none"
+
+    def traffic(self, x: np.ndarray, got: np.ndarray) -> int:
+        """The input, the result and the offsets read."""
+        return int(x.nbytes + got.nbytes + segment_offsets(len(x)).nbytes)
 
     def call(self, x, variant: Variant, kw: dict):
         offsets = segment_offsets(len(x))
@@ -860,7 +873,7 @@ def run_one(op: Operation, variant: Variant | None, x, x_dev, kw: dict, want: Ex
     try:
         arg = peer_input(peer, x_dev) if peer is not None else None
         got = to_host(fn())
-        nbytes = int(x.nbytes + got.nbytes)
+        nbytes = op.traffic(x, got)
         got = got if rows is None else got[rows]
     except Exception as exc:  # a failure of numbakern's; a peer's is only reported
         said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

@@ -598,3 +598,20 @@ def test_compare_takes_a_sort_of_ones_own_at_its_fits():
     assert result.exit_code == 0, result.output
     assert "n/a: rows of 300 (own_short_sort takes at most 256)" in result.output
     assert "WRONG" not in result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("args, nbytes", [
+    (["topk", "-n", "4x256"], 4 * 256 * 4 + 4 * 50 * (4 + 8)),  # values and int64 indices
+    (["segmented_reduce", "-n", "1000"], None),  # the input, the sums, the offsets
+])
+def test_compare_counts_every_array_a_call_reads_and_writes(tmp_path, args, nbytes):
+    from numbakern.teach.compare import segment_offsets
+
+    out = tmp_path / "c.json"
+    result = invoke("compare", *args, "--repeat", "1", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    if nbytes is None:
+        offsets = segment_offsets(1000)
+        nbytes = 1000 * 4 + (len(offsets) - 1) * 4 + offsets.nbytes
+    assert {row["bytes"] for row in json.loads(out.read_text())["rows"]} == {nbytes}
