@@ -222,7 +222,20 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
         raise ValueError(f"{argument}: unknown {family} strategy {spec!r}; known: "
                          f"{', '.join(REGISTRY[family])}")
     cls = REGISTRY[family][spec]
-    return cls() if threads is None else cls(threads)
+    return cls() if threads is None else _with_threads(cls, threads, argument)
+
+
+def _with_threads(cls, threads: int, argument: str):
+    """``cls(threads=threads)``: by keyword, so that a strategy of one's own whose first
+    parameter is another option is not given the thread count as that option."""
+    try:
+        return cls(threads=threads)
+    except TypeError as exc:
+        if "threads" not in str(exc):
+            raise
+        raise TypeError(f"{argument}: the {cls.family} strategy {cls.name!r} takes no "
+                        f"threads= (given {threads}); its __init__ must take threads= to be "
+                        "resolved with a thread count") from exc
 
 
 def _a_reduce_spec(spec) -> bool:

@@ -680,3 +680,26 @@ def test_a_strategy_class_shows_its_own_parameters():
         shown = list(inspect.signature(cls).parameters)
         assert shown == list(inspect.signature(cls.__init__).parameters)[1:], cls
         assert "args" not in shown and "kwargs" not in shown, cls
+
+
+def test_a_named_strategy_gets_threads_by_keyword():
+    """Found by a fresh-user trial: ``cls(threads)`` gave a sort of one's own, whose
+    first parameter is another option, the thread count as that option; by keyword it
+    is given, or refused naming the strategy and threads=."""
+    from numbakern.strategies import BitonicSort
+
+    class Own(BitonicSort):
+        name = "own_sized_sort"
+
+        def __init__(self, max_n=128):
+            super().__init__(max_size=max_n)
+
+    register(Own)
+    try:
+        assert nk.strategies.resolve("sort", "own_sized_sort").max_size == 128
+        with pytest.raises(TypeError, match="'own_sized_sort' takes no threads= "
+                                            r"\(given 64\)"):
+            nk.strategies.resolve("sort", "own_sized_sort", threads=64)
+    finally:
+        unregister(Own)
+    assert nk.strategies.resolve("sort", "bitonic", threads=64).threads == 64
