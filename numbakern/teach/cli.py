@@ -188,6 +188,9 @@ def _variants(op, names) -> list:
     if not names:
         return known
     labels = {v.label: v for v in known}
+    # a block strategy's name alone: the default grid with it, as strategy= reads it
+    names = [f"two_pass/{n}" if n not in labels and f"two_pass/{n}" in labels else n
+             for n in names]
     names = list(dict.fromkeys(names))  # a strategy named twice runs once
     unknown = [n for n in names if n not in labels]
     if unknown:

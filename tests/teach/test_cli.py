@@ -615,3 +615,12 @@ def test_compare_counts_every_array_a_call_reads_and_writes(tmp_path, args, nbyt
         offsets = segment_offsets(1000)
         nbytes = 1000 * 4 + (len(offsets) - 1) * 4 + offsets.nbytes
     assert {row["bytes"] for row in json.loads(out.read_text())["rows"]} == {nbytes}
+
+
+@simulator_only
+def test_compare_reads_a_block_strategys_name_as_strategy_does():
+    """``-s warp_shuffle`` is two_pass/warp_shuffle, as ``nk.sum(strategy=...)`` and
+    explain read it (found by a fresh-user trial: refused)."""
+    result = invoke("compare", "sum", "-n", "100", "-s", "warp_shuffle", "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert "two_pass/warp_shuffle" in result.output and "ok" in result.output
