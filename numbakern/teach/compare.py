@@ -92,6 +92,12 @@ def _sort_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
                                                            f"({n}) is False)")
 
 
+def _median_variants() -> list[Variant]:
+    """median's strategies: each sort's (sort the slice, read the middle) and radix
+    select's (the middle ranks found by digit passes, no sort)."""
+    return sort_variants() + [Variant("radix_select", {"strategy": "radix_select"})]
+
+
 def _var_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     """atomic_fold cannot fold var's state where an output's pieces meet (three fields,
     ``(count, mean, M2)``: it folds one or two), so it is not run for var."""
@@ -127,6 +133,8 @@ def _topk_values(x, axis=-1):
 def _median_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     """Why ``variant`` cannot sort the slices a median reads (every element without
     ``--axis``), or None."""
+    if variant.label == "radix_select":  # takes any slice
+        return None
     axis = kw.get("axis")
     return _sort_skips(variant, (int(np.prod(shape)),) if axis is None else shape, kw)
 
@@ -607,10 +615,10 @@ OPERATIONS: dict[str, Operation] = {
         TopK("topk", _topk_values, exact, select_variants, exact=True,
              peers=_peer(None, _torch_topk), skips=_select_skips,
              simulator_shape=(4, 256), gpu_shape=(8192, 50257)),
-        # a full sort of each slice, then the middle read on the device; torch's median
-        # is the lower middle value, so its peer is quantile(0.5), which refuses inputs
-        # of more than 2^24 elements (reported as n/a)
-        Operation("median", np.median, exact, sort_variants, exact=True,
+        # a full sort of each slice (or radix select's passes), then the middle read
+        # on the device; torch's median is the lower middle value, so its peer is
+        # quantile(0.5), which refuses inputs of more than 2^24 elements (n/a)
+        Operation("median", np.median, exact, _median_variants, exact=True,
                   peers=_peer(lambda cp, x, **k: cp.median(x, **k),
                               lambda t, x, **k: t.quantile(x, 0.5, **k)),
                   skips=_median_skips, simulator_shape=(256,)),

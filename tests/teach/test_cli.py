@@ -277,7 +277,8 @@ def test_compare_median_against_numpy(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert {r["strategy"]: r["ok"] for r in data["rows"] if r["strategy"] in
-            ("radix", "bitonic")} == {"radix": True, "bitonic": True}
+            ("radix", "bitonic", "radix_select")} == {"radix": True, "bitonic": True,
+                                                      "radix_select": True}
     result = invoke("compare", "median", "-n", "257", "--dtype", "int8", "--repeat", "1")
     assert result.exit_code == 0, result.output  # bitonic n/a for 257 elements, not WRONG
     assert "n/a: rows of 257 (bitonic takes at most 256)" in result.output
