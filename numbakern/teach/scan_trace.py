@@ -108,7 +108,9 @@ class ScanTrace:
             stored to a shared slot (Blelloch's root, cleared between the sweeps).
         stored_in: ``{node id: {addresses of the shared arrays it was stored to}}``.
         arrays: ``{parameter name: final NumPy contents}`` of the launches' arrays.
-        state_bytes, element_bytes: of one real state and one input element.
+        state_bytes, element_bytes, output_bytes: of one real state, one input
+            element and one output (the result dtype's: a float16 scan's 2, its
+            float32 state's 4).
         expected: NumPy's scan (None for an op NumPy has no scan of).
         scale: for a float scan that rounds (:data:`ROUNDING_SCALE`), what each
             output's error grows with; None where outputs must equal NumPy's exactly.
@@ -137,6 +139,7 @@ class ScanTrace:
     element_bytes: int
     expected: np.ndarray = None
     scale: np.ndarray = None
+    output_bytes: int = 0
     _anc: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -226,7 +229,8 @@ class ScanTrace:
         return {
             "global read": self.total("global_element_loads") * self.element_bytes
             + self.total("global_state_loads") * sb,
-            "global written": self.total("global_stores") * sb,
+            "global written": len(self.stores) * sb
+            + (self.total("global_stores") - len(self.stores)) * self.output_bytes,
             "shared read": (self.total("shared_loads") - local[0]) * sb,
             "shared written": (self.total("shared_stores") - local[1]) * sb,
             "shuffled": sum(sum(c.shuffle_steps.values()) for c in self.blocks.values())
@@ -530,6 +534,7 @@ def trace_scan(x, strategy="decoupled_lookback/warp_shuffle", *, op="sum",
         arrays=arrays,
         state_bytes=sum(d.itemsize for d in real.dtypes),
         element_bytes=np.dtype(x.dtype).itemsize,
+        output_bytes=result.itemsize,
         expected=expected,
         scale=_rounding_scale(op.name, x, expected, result, bool(exclusive)),
     )

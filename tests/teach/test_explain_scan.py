@@ -289,3 +289,14 @@ def test_a_block_without_joins_says_what_it_did(strategy, combines, rounds, shar
     row = _rows(_rendered(scan_counts_table(trace)))["1/0"]
     assert [row[5], row[6], row[7], row[8], row[4]] == [str(combines), shared, "64/96",
                                                         "1/1", "0"]
+
+
+@simulator_only
+def test_a_float16_scans_outputs_are_counted_at_two_bytes():
+    """The outputs are float16 (2 bytes), the states float32 (4): the bytes written
+    count each at its own size (found by a reviewer: every store at the state's)."""
+    trace = trace_scan(np.array([1, 2, 3], np.float16), "decoupled_lookback/blelloch")
+    assert trace.state_bytes == 4 and trace.output_bytes == 2
+    outputs = trace.total("global_stores") - len(trace.stores)
+    assert outputs == 3
+    assert trace.bytes_moved()["global written"] == 3 * 2 + len(trace.stores) * 4
