@@ -78,6 +78,8 @@ WIDENED_BFLOAT16 = frozenset({
 # follow the last group).
 _RESULTS_FOLLOW = {
     "segmented_sort": (("keys",), ("values",)), "scan_by_key": (("x",),),
+    "histogram": (("weights",), ("x",)),  # the weights' sums; the edges, x's
+    "average": (("x", "weights"),),  # NumPy's result_type of the two
     **dict.fromkeys(("quantile", "percentile", "nanquantile", "nanpercentile"),
                     (("x", "q"),)),
     **dict.fromkeys(("var", "std", "nanvar", "nanstd"), (("x", "mean"),))}

@@ -845,3 +845,21 @@ def test_a_bfloat16_out_of_a_dtype_bfloat16_call_takes_the_rounded_result(fn, li
         got = run(*args, dtype=dtype, out=out)
     assert got is out and got.dtype == want.dtype
     assert np.array_equal(bits(got), bits(want))
+
+
+@pytest.mark.filterwarnings("ignore::numbakern.CopyWarning")
+def test_bfloat16_meets_weights_of_another_dtype_in_numpys_result_type():
+    """A weighted histogram's sums take the weights' dtype, an average NumPy's
+    result_type of x and the weights: a float32 result stays float32 beside bfloat16
+    (found by a fresh-user trial: rounded to bfloat16 whenever x was)."""
+    x = torch.tensor([0.1, 0.5, 0.9, 0.3])
+    w = torch.tensor([1.001, 2.002, 3.003, 4.004])
+    hist, edges = nk.histogram(x.bfloat16(), bins=2, weights=w)
+    assert hist.dtype == torch.float32 and edges.dtype == torch.bfloat16
+    torch.testing.assert_close(hist, torch.stack([w[0] + w[3], w[1] + w[2]]))  # 0.1, 0.3 | 0.5, 0.9
+    assert nk.histogram(x, bins=2, weights=w.bfloat16())[0].dtype == torch.bfloat16
+    avg, total = nk.average(x.bfloat16(), weights=w, returned=True)
+    assert avg.dtype == total.dtype == torch.float32
+    torch.testing.assert_close(total, w.sum())
+    avg, total = nk.average(x.bfloat16(), weights=w.bfloat16(), returned=True)
+    assert avg.dtype == total.dtype == torch.bfloat16
