@@ -856,7 +856,8 @@ def test_bfloat16_meets_weights_of_another_dtype_in_numpys_result_type():
     w = torch.tensor([1.001, 2.002, 3.003, 4.004])
     hist, edges = nk.histogram(x.bfloat16(), bins=2, weights=w)
     assert hist.dtype == torch.float32 and edges.dtype == torch.bfloat16
-    torch.testing.assert_close(hist, torch.stack([w[0] + w[3], w[1] + w[2]]))  # 0.1, 0.3 | 0.5, 0.9
+    # bins [0.1, 0.5) and [0.5, 0.9]: 0.1 and 0.3, then 0.5 and 0.9
+    torch.testing.assert_close(hist, torch.stack([w[0] + w[3], w[1] + w[2]]))
     assert nk.histogram(x, bins=2, weights=w.bfloat16())[0].dtype == torch.bfloat16
     avg, total = nk.average(x.bfloat16(), weights=w, returned=True)
     assert avg.dtype == total.dtype == torch.float32
