@@ -331,6 +331,9 @@ class _Call:
         if t.layout != torch.strided:
             raise TypeError(f"{self.name}: {name} is a {t.layout} tensor; numbakern takes "
                             f"dense (torch.strided) tensors: pass {name}.to_dense()")
+        if t.is_nested:  # strided layout, but no one shape
+            raise TypeError(f"{self.name}: {name} is a nested tensor; numbakern takes "
+                            f"dense tensors of one shape: pass each of {name}.unbind()")
         caller = t
         if t.dtype.is_floating_point and t.dtype != torch.bfloat16:
             self.wider.add(name)

@@ -205,6 +205,14 @@ def test_sparse_tensors_are_refused_naming_the_argument(layout):
         nk.sum(x)
 
 
+def test_a_nested_tensor_is_refused_naming_the_argument():
+    """Found by a fresh-user trial: torch's own RuntimeError from inside the
+    translation ("NestedTensorImpl doesn't support sizes")."""
+    x = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(TypeError, match=r"sum: x is a nested tensor; .*x.unbind\(\)"):
+        nk.sum(x)
+
+
 def test_other_devices_are_refused():
     meta = torch.empty(4, device="meta")
     with pytest.raises(ValueError, match="device meta"):
