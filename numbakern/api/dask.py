@@ -1864,16 +1864,17 @@ def _counts_chunk(x, *, bins, range_, strategy):
 def _summed_counts(x, bins: int, range_, strategy):
     """Each chunk's int64 counts, summed by numbakern's sum: a Dask array ``(bins,)``."""
     count = functools.partial(_counts_chunk, bins=bins, range_=range_, strategy=strategy)
-    return _summed_parts(x, count, zip(x.to_delayed().reshape(-1)), bins, np.int64)
+    return _summed_parts(count, bins, np.int64, x)
 
 
-def _summed_parts(x, chunk, blocks, bins: int, dtype):
-    """``chunk(*arrays)`` of each chunk's ``arrays`` (``blocks``: their delayed
-    blocks, chunk by chunk), each ``(bins,)`` of ``dtype``, summed by numbakern's
-    sum."""
+def _summed_parts(chunk, bins: int, dtype, x, *others):
+    """``chunk(block, *other_blocks)`` of each chunk of ``x`` and the same chunk of
+    each of ``others`` (Dask arrays in ``x``'s chunks), each ``(bins,)`` of ``dtype``,
+    summed by numbakern's sum."""
     import dask
 
     meta = _meta(x, 1, dtype)
+    blocks = zip(*(a.to_delayed().reshape(-1) for a in (x, *others)))
     parts = [da.from_delayed(dask.delayed(chunk)(*arrays), shape=(bins,), dtype=dtype,
                              meta=meta)
              for arrays in blocks]
@@ -1905,7 +1906,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
     if range is None and x.size:
-        value_dtype = np.dtype(np.uint8) if x.dtype == np.bool_ else np.dtype(x.dtype)
+        from numbakern.api.histogram import values_dtype
+
+        value_dtype = values_dtype(x.dtype)
         lo, hi = (value_dtype.type(v.item()) for v in dask.compute(min(x), max(x)))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
@@ -1915,26 +1918,16 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     range_ = range if range is not None else (0, 1)
     if w is None:
         hist = _summed_counts(x, int(bins), range_, strategy)
-    else:
-        hist = _summed_bin_weights(x, w, int(bins), range_, strategy).astype(w.dtype)
+    else:  # each chunk's float64 sums a bin, summed, then in the weights' dtype
+        from numbakern.api.histogram import weighted_bins
+
+        chunk = functools.partial(weighted_bins, bins=int(bins), range_=range_,
+                                  strategy=strategy)
+        hist = _summed_parts(chunk, int(bins), np.float64, x, w).astype(w.dtype)
     if density:
         widths = da.from_array(np.diff(edges).astype(float), chunks=-1)
         hist = hist / widths / hist.sum()
     return hist, edges
-
-
-def _bin_weights_chunk(x, w, *, bins, range_, strategy):
-    from numbakern.api.histogram import weighted_bins
-
-    return weighted_bins(x, w, bins, range_, strategy)
-
-
-def _summed_bin_weights(x, w, bins: int, range_, strategy):
-    """Each chunk's float64 sums of its weights a histogram bin, summed."""
-    chunk = functools.partial(_bin_weights_chunk, bins=bins, range_=range_,
-                              strategy=strategy)
-    blocks = zip(x.to_delayed().reshape(-1), w.to_delayed().reshape(-1))
-    return _summed_parts(x, chunk, blocks, bins, np.float64)
 
 
 def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
@@ -1964,8 +1957,9 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     if bins == 0 or not x.size:  # int64 zeros, weights or not, as NumPy's
         return da.zeros(bins, dtype=np.int64, chunks=builtins.max(bins, 1),
                         meta=_meta(x, 1, np.int64))
-    if w is not None:
-        return _summed_weights(x, w, bins, strategy)
+    if w is not None:  # each chunk's float64 sums a bin, summed
+        chunk = functools.partial(_weighted_chunk, bins=bins, strategy=strategy)
+        return _summed_parts(chunk, bins, np.float64, x, w)
     return _summed_counts(x, bins, None, strategy)
 
 
@@ -1991,12 +1985,6 @@ def _weighted_chunk(x, w, *, bins, strategy):
         return np.zeros_like(w, shape=(bins,), dtype=np.float64)
     return _nk().bincount(x, w, bins, strategy=strategy)
 
-
-def _summed_weights(x, w, bins: int, strategy):
-    """Each chunk's float64 sums of its weights a bin, summed by numbakern's sum."""
-    chunk = functools.partial(_weighted_chunk, bins=bins, strategy=strategy)
-    blocks = zip(x.to_delayed().reshape(-1), w.to_delayed().reshape(-1))
-    return _summed_parts(x, chunk, blocks, bins, np.float64)
 
 
 # --- the lazy results' graph optimiser ----------------------------------------------------

@@ -245,7 +245,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
                         f"of at most 64 bits, floats), got {range!r}")
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
-    value_dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype  # as NumPy
+    value_dtype = values_dtype(dtype)
     if range is None and x.size:
         lo, hi = (host_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
                   for f in (_min, _max))
@@ -266,9 +266,15 @@ def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
     """Each of ``bins`` equal-width bins' float64 sum of the ``weights`` (checked, of
     ``x``'s shape) of its values in ``range_`` (a pair, not None): a Dask chunk's part
     of a weighted histogram, before the cast to the weights' dtype."""
-    value_dtype = np.dtype(np.uint8) if np.dtype(x.dtype).kind == "b" else np.dtype(x.dtype)
-    return _binned(x, BinRule(value_dtype, bins, range_), weights, np.float64, strategy,
-                   stream)
+    return _binned(x, BinRule(values_dtype(x.dtype), bins, range_), weights, np.float64,
+                   strategy, stream)
+
+
+def values_dtype(dtype) -> np.dtype:
+    """The dtype NumPy's histogram bins ``x`` of ``dtype`` as: uint8 for bool (NumPy
+    converts it, with its warning), else ``dtype``."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.uint8) if dtype.kind == "b" else dtype
 
 
 def _binned(x, rule: BinRule, w, sums_dtype, strategy, stream):
