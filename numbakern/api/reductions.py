@@ -1597,9 +1597,9 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
         return
     x = as_array_like(x)
     data, cast_over = _float16_cast(x, values.dtype)
-    if cast_over and np.isfinite(values).all():  # the element masked out: cast anyway
-        _fp_errors([("over", "overflow encountered in reduce")])
     if np.isfinite(values).all():
+        if cast_over:  # the element masked out: NumPy casts it anyway
+            _fp_errors([("over", "overflow encountered in reduce")])
         return
     if initial is not None:
         with np.errstate(over="ignore"):
@@ -1627,11 +1627,10 @@ def _float16_cast(x, result: np.dtype) -> tuple:
     makes each element before it adds (``kernels/float16.py``), and whether a finite
     element became infinite there (NumPy's overflow, masked out or not: it casts every
     element); ``(None, False)`` where there is no such cast."""
-    if result != np.float16 or kind_of(x) != "numpy" or isinstance(x, BFloat16Bits):
+    if kind_of(x) != "numpy" or isinstance(x, BFloat16Bits) or \
+            float16.read_for(x.dtype, result) is None:
         return None, False
     original = np.asarray(x)
-    if np.can_cast(original.dtype, np.float16, "safe"):
-        return None, False
     with np.errstate(over="ignore"):
         data = original.astype(np.float16)
     finite = np.isfinite(original) if original.dtype.kind == "f" else True
