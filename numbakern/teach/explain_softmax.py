@@ -11,8 +11,6 @@ Everything shown is read from the recording.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -56,14 +54,13 @@ def _rounds(trace: SoftmaxTrace, op: str) -> dict:
     """``{recorded step: joins}`` of one reduce: every round its result was built in,
     those whose combines all had the identity (idle lanes) with no joins, as the
     reduction view counts them."""
-    rounds = defaultdict(list)
     root = trace.results.get(op)
-    for i in trace.ancestry(root) if root is not None else ():
-        node = trace.nodes[i]
-        if node.kind == "combine" and node.detail == op and node.step > 0:
-            rounds[node.step]
+    ancestry = trace.ancestry(root) if root is not None else ()
+    rounds = {trace.nodes[i].step: [] for i in ancestry
+              if trace.nodes[i].kind == "combine" and trace.nodes[i].detail == op
+              and trace.nodes[i].step > 0}
     for j in trace.joins(op):
-        rounds[j.step].append(j)
+        rounds.setdefault(j.step, []).append(j)
     return dict(sorted(rounds.items()))
 
 
