@@ -192,20 +192,28 @@ def _joinless_line(trace: ScanTrace, key: tuple, loaded) -> Text:
     ran had the identity as an operand (a combine of two states holding elements is a
     join), and its states still went through barriers and memory."""
     c = trace.blocks[key]
-    local = trace.local.get(key, [0, 0])
+    cells = _memory_cells(trace, key)
     got = f"{len(loaded)} input element{'s' * (len(loaded) != 1)}" if loaded \
         else "no input element"
-    moved = [f"shared ld/st {c.shared_loads - local[0]}/{c.shared_stores - local[1]}"]
-    if any(local):
-        moved.append(f"local ld/st {local[0]}/{local[1]}")
-    moved.append(f"global ld/st {c.global_element_loads + c.global_state_loads}/"
-                 f"{c.global_stores}")
+    moved = [f"{name} {cells[name]}" for name in ("shared ld/st", "local ld/st", "global ld/st")
+             if name != "local ld/st" or any(trace.local.get(key, [0, 0]))]
     rounds = f"{c.barriers} barrier(s)"
     if c.shuffle_steps:
-        warps = ", ".join(f"w{w}: {k}" for w, k in sorted(c.shuffle_steps.items()))
-        rounds += f", shuffle steps per warp {warps}"
+        rounds += f", shuffle steps per warp {cells['warps']}"
     return Text(f"no joins (it loaded {got}): {c.combines} combines ran, each with the "
                 f"identity, {rounds} · " + " · ".join(moved), "dim")
+
+
+def _memory_cells(trace: ScanTrace, key: tuple) -> dict:
+    """Block ``key``'s counts table cells: ``shared ld/st``, ``local ld/st``, ``global
+    ld/st`` (loads/stores) and ``warps`` (each warp's shuffle steps, or ``0``)."""
+    c, local = trace.blocks[key], trace.local.get(key, [0, 0])
+    return {"shared ld/st": f"{c.shared_loads - local[0]}/{c.shared_stores - local[1]}",
+            "local ld/st": f"{local[0]}/{local[1]}",
+            "global ld/st": f"{c.global_element_loads + c.global_state_loads}/"
+                            f"{c.global_stores}",
+            "warps": ", ".join(f"w{w}: {k}" for w, k in sorted(c.shuffle_steps.items()))
+            or "0"}
 
 
 def _store_role(array: str) -> str:
@@ -381,14 +389,12 @@ def scan_counts_table(trace: ScanTrace) -> Table:
         table.add_column(col, justify="right", overflow="fold")
     steps = block_steps(trace)
     for (launch, block), c in trace.blocks.items():
-        loc = trace.local.get((launch, block), [0, 0])
         joins = steps.get((launch, block), {})
-        warps = ", ".join(f"w{w}: {k}" for w, k in sorted(c.shuffle_steps.items())) or "0"
+        cells = _memory_cells(trace, (launch, block))
         table.add_row(
-            f"{launch}/{block}", str(len(joins)), str(c.barriers), warps,
+            f"{launch}/{block}", str(len(joins)), str(c.barriers), cells["warps"],
             str(sum(len(v) for v in joins.values())), str(c.combines),
-            f"{c.shared_loads - loc[0]}/{c.shared_stores - loc[1]}", f"{loc[0]}/{loc[1]}",
-            f"{c.global_element_loads + c.global_state_loads}/{c.global_stores}",
+            cells["shared ld/st"], cells["local ld/st"], cells["global ld/st"],
             str(c.atomics))
     moved = trace.bytes_moved()
     table.caption = (f"{len(trace.launches)} launch(es); {trace.joins()} joins; bytes: "
