@@ -465,14 +465,29 @@ def _torch_causal_softmax(t, x, **kw):
     return t.softmax(scores.masked_fill(~keep, -float("inf")), -1).nan_to_num(0.0)
 
 
+@lru_cache(maxsize=8)
 def segment_offsets(n: int) -> np.ndarray:
     """Offsets of segments over ``n`` elements, the same for numbakern, the reference
     and the peers: lengths from 0 (empty) to twice a mean of ``min(1024, n // 8)``, so
-    warps and blocks both serve some."""
+    warps and blocks both serve some. Built once per ``n`` and read-only: a timed call
+    reads them, it does not draw them."""
     mean = max(1, min(1024, n // 8))
     lengths = np.random.default_rng(17).integers(0, 2 * mean + 1, n // mean + 2)
     offsets = np.minimum(np.concatenate([[0], np.cumsum(lengths)]), n)
-    return np.concatenate([offsets[offsets < n], [n]]).astype(np.int64)
+    offsets = np.concatenate([offsets[offsets < n], [n]]).astype(np.int64)
+    offsets.flags.writeable = False
+    return offsets
+
+
+@lru_cache(maxsize=8)
+def _offsets_on_device(n: int, module: str, device: str = ""):
+    """:func:`segment_offsets` on the device, in the array type ``module`` names (torch
+    on ``device``): uploaded once, so a timed call holds the segmented kernels and the
+    peers' only, as a caller whose offsets already live on the GPU."""
+    offsets = segment_offsets(n)
+    if module == "torch":
+        return _module("torch").as_tensor(offsets.copy(), device=device)
+    return _module("cupy").asarray(offsets)
 
 
 def _per_segment(fn, x) -> list:
@@ -513,17 +528,17 @@ class Segmented(Operation):
     def call(self, x, variant: Variant, kw: dict):
         offsets = segment_offsets(len(x))
         if type(x).__module__.split(".")[0] == "cupy":
-            offsets = _module("cupy").asarray(offsets)
+            offsets = _offsets_on_device(len(x), "cupy")
         return getattr(numbakern, self.name)(x, offsets, **variant.kwargs)
 
 
 def _torch_segment_sum(t, x, **kw):
-    offsets = t.as_tensor(segment_offsets(len(x)), device=x.device)
+    offsets = _offsets_on_device(len(x), "torch", str(x.device))
     return t.segment_reduce(x, "sum", offsets=offsets, unsafe=True)
 
 
 def _cccl_segment_sum(compute, x, **kw):
-    offsets = _module("cupy").asarray(segment_offsets(len(x)))
+    offsets = _offsets_on_device(len(x), "cupy")
     return _peers.cccl_segmented_sum(compute, x, offsets)
 
 
