@@ -106,8 +106,9 @@ from dask.utils import ensure_dict
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.ops import norms as _norms
+from numbakern.api.reductions import MaxWithIndices, MinWithIndices
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis, flat_axis_of_0d
-from numbakern.core.axes import (LAST, axis_or_dim, check_flag, normalize_axes,
+from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, normalize_axes,
                                   normalize_axis, result_shape)
 from numbakern.runtime.stacklevel import quiet_numpy_errors, warn
 
@@ -1292,22 +1293,24 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, split_every=None, strat
                 values=False, skip_nan=True)
 
 
-def max_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
-                     split_every=None, strategy=None, lanes=None, stream=None):
-    """Lazy ``(values, indices)`` of :func:`numbakern.max_with_indices`: two Dask
-    arrays from one pass over each chunk (compute them together with
-    ``dask.compute(values, indices)`` to read the data once)."""
+def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
+                     out=None, split_every=None, strategy=None, lanes=None, stream=None):
+    """Lazy ``(values, indices)`` of :func:`numbakern.max_with_indices`, its named
+    tuple of two Dask arrays from one pass over each chunk (compute them together
+    with ``dask.compute(values, indices)`` to read the data once)."""
     _refuse_out(out, "max_with_indices")
-    return _arg(x, "max", "max_with_indices", axis, keepdims, tie_break_left, split_every,
-                strategy, lanes, values=True)
+    axis = axis_or_dim(axis, dim, "max_with_indices", FLAT)
+    return MaxWithIndices(*_arg(x, "max", "max_with_indices", axis, keepdims, tie_break_left,
+                        split_every, strategy, lanes, values=True))
 
 
-def min_with_indices(x, axis=None, *, keepdims=False, tie_break_left=True, out=None,
-                     split_every=None, strategy=None, lanes=None, stream=None):
+def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
+                     out=None, split_every=None, strategy=None, lanes=None, stream=None):
     """Lazy ``(values, indices)`` of :func:`numbakern.min_with_indices`."""
     _refuse_out(out, "min_with_indices")
-    return _arg(x, "min", "min_with_indices", axis, keepdims, tie_break_left, split_every,
-                strategy, lanes, values=True)
+    axis = axis_or_dim(axis, dim, "min_with_indices", FLAT)
+    return MinWithIndices(*_arg(x, "min", "min_with_indices", axis, keepdims, tie_break_left,
+                        split_every, strategy, lanes, values=True))
 
 
 # --- scans ---------------------------------------------------------------------------
@@ -2017,8 +2020,9 @@ def optimize(dsk, keys, **_):
 def optimized(result):
     """``result`` (a Dask array, or a tuple of them) with :func:`optimize` as its
     graph optimiser; what every function here returns to the caller."""
-    if isinstance(result, tuple):
-        return tuple(optimized(r) for r in result)
+    if isinstance(result, tuple):  # a named one (max_with_indices') keeps its type
+        parts = [optimized(r) for r in result]
+        return type(result)(*parts) if hasattr(result, "_fields") else tuple(parts)
     if isinstance(result, da.Array):
         result.__dask_optimize__ = optimize
     return result

@@ -273,6 +273,31 @@ def test_values_and_indices_agree():
                                           values)
 
 
+def test_values_and_indices_come_as_torch_max_s_named_tuple_by_axis_or_dim():
+    """``torch.max(x, dim)``'s fields and keyword: ``.values``, ``.indices``, ``dim=``;
+    a repeated call (a replay) and the Dask form give the same named tuple."""
+    torch = pytest.importorskip("torch")
+    da = pytest.importorskip("dask.array")
+    x = np.random.default_rng(11).standard_normal((4, 37)).astype(np.float32)
+    for direction in ("max", "min"):
+        fn = getattr(nk, f"{direction}_with_indices")
+        want = getattr(torch, direction)(torch.from_numpy(x), dim=1)
+        for _ in range(2):
+            got = fn(x, dim=1)
+            assert type(got).__name__ == f"{direction.title()}WithIndices"
+            assert got._fields == ("values", "indices")
+            np.testing.assert_array_equal(got.values, want.values.numpy())
+            np.testing.assert_array_equal(got.indices, want.indices.numpy())
+        t = fn(torch.from_numpy(x), dim=-1)
+        assert type(t) is type(got) and torch.equal(t.indices, want.indices)
+        lazy = fn(da.from_array(x, chunks=(2, 10)), dim=1)
+        assert type(lazy) is type(got)
+        np.testing.assert_array_equal(lazy.indices.compute(), want.indices.numpy())
+        with pytest.raises(TypeError, match="not both"):
+            fn(x, 1, dim=1)
+        np.testing.assert_array_equal(fn(x).indices, getattr(np, f"arg{direction}")(x))
+
+
 # --- errors and out= ---------------------------------------------------------------------
 
 
