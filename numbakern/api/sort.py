@@ -34,7 +34,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
                                    flat_device, flattened, honours_stream, kind_of, resolve_stream,
                                    to_user)
-from numbakern.core.axes import check_flag, normalize_axis, optional_axis
+from numbakern.core.axes import LAST, axis_or_dim, check_flag, normalize_axis, optional_axis
 from numbakern.core.jobs import SortJob
 from numbakern.kernels.sort_keys import BFLOAT16, bits_dtype
 from numbakern.runtime.replay import replayable
@@ -45,12 +45,15 @@ INDEX_DTYPE = np.dtype(np.int64)
 @dispatch
 @replayable
 @honours_stream
-def sort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
-         strategy=None, stream=None):
+def sort(x, axis=LAST, descending=False, *, dim=None, kind=None, stable=None,
+         order=None, strategy=None, stream=None):
     """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
 
     Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
     values' exact bits are kept (``-0.0``, NaN payloads).
+
+    ``axis``: the axis to sort along (default the last; None: the flattened array);
+    ``dim``: torch's name for it (keyword only).
 
     ``descending=True``: largest first, NaN first, equal values still in input order
     (as ``torch.sort(x, descending=True, stable=True)``; not ``np.sort(x)[::-1]``,
@@ -61,7 +64,8 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
 
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
-            that is neither a name nor a ``BitonicSort`` or ``RadixSort``.
+            that is neither a name nor a ``BitonicSort`` or ``RadixSort``; both
+            ``axis`` and ``dim`` given.
         ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes;
             a ``kind`` NumPy does not have; ``kind`` and ``stable`` both given (as NumPy);
             an ``order`` other than None.
@@ -74,14 +78,15 @@ def sort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
     (``strategies/radix_sort.py``).
     """
     _check_kind(kind, stable, order)
+    axis = axis_or_dim(axis, dim, "sort")
     return _sort(x, axis, descending, False, strategy, stream)
 
 
 @dispatch
 @replayable
 @honours_stream
-def argsort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
-            strategy=None, stream=None):
+def argsort(x, axis=LAST, descending=False, *, dim=None, kind=None, stable=None,
+            order=None, strategy=None, stream=None):
     """Indices that sort ``x`` along ``axis``, as ``np.argsort(x, axis, stable=True)``.
 
     Returns int64 indices of ``x``'s shape (``(x.size,)`` for ``axis=None``): along
@@ -93,6 +98,7 @@ def argsort(x, axis=-1, descending=False, *, kind=None, stable=None, order=None,
     Raises: as :func:`sort`.
     """
     _check_kind(kind, stable, order)
+    axis = axis_or_dim(axis, dim, "argsort")
     ndim = np.ndim(x.bits if isinstance(x, BFloat16Bits) else x)
     if ndim == 0 and axis is not None and normalize_axis(axis, 1) == 0:
         axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])

@@ -513,3 +513,21 @@ def test_argsort_takes_descending_third_as_sort_and_torch():
     with pytest.raises(TypeError, match="descending must be True or False"):
         nk.argsort(x, -1, "stable")  # NumPy's third is kind: refused, not misread
     assert nk.argsort(x, -1, stable=True).tolist() == [1, 2, 0, 3]
+
+
+def test_sort_and_argsort_take_torchs_dim():
+    """``dim=`` reads as ``axis=``, as ``torch.sort(x, dim=0)``; giving both is a
+    TypeError naming them; a 0-d input's default axis is refused as NumPy's."""
+    x = np.array([[3, 1, 2], [0, 5, 2], [3, 0, 1]], np.int32)
+    for fn, ref in ((nk.sort, np.sort), (nk.argsort, np.argsort)):
+        for dim in (0, 1, -2):
+            np.testing.assert_array_equal(fn(x, dim=dim), ref(x, axis=dim, stable=True))
+        np.testing.assert_array_equal(fn(x, dim=0, descending=True),
+                                      ref(-x, axis=0, stable=True) if fn is nk.argsort
+                                      else -ref(-x, axis=0, stable=True))
+        with pytest.raises(TypeError, match="not both"):
+            fn(x, 0, dim=1)
+        with pytest.raises(np.exceptions.AxisError):
+            fn(x, dim=2)
+    with pytest.raises(np.exceptions.AxisError):
+        nk.sort(np.array(1.0))
