@@ -515,7 +515,8 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if _rounds_before_out(dtype, outs, results, kit):
+    if _rounds_before_out(dtype, outs, results, kit) or _settled_before_out(after, outs,
+                                                                           results):
         # NumPy computes in dtype= and casts into out: the state, wider than dtype
         # (float16's float32, a float32 product's float64), is rounded to it first
         rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
@@ -756,6 +757,13 @@ def _rounds_before_out(dtype, outs, results: tuple, kit) -> bool:
     return (dtype is not None and outs is not None and len(results) == 1
             and results[0].kind in "biuf" and kit.dtypes[0] != results[0]
             and np.dtype(outs[0].dtype) != results[0])
+
+
+def _settled_before_out(after, outs, results: tuple) -> bool:
+    """Whether a scan settled after it (float products) would read back a complex
+    ``out``: the settling reads and writes real values, which ``out`` then takes by a
+    cast."""
+    return after is not None and outs is not None and np.dtype(outs[0].dtype).kind == "c"
 
 
 def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace):

@@ -11,6 +11,7 @@ the contract at up to 2**32 elements.
 
 import math
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -948,3 +949,20 @@ def test_a_wrong_out_names_its_type_and_shape_not_its_elements():
         nk.cumsum(big, axis=1, out=(big, big))
     with pytest.raises(TypeError, match=r"out must be an array for this op, got a tuple "):
         nk.cumsum(big, axis=1, out=(big,))  # as NumPy, which takes no (out,) here
+
+
+@pytest.mark.parametrize("fn", ["cumprod", "nancumprod"])
+def test_float_products_into_a_complex_out_settle_as_reals(fn):
+    """The settling pass reads the products back: into a complex ``out`` it read
+    complex values as floats (a ComplexWarning an element under the simulator); the
+    real products are settled first, then cast into ``out``."""
+    x = np.array([[1.0, 2.0, 3.0], [4.0, np.nan, 0.5], [1e300, 1e300, 0.0]])
+    out = np.zeros((3, 3), np.complex128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="ignore"):
+            got = getattr(nk, fn)(x, axis=1, out=out)
+            want = getattr(np, fn)(x, axis=1)
+    assert got is out
+    np.testing.assert_array_equal(out.real, want)
+    assert not out.imag.any()
