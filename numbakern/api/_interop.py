@@ -73,6 +73,10 @@ WIDENED_BFLOAT16 = frozenset({
     "nanargmin", "max_with_indices", "min_with_indices", "any", "all", "count_nonzero",
     "ptp", "logsumexp", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod",
     "cummax", "cummin", "logcumsumexp", "associative_scan", "vector_norm"})
+# histogram reads a bfloat16 x in place too, as its bits, binning each bit pattern as
+# NumPy's bfloat16 arithmetic does (a table made with ml_dtypes: without it, a torch
+# tensor's x goes through the float32 copy, binned as float32).
+_WIDENED_WITH_ML_DTYPES = frozenset({"histogram"})
 # The arguments whose dtypes each result takes (NumPy's result_type of them), for
 # functions where that is not the first argument alone (results past the last named
 # follow the last group).
@@ -232,6 +236,14 @@ def _bfloat16_for(asked, args: tuple):
     return np.dtype(asked)
 
 
+def _has_ml_dtypes() -> bool:
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _numpy_bfloat16(why: str) -> np.dtype:
     """ml_dtypes' bfloat16, which NumPy results of bfloat16 values take."""
     try:
@@ -287,7 +299,7 @@ class _Call:
                 return self._rounded_out(a, a.astype(np.float32))
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(a.view(np.uint16), a, name)
-            if first and self.name in WIDENED_BFLOAT16:
+            if first and self._widens_first():
                 return self._widened(a.view(np.uint16), a.dtype, name)
             return self._widen_numpy(a, name)
         if _is_dlpack_only(a):
@@ -359,7 +371,7 @@ class _Call:
                 return self._rounded_out(caller, wide, self._tensor_view(wide))
             if self.name in NATIVE_BFLOAT16:
                 return self._bits(self._tensor_view(t, np.dtype(np.uint16)), caller, name)
-            if first and self.name in WIDENED_BFLOAT16:
+            if first and self._widens_first():
                 return self._widened(self._tensor_view(t, np.dtype(np.uint16)),
                                      torch.bfloat16, name)
             if name in OUTS:
@@ -375,6 +387,11 @@ class _Call:
         if name in OUTS:
             self.outs[id(translated)] = caller
         return translated
+
+    def _widens_first(self) -> bool:
+        """Whether this function reads a bfloat16 first argument in place, widened."""
+        return self.name in WIDENED_BFLOAT16 or (
+            self.name in _WIDENED_WITH_ML_DTYPES and _has_ml_dtypes())
 
     def _copies_out(self, name: str) -> bool:
         """Whether a bfloat16 argument ``name`` is an out that reaches the kernels as a

@@ -22,9 +22,9 @@ import numpy as np
 from numbakern.api._dispatch import dispatch
 
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
-                                   honours_stream, kind_of, resolve_stream, to_user,
-                                   user_array)
+from numbakern.core.arrays import (BFloat16Input, Workspace, as_array_like, as_layout_array,
+                                   flat_device, honours_stream, kind_of, resolve_stream,
+                                   to_user, user_array)
 from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binner
 from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
@@ -178,7 +178,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     density=density, weights=weights)``.
 
     Args:
-        x: bool, integer or float values, any shape (flattened).
+        x: bool, integer or float values (bfloat16 too: each bit pattern binned as
+            NumPy's bfloat16 arithmetic bins it, by a table made with ``ml_dtypes``),
+            any shape (flattened).
         bins: a positive int (the number of equal-width bins).
         range: ``(lo, hi)``, or ``None`` for ``(x.min(), x.max())``; a zero-width
             range is widened by 0.5 either side, as NumPy does.
@@ -218,17 +220,22 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype of
             ``x`` or ``weights`` (complex weights included); a ``range`` end that is
             not a real number NumPy holds (``None``, a string, an int past 64 bits:
-            NumPy raises ``TypeError`` for them too); a ``strategy`` that is neither a
+            NumPy raises ``TypeError`` for them too; a 0-d array or tensor is its
+            value), or a lone number or string as ``range``; a ``strategy`` that is neither a
             name nor a histogram strategy object.
         ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; more ``bins`` int64
-            counts than an array holds (2**60 - 1); ``range`` not a pair, with ``lo >
-            hi`` or not finite (NumPy's messages); an automatic range that is not
+            counts than an array holds (2**60 - 1); ``range`` a sequence of other
+            than two, with ``lo > hi`` or not finite (NumPy's messages); an automatic
+            range that is not
             finite (NaN or inf in ``x``); an unknown ``strategy`` name, or one whose
             counters do not fit in shared memory.
     """
     from numbakern.api.reductions import host_scalar, max as _max, min as _min
 
     x = as_array_like(x)
+    # bfloat16 (its bits, from numbakern/api/_interop.py): binned by a table of every
+    # bit pattern's bin in NumPy's bfloat16 arithmetic, the edges bfloat16's
+    bits = x.bits if isinstance(x, BFloat16Input) else None
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "biuf":
         raise TypeError(f"histogram: x must have a bool, integer or float dtype, got {dtype}")
@@ -239,13 +246,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
     nbins = _check_allocatable(_positive_int(bins, "histogram: bins"), "bins")
-    if range is not None and (np.ndim(range) != 1 or len(range) != 2):
-        raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range!r}")
-    if range is not None and not all(_real(end) for end in range):
-        raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
-                        f"of at most 64 bits, floats), got {range!r}")
+    if range is not None:
+        range = _range_pair(range)
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
-    value_dtype = values_dtype(dtype)
+    value_dtype = _ml_bfloat16() if bits is not None else values_dtype(dtype)
     if range is None and x.size:
         lo, hi = (host_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
                   for f in (_min, _max))
@@ -256,10 +260,19 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if range is None:  # an empty x: NumPy's range (0, 1)
         range = (0, 1)
     rule = BinRule(value_dtype, nbins, range)
-    hist = _binned(x, rule, w, None if w is None else w.dtype, strategy, stream)
+    hist = _binned(x if bits is None else bits, rule, w, None if w is None else w.dtype,
+                   strategy, stream)
     if density:
         hist = _density(hist, rule.edges, kind, stream)
-    return hist, _as_kind(rule.edges, kind)
+    # bfloat16 edges go back as float32 (exactly), which the interop rounds to them
+    edges = rule.edges if bits is None else rule.edges.astype(np.float32)
+    return hist, _as_kind(edges, kind)
+
+
+def _ml_bfloat16() -> np.dtype:
+    import ml_dtypes  # present: the interop reads bfloat16 in place only then
+
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
@@ -383,14 +396,40 @@ def _positive_int(value, name: str) -> int:
     return value
 
 
+def _range_pair(range_) -> tuple:
+    """``range=`` checked: a pair of real numbers, a 0-d array or tensor among them
+    taken as the NumPy scalar it holds (NumPy's own edges cannot read a tensor).
+    Raises TypeError for a lone number or string (NumPy cannot unpack one) or an end
+    that is not a real number, ValueError for a sequence of another length."""
+    if np.ndim(range_) == 0:
+        raise TypeError(f"histogram: range must be None or a (lo, hi) pair, got {range_!r}")
+    if np.ndim(range_) != 1 or len(range_) != 2:
+        raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range_!r}")
+    ends = tuple(end if isinstance(end, (int, float, np.generic)) else _held(end)
+                 for end in range_)
+    if not all(_real(end) for end in ends):
+        raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
+                        f"of at most 64 bits, floats), got {range_!r}")
+    return ends
+
+
+def _held(value):
+    """A 0-d array's (or tensor's) value as a NumPy scalar; anything else as it is."""
+    try:
+        held = np.asarray(value)
+    except (TypeError, ValueError):  # a device scalar that refuses the host
+        return value
+    return held[()] if held.ndim == 0 else value
+
+
 def _real(value) -> bool:
-    """Whether ``value`` is a number NumPy holds as bool, integer or float (not None, a
-    string, or an int past 64 bits, which NumPy holds as an object)."""
+    """Whether ``value`` is a number NumPy holds as bool, integer or float (bfloat16
+    too; not None, a string, or an int past 64 bits, which NumPy holds as an object)."""
     try:
         held = np.asarray(value)
     except (TypeError, ValueError):  # a device scalar that refuses the host
         return False
-    return held.ndim == 0 and held.dtype.kind in "biuf"
+    return held.ndim == 0 and (held.dtype.kind in "biuf" or held.dtype.name == "bfloat16")
 
 
 def _check_allocatable(count: int, name: str) -> int:
