@@ -1948,6 +1948,8 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     _check_dask(x, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
+    from numbakern.api.histogram import bincount_length
+
     w = None if weights is None else _weights_like(weights, x, "bincount")
     _nk().bincount(x._meta.reshape(-1)[:0], None, minlength, strategy=strategy)
     bins = int(minlength)
@@ -1956,7 +1958,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         lo, hi = lo.item(), hi.item()  # NumPy scalars or CuPy 0-d arrays
         if np.dtype(x.dtype).kind == "i" and lo < 0:
             raise ValueError("'x' argument must have no negative elements")
-        bins = bins if bins > int(hi) + 1 else int(hi) + 1
+        bins = bincount_length(int(hi), bins)
     if bins == 0 or not x.size:  # int64 zeros, weights or not, as NumPy's
         return da.zeros(bins, dtype=np.int64, chunks=builtins.max(bins, 1),
                         meta=_meta(x, 1, np.int64))

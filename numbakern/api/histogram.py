@@ -122,11 +122,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     if x.size:
         if np.dtype(x.dtype).kind == "i" and host_scalar(_min(x, stream=stream), stream) < 0:
             raise ValueError("'x' argument must have no negative elements")
-        largest = int(host_scalar(_max(x, stream=stream), stream))
-        if largest >= _MOST_COUNTS:
-            raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
-                             f"counts, past the largest array there can be ({_MOST_COUNTS})")
-        bins = max(bins, largest + 1)
+        bins = bincount_length(int(host_scalar(_max(x, stream=stream), stream)), bins)
     if not x.size:  # int64 zeros, weights or not, as NumPy's
         return _as_kind(np.zeros(bins, np.int64), kind_of(x))
     counts = _count(x, bins, int_binner(np.dtype(x.dtype), bins), None, strategy, stream)
@@ -136,6 +132,15 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
 #: NumPy's words for weights of another shape than x's
 _NUMPYS_SHAPE_WORDS = {"bincount": "The weights and list don't have the same length.",
                        "histogram": "weights should have the same shape as a."}
+
+
+def bincount_length(largest: int, minlength: int) -> int:
+    """bincount's result length for ``x`` whose largest value is ``largest``; a
+    ValueError where it is past the largest array there can be."""
+    if largest >= _MOST_COUNTS:
+        raise ValueError(f"x holds {largest}: bincount would need {largest + 1} int64 "
+                         f"counts, past the largest array there can be ({_MOST_COUNTS})")
+    return max(minlength, largest + 1)
 
 
 def _weights_of(weights, x, name: str):

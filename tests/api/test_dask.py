@@ -1304,6 +1304,15 @@ def test_bincount_refuses_two_dimensions_naming_the_shape():
         nk.bincount(da.zeros((2, 3), dtype=np.int64, chunks=1))
 
 
+def test_bincount_past_the_largest_array_says_so_as_the_eager_form():
+    """The Dask form named a ``num_bins`` argument bincount does not have."""
+    x = np.array([2**62, 1])
+    for given in (x, da.from_array(x, chunks=1)):
+        with pytest.raises(ValueError, match=r"x holds 4611686018427387904: bincount would "
+                                             r"need 4611686018427387905 int64 counts"):
+            nk.bincount(given)
+
+
 def test_dask_is_imported_only_when_a_dask_array_is_passed():
     code = ("import sys, numpy as np, numbakern as nk; nk.sum(np.ones(3)); "
             "nk.cumsum(np.ones(3)); assert 'dask' not in sys.modules, 'dask imported'; "
