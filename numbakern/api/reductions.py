@@ -1260,7 +1260,10 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     out count as NaN do) and errors as :func:`mean`. Integer and bool input is
     :func:`mean`'s, as NumPy's ``nanmean`` is ``mean`` there (an integer ``dtype=``
     sums in that dtype, wrapping); for float input a ``dtype`` that is not a float
-    dtype is a ``TypeError``, as NumPy's.
+    dtype is a ``TypeError``, as NumPy's. float16 input sums in float32, as
+    :func:`mean`'s: NumPy's ``nanmean`` sums float16 in float16 (its ``mean`` does
+    not), so a slice whose sum passes 65504 is inf there, with its overflow warning,
+    and the finite mean here.
     """
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
@@ -1294,7 +1297,12 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, strategy=
     ``two_pass`` grid strategies (``numbakern.ops.MOMENTS``; ``atomic_fold`` raises
     ``ValueError``: no atomic moves a three-field state), accumulated in float64; then
     ``M2 / (count - ddof)``.
-    NumPy subtracts the mean in a second pass; both are stable, and agree to a few ulps.
+    NumPy subtracts the mean in a second pass; both are stable, and agree to a few ulps
+    where NumPy's own arithmetic stays finite. Where it does not (a float16 slice whose
+    sum passes 65504, which NumPy's mean of ``var`` adds in float16; squares past the
+    largest float, ``|x - mean|`` above 1.3e154 in float64), NumPy gives inf or NaN
+    with its overflow warning, numbakern the finite variance its float64 states hold,
+    without one.
 
     Result dtype: NumPy's (float64 for bool and integers, the input's float dtype,
     float16 included, or ``dtype``). Where ``count - ddof <= 0``: ``M2 / 0`` as
