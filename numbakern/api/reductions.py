@@ -67,7 +67,7 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, di
 from numbakern.ops.state import state_kit
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import (FPE_BITS, numpy_fp_error, numpys_words,
+from numbakern.runtime.stacklevel import (numpy_fp_error, numpy_fp_errors, numpys_words,
                                           quiet_numpy_errors, warn)
 from numbakern.runtime.views import (c_contiguous, checked_words, device_view, flat, host_copy,
                                      host_words, refuse_replay, strided)
@@ -420,8 +420,9 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
     not specified (NumPy's is the NaN its pairwise order meets first; a GPU's add
     gives its canonical NaN). Host input warns NumPy's floating-point errors under
     ``np.geterr()`` (``inf + -inf`` where a slice holds both infinities and no NaN; an
-    overflow), found from the host result (``nansum``, ``mean``, ``nanmean`` too);
-    device input gets the values without them.
+    overflow), found from the host result (``nansum``, ``mean``, ``nanmean``,
+    :func:`prod`, ``nanprod`` and the scans ``cumsum``, ``cumprod`` and their nan forms
+    too); device input gets the values without them.
 
     Args:
         x, axis, dtype, out, keepdims: as ``np.sum``.
@@ -645,7 +646,10 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     the special value can differ from NumPy's sequential one (``initial=0.0`` with
     factors whose product overflows: NumPy's 0, this ``inf * 0``, NaN;
     :func:`cumprod` settles NumPy's special values, at a cost). Result dtype: as
-    :func:`sum`'s.
+    :func:`sum`'s. Host input warns NumPy's floating-point errors as :func:`sum`'s
+    ("overflow", or "invalid value" for ``inf * 0``, "encountered in reduce"), from
+    the host result; an overflow before an infinity of the same slice is not told
+    (NumPy's words there follow its order).
 
     Raises:
         TypeError, ValueError, AxisError: as :func:`sum`.
@@ -653,6 +657,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     value = _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes,
                  initial=initial, where=where)
     _integer_cast_errors(x, dtype, False)
+    _product_special_values(x, value, axis, keepdims, where, False, initial)
     return value
 
 
@@ -897,6 +902,7 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     value = _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes,
                  initial=initial, where=where)
     _integer_cast_errors(x, dtype, True)
+    _product_special_values(x, value, axis, keepdims, where, True, initial)
     return value
 
 
@@ -1510,16 +1516,6 @@ def _scalar_division(x, axis, keepdims, out, summed: np.dtype) -> bool:
         summed == np.float64 or summed.kind in "iu")
 
 
-def _fp_errors(errors) -> None:
-    """NumPy's errors ``[(kind, text)]`` of one operation, in its order (divide by
-    zero, overflow, invalid), each told all their bits."""
-    status = 0
-    for kind, _ in errors:  # (the builtin sum is shadowed here)
-        status |= FPE_BITS[kind]
-    for kind, text in sorted(errors, key=lambda error: FPE_BITS[error[0]]):
-        numpy_fp_error(kind, text, status)
-
-
 def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) -> None:
     """NumPy's floating-point warnings of a variance of host input, found from the
     host result: an output that is not finite where NumPy's two passes met ``inf -
@@ -1546,10 +1542,10 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
     # (a finite slice whose Welford states overflowed is NaN here, inf in NumPy: README)
     overflow = ~np.isfinite(values) & ~infinite & ~has_nan & (dof > 0)
     both = up & down  # the mean's sum meets inf + -inf first
-    _variance_fp_errors(name, (invalid & ~both).any(), overflow.any(), (invalid & both).any())
+    _variancenumpy_fp_errors(name, (invalid & ~both).any(), overflow.any(), (invalid & both).any())
 
 
-def _variance_fp_errors(name: str, invalid: bool, overflow: bool,
+def _variancenumpy_fp_errors(name: str, invalid: bool, overflow: bool,
                         invalid_mean: bool = False) -> None:
     """NumPy's warnings (or errors, by ``np.geterr()``) of a variance, worded as its
     two passes meet them: the mean's sum gives ``inf + -inf`` (``invalid_mean``),
@@ -1627,7 +1623,7 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
     data, cast_over = _float16_cast(x, values.dtype)
     if np.isfinite(values).all():
         if cast_over:  # the element masked out: NumPy casts it anyway
-            _fp_errors([("over", "overflow encountered in reduce")])
+            numpy_fp_errors([("over", "overflow encountered in reduce")])
         return
     if initial is not None:
         with np.errstate(over="ignore"):
@@ -1643,11 +1639,40 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
     clean = True if skip_nan else ~np.isnan(data).any(axis=axes, keepdims=keepdims,
                                                        where=kept)
     over = cast_over or (np.isinf(values) & ~up & ~down).any()
-    _fp_errors([(kind, f"{text} encountered in {where_}")  # NumPy's words and order
+    numpy_fp_errors([(kind, f"{text} encountered in {where_}")  # NumPy's words and order
                 for kind, text, hit, where_ in (
                     ("over", "overflow", over, "cast" if data.ndim == 0 else "reduce"),
                     ("invalid", "invalid value", (up & down & clean).any(), "reduce"))
                 if hit])
+
+
+def _product_special_values(x, value, axis, keepdims, where, skip_nan: bool,
+                            initial=None) -> None:
+    """NumPy's floating-point warnings of a product of host input (prod, nanprod),
+    found from the host result as :func:`_sum_special_values` finds a sum's: a result
+    that is not finite from a slice of finite factors overflowed (inf, or NaN where an
+    overflow met a zero), and a NaN from a slice of no NaN met ``inf * 0`` ("...
+    encountered in reduce", the overflow first). A factor the result's dtype cannot
+    hold counts as an overflow, as NumPy casts it in its loop; an infinite
+    ``initial`` stands for neither."""
+    values = _host_result(x, value)
+    if values is None or np.isfinite(values).all():
+        return
+    if initial is not None:
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.asarray(initial).astype(values.dtype)):
+                return
+    found = _host_floats(as_array_like(x), None if where is True else as_array_like(where))
+    if found is None:
+        return
+    data, kept = found
+    axes = normalize_axes(axis, data.ndim)
+    nan = np.isnan(data)
+    infinite = np.isinf(data).any(axis=axes, keepdims=keepdims, where=kept)
+    clean = True if skip_nan else ~nan.any(axis=axes, keepdims=keepdims, where=kept)
+    numpy_fp_errors([(kind, f"{text} encountered in reduce") for kind, text, hit in (
+        ("over", "overflow", (~np.isfinite(values) & ~infinite & clean).any()),
+        ("invalid", "invalid value", (np.isnan(values) & clean).any())) if hit])
 
 
 def _float16_cast(x, result: np.dtype) -> tuple:
@@ -1726,7 +1751,7 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
                                     <= ddof).any():
             warning()
         raised = host_copy(flags, workspace.stream)
-        _variance_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
+        _variancenumpy_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
     return delivered
 
 

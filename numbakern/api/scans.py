@@ -65,7 +65,7 @@ from numbakern.ops.state import state_kit
 from numbakern.runtime.launch import DeviceBuffer, to_device_array
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
-from numbakern.runtime.stacklevel import warn
+from numbakern.runtime.stacklevel import numpy_fp_error, numpy_fp_errors, warn
 from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy,
                                      reversed_last, to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
@@ -116,13 +116,20 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
 
         numbakern.cumsum(np.array([3, 1, 4, 1, 5]))   # array([ 3,  4,  8,  9, 14])
 
+    Host float input warns NumPy's floating-point errors under ``np.geterr()``, as
+    its sequential loop meets them: an element ``dtype`` cannot hold ("overflow
+    encountered in cast"), a running value that overflows, ``inf - inf`` ("...
+    encountered in accumulate"; :func:`cumprod` and the nan forms too, ``inf * 0`` for
+    products), found from the host result; device input gets the values without them.
+
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a bad ``out`` or flag.
         ValueError: an unknown strategy or layout; ``out`` of the wrong shape.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
-    return _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                 cumsum_dtype, "cumsum")
+    result = _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout,
+                   stream, cumsum_dtype, "cumsum")
+    return _accumulated(x, result, axis, exclusive, reverse, None)
 
 
 @dispatch
@@ -148,8 +155,9 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
 
     Raises: as :func:`cumsum`.
     """
-    return _product(x, False, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                    "cumprod")
+    result = _product(x, False, axis, dtype, out, exclusive, reverse, strategy, layout,
+                      stream, "cumprod")
+    return _accumulated(x, result, axis, exclusive, reverse, None)
 
 
 @dispatch
@@ -315,8 +323,9 @@ def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fa
     each element enters as ``0`` if it is NaN (the op's map, on every path). Arguments,
     result dtype and errors as :func:`cumsum`.
     """
-    return _scan(x, _ops.NANSUM, axis, dtype, out, exclusive, reverse, strategy, layout,
-                 stream, cumsum_dtype, "nancumsum")
+    result = _scan(x, _ops.NANSUM, axis, dtype, out, exclusive, reverse, strategy, layout,
+                   stream, cumsum_dtype, "nancumsum")
+    return _accumulated(x, result, axis, exclusive, reverse, 0)
 
 
 @dispatch
@@ -327,8 +336,63 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
     """Cumulative product treating NaN as one, as ``np.nancumprod``. Arguments, result
     dtype and errors as :func:`cumprod`.
     """
-    return _product(x, True, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
-                    "nancumprod")
+    result = _product(x, True, axis, dtype, out, exclusive, reverse, strategy, layout,
+                      stream, "nancumprod")
+    return _accumulated(x, result, axis, exclusive, reverse, 1)
+
+
+def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as):
+    """``result``, after NumPy's floating-point warnings of a cumulative sum or product
+    of host input (NumPy's loop is sequential; device input gets none, which would
+    cost a read): an element the result's dtype cannot hold overflows "in cast"; then
+    along each row, the running value first leaves the finite range at a finite
+    element only by an overflow, and first becomes NaN at an element that is not NaN
+    only by an invalid ``inf - inf`` or ``inf * 0`` ("... encountered in accumulate").
+    ``nan_as``: the value a NaN element enters as (the nan forms), else None. Finite
+    results cost one ``isfinite`` of them."""
+    if kind_of(result) != "numpy" or result.dtype.kind != "f" or np.isfinite(result).all():
+        return result
+    data = _host_elements(as_array_like(x))
+    if data is None:
+        return result
+    with np.errstate(all="ignore"):
+        cast = data.astype(result.dtype)
+    if (np.isfinite(data) & ~np.isfinite(cast)).any():
+        numpy_fp_error("over", "overflow encountered in cast")
+    if nan_as is not None:
+        cast = np.where(np.isnan(cast), result.dtype.type(nan_as), cast)
+    flat = axis is None or cast.ndim == 0
+    rows = cast.reshape(-1) if flat else np.moveaxis(cast, axis, -1)
+    runs = result.reshape(-1) if flat else np.moveaxis(result, axis, -1)
+    if reverse:
+        rows, runs = rows[..., ::-1], runs[..., ::-1]
+    if exclusive:  # the running value at i holds the elements before it
+        rows, runs = rows[..., :-1], runs[..., 1:]
+    numpy_fp_errors([(kind, f"{text} encountered in accumulate") for kind, text, hit in (
+        ("over", "overflow", _first_met(~np.isfinite(runs), rows, np.isfinite)),
+        ("invalid", "invalid value", _first_met(np.isnan(runs), rows,
+                                                lambda v: ~np.isnan(v)))) if hit])
+    return result
+
+
+def _first_met(where, rows, test) -> bool:
+    """Whether, in a row where ``where`` holds, the element at its first True passes
+    ``test``."""
+    if rows.shape[-1] == 0:
+        return False
+    first = np.take_along_axis(rows, where.argmax(axis=-1)[..., None], -1)[..., 0]
+    return bool((where.any(axis=-1) & test(first)).any())
+
+
+def _host_elements(x):
+    """Host float input as a NumPy float array (bfloat16 bits as float32), else
+    None."""
+    if kind_of(x) != "numpy":
+        return None
+    bits, widened = bits_of(x)
+    data = (np.asarray(bits).astype(np.uint32) << 16).view(np.float32) if widened \
+        else np.asarray(x)
+    return data if data.dtype.kind == "f" else None
 
 
 class CumMax(NamedTuple):

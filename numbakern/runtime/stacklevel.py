@@ -130,6 +130,16 @@ def numpy_fp_error(kind: str, text: str, status: int | None = None) -> None:
         handler.write(f"Warning: {text}\n")
 
 
+def numpy_fp_errors(errors) -> None:
+    """NumPy's errors ``[(kind, text)]`` of one operation, in its order (divide by
+    zero, overflow, invalid), each told all their bits (:func:`numpy_fp_error`)."""
+    status = 0
+    for kind, _ in errors:
+        status |= FPE_BITS[kind]
+    for kind, text in sorted(errors, key=lambda error: FPE_BITS[error[0]]):
+        numpy_fp_error(kind, text, status)
+
+
 def _refuse_replay(why: str) -> None:
     from .launch import current_recording
 

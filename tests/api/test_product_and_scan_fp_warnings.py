@@ -1,0 +1,102 @@
+"""prod, nanprod, cumsum, nancumsum, cumprod and nancumprod of host input warn (or
+raise, under ``np.errstate``) as NumPy does where its arithmetic overflows or meets
+``inf - inf`` / ``inf * 0``: results' special values and the warnings' words compared
+with NumPy's own on the same data, under the simulator (tiny sizes).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numbakern as nk
+
+INF, NAN = np.inf, np.nan
+ROWS = [
+    [1e200, 1e200],              # overflow
+    [INF, 0.0],                  # inf * 0
+    [1e200, 1e200, 0.0],         # overflow, then the overflow meets a zero
+    [INF, -INF],                 # inf - inf
+    [1e308, 1e308, -INF],        # a running sum's overflow, then inf - inf
+    [NAN, INF, -INF],            # a NaN first: no word
+    [NAN, 1e200, 1e200, 0.0],
+    [0.0, INF, 2.0],
+    [1.0, 2.0, 3.0],
+]
+FUNCTIONS = ["prod", "nanprod", "cumsum", "nancumsum", "cumprod", "nancumprod"]
+# A product's tree may overflow (or not) in another order than NumPy's loop: where an
+# overflow meets a zero or an infinity, the value and the words are order's (prod's
+# docstring); the scans settle NumPy's sequential values, and their words, everywhere.
+ORDERED = {2, 4, 6}
+
+
+def _words(fn, *args, **kw):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = fn(*args, **kw)
+    return result, [str(w.message) for w in seen if w.category is RuntimeWarning]
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+@pytest.mark.parametrize("row", ROWS, ids=range(len(ROWS)))
+def test_the_words_of_numpys_loop(name, row):
+    if name.endswith("prod") and not name.startswith(("cum", "nancum")) and \
+            ROWS.index(row) in ORDERED:
+        pytest.skip("an overflow meeting a zero or an infinity: the tree's order")
+    x = np.array(row)
+    got, got_words = _words(getattr(nk, name), x)
+    want, want_words = _words(getattr(np, name), x)
+    np.testing.assert_array_equal(got, want)
+    assert got_words == want_words
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_rows_of_an_axis_and_errstate_raise(name):
+    x = np.array([[1.0, 2.0, 3.0], [1e308, 1e308, 1.0]])
+    for axis in (0, 1):
+        got, got_words = _words(getattr(nk, name), x, axis=axis)
+        want, want_words = _words(getattr(np, name), x, axis=axis)
+        np.testing.assert_array_equal(got, want)
+        assert got_words == want_words, axis
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        getattr(nk, name)(x, axis=1)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        getattr(nk, name)(x, axis=1)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_exclusive_and_reverse_scans_warn_as_numpys_loop_over_what_they_hold(exclusive,
+                                                                           reverse):
+    """NumPy has neither: the words are those of its loop over the elements each
+    running value holds (reversed, or all but the last)."""
+    for row in ([1e200, 1e200, 0.0], [0.0, 1e200, 1e200], [INF, -INF, 1.0]):
+        x = np.array(row)
+        for name in ("cumsum", "cumprod"):
+            held = x[::-1] if reverse else x
+            held = held[:-1] if exclusive else held
+            _, got_words = _words(getattr(nk, name), x, exclusive=exclusive, reverse=reverse)
+            _, want_words = _words(getattr(np, name), held)
+            assert got_words == want_words, (name, row)
+
+
+def test_a_cast_into_a_narrower_dtype_is_numpys():
+    """A scan's ``dtype=`` casts first ("in cast"); a product's casts in its loop ("in
+    reduce")."""
+    x = np.array([1e300, 1e300])
+    for fn in ("cumsum", "prod"):
+        got, got_words = _words(getattr(nk, fn), x, dtype=np.float32)
+        want, want_words = _words(getattr(np, fn), x, dtype=np.float32)
+        np.testing.assert_array_equal(got, want)
+        assert got_words == want_words
+
+
+def test_an_infinite_initial_and_masked_factors_say_nothing_numpy_does_not():
+    x = np.array([1e200, 1e200, 3.0])
+    for kw in ({"initial": INF}, {"where": np.array([True, False, True])},
+               {"where": np.array([True, True, False])}):
+        got, got_words = _words(nk.prod, x, **kw)
+        want, want_words = _words(np.prod, x, **kw)
+        np.testing.assert_array_equal(got, want)
+        assert got_words == want_words, kw
