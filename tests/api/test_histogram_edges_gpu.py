@@ -70,3 +70,21 @@ def test_weighted_and_density_histograms_on_cupy(cp, wdtype):
     np.testing.assert_allclose(cp.asnumpy(dens),
                                np.histogram(x, 50, range=(0, 1), density=True)[0],
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("bins, rng", [(10, None), (37, (-1.5, 2.0)), (1000, (-4, 4))])
+def test_bfloat16_cuda_tensors_bin_as_numpys_bfloat16(bins, rng):
+    """A CUDA tensor's bfloat16 bits read in place, each bit pattern binned by the
+    host's table of NumPy's bfloat16 arithmetic; edges and counts as NumPy's."""
+    torch = pytest.importorskip("torch")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = (torch.randn(1 << 20, generator=torch.Generator().manual_seed(3)) * 2).bfloat16()
+    x[::97] = float("nan")
+    if rng is None:
+        x[::97] = 0.5  # an automatic range needs finite values
+    host = x.float().numpy().astype(ml_dtypes.bfloat16)
+    hist, edges = nk.histogram(x.cuda(), bins, range=rng)
+    want, want_edges = np.histogram(host, bins, range=rng)
+    assert hist.is_cuda and edges.dtype == torch.bfloat16
+    assert hist.cpu().numpy().tolist() == want.tolist()
+    assert edges.cpu().float().numpy().tolist() == want_edges.astype(np.float32).tolist()
