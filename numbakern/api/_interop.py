@@ -82,7 +82,9 @@ _WIDENED_WITH_ML_DTYPES = frozenset({"histogram"})
 # follow the last group).
 _RESULTS_FOLLOW = {
     "segmented_sort": (("keys",), ("values",)), "scan_by_key": (("x",),),
-    "histogram": (("weights",), ("x",)),  # the weights' sums; the edges, x's
+    # the weights' sums; the edges as histogram makes them, NumPy's dtype (bfloat16's
+    # as their bits)
+    "histogram": (("weights",), ()),
     "average": (("x", "weights"),),  # NumPy's result_type of the two
     **dict.fromkeys(("quantile", "percentile", "nanquantile", "nanpercentile"),
                     (("x", "q"),)),

@@ -269,8 +269,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
                    strategy, stream)
     if density:
         hist = _density(hist, rule.edges, kind, stream)
-    # bfloat16 edges go back as float32 (exactly), which the interop rounds to them
-    edges = rule.edges if bits is None else rule.edges.astype(np.float32)
+    # NumPy's edges of bfloat16 x are bfloat16 (a range of floats makes them wider):
+    # those go back as their bits, which the interop reads as bfloat16
+    edges = rule.edges.view(np.uint16) if rule.edges.dtype.name == "bfloat16" else rule.edges
     return hist, _as_kind(edges, kind)
 
 

@@ -284,7 +284,8 @@ def test_bfloat16_values_bin_as_numpys_bfloat16_arithmetic(seed):
     x = (rng.standard_normal(64) * 3).astype(ml_dtypes.bfloat16)
     bins = int(rng.integers(3, 40))
     half = (ml_dtypes.bfloat16(-1), ml_dtypes.bfloat16(1.5))
-    for kw in ({}, {"range": half}, {"range": (-1, 2)}, {"density": True},
+    for kw in ({}, {"range": half}, {"range": (-1, 2)}, {"range": (-1.5, 2.25)},
+               {"density": True},
                {"weights": rng.random(64).astype(np.float32)}):
         with warnings.catch_warnings():
             warnings.simplefilter("error", nk.CopyWarning)
@@ -295,10 +296,11 @@ def test_bfloat16_values_bin_as_numpys_bfloat16_arithmetic(seed):
         np.testing.assert_allclose(hist, want, rtol=1e-6)
     torch = pytest.importorskip("torch")
     t = torch.from_numpy(x.astype(np.float32)).bfloat16()
-    hist, edges = nk.histogram(t, bins)
-    want, want_edges = np.histogram(x, bins)
-    assert edges.dtype == torch.bfloat16 and hist.tolist() == want.tolist()
-    assert edges.float().numpy().tolist() == want_edges.astype(np.float32).tolist()
+    for rng in (None, (-1.5, 2.25)):  # NumPy's edges: bfloat16, float32 for floats
+        hist, edges = nk.histogram(t, bins, range=rng)
+        want, want_edges = np.histogram(x, bins, range=rng)
+        assert str(edges.dtype) == f"torch.{want_edges.dtype}" and hist.tolist() == want.tolist()
+        assert edges.float().numpy().tolist() == want_edges.astype(np.float32).tolist()
 
 
 @pytest.mark.parametrize("bad", [(None, None), ("a", "b"), (0, 1j), (-1, 2**64)])
