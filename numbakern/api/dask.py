@@ -55,8 +55,9 @@ How each family maps onto Dask (README, "Design", "Dask arrays"):
   ``exclusive`` scans each chunk exclusively and carries the totals.
 * softmax, log_softmax: along an axis held in one chunk, ``numbakern.softmax`` per
   chunk (one layer of plain tasks); along a chunked axis, a reduction to the online
-  ``(max, sum)`` state of each row (``strategies/online_softmax.py``'s combine, on whole arrays), then a
-  normalising map ``exp(x - max) / sum`` (``x - max - log(sum)``).
+  ``(max, sum)`` state of each row (``strategies/online_softmax.py``'s combine, on
+  whole arrays), then a normalising map ``exp(x - max) / sum`` (``x - max -
+  log(sum)``).
 * histogram, bincount: per-chunk counts (int64) or weights' sums (float64) summed;
   a histogram's density divided lazily; ``histogram`` without
   ``range`` and ``bincount`` compute ``min``/``max`` first (as NumPy must).
