@@ -234,7 +234,7 @@ def _bfloat16_for(asked, args: tuple):
     if args and is_torch(args[0]):
         return asked
     if is_torch(asked):
-        return _numpy_bfloat16("dtype=torch.bfloat16 for a NumPy input")
+        return numpy_bfloat16("dtype=torch.bfloat16 for a NumPy input")
     return np.dtype(asked)
 
 
@@ -246,7 +246,7 @@ def _has_ml_dtypes() -> bool:
     return True
 
 
-def _numpy_bfloat16(why: str) -> np.dtype:
+def numpy_bfloat16(why: str) -> np.dtype:
     """ml_dtypes' bfloat16, which NumPy results of bfloat16 values take."""
     try:
         import ml_dtypes
@@ -381,7 +381,7 @@ class _Call:
             if first or self.tensor is not None:
                 self._note_bfloat16(torch.bfloat16, name)
             else:  # results take the first argument's type: NumPy's bfloat16
-                self._note_bfloat16(_numpy_bfloat16(
+                self._note_bfloat16(numpy_bfloat16(
                     f"{self.name}: a torch bfloat16 {name} beside a NumPy first argument "
                     "(NumPy results)"), name)
             t = t.float()

@@ -20,6 +20,7 @@ import operator
 import numpy as np
 
 from numbakern.api._dispatch import dispatch
+from numbakern.api._interop import numpy_bfloat16
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Input, Workspace, as_array_like, as_layout_array,
@@ -217,9 +218,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         wide enough for ``BinRule.scale_error`` to prove it the same bin, the device
         multiplies by ``bins / (hi - lo)`` in the input's dtype instead, and reads
         the edges only for values within rounding of one. Inputs of one or two bytes
-        use a table of every value's bin made by that rule on the host. Where NumPy's own arithmetic
-        overflows and it raises IndexError (``v - lo`` past float16's or float32's
-        largest value), the estimate is taken in float64 instead.
+        use a table of every value's bin made by that rule on the host. Where
+        NumPy's own arithmetic overflows and it raises IndexError (``v - lo`` past
+        float16's or float32's largest value), the estimate is taken in float64
+        instead.
 
     Raises:
         TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype of
@@ -254,7 +256,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if range is not None:
         range = _range_pair(range)
     _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
-    value_dtype = _ml_bfloat16() if bits is not None else values_dtype(dtype)
+    value_dtype = values_dtype(dtype) if bits is None else \
+        numpy_bfloat16("histogram of bfloat16")
     if range is None and x.size:
         lo, hi = (host_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
                   for f in (_min, _max))
@@ -275,10 +278,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     return hist, _as_kind(edges, kind)
 
 
-def _ml_bfloat16() -> np.dtype:
-    import ml_dtypes  # present: the interop reads bfloat16 in place only then
 
-    return np.dtype(ml_dtypes.bfloat16)
 
 
 def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
@@ -406,13 +406,17 @@ def _range_pair(range_) -> tuple:
     """``range=`` checked: a pair of real numbers, a 0-d array or tensor among them
     taken as the NumPy scalar it holds (NumPy's own edges cannot read a tensor).
     Raises TypeError for a lone number or string (NumPy cannot unpack one) or an end
-    that is not a real number, ValueError for a sequence of another length."""
-    if np.ndim(range_) == 0:
-        raise TypeError(f"histogram: range must be None or a (lo, hi) pair, got {range_!r}")
-    if np.ndim(range_) != 1 or len(range_) != 2:
-        raise ValueError(f"histogram: range must be None or a (lo, hi) pair, got {range_!r}")
+    that is not a real number, ValueError for an iterable of another length (a
+    string too, as NumPy's unpacking)."""
+    message = f"histogram: range must be None or a (lo, hi) pair, got {range_!r}"
+    try:
+        ends = tuple(range_)  # NumPy unpacks it: any iterable of two
+    except TypeError:
+        raise TypeError(message) from None
+    if len(ends) != 2:
+        raise ValueError(message)
     ends = tuple(end if isinstance(end, (int, float, np.generic)) else _held(end)
-                 for end in range_)
+                 for end in ends)
     if not all(_real(end) for end in ends):
         raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
                         f"of at most 64 bits, floats), got {range_!r}")

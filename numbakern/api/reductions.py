@@ -655,7 +655,7 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
         TypeError, ValueError, AxisError: as :func:`sum`.
     """
     value = _run(x, _ops.PROD, strategy, dtype, stream, axis, keepdims, out, lanes,
-                 initial=initial, where=where)
+                 initial=initial, where=where, quiet_cast=True)  # told below, as NumPy's
     _integer_cast_errors(x, dtype, False)
     _product_special_values(x, value, axis, keepdims, where, False, initial)
     return value
@@ -900,7 +900,7 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     slice and no elements: 1). Arguments, result dtype and errors as :func:`prod`.
     """
     value = _run(x, _ops.NANPROD, strategy, dtype, stream, axis, keepdims, out, lanes,
-                 initial=initial, where=where)
+                 initial=initial, where=where, quiet_cast=True)  # told below, as NumPy's
     _integer_cast_errors(x, dtype, True)
     _product_special_values(x, value, axis, keepdims, where, True, initial)
     return value
@@ -1542,10 +1542,10 @@ def _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan: bool) 
     # (a finite slice whose Welford states overflowed is NaN here, inf in NumPy: README)
     overflow = ~np.isfinite(values) & ~infinite & ~has_nan & (dof > 0)
     both = up & down  # the mean's sum meets inf + -inf first
-    _variancenumpy_fp_errors(name, (invalid & ~both).any(), overflow.any(), (invalid & both).any())
+    _variance_fp_errors(name, (invalid & ~both).any(), overflow.any(), (invalid & both).any())
 
 
-def _variancenumpy_fp_errors(name: str, invalid: bool, overflow: bool,
+def _variance_fp_errors(name: str, invalid: bool, overflow: bool,
                         invalid_mean: bool = False) -> None:
     """NumPy's warnings (or errors, by ``np.geterr()``) of a variance, worded as its
     two passes meet them: the mean's sum gives ``inf + -inf`` (``invalid_mean``),
@@ -1577,11 +1577,8 @@ def _host_floats(x, mask, data=None):
     mask)."""
     if kind_of(x) != "numpy" or (mask is not None and kind_of(mask) != "numpy"):
         return None
-    if data is None and isinstance(x, BFloat16Bits):  # bfloat16: float32's upper half
-        data = (np.asarray(x.bits).astype(np.uint32) << 16).view(np.float32)
-    elif data is None:
-        data = np.asarray(x)
-    if data.dtype.kind != "f":
+    data = host_numbers(x) if data is None else data
+    if data is None or data.dtype.kind != "f":
         return None
     return data, True if mask is None else np.broadcast_to(mask, data.shape)
 
@@ -1653,8 +1650,9 @@ def _product_special_values(x, value, axis, keepdims, where, skip_nan: bool,
     that is not finite from a slice of finite factors overflowed (inf, or NaN where an
     overflow met a zero), and a NaN from a slice of no NaN met ``inf * 0`` ("...
     encountered in reduce", the overflow first). A factor the result's dtype cannot
-    hold counts as an overflow, as NumPy casts it in its loop; an infinite
-    ``initial`` stands for neither."""
+    hold (integers too) counts as an overflow, as NumPy casts it in its loop. Not
+    told (NumPy's words there follow its order): an overflow in a slice that also
+    holds an infinity or a NaN; anything where ``initial`` is infinite."""
     values = _host_result(x, value)
     if values is None or np.isfinite(values).all():
         return
@@ -1662,17 +1660,32 @@ def _product_special_values(x, value, axis, keepdims, where, skip_nan: bool,
         with np.errstate(over="ignore"):
             if not np.isfinite(np.asarray(initial).astype(values.dtype)):
                 return
-    found = _host_floats(as_array_like(x), None if where is True else as_array_like(where))
-    if found is None:
+    x = as_array_like(x)
+    data = host_numbers(x)
+    if data is None or (where is not True and kind_of(as_array_like(where)) != "numpy"):
         return
-    data, kept = found
+    kept = True if where is True else np.broadcast_to(where, data.shape)
     axes = normalize_axes(axis, data.ndim)
+    with np.errstate(all="ignore"):
+        data = data.astype(np.float64)  # integers as numbers (their cast is below)
     nan = np.isnan(data)
     infinite = np.isinf(data).any(axis=axes, keepdims=keepdims, where=kept)
     clean = True if skip_nan else ~nan.any(axis=axes, keepdims=keepdims, where=kept)
     numpy_fp_errors([(kind, f"{text} encountered in reduce") for kind, text, hit in (
         ("over", "overflow", (~np.isfinite(values) & ~infinite & clean).any()),
         ("invalid", "invalid value", (np.isnan(values) & clean).any())) if hit])
+
+
+def host_numbers(x):
+    """Host input ``x`` (a NumPy array or :class:`BFloat16Bits`) as a NumPy array of
+    its values (bfloat16 as float32: its bits are float32's upper half); None for
+    device input or a dtype that holds no real numbers."""
+    if kind_of(x) != "numpy":
+        return None
+    if isinstance(x, BFloat16Bits):
+        return (np.asarray(x.bits).astype(np.uint32) << 16).view(np.float32)
+    data = np.asarray(x)
+    return data if data.dtype.kind in "biuf" else None
 
 
 def _float16_cast(x, result: np.dtype) -> tuple:
@@ -1751,7 +1764,7 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
                                     <= ddof).any():
             warning()
         raised = host_copy(flags, workspace.stream)
-        _variancenumpy_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
+        _variance_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
     return delivered
 
 

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from numbakern.api._dispatch import dispatch
+from numbakern.api.reductions import host_numbers
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -116,11 +117,13 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
 
         numbakern.cumsum(np.array([3, 1, 4, 1, 5]))   # array([ 3,  4,  8,  9, 14])
 
-    Host float input warns NumPy's floating-point errors under ``np.geterr()``, as
-    its sequential loop meets them: an element ``dtype`` cannot hold ("overflow
-    encountered in cast"), a running value that overflows, ``inf - inf`` ("...
-    encountered in accumulate"; :func:`cumprod` and the nan forms too, ``inf * 0`` for
-    products), found from the host result; device input gets the values without them.
+    Host input warns NumPy's floating-point errors under ``np.geterr()``, found from
+    the host result: an element a float ``dtype`` cannot hold ("overflow encountered
+    in cast"), a running value that overflows, ``inf - inf`` ("... encountered in
+    accumulate"; :func:`cumprod` and the nan forms too, ``inf * 0`` for products).
+    A sum's running values are the tree's: where they overflow and NumPy's loop does
+    not (or the other way), the values and the words differ. Device input, a complex
+    ``out`` and an integer ``dtype=`` of float input get the values without them.
 
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a bad ``out`` or flag.
@@ -152,6 +155,9 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
     1e30]`` in float32: NumPy's last element 1.4e-15, this one's 1e-15). That costs
     a float cumprod about 5.5x a cumsum's time on an H200 (float32, 2**28: 3.6 ms
     against 0.66; bench/NOTES.md); integer products are one scan.
+
+    A complex ``out`` takes the real products, cast (NumPy multiplies in complex
+    there, so its infinities carry NaN imaginary parts).
 
     Raises: as :func:`cumsum`.
     """
@@ -343,16 +349,18 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
 
 def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as):
     """``result``, after NumPy's floating-point warnings of a cumulative sum or product
-    of host input (NumPy's loop is sequential; device input gets none, which would
-    cost a read): an element the result's dtype cannot hold overflows "in cast"; then
-    along each row, the running value first leaves the finite range at a finite
-    element only by an overflow, and first becomes NaN at an element that is not NaN
-    only by an invalid ``inf - inf`` or ``inf * 0`` ("... encountered in accumulate").
+    of host input, found from the result's running values (device input gets none,
+    which would cost a read): an element the result's float dtype cannot hold
+    overflows "in cast"; then along each row, a running value that first leaves the
+    finite range at a finite element overflowed, one that first becomes NaN at an
+    element that is not NaN met ``inf - inf`` or ``inf * 0`` ("... encountered in
+    accumulate"). The products' running values are NumPy's sequential ones; a sum's
+    are its tree's, whose overflow can differ from NumPy's loop (its value too).
     ``nan_as``: the value a NaN element enters as (the nan forms), else None. Finite
     results cost one ``isfinite`` of them."""
     if kind_of(result) != "numpy" or result.dtype.kind != "f" or np.isfinite(result).all():
         return result
-    data = _host_elements(as_array_like(x))
+    data = host_numbers(as_array_like(x))
     if data is None:
         return result
     with np.errstate(all="ignore"):
@@ -382,17 +390,6 @@ def _first_met(where, rows, test) -> bool:
         return False
     first = np.take_along_axis(rows, where.argmax(axis=-1)[..., None], -1)[..., 0]
     return bool((where.any(axis=-1) & test(first)).any())
-
-
-def _host_elements(x):
-    """Host float input as a NumPy float array (bfloat16 bits as float32), else
-    None."""
-    if kind_of(x) != "numpy":
-        return None
-    bits, widened = bits_of(x)
-    data = (np.asarray(bits).astype(np.uint32) << 16).view(np.float32) if widened \
-        else np.asarray(x)
-    return data if data.dtype.kind == "f" else None
 
 
 class CumMax(NamedTuple):

@@ -487,6 +487,10 @@ def _offsets_on_device(n: int, module: str, device: str = ""):
     offsets = segment_offsets(n)
     if module == "torch":
         return _module("torch").as_tensor(offsets.copy(), device=device)
+    if module == "numba":
+        from numba import cuda
+
+        return cuda.to_device(offsets)
     return _module("cupy").asarray(offsets)
 
 
@@ -526,9 +530,9 @@ class Segmented(Operation):
         return int(x.nbytes + got.nbytes + segment_offsets(len(x)).nbytes)
 
     def call(self, x, variant: Variant, kw: dict):
-        offsets = segment_offsets(len(x))
-        if type(x).__module__.split(".")[0] == "cupy":
-            offsets = _offsets_on_device(len(x), "cupy")
+        module = type(x).__module__.split(".")[0]
+        offsets = segment_offsets(len(x)) if module == "numpy" else \
+            _offsets_on_device(len(x), module, str(getattr(x, "device", "")))
         return getattr(numbakern, self.name)(x, offsets, **variant.kwargs)
 
 

@@ -247,7 +247,7 @@ def test_histogram_of_bools_with_non_canonical_bytes_counts_every_non_zero_byte_
 
 
 @pytest.mark.parametrize("bad, error", [((0, 1, 2), ValueError), ((1,), ValueError),
-                                        (5, TypeError), ("ab", TypeError),
+                                        (5, TypeError), ("abc", ValueError),
                                         ([[0, 1]], ValueError)])
 def test_a_range_that_is_not_a_pair_is_named(bad, error):  # found by a fresh-user trial
     """NumPy's exception types: a lone number or string cannot be unpacked (TypeError),

@@ -26,7 +26,8 @@ ROWS = [
 FUNCTIONS = ["prod", "nanprod", "cumsum", "nancumsum", "cumprod", "nancumprod"]
 # A product's tree may overflow (or not) in another order than NumPy's loop: where an
 # overflow meets a zero or an infinity, the value and the words are order's (prod's
-# docstring); the scans settle NumPy's sequential values, and their words, everywhere.
+# docstring). cumprod settles NumPy's sequential values, and so its words; these rows'
+# running sums overflow at the same elements in any order.
 ORDERED = {2, 4, 6}
 
 
@@ -81,15 +82,17 @@ def test_exclusive_and_reverse_scans_warn_as_numpys_loop_over_what_they_hold(exc
             assert got_words == want_words, (name, row)
 
 
-def test_a_cast_into_a_narrower_dtype_is_numpys():
+@pytest.mark.parametrize("x, dtype", [
+    (np.array([1e300, 1e300]), np.float32), (np.array([70000, 70000]), np.float16),
+    (np.array([2**40] * 7), np.float32), (np.array([300, 300], np.float16), None)])
+def test_a_cast_into_a_narrower_dtype_is_numpys(x, dtype):
     """A scan's ``dtype=`` casts first ("in cast"); a product's casts in its loop ("in
-    reduce")."""
-    x = np.array([1e300, 1e300])
-    for fn in ("cumsum", "prod"):
-        got, got_words = _words(getattr(nk, fn), x, dtype=np.float32)
-        want, want_words = _words(getattr(np, fn), x, dtype=np.float32)
+    reduce"), integers too; a float16 product's float32 accumulator says it once."""
+    for fn in ("cumsum", "cumprod", "prod", "nanprod"):
+        got, got_words = _words(getattr(nk, fn), x, dtype=dtype)
+        want, want_words = _words(getattr(np, fn), x, dtype=dtype)
         np.testing.assert_array_equal(got, want)
-        assert got_words == want_words
+        assert got_words == want_words, fn
 
 
 def test_an_infinite_initial_and_masked_factors_say_nothing_numpy_does_not():

@@ -633,6 +633,17 @@ def test_compare_draws_segment_offsets_once_outside_the_timed_calls():
     got = op.call(x, op.variants()[0], {})
     np.testing.assert_allclose(got, np.add.reduceat(x, offsets[:-1]) * (
         np.diff(offsets) > 0), rtol=1e-6)
+    from numba import cuda
+
+    from numbakern.teach.compare import _offsets_on_device
+
+    _offsets_on_device.cache_clear()
+    device_x = cuda.to_device(x)
+    for _ in range(3):  # device input: the offsets uploaded by the first call only
+        np.testing.assert_allclose(op.call(device_x, op.variants()[0], {}).copy_to_host(),
+                                   got, rtol=1e-6)
+    info = _offsets_on_device.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
 
 
 @simulator_only
