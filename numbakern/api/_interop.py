@@ -51,7 +51,7 @@ import inspect
 import numpy as np
 
 from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
-from numbakern.core.deliver import OutDtypeError, check_distinct
+from numbakern.core.deliver import OutDtypeError, check_distinct, retupled
 from numbakern.kernels import bfloat16
 from numbakern.runtime.device import SIMULATOR, torch_stream
 from numbakern.runtime.launch import DeviceBuffer, buffer
@@ -518,8 +518,7 @@ class _Call:
         if r is None:  # a result that is not there (cross_entropy's report on host targets)
             return None
         if isinstance(r, tuple):
-            items = [self.outward(v, i) for i, v in enumerate(r)]
-            return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
+            return retupled(r, [self.outward(v, i) for i, v in enumerate(r)])
         if isinstance(r, list):
             return [self.outward(v, index) for v in r]
         mine = self.outs.get(id(r))

@@ -111,6 +111,7 @@ from numbakern.api.reductions import MaxWithIndices, MinWithIndices
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis, flat_axis_of_0d
 from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, normalize_axes,
                                   normalize_axis, result_shape)
+from numbakern.core.deliver import retupled
 from numbakern.runtime.stacklevel import quiet_numpy_errors, warn
 
 
@@ -153,8 +154,7 @@ def through_float32(fn, x, args: tuple, kwargs: dict):
 def _rounded(result, bfloat16):
     """float32 results (a tuple's too) as ``bfloat16``, lazily for Dask arrays."""
     if isinstance(result, tuple):
-        return type(result)(*(_rounded(r, bfloat16) for r in result)) \
-            if hasattr(result, "_fields") else tuple(_rounded(r, bfloat16) for r in result)
+        return retupled(result, [_rounded(r, bfloat16) for r in result])
     if np.dtype(getattr(result, "dtype", "O")) == np.float32:
         return result.astype(bfloat16)
     return result
@@ -1302,7 +1302,7 @@ def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=T
     _refuse_out(out, "max_with_indices")
     axis = axis_or_dim(axis, dim, "max_with_indices", FLAT)
     return MaxWithIndices(*_arg(x, "max", "max_with_indices", axis, keepdims, tie_break_left,
-                        split_every, strategy, lanes, values=True))
+                            split_every, strategy, lanes, values=True))
 
 
 def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
@@ -1311,7 +1311,7 @@ def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=T
     _refuse_out(out, "min_with_indices")
     axis = axis_or_dim(axis, dim, "min_with_indices", FLAT)
     return MinWithIndices(*_arg(x, "min", "min_with_indices", axis, keepdims, tie_break_left,
-                        split_every, strategy, lanes, values=True))
+                            split_every, strategy, lanes, values=True))
 
 
 # --- scans ---------------------------------------------------------------------------
@@ -2023,9 +2023,8 @@ def optimize(dsk, keys, **_):
 def optimized(result):
     """``result`` (a Dask array, or a tuple of them) with :func:`optimize` as its
     graph optimiser; what every function here returns to the caller."""
-    if isinstance(result, tuple):  # a named one (max_with_indices') keeps its type
-        parts = [optimized(r) for r in result]
-        return type(result)(*parts) if hasattr(result, "_fields") else tuple(parts)
+    if isinstance(result, tuple):
+        return retupled(result, [optimized(r) for r in result])
     if isinstance(result, da.Array):
         result.__dask_optimize__ = optimize
     return result

@@ -273,3 +273,9 @@ def deliver_host(workspace: Workspace, host: np.ndarray, out):
     if host.size:
         cast_into_view(workspace.from_host(host.reshape(-1)), out, workspace.stream)
     return out
+
+
+def retupled(results: tuple, items) -> tuple:
+    """``items`` (one for each of ``results``) in a tuple of ``results``' type: a named
+    tuple (``topk``'s, ``max_with_indices``') keeps its class and fields."""
+    return type(results)(*items) if hasattr(results, "_fields") else tuple(items)
