@@ -1622,10 +1622,8 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
         if cast_over:  # the element masked out: NumPy casts it anyway
             numpy_fp_errors([("over", "overflow encountered in reduce")])
         return
-    if initial is not None:
-        with np.errstate(over="ignore"):
-            if not np.isfinite(np.asarray(initial).astype(values.dtype)):
-                return
+    if _infinite_initial(initial, values.dtype):
+        return
     found = _host_floats(x, None if where is True else as_array_like(where), data)
     if found is None:
         return
@@ -1637,10 +1635,10 @@ def _sum_special_values(x, value, axis, keepdims, where, skip_nan: bool, initial
                                                        where=kept)
     over = cast_over or (np.isinf(values) & ~up & ~down).any()
     numpy_fp_errors([(kind, f"{text} encountered in {where_}")  # NumPy's words and order
-                for kind, text, hit, where_ in (
-                    ("over", "overflow", over, "cast" if data.ndim == 0 else "reduce"),
-                    ("invalid", "invalid value", (up & down & clean).any(), "reduce"))
-                if hit])
+                     for kind, text, hit, where_ in (
+                         ("over", "overflow", over, "cast" if data.ndim == 0 else "reduce"),
+                         ("invalid", "invalid value", (up & down & clean).any(), "reduce"))
+                     if hit])
 
 
 def _product_special_values(x, value, axis, keepdims, where, skip_nan: bool,
@@ -1654,26 +1652,35 @@ def _product_special_values(x, value, axis, keepdims, where, skip_nan: bool,
     told (NumPy's words there follow its order): an overflow in a slice that also
     holds an infinity or a NaN; anything where ``initial`` is infinite."""
     values = _host_result(x, value)
-    if values is None or np.isfinite(values).all():
+    if values is None or np.isfinite(values).all() or _infinite_initial(initial,
+                                                                        values.dtype):
         return
-    if initial is not None:
-        with np.errstate(over="ignore"):
-            if not np.isfinite(np.asarray(initial).astype(values.dtype)):
-                return
     x = as_array_like(x)
-    data = host_numbers(x)
-    if data is None or (where is not True and kind_of(as_array_like(where)) != "numpy"):
+    numbers = host_numbers(x)
+    if numbers is None:
         return
-    kept = True if where is True else np.broadcast_to(where, data.shape)
+    found = _host_floats(x, None if where is True else as_array_like(where),
+                         numbers.astype(np.float64))  # integers as numbers
+    if found is None:
+        return
+    data, kept = found
     axes = normalize_axes(axis, data.ndim)
-    with np.errstate(all="ignore"):
-        data = data.astype(np.float64)  # integers as numbers (their cast is below)
     nan = np.isnan(data)
     infinite = np.isinf(data).any(axis=axes, keepdims=keepdims, where=kept)
     clean = True if skip_nan else ~nan.any(axis=axes, keepdims=keepdims, where=kept)
     numpy_fp_errors([(kind, f"{text} encountered in reduce") for kind, text, hit in (
         ("over", "overflow", (~np.isfinite(values) & ~infinite & clean).any()),
         ("invalid", "invalid value", (np.isnan(values) & clean).any())) if hit])
+
+
+def _infinite_initial(initial, dtype) -> bool:
+    """Whether ``initial`` is infinite in the result's ``dtype`` (given so, or
+    overflowing its cast, which :func:`_initial` tells): it stands for NumPy's
+    floating-point errors of the slices it joins."""
+    if initial is None:
+        return False
+    with np.errstate(over="ignore"):
+        return not np.isfinite(np.asarray(initial).astype(dtype))
 
 
 def host_numbers(x):
