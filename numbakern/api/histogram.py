@@ -228,14 +228,14 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             ``x`` or ``weights`` (complex weights included); a ``range`` end that is
             not a real number NumPy holds (``None``, a string, an int past 64 bits:
             NumPy raises ``TypeError`` for them too; a 0-d array or tensor is its
-            value), or a lone number or string as ``range``; a ``strategy`` that is neither a
+            value), or a lone number as ``range``; a ``strategy`` that is neither a
             name nor a histogram strategy object.
         ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; more ``bins`` int64
-            counts than an array holds (2**60 - 1); ``range`` a sequence of other
-            than two, with ``lo > hi`` or not finite (NumPy's messages); an automatic
-            range that is not
-            finite (NaN or inf in ``x``); an unknown ``strategy`` name, or one whose
-            counters do not fit in shared memory.
+            counts than an array holds (2**60 - 1); ``range`` an iterable of other
+            than two (a string too), with ``lo > hi`` or not finite (NumPy's
+            messages); an automatic range that is not finite (NaN or inf in ``x``); an
+            unknown ``strategy`` name, or one whose counters do not fit in shared
+            memory.
     """
     from numbakern.api.reductions import host_scalar, max as _max, min as _min
 
@@ -276,9 +276,6 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     # those go back as their bits, which the interop reads as bfloat16
     edges = rule.edges.view(np.uint16) if rule.edges.dtype.name == "bfloat16" else rule.edges
     return hist, _as_kind(edges, kind)
-
-
-
 
 
 def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
@@ -405,9 +402,9 @@ def _positive_int(value, name: str) -> int:
 def _range_pair(range_) -> tuple:
     """``range=`` checked: a pair of real numbers, a 0-d array or tensor among them
     taken as the NumPy scalar it holds (NumPy's own edges cannot read a tensor).
-    Raises TypeError for a lone number or string (NumPy cannot unpack one) or an end
-    that is not a real number, ValueError for an iterable of another length (a
-    string too, as NumPy's unpacking)."""
+    Raises TypeError for a lone number (NumPy cannot unpack one) or an end that is not
+    a real number, ValueError for an iterable of another length (a string too, as
+    NumPy's unpacking)."""
     message = f"histogram: range must be None or a (lo, hi) pair, got {range_!r}"
     try:
         ends = tuple(range_)  # NumPy unpacks it: any iterable of two
@@ -415,31 +412,25 @@ def _range_pair(range_) -> tuple:
         raise TypeError(message) from None
     if len(ends) != 2:
         raise ValueError(message)
-    ends = tuple(end if isinstance(end, (int, float, np.generic)) else _held(end)
-                 for end in ends)
-    if not all(_real(end) for end in ends):
+    ends = tuple(_real(end) for end in ends)
+    if None in ends:
         raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
                         f"of at most 64 bits, floats), got {range_!r}")
     return ends
 
 
-def _held(value):
-    """A 0-d array's (or tensor's) value as a NumPy scalar; anything else as it is."""
+def _real(value):
+    """``value`` where it is a number NumPy holds as bool, integer or float (bfloat16
+    too): Python and NumPy numbers as they are (their types decide the edges' dtype), a
+    0-d array's or tensor's as its NumPy scalar; None where it is not one (None, a
+    string, an int past 64 bits, which NumPy holds as an object)."""
     try:
         held = np.asarray(value)
     except (TypeError, ValueError):  # a device scalar that refuses the host
-        return value
-    return held[()] if held.ndim == 0 else value
-
-
-def _real(value) -> bool:
-    """Whether ``value`` is a number NumPy holds as bool, integer or float (bfloat16
-    too; not None, a string, or an int past 64 bits, which NumPy holds as an object)."""
-    try:
-        held = np.asarray(value)
-    except (TypeError, ValueError):  # a device scalar that refuses the host
-        return False
-    return held.ndim == 0 and (held.dtype.kind in "biuf" or held.dtype.name == "bfloat16")
+        return None
+    if held.ndim != 0 or not (held.dtype.kind in "biuf" or held.dtype.name == "bfloat16"):
+        return None
+    return value if isinstance(value, (int, float, np.generic)) else held[()]
 
 
 def _check_allocatable(count: int, name: str) -> int:

@@ -579,7 +579,8 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     if _rounds_before_out(dtype, outs, results, kit) or _settled_before_out(after, outs,
                                                                            results):
         # NumPy computes in dtype= and casts into out: the state, wider than dtype
-        # (float16's float32, a float32 product's float64), is rounded to it first
+        # (float16's float32, a float32 product's float64), is rounded to it first;
+        # a complex out takes the real products once they are settled
         rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
                         stream, rule, caller, after, states, carry)
         return written_into(outs[0], rounded, workspace.stream)
