@@ -372,7 +372,9 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
         # NumPy's nanargmax fails in its argmax
         raise ValueError(f"attempt to get {name.removeprefix('nan')} of an empty sequence")
     if M * N == 0:
-        fills = (0 if first is None else first, 0)
+        # an empty slice's result is the initial; its code flags it as one of nothing but
+        # NaN, so that a NaN initial warns as NumPy's (nanmax's warning follows NaN results)
+        fills = (0 if first is None else first, _ops.ALL_NAN if skip_nan else 0)
         results = [deliver_host(workspace, np.full(shape, v, dtype=dt), o)
                    for v, dt, o in zip(fills, dtypes, outs)]
     else:
@@ -1174,9 +1176,10 @@ def nanmax(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
     it). Result dtype: the input's.
 
     ``initial`` and ``where`` are NumPy's (``np.fmax.reduce``'s): ``initial`` is the
-    result of a slice with nothing else (all NaN, masked out or empty: no warning
-    then; a NaN ``initial`` is skipped as the NaN elements are), and ``where`` needs
-    it. Raises: as :func:`max`.
+    result of a slice with nothing else (all NaN, masked out or empty), a number
+    without a warning; a NaN ``initial`` is skipped as the NaN elements are, so such
+    a slice is NaN with NumPy's warning (an empty one too, as ``np.nanmax``'s).
+    ``where`` needs ``initial``. Raises: as :func:`max`.
     """
     return _nan_arg(x, "max", axis, keepdims, out, False, strategy, stream, lanes,
                     initial, where)

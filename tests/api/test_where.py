@@ -278,6 +278,34 @@ def test_nanmax_initial_without_where():
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("name", ["nanmax", "nanmin"])
+def test_a_nan_initial_warns_for_empty_slices_as_numpy(name):
+    """np.nanmax warns "All-NaN slice encountered" wherever its result is NaN: an empty
+    slice with a NaN initial as an all-NaN or masked-out one; a number initial, none."""
+    empty = np.ones((0, 3))
+    for x, kwargs in ((empty, dict(axis=0)), (empty, dict(axis=None)),
+                      (empty.astype(np.float32), dict(axis=(0,), keepdims=True)),
+                      (empty, dict(axis=0, where=False)),
+                      (np.ones((2, 3)), dict(axis=1, where=False))):
+        for initial in (np.nan, np.float32(np.nan)):
+            with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+                got = getattr(nk, name)(x, initial=initial, **kwargs)
+            with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+                want = getattr(np, name)(x, initial=initial, **kwargs)
+            np.testing.assert_array_equal(got, want)
+            assert np.shape(got) == np.shape(want)
+            assert np.asarray(got).dtype == np.asarray(want).dtype
+    out = np.zeros(3)
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        assert getattr(nk, name)(empty, axis=0, initial=np.nan, out=out) is out
+    assert np.isnan(out).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing reduced into no slice; a number stands in
+        assert getattr(nk, name)(empty, axis=1, initial=np.nan).shape == (0,)
+        np.testing.assert_array_equal(getattr(nk, name)(empty, axis=0, initial=1.0),
+                                      getattr(np, name)(empty, axis=0, initial=1.0))
+
+
 def test_empty_inputs():
     for shape, axis in (((0, 4), 0), ((0, 4), 1), ((0,), None)):
         x = np.ones(shape)
