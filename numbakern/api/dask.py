@@ -1729,8 +1729,8 @@ def _state_combine(states, axis=None, keepdims=True, **_):
 
 def _check_float(x) -> None:
     if np.dtype(x.dtype) not in _FLOATS:
-        raise TypeError(f"x must be float16, bfloat16, float32 or float64, got dtype "
-                        f"{x.dtype}")
+        raise TypeError(f"x must be float16, bfloat16, float32 or float64 (an integer or "
+                        f"bool one with a float dtype=), got dtype {x.dtype}")
 
 
 def _softmax(x, kind: str, axis, options: dict):
@@ -1810,13 +1810,14 @@ def _refuse_keeping(kind: str, mask, causal, scale) -> None:
 def _as_dtype(x, dtype):
     """``x`` cast lazily to ``dtype=`` (checked as :func:`numbakern.softmax` checks it),
     as ``torch.softmax(x, dtype=)`` casts before computing; ``x`` itself for None. A
-    float ``x`` only, as the NumPy form takes."""
+    float, integer or bool ``x``, as the NumPy form takes with ``dtype=``."""
     if dtype is None:
         return x
     from numbakern.api.softmax import _result_dtype
 
     _check_dask(x, "softmax")
-    _check_float(x)
+    if np.dtype(x.dtype).kind not in "biu":
+        _check_float(x)
     return x.astype(_result_dtype(dtype))
 
 
@@ -1833,7 +1834,8 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
     ``exp(x - max) / sum`` as a Dask elementwise map (computed in float32 for
     float16). Rows holding NaN or +inf, and rows of nothing but -inf, are NaN.
 
-    ``dtype=``: each chunk cast to it first (as ``torch.softmax``), then as above.
+    ``dtype=``: each chunk cast to it first (as ``torch.softmax``: integers and bools
+    too), then as above.
 
     Raises: as :func:`numbakern.softmax`; ``TypeError`` for ``out=``;
     ``NotImplementedError`` for ``mask=``, ``causal=`` or ``scale=`` (not taken for

@@ -40,8 +40,9 @@ copied to the host), PyTorch tensors (returned as tensors: ``numbakern/api/_inte
 other ``__cuda_array_interface__`` arrays (returned as Numba device arrays); float16
 and bfloat16 (computed in float32, rounded once to the input's dtype; bfloat16 from
 torch tensors or ``ml_dtypes`` arrays, read and written as its 16 bits, no copy),
-float32, float64; any shape with at least one dimension. Empty inputs give empty
-results and launch nothing.
+float32, float64; any shape with at least one dimension. Integers and bools are taken
+by the forward passes with a float ``dtype=`` only, cast to it first (as
+``torch.softmax(x, dtype=)``). Empty inputs give empty results and launch nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import warn
-from numbakern.runtime.views import device_view, host_copy, strided, to_device
+from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy, strided,
+                                     to_device)
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 from numbakern.strategies.protocols import BlockStrategy, check_threads
 
@@ -146,7 +148,8 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
 
     Args:
         x: float16, bfloat16, float32 or float64 array, at least 1-D (see the module
-            docstring).
+            docstring); an integer or bool array with a float ``dtype=``, read
+            through a cast to it (as ``torch.softmax(x, dtype=)``).
         mask: a bool array broadcastable to ``x``, of any kind ``x`` may be: True
             keeps an element, False drops it (as ``x.masked_fill(~mask, -inf)``).
         causal: keep, of ``x``'s last two axes ``(queries, keys)``, key ``j`` for
@@ -192,7 +195,9 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
         torch's ``_safe_softmax``; a kept NaN or +inf still makes its row NaN.
 
     Raises:
-        TypeError: ``x`` not float16/bfloat16/32/64, or ``dtype`` not float16/32/64;
+        TypeError: ``x`` not float16/bfloat16/32/64 (an integer or bool ``x``
+            without ``dtype=``; complex always), or ``dtype`` not float16/32/64
+            (or bfloat16);
             ``axis`` not one int (a float, a bool, None or a tuple; a 0-d integer
             array is an int); a
             strategy of the wrong type; ``mask`` not bool; ``causal`` not a bool;
@@ -263,9 +268,11 @@ def softmax_backward(y, dy, axis=LAST, *, dim=None, mask=None, causal=False, sca
         ``dx``, of ``y``'s shape and dtype (or ``dtype``).
 
     Raises:
-        TypeError, ValueError: as :func:`softmax`; ``y`` and ``dy`` differing in
-        shape, dtype or kind (host or device memory: a NumPy array and a torch CPU
-        tensor are one kind, and ``dx`` takes ``y``'s type).
+        TypeError, ValueError: as :func:`softmax` (an integer or bool ``y`` or ``dy``
+        is refused with ``dtype=`` too: they are a forward pass's float output and its
+        gradient); ``y`` and ``dy`` differing in shape, dtype or kind (host or device
+        memory: a NumPy array and a torch CPU tensor are one kind, and ``dx`` takes
+        ``y``'s type).
     """
     axis = axis_or_dim(axis, dim, "softmax_backward")
     return _backward("softmax_backward", y, dy, axis, sum_strategy, layout, fused, threads,
@@ -813,7 +820,33 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
 def _forward(kind, x, axis, max_strategy, sum_strategy, normalizer, layout, fused, threads,
              out, stream, dtype, keeping):
     args = (normalizer, layout, fused, threads, max_strategy, sum_strategy)
-    return _run(kind, [x], ["x"], axis, args, out, stream, dtype, keeping)
+    return _run(kind, [_cast_first(x, dtype, stream)], ["x"], axis, args, out, stream,
+                dtype, keeping)
+
+
+def _cast_first(x, dtype, stream):
+    """An integer or bool ``x`` cast to a given ``dtype=`` (checked), as
+    ``torch.softmax(x, dtype=)`` casts before computing: on the host for host input, on
+    the device (an element-wise kernel) for device input; without ``dtype=``, a
+    ``TypeError`` saying so. Anything else is ``x`` itself: the kernels read floats in
+    place and compute them in ``dtype``; :func:`_describe` refuses the rest."""
+    if isinstance(x, BFloat16Bits):
+        return x
+    a = as_array_like(x, "x")
+    if np.dtype(a.dtype).kind not in "biu":
+        return a
+    if dtype is None:
+        raise TypeError(f"x must be float16, bfloat16, float32 or float64 (an integer or "
+                        f"bool one with a float dtype=), got dtype {a.dtype}")
+    result = _result_dtype(dtype)
+    kind = kind_of(a)
+    if kind == "numpy":
+        return a.astype(result)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    view = device_view(a)
+    if not c_contiguous(view):  # the cast kernel reads one C-ordered run
+        view = contiguous_copy(a, view, workspace.stream)
+    return user_array(workspace.cast(flat(view, "x"), result)).reshape(tuple(a.shape))
 
 
 def _result_dtype(dtype) -> np.dtype:

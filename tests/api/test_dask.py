@@ -1178,9 +1178,15 @@ def test_softmax_float16_and_errors():
     lazy = nk.softmax(da.from_array(h, chunks=(3, 15)))
     assert lazy.dtype == np.float16
     np.testing.assert_allclose(lazy.compute(), _softmax_ref(h, -1), rtol=2e-3, atol=1e-3)
-    for dtype in (None, np.float32):  # integers refused, as the NumPy form does
-        with pytest.raises(TypeError, match="x must be float16"):
-            nk.softmax(da.zeros(4, dtype=np.int32, chunks=2), dtype=dtype)
+    with pytest.raises(TypeError, match="x must be float16"):  # as the NumPy form
+        nk.softmax(da.zeros(4, dtype=np.int32, chunks=2))
+    for source in (np.int32, np.bool_):  # with dtype=: cast first, as the NumPy form
+        ints = np.arange(5).astype(source)
+        for fn in (nk.softmax, nk.log_softmax):
+            lazy = fn(da.from_array(ints, chunks=2), dtype=np.float32)
+            assert lazy.dtype == np.float32
+            np.testing.assert_allclose(lazy.compute(), fn(ints, dtype=np.float32),
+                                       rtol=1e-6)  # rows split: the elementwise map's
 
 
 @pytest.mark.parametrize("chunks", [(2, 64), (2, 32)], ids=["rows whole", "rows split"])

@@ -910,6 +910,41 @@ def test_dtype_and_out_must_agree_and_dtype_must_be_a_float():
         nk.softmax(x, dtype=np.int32)
 
 
+@pytest.mark.parametrize("source", ["int64", "int8", "uint8", "bool"])
+def test_integer_and_bool_input_is_cast_to_a_float_dtype_first_as_torch(source):
+    """torch.softmax(x, dim, dtype=) casts an integer or bool tensor to dtype, then
+    computes; without dtype= numbakern refuses them (torch's kernels do too)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    host = (rng.integers(0, 2, (3, 7)) if source == "bool" else
+            rng.integers(0, 9, (3, 7))).astype(source)
+    t = torch.from_numpy(host)
+    for kind, fn in FORWARD.items():
+        reference = getattr(torch, kind)
+        for dtype in (torch.float32, torch.float64, torch.float16):
+            want = reference(t, 1, dtype=dtype)
+            got = fn(t, dim=1, dtype=dtype)
+            assert isinstance(got, torch.Tensor) and got.dtype == dtype
+            tol = (TOL if kind == "softmax" else LOG_TOL)[np.float64 if dtype ==
+                                                         torch.float64 else np.float32]
+            torch.testing.assert_close(got, want, rtol=tol["rtol"] if dtype != torch.float16
+                                       else 1e-3, atol=tol["atol"] * 10)
+        # NumPy arrays (host) and device arrays (cast on the device, strided too) alike
+        want = reference(t, 0, dtype=torch.float32).numpy()
+        for x in (host, cuda.to_device(host), cuda.to_device(np.asfortranarray(host))):
+            got = fn(x, axis=0, dtype=np.float32)
+            got = got if isinstance(got, np.ndarray) else got.copy_to_host()
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+        out = np.empty(host.shape, np.float64)
+        assert fn(host, dtype=np.float64, out=out) is out
+        with pytest.raises(TypeError, match="x must be float16, .*float dtype=.*got dtype "
+                                            f"{source}"):
+            fn(host)
+        with pytest.raises(TypeError, match="dtype must be float16"):
+            fn(host, dtype=np.int32)
+
+
 # --- half rows' backward: 16 elements a thread (two vectors of each input) -----------------
 
 GPU_BLOCKS = (128, 256, 512, 1024)
