@@ -1737,17 +1737,15 @@ def _softmax(x, kind: str, axis, options: dict):
     _check_dask(x, kind)
     _refuse_out(options.pop("out"), kind)
     _check_float(x)
-    if x.ndim == 0:
-        raise np.exceptions.AxisError(f"x is 0-d: {kind} needs at least one axis")
     from numbakern.api.softmax import _axis, _plan
 
-    axis = _axis(axis, x.ndim)
+    axis = _axis(axis, x.ndim)  # a 0-d x: a row of its one element, in its one chunk
     # the keywords checked now, as the row kernels would (no kernel runs here)
-    _plan(kind, builtins.max(x.shape[axis], 1), x.dtype, options["normalizer"], options["layout"],
-          options["fused"], options["threads"], options["max_strategy"],
+    _plan(kind, builtins.max((x.shape or (1,))[axis], 1), x.dtype, options["normalizer"],
+          options["layout"], options["fused"], options["threads"], options["max_strategy"],
           options["sum_strategy"])
     meta = _meta(x, x.ndim, x.dtype)
-    if x.numblocks[axis] == 1:  # each row in one chunk: numbakern's row kernels
+    if x.ndim == 0 or x.numblocks[axis] == 1:  # each row in one chunk: the row kernels
         return _each_block(x, functools.partial(_softmax_chunk, kind=kind, axis=axis,
                                                 options=options), kind, meta)
     acc = _ops.accumulator_dtype(x.dtype)

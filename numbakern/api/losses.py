@@ -133,11 +133,10 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
     """:func:`cross_entropy`'s work, its arguments checked but for ``check_target``: its
     launches, then the read of the kernel's report on device targets (a check, which
     a replay takes again: ``views.checked_words``)."""
-    try:
-        view, kind, shape, dtype, precision = _describe(logits, "logits")
-    except np.exceptions.AxisError:
+    view, kind, shape, dtype, precision = _describe(logits, "logits")
+    if not shape:
         raise ValueError("logits must be (C,), (N, C) or (N, C, d1, ..., dk) as torch's "
-                         "(C: the classes), got a 0-d array") from None
+                         "(C: the classes), got a 0-d array")
     unbatched = len(shape) == 1  # torch's (C,) logits, a 0-d target: one row
     given = shape
     if unbatched:

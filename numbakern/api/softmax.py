@@ -40,7 +40,9 @@ copied to the host), PyTorch tensors (returned as tensors: ``numbakern/api/_inte
 other ``__cuda_array_interface__`` arrays (returned as Numba device arrays); float16
 and bfloat16 (computed in float32, rounded once to the input's dtype; bfloat16 from
 torch tensors or ``ml_dtypes`` arrays, read and written as its 16 bits, no copy),
-float32, float64; any shape with at least one dimension. Integers and bools are taken
+float32, float64; any shape. A 0-d input is a row of its one element, as torch's
+(``axis`` 0 or -1; softmax gives 1, log-softmax 0, NaN for NaN or +-inf; the
+backward passes 0, or NaN), and its result is 0-d. Integers and bools are taken
 by the forward passes with a float ``dtype=`` only, cast to it first (as
 ``torch.softmax(x, dtype=)``). Empty inputs give empty results and launch nothing.
 """
@@ -147,9 +149,10 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, as ``torch.softmax``.
 
     Args:
-        x: float16, bfloat16, float32 or float64 array, at least 1-D (see the module
-            docstring); an integer or bool array with a float ``dtype=``, read
-            through a cast to it (as ``torch.softmax(x, dtype=)``).
+        x: float16, bfloat16, float32 or float64 array of any shape (0-d: a row of
+            one element, see the module docstring); an integer or bool array with a
+            float ``dtype=``, read through a cast to it (as ``torch.softmax(x,
+            dtype=)``).
         mask: a bool array broadcastable to ``x``, of any kind ``x`` may be: True
             keeps an element, False drops it (as ``x.masked_fill(~mask, -inf)``).
         causal: keep, of ``x``'s last two axes ``(queries, keys)``, key ``j`` for
@@ -205,10 +208,10 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
         ValueError: an unknown name, mismatched threads, ``layout="warp"`` with a
             strategy that has no warp form, ``fused=True`` for a row too long to
             hold, a bad ``out``; ``mask`` not broadcastable to ``x``; ``causal`` on
-            1-D ``x`` or along another axis than the last; ``scale`` not finite.
-        numpy.exceptions.AxisError: ``axis`` out of range; a 0-d ``x`` (which
-            ``torch.softmax`` takes as a row of one element: 1, or NaN for NaN and
-            +-inf; here a row has at least one axis).
+            0-d or 1-D ``x`` or along another axis than the last; ``scale`` not
+            finite.
+        numpy.exceptions.AxisError: ``axis`` out of range (of a 0-d ``x``: other
+            than 0 or -1, as ``torch.softmax``'s ``dim``).
     """
     axis = axis_or_dim(axis, dim, "softmax")
     return _forward("softmax", x, axis, max_strategy, sum_strategy, normalizer, layout,
@@ -313,8 +316,6 @@ def _describe(a: Any, name: str):
     if not bits and dtype not in FLOATS:
         raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got "
                         f"dtype {dtype}")
-    if len(view.shape) == 0:
-        raise np.exceptions.AxisError(f"{name} is 0-d: the softmax family needs an axis")
     return view, kind, tuple(view.shape), dtype, "bfloat16" if bits else dtype.name
 
 
@@ -335,8 +336,21 @@ def bits_like(out, precision: str, name: str, caller: str):
 
 def _axis(axis, ndim: int) -> int:
     """The one axis the rows lie along: an int or anything with ``__index__`` (a 0-d
-    integer array, as NumPy takes), not a bool, a None or a tuple."""
-    return normalize_axis(axis, ndim, "axis must be an int (the axis the rows lie along)")
+    integer array, as NumPy takes), not a bool, a None or a tuple. A 0-d input is a
+    row of its one element, as torch's: axis 0 or -1 (both 0)."""
+    try:
+        return normalize_axis(axis, max(ndim, 1),
+                              "axis must be an int (the axis the rows lie along)")
+    except np.exceptions.AxisError:
+        if ndim:
+            raise
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a 0-d input, a "
+                                      f"row of one element: axis 0 or -1") from None
+
+
+def _as_row(view):
+    """A device view as the kernels take it: a 0-d one as a row of its one element."""
+    return view if len(view.shape) else strided(view, [(1, np.dtype(view.dtype).itemsize)])
 
 
 def _block_strategy(spec, name: str) -> BlockStrategy | str | None:
@@ -376,7 +390,7 @@ def _keep(mask, causal, scale: float, shape: tuple, axis: int, name: str) -> str
         raise TypeError(f"causal must be True or False, got {causal!r}")
     if causal and len(shape) < 2:
         raise ValueError(f"causal=True masks the last two axes (queries, keys); {name} is "
-                         f"1-D")
+                         f"{len(shape)}-D")
     if causal and axis != len(shape) - 1:
         raise ValueError(f"causal=True normalises over the keys, the last axis; got "
                          f"axis={axis} of a {len(shape)}-D {name}")
@@ -781,22 +795,23 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
                 raise ValueError(f"{kind}: {name} must have {names[0]}'s {what}, "
                                  f"{want}; got {got}")
     axis = _axis(axis, len(shape))
+    rows = shape or (1,)  # the kernels' shape: a 0-d input is a row of one element
     if result_dtype is not None:
         dtype = np.dtype(_result_dtype(result_dtype))
         precision = dtype.name if precision != dtype.name else precision
     mask, causal, scale = keeping
     scale = _scale(scale)
     keep = _keep(mask, causal, scale, shape, axis, names[0])
-    plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep)
+    plan = _planned(kind, rows[axis], described[0][4], *plan_args, precision, keep)
     out = bits_like(out, precision, "out", kind)
     check_out(out, shape, dtype, akind, kind, exact=True)
     check_disjoint(out, {name: d[0] for d, name in zip(described, names)}, akind, kind)
     workspace = Workspace(akind, resolve_stream(stream, akind))
     if math.prod(shape) == 0:
         return out if out is not None else _empty(workspace, shape, dtype)
-    devs = [_on_device(a, akind, workspace) for a, _, _, _, _ in described]
+    devs = [_as_row(_on_device(a, akind, workspace)) for a, _, _, _, _ in described]
     result = workspace.empty(shape, dtype) if out is None or akind == "numpy" else out
-    result_view = device_view(result)
+    result_view = _as_row(device_view(result))
     views = axis_last_views(devs + [result_view], axis)
     if views is None:  # an input strided in three or more outer dimensions
         warn(f"numbakern copied {names} of shape {shape}: their strides need "
@@ -807,11 +822,11 @@ def _run(kind: str, inputs: list, names: list, axis, plan_args: tuple, out, stre
         if views is None:
             raise ValueError("out is strided in three or more outer dimensions; pass a "
                              "contiguous out")
-    if (plan.packed or plan.staged) and not softmax_rows.vector_width(plan, shape[axis],
+    if (plan.packed or plan.staged) and not softmax_rows.vector_width(plan, rows[axis],
                                                                       views):
-        plan = _planned(kind, shape[axis], described[0][4], *plan_args, precision, keep,
+        plan = _planned(kind, rows[axis], described[0][4], *plan_args, precision, keep,
                         False)  # rows that cannot move in vectors: the scalar loads' plan
-    kept = _kept_arguments(mask, causal, scale, shape, axis, views[0],
+    kept = _kept_arguments(mask, causal, scale, rows, axis, views[0],
                            workspace) if keep else ()
     _launch(plan, views, workspace.stream, kept)
     return _deliver(result, akind, out, workspace)

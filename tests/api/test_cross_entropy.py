@@ -177,6 +177,8 @@ def test_bad_input_is_named():
         nk.cross_entropy(x, t, grad_out=x)
     with pytest.raises(ValueError, match="at least one class"):
         nk.cross_entropy(np.zeros((3, 0)), t)
+    with pytest.raises(ValueError, match=r"logits must be \(C,\).*got a 0-d array"):
+        nk.cross_entropy(np.float32(1.0), np.int64(0))  # torch: no class dimension
     with pytest.raises(TypeError, match="ignore_index must be an int"):
         nk.cross_entropy(x, t, ignore_index=1.5)
     for flag in ("yes", 1, [1]):  # as every other flag of the library

@@ -1189,6 +1189,19 @@ def test_softmax_float16_and_errors():
                                        rtol=1e-6)  # rows split: the elementwise map's
 
 
+def test_softmax_of_a_0d_array_is_its_one_element_row_as_the_numpy_form():
+    for value in (3.0, np.nan):
+        a = np.array(value, np.float32)
+        for fn in (nk.softmax, nk.log_softmax):
+            lazy = fn(da.from_array(a), axis=-1)
+            assert lazy.shape == () and lazy.dtype == np.float32
+            got = lazy.compute()
+            assert got.shape == ()
+            np.testing.assert_array_equal(got, fn(a))
+    with pytest.raises(np.exceptions.AxisError, match="0-d input"):
+        nk.softmax(da.from_array(np.array(1.0)), axis=1)
+
+
 @pytest.mark.parametrize("chunks", [(2, 64), (2, 32)], ids=["rows whole", "rows split"])
 def test_softmax_keywords_are_checked_when_the_graph_is_built(chunks):
     x = da.from_array(np.ones((4, 64), np.float32), chunks=chunks)

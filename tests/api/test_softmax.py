@@ -643,8 +643,11 @@ def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
     (lambda x: nk.softmax(x, axis=1.0), TypeError, "axis must be an int"),
     (lambda x: nk.log_softmax(x, axis=None), TypeError, "axis must be an int"),
     (lambda x: nk.softmax(x, axis=(0,)), TypeError, "axis must be an int"),
-    (lambda x: nk.softmax(np.float32(1.0)), np.exceptions.AxisError, "0-d"),
-    (lambda x: nk.log_softmax(np.float32(1.0)), np.exceptions.AxisError, "softmax family"),
+    (lambda x: nk.softmax(np.float32(1.0), axis=1), np.exceptions.AxisError,
+     "axis 1 is out of bounds for a 0-d input, a row of one element: axis 0 or -1"),
+    (lambda x: nk.log_softmax_backward(np.float32(0.0), np.float32(1.0), dim=-2),
+     np.exceptions.AxisError, "axis -2 is out of bounds for a 0-d input"),
+    (lambda x: nk.softmax(np.float32(1.0), causal=True), ValueError, "x is 0-D"),
     (lambda x: nk.softmax(x, max_strategy="bogus"), ValueError, "max_strategy must be"),
     (lambda x: nk.softmax(x, sum_strategy=nk.TwoPass()), TypeError, "sum_strategy must be"),
     (lambda x: nk.softmax(x, layout="diagonal"), ValueError, "layout must be"),
@@ -943,6 +946,49 @@ def test_integer_and_bool_input_is_cast_to_a_float_dtype_first_as_torch(source):
             fn(host)
         with pytest.raises(TypeError, match="dtype must be float16"):
             fn(host, dtype=np.int32)
+
+
+@pytest.mark.parametrize("value", [3.0, -2.5, np.nan, np.inf, -np.inf])
+def test_a_0d_input_is_a_row_of_one_element_as_torch(value):
+    """torch.softmax(torch.tensor(v), 0) (or dim=-1) is tensor(1.) for finite v, NaN
+    for NaN and +-inf; log_softmax 0 (NaN); the backward passes 0 (NaN). The result is
+    0-d, whatever the kind of input."""
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(value, dtype=torch.float32)
+    dy = torch.tensor(2.0)
+    want = {"softmax": torch.softmax(t, 0), "log_softmax": torch.log_softmax(t, -1)}
+    want_dx = {"softmax_backward": torch.ops.aten._softmax_backward_data(
+                   dy, want["softmax"], 0, torch.float32),
+               "log_softmax_backward": torch.ops.aten._log_softmax_backward_data(
+                   dy, want["log_softmax"], 0, torch.float32)}
+    for kind, fn in FORWARD.items():
+        for axis in (0, -1):
+            got = fn(t, dim=axis)
+            assert isinstance(got, torch.Tensor) and got.shape == ()
+            torch.testing.assert_close(got, want[kind], equal_nan=True)
+            host = fn(np.float32(value), axis=axis)
+            assert isinstance(host, np.ndarray) and host.shape == () and \
+                host.dtype == np.float32
+            np.testing.assert_array_equal(host, want[kind].numpy())
+        device = fn(cuda.to_device(np.array(value, np.float32)))
+        assert device.shape == ()
+        np.testing.assert_array_equal(device.copy_to_host(), want[kind].numpy())
+        wide = fn(np.float16(value), dtype=np.float64)
+        assert wide.dtype == np.float64 and wide.shape == ()
+        np.testing.assert_array_equal(wide, want[kind].double().numpy())
+        out = np.array(7.0, np.float32)
+        assert fn(np.float32(value), out=out) is out
+        np.testing.assert_array_equal(out, want[kind].numpy())
+        # a mask that drops the one element: a row keeping nothing (_safe_softmax's 0)
+        dropped = fn(np.float32(value), mask=np.array(False))
+        assert dropped.shape == () and dropped == (0 if kind == "softmax" else -np.inf)
+    for kind, fn in BACKWARD.items():
+        y = want[kind.removesuffix("_backward")]
+        got = fn(y, dy, dim=0)
+        assert isinstance(got, torch.Tensor) and got.shape == ()
+        torch.testing.assert_close(got, want_dx[kind], equal_nan=True)
+        np.testing.assert_array_equal(fn(y.numpy(), dy.numpy(), axis=-1),
+                                      want_dx[kind].numpy())
 
 
 # --- half rows' backward: 16 elements a thread (two vectors of each input) -----------------
