@@ -1851,7 +1851,8 @@ def log_softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, 
     """Lazy :func:`numbakern.log_softmax` of a Dask array: as :func:`softmax`, the map
     ``(x - max) - log(sum)``."""
     _refuse_keeping("log_softmax", mask, causal, scale)
-    return _softmax(_as_dtype(x, dtype), "log_softmax", axis_or_dim(axis, dim, "log_softmax"), dict(
+    axis = axis_or_dim(axis, dim, "log_softmax")
+    return _softmax(_as_dtype(x, dtype), "log_softmax", axis, dict(
         max_strategy=max_strategy, sum_strategy=sum_strategy, normalizer=normalizer,
         layout=layout, fused=fused, threads=threads, out=out))
 

@@ -1025,9 +1025,9 @@ def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, strate
     Each output reduces the online softmax's ``(max, sum of exp(x - max))`` pairs
     (``strategies/online_softmax.py``; Milakov and Gimelshein, 2018) with any
     reduction strategy, then takes ``max + log(sum)`` (in the reduction's storing
-    pass where the strategy stores whole outputs: ``kernels/finishes.py``). A slice holding +inf gives
-    +inf, one holding NaN gives NaN, one of nothing but -inf (or no elements) gives
-    -inf, as SciPy. Result dtype: the input's float dtype (float16 accumulates in
+    pass where the strategy stores whole outputs: ``kernels/finishes.py``). A slice
+    holding +inf gives +inf, one holding NaN gives NaN, one of nothing but -inf (or no
+    elements) gives -inf, as SciPy. Result dtype: the input's float dtype (float16 accumulates in
     float32), float64 for bool and integers.
 
     Args:

@@ -1,9 +1,9 @@
 """Softmax, log-softmax and their backward passes along any axis.
 
 Each function composes a row kernel of ``numbakern/kernels/softmax_rows.py`` from
-block strategies: the row's maximum is a block reduce with ``max_strategy`` and numbakern's ``MAX`` op,
-its sum of exponentials one with ``sum_strategy`` and ``SUM`` (or, with
-``normalizer="online"``, one reduce of ``(max, sum)`` pairs: see
+block strategies: the row's maximum is a block reduce with ``max_strategy`` and
+numbakern's ``MAX`` op, its sum of exponentials one with ``sum_strategy`` and
+``SUM`` (or, with ``normalizer="online"``, one reduce of ``(max, sum)`` pairs: see
 ``strategies/online_softmax.py``).
 
 Arguments common to all four functions:
