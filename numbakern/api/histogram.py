@@ -237,8 +237,6 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             unknown ``strategy`` name, or one whose counters do not fit in shared
             memory.
     """
-    from numbakern.api.reductions import host_scalar, max as _max, min as _min
-
     x = as_array_like(x)
     # bfloat16 (its bits, from numbakern/api/_interop.py): binned by a table of every
     # bit pattern's bin in NumPy's bfloat16 arithmetic, the edges bfloat16's
@@ -259,11 +257,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     value_dtype = values_dtype(dtype) if bits is None else \
         numpy_bfloat16("histogram of bfloat16")
     if range is None and x.size:
-        lo, hi = (host_scalar(f(x, stream=stream), stream).astype(value_dtype)[()]
-                  for f in (_min, _max))
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
-        range = (lo, hi)
+        range = _automatic_range(x, value_dtype, stream)
     kind = kind_of(x)
     if range is None:  # an empty x: NumPy's range (0, 1)
         range = (0, 1)
@@ -276,6 +270,25 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     # those go back as their bits, which the interop reads as bfloat16
     edges = rule.edges.view(np.uint16) if rule.edges.dtype.name == "bfloat16" else rule.edges
     return hist, _as_kind(edges, kind)
+
+
+def _automatic_range(x, value_dtype: np.dtype, stream) -> tuple:
+    """NumPy's range of a non-empty ``x`` whose ``range`` is None: its least and
+    greatest values in ``value_dtype``, refused where either is not finite."""
+    from numbakern.api.reductions import host_scalar, max as _max, min as _min
+
+    def extreme(f):
+        value = host_scalar(f(x, stream=stream), stream)
+        # a device bfloat16 input's extremes come back as their bits (the interop
+        # layer's bfloat16 result), a host one's as the float32 they stand for
+        if isinstance(x, BFloat16Input) and value.dtype == np.uint16:
+            return value.view(value_dtype)[()]
+        return value.astype(value_dtype)[()]
+
+    lo, hi = extreme(_min), extreme(_max)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+    return lo, hi
 
 
 def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):

@@ -303,6 +303,24 @@ def test_bfloat16_values_bin_as_numpys_bfloat16_arithmetic(seed):
         assert edges.float().numpy().tolist() == want_edges.astype(np.float32).tolist()
 
 
+def test_bfloat16_device_input_finds_its_range_from_its_bits():
+    """A device bfloat16 input's least and greatest values come back as their bits:
+    the automatic range read them as integers (lo > hi, NumPy's ValueError on an
+    H100). Negative and positive values, a NaN refused as NumPy refuses it."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from numbakern.core.arrays import BFloat16Input
+
+    x = (RNG.standard_normal(200) * 3).astype(ml_dtypes.bfloat16)
+    bits = BFloat16Input(cuda.to_device(x.view(np.uint16)))
+    hist, edges = (np.asarray(a.copy_to_host()) for a in nk.histogram(bits, 13))
+    want, want_edges = np.histogram(x, 13)
+    assert hist.tolist() == want.tolist()
+    assert edges.view(ml_dtypes.bfloat16).tolist() == want_edges.tolist()
+    x[7] = np.nan
+    with pytest.raises(ValueError, match="autodetected range of .* is not finite"):
+        nk.histogram(BFloat16Input(cuda.to_device(x.view(np.uint16))), 13)
+
+
 @pytest.mark.parametrize("bad", [(None, None), ("a", "b"), (0, 1j), (-1, 2**64)])
 def test_a_range_end_that_is_no_real_number_is_named(bad):
     """(None, None) was "'>' not supported", ('a', 'b') and 2**64 the TypeError of
