@@ -909,7 +909,8 @@ def test_dtype_and_out_must_agree_and_dtype_must_be_a_float():
     assert nk.softmax(x, dtype=np.float32, out=out) is out
     with pytest.raises(nk.OutDtypeError, match="result's dtype float32"):
         nk.softmax(x, dtype=np.float32, out=np.empty((2, 40), np.float16))
-    with pytest.raises(TypeError, match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
+    with pytest.raises(TypeError,
+                       match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
         nk.softmax(x, dtype=np.int32)
 
 
@@ -989,6 +990,35 @@ def test_a_0d_input_is_a_row_of_one_element_as_torch(value):
         torch.testing.assert_close(got, want_dx[kind], equal_nan=True)
         np.testing.assert_array_equal(fn(y.numpy(), dy.numpy(), axis=-1),
                                       want_dx[kind].numpy())
+
+
+@pytest.mark.gpu
+def test_gpu_integer_cuda_tensors_with_dtype_and_0d_cuda_tensors_as_torch():
+    """The cast of an integer CUDA tensor (a transposed one too) to ``dtype=`` on the
+    device, and a 0-d CUDA tensor as a row of one element, forward and backward,
+    against torch on the same tensors."""
+    torch = _torch()
+    t = torch.randint(-6, 9, (300, 1000), device="cuda", dtype=torch.int32)
+    for kind, fn in FORWARD.items():
+        for x, dim in ((t, 1), (t.T, 0)):
+            for dtype in (torch.float32, torch.float16, torch.float64):
+                got, want = fn(x, dim=dim, dtype=dtype), getattr(torch, kind)(x, dim,
+                                                                               dtype=dtype)
+                assert got.is_cuda and got.dtype == dtype and got.shape == want.shape
+                torch.testing.assert_close(got, want, rtol=1e-3 if dtype == torch.float16
+                                           else 1e-5, atol=1e-4)
+        for value in (3.0, float("nan"), float("inf")):
+            x = torch.tensor(value, device="cuda")
+            got, want = fn(x, dim=0), getattr(torch, kind)(x, 0)
+            assert got.is_cuda and got.shape == ()
+            torch.testing.assert_close(got, want, equal_nan=True)
+    y, dy = torch.tensor(1.0, device="cuda"), torch.tensor(2.0, device="cuda")
+    backward = {"softmax_backward": torch.ops.aten._softmax_backward_data,
+                "log_softmax_backward": torch.ops.aten._log_softmax_backward_data}
+    for kind, fn in BACKWARD.items():
+        got = fn(y, dy, dim=-1)
+        assert got.is_cuda and got.shape == ()
+        torch.testing.assert_close(got, backward[kind](dy, y, 0, torch.float32))
 
 
 # --- half rows' backward: 16 elements a thread (two vectors of each input) -----------------
