@@ -124,6 +124,11 @@ def _nk():
 # --- checks -----------------------------------------------------------------------
 
 
+# The forms that take bfloat16 chunks as they are (the rest go through_float32): a
+# histogram bins by NumPy's bfloat16 arithmetic, which a float32 copy's bins are not
+READS_BFLOAT16 = frozenset({"histogram"})
+
+
 def through_float32(fn, x, args: tuple, kwargs: dict):
     """``fn`` (one of this module's functions) of a Dask array ``x`` of bfloat16
     (``ml_dtypes``) chunks, as the NumPy forms compute bfloat16 input: as float32
@@ -1914,7 +1919,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         from numbakern.api.histogram import values_dtype
 
         value_dtype = values_dtype(x.dtype)
-        lo, hi = (value_dtype.type(v.item()) for v in dask.compute(min(x), max(x)))
+        # bfloat16's extremes found in float32, which holds them exactly
+        y = x.astype(np.float32) if value_dtype.name == "bfloat16" else x
+        lo, hi = (value_dtype.type(v.item()) for v in dask.compute(min(y), max(y)))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
         range = (lo, hi)

@@ -294,9 +294,12 @@ def _automatic_range(x, value_dtype: np.dtype, stream) -> tuple:
 def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
     """Each of ``bins`` equal-width bins' float64 sum of the ``weights`` (checked, of
     ``x``'s shape) of its values in ``range_`` (a pair, not None): a Dask chunk's part
-    of a weighted histogram, before the cast to the weights' dtype."""
-    return _binned(x, BinRule(values_dtype(x.dtype), bins, range_), weights, np.float64,
-                   strategy, stream)
+    of a weighted histogram, before the cast to the weights' dtype. A bfloat16
+    (``ml_dtypes``) ``x`` is binned by its bits, as :func:`histogram` bins it."""
+    dtype = values_dtype(x.dtype)
+    if dtype.name == "bfloat16":
+        x = x.view(np.uint16)
+    return _binned(x, BinRule(dtype, bins, range_), weights, np.float64, strategy, stream)
 
 
 def values_dtype(dtype) -> np.dtype:

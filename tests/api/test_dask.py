@@ -1348,7 +1348,8 @@ def test_softmax_dtype_casts_first_as_torch(chunks):
     for fn, log in ((nk.softmax, False), (nk.log_softmax, True)):
         expected = _softmax_ref(a.astype(np.float64), 1, log=log)
         _check(fn(x, axis=1, dtype=np.float64), expected, rtol=1e-12)
-    with pytest.raises(TypeError, match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
+    with pytest.raises(TypeError,
+                       match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
         nk.softmax(x, dtype=np.int8)
 
 
@@ -1405,6 +1406,32 @@ def test_bfloat16_chunks_compute_as_the_numpy_forms():
     for x_ in (x, lazy):  # a refused dtype is named as the caller gave it
         with pytest.raises(TypeError, match="xor_sum: x has dtype bfloat16"):
             nk.xor_sum(x_)
+
+
+def test_bfloat16_chunks_bin_as_numpys_bfloat16_histogram():
+    """Each bfloat16 chunk binned as NumPy bins bfloat16 (its own arithmetic, bfloat16
+    edges), not as a float32 copy: 6 random arrays, automatic and given ranges,
+    weights and density."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    apart = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        x = (rng.standard_normal(90) * 3).astype(bf16)
+        lazy = da.from_array(x, chunks=40)
+        bins = int(rng.integers(3, 40))
+        for kw in ({}, {"range": (bf16.type(-1), bf16.type(1.5))}, {"range": (-1.5, 2.25)},
+                   {"density": True}, {"weights": rng.random(90).astype(np.float32)}):
+            hist, edges = nk.histogram(lazy, bins, **kw)
+            want, want_edges = np.histogram(x, bins, **kw)
+            assert edges.dtype == want_edges.dtype, kw
+            np.testing.assert_array_equal(edges, want_edges)
+            assert hist.dtype == want.dtype, kw
+            np.testing.assert_allclose(hist.compute(), want, rtol=1e-6)
+        float32_edges = np.histogram_bin_edges(x.astype(np.float32), bins)
+        apart += not np.array_equal(np.histogram(x.astype(np.float32), float32_edges)[0],
+                                    np.histogram(x, bins)[0])
+    assert apart  # the float32 copy's bins differ from NumPy's for some of them
 
 
 @pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
