@@ -50,7 +50,9 @@ def sort(x, axis=LAST, descending=False, *, dim=None, kind=None, stable=None,
     """A sorted copy of ``x`` along ``axis``, as ``np.sort(x, axis, kind="stable")``.
 
     Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
-    values' exact bits are kept (``-0.0``, NaN payloads).
+    values' exact bits are kept (``-0.0``, NaN payloads). The values only, as NumPy's
+    sort, for torch tensors too: ``torch.sort``'s ``(values, indices)`` pair is
+    ``argsort`` (the order), then the values gathered by it, or ``topk(x, n)``.
 
     ``axis``: the axis to sort along (default the last; None: the flattened array);
     ``dim``: torch's name for it (keyword only).
