@@ -52,7 +52,8 @@ def sort(x, axis=LAST, descending=False, *, dim=None, kind=None, stable=None,
     Returns an array of ``x``'s dtype and shape (``(x.size,)`` for ``axis=None``); the
     values' exact bits are kept (``-0.0``, NaN payloads). The values only, as NumPy's
     sort, for torch tensors too: ``torch.sort``'s ``(values, indices)`` pair is
-    ``argsort`` (the order), then the values gathered by it, or ``topk(x, n)``.
+    ``argsort`` (the order), then the values gathered by it, or
+    ``topk(x, n, largest=False)`` (``n`` the axis length).
 
     ``axis``: the axis to sort along (default the last; None: the flattened array);
     ``dim``: torch's name for it (keyword only).
