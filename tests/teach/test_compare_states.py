@@ -44,3 +44,21 @@ def test_demo_cases_of_var_and_logsumexp(monkeypatch):
                 assert row.ok is None
             else:
                 assert row.ok, (case.case.op, row.strategy, row.note)
+
+
+def test_compare_log_softmax_holds_results_to_their_rounding_not_allclose():
+    """A log-probability near 0 is the difference of ``x - max`` and ``log(sum)``,
+    each rounded in float32: along axis 0 of (4, 40) numbakern's results (and
+    torch's) were 6e-8 off at -0.0036, past ``1e-8 + 1e-5 |ref|``, and every strategy
+    was reported WRONG. The bound still refuses a normalizer 1e-4 off."""
+    from numbakern.teach.compare import check, log_softmax_bound, sample, softmax_variants
+
+    op = OPERATIONS["log_softmax"]
+    result = compare(op, (4, 40), np.float32, softmax_variants(), repeat=1, kw={"axis": 0})
+    mine = [r for r in result.rows if r.provider == "numbakern"]
+    assert mine and all(r.ok for r in mine), [(r.strategy, r.note) for r in mine]
+    x = sample(op, (4, 40), np.float32)
+    ref = op.reference(x.astype(np.float64), axis=0)
+    tol = log_softmax_bound(x, ref, np.dtype(np.float32), {"axis": 0})
+    assert check(ref.astype(np.float32), ref, tol)[0]
+    assert not check((ref - 1e-4).astype(np.float32), ref, tol)[0]
