@@ -793,31 +793,42 @@ def _moments_chunk(skip_nan, strategy, lanes, axes, x):
 
 def _nan_sum_count_chunk(_skip_nan, strategy, lanes, axes, x):
     """One chunk's moments' form for ``nanmean``: the count of its non-NaN elements
-    and their sum over it (M2 zero), as the single-array ``nanmean`` sums: an
+    and their sum over it (no M2), as the single-array ``nanmean`` sums: an
     infinity stays one, where Welford's running mean meets ``inf - inf`` (NaN)."""
     nk = _nk()
     summed = nk.nansum(x, axes, dtype=np.float64, keepdims=True, strategy=strategy,
                        lanes=lanes)
     n = nk.count_nonzero(x == x, axes, keepdims=True)  # NaN is the one x != x
     mean = np.where(n > 0, summed / np.maximum(n, 1), 0.0)
-    return {"n": n, "mean": mean, "m2": np.zeros_like(mean)}
+    return {"n": n, "mean": mean}  # no M2, whose merge would meet inf - inf
 
 
 def _moments_merge(parts, axis=None, keepdims=True, **_):
     """Chan, Golub and LeVeque's merge of the partials along ``axis``: counts add,
-    the mean is the count-weighted mean, and M2 gains each partial's count times its
-    mean's squared distance from the whole's (empty partials weigh nothing)."""
+    the mean is the count-weighted mean, and M2 (where the partials have one) gains
+    each partial's count times its mean's squared distance from the whole's (empty
+    partials weigh nothing)."""
     axis = list(axis)
-    n, mean, m2 = (_concat(_deep(parts, k), axis) for k in ("n", "mean", "m2"))
+    n, mean = (_concat(_deep(parts, k), axis) for k in ("n", "mean"))
     total = n.sum(axis=tuple(axis), keepdims=True)
     mu = (n * mean).sum(axis=tuple(axis), keepdims=True) / np.maximum(total, 1)
-    spread = (n * (mean - mu) ** 2).sum(axis=tuple(axis), keepdims=True)
-    return {"n": total, "mean": mu, "m2": m2.sum(axis=tuple(axis), keepdims=True) + spread}
+    merged = {"n": total, "mean": mu}
+    if "m2" in _leaf(parts):
+        m2 = _concat(_deep(parts, "m2"), axis)
+        spread = (n * (mean - mu) ** 2).sum(axis=tuple(axis), keepdims=True)
+        merged["m2"] = m2.sum(axis=tuple(axis), keepdims=True) + spread
+    return merged
+
+
+def _leaf(nested):
+    while isinstance(nested, list):
+        nested = nested[0]
+    return nested
 
 
 def _moments_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
     merged = _moments_merge(parts, axis)
-    value = finish(merged["n"], merged["mean"], merged["m2"])
+    value = finish(merged["n"], merged["mean"], merged.get("m2"))
     if not keepdims:
         value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
     return _as_numpy_does(value.astype(result))
