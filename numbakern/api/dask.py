@@ -109,8 +109,8 @@ from numbakern import strategies as _strategies
 from numbakern.ops import norms as _norms
 from numbakern.api.reductions import MaxWithIndices, MinWithIndices
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis, flat_axis_of_0d
-from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, normalize_axes,
-                                  normalize_axis, result_shape)
+from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, keepdims_or_keepdim,
+                                  normalize_axes, normalize_axis, result_shape)
 from numbakern.core.deliver import retupled
 from numbakern.runtime.stacklevel import quiet_numpy_errors, warn
 
@@ -1310,22 +1310,26 @@ def nanargmin(x, axis=None, out=None, *, keepdims=False, split_every=None, strat
                 values=False, skip_nan=True)
 
 
-def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
-                     out=None, split_every=None, strategy=None, lanes=None, stream=None):
+def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
+                     tie_break_left=True, out=None, split_every=None, strategy=None,
+                     lanes=None, stream=None):
     """Lazy ``(values, indices)`` of :func:`numbakern.max_with_indices`, its named
     tuple of two Dask arrays from one pass over each chunk (compute them together
     with ``dask.compute(values, indices)`` to read the data once)."""
     _refuse_out(out, "max_with_indices")
     axis = axis_or_dim(axis, dim, "max_with_indices", FLAT)
+    keepdims = keepdims_or_keepdim(keepdims, keepdim, "max_with_indices")
     return MaxWithIndices(*_arg(x, "max", "max_with_indices", axis, keepdims, tie_break_left,
                             split_every, strategy, lanes, values=True))
 
 
-def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
-                     out=None, split_every=None, strategy=None, lanes=None, stream=None):
+def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
+                     tie_break_left=True, out=None, split_every=None, strategy=None,
+                     lanes=None, stream=None):
     """Lazy ``(values, indices)`` of :func:`numbakern.min_with_indices`."""
     _refuse_out(out, "min_with_indices")
     axis = axis_or_dim(axis, dim, "min_with_indices", FLAT)
+    keepdims = keepdims_or_keepdim(keepdims, keepdim, "min_with_indices")
     return MinWithIndices(*_arg(x, "min", "min_with_indices", axis, keepdims, tie_break_left,
                             split_every, strategy, lanes, values=True))
 

@@ -50,8 +50,8 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, Workspace, as_array_like,
                                    bits_of, contiguous_copy, honours_stream, kind_of,
                                    resolve_stream)
-from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, normalize_axes, normalize_axis,
-                                 result_shape)
+from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, keepdims_or_keepdim,
+                                 normalize_axes, normalize_axis, result_shape)
 from numbakern.core.deliver import check_out, deliver, deliver_host, written_into
 from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
@@ -955,16 +955,17 @@ def argmin(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
 @dispatch
 @replayable
 @honours_stream
-def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
-                     out=None, strategy=None, stream=None, lanes=None):
+def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
+                     tie_break_left=True, out=None, strategy=None, stream=None,
+                     lanes=None):
     """``(values, indices)``: the largest elements along ``axis`` and where they are,
     as a :class:`MaxWithIndices` named tuple (``torch.max(x, dim)``'s fields).
 
     ``values`` equals ``np.max(x, axis)`` (NaN where a NaN is present; the input's
     dtype) and ``indices`` equals ``np.argmax(x, axis)`` (int64), computed in one pass
-    over ``x``; ``tie_break_left`` as in :func:`argmax`. ``dim``: torch's name for
-    ``axis`` (keyword only). ``out``: ``None`` or a pair ``(values_out, indices_out)``
-    (either may be ``None``).
+    over ``x``; ``tie_break_left`` as in :func:`argmax`. ``dim`` and ``keepdim``:
+    torch's names for ``axis`` and ``keepdims`` (keyword only). ``out``: ``None`` or a
+    pair ``(values_out, indices_out)`` (either may be ``None``).
 
     Note: the ``atomic_fold`` strategy's packed words return a maximum of ``-0.0`` as
     ``0.0`` (``strategies/atomic_fold.py``); indices are exact everywhere.
@@ -972,9 +973,10 @@ def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=T
     Raises:
         ValueError: reducing an empty axis; a bad ``out``. AxisError: a bad ``axis``.
         TypeError: ``out`` not ``None`` nor a pair; ``axis`` not an int; both
-            ``axis`` and ``dim`` given.
+            ``axis`` and ``dim``, or ``keepdims`` and ``keepdim``, given.
     """
     axis = axis_or_dim(axis, dim, "max_with_indices", FLAT)
+    keepdims = keepdims_or_keepdim(keepdims, keepdim, "max_with_indices")
     return MaxWithIndices(*_arg(x, "max", axis, keepdims, tie_break_left, _out_pair(out),
                                 True, strategy, stream, lanes))
 
@@ -982,14 +984,16 @@ def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=T
 @dispatch
 @replayable
 @honours_stream
-def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, tie_break_left=True,
-                     out=None, strategy=None, stream=None, lanes=None):
+def min_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
+                     tie_break_left=True, out=None, strategy=None, stream=None,
+                     lanes=None):
     """``(values, indices)``: the smallest elements along ``axis`` and where they are,
     as a :class:`MinWithIndices` named tuple (the mirror of :func:`max_with_indices`).
 
     Raises: as :func:`max_with_indices`.
     """
     axis = axis_or_dim(axis, dim, "min_with_indices", FLAT)
+    keepdims = keepdims_or_keepdim(keepdims, keepdim, "min_with_indices")
     return MinWithIndices(*_arg(x, "min", axis, keepdims, tie_break_left, _out_pair(out),
                                 True, strategy, stream, lanes))
 

@@ -69,6 +69,21 @@ def axis_or_dim(axis: Any, dim: Any, name: str, default: Any = LAST) -> Any:
     return dim
 
 
+def keepdims_or_keepdim(keepdims: Any, keepdim: Any, name: str) -> Any:
+    """Whether reduced axes are kept, by NumPy's ``keepdims=`` or torch's ``keepdim=``:
+    ``keepdim`` where given (``keepdims`` left at False).
+
+    Raises:
+        TypeError: both given.
+    """
+    if keepdim is None:
+        return keepdims
+    if keepdims is not False:
+        raise TypeError(f"{name}: give keepdims= or torch's keepdim=, not both "
+                        f"(got keepdims={keepdims!r}, keepdim={keepdim!r})")
+    return keepdim
+
+
 def axis_index(axis: Any, allowed: str = _ANY_AXES) -> int:
     """``axis`` as an int (any object with ``__index__`` but a bool), or a TypeError
     saying what is ``allowed``."""

@@ -274,8 +274,8 @@ def test_values_and_indices_agree():
 
 
 def test_values_and_indices_come_as_torch_max_s_named_tuple_by_axis_or_dim():
-    """``torch.max(x, dim)``'s fields and keyword: ``.values``, ``.indices``, ``dim=``;
-    a repeated call (a replay) and the Dask form give the same named tuple."""
+    """``torch.max(x, dim)``'s fields and keywords: ``.values``, ``.indices``, ``dim=``,
+    ``keepdim=``; a repeated call (a replay) and the Dask form give the same named tuple."""
     torch = pytest.importorskip("torch")
     da = pytest.importorskip("dask.array")
     x = np.random.default_rng(11).standard_normal((4, 37)).astype(np.float32)
@@ -296,6 +296,13 @@ def test_values_and_indices_come_as_torch_max_s_named_tuple_by_axis_or_dim():
         with pytest.raises(TypeError, match="not both"):
             fn(x, 1, dim=1)
         np.testing.assert_array_equal(fn(x).indices, getattr(np, f"arg{direction}")(x))
+        kept = getattr(torch, direction)(torch.from_numpy(x), dim=1, keepdim=True)
+        for got in (fn(torch.from_numpy(x), dim=1, keepdim=True),
+                    fn(da.from_array(x, chunks=(2, 10)), dim=1, keepdim=True)):
+            assert tuple(got.values.shape) == tuple(kept.values.shape) == (4, 1)
+            np.testing.assert_array_equal(np.asarray(got.indices), kept.indices.numpy())
+        with pytest.raises(TypeError, match="keepdims= or torch's keepdim=, not both"):
+            fn(x, dim=1, keepdims=True, keepdim=True)
 
 
 # --- errors and out= ---------------------------------------------------------------------
