@@ -429,15 +429,17 @@ def cummax(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, la
 
     Returns:
         :class:`CumMax`: ``values`` of ``x``'s dtype and int64 ``indices`` along
-        ``axis``, each of ``x``'s shape (``(x.size,)`` for ``axis=None`` and a 0-d
-        ``x``, the module's rule); ``out``: a
-        pair of arrays, returned as the named tuple's fields.
+        ``axis``, each of ``x``'s shape (``(x.size,)`` for ``axis=None``, the
+        module's rule; a 0-d ``x`` along axis 0 or -1 gives 0-d ones, as torch's);
+        ``out``: a pair of arrays, returned as the named tuple's fields.
 
     Raises: as :func:`cumsum`.
     """
     axis = axis_or_dim(axis, dim, "cummax", default=FLAT)
-    return CumMax(*_scan(x, _ops.arg_op("max", False), axis, None, out, False, reverse,
-                         strategy, layout, stream, None, "cummax"))
+    zero_d = _torch_0d(x, axis)
+    pair = _scan(x, _ops.arg_op("max", False), axis, None, _rows_of(out) if zero_d else out,
+                 False, reverse, strategy, layout, stream, None, "cummax")
+    return CumMax(*(_as_0d(pair, out) if zero_d else pair))
 
 
 @dispatch
@@ -451,8 +453,10 @@ def cummin(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, la
     and errors.
     """
     axis = axis_or_dim(axis, dim, "cummin", default=FLAT)
-    return CumMin(*_scan(x, _ops.arg_op("min", False), axis, None, out, False, reverse,
-                         strategy, layout, stream, None, "cummin"))
+    zero_d = _torch_0d(x, axis)
+    pair = _scan(x, _ops.arg_op("min", False), axis, None, _rows_of(out) if zero_d else out,
+                 False, reverse, strategy, layout, stream, None, "cummin")
+    return CumMin(*(_as_0d(pair, out) if zero_d else pair))
 
 
 @dispatch
@@ -469,7 +473,8 @@ def logcumsumexp(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=No
 
     Returns:
         an array of ``x``'s float dtype (float16 computes in float32) and shape
-        (``(x.size,)`` for ``axis=None`` and a 0-d ``x``, the module's rule).
+        (``(x.size,)`` for ``axis=None``, the module's rule; 0-d for a 0-d ``x``
+        along axis 0 or -1, as torch's).
 
     Raises:
         TypeError: ``x`` not float16/32/64 (torch's logcumsumexp takes floats only).
@@ -486,11 +491,35 @@ def logcumsumexp(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=No
         result = m  # written over in place: m[i] + log(s[i])
         stream_ = resolve_stream(stream, kind_of(m))
         log_sum_exp_into(flat(m), flat(s), flat(result), stream_)
+    if _torch_0d(x, axis):
+        result = result.reshape(())
     if out is not None:
         check_out(out, tuple(np.shape(result)), np.dtype(result.dtype), kind_of(x),
                   "logcumsumexp")
         return written_into(out, result, stream_)
     return result
+
+
+def _torch_0d(x, axis) -> bool:
+    """Whether torch's scans (cummax, cummin, logcumsumexp) give this call a 0-d
+    result: a 0-d ``x`` along axis 0 or -1. (NumPy's scans, and ``axis=None``, give
+    ``(1,)``; other axes are refused by the scan's checks.)"""
+    return axis is not None and np.ndim(x) == 0 and axis_index(axis) in (0, -1)
+
+
+def _rows_of(out):
+    """A 0-d scan's ``out`` (an array or a pair) as the one-element rows the scan
+    writes."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(None if o is None else o.reshape(1) for o in out)
+    return None if out is None else out.reshape(1)
+
+
+def _as_0d(pair: tuple, out) -> tuple:
+    """A 0-d scan's ``(values, indices)`` as torch gives them, 0-d: the caller's own
+    ``out`` arrays where given."""
+    outs = out if isinstance(out, (tuple, list)) else (None, None)
+    return tuple(r.reshape(()) if o is None else o for r, o in zip(pair, outs))
 
 
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,

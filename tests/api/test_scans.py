@@ -258,6 +258,36 @@ def test_cummax_and_cummin_return_named_pairs_as_topk_and_replay():
         assert replay.counts["replayed"] == before + 2
 
 
+def test_torchs_scans_of_a_0d_input_along_its_axis_are_0d():
+    """torch.cummax, cummin and logcumsumexp of a 0-d tensor along dim 0 or -1 give
+    0-d results (NumPy's scans, and axis=None, give (1,)); a 0-d out is written."""
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(2.5)
+    for name in ("cummax", "cummin", "logcumsumexp"):
+        fn, ref = getattr(nk, name), getattr(torch, name)
+        want = ref(t, 0)
+        for dim in (0, -1):
+            got = fn(t, dim=dim)
+            for g, w in zip(got if name != "logcumsumexp" else (got,),
+                            want if name != "logcumsumexp" else (want,)):
+                assert isinstance(g, torch.Tensor) and g.shape == () and torch.equal(g, w)
+        for x in (np.float32(2.5), cuda.to_device(np.array(2.5, np.float32))):
+            got = fn(x, axis=0)
+            for g in got if name != "logcumsumexp" else (got,):
+                assert g.shape == ()
+                host = g.copy_to_host() if hasattr(g, "copy_to_host") else g
+                assert host == (2.5 if g.dtype.kind == "f" else 0)
+        flat = fn(np.float32(2.5))  # axis=None: flattened
+        assert np.shape(flat if name == "logcumsumexp" else flat.values) == (1,)
+        with pytest.raises(np.exceptions.AxisError):
+            fn(np.float32(2.5), axis=1)
+    outs = (np.empty((), np.float32), np.empty((), np.int64))
+    r = nk.cummax(np.float32(-1.5), axis=-1, out=outs)
+    assert r.values is outs[0] and r.indices is outs[1] and outs[0] == -1.5 and outs[1] == 0
+    out = np.empty((), np.float64)
+    assert nk.logcumsumexp(np.float64(3.0), axis=0, out=out) is out and out == 3.0
+
+
 # --- dtypes and NumPy's result types -------------------------------------------------------
 
 
