@@ -123,6 +123,6 @@ def _to_dask(name: str, x, args, kwargs):
         raise TypeError(f"numbakern.{name}: stream= is not taken for Dask arrays (each "
                         "chunk's call runs on the current stream of the thread that "
                         "computes it)")
-    if np.dtype(x.dtype).name == "bfloat16" and name not in _dask.READS_BFLOAT16:
+    if name not in _dask.READS_BFLOAT16 and _dask.asks_bfloat16(x, args, kwargs):
         return _dask.optimized(_dask.through_float32(lazy, x, args, kwargs))
     return _dask.optimized(lazy(x, *args, **kwargs))

@@ -131,29 +131,47 @@ READS_BFLOAT16 = frozenset({"histogram"})
 
 def through_float32(fn, x, args: tuple, kwargs: dict):
     """``fn`` (one of this module's functions) of a Dask array ``x`` of bfloat16
-    (``ml_dtypes``) chunks, as the NumPy forms compute bfloat16 input: as float32
-    input, floating results rounded to bfloat16 once (unless ``dtype=`` names
-    another dtype; ``dtype=bfloat16`` is that rounding). Each chunk is widened to a
-    float32 copy as it is computed (exact; Dask's chunks are on the host, copied to
-    the device anyway), so every function here takes bfloat16."""
+    (``ml_dtypes``) chunks, or with ``dtype=`` bfloat16, as the NumPy forms compute
+    them: as float32 input (or with ``dtype=float32``), floating results rounded to
+    bfloat16 once (unless ``dtype=`` names another dtype; for bfloat16 ``x``,
+    ``dtype=bfloat16`` is that rounding). Each bfloat16 chunk is widened to a float32
+    copy as it is computed (exact; Dask's chunks are on the host, copied to the
+    device anyway), so every function here takes bfloat16."""
     import inspect
 
+    from numbakern.api._interop import numpy_bfloat16
+
+    widened = np.dtype(x.dtype).name == "bfloat16"
     bound = inspect.signature(fn).bind_partial(x, *args, **kwargs)
     asked = bound.arguments.get("dtype")
     if asked is not None and "bfloat16" in str(asked):
-        bound.arguments["dtype"], asked = None, None
-    bound.arguments["x"] = x.astype(np.float32)
+        bound.arguments["dtype"] = None if widened else np.dtype(np.float32)
+        asked = None
+    if widened:
+        bound.arguments["x"] = x.astype(np.float32)
     try:
         result = fn(*bound.args, **bound.kwargs)
     except TypeError as e:
-        if "float32" not in str(e):
+        if "float32" not in str(e) or not widened:
             raise
         from numbakern.api._interop import bfloat16_refused
 
         raise bfloat16_refused(fn.__name__, e) from e
     if asked is not None:
         return result
-    return _rounded(result, x.dtype)
+    return _rounded(result, numpy_bfloat16(f"{fn.__name__} to bfloat16"))
+
+
+def asks_bfloat16(x, args: tuple, kwargs: dict) -> bool:
+    """Whether a call of a Dask ``x`` goes :func:`through_float32`: ``x`` of bfloat16,
+    or ``dtype=`` bfloat16 (by keyword, or a dtype among the positionals)."""
+    def is_dtype(a) -> bool:
+        return isinstance(a, (type, np.dtype)) or (type(a).__module__ == "torch"
+                                                   and type(a).__name__ == "dtype")
+
+    dtypes = [kwargs.get("dtype"), *(a for a in args if is_dtype(a))]
+    return np.dtype(x.dtype).name == "bfloat16" or \
+        builtins.any("bfloat16" in str(d) for d in dtypes)
 
 
 def _rounded(result, bfloat16):

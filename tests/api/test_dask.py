@@ -1414,6 +1414,27 @@ def test_bfloat16_chunks_compute_as_the_numpy_forms():
             nk.xor_sum(x_)
 
 
+def test_a_bfloat16_dtype_of_other_chunks_rounds_as_the_numpy_forms():
+    """``dtype=bfloat16`` of float32, integer or bool chunks: computed in float32 and
+    rounded once, as the NumPy forms (the Dask softmax refused it, saying it takes
+    ml_dtypes.bfloat16)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    a = np.random.default_rng(2).integers(-4, 9, (3, 10))
+    for x in (a, a.astype(np.float32), a > 2):
+        lazy = da.from_array(x, chunks=(2, 4))
+        for name, kw in (("softmax", {"axis": 1}), ("log_softmax", {"axis": 0}),
+                         ("sum", {"axis": 1}), ("mean", {})):
+            if name in ("sum", "mean") and x.dtype == bool:
+                continue
+            got, want = getattr(nk, name)(lazy, dtype=bf16, **kw), \
+                getattr(nk, name)(x, dtype=bf16, **kw)
+            assert got.dtype == want.dtype == bf16, (name, x.dtype)
+            np.testing.assert_array_equal(np.asarray(got.compute(), np.float32),
+                                          np.asarray(want, np.float32))
+    assert nk.sum(da.from_array(a, chunks=4), None, bf16).dtype == bf16  # positional
+
+
 def test_bfloat16_chunks_bin_as_numpys_bfloat16_histogram():
     """Each bfloat16 chunk binned as NumPy bins bfloat16 (its own arithmetic, bfloat16
     edges), not as a float32 copy: 6 random arrays, automatic and given ranges,
