@@ -576,8 +576,9 @@ class _Call:
         later, in :meth:`_as_tensor`)."""
         if self.tensor is not None or np.asarray(r).dtype != np.float32:
             return r
-        return np.asarray(r).astype(self.bfloat16)[()] if np.ndim(r) == 0 else \
-            r.astype(self.bfloat16)
+        if isinstance(r, np.generic):  # a scalar stays one, a 0-d array an array
+            return np.asarray(r).astype(self.bfloat16)[()]
+        return r.astype(self.bfloat16)
 
     def _as_tensor(self, r, rounds: bool):
         import torch

@@ -436,10 +436,8 @@ def cummax(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, la
     Raises: as :func:`cumsum`.
     """
     axis = axis_or_dim(axis, dim, "cummax", default=FLAT)
-    zero_d = _torch_0d(x, axis)
-    pair = _scan(x, _ops.arg_op("max", False), axis, None, _rows_of(out) if zero_d else out,
-                 False, reverse, strategy, layout, stream, None, "cummax")
-    return CumMax(*(_as_0d(pair, out) if zero_d else pair))
+    return CumMax(*_torch_pair_scan(x, _ops.arg_op("max", False), axis, out, reverse,
+                                    strategy, layout, stream, "cummax"))
 
 
 @dispatch
@@ -453,10 +451,8 @@ def cummin(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, la
     and errors.
     """
     axis = axis_or_dim(axis, dim, "cummin", default=FLAT)
-    zero_d = _torch_0d(x, axis)
-    pair = _scan(x, _ops.arg_op("min", False), axis, None, _rows_of(out) if zero_d else out,
-                 False, reverse, strategy, layout, stream, None, "cummin")
-    return CumMin(*(_as_0d(pair, out) if zero_d else pair))
+    return CumMin(*_torch_pair_scan(x, _ops.arg_op("min", False), axis, out, reverse,
+                                    strategy, layout, stream, "cummin"))
 
 
 @dispatch
@@ -502,24 +498,28 @@ def logcumsumexp(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=No
 
 def _torch_0d(x, axis) -> bool:
     """Whether torch's scans (cummax, cummin, logcumsumexp) give this call a 0-d
-    result: a 0-d ``x`` along axis 0 or -1. (NumPy's scans, and ``axis=None``, give
-    ``(1,)``; other axes are refused by the scan's checks.)"""
-    return axis is not None and np.ndim(x) == 0 and axis_index(axis) in (0, -1)
+    result: a 0-d ``x`` along axis 0 or -1, which the scan takes as one element
+    (:func:`flat_axis_of_0d`; NumPy's scans, and ``axis=None``, give ``(1,)``)."""
+    return axis is not None and flat_axis_of_0d(axis, np.ndim(x)) is None
 
 
-def _rows_of(out):
-    """A 0-d scan's ``out`` (an array or a pair) as the one-element rows the scan
-    writes."""
-    if isinstance(out, (tuple, list)):
-        return type(out)(None if o is None else o.reshape(1) for o in out)
-    return None if out is None else out.reshape(1)
-
-
-def _as_0d(pair: tuple, out) -> tuple:
-    """A 0-d scan's ``(values, indices)`` as torch gives them, 0-d: the caller's own
-    ``out`` arrays where given."""
-    outs = out if isinstance(out, (tuple, list)) else (None, None)
-    return tuple(r.reshape(()) if o is None else o for r, o in zip(pair, outs))
+def _torch_pair_scan(x, op, axis, out, reverse, strategy, layout, stream, caller) -> tuple:
+    """cummax's and cummin's ``(values, indices)``, 0-d for a 0-d ``x`` along its axis
+    (:func:`_torch_0d`), whose ``out`` pair is then of 0-d arrays, written as the
+    one-element rows the scan writes."""
+    zero_d = _torch_0d(x, axis)
+    rows = out
+    if zero_d and isinstance(out, (tuple, list)):
+        for o in out:
+            if tuple(getattr(o, "shape", ())) != ():
+                raise ValueError(f"{caller}: out has an array of shape {tuple(o.shape)}; "
+                                 "the results of a 0-d x along its axis are 0-d")
+        rows = type(out)(o.reshape(1) if hasattr(o, "reshape") else o for o in out)
+    pair = _scan(x, op, axis, None, rows, False, reverse, strategy, layout, stream, None,
+                 caller)
+    if not zero_d:
+        return pair
+    return tuple(out) if out is not None else tuple(r.reshape(()) for r in pair)
 
 
 def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy, layout,
@@ -821,7 +821,9 @@ def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):
         return None
     many = isinstance(out, (tuple, list))
     arrays = list(out) if many else [out]
-    if len(arrays) != len(dtypes) or many != (len(dtypes) > 1):  # NumPy takes no (out,)
+    if len(arrays) != len(dtypes) or many != (len(dtypes) > 1) or \
+            any(a is None for a in arrays):
+        # (NumPy takes no (out,), and a pair's fields are written together)
         what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
         raise TypeError(f"{name}: out must be {what} for this op, got {_described(out)}")
     for arr, dtype in zip(arrays, dtypes):

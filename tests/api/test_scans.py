@@ -286,6 +286,19 @@ def test_torchs_scans_of_a_0d_input_along_its_axis_are_0d():
     assert r.values is outs[0] and r.indices is outs[1] and outs[0] == -1.5 and outs[1] == 0
     out = np.empty((), np.float64)
     assert nk.logcumsumexp(np.float64(3.0), axis=0, out=out) is out and out == 3.0
+    for bad in ((np.empty(1, np.float32), np.empty(1, np.int64)), np.empty((), np.float32)):
+        with pytest.raises((ValueError, TypeError), match="cummax: out "):
+            nk.cummax(np.float32(2.5), 0, out=bad)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    got = nk.logcumsumexp(np.array(3, ml_dtypes.bfloat16), -1)
+    assert isinstance(got, np.ndarray) and got.shape == () and got.dtype.name == "bfloat16"
+
+
+def test_an_out_pair_with_a_none_is_refused_by_name():
+    """A pair's fields are written together: (None, indices) was an AttributeError."""
+    for x in (np.ones(3, np.float32), np.float32(1)):
+        with pytest.raises(TypeError, match="cummin: out must be a tuple of two arrays"):
+            nk.cummin(x, 0, out=(None, np.empty(np.shape(x), np.int64)))
 
 
 # --- dtypes and NumPy's result types -------------------------------------------------------
