@@ -16,7 +16,8 @@ import functools
 
 import numpy as np
 
-from numbakern.api._interop import foreign_call, is_foreign, positional_names
+from numbakern.api._interop import (WIDENED_WITH_ML_DTYPES, foreign_call, is_foreign,
+                                    positional_names)
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.tensor_table import tabled
 
@@ -123,6 +124,6 @@ def _to_dask(name: str, x, args, kwargs):
         raise TypeError(f"numbakern.{name}: stream= is not taken for Dask arrays (each "
                         "chunk's call runs on the current stream of the thread that "
                         "computes it)")
-    if name not in _dask.READS_BFLOAT16 and _dask.asks_bfloat16(x, args, kwargs):
+    if name not in WIDENED_WITH_ML_DTYPES and _dask.asks_bfloat16(x, args, kwargs):
         return _dask.optimized(_dask.through_float32(lazy, x, args, kwargs))
     return _dask.optimized(lazy(x, *args, **kwargs))

@@ -75,8 +75,9 @@ WIDENED_BFLOAT16 = frozenset({
     "cummax", "cummin", "logcumsumexp", "associative_scan", "vector_norm"})
 # histogram reads a bfloat16 x in place too, as its bits, binning each bit pattern as
 # NumPy's bfloat16 arithmetic does (a table made with ml_dtypes: without it, a torch
-# tensor's x goes through the float32 copy, binned as float32).
-_WIDENED_WITH_ML_DTYPES = frozenset({"histogram"})
+# tensor's x goes through the float32 copy, binned as float32); a Dask array's
+# bfloat16 chunks (ml_dtypes arrays) go to it as they are.
+WIDENED_WITH_ML_DTYPES = frozenset({"histogram"})
 # The arguments whose dtypes each result takes (NumPy's result_type of them), for
 # functions where that is not the first argument alone (results past the last named
 # follow the last group).
@@ -393,7 +394,7 @@ class _Call:
     def _widens_first(self) -> bool:
         """Whether this function reads a bfloat16 first argument in place, widened."""
         return self.name in WIDENED_BFLOAT16 or (
-            self.name in _WIDENED_WITH_ML_DTYPES and _has_ml_dtypes())
+            self.name in WIDENED_WITH_ML_DTYPES and _has_ml_dtypes())
 
     def _copies_out(self, name: str) -> bool:
         """Whether a bfloat16 argument ``name`` is an out that reaches the kernels as a

@@ -124,11 +124,6 @@ def _nk():
 # --- checks -----------------------------------------------------------------------
 
 
-# The forms that take bfloat16 chunks as they are (the rest go through_float32): a
-# histogram bins by NumPy's bfloat16 arithmetic, which a float32 copy's bins are not
-READS_BFLOAT16 = frozenset({"histogram"})
-
-
 def through_float32(fn, x, args: tuple, kwargs: dict):
     """``fn`` (one of this module's functions) of a Dask array ``x`` of bfloat16
     (``ml_dtypes``) chunks, or with ``dtype=`` bfloat16, as the NumPy forms compute
@@ -1949,15 +1944,13 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
                         f"bins only), got {bins!r}")
     if range is None and x.size:
-        from numbakern.api.histogram import values_dtype
+        from numbakern.api.histogram import finite_range, values_dtype
 
         value_dtype = values_dtype(x.dtype)
         # bfloat16's extremes found in float32, which holds them exactly
         y = x.astype(np.float32) if value_dtype.name == "bfloat16" else x
-        lo, hi = (value_dtype.type(v.item()) for v in dask.compute(min(y), max(y)))
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
-        range = (lo, hi)
+        range = finite_range(*(value_dtype.type(v.item())
+                               for v in dask.compute(min(y), max(y))))
     empty = x._meta.reshape(-1)[:0]
     _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
     range_ = range if range is not None else (0, 1)

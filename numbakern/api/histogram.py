@@ -285,7 +285,12 @@ def _automatic_range(x, value_dtype: np.dtype, stream) -> tuple:
             return value.view(value_dtype)[()]
         return value.astype(value_dtype)[()]
 
-    lo, hi = extreme(_min), extreme(_max)
+    return finite_range(extreme(_min), extreme(_max))
+
+
+def finite_range(lo, hi) -> tuple:
+    """An automatic range's ends ``(lo, hi)``, refused (NumPy's ``ValueError``) where
+    either is not finite (NaN or inf in ``x``)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
     return lo, hi
