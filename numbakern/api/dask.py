@@ -1760,10 +1760,12 @@ def _state_combine(states, axis=None, keepdims=True, **_):
     return {"m": top, "s": (s * scale).sum(axis=axis, keepdims=True)}
 
 
-def _check_float(x) -> None:
+def _check_float(x, cast_hint: bool = True) -> None:
+    """A float ``x``; the message names ``dtype=``'s cast where it would help."""
     if np.dtype(x.dtype) not in _FLOATS:
-        raise TypeError(f"x must be float16, bfloat16, float32 or float64 (an integer or "
-                        f"bool one with a float dtype=), got dtype {x.dtype}")
+        hint = " (an integer or bool one with a float dtype=)" if cast_hint else ""
+        raise TypeError(f"x must be float16, bfloat16, float32 or float64{hint}, got "
+                        f"dtype {x.dtype}")
 
 
 def _softmax(x, kind: str, axis, options: dict):
@@ -1848,7 +1850,7 @@ def _as_dtype(x, dtype):
 
     _check_dask(x, "softmax")
     if np.dtype(x.dtype).kind not in "biu":
-        _check_float(x)
+        _check_float(x, cast_hint=False)
     return x.astype(_result_dtype(dtype))
 
 

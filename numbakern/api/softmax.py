@@ -42,7 +42,8 @@ and bfloat16 (computed in float32, rounded once to the input's dtype; bfloat16 f
 torch tensors or ``ml_dtypes`` arrays, read and written as its 16 bits, no copy),
 float32, float64; any shape. A 0-d input is a row of its one element, as torch's
 (``axis`` 0 or -1; softmax gives 1, log-softmax 0, NaN for NaN or +-inf; the
-backward passes 0, or NaN), and its result is 0-d. Integers and bools are taken
+backward passes torch's ``y * (dy - dy * y)`` and ``dy - exp(y) * dy``: 0, or NaN,
+where ``y`` is the forward result), and its result is 0-d. Integers and bools are taken
 by the forward passes with a float ``dtype=`` only, cast to it first (as
 ``torch.softmax(x, dtype=)``). Empty inputs give empty results and launch nothing.
 """
@@ -856,7 +857,8 @@ def _cast_first(x, dtype, stream):
     result = _result_dtype(dtype)
     kind = kind_of(a)
     if kind == "numpy":
-        return a.astype(result)
+        with np.errstate(over="ignore"):  # torch's cast, and the device's, say nothing
+            return a.astype(result)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     view = device_view(a)
     if not c_contiguous(view):  # the cast kernel reads one C-ordered run

@@ -78,9 +78,11 @@ def keepdims_or_keepdim(keepdims: Any, keepdim: Any, name: str) -> Any:
     """
     if keepdim is None:
         return keepdims
-    if keepdims is not False:
+    if keepdims is not False and keepdims is not np.False_:
         raise TypeError(f"{name}: give keepdims= or torch's keepdim=, not both "
                         f"(got keepdims={keepdims!r}, keepdim={keepdim!r})")
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"{name}: keepdim must be True or False, got {keepdim!r}")
     return keepdim
 
 

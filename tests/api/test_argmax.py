@@ -303,6 +303,9 @@ def test_values_and_indices_come_as_torch_max_s_named_tuple_by_axis_or_dim():
             np.testing.assert_array_equal(np.asarray(got.indices), kept.indices.numpy())
         with pytest.raises(TypeError, match="keepdims= or torch's keepdim=, not both"):
             fn(x, dim=1, keepdims=True, keepdim=True)
+        assert fn(x, dim=1, keepdims=np.False_, keepdim=True).values.shape == (4, 1)
+        with pytest.raises(TypeError, match="keepdim must be True or False"):
+            fn(x, dim=1, keepdim="yes")
 
 
 # --- errors and out= ---------------------------------------------------------------------

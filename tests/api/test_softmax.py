@@ -992,6 +992,31 @@ def test_a_0d_input_is_a_row_of_one_element_as_torch(value):
                                       want_dx[kind].numpy())
 
 
+def test_0d_backward_passes_of_any_y_as_torch():
+    """The backward passes' arithmetic on a 0-d ``y`` that is no forward result
+    (where a kernel writing 0 would be found out): torch's formulas."""
+    torch = pytest.importorskip("torch")
+    aten = {"softmax_backward": torch.ops.aten._softmax_backward_data,
+            "log_softmax_backward": torch.ops.aten._log_softmax_backward_data}
+    for y_value, dy_value in ((0.5, 2.0), (-1.0, 2.0), (0.25, -3.0)):
+        y, dy = torch.tensor(y_value), torch.tensor(dy_value)
+        for kind, fn in BACKWARD.items():
+            want = aten[kind](dy, y, 0, torch.float32)
+            assert want != 0
+            torch.testing.assert_close(fn(y, dy, dim=0), want)
+            np.testing.assert_allclose(fn(np.float32(y_value), np.float32(dy_value)),
+                                       want.numpy(), rtol=1e-6)
+
+
+def test_an_integer_cast_to_float16_is_silent_as_torchs():
+    """70000 cast to float16 is inf (NaN results, as torch's); NumPy's cast would warn
+    from inside the library, torch's says nothing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = nk.softmax(np.array([70000, 0]), dtype=np.float16)
+    assert got.dtype == np.float16 and np.isnan(got).all()
+
+
 @pytest.mark.gpu
 def test_gpu_integer_cuda_tensors_with_dtype_and_0d_cuda_tensors_as_torch():
     """The cast of an integer CUDA tensor (a transposed one too) to ``dtype=`` on the
