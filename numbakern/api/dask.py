@@ -1963,7 +1963,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
 
         chunk = functools.partial(weighted_bins, bins=int(bins), range_=range_,
                                   strategy=strategy)
-        hist = _summed_parts(chunk, int(bins), np.float64, x, w).astype(w.dtype)
+        hist = _summed_parts(chunk, int(bins), np.float64, x, _widened(w)).astype(w.dtype)
     if density:
         widths = da.from_array(np.diff(edges).astype(float), chunks=-1)
         hist = hist / widths / hist.sum()
@@ -2001,7 +2001,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
                         meta=_meta(x, 1, np.int64))
     if w is not None:  # each chunk's float64 sums a bin, summed
         chunk = functools.partial(_weighted_chunk, bins=bins, strategy=strategy)
-        return _summed_parts(chunk, bins, np.float64, x, w)
+        return _summed_parts(chunk, bins, np.float64, x, _widened(w))
     return _summed_counts(x, bins, None, strategy)
 
 
@@ -2013,8 +2013,15 @@ def _weights_like(weights, x, name: str):
 
     w = _check_dask(weights if isinstance(weights, da.Array) else da.from_array(
         _like_chunks(x, weights)), name, "weights")
-    _weights_of(_shaped_like(w), _shaped_like(x), name)
+    _weights_of(_shaped_like(_widened(w)), _shaped_like(x), name)
     return w.rechunk(x.chunks)
+
+
+def _widened(w):
+    """Weights as the chunk kernels read them: bfloat16 (``ml_dtypes``) widened to
+    float32 (exact), as the NumPy forms' float32 copy; the sums' dtype is still
+    ``w``'s."""
+    return w.astype(np.float32) if np.dtype(w.dtype).name == "bfloat16" else w
 
 
 def _shaped_like(a):

@@ -1438,7 +1438,7 @@ def test_a_bfloat16_dtype_of_other_chunks_rounds_as_the_numpy_forms():
 def test_bfloat16_chunks_bin_as_numpys_bfloat16_histogram():
     """Each bfloat16 chunk binned as NumPy bins bfloat16 (its own arithmetic, bfloat16
     edges), not as a float32 copy: 6 random arrays, automatic and given ranges,
-    weights and density."""
+    weights (bfloat16 ones too, as the NumPy form's) and density."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
     bf16 = np.dtype(ml_dtypes.bfloat16)
     apart = 0
@@ -1455,6 +1455,11 @@ def test_bfloat16_chunks_bin_as_numpys_bfloat16_histogram():
             np.testing.assert_array_equal(edges, want_edges)
             assert hist.dtype == want.dtype, kw
             np.testing.assert_allclose(hist.compute(), want, rtol=1e-6)
+        bf16_weights = (rng.random(90) * 3).astype(bf16)  # read through float32
+        hist = nk.histogram(lazy, bins, weights=da.from_array(bf16_weights, chunks=40))[0]
+        want = nk.histogram(x, bins, weights=bf16_weights)[0]
+        assert hist.dtype == want.dtype == bf16
+        np.testing.assert_array_equal(hist.compute(), want)
         float32_edges = np.histogram_bin_edges(x.astype(np.float32), bins)
         apart += not np.array_equal(np.histogram(x.astype(np.float32), float32_edges)[0],
                                     np.histogram(x, bins)[0])
