@@ -75,8 +75,7 @@ from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import warn
-from numbakern.runtime.views import (c_contiguous, device_view, flat, host_copy, strided,
-                                     to_device)
+from numbakern.runtime.views import device_view, host_copy, strided, to_device
 from numbakern.strategies.online_softmax import ONLINE_SOFTMAX
 from numbakern.strategies.protocols import BlockStrategy, check_threads
 
@@ -859,11 +858,11 @@ def _cast_first(x, dtype, stream):
     if kind == "numpy":
         with np.errstate(over="ignore"):  # torch's cast, and the device's, say nothing
             return a.astype(result)
+    from numbakern.api.reductions import _c_order
+
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    view = device_view(a)
-    if not c_contiguous(view):  # the cast kernel reads one C-ordered run
-        view = contiguous_copy(a, view, workspace.stream)
-    return user_array(workspace.cast(flat(view, "x"), result)).reshape(tuple(a.shape))
+    # (the cast kernel reads one C-ordered run: a strided x is copied first)
+    return user_array(workspace.cast(_c_order(a, workspace), result)).reshape(tuple(a.shape))
 
 
 def _result_dtype(dtype) -> np.dtype:
