@@ -81,9 +81,7 @@ def keepdims_or_keepdim(keepdims: Any, keepdim: Any, name: str) -> Any:
     if keepdims is not False and keepdims is not np.False_:
         raise TypeError(f"{name}: give keepdims= or torch's keepdim=, not both "
                         f"(got keepdims={keepdims!r}, keepdim={keepdim!r})")
-    if not isinstance(keepdim, (bool, np.bool_)):
-        raise TypeError(f"{name}: keepdim must be True or False, got {keepdim!r}")
-    return keepdim
+    return check_flag(keepdim, f"{name}: keepdim")
 
 
 def axis_index(axis: Any, allowed: str = _ANY_AXES) -> int:
