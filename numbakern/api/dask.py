@@ -142,8 +142,7 @@ def through_float32(fn, x, args: tuple, kwargs: dict):
     if asked is not None and "bfloat16" in str(asked):
         bound.arguments["dtype"] = None if widened else np.dtype(np.float32)
         asked = None
-    if widened:
-        bound.arguments["x"] = x.astype(np.float32)
+    bound.arguments["x"] = _widened(x)
     try:
         result = fn(*bound.args, **bound.kwargs)
     except TypeError as e:
@@ -1949,8 +1948,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         from numbakern.api.histogram import finite_range, values_dtype
 
         value_dtype = values_dtype(x.dtype)
-        # bfloat16's extremes found in float32, which holds them exactly
-        y = x.astype(np.float32) if value_dtype.name == "bfloat16" else x
+        y = _widened(x)  # bfloat16's extremes found in float32, which holds them exactly
         range = finite_range(*(value_dtype.type(v.item())
                                for v in dask.compute(min(y), max(y))))
     empty = x._meta.reshape(-1)[:0]
@@ -2017,11 +2015,11 @@ def _weights_like(weights, x, name: str):
     return w.rechunk(x.chunks)
 
 
-def _widened(w):
-    """Weights as the chunk kernels read them: bfloat16 (``ml_dtypes``) widened to
-    float32 (exact), as the NumPy forms' float32 copy; the sums' dtype is still
-    ``w``'s."""
-    return w.astype(np.float32) if np.dtype(w.dtype).name == "bfloat16" else w
+def _widened(a):
+    """A Dask array as the chunk kernels read it: bfloat16 (``ml_dtypes``) widened to
+    float32 (exact), as the NumPy forms' float32 copy; any other dtype as it is. (A
+    weighted histogram's sums still take the weights' own dtype.)"""
+    return a.astype(np.float32) if np.dtype(a.dtype).name == "bfloat16" else a
 
 
 def _shaped_like(a):
