@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
+import threading
 
 # Modules whose frames stand between the user's call and a warning: numbakern's own
 # command runs through click (and ``python -m numbakern`` through runpy), so a
@@ -62,16 +63,24 @@ def warn(message, category=RuntimeWarning) -> None:
     warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
+# ``warnings.catch_warnings`` swaps the process's filters and ``showwarning`` and puts
+# back what it found: two threads' blocks overlapping would leave the second's
+# recorder installed after both (every later warning of the process held in a list no
+# one reads). Reentrant: a block may call a function that opens one.
+_CATCHING = threading.RLock()
+
+
 @contextlib.contextmanager
 def numpys_words():
     """Within the block, the warnings NumPy's own functions raise are held, then told
     again by :func:`warn` at the user's call (and refusing a recording, as every
     numbakern warning does); before an exception leaving the block too, such as
-    ``np.errstate``'s ``FloatingPointError``, as NumPy warns first."""
+    ``np.errstate``'s ``FloatingPointError``, as NumPy warns first. One thread at a
+    time holds the block (Dask's worker threads run it too)."""
     import warnings
 
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with _CATCHING, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             yield
     finally:

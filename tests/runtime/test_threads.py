@@ -12,6 +12,7 @@ against a float64 NumPy reference, rtol 1e-5 (plus atol 1e-6), indices exact.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -129,3 +130,36 @@ def test_concurrent_first_calls_of_one_signature_share_one_replay_entry():
 def test_concurrent_first_calls_of_one_signature_on_the_gpu_with_cupy():
     cupy = pytest.importorskip("cupy")
     _fresh_first_calls(cupy.asarray, cupy.asnumpy)
+
+
+def test_numpys_words_of_two_threads_never_leave_one_threads_recorder_installed():
+    """The first thread opens the block and waits (up to 0.5 s) for the second to open
+    its own; the first closes before the second. Overlapping, each
+    ``warnings.catch_warnings`` would put back what it found, the second the first's
+    recorder, holding every later warning of the process; one at a time, the
+    process's filters and warning display are as they were."""
+    import warnings
+
+    from numbakern.runtime.stacklevel import numpys_words
+
+    opened, first_closed = threading.Event(), threading.Event()
+    shown, filters = warnings._showwarnmsg_impl, list(warnings.filters)
+
+    def first():
+        with numpys_words():
+            opened.set()
+            time.sleep(0.5)  # the second thread tries to open its block meanwhile
+        first_closed.set()
+
+    def second():
+        opened.wait(10)
+        with numpys_words():
+            first_closed.wait(2)
+
+    threads = [threading.Thread(target=f) for f in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert warnings._showwarnmsg_impl is shown
+    assert warnings.filters == filters
