@@ -108,11 +108,12 @@ from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.ops import norms as _norms
 from numbakern.api.reductions import MaxWithIndices, MinWithIndices
-from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis, flat_axis_of_0d
-from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, keepdims_or_keepdim,
-                                  normalize_axes, normalize_axis, result_shape)
+from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
+from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, flat_axis_of_0d,
+                                  keepdims_or_keepdim, normalize_axes, normalize_axis,
+                                  result_shape)
 from numbakern.core.deliver import retupled
-from numbakern.runtime.stacklevel import quiet_numpy_errors, warn
+from numbakern.runtime.stacklevel import numpys_words, quiet_numpy_errors, warn
 
 
 def _nk():
@@ -840,10 +841,17 @@ def _leaf(nested):
 
 def _moments_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
     merged = _moments_merge(parts, axis)
-    value = finish(merged["n"], merged["mean"], merged.get("m2"))
-    if not keepdims:
-        value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
-    return _as_numpy_does(value.astype(result))
+    return _finished(finish, axis, keepdims, result, merged["n"], merged["mean"],
+                     merged.get("m2"))
+
+
+def _finished(finish, axis, keepdims: bool, result, n, mean, m2):
+    """``finish(n, mean, m2)`` of the merged states (reduced ``axis`` kept as 1) in
+    the result's shape and dtype ``result``. A whole-array result is finished from
+    scalars, as NumPy's forms divide them (its words: "... in scalar divide")."""
+    shape = n.shape if keepdims else tuple(s for a, s in enumerate(n.shape) if a not in axis)
+    n, mean, m2 = (None if v is None else v.reshape(shape)[()] for v in (n, mean, m2))
+    return _as_numpy_does(finish(n, mean, m2).astype(result))
 
 
 def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes,
@@ -880,15 +888,18 @@ def _warn_where(mask, message: str) -> None:
 
 
 def _variance_of(ddof, root: bool, message: str, skip_nan: bool = False):
-    """``finish(count, mean, M2)``: NumPy's variance (``M2 / max(count - ddof, 0)``;
-    NaN where that is not positive for the NaN-skipping forms, ``skip_nan``)."""
+    """``finish(count, mean, M2)``: NumPy's variance (``M2 / max(count - ddof, 0)``,
+    with NumPy's words for a division by zero; NaN where that is not positive for
+    the NaN-skipping forms, ``skip_nan``, whose NumPy form says nothing of it)."""
     def finish(n, mean, m2):
         left = n - ddof
         _warn_where(left <= 0, message)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = m2 / np.maximum(left, 0)
         if skip_nan:
-            v = np.where(left > 0, v, np.nan)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(left > 0, m2 / np.maximum(left, 0), np.nan)
+        else:
+            with numpys_words():
+                v = m2 / np.maximum(left, 0)
         return np.sqrt(v) if root else v
 
     return finish
@@ -911,10 +922,7 @@ def _deviations_merge(parts, axis=None, keepdims=True, **_):
 
 def _deviations_finish(parts, axis=None, keepdims=False, *, finish, result, **_):
     merged = _deviations_merge(parts, axis)
-    value = finish(merged["n"], None, merged["s"])
-    if not keepdims:
-        value = value.reshape(tuple(s for a, s in enumerate(value.shape) if a not in axis))
-    return _as_numpy_does(value.astype(result))
+    return _finished(finish, axis, keepdims, result, merged["n"], None, merged["s"])
 
 
 def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy, lanes,
