@@ -1415,10 +1415,9 @@ def with_correction(ddof, correction):
 
 
 def check_ddof(ddof, name: str) -> None:
-    """``ddof`` as NumPy takes it: a real number (not a bool), else TypeError naming
-    ``name``'s ``ddof``."""
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer,
-                                                                    np.floating)):
+    """``ddof`` as NumPy takes it: a real number (a bool as 0 or 1), else TypeError
+    naming ``name``'s ``ddof``."""
+    if not isinstance(ddof, (int, float, np.integer, np.floating, np.bool_)):
         raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
 
 
@@ -1697,7 +1696,7 @@ def host_numbers(x):
     if kind_of(x) != "numpy":
         return None
     if isinstance(x, BFloat16Bits):
-        return (np.asarray(x.bits).astype(np.uint32) << 16).view(np.float32)
+        return bfloat16.widen_on_host(x.bits)
     data = np.asarray(x)
     return data if data.dtype.kind in "biuf" else None
 

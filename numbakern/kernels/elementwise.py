@@ -233,8 +233,8 @@ def _divider(root: bool, skip_nan: bool):
     def divide(m2, dof):
         if dof > 0:
             v = m2 / dof
-        elif skip_nan or not m2 > 0:  # NumPy: nanvar NaN; var M2/0, inf or NaN
-            v = math.nan
+        elif skip_nan or not m2 > 0 or dof != dof:  # NumPy: nanvar NaN; var M2/0, inf
+            v = math.nan  # or NaN; a NaN ddof's M2/NaN
         else:
             v = math.inf
         return math.sqrt(v) if root else v

@@ -324,3 +324,23 @@ def test_an_axis_of_a_0d_input_as_numpy(name, axis, dtype):
             getattr(nk, name)(x, axis=axis)
         return
     assert getattr(nk, name)(x, axis=axis) == want
+
+
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+@pytest.mark.parametrize("ddof", [np.nan, True, np.True_, np.inf, 2.5])
+def test_ddof_of_nan_bool_inf_or_fraction_as_numpy(name, ddof):
+    """NumPy divides by ``max(count - ddof, 0)``: a NaN ddof gives NaN (no warning), a
+    bool counts as 0 or 1, an infinite one is no degrees of freedom left."""
+    x = np.arange(12.0).reshape(3, 4)
+    for axis in (None, 0, 1):
+        with warnings.catch_warnings(record=True) as numpys:
+            warnings.simplefilter("always")
+            want = getattr(np, name)(x, axis=axis, ddof=ddof)
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            got = getattr(nk, name)(x, axis=axis, ddof=ddof)
+            given = getattr(nk, name)(x, axis=axis, ddof=ddof,
+                                      mean=np.mean(x, axis=axis, keepdims=True))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        np.testing.assert_allclose(given, want, rtol=1e-12)
+        assert {str(w.message) for w in ours} == {str(w.message) for w in numpys}
