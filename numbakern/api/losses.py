@@ -315,8 +315,8 @@ def _weights(weight, C: int, tc: np.dtype, workspace: Workspace):
     weight = weight.bits if bits else weight
     host = np.asarray(weight) if kind_of(weight) == "numpy" else \
         host_words(device_view(weight), workspace.stream)  # after the work that wrote it
-    if bits:  # bfloat16 is float32's upper half
-        host = (host.astype(np.uint32) << 16).view(np.float32)
+    if bits:
+        host = bfloat16.widen_on_host(host)
     if host.dtype.kind != "f":
         raise TypeError(f"weight must hold floats (one weight per class), got dtype "
                         f"{host.dtype}")

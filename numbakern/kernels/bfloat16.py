@@ -39,6 +39,12 @@ def narrow(value):
     return uint16(b >> uint32(16))
 
 
+def widen_on_host(bits) -> np.ndarray:
+    """bfloat16 bits on the host (an array of uint16) as the float32 array of the
+    same values (a float32's upper half): :func:`widen` of each element."""
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
 def round_on_host(value) -> np.float32:
     """A real number rounded once to the nearest bfloat16 (ties to even; NaN and the
     infinities kept; past the largest bfloat16, an infinity), as a float32: what
