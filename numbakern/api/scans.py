@@ -52,7 +52,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
                                    contiguous_copy, honours_stream, kind_of, resolve_stream,
                                    user_array)
-from numbakern.core.axes import (FLAT, axis_index, axis_or_dim, check_flag, normalize_axis,
+from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, flat_axis_of_0d, normalize_axis,
                                   optional_axis)
 from numbakern.core.deliver import check_disjoint, check_out, written_into
 from numbakern.core.jobs import ScanJob
@@ -208,8 +208,7 @@ def cumulative_axis(x, axis, name: str):
                              f"not allow multiple axes), got {axis!r}")
         axis = axis[0]
     if x.ndim == 0:  # one element along axis 0 (or -1), as NumPy's
-        if axis is not None:
-            normalize_axis(axis, 1)
+        flat_axis_of_0d(axis, 0)
         return x.reshape(1), 0
     if axis is not None:
         return x, axis
@@ -578,14 +577,6 @@ def _setup(op, in_dtype: np.dtype, shape: tuple, axis, dtype, exclusive, reverse
     kit = state_kit(op, states, float16.read_for(in_dtype, results[0]) if op.fields == 1
                     else None)
     return exclusive, reverse, results, grid, layout, axis, out_shape, kit, size
-
-
-def flat_axis_of_0d(axis, ndim: int):
-    """``axis``, or None where NumPy scans a 0-d array along axis 0 or -1 as one
-    element (the flattened scan)."""
-    if ndim == 0 and axis is not None and axis_index(axis) in (0, -1):
-        return None
-    return axis
 
 
 _planned = planner(_setup)  # a repeated call skips the checks

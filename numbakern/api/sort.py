@@ -34,7 +34,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Bits, Workspace, as_array_like, as_layout_array,
                                    flat_device, flattened, honours_stream, kind_of, resolve_stream,
                                    to_user)
-from numbakern.core.axes import LAST, axis_or_dim, check_flag, normalize_axis, optional_axis
+from numbakern.core.axes import LAST, axis_or_dim, check_flag, flat_axis_of_0d, optional_axis
 from numbakern.core.jobs import SortJob
 from numbakern.kernels.sort_keys import BFLOAT16, bits_dtype
 from numbakern.runtime.replay import replayable
@@ -103,9 +103,8 @@ def argsort(x, axis=LAST, descending=False, *, dim=None, kind=None, stable=None,
     _check_kind(kind, stable, order)
     axis = axis_or_dim(axis, dim, "argsort")
     ndim = np.ndim(x.bits if isinstance(x, BFloat16Bits) else x)
-    if ndim == 0 and axis is not None and normalize_axis(axis, 1) == 0:
-        axis = None  # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
-    return _sort(x, axis, descending, True, strategy, stream)
+    # as NumPy: a 0-d array's argsort along 0 or -1 is array([0])
+    return _sort(x, flat_axis_of_0d(axis, ndim), descending, True, strategy, stream)
 
 
 def check_dtype(dtype: np.dtype, name: str = "x") -> np.dtype:

@@ -106,6 +106,16 @@ def normalize_axis(axis: Any, ndim: int, allowed: str = _ONE_AXIS) -> int:
     return a % ndim
 
 
+def flat_axis_of_0d(axis: Any, ndim: int) -> Any:
+    """``axis``, or None where NumPy takes a 0-d array along it as the one element of
+    the flattened array (its scans and argsort: along 0 or -1; another int is out of
+    bounds for that one dimension, NumPy's ``AxisError``)."""
+    if ndim != 0 or axis is None:
+        return axis
+    normalize_axis(axis, 1, _ANY_AXES)
+    return None
+
+
 def optional_axis(axis: Any, ndim: int) -> int | None:
     """``None`` (the flattened input, as NumPy's cumsum and sort), or one axis."""
     return None if axis is None else normalize_axis(axis, ndim)

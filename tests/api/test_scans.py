@@ -675,7 +675,7 @@ def test_block_strategies_also_reduce():
         assert nk.sum(x, strategy=TwoPass(block=block)) == x.sum()
 
 
-# --- many short rows: one warp per row (numbakern/kernels/scan_rows.py) ---------------------------
+# --- many short rows: one warp per row (numbakern/kernels/scan_rows.py) -----------------------
 #
 # Row lengths 1, 2 (rows sharing a warp in lane groups), 31, 32, 33 (one chunk, one chunk
 # exactly, a carry into a one-element chunk) and 70 (three chunks: the middle one
@@ -1010,3 +1010,18 @@ def test_float_products_into_a_complex_out_settle_as_reals(fn):
     assert got is out
     np.testing.assert_array_equal(out.real, want)
     assert not out.imag.any()
+
+
+@pytest.mark.parametrize("name", ["cumsum", "nancumprod", "argsort"])
+@pytest.mark.parametrize("axis", [1, -2])
+def test_a_0d_input_along_an_axis_past_its_flattened_one_is_numpys_axis_error(name, axis):
+    """NumPy takes a 0-d array along axis 0 or -1 as its one element (the flattened
+    array, of one dimension): another axis is out of bounds for dimension 1."""
+    x = np.array(2.5, np.float32)
+    with pytest.raises(np.exceptions.AxisError) as numpys:
+        getattr(np, name)(x, axis=axis)
+    with pytest.raises(np.exceptions.AxisError) as ours:
+        getattr(nk, name)(x, axis=axis)
+    assert str(ours.value) == str(numpys.value)
+    along = 0 if axis > 0 else -1  # an axis NumPy takes
+    assert getattr(nk, name)(x, axis=along).tolist() == getattr(np, name)(x, axis=along).tolist()
