@@ -30,7 +30,8 @@ def is_dask(x) -> bool:
 
 # Types whose values need nothing of this module: learnt as calls see them (a set's
 # ``add`` is atomic, so calls from several threads may learn at once). NumPy arrays,
-# dtypes and classes are decided value by value (a bfloat16 dtype is translated).
+# dtypes and classes are decided value by value (a bfloat16 dtype is translated), so
+# is the string "bfloat16".
 _PLAIN: set[type] = {int, float, bool, str, tuple, list, slice, type(None)}
 _BY_VALUE = (np.ndarray, np.dtype, type)
 
@@ -38,8 +39,8 @@ _BY_VALUE = (np.ndarray, np.dtype, type)
 def _plain(a) -> bool:
     """Whether ``a`` goes to the function as it is (no Dask, no translation)."""
     t = type(a)
-    if t in _PLAIN:
-        return True
+    if t in _PLAIN:  # but dtype="bfloat16", NumPy's name of ml_dtypes' type
+        return t is not str or a != "bfloat16"
     if is_dask(a) or is_foreign(a):
         return False
     if not isinstance(a, _BY_VALUE):

@@ -130,7 +130,9 @@ def is_foreign(a) -> bool:
         return a.dtype.name == "bfloat16"
     if isinstance(a, (np.dtype, type)):  # dtype=bfloat16 (ml_dtypes) is translated too
         return getattr(a, "__name__", getattr(a, "name", "")) == "bfloat16"
-    if isinstance(a, (int, float, str, type(None), tuple, list)):
+    if isinstance(a, str):  # dtype="bfloat16": NumPy's name of ml_dtypes' type
+        return a == "bfloat16"
+    if isinstance(a, (int, float, type(None), tuple, list)):
         return False
     return is_torch(a) or _is_dlpack_only(a)
 
@@ -211,6 +213,8 @@ def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
     rounded = []
 
     def numpy_dtype(d):
+        if isinstance(d, str) and d == "bfloat16":
+            d = numpy_bfloat16("dtype='bfloat16'")  # as NumPy reads the name
         if d is None or "bfloat16" not in str(d):
             return _numpy_dtype(d) if is_torch(d) else d
         inputs = [a for n, a in zip(names, args) if n not in OUTS] + \

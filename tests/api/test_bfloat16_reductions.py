@@ -487,3 +487,23 @@ def test_scans_write_bfloat16_bits_in_the_kernel():
     assert got.dtype == np.uint16
     np.testing.assert_array_equal(got, np.cumsum(counts.astype(np.float32), 1,
                                                  dtype=np.uint16))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "cumsum", "softmax", "log_softmax"])
+def test_dtype_named_bfloat16_is_ml_dtypes_type_as_numpy_reads_the_name(name):
+    """With ml_dtypes imported, NumPy reads ``dtype="bfloat16"`` as its type: so do the
+    NumPy, torch and Dask forms."""
+    x = np.arange(12.0).reshape(3, 4) / 7
+    want = getattr(nk, name)(x, dtype=BF16)
+    for given in (x, torch.from_numpy(x)):
+        got = getattr(nk, name)(given, dtype="bfloat16")
+        if isinstance(given, torch.Tensor):
+            assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+            got = got.float().numpy()
+        else:
+            assert type(got) is type(want) and got.dtype == BF16
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+    da = pytest.importorskip("dask.array")
+    lazy = getattr(nk, name)(da.from_array(x, chunks=(3, 4)), dtype="bfloat16").compute()
+    assert np.asarray(lazy).dtype == BF16
+    np.testing.assert_array_equal(np.asarray(lazy, np.float32), np.asarray(want, np.float32))
