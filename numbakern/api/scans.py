@@ -796,12 +796,12 @@ def _empty_state(op, kit) -> tuple:
 
 
 def _described(out) -> str:
-    """``out`` in a message: its type and shape, each member's in a tuple (never the
+    """``out`` in a message: an array's shape (not its type, which may be the
+    translation of the caller's tensor), each member's in a tuple (never the
     elements: an array may be huge)."""
     if isinstance(out, (tuple, list)):
         return f"a {type(out).__name__} of ({', '.join(map(_described, out))})"
-    return f"{type(out).__name__} of shape {tuple(out.shape)}" if hasattr(out, "shape") \
-        else repr(out)
+    return f"an array of shape {tuple(out.shape)}" if hasattr(out, "shape") else repr(out)
 
 
 def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):

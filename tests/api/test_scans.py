@@ -981,13 +981,17 @@ def test_an_unknown_op_name_lists_every_name_associative_scan_takes():
     np.testing.assert_array_equal(indices, [0, 0, 2, 2, 4])
 
 
-def test_a_wrong_out_names_its_type_and_shape_not_its_elements():
-    with pytest.raises(TypeError, match=r"a tuple of two arrays for this op, got ndarray "
+def test_a_wrong_out_names_its_shape_not_its_elements():
+    with pytest.raises(TypeError, match=r"a tuple of two arrays for this op, got an array "
                                         r"of shape \(5,\)$"):
         nk.associative_scan(np.arange(5), "argmax", out=np.zeros(5, np.int64))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"cummax: out must be a tuple of two arrays for this "
+                                        r"op, got an array of shape \(3,\)$"):
+        nk.cummax(torch.ones(3), dim=0, out=torch.empty(3))  # an array, not an "ndarray"
     big = np.zeros((2, 3))
     with pytest.raises(TypeError, match=r"out must be an array for this op, got a tuple of "
-                                        r"\(ndarray of shape \(2, 3\), ndarray of shape "
+                                        r"\(an array of shape \(2, 3\), an array of shape "
                                         r"\(2, 3\)\)$"):
         nk.cumsum(big, axis=1, out=(big, big))
     with pytest.raises(TypeError, match=r"out must be an array for this op, got a tuple "):
