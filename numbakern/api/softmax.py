@@ -162,6 +162,9 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
             With ``mask``, an element is kept when both keep it.
         scale: a finite real number (or a 0-d array of one) multiplying ``x`` before
             the maximum (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
+            The product is taken in the compute dtype (float32 for float16 and
+            bfloat16 ``x``), so it does not overflow where ``x * scale`` formed in
+            ``x``'s own dtype first would.
         max_strategy, sum_strategy: block strategies for the row's maximum and sum: a
             name from ``numbakern.strategies.available("block")`` or a
             :class:`~numbakern.strategies.BlockStrategy`; default ``warp_shuffle``.
