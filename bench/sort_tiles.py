@@ -1,6 +1,6 @@
 """Onesweep tile shapes beside CCCL's ``cuda.compute.radix_sort`` and ``cupy.sort``.
 
-    python bench/sort_tiles.py [--quick]
+    python bench/sort_tiles.py [--quick] [--case "u32"]...
 
 Whole calls on CuPy arrays, CUDA-event medians (``bench/ab.py``'s ``event_ms``), each
 numbakern result checked bit for bit against ``cupy.sort`` (or ``cupy.argsort``
@@ -24,6 +24,7 @@ from ab import event_ms  # noqa: E402
 SHAPES = {
     "sort f32 2^28": [(256, 16), (256, 24), (256, 28), (256, 32), (384, 24)],
     "sort u32 2^28": [(256, 24), (256, 28), (256, 32)],
+    "sort i32 2^28": [(256, 28), (256, 32)],
     "sort f64 2^26": [(384, 16), (384, 20), (256, 20), (512, 16)],
     "argsort f32 2^28": [(384, 12), (384, 16), (256, 20), (512, 12)],
 }
@@ -35,6 +36,7 @@ def inputs(cp):
     return {
         "sort f32 2^28": (f32, False),
         "sort u32 2^28": (rng.integers(0, 2**32, 1 << 28, dtype=cp.uint32), False),
+        "sort i32 2^28": (rng.integers(-2**31, 2**31, 1 << 28, dtype=cp.int32), False),
         "sort f64 2^26": (rng.standard_normal(1 << 26, dtype=cp.float64), False),
         "argsort f32 2^28": (f32, True),
     }
@@ -55,6 +57,8 @@ def _cuda_compute(x):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the first shape of each only")
+    parser.add_argument("--case", action="append", default=[],
+                        help="only the cases whose name holds this text (repeatable)")
     args = parser.parse_args()
     import cupy as cp
 
@@ -62,6 +66,8 @@ def main() -> None:
     from numbakern.strategies import RadixSort
 
     for case, (x, indices) in inputs(cp).items():
+        if args.case and not any(text in case for text in args.case):
+            continue
         want = cp.sort(x)
         fn = nk.argsort if indices else nk.sort
         runs = [("default", lambda: fn(x))]
