@@ -487,6 +487,8 @@ def test_cuda_tensors_through_every_function(name, dtype, cupy_or_not):
     if kind in "fpv":  # the host runs float16 as float16, bfloat16 as the float32 it reads
         tensors = tuple(_cuda(a, dtype) for a in arrays)
         host = tuple((t.float() if dtype == "bfloat16" else t).cpu().numpy() for t in tensors)
+        if name == "histogram" and dtype == "bfloat16":  # NumPy bins bfloat16 in bfloat16
+            host = tuple(h.astype(pytest.importorskip("ml_dtypes").bfloat16) for h in host)
     else:
         tensors = tuple(torch.from_numpy(a).to("cuda") for a in arrays)
         host = arrays
