@@ -99,7 +99,20 @@ class OutputPath(click.Path):
             self.fail(f"{value!r}: no folder {folder!r} to write it in", param, ctx)
         if not os.access(folder, os.W_OK):
             self.fail(f"{value!r}: the folder {folder!r} is not writable", param, ctx)
+        self._try_writing(path, value, param, ctx)
         return path
+
+    def _try_writing(self, path, value, param, ctx) -> None:
+        """Open ``path`` for writing once (removed again if it was not there): some
+        folders pass ``os.access`` and still take no new file (``/proc``)."""
+        existed = os.path.exists(path)
+        try:
+            with open(path, "a"):
+                pass
+        except OSError as exc:
+            self.fail(f"{value!r}: cannot write it ({exc.strerror})", param, ctx)
+        if not existed:
+            os.remove(path)
 
 
 OUTPUT = OutputPath()
@@ -244,7 +257,8 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     if simulator and int(np.prod(shape)) > SIMULATOR_MAX_ELEMENTS:
         raise click.BadParameter(
             f"{'x'.join(map(str, shape))} is too large for the simulator (one OS thread per "
-            f"CUDA thread): use at most {SIMULATOR_MAX_ELEMENTS:,} elements", param_hint="'--size'")
+            f"CUDA thread): use at most {SIMULATOR_MAX_ELEMENTS:,} elements",
+            param_hint="'--size'")
     if png_path:
         _need_matplotlib("--png")
     if op.one_d and len(shape) > 1:
@@ -321,9 +335,14 @@ def _strategy_names(value: str) -> list[str]:
     """``all`` (every reduction strategy), ``scans``, ``histograms``, ``sorts`` or
     ``softmax`` (every strategy of that family) or one name of those families; a
     block strategy's name alone is the default grid reduction with that block
-    (``shared_tree``: ``two_pass/shared_tree``), as ``strategy=`` reads it."""
+    (``shared_tree``: ``two_pass/shared_tree``), a grid's name alone that grid with
+    its default block (``atomic_fold``: ``atomic_fold/warp_shuffle``), as ``strategy=``
+    reads them."""
     if value in _strategies.available("block"):
         value = f"two_pass/{value}"
+    for family in ("reduce", "scan"):  # a grid name alone: its default block, likewise
+        if any(name.startswith(f"{value}/") for name in _family(family)):
+            value = f"{value}/{_strategies.resolve(family, value).block.name}"
     if value in _FAMILY_WORDS:
         return _family(_FAMILY_WORDS[value])
     known = [name for family in ("reduce", "scan", "histogram", "sort", "softmax", "select")
@@ -469,8 +488,8 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     if figure:
         _need_matplotlib("--figure")
         if len(names) > 1 and "{name}" not in figure:
-            raise click.BadParameter("with a whole family (all, scans, ...), put {name} in the path",
-                                     param_hint="'--figure'")
+            raise click.BadParameter("with a whole family (all, scans, ...), put {name} in "
+                                     "the path", param_hint="'--figure'")
     from .trace import ARG_OPS, STATE_OPS
 
     state = STATE_OPS.get(op_name)
@@ -859,7 +878,9 @@ def _explain_histograms(console, names, x, bins, threads, blocks, limit, figure)
 @cli.command()
 @click.option("--out", "folder", type=click.Path(file_okay=False, writable=True),
               default=os.path.join("docs", "course"), show_default=True,
-              help="The folder the figures go to (made if missing).")
+              help="The folder the figures go to (made if missing; a relative path "
+                   "from the current folder: run from a checkout to redraw its "
+                   "docs/course).")
 @click.option("-f", "--family", "families", multiple=True,
               type=click.Choice(COURSE_FAMILIES),
               help="Only these families (repeatable; axis: a sum along each axis, the "
@@ -873,7 +894,11 @@ def course(folder, families):
         _rerun_under_simulator("course")
     from .course import draw_course
 
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"{folder!r}: cannot make the folder ({exc.strerror})",
+                                 param_hint="'--out'") from None
     try:
         written = draw_course(folder, families or COURSE_FAMILIES,
                               progress=lambda path: click.echo(f"drawing {path}"))
@@ -890,11 +915,17 @@ def main(argv=None) -> None:
 
 
 def _the_commands_own(show):
-    """``showwarning`` that prints a warning no user line called (numbakern reports
-    those at ``sys:1``: a command runs no user code) as the command's own,
-    ``numbakern: SimulatorSlowWarning: ...``; any other through ``show``."""
+    """``showwarning`` that prints a warning no user line called as the command's own,
+    ``numbakern: SimulatorSlowWarning: ...``: one numbakern reports at ``sys:1`` (a
+    command runs no user code), at the console script that started the command, or
+    inside numbakern (NumPy's words on a trace's own arithmetic); any other through
+    ``show``."""
+    package = os.path.dirname(os.path.abspath(numbakern.__file__))
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None
+
     def shown(message, category, filename, lineno, file=None, line=None):
-        if filename != "sys":
+        where = os.path.abspath(filename) if filename != "sys" else "sys"
+        if where not in ("sys", script) and not where.startswith(package + os.sep):
             return show(message, category, filename, lineno, file, line)
         print(f"numbakern: {category.__name__}: {message}", file=file or sys.stderr)
 

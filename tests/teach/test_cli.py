@@ -563,8 +563,8 @@ def test_a_students_broken_strategy_is_reported_as_its_own_error(fault):
 def test_explain_refuses_a_sort_it_cannot_record_naming_the_ones_it_can():
     from numbakern.teach.sort_trace import trace_sort
 
-    with pytest.raises(ValueError, match=r"strategy: explain records the sorts \['bitonic', 'radix'\], "
-                                         r"got 'no_such_sort'"):
+    with pytest.raises(ValueError, match=r"strategy: explain records the sorts "
+                                         r"\['bitonic', 'radix'\], got 'no_such_sort'"):
         trace_sort([3, 1, 2], "no_such_sort")
 
 
@@ -653,3 +653,50 @@ def test_compare_reads_a_block_strategys_name_as_strategy_does():
     result = invoke("compare", "sum", "-n", "100", "-s", "warp_shuffle", "--repeat", "1")
     assert result.exit_code == 0, result.output
     assert "two_pass/warp_shuffle" in result.output and "ok" in result.output
+
+
+@pytest.mark.parametrize("args", [["explain", "--values", "1,2", "--json", "/proc/x.json"],
+                                  ["explain", "--values", "1,2", "--figure", "/proc/x.png"],
+                                  ["compare", "sum", "-n", "8", "--png", "/proc/x.png"]])
+def test_a_path_no_file_can_be_made_in_is_a_usage_error_before_any_work(args):
+    """``/proc`` passes ``os.access(W_OK)`` as root (another user is told it is not
+    writable) and takes no new file: the path is tried before the work, not met as a
+    traceback after it."""
+    if not os.path.isdir("/proc"):
+        pytest.skip("no /proc here")
+    result = invoke(*args)
+    said = "cannot write it" if os.access("/proc", os.W_OK) else "is not writable"
+    assert result.exit_code == 2 and said in result.output, result.output
+
+
+def test_course_into_a_folder_that_cannot_be_made_is_a_usage_error(tmp_path):
+    (tmp_path / "f").write_text("")
+    result = invoke("course", "-f", "sort", "--out", str(tmp_path / "f" / "sub"))
+    assert result.exit_code == 2 and "cannot make the folder" in result.output, result.output
+
+
+@simulator_only
+@pytest.mark.parametrize("grid, full", [("atomic_fold", "atomic_fold/warp_shuffle"),
+                                        ("reduce_then_scan", "reduce_then_scan/warp_shuffle")])
+def test_explain_reads_a_grids_name_alone_as_strategy_does(grid, full):
+    result = invoke("explain", grid, "-n", "8")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(full + " ·"), result.output[:200]
+
+
+@simulator_only
+def test_the_console_scripts_warnings_are_the_commands_own():
+    """The ``numbakern`` script (not ``python -m``): a warning reported at its frame
+    printed as the command's, not as ``.../bin/numbakern:8: ...``."""
+    script = Path(sys.executable).parent / "numbakern"
+    if not script.exists():
+        pytest.skip("no numbakern console script beside this Python")
+    env = dict(os.environ, NUMBAKERN_SIM_WARN_SECONDS="0")
+    done = subprocess.run(
+        [sys.executable, "-W", "always::UserWarning", str(script), "compare", "sum",
+         "-n", "64", "--repeat", "1", "-s", "two_pass/warp_shuffle"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [l for l in done.stderr.splitlines() if "SimulatorSlowWarning" in l]
+    assert lines and all(l.startswith("numbakern: SimulatorSlowWarning: kernel ")
+                         for l in lines), lines
