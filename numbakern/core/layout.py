@@ -344,14 +344,18 @@ def _mask_base(mask, shape, stream):
 
 def _packed_mask(mask, shape, perm, stream):
     """The mask broadcast to ``shape`` and transposed by ``perm``, C-contiguous on the
-    device: the copy a layout that does not collapse needs (as :func:`_transposed`)."""
+    device: the copy a layout that does not collapse needs (as :func:`_transposed`,
+    unwarned for a NumPy mask, which goes to the device anyway)."""
+    if kind_of(mask) == "numpy":
+        return to_device(np.ascontiguousarray(np.broadcast_to(mask, shape).transpose(perm)),
+                         stream)
     warn(
-        f"numbakern copied the where= mask of shape {tuple(mask.shape)} to the input's "
-        f"size {tuple(shape)}: the input's layout does not collapse to two strided "
-        "dimensions per group; pass a contiguous input to avoid the copy",
+        f"numbakern copied the where= mask of shape {tuple(mask.shape)}, laid out as the "
+        f"input's {tuple(shape)} elements: the input's layout does not collapse to two "
+        "strided dimensions per group; pass a contiguous input to avoid the copy",
         CopyWarning)
-    if kind_of(mask) == "numpy" or SIMULATOR:
-        host = mask if kind_of(mask) == "numpy" else mask.copy_to_host()
+    if SIMULATOR:
+        host = mask.copy_to_host()
         return to_device(np.ascontiguousarray(np.broadcast_to(host, shape).transpose(perm)),
                          stream)
     import cupy  # _transposed has already required it for the input's copy
