@@ -314,8 +314,12 @@ def test_radix_default_tile_by_key_width(on_h200):
     8-byte sorts and 4-byte argsorts), fewer keys where it does not fit."""
     s = RadixSort()
     assert [s.tile_shape(*w) for w in WIDTHS] == [(256, 28), (384, 16), (384, 16), (256, 12)]
+    # 4-byte integer keys sorted (not argsorted): a larger tile
+    assert s.tile_shape(4, 0, True) == (256, 32) and s.tile_shape(4, 4, True) == (384, 16)
+    assert s.tile_shape(8, 0, True) == (384, 16)
     on_h200.shared_capacity = lambda: (48 * 1024, 228 * 1024)
     assert s.tile_shape(4, 0) == (256, 12) and s.tile_shape(8, 0) == (384, 4)
+    assert s.tile_shape(4, 0, True) == (256, 12)
 
 
 def test_radix_given_threads_or_items_kept(on_h200):
@@ -359,7 +363,7 @@ def test_radix_passes_launch_their_own_threads(monkeypatch):
         return real(kernel, blocks, threads, *args, **kw)
 
     monkeypatch.setattr(radix_sort, "launch", record)
-    monkeypatch.setattr(RadixSort, "tile_shape", lambda self, key_bytes, index_bytes: (96, 2))
+    monkeypatch.setattr(RadixSort, "tile_shape", lambda self, *widths: (96, 2))
     s = RadixSort(threads=32)
     x = values(np.float32, 385)
     assert same_bits(nk.sort(x, strategy=s), np.sort(x, kind="stable"))
