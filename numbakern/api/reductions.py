@@ -1473,10 +1473,14 @@ def _variance_value(name, x, axis, dtype, out, ddof, keepdims, strategy, stream,
     def finish(counts, means, m2s, dst, stream):
         variance_into(counts, means, m2s, dst, ddof, root, skip_nan, stream)
 
+    late = []  # nanvar's: NumPy says "Degrees of freedom" after its arithmetic's words
+    too_few = (lambda: late.append(True)) if skip_nan and warning is not None else warning
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
-                     strategy, stream, lanes, finish, ddof, warning, mask,
+                     strategy, stream, lanes, finish, ddof, too_few, mask,
                      (variance_emit(root, skip_nan), float(ddof)))
     _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
+    if late:
+        warning()
     return value
 
 
@@ -1773,11 +1777,14 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
     summed_variance_into(sums, counts, values, ddof, root, skip_nan, workspace.stream)
     delivered = deliver(workspace, values, result, shape, out)
     if workspace.kind == "numpy":
-        if warning is not None and (deliver(workspace, counts, np.int64, (M,), None)
-                                    <= ddof).any():
+        too_few = warning is not None and (deliver(workspace, counts, np.int64, (M,), None)
+                                           <= ddof).any()
+        if too_few and not skip_nan:  # var's NumPy counts before its arithmetic
             warning()
         raised = host_copy(flags, workspace.stream)
         _variance_fp_errors(name, bool(raised[INVALID]), bool(raised[OVERFLOW]))
+        if too_few and skip_nan:  # nanvar's after it
+            warning()
     return delivered
 
 

@@ -344,3 +344,25 @@ def test_ddof_of_nan_bool_inf_or_fraction_as_numpy(name, ddof):
         np.testing.assert_allclose(got, want, rtol=1e-12)
         np.testing.assert_allclose(given, want, rtol=1e-12)
         assert {str(w.message) for w in ours} == {str(w.message) for w in numpys}
+
+
+@pytest.mark.parametrize("name", ["nanvar", "nanstd", "var", "std"])
+@pytest.mark.parametrize("kwargs", [dict(axis=0, where=np.array([True, False, True, True])),
+                                    dict(axis=1, ddof=4)], ids=["where", "ddof"])
+@pytest.mark.parametrize("given_mean", [False, True])
+def test_an_infinity_and_no_degrees_of_freedom_warn_in_numpys_order(name, kwargs,
+                                                                   given_mean):
+    """NumPy's nanvar meets ``inf - inf`` in its arithmetic, then finds a slice with no
+    degrees of freedom left; its var counts first. The same words, in the same order."""
+    x = np.array([[1.0, np.nan, 3.0, -2.0], [2.0, 5.0, np.inf, 0.5],
+                  [7.0, 1.0, 2.0, 9.0]])
+    if given_mean:
+        kwargs = {**kwargs, "mean": np.nanmean(x, axis=kwargs["axis"], keepdims=True)}
+    results, said = [], []
+    for lib in (np, nk):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results.append(getattr(lib, name)(x, **kwargs))
+        said.append([str(w.message) for w in caught if w.category is RuntimeWarning])
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-12)
+    assert said[1] == said[0] and any("Degrees of freedom" in w for w in said[0])
