@@ -46,6 +46,18 @@ def test_sort_2_28_vs_cupy(cp, dtype):
     assert bool(cp.array_equal(nk.sort(x), cp.sort(x)))
 
 
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_integer_keys_in_their_own_default_tile(cp, dtype):
+    """4-byte integer keys sort in 256 x 32 tiles by default (``INTEGER_TILE``): a
+    partial last tile, negative keys, duplicates; rows of a partial tile each too."""
+    assert RadixSort().tile_shape(4, 0, True) == (256, 32)
+    low = -5000 if dtype == "int32" else 0
+    x = cp.random.randint(low, 5000, (1 << 22) + 777).astype(dtype)
+    assert bool(cp.array_equal(nk.sort(x), cp.sort(x)))
+    rows = x[:3 * 100_003].reshape(3, -1)
+    assert bool(cp.array_equal(nk.sort(rows), cp.sort(rows, axis=-1)))
+
+
 @pytest.mark.parametrize("threads,items", [(384, 21), (256, 24), (512, 16), (256, 28),
                                            (384, 16), (384, 12), (256, 20)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
