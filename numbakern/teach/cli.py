@@ -99,20 +99,20 @@ class OutputPath(click.Path):
             self.fail(f"{value!r}: no folder {folder!r} to write it in", param, ctx)
         if not os.access(folder, os.W_OK):
             self.fail(f"{value!r}: the folder {folder!r} is not writable", param, ctx)
-        self._try_writing(path, value, param, ctx)
+        self._try_writing_in(folder, value, param, ctx)
         return path
 
-    def _try_writing(self, path, value, param, ctx) -> None:
-        """Open ``path`` for writing once (removed again if it was not there): some
-        folders pass ``os.access`` and still take no new file (``/proc``)."""
-        existed = os.path.exists(path)
+    def _try_writing_in(self, folder: str, value, param, ctx) -> None:
+        """Make and remove a file of our own in ``folder``: some folders pass
+        ``os.access`` and still take no new file (``/proc``). The user's path itself
+        is not opened (a FIFO would block, a dangling link be followed)."""
+        import tempfile
+
         try:
-            with open(path, "a"):
+            with tempfile.NamedTemporaryFile(dir=folder):
                 pass
         except OSError as exc:
-            self.fail(f"{value!r}: cannot write it ({exc.strerror})", param, ctx)
-        if not existed:
-            os.remove(path)
+            self.fail(f"{value!r}: cannot write in {folder!r} ({exc.strerror})", param, ctx)
 
 
 OUTPUT = OutputPath()
@@ -335,14 +335,15 @@ def _strategy_names(value: str) -> list[str]:
     """``all`` (every reduction strategy), ``scans``, ``histograms``, ``sorts`` or
     ``softmax`` (every strategy of that family) or one name of those families; a
     block strategy's name alone is the default grid reduction with that block
-    (``shared_tree``: ``two_pass/shared_tree``), a grid's name alone that grid with
-    its default block (``atomic_fold``: ``atomic_fold/warp_shuffle``), as ``strategy=``
-    reads them."""
+    (``shared_tree``: ``two_pass/shared_tree``), a grid's or a softmax normalizer's
+    name alone that with the default block (``atomic_fold``:
+    ``atomic_fold/warp_shuffle``), as ``strategy=`` reads them."""
     if value in _strategies.available("block"):
         value = f"two_pass/{value}"
-    for family in ("reduce", "scan"):  # a grid name alone: its default block, likewise
-        if any(name.startswith(f"{value}/") for name in _family(family)):
-            value = f"{value}/{_strategies.resolve(family, value).block.name}"
+    grids = {name.split("/")[0] for family in ("reduce", "scan", "softmax")
+             for name in _family(family)}
+    if value in grids:  # a grid (or softmax normalizer) name alone: the default block
+        value = f"{value}/{_strategies.resolve('block', None).name}"
     if value in _FAMILY_WORDS:
         return _family(_FAMILY_WORDS[value])
     known = [name for family in ("reduce", "scan", "histogram", "sort", "softmax", "select")

@@ -665,8 +665,24 @@ def test_a_path_no_file_can_be_made_in_is_a_usage_error_before_any_work(args):
     if not os.path.isdir("/proc"):
         pytest.skip("no /proc here")
     result = invoke(*args)
-    said = "cannot write it" if os.access("/proc", os.W_OK) else "is not writable"
+    said = "cannot write in '/proc'" if os.access("/proc", os.W_OK) else "is not writable"
     assert result.exit_code == 2 and said in result.output, result.output
+
+
+def test_a_fifo_or_a_dangling_link_to_write_is_neither_opened_nor_removed(tmp_path):
+    """The check of an output path writes a file of its own: a FIFO named by --json
+    does not block the check, a dangling link is neither followed nor removed."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    fifo, link = tmp_path / "fifo", tmp_path / "link.json"
+    os.mkfifo(fifo)
+    link.symlink_to(tmp_path / "target.json")
+    from numbakern.teach.cli import OUTPUT
+
+    for path in (fifo, link):
+        assert OUTPUT.convert(str(path), None, None) == str(path)
+    assert link.is_symlink() and not (tmp_path / "target.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json"]
 
 
 def test_course_into_a_folder_that_cannot_be_made_is_a_usage_error(tmp_path):
@@ -677,11 +693,12 @@ def test_course_into_a_folder_that_cannot_be_made_is_a_usage_error(tmp_path):
 
 @simulator_only
 @pytest.mark.parametrize("grid, full", [("atomic_fold", "atomic_fold/warp_shuffle"),
-                                        ("reduce_then_scan", "reduce_then_scan/warp_shuffle")])
+                                        ("reduce_then_scan", "reduce_then_scan/warp_shuffle"),
+                                        ("online", "online/warp_shuffle")])
 def test_explain_reads_a_grids_name_alone_as_strategy_does(grid, full):
     result = invoke("explain", grid, "-n", "8")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(full + " ·"), result.output[:200]
+    assert f"{full} ·" in result.output.splitlines()[0], result.output[:200]
 
 
 @simulator_only
