@@ -43,7 +43,7 @@ def _plain(a) -> bool:
         return t is not str or a != "bfloat16"
     if is_dask(a) or is_foreign(a):
         return False
-    if not isinstance(a, _BY_VALUE):
+    if not isinstance(a, _BY_VALUE + (str,)):  # (np.str_: by value, as str)
         _PLAIN.add(t)
     return True
 

@@ -126,12 +126,12 @@ def _is_dlpack_only(a) -> bool:
 
 def is_foreign(a) -> bool:
     """Whether argument ``a`` needs translating here (cheap: type checks only)."""
+    if isinstance(a, str):  # dtype="bfloat16" (np.str_ too): NumPy's name of the type
+        return a == "bfloat16"
     if isinstance(a, (np.ndarray, np.generic)):
         return a.dtype.name == "bfloat16"
     if isinstance(a, (np.dtype, type)):  # dtype=bfloat16 (ml_dtypes) is translated too
         return getattr(a, "__name__", getattr(a, "name", "")) == "bfloat16"
-    if isinstance(a, str):  # dtype="bfloat16": NumPy's name of ml_dtypes' type
-        return a == "bfloat16"
     if isinstance(a, (int, float, type(None), tuple, list)):
         return False
     return is_torch(a) or _is_dlpack_only(a)

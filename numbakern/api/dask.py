@@ -161,6 +161,8 @@ def asks_bfloat16(x, args: tuple, kwargs: dict) -> bool:
     """Whether a call of a Dask ``x`` goes :func:`through_float32`: ``x`` of bfloat16,
     or ``dtype=`` bfloat16 (by keyword, or a dtype among the positionals)."""
     def is_dtype(a) -> bool:
+        if isinstance(a, str):  # NumPy's name of ml_dtypes' type
+            return a == "bfloat16"
         return isinstance(a, (type, np.dtype)) or (type(a).__module__ == "torch"
                                                    and type(a).__name__ == "dtype")
 

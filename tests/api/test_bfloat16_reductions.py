@@ -507,3 +507,16 @@ def test_dtype_named_bfloat16_is_ml_dtypes_type_as_numpy_reads_the_name(name):
     lazy = getattr(nk, name)(da.from_array(x, chunks=(3, 4)), dtype="bfloat16").compute()
     assert np.asarray(lazy).dtype == BF16
     np.testing.assert_array_equal(np.asarray(lazy, np.float32), np.asarray(want, np.float32))
+
+
+def test_dtype_named_bfloat16_by_position_or_as_a_numpy_string():
+    x = np.arange(12.0).reshape(3, 4) / 7
+    want = nk.sum(x, dtype=BF16)
+    da = pytest.importorskip("dask.array")
+    lazy = da.from_array(x, chunks=(2, 3))
+    for asked in ("bfloat16", np.str_("bfloat16")):
+        for got in (nk.sum(x, None, asked), nk.sum(x, dtype=asked),
+                    nk.sum(lazy, None, asked).compute(), nk.sum(lazy, dtype=asked).compute()):
+            assert got.dtype == BF16 and float(got) == float(want)
+    assert nk.sum(x, dtype=np.str_("float32")).dtype == np.float32  # learnt as no plain type
+    assert nk.sum(x, dtype=np.str_("bfloat16")).dtype == BF16
