@@ -371,7 +371,8 @@ def masked_axis_view(x, mask, axes, track_index: bool, any_order: bool, stream) 
     by the caller) read beside ``x``: the two 4-D views share their extents and
     traversal, each with its own strides (the mask's 0 where it broadcasts). Axes
     merge only where both arrays allow; where they cannot merge into two kept and two
-    reduced dimensions, both are copied contiguous first (a :class:`CopyWarning`)."""
+    reduced dimensions, both are copied contiguous first (a :class:`CopyWarning` for
+    each device array; NumPy ones are uploaded so, unwarned)."""
     dtype = np.dtype(x.dtype)
     shape = tuple(x.shape)
     host = kind_of(x) == "numpy"
