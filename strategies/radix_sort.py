@@ -189,16 +189,16 @@ class RadixSort(SortStrategy):
     def fits(self, n: int) -> bool:
         return True
 
-    def tile_shape(self, key_bytes: int, index_bytes: int,
-                   integers: bool = False) -> tuple[int, int]:
+    def tile_shape(self, key_bytes: int, index_bytes: int, dtype=None) -> tuple[int, int]:
         """``(threads, keys a thread)`` of a pass over ``key_bytes``-byte keys carrying
-        ``index_bytes``-byte indices (0: none), ``integers`` if the keys are an
-        integer dtype's: each as given, else from :data:`TILE_SHAPES` or
-        :data:`INTEGER_TILE` (the simulator's: the strategy's threads, 2 keys), keys
-        fewer where the tile does not fit in shared memory."""
+        ``index_bytes``-byte indices (0: none), the keys of ``dtype`` (None: floats'
+        rule): each as given, else from :data:`TILE_SHAPES` or, for 4-byte integer
+        keys sorted, :data:`INTEGER_TILE` (the simulator's: the strategy's threads, 2
+        keys), keys fewer where the tile does not fit in shared memory."""
         if SIMULATOR:
             threads, most = self.threads, 2
-        elif integers and key_bytes == 4 and not index_bytes:
+        elif key_bytes == 4 and not index_bytes and dtype is not None and \
+                np.dtype(dtype).kind in "iu":
             threads, most = INTEGER_TILE
         else:
             threads, most = TILE_SHAPES[(key_bytes > 4, index_bytes > 0)]
@@ -224,8 +224,7 @@ class RadixSort(SortStrategy):
         ws, stream, rows, n = job.workspace, job.stream, job.rows, job.n
         index_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
         index_bytes = index_dtype.itemsize if job.indices else 0
-        integers = job.key_dtype.itemsize == 4 and np.dtype(job.dtype).kind in "iu"
-        threads, items = self.tile_shape(job.key_dtype.itemsize, index_bytes, integers)
+        threads, items = self.tile_shape(job.key_dtype.itemsize, index_bytes, job.dtype)
         tiles = ceil_div(n, threads * items)
         passes = 8 * job.key_dtype.itemsize // DIGIT_BITS
         size = rows * n

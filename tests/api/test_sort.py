@@ -315,11 +315,12 @@ def test_radix_default_tile_by_key_width(on_h200):
     s = RadixSort()
     assert [s.tile_shape(*w) for w in WIDTHS] == [(256, 28), (384, 16), (384, 16), (256, 12)]
     # 4-byte integer keys sorted (not argsorted): a larger tile
-    assert s.tile_shape(4, 0, True) == (256, 32) and s.tile_shape(4, 4, True) == (384, 16)
-    assert s.tile_shape(8, 0, True) == (384, 16)
+    assert s.tile_shape(4, 0, np.int32) == s.tile_shape(4, 0, np.uint32) == (256, 32)
+    assert s.tile_shape(4, 4, np.uint32) == (384, 16) and s.tile_shape(8, 0, np.int64) == (384, 16)
+    assert s.tile_shape(4, 0, np.float32) == (256, 28)
     on_h200.shared_capacity = lambda: (48 * 1024, 228 * 1024)
     assert s.tile_shape(4, 0) == (256, 12) and s.tile_shape(8, 0) == (384, 4)
-    assert s.tile_shape(4, 0, True) == (256, 12)
+    assert s.tile_shape(4, 0, np.int32) == (256, 12)
 
 
 def test_radix_given_threads_or_items_kept(on_h200):

@@ -50,7 +50,7 @@ def test_sort_2_28_vs_cupy(cp, dtype):
 def test_integer_keys_in_their_own_default_tile(cp, dtype):
     """4-byte integer keys sort in 256 x 32 tiles by default (``INTEGER_TILE``): a
     partial last tile, negative keys, duplicates; rows of a partial tile each too."""
-    assert RadixSort().tile_shape(4, 0, True) == (256, 32)
+    assert RadixSort().tile_shape(4, 0, np.dtype(dtype)) == (256, 32)
     low = -5000 if dtype == "int32" else 0
     x = cp.random.randint(low, 5000, (1 << 22) + 777).astype(dtype)
     assert bool(cp.array_equal(nk.sort(x), cp.sort(x)))
