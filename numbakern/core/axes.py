@@ -112,7 +112,7 @@ def flat_axis_of_0d(axis: Any, ndim: int) -> Any:
     bounds for that one dimension, NumPy's ``AxisError``)."""
     if ndim != 0 or axis is None:
         return axis
-    normalize_axis(axis, 1, _ANY_AXES)
+    normalize_axis(axis, 1)  # (their one axis: a tuple is refused as argsort's)
     return None
 
 

@@ -66,7 +66,9 @@ def warn(message, category=RuntimeWarning) -> None:
 # ``warnings.catch_warnings`` swaps the process's filters and ``showwarning`` and puts
 # back what it found: two threads' blocks overlapping would leave the second's
 # recorder installed after both (every later warning of the process held in a list no
-# one reads). Reentrant: a block may call a function that opens one.
+# one reads). Reentrant: a block may call a function that opens one. Only numbakern's
+# own blocks are ordered so: a caller's catch_warnings in another thread can still
+# overlap one (Python before 3.14 keeps one filter list a process).
 _CATCHING = threading.RLock()
 
 
