@@ -125,8 +125,8 @@ TILE_SHAPES = {(False, False): (256, 28), (True, False): (384, 16), (False, True
                (True, True): (256, 12)}
 #: a sort's tile of 4-byte integer keys, whose key rule costs no registers (float32's
 #: spills at 32 keys a thread): uint32 2^28 5.87 ms at 256 x 28, 5.70 at 256 x 32 on
-#: an H200; on an H100 (2026-12-06, cuda.compute 5.74 / 5.63 in the same run) uint32
-#: 5.94 / 5.76, int32 5.91 / 5.75
+#: an H200; on an H100 (2026-12-06, two runs) uint32 5.94 / 5.74-5.76, int32 5.91 /
+#: 5.75-5.80 (cuda.compute 5.53-5.74 and 5.61-5.63 in the same runs)
 INTEGER_TILE = (256, 32)
 
 
