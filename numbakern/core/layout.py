@@ -346,16 +346,15 @@ def _packed_mask(mask, shape, perm, stream):
     """The mask broadcast to ``shape`` and transposed by ``perm``, C-contiguous on the
     device: the copy a layout that does not collapse needs (as :func:`_transposed`,
     unwarned for a NumPy mask, which goes to the device anyway)."""
-    if kind_of(mask) == "numpy":
-        return to_device(np.ascontiguousarray(np.broadcast_to(mask, shape).transpose(perm)),
-                         stream)
-    warn(
-        f"numbakern copied the where= mask of shape {tuple(mask.shape)}, laid out as the "
-        f"input's {tuple(shape)} elements: the input's layout does not collapse to two "
-        "strided dimensions per group; pass a contiguous input to avoid the copy",
-        CopyWarning)
-    if SIMULATOR:
-        host = mask.copy_to_host()
+    on_host = kind_of(mask) == "numpy"
+    if not on_host:
+        warn(
+            f"numbakern copied the where= mask of shape {tuple(mask.shape)}, laid out as "
+            f"the input's {tuple(shape)} elements: the input's layout does not collapse to "
+            "two strided dimensions per group; pass a contiguous input to avoid the copy",
+            CopyWarning)
+    if on_host or SIMULATOR:
+        host = mask if on_host else mask.copy_to_host()
         return to_device(np.ascontiguousarray(np.broadcast_to(host, shape).transpose(perm)),
                          stream)
     import cupy  # _transposed has already required it for the input's copy
