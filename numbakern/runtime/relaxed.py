@@ -11,8 +11,8 @@ an inline assembly with side effects, so it is neither cached in L1 nor moved ou
 of a loop.
 
 ``load_relaxed(array, i)``: element ``i`` (an unsigned integer: no negative-index
-wraparound) of a 1-D uint32 or uint64 array in global memory. Under Numba's
-simulator it is ``array[i]``.
+wraparound) of a 1-D uint32, uint64, float32 or float64 array in global memory (a
+float is loaded as its bits). Under Numba's simulator it is ``array[i]``.
 
 ``load_relaxed_pair(array, i)`` and ``store_relaxed_pair(array, i, a, b)``: words ``i``
 and ``i + 1`` of a 1-D uint64 array (``i`` even, unsigned, the array 16-byte aligned:
@@ -65,12 +65,15 @@ else:
     from numba.core.errors import TypingError
     from numba.cuda.extending import intrinsic
 
+    _LOADED = (types.uint32, types.uint64, types.float32, types.float64)
+
     @intrinsic
     def load_relaxed(typingctx, array, i):
         """``array[i]`` read with ``ld.relaxed.gpu.global`` (module doc)."""
         if not (isinstance(array, types.Array) and array.ndim == 1
-                and array.dtype in (types.uint32, types.uint64)):
-            raise TypingError(f"load_relaxed: a 1-D uint32 or uint64 array, got {array}")
+                and array.dtype in _LOADED):
+            raise TypingError(f"load_relaxed: a 1-D uint32, uint64, float32 or float64 "
+                              f"array, got {array}")
         if not (isinstance(i, types.Integer) and not i.signed):
             raise TypingError(f"load_relaxed: an unsigned index, got {i}")
         bits = array.dtype.bitwidth
@@ -83,7 +86,8 @@ else:
             asm = ir.InlineAsm(fn, f"ld.relaxed.gpu.global.b{bits} $0, [$1];",
                                f"={'r' if bits == 32 else 'l'},l,~{{memory}}",
                                side_effect=True)
-            return builder.call(asm, [pointer])
+            word = builder.call(asm, [pointer])
+            return builder.bitcast(word, context.get_value_type(sig.return_type))
 
         return array.dtype(array, i), codegen
 
