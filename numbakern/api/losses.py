@@ -174,13 +174,18 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
     rows, values = _row_losses(workspace, reduction, (N, *positions), tc, dtype)
     samples = _samples(x, grad, t, rows, N, C, positions)
     slots = max(len(samples), 1)
-    scale, bad = _scale_and_report(workspace, t, ignore, C, tc, reduction, R, w, slots)
+    finish = _finish(reduction, return_grad, len(samples), R)
+    scale, ticket, bad = _scale_and_report(workspace, t, ignore, C, tc,
+                                           reduction == "mean" and finish != "mean", R, w,
+                                           slots)
     w = w if w is not None else scale  # a kernel without weights never reads them
+    result = workspace.empty(1, dtype) if finish else rows  # rows: never written
     for i, (xs, gs, ts, rs) in enumerate(samples):
         _launch(block, precision, xs, gs, (ts, rs, scale, sliced(bad, i, i + 1), ignore,
-                                           tc.type(eps), w),
-                eps > 0, workspace.stream, weight is not None)
-    loss = _loss(workspace, rows, values, R, tc, dtype, precision, reduction)
+                                           tc.type(eps), w, result, ticket, R),
+                eps > 0, workspace.stream, weight is not None, finish)
+    loss = deliver(workspace, result, dtype, (), None) if finish else \
+        _loss(workspace, rows, values, R, tc, dtype, precision, reduction)
     if return_grad:
         grad = _deliver(grad, kind, out, workspace)
         grad = grad.reshape(given) if unbatched and out is None else grad
@@ -210,24 +215,35 @@ def _one_row(view, kind: str):
 
 
 def _launch(block, precision, x, grad, arguments: tuple, smoothing: bool, stream,
-            weighted: bool) -> None:
+            weighted: bool, finish) -> None:
     """One block per row (grid-strided past :data:`_ROW_BLOCKS`): the vector kernel
     where the rows of ``x`` and the gradient allow 16-byte vectors
-    (``softmax_rows.vector_width``), else the scalar one."""
+    (``softmax_rows.vector_width``), else the scalar one. ``finish``: as the kernels'
+    (``kernels/cross_entropy.py``)."""
     N, C = x.shape
     g = grad if grad is not None else x
     plan = _ce.vector_plan(block, ONLINE_SOFTMAX, precision)
     views = [strided(a, [(1, 0), (N, a.strides[0]), (C, a.strides[1])]) for a in (x, g)]
     plan = dataclasses.replace(plan, vector=softmax_rows.vector_width(plan, C, views))
-    grid, t, rows, scale, bad, ignore, eps, w = min(N, _ROW_BLOCKS), *arguments
+    grid, (t, rows, *rest) = min(N, _ROW_BLOCKS), arguments
     if plan.vector:
-        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None, weighted)
-        launch(kernel, grid, block.threads, stream, views[0], t, views[1], rows, scale, bad,
-               ignore, eps, w, *softmax_rows.vector_views(plan, views))
+        kernel = _ce.vector_kernel_for(plan, smoothing, grad is not None, weighted, finish)
+        launch(kernel, grid, block.threads, stream, views[0], t, views[1], rows, *rest,
+               *softmax_rows.vector_views(plan, views))
     else:
         kernel = _ce.kernel_for(block, ONLINE_SOFTMAX, precision, smoothing, grad is not None,
-                                weighted)
-        launch(kernel, grid, block.threads, stream, x, t, g, rows, scale, bad, ignore, eps, w)
+                                weighted, finish)
+        launch(kernel, grid, block.threads, stream, x, t, g, rows, *rest)
+
+
+def _finish(reduction: str, gradient: bool, launches: int, R: int):
+    """How the row kernel finishes the loss (``kernels/cross_entropy.py``'s ``finish``):
+    ``"mean"`` or ``"sum"`` where one launch covers at most ``FINISH_ROWS`` rows (a
+    mean with a gradient is the sum of rows already scaled by ``1 / count``, which the
+    gradient needs before the rows), else None: the rows are reduced after."""
+    if reduction == "none" or launches != 1 or R > _ce.FINISH_ROWS:
+        return None
+    return "mean" if reduction == "mean" and not gradient else "sum"
 
 
 def _smoothing(value) -> float:
@@ -355,31 +371,31 @@ def _all_at_least(per: int, words: np.ndarray) -> bool:
 
 
 def _scale_and_report(workspace: Workspace, t, ignore: int, C: int, tc: np.dtype,
-                      reduction: str, N: int, w, slots: int) -> tuple:
-    """``(scale, bad)``: a 1-element device array of the compute dtype ``tc`` that the
-    row kernels multiply each loss and gradient by (``1 / rows counted`` for a mean,
-    with weights ``w`` ``1 / sum of their weights``; else 1), and ``slots`` int64
-    report slots holding ``N`` (no bad target). One fill launch sets the slots and
-    the scale's 1, or a mean's count and ticket (0), in one allocation; a mean's count
-    is one more launch (``cross_entropy.count_kernel``), on the device: the host never
-    waits for it."""
-    mean = reduction == "mean"
-    head = 2 if mean else 1
-    words = workspace.empty(head + slots, np.int64)
+                      counted: bool, N: int, w, slots: int) -> tuple:
+    """``(scale, ticket, bad)``: a 1-element device array of the compute dtype ``tc``
+    that the row kernels multiply each loss and gradient by (with ``counted``,
+    ``1 / rows counted``, with weights ``w`` ``1 / sum of their weights``; else 1), the
+    finishing block's ticket holding ``N`` (its ``start``), and ``slots`` int64
+    report slots holding ``N`` (no bad target). One fill launch sets them all (the
+    scale's 1, or a count and its ticket at 0) in one allocation; a count is one more
+    launch (``cross_entropy.count_kernel``), on the device: the host never waits
+    for it."""
+    head = 2 if counted else 1
+    words = workspace.empty(head + 1 + slots, np.int64)
     one = np.ones(1, tc).view(np.int32 if tc.itemsize == 4 else np.int64)[0]
-    fill(words, 0 if mean else int(one), workspace.stream, head, N)  # 1.0's bits
-    bad = sliced(words, head, head + slots)
-    if not mean:
-        return reinterpreted(words, tc, 1), bad
+    fill(words, 0 if counted else int(one), workspace.stream, head, N)  # 1.0's bits
+    ticket, bad = sliced(words, head, head + 1), sliced(words, head + 1, head + 1 + slots)
+    if not counted:
+        return reinterpreted(words, tc, 1), ticket, bad
     scale = workspace.empty(1, tc)
-    grid, ticket = min(grid_for(N), 1024), sliced(words, 1, 2)
+    grid, count_ticket = min(grid_for(N), 1024), sliced(words, 1, 2)
     if w is None:
         launch(_ce.count_kernel(), grid, THREADS, workspace.stream, t, ignore, C,
-               sliced(words, 0, 1), ticket, scale)
+               sliced(words, 0, 1), count_ticket, scale)
     else:  # 0.0's float64 bits are int64 0's
         launch(_ce.weighted_count_kernel(), grid, THREADS, workspace.stream, t, ignore, w,
-               reinterpreted(words, np.float64, 1), ticket, scale)
-    return scale, bad
+               reinterpreted(words, np.float64, 1), count_ticket, scale)
+    return scale, ticket, bad
 
 
 def _grad_array(workspace, out, x, logits, shape, dtype, kind, wanted: bool,

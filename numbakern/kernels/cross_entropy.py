@@ -34,6 +34,11 @@ outside ``[0, C)`` is never read through: the first such row is recorded in
 ``bad[0]`` (an atomic minimum, ``N`` when none) and the row treated as ignored, for
 the caller to raise after.
 
+A ``"mean"`` or ``"sum"`` over at most :data:`FINISH_ROWS` rows is finished by the
+same launch (:func:`_finisher`): the grid's last block to arrive sums the rows'
+losses, in a fixed order whichever block that is, and for a mean without a gradient
+divides by the rows it counts there, so a small call is one fill and one row kernel.
+
 Source: Liger-Kernel's and QuACK's fused cross-entropy (loss and gradient in one
 kernel over the logits, in place); PyTorch's ``cross_entropy`` for the semantics.
 """
@@ -43,7 +48,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, from_dtype, int64
+from numba import cuda, float64, from_dtype, int32, int64, uint64
 
 from numbakern.kernels.softmax_rows import (RowPlan, block_allreduce, compute_dtype,
                                             edge_loader, element_converters, online_folder,
@@ -53,9 +58,14 @@ from numbakern.kernels.vector import vector_lanes, vector_storer
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
-from numbakern.runtime.relaxed import fence_acq_rel
+from numbakern.runtime.relaxed import fence_acq_rel, load_relaxed
 
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
+# Row losses that the row kernel's last block sums itself (a mean or a sum): past this
+# many, one block's loads would cost more than a separate reduction's launch.
+FINISH_ROWS = 8192
+FINISHES = (None, "sum", "mean")
+_UNROLL = 8  # the finishing block's loads in flight per thread
 
 
 @cuda.jit(device=True)
@@ -125,8 +135,80 @@ def _gradient(tc, smoothing: bool, exp, weighted: bool):
     return prepare, grad
 
 
+def _finisher(block, dtype, finish, weighted: bool):
+    """Device function ``finish(loss, result, ticket, start, target, ignore, C, weight)``
+    that every thread of every block calls after its rows: the grid's last block to
+    arrive (``ticket[0]``, ``start`` before the launch, counts the blocks) writes
+    ``result[0]`` (the logits' dtype) = the sum of the ``loss`` rows, for ``finish ==
+    "mean"`` times ``1 / rows counted`` (weighted: ``1 / sum of weight[t]``; NaN for
+    0, as :func:`_reciprocal_when_last`). The sum is the block strategy's over each
+    thread's rows ``tid, tid + threads, ...``: the same order whichever block is last.
+    ``finish`` None: nothing. The CUDA samples' "last block done" pattern, the rows
+    read at L2 after an acquire (``runtime/relaxed.py``)."""
+    if finish is None:
+
+        @cuda.jit(device=True)
+        def nothing(loss, result, ticket, start, target, ignore, C, weight):
+            pass
+
+        return nothing
+    tc = compute_dtype(dtype)
+    tc_t, ZERO = from_dtype(tc), tc.type(0)
+    narrow = element_converters(dtype)[1]
+    reduce_loss = block.build_reduce(state_kit(SUM, (tc,)))
+    reduce_count = block.build_reduce(state_kit(SUM, (np.float64,)))
+    threads, mean = block.threads, finish == "mean"
+    slots = max(1, block.temp_slots())
+    counts = slots if mean else 1  # the count's reduce runs for a mean only
+
+    @cuda.jit(device=True)
+    def last_block(ticket, start):
+        """Whether this block is the grid's last to arrive, in every thread."""
+        last = cuda.shared.array(1, int32)
+        fence_acq_rel()  # release: this thread's stores before the block's ticket
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            last[0] = cuda.atomic.add(ticket, 0, 1) == start + cuda.gridDim.x - 1
+        cuda.syncthreads()
+        return last[0] != 0
+
+    @cuda.jit(device=True)
+    def finish_rows(loss, result, ticket, start, target, ignore, C, weight):
+        if not last_block(ticket, start):
+            return
+        l0 = cuda.shared.array(slots, tc_t)
+        l1 = cuda.shared.array(1, tc_t)
+        c0 = cuda.shared.array(counts, float64)
+        c1 = cuda.shared.array(1, float64)
+        v = cuda.local.array(_UNROLL, tc_t)
+        fence_acq_rel()  # acquire: every block's rows
+        N = uint64(loss.shape[0])
+        s, n = ZERO, 0.0
+        i = uint64(cuda.threadIdx.x)
+        while i < N:  # _UNROLL loads issued before their sum
+            for u in range(_UNROLL):
+                k = i + uint64(u * threads)
+                v[u] = load_relaxed(loss, k) if k < N else ZERO
+                if mean and k < N:
+                    t = int64(target[k])
+                    if _counts(t, ignore, C):
+                        n += float64(weight[t]) if weighted else 1.0
+            for u in range(_UNROLL):
+                s += v[u]
+            i += uint64(_UNROLL * threads)
+        s = reduce_loss((s,), l0, l1)[0]
+        if mean:
+            n = reduce_count((n,), c0, c1)[0]
+        if cuda.threadIdx.x == 0:
+            if mean:
+                s *= tc_t(1.0 / n) if n != 0 else tc_t(math.nan)
+            result[0] = narrow(s)
+
+    return finish_rows
+
+
 def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
-                 weighted: bool = False):
+                 weighted: bool = False, finish=None):
     """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight)`` over ``x`` (rows of
     logits, 2-D, any strides): ``loss[i]`` each row's loss times ``scale[0]`` in the
     compute dtype (``1 / rows counted`` makes their sum a mean) and, with
@@ -150,9 +232,11 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     threads, NEG = block.threads, tc.type(-math.inf)
+    finish_rows = _finisher(block, dtype, finish, weighted)
 
     @cuda.jit
-    def cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight):
+    def cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight, result, ticket,
+                      start):
         t0 = cuda.shared.array(slots, tc_t)
         t1 = cuda.shared.array(slots, tc_t)
         b0 = cuda.shared.array(1, tc_t)
@@ -199,6 +283,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                     c += threads
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
+        finish_rows(loss, result, ticket, start, target, ignore, C, weight)
 
     return cross_entropy
 
@@ -213,8 +298,9 @@ def vector_plan(block, pair_op, dtype) -> RowPlan:
 
 
 def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
-                        weighted: bool = False):
-    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight, xf, gf, head0)``:
+                        weighted: bool = False, finish=None):
+    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight, result, ticket,
+    start, xf, gf, head0)``:
     :func:`build_kernel`'s over ``x`` and ``g`` as 3-D views ``(1, N, C)``, each row's
     whole 16-byte vectors read from ``xf`` and written to ``gf`` and its head and tail
     through ``x`` and ``g`` (``softmax_rows.vector_views``; ``vector_width`` has
@@ -236,10 +322,11 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
     row_loss = _row_loss(tc, smoothing, weighted)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
+    finish_rows = _finisher(plan.sum_block, plan.dtype, finish, weighted)
 
     @cuda.jit
-    def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight, xf, gf,
-                             head0):
+    def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight, result,
+                             ticket, start, xf, gf, head0):
         sh = storage()
         v = cuda.local.array(L, tc_t)
         lane = cuda.threadIdx.x
@@ -304,26 +391,30 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                     gr[c] = narrow(grad(e, c, t, lse, factor, hit, floor, a, weight))
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
+        finish_rows(loss, result, ticket, start, target, ignore, C, weight)
 
     return vector_cross_entropy
 
 
 def kernel_for(block, pair_op, dtype, smoothing: bool, gradient: bool,
-               weighted: bool = False):
-    """The compiled kernel (built once per block strategy, dtype, flags and device);
-    ``pair_op``: the online ``(max, sum)`` op (``strategies/online_softmax.py``'s,
-    which the caller passes: kernels sit below the strategies)."""
+               weighted: bool = False, finish=None):
+    """The compiled kernel (built once per block strategy, dtype, flags, finish and
+    device); ``pair_op``: the online ``(max, sum)`` op
+    (``strategies/online_softmax.py``'s, which the caller passes: kernels sit below the
+    strategies)."""
     key = ("cross_entropy", block.key, pair_op.name, str(dtype), smoothing, gradient,
-           weighted, device_key())
+           weighted, finish, device_key())
     return cached(key, lambda: build_kernel(block, pair_op, dtype, smoothing, gradient,
-                                            weighted))
+                                            weighted, finish))
 
 
 def vector_kernel_for(plan: RowPlan, smoothing: bool, gradient: bool,
-                      weighted: bool = False):
-    """The compiled :func:`build_vector_kernel` (built once per plan, flags and device)."""
-    key = ("cross_entropy", plan.key, smoothing, gradient, weighted, device_key())
-    return cached(key, lambda: build_vector_kernel(plan, smoothing, gradient, weighted))
+                      weighted: bool = False, finish=None):
+    """The compiled :func:`build_vector_kernel` (built once per plan, flags, finish and
+    device)."""
+    key = ("cross_entropy", plan.key, smoothing, gradient, weighted, finish, device_key())
+    return cached(key, lambda: build_vector_kernel(plan, smoothing, gradient, weighted,
+                                                   finish))
 
 
 def count_kernel():
@@ -332,7 +423,10 @@ def count_kernel():
     (:func:`_reciprocal_when_last`): what a mean multiplies by. A target outside
     ``[0, C)`` counts nothing (the loss kernel reports it, and treats its row as
     ignored). ``count[0]`` and ``ticket[0]`` start at 0."""
+    return cached(("cross_entropy", "count", device_key()), _build_count)
 
+
+def _build_count():
     @cuda.jit
     def count_rows(target, ignore, C, count, ticket, scale):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
@@ -345,7 +439,7 @@ def count_kernel():
         cuda.atomic.add(count, 0, mine)
         _reciprocal_when_last(count, ticket, scale)
 
-    return cached(("cross_entropy", "count", device_key()), lambda: count_rows)
+    return count_rows
 
 
 def weighted_count_kernel():
@@ -354,7 +448,10 @@ def weighted_count_kernel():
     grid-strided), then ``scale[0] = 1 / total[0]`` (:func:`_reciprocal_when_last`):
     what a weighted mean multiplies by, as PyTorch's. A target outside ``[0, C)`` adds
     nothing (the loss kernel reports it). ``total[0]`` and ``ticket[0]`` start at 0."""
+    return cached(("cross_entropy", "weighted_count", device_key()), _build_weighted_count)
 
+
+def _build_weighted_count():
     @cuda.jit
     def weigh_rows(target, ignore, weight, total, ticket, scale):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
@@ -369,7 +466,7 @@ def weighted_count_kernel():
         cuda.atomic.add(total, 0, mine)
         _reciprocal_when_last(total, ticket, scale)
 
-    return cached(("cross_entropy", "weighted_count", device_key()), lambda: weigh_rows)
+    return weigh_rows
 
 
 @cuda.jit(device=True)
