@@ -43,9 +43,12 @@ the call the ordinary way from the start (which raises or warns). It is the guar
 tracing JIT: the recorded path stands while what it assumed of the data holds.
 
 An ``out=`` that the launches wrote is a result the replay hands back as the caller's
-own object. Such a call replays only while its arguments stay apart in memory (as
-they were when it was recorded: an ``out`` that is an input, or overlaps one, is the
-ordinary path's to allow or refuse) and no tensor among them requires grad.
+own object. Such a call replays only while its arguments stay apart in memory as they
+were when it was recorded, and no tensor among them requires grad. Arguments that are
+the same array (one address, dtype, shape and strides: ``out=x``, cross_entropy's
+``grad_out=logits``) are one input whose recorded addresses serve both, the pattern
+of such pairs part of the key; arguments that overlap otherwise are the ordinary
+path's to allow or refuse, every time.
 
 A call with CUDA tensors is keyed by the tensors themselves, before they are
 translated (``api._dispatch``), so that its replay skips the translation too: the one
@@ -182,9 +185,24 @@ def _extent(a: _Array) -> tuple[int, int]:
 
 
 def _overlapping(arrays: list) -> bool:
-    """Whether the memory of any two of ``arrays`` overlaps."""
-    extents = sorted(_extent(a) for a in arrays)
+    """Whether the memory of any two of ``arrays`` overlaps, an array passed twice (the
+    same address and layout: :func:`_aliases`) counted once."""
+    extents = sorted(_extent(a) for a in set(arrays))
     return any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(extents, extents[1:]))
+
+
+def _aliases(arrays: list, objects: list) -> tuple:
+    """For each of ``arrays``, the index of the first one that is the same array (same
+    address, dtype, shape and strides; its own index where none is), then the same for
+    the ``objects`` passed (one object twice, or two over the same memory: which one
+    the result is); ``()`` when all are apart. Part of a call's key: a recording made
+    with ``out=x`` replays only on calls that pass one array twice in the same places."""
+    first: dict = {}
+    pattern = tuple(first.setdefault(a, i) for i, a in enumerate(arrays))
+    if len(first) == len(arrays):
+        return ()
+    same: dict = {}
+    return pattern, tuple(same.setdefault(id(o), i) for i, o in enumerate(objects))
 
 
 def _signature(args: tuple, kwargs: dict, arrays: list, refs: list, objects: list):
@@ -228,6 +246,7 @@ def _key(args: tuple, kwargs: dict, arrays: list, refs: list, objects: list):
                         a.device))
     if not arrays:
         return None
+    key.append(_aliases(arrays, objects))
     key.append(tuple(kwargs))
     if not SIMULATOR:
         key.append(_device_of(arrays[0].kind))
@@ -297,7 +316,7 @@ def replayable(fn):
         if entry is _UNKEYED or (stream is not None and arrays[0].kind not in _ANY_STREAM):
             return fn(*args, **kwargs), None
         if entry is None:
-            result, program = _record(fn, args, kwargs, arrays, stream)
+            result, program = _record(fn, args, kwargs, arrays, objects, stream)
             if program is None:  # a check failed on this data: the next call records
                 return result, None
             if len(table) >= MAX_SIGNATURES:
@@ -349,12 +368,12 @@ def _inference_outside(v) -> bool:
     return v.is_inference() and not torch.is_inference_mode_enabled()
 
 
-def _record(fn, args, kwargs, arrays: list, stream=None):
+def _record(fn, args, kwargs, arrays: list, objects: list, stream=None):
     """Run ``fn`` once while recording: ``(result, program or Refused)``, or
     ``(result, None)`` when one of its checks failed (a trait of the data, not of the
-    signature); ``stream``: the call's ``stream=``, which its launches must all have
-    gone to."""
-    recording = Recording(arrays)
+    signature); ``objects``: the array arguments as passed; ``stream``: the call's
+    ``stream=``, which its launches must all have gone to."""
+    recording = Recording(arrays, objects)
     set_recording(recording)
     try:
         result = fn(*args, **kwargs)
@@ -379,8 +398,9 @@ class _Flaw(Exception):
 class Recording:
     """What one call did to device memory (reported by ``launch`` and ``arrays``)."""
 
-    def __init__(self, inputs: list):
+    def __init__(self, inputs: list, objects: list = ()):
         self.inputs = inputs
+        self.objects = objects  # the inputs as passed: which one a result is
         self.allocations: list[tuple[int, int]] = []  # (address, bytes)
         # (kernel, grid, block, stream, args, shared), or a check's _CheckNote, in order
         self.launches: list[tuple] = []
@@ -429,7 +449,7 @@ class Recording:
         default); raises :class:`_Flaw` when there is none."""
         if self.flaw is not None:
             raise _Flaw(self.flaw)
-        layout = _Layout(self.inputs, self.allocations)
+        layout = _Layout(self.inputs, self.allocations, self.objects)
         kind = self.inputs[0].kind
         stream = _stream_of(kind) if stream is None else _given(stream)
         steps = []
@@ -458,8 +478,9 @@ class _Layout:
     """Where recorded addresses came from: input ``i`` or the one allocation (source
     ``len(inputs)``) at an offset."""
 
-    def __init__(self, inputs: list, allocations: list):
+    def __init__(self, inputs: list, allocations: list, objects: list = ()):
         self.inputs = inputs
+        self.objects = objects
         self.extents = [(*_extent(a), a.address) for a in inputs]
         self.block = len(inputs)
         self.launched = set()  # the inputs that some launch took an address in
@@ -709,8 +730,10 @@ def _result_spec(result, layout: _Layout):
         return _ArraySpec(source, offset, a.shape, a.strides, a.dtype)
     if a == layout.inputs[source] and source in layout.launched:
         # an out= that the launches wrote (a write outside them refuses the recording:
-        # views.refuse_replay_of_out_copy)
-        return _InputResult(source)
+        # views.refuse_replay_of_out_copy); of an array passed twice, the object that
+        # was handed back (locate names the first)
+        same = [i for i, o in enumerate(layout.objects) if o is result]
+        return _InputResult(same[0] if same else source)
     raise _Flaw("a result that is neither a view of an allocation nor an argument that "
                 "the launches wrote")
 

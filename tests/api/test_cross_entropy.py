@@ -87,6 +87,24 @@ def test_the_gradient_may_replace_the_logits():
     np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12)
 
 
+def test_a_gradient_over_the_logits_replays():
+    """grad_out=logits: the same array twice, which a repeated device call replays."""
+    from numbakern.runtime import replay
+
+    replay.forget()
+    before = replay.counts["replayed"]
+    for _ in range(3):
+        x, t = case(3, 70)
+        ref_loss, ref_grad = reference(x, t)
+        device = cuda.to_device(x)
+        loss, grad = nk.cross_entropy(device, cuda.to_device(t), return_grad=True,
+                                      grad_out=device)
+        assert grad is device
+        np.testing.assert_allclose(device.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12)
+    assert replay.counts["replayed"] - before == 2
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_tensors_of_every_float_dtype(dtype):
     x = torch.randn(6, 50).to(getattr(torch, dtype))
