@@ -22,8 +22,8 @@ caller's current stream.
 
 The first call of a key (and any call that is not such a call: arrays of another
 type, an ``out=``, a tuple ``axis``, a value of another type, a CPU tensor, a tensor
-on another device than the current one, a recording in progress) runs the general
-path, whose program, once it has one, is entered here under the key, as is its
+on another device than the current one, one array passed twice, a recording in
+progress) runs the general path, whose program, once it has one, is entered here under the key, as is its
 refusal (a call that reads its results on the host), whose later calls then run the
 function itself without keying the call again.
 
@@ -158,7 +158,8 @@ def tabled(general, replayables: dict):
                 rest = _rest_key(args, kwargs, reader, addresses)
             except (AttributeError, RuntimeError):
                 rest = None
-            if rest is None:
+            if rest is None or len(set(addresses)) < len(addresses):
+                # an array passed twice: the general path keys which ones (replay)
                 return general(x, *args, **kwargs)
             key = (type(x), layout, rest)
         else:

@@ -382,6 +382,25 @@ def test_a_recording_in_place_never_serves_a_call_apart_nor_the_other_way():
     assert replay.counts["recorded"] >= 2
 
 
+def test_a_reading_of_one_array_twice_never_serves_arrays_apart():
+    """softmax_backward(y, y): one input read in two places, recorded and replayed; a
+    later call with its own dy (the same layouts) is keyed apart, by the general path
+    and by the table of repeated calls on one array type (runtime/tensor_table.py),
+    which would otherwise read y for dy."""
+    replay.forget()
+
+    def want(hy, hd):
+        return hy * (hd - (hy * hd).sum(-1, keepdims=True))
+
+    for apart in (False, False, True, True):
+        hy, hd = (rng.random((4, 40)).astype(np.float32) for _ in range(2))
+        y = cuda.to_device(hy)
+        dy = cuda.to_device(hd) if apart else y
+        got = nk.softmax_backward(y, dy).copy_to_host()
+        np.testing.assert_allclose(got, want(hy, hd if apart else hy), rtol=1e-5,
+                                   atol=1e-6)
+
+
 @cuda.jit
 def _add_one(a):
     if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
