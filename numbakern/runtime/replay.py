@@ -351,10 +351,10 @@ def replayable(fn):
 
 def _writable_apart(arrays: list, objects: list) -> bool:
     """Whether a call that writes some of its arguments (``out=``) may replay: no two
-    arguments share memory, as when it was recorded (the ordinary path decides what an
-    overlap means: in place, or an error), and no tensor requires grad or is an
-    inference tensor outside ``torch.inference_mode()`` (the ordinary path refuses to
-    write either)."""
+    arguments share memory but as one array passed twice, as when it was recorded (the
+    key holds that pattern; the ordinary path decides what another overlap means: in
+    place, or an error), and no tensor requires grad or is an inference tensor outside
+    ``torch.inference_mode()`` (the ordinary path refuses to write either)."""
     return not _overlapping(arrays) and \
         not any(getattr(v, "requires_grad", False) or _inference_outside(v)
                 for v in objects)
