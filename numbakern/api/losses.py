@@ -62,7 +62,7 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
             ``torch.nn.functional.cross_entropy``; NaN when that sum is 0 (torch's
             too where the counted weights are all 0; with weights of both signs
             summing to 0, torch's mean is the weighted loss over 0, +-inf: the
-            kernels scale each row by ``1 / sum`` and a sum of 0 is NaN). Device
+            kernels multiply by ``1 / sum``, NaN for a sum of 0). Device
             weights are copied to the host once (``C`` values, a synchronisation) to
             append their sum.
         ignore_index: rows with this target count nothing (loss and gradient 0; a

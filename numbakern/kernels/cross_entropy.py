@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float64, from_dtype, int32, int64, uint64
+from numba import cuda, from_dtype, int32, int64, uint64
 
 from numbakern.kernels.softmax_rows import (RowPlan, block_allreduce, compute_dtype,
                                             edge_loader, element_converters, online_folder,
@@ -64,7 +64,6 @@ TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale
 # Row losses that the row kernel's last block sums itself (a mean or a sum): past this
 # many, one block's loads would cost more than a separate reduction's launch.
 FINISH_ROWS = 8192
-FINISHES = (None, "sum", "mean")
 _UNROLL = 8  # the finishing block's loads in flight per thread
 
 
@@ -136,30 +135,29 @@ def _gradient(tc, smoothing: bool, exp, weighted: bool):
 
 
 def _finisher(block, dtype, finish, weighted: bool):
-    """Device function ``finish(loss, result, ticket, start, target, ignore, C, weight)``
-    that every thread of every block calls after its rows: the grid's last block to
-    arrive (``ticket[0]``, ``start`` before the launch, counts the blocks) writes
-    ``result[0]`` (the logits' dtype) = the sum of the ``loss`` rows, for ``finish ==
-    "mean"`` times ``1 / rows counted`` (weighted: ``1 / sum of weight[t]``; NaN for
-    0, as :func:`_reciprocal_when_last`). The sum is the block strategy's over each
+    """Device function ``finish(loss, result, ticket, start, target, ignore, C, weight,
+    t0, t1)`` that every thread of every block calls after its rows: the grid's last
+    block to arrive (``ticket[0]``, ``start`` before the launch, counts the blocks)
+    writes ``result[0]`` (the logits' dtype) = the sum of the ``loss`` rows, for
+    ``finish == "mean"`` times ``1 / rows counted`` (weighted: ``1 / sum of
+    weight[t]``, summed in the compute dtype as torch's; NaN for 0, as
+    :func:`_reciprocal_when_last`). The sums are the block strategy's over each
     thread's rows ``tid, tid + threads, ...``: the same order whichever block is last.
-    ``finish`` None: nothing. The CUDA samples' "last block done" pattern, the rows
-    read at L2 after an acquire (``runtime/relaxed.py``)."""
+    ``t0``, ``t1``: the row kernel's temp storage for the strategy (compute dtype, free
+    after its rows), reused. ``finish`` None: nothing. The CUDA samples' "last block
+    done" pattern, the rows read at L2 after an acquire (``runtime/relaxed.py``)."""
     if finish is None:
 
         @cuda.jit(device=True)
-        def nothing(loss, result, ticket, start, target, ignore, C, weight):
+        def nothing(loss, result, ticket, start, target, ignore, C, weight, t0, t1):
             pass
 
         return nothing
     tc = compute_dtype(dtype)
-    tc_t, ZERO = from_dtype(tc), tc.type(0)
+    tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
     narrow = element_converters(dtype)[1]
-    reduce_loss = block.build_reduce(state_kit(SUM, (tc,)))
-    reduce_count = block.build_reduce(state_kit(SUM, (np.float64,)))
+    reduce_sum = block.build_reduce(state_kit(SUM, (tc,)))
     threads, mean = block.threads, finish == "mean"
-    slots = max(1, block.temp_slots())
-    counts = slots if mean else 1  # the count's reduce runs for a mean only
 
     @cuda.jit(device=True)
     def last_block(ticket, start):
@@ -169,21 +167,17 @@ def _finisher(block, dtype, finish, weighted: bool):
         cuda.syncthreads()
         if cuda.threadIdx.x == 0:
             last[0] = cuda.atomic.add(ticket, 0, 1) == start + cuda.gridDim.x - 1
-        cuda.syncthreads()
+            fence_acq_rel()  # acquire, by the thread that read the ticket: every row
+        cuda.syncthreads()  # ... and through the barrier, for the block's threads
         return last[0] != 0
 
     @cuda.jit(device=True)
-    def finish_rows(loss, result, ticket, start, target, ignore, C, weight):
+    def finish_rows(loss, result, ticket, start, target, ignore, C, weight, t0, t1):
         if not last_block(ticket, start):
             return
-        l0 = cuda.shared.array(slots, tc_t)
-        l1 = cuda.shared.array(1, tc_t)
-        c0 = cuda.shared.array(counts, float64)
-        c1 = cuda.shared.array(1, float64)
         v = cuda.local.array(_UNROLL, tc_t)
-        fence_acq_rel()  # acquire: every block's rows
         N = uint64(loss.shape[0])
-        s, n = ZERO, 0.0
+        s, n = ZERO, ZERO
         i = uint64(cuda.threadIdx.x)
         while i < N:  # _UNROLL loads issued before their sum
             for u in range(_UNROLL):
@@ -192,16 +186,17 @@ def _finisher(block, dtype, finish, weighted: bool):
                 if mean and k < N:
                     t = int64(target[k])
                     if _counts(t, ignore, C):
-                        n += float64(weight[t]) if weighted else 1.0
+                        n += tc_t(weight[t]) if weighted else ONE
             for u in range(_UNROLL):
                 s += v[u]
             i += uint64(_UNROLL * threads)
-        s = reduce_loss((s,), l0, l1)[0]
+        s = reduce_sum((s,), t0, t1)[0]
         if mean:
-            n = reduce_count((n,), c0, c1)[0]
+            cuda.syncthreads()  # every thread is done with t0, t1 before they are reused
+            n = reduce_sum((n,), t0, t1)[0]
         if cuda.threadIdx.x == 0:
             if mean:
-                s *= tc_t(1.0 / n) if n != 0 else tc_t(math.nan)
+                s *= ONE / n if n != 0 else tc_t(math.nan)
             result[0] = narrow(s)
 
     return finish_rows
@@ -209,14 +204,17 @@ def _finisher(block, dtype, finish, weighted: bool):
 
 def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                  weighted: bool = False, finish=None):
-    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight)`` over ``x`` (rows of
-    logits, 2-D, any strides): ``loss[i]`` each row's loss times ``scale[0]`` in the
-    compute dtype (``1 / rows counted`` makes their sum a mean) and, with
-    ``gradient``, ``g`` (``x``'s shape and dtype, ``x`` itself allowed) its gradient
-    times ``scale[0]`` (0 for an ignored row). ``smoothing``: the kernel reads ``eps``
-    (else label smoothing is 0 and the row's sum is not taken). ``weighted``: the
-    classes' weights are read from ``weight`` (``C + 1`` elements of the compute
-    dtype, their sum last); else ``weight`` is not read."""
+    """Kernel ``(x, target, g, loss, scale, bad, ignore, eps, weight, result, ticket,
+    start)`` over ``x`` (rows of logits, 2-D, any strides): ``loss[i]`` each row's
+    loss times ``scale[0]`` in the compute dtype (``1 / rows counted`` makes their sum
+    a mean) and, with ``gradient``, ``g`` (``x``'s shape and dtype, ``x`` itself
+    allowed) its gradient times ``scale[0]`` (0 for an ignored row). ``smoothing``:
+    the kernel reads ``eps`` (else label smoothing is 0 and the row's sum is not
+    taken). ``weighted``: the classes' weights are read from ``weight`` (``C + 1``
+    elements of the compute dtype, their sum last); else ``weight`` is not read.
+    ``finish``: ``"sum"`` or ``"mean"`` writes the reduced loss to ``result``
+    (:func:`_finisher`, its ticket ``ticket[0]`` holding ``start``); None leaves
+    ``result`` and ``ticket`` alone."""
     tc = compute_dtype(dtype)
     tc_t, ZERO = from_dtype(tc), tc.type(0)
     widen, narrow = element_converters(dtype)
@@ -283,7 +281,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                     c += threads
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
-        finish_rows(loss, result, ticket, start, target, ignore, C, weight)
+        finish_rows(loss, result, ticket, start, target, ignore, C, weight, t0, t1)
 
     return cross_entropy
 
@@ -391,7 +389,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                     gr[c] = narrow(grad(e, c, t, lse, factor, hit, floor, a, weight))
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
-        finish_rows(loss, result, ticket, start, target, ignore, C, weight)
+        finish_rows(loss, result, ticket, start, target, ignore, C, weight, sh[0], sh[1])
 
     return vector_cross_entropy
 
