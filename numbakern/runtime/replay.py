@@ -48,7 +48,10 @@ were when it was recorded, and no tensor among them requires grad. Arguments tha
 the same array (one address, dtype, shape and strides: ``out=x``, cross_entropy's
 ``grad_out=logits``) are one input whose recorded addresses serve both, the pattern
 of such pairs part of the key; arguments that overlap otherwise are the ordinary
-path's to allow or refuse, every time.
+path's to allow or refuse, every time. Such a call with a check (above) is not
+replayed: its launches may write over the array before the check's read, and a
+check that fails re-runs the call on what they left (nanmax's ``out=x`` would no
+longer see the NaN it must warn of).
 
 A call with CUDA tensors is keyed by the tensors themselves, before they are
 translated (``api._dispatch``), so that its replay skips the translation too: the one
@@ -449,6 +452,11 @@ class Recording:
         default); raises :class:`_Flaw` when there is none."""
         if self.flaw is not None:
             raise _Flaw(self.flaw)
+        if len(set(self.inputs)) < len(self.inputs) and \
+                any(type(step) is _CheckNote for step in self.launches):
+            # The launches before a check may write over the array passed twice, and a
+            # check that fails re-runs the call the ordinary way, on what they left.
+            raise _Flaw("an array passed twice to a call that checks its results")
         layout = _Layout(self.inputs, self.allocations, self.objects)
         kind = self.inputs[0].kind
         stream = _stream_of(kind) if stream is None else _given(stream)

@@ -87,22 +87,36 @@ def test_the_gradient_may_replace_the_logits():
     np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12)
 
 
-def test_a_gradient_over_the_logits_replays():
-    """grad_out=logits: the same array twice, which a repeated device call replays."""
+@pytest.mark.parametrize("check_target", [False, True])
+def test_a_gradient_over_the_logits_replays_unchecked(check_target):
+    """grad_out=logits: the same array twice, which a repeated device call replays
+    when it reads no report; a checked one runs the ordinary way every time (a replay
+    would have written the gradient over the logits before the report's read, and a
+    bad target's ordinary re-run would then take the gradient of the gradient)."""
     from numbakern.runtime import replay
 
     replay.forget()
     before = replay.counts["replayed"]
-    for _ in range(3):
+    for bad in (False, False, False, True):
         x, t = case(3, 70)
         ref_loss, ref_grad = reference(x, t)
         device = cuda.to_device(x)
+        if bad:
+            t[1] = 70
+            if check_target:
+                with pytest.raises(IndexError, match="target 70 of row 1"):
+                    nk.cross_entropy(device, cuda.to_device(t), return_grad=True,
+                                     grad_out=device)
+                np.testing.assert_allclose(device.copy_to_host(), ref_grad * [[1], [0], [1]]
+                                           * 3 / 2, rtol=1e-12, atol=1e-14)  # 2 rows count
+                continue
+            ref_loss, ref_grad = reference(x, np.where(t == 70, -100, t))
         loss, grad = nk.cross_entropy(device, cuda.to_device(t), return_grad=True,
-                                      grad_out=device)
+                                      grad_out=device, check_target=check_target)
         assert grad is device
         np.testing.assert_allclose(device.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12)
-    assert replay.counts["replayed"] - before == 2
+    assert replay.counts["replayed"] - before == (0 if check_target else 3)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])

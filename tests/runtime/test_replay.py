@@ -10,6 +10,8 @@ NumPy reference, rtol 1e-5 (sums: plus atol 1e-4 for cancellation), indices exac
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -380,6 +382,24 @@ def test_a_recording_in_place_never_serves_a_call_apart_nor_the_other_way():
         if not in_place:
             np.testing.assert_array_equal(x.copy_to_host(), h)
     assert replay.counts["recorded"] >= 2
+
+
+def test_an_array_passed_twice_to_a_checking_call_never_replays():
+    """nanmax(x, ..., out=x): a replay would write -inf over the all-NaN row before
+    reading the all-NaN flags, and the ordinary re-run that the failed check starts
+    would find no NaN to warn of."""
+    replay.forget()
+    before = replay.counts["replayed"]
+    for rows in ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [1.0, np.nan, 3.0]):
+        x = cuda.to_device(np.array(rows, np.float32)[:, None])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = nk.nanmax(x, axis=1, keepdims=True, out=x)
+        assert got is x
+        np.testing.assert_array_equal(x.copy_to_host().ravel(), rows)
+        assert [str(w.message) for w in caught] == \
+            (["All-NaN slice encountered"] if np.isnan(rows[1]) else [])
+    assert replay.counts["replayed"] == before
 
 
 def test_a_reading_of_one_array_twice_never_serves_arrays_apart():
