@@ -23,9 +23,9 @@ caller's current stream.
 The first call of a key (and any call that is not such a call: arrays of another
 type, an ``out=``, a tuple ``axis``, a value of another type, a CPU tensor, a tensor
 on another device than the current one, one array passed twice, a recording in
-progress) runs the general path, whose program, once it has one, is entered here under the key, as is its
-refusal (a call that reads its results on the host), whose later calls then run the
-function itself without keying the call again.
+progress) runs the general path, whose program, once it has one, is entered here
+under the key, as is its refusal (a call that reads its results on the host), whose
+later calls then run the function itself without keying the call again.
 
 Keys are at least as specific as the general path's (which they stand for): the
 array's layout and alignment, the device, every positional and keyword value with
