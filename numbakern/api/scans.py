@@ -531,7 +531,8 @@ def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy
         result = cumprod_dtype(np.dtype(x.dtype), dtype)
     except TypeError:  # a dtype= NumPy cannot take: _scan's checks name it
         result = None
-    if result is None or result.kind != "f":
+    if result is None or result.kind != "f" or result.itemsize > 8:
+        # integers; or dtypes the kernels do not hold (float128), which _scan names
         return _scan(x, plain, axis, dtype, out, exclusive, reverse, strategy, layout,
                      stream, cumprod_dtype, caller)
     op, classes = _products.rounded_ops(result.name, nan_as_one)
@@ -596,11 +597,13 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         layout, rule, caller, states)
     outs = _check_outs(out, kind, out_shape, results, caller or "associative_scan")
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    if _rounds_before_out(dtype, outs, results, kit) or _settled_before_out(after, outs,
-                                                                           results):
+    if _beyond_kernels(outs, caller or "associative_scan") or \
+            _rounds_before_out(dtype, outs, results, kit) or \
+            _settled_before_out(after, outs, results):
         # NumPy computes in dtype= and casts into out: the state, wider than dtype
         # (float16's float32, a float32 product's float64), is rounded to it first;
-        # a complex out takes the real products once they are settled
+        # a complex out takes the real products once they are settled; a host out of
+        # a dtype no kernel stores (float128) takes the result by NumPy's cast
         rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
                         stream, rule, caller, after, states, carry)
         return written_into(outs[0], rounded, workspace.stream)
@@ -841,6 +844,23 @@ def _rounds_before_out(dtype, outs, results: tuple, kit) -> bool:
     return (dtype is not None and outs is not None and len(results) == 1
             and results[0].kind in "biuf" and kit.dtypes[0] != results[0]
             and np.dtype(outs[0].dtype) != results[0])
+
+
+def _beyond_kernels(outs, name: str) -> bool:
+    """Whether the one ``out`` has a dtype that no kernel stores: NumPy's extended
+    precision (float128, complex256 on x86), wider than a GPU's float64 and
+    complex128; it takes the result by NumPy's cast.
+
+    Raises:
+        TypeError: such a dtype among the outs of a scan of two results (cummax's)."""
+    wide = outs is not None and any(
+        np.dtype(o.dtype).itemsize > {"f": 8, "c": 16}.get(np.dtype(o.dtype).kind, 8)
+        for o in outs)
+    if wide and len(outs) > 1:
+        raise TypeError(f"{name}: out's arrays must have dtypes of at most 8-byte floats "
+                        f"(the kernels' widest), got "
+                        f"{', '.join(str(np.dtype(o.dtype)) for o in outs)}")
+    return wide
 
 
 def _settled_before_out(after, outs, results: tuple) -> bool:

@@ -1029,3 +1029,36 @@ def test_a_0d_input_along_an_axis_past_its_flattened_one_is_numpys_axis_error(na
     assert str(ours.value) == str(numpys.value)
     along = 0 if axis > 0 else -1  # an axis NumPy takes
     assert getattr(nk, name)(x, axis=along).tolist() == getattr(np, name)(x, axis=along).tolist()
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "nancumsum", "nancumprod",
+                                  "cumulative_sum", "cumulative_prod", "logcumsumexp"])
+def test_extended_precision_is_refused_as_input_and_taken_as_a_host_out(name):
+    """float128 (NumPy's longdouble on x86): no kernel holds it. As x or dtype= it is a
+    TypeError naming it (cumprod's float path once let Numba's own error through); a
+    NumPy out of it takes the float64 scan by NumPy's cast, as NumPy's out does."""
+    wide = np.dtype(np.longdouble)
+    if wide.itemsize <= 8:
+        pytest.skip("longdouble is float64 on this platform")
+    f = getattr(nk, name)
+    with pytest.raises(TypeError, match="float128"):
+        f(np.ones(3, wide))
+    if name != "logcumsumexp":  # it takes no dtype=
+        with pytest.raises(TypeError, match="dtype=float128"):
+            f(np.ones(3, np.float32), dtype=wide)
+    x = np.array([[1.5, -2.0, 3.0], [0.5, 4.0, 1.0]])
+    out = np.zeros((2, 3), wide)
+    assert f(x, axis=1, out=out) is out
+    if name == "logcumsumexp":
+        want = np.logaddexp.accumulate(x, axis=1)
+    else:
+        want = getattr(np, name)(x, axis=1)
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=1e-15)
+
+
+def test_a_two_result_scan_refuses_an_extended_precision_out():
+    wide = np.dtype(np.longdouble)
+    if wide.itemsize <= 8:
+        pytest.skip("longdouble is float64 on this platform")
+    with pytest.raises(TypeError, match="cummax: out's arrays .* float128, int64"):
+        nk.cummax(np.ones(3), out=(np.zeros(3, wide), np.zeros(3, np.int64)))
