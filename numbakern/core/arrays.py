@@ -135,7 +135,8 @@ def as_array_like(x: Any, name: str = "x"):
     NumPy).
 
     Host arrays in a non-native byte order are converted (they are copied to the
-    device anyway). Raises ``TypeError`` for masked arrays, whose mask a kernel
+    device anyway). Raises ``TypeError`` for Python integers beyond 64 bits (NumPy
+    holds them as objects), for masked arrays, whose mask a kernel
     would silently ignore, for ``np.matrix``, whose results NumPy keeps 2-D
     (numbakern would hand back plain arrays of other shapes), and for a device array
     of non-native byte order (a big-endian ``cuda.to_device`` copy), which the kernels
@@ -153,6 +154,10 @@ def as_array_like(x: Any, name: str = "x"):
         raise TypeError("np.matrix is not supported (NumPy keeps its results 2-D): pass "
                         "np.asarray(x)")
     x = np.asarray(x)
+    if x.dtype == object and x.size and all(type(v) is int for v in x.flat):
+        raise TypeError(f"{name} holds Python integers beyond 64 bits (e.g. "
+                        f"{max(x.flat, key=abs)}), which NumPy keeps as objects; the "
+                        f"kernels take integers of at most 64 bits")
     if not x.dtype.isnative:
         x = x.astype(x.dtype.newbyteorder("="))
     return x

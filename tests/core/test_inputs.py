@@ -58,6 +58,18 @@ def test_an_object_input_names_x(x):
         nk.sum(x)
 
 
+@pytest.mark.parametrize("x, shown", [(2**70, "1180591620717411303424"),
+                                      ([1, 2**64], "18446744073709551616"),
+                                      ([3, -2**63 - 1], "-9223372036854775809")])
+def test_integers_beyond_64_bits_are_named_not_called_objects(x, shown):
+    with pytest.raises(TypeError, match=f"^x holds Python integers beyond 64 bits \\(e.g. "
+                                        f"{shown}\\)"):
+        nk.sum(x)
+    with pytest.raises(TypeError, match="^weights holds Python integers beyond 64 bits"):
+        nk.bincount([0, 1], weights=[1, 2**70])
+    assert nk.sum([1, 2**63]) == np.sum([1, 2**63])  # uint64 and float64: NumPy's
+
+
 @pytest.mark.parametrize("dtype, shown", [(np.int32, "'int32'"), ("banana", "'banana'"),
                                           (12345, "12345")])
 def test_softmax_dtype_error_names_the_dtype(dtype, shown):
