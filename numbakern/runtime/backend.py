@@ -105,7 +105,7 @@ def _env_flag(name: str) -> bool | None:
         return True
     if value.strip() in ("0", "false", "False", "no"):
         return False
-    raise BackendError(f"{name} must be 0 or 1, got {value!r}")
+    raise BackendError(f"{name} must be 0 or 1 (or true/false, yes/no), got {value!r}")
 
 
 def _numba_cuda_already_simulated() -> bool | None:
@@ -153,8 +153,8 @@ def select() -> tuple[bool, str]:
                     "set NUMBA_ENABLE_CUDASIM=1"
                 )
         return already, "numba.cuda was already imported in this mode"
-    if forced is True:
-        use_sim, reason = True, "NUMBAKERN_SIMULATOR=1"
+    if forced is True:  # the value as set: 1, true, True or yes
+        use_sim, reason = True, f"NUMBAKERN_SIMULATOR={os.environ['NUMBAKERN_SIMULATOR'].strip()}"
     elif _env_flag("NUMBA_ENABLE_CUDASIM") and forced is None:
         use_sim, reason = True, "NUMBA_ENABLE_CUDASIM=1"
     else:

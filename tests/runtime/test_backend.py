@@ -40,6 +40,12 @@ def test_backend_reports_the_simulator():
     assert "simulator" in str(b)
 
 
+def test_the_simulators_reason_echoes_the_variable_as_set():
+    r = run_python("import numbakern; print(numbakern.backend())", NUMBAKERN_SIMULATOR="yes")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("[NUMBAKERN_SIMULATOR=yes]")
+
+
 @pytest.mark.gpu
 def test_backend_reports_the_gpu():
     b = numbakern.backend()

@@ -184,7 +184,8 @@ def test_a_backend_error_is_one_line_from_the_command():
                            env={**os.environ, "NUMBAKERN_SIMULATOR": "bogus"}, timeout=120)
         assert r.returncode != 0
         if command[0] == "-m":  # the command's user gets one line
-            assert r.stderr.strip() == "Error: NUMBAKERN_SIMULATOR must be 0 or 1, got 'bogus'"
+            assert r.stderr.strip() == ("Error: NUMBAKERN_SIMULATOR must be 0 or 1 (or "
+                                        "true/false, yes/no), got 'bogus'")
         else:  # a program importing numbakern gets the exception
             assert "BackendError" in r.stderr
 
