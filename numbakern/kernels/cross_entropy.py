@@ -144,8 +144,8 @@ def _finisher(block, dtype, finish, weighted: bool):
     :func:`_reciprocal_when_last`). The sums are the block strategy's over each
     thread's rows ``tid, tid + threads, ...``: the same order whichever block is last.
     ``t0``, ``t1``: the row kernel's temp storage for the strategy (compute dtype, free
-    after its rows), reused. ``finish`` None: nothing. The CUDA samples' "last block
-    done" pattern, the rows read at L2 after an acquire (``runtime/relaxed.py``)."""
+    after its rows), reused. ``finish`` None: nothing. The last block is
+    :func:`_last_block`'s; it reads the rows at L2 (``runtime/relaxed.py``)."""
     if finish is None:
 
         @cuda.jit(device=True)
@@ -160,20 +160,8 @@ def _finisher(block, dtype, finish, weighted: bool):
     threads, mean = block.threads, finish == "mean"
 
     @cuda.jit(device=True)
-    def last_block(ticket, start):
-        """Whether this block is the grid's last to arrive, in every thread."""
-        last = cuda.shared.array(1, int32)
-        fence_acq_rel()  # release: this thread's stores before the block's ticket
-        cuda.syncthreads()
-        if cuda.threadIdx.x == 0:
-            last[0] = cuda.atomic.add(ticket, 0, 1) == start + cuda.gridDim.x - 1
-            fence_acq_rel()  # acquire, by the thread that read the ticket: every row
-        cuda.syncthreads()  # ... and through the barrier, for the block's threads
-        return last[0] != 0
-
-    @cuda.jit(device=True)
     def finish_rows(loss, result, ticket, start, target, ignore, C, weight, t0, t1):
-        if not last_block(ticket, start):
+        if not _last_block(ticket, start):
             return
         v = cuda.local.array(_UNROLL, tc_t)
         N = uint64(loss.shape[0])
@@ -475,16 +463,29 @@ def _counts(t, ignore, C):
 
 
 @cuda.jit(device=True)
+def _last_block(ticket, start):
+    """Whether this block is the grid's last to arrive, in every thread (all of the
+    block's threads call it): each block adds 1 to ``ticket[0]``, which held ``start``
+    before the launch. The CUDA samples' "last block done" pattern: a release fence
+    before the ticket, an acquire by the thread that read it, then the barrier, so
+    that the last block's threads see every other block's stores."""
+    last = cuda.shared.array(1, int32)
+    fence_acq_rel()  # release: this thread's stores before the block's ticket
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        last[0] = cuda.atomic.add(ticket, 0, 1) == start + cuda.gridDim.x - 1
+        fence_acq_rel()  # acquire, by the thread that read the ticket
+    cuda.syncthreads()  # ... and through the barrier, for the block's threads
+    return last[0] != 0
+
+
+@cuda.jit(device=True)
 def _reciprocal_when_last(count, ticket, scale):
     """After every thread of the block has added to ``count[0]``: the grid's last block
     to arrive (``ticket[0]`` counts them) sets ``scale[0] = 1 / count[0]``, NaN when it
     is 0 (no row counts, or their weights sum to 0: PyTorch's mean of nothing). One
-    launch where a count and a reciprocal were two: the CUDA samples' "last block done"
-    pattern, with release and acquire fences around the ticket."""
-    fence_acq_rel()  # release: this thread's addition before the block's ticket
-    cuda.syncthreads()
-    if cuda.threadIdx.x == 0 and \
-            cuda.atomic.add(ticket, 0, 1) == cuda.gridDim.x - 1:
-        fence_acq_rel()  # acquire: every block's additions
+    launch where a count and a reciprocal were two (:func:`_last_block`, the ticket
+    from 0)."""
+    if _last_block(ticket, 0) and cuda.threadIdx.x == 0:
         total = cuda.atomic.add(count, 0, 0)  # read at L2, never a stale L1 line
         scale[0] = 1.0 / total if total != 0 else math.nan
