@@ -299,8 +299,9 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
     widen, narrow = element_converters(plan.dtype)
     reduce_pair = block_allreduce(plan.sum_block, state_kit(plan.pair_op, (tc, tc)))
     reduce_sum = block_allreduce(plan.sum_block, state_kit(SUM, (tc,)))
-    storage = temp_storage(plan, (plan.sum_block, plan.pair_op),
-                           (plan.sum_block, SUM) if smoothing else None)
+    # The smoothing sum reuses the pair's storage (a barrier apart): two sets of
+    # Hillis-Steele's 2 x 1024 float64 slots would pass 48 KiB of static shared memory.
+    storage = temp_storage(plan, (plan.sum_block, plan.pair_op))
     exp = row_exp(plan.result)
     fold_edges, fold = online_folder(tc, 2, exp), online_folder(tc, L, exp)
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
@@ -352,7 +353,8 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                 j += V * G
             m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])
             if smoothing:
-                sx = reduce_sum((sx,), sh[4], sh[5], sh[6], sh[7])[0]
+                cuda.syncthreads()  # every thread has read the pair before it is reused
+                sx = reduce_sum((sx,), sh[0], sh[1], sh[2], sh[3])[0]
             lse = m + tc_t(math.log(z))
             if lane == 0:
                 loss[row] = row_loss(valid, lse, xt, sx, eps, C, wt, wsum) * scale[0]

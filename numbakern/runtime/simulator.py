@@ -76,7 +76,7 @@ import threading
 
 import numpy as np
 
-from .device import FULL_MASK, WARP
+from .device import FULL_MASK, SHARED_LIMIT, WARP
 
 _installed = False
 _SimThread = None  # numbakern.runtime.simblock.SimThread, once installed
@@ -153,6 +153,19 @@ def _new_shared(shape, dtype) -> np.ndarray:
     return np.empty(shape, dtype)
 
 
+def _within_limit(allocations: dict) -> None:
+    """Refuse a block's static shared arrays past ``SHARED_LIMIT`` in all, as ptxas
+    refuses such a kernel ("uses too much shared data"): NumPy would hold them, and a
+    kernel that only ran here would fail to compile on every GPU. (Sites that one
+    compiled kernel has but this launch never reached are not counted: ptxas counts
+    them too.)"""
+    nbytes = sum(a.nbytes for a in allocations.values())
+    if nbytes > SHARED_LIMIT:
+        raise RuntimeError(f"the kernel uses too much shared data: {nbytes} bytes of "
+                           f"static shared memory a block, {SHARED_LIMIT} max (ptxas "
+                           "refuses it on a GPU)")
+
+
 def _shared_class(base):
     """``FakeCUDAShared`` whose ``array`` finds its caller without a stack walk, and
     gives every thread of the block one array per site.
@@ -184,6 +197,7 @@ def _shared_class(base):
                 if isinstance(dtype, types.Type):
                     dtype = numpy_support.as_dtype(dtype)
                 res = self._allocations.setdefault(key, _new_shared(shape, dtype))
+                _within_limit(self._allocations)
             return res
 
     return FakeCUDAShared

@@ -61,6 +61,25 @@ def test_every_block_strategy_reduces_the_rows(name):
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("name", list(BLOCKS))
+@pytest.mark.parametrize("layout", ["rows", "strided"])
+def test_float64_smoothing_at_1024_threads_fits_static_shared_memory(name, layout):
+    """The widest case of the kernels' shared memory: 1024 threads of float64 pairs
+    (Hillis-Steele's 2 x 1024 slots a field) and the smoothing sum beside them, which
+    must stay within a block's 48 KiB of static shared memory (the simulator refuses
+    more, as ptxas does); contiguous rows take the vector kernel, strided ones the
+    scalar kernel."""
+    x, t = case(3, 40, ignored=[1])
+    strategy = every("block", threads=1024)[list(BLOCKS).index(name)]
+    logits = cuda.to_device(x) if layout == "rows" else \
+        cuda.to_device(np.ascontiguousarray(x.T)).T
+    loss, grad = nk.cross_entropy(logits, cuda.to_device(t), label_smoothing=0.1,
+                                  return_grad=True, strategy=strategy)
+    ref_loss, ref_grad = reference(x, t, "mean", 0.1)
+    np.testing.assert_allclose(loss.copy_to_host(), ref_loss, rtol=1e-12)
+    np.testing.assert_allclose(grad.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
+
+
 def test_ignored_rows_count_nothing_and_a_mean_of_none_is_nan():
     x, t = case(4, 33, ignored=[0, 1, 2, 3])
     loss, grad = nk.cross_entropy(x, t, return_grad=True)

@@ -755,3 +755,41 @@ def test_an_integer_store_out_of_range_wraps_as_on_a_gpu():
     nk.sum(cuda.to_device(x), axis=1, out=out)
     np.testing.assert_array_equal(out.copy_to_host(),
                                   np.add.reduce(x, axis=1, out=np.zeros(2, np.int8)))
+
+
+@cuda.jit
+def full_shared_kernel(out):
+    a = cuda.shared.array(3072, np.float64)  # 24 KiB
+    b = cuda.shared.array(3072, np.float64)  # 48 KiB with a: the limit
+    t = cuda.threadIdx.x
+    a[t] = t
+    b[t] = 2 * t
+    cuda.syncthreads()
+    out[t] = a[31 - t] + b[t]
+
+
+@cuda.jit
+def over_shared_kernel(out):
+    a = cuda.shared.array(3072, np.float64)
+    b = cuda.shared.array(3072, np.float64)
+    c = cuda.shared.array(1, np.int32)  # 4 bytes past the limit
+    t = cuda.threadIdx.x
+    c[0] = 0
+    a[t] = t
+    b[t] = t
+    out[t] = c[0]
+
+
+def test_a_block_may_have_48_kib_of_static_shared_memory():
+    out = np.zeros(32)
+    full_shared_kernel[1, 32](out)
+    np.testing.assert_array_equal(out, 31 - LANES + 2 * LANES)
+
+
+@simulator_only
+def test_static_shared_memory_past_48_kib_is_refused_as_ptxas_refuses_it():
+    """NumPy would hold the arrays, so without the check a kernel that fails to compile
+    on every GPU would run here."""
+    with pytest.raises(RuntimeError, match=r"49156 bytes of static shared memory a block, "
+                                           r"49152 max"):
+        over_shared_kernel[1, 32](np.zeros(32))
