@@ -4,9 +4,12 @@
 # ../shared/gpu/fetch-wheels.sh). Logs and pytest-benchmark JSON go to $OUT (or ./gpu-out).
 #
 #   bash bench/gpu_session.sh tests 1    # gpu-marked tests, first half (tests/api/test_[a-r]*),
-#   bash bench/gpu_session.sh tests 2    # second half (the rest), then big-memory ones:
-#                                        # one device call (600 s) no longer holds them all;
+#   bash bench/gpu_session.sh tests 2    # second half (tests/api/test_[s-z]*): one device
+#                                        # call (600 s) no longer holds both halves;
 #                                        # 5 processes on an 80 GB card, 10 on an H200
+#   bash bench/gpu_session.sh tests 5    # the gpu tests outside tests/api, then the
+#                                        # big-memory ones (half 2 with these ran past
+#                                        # 585 s on an H100 at 5 processes)
 #   bash bench/gpu_session.sh tests 3    # tests/api's other tests on the GPU's kernels (not
 #                                        # gpu, not simulator-marked: 7.5 minutes at -n 15)
 #   bash bench/gpu_session.sh tests 4    # the same for tests/core, ops, runtime, strategies
@@ -51,16 +54,17 @@ case "${1:-tests}" in
     elif [ "${2}" = 4 ]; then
       files=("$root"/tests/core "$root"/tests/ops "$root"/tests/runtime "$root"/tests/strategies
              "$root"/tests/teach) procs=15 marks="not gpu and not bigmem"
+    elif [ "${2}" = 5 ]; then
+      files=("$root"/tests/ops "$root"/tests/runtime "$root"/tests/strategies
+             "$root"/tests/teach "$root"/tests/core "$root"/tests/test_*.py) procs=10
     else
-      files=("$root"/tests/api/test_[s-z]*.py "$root"/tests/ops "$root"/tests/runtime
-             "$root"/tests/strategies "$root"/tests/teach "$root"/tests/core
-             "$root"/tests/test_*.py) procs=10
+      files=("$root"/tests/api/test_[s-z]*.py) procs=10
       # an 80 GB card holds 5 of this half's processes, not 10 (a 141 GB H200 does)
       [ "$(gpu_mib)" -lt 100000 ] && procs=5
     fi
     pt "${files[@]}" -m "$marks" -q -n "$procs" --durations=10 2>&1 \
       | tee "$out/gpu-tests-${2:-1}.log" | tail -25
-    if [ "${2:-1}" = 2 ]; then
+    if [ "${2:-1}" = 5 ]; then
       pt "$root/tests" -m bigmem -q 2>&1 | tee "$out/gpu-bigmem.log" | tail -5
     fi
     ;;
@@ -94,7 +98,7 @@ case "${1:-tests}" in
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
     ;;
   *)
-    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|tests 4|bench|demo|pending" >&2
+    echo "usage: bash bench/gpu_session.sh tests 1|tests 2|tests 3|tests 4|tests 5|bench|demo|pending" >&2
     exit 2
     ;;
 esac
