@@ -100,6 +100,8 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
         IndexError: a target outside ``[0, C)`` that is not ``ignore_index`` (host
             targets checked before the launch; device targets by the kernel, raised
             after it, which costs a synchronisation; not with ``check_target=False``).
+            ``grad_out`` then holds no gradient (the kernel has written it, a
+            replayed in-place call twice).
         ValueError: 0-d ``logits`` or ``logits`` with no class, K-dimensional
             device ``logits`` whose axes after the class axis are not one strided
             axis, ``target`` of the wrong
@@ -355,7 +357,10 @@ def _report(bad, target, per: int, logits_shape: tuple, C: int, ignore: int, str
     slot per launch, the total row count (at least ``per``, a launch's rows) where
     none was found, else the first bad row's index within the launch; read after the
     work on ``stream``. ``target``: the flat device targets."""
-    found = checked_words(bad, stream, functools.partial(_all_at_least, per))
+    # the report depends on the targets alone, which no call writes: an in-place call
+    # (grad_out=logits) re-run after its replay wrote the gradient fails the same way
+    found = checked_words(bad, stream, functools.partial(_all_at_least, per),
+                          same_on_rerun=True)
     hits = np.flatnonzero(found < per)
     if hits.size:
         shape = (1,) if len(logits_shape) == 1 else (logits_shape[0], *logits_shape[2:])

@@ -51,7 +51,9 @@ of such pairs part of the key; arguments that overlap otherwise are the ordinary
 path's to allow or refuse, every time. Such a call with a check (above) is not
 replayed: its launches may write over the array before the check's read, and a
 check that fails re-runs the call on what they left (nanmax's ``out=x`` would no
-longer see the NaN it must warn of).
+longer see the NaN it must warn of); unless the check's words depend on no
+argument the call writes (cross_entropy's targets), whose re-run then fails the same
+way.
 
 A call with CUDA tensors is keyed by the tensors themselves, before they are
 translated (``api._dispatch``), so that its replay skips the translation too: the one
@@ -437,10 +439,11 @@ class Recording:
                ) -> None:
         self.launches.append((kernel, grid, block, stream, args, shared))
 
-    def check(self, view, stream, passes) -> None:
-        """A read of a check's words (``views.checked_words``), after the launches so
-        far: a replay reads ``view``'s memory there and goes on while ``passes``."""
-        self.launches.append(_CheckNote(view, stream, passes))
+    def check(self, view, stream, passes, same_on_rerun: bool = False) -> None:
+        """A read of a check's words (``views.checked_words``, which says what
+        ``same_on_rerun`` promises), after the launches so far: a replay reads
+        ``view``'s memory there and goes on while ``passes``."""
+        self.launches.append(_CheckNote(view, stream, passes, same_on_rerun))
 
     def fail_check(self) -> None:
         """A check's words did not pass: the call raises or warns, and keeps no
@@ -453,7 +456,8 @@ class Recording:
         if self.flaw is not None:
             raise _Flaw(self.flaw)
         if len(set(self.inputs)) < len(self.inputs) and \
-                any(type(step) is _CheckNote for step in self.launches):
+                any(type(step) is _CheckNote and not step.same_on_rerun
+                    for step in self.launches):
             # The launches before a check may write over the array passed twice, and a
             # check that fails re-runs the call the ordinary way, on what they left.
             raise _Flaw("an array passed twice to a call that checks its results")
@@ -550,6 +554,7 @@ class _CheckNote(NamedTuple):
     view: Any  # the words' device view (a simulator array on the simulator)
     stream: Any
     passes: Any  # words -> bool
+    same_on_rerun: bool  # views.checked_words's
 
 
 class _Check(NamedTuple):

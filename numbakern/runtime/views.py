@@ -237,7 +237,7 @@ def host_words(view, stream=0) -> np.ndarray:
     return _pinned_read(buf, stream) if _small(buf) else host_copy(view, stream)
 
 
-def checked_words(view, stream, passes) -> np.ndarray:
+def checked_words(view, stream, passes, same_on_rerun: bool = False) -> np.ndarray:
     """:func:`host_words` for a check: a kernel's report or flags that the rest of the
     call reads only through ``passes(words)``, True when the call goes on as though
     nothing were found (no error, no warning, nothing more launched), and a pure
@@ -248,6 +248,9 @@ def checked_words(view, stream, passes) -> np.ndarray:
     pass make the read a step of its program, which a replay takes again after the
     launches before it, running the call the ordinary way where the words fail (then
     it raises or warns as the check says); words that fail leave the call unrecorded.
+    ``same_on_rerun``: the words depend on no argument the call writes (device
+    targets, offsets), so that a re-run on what a replay wrote over an array passed
+    twice (``grad_out=logits``) finds them failing too: such a call may replay.
     """
     recording = current_recording()
     if recording is None:
@@ -263,7 +266,7 @@ def checked_words(view, stream, passes) -> np.ndarray:
             return host_words(view, stream)  # not through the pinned buffer: refused
         words = _pinned_read(buf, stream)
     if passes(words):
-        recording.check(view, stream, passes)
+        recording.check(view, stream, passes, same_on_rerun)
     else:
         recording.fail_check()
     return words
