@@ -510,14 +510,17 @@ class GridScan(GridStrategy):
 
     def tile_items(self, job) -> int:
         """Items per thread for this job; raises if the tile overflows shared memory."""
+        temp = self.block.temp_slots()
         items = self.items or auto_items(job.state_bytes, self.block.threads,
-                                         job.value_bytes, job.kit.fields)
-        slots = padded_slots(self.block.threads * items) + self.block.temp_slots() + 1
-        if slots * job.state_bytes > SHARED_LIMIT:
+                                         job.value_bytes, job.kit.fields, temp)
+        nbytes = (padded_slots(self.block.threads * items) + temp + 1) * job.state_bytes
+        if nbytes > SHARED_LIMIT:
+            advice = "use fewer items" if self.items else \
+                f"use fewer threads or another block strategy than {self.block!r}"
             raise ValueError(
                 f"items={items} x threads={self.block.threads} x {job.state_bytes}-byte "
-                f"states need {slots * job.state_bytes} bytes of shared memory, more than "
-                f"the {SHARED_LIMIT} a block has: use fewer items"
+                f"states need {nbytes} bytes of shared memory (the tile and the block "
+                f"scan's), more than the {SHARED_LIMIT} a block has: {advice}"
             )
         return items
 

@@ -103,7 +103,7 @@ def pad_every(state_bytes: int, vectors) -> int:
 
 
 def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None,
-               fields: int = 1) -> int:
+               fields: int = 1, temp_slots: int = 0) -> int:
     """Items per thread: 64 bytes of state per thread (16 float32), at most 16, fewer if
     the tile would not fit in shared memory; 2 under the simulator.
     A one-field 8-byte state (float64, int64) takes 16 items too: float64's cumsum of
@@ -118,13 +118,16 @@ def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None,
     A tile of ``state_bytes`` states takes at most half a block's shared memory (24
     KB), or three quarters (36 KB: 16 int64 items of 256 threads, 5 blocks of 34 KB
     on an sm_90 multiprocessor) when ``value_bytes`` sizes it or the state is one
-    8-byte field."""
-    if SIMULATOR:
-        return SIMULATOR_ITEMS
+    8-byte field. ``temp_slots``: the block scan's own states, beside the tile and its
+    carry: the three within a block's shared memory, where one item a thread allows
+    (Hillis-Steele's 2 x 1024 16-byte states leave no room for a tile of 1024)."""
     wide = fields == 1 and state_bytes == 8
-    items = 16 if wide else max(1, min(16, 64 // (value_bytes or state_bytes)))
+    items = SIMULATOR_ITEMS if SIMULATOR else \
+        16 if wide else max(1, min(16, 64 // (value_bytes or state_bytes)))
     limit = SHARED_LIMIT * 3 // 4 if value_bytes or wide else SHARED_LIMIT // 2
-    while items > 1 and padded_slots(threads * items) * state_bytes > limit:
+    while items > 1 and (
+            padded_slots(threads * items) * state_bytes > limit
+            or (padded_slots(threads * items) + temp_slots + 1) * state_bytes > SHARED_LIMIT):
         items //= 2
     return items
 

@@ -10,7 +10,7 @@ import pytest
 import numbakern as nk
 from numbakern.ops.state import state_kit
 from numbakern.runtime.device import SIMULATOR
-from numbakern.strategies import WarpShuffle
+from numbakern.strategies import Blelloch, HillisSteele, ReduceThenScan, WarpShuffle
 from numbakern.strategies.decoupled_lookback import DecoupledLookback, _packs
 
 # (wrapping int8 sum, float32 sum): a pair whose byte goes negative
@@ -113,3 +113,29 @@ def test_a_repeated_one_tile_scan_replays_as_one_launch(n, launches):
     (program,) = nk.cumsum.tensor_replay_table.values()
     assert len(program.steps) == launches  # more tiles: the status words' zeroing too
     np.testing.assert_array_equal(got.copy_to_host(), np.cumsum(np.arange(n)))
+
+
+def _logcumsumexp_reference(x):
+    return np.logaddexp.accumulate(x.astype(np.float64))
+
+
+@pytest.mark.parametrize("grid", [DecoupledLookback, ReduceThenScan])
+def test_a_wide_block_takes_the_items_its_shared_memory_holds(grid):
+    """16-byte states (logcumsumexp's float64 (max, sum)) in blocks of 1024: the items
+    a thread are chosen so that the tile and Blelloch's own states fit a block's 48
+    KiB together (the simulator's two items a thread did not)."""
+    x = np.random.default_rng(4).standard_normal(1500)  # two tiles of 1024
+    got = nk.logcumsumexp(x, strategy=grid(Blelloch(threads=1024)))
+    np.testing.assert_allclose(got, _logcumsumexp_reference(x), rtol=1e-12)
+
+
+def test_a_block_scan_whose_states_leave_no_room_for_a_tile_is_named():
+    """Hillis-Steele's 2 x 1024 16-byte states and a tile of one item a thread need
+    more than 48 KiB: the error says what to change (the items were not the caller's)."""
+    x = np.zeros(3000)
+    with pytest.raises(ValueError, match=r"items=1 x threads=1024 x 16-byte states need "
+                                         r"49664 bytes .* use fewer threads or another "
+                                         r"block strategy than HillisSteele"):
+        nk.logcumsumexp(x, strategy=DecoupledLookback(HillisSteele(threads=1024)))
+    with pytest.raises(ValueError, match=r"items=16 x threads=256 .* use fewer items$"):
+        nk.logcumsumexp(x, strategy=DecoupledLookback(Blelloch(threads=256), items=16))
