@@ -156,9 +156,9 @@ def _new_shared(shape, dtype) -> np.ndarray:
 def _within_limit(allocations: dict) -> None:
     """Refuse a block's static shared arrays past ``SHARED_LIMIT`` in all, as ptxas
     refuses such a kernel ("uses too much shared data"): NumPy would hold them, and a
-    kernel that only ran here would fail to compile on every GPU. (Sites that one
-    compiled kernel has but this launch never reached are not counted: ptxas counts
-    them too.)"""
+    kernel that only ran here would fail to compile on every GPU. Only the arrays
+    this launch reaches are counted (ptxas counts every one the kernel holds), so a
+    kernel may still pass here and fail there, never the other way."""
     nbytes = sum(a.nbytes for a in allocations.values())
     if nbytes > SHARED_LIMIT:
         raise RuntimeError(f"the kernel uses too much shared data: {nbytes} bytes of "
