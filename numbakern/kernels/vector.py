@@ -49,12 +49,14 @@ def rows_aligned(view, outer: int) -> bool:
 
 
 if SIMULATOR:
+    from numbakern.runtime.simulator import vector_aligned
 
     @functools.lru_cache(maxsize=None)
     def vector_loader(width: int):
         """``load(a, j) -> (a[j*W], ..., a[j*W + W-1])`` (simulator version)."""
 
         def load(a, j):
+            vector_aligned(a, "load")
             return tuple(a[j * width:(j + 1) * width])
 
         return load
@@ -64,6 +66,7 @@ if SIMULATOR:
         """``store(a, j, values)``: ``a[j*W : j*W + W] = values`` (simulator version)."""
 
         def store(a, j, values):
+            vector_aligned(a, "store")
             a[j * width:(j + 1) * width] = values
 
         return store

@@ -36,6 +36,10 @@ if config.ENABLE_CUDASIM:
 
     def copy16(dst, i, src, j):
         """``dst``'s vector ``i`` = ``src``'s vector ``j`` (simulator version)."""
+        from .simulator import vector_aligned
+
+        vector_aligned(src, "copy")
+        vector_aligned(dst, "copy")
         width = VECTOR_BYTES // src.itemsize
         dst[i * width:(i + 1) * width] = src[j * width:(j + 1) * width]
 

@@ -166,6 +166,17 @@ def _within_limit(allocations: dict) -> None:
                            "refuses it on a GPU)")
 
 
+def vector_aligned(a, what: str) -> None:
+    """Refuse a 16-byte vector access (``what``) to an array whose data is not 16-byte
+    aligned, where a GPU faults ("misaligned address", which ends the CUDA context):
+    the kernels' callers check alignment on the host, and a slip there would pass here
+    unseen. Every vector ``j`` of an aligned array is aligned (``16 j`` bytes in)."""
+    ary = getattr(a, "_ary", a)
+    if ary.__array_interface__["data"][0] % 16:
+        raise RuntimeError(f"a 16-byte vector {what} from an array that is not 16-byte "
+                           "aligned (a GPU faults: misaligned address)")
+
+
 def _shared_class(base):
     """``FakeCUDAShared`` whose ``array`` finds its caller without a stack walk, and
     gives every thread of the block one array per site.

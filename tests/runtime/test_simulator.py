@@ -793,3 +793,24 @@ def test_static_shared_memory_past_48_kib_is_refused_as_ptxas_refuses_it():
     with pytest.raises(RuntimeError, match=r"49156 bytes of static shared memory a block, "
                                            r"49152 max"):
         over_shared_kernel[1, 32](np.zeros(32))
+
+
+@simulator_only
+def test_a_vector_load_from_a_misaligned_array_is_refused_as_a_gpu_faults():
+    """A 16-byte vector load 4 bytes past an aligned start faults on a GPU ("misaligned
+    address"); the simulator's slices would have read it."""
+    from numbakern.kernels.vector import vector_loader
+
+    load = vector_loader(4)
+
+    @cuda.jit
+    def first_vector(a, out):
+        v = load(a, 0)
+        out[0] = v[0] + v[1] + v[2] + v[3]
+
+    a = cuda.to_device(np.arange(9, dtype=np.float32))
+    out = np.zeros(1, np.float32)
+    first_vector[1, 1](a, out)
+    assert out[0] == 6
+    with pytest.raises(RuntimeError, match="not 16-byte aligned"):
+        first_vector[1, 1](a[1:], out)
