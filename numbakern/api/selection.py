@@ -568,10 +568,17 @@ def _read(values, qs, code: int, m: int, n: int, skipping: bool, result, workspa
     flags = workspace.from_host(np.zeros(2, np.int32))
     qd = workspace.from_host(np.zeros(1) if qs is None else
                              np.ascontiguousarray(qs, np.float64).reshape(-1))
-    single = qs is not None and qs.dtype in (np.float16, np.float32)
+    q_dtype = _index_dtype(qs)
     order_stats_into(values, qd, dst, counts, flags, m, n, code, skipping, compute,
-                     workspace.stream, single)
+                     workspace.stream, q_dtype)
     return dst, counts, flags
+
+
+def _index_dtype(qs) -> str:
+    """The float type NumPy computes the virtual indices of quantiles ``qs`` in: their
+    own for float16 and float32, else float64 (integers of 0 or 1 are exact there)."""
+    return qs.dtype.name if qs is not None and qs.dtype in (np.float16, np.float32) \
+        else "float64"
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:
@@ -663,11 +670,11 @@ def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping:
         row_facts_into(xbits, facts, m, n, dtype, stream)
     qd = workspace.from_host(np.zeros(1) if qs is None else
                              np.ascontiguousarray(qs, np.float64).reshape(-1))
-    single = qs is not None and qs.dtype in (np.float16, np.float32)
+    q_dtype = _index_dtype(qs)
     selections = 2 * nq * m
     need = workspace.empty(selections, np.int64)
     done = workspace.empty(selections, np.int32)
-    ranks_into(facts, qd, need, done, m, n, code, skipping, single, stream)
+    ranks_into(facts, qd, need, done, m, n, code, skipping, q_dtype, stream)
     keys, equal = finder.kth_keys(SelectJob(xbits, None, None, selections, n, 1, dtype,
                                             False, False, workspace, record), 2 * nq, need,
                                   done)
@@ -679,7 +686,7 @@ def _by_rank(x, kind: str, axes, m: int, n: int, dtype, qs, code: int, skipping:
     counts = workspace.empty(m if skipping else 1, np.int64)
     flags = workspace.from_host(np.zeros(2, np.int32))
     picked_stats_into(view_as(picks, dtype), facts, qd, dst, counts, flags, m, n, code,
-                      skipping, compute, stream, single)
+                      skipping, compute, stream, q_dtype)
     return dst, counts, flags
 
 

@@ -37,9 +37,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float64, from_dtype, int64
+from numba import cuda, float32, float64, from_dtype, int64
 
 from numbakern.kernels.elementwise import THREADS, grid_for
+from numbakern.kernels.float16 import round_to_float16
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import SIMULATOR
 from numbakern.runtime.launch import launch
@@ -52,7 +53,7 @@ INVALID, OVERFLOW = range(2)  # the slots of ``flags``: NumPy's two floating-poi
 
 
 def order_stats_into(values, qs, out, counts, flags, rows: int, n: int, method: int,
-                     skip_nan: bool, compute, stream, q_single: bool = False) -> None:
+                     skip_nan: bool, compute, stream, q_dtype: str = "float64") -> None:
     """``out[j * rows + r]``: quantile ``qs[j]`` of sorted row ``r`` of ``values``.
 
     Args:
@@ -73,14 +74,15 @@ def order_stats_into(values, qs, out, counts, flags, rows: int, n: int, method: 
             whose last element is NaN gives NaN. A row of no counted elements gives NaN.
         compute: the dtype of the arithmetic (float32 or float64): NumPy's result
             dtype, float32 for float16 results (rounded once, when delivered).
-        q_single: the virtual index ``(count - 1) q`` in float32, as NumPy computes it
-            for a float32 (or float16) ``q`` array; float64 otherwise.
+        q_dtype: the float type of the ``q`` array (``"float16"``, ``"float32"`` or
+            ``"float64"``), in which NumPy computes the virtual index ``(count - 1) q``
+            (:func:`locator`).
     """
     dtype = np.dtype(values.dtype)
     key = ("order_stats", dtype.str, np.dtype(out.dtype).str, int(method), bool(skip_nan),
-           np.dtype(compute).str, bool(q_single), device_key())
+           np.dtype(compute).str, str(q_dtype), device_key())
     kernel = cached(key, lambda: _build(dtype, int(method), bool(skip_nan),
-                                        np.dtype(compute), bool(q_single)))
+                                        np.dtype(compute), str(q_dtype)))
     total = int(qs.shape[0]) * int(rows)
     launch(kernel, grid_for(total), THREADS, stream, values, qs, out, counts, flags,
            int(rows), int(n))
@@ -182,13 +184,13 @@ def arithmetic(dtype: np.dtype, compute: np.dtype):
 
 
 def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
-           q_single: bool):
+           q_dtype: str):
     """The kernel; every store is an assignment into ``out``, whose dtype casts (a
     method that reads one element stores it unchanged)."""
     is_float = dtype.kind == "f"
     widen, lerp, middle = arithmetic(dtype, compute)
     nan_check = is_float
-    locate = locator(method, q_single)
+    locate = locator(method, q_dtype)
 
     @cuda.jit(device=True)
     def count_of(values, base, n):
@@ -235,13 +237,13 @@ def _build(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
     return order_stats
 
 
-def locator(method: int, q_single: bool = False):
+def locator(method: int, q_dtype: str = "float64"):
     """Device function ``locate(q, count) -> (lo, hi, t)``: the neighbouring order
     statistics and the weight of the upper one, by NumPy's rules for ``method``, the
-    virtual index computed in float32 for ``q_single`` (the quantiles' float type), else float64
-    (``_get_indexes``: a virtual index at or past the last element reads the last one
-    twice)."""
-    vt = from_dtype(np.dtype(np.float32 if q_single else np.float64))
+    virtual index computed in ``q_dtype``, the quantiles' float type, as NumPy computes
+    it (:func:`virtual_index`; ``_get_indexes``: a virtual index at or past the last
+    element reads the last one twice)."""
+    index = virtual_index(q_dtype)
     if method == MEDIAN:
         @cuda.jit(device=True)
         def locate(q, count):
@@ -251,10 +253,10 @@ def locator(method: int, q_single: bool = False):
 
         @cuda.jit(device=True)
         def locate(q, count):
-            v = float64(vt(count - 1) * vt(q))
+            v, last = index(q, count)
             if midpoint:
                 v = 0.5 * (float64(math.floor(v)) + float64(math.ceil(v)))
-            if v >= float64(count - 1):
+            if v >= last:
                 # NumPy reads the last element as index -1 with weight v - (-1) (0 for
                 # midpoint's whole index): its lerp then takes b - d * (1 - t), where d
                 # is 0 or NaN; only a zero's sign tells it apart from a + d * 0
@@ -269,7 +271,7 @@ def locator(method: int, q_single: bool = False):
 
         @cuda.jit(device=True)
         def locate(q, count):
-            v = float64(vt(count - 1) * vt(q))
+            v = index(q, count)[0]
             f = float64(math.floor(v))
             if rounding == HIGHER:
                 f = float64(math.ceil(v))
@@ -281,3 +283,30 @@ def locator(method: int, q_single: bool = False):
             return k, k, float64(0.0)
 
     return locate
+
+
+def virtual_index(q_dtype: str):
+    """Device function ``index(q, count) -> (v, last)``: NumPy's virtual index
+    ``(count - 1) q`` and ``count - 1``, both as NumPy holds them for a ``q`` array of
+    ``q_dtype`` (the Python int ``count - 1`` taking the array's type: NEP 50), as
+    float64. A float16 product is rounded once from float64 (exact for two float16
+    values), as float16's own multiply rounds it; past float16's largest value NumPy's
+    index overflows (its quantile then fails), and float32 stands in."""
+    if q_dtype == "float16":
+
+        @cuda.jit(device=True)
+        def index(q, count):
+            n1 = float64(count - 1)
+            if n1 > 65504.0:
+                return float64(float32(n1) * float32(q)), float64(float32(n1))
+            last = float64(round_to_float16(n1))
+            return float64(round_to_float16(last * q)), last
+
+        return index
+    vt = from_dtype(np.dtype(q_dtype))
+
+    @cuda.jit(device=True)
+    def index(q, count):
+        return float64(vt(count - 1) * vt(q)), float64(vt(count - 1))
+
+    return index

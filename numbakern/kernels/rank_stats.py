@@ -106,17 +106,17 @@ def _build_facts(dtype: np.dtype):
 
 
 def ranks_into(facts, qs, need, done, rows: int, n: int, method: int, skip_nan: bool,
-               q_single: bool, stream) -> None:
+               q_dtype: str, stream) -> None:
     """Step 2: ``need`` (int64) and ``done`` (int32), ``2 * qs.size * rows`` each, of
     the selections the module doc lays out."""
-    key = ("quantile_ranks", int(method), bool(skip_nan), bool(q_single), device_key())
-    kernel = cached(key, lambda: _build_ranks(int(method), bool(skip_nan), bool(q_single)))
+    key = ("quantile_ranks", int(method), bool(skip_nan), str(q_dtype), device_key())
+    kernel = cached(key, lambda: _build_ranks(int(method), bool(skip_nan), str(q_dtype)))
     total = int(qs.shape[0]) * rows
     launch(kernel, grid_for(total), THREADS, stream, facts, qs, need, done, rows, n)
 
 
-def _build_ranks(method: int, skip_nan: bool, q_single: bool):
-    locate = locator(method, q_single)
+def _build_ranks(method: int, skip_nan: bool, q_dtype: str):
+    locate = locator(method, q_dtype)
 
     @cuda.jit
     def ranks(facts, qs, need, done, rows, n):
@@ -251,25 +251,25 @@ def _build_picks(dtype: np.dtype, nq: int):
 
 def picked_stats_into(values, facts, qs, out, counts, flags, rows: int, n: int,
                       method: int, skip_nan: bool, compute, stream,
-                      q_single: bool = False) -> None:
+                      q_dtype: str = "float64") -> None:
     """Step 5: ``out[j * rows + r]``, quantile ``qs[j]`` of row ``r``, from
     ``values`` (the picks of :func:`picks_into` read as the rows' dtype) and the
     rows' ``facts``; ``out``, ``counts``, ``flags``, ``method``, ``compute`` and
-    ``q_single`` as ``order_stats.order_stats_into``'s."""
+    ``q_dtype`` as ``order_stats.order_stats_into``'s."""
     dtype = np.dtype(values.dtype)
     key = ("picked_stats", dtype.str, np.dtype(out.dtype).str, int(method), bool(skip_nan),
-           np.dtype(compute).str, bool(q_single), device_key())
+           np.dtype(compute).str, str(q_dtype), device_key())
     kernel = cached(key, lambda: _build_stats(dtype, int(method), bool(skip_nan),
-                                              np.dtype(compute), bool(q_single)))
+                                              np.dtype(compute), str(q_dtype)))
     total = int(qs.shape[0]) * int(rows)
     launch(kernel, grid_for(total), THREADS, stream, values, facts, qs, out, counts, flags,
            int(rows), int(n))
 
 
 def _build_stats(dtype: np.dtype, method: int, skip_nan: bool, compute: np.dtype,
-                 q_single: bool):
+                 q_dtype: str):
     _, lerp, middle = arithmetic(dtype, compute)
-    locate = locator(method, q_single)
+    locate = locator(method, q_dtype)
     nan_check = dtype.kind == "f"
 
     @cuda.jit

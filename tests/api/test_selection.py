@@ -584,6 +584,32 @@ def test_quantile_methods(method):
          reference(np.quantile, xi, q, axis=0, method=method))
 
 
+@pytest.mark.parametrize("q_dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("n", [10, 13])
+def test_the_virtual_index_is_computed_in_qs_own_float_type(q_dtype, n):
+    """NumPy takes ``(n - 1) * q`` in the type of a float16 or float32 ``q``, and
+    ``lower``, ``higher`` and ``nearest`` then pick the element that index rounds to:
+    float16's 9 * (1/3) is 3.0 where float32's is 2.9993, so NumPy's lower quantile is
+    element 3, not 2."""
+    x = np.sort(RNG.permutation(3 * n).astype(np.int64)[:n])
+    q = np.array([1 / 3, 0.1666, 0.4167, 0.8335, 0.999, 2 / 3], q_dtype)
+    for method in ("linear", "lower", "higher", "nearest", "midpoint"):
+        same(nk.quantile(x, q, method=method), np.quantile(x, q, method=method))
+    same(nk.nanquantile(x, q[0]), np.nanquantile(x, q[0]))
+    p = np.array([100 / 3], q_dtype)
+    same(nk.percentile(x, p, method="lower"), np.percentile(x, p, method="lower"))
+
+
+def test_a_float16_q_rounds_its_index_as_numpy_past_2048_elements():
+    """Among 2050 elements, 2049 is 2048 in float16, and the product of it and q has
+    a float16's 11 bits: NumPy's higher quantile of q = 0.02832 is element 58 (float16's
+    index 58.0), where float32 finds 58.03 and takes 59."""
+    x = np.arange(2050) * 3
+    q = np.float16([0.02832, 0.5])
+    same(nk.quantile(x, q, method="higher"), np.quantile(x, q, method="higher"))
+    assert np.quantile(x, q, method="higher")[0] == 3 * 58
+
+
 @pytest.mark.parametrize("name, q, axis", [("quantile", 0.0, None), ("percentile", 50, None),
                                            ("quantile", 0.5, 0), ("quantile", 0.5, 1),
                                            ("nanquantile", 0.5, None),
