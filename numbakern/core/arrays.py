@@ -154,7 +154,8 @@ def as_array_like(x: Any, name: str = "x"):
         raise TypeError("np.matrix is not supported (NumPy keeps its results 2-D): pass "
                         "np.asarray(x)")
     x = np.asarray(x)
-    if x.dtype == object and x.size and all(type(v) is int for v in x.flat):
+    if x.dtype == object and x.size and all(type(v) is int for v in x.flat) and \
+            any(not -2**63 <= v < 2**64 for v in x.flat):
         raise TypeError(f"{name} holds Python integers beyond 64 bits (e.g. "
                         f"{max(x.flat, key=abs)}), which NumPy keeps as objects; the "
                         f"kernels take integers of at most 64 bits")

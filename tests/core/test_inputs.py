@@ -52,7 +52,8 @@ def test_np_matrix_is_refused_rather_than_answered_as_a_plain_array():
         nk.sum(np.matrix([[1.0, 2.0], [3.0, 4.0]]), axis=0)
 
 
-@pytest.mark.parametrize("x", [None, np.array([1, "a"], dtype=object)])
+@pytest.mark.parametrize("x", [None, np.array([1, "a"], dtype=object),
+                               np.array([1, 2], dtype=object)])  # ints that fit: no "beyond"
 def test_an_object_input_names_x(x):
     with pytest.raises(TypeError, match="^sum is not defined for x of dtype object"):
         nk.sum(x)
