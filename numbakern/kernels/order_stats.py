@@ -279,7 +279,9 @@ def locator(method: int, q_dtype: str = "float64"):
                 d = v - f
                 if d > 0.5 or (d == 0.5 and f % 2.0 == 1.0):
                     f += 1.0
-            k = int64(f)
+            # count - 1 rounded up to q's type (float16 from 2052 elements, float32
+            # past 2**24) puts q = 1 one past the end, where NumPy's partition fails
+            k = min(int64(f), count - 1)
             return k, k, float64(0.0)
 
     return locate
@@ -290,16 +292,17 @@ def virtual_index(q_dtype: str):
     ``(count - 1) q`` and ``count - 1``, both as NumPy holds them for a ``q`` array of
     ``q_dtype`` (the Python int ``count - 1`` taking the array's type: NEP 50), as
     float64. A float16 product is rounded once from float64 (exact for two float16
-    values), as float16's own multiply rounds it; past float16's largest value NumPy's
-    index overflows (its quantile then fails), and float32 stands in."""
+    values), as float16's own multiply rounds it; where ``count - 1`` rounds to inf
+    (from 65520) NumPy's index overflows (its quantile then fails), and float32
+    stands in."""
     if q_dtype == "float16":
 
         @cuda.jit(device=True)
         def index(q, count):
             n1 = float64(count - 1)
-            if n1 > 65504.0:
-                return float64(float32(n1) * float32(q)), float64(float32(n1))
             last = float64(round_to_float16(n1))
+            if math.isinf(last):
+                return float64(float32(n1) * float32(q)), float64(float32(n1))
             return float64(round_to_float16(last * q)), last
 
         return index

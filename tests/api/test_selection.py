@@ -610,6 +610,18 @@ def test_a_float16_q_rounds_its_index_as_numpy_past_2048_elements():
     assert np.quantile(x, q, method="higher")[0] == 3 * 58
 
 
+@pytest.mark.parametrize("strategy", ["radix_select", "sort_slice"])
+def test_an_index_of_n_minus_1_rounded_up_reads_the_last_element(strategy):
+    """Among 2052 elements, 2051 rounds up to 2052 in float16, so q = 1's index is one
+    past the end (NumPy's partition fails there): the last element, on both paths, as
+    ``linear`` gives."""
+    x = np.arange(2052.0) - 5000
+    q = np.float16([1.0, 0.5])
+    for method in ("lower", "nearest", "linear"):
+        got = nk.quantile(x, q, method=method, strategy=strategy)
+        same(got, [x[-1], np.quantile(x, q[1], method=method)])
+
+
 @pytest.mark.parametrize("name, q, axis", [("quantile", 0.0, None), ("percentile", 50, None),
                                            ("quantile", 0.5, 0), ("quantile", 0.5, 1),
                                            ("nanquantile", 0.5, None),
