@@ -272,6 +272,15 @@ _UNSET = object()
 _cupy_launch_kernel: Any = _UNSET
 
 
+def block_jit(threads: int):
+    """``cuda.jit`` for a kernel launched in blocks of ``threads``: on a GPU with that
+    launch bound, so that ptxas keeps to the registers a block of ``threads`` may have
+    (``65536 / threads``, spilling if it must) where the kernel would otherwise fail to
+    launch (``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES``: float64 cross_entropy at 1024
+    threads); a kernel already within them is unchanged. Plain under the simulator."""
+    return cuda.jit if SIMULATOR else cuda.jit(launch_bounds=threads)
+
+
 def driver_launch(function: int, grid: int, block: int, stream: int, params,
                   shared: int = 0) -> None:
     """``cuLaunchKernel`` on a 1-D grid with parameters already in place (``params``
