@@ -39,7 +39,7 @@ from numbakern.ops.state import rows_of
 from numbakern.kernels.scan_tiles import NO_CARRY, Tile, carry_reader, state_loader
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import ceil_div, max_resident_blocks
-from numbakern.runtime.launch import block_jit, launch
+from numbakern.runtime.launch import bounded_jit, launch
 
 from .protocols import Cost, GridScan
 
@@ -141,7 +141,7 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
         a = seg // rows
         return seg, blk - seg * chunks, a, seg - a * rows
 
-    @block_jit(block.threads)
+    @bounded_jit(block.threads)
     def totals_kernel(src0, src1, n, tiles, per_chunk, chunks, tot0, tot1):
         """Pass 1: block (segment, c) writes the total of chunk c."""
         xs0, xs1 = xs_storage()
@@ -164,7 +164,7 @@ def _build(block, kit, items, load, store, exclusive, empty, hold, sources, outp
             tr0, tr1 = state_rows(tot0, tot1, 0, seg)
             kstore(tr0, tr1, c, acc)
 
-    @block_jit(block.threads)
+    @bounded_jit(block.threads)
     def scan_kernel(src0, src1, dst0, dst1, n, tiles, per_chunk, chunks, car0, car1, cin):
         """Passes 2 and 3: block (segment, c) scans chunk c, starting from carry c
         (with an initial carry on its left)."""

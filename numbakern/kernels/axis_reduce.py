@@ -74,7 +74,7 @@ from numbakern.runtime.checks import check_count
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import (SIMULATOR, WARP, blocks_per_multiprocessor, ceil_div,
                                       max_resident_blocks, resident_blocks)
-from numbakern.runtime.launch import launch
+from numbakern.runtime.launch import bounded_jit, launch
 from numbakern.runtime.views import address, span_view
 
 UNROLL = 8
@@ -460,8 +460,8 @@ def build_column_kernel(threads: int, kit, load, emit, ordered: bool, index32: b
     temp = kit.shared_temp(threads)
     thread_reduce = thread_reducer(kit, load, ordered, index32)
     combine_groups = group_combiner(kit.store, kit.load, kit.combine, 1)
-    jit = cuda.jit if SIMULATOR or registers is None else cuda.jit(
-        launch_bounds=(threads, blocks_per_multiprocessor(threads, registers)))
+    jit = bounded_jit(None if registers is None else
+                      (threads, blocks_per_multiprocessor(threads, registers)))
 
     @jit
     def column_kernel(a0, a1, M, N, K1, R1, c0, c1, m0, m1, chunk, S, C, o0, o1):
@@ -543,8 +543,7 @@ def build_vector_column_kernel(threads: int, kit, emit, ordered: bool, width: in
     split = _split(outputs32)
     W = int64(width)
     registers = vector_column_registers(kit.fields, width)
-    jit = cuda.jit if SIMULATOR else cuda.jit(
-        launch_bounds=(threads, blocks_per_multiprocessor(threads, registers)))
+    jit = bounded_jit((threads, blocks_per_multiprocessor(threads, registers)))
 
     @cuda.jit(device=True)
     def run(a1, j, pitch, r, end, step, c1, s):

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from numba import cuda, int64, uint32, uint64
 
-from numbakern.runtime.device import SIMULATOR, blocks_per_multiprocessor
+from numbakern.runtime.device import blocks_per_multiprocessor
 from numbakern.runtime.device import resident_blocks as device_resident_blocks
+from numbakern.runtime.launch import bounded_jit
 
 #: bytes of one private counter (uint32: a strategy's grid keeps every block under
 #: 2**31 elements)
@@ -51,11 +52,6 @@ def resident_blocks(threads: int) -> int:
     return device_resident_blocks(threads, REGISTERS)
 
 
-def _jit(bounds):
-    """``cuda.jit`` with launch bounds on a GPU; plain under the simulator."""
-    return cuda.jit if SIMULATOR else cuda.jit(launch_bounds=bounds)
-
-
 def build_histogram_kernel(strategy, bins: int, bin_of):
     """Kernel ``(x, n, aux, out)``: count the ``n`` elements of ``x`` into ``out``
     (int64, zeroed), element ``i`` in bin ``bin_of(x, i, aux)`` (``-1``: not counted),
@@ -64,7 +60,7 @@ def build_histogram_kernel(strategy, bins: int, bin_of):
     slots = max(1, strategy.shared_slots(bins))
     threads, privatized = strategy.threads, strategy.privatized
 
-    @_jit(launch_bounds(threads))
+    @bounded_jit(launch_bounds(threads))
     def histogram_kernel(x, n, aux, out):
         sh = cuda.shared.array(slots, uint32)
         clear(sh)

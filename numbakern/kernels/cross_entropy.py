@@ -58,7 +58,7 @@ from numbakern.kernels.vector import vector_lanes, vector_storer
 from numbakern.ops import SUM
 from numbakern.ops.state import state_kit
 from numbakern.runtime.cache import cached, device_key
-from numbakern.runtime.launch import block_jit
+from numbakern.runtime.launch import bounded_jit
 from numbakern.runtime.relaxed import fence_acq_rel, load_relaxed
 
 TILE = 8  # elements per thread per step of pass 1: loads in flight, one rescale each
@@ -221,7 +221,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
     threads, NEG = block.threads, tc.type(-math.inf)
     finish_rows = _finisher(block, dtype, finish, weighted)
 
-    @block_jit(threads)
+    @bounded_jit(threads)
     def cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight, result, ticket,
                       start):
         t0 = cuda.shared.array(slots, tc_t)
@@ -312,7 +312,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
     ONE = tc.type(1)
     finish_rows = _finisher(plan.sum_block, plan.dtype, finish, weighted)
 
-    @block_jit(plan.threads)
+    @bounded_jit(plan.threads)
     def vector_cross_entropy(x, target, g, loss, scale, bad, ignore, eps, weight, result,
                              ticket, start, xf, gf, head0):
         sh = storage()

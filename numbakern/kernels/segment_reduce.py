@@ -78,7 +78,7 @@ from numbakern.runtime.device import (
     max_resident_blocks,
     resident_blocks,
 )
-from numbakern.runtime.launch import launch
+from numbakern.runtime.launch import bounded_jit, launch
 from numbakern.runtime.relaxed import fence_acq_rel
 from numbakern.runtime.views import sliced
 
@@ -231,10 +231,8 @@ def tile_jit(threads: int):
     many blocks a multiprocessor as :data:`TILE_REGISTERS` allows, so that ptxas keeps
     to those registers (spilling if it must); plain under the simulator or with no
     cap."""
-    if SIMULATOR or not TILE_REGISTERS:
-        return cuda.jit
-    return cuda.jit(launch_bounds=(threads, blocks_per_multiprocessor(threads,
-                                                                      TILE_REGISTERS)))
+    return bounded_jit((threads, blocks_per_multiprocessor(threads, TILE_REGISTERS))
+                       if TILE_REGISTERS else None)
 
 
 def tile_blocks(threads: int) -> int:

@@ -92,6 +92,7 @@ from numbakern.runtime.async_copy import async_copies, commit, copy16, wait_grou
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import REGISTER_FILE, SIMULATOR, WARP, shared_capacity
 from numbakern.runtime.fastmath import MAX_NAN_CAPABILITY, exp2_ftz, max_nan
+from numbakern.runtime.launch import bounded_jit
 from numbakern.runtime.views import address, skip, span_view
 
 UNROLL = 4  # loads in flight per thread in a tiled pass
@@ -492,9 +493,7 @@ def _jit_kernel(plan: RowPlan):
     The bounds (:attr:`RowPlan.launch_bounds`) promise ``threads`` per block, so a
     launch never runs out of registers.
     """
-    if SIMULATOR:
-        return cuda.jit
-    return cuda.jit(launch_bounds=plan.launch_bounds)
+    return bounded_jit(plan.launch_bounds)
 
 
 # --- forward: the row's (max, sum) --------------------------------------------------

@@ -33,11 +33,10 @@ ASYNC_COPY_CAPABILITY = (8, 0)
 VECTOR_BYTES = 16
 
 if config.ENABLE_CUDASIM:
+    from .simulator import vector_aligned
 
     def copy16(dst, i, src, j):
         """``dst``'s vector ``i`` = ``src``'s vector ``j`` (simulator version)."""
-        from .simulator import vector_aligned
-
         vector_aligned(src, "copy")
         vector_aligned(dst, "copy")
         width = VECTOR_BYTES // src.itemsize

@@ -272,13 +272,15 @@ _UNSET = object()
 _cupy_launch_kernel: Any = _UNSET
 
 
-def block_jit(threads: int):
-    """``cuda.jit`` for a kernel launched in blocks of ``threads``: on a GPU with that
-    launch bound, so that ptxas keeps to the registers a block of ``threads`` may have
-    (``65536 / threads``, spilling if it must) where the kernel would otherwise fail to
-    launch (``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES``: float64 cross_entropy at 1024
-    threads); a kernel already within them is unchanged. Plain under the simulator."""
-    return cuda.jit if SIMULATOR else cuda.jit(launch_bounds=threads)
+def bounded_jit(bounds=None):
+    """``cuda.jit`` for a kernel, with launch bounds on a GPU: ``bounds`` is the
+    threads a block (ptxas then keeps to the ``65536 / threads`` registers such a block
+    may have, spilling if it must, where the kernel would otherwise fail to launch:
+    ``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES``, float64 cross_entropy at 1024 threads; a
+    kernel already within them is unchanged), or ``(threads, blocks a
+    multiprocessor)`` (registers for that many blocks at once). Plain under the
+    simulator, or with ``bounds`` None."""
+    return cuda.jit if SIMULATOR or bounds is None else cuda.jit(launch_bounds=bounds)
 
 
 def driver_launch(function: int, grid: int, block: int, stream: int, params,
