@@ -300,8 +300,7 @@ def driver_launch(function: int, grid: int, block: int, stream: int, params,
     if _cuLaunchKernel is None:
         _cuLaunchKernel = _driver()
     err = _cuLaunchKernel(function, grid, 1, 1, block, 1, 1, shared, stream, params[0], None)
-    if err:
-        raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err}")
+    _checked(err, "cuLaunchKernel")
 
 
 class _Launcher:
@@ -504,7 +503,23 @@ def _copier():
 
 def _checked(err: int, what: str) -> None:
     if err:
-        raise RuntimeError(f"{what} failed with CUDA error {err}")
+        raise RuntimeError(f"{what} failed with CUDA error {err}{_error_words(err)}")
+
+
+def _error_words(err: int) -> str:
+    """`` (CUDA_ERROR_NAME: the driver's description)`` for a CUresult, as CuPy's
+    launch path tells it; empty where the driver cannot name it."""
+    words = []
+    for getter in ("cuGetErrorName", "cuGetErrorString"):
+        text = ctypes.c_char_p()
+        try:
+            rc = getattr(_libcuda(), getter)(ctypes.c_int(err), ctypes.byref(text))
+        except (OSError, AttributeError):  # no driver library to ask
+            return ""
+        if rc or not text.value:
+            return ""
+        words.append(text.value.decode(errors="replace"))
+    return f" ({words[0]}: {words[1]})"
 
 
 def _pinned() -> tuple[int, np.ndarray]:

@@ -175,6 +175,40 @@ def test_host_words_reads_contiguous_words_by_the_driver_and_the_rest_by_numba(
     assert len([c for c in stub_copier if c[0] == "copy"]) == 1
 
 
+def test_a_failed_ctypes_launch_names_the_cuda_error(launched, monkeypatch):
+    names = {b"cuGetErrorName": b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+             b"cuGetErrorString": b"too many resources requested for launch"}
+
+    class Driver:  # the two lookups, answering as libcuda does through a char**
+        def __getattr__(self, getter):
+            def get(err, text):
+                assert err.value == 701
+                text._obj.value = names[getter.encode()]
+                return 0
+            return get
+
+    monkeypatch.setattr(launch, "_cuLaunchKernel", lambda *args: 701)
+    monkeypatch.setattr(launch, "_libcuda", Driver)
+    with pytest.raises(RuntimeError, match=r"cuLaunchKernel failed with CUDA error 701 "
+                       r"\(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources"):
+        launched((3,))
+
+
+def test_an_error_the_driver_cannot_name_keeps_its_number(monkeypatch):
+    def no_driver():
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(launch, "_libcuda", no_driver)
+    with pytest.raises(RuntimeError, match=r"^cuMemAlloc failed with CUDA error 2$"):
+        launch._checked(2, "cuMemAlloc")
+
+
+@pytest.mark.gpu
+def test_the_driver_names_its_errors():
+    with pytest.raises(RuntimeError, match=r"CUDA error 701 \(CUDA_ERROR_LAUNCH_OUT_OF_RESO"):
+        launch._checked(701, "cuLaunchKernel")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8", "bool"])
 def test_a_cuda_tensor_is_described_as_its_interface_says(dtype):
