@@ -25,6 +25,7 @@ from numbakern.core.arrays import (Workspace, as_array_like, honours_stream, kin
 from numbakern.core.axes import check_flag
 from numbakern.core.deliver import deliver, deliver_host
 from numbakern.core.jobs import SegmentedScanJob
+from numbakern.kernels import float16
 from numbakern.kernels.segment_scan import mark_key_heads, mark_span
 from numbakern.ops.segmented import FLAG_DTYPE, segmented
 from numbakern.ops.state import state_kit
@@ -243,8 +244,9 @@ def _run(op, values, heads, n: int, exclusive: bool, reverse: bool, result, grid
     views = [_row(v, n) for v in (values, heads, out)]
     if reverse:
         views = [reversed_last(v) for v in views]
-    grid.scan(SegmentedScanJob(views[0], views[1], (views[2],), lifted, kit,
-                               state_kit(op, (accumulator,)), exclusive, reverse, workspace))
+    inner = state_kit(op, (accumulator,), float16.read_for(values.dtype, result))
+    grid.scan(SegmentedScanJob(views[0], views[1], (views[2],), lifted, kit, inner,
+                               exclusive, reverse, workspace))
     return deliver(workspace, out, result, (n,), None)
 
 

@@ -256,7 +256,7 @@ class SegmentedScanJob(ScanJob):
         super().__init__(x, outs, op, kit, False, reverse, kit.identity_values, workspace,
                          second=heads)
         self.inner, self.shifted = inner, bool(exclusive)
-        self.key = self.key + ("segmented", self.shifted)
+        self.key = self.key + ("segmented", inner, self.shifted)
 
     @property
     def value_bytes(self) -> int:
@@ -265,7 +265,9 @@ class SegmentedScanJob(ScanJob):
 
     def element_loader(self):
         """Device function ``load(row0, row1, j, n) -> state``: ``row1`` the heads."""
-        key = ("segment_scan_load", self.op, self.kit.dtypes, self.shifted, self.reverse)
+        # the inner kit, not only the dtypes: one that rounds wider elements to float16
+        # reads them as no other kit does
+        key = ("segment_scan_load", self.op, self.inner, self.shifted, self.reverse)
         return cached(key, lambda: head_loader(self.inner, self.shifted, self.reverse))
 
 

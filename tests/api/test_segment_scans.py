@@ -106,6 +106,35 @@ def test_dtypes_follow_cumsum(dtype):
         check(nk.segmented_scan(x, offsets, dtype=np.float64), x, offsets, dtype=np.float64)
 
 
+@pytest.mark.parametrize("source", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_float16_scan_of_wider_elements_rounds_each_element_first(source, reverse):
+    """As NumPy casts them (``np.cumsum(x, dtype=float16)``): 70000 is inf before it is
+    added, so a segment of 70000 and -70000 runs into NaN (its product into -inf), and
+    0.1 is float16's 0.1; sums and products within float16's rounding of those of the
+    rounded elements."""
+    x = np.array([7e4, -7e4, 0.1, 0.2, 0.3, -7e4, 7e4, 1.0, 3e4, 3e4], dtype=np.float64)
+    x = x.astype(source) if source != np.int64 else np.round(x).astype(np.int64)
+    offsets = np.array([0, 2, 5, 7, 10])
+    keys = np.repeat(np.arange(4), np.diff(offsets))
+    with np.errstate(over="ignore"):
+        rounded = x.astype(np.float16).astype(np.float64)
+    for name, ufunc in (("sum", np.add), ("prod", np.multiply)):
+        want = []
+        for a, b in zip(offsets[:-1], offsets[1:]):
+            seg = rounded[a:b][::-1] if reverse else rounded[a:b]
+            with np.errstate(invalid="ignore", over="ignore"):
+                scanned = ufunc.accumulate(seg).astype(np.float16)
+            want.append(scanned[::-1] if reverse else scanned)
+        want = np.concatenate(want)
+        got = nk.segmented_scan(x, offsets, name, dtype=np.float16, reverse=reverse)
+        by_key = nk.scan_by_key(keys, x, name, dtype=np.float16, reverse=reverse)
+        for result in (got, by_key):
+            assert result.dtype == np.float16
+            # inf and NaN exactly where the rounded elements put them
+            np.testing.assert_allclose(result, want, rtol=1e-3, atol=0)
+
+
 @pytest.mark.parametrize("name", ["prod", "max", "min", "bitwise_xor"])
 def test_other_ops(name):
     x = RNG.integers(-3, 4, sum(SHORT)).astype(np.int64 if name != "max" else np.float32)
