@@ -142,13 +142,13 @@ def scan_by_key(keys, x, op="sum", *, exclusive=False, reverse=False, dtype=None
     op, x, exclusive, reverse, result, grid = _setup(op, x, exclusive, reverse, dtype,
                                                       strategy, "scan_by_key")
     keys = as_array_like(keys, "keys")
-    if len(keys.shape) != 1 or keys.shape[0] != x.shape[0]:
-        raise ValueError(f"keys must be 1-D of x's length {x.shape[0]}, got shape "
-                         f"{tuple(keys.shape)}")
     key_dtype = np.dtype(keys.dtype)
     if key_dtype.kind not in "biuf" or key_dtype.itemsize > 8:
         raise TypeError(f"keys must have a bool, integer or float dtype of at most 8 "
                         f"bytes, got {key_dtype}")
+    if len(keys.shape) != 1 or keys.shape[0] != x.shape[0]:
+        raise ValueError(f"keys must be 1-D of x's length {x.shape[0]}, got shape "
+                         f"{tuple(keys.shape)}")
     kind = kind_of(keys)  # the result's kind is the first argument's, as everywhere
     workspace = Workspace(kind, resolve_stream(stream, kind))
     n = x.shape[0]
@@ -214,6 +214,8 @@ def _span_of(info, offsets, size: int, workspace: Workspace) -> tuple[int, int]:
     """``(lo, hi)``: the offsets' ends, read with the kernel's check in one copy (the
     call's synchronisation); ``ValueError`` naming the offsets if either is bad."""
     lo, hi, bad = (int(v) for v in host_words(info, workspace.stream))
+    if np.dtype(offsets.dtype) == np.uint64:  # the kernel's int64 words, as the user's
+        lo, hi = lo % 2**64, hi % 2**64
     _check_span(lo, hi, size)
     if bad:
         _bad_segment(offsets, offsets.shape[0] - 1 - bad, size)

@@ -219,7 +219,9 @@ def _arg_planned(direction: str, in_dtype: np.dtype) -> tuple:
 
 
 def _one_d(x):
-    x = as_array_like(x)
+    given, x = x, as_array_like(x)
+    if not x.shape and np.dtype(x.dtype).kind not in "biufc":  # None, a string, an object
+        raise TypeError(f"x must be a 1-D array, got {type(given).__name__}")
     if len(x.shape) != 1:
         raise ValueError(f"x must be 1-D (segments of one array), got shape {tuple(x.shape)}")
     return x

@@ -211,9 +211,11 @@ def test_torch_tensors_in_tensors_out():
     ([0, 9, 4, 5], "segment 0 runs from 0 to 9"),  # past the span's end, offsets[-1]
     ([0, 4, 11], r"lie in \[0, 10\].*got 0 .. 11"),
     ([-1, 4, 5], r"lie in \[0, 10\].*got -1 .. 5"),
+    (np.array([0, 2**64 - 1], np.uint64), r"got 0 .. 18446744073709551615"),  # not -1
 ])
 def test_bad_device_offsets_are_caught(offsets, match):
-    device = cuda.to_device(np.array(offsets, dtype=np.int64))
+    device = cuda.to_device(np.asarray(offsets) if isinstance(offsets, np.ndarray)
+                            else np.array(offsets, dtype=np.int64))
     with pytest.raises(ValueError, match=rf"offsets must not decrease.*{match}"):
         nk.segmented_scan(np.arange(10.0), device)
 
@@ -221,6 +223,11 @@ def test_bad_device_offsets_are_caught(offsets, match):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="x must be 1-D"):
         nk.segmented_scan(np.zeros((2, 3)), np.array([0, 1]))
+    for x in (None, "abc"):
+        with pytest.raises(TypeError, match=f"x must be a 1-D array, got {type(x).__name__}"):
+            nk.segmented_scan(x, np.array([0, 1]))
+        with pytest.raises(TypeError, match=f"x must be a 1-D array, got {type(x).__name__}"):
+            nk.segmented_reduce(x, np.array([0, 1]))
     with pytest.raises(TypeError, match="one-field ops"):
         nk.segmented_scan(np.zeros(3), np.array([0, 3]), nk.ops.arg_op("max"))
     with pytest.raises(TypeError, match="segmented_scan is not defined for x of dtype float64"):
@@ -287,6 +294,9 @@ def test_scan_by_key_answers_in_the_keys_kind():
 
 
 def test_scan_by_key_bad_arguments():
+    with pytest.raises(TypeError, match="keys must have a bool, integer or float dtype of at "
+                       "most 8 bytes, got object"):
+        nk.scan_by_key(None, np.zeros(3))
     with pytest.raises(ValueError, match="keys must be 1-D of x's length 3"):
         nk.scan_by_key(np.zeros(4), np.zeros(3))
     with pytest.raises(TypeError, match="keys must have a bool, integer or float"):
