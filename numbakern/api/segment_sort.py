@@ -21,9 +21,9 @@ import numpy as np
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.api._dispatch import dispatch
-from numbakern.api.segments import Span
+from numbakern.api.segments import Span, _one_d
 from numbakern.api.sort import INDEX_DTYPE, check_dtype
-from numbakern.core.arrays import (Workspace, as_array_like, as_layout_array, flat_device,
+from numbakern.core.arrays import (Workspace, as_layout_array, flat_device,
                                    honours_stream, kind_of, resolve_stream, to_user)
 from numbakern.core.axes import check_flag
 from numbakern.core.jobs import ScanJob, SortJob
@@ -80,7 +80,7 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
     plus a radix sort of 1-4 passes, whatever the segments' lengths. One segment
     skips the second sort.
     """
-    keys = _one_d(as_array_like(keys, "keys"), "keys")
+    keys = _one_d(keys, "keys")
     dtype = check_dtype(keys.dtype, "keys")
     descending = check_flag(descending, "descending")
     if values is not None:
@@ -108,15 +108,8 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
                                 vdtype))
 
 
-def _one_d(x, name: str):
-    if len(x.shape) != 1:
-        raise ValueError(f"{name} must be 1-D (segments of one array), got shape "
-                         f"{tuple(x.shape)}")
-    return x
-
-
 def _values(values, size: int):
-    values = _one_d(as_array_like(values, "values"), "values")
+    values = _one_d(values, "values")
     vdtype = np.dtype(values.dtype)
     if vdtype.kind not in "biufc" or vdtype.itemsize > 8:
         raise TypeError(f"values must have a bool, integer, float or complex64 dtype of at "

@@ -218,12 +218,15 @@ def _arg_planned(direction: str, in_dtype: np.dtype) -> tuple:
     return op, state_kit(op, (_ops.accumulator_dtype(in_dtype), _ops.INDEX_DTYPE))
 
 
-def _one_d(x):
-    given, x = x, as_array_like(x)
-    if not x.shape and np.dtype(x.dtype).kind not in "biufc":  # None, a string, an object
-        raise TypeError(f"x must be a 1-D array, got {type(given).__name__}")
+def _one_d(x, name: str = "x"):
+    """``x`` as an array, 1-D (``ValueError`` naming ``name`` otherwise; ``TypeError``
+    for None, a string or another object that is no array)."""
+    given, x = x, as_array_like(x, name)
+    if not x.shape and np.dtype(x.dtype).kind not in "biufc":
+        raise TypeError(f"{name} must be a 1-D array, got {type(given).__name__}")
     if len(x.shape) != 1:
-        raise ValueError(f"x must be 1-D (segments of one array), got shape {tuple(x.shape)}")
+        raise ValueError(f"{name} must be 1-D (segments of one array), got shape "
+                         f"{tuple(x.shape)}")
     return x
 
 

@@ -132,3 +132,7 @@ def test_bad_arguments():
         nk.segmented_sort(np.zeros(3), np.array([0, 3]), np.zeros(3, "U2"))
     with pytest.raises(TypeError, match="descending"):
         nk.segmented_sort(np.zeros(3), np.array([0, 3]), descending=1)
+    with pytest.raises(TypeError, match="keys must be a 1-D array, got NoneType"):
+        nk.segmented_sort(None, np.array([0, 1]))
+    with pytest.raises(TypeError, match="values must be a 1-D array, got str"):
+        nk.segmented_sort(np.zeros(2), np.array([0, 2]), values="ab")
