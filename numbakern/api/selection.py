@@ -364,10 +364,10 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
 def nanmedian(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
               strategy=None, stream=None):
     """The median of the elements that are not NaN, as ``np.nanmedian``. A slice of
-    only NaN gives NaN with NumPy's "All-NaN slice encountered" ``RuntimeWarning``;
-    input of no elements, ``np.nanmean``'s answer, as NumPy's (NaN with "Mean of
-    empty slice" for each empty slice). Integers and bool have no NaN:
-    as :func:`median`. Arguments and errors as :func:`median`'s."""
+    only NaN gives NaN with NumPy's "All-NaN slice encountered" ``RuntimeWarning``,
+    one a slice as NumPy's; input of no elements, ``np.nanmean``'s answer, as NumPy's
+    (NaN with "Mean of empty slice" for each empty slice). Integers and bool have no
+    NaN: as :func:`median`. Arguments and errors as :func:`median`'s."""
     return _order_stats("nanmedian", x, None, axis, out, keepdims, "linear", True,
                         strategy, stream)
 
@@ -531,8 +531,10 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
                                                   qs, weak, method), copy=False)
     if code in INTERPOLATING and dtype.kind == "f":  # checks: a replay reads them too
         _floating_point_errors(checked_words(flags, workspace.stream, _none_set), name)
-    if skipping and not checked_words(counts, workspace.stream, _all_set).all():
-        warn("All-NaN slice encountered", RuntimeWarning)
+    if skipping:  # as NumPy, once for each slice of nothing but NaN
+        words = checked_words(counts, workspace.stream, _all_set)
+        for _ in range(words.size - np.count_nonzero(words)):
+            warn("All-NaN slice encountered", RuntimeWarning)
     return delivered
 
 

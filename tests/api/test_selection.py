@@ -450,6 +450,31 @@ def test_median_nan_inf_and_overflow():
     same(nk.nanmedian(y, axis=1), np.nanmedian(y, axis=1))
 
 
+@pytest.mark.parametrize("strategy", [None, nk.SortSlice(), nk.RadixSelect()],
+                         ids=["auto", "sort_slice", "radix_select"])
+def test_all_nan_slices_warn_once_each_as_numpy(strategy):
+    """NumPy's nanmedian and nanquantile warn once for each slice of nothing but NaN
+    (seen under ``simplefilter("always")``); nanmax once a call."""
+    y = np.ones((5, 3))
+    y[[0, 2, 3]] = np.nan
+    y[4, 1] = np.nan
+    nothing = np.full(4, np.nan)  # axis None: one slice
+    cases = [(y, nk.nanmedian, np.nanmedian, (), {"axis": 1}),
+             (y, nk.nanquantile, np.nanquantile, ([0.2, 0.7],), {"axis": 1}),
+             (y, nk.nanpercentile, np.nanpercentile, (30,), {"axis": 1, "keepdims": True}),
+             (y.T, nk.nanmedian, np.nanmedian, (), {"axis": 0}),
+             (nothing, nk.nanmedian, np.nanmedian, (), {})]
+    for x, fn, ref, args, kwargs in cases:
+        said = []
+        for f, more in ((fn, {"strategy": strategy}), (ref, {})):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                f(x, *args, **kwargs, **more)
+            said.append([str(w.message) for w in seen])
+        assert said[0] == said[1] == ["All-NaN slice encountered"] * (1 if x is nothing
+                                                                       else 3), (fn, kwargs)
+
+
 def test_all_nan_slices_warn_and_give_nan():
     y = np.array([[np.nan, np.nan], [1.0, np.nan]], np.float32)
     for fn, ref, args in ((nk.nanmedian, np.nanmedian, ()),
