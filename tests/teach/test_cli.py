@@ -338,6 +338,29 @@ def test_cumprod_bound_catches_a_shifted_scan():
     assert not check(shifted, want.values, want.tolerance)[0]
 
 
+def test_prod_bound_grows_with_the_factors_and_catches_a_missing_one():
+    """NumPy's own float32 product of 4096 factors near 1 is off by ~12 eps from the
+    float64 one (a fresh-eyes trial: `compare prod` showed every strategy WRONG); one
+    factor of ``1 +- 0.001`` left out still fails."""
+    from numbakern.teach.compare import OPERATIONS, check, sample
+
+    op = OPERATIONS["prod"]
+    for shape, kw in (((4096,), {}), ((3, 2000), {"axis": 1}), ((2000, 3), {"axis": 0})):
+        x = sample(op, shape, np.float32)
+        want = op.expected(x, kw)
+        right = np.prod(x, dtype=np.float32, **kw)
+        assert check(right, want.values, want.tolerance)[0]
+        short = np.prod(x[1:] if not kw else x[:, 1:] if kw["axis"] else x[1:],
+                        dtype=np.float32, **kw)
+        assert not check(short, want.values, want.tolerance)[0]
+
+
+def test_compare_prod_of_257_factors_is_right_on_every_strategy():
+    result = invoke("compare", "prod", "-n", "257", "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert "WRONG" not in result.output
+
+
 def test_shape_parser():
     from numbakern.teach.cli import SHAPE
 
