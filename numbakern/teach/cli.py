@@ -525,8 +525,8 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     if axis is not None:
         if state:
             raise click.BadParameter(f"--op {op_name} is recorded over a whole array; "
-                                     "along an axis, explain takes one-field ops",
-                                     param_hint="'--op'")
+                                     "along an axis, explain takes one-field ops and "
+                                     f"{', '.join(ARG_OPS)}", param_hint="'--op'")
         summaries = _explain_axis(console, names, x, op_name if arg else op, axis, output,
                                   threads, blocks, limit, figure)
     elif family == "ranks":

@@ -27,7 +27,8 @@ from .trace import (ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, STATE_LE
 LEGEND = (
     "How to read this: ⊕ is the op, [a-b] the elements a state covers. Steps are the "
     "rounds of combines, numbered as listed (the table counts them too): the combines of "
-    "one step happen in the same round, after the same shuffles and barriers. A join "
+    "one step come after the same shuffles and barriers (side by side in different "
+    "threads, or one after another where a thread loops). A join "
     "combines two states that both hold elements: a reduction of n elements makes "
     "exactly n - 1 joins, whatever the strategy; the other combines run "
     "on idle lanes, with the identity, or make states nobody reads. In brackets after an "

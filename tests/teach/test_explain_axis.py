@@ -146,7 +146,7 @@ def test_a_wrong_value_fails_the_proof(monkeypatch):
     (["--shape", "2,3", "--axis", "0", "--output", "3"], "the outputs are 0 to 2"),
     (["--shape", "2,3", "--output", "1"], "give --shape and --axis"),
     (["--shape", "0,3", "--axis", "0"], "at least 1"),
-    (["--shape", "2,3", "--axis", "0", "--op", "var"], "one-field ops"),
+    (["--shape", "2,3", "--axis", "0", "--op", "var"], "one-field ops and argmax, argmin"),
     (["decoupled_lookback/blelloch", "--shape", "2,3", "--axis", "0"], "does not apply"),
 ])
 def test_bad_axis_options_are_named(args, hint):
