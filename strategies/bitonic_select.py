@@ -28,8 +28,9 @@ queues left out and bitonic merges (Batcher, AFIPS 1968) doing the sorting:
    bits come out) in order.
 
 Sizes: the list holds ``K``, the power of two at least ``k``; a round brings at
-most ``R = threads * items`` candidates; the buffer ``S = 2 max(K, R)``, merged
-once it holds more than ``S - R``. Shared memory: ``(K + S) * (key bytes + 8)``,
+most ``R = threads * items`` candidates; the buffer ``S``, the power of two at
+least ``2 max(K, R)`` (the network sorts powers of two), merged once it holds more
+than ``S - R``. Shared memory: ``(K + S) * (key bytes + 8)``,
 27 KiB for ``k = 256``, 256 threads and 4 items of 4-byte keys. The work a row
 costs is one read of the row, two barriers a round, plus a merge for each ``S - R``
 elements that beat the bar: on random data, about ``k ln(n/k)``
@@ -102,9 +103,9 @@ class BitonicSelect(SelectStrategy):
 
     def select(self, job) -> None:
         self.check(job.n, job.k)
-        size = 1 << max(0, (job.k - 1).bit_length())  # K: the next power of two >= k
-        per_round = self.threads * self.items
-        need = (size + 2 * max(size, per_round)) * (job.key_dtype.itemsize + 8)
+        size = _power_of_two(job.k)  # K
+        need = (size + _buffer(size, self.threads * self.items)) * (
+            job.key_dtype.itemsize + 8)
         if need > SHARED_LIMIT:
             raise ValueError(f"bitonic_select with {self.threads} threads and {self.items} "
                              f"items needs {need} bytes of shared memory for k={job.k} of "
@@ -117,13 +118,24 @@ class BitonicSelect(SelectStrategy):
                job.indices)
 
 
+def _power_of_two(n: int) -> int:
+    """The least power of two at least ``n`` (1 for ``n`` of 0 or 1)."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _buffer(size: int, per_round: int) -> int:
+    """S: room for the list's ``size`` and a round's ``per_round`` twice over, a power
+    of two as the bitonic network sorts (``threads * items`` need not be one)."""
+    return _power_of_two(2 * max(size, per_round))
+
+
 def _build(threads: int, items: int, size: int, k: int, to_key, key_dtype):
     """The kernel: list of ``size`` (K) pairs, buffer of ``buf`` (S) pairs."""
     kt = from_dtype(key_dtype)
     pad = kt(max_key(key_dtype))
     pad_index = int64(PAD_INDEX)
     per_round = threads * items
-    buf = 2 * max(size, per_round)
+    buf = _buffer(size, per_round)
     room = buf - per_round  # merge once the buffer holds more: the next round could overflow
 
     before = pair_before

@@ -230,6 +230,17 @@ def test_bitonic_select_on_rows_in_the_worst_order():
     check(x[:, ::-1].copy(), 50, BitonicSelect(threads=32), largest=False)
 
 
+@pytest.mark.parametrize("threads, items", [(96, 1), (96, 4), (32, 3), (128, 3)])
+def test_bitonic_select_rounds_of_any_size(threads, items):
+    """``threads * items`` need not be a power of two: the buffer the bitonic network
+    sorts is one (it ran past its shared arrays before), in the worst order too."""
+    x = values(np.float32, (2, 129))
+    for k in (1, 5, 33):
+        check(x, k, BitonicSelect(threads=threads, items=items), largest=bool(k % 2))
+    ascending = np.arange(260, dtype=np.int16).reshape(2, 130)
+    check(ascending, 17, BitonicSelect(threads=threads, items=items))
+
+
 def test_default_strategy_by_k_and_row_length():
     assert resolve("select", None, n=50257, k=50).name == "radix_block_select"
     assert resolve("select", None, n=50257, k=2048).name == "radix_block_select"
