@@ -594,24 +594,27 @@ class HistogramStrategy(Strategy):
         """``(clear, count, total)`` device functions for ``bins`` bins."""
         raise NotImplementedError
 
-    def fits(self, bins: int) -> bool:
-        return self.shared_slots(bins) * COUNTER_BYTES <= SHARED_LIMIT
+    def fits(self, bins: int, extra: int = 0) -> bool:
+        """Whether ``bins`` counters fit in a block's shared memory beside ``extra``
+        bytes of the caller's kernel's own."""
+        return self.shared_slots(bins) * COUNTER_BYTES + extra <= SHARED_LIMIT
 
-    def check(self, bins: int) -> None:
-        """Raise ``ValueError`` if ``bins`` private counters overflow shared memory."""
-        if not self.fits(bins):
-            need = self.shared_slots(bins) * COUNTER_BYTES
+    def check(self, bins: int, extra: int = 0) -> None:
+        """Raise ``ValueError`` if ``bins`` private counters overflow shared memory
+        (beside ``extra`` bytes of the caller's kernel's own)."""
+        if not self.fits(bins, extra):
+            need = self.shared_slots(bins) * COUNTER_BYTES + extra
             raise ValueError(
                 f"{self.name} with {self.threads} threads needs {need} bytes of shared "
                 f"memory for {bins} bins, more than the {SHARED_LIMIT} a block has: use "
-                f"{_listed(self._remedies(bins))}")
+                f"{_listed(self._remedies(bins, extra))}")
 
-    def _remedies(self, bins: int) -> list[str]:
+    def _remedies(self, bins: int, extra: int) -> list[str]:
         """What would count ``bins`` bins where this strategy cannot."""
         remedies = ["fewer bins"]
-        if self.threads > 32 and type(self)(threads=32).fits(bins):
+        if self.threads > 32 and type(self)(threads=32).fits(bins, extra):
             remedies.append(f"fewer threads ({self.name}(threads=32) fits)")
-        if self.shared_slots(bins) > bins and bins * COUNTER_BYTES <= SHARED_LIMIT:
+        if self.shared_slots(bins) > bins and bins * COUNTER_BYTES + extra <= SHARED_LIMIT:
             remedies.append("shared_privatized (one copy of the counters a block)")
         return [*remedies, "global_atomic (no shared memory)"]
 

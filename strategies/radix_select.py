@@ -116,6 +116,8 @@ LOADS = 2 if SIMULATOR else 4
 #: passes where the histogram's counters hold 2048 bins
 DIGIT_CHOICES = (8, 11, 12)
 DEFAULT_DIGIT_BITS = 11
+#: shared bytes the histogram kernel keeps beside its counters (``total_ahead``)
+BESIDE_COUNTERS = 4
 #: the count is fused into the digit passes (``fuse_count=None``) when a chunk holds at
 #: least this many keys a bin: each pass then writes its chunks' counts, 4 bytes a bin,
 #: at most a sixteenth of the bytes it reads of 4-byte keys, and saves a read of the rows
@@ -192,12 +194,13 @@ class RadixSelect(SelectStrategy):
         self.sorter = None if sort is None else resolve("sort", sort, threads=threads,
                                                         argument="sort")
         if digit_bits is None:
-            digit_bits = DEFAULT_DIGIT_BITS if self.counter.fits(1 << DEFAULT_DIGIT_BITS) \
-                else 8
+            digit_bits = DEFAULT_DIGIT_BITS if self.counter.fits(
+                1 << DEFAULT_DIGIT_BITS, BESIDE_COUNTERS) else 8
         elif check_count(digit_bits, "digit_bits") not in DIGIT_CHOICES:
             raise ValueError(f"digit_bits must be 8, 11 or 12 (or None: 11 where the "
                              f"histogram's counters hold 2048 bins), got {digit_bits!r}")
-        self.counter.check(1 << digit_bits)  # the counters of the widest digit fit
+        # the counters of the widest digit fit, beside the histogram kernel's own word
+        self.counter.check(1 << digit_bits, BESIDE_COUNTERS)
         self.digit_bits = int(digit_bits)
         self.fuse_count = None if fuse_count is None else check_flag(fuse_count,
                                                                      "fuse_count")

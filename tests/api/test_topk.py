@@ -586,6 +586,11 @@ def test_defaults_and_bad_arguments():
     assert RadixSelect(threads=64, histogram=WarpPrivatized(threads=64)).digit_bits == 11
     with pytest.raises(ValueError, match="2048 bins"):
         RadixSelect(threads=256, histogram="warp_privatized", digit_bits=11)
+    # 3 warps' counters of 4096 bins are 49152 bytes, the whole of it: the histogram
+    # kernel's own word does not fit beside them (ptxas refused it at launch)
+    with pytest.raises(ValueError, match="needs 49156 bytes of shared memory for 4096 bins"):
+        RadixSelect(threads=96, histogram="warp_privatized", digit_bits=12)
+    assert RadixSelect(threads=96, histogram="warp_privatized").digit_bits == 11
     for bad in (9, 13, 16, 0):
         with pytest.raises(ValueError, match="digit_bits must be 8, 11 or 12"):
             RadixSelect(digit_bits=bad)
