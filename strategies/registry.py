@@ -193,13 +193,17 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     Raises:
         ValueError: an unknown family or name (the message lists the known ones);
             ``threads`` not a multiple of 32 from 32 to 1024.
-        TypeError: a strategy object of another family, or anything else.
+        TypeError: a strategy object of another family, a strategy class, or anything
+            else.
     """
     if family not in FAMILIES and _a_reduce_spec(family):  # the older resolve(spec, threads)
         warnings.warn("numbakern.strategies.resolve(spec) is resolve('reduce', spec) now",
                       DeprecationWarning, stacklevel=2)
         return resolve("reduce", family, threads=spec)
     family = _check_family(family)
+    if isinstance(spec, type):  # its family is a class attribute: it would pass below
+        raise TypeError(f"{argument} must be a strategy object, not a class: pass "
+                        f"{spec.__name__}(), got the class {spec.__name__}")
     kind = getattr(spec, "family", None)
     if kind == family:
         return spec

@@ -578,6 +578,13 @@ def test_describe_and_unregister_refuse_what_is_no_strategy(registered):
     (lambda: nk.strategies.SortSlice(sort=3), TypeError, r"^sort must be None"),
     (lambda: nk.sort(np.zeros(3), strategy="merge"), ValueError,
      r"^strategy: unknown sort strategy 'merge'"),
+    # a class where its object belongs (its family is a class attribute)
+    (lambda: nk.sum(np.zeros(3), strategy=nk.TwoPass), TypeError,
+     r"^strategy must be a strategy object, not a class: pass TwoPass\(\), got the class"),
+    (lambda: nk.topk(np.zeros(3), 1, strategy=nk.RadixSelect), TypeError,
+     r"^strategy must be a strategy object, not a class: pass RadixSelect\(\)"),
+    (lambda: nk.RadixSort(scan=nk.Blelloch), TypeError,
+     r"^scan must be a strategy object, not a class: pass Blelloch\(\)"),
 ])
 def test_a_strategy_argument_is_named_in_its_error(make, error, message):
     """A strategy's strategy arguments (a radix sort's scan and histogram) resolve as
