@@ -6,9 +6,14 @@ The lesson
 For a row of logits ``x`` over ``C`` classes with target class ``t`` and label
 smoothing ``eps`` (PyTorch's ``cross_entropy``):
 
-    lse      = log sum_c exp(x_c)
+    lse      = log sum_c exp(x_c) = m + log sum_c exp(x_c - m),  m = max_c x_c
     loss     = (1 - eps) (lse - x_t) + eps (lse - mean_c x_c)
     dloss/dx_c = exp(x_c - lse) - (1 - eps) [c == t] - eps / C
+
+``m`` and ``log sum_c exp(x_c - m)`` stay apart, as PyTorch's log-softmax keeps them:
+``(m - x_t) + log(...)`` and ``exp((x_c - m) - log(...))``, never ``lse`` itself,
+which rounds the log away once ``m`` is large (two logits of 1e8 in float32: ``lse``
+is 1e8, the loss 0 and the gradient 0 and 1, where they are log 2 and -1/2, 1/2).
 
 ``lse`` is the online softmax normalizer (``strategies/online_softmax.py``): a
 ``(max, scaled sum)`` pair per thread, reduced by the caller's block strategy, so
@@ -83,23 +88,29 @@ def row_target(target, row, ignore, C, bad):
 
 
 def _row_loss(tc, smoothing: bool, weighted: bool):
-    """Device function ``loss(valid, lse, xt, sx, eps, C, wt, wsum)``: a row's loss
-    from its ``lse``, its target's logit ``xt`` and (with ``smoothing``) the sum ``sx``
-    of its logits (``weighted``: of ``w_c x_c``), the target's weight ``wt`` and the
-    weights' sum ``wsum``; 0 for a row that does not count."""
+    """Device function ``loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum)``: a row's
+    loss from its ``lse = m + lz`` (max and log of the scaled sum, kept apart: module
+    docstring), its target's logit ``xt`` and (with ``smoothing``) ``sx = sum_c w_c
+    (x_c - x0) / C`` (``w_c`` 1 unless ``weighted``), its logits' spread about its
+    first, ``x0`` (exact for equal logits however large, where a plain sum would lose
+    the log to rounding; each logit divided by ``C`` before the subtraction, so that
+    none overflows), the target's weight ``wt`` and the weights' sum ``wsum``; 0 for a
+    row that does not count."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
 
     @cuda.jit(device=True)
-    def loss(valid, lse, xt, sx, eps, C, wt, wsum):
+    def loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum):
         if not valid:
             return ZERO
-        nll = lse - xt
+        nll = (m - xt) + lz
         if weighted:
             if smoothing:
-                return (ONE - eps) * wt * nll + eps * (lse * wsum - sx) / tc_t(C)
+                # sum_c w_c (lse - x_c) / C
+                spread = wsum / tc_t(C) * ((m - x0) + lz) - sx
+                return (ONE - eps) * wt * nll + eps * spread
             return wt * nll
         if smoothing:
-            nll = (ONE - eps) * nll + eps * (lse - sx / tc_t(C))
+            nll = (ONE - eps) * nll + eps * (((m - x0) + lz) - sx)
         return nll
 
     return loss
@@ -107,9 +118,9 @@ def _row_loss(tc, smoothing: bool, weighted: bool):
 
 def _gradient(tc, smoothing: bool, exp, weighted: bool):
     """Device functions ``prepare(valid, eps, C, scale, wt, wsum) -> (factor, hit,
-    floor, a)`` once a row and ``grad(v, c, t, lse, factor, hit, floor, a, weight)``
-    per element: ``(exp(v - lse) - floor - hit [c == t]) * factor``, the gradient of
-    the element ``v`` of column ``c`` (``weighted``: ``(a exp(v - lse) - floor w_c -
+    floor, a)`` once a row and ``grad(v, c, t, m, lz, factor, hit, floor, a, weight)``
+    per element: ``(exp((v - m) - lz) - floor - hit [c == t]) * factor``, the gradient
+    of the element ``v`` of column ``c`` (``weighted``: ``(a exp((v - m) - lz) - floor w_c -
     hit [c == t]) * factor``, ``a = (1 - eps) w_t + eps W / C``, ``hit = (1 - eps)
     w_t``); ``exp``: ``softmax_rows.row_exp``'s for the gradient's dtype."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
@@ -126,8 +137,8 @@ def _gradient(tc, smoothing: bool, exp, weighted: bool):
         return factor, hit, floor, a
 
     @cuda.jit(device=True)
-    def grad(v, c, t, lse, factor, hit, floor, a, weight):
-        p = tc_t(exp(v - lse))
+    def grad(v, c, t, m, lz, factor, hit, floor, a, weight):
+        p = tc_t(exp((v - m) - lz))
         if weighted:
             return (p * a - floor * weight[c] - (hit if c == t else ZERO)) * factor
         return (p - floor - (hit if c == t else ZERO)) * factor
@@ -231,6 +242,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
         tile = cuda.local.array(TILE, tc_t)
         tid = cuda.threadIdx.x
         N, C = x.shape[0], x.shape[1]
+        per_class = ONE / tc_t(C)  # the smoothing sum's terms, divided as added
         row = int64(cuda.blockIdx.x)
         while row < N:
             t, valid = row_target(target, row, ignore, C, bad)
@@ -239,6 +251,8 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
             xt = widen(x[row, t]) if valid and tid == 0 else ZERO
+            x0 = widen(x[row, 0]) if smoothing else ZERO
+            x0c = x0 * per_class
             m, z, sx = NEG, ZERO, ZERO
             c = tid
             while c < C:  # a tile of TILE elements per thread, all loads first
@@ -249,7 +263,8 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                         tile[u] = widen(x[row, k])
                         valid_here += 1
                         if smoothing:
-                            sx += tile[u] * weight[k] if weighted else tile[u]
+                            d = tile[u] * per_class - x0c
+                            sx += d * weight[k] if weighted else d
                     else:
                         tile[u] = NEG
                 m, z = fold(m, z, tile, valid_here)
@@ -258,15 +273,15 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
             if smoothing:
                 cuda.syncthreads()  # every thread has read b0, b1 before they are reused
                 sx = reduce_sum((sx,), t0, t1, b0, b1)[0]
-            lse = m + tc_t(math.log(z))
+            lz = tc_t(math.log(z))
             if tid == 0:  # scaled as the gradient; 0 * NaN for a mean of no rows
-                loss[row] = row_loss(valid, lse, xt, sx, eps, C, wt, wsum) * scale[0]
+                loss[row] = row_loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum) * scale[0]
             if gradient:
                 factor, hit, floor, a = prepare(valid, eps, C, scale[0], wt, wsum)
                 c = tid
                 while c < C:
-                    g[row, c] = narrow(grad(widen(x[row, c]), c, t, lse, factor, hit, floor,
-                                            a, weight))
+                    g[row, c] = narrow(grad(widen(x[row, c]), c, t, m, lz, factor, hit,
+                                            floor, a, weight))
                     c += threads
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
@@ -319,6 +334,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
         v = cuda.local.array(L, tc_t)
         lane = cuda.threadIdx.x
         N, C = x.shape[1], x.shape[2]
+        per_class = ONE / tc_t(C)  # the smoothing sum's terms, divided as added
         row = int64(cuda.blockIdx.x)
         while row < N:
             t, valid = row_target(target, row, ignore, C, bad)
@@ -326,6 +342,8 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
             wsum = weight[C] if weighted else ONE
             xr, gr = x[0, row], g[0, row]
             xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
+            x0 = widen(xr[0]) if smoothing else ZERO
+            x0c = x0 * per_class
             xv, head, count = span(x, 0, row, head0, C)
             h, e = edges(xr, lane, head, count, C)  # kept for the gradient's pass
             ends = (lane < head) + (head + count * W + lane < C)  # elements in h, e
@@ -335,11 +353,12 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
             sx = ZERO
             if smoothing:
                 ce = head + count * W + lane  # the tail element's column
+                dh, de = h * per_class - x0c, e * per_class - x0c
                 if weighted:
-                    sx = (h * weight[lane] if lane < head else ZERO) + \
-                        (e * weight[ce] if ce < C else ZERO)
+                    sx = (dh * weight[lane] if lane < head else ZERO) + \
+                        (de * weight[ce] if ce < C else ZERO)
                 else:
-                    sx = (h if lane < head else ZERO) + (e if ce < C else ZERO)
+                    sx = (dh if lane < head else ZERO) + (de if ce < C else ZERO)
             j = lane
             while j < count:
                 loaded = tile(v, xf, xv, j, count)
@@ -347,18 +366,19 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                     for k in range(L):
                         if k < loaded:  # the loaded vectors come first
                             if weighted:  # v[u W + q] is column head + (j + u G) W + q
-                                sx += v[k] * weight[head + (j + (k // W) * G) * W + k % W]
+                                sx += (v[k] * per_class - x0c) * \
+                                    weight[head + (j + (k // W) * G) * W + k % W]
                             else:
-                                sx += v[k]
+                                sx += v[k] * per_class - x0c
                 m, z = fold(m, z, v, loaded)
                 j += V * G
             m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])
             if smoothing:
                 cuda.syncthreads()  # every thread has read the pair before it is reused
                 sx = reduce_sum((sx,), sh[0], sh[1], sh[2], sh[3])[0]
-            lse = m + tc_t(math.log(z))
+            lz = tc_t(math.log(z))
             if lane == 0:
-                loss[row] = row_loss(valid, lse, xt, sx, eps, C, wt, wsum) * scale[0]
+                loss[row] = row_loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum) * scale[0]
             if gradient:
                 factor, hit, floor, a = prepare(valid, eps, C, scale[0], wt, wsum)
                 gv = span(g, 0, row, head0, C)[0]
@@ -369,15 +389,15 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                         if j + u * G < count:
                             c0 = head + (j + u * G) * W
                             for q in range(W):
-                                v[u * W + q] = grad(v[u * W + q], c0 + q, t, lse, factor,
-                                                    hit, floor, a, weight)
+                                v[u * W + q] = grad(v[u * W + q], c0 + q, t, m, lz,
+                                                    factor, hit, floor, a, weight)
                             vstore(gf, gv + j + u * G, pack(v, u * W))
                     j += V * G
                 if lane < head:
-                    gr[lane] = narrow(grad(h, lane, t, lse, factor, hit, floor, a, weight))
+                    gr[lane] = narrow(grad(h, lane, t, m, lz, factor, hit, floor, a, weight))
                 c = head + count * W + lane
                 if c < C:
-                    gr[c] = narrow(grad(e, c, t, lse, factor, hit, floor, a, weight))
+                    gr[c] = narrow(grad(e, c, t, m, lz, factor, hit, floor, a, weight))
             cuda.syncthreads()  # the row's shared slots are free for the next row
             row += cuda.gridDim.x
         finish_rows(loss, result, ticket, start, target, ignore, C, weight, sh[0], sh[1])

@@ -80,6 +80,39 @@ def test_float64_smoothing_at_1024_threads_fits_static_shared_memory(name, layou
     np.testing.assert_allclose(grad.copy_to_host(), ref_grad, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["rows", "strided"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
+    """Logits far from 0 but close to each other (the loss depends on their
+    differences only): the max and the log of the scaled sum stay apart, as torch's
+    log-softmax keeps them, so neither the loss nor the gradient loses the log to
+    rounding (two logits of 1e8 in float32 gave loss 0 and gradient 0 and 1); label
+    smoothing's sum is taken about the row's first logit, and none of it overflows
+    near the dtype's largest (3e38 with a tie: torch's gradient 1/2, 1/2, -1)."""
+    big = 1e8 if dtype == np.float32 else 1e17
+    x = np.array([[big, big, big, big],
+                  [big, big + 8 * (big / 1e8), big - 16 * (big / 1e8), -big],
+                  [-big, -big, -big + 8 * (big / 1e8), 0.0],
+                  [3e38, 3e38, 0.0, -3e38]], dtype)
+    t = np.array([0, 2, 1, 2])
+    w = np.array([0.5, 2.0, 1.0, 1.5], dtype) if weighted else None
+    logits = cuda.to_device(x) if layout == "rows" else \
+        cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
+    for eps in (0.0, 0.1):
+        loss, grad = nk.cross_entropy(logits, cuda.to_device(t), weight=w, reduction="none",
+                                      label_smoothing=eps, return_grad=True)
+        xr = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
+        want = F.cross_entropy(xr, torch.from_numpy(t), reduction="none", label_smoothing=eps,
+                               weight=None if w is None else torch.from_numpy(w.astype(
+                                   np.float64)))
+        want.sum().backward()
+        rtol = 2e-6 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(loss.copy_to_host(), want.detach().numpy(), rtol=rtol)
+        np.testing.assert_allclose(grad.copy_to_host(), xr.grad.numpy(), rtol=rtol,
+                                   atol=rtol)
+
+
 def test_ignored_rows_count_nothing_and_a_mean_of_none_is_nan():
     x, t = case(4, 33, ignored=[0, 1, 2, 3])
     loss, grad = nk.cross_entropy(x, t, return_grad=True)
