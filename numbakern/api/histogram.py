@@ -242,8 +242,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     # bit pattern's bin in NumPy's bfloat16 arithmetic, the edges bfloat16's
     bits = x.bits if isinstance(x, BFloat16Input) else None
     dtype = np.dtype(x.dtype)
-    if dtype.kind not in "biuf":
-        raise TypeError(f"histogram: x must have a bool, integer or float dtype, got {dtype}")
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:  # float128: no kernel holds it
+        raise TypeError(f"histogram: x must have a bool, integer or float dtype of at most "
+                        f"8 bytes, got {dtype}")
     if dtype.kind == "b":  # NumPy's words
         warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.")
     w = None if weights is None else _weights_of(weights, x, "histogram")
@@ -436,7 +437,7 @@ def _range_pair(range_) -> tuple:
     ends = tuple(_real(end) for end in ends)
     if None in ends:
         raise TypeError("histogram: range must be a (lo, hi) pair of real numbers (ints "
-                        f"of at most 64 bits, floats), got {range_!r}")
+                        f"and floats of at most 64 bits), got {range_!r}")
     return ends
 
 
@@ -444,12 +445,14 @@ def _real(value):
     """``value`` where it is a number NumPy holds as bool, integer or float (bfloat16
     too): Python and NumPy numbers as they are (their types decide the edges' dtype), a
     0-d array's or tensor's as its NumPy scalar; None where it is not one (None, a
-    string, an int past 64 bits, which NumPy holds as an object)."""
+    string, an int past 64 bits, which NumPy holds as an object, a float128, which no
+    kernel holds)."""
     try:
         held = np.asarray(value)
     except (TypeError, ValueError):  # a device scalar that refuses the host
         return None
-    if held.ndim != 0 or not (held.dtype.kind in "biuf" or held.dtype.name == "bfloat16"):
+    if held.ndim != 0 or held.dtype.itemsize > 8 or not (
+            held.dtype.kind in "biuf" or held.dtype.name == "bfloat16"):
         return None
     return value if isinstance(value, (int, float, np.generic)) else held[()]
 
