@@ -116,6 +116,20 @@ def _row_loss(tc, smoothing: bool, weighted: bool):
     return loss
 
 
+def _spread_origin(tc):
+    """Device function ``origin(x0)``, the smoothing sum's origin (:func:`_row_loss`):
+    the row's first logit, or 0 of ``tc`` where it is infinite (a masked -inf would
+    make ``-inf - -inf``, NaN, of every other masked logit, where the loss is inf, as
+    torch's)."""
+    ZERO = tc.type(0)
+
+    @cuda.jit(device=True)
+    def origin(x0):
+        return x0 if not math.isinf(x0) else ZERO
+
+    return origin
+
+
 def _gradient(tc, smoothing: bool, exp, weighted: bool):
     """Device functions ``prepare(valid, eps, C, scale, wt, wsum) -> (factor, hit,
     floor, a)`` once a row and ``grad(v, c, t, m, lz, factor, hit, floor, a, weight)``
@@ -227,6 +241,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
     exp = row_exp(name)
     fold = online_folder(tc, TILE, exp)
     row_loss = _row_loss(tc, smoothing, weighted)
+    spread_origin = _spread_origin(tc)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     threads, NEG = block.threads, tc.type(-math.inf)
@@ -251,7 +266,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
             xt = widen(x[row, t]) if valid and tid == 0 else ZERO
-            x0 = widen(x[row, 0]) if smoothing else ZERO
+            x0 = spread_origin(widen(x[row, 0])) if smoothing else ZERO
             x0c = x0 * per_class
             m, z, sx = NEG, ZERO, ZERO
             c = tid
@@ -323,6 +338,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
     vstore, pack = vector_storer(W), packer(plan)
     row_loss = _row_loss(tc, smoothing, weighted)
+    spread_origin = _spread_origin(tc)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     finish_rows = _finisher(plan.sum_block, plan.dtype, finish, weighted)
@@ -342,7 +358,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
             wsum = weight[C] if weighted else ONE
             xr, gr = x[0, row], g[0, row]
             xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
-            x0 = widen(xr[0]) if smoothing else ZERO
+            x0 = spread_origin(widen(xr[0])) if smoothing else ZERO
             x0c = x0 * per_class
             xv, head, count = span(x, 0, row, head0, C)
             h, e = edges(xr, lane, head, count, C)  # kept for the gradient's pass

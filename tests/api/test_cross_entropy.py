@@ -113,6 +113,28 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
                                    atol=rtol)
 
 
+@pytest.mark.parametrize("layout", ["rows", "strided"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_masked_logits_with_smoothing_as_torch(layout, weighted):
+    """-inf logits (masked classes), the first among them: label smoothing's loss is
+    inf as torch's (never NaN from the smoothing sum's origin), the gradient finite."""
+    inf = np.inf
+    x = np.array([[-inf, 1.0, 2.0, -inf], [1.0, -inf, 3.0, 0.5], [-inf, -inf, 5.0, -inf],
+                  [2.0, 2.0, 2.0, 2.0]])
+    t = np.array([1, 2, 2, 0])
+    w = np.array([1.0, 2.0, 0.5, 1.5]) if weighted else None
+    logits = cuda.to_device(x) if layout == "rows" else \
+        cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
+    loss, grad = nk.cross_entropy(logits, cuda.to_device(t), weight=w, reduction="none",
+                                  label_smoothing=0.1, return_grad=True)
+    xr = torch.from_numpy(x).requires_grad_(True)
+    want = F.cross_entropy(xr, torch.from_numpy(t), reduction="none", label_smoothing=0.1,
+                           weight=None if w is None else torch.from_numpy(w))
+    want.sum().backward()
+    np.testing.assert_allclose(loss.copy_to_host(), want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grad.copy_to_host(), xr.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
 def test_ignored_rows_count_nothing_and_a_mean_of_none_is_nan():
     x, t = case(4, 33, ignored=[0, 1, 2, 3])
     loss, grad = nk.cross_entropy(x, t, return_grad=True)
