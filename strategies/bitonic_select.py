@@ -30,7 +30,7 @@ queues left out and bitonic merges (Batcher, AFIPS 1968) doing the sorting:
 Sizes: the list holds ``K``, the power of two at least ``k``; a round brings at
 most ``R = threads * items`` candidates; the buffer ``S``, the power of two at
 least ``2 max(K, R)`` (the network sorts powers of two), merged once it holds more
-than ``S - R``. Shared memory: ``(K + S) * (key bytes + 8)``,
+than ``S - R``. Shared memory: ``(K + S) * (key bytes + 8)`` and a count,
 27 KiB for ``k = 256``, 256 threads and 4 items of 4-byte keys. The work a row
 costs is one read of the row, two barriers a round, plus a merge for each ``S - R``
 elements that beat the bar: on random data, about ``k ln(n/k)``
@@ -105,7 +105,7 @@ class BitonicSelect(SelectStrategy):
         self.check(job.n, job.k)
         size = _power_of_two(job.k)  # K
         need = (size + _buffer(size, self.threads * self.items)) * (
-            job.key_dtype.itemsize + 8)
+            job.key_dtype.itemsize + 8) + 4  # and the buffer's count
         if need > SHARED_LIMIT:
             raise ValueError(f"bitonic_select with {self.threads} threads and {self.items} "
                              f"items needs {need} bytes of shared memory for k={job.k} of "

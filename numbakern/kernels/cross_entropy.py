@@ -91,11 +91,12 @@ def _row_loss(tc, smoothing: bool, weighted: bool):
     """Device function ``loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum)``: a row's
     loss from its ``lse = m + lz`` (max and log of the scaled sum, kept apart: module
     docstring), its target's logit ``xt`` and (with ``smoothing``) ``sx = sum_c w_c
-    (x_c - x0) / C`` (``w_c`` 1 unless ``weighted``), its logits' spread about its
-    first, ``x0`` (exact for equal logits however large, where a plain sum would lose
-    the log to rounding; each logit divided by ``C`` before the subtraction, so that
-    none overflows), the target's weight ``wt`` and the weights' sum ``wsum``; 0 for a
-    row that does not count."""
+    (x_c - x0) / C`` (``w_c`` 1 unless ``weighted``): the logits' spread about ``x0``,
+    the target's logit where finite (:func:`_spread_origin`), so that no term is far
+    from the answer: a plain sum loses the log to rounding for large logits near each
+    other, a sum about another logit loses a small loss to cancellation where that
+    logit is a far-off mask of weight 0; the target's weight ``wt`` and the weights'
+    sum ``wsum``; 0 for a row that does not count."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
 
     @cuda.jit(device=True)
@@ -117,15 +118,14 @@ def _row_loss(tc, smoothing: bool, weighted: bool):
 
 
 def _spread_origin(tc):
-    """Device function ``origin(x0)``, the smoothing sum's origin (:func:`_row_loss`):
-    the row's first logit, or 0 of ``tc`` where it is infinite (a masked -inf would
-    make ``-inf - -inf``, NaN, of every other masked logit, where the loss is inf, as
-    torch's)."""
+    """Device function ``origin(xt)``, the smoothing sum's origin (:func:`_row_loss`):
+    the target's logit, or 0 of ``tc`` where it is infinite (a masked -inf target would
+    make ``-inf - -inf``, NaN, of every other masked logit, where torch's loss is inf)."""
     ZERO = tc.type(0)
 
     @cuda.jit(device=True)
-    def origin(x0):
-        return x0 if not math.isinf(x0) else ZERO
+    def origin(xt):
+        return xt if not math.isinf(xt) else ZERO
 
     return origin
 
@@ -265,9 +265,8 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
             wsum = weight[C] if weighted else ONE
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
-            xt = widen(x[row, t]) if valid and tid == 0 else ZERO
-            x0 = spread_origin(widen(x[row, 0])) if smoothing else ZERO
-            x0c = x0 * per_class
+            xt = widen(x[row, t]) if valid and (smoothing or tid == 0) else ZERO
+            x0 = spread_origin(xt)
             m, z, sx = NEG, ZERO, ZERO
             c = tid
             while c < C:  # a tile of TILE elements per thread, all loads first
@@ -278,7 +277,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                         tile[u] = widen(x[row, k])
                         valid_here += 1
                         if smoothing:
-                            d = tile[u] * per_class - x0c
+                            d = (tile[u] - x0) * per_class
                             sx += d * weight[k] if weighted else d
                     else:
                         tile[u] = NEG
@@ -357,9 +356,9 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
             wt = weight[t] if weighted and valid else ONE
             wsum = weight[C] if weighted else ONE
             xr, gr = x[0, row], g[0, row]
-            xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
-            x0 = spread_origin(widen(xr[0])) if smoothing else ZERO
-            x0c = x0 * per_class
+            # before any write to g
+            xt = widen(xr[t]) if valid and (smoothing or lane == 0) else ZERO
+            x0 = spread_origin(xt)
             xv, head, count = span(x, 0, row, head0, C)
             h, e = edges(xr, lane, head, count, C)  # kept for the gradient's pass
             ends = (lane < head) + (head + count * W + lane < C)  # elements in h, e
@@ -369,7 +368,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
             sx = ZERO
             if smoothing:
                 ce = head + count * W + lane  # the tail element's column
-                dh, de = h * per_class - x0c, e * per_class - x0c
+                dh, de = (h - x0) * per_class, (e - x0) * per_class
                 if weighted:
                     sx = (dh * weight[lane] if lane < head else ZERO) + \
                         (de * weight[ce] if ce < C else ZERO)
@@ -382,10 +381,10 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                     for k in range(L):
                         if k < loaded:  # the loaded vectors come first
                             if weighted:  # v[u W + q] is column head + (j + u G) W + q
-                                sx += (v[k] * per_class - x0c) * \
+                                sx += (v[k] - x0) * per_class * \
                                     weight[head + (j + (k // W) * G) * W + k % W]
                             else:
-                                sx += v[k] * per_class - x0c
+                                sx += (v[k] - x0) * per_class
                 m, z = fold(m, z, v, loaded)
                 j += V * G
             m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])

@@ -90,13 +90,13 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
     rounding (two logits of 1e8 in float32 gave loss 0 and gradient 0 and 1); label
     smoothing's sum is taken about the row's first logit, and none of it overflows
     near the dtype's largest (3e38 with a tie: torch's gradient 1/2, 1/2, -1)."""
-    big = 1e8 if dtype == np.float32 else 1e17
-    x = np.array([[big, big, big, big],
-                  [big, big + 8 * (big / 1e8), big - 16 * (big / 1e8), -big],
-                  [-big, -big, -big + 8 * (big / 1e8), 0.0],
-                  [3e38, 3e38, 0.0, -3e38]], dtype)
+    big, ulp = (1e8, 8) if dtype == np.float32 else (1e17, 16)  # C = 5: 1/C inexact
+    x = np.array([[big, big, big, big, big],
+                  [big, big + ulp, big - 2 * ulp, big + ulp, big + 2 * ulp],
+                  [-big, -big, -big + ulp, 0.0, -big],
+                  [3e38, 3e38, 0.0, -3e38, 1.0]], dtype)
     t = np.array([0, 2, 1, 2])
-    w = np.array([0.5, 2.0, 1.0, 1.5], dtype) if weighted else None
+    w = np.array([0.5, 2.0, 1.0, 1.5, 0.25], dtype) if weighted else None
     logits = cuda.to_device(x) if layout == "rows" else \
         cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
     for eps in (0.0, 0.1):
@@ -117,12 +117,14 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_masked_logits_with_smoothing_as_torch(layout, weighted):
     """-inf logits (masked classes), the first among them: label smoothing's loss is
-    inf as torch's (never NaN from the smoothing sum's origin), the gradient finite."""
+    inf as torch's (never NaN from the smoothing sum's origin), the gradient finite; a
+    far finite mask (-1e9) of weight 0 leaves a small loss exact (a sum about the
+    first logit lost it to cancellation)."""
     inf = np.inf
     x = np.array([[-inf, 1.0, 2.0, -inf], [1.0, -inf, 3.0, 0.5], [-inf, -inf, 5.0, -inf],
-                  [2.0, 2.0, 2.0, 2.0]])
-    t = np.array([1, 2, 2, 0])
-    w = np.array([1.0, 2.0, 0.5, 1.5]) if weighted else None
+                  [2.0, 2.0, 2.0, 2.0], [-1e9, 1.0, 2.0, 3.0], [2.0, -1e9, -inf, 1.0]])
+    t = np.array([1, 2, 2, 0, 1, 0])
+    w = np.array([0.0, 2.0, 0.5, 1.5]) if weighted else None
     logits = cuda.to_device(x) if layout == "rows" else \
         cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
     loss, grad = nk.cross_entropy(logits, cuda.to_device(t), weight=w, reduction="none",

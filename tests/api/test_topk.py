@@ -241,6 +241,15 @@ def test_bitonic_select_rounds_of_any_size(threads, items):
     check(ascending, 17, BitonicSelect(threads=threads, items=items))
 
 
+def test_bitonic_select_counts_its_buffers_count_in_shared_memory():
+    """k = 1024 of float64 at 256 threads and 4 items: the list and buffer are 49152
+    bytes, the whole of a block's static shared memory, and the count's word past it
+    (ptxas refuses the kernel): refused by name before any launch."""
+    with pytest.raises(ValueError, match="needs 49156 bytes of shared memory for k=1024"):
+        nk.topk(np.zeros((1, 1100)), 1024,
+                strategy=BitonicSelect(threads=256, max_k=1024, items=4))
+
+
 def test_default_strategy_by_k_and_row_length():
     assert resolve("select", None, n=50257, k=50).name == "radix_block_select"
     assert resolve("select", None, n=50257, k=2048).name == "radix_block_select"
