@@ -88,46 +88,51 @@ def row_target(target, row, ignore, C, bad):
 
 
 def _row_loss(tc, smoothing: bool, weighted: bool):
-    """Device function ``loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum)``: a row's
-    loss from its ``lse = m + lz`` (max and log of the scaled sum, kept apart: module
+    """Device function ``loss(valid, m, lz, xt, sx, eps, C, wt, wsum)``: a row's loss
+    from its ``lse = m + lz`` (max and log of the scaled sum, kept apart: module
     docstring), its target's logit ``xt`` and (with ``smoothing``) ``sx = sum_c w_c
-    (x_c - x0) / C`` (``w_c`` 1 unless ``weighted``): the logits' spread about ``x0``,
-    the target's logit where finite (:func:`_spread_origin`), so that no term is far
-    from the answer: a plain sum loses the log to rounding for large logits near each
-    other, a sum about another logit loses a small loss to cancellation where that
-    logit is a far-off mask of weight 0; the target's weight ``wt`` and the weights'
-    sum ``wsum``; 0 for a row that does not count."""
+    (m - x_c)`` (``w_c`` 1 unless ``weighted``; :func:`_spread`), the target's weight
+    ``wt`` and the weights' sum ``wsum``; 0 for a row that does not count."""
     tc_t, ZERO, ONE = from_dtype(tc), tc.type(0), tc.type(1)
 
     @cuda.jit(device=True)
-    def loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum):
+    def loss(valid, m, lz, xt, sx, eps, C, wt, wsum):
         if not valid:
             return ZERO
         nll = (m - xt) + lz
         if weighted:
             if smoothing:
                 # sum_c w_c (lse - x_c) / C
-                spread = wsum / tc_t(C) * ((m - x0) + lz) - sx
-                return (ONE - eps) * wt * nll + eps * spread
+                return (ONE - eps) * wt * nll + eps * ((sx + wsum * lz) / tc_t(C))
             return wt * nll
         if smoothing:
-            nll = (ONE - eps) * nll + eps * (((m - x0) + lz) - sx)
+            nll = (ONE - eps) * nll + eps * (sx / tc_t(C) + lz)
         return nll
 
     return loss
 
 
-def _spread_origin(tc):
-    """Device function ``origin(xt)``, the smoothing sum's origin (:func:`_row_loss`):
-    the target's logit, or 0 of ``tc`` where it is infinite (a masked -inf target would
-    make ``-inf - -inf``, NaN, of every other masked logit, where torch's loss is inf)."""
-    ZERO = tc.type(0)
+def _spread(tc):
+    """Device functions ``term(w, m, v)`` and ``rebase(s, seen, m_old, m)`` for label
+    smoothing's ``sum_c w_c (m - x_c)`` about the row's max ``m``, taken online as the
+    normalizer is: each thread sums ``w (m - v)`` about its own running max, moves the
+    sum to a larger max by ``seen (m - m_old)`` (``seen`` the weights summed so far),
+    and to the row's max before the block's sum. Every term is ``>= 0`` (for weights
+    ``>= 0``), so nothing cancels: a plain ``sum w_c x_c`` loses the log to rounding
+    for large logits near each other, a sum about any one logit loses small losses to
+    cancellation against far-off masks. A -inf logit's term is ``w inf`` (inf, or NaN
+    for a weight of 0, as torch's ``0 * -inf``), never ``-inf - -inf``."""
+    ZERO, INF, NEG = tc.type(0), tc.type(math.inf), tc.type(-math.inf)
 
     @cuda.jit(device=True)
-    def origin(xt):
-        return xt if not math.isinf(xt) else ZERO
+    def term(w, m, v):
+        return w * (INF if v == NEG else m - v)
 
-    return origin
+    @cuda.jit(device=True)
+    def rebase(s, seen, m_old, m):
+        return s + seen * (m - m_old) if seen != ZERO and m > m_old else s
+
+    return term, rebase
 
 
 def _gradient(tc, smoothing: bool, exp, weighted: bool):
@@ -241,7 +246,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
     exp = row_exp(name)
     fold = online_folder(tc, TILE, exp)
     row_loss = _row_loss(tc, smoothing, weighted)
-    spread_origin = _spread_origin(tc)
+    spread_term, rebase = _spread(tc)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     threads, NEG = block.threads, tc.type(-math.inf)
@@ -257,7 +262,6 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
         tile = cuda.local.array(TILE, tc_t)
         tid = cuda.threadIdx.x
         N, C = x.shape[0], x.shape[1]
-        per_class = ONE / tc_t(C)  # the smoothing sum's terms, divided as added
         row = int64(cuda.blockIdx.x)
         while row < N:
             t, valid = row_target(target, row, ignore, C, bad)
@@ -265,9 +269,8 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
             wsum = weight[C] if weighted else ONE
             # The target's logit, read before the barrier of the reduce below: after it
             # threads write the gradient, perhaps over the logits.
-            xt = widen(x[row, t]) if valid and (smoothing or tid == 0) else ZERO
-            x0 = spread_origin(xt)
-            m, z, sx = NEG, ZERO, ZERO
+            xt = widen(x[row, t]) if valid and tid == 0 else ZERO
+            m, z, sx, seen = NEG, ZERO, ZERO, ZERO
             c = tid
             while c < C:  # a tile of TILE elements per thread, all loads first
                 valid_here = 0
@@ -276,20 +279,26 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                     if k < C:
                         tile[u] = widen(x[row, k])
                         valid_here += 1
-                        if smoothing:
-                            d = (tile[u] - x0) * per_class
-                            sx += d * weight[k] if weighted else d
                     else:
                         tile[u] = NEG
+                m_old = m
                 m, z = fold(m, z, tile, valid_here)
+                if smoothing:
+                    sx = rebase(sx, seen, m_old, m)
+                    for u in range(valid_here):
+                        w = weight[c + u * threads] if weighted else ONE
+                        sx += spread_term(w, m, tile[u])
+                        seen += w
                 c += TILE * threads
+            m_own = m
             m, z = reduce_pair((m, z), t0, t1, b0, b1)
             if smoothing:
+                sx = rebase(sx, seen, m_own, m)
                 cuda.syncthreads()  # every thread has read b0, b1 before they are reused
                 sx = reduce_sum((sx,), t0, t1, b0, b1)[0]
             lz = tc_t(math.log(z))
             if tid == 0:  # scaled as the gradient; 0 * NaN for a mean of no rows
-                loss[row] = row_loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum) * scale[0]
+                loss[row] = row_loss(valid, m, lz, xt, sx, eps, C, wt, wsum) * scale[0]
             if gradient:
                 factor, hit, floor, a = prepare(valid, eps, C, scale[0], wt, wsum)
                 c = tid
@@ -337,7 +346,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
     vstore, pack = vector_storer(W), packer(plan)
     row_loss = _row_loss(tc, smoothing, weighted)
-    spread_origin = _spread_origin(tc)
+    spread_term, rebase = _spread(tc)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     finish_rows = _finisher(plan.sum_block, plan.dtype, finish, weighted)
@@ -349,51 +358,54 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
         v = cuda.local.array(L, tc_t)
         lane = cuda.threadIdx.x
         N, C = x.shape[1], x.shape[2]
-        per_class = ONE / tc_t(C)  # the smoothing sum's terms, divided as added
         row = int64(cuda.blockIdx.x)
         while row < N:
             t, valid = row_target(target, row, ignore, C, bad)
             wt = weight[t] if weighted and valid else ONE
             wsum = weight[C] if weighted else ONE
             xr, gr = x[0, row], g[0, row]
-            # before any write to g
-            xt = widen(xr[t]) if valid and (smoothing or lane == 0) else ZERO
-            x0 = spread_origin(xt)
+            xt = widen(xr[t]) if valid and lane == 0 else ZERO  # before any write to g
             xv, head, count = span(x, 0, row, head0, C)
             h, e = edges(xr, lane, head, count, C)  # kept for the gradient's pass
             ends = (lane < head) + (head + count * W + lane < C)  # elements in h, e
             v[0] = h
             v[1] = e
             m, z = fold_edges(NEG, ZERO, v, ends)
-            sx = ZERO
+            sx, seen = ZERO, ZERO
             if smoothing:
                 ce = head + count * W + lane  # the tail element's column
-                dh, de = (h - x0) * per_class, (e - x0) * per_class
-                if weighted:
-                    sx = (dh * weight[lane] if lane < head else ZERO) + \
-                        (de * weight[ce] if ce < C else ZERO)
-                else:
-                    sx = (dh if lane < head else ZERO) + (de if ce < C else ZERO)
+                if lane < head:
+                    w = weight[lane] if weighted else ONE
+                    sx += spread_term(w, m, h)
+                    seen += w
+                if ce < C:
+                    w = weight[ce] if weighted else ONE
+                    sx += spread_term(w, m, e)
+                    seen += w
             j = lane
             while j < count:
                 loaded = tile(v, xf, xv, j, count)
+                m_old = m
+                m, z = fold(m, z, v, loaded)
                 if smoothing:
+                    sx = rebase(sx, seen, m_old, m)
                     for k in range(L):
                         if k < loaded:  # the loaded vectors come first
-                            if weighted:  # v[u W + q] is column head + (j + u G) W + q
-                                sx += (v[k] - x0) * per_class * \
-                                    weight[head + (j + (k // W) * G) * W + k % W]
-                            else:
-                                sx += (v[k] - x0) * per_class
-                m, z = fold(m, z, v, loaded)
+                            # v[u W + q] is column head + (j + u G) W + q
+                            w = weight[head + (j + (k // W) * G) * W + k % W] if weighted \
+                                else ONE
+                            sx += spread_term(w, m, v[k])
+                            seen += w
                 j += V * G
+            m_own = m
             m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])
             if smoothing:
+                sx = rebase(sx, seen, m_own, m)
                 cuda.syncthreads()  # every thread has read the pair before it is reused
                 sx = reduce_sum((sx,), sh[0], sh[1], sh[2], sh[3])[0]
             lz = tc_t(math.log(z))
             if lane == 0:
-                loss[row] = row_loss(valid, m, lz, xt, x0, sx, eps, C, wt, wsum) * scale[0]
+                loss[row] = row_loss(valid, m, lz, xt, sx, eps, C, wt, wsum) * scale[0]
             if gradient:
                 factor, hit, floor, a = prepare(valid, eps, C, scale[0], wt, wsum)
                 gv = span(g, 0, row, head0, C)[0]

@@ -87,9 +87,10 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
     """Logits far from 0 but close to each other (the loss depends on their
     differences only): the max and the log of the scaled sum stay apart, as torch's
     log-softmax keeps them, so neither the loss nor the gradient loses the log to
-    rounding (two logits of 1e8 in float32 gave loss 0 and gradient 0 and 1); label
-    smoothing's sum is taken about the row's first logit, and none of it overflows
-    near the dtype's largest (3e38 with a tie: torch's gradient 1/2, 1/2, -1)."""
+    rounding (two logits of 1e8 in float32 gave loss 0 and gradient 0 and 1), nor
+    label smoothing's sum; near the dtype's largest (3e38 with a tie) torch's gradient
+    1/2, 1/2, -1, and its loss where it has one: a smoothed loss whose terms pass the
+    dtype's largest is inf, as torch's own in that dtype."""
     big, ulp = (1e8, 8) if dtype == np.float32 else (1e17, 16)  # C = 5: 1/C inexact
     x = np.array([[big, big, big, big, big],
                   [big, big + ulp, big - 2 * ulp, big + ulp, big + 2 * ulp],
@@ -107,8 +108,12 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
                                weight=None if w is None else torch.from_numpy(w.astype(
                                    np.float64)))
         want.sum().backward()
+        own = F.cross_entropy(torch.from_numpy(x), torch.from_numpy(t), reduction="none",
+                              label_smoothing=eps,
+                              weight=None if w is None else torch.from_numpy(w)).numpy()
+        want = np.where(np.isinf(own), own, want.detach().numpy())
         rtol = 2e-6 if dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(loss.copy_to_host(), want.detach().numpy(), rtol=rtol)
+        np.testing.assert_allclose(loss.copy_to_host(), want, rtol=rtol)
         np.testing.assert_allclose(grad.copy_to_host(), xr.grad.numpy(), rtol=rtol,
                                    atol=rtol)
 
@@ -117,9 +122,8 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_masked_logits_with_smoothing_as_torch(layout, weighted):
     """-inf logits (masked classes), the first among them: label smoothing's loss is
-    inf as torch's (never NaN from the smoothing sum's origin), the gradient finite; a
-    far finite mask (-1e9) of weight 0 leaves a small loss exact (a sum about the
-    first logit lost it to cancellation)."""
+    inf as torch's (NaN for a weight of 0, torch's ``0 * -inf``), the gradient finite;
+    a far finite mask (-1e9) of weight 0 leaves a small loss exact."""
     inf = np.inf
     x = np.array([[-inf, 1.0, 2.0, -inf], [1.0, -inf, 3.0, 0.5], [-inf, -inf, 5.0, -inf],
                   [2.0, 2.0, 2.0, 2.0], [-1e9, 1.0, 2.0, 3.0], [2.0, -1e9, -inf, 1.0]])
@@ -135,6 +139,34 @@ def test_masked_logits_with_smoothing_as_torch(layout, weighted):
     want.sum().backward()
     np.testing.assert_allclose(loss.copy_to_host(), want.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(grad.copy_to_host(), xr.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("layout", ["rows", "strided"])
+def test_smoothing_sums_about_the_max_without_cancelling(layout):
+    """Label smoothing's ``sum_c w_c (lse - x_c)`` taken about the row's max (every
+    term >= 0): a target far below the rest (a mask of weight 0 among weighted classes,
+    -1e4 among 128 zeros at label_smoothing=1) keeps its loss to float32's rounding,
+    where a sum about the target's or the first logit cancelled; a difference past
+    float32's largest is inf, as torch's float32 loss, not inf - inf."""
+    def run(x, t, w=None, eps=0.1):
+        logits = cuda.to_device(x) if layout == "rows" else \
+            cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
+        return nk.cross_entropy(logits, cuda.to_device(np.array(t)), weight=w, reduction="none",
+                                label_smoothing=eps).copy_to_host()
+
+    def torchs(x, t, w=None, eps=0.1):
+        return F.cross_entropy(torch.from_numpy(x.astype(np.float64)), torch.tensor(t),
+                               reduction="none", label_smoothing=eps,
+                               weight=None if w is None else torch.from_numpy(
+                                   w.astype(np.float64))).numpy()
+
+    x = np.array([[0.3, -1.2, -1e9, 0.8, 1.1]])
+    w = np.array([1.0, 2.0, 0.0, 1.0, 0.5])
+    np.testing.assert_allclose(run(x, [2], w), torchs(x, [2], w), rtol=1e-12)
+    x32 = np.zeros((1, 129), np.float32)
+    x32[0, 5] = -1e4
+    np.testing.assert_allclose(run(x32, [5], eps=1.0), torchs(x32, [5], eps=1.0), rtol=2e-6)
+    assert np.isinf(run(np.array([[3e38, -3e38, 0.0]], np.float32), [1]))
 
 
 def test_ignored_rows_count_nothing_and_a_mean_of_none_is_nan():
