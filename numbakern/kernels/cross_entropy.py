@@ -113,9 +113,9 @@ def _row_loss(tc, smoothing: bool, weighted: bool):
 
 
 def _spread(tc):
-    """Device functions ``term(w, m, v)`` and ``rebase(s, seen, m_old, m)`` for label
-    smoothing's ``sum_c w_c (m - x_c)`` about the row's max ``m``, taken online as the
-    normalizer is: each thread sums ``w (m - v)`` about its own running max, moves the
+    """Device functions ``add(s, seen, w, m, v) -> (s, seen)`` (the element ``v`` of
+    weight ``w``) and ``rebase(s, seen, m_old, m)`` for label smoothing's ``sum_c w_c
+    (m - x_c)`` about the row's max ``m``, taken online as the normalizer is: each thread sums ``w (m - v)`` about its own running max, moves the
     sum to a larger max by ``seen (m - m_old)`` (``seen`` the weights summed so far),
     and to the row's max before the block's sum. Every term is ``>= 0`` (for weights
     ``>= 0``), so nothing cancels: a plain ``sum w_c x_c`` loses the log to rounding
@@ -125,14 +125,14 @@ def _spread(tc):
     ZERO, INF, NEG = tc.type(0), tc.type(math.inf), tc.type(-math.inf)
 
     @cuda.jit(device=True)
-    def term(w, m, v):
-        return w * (INF if v == NEG else m - v)
+    def add(s, seen, w, m, v):
+        return s + w * (INF if v == NEG else m - v), seen + w
 
     @cuda.jit(device=True)
     def rebase(s, seen, m_old, m):
         return s + seen * (m - m_old) if seen != ZERO and m > m_old else s
 
-    return term, rebase
+    return add, rebase
 
 
 def _gradient(tc, smoothing: bool, exp, weighted: bool):
@@ -246,7 +246,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
     exp = row_exp(name)
     fold = online_folder(tc, TILE, exp)
     row_loss = _row_loss(tc, smoothing, weighted)
-    spread_term, rebase = _spread(tc)
+    spread_add, rebase = _spread(tc)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     threads, NEG = block.threads, tc.type(-math.inf)
@@ -287,8 +287,7 @@ def build_kernel(block, pair_op, dtype, smoothing: bool, gradient: bool,
                     sx = rebase(sx, seen, m_old, m)
                     for u in range(valid_here):
                         w = weight[c + u * threads] if weighted else ONE
-                        sx += spread_term(w, m, tile[u])
-                        seen += w
+                        sx, seen = spread_add(sx, seen, w, m, tile[u])
                 c += TILE * threads
             m_own = m
             m, z = reduce_pair((m, z), t0, t1, b0, b1)
@@ -346,7 +345,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
     tile, edges, span = tile_loader(plan, V, NEG), edge_loader(plan, NEG), row_span(plan)
     vstore, pack = vector_storer(W), packer(plan)
     row_loss = _row_loss(tc, smoothing, weighted)
-    spread_term, rebase = _spread(tc)
+    spread_add, rebase = _spread(tc)
     prepare, grad = _gradient(tc, smoothing, exp, weighted)
     ONE = tc.type(1)
     finish_rows = _finisher(plan.sum_block, plan.dtype, finish, weighted)
@@ -376,12 +375,10 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                 ce = head + count * W + lane  # the tail element's column
                 if lane < head:
                     w = weight[lane] if weighted else ONE
-                    sx += spread_term(w, m, h)
-                    seen += w
+                    sx, seen = spread_add(sx, seen, w, m, h)
                 if ce < C:
                     w = weight[ce] if weighted else ONE
-                    sx += spread_term(w, m, e)
-                    seen += w
+                    sx, seen = spread_add(sx, seen, w, m, e)
             j = lane
             while j < count:
                 loaded = tile(v, xf, xv, j, count)
@@ -394,8 +391,7 @@ def build_vector_kernel(plan: RowPlan, smoothing: bool, gradient: bool,
                             # v[u W + q] is column head + (j + u G) W + q
                             w = weight[head + (j + (k // W) * G) * W + k % W] if weighted \
                                 else ONE
-                            sx += spread_term(w, m, v[k])
-                            seen += w
+                            sx, seen = spread_add(sx, seen, w, m, v[k])
                 j += V * G
             m_own = m
             m, z = reduce_pair((m, z), sh[0], sh[1], sh[2], sh[3])
