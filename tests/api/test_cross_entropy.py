@@ -30,11 +30,22 @@ def case(rows, classes, dtype=np.float64, ignored=()):
     return x, t
 
 
-def reference(x, t, reduction="mean", eps=0.0):
-    xr = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
-    loss = F.cross_entropy(xr, torch.from_numpy(t), reduction=reduction, label_smoothing=eps)
+def reference(x, t, reduction="mean", eps=0.0, weight=None, dtype=np.float64):
+    """torch's loss and gradient, computed in ``dtype``."""
+    xr = torch.from_numpy(x.astype(dtype)).requires_grad_(True)
+    w = None if weight is None else torch.from_numpy(weight.astype(dtype))
+    loss = F.cross_entropy(xr, torch.from_numpy(t), reduction=reduction, label_smoothing=eps,
+                           weight=w)
     loss.sum().backward()
     return loss.detach().numpy(), xr.grad.numpy()
+
+
+def on_device(x, layout):
+    """``x`` on the device as contiguous rows (the vector kernel) or as every other
+    column of a wider array (strided rows: the scalar kernel; a Numba device array's
+    ``.T`` is a transposed copy on a GPU, not a view)."""
+    return cuda.to_device(x) if layout == "rows" else \
+        cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
 
 
 @pytest.mark.parametrize("classes", CLASSES)
@@ -71,8 +82,7 @@ def test_float64_smoothing_at_1024_threads_fits_static_shared_memory(name, layou
     scalar kernel."""
     x, t = case(3, 40, ignored=[1])
     strategy = every("block", threads=1024)[list(BLOCKS).index(name)]
-    logits = cuda.to_device(x) if layout == "rows" else \
-        cuda.to_device(np.ascontiguousarray(x.T)).T
+    logits = on_device(x, layout)
     loss, grad = nk.cross_entropy(logits, cuda.to_device(t), label_smoothing=0.1,
                                   return_grad=True, strategy=strategy)
     ref_loss, ref_grad = reference(x, t, "mean", 0.1)
@@ -98,24 +108,16 @@ def test_large_logits_keep_the_log_of_the_sum(dtype, layout, weighted):
                   [3e38, 3e38, 0.0, -3e38, 1.0]], dtype)
     t = np.array([0, 2, 1, 2])
     w = np.array([0.5, 2.0, 1.0, 1.5, 0.25], dtype) if weighted else None
-    logits = cuda.to_device(x) if layout == "rows" else \
-        cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
+    logits = on_device(x, layout)
     for eps in (0.0, 0.1):
         loss, grad = nk.cross_entropy(logits, cuda.to_device(t), weight=w, reduction="none",
                                       label_smoothing=eps, return_grad=True)
-        xr = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
-        want = F.cross_entropy(xr, torch.from_numpy(t), reduction="none", label_smoothing=eps,
-                               weight=None if w is None else torch.from_numpy(w.astype(
-                                   np.float64)))
-        want.sum().backward()
-        own = F.cross_entropy(torch.from_numpy(x), torch.from_numpy(t), reduction="none",
-                              label_smoothing=eps,
-                              weight=None if w is None else torch.from_numpy(w)).numpy()
-        want = np.where(np.isinf(own), own, want.detach().numpy())
+        want, want_grad = reference(x, t, "none", eps, w)
+        own = reference(x, t, "none", eps, w, dtype)[0]
+        want = np.where(np.isinf(own), own, want)
         rtol = 2e-6 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(loss.copy_to_host(), want, rtol=rtol)
-        np.testing.assert_allclose(grad.copy_to_host(), xr.grad.numpy(), rtol=rtol,
-                                   atol=rtol)
+        np.testing.assert_allclose(grad.copy_to_host(), want_grad, rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("layout", ["rows", "strided"])
@@ -129,16 +131,11 @@ def test_masked_logits_with_smoothing_as_torch(layout, weighted):
                   [2.0, 2.0, 2.0, 2.0], [-1e9, 1.0, 2.0, 3.0], [2.0, -1e9, -inf, 1.0]])
     t = np.array([1, 2, 2, 0, 1, 0])
     w = np.array([0.0, 2.0, 0.5, 1.5]) if weighted else None
-    logits = cuda.to_device(x) if layout == "rows" else \
-        cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
-    loss, grad = nk.cross_entropy(logits, cuda.to_device(t), weight=w, reduction="none",
-                                  label_smoothing=0.1, return_grad=True)
-    xr = torch.from_numpy(x).requires_grad_(True)
-    want = F.cross_entropy(xr, torch.from_numpy(t), reduction="none", label_smoothing=0.1,
-                           weight=None if w is None else torch.from_numpy(w))
-    want.sum().backward()
-    np.testing.assert_allclose(loss.copy_to_host(), want.detach().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(grad.copy_to_host(), xr.grad.numpy(), rtol=1e-12, atol=1e-15)
+    loss, grad = nk.cross_entropy(on_device(x, layout), cuda.to_device(t), weight=w,
+                                  reduction="none", label_smoothing=0.1, return_grad=True)
+    want, want_grad = reference(x, t, "none", 0.1, w)
+    np.testing.assert_allclose(loss.copy_to_host(), want, rtol=1e-12)
+    np.testing.assert_allclose(grad.copy_to_host(), want_grad, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("layout", ["rows", "strided"])
@@ -149,16 +146,11 @@ def test_smoothing_sums_about_the_max_without_cancelling(layout):
     where a sum about the target's or the first logit cancelled; a difference past
     float32's largest is inf, as torch's float32 loss, not inf - inf."""
     def run(x, t, w=None, eps=0.1):
-        logits = cuda.to_device(x) if layout == "rows" else \
-            cuda.to_device(np.repeat(x, 2, axis=1))[:, ::2]
-        return nk.cross_entropy(logits, cuda.to_device(np.array(t)), weight=w, reduction="none",
-                                label_smoothing=eps).copy_to_host()
+        return nk.cross_entropy(on_device(x, layout), cuda.to_device(np.array(t)), weight=w,
+                                reduction="none", label_smoothing=eps).copy_to_host()
 
     def torchs(x, t, w=None, eps=0.1):
-        return F.cross_entropy(torch.from_numpy(x.astype(np.float64)), torch.tensor(t),
-                               reduction="none", label_smoothing=eps,
-                               weight=None if w is None else torch.from_numpy(
-                                   w.astype(np.float64))).numpy()
+        return reference(x, np.array(t), "none", eps, w)[0]
 
     x = np.array([[0.3, -1.2, -1e9, 0.8, 1.1]])
     w = np.array([1.0, 2.0, 0.0, 1.0, 0.5])
