@@ -115,9 +115,10 @@ def _row_loss(tc, smoothing: bool, weighted: bool):
 def _spread(tc):
     """Device functions ``add(s, seen, w, m, v) -> (s, seen)`` (the element ``v`` of
     weight ``w``) and ``rebase(s, seen, m_old, m)`` for label smoothing's ``sum_c w_c
-    (m - x_c)`` about the row's max ``m``, taken online as the normalizer is: each thread sums ``w (m - v)`` about its own running max, moves the
-    sum to a larger max by ``seen (m - m_old)`` (``seen`` the weights summed so far),
-    and to the row's max before the block's sum. Every term is ``>= 0`` (for weights
+    (m - x_c)`` about the row's max ``m``, taken online as the normalizer is: each
+    thread sums ``w (m - v)`` about its own running max, moves the sum to a larger max
+    by ``seen (m - m_old)`` (``seen`` the weights summed so far), and to the row's max
+    before the block's sum. Every term is ``>= 0`` (for weights
     ``>= 0``), so nothing cancels: a plain ``sum w_c x_c`` loses the log to rounding
     for large logits near each other, a sum about any one logit loses small losses to
     cancellation against far-off masks. A -inf logit's term is ``w inf`` (inf, or NaN
