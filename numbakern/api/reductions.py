@@ -1283,6 +1283,8 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
     if in_dtype.kind not in "biuf" or in_dtype.itemsize > 8:
         raise TypeError(f"nanmean is not defined for x of dtype {in_dtype}; it accepts "
                         "bool, integers and float16/32/64")
+    if dtype is not None:  # named here, before mean takes integer input
+        _ops.SUM.check_dtype(_ops._as_dtype(dtype), "dtype=", "nanmean")
     if in_dtype.kind != "f":  # no NaN to skip: NumPy's nanmean is its mean there (an
         # integer dtype= sums in that dtype, wrapping as NumPy's)
         return mean(x, axis, dtype, out, keepdims, strategy=strategy, stream=stream,
@@ -1422,11 +1424,14 @@ def check_ddof(ddof, name: str) -> None:
 
 
 def check_float_dtype(dtype, name: str) -> None:
-    """var and std's ``dtype=``: None or a float dtype (NumPy's integer ones would
-    truncate the variance), else TypeError naming ``name`` and the dtype."""
-    if dtype is not None and _ops._as_dtype(dtype).kind != "f":
-        raise TypeError(f"{name}: dtype must be a float dtype, got "
-                        f"{_ops._as_dtype(dtype).name}")
+    """var and std's ``dtype=``: None or float16/32/64 (NumPy's integer ones would
+    truncate the variance; no kernel holds extended precision), else TypeError naming
+    ``name`` and the dtype."""
+    if dtype is None:
+        return
+    given = _ops._as_dtype(dtype)
+    if given.kind != "f" or given.itemsize > 8:
+        raise TypeError(f"{name}: dtype must be float16, float32 or float64, got {given.name}")
 
 
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,

@@ -152,8 +152,12 @@ def test_bad_arguments():
     for x in (np.ones(3, np.complex64), np.array(["a", "b"])):  # mean names itself
         with pytest.raises(TypeError, match="^mean is not defined for x of dtype"):
             nk.mean(x)
-    with pytest.raises(TypeError, match="dtype must be a float dtype, got int32$"):
+    with pytest.raises(TypeError, match="dtype must be float16, float32 or float64, got int32$"):
         nk.var(np.ones(3), dtype=np.int32)
+    for f in (nk.var, nk.std, nk.nanvar, nk.nanstd):  # no kernel holds np.longdouble
+        with pytest.raises(TypeError, match=f"^{f.__name__}: dtype must be float16, float32 "
+                                            "or float64, got (longdouble|float128)$"):
+            f(np.arange(4.0), dtype=np.longdouble)
     with pytest.raises(ValueError, match="^strategy: atomic_fold cannot fold moments's .*"
                                          "var and std"):
         nk.var(np.ones(3), strategy="atomic_fold")
