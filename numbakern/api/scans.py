@@ -308,15 +308,29 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     that is neither an Op nor a name); ``TypeError`` for a plain function not
     wrapped by :func:`numbakern.op`, or an ``out`` that is not a pair for a
     two-field op.
+
+    Host input scanned with ``"sum"``, ``"prod"``, ``"nansum"`` or ``"nanprod"`` warns
+    as :func:`cumsum`, :func:`cumprod` and their nan forms do.
     """
     if isinstance(op, str) and op in _ARG_NAMES:
         op = _ops.arg_op(op[3:])
     op = _ops.get(op, also=_ARG_NAMES)
     if op is _ops.PROD or op is _ops.NANPROD:  # cumprod's NumPy special values, as cumprod
-        return _product(x, op is _ops.NANPROD, axis, dtype, out, exclusive, reverse,
-                        strategy, layout, stream, None)
-    return _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout,
-                 stream, None, None)
+        result = _product(x, op is _ops.NANPROD, axis, dtype, out, exclusive, reverse,
+                          strategy, layout, stream, None)
+    else:
+        result = _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout,
+                       stream, None, None)
+    for numpys, nan_as in _NUMPY_ACCUMULATES:  # their words, as cumsum's and cumprod's
+        if op is numpys:
+            return _accumulated(x, result, axis, exclusive, reverse, nan_as)
+    return result
+
+
+# the built-in ops that are NumPy's cumulative functions, and the value a NaN element
+# enters as (None: as itself)
+_NUMPY_ACCUMULATES = ((_ops.SUM, None), (_ops.PROD, None), (_ops.NANSUM, 0),
+                      (_ops.NANPROD, 1))
 
 
 @dispatch

@@ -1,4 +1,5 @@
-"""prod, nanprod, cumsum, nancumsum, cumprod and nancumprod of host input warn (or
+"""prod, nanprod, cumsum, nancumsum, cumprod, nancumprod (and associative_scan of
+their ops) of host input warn (or
 raise, under ``np.errstate``) as NumPy does where its arithmetic overflows or meets
 ``inf - inf`` / ``inf * 0``: results' special values and the warnings' words compared
 with NumPy's own on the same data, under the simulator (tiny sizes).
@@ -103,3 +104,14 @@ def test_an_infinite_initial_and_masked_factors_say_nothing_numpy_does_not():
         want, want_words = _words(np.prod, x, **kw)
         np.testing.assert_array_equal(got, want)
         assert got_words == want_words, kw
+
+
+@pytest.mark.parametrize("op, numpys", [("sum", "cumsum"), ("prod", "cumprod"),
+                                        ("nansum", "nancumsum"), ("nanprod", "nancumprod")])
+@pytest.mark.parametrize("row", ROWS, ids=range(len(ROWS)))
+def test_associative_scan_of_numpys_ops_warns_as_their_cumulative_function(op, numpys, row):
+    x = np.array(row)
+    got, got_words = _words(nk.associative_scan, x, op)
+    want, want_words = _words(getattr(np, numpys), x)
+    np.testing.assert_array_equal(got, want)
+    assert got_words == want_words
