@@ -1,8 +1,8 @@
 """prod, nanprod, cumsum, nancumsum, cumprod, nancumprod (and associative_scan of
-their ops) of host input warn (or
-raise, under ``np.errstate``) as NumPy does where its arithmetic overflows or meets
-``inf - inf`` / ``inf * 0``: results' special values and the warnings' words compared
-with NumPy's own on the same data, under the simulator (tiny sizes).
+their ops) of host input warn (or raise, under ``np.errstate``) as NumPy does where
+its arithmetic overflows or meets ``inf - inf`` / ``inf * 0``: results' special values
+and the warnings' words compared with NumPy's own on the same data, under the
+simulator (tiny sizes).
 """
 
 import warnings
