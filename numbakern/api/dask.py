@@ -1952,8 +1952,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     _check_dask(x, "histogram")
     w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:
-        raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
-                        f"bins only), got {bins!r}")
+        raise TypeError("histogram of a Dask array: bins must be an int (its chunks are "
+                        f"counted in equal-width bins only), got {bins!r}")
     if range is None and x.size:
         from numbakern.api.histogram import finite_range, values_dtype
 

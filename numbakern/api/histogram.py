@@ -26,7 +26,8 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Input, Workspace, as_array_like, as_layout_array,
                                    flat_device, honours_stream, kind_of, resolve_stream,
                                    to_user, user_array)
-from numbakern.core.bins import TABLE_ITEMSIZE, BinRule, int_binner, table_binner
+from numbakern.core.bins import (TABLE_ITEMSIZE, BinRule, EdgeRule, edges_of, int_binner,
+                                 table_binner)
 from numbakern.core.deliver import deliver_host
 from numbakern.core.jobs import HistogramJob
 from numbakern.kernels.counting import build_bin_index_kernel
@@ -180,14 +181,19 @@ def _weighted_sums(x, w, counts, stream):
 @honours_stream
 def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=None,
               stream=None):
-    """``bins`` equal-width bins over ``range``, as ``np.histogram(x, bins, range,
-    density=density, weights=weights)``.
+    """``bins`` equal-width bins over ``range``, or the bins between given edges, as
+    ``np.histogram(x, bins, range, density=density, weights=weights)``.
 
     Args:
         x: bool, integer or float values (bfloat16 too: each bit pattern binned as
             NumPy's bfloat16 arithmetic bins it, by a table made with ``ml_dtypes``),
             any shape (flattened).
-        bins: a positive int (the number of equal-width bins).
+        bins: a positive int (the number of equal-width bins), or a 1-D array of
+            non-decreasing edges (a sequence, NumPy array, tensor or device array):
+            bin ``i`` holds ``edges[i] <= v < edges[i+1]``, the last bin also ``v ==
+            edges[-1]``, each value compared with the edges in their common dtype as
+            NumPy compares them (:class:`numbakern.core.bins.EdgeRule`: a binary
+            search per value); ``range`` is then ignored, as NumPy ignores it.
         range: ``(lo, hi)``, or ``None`` for ``(x.min(), x.max())``; a zero-width
             range is widened by 0.5 either side, as NumPy does.
         density: if true, each bin's count (or weights' sum) divided by its width and
@@ -206,10 +212,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     Returns:
         ``(hist, edges)``: ``hist`` of shape ``(bins,)``: int64 counts; with
         ``weights``, their sums in the weights' dtype (NumPy's rule: float16 weights
-        give float16 sums); with ``density``, float64 densities. ``edges``: the ``bins + 1``
-        edges NumPy computes (its dtype: the input's float type, float64 for
-        integers). Bin ``i`` holds ``edges[i] <= v < edges[i+1]``, the last bin also
-        ``v == edges[-1]``; values outside the range, and NaN, are not counted.
+        give float16 sums); with ``density``, float64 densities. ``edges``: the
+        ``bins + 1`` edges NumPy computes (its dtype: the input's float type, float64
+        for integers), or the edges given, as an array of the input's kind. Bin ``i``
+        holds ``edges[i] <= v < edges[i+1]``, the last bin also ``v == edges[-1]``;
+        values outside the range, and NaN, are not counted.
         Each value lands in NumPy's bin exactly (:class:`BinRule`): kept when
         ``lo <= v <= hi`` compared as NumPy compares (an int range against integers
         exactly), the bin NumPy's estimate ``int((v - lo) / (hi - lo) * bins)`` with
@@ -224,14 +231,17 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         instead.
 
     Raises:
-        TypeError: a non-int ``bins`` (edge arrays are not supported), a bad dtype of
-            ``x`` or ``weights`` (complex weights included); a ``range`` end that is
-            not a real number NumPy holds (``None``, a string, an int past 64 bits:
-            NumPy raises ``TypeError`` for them too; a 0-d array or tensor is its
-            value), or a lone number as ``range``; a ``strategy`` that is neither a
+        TypeError: ``bins`` a string (NumPy's estimators by name are not supported)
+            or an array of other than real numbers of at most 8 bytes; uint16 edges
+            of bfloat16 ``x``; a bad dtype of ``x`` or ``weights`` (complex weights
+            included); a ``range`` end that is not a real number NumPy holds
+            (``None``, a string, an int past 64 bits: NumPy raises ``TypeError`` for
+            them too; a 0-d array or tensor is its value), or a lone number as
+            ``range``; a ``strategy`` that is neither a
             name nor a histogram strategy object.
-        ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; more ``bins`` int64
-            counts than an array holds (2**60 - 1); ``range`` an iterable of other
+        ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; edges not 1-D,
+            decreasing, or holding NaN (NumPy counts such bins negative); more
+            ``bins`` int64 counts than an array holds (2**60 - 1); ``range`` an iterable of other
             than two (a string too), with ``lo > hi`` or not finite (NumPy's
             messages); an automatic range that is not finite (NaN or inf in ``x``); an
             unknown ``strategy`` name, or one whose counters do not fit in shared
@@ -248,21 +258,32 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if dtype.kind == "b":  # NumPy's words
         warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.")
     w = None if weights is None else _weights_of(weights, x, "histogram")
-    if np.ndim(bins) != 0:
-        raise TypeError("histogram: bins must be an int (numbakern computes equal-width "
-                        f"bins only), got {bins!r}")
-    nbins = _check_allocatable(_positive_int(bins, "histogram: bins"), "bins")
-    if range is not None:
-        range = _range_pair(range)
-    _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
+    if isinstance(bins, str):
+        raise TypeError("histogram: bins must be an int or an array of edges (NumPy's "
+                        f"estimators by name are not supported), got {bins!r}")
     value_dtype = values_dtype(dtype) if bits is None else \
         numpy_bfloat16("histogram of bfloat16")
-    if range is None and x.size:
-        range = _automatic_range(x, value_dtype, stream)
     kind = kind_of(x)
-    if range is None:  # an empty x: NumPy's range (0, 1)
-        range = (0, 1)
-    rule = BinRule(value_dtype, nbins, range)
+    if np.ndim(bins) != 0:  # NumPy ignores range= then
+        rule = EdgeRule(value_dtype, edges_of(bins))
+        if bits is not None and rule.edges.dtype == np.uint16:  # the interop's bfloat16 bits
+            raise TypeError("histogram: uint16 bins of bfloat16 x are not supported (the "
+                            "edges returned would read as bfloat16); pass another dtype")
+        _strategies.resolve("histogram", strategy, bins=max(rule.nbins, 1))
+        if rule.nbins < 1:  # one edge or none: no bins, NumPy's empty result
+            hist = np.histogram(np.empty(0), rule.edges, density=density, weights=None
+                                if w is None else np.empty(0, w.dtype))[0]
+            return _as_kind(hist, kind), _as_kind(rule.edges, kind)
+    else:
+        nbins = _check_allocatable(_positive_int(bins, "histogram: bins"), "bins")
+        if range is not None:
+            range = _range_pair(range)
+        _strategies.resolve("histogram", strategy, bins=nbins)  # refused for an empty x too
+        if range is None and x.size:
+            range = _automatic_range(x, value_dtype, stream)
+        if range is None:  # an empty x: NumPy's range (0, 1)
+            range = (0, 1)
+        rule = BinRule(value_dtype, nbins, range)
     hist = _binned(x if bits is None else bits, rule, w, None if w is None else w.dtype,
                    strategy, stream)
     if density:

@@ -16,6 +16,7 @@ from numba import cuda, float64, from_dtype, int32, int64, uint64
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
+from numbakern.runtime.views import device_view
 
 #: inputs of at most this many bytes an element are binned through a lookup table of
 #: all their 2**(8 * itemsize) values, computed on the host by NumPy's own rule
@@ -309,6 +310,100 @@ class BinRule:
         lo, hi = _first_true(at_least, info.min, info.max), _last_true(at_most, info.min,
                                                                        info.max)
         return (lo, hi) if lo <= hi else (1, 0)
+
+
+class EdgeRule:
+    """``np.histogram``'s rule for ``bins`` given as an array of edges, for one input
+    dtype: bin ``i`` holds ``edges[i] <= v < edges[i+1]``, the last bin also ``v ==
+    edges[-1]``; values outside ``[edges[0], edges[-1]]``, and NaN, are not counted.
+    Repeated edges make empty bins, as NumPy's.
+
+    NumPy (``numpy/lib/_histograms_impl.py``, the non-uniform path) sorts the values
+    and finds each edge among them with ``searchsorted``, comparing in the values'
+    and the edges' common dtype: here each value finds its bin among the edges
+    instead (a binary search, ``searchsorted(edges[:-1], v, side="right") - 1``), in
+    the same common dtype, which gives the same counts.
+
+    Args:
+        value_dtype: the dtype NumPy bins the input as (uint8 for bool).
+        edges: the 1-D, non-decreasing edges, with no NaN (:func:`edges_of` checks).
+    """
+
+    def __init__(self, value_dtype: np.dtype, edges: np.ndarray):
+        self.value_dtype = np.dtype(value_dtype)
+        self.edges = edges
+        self.nbins = edges.shape[0] - 1
+        self.compare_dtype = np.result_type(np.empty(0, self.value_dtype), edges)
+
+    def bins_of(self, values: np.ndarray) -> np.ndarray:
+        """The bin of each of ``values`` (of ``value_dtype``), ``-1`` where not counted."""
+        with np.errstate(invalid="ignore"):  # a table's NaN patterns cast to integers
+            v = values.astype(self.compare_dtype)
+        edges = self.edges.astype(self.compare_dtype)
+        bins = np.searchsorted(edges[:-1], v, side="right") - 1
+        keep = (v >= edges[0]) & (v <= edges[-1])  # False for NaN
+        return np.where(keep, bins, -1).astype(np.int64)
+
+    def device(self, dtype: np.dtype):
+        """``((bin_of, key, read_dtype), aux)`` for input of ``dtype`` (4 or 8 bytes):
+        ``aux`` the edges as 8-byte words of the dtype compared in (float64 for a
+        float common dtype, which holds float16's and float32's exactly; int64 or
+        uint64 for integers), each value cast to the common dtype first, as NumPy
+        casts it."""
+        ct = self.compare_dtype
+        wide = np.dtype(np.float64 if ct.kind == "f" else
+                        np.uint64 if ct == np.uint64 else np.int64)
+        aux = self.edges.astype(ct).astype(wide).view(np.int64)
+        nb = self.nbins
+        key = ("array_bins", np.dtype(dtype).str, ct.str, nb)
+
+        def build():
+            c, w = from_dtype(ct), from_dtype(wide)
+
+            @cuda.jit(device=True)
+            def bin_of(x, i, aux):
+                v = w(c(x[i]))
+                if not (v >= bitcast(aux[0], w) and v <= bitcast(aux[nb], w)):
+                    return int64(-1)  # out of range, or NaN
+                lo, hi = int64(0), int64(nb)  # edges[lo] <= v < edges[hi] (hi < nb)
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if bitcast(aux[mid], w) <= v:
+                        lo = mid
+                    else:
+                        hi = mid
+                return lo
+
+            return bin_of, key, np.dtype(dtype)
+
+        return cached(key, build), aux
+
+
+def edges_of(bins) -> np.ndarray:
+    """``bins`` given as an array: its edges on the host, checked as NumPy checks them
+    (1-D, non-decreasing), and refused where NumPy's counts would be meaningless or
+    no kernel holds them.
+
+    Raises:
+        ValueError: not 1-D, decreasing, or holding NaN (NumPy counts a NaN edge's
+            bins negative).
+        TypeError: edges that are not bool, integers or floats of at most 8 bytes.
+    """
+    if hasattr(bins, "__cuda_array_interface__"):  # a few edges: read them here
+        edges = device_view(bins).copy_to_host()
+    else:
+        edges = np.asarray(bins)
+    if edges.ndim != 1:
+        raise ValueError("`bins` must be 1d, when an array")
+    if edges.dtype.kind not in "biuf" or edges.dtype.itemsize > 8:
+        raise TypeError("histogram: bins as an array must hold real numbers (bool, "
+                        f"integers or floats of at most 8 bytes), got dtype {edges.dtype}")
+    if edges.dtype.kind == "f" and np.isnan(edges).any():
+        raise ValueError("histogram: bins must not hold NaN (NumPy's counts of such "
+                         "edges are not counts)")
+    if np.any(edges[:-1] > edges[1:]):
+        raise ValueError("`bins` must increase monotonically, when an array")
+    return edges
 
 
 def _exact_float(value) -> bool:
