@@ -22,7 +22,7 @@ from rich.tree import Tree
 
 from .figures import drawing_order, plain_axes
 from .trace import (ATOMIC, ELEMENT, GLOBAL, REGISTER, SHARED, SHUFFLE, STATE_LESSONS,
-                    STATE_READS, Node, Trace)
+                    STATE_READS, Node, Trace, source_lane)
 
 LEGEND = (
     "How to read this: ⊕ is the op, [a-b] the elements a state covers. Steps are the "
@@ -103,7 +103,7 @@ def _path(trace: Trace, node: Node, holder: Node) -> str:
     if node.via == SHUFFLE:
         if (src.launch, src.block, src.thread) == (holder.launch, holder.block, holder.thread):
             return "its own value back: no lane that far"
-        return f"shuffle from lane {src.thread % 32}"
+        return f"shuffle from lane {source_lane(node.detail, node.offset, holder.thread % 32)}"
     if node.via == SHARED:
         return f"shared slot {node.offset}, stored by t{src.thread}"
     return (f"partials[{node.offset}] in global memory, stored by block {src.block} "

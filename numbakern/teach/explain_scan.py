@@ -25,7 +25,7 @@ from .explain import VIA_COLOUR, VIA_STYLE, cover_text, value_text
 from .figures import drawing_order, plain_axes
 from .scan_trace import (LOCAL, ROUNDING_SCALE, STATUS_NAMES, BlockScanCounts, ScanTrace,
                          textbook, trace_block_scan)
-from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node
+from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node, source_lane
 
 SCAN_LEGEND = (
     "How to read this: ⊕ is the op, [a-b] the elements a state covers. A tile is "
@@ -54,7 +54,8 @@ def _path(trace, node: Node, holder: Node) -> str:
             if node.detail == "idx":
                 return f"shuffle idx {node.offset}: its own lane"
             return f"shuffle {node.detail} {node.offset}: no lane that far, its own value"
-        return f"shuffle {node.detail} {node.offset} from lane {src.thread % 32}"
+        lane = source_lane(node.detail, node.offset, holder.thread % 32)
+        return f"shuffle {node.detail} {node.offset} from lane {lane}"
     if node.via in (SHARED, LOCAL):
         where = "shared" if node.via == SHARED else "local"
         return f"{where} slot {node.offset}, stored by t{src.thread}"

@@ -58,6 +58,17 @@ GLOBAL = "global memory"  # a state written to device memory (a partial)
 ATOMIC = "global atomic"
 
 
+def source_lane(kind: str, delta: int, lane: int) -> int:
+    """The lane whose register ``shfl_<kind>_sync`` by ``delta`` reads into ``lane``
+    (``kind``: ``"down"``, ``"up"`` or ``"idx"``), CUDA's rule for a full warp: the
+    lane itself where none lies that far. Told from the shuffle, not from the node
+    received: a value a lane loaded was made by whichever thread stored it."""
+    if kind == "idx":
+        return delta % 32
+    other = lane + delta if kind == "down" else lane - delta
+    return other if 0 <= other < 32 else lane
+
+
 class TraceError(RuntimeError):
     """The trace cannot be taken (no simulator), or the recording is inconsistent."""
 

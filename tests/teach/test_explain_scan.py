@@ -106,6 +106,26 @@ def test_block_scan_work_and_depth_equal_the_formulas(block, p):
 
 
 @simulator_only
+def test_the_look_back_carry_is_shuffled_from_the_lane_that_read_it():
+    # lane 31 reads the earlier tile's status, and shfl_idx(s, 31) hands it to t0: the
+    # value was made by another block's t0, which is no lane of this warp
+    result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/hillis_steele", "-n",
+                                      "70", "--dtype", "int64", "--items", "1"])
+    assert result.exit_code == 0, result.output
+    assert "lane 31 reads tile 0" in result.output
+    assert "(shuffle idx 31 from lane 31)" in result.output
+    assert "from lane 0)" not in result.output
+
+
+def test_source_lane_follows_cudas_shuffle_rule():
+    from numbakern.teach.trace import source_lane
+
+    assert [source_lane("down", 4, lane) for lane in (0, 27, 28, 31)] == [4, 31, 28, 31]
+    assert [source_lane("up", 1, lane) for lane in (0, 1, 31)] == [0, 0, 30]
+    assert [source_lane("idx", 31, lane) for lane in (0, 31)] == [31, 31]
+
+
+@simulator_only
 def test_cli_explains_a_scan_with_figure_and_json(tmp_path):
     png, js = tmp_path / "scan.png", tmp_path / "scan.json"
     result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/blelloch", "--values",
