@@ -1905,15 +1905,22 @@ def log_softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, 
 
 
 def _counts_chunk(x, *, bins, range_, strategy):
-    if range_ is None:
+    if range_ is None and np.ndim(bins) == 0:  # bincount's
         return _nk().histogram_counts(x.reshape(-1), bins, strategy=strategy)
     return _nk().histogram(x.reshape(-1), bins, range=range_, strategy=strategy)[0]
 
 
-def _summed_counts(x, bins: int, range_, strategy):
-    """Each chunk's int64 counts, summed by numbakern's sum: a Dask array ``(bins,)``."""
+def _summed_counts(x, bins, range_, strategy):
+    """Each chunk's int64 counts, summed by numbakern's sum: a Dask array of ``bins``
+    bins (an int: equal-width ones over ``range_``, or bincount's where ``range_`` is
+    None; or an array of edges)."""
     count = functools.partial(_counts_chunk, bins=bins, range_=range_, strategy=strategy)
-    return _summed_parts(count, bins, np.int64, x)
+    return _summed_parts(count, _bin_count(bins), np.int64, x)
+
+
+def _bin_count(bins) -> int:
+    """How many bins ``bins`` makes: an int, or an array of edges."""
+    return int(bins) if np.ndim(bins) == 0 else int(np.maximum(0, bins.shape[0] - 1))
 
 
 def _summed_parts(chunk, bins: int, dtype, x, *others):
@@ -1938,11 +1945,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     sums, summed, then cast to the weights' dtype (NumPy casts each 65536 elements'
     sums and adds them in that dtype: float16 and integer weights may differ);
     ``density`` divides lazily as NumPy's. ``edges``: the ``bins + 1`` edges NumPy
-    computes (an array of the chunks' kind).
+    computes, or the edges given as ``bins`` (an array of the chunks' kind).
 
-    Without ``range`` the edges need ``x``'s minimum and maximum: they are computed
-    now (as NumPy must), by numbakern's min and max over the chunks; pass ``range``
-    to keep everything lazy.
+    With an int ``bins`` and no ``range`` the edges need ``x``'s minimum and maximum:
+    they are computed now (as NumPy must), by numbakern's min and max over the
+    chunks; pass ``range`` (or the edges) to keep everything lazy.
 
     Raises: as :func:`numbakern.histogram` (an automatic range that is not finite:
     ``ValueError``, raised by this call).
@@ -1951,10 +1958,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
 
     _check_dask(x, "histogram")
     w = None if weights is None else _weights_like(weights, x, "histogram")
-    if np.ndim(bins) != 0:
-        raise TypeError("histogram of a Dask array: bins must be an int (its chunks are "
-                        f"counted in equal-width bins only), got {bins!r}")
-    if range is None and x.size:
+    if np.ndim(bins) != 0:  # edges: range= ignored, as NumPy ignores it
+        from numbakern.core.bins import edges_of
+
+        bins, range = edges_of(bins), None
+    elif range is None and x.size:
         from numbakern.api.histogram import finite_range, values_dtype
 
         value_dtype = values_dtype(x.dtype)
@@ -1963,15 +1971,17 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
                                for v in dask.compute(min(y), max(y))))
     empty = x._meta.reshape(-1)[:0]
     _, edges = _nk().histogram(empty, bins, range=range, strategy=strategy)
-    range_ = range if range is not None else (0, 1)
+    range_ = None if np.ndim(bins) != 0 else range if range is not None else (0, 1)
+    bins = bins if np.ndim(bins) != 0 else int(bins)
     if w is None:
-        hist = _summed_counts(x, int(bins), range_, strategy)
+        hist = _summed_counts(x, bins, range_, strategy)
     else:  # each chunk's float64 sums a bin, summed, then in the weights' dtype
         from numbakern.api.histogram import weighted_bins
 
-        chunk = functools.partial(weighted_bins, bins=int(bins), range_=range_,
+        chunk = functools.partial(weighted_bins, bins=bins, range_=range_,
                                   strategy=strategy)
-        hist = _summed_parts(chunk, int(bins), np.float64, x, _widened(w)).astype(w.dtype)
+        hist = _summed_parts(chunk, _bin_count(bins), np.float64, x,
+                             _widened(w)).astype(w.dtype)
     if density:
         widths = da.from_array(np.diff(edges).astype(float), chunks=-1)
         hist = hist / widths / hist.sum()

@@ -318,15 +318,17 @@ def finite_range(lo, hi) -> tuple:
     return lo, hi
 
 
-def weighted_bins(x, weights, bins: int, range_, strategy=None, stream=None):
-    """Each of ``bins`` equal-width bins' float64 sum of the ``weights`` (checked, of
-    ``x``'s shape) of its values in ``range_`` (a pair, not None): a Dask chunk's part
-    of a weighted histogram, before the cast to the weights' dtype. A bfloat16
-    (``ml_dtypes``) ``x`` is binned by its bits, as :func:`histogram` bins it."""
+def weighted_bins(x, weights, bins, range_, strategy=None, stream=None):
+    """Each bin's float64 sum of the ``weights`` (checked, of ``x``'s shape) of its
+    values: ``bins`` equal-width bins over ``range_`` (a pair, not None), or ``bins``
+    the checked array of edges (``range_`` unread). A Dask chunk's part of a weighted
+    histogram, before the cast to the weights' dtype. A bfloat16 (``ml_dtypes``)
+    ``x`` is binned by its bits, as :func:`histogram` bins it."""
     dtype = values_dtype(x.dtype)
     if dtype.name == "bfloat16":
         x = x.view(np.uint16)
-    return _binned(x, BinRule(dtype, bins, range_), weights, np.float64, strategy, stream)
+    rule = BinRule(dtype, bins, range_) if np.ndim(bins) == 0 else EdgeRule(dtype, bins)
+    return _binned(x, rule, weights, np.float64, strategy, stream)
 
 
 def values_dtype(dtype) -> np.dtype:
@@ -340,8 +342,8 @@ def _binned(x, rule: BinRule, w, sums_dtype, strategy, stream):
     """The ``(rule.nbins,)`` histogram of ``x`` by ``rule``: int64 counts, or with
     weights ``w`` their sums in ``sums_dtype``."""
     dtype = np.dtype(x.dtype)
-    if x.size == 0:
-        return _as_kind(np.zeros(rule.nbins, np.int64 if w is None else sums_dtype),
+    if x.size == 0 or rule.nbins < 1:  # (one edge or none: no bins)
+        return _as_kind(np.zeros(max(rule.nbins, 0), np.int64 if w is None else sums_dtype),
                         kind_of(x))
     binner, aux_host = table_binner(dtype, rule) if dtype.itemsize <= TABLE_ITEMSIZE \
         else rule.device(dtype)

@@ -1247,6 +1247,28 @@ def test_histogram_and_bincount_sum_chunk_counts():
         nk.bincount(da.from_array(np.array([1, -2, 3]), chunks=2))
 
 
+@pytest.mark.parametrize("edges", [[-1, 0, 0, 2], np.array([-3, -0.5, 0.25, 3], np.float32),
+                                   [1.0], []], ids=["ints", "float32", "one", "none"])
+def test_histograms_of_given_edges_sum_chunk_counts(edges):
+    """Each chunk binned between the edges (range= ignored, as NumPy's), summed; weights
+    and density as the equal-width form's; uneven and empty chunks."""
+    f = np.random.default_rng(14).standard_normal(157)
+    f[::13] = np.nan
+    w = np.random.default_rng(15).uniform(0, 2, 157)
+    x = da.from_array(f, chunks=((40, 0, 50, 67),))
+    hist, got_edges = nk.histogram(x, bins=edges, range=(5, 1))
+    want, want_edges = np.histogram(f, bins=edges)
+    _check(hist, want, exact=True)
+    assert got_edges.dtype == want_edges.dtype
+    np.testing.assert_array_equal(got_edges, want_edges)
+    weighted = nk.histogram(x, bins=edges, weights=da.from_array(w, chunks=60))[0]
+    _check(weighted, np.histogram(f, bins=edges, weights=w)[0], rtol=1e-12)
+    with np.errstate(invalid="ignore"):  # the repeated edge's zero-width bin: 0 / 0
+        want = np.histogram(f, bins=edges, density=True)[0]
+        got = nk.histogram(x, bins=edges, density=True)[0].compute()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod"])
 def test_a_float16_dtype_casts_each_element_of_every_chunk(fn):
     """NumPy casts each element to a float16 dtype= before it adds: 1e5 is inf, so the
