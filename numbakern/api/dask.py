@@ -1959,9 +1959,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     _check_dask(x, "histogram")
     w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:  # edges: range= ignored, as NumPy ignores it
+        from numbakern.api.histogram import check_weights_between_edges, host_edges
         from numbakern.core.bins import edges_of
 
-        bins, range = edges_of(bins), None
+        bins, range = edges_of(host_edges(bins, stream)), None
+        check_weights_between_edges(w)
     elif range is None and x.size:
         from numbakern.api.histogram import finite_range, values_dtype
 
@@ -1976,11 +1978,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     if w is None:
         hist = _summed_counts(x, bins, range_, strategy)
     else:  # each chunk's float64 sums a bin, summed, then in the weights' dtype
-        from numbakern.api.histogram import weighted_bins
+        from numbakern.api.histogram import weighted_bins, weights_accumulator
 
         chunk = functools.partial(weighted_bins, bins=bins, range_=range_,
                                   strategy=strategy)
-        hist = _summed_parts(chunk, _bin_count(bins), np.float64, x,
+        hist = _summed_parts(chunk, _bin_count(bins), weights_accumulator(w.dtype), x,
                              _widened(w)).astype(w.dtype)
     if density:
         widths = da.from_array(np.diff(edges).astype(float), chunks=-1)

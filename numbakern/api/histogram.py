@@ -158,8 +158,16 @@ def _weights_of(weights, x, name: str):
     return w
 
 
-def _weighted_sums(x, w, counts, stream):
-    """Each bin's float64 sum of the weights of its values: the positions of ``x``
+def weights_accumulator(dtype) -> np.dtype:
+    """The dtype a histogram sums each bin's weights of ``dtype`` in: int64 or uint64
+    for integers (exact, wrapping as NumPy's running sums of them do), float64 for
+    floats and bools."""
+    kind = np.dtype(dtype).kind
+    return np.dtype(np.int64 if kind == "i" else np.uint64 if kind == "u" else np.float64)
+
+
+def _weighted_sums(x, w, counts, stream, acc=np.float64):
+    """Each bin's sum of the weights of its values, in ``acc``: the positions of ``x``
     sorted stably, the weights gathered into that order, then a segmented sum over
     the offsets that the ``counts`` (``x``'s kind) give."""
     from numbakern.api.reductions import _c_order
@@ -170,7 +178,7 @@ def _weighted_sums(x, w, counts, stream):
     kind = kind_of(x)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     order = _c_order(as_array_like(argsort(x, stream=stream)), workspace)
-    gathered = workspace.empty(x.shape[0], np.float64)
+    gathered = workspace.empty(x.shape[0], acc)
     gather_into(_c_order(w, workspace), order, gathered, workspace.stream)
     offsets = cumulative_sum(counts, include_initial=True, stream=stream)
     sums = segmented_reduce(user_array(gathered), offsets, stream=workspace.stream)
@@ -204,13 +212,19 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             the host or on ``x``'s device: each bin sums its values' weights instead
             of counting them. As :func:`bincount`'s weights: every element's bin
             written, then a stable sort of those bins, the weights gathered into its
-            order and one float64 sum a bin, in a tree (NumPy adds in order: float
-            results differ in the last bits), cast to the weights' dtype as NumPy's
-            (a weighted histogram costs about an ``argsort`` of ``x``; for NumPy input
-            the bins make a round trip to the host as well).
+            order and one sum a bin, in a tree: float64 for float and bool weights
+            (NumPy adds in another order: float results differ in the last bits;
+            between given edges NumPy subtracts running sums in the weights' own
+            dtype, which can lose a small bin next to large ones), int64 or uint64
+            for integer weights (exact, wrapping as NumPy's running sums); then cast
+            to the weights' dtype as NumPy's (a weighted histogram costs about an
+            ``argsort`` of ``x``; for NumPy input the bins make a round trip to the
+            host as well). Bool weights with edges are refused, as NumPy refuses
+            them.
 
     Returns:
-        ``(hist, edges)``: ``hist`` of shape ``(bins,)``: int64 counts; with
+        ``(hist, edges)``: ``hist`` of shape ``(bins,)`` (``(len(edges) - 1,)``
+        for edges given): int64 counts; with
         ``weights``, their sums in the weights' dtype (NumPy's rule: float16 weights
         give float16 sums); with ``density``, float64 densities. ``edges``: the
         ``bins + 1`` edges NumPy computes (its dtype: the input's float type, float64
@@ -233,14 +247,15 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     Raises:
         TypeError: ``bins`` a string (NumPy's estimators by name are not supported)
             or an array of other than real numbers of at most 8 bytes; uint16 edges
-            of bfloat16 ``x``; a bad dtype of ``x`` or ``weights`` (complex weights
-            included); a ``range`` end that is not a real number NumPy holds
-            (``None``, a string, an int past 64 bits: NumPy raises ``TypeError`` for
-            them too; a 0-d array or tensor is its value), or a lone number as
-            ``range``; a ``strategy`` that is neither a
+            or weights of bfloat16 ``x``; bool weights with edges; a bad dtype of
+            ``x`` or ``weights`` (complex weights included); a ``range`` end that
+            is not a real number NumPy holds (``None``, a string, an int past 64
+            bits: NumPy raises ``TypeError`` for them too; a 0-d array or tensor is
+            its value), or a lone number as ``range``; a ``strategy`` that is neither a
             name nor a histogram strategy object.
         ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; edges not 1-D,
-            decreasing, or holding NaN (NumPy counts such bins negative); more
+            decreasing, or holding NaN (NumPy's counts between them are meaningless,
+            some negative); more
             ``bins`` int64 counts than an array holds (2**60 - 1); ``range`` an iterable of other
             than two (a string too), with ``lo > hi`` or not finite (NumPy's
             messages); an automatic range that is not finite (NaN or inf in ``x``); an
@@ -258,6 +273,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if dtype.kind == "b":  # NumPy's words
         warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.")
     w = None if weights is None else _weights_of(weights, x, "histogram")
+    if bits is not None and w is not None and np.dtype(w.dtype) == np.uint16:
+        raise TypeError(_UINT16_OF_BFLOAT16.format("weights"))
     if isinstance(bins, str):
         raise TypeError("histogram: bins must be an int or an array of edges (NumPy's "
                         f"estimators by name are not supported), got {bins!r}")
@@ -265,10 +282,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         numpy_bfloat16("histogram of bfloat16")
     kind = kind_of(x)
     if np.ndim(bins) != 0:  # NumPy ignores range= then
-        rule = EdgeRule(value_dtype, edges_of(bins))
-        if bits is not None and rule.edges.dtype == np.uint16:  # the interop's bfloat16 bits
-            raise TypeError("histogram: uint16 bins of bfloat16 x are not supported (the "
-                            "edges returned would read as bfloat16); pass another dtype")
+        rule = EdgeRule(value_dtype, edges_of(host_edges(bins, stream)))
+        check_weights_between_edges(w)
+        if bits is not None and rule.edges.dtype == np.uint16:
+            raise TypeError(_UINT16_OF_BFLOAT16.format("bins"))
         _strategies.resolve("histogram", strategy, bins=max(rule.nbins, 1))
         if rule.nbins < 1:  # one edge or none: no bins, NumPy's empty result
             hist = np.histogram(np.empty(0), rule.edges, density=density, weights=None
@@ -292,6 +309,35 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     # those go back as their bits, which the interop reads as bfloat16
     edges = rule.edges.view(np.uint16) if rule.edges.dtype.name == "bfloat16" else rule.edges
     return hist, _as_kind(edges, kind)
+
+
+# a uint16 result of a call on bfloat16 x goes back as bfloat16 bits (the interop's)
+_UINT16_OF_BFLOAT16 = ("histogram: uint16 {} of bfloat16 x are not supported (the result "
+                       "would read as bfloat16); pass another dtype")
+# NumPy sums the weights between given edges as running sums in their own dtype: for
+# bools it cannot ("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool')")
+_BOOL_WEIGHTS_BETWEEN_EDGES = ("histogram: bool weights with bins as an array of edges "
+                               "(NumPy cannot add them there); pass them as integers")
+
+
+def host_edges(bins, stream):
+    """``bins`` given as an array, on the host: a device array's (or tensor's) few
+    edges read back in C order, whatever its strides."""
+    if not hasattr(bins, "__cuda_array_interface__"):
+        return np.asarray(bins)
+    from numbakern.api.reductions import _c_order
+
+    edges = as_array_like(bins, "bins")
+    kind = kind_of(edges)
+    workspace = Workspace(kind, resolve_stream(stream, kind))
+    flat = _c_order(edges, workspace).copy_to_host(stream=workspace.stream)
+    return flat.reshape(tuple(edges.shape))
+
+
+def check_weights_between_edges(w) -> None:
+    """Refuse bool weights with bins given as edges, as NumPy does (TypeError)."""
+    if w is not None and np.dtype(w.dtype).kind == "b":
+        raise TypeError(_BOOL_WEIGHTS_BETWEEN_EDGES)
 
 
 def _automatic_range(x, value_dtype: np.dtype, stream) -> tuple:
@@ -319,16 +365,17 @@ def finite_range(lo, hi) -> tuple:
 
 
 def weighted_bins(x, weights, bins, range_, strategy=None, stream=None):
-    """Each bin's float64 sum of the ``weights`` (checked, of ``x``'s shape) of its
-    values: ``bins`` equal-width bins over ``range_`` (a pair, not None), or ``bins``
-    the checked array of edges (``range_`` unread). A Dask chunk's part of a weighted
-    histogram, before the cast to the weights' dtype. A bfloat16 (``ml_dtypes``)
-    ``x`` is binned by its bits, as :func:`histogram` bins it."""
+    """Each bin's sum of the ``weights`` (checked, of ``x``'s shape) of its values, in
+    :func:`weights_accumulator`'s dtype: ``bins`` equal-width bins over ``range_`` (a
+    pair, not None), or ``bins`` the checked array of edges (``range_`` unread). A
+    Dask chunk's part of a weighted histogram, before the cast to the weights' dtype.
+    A bfloat16 (``ml_dtypes``) ``x`` is binned by its bits, as :func:`histogram` bins
+    it."""
     dtype = values_dtype(x.dtype)
     if dtype.name == "bfloat16":
         x = x.view(np.uint16)
     rule = BinRule(dtype, bins, range_) if np.ndim(bins) == 0 else EdgeRule(dtype, bins)
-    return _binned(x, rule, weights, np.float64, strategy, stream)
+    return _binned(x, rule, weights, weights_accumulator(weights.dtype), strategy, stream)
 
 
 def values_dtype(dtype) -> np.dtype:
@@ -355,8 +402,8 @@ def _binned(x, rule: BinRule, w, sums_dtype, strategy, stream):
 def _weighted_bins(x, w, nbins: int, binner, aux_host, sums_dtype, strategy, stream):
     """Each bin's sum of the weights ``w`` of its values, in ``sums_dtype``: every
     element's bin written (``nbins`` for one not counted, which the counts leave out
-    and the stable sort puts last, past every bin's segment), then bincount's float64
-    sums, cast."""
+    and the stable sort puts last, past every bin's segment), then bincount's sums,
+    in :func:`weights_accumulator`'s dtype, cast."""
     kind = kind_of(x)
     bin_of, bin_key, read_dtype = binner
     arr, wrap = as_layout_array(x, kind)
@@ -371,8 +418,9 @@ def _weighted_bins(x, w, nbins: int, binner, aux_host, sums_dtype, strategy, str
            flat_device(arr, workspace, read_dtype), n, aux, index, nbins)
     index = wrap(to_user(index, workspace, (n,)))
     counts = _count(index, nbins, int_binner(index_dtype, nbins), None, strategy, stream)
-    sums = _weighted_sums(index, w, counts, stream)
-    if np.dtype(sums_dtype) == np.float64:
+    acc = weights_accumulator(w.dtype)
+    sums = _weighted_sums(index, w, counts, stream, acc)
+    if np.dtype(sums_dtype) == acc:
         return sums
     if kind == "numpy":
         with numpys_words():  # a cast out of range, as NumPy's histogram warns

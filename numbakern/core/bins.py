@@ -16,7 +16,6 @@ from numba import cuda, float64, from_dtype, int32, int64, uint64
 from numbakern.kernels.sort_keys import bits_dtype
 from numbakern.runtime.bits import bitcast
 from numbakern.runtime.cache import cached
-from numbakern.runtime.views import device_view
 
 #: inputs of at most this many bytes an element are binned through a lookup table of
 #: all their 2**(8 * itemsize) values, computed on the host by NumPy's own rule
@@ -337,8 +336,7 @@ class EdgeRule:
 
     def bins_of(self, values: np.ndarray) -> np.ndarray:
         """The bin of each of ``values`` (of ``value_dtype``), ``-1`` where not counted."""
-        with np.errstate(invalid="ignore"):  # a table's NaN patterns cast to integers
-            v = values.astype(self.compare_dtype)
+        v = values.astype(self.compare_dtype)
         edges = self.edges.astype(self.compare_dtype)
         bins = np.searchsorted(edges[:-1], v, side="right") - 1
         keep = (v >= edges[0]) & (v <= edges[-1])  # False for NaN
@@ -380,19 +378,16 @@ class EdgeRule:
 
 
 def edges_of(bins) -> np.ndarray:
-    """``bins`` given as an array: its edges on the host, checked as NumPy checks them
-    (1-D, non-decreasing), and refused where NumPy's counts would be meaningless or
-    no kernel holds them.
+    """``bins`` given as an array (on the host): its edges, checked as NumPy checks
+    them (1-D, non-decreasing), and refused where NumPy's counts would be meaningless
+    or no kernel holds them.
 
     Raises:
-        ValueError: not 1-D, decreasing, or holding NaN (NumPy counts a NaN edge's
-            bins negative).
+        ValueError: not 1-D, decreasing, or holding NaN (NumPy's counts between such
+            edges are meaningless: some come out negative).
         TypeError: edges that are not bool, integers or floats of at most 8 bytes.
     """
-    if hasattr(bins, "__cuda_array_interface__"):  # a few edges: read them here
-        edges = device_view(bins).copy_to_host()
-    else:
-        edges = np.asarray(bins)
+    edges = np.ascontiguousarray(bins)  # (a strided view travels to the device whole)
     if edges.ndim != 1:
         raise ValueError("`bins` must be 1d, when an array")
     if edges.dtype.kind not in "biuf" or edges.dtype.itemsize > 8:

@@ -131,8 +131,54 @@ def test_bfloat16_values_against_numpys_bfloat16():
         got = nk.histogram(x, bins=edges)
     want = np.histogram(x, bins=edges)
     same((got[0], got[1]), (want[0], want[1].astype(np.float32)))
-    with pytest.raises(TypeError, match="uint16 bins of bfloat16 x"):
-        nk.histogram(x, bins=np.array([0, 1], np.uint16))
+    for bins, weights, what in ((np.array([0, 1], np.uint16), None, "bins"),
+                                ([0, 1], np.ones(x.shape, np.uint16), "weights")):
+        with pytest.raises(TypeError, match=f"uint16 {what} of bfloat16 x"):
+            nk.histogram(x, bins=bins, weights=weights)
+
+
+@pytest.mark.parametrize("weights", [np.array([2**53, 1, 1], np.int64),
+                                     np.array([2**64 - 1, 2, 1], np.uint64),
+                                     np.array([2**62, 2**62, 1], np.int64),
+                                     np.array([100, 100, 1], np.int8)],
+                         ids=["past 2**53", "uint64 wraps", "int64 wraps", "int8 wraps"])
+def test_integer_weights_sum_exactly_and_wrap_as_numpys_running_sums(weights):
+    x = np.array([0.0, 0.5, 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cast of an out-of-range float
+        got = nk.histogram(x, bins=[0, 1, 2], weights=weights)
+        equal_width = nk.histogram(x, 2, range=(0, 2), weights=weights)[0]
+    same(got, np.histogram(x, bins=[0, 1, 2], weights=weights))
+    same((equal_width,), (got[0],))  # the exact sums whatever the bins' form
+    d = nk.histogram(cuda.to_device(x), bins=[0, 1, 2], weights=cuda.to_device(weights))[0]
+    same((d.copy_to_host(),), (got[0],))  # wrapped on the device too, not saturated
+
+
+def test_float_weights_are_each_bins_sum_rounded_once():
+    # NumPy subtracts float32 running sums here: 1e8 + 1 - 1e8 is 0 in float32
+    x, w = np.array([0.0, 0.5, 1.5]), np.array([1e8, 1, 1], np.float32)
+    got = nk.histogram(x, bins=[0, 1, 2], weights=w)[0]
+    assert got.dtype == np.float32 and got.tolist() == [1e8, 1.0]
+    assert np.histogram(x, bins=[0, 1, 2], weights=w)[0].tolist() == [1e8, 0.0]
+
+
+def test_bool_weights_between_edges_are_refused_as_numpy_refuses_them():
+    x, w = np.arange(3.0), np.ones(3, bool)
+    with pytest.raises(TypeError):
+        np.histogram(x, bins=[0, 1, 2], weights=w)
+    with pytest.raises(TypeError, match="bool weights with bins as an array of edges"):
+        nk.histogram(x, bins=[0, 1, 2], weights=w)
+    same(nk.histogram(x, 2, weights=w), np.histogram(x, 2, weights=w))
+
+
+def test_strided_and_reversed_edges_on_either_side():
+    x = np.arange(8.0)
+    d, backwards = cuda.to_device(x), cuda.to_device(x[::-1].copy())
+    want = np.histogram(x, bins=x[::2])
+    for bins in (d[::2], backwards[::-2], x[::2]):  # [0, 2, 4, 6], the middle one reversed
+        same(nk.histogram(x, bins=bins), want)
+        hist, edges = nk.histogram(cuda.to_device(x), bins=bins)
+        same((hist.copy_to_host(), edges.copy_to_host()), want)
 
 
 @pytest.mark.parametrize("bins, error, words", [
