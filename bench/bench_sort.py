@@ -84,3 +84,31 @@ def test_float_histogram(measure, cp, torch_cuda, impl):
         t = torch_cuda.as_tensor(x, device="cuda")
         fn = lambda: torch_cuda.histc(t, bins=bins, min=0, max=1)  # noqa: E731
     measure(fn, x.nbytes, op="float_histogram", impl=impl, n=n, dtype="float32", bins=bins)
+
+
+@pytest.mark.parametrize("impl", ["numbakern", "cupy", "torch"])
+def test_edges_histogram(measure, cp, torch_cuda, impl):
+    """float32 2^28 standard normal between 101 uneven edges (denser near 0):
+    ``numbakern.histogram(x, edges)`` (a binary search a value) beside
+    ``cupy.histogram(x, edges)`` and torch's ``bucketize`` + ``bincount`` idiom
+    (``torch.histogram`` runs on the CPU only)."""
+    n = 1 << 28
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    half = cp.geomspace(1e-3, 5.0, 50, dtype=cp.float64)
+    edges = cp.concatenate([-half[::-1], cp.zeros(1), half])
+    if impl == "numbakern":
+        fn = lambda: nk.histogram(x, edges)  # noqa: E731
+    elif impl == "cupy":
+        fn = lambda: cp.histogram(x, edges)  # noqa: E731
+    else:
+        if torch_cuda is None:
+            pytest.skip("PyTorch with CUDA is not installed")
+        t = torch_cuda.as_tensor(x, device="cuda")
+        e = torch_cuda.as_tensor(edges, device="cuda")
+
+        def fn():  # (its right edge open, and every value outside counted at the ends)
+            return torch_cuda.bincount(torch_cuda.bucketize(t, e, right=True),
+                                       minlength=e.numel() + 1)
+
+    measure(fn, x.nbytes, op="edges_histogram", impl=impl, n=n, dtype="float32",
+            bins=int(edges.size) - 1)
