@@ -1941,9 +1941,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
               strategy=None, stream=None):
     """Lazy :func:`numbakern.histogram` of a Dask array: ``(hist, edges)``, ``hist`` a
     Dask array of ``(bins,)``: each chunk's int64 counts, summed; with ``weights`` (a
-    NumPy or Dask array of ``x``'s shape, taken in ``x``'s chunks) each chunk's float64
-    sums, summed, then cast to the weights' dtype (NumPy casts each 65536 elements'
-    sums and adds them in that dtype: float16 and integer weights may differ);
+    NumPy or Dask array of ``x``'s shape, taken in ``x``'s chunks) each chunk's sums
+    (float64, or int64/uint64 for integer weights, as the NumPy form's), summed, then
+    cast to the weights' dtype (NumPy casts each 65536 elements' sums and adds them in
+    that dtype: float16 weights may differ);
     ``density`` divides lazily as NumPy's. ``edges``: the ``bins + 1`` edges NumPy
     computes, or the edges given as ``bins`` (an array of the chunks' kind).
 
@@ -1977,7 +1978,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     bins = bins if np.ndim(bins) != 0 else int(bins)
     if w is None:
         hist = _summed_counts(x, bins, range_, strategy)
-    else:  # each chunk's float64 sums a bin, summed, then in the weights' dtype
+    else:  # each chunk's sums a bin (weights_accumulator's dtype), summed, then cast
         from numbakern.api.histogram import weighted_bins, weights_accumulator
 
         chunk = functools.partial(weighted_bins, bins=bins, range_=range_,

@@ -23,7 +23,8 @@ from numbakern.api._dispatch import dispatch
 from numbakern.api._interop import numpy_bfloat16
 
 from numbakern import strategies as _strategies
-from numbakern.core.arrays import (BFloat16Input, Workspace, as_array_like, as_layout_array,
+from numbakern.core.arrays import (BFloat16Input, CopyWarning, Workspace, as_array_like,
+                                   as_layout_array,
                                    flat_device, honours_stream, kind_of, resolve_stream,
                                    to_user, user_array)
 from numbakern.core.bins import (TABLE_ITEMSIZE, BinRule, EdgeRule, edges_of, int_binner,
@@ -213,9 +214,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             of counting them. As :func:`bincount`'s weights: every element's bin
             written, then a stable sort of those bins, the weights gathered into its
             order and one sum a bin, in a tree: float64 for float and bool weights
-            (NumPy adds in another order: float results differ in the last bits;
-            between given edges NumPy subtracts running sums in the weights' own
-            dtype, which can lose a small bin next to large ones), int64 or uint64
+            (NumPy adds in another order: float results differ in the last bits,
+            more where large weights cancel; between given edges NumPy subtracts
+            running sums in the weights' own dtype, which can lose a small bin's
+            weight next to large ones), int64 or uint64
             for integer weights (exact, wrapping as NumPy's running sums); then cast
             to the weights' dtype as NumPy's (a weighted histogram costs about an
             ``argsort`` of ``x``; for NumPy input the bins make a round trip to the
@@ -322,9 +324,16 @@ _BOOL_WEIGHTS_BETWEEN_EDGES = ("histogram: bool weights with bins as an array of
 
 def host_edges(bins, stream):
     """``bins`` given as an array, on the host: a device array's (or tensor's) few
-    edges read back in C order, whatever its strides."""
+    edges read back in C order, whatever its strides; ``ml_dtypes`` bfloat16 edges
+    (which the NumPy form's interop has already widened) as float32, told by a
+    ``CopyWarning`` as the interop tells it."""
     if not hasattr(bins, "__cuda_array_interface__"):
-        return np.asarray(bins)
+        edges = np.asarray(bins)
+        if edges.dtype.name != "bfloat16":
+            return edges
+        warn("histogram: bins is bfloat16, which the kernels read through a float32 copy "
+             "(twice its size)", CopyWarning)
+        return edges.astype(np.float32)
     from numbakern.api.reductions import _c_order
 
     edges = as_array_like(bins, "bins")
@@ -385,7 +394,7 @@ def values_dtype(dtype) -> np.dtype:
     return np.dtype(np.uint8) if dtype.kind == "b" else dtype
 
 
-def _binned(x, rule: BinRule, w, sums_dtype, strategy, stream):
+def _binned(x, rule: BinRule | EdgeRule, w, sums_dtype, strategy, stream):
     """The ``(rule.nbins,)`` histogram of ``x`` by ``rule``: int64 counts, or with
     weights ``w`` their sums in ``sums_dtype``."""
     dtype = np.dtype(x.dtype)

@@ -336,7 +336,8 @@ class EdgeRule:
 
     def bins_of(self, values: np.ndarray) -> np.ndarray:
         """The bin of each of ``values`` (of ``value_dtype``), ``-1`` where not counted."""
-        v = values.astype(self.compare_dtype)
+        with np.errstate(invalid="ignore"):  # ml_dtypes warns casting bfloat16's NaNs
+            v = values.astype(self.compare_dtype)
         edges = self.edges.astype(self.compare_dtype)
         bins = np.searchsorted(edges[:-1], v, side="right") - 1
         keep = (v >= edges[0]) & (v <= edges[-1])  # False for NaN
@@ -363,7 +364,7 @@ class EdgeRule:
                 v = w(c(x[i]))
                 if not (v >= bitcast(aux[0], w) and v <= bitcast(aux[nb], w)):
                     return int64(-1)  # out of range, or NaN
-                lo, hi = int64(0), int64(nb)  # edges[lo] <= v < edges[hi] (hi < nb)
+                lo, hi = int64(0), int64(nb)  # edges[lo] <= v; v < edges[hi] or hi == nb
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
                     if bitcast(aux[mid], w) <= v:

@@ -1269,6 +1269,16 @@ def test_histograms_of_given_edges_sum_chunk_counts(edges):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def test_bfloat16_edges_of_a_dask_histogram_are_read_as_float32_as_the_eager_calls():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    f = np.array([0.5, 1.5, 2.5], np.float32)
+    edges = np.array([0, 1, 2, 3], ml_dtypes.bfloat16)
+    with pytest.warns(nk.CopyWarning, match="bins is bfloat16"):
+        hist, got_edges = nk.histogram(da.from_array(f, chunks=2), edges)
+    _check(hist, np.histogram(f, edges)[0], exact=True)
+    assert got_edges.dtype == np.float32
+
+
 @pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod"])
 def test_a_float16_dtype_casts_each_element_of_every_chunk(fn):
     """NumPy casts each element to a float16 dtype= before it adds: 1e5 is inf, so the

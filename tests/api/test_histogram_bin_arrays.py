@@ -131,6 +131,10 @@ def test_bfloat16_values_against_numpys_bfloat16():
         got = nk.histogram(x, bins=edges)
     want = np.histogram(x, bins=edges)
     same((got[0], got[1]), (want[0], want[1].astype(np.float32)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (NumPy says nothing: nor does the bins' table)
+        for edges in (np.linspace(-2, 2, 5), np.array([-2, 0, 3])):
+            same(nk.histogram(x, bins=edges), np.histogram(x, bins=edges))
     for bins, weights, what in ((np.array([0, 1], np.uint16), None, "bins"),
                                 ([0, 1], np.ones(x.shape, np.uint16), "weights")):
         with pytest.raises(TypeError, match=f"uint16 {what} of bfloat16 x"):
