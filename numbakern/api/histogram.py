@@ -36,7 +36,7 @@ from numbakern.kernels.elementwise import THREADS, gather_into, grid_for, zeros
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.launch import launch
 from numbakern.runtime.stacklevel import numpys_words, warn
-from numbakern.runtime.views import device_view, host_words
+from numbakern.runtime.views import device_view, host_copy, host_words
 
 
 @dispatch
@@ -339,8 +339,8 @@ def host_edges(bins, stream):
     edges = as_array_like(bins, "bins")
     kind = kind_of(edges)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    flat = _c_order(edges, workspace).copy_to_host(stream=workspace.stream)
-    return flat.reshape(tuple(edges.shape))
+    flat = host_copy(_c_order(edges, workspace), workspace.stream)
+    return np.ascontiguousarray(flat).reshape(tuple(edges.shape))
 
 
 def check_weights_between_edges(w) -> None:
