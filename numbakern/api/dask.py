@@ -1960,11 +1960,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     _check_dask(x, "histogram")
     w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:  # edges: range= ignored, as NumPy ignores it
-        from numbakern.api.histogram import check_weights_between_edges, host_edges
-        from numbakern.core.bins import edges_of
+        from numbakern.api.histogram import given_edges
 
-        bins, range = edges_of(host_edges(bins, stream)), None
-        check_weights_between_edges(w)
+        bins, range = given_edges(bins, w, stream), None
     elif range is None and x.size:
         from numbakern.api.histogram import finite_range, values_dtype
 

@@ -217,12 +217,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             (NumPy adds in another order: float results differ in the last bits,
             more where large weights cancel; between given edges NumPy subtracts
             running sums in the weights' own dtype, which can lose a small bin's
-            weight next to large ones), int64 or uint64
-            for integer weights (exact, wrapping as NumPy's running sums); then cast
-            to the weights' dtype as NumPy's (a weighted histogram costs about an
-            ``argsort`` of ``x``; for NumPy input the bins make a round trip to the
-            host as well). Bool weights with edges are refused, as NumPy refuses
-            them.
+            weight next to large ones), int64 or uint64 for integer weights (exact,
+            wrapping as NumPy's running sums); then cast to the weights' dtype as
+            NumPy's (a weighted histogram costs about an ``argsort`` of ``x``; for
+            NumPy input the bins make a round trip to the host as well). Bool
+            weights with edges are refused, as NumPy refuses them.
 
     Returns:
         ``(hist, edges)``: ``hist`` of shape ``(bins,)`` (``(len(edges) - 1,)``
@@ -257,8 +256,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             name nor a histogram strategy object.
         ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; edges not 1-D,
             decreasing, or holding NaN (NumPy's counts between them are meaningless,
-            some negative); more
-            ``bins`` int64 counts than an array holds (2**60 - 1); ``range`` an iterable of other
+            some negative); more ``bins`` int64 counts than an array holds (2**60 -
+            1); ``range`` an iterable of other
             than two (a string too), with ``lo > hi`` or not finite (NumPy's
             messages); an automatic range that is not finite (NaN or inf in ``x``); an
             unknown ``strategy`` name, or one whose counters do not fit in shared
@@ -284,8 +283,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
         numpy_bfloat16("histogram of bfloat16")
     kind = kind_of(x)
     if np.ndim(bins) != 0:  # NumPy ignores range= then
-        rule = EdgeRule(value_dtype, edges_of(host_edges(bins, stream)))
-        check_weights_between_edges(w)
+        rule = EdgeRule(value_dtype, given_edges(bins, w, stream))
         if bits is not None and rule.edges.dtype == np.uint16:
             raise TypeError(_UINT16_OF_BFLOAT16.format("bins"))
         _strategies.resolve("histogram", strategy, bins=max(rule.nbins, 1))
@@ -343,10 +341,14 @@ def host_edges(bins, stream):
     return np.ascontiguousarray(flat).reshape(tuple(edges.shape))
 
 
-def check_weights_between_edges(w) -> None:
-    """Refuse bool weights with bins given as edges, as NumPy does (TypeError)."""
+def given_edges(bins, w, stream) -> np.ndarray:
+    """``bins`` given as an array: its edges on the host, checked
+    (:func:`~numbakern.core.bins.edges_of`), and the weights ``w`` (or None) they
+    take: bool ones refused, as NumPy refuses them (``TypeError``)."""
+    edges = edges_of(host_edges(bins, stream))
     if w is not None and np.dtype(w.dtype).kind == "b":
         raise TypeError(_BOOL_WEIGHTS_BETWEEN_EDGES)
+    return edges
 
 
 def _automatic_range(x, value_dtype: np.dtype, stream) -> tuple:
