@@ -337,8 +337,13 @@ def host_edges(bins, stream):
     edges = as_array_like(bins, "bins")
     kind = kind_of(edges)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    flat = host_copy(_c_order(edges, workspace), workspace.stream)
-    return np.ascontiguousarray(flat).reshape(tuple(edges.shape))
+    view = device_view(edges)
+    # Numba copies no negative stride to the host: a reversed row is read forwards
+    backwards = view.ndim == 1 and view.strides[0] < 0
+    flat = host_copy(_c_order(view[::-1] if backwards else edges, workspace),
+                     workspace.stream)
+    return np.ascontiguousarray(flat[::-1] if backwards else flat).reshape(
+        tuple(edges.shape))
 
 
 def given_edges(bins, w, stream) -> np.ndarray:
