@@ -61,6 +61,12 @@ from .device import FULL_MASK, WARP
 # The FakeCUDAModule of the launch the current (launching) thread is running.
 _launching = threading.local()
 
+#: the interpreter's least switch interval (seconds) while a simulated launch runs
+SWITCH_INTERVAL = 0.05
+_switching = threading.Lock()
+_running = 0  # launches running, in all threads
+_interval_before = 0.0  # the switch interval they found
+
 
 @contextlib.contextmanager
 def kernel_context(module):
@@ -69,9 +75,36 @@ def kernel_context(module):
     before = getattr(_launching, "module", None)
     _launching.module = module
     try:
-        yield
+        with _switching_rarely():
+            yield
     finally:
         _launching.module = before
+
+
+@contextlib.contextmanager
+def _switching_rarely():
+    """The switch interval at least :data:`SWITCH_INTERVAL` while any launch runs.
+
+    A thread waiting for the GIL asks its holder to let go once an interval. Simulated
+    threads give the GIL up by blocking and need no time slices, but a barrier wakes
+    every thread of the block at once: at the default 5 ms hundreds of them asked in
+    turn, and the thread waking the rest was made to hand the GIL over again and
+    again (a 1024-thread block's 40 barriers: 7-9 s, 1 s at 50 ms; bench/NOTES.md).
+    Other Python threads of the process switch less often meanwhile.
+    """
+    global _running, _interval_before
+    with _switching:
+        if _running == 0:
+            _interval_before = sys.getswitchinterval()
+            sys.setswitchinterval(max(_interval_before, SWITCH_INTERVAL))
+        _running += 1
+    try:
+        yield
+    finally:
+        with _switching:
+            _running -= 1
+            if _running == 0:
+                sys.setswitchinterval(_interval_before)
 
 
 def current_module():
@@ -197,7 +230,8 @@ def _call_site():
 
 
 def _share_one_cpu() -> None:
-    """Keep the calling simulated thread on the CPU all the others use.
+    """Keep the calling simulated thread on the CPU all the others use, under
+    Linux's batch policy.
 
     Simulated threads take turns holding the GIL, so they never run in parallel;
     handing the GIL to a thread waiting on another CPU costs a cross-CPU wake-up,
@@ -205,8 +239,12 @@ def _share_one_cpu() -> None:
     numbakern's own threads are pinned. Parallel processes should each get a CPU of
     their own: ``NUMBAKERN_SIMULATOR_CPU=i`` picks the i-th allowed CPU (modulo their
     count; the test suite sets it from pytest-xdist's worker number), else the
-    process id picks one, which two processes share half the time. Skipped where
-    unsupported.
+    process id picks one, which two processes share half the time.
+
+    ``SCHED_BATCH``: a thread woken at a barrier does not preempt the one waking it,
+    whose GIL it would only wait for (two context switches a waiter, where one
+    suffices; barriers of 64-thread blocks ran 40% faster). Each step is skipped
+    where unsupported or not allowed (some sandboxes).
     """
     if not hasattr(os, "sched_setaffinity"):
         return
@@ -214,7 +252,11 @@ def _share_one_cpu() -> None:
         cpus = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cpus[_cpu_index() % len(cpus)]})
     except OSError:
-        pass  # not allowed here (some sandboxes): run unpinned
+        pass  # run unpinned
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
 
 
 def _cpu_index() -> int:

@@ -73,6 +73,7 @@ import math
 import operator
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -254,6 +255,11 @@ class CudaRouter:
 _router = CudaRouter()
 _routed_lock = threading.Lock()
 _no_swap = contextlib.nullcontext()
+# Launches so far, and the count at which each device function's globals were last
+# routed: a device function is called by every thread of every block, and scanning its
+# module's globals each time took a sixth of a simulated launch (bench/NOTES.md)
+_launches = 0
+_routed_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _real_cuda():
@@ -265,9 +271,16 @@ def _real_cuda():
 def _routed(fn, fake_cuda_module):
     """Numba's ``swapped_cuda_module``, done for good: every global of ``fn``'s module
     that is ``numba.cuda`` becomes the router (it reads as ``numba.cuda`` outside
-    simulated threads). The globals are read at every launch, not once per module: a
-    notebook (or one ``exec`` namespace) may import ``numba.cuda`` after its first
-    launch."""
+    simulated threads). The globals are read again at every launch, not once per
+    module: a notebook (or one ``exec`` namespace) may import ``numba.cuda`` after its
+    first launch. A device function's (called from a simulated thread) are read once
+    a launch, by its first call."""
+    global _launches
+    if not isinstance(threading.current_thread(), _SimThread):  # a kernel's launch
+        with _routed_lock:
+            _launches += 1
+    elif _routed_at.get(fn) == _launches:
+        return _no_swap
     globs = fn.__globals__
     cuda = _real_cuda()
     if any(v is cuda for v in list(globs.values())):
@@ -275,6 +288,7 @@ def _routed(fn, fake_cuda_module):
             for k, v in list(globs.items()):
                 if v is cuda:
                     globs[k] = _router
+    _routed_at[fn] = _launches
     return _no_swap
 
 

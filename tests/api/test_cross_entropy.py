@@ -79,8 +79,10 @@ def test_float64_smoothing_at_1024_threads_fits_static_shared_memory(name, layou
     (Hillis-Steele's 2 x 1024 slots a field) and the smoothing sum beside them, which
     must stay within a block's 48 KiB of static shared memory (the simulator refuses
     more, as ptxas does); contiguous rows take the vector kernel, strided ones the
-    scalar kernel."""
-    x, t = case(3, 40, ignored=[1])
+    scalar kernel. Two rows, one ignored: every row is a block of 1024 simulated
+    threads, and the simulator checks a block's shared memory as it reaches each
+    array."""
+    x, t = case(2, 40, ignored=[1])
     strategy = every("block", threads=1024)[list(BLOCKS).index(name)]
     logits = on_device(x, layout)
     loss, grad = nk.cross_entropy(logits, cuda.to_device(t), label_smoothing=0.1,

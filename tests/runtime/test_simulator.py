@@ -9,6 +9,10 @@ Numba rejects on a GPU (shuffling bool or float16) check the simulator's
 documented choice and are skipped on a GPU.
 """
 
+import os
+import sys
+import threading
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -728,6 +732,76 @@ def test_a_namespace_may_import_cuda_after_its_first_launch():
          "lanes[1, 32](second)\n", namespace)
     assert namespace["first"] == sum(range(40))
     np.testing.assert_array_equal(namespace["second"], np.arange(32))
+
+
+@simulator_only
+def test_a_device_functions_module_importing_cuda_again_is_routed_at_the_next_launch():
+    """A device function's globals are routed once a launch, not at every call: its
+    module (a notebook cell run again) may bind ``cuda`` to ``numba.cuda`` itself
+    between launches, and the next launch must find the simulator's again."""
+    library = {"__name__": "library"}
+    exec("from numba import cuda\n"  # noqa: S102
+         "@cuda.jit(device=True)\n"
+         "def lane():\n"
+         "    return cuda.threadIdx.x\n", library)
+    notebook = {"__name__": "notebook", "lane": library["lane"]}
+    exec("from numba import cuda\n"  # noqa: S102
+         "@cuda.jit\n"
+         "def lanes(out):\n"
+         "    out[cuda.threadIdx.x] = lane() + 1\n", notebook)
+    for _ in range(2):
+        out = np.zeros(32, dtype=np.int64)
+        notebook["lanes"][1, 32](out)
+        np.testing.assert_array_equal(out, LANES + 1)
+        exec("from numba import cuda", library)  # noqa: S102
+
+
+@simulator_only
+def test_a_launch_raises_the_switch_interval_and_gives_it_back():
+    """While simulated threads run, the interpreter switches at most every
+    ``SWITCH_INTERVAL`` seconds; a launch from a second thread meanwhile keeps it so,
+    and the last one to end restores the caller's interval."""
+    from numbakern.runtime import simblock
+
+    seen = np.zeros(2)
+
+    @cuda.jit
+    def switch_interval(out):
+        out[cuda.threadIdx.x] = sys.getswitchinterval()
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.002)
+    try:
+        switch_interval[1, 2](seen)
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+        with simblock.kernel_context(None):
+            other = threading.Thread(target=switch_interval[1, 2], args=(np.zeros(2),))
+            other.start()
+            other.join()
+            assert sys.getswitchinterval() == pytest.approx(simblock.SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)
+    np.testing.assert_allclose(seen, simblock.SWITCH_INTERVAL, rtol=1e-6)
+
+
+@simulator_only
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux's scheduling policies")
+def test_simulated_threads_run_under_the_batch_policy():
+    """A woken simulated thread must not preempt the one waking it (it would only wait
+    for its GIL): the pool's threads take ``SCHED_BATCH`` where the OS allows it."""
+    probe = threading.Thread(target=os.sched_setscheduler,
+                             args=(0, os.SCHED_BATCH, os.sched_param(0)))
+    probe.start()  # a thread of its own: the test's keeps its policy
+    probe.join()
+    policies = np.zeros(64, dtype=np.int64)
+
+    @cuda.jit
+    def policy(out):
+        out[cuda.threadIdx.x] = os.sched_getscheduler(0)
+
+    policy[1, 64](policies)
+    np.testing.assert_array_equal(policies, os.SCHED_BATCH)
 
 
 # -- stores ------------------------------------------------------------------------
