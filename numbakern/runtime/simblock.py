@@ -96,15 +96,18 @@ def _switching_rarely():
     with _switching:
         if _running == 0:
             _interval_before = sys.getswitchinterval()
-            sys.setswitchinterval(max(_interval_before, SWITCH_INTERVAL))
+            if _interval_before < SWITCH_INTERVAL:
+                sys.setswitchinterval(SWITCH_INTERVAL)
         _running += 1
     try:
         yield
     finally:
         with _switching:
             _running -= 1
-            if _running == 0:
-                sys.setswitchinterval(_interval_before)
+            if _running == 0 and _interval_before < SWITCH_INTERVAL:
+                # the interval is kept in whole microseconds, read back rounded down:
+                # half of one more restores it exactly
+                sys.setswitchinterval(_interval_before + 5e-7)
 
 
 def current_module():

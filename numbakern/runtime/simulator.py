@@ -276,11 +276,16 @@ def _routed(fn, fake_cuda_module):
     first launch. A device function's (called from a simulated thread) are read once
     a launch, by its first call."""
     global _launches
-    if not isinstance(threading.current_thread(), _SimThread):  # a kernel's launch
+    if not isinstance(threading.current_thread(), _SimThread):  # a launch, or a host call
         with _routed_lock:
             _launches += 1
-    elif _routed_at.get(fn) == _launches:
-        return _no_swap
+            launch = _launches
+    else:
+        # the count before the scan: one stored after it could be a later launch's,
+        # which would then skip a module rebound in between
+        launch = _launches
+        if _routed_at.get(fn) == launch:
+            return _no_swap
     globs = fn.__globals__
     cuda = _real_cuda()
     if any(v is cuda for v in list(globs.values())):
@@ -288,7 +293,7 @@ def _routed(fn, fake_cuda_module):
             for k, v in list(globs.items()):
                 if v is cuda:
                     globs[k] = _router
-    _routed_at[fn] = _launches
+    _routed_at[fn] = launch
     return _no_swap
 
 
