@@ -181,13 +181,17 @@ def _rounded(result, bfloat16):
 
 
 def _check_dask(x, name: str, arg: str = "x"):
+    """``x`` checked for ``numbakern.{name}``: a Dask array of known chunk sizes, in
+    native byte order (a big-endian one converted chunk by chunk, as the NumPy forms
+    convert host arrays: the chunk kernels read little-endian words)."""
     if not isinstance(x, da.Array):
         raise TypeError(f"numbakern.{name}: expected a dask.array.Array, got "
                         f"{type(x).__name__}")
     if builtins.any(math.isnan(c) for cs in x.chunks for c in cs):  # any: this module's
         raise ValueError(f"numbakern.{name}: the Dask array has unknown chunk sizes; call "
                          f"{arg}.compute_chunk_sizes() first")
-    return x
+    dtype = np.dtype(x.dtype)
+    return x if dtype.isnative else x.astype(dtype.newbyteorder("="))
 
 
 def _check_split_every(split_every, name: str) -> None:
@@ -259,7 +263,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     map, :func:`_on_states`) over the partial results, which are states, not elements
     (``count_nonzero``'s counts are summed, not counted again). ``initial``: NumPy's,
     checked at once, joined to each slice by the aggregate."""
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
@@ -522,7 +526,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None
 def _mean(x, name: str, axis, dtype, keepdims, split_every, strategy, lanes, out):
     from numbakern.api.reductions import _no_axis_of_0d
 
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _no_axis_of_0d(x, axis)  # nanmean's too: of integers, NumPy's nanmean is its mean
     in_dtype = np.dtype(x.dtype)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
@@ -552,7 +556,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
     from numbakern.api.average import (WEIGHTS_SUM_TO_ZERO, given_axes, result_dtype,
                                        weights_along)
 
-    _check_dask(x, "average")
+    x = _check_dask(x, "average")
     keepdims = check_flag(keepdims, "keepdims")
     returned = check_flag(returned, "returned")
     given = given_axes(axis, x.ndim)
@@ -694,7 +698,7 @@ def nanmin(x, axis=None, out=None, keepdims=False, initial=None, where=True, *,
 
 
 def _nan_extreme(x, name, axis, out, keepdims, split_every, strategy, lanes, initial):
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _refuse_out(out, name)
     _ops.MAX.check_dtype(np.dtype(x.dtype))
     if initial is not None:
@@ -711,7 +715,7 @@ def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False, *, split_
     online ``(max, sum)`` state, finished), then the logsumexp of those, which is the
     whole slice's (float16 partials kept in float32). ``b=``/``return_sign=``: as the
     NumPy form, not taken."""
-    _check_dask(x, "logsumexp")
+    x = _check_dask(x, "logsumexp")
     if b is not None or return_sign:
         raise TypeError("logsumexp: b= and return_sign= (SciPy's) are not supported")
     result = _ops.numpy_mean_dtypes(np.dtype(x.dtype), None)[1]
@@ -730,7 +734,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, split_every=None,
     from numbakern.api.norms import _norm_plan, root_exponent
     from numbakern.api.reductions import _no_axis_of_0d
 
-    _check_dask(x, "vector_norm")
+    x = _check_dask(x, "vector_norm")
     op, p = _norm_plan(ord)
     _no_axis_of_0d(x, axis)  # as the NumPy form
     result = op.result_dtype_for(x.dtype, caller="vector_norm")
@@ -761,7 +765,7 @@ def ptp(x, axis=None, out=None, keepdims=False, *, split_every=None, strategy=No
 
     _refuse_out(out, "ptp")
     _check_split_every(split_every, "ptp")
-    _check_dask(x, "ptp")
+    x = _check_dask(x, "ptp")
     kw = dict(axis=axis, keepdims=keepdims, split_every=split_every, strategy=strategy,
               lanes=lanes)
     if not math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim)):
@@ -860,7 +864,7 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
                       out, skip_nan: bool, finish, chunk=_moments_chunk):
     """``finish(count, mean, M2)`` of the merged Welford states of each slice
     (``chunk``: how a chunk's are found)."""
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
@@ -935,7 +939,7 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
     numbakern's kernels), summed across chunks (float64), then ``finish``."""
     from numbakern.api.reductions import _given_mean, check_float_dtype, drop_leading_ones
 
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
@@ -991,7 +995,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=N
     holds no NaN: :func:`mean`'s graph, as NumPy's ``nanmean`` is its ``mean`` there
     (an integer ``dtype=`` taken too)."""
     _refuse_where(where, "nanmean")
-    _check_dask(x, "nanmean")
+    x = _check_dask(x, "nanmean")
     if np.dtype(x.dtype).kind in "biu":
         return _mean(x, "nanmean", axis, dtype, keepdims, split_every, strategy, lanes,
                      out)
@@ -1258,7 +1262,7 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
          strategy, lanes, values: bool, skip_nan: bool = False):
     """argmax/argmin (``values`` False: the lazy indices) or max/min_with_indices
     (``(values, indices)``); ``skip_nan``: nanargmax/nanargmin."""
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _check_split_every(split_every, name)
     keepdims = check_flag(keepdims, "keepdims")
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
@@ -1466,7 +1470,7 @@ def _without_empty_chunks(x):
 
 def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
           layout, rule):
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     if op.fields != 1:
         raise TypeError(f"numbakern.{name}: Dask arrays are scanned with one-field ops; "
                         f"{op.name} has {op.fields} fields")
@@ -1701,7 +1705,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
 
 def _cumulative(x, name: str, scan, empty, axis, dtype, out, include_initial, method,
                 strategy, layout):
-    _check_dask(x, name)
+    x = _check_dask(x, name)
     _refuse_out(out, name)
     include_initial = check_flag(include_initial, "include_initial")
     x, axis = cumulative_axis(x, axis, name)
@@ -1778,7 +1782,7 @@ def _check_float(x, cast_hint: bool = True) -> None:
 
 
 def _softmax(x, kind: str, axis, options: dict):
-    _check_dask(x, kind)
+    x = _check_dask(x, kind)
     _refuse_out(options.pop("out"), kind)
     _check_float(x)
     from numbakern.api.softmax import _axis, _plan
@@ -1857,7 +1861,7 @@ def _as_dtype(x, dtype):
         return x
     from numbakern.api.softmax import _result_dtype
 
-    _check_dask(x, "softmax")
+    x = _check_dask(x, "softmax")
     if np.dtype(x.dtype).kind not in "biu":
         _check_float(x, cast_hint=False)
     return x.astype(_result_dtype(dtype))
@@ -1957,7 +1961,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     """
     import dask
 
-    _check_dask(x, "histogram")
+    x = _check_dask(x, "histogram")
     w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:  # edges: range= ignored, as NumPy ignores it
         from numbakern.api.histogram import given_edges
@@ -2001,7 +2005,7 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     """
     import dask
 
-    _check_dask(x, "bincount")
+    x = _check_dask(x, "bincount")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
     from numbakern.api.histogram import bincount_length
@@ -2030,9 +2034,12 @@ def _weights_like(weights, x, name: str):
     chunks."""
     from numbakern.api.histogram import _weights_of
 
-    w = _check_dask(weights if isinstance(weights, da.Array) else da.from_array(
-        _like_chunks(x, weights)), name, "weights")
-    _weights_of(_shaped_like(_widened(w)), _shaped_like(x), name)
+    if not isinstance(weights, da.Array):  # checked first: Dask holds no object dtype
+        weights = _like_chunks(x, weights)
+        _weights_of(_shaped_like(weights), _shaped_like(x), name)
+        weights = da.from_array(weights)
+    w = _check_dask(weights, name, "weights")
+    _weights_of(_shaped_like(w), _shaped_like(x), name)
     return w.rechunk(x.chunks)
 
 
@@ -2044,8 +2051,11 @@ def _widened(a):
 
 
 def _shaped_like(a):
-    """A zero-memory NumPy stand-in of ``a``'s shape and dtype, for eager checks."""
-    return np.broadcast_to(np.zeros((), a.dtype), a.shape)
+    """A zero-memory NumPy stand-in of ``a``'s shape and dtype (bfloat16's float32, as
+    the kernels read it), for eager checks."""
+    dtype = np.dtype(a.dtype)
+    return np.broadcast_to(np.zeros((), np.float32 if dtype.name == "bfloat16" else dtype),
+                           a.shape)
 
 
 def _weighted_chunk(x, w, *, bins, strategy):

@@ -1598,3 +1598,41 @@ def test_mean_of_nothing_warns_as_the_numpy_form():
 def test_errors_name_the_function_called():
     with pytest.raises(TypeError, match="^xor_sum is not defined for x of dtype float64"):
         nk.xor_sum(da.from_array(np.ones(4), chunks=2))
+
+
+@pytest.mark.parametrize("name, kwargs", [("sum", {}), ("min", {}), ("mean", {"axis": 0}),
+                                          ("var", {}), ("argmax", {}), ("cumsum", {}),
+                                          ("softmax", {"axis": 1})])
+def test_big_endian_chunks_are_read_as_their_values(name, kwargs):
+    """A big-endian Dask array (chunks of ``>f8``) gives NumPy's answer of its values:
+    each chunk converted to native order, as the NumPy forms convert host arrays (the
+    kernels read little-endian words)."""
+    x = np.random.default_rng(8).standard_normal((6, 5)).astype(">f8")
+    got = getattr(nk, name)(da.from_array(x, chunks=(4, 5)), **kwargs).compute()
+    want = getattr(nk, name)(x.astype(np.float64), **kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_big_endian_histograms_and_bincounts_of_chunks():
+    """Big-endian values and weights (NumPy's or Dask's) bin as NumPy bins them:
+    the automatic range found over the chunks, the weights summed."""
+    y = np.linspace(-1, 1, 50)
+    lazy_be = da.from_array(y.astype(">f8"), chunks=20)
+    hist, edges = nk.histogram(lazy_be, 5)
+    want, want_edges = np.histogram(y, 5)
+    np.testing.assert_array_equal(hist.compute(), want)
+    np.testing.assert_array_equal(edges, want_edges)
+    lazy = da.from_array(y, chunks=20)
+    for weights in (y.astype(">f8"), da.from_array(np.arange(50).astype(">i8"), chunks=25)):
+        got = nk.histogram(lazy, 5, range=(-1, 1), weights=weights)[0].compute()
+        want = np.histogram(y, 5, range=(-1, 1), weights=np.asarray(weights))[0]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    counts = nk.bincount(da.from_array(np.arange(5).astype(">i8"), chunks=2)).compute()
+    np.testing.assert_array_equal(counts, np.ones(5, np.int64))
+
+
+def test_object_weights_of_a_dask_histogram_are_refused_naming_them():
+    """As the NumPy form refuses them, before Dask's own error about object chunks."""
+    lazy = da.from_array(np.linspace(-1, 1, 30), chunks=10)
+    with pytest.raises(TypeError, match="histogram: weights must hold real numbers"):
+        nk.histogram(lazy, 4, weights=np.arange(30).astype(object))
