@@ -36,7 +36,7 @@ from numbakern.kernels.elementwise import THREADS, gather_into, grid_for, zeros
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.launch import launch
 from numbakern.runtime.stacklevel import numpys_words, warn
-from numbakern.runtime.views import device_view, host_copy, host_words
+from numbakern.runtime.views import device_view, host_copy, host_words, lowest_span
 
 
 @dispatch
@@ -338,11 +338,13 @@ def host_edges(bins, stream):
     kind = kind_of(edges)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     view = device_view(edges)
-    # Numba copies no negative stride to the host: a reversed row is read forwards
-    backwards = view.ndim == 1 and view.strides[0] < 0
-    flat = host_copy(_c_order(view[::-1] if backwards else edges, workspace),
-                     workspace.stream)
-    return np.ascontiguousarray(flat[::-1] if backwards else flat).reshape(
+    if view.ndim == 1 and view.strides[0] < 0:
+        # Numba copies no negative stride to the host: the span from the lowest edge
+        # up is read forwards, and its edges taken from the first one down
+        span, first = lowest_span(view)
+        step = view.strides[0] // np.dtype(view.dtype).itemsize
+        return np.ascontiguousarray(host_copy(span, workspace.stream)[first::step])
+    return host_copy(_c_order(edges, workspace), workspace.stream).reshape(
         tuple(edges.shape))
 
 

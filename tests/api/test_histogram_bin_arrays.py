@@ -183,6 +183,7 @@ def test_strided_and_reversed_edges_on_either_side():
         same(nk.histogram(x, bins=bins), want)
         hist, edges = nk.histogram(cuda.to_device(x), bins=bins)
         same((hist.copy_to_host(), edges.copy_to_host()), want)
+    same(nk.histogram(x, bins=backwards[::-1]), np.histogram(x, bins=x))  # every edge
 
 
 @pytest.mark.parametrize("bins, error, words", [
