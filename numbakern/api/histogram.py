@@ -292,6 +292,8 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
                                 if w is None else np.empty(0, w.dtype))[0]
             return _as_kind(hist, kind), _as_kind(rule.edges, kind)
     else:
+        if type(bins) is bool:  # NumPy's operator.index reads True as 1 bin (np.True_: no)
+            bins = int(bins)
         nbins = _check_allocatable(_positive_int(bins, "histogram: bins"), "bins")
         if range is not None:
             range = _range_pair(range)

@@ -192,9 +192,12 @@ def test_histogram_nan_inf_and_empty():
         nk.histogram(x, 4)
     with pytest.raises(ValueError, match="larger"):
         nk.histogram(x, 4, range=(1, 0))
-    with pytest.raises(ValueError, match="^histogram: bins must be positive"):
-        nk.histogram(x, 0)
-    for bins in ("auto", True):  # (an array of edges is taken: test_histogram_bin_arrays)
+    for bins in (0, False):  # NumPy reads a Python bool as an int (operator.index)
+        with pytest.raises(ValueError, match="^histogram: bins must be positive"):
+            nk.histogram(x, bins)
+    check_histogram(x, True, (0, 1))  # one bin
+    # (an array of edges is taken: test_histogram_bin_arrays; NumPy refuses np.True_)
+    for bins in ("auto", np.True_):
         with pytest.raises(TypeError, match="^histogram: bins must be an int"):
             nk.histogram(x, bins)
 
