@@ -24,9 +24,8 @@ from numbakern.api._interop import numpy_bfloat16
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Input, CopyWarning, Workspace, as_array_like,
-                                   as_layout_array,
-                                   flat_device, honours_stream, kind_of, resolve_stream,
-                                   to_user, user_array)
+                                   as_layout_array, flat_device, honours_stream, kind_of,
+                                   resolve_stream, to_user, user_array)
 from numbakern.core.bins import (TABLE_ITEMSIZE, BinRule, EdgeRule, edges_of, int_binner,
                                  table_binner)
 from numbakern.core.deliver import deliver_host
@@ -36,7 +35,7 @@ from numbakern.kernels.elementwise import THREADS, gather_into, grid_for, zeros
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.launch import launch
 from numbakern.runtime.stacklevel import numpys_words, warn
-from numbakern.runtime.views import device_view, host_copy, host_words, lowest_span
+from numbakern.runtime.views import device_view, host_copy, host_words
 
 
 @dispatch
@@ -339,13 +338,6 @@ def host_edges(bins, stream):
     edges = as_array_like(bins, "bins")
     kind = kind_of(edges)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    view = device_view(edges)
-    if view.ndim == 1 and view.strides[0] < 0:
-        # Numba copies no negative stride to the host: the span from the lowest edge
-        # up is read forwards, and its edges taken from the first one down
-        span, first = lowest_span(view)
-        step = view.strides[0] // np.dtype(view.dtype).itemsize
-        return np.ascontiguousarray(host_copy(span, workspace.stream)[first::step])
     return host_copy(_c_order(edges, workspace), workspace.stream).reshape(
         tuple(edges.shape))
 

@@ -211,8 +211,16 @@ def to_device(host: np.ndarray, stream):
 
 
 def host_copy(view, stream=0) -> np.ndarray:
-    """Copy a device array (simulator array or buffer) to a new host array."""
+    """Copy a device array (simulator array or buffer) to a new host array of its
+    shape and strides. Numba copies no negative stride to the host ("D->H copy not
+    implemented for negative strides"): such a view's span of memory is read forwards
+    (:func:`lowest_span`) and the result viewed in it from its first element."""
     refuse_replay("a device-to-host copy")
+    if any(s < 0 for s in view.strides):
+        span, first = lowest_span(view)
+        host = np.ascontiguousarray(host_copy(span, stream))
+        return np.ndarray(tuple(view.shape), host.dtype, host, first * host.itemsize,
+                          tuple(view.strides))
     if SIMULATOR:
         return view.copy_to_host()
     return to_device_array(view).copy_to_host(stream=stream)

@@ -233,3 +233,39 @@ def test_a_tensor_is_described_as_numpy_sees_its_memory(dtype):
     assert got.owner is t and not got.c_contiguous
     # NumPy names no bfloat16: torch's interface describes it, or refuses it
     assert launch._torch_buffer(torch.zeros(3, dtype=torch.bfloat16)) is None
+
+
+class _NumbasCopy:
+    """``to_device_array(buf).copy_to_host`` of a buffer over host memory, refusing a
+    negative stride as Numba does ("D->H copy not implemented for negative strides")."""
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def copy_to_host(self, stream=0):
+        if any(s < 0 for s in self.buf.strides):
+            raise NotImplementedError("D->H copy not implemented for negative strides")
+        (n,), (stride,) = self.buf.shape, self.buf.strides  # a span: 1-D, forwards
+        memory = (ctypes.c_char * ((n - 1) * stride + self.buf.dtype.itemsize)).from_address(
+            self.buf.ptr)
+        return np.ndarray((n,), self.buf.dtype, memory, 0, (stride,)).copy()
+
+
+@pytest.mark.parametrize("take", [lambda w: w[::-1, ::2], lambda w: w[::-2, ::-3],
+                                  lambda w: w[2, ::-1], lambda w: w[1:, 1:][::-1].T],
+                         ids=["rows-reversed", "both-reversed", "a-row-reversed",
+                              "transposed"])
+def test_host_copy_reads_negative_strides_through_their_span(take, monkeypatch):
+    """``views.host_copy`` on a GPU (the simulator switch and Numba's copy stubbed) of
+    views with negative strides, alone or beside positive ones: their memory read
+    forwards, the copy holding the view's elements in its shape."""
+    from numbakern.runtime import views
+
+    monkeypatch.setattr(views, "SIMULATOR", False)
+    monkeypatch.setattr(views, "to_device_array", _NumbasCopy)
+    words = np.arange(48, dtype=np.int64).reshape(6, 8)
+    view = take(words)
+    buf = launch.DeviceBuffer(view.ctypes.data, view.shape, view.strides, view.dtype, words)
+    got = views.host_copy(buf)
+    assert got.shape == view.shape and not np.shares_memory(got, words)
+    np.testing.assert_array_equal(got, view)
