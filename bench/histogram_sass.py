@@ -123,7 +123,8 @@ def main() -> None:
     print(f"  {registers.group(1) if registers else '?'} registers; main loop "
           f"{total} SASS ({per(total)} an element), float64 {sum(f64.values())} "
           f"({per(sum(f64.values()))} an element: {dict(f64)}), "
-          f"LDG {per(loads(body))}, ATOMS {per(sum(v for k, v in ops.items() if k.startswith('ATOMS')))} an element")
+          f"LDG {per(loads(body))}, "
+          f"ATOMS {per(sum(v for k, v in ops.items() if k.startswith('ATOMS')))} an element")
     print("  " + ", ".join(f"{k} {v}" for k, v in ops.most_common()))
 
 

@@ -130,10 +130,11 @@ for name, f in cases.items():
         for _ in range(10):
             f()
         torch.cuda.synchronize()
-    ks = [(e.key, e.device_time_total / e.count, e.count) for e in prof.key_averages() if e.device_time_total > 0]
+    ks = [(e.key, e.device_time_total / e.count, e.count) for e in prof.key_averages()
+          if e.device_time_total > 0]
     gpu = sum(t * c for _, t, c in ks) / 10
     replayed = replay.counts["replayed"] - replayed
-    print(f"{name:24s} whole {whole:8.1f} us | kernels {gpu:8.1f} us | host+gaps {whole-gpu:7.1f} us"
-          f" | replayed {replayed}/10")
+    print(f"{name:24s} whole {whole:8.1f} us | kernels {gpu:8.1f} us"
+          f" | host+gaps {whole-gpu:7.1f} us | replayed {replayed}/10")
     for k, t, c in sorted(ks, key=lambda z: -z[1] * z[2])[:8]:
         print(f"     {t:8.1f} us x{c // 10:<2d} {k[:90]}")

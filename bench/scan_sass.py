@@ -14,14 +14,14 @@ is installed; ``NVDISASM`` names an nvdisasm outside it).
 
 Compiles the look-back kernel of a plain sum scan (with scalar tiles and with vector
 tiles: ``scan_tiles.Vectors``, 16-byte loads and stores of contiguous aligned rows)
-and of a segmented sum scan (``(int8 flags, value)`` states) to PTX for sm_90 with ``cuda.compile_ptx`` (the
-driver probe, the current device and NVRTC's architecture list faked: nothing runs),
-then, where the CUDA toolkit's ``ptxas`` and ``nvdisasm`` are found (``$CUDA_HOME/bin``,
-``PATH``, or the ``NVDISASM`` variable), assembles each and prints its registers, SASS
-instruction count, branches, shared-memory accesses, the widths of the global loads and
-stores, fences and global atomics; without them, the PTX's instruction count and its
-16-byte global loads and stores. bench/NOTES.md's table of the
-segmented scan's kernel (2026-12-02) came from this script. Not a test.
+and of a segmented sum scan (``(int8 flags, value)`` states) to PTX for sm_90 with
+``cuda.compile_ptx`` (the driver probe, the current device and NVRTC's architecture list
+faked: nothing runs), then, where the CUDA toolkit's ``ptxas`` and ``nvdisasm`` are
+found (``$CUDA_HOME/bin``, ``PATH``, or the ``NVDISASM`` variable), assembles each and
+prints its registers, SASS instruction count, branches, shared-memory accesses, the
+widths of the global loads and stores, fences and global atomics; without them, the
+PTX's instruction count and its 16-byte global loads and stores. bench/NOTES.md's table
+of the segmented scan's kernel (2026-12-02) came from this script. Not a test.
 """
 import argparse
 import ctypes

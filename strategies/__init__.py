@@ -59,13 +59,15 @@ from .warp_shuffle import WarpShuffle
 
 for _cls in (WarpShuffle, SharedTree, HillisSteele, Blelloch, TwoPass, AtomicFold,
              DecoupledLookback, ReduceThenScan, SharedPrivatized, WarpPrivatized,
-             GlobalAtomic, BitonicSort, RadixSort, RadixBlockSelect, BitonicSelect, RadixSelect, SortSlice):
+             GlobalAtomic, BitonicSort, RadixSort, RadixBlockSelect, BitonicSelect,
+             RadixSelect, SortSlice):
     register(_cls)
 
 __all__ = ["AtomicFold", "BitonicSelect", "BitonicSort", "Blelloch", "BlockStrategy",
            "DecoupledLookback", "FAMILIES", "GlobalAtomic", "GridReduce", "GridScan",
-           "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY", "RadixBlockSelect", "RadixSelect",
-           "RadixSort", "ReduceThenScan", "SelectStrategy", "SharedPrivatized", "SharedTree",
-           "SortSlice", "SortStrategy", "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle",
-           "available", "available_scans", "block_names", "describe", "every", "register",
-           "resolve", "resolve_histogram", "resolve_scan", "resolve_sort", "unregister"]
+           "GridStrategy", "HillisSteele", "HistogramStrategy", "REGISTRY",
+           "RadixBlockSelect", "RadixSelect", "RadixSort", "ReduceThenScan",
+           "SelectStrategy", "SharedPrivatized", "SharedTree", "SortSlice", "SortStrategy",
+           "Strategy", "TwoPass", "WarpPrivatized", "WarpShuffle", "available",
+           "available_scans", "block_names", "describe", "every", "register", "resolve",
+           "resolve_histogram", "resolve_scan", "resolve_sort", "unregister"]

@@ -574,7 +574,8 @@ def _find_kernel(threads: int, bins: int, exclusive_scan):
             need[r] = want - acc
             low[r] = shift
             last[r] = d
-            if stop != 0 and c == want - acc:  # the whole bucket wins: the lower digits do not matter
+            # the whole bucket wins: the lower digits do not matter
+            if stop != 0 and c == want - acc:
                 done[r] = 1
             kept[slot] = d
             below[slot] = acc

@@ -15,9 +15,9 @@ input of that step, so it can write the finished value instead: the reduce kerne
 call an :class:`~numbakern.kernels.emits.Emit` ``emit(o0, o1, row, pos, piece, S, M,
 s)`` with the state ``s``, and each emit here writes ``o0[pos]`` = the finished value
 (``o0``: the result array, in the result dtype; ``o1``: a float64 scalar argument,
-the count or ``ddof``, unused by logsumexp). The arithmetic is that of the separate finishing kernels of
-``numbakern/kernels/elementwise.py`` (float64, then the store's cast), so a folded
-finish and a separate one give the same bits.
+the count or ``ddof``, unused by logsumexp). The arithmetic is that of the separate
+finishing kernels of ``numbakern/kernels/elementwise.py`` (float64, then the store's
+cast), so a folded finish and a separate one give the same bits.
 
 A grid strategy folds the finish only where it stores whole outputs
 (``ReduceJob.store``, ``ReduceJob.reduce_partials``); one that ends otherwise (an

@@ -22,10 +22,10 @@ its keys after it:
    keys takes the smallest key above it (one read of the row, an atomic minimum);
    otherwise the rank after ``lo`` holds ``lo``'s key.
 4. :func:`picks_into`: each key back to its value's bits (``sort_keys.from_key``),
-   a duplicate (or a ``NEXT`` within ``lo``'s equal keys) from its ``lo``; a zero is ``-0.0`` where its row holds ``-0.0`` and
-   no ``+0.0`` (where it holds both, which zero sits at a rank is the partition's
-   choice in NumPy too: ``+0.0``); the last element is a NaN for the rows that give
-   NaN.
+   a duplicate (or a ``NEXT`` within ``lo``'s equal keys) from its ``lo``; a zero is
+   ``-0.0`` where its row holds ``-0.0`` and no ``+0.0`` (where it holds both, which
+   zero sits at a rank is the partition's choice in NumPy too: ``+0.0``); the last
+   element is a NaN for the rows that give NaN.
 5. :func:`picked_stats_into`: ``order_stats``' interpolation, warnings and NaN rules
    on the picked values.
 """

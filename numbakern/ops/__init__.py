@@ -6,8 +6,9 @@ kernels make: identity, map, reduce, post-map, accumulator type).
 
 The accumulator **state** of an op is a tuple of ``N >= 1`` fields: one for sum,
 max and the rest, two for a value-index pair (argmax) or the online-softmax
-(running max, running scaled sum), three for Welford's (count, mean, M2) of var. Strategies move whole states through registers,
-shuffles and shared memory, and only ever combine them with :attr:`Op.combine`.
+(running max, running scaled sum), three for Welford's (count, mean, M2) of var.
+Strategies move whole states through registers, shuffles and shared memory, and only
+ever combine them with :attr:`Op.combine`.
 """
 
 from __future__ import annotations

@@ -511,7 +511,8 @@ def n_field_sources(n: int) -> dict:
         "combine": (f"def combine(a, b):\n"
                     f"    c = f({every('a[{k}]')}, {every('b[{k}]')})\n"
                     f"    return ({every('t{k}(c[{k}])')},)\n"),
-        "shfl_down": f"def shfl_down(s, delta):\n    return ({every('down{k}(s[{k}], delta)')},)\n",
+        "shfl_down": (f"def shfl_down(s, delta):\n"
+                      f"    return ({every('down{k}(s[{k}], delta)')},)\n"),
         "shfl_up": f"def shfl_up(s, delta):\n    return ({every('up{k}(s[{k}], delta)')},)\n",
         "shfl_idx": f"def shfl_idx(s, src):\n    return ({every('idx{k}(s[{k}], src)')},)\n",
         # h0 is the tuple of the N arrays; h1 (its first array) is left alone

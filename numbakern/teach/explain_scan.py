@@ -131,8 +131,9 @@ def proof_line(trace: ScanTrace) -> Text:
     kind = "exclusive" if trace.exclusive else "inclusive"
     bad = [i for i in range(trace.n) if not trace.output_exact(i)]
     line = (f"proof: every output i covers exactly elements 0..{last} ({kind}), each once: "
-            f"{'yes' if not bad else f'NO (output {bad[0]} covers ' + cover_text(trace.nodes[trace.outputs[bad[0]]].cover) + ')'}"
-            f" · {_equals(trace, fn)}")
+            + ("yes" if not bad else f"NO (output {bad[0]} covers "
+               + cover_text(trace.nodes[trace.outputs[bad[0]]].cover) + ")")
+            + f" · {_equals(trace, fn)}")
     shown = ", ".join(value_text((v,)) for v in trace.values[:12])
     line += f" · out = [{shown}{', …' if trace.n > 12 else ''}]"
     return Text(line, "bold green" if ok else "bold red")

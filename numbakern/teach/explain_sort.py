@@ -52,7 +52,8 @@ def _values(trace: SortTrace, values) -> str:
 
 def proof_line(trace: SortTrace) -> Text:
     """Every element ended in exactly one place, and the output is NumPy's sort."""
-    once = "yes" if trace.exact_once else f"NO ({'; '.join(trace.problems) or 'not a permutation'})"
+    once = ("yes" if trace.exact_once
+            else f"NO ({'; '.join(trace.problems) or 'not a permutation'})")
     line = (f"proof: every element ends in exactly one place: {once} · equals NumPy's "
             f"sort (stable): {'yes' if trace.matches_numpy else 'NO'} · out = "
             f"{_values(trace, trace.out)}")

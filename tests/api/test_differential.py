@@ -55,9 +55,10 @@ function would not fit CI's time):
   max|x|^2`` (finite values: Welford's one pass against NumPy's two);
 * softmax_backward and log_softmax_backward on each layout (``fused`` drawn) against
   their float64 formulas; float16 rows past the registers of 32 threads (staged in
-  shared memory: softmax, log_softmax, log_softmax_backward) against float64; cross_entropy on each block strategy against
-  ``torch.nn.functional.cross_entropy`` and its autograd gradient in float64
-  (``ignore_index`` rows, label smoothing, every reduction);
+  shared memory: softmax, log_softmax, log_softmax_backward) against float64;
+  cross_entropy on each block strategy against ``torch.nn.functional.cross_entropy`` and
+  its autograd gradient in float64 (``ignore_index`` rows, label smoothing, every
+  reduction);
 * partition, argpartition (by NumPy's contract: the kth element np.sort's, none
   larger before, none smaller after, NaN largest), median, quantile, percentile and
   their NaN-skipping forms (NumPy on the float64 values of integers, ``_close``'s
@@ -160,7 +161,8 @@ def _values(dtype, n, draw, kind):
     if kind == "prod":
         elems = st.sampled_from([1.0, -1.0, 0.0, -0.0, np.nan, np.inf])
     elif kind == "cumprod":  # two huge factors overflow, two tiny ones round to 0
-        huge, small = 2.0 ** (finfo.maxexp // 2 + 1), 2.0 ** ((finfo.minexp - finfo.nmant) // 2 - 1)
+        huge, small = (2.0 ** (finfo.maxexp // 2 + 1),
+                       2.0 ** ((finfo.minexp - finfo.nmant) // 2 - 1))
         elems = st.sampled_from([1.0, -1.0, 2.0, 0.5, 0.0, -0.0, np.inf, -np.inf, np.nan,
                                  huge, -huge, small, -small])
     else:

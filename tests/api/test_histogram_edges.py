@@ -97,9 +97,11 @@ def test_random_ranges(seed, dtype):
 def test_scale_error_refuses_what_it_cannot_prove():
     f32 = np.dtype(np.float32)
     assert BinRule(f32, 100, (0.0, 1.0)).scale_error(np.dtype(np.float64)) is None  # not x's dtype
-    assert BinRule(f32, 100, (np.float64(0), np.float64(1))).scale_error(f32) is None  # float64 edges
+    assert BinRule(
+        f32, 100, (np.float64(0), np.float64(1))).scale_error(f32) is None  # float64 edges
     assert BinRule(np.dtype(np.int32), 10, (0, 10)).scale_error(np.dtype(np.int32)) is None
-    assert BinRule(f32, 2**22, (0.0, 1.0)).scale_error(f32) is None  # past the magic number's reach
+    assert BinRule(
+        f32, 2**22, (0.0, 1.0)).scale_error(f32) is None  # past the magic number's reach
     f64 = np.dtype(np.float64)
     assert BinRule(f64, 10, (2**60, 2**60 + 2**50)).scale_error(f64) is None  # ends not floats
     assert 0 < BinRule(f32, 100, (0, 1)).scale_error(f32) < 1e-4

@@ -1,4 +1,5 @@
-"""Segmented scans, scans by key and sorts on a real GPU (marked ``gpu``; skipped under the simulator).
+"""Segmented scans, scans by key and sorts on a real GPU (marked ``gpu``; skipped under
+the simulator).
 
 2^26-2^28 elements in many segments of mixed lengths (empty, single elements, warp
 and tile boundaries, long runs), CuPy in and out, every scan strategy. References:

@@ -276,7 +276,8 @@ def test_staged_float32_in_place(staged_launches):
 def test_staged_in_place_and_the_fallback_to_scalar_loads(staged_launches):
     host = logits((2, 2600), np.float16, seed=9)
     x = device_rows(host, 1)
-    nk.log_softmax(x, out=x, threads=THREADS)  # y is x: every vector of a row is staged before any store
+    # y is x: every vector of a row is staged before any store
+    nk.log_softmax(x, out=x, threads=THREADS)
     assert staged_launches()[-1] == ("log_softmax", True, 8, held_shared(2600, 8))
     np.testing.assert_allclose(x.copy_to_host().astype(np.float64), REF["log_softmax"](host),
                                **LOG_TOL[np.float16])

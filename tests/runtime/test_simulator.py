@@ -113,7 +113,8 @@ def test_shuffle_types_pass_bit_exact(dtype):
         values[5], values[6] = np.inf, 1 + info.eps
     got = shuffle(3, values, np.full(32, 1))
     want = values.reshape(16, 2)[:, ::-1].ravel()
-    np.testing.assert_array_equal(got.view(f"u{values.itemsize}"), want.view(f"u{values.itemsize}"))
+    np.testing.assert_array_equal(got.view(f"u{values.itemsize}"),
+                                  want.view(f"u{values.itemsize}"))
 
 
 def test_64_bit_values_keep_their_high_word():

@@ -114,7 +114,8 @@ def test_explain_axis_command(tmp_path):
     assert "x[:, 2]" in result.output  # the shown output's row, within --limit or not
     shown = CliRunner().invoke(cli, ["explain", "--shape", "4,33", "--axis", "0",
                                      "--output", "30", "--limit", "2"])
-    assert "│ x[:, 30] │" in shown.output and "x[:, 29]" not in shown.output.split("every output")[1]
+    assert ("│ x[:, 30] │" in shown.output
+            and "x[:, 29]" not in shown.output.split("every output")[1])
 
 
 @simulator_only
