@@ -306,6 +306,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
                    strategy, stream)
     if density:
         hist = _density(hist, rule.edges, kind, stream)
+    elif np.ndim(bins) == 0 and isinstance(weights, np.ndarray) and isinstance(hist, np.ndarray):
+        # NumPy sums equal bins' weights in their own dtype, byte order and all
+        hist = hist.astype(weights.dtype, copy=False)
     # NumPy's edges of bfloat16 x are bfloat16 (a range of floats makes them wider):
     # those go back as their bits, which the interop reads as bfloat16
     edges = rule.edges.view(np.uint16) if rule.edges.dtype.name == "bfloat16" else rule.edges

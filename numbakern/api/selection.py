@@ -515,7 +515,8 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
         if m and skipping:  # no quantile to give, yet NumPy warns of all-NaN slices
             _order_stats(name, x, (np.zeros(1, qs.dtype), weak), axis, None, keepdims,
                          method, True, strategy, stream)
-        return deliver_host(workspace, np.empty(full, result), out)
+        return _in_given_order(deliver_host(workspace, np.empty(full, result), out),
+                               name, given, shape, axes, keepdims, qs, weak, method, out)
     path, how = _order_path(strategy, n, nq)
     if path == "select":
         dst, counts, flags = _by_rank(x, kind, axes, m, n, dtype, qs, code, skipping, result,
@@ -526,9 +527,8 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     delivered = deliver(workspace, dst, result, full, out)
     if keepdims and not shape and isinstance(delivered, np.generic):
         delivered = np.asarray(delivered)  # NumPy's: keepdims of a 0-d input is 0-d
-    if given is not None and not given.isnative and out is None and full:
-        delivered = delivered.astype(_numpy_order(name, given, len(shape), axes, keepdims,
-                                                  qs, weak, method), copy=False)
+    delivered = _in_given_order(delivered, name, given, shape, axes, keepdims, qs, weak,
+                                method, out)
     if code in INTERPOLATING and dtype.kind == "f":  # checks: a replay reads them too
         _floating_point_errors(checked_words(flags, workspace.stream, _none_set), name)
     if skipping:  # as NumPy, once for each slice of nothing but NaN
@@ -726,6 +726,17 @@ def _mean_of_nothing(name, dtype: np.dtype, shape: tuple, axes: tuple, keepdims:
                                           keepdims=keepdims))
     check_out(out, value.shape, value.dtype, workspace.kind, name)
     return deliver_host(workspace, value, out)
+
+
+def _in_given_order(delivered, name: str, given, shape: tuple, axes: tuple,
+                    keepdims: bool, qs, weak: bool, method: str, out):
+    """A NumPy result of a NumPy ``x`` of non-native byte order (``given``) in the
+    byte order NumPy's own would have (:func:`_numpy_order`); any other as it is."""
+    full = isinstance(delivered, np.ndarray) and delivered.ndim
+    if given is None or given.isnative or out is not None or not full:
+        return delivered
+    return delivered.astype(_numpy_order(name, given, len(shape), axes, keepdims, qs, weak,
+                                         method), copy=False)
 
 
 def _numpy_order(name: str, given: np.dtype, ndim: int, axes: tuple, keepdims: bool,

@@ -400,6 +400,21 @@ def test_weighted_histogram_against_numpy(wdtype, n):
                                    atol=rtol)
 
 
+def test_weighted_histogram_keeps_the_weights_byte_order_where_numpy_does():
+    """NumPy sums equal bins' weights in the weights' own dtype, a big-endian one
+    included (an empty ``x`` too); between given edges, and with ``density``, its
+    result is native."""
+    x = np.array([0.0, 0.5, 1.0, 2.0, 7.0])
+    for w in (np.array([1, 2, 3, 4, 5], ">f4"), np.array([1, -2, 3, 4, 5], ">i2")):
+        for args, kw in (((x, 2), {}), ((x, 3), dict(range=(0, 1))), ((x[:0], 2), {}),
+                         ((x, [0, 1, 2]), {}), ((x, 2), dict(density=True))):
+            weights = w[:args[0].size]
+            got = nk.histogram(*args, weights=weights, **kw)[0]
+            want = np.histogram(*args, weights=weights, **kw)[0]
+            assert got.dtype.str == want.dtype.str, (args, kw)
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_weighted_histogram_takes_as_many_bins_as_counting_does():
     """The elements out of range are left out of the counts, not counted in a bin
     past the last: every bin count the strategy's counters take, weighted too."""

@@ -744,6 +744,11 @@ def test_quantile_keeps_byte_order_where_numpy_does():
     ints = values(np.int32, (2, 9)).astype(">i4")
     same(nk.quantile(ints, 0.5, axis=1, method="higher"),
          np.quantile(ints, 0.5, axis=1, method="higher"))
+    empty = np.zeros((0, 4), ">f4")  # no slice: the result made without a kernel
+    for fn, q in ((nk.quantile, [0.2, 0.5]), (nk.percentile, 50), (nk.quantile, 1)):
+        for method in ("lower", "linear"):
+            same(fn(empty, q, axis=1, method=method),
+                 getattr(np, fn.__name__)(empty, q, axis=1, method=method))
 
 
 def test_quantile_errors():

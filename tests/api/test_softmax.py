@@ -617,6 +617,27 @@ def test_out_and_in_place():
     assert nk.softmax_backward(y, d, out=dx) is dx
 
 
+def test_a_numpy_out_of_either_byte_order():
+    """A NumPy ``out`` takes the result by a host copy, as NumPy's own: a big-endian
+    one of the result's dtype is written (values, not bytes), one of another dtype
+    refused; ``cross_entropy``'s ``grad_out`` the same."""
+    x = logits((3, 50), seed=13).astype(np.float64)
+    for fn, ref in ((nk.softmax, ref_softmax), (nk.log_softmax, ref_log_softmax)):
+        out = np.empty(x.shape, ">f8")
+        assert fn(x, out=out) is out
+        np.testing.assert_allclose(out, ref(x), rtol=1e-12, atol=1e-12)
+    dx = np.empty(x.shape, ">f8")
+    assert nk.softmax_backward(ref_softmax(x), x, out=dx) is dx
+    np.testing.assert_allclose(dx, nk.softmax_backward(ref_softmax(x), x), rtol=0, atol=0)
+    with pytest.raises(nk.OutDtypeError, match="float64"):
+        nk.softmax(x, out=np.empty(x.shape, ">f4"))
+    grad = np.empty(x.shape, ">f8")
+    _, got = nk.cross_entropy(x, np.array([2, 0, 49]), return_grad=True, grad_out=grad)
+    assert got is grad
+    want = nk.cross_entropy(x, np.array([2, 0, 49]), return_grad=True)[1]
+    np.testing.assert_array_equal(grad, want)
+
+
 @pytest.mark.parametrize("shape,axis", [((0, 5), -1), ((5, 0), -1), ((5, 0), 0), ((0,), 0),
                                         ((2, 0, 3), 1)])
 def test_empty_inputs_launch_nothing(shape, axis, monkeypatch):
