@@ -80,6 +80,20 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
     plus a radix sort of 1-4 passes, whatever the segments' lengths. One segment
     skips the second sort.
     """
+    given = [a.dtype if isinstance(a, np.ndarray) and not a.dtype.isnative else None
+             for a in (keys, values)]  # NumPy's sort keeps a big-endian array's order
+    result = _sorted(keys, offsets, values, descending, strategy, stream)
+    if values is None:
+        return _in_order(result, given[0])
+    return tuple(_in_order(r, g) for r, g in zip(result, given))
+
+
+def _in_order(result, given):
+    return result if given is None else result.astype(given)
+
+
+def _sorted(keys, offsets, values, descending, strategy, stream):
+    """:func:`segmented_sort`'s work."""
     keys = _one_d(keys, "keys")
     dtype = check_dtype(keys.dtype, "keys")
     descending = check_flag(descending, "descending")

@@ -88,6 +88,24 @@ def test_one_segment_and_single_elements():
     check(keys, np.arange(201))
 
 
+def test_big_endian_keys_and_values_keep_their_byte_order():
+    """Results of ``keys``' and ``values``' dtypes, byte order and all, as
+    ``np.sort`` keeps a big-endian array's (an empty span too)."""
+    keys = np.array([3.0, -1.0, 2.0, 9.0, np.nan, 7.0], ">f8")
+    values = np.arange(6, dtype=">i4")
+    for offsets in ([0, 3, 6], [2, 2]):
+        got_keys, got_values = nk.segmented_sort(keys, np.array(offsets), values)
+        assert (got_keys.dtype.str, got_values.dtype.str) == (">f8", ">i4")
+        lo, hi = offsets[0], offsets[-1]
+        want = np.concatenate([np.sort(keys[a:b], kind="stable")
+                               for a, b in zip(offsets[:-1], offsets[1:])])
+        np.testing.assert_array_equal(got_keys, want[: hi - lo])
+        order = np.concatenate([a + np.argsort(keys[a:b], kind="stable")
+                                for a, b in zip(offsets[:-1], offsets[1:])])
+        np.testing.assert_array_equal(got_values, values[order.astype(int)])
+    assert nk.segmented_sort(keys.astype("<f8"), np.array([0, 6])).dtype.str == "<f8"
+
+
 def test_the_result_covers_the_span_of_the_offsets():
     keys = np.array([9, 8, 7, 6, 5, 4, 3])
     np.testing.assert_array_equal(nk.segmented_sort(keys, np.array([1, 4, 6])),
