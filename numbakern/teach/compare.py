@@ -848,13 +848,19 @@ def measure(fn: Callable[[], Any], repeat: int) -> float:
 @lru_cache(maxsize=None)
 def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     """Device-to-device copy bandwidth, bytes read + written per second / 1e9
-    (measured once per process; under the simulator a host memcpy)."""
+    (measured once per process; under the simulator a host memcpy).
+
+    The copy is queued on the stream the timing events are (``cuMemcpyDtoDAsync``),
+    as CuPy's ``cudaMemcpyAsync``: on the H200 that one read 4.2 TB/s
+    (``bench/peers.py``) where the synchronous ``cuMemcpyDtoD`` read 3.2-3.4, a
+    ceiling that kernels beat (``bench/NOTES.md``)."""
     from numba import cuda
 
     n = nbytes if on_gpu() else 1 << 20
     src = cuda.device_array(n, dtype=np.uint8)
     dst = cuda.device_array(n, dtype=np.uint8)
-    seconds = measure(lambda: dst.copy_to_device(src), repeat)
+    stream = cuda.default_stream()  # :func:`measure`'s; a stream makes the copy queued
+    seconds = measure(lambda: dst.copy_to_device(src, stream=stream), repeat)
     return 2 * n / seconds / 1e9
 
 
