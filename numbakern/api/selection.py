@@ -466,8 +466,9 @@ def _quantiles(q, scale: float, message: str, stream) -> np.ndarray:
     if kind != "numpy":
         q = host_words(device_view(q), resolve_stream(stream, kind))
     qs = np.asarray(q)
-    if qs.dtype.kind not in "biuf":
-        raise TypeError(f"q must be a number or an array of numbers, got dtype {qs.dtype}")
+    if qs.dtype.kind not in "biuf" or qs.dtype.itemsize > 8:  # no kernel holds float128
+        raise TypeError(f"q must be a number or an array of numbers, at most float64, got "
+                        f"dtype {qs.dtype}")
     if scale != 1.0:
         qs = np.true_divide(qs, scale)
     if qs.ndim > 2:

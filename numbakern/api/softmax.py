@@ -876,8 +876,13 @@ def _result_dtype(dtype) -> np.dtype:
         result = None
     if result is None or result not in FLOATS:  # (None == np.dtype("float64") is True)
         raise TypeError("dtype must be float16, float32, float64 or ml_dtypes.bfloat16, got "
-                        f"{dtype if result is None else result.name!r}")
+                        f"{dtype if result is None else _dtype_text(result)!r}")
     return result
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    """A dtype's name, or for one of non-native byte order its string (``'>f8'``)."""
+    return dtype.name if dtype.isnative else dtype.str
 
 
 def _backward(kind, y, dy, axis, sum_strategy, layout, fused, threads, out, stream, dtype,

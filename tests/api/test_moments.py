@@ -158,6 +158,12 @@ def test_bad_arguments():
         with pytest.raises(TypeError, match=f"^{f.__name__}: dtype must be float16, float32 "
                                             "or float64, got (longdouble|float128)$"):
             f(np.arange(4.0), dtype=np.longdouble)
+    for f in (nk.var, nk.std, nk.nanvar, nk.nanstd, nk.nanmean):  # NumPy refuses it too
+        with pytest.raises(TypeError, match=f"^{f.__name__}: dtype must be of native "
+                                            "byte order .* got >f8$"):
+            f(np.ones((2, 5)), axis=1, dtype=">f8")
+        with pytest.raises(TypeError, match="byte order"):  # nanmean's: mean's, NumPy's
+            f(np.ones((2, 5), np.int64), axis=1, dtype=">f8")
     with pytest.raises(ValueError, match="^strategy: atomic_fold cannot fold moments's .*"
                                          "var and std"):
         nk.var(np.ones(3), strategy="atomic_fold")

@@ -764,6 +764,10 @@ def test_quantile_errors():
         nk.quantile(x, np.zeros((1, 1, 1)))
     with pytest.raises(TypeError, match="q must"):
         nk.quantile(x, "a")
+    for q in (np.longdouble(0.5), np.array([0.5], np.longdouble)):  # no kernel holds it
+        with pytest.raises(TypeError, match="q must be .* at most float64, got dtype "
+                                            "(longdouble|float128)"):
+            nk.quantile(x, q)
     with pytest.raises(np.exceptions.AxisError):
         nk.median(x, axis=1)
     with pytest.raises(np.exceptions.AxisError):

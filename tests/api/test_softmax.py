@@ -933,6 +933,8 @@ def test_dtype_and_out_must_agree_and_dtype_must_be_a_float():
     with pytest.raises(TypeError,
                        match="dtype must be float16, float32, float64 or ml_dtypes.bfloat16"):
         nk.softmax(x, dtype=np.int32)
+    with pytest.raises(TypeError, match="ml_dtypes.bfloat16, got '>f8'$"):
+        nk.softmax(x, dtype=">f8")
 
 
 @pytest.mark.parametrize("source", ["int64", "int8", "uint8", "bool"])
