@@ -982,9 +982,7 @@ def _checked_ddof(ddof, correction, name: str):
     """``ddof`` by the NumPy forms' rules: ``correction=`` taken, then checked."""
     from numbakern.api.reductions import check_ddof, with_correction
 
-    ddof = with_correction(ddof, correction)
-    check_ddof(ddof, name)
-    return ddof
+    return check_ddof(with_correction(ddof, correction), name)
 
 
 def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, split_every=None,

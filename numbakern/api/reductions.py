@@ -1416,11 +1416,14 @@ def with_correction(ddof, correction):
     return correction
 
 
-def check_ddof(ddof, name: str) -> None:
-    """``ddof`` as NumPy takes it: a real number (a bool as 0 or 1), else TypeError
-    naming ``name``'s ``ddof``."""
+def check_ddof(ddof, name: str):
+    """``ddof`` as NumPy takes it: a real number (a bool as 0 or 1; a 0-d array of
+    one as that number), else TypeError naming ``name``'s ``ddof``."""
+    if isinstance(ddof, np.ndarray) and ddof.ndim == 0 and ddof.dtype.kind in "biuf":
+        ddof = ddof[()]
     if not isinstance(ddof, (int, float, np.integer, np.floating, np.bool_)):
         raise TypeError(f"{name}: ddof must be a real number, got {ddof!r}")
+    return ddof
 
 
 def check_float_dtype(dtype, name: str) -> None:
@@ -1449,7 +1452,7 @@ def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(in_dtype, "x of dtype", name)
     check_float_dtype(dtype, name)
-    check_ddof(ddof, name)
+    ddof = check_ddof(ddof, name)
     result = _ops.numpy_mean_dtypes(in_dtype, dtype)[1]
     mask = _where(where, x.shape, name)
     warning = functools.partial(warn, "Degrees of freedom <= 0 for slice"

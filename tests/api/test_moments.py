@@ -134,6 +134,8 @@ def test_too_few_degrees_of_freedom_as_numpy():
     assert got.shape == (3,) and np.isnan(got).all()
     assert nk.var(np.zeros((3, 0)), axis=0).shape == (0,)
     _check("std", _data(10), ddof=0.5)
+    _check("var", _data((3, 10)), axis=1, ddof=np.array(2))  # a 0-d array, as NumPy's
+    _check("nanstd", _data(10), ddof=np.array(1.5))
 
 
 def test_device_input_and_out():
@@ -169,6 +171,8 @@ def test_bad_arguments():
         nk.var(np.ones(3), strategy="atomic_fold")
     with pytest.raises(TypeError, match="ddof must be a real number"):
         nk.std(np.ones(3), ddof="1")
+    with pytest.raises(TypeError, match="ddof must be a real number"):
+        nk.std(np.ones(3), ddof=np.array(["1"]))
     with pytest.raises(np.exceptions.AxisError):
         nk.nanvar(np.ones((2, 3)), axis=2)
 
