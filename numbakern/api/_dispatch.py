@@ -48,6 +48,12 @@ def _plain(a) -> bool:
     return True
 
 
+def _plain_keyword(a) -> bool:
+    """:func:`_plain`, and for a tuple or list (``out=`` as a pair of arrays) each of
+    its items too."""
+    return _plain(a) and (type(a) not in (tuple, list) or all(map(_plain, a)))
+
+
 def dispatch(fn):
     """Decorator for a public function whose first argument is an array.
 
@@ -72,7 +78,8 @@ def dispatch(fn):
 
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
-        if _plain(x) and all(map(_plain, args)) and all(map(_plain, kwargs.values())):
+        if _plain(x) and all(map(_plain, args)) and all(map(_plain_keyword,
+                                                               kwargs.values())):
             return fn(x, *args, **kwargs)
         # Something is a Dask array or needs translating (``_plain`` said no).
         if is_dask(x):

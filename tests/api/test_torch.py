@@ -714,6 +714,23 @@ def test_inference_tensors_are_written_only_in_inference_mode():
         nk.cumsum(torch.ones(3), out=out)
 
 
+def test_a_pair_of_outs_with_a_tensor_beside_numpy_input():
+    """``out=`` as a pair (cummax's, max_with_indices') may hold CPU tensors beside
+    NumPy input, as a single ``out=`` may: written, and given back as they are."""
+    x = np.array([[1.0, 3.0, 2.0], [4.0, 0.0, 6.0]])
+    for pair in ((torch.zeros(2, 3, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.int64)),
+                 (np.zeros((2, 3)), torch.zeros(2, 3, dtype=torch.int64))):
+        got = nk.cummax(x, axis=1, out=pair)
+        assert got[0] is pair[0] and got[1] is pair[1]
+        want = torch.cummax(torch.from_numpy(x), dim=1)
+        np.testing.assert_array_equal(np.asarray(pair[0]), want.values.numpy())
+        np.testing.assert_array_equal(np.asarray(pair[1]), want.indices.numpy())
+    pair = [torch.zeros(2, dtype=torch.float64), torch.zeros(2, dtype=torch.int64)]
+    got = nk.max_with_indices(x, axis=1, out=pair)
+    assert got.values is pair[0] and got.indices is pair[1]
+    assert pair[0].tolist() == [3.0, 6.0] and pair[1].tolist() == [1, 2]
+
+
 def test_outs_whose_elements_share_memory_are_refused():
     """An expanded out (stride 0 along an axis of length > 1) or another layout whose
     elements overlap would have the kernels' writes race into one element: refused,
