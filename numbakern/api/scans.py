@@ -54,7 +54,7 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_o
                                    user_array)
 from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, flat_axis_of_0d, normalize_axis,
                                   optional_axis)
-from numbakern.core.deliver import check_disjoint, check_out, written_into
+from numbakern.core.deliver import OutDtypeError, check_disjoint, check_out, written_into
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels import bfloat16, float16
@@ -521,6 +521,10 @@ def _torch_pair_scan(x, op, axis, out, reverse, strategy, layout, stream, caller
     (:func:`_torch_0d`), whose ``out`` pair is then of 0-d arrays, written as the
     one-element rows the scan writes."""
     zero_d = _torch_0d(x, axis)
+    if isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[1], "dtype") and \
+            np.dtype(out[1].dtype).kind not in "iu":  # as argmax's; torch wants int64
+        raise OutDtypeError(f"{caller}: indices need an integer out, got dtype "
+                            f"{np.dtype(out[1].dtype)}")
     rows = out
     if zero_d and isinstance(out, (tuple, list)):
         for o in out:

@@ -301,6 +301,24 @@ def test_an_out_pair_with_a_none_is_refused_by_name():
             nk.cummin(x, 0, out=(None, np.empty(np.shape(x), np.int64)))
 
 
+def test_an_out_pair_needs_integer_indices():
+    """cummax's and cummin's indices go to an integer ``out`` (any width, as argmax's;
+    torch's wants int64): a float one is refused, not written as floats."""
+    x = np.array([[1.0, 3.0, 2.0], [0.0, -1.0, 5.0]], np.float32)
+    for f in (nk.cummax, nk.cummin):
+        for indices in (np.zeros((2, 3), np.float32), cuda.to_device(np.zeros((2, 3)))):
+            values = np.zeros((2, 3), np.float32) if isinstance(indices, np.ndarray) else \
+                cuda.to_device(np.zeros((2, 3), np.float32))
+            source = x if isinstance(indices, np.ndarray) else cuda.to_device(x)
+            with pytest.raises(nk.OutDtypeError, match=f"{f.__name__}: indices need an "
+                                                       "integer out, got dtype float"):
+                f(source, axis=1, out=(values, indices))
+        pair = (np.zeros((2, 3), np.float32), np.zeros((2, 3), np.int32))
+        assert f(x, axis=1, out=pair).indices is pair[1]
+        want = [[0, 1, 1], [0, 0, 2]] if f is nk.cummax else [[0, 0, 0], [0, 1, 1]]
+        np.testing.assert_array_equal(pair[1], want)
+
+
 # --- dtypes and NumPy's result types -------------------------------------------------------
 
 
