@@ -588,10 +588,11 @@ class _Call:
     def _as_tensor(self, r, rounds: bool):
         import torch
 
-        if isinstance(r, (bool, int, float, np.generic)):
-            out = torch.from_numpy(np.asarray(r))
-        elif isinstance(r, np.ndarray):
-            out = torch.from_numpy(r)
+        if isinstance(r, (bool, int, float, np.generic, np.ndarray)):
+            # torch holds native byte order alone: a result that keeps a big-endian
+            # NumPy argument's (weights, values) is converted
+            r = np.asarray(r)
+            out = torch.from_numpy(r if r.dtype.isnative else r.astype(r.dtype.newbyteorder("=")))
         else:  # CuPy or Numba memory, through __cuda_array_interface__ (no copy)
             out = torch.as_tensor(r, device=self.device)
         if self.tensor.is_cuda and out.is_cpu:

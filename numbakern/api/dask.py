@@ -1960,6 +1960,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     import dask
 
     x = _check_dask(x, "histogram")
+    order = _sums_dtype(weights, x, bins)
     w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:  # edges: range= ignored, as NumPy ignores it
         from numbakern.api.histogram import given_edges
@@ -1984,7 +1985,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
         chunk = functools.partial(weighted_bins, bins=bins, range_=range_,
                                   strategy=strategy)
         hist = _summed_parts(chunk, _bin_count(bins), weights_accumulator(w.dtype), x,
-                             _widened(w)).astype(w.dtype)
+                             _widened(w)).astype(order or w.dtype)
     if density:
         widths = da.from_array(np.diff(edges).astype(float), chunks=-1)
         hist = hist / widths / hist.sum()
@@ -2024,6 +2025,15 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
         chunk = functools.partial(_weighted_chunk, bins=bins, strategy=strategy)
         return _summed_parts(chunk, bins, np.float64, x, _widened(w))
     return _summed_counts(x, bins, None, strategy)
+
+
+def _sums_dtype(weights, x, bins):
+    """The weights' own dtype where NumPy keeps it, a big-endian one's byte order too:
+    equal bins (an int ``bins``) of NumPy chunks; else None (the native dtype)."""
+    dtype = getattr(weights, "dtype", None)
+    if not isinstance(dtype, np.dtype) or dtype.isnative or np.ndim(bins) != 0:
+        return None
+    return dtype if isinstance(x._meta, np.ndarray) else None
 
 
 def _weights_like(weights, x, name: str):

@@ -89,7 +89,9 @@ def segmented_sort(keys, offsets, values=None, *, descending=False, strategy=Non
 
 
 def _in_order(result, given):
-    return result if given is None else result.astype(given)
+    """A NumPy result in the byte order ``given`` (None: as it is)."""
+    return result.astype(given) if given is not None and isinstance(result, np.ndarray) \
+        else result
 
 
 def _sorted(keys, offsets, values, descending, strategy, stream):

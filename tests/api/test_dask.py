@@ -1627,6 +1627,10 @@ def test_big_endian_histograms_and_bincounts_of_chunks():
         got = nk.histogram(lazy, 5, range=(-1, 1), weights=weights)[0].compute()
         want = np.histogram(y, 5, range=(-1, 1), weights=np.asarray(weights))[0]
         np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert got.dtype.str == want.dtype.str  # equal bins: the weights' byte order
+        got = nk.histogram(lazy, [-1, 0, 1], weights=weights)[0].compute()
+        want = np.histogram(y, [-1, 0, 1], weights=np.asarray(weights))[0]
+        assert got.dtype.str == want.dtype.str  # given edges: native
     counts = nk.bincount(da.from_array(np.arange(5).astype(">i8"), chunks=2)).compute()
     np.testing.assert_array_equal(counts, np.ones(5, np.int64))
 

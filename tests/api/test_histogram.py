@@ -415,6 +415,19 @@ def test_weighted_histogram_keeps_the_weights_byte_order_where_numpy_does():
             np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_big_endian_weights_beside_a_tensor_or_a_device_x():
+    """A result going back as a torch tensor or a device array is native, whatever the
+    weights' byte order (torch holds no other)."""
+    torch = pytest.importorskip("torch")
+    x = np.linspace(0, 1, 20)
+    w = np.arange(20).astype(">f4")
+    hist, edges = nk.histogram(torch.from_numpy(x), 3, weights=w)
+    assert isinstance(hist, torch.Tensor) and hist.dtype == torch.float32
+    np.testing.assert_array_equal(hist.numpy(), np.histogram(x, 3, weights=w)[0])
+    hist = nk.histogram(cuda.to_device(x), 3, weights=w)[0]
+    np.testing.assert_array_equal(hist.copy_to_host(), np.histogram(x, 3, weights=w)[0])
+
+
 def test_weighted_histogram_takes_as_many_bins_as_counting_does():
     """The elements out of range are left out of the counts, not counted in a bin
     past the last: every bin count the strategy's counters take, weighted too."""

@@ -104,6 +104,13 @@ def test_big_endian_keys_and_values_keep_their_byte_order():
                                 for a, b in zip(offsets[:-1], offsets[1:])])
         np.testing.assert_array_equal(got_values, values[order.astype(int)])
     assert nk.segmented_sort(keys.astype("<f8"), np.array([0, 6])).dtype.str == "<f8"
+    torch = pytest.importorskip("torch")  # torch keys: tensors back, native
+    got_keys, got_values = nk.segmented_sort(torch.tensor([3, 1, 2, 0]), np.array([0, 2, 4]),
+                                             np.arange(4, dtype=">f4"))
+    assert got_keys.tolist() == [1, 3, 0, 2] and got_values.tolist() == [1.0, 0.0, 3.0, 2.0]
+    got_keys, got_values = nk.segmented_sort(cuda.to_device(np.array([3.0, 1.0])),
+                                             np.array([0, 2]), np.arange(2, dtype=">f4"))
+    assert got_values.copy_to_host().tolist() == [1.0, 0.0]  # a device array, as the keys
 
 
 def test_the_result_covers_the_span_of_the_offsets():
