@@ -48,10 +48,11 @@ def _plain(a) -> bool:
     return True
 
 
-def _plain_keyword(a) -> bool:
-    """:func:`_plain`, and for a tuple or list (``out=`` as a pair of arrays) each of
-    its items too."""
-    return _plain(a) and (type(a) not in (tuple, list) or all(map(_plain, a)))
+def _plain_outs(kwargs: dict) -> bool:
+    """Whether an ``out=`` given as a tuple or list (a pair of arrays) holds only
+    plain items (:func:`_plain`): the interop translates the pair's tensors."""
+    out = kwargs.get("out")
+    return type(out) not in (tuple, list) or all(map(_plain, out))
 
 
 def dispatch(fn):
@@ -78,8 +79,8 @@ def dispatch(fn):
 
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
-        if _plain(x) and all(map(_plain, args)) and all(map(_plain_keyword,
-                                                               kwargs.values())):
+        if _plain(x) and all(map(_plain, args)) and all(map(_plain, kwargs.values())) \
+                and _plain_outs(kwargs):
             return fn(x, *args, **kwargs)
         # Something is a Dask array or needs translating (``_plain`` said no).
         if is_dask(x):
