@@ -1435,9 +1435,7 @@ def check_float_dtype(dtype, name: str) -> None:
     given = _ops._as_dtype(dtype)
     if given.kind != "f" or given.itemsize > 8:
         raise TypeError(f"{name}: dtype must be float16, float32 or float64, got {given.name}")
-    if not given.isnative:  # NumPy's ufuncs refuse it too: a dtype=, not a byte order
-        raise TypeError(f"{name}: dtype must be of native byte order (dtype= selects the "
-                        f"type, not how it is stored), got {given.str}")
+    _ops.check_native_dtype(given, name)
 
 
 def _variance(name, x, axis, dtype, out, ddof, keepdims, strategy, stream, lanes, *,

@@ -227,6 +227,8 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     rest, both straight into views of one result (no copy)."""
     x = as_array_like(x)
     include_initial = check_flag(include_initial, "include_initial")
+    if dtype is not None:  # NumPy 2 refuses a byte order here, as its ufuncs do
+        _ops.check_native_dtype(_ops._as_dtype(dtype), name)
     x, axis = cumulative_axis(x, axis, name)
     options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
     if not include_initial:

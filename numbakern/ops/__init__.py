@@ -144,6 +144,14 @@ def _as_dtype(dtype: Any) -> np.dtype:
         raise TypeError(f"dtype={dtype!r} is not a NumPy dtype") from None
 
 
+def check_native_dtype(dtype: np.dtype, name: str) -> None:
+    """``TypeError`` naming ``name`` for a ``dtype=`` of non-native byte order, which
+    NumPy's ufuncs refuse too (a ``dtype=`` selects a type, not how it is stored)."""
+    if not dtype.isnative:
+        raise TypeError(f"{name}: dtype must be of native byte order (dtype= selects the "
+                        f"type, not how it is stored), got {dtype.str}")
+
+
 def _field_names(n: int) -> str:
     """``"a0, a1, b0, b1"`` for ``n = 2``: a combine's parameters for ``n`` fields."""
     return ", ".join([f"a{k}" for k in range(n)] + [f"b{k}" for k in range(n)])

@@ -455,6 +455,8 @@ def test_cumulative_functions_as_numpy_2(name):
                                       numpys(np.int32(3), axis=axis, include_initial=True))
     with pytest.raises(np.exceptions.AxisError):
         ours(np.array(3), axis=1)
+    with pytest.raises(TypeError, match=f"{name}: dtype must be of native byte order"):
+        ours(np.arange(3.0), dtype=">f8")  # NumPy 2 refuses it too (cumsum takes it)
     for shape, axis in (((5,), 1), ((2, 3), 2), ((2, 3), -3)):  # not wrapped round
         for include_initial in (False, True):
             with pytest.raises(np.exceptions.AxisError):
