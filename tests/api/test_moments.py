@@ -172,7 +172,7 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="ddof must be a real number"):
         nk.std(np.ones(3), ddof="1")
     with pytest.raises(TypeError, match="ddof must be a real number"):
-        nk.std(np.ones(3), ddof=np.array(["1"]))
+        nk.std(np.ones(3), ddof=np.array("1"))
     with pytest.raises(np.exceptions.AxisError):
         nk.nanvar(np.ones((2, 3)), axis=2)
 

@@ -764,7 +764,8 @@ def test_quantile_errors():
         nk.quantile(x, np.zeros((1, 1, 1)))
     with pytest.raises(TypeError, match="q must"):
         nk.quantile(x, "a")
-    for q in (np.longdouble(0.5), np.array([0.5], np.longdouble)):  # no kernel holds it
+    wide = np.longdouble if np.dtype(np.longdouble).itemsize > 8 else None
+    for q in () if wide is None else (wide(0.5), np.array([0.5], wide)):  # no kernel
         with pytest.raises(TypeError, match="q must be .* at most float64, got dtype "
                                             "(longdouble|float128)"):
             nk.quantile(x, q)
