@@ -50,7 +50,7 @@ import inspect
 
 import numpy as np
 
-from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning
+from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning, native_order
 from numbakern.core.deliver import OutDtypeError, check_distinct, retupled
 from numbakern.kernels import bfloat16
 from numbakern.runtime.device import SIMULATOR, torch_stream
@@ -591,8 +591,7 @@ class _Call:
         if isinstance(r, (bool, int, float, np.generic, np.ndarray)):
             # torch holds native byte order alone: a result that keeps a big-endian
             # NumPy argument's (weights, values) is converted
-            r = np.asarray(r)
-            out = torch.from_numpy(r if r.dtype.isnative else r.astype(r.dtype.newbyteorder("=")))
+            out = torch.from_numpy(native_order(np.asarray(r)))
         else:  # CuPy or Numba memory, through __cuda_array_interface__ (no copy)
             out = torch.as_tensor(r, device=self.device)
         if self.tensor.is_cuda and out.is_cpu:

@@ -109,6 +109,7 @@ from numbakern import strategies as _strategies
 from numbakern.ops import norms as _norms
 from numbakern.api.reductions import MaxWithIndices, MinWithIndices
 from numbakern.api.scans import cumprod_dtype, cumsum_dtype, cumulative_axis
+from numbakern.core.arrays import native_order
 from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, flat_axis_of_0d,
                                   keepdims_or_keepdim, normalize_axes, normalize_axis,
                                   result_shape)
@@ -190,8 +191,7 @@ def _check_dask(x, name: str, arg: str = "x"):
     if builtins.any(math.isnan(c) for cs in x.chunks for c in cs):  # any: this module's
         raise ValueError(f"numbakern.{name}: the Dask array has unknown chunk sizes; call "
                          f"{arg}.compute_chunk_sizes() first")
-    dtype = np.dtype(x.dtype)
-    return x if dtype.isnative else x.astype(dtype.newbyteorder("="))
+    return native_order(x)
 
 
 def _check_split_every(split_every, name: str) -> None:

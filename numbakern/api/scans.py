@@ -50,8 +50,8 @@ from numbakern.api.reductions import host_numbers
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_of,
-                                   contiguous_copy, honours_stream, kind_of, resolve_stream,
-                                   user_array)
+                                   contiguous_copy, honours_stream, kind_of, native_order,
+                                   resolve_stream, user_array)
 from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, flat_axis_of_0d, normalize_axis,
                                   optional_axis)
 from numbakern.core.deliver import OutDtypeError, check_disjoint, check_out, written_into
@@ -772,10 +772,8 @@ def _carry_view(carry, kind: str, workspace: Workspace):
     segments). A NumPy carry travels with the input; a strided device carry is made
     contiguous on the device (CuPy) without a synchronisation."""
     if kind == "numpy":
-        host = np.ascontiguousarray(carry).reshape(-1)
-        if not host.dtype.isnative:
-            host = host.astype(host.dtype.newbyteorder("="))
-        return to_device(host, workspace.stream)
+        return to_device(native_order(np.ascontiguousarray(carry).reshape(-1)),
+                         workspace.stream)
     view = device_view(carry)
     if not c_contiguous(view):
         view = contiguous_copy(carry, view, workspace.stream)
@@ -895,10 +893,8 @@ def _host_layout(x: np.ndarray, axis, results: tuple, outs, workspace: Workspace
     moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
     n = moved.shape[-1]
     rows = moved.size // n
-    host = np.ascontiguousarray(moved).reshape(1, rows, n)
-    if not host.dtype.isnative:
-        host = host.astype(host.dtype.newbyteorder("="))
-    xv = to_device(host, workspace.stream)
+    xv = to_device(native_order(np.ascontiguousarray(moved).reshape(1, rows, n)),
+                   workspace.stream)
     # in the outs' dtypes, as the device layout writes its outs: the state cast once
     # (in native byte order: `target[...] =` below swaps into a big-endian out)
     dtypes = results if outs is None else [o.dtype.newbyteorder("=") for o in outs]

@@ -130,6 +130,12 @@ def on_cupy(kind: str) -> bool:
     return kind == "cupy" and not SIMULATOR
 
 
+def native_order(a):
+    """``a`` (a host or Dask array) in native byte order: itself where it is, else a
+    converted copy, which the little-endian kernels (and torch) read as its values."""
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
 def as_array_like(x: Any, name: str = "x"):
     """The input ``name`` as an array object with shape, dtype and strides (lists via
     NumPy).
@@ -159,9 +165,7 @@ def as_array_like(x: Any, name: str = "x"):
         raise TypeError(f"{name} holds Python integers beyond 64 bits (e.g. "
                         f"{max(x.flat, key=abs)}), which NumPy keeps as objects; the "
                         f"kernels take integers of at most 64 bits")
-    if not x.dtype.isnative:
-        x = x.astype(x.dtype.newbyteorder("="))
-    return x
+    return native_order(x)
 
 
 def resolve_stream(stream: Any, kind: str):
@@ -347,9 +351,7 @@ def flat_device(arr, workspace: Workspace, view_dtype=None):
     """
     view_dtype = np.dtype(arr.dtype if view_dtype is None else view_dtype)
     if isinstance(arr, np.ndarray):
-        host = np.ascontiguousarray(arr).reshape(-1)
-        if not host.dtype.isnative:
-            host = host.astype(host.dtype.newbyteorder("="))
+        host = native_order(np.ascontiguousarray(arr).reshape(-1))
         return to_device(host.view(view_dtype), workspace.stream)
     import cupy
 
