@@ -1075,7 +1075,9 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
     output reduces ``(min, max)`` pairs (``numbakern.ops.MINMAX``), then subtracts.
 
     Result dtype: the input's (integers wrap, as NumPy's subtract does); NaN where a
-    NaN is present. Arguments as :func:`max`. For NumPy input the subtraction is
+    NaN is present. An ``out=`` of a wider dtype takes that difference cast (NumPy
+    subtracts in ``out``'s dtype: an int8 range of ``[-100, 100]`` is 200 there, -56
+    here). Arguments as :func:`max`. For NumPy input the subtraction is
     NumPy's own, on the host: ``inf - inf`` and an overflow warn as ``np.ptp`` does
     (by ``np.geterr()``); device input gets the same values without the warning.
 
