@@ -221,10 +221,12 @@ def cumulative_axis(x, axis, name: str):
 def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy, layout,
                 stream):
     """The array API's cumulative functions through ``scan`` (cumsum or cumprod, whose
-    result dtype ``rule`` gives): with
-    ``include_initial``, an exclusive scan of the first element writes the empty
-    product or sum into the first slot of each row and an inclusive scan fills the
-    rest, both straight into views of one result (no copy)."""
+    result dtype ``rule`` gives): with ``include_initial``, an inclusive scan fills
+    all but the first slot of each row and then an exclusive scan of the first
+    element writes the empty product or sum into it, both straight into views of one
+    result (no copy). In that order a host ``out`` overlapping ``x`` (as NumPy
+    allows) is written only after ``x`` is read; a device one overlaps it in part
+    (their shapes differ), which is refused before anything is written."""
     x = as_array_like(x)
     include_initial = check_flag(include_initial, "include_initial")
     if dtype is not None:  # NumPy 2 refuses a byte order here, as its ufuncs do
@@ -240,15 +242,18 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     elif tuple(out.shape) != shape:
         raise ValueError(f"{name}: out has shape {tuple(out.shape)}; with "
                          f"include_initial the result's is {shape}")
+    else:
+        check_disjoint(out, {"x": x}, kind_of(x), name)
     first, rest = _along(axis, 0, 1, x.ndim), _along(axis, 1, None, x.ndim)
     xs, target = _sliceable(x), _sliceable(out)
+    if x.shape[axis]:
+        scan(xs, axis=axis, out=target[rest], **options)
     # an exclusive scan of one element writes only the empty sum or product, whatever
-    # the element: an uninitialised one does where the axis is empty
+    # the element (so x[first] may have been overwritten by now): an uninitialised one
+    # does where the axis is empty
     one = xs[first] if x.shape[axis] else _result_like(x, target[first].shape, x.dtype,
                                                       stream)
     scan(one, axis=axis, exclusive=True, out=target[first], **options)
-    if x.shape[axis]:
-        scan(xs, axis=axis, out=target[rest], **options)
     return out
 
 

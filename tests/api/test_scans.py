@@ -481,6 +481,26 @@ def test_cumulative_functions_as_numpy_2(name):
         ours(np.ones(3), include_initial=True, out=np.empty(3))
 
 
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+def test_cumulative_functions_into_an_out_over_x(name):
+    """Found by a fresh-eyes helper: with include_initial, the empty sum or product
+    was written into out's first slot before x was read, so an out over x (as NumPy
+    allows for host arrays) gave [0, 0, 3, 7] for the sums of [2, 3, 4]. A device out
+    over x overlaps it in part (the shapes differ): refused before any write."""
+    ours, numpys = getattr(nk, name), getattr(np, name)
+    for cut in (slice(None, 3), slice(1, None)):
+        a, b = np.array([2.0, 3.0, 4.0, 5.0]), np.array([2.0, 3.0, 4.0, 5.0])
+        assert ours(a[cut], include_initial=True, out=a) is a
+        np.testing.assert_array_equal(a, numpys(b[cut], include_initial=True, out=b))
+    m, n = np.arange(1.0, 13.0).reshape(3, 4), np.arange(1.0, 13.0).reshape(3, 4)
+    ours(m[:, :3], axis=1, include_initial=True, out=m)
+    np.testing.assert_array_equal(m, numpys(n[:, :3], axis=1, include_initial=True, out=n))
+    d = cuda.to_device(np.array([2.0, 3.0, 4.0, 5.0]))
+    with pytest.raises(ValueError, match=f"{name}: out overlaps x in part"):
+        ours(d[:3], include_initial=True, out=d)
+    np.testing.assert_array_equal(d.copy_to_host(), [2.0, 3.0, 4.0, 5.0])
+
+
 @pytest.mark.parametrize("spec", COMBOS)
 def test_associative_scan_prod_gives_cumprods_special_values(spec):
     """Found by the differential harness: associative_scan(x, "prod") ran the plain
