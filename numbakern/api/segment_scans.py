@@ -216,9 +216,9 @@ def _span_of(info, offsets, size: int, workspace: Workspace) -> tuple[int, int]:
     lo, hi, bad = (int(v) for v in host_words(info, workspace.stream))
     if np.dtype(offsets.dtype) == np.uint64:  # the kernel's int64 words, as the user's
         lo, hi = lo % 2**64, hi % 2**64
-    _check_span(lo, hi, size)
+    _check_span(lo, hi, size, "x")
     if bad:
-        _bad_segment(offsets, offsets.shape[0] - 1 - bad, size)
+        _bad_segment(offsets, offsets.shape[0] - 1 - bad, size, "x")
     return lo, hi
 
 

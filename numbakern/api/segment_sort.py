@@ -103,7 +103,7 @@ def _sorted(keys, offsets, values, descending, strategy, stream):
         values = _values(values, keys.shape[0])
     kind = kind_of(keys)
     workspace = Workspace(kind, resolve_stream(stream, kind))
-    span = Span(offsets, keys.shape[0], workspace)
+    span = Span(offsets, keys.shape[0], workspace, "keys")
     sorter = _strategies.resolve("sort", strategy, n=span.n)
     owners = _owner_dtype(span.segments)
     marks = span.marks(owners, ids=True)

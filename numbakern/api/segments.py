@@ -230,17 +230,17 @@ def _one_d(x, name: str = "x"):
     return x
 
 
-def _host_offsets(offsets, size: int, empty: str | None) -> np.ndarray:
+def _host_offsets(offsets, size: int, empty: str | None, of: str = "x") -> np.ndarray:
     """Host offsets, checked whole (``ValueError`` naming them; ``TypeError`` for a
     dtype that is not an integer one); ``empty``: the message for an empty segment
-    where none may be."""
+    where none may be; ``of``: the argument whose length is ``size``."""
     host = np.asarray(offsets)
     if host.ndim == 0 and host.dtype.kind not in "iu":  # None, a string, an object
         raise TypeError(f"offsets must be a 1-D array of integers, got "
                         f"{type(offsets).__name__}")
     if host.ndim == 1 and host.size:  # a shape offsets_ok refuses is said first
         _check_integers(host.dtype)
-    why = offsets_ok(host, size)
+    why = offsets_ok(host, size, of)
     if why is not None:
         raise ValueError(f"offsets {why}")
     if empty is not None:
@@ -269,34 +269,34 @@ def _check_integers(dtype: np.dtype) -> None:
         raise TypeError(f"offsets must hold integers, got dtype {dtype}")
 
 
-def _check_span(lo: int, hi: int, size: int) -> None:
+def _check_span(lo: int, hi: int, size: int, of: str) -> None:
     """ValueError naming the offsets when their ends ``lo``, ``hi`` leave ``[0, size]``
-    or decrease."""
+    (``size``: the length of the argument named ``of``) or decrease."""
     if lo < 0 or hi > size or hi < lo:
         raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
-                         f"length of x), got {lo} .. {hi}")
+                         f"length of {of}), got {lo} .. {hi}")
 
 
-def _bad_segment(offsets, first: int, size: int):
+def _bad_segment(offsets, first: int, size: int, of: str):
     """Raise the ValueError naming segment ``first`` of device ``offsets``, the first
-    a kernel found bad."""
+    a kernel found bad (``size``: the length of the argument named ``of``)."""
     pair = host_words(sliced(device_view(offsets), first, first + 2))
     raise ValueError(f"offsets must not decrease and must lie in [0, {size}] (the "
-                     f"length of x), but segment {first} runs from {int(pair[0])} "
+                     f"length of {of}), but segment {first} runs from {int(pair[0])} "
                      f"to {int(pair[1])}")
 
 
-def _report(bad, offsets, segments: int, size: int, empty, stream) -> None:
+def _report(bad, offsets, segments: int, size: int, empty, stream, of: str = "x") -> None:
     """Raise what the kernel recorded about device offsets: the two ``bad`` words (the
     first bad segment, the first empty one; ``segments`` where none) read after the
     launches on ``stream`` (the call's one synchronisation, a check:
     ``views.checked_words``). ``empty``: the message for an empty segment where none
-    may be, or None."""
+    may be, or None; ``of``: the argument whose length is ``size``."""
     words = checked_words(bad, stream,
                           functools.partial(_offsets_pass, segments, empty is not None))
     first_bad, first_empty = (int(v) for v in words)
     if first_bad < segments:
-        _bad_segment(offsets, first_bad, size)
+        _bad_segment(offsets, first_bad, size, of)
     if first_empty < segments and empty is not None:
         raise ValueError(f"{empty} (segment {first_empty} is empty)")
 
@@ -309,13 +309,14 @@ def _offsets_pass(segments: int, empty_raises: bool, words: np.ndarray) -> bool:
 class Span:
     """Checked offsets for a call that works per element (scans, sorts): ``segments``,
     the span ``[lo, hi)`` they cover, ``device``: the offsets as a device array
-    (``None`` when there are no segments)."""
+    (``None`` when there are no segments). ``of``: the argument whose length is
+    ``size``, for the errors."""
 
-    def __init__(self, offsets, size: int, workspace: Workspace):
-        self.offsets, self.size, self.workspace = offsets, size, workspace
+    def __init__(self, offsets, size: int, workspace: Workspace, of: str = "x"):
+        self.offsets, self.size, self.workspace, self.of = offsets, size, workspace, of
         self.on_host = kind_of(offsets) == "numpy"
         if self.on_host:
-            host = _host_offsets(offsets, size, None)
+            host = _host_offsets(offsets, size, None, of)
             self.segments = host.shape[0] - 1
             self.lo, self.hi = int(host[0]), int(host[-1])
             self.device = workspace.from_host(host.astype(np.int64)) if self.segments else None
@@ -323,7 +324,7 @@ class Span:
         self.device = _device_offsets(offsets)
         self.segments = self.device.shape[0] - 1
         self.lo, self.hi = (int(v) for v in _ends(self.device, workspace.stream))
-        _check_span(self.lo, self.hi, size)
+        _check_span(self.lo, self.hi, size, of)
         if not self.segments:
             self.device = None
 
@@ -342,7 +343,8 @@ class Span:
         mark_heads(self.device, self.segments, self.lo, self.hi, marks, bad,
                    self.workspace.stream, ids=ids, ends=ends)
         if not self.on_host:
-            _report(bad, self.offsets, self.segments, self.size, None, self.workspace.stream)
+            _report(bad, self.offsets, self.segments, self.size, None, self.workspace.stream,
+                    self.of)
         return marks
 
 

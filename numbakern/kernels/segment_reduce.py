@@ -547,13 +547,13 @@ class SegmentReduce:
         return tuple(sliced(p, 0, self.outputs) for p in partials)
 
 
-def offsets_ok(offsets: np.ndarray, size: int) -> str | None:
+def offsets_ok(offsets: np.ndarray, size: int, of: str = "x") -> str | None:
     """Why host ``offsets`` (of an integer dtype) cannot delimit segments of ``size``
-    elements, or None."""
+    elements (the length of the argument named ``of``), or None."""
     if offsets.ndim != 1 or offsets.shape[0] < 1:
         return f"must be 1-D with at least one entry, got shape {offsets.shape}"
     if offsets[0] < 0 or offsets[-1] > size:
-        return (f"must lie in [0, {size}] (the length of x), got {int(offsets[0])} .. "
+        return (f"must lie in [0, {size}] (the length of {of}), got {int(offsets[0])} .. "
                 f"{int(offsets[-1])}")
     falls = offsets[1:] < offsets[:-1]  # not np.diff: it wraps for unsigned offsets
     if falls.any():

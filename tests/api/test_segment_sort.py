@@ -127,8 +127,10 @@ def test_device_keys_and_offsets():
     offsets = offsets_of(LENGTHS)
     got = nk.segmented_sort(cuda.to_device(keys), cuda.to_device(offsets.astype(np.int32)))
     np.testing.assert_array_equal(got.copy_to_host(), keys[reference_order(keys, offsets)])
-    with pytest.raises(ValueError, match="offsets must not decrease.*segment 1 runs"):
+    with pytest.raises(ValueError, match=r"\(the length of keys\), but segment 1 runs"):
         nk.segmented_sort(keys, cuda.to_device(np.array([0, 5, 3, 20])))
+    with pytest.raises(ValueError, match=r"\(the length of keys\), got 0 .. 1000000"):
+        nk.segmented_sort(keys, cuda.to_device(np.array([0, 5, 10**6])))
 
 
 def test_torch_tensors_in_tensors_out():
@@ -139,7 +141,7 @@ def test_torch_tensors_in_tensors_out():
 
 @pytest.mark.parametrize("offsets, match", [
     ([0, 3, 2, 10], r"offsets must not decrease, but offsets\[2\] = 2"),
-    ([0, 11], r"offsets must lie in \[0, 10\]"),
+    ([0, 11], r"offsets must lie in \[0, 10\] \(the length of keys\)"),
 ])
 def test_bad_offsets_are_refused_by_name(offsets, match):
     with pytest.raises(ValueError, match=match):
