@@ -272,6 +272,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
 
     _grid(op, strategy)
     axes = normalize_axes(axis, x.ndim)
+    _check_index_in_one_chunk(x, op, axes, name)
     if not op.commutative and len(axes) > 1:
         x = x.rechunk({a: -1 for a in axes[1:]})
     acc = _ops.accumulator_dtype(result)
@@ -1466,6 +1467,18 @@ def _without_empty_chunks(x):
     return x if chunks == x.chunks else x.rechunk(chunks)
 
 
+def _check_index_in_one_chunk(x, op: _ops.Op, axes, name: str) -> None:
+    """``TypeError`` where a user's map reads its element's index (``op.reads_index``)
+    and ``axes`` span several chunks: a chunk's kernel counts from the chunk's own
+    start, not the array's."""
+    if op.reads_index and builtins.any(x.numblocks[a] > 1 for a in axes):
+        whole = ", ".join(f"{a}: -1" for a in axes)
+        raise TypeError(f"numbakern.{name}: {op.name}'s map reads its element's index, "
+                        f"which a chunk counts from its own start: rechunk the reduced "
+                        f"axes into one chunk (x.rechunk({{{whole}}})) or give the op a map "
+                        "that ignores the index")
+
+
 def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, strategy,
           layout, rule):
     x = _check_dask(x, name)
@@ -1491,6 +1504,7 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
         x, axis = x.reshape(-1), 0
     else:
         axis = normalize_axis(axis, x.ndim)
+    _check_index_in_one_chunk(x, op, (axis,), name)
     flip = tuple(slice(None, None, -1) if a == axis else slice(None) for a in range(x.ndim))
     if reverse:
         x = x[flip]

@@ -125,14 +125,16 @@ _planned = planner(_setup)
 
 def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
          keepdims=False, out=None, lanes=None, initial=None, where=True, name=None,
-         bits=True, quiet_cast=False):
+         bits=True, quiet_cast=False, track_index=False):
     """Reduce ``axis`` of ``x`` with a one-field ``op``: checks, dtypes, launch, result;
     ``initial``: NumPy's, combined before each output's elements; ``where``: NumPy's
     mask (:func:`_where`); ``name``: the public function's, for messages; ``bits``:
     a bfloat16 input's float32 result may come back as bfloat16 bits
     (:func:`_as_bfloat16_bits`; False for a caller that computes on with it);
     ``quiet_cast``: the result's cast to a narrower dtype (float32 accumulator to
-    float16) warns no overflow, which the caller tells in NumPy's words."""
+    float16) warns no overflow, which the caller tells in NumPy's words;
+    ``track_index``: each element's map is given its C-order index among the reduced
+    axes (else 0: a map that ignores it)."""
     x = as_array_like(x)
     name = name or op.name
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
@@ -154,8 +156,7 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
         return deliver_host(workspace, np.full(shape, value, dtype=result), out)
     if M == 0:
         return deliver_host(workspace, np.empty(shape, dtype=result), out)
-    fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
-                     where=mask)
+    fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index, where=mask)
     if first is not None:
         held = workspace.from_host(np.full(1, first, kit.dtypes[0]))
         fold_first_into(kit, (fields[0], fields[0]), (held, held), workspace.stream)
@@ -769,7 +770,10 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
     ``dtype`` sets the accumulator and result dtype (default: the op's rule, the
     input's dtype for a user's op). The op's identity fills only lanes that hold no
     element; reducing no elements gives the op's ``empty`` result. A non-commutative
-    op combines in C order of the reduced axes.
+    op combines in C order of the reduced axes. A user's ``map(value, index)`` is
+    given the element's C-order index among the reduced axes (its flat index for
+    ``axis=None``; its position along ``axis`` for one axis), as ``np.argmax``
+    counts.
 
     Example::
 
@@ -792,7 +796,9 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
         return _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
                            initial, where)
     return _run(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
-                initial=initial, where=where)
+                initial=initial, where=where, track_index=op.reads_index)
+
+
 
 
 def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, initial, where):
@@ -820,7 +826,7 @@ def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, init
     if M * N == 0:  # no elements: the identity in every output
         return tuple(deliver_host(workspace, np.full(shape, v, dtype=d), None)
                      for v, d in zip(kit.identity_values, dtypes))
-    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
+    fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, op.reads_index,
                                 where=mask))
     if shape == ():
         return tuple(workspace.scalar(f, d) for f, d in zip(fields, dtypes))

@@ -13,6 +13,7 @@ ever combine them with :attr:`Op.combine`.
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import math
@@ -171,6 +172,23 @@ def _check_arity(name: str, fn, count: int, role: str = "combine", names: str = 
                         f"got {len(positional)}")
 
 
+def _reads_argument(fn, k: int) -> bool:
+    """Whether Python function ``fn`` reads its ``k``-th parameter (True where its code
+    cannot tell: no code, a parameter taken through ``*args``, or one that an inner
+    function captures)."""
+    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
+    if code is None or code.co_argcount <= k:
+        return True
+    name = code.co_varnames[k]
+    if name in code.co_cellvars:
+        return True
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith("LOAD_FAST"):
+            if name in (ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)):
+                return True
+    return False
+
+
 def _check_kinds_and_atomic(name: str, kinds: Any, atomic: Any) -> None:
     """Refuse, when the op is made, the ``kinds`` and ``atomic`` that would only fail
     (a ``KeyError`` on ``"z"``) or be ignored (an unknown atomic) at first use."""
@@ -236,8 +254,9 @@ class Op:
         empty: the result of reducing no elements: ``"identity"`` (NumPy's rule for
             ufuncs with an identity), ``"raise"`` (``ValueError``, as ``np.max``), or
             a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
-        map: ``map(value, index)``: the state of one element (argmax: ``(value,
-            flat index)``; a one-field op: a scalar, such as ``value != 0`` for
+        map: ``map(value, index)``: the state of one element, ``index`` its C-order
+            position among the reduced axes (along the axis of a scan) (argmax:
+            ``(value, index)``; a one-field op: a scalar, such as ``value != 0`` for
             ``any``; an ``N``-field op: an ``N``-tuple). Required for ops of two or
             more fields; a one-field op without one casts the element to the
             accumulator dtype.
@@ -364,6 +383,13 @@ class Op:
     def device_combine(self):
         """The combine function compiled as a CUDA device function (built once)."""
         return self._compiled("combine", self.combine)
+
+    @property
+    def reads_index(self) -> bool:
+        """Whether ``map`` may read its element's index (its second parameter appears
+        in its code, or its code cannot be read): where it does not, the index need
+        not be tracked, and a chunk's own positions serve as well as the array's."""
+        return self.map is not None and _reads_argument(self.map, 1)
 
     def device_map(self):
         """The map function compiled as a CUDA device function."""

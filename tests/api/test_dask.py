@@ -1549,6 +1549,29 @@ def test_reduce_of_a_mapped_op_combines_states_not_elements(chunks):
                                   "nanprod").compute())
 
 
+def test_a_map_that_reads_its_index_needs_the_reduced_axes_in_one_chunk():
+    """A chunk's kernel counts its elements from the chunk's start: an op whose map
+    reads the index is refused where the reduced (or scanned) axes span several
+    chunks, and runs where they lie in one."""
+    @nk.op(identity=0, map=lambda v, i: i * i)
+    def index_squares(a, b):
+        return a + b
+
+    m = np.zeros((4, 6), np.int64)
+    x = da.from_array(m, chunks=(2, 3))
+    for axis, whole in ((None, "0: -1, 1: -1"), (1, "1: -1")):
+        with pytest.raises(TypeError, match=r"numbakern.reduce: index_squares's map reads "
+                                            rf"its element's index.*x.rechunk\(\{{{whole}\}}\)"):
+            nk.reduce(x, index_squares, axis=axis)
+    with pytest.raises(TypeError, match="numbakern.associative_scan: index_squares's map"):
+        nk.associative_scan(x, index_squares, axis=1)
+    whole = x.rechunk({1: -1})
+    _check(nk.reduce(whole, index_squares, axis=1), nk.reduce(m, index_squares, axis=1),
+           exact=True)
+    _check(nk.associative_scan(whole, index_squares, axis=1),
+           nk.associative_scan(m, index_squares, axis=1), exact=True)
+
+
 def test_threaded_chunks_leave_the_warning_filters_as_they_were():
     """A partial's quiet is the chunk's thread's own: no filter left behind, and the
     all-NaN slice's warning is never lost to another thread's quiet."""

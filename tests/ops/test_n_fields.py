@@ -130,6 +130,48 @@ def test_reduce_takes_a_two_field_user_op(strategy):
     np.testing.assert_allclose(m + np.log(s), np.logaddexp.reduce(x, axis=1), rtol=1e-12)
 
 
+@nk.op(identity=(-math.inf, 0), fields=2, map=lambda v, i: (v, i),
+       state_dtypes=(np.float64, np.int64), commutative=False)
+def first_argmax(a0, a1, b0, b1):
+    return (b0, b1) if b0 > a0 else (a0, a1)
+
+
+@nk.op(identity=0, map=lambda v, i: i * i)
+def index_squares(a, b):
+    return a + b
+
+
+def _c_order_index(shape, axes):
+    """Each element's C-order index among ``axes``, as an array of ``shape``."""
+    grids = np.indices(shape)
+    index = np.zeros(shape, np.int64)
+    for a in sorted(axes):
+        index = index * shape[a] + grids[a]
+    return index
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (1, 2)])
+@pytest.mark.parametrize("strategy", REDUCE, ids=repr)
+def test_a_users_map_gets_each_elements_index_among_the_reduced_axes(strategy, axis):
+    """Found by a fresh-eyes helper: along an axis a user's map was given index 0 for
+    every element (the whole-array path gave it the flat index), so an argmax built as
+    an op found index 0 everywhere. The index is np.argmax's: the C-order position
+    among the reduced axes, whatever the input's memory order."""
+    shape = (3, 4, 5)
+    x = np.random.default_rng(3).permutation(60).astype(np.float64).reshape(shape)
+    axes = range(3) if axis is None else np.atleast_1d(axis) % 3
+    index = _c_order_index(shape, tuple(axes))
+    for y in (x, np.asfortranarray(x), x[::-1, :, ::-1].copy()[::-1, :, ::-1]):
+        np.testing.assert_array_equal(nk.reduce(y, index_squares, axis=axis, strategy=strategy),
+                                      np.sum(index * index, axis=axis))
+        if strategy.needs_commutative or strategy.block.needs_commutative:
+            continue  # (refuses a non-commutative op, and atomic_fold a pair)
+        moved = np.moveaxis(y, tuple(axes), tuple(range(-len(axes), 0)))
+        want = np.argmax(moved.reshape(*moved.shape[:3 - len(axes)], -1), axis=-1)
+        np.testing.assert_array_equal(nk.reduce(y, first_argmax, axis=axis,
+                                                strategy=strategy)[1], want)
+
+
 def test_a_three_field_scan_with_finish_writes_one_output():
     """``finish(s0, s1, s2)`` turns each prefix state into one value (the running range
     here), stored in one output array."""

@@ -235,3 +235,25 @@ def test_the_atomics_an_op_may_name_are_those_atomic_fold_folds_with():
     from numbakern.strategies import atomic_fold
 
     assert set(ATOMICS) == set(atomic_fold._NATIVE)
+
+
+def _index_in_a_closure(v, i):
+    def later():
+        return i
+
+    return v + later()
+
+
+@pytest.mark.parametrize("map_, reads", [
+    (None, False),
+    (lambda v, i: v * v, False),
+    (lambda v, i: i, True),
+    (lambda v, i: v + 0 * i, True),
+    (_index_in_a_closure, True),
+    (lambda *vi: vi[0], True),  # where the code cannot tell: it may
+])
+def test_reads_index_tells_whether_the_map_reads_its_second_argument(map_, reads):
+    """Where a map ignores the index, the kernels need not track it and a Dask chunk's
+    own positions serve; where it may read it, both must."""
+    assert nk.Op("probe", lambda a, b: a + b, 0.0, map=map_).reads_index is reads
+    assert nk.ops.arg_op("max").reads_index and not nk.ops.BUILTIN["count_nonzero"].reads_index
