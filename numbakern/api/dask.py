@@ -1467,14 +1467,23 @@ def _without_empty_chunks(x):
     return x if chunks == x.chunks else x.rechunk(chunks)
 
 
-def _check_index_in_one_chunk(x, op: _ops.Op, axes, name: str) -> None:
+def _check_index_in_one_chunk(x, op: _ops.Op, axes, name: str, what: str = "reduced",
+                              reverse: bool = False) -> None:
     """``TypeError`` where a user's map reads its element's index (``op.reads_index``)
-    and ``axes`` span several chunks: a chunk's kernel counts from the chunk's own
-    start, not the array's."""
-    if op.reads_index and builtins.any(x.numblocks[a] > 1 for a in axes):
+    and ``axes`` (the ``what`` ones) span several chunks: a chunk's kernel counts from
+    the chunk's own start, not the array's; or the scan is ``reverse``: its chunks are
+    scanned flipped, so each would count from its end."""
+    if not op.reads_index:
+        return
+    if reverse:
+        raise TypeError(f"numbakern.{name}: {op.name}'s map reads its element's index, "
+                        "which a reverse scan of a Dask array's flipped chunks would "
+                        "count from the end: scan it forward, or give the op a map that "
+                        "ignores the index")
+    if builtins.any(x.numblocks[a] > 1 for a in axes):
         whole = ", ".join(f"{a}: -1" for a in axes)
         raise TypeError(f"numbakern.{name}: {op.name}'s map reads its element's index, "
-                        f"which a chunk counts from its own start: rechunk the reduced "
+                        f"which a chunk counts from its own start: rechunk the {what} "
                         f"axes into one chunk (x.rechunk({{{whole}}})) or give the op a map "
                         "that ignores the index")
 
@@ -1500,11 +1509,12 @@ def _scan(x, op: _ops.Op, name: str, axis, dtype, exclusive, reverse, method, st
     check_layout(layout)
     x = _without_empty_chunks(x)
     axis = flat_axis_of_0d(axis, x.ndim)
+    if axis is not None:
+        axis = normalize_axis(axis, x.ndim)
+    _check_index_in_one_chunk(x, op, range(x.ndim) if axis is None else (axis,), name,
+                              "scanned", reverse)
     if axis is None:  # the flattened array, in C order, as NumPy
         x, axis = x.reshape(-1), 0
-    else:
-        axis = normalize_axis(axis, x.ndim)
-    _check_index_in_one_chunk(x, op, (axis,), name)
     flip = tuple(slice(None, None, -1) if a == axis else slice(None) for a in range(x.ndim))
     if reverse:
         x = x[flip]

@@ -799,8 +799,6 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
                 initial=initial, where=where, track_index=op.reads_index)
 
 
-
-
 def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, initial, where):
     """:func:`reduce` with an op of ``N >= 2`` fields: a tuple of ``N`` results."""
     if out is not None or initial is not None:

@@ -225,8 +225,9 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     all but the first slot of each row and then an exclusive scan of the first
     element writes the empty product or sum into it, both straight into views of one
     result (no copy). In that order a host ``out`` overlapping ``x`` (as NumPy
-    allows) is written only after ``x`` is read; a device one overlaps it in part
-    (their shapes differ), which is refused before anything is written."""
+    allows) is written only after ``x`` is read, and a device one may hold ``x`` as
+    its first slot's or as the rest (in place); a device ``x`` overlapping the rest
+    in part is refused before anything is written."""
     x = as_array_like(x)
     include_initial = check_flag(include_initial, "include_initial")
     if dtype is not None:  # NumPy 2 refuses a byte order here, as its ufuncs do
@@ -242,10 +243,9 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     elif tuple(out.shape) != shape:
         raise ValueError(f"{name}: out has shape {tuple(out.shape)}; with "
                          f"include_initial the result's is {shape}")
-    else:
-        check_disjoint(out, {"x": x}, kind_of(x), name)
     first, rest = _along(axis, 0, 1, x.ndim), _along(axis, 1, None, x.ndim)
     xs, target = _sliceable(x), _sliceable(out)
+    check_disjoint(target[rest], {"x": x}, kind_of(x), name, "out past its first slot")
     if x.shape[axis]:
         scan(xs, axis=axis, out=target[rest], **options)
     # an exclusive scan of one element writes only the empty sum or product, whatever

@@ -229,10 +229,11 @@ class ScanJob:
         """How a tile of ``block.threads * items`` holding its prefixes as ``hold``
         says moves this job's elements: a ``scan_tiles.Vectors`` (16-byte loads and
         stores) or None (scalars). Vectors take a plain one-field scan (no finish, no
-        bfloat16 narrowing, the element loader of :meth:`element_loader`) of rows the
+        bfloat16 narrowing, the element loader of :meth:`element_loader`, a map that
+        reads no index: a vector's elements are mapped without theirs) of rows the
         views allow (``scan_tiles.tile_vectors``)."""
         plain = (self.vector_loads and self.out_fields == 1 and self.op.finish is None
-                 and self.narrow is None)
+                 and self.narrow is None and not self.op.reads_index)
         return scan_tile_vectors(self.x, self._outs[0], self.kit, block, items, plain, hold)
 
     def zeros(self, k: int, dtype):

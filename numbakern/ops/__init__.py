@@ -172,21 +172,32 @@ def _check_arity(name: str, fn, count: int, role: str = "combine", names: str = 
                         f"got {len(positional)}")
 
 
+#: instructions that name a local without reading it
+_WRITES = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST"})
+
+
 def _reads_argument(fn, k: int) -> bool:
-    """Whether Python function ``fn`` reads its ``k``-th parameter (True where its code
-    cannot tell: no code, a parameter taken through ``*args``, or one that an inner
-    function captures)."""
+    """Whether Python function ``fn`` reads its ``k``-th parameter (``self`` not
+    counted in a bound method); True where its code cannot tell otherwise (no code, a
+    parameter taken through ``*args``: :func:`_code_reads`)."""
+    if inspect.ismethod(fn):
+        fn, k = fn.__func__, k + 1
     code = getattr(getattr(fn, "py_func", fn), "__code__", None)
     if code is None or code.co_argcount <= k:
         return True
-    name = code.co_varnames[k]
+    return _code_reads(code, code.co_varnames[k])
+
+
+@functools.lru_cache(maxsize=256)  # dis takes ~10 us a map, and a call asks each time
+def _code_reads(code, name: str) -> bool:
+    """Whether ``code`` reads its local ``name``: an inner function captures it, or an
+    instruction but a plain store names it (Python 3.13's ``STORE_FAST_LOAD_FAST``
+    both stores and loads, say)."""
     if name in code.co_cellvars:
         return True
-    for ins in dis.get_instructions(code):
-        if ins.opname.startswith("LOAD_FAST"):
-            if name in (ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)):
-                return True
-    return False
+    return any(ins.opname not in _WRITES
+               and name in (ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+               for ins in dis.get_instructions(code))
 
 
 def _check_kinds_and_atomic(name: str, kinds: Any, atomic: Any) -> None:
@@ -255,7 +266,8 @@ class Op:
             ufuncs with an identity), ``"raise"`` (``ValueError``, as ``np.max``), or
             a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
         map: ``map(value, index)``: the state of one element, ``index`` its C-order
-            position among the reduced axes (along the axis of a scan) (argmax:
+            position among the reduced axes (along the axis of a scan; within its
+            segment in ``segmented_reduce``, in ``x`` in ``segmented_scan``) (argmax:
             ``(value, index)``; a one-field op: a scalar, such as ``value != 0`` for
             ``any``; an ``N``-field op: an ``N``-tuple). Required for ops of two or
             more fields; a one-field op without one casts the element to the

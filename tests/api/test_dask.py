@@ -1563,8 +1563,12 @@ def test_a_map_that_reads_its_index_needs_the_reduced_axes_in_one_chunk():
         with pytest.raises(TypeError, match=r"numbakern.reduce: index_squares's map reads "
                                             rf"its element's index.*x.rechunk\(\{{{whole}\}}\)"):
             nk.reduce(x, index_squares, axis=axis)
-    with pytest.raises(TypeError, match="numbakern.associative_scan: index_squares's map"):
-        nk.associative_scan(x, index_squares, axis=1)
+    with pytest.raises(TypeError, match=r"associative_scan: index_squares's map.*rechunk "
+                                        r"the scanned axes into one chunk \(x.rechunk\("
+                                        r"\{0: -1, 1: -1\}\)\)"):
+        nk.associative_scan(x, index_squares)  # the flattened array
+    with pytest.raises(TypeError, match="associative_scan: index_squares's map.*reverse"):
+        nk.associative_scan(x.rechunk({1: -1}), index_squares, axis=1, reverse=True)
     whole = x.rechunk({1: -1})
     _check(nk.reduce(whole, index_squares, axis=1), nk.reduce(m, index_squares, axis=1),
            exact=True)

@@ -486,7 +486,8 @@ def test_cumulative_functions_into_an_out_over_x(name):
     """Found by a fresh-eyes helper: with include_initial, the empty sum or product
     was written into out's first slot before x was read, so an out over x (as NumPy
     allows for host arrays) gave [0, 0, 3, 7] for the sums of [2, 3, 4]. A device out
-    over x overlaps it in part (the shapes differ): refused before any write."""
+    may hold x as its part past the first slot (in place); one whose part overlaps x
+    otherwise is refused before any write."""
     ours, numpys = getattr(nk, name), getattr(np, name)
     for cut in (slice(None, 3), slice(1, None)):
         a, b = np.array([2.0, 3.0, 4.0, 5.0]), np.array([2.0, 3.0, 4.0, 5.0])
@@ -496,9 +497,28 @@ def test_cumulative_functions_into_an_out_over_x(name):
     ours(m[:, :3], axis=1, include_initial=True, out=m)
     np.testing.assert_array_equal(m, numpys(n[:, :3], axis=1, include_initial=True, out=n))
     d = cuda.to_device(np.array([2.0, 3.0, 4.0, 5.0]))
-    with pytest.raises(ValueError, match=f"{name}: out overlaps x in part"):
+    with pytest.raises(ValueError, match=f"{name}: out past its first slot overlaps x in "
+                                         "part"):
         ours(d[:3], include_initial=True, out=d)
     np.testing.assert_array_equal(d.copy_to_host(), [2.0, 3.0, 4.0, 5.0])
+    ours(d[1:], include_initial=True, out=d)  # x is the rest of out: in place
+    np.testing.assert_array_equal(d.copy_to_host(), numpys(np.array([3.0, 4.0, 5.0]),
+                                                           include_initial=True))
+
+
+@pytest.mark.parametrize("hold", ["shared", "registers"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_users_map_gets_each_elements_position_in_a_vector_tile_too(dtype, hold):
+    """Found by a reviewer: a tile of 16-byte vector loads mapped its elements with
+    index 0, so a map reading the index scanned zeros. Such a map now takes scalar
+    loads."""
+    @nk.op(identity=0, map=lambda v, i: v * 0 + i)
+    def index_sum(a, b):
+        return a + b
+
+    got = nk.associative_scan(np.ones(600, dtype), index_sum, dtype=np.float64,
+                              strategy=nk.DecoupledLookback(items=8, hold=hold))
+    np.testing.assert_array_equal(got, np.cumsum(np.arange(600.0)))
 
 
 @pytest.mark.parametrize("spec", COMBOS)

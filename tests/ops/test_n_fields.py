@@ -136,8 +136,8 @@ def first_argmax(a0, a1, b0, b1):
     return (b0, b1) if b0 > a0 else (a0, a1)
 
 
-@nk.op(identity=0, map=lambda v, i: i * i)
-def index_squares(a, b):
+@nk.op(identity=0.0, map=lambda v, i: v * i)
+def index_weighted_sum(a, b):
     return a + b
 
 
@@ -162,8 +162,9 @@ def test_a_users_map_gets_each_elements_index_among_the_reduced_axes(strategy, a
     axes = range(3) if axis is None else np.atleast_1d(axis) % 3
     index = _c_order_index(shape, tuple(axes))
     for y in (x, np.asfortranarray(x), x[::-1, :, ::-1].copy()[::-1, :, ::-1]):
-        np.testing.assert_array_equal(nk.reduce(y, index_squares, axis=axis, strategy=strategy),
-                                      np.sum(index * index, axis=axis))
+        np.testing.assert_array_equal(  # (values permuted: a wrong index shows)
+            nk.reduce(y, index_weighted_sum, axis=axis, strategy=strategy),
+            np.sum(x * index, axis=axis))
         if strategy.needs_commutative or strategy.block.needs_commutative:
             continue  # (refuses a non-commutative op, and atomic_fold a pair)
         moved = np.moveaxis(y, tuple(axes), tuple(range(-len(axes), 0)))

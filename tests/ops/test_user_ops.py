@@ -244,7 +244,17 @@ def _index_in_a_closure(v, i):
     return v + later()
 
 
+class _Maps:
+    def of_index(self, v, i):
+        return i
+
+    def of_value(self, v, i):
+        return v
+
+
 @pytest.mark.parametrize("map_, reads", [
+    (_Maps().of_index, True),  # self is not the index
+    (_Maps().of_value, False),
     (None, False),
     (lambda v, i: v * v, False),
     (lambda v, i: i, True),
