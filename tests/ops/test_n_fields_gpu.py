@@ -53,3 +53,27 @@ def test_var_three_fields_every_strategy_on_device_input():
         if isinstance(strategy, nk.AtomicFold):
             continue
         np.testing.assert_allclose(float(nk.var(x, strategy=strategy)), h.var(), rtol=1e-9)
+
+
+@nk.op(identity=0.0, map=lambda v, i: v * i)
+def index_weighted_sum(a, b):
+    return a + b
+
+
+@pytest.mark.parametrize("strategy", [None, *nk.strategies.every("scan")], ids=repr)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_users_map_gets_each_elements_index_at_gpu_sizes(strategy, dtype):
+    """A map that reads its index gets np.argmax's index in reduce (rows, columns,
+    the whole array) and the position along the axis in a scan, whose default tile
+    reads 16-byte vectors where the map reads none."""
+    x = np.random.default_rng(2).integers(0, 4, size=(257, 4099)).astype(dtype)
+    rows, cols = np.indices(x.shape)
+    exact = x.astype(np.float64)
+    if strategy is None:  # the reductions once
+        for axis, index in ((None, rows * x.shape[1] + cols), (0, rows), (1, cols)):
+            np.testing.assert_array_equal(
+                nk.reduce(exact, index_weighted_sum, axis=axis),
+                np.sum(exact * index, axis=axis))
+    got = nk.associative_scan(x, index_weighted_sum, axis=1, dtype=np.float64,
+                              strategy=strategy)
+    np.testing.assert_array_equal(got, np.cumsum(exact * cols, axis=1))
