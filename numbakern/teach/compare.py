@@ -851,10 +851,10 @@ def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     (measured once per process; under the simulator a host memcpy).
 
     The copies are queued on the timing events' stream (``cuMemcpyDtoDAsync``), four
-    between a pair of events: the GPU waits for the host's enqueue of the first alone
-    (Numba's ``copy_to_device`` spends tens of microseconds in Python, which one copy
-    a pair counted as copy time: 2.37 TB/s on an H100 where CuPy's copy read 2.82,
-    ``bench/NOTES.md``)."""
+    between a pair of events, so that the GPU's wait for the host's enqueue (Numba's
+    ``copy_to_device`` runs tens of microseconds of Python after the start event) is
+    counted once for four copies: one copy a pair read 2.37 TB/s on an H100 where
+    CuPy's copy read 2.82 (``bench/NOTES.md``)."""
     from numba import cuda
 
     n = nbytes if on_gpu() else 1 << 20
