@@ -267,7 +267,8 @@ class Op:
             a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
         map: ``map(value, index)``: the state of one element, ``index`` its C-order
             position among the reduced axes (along the axis of a scan; within its
-            segment in ``segmented_reduce``, in ``x`` in ``segmented_scan``) (argmax:
+            segment in ``segmented_reduce``; in the result, counted from
+            ``offsets[0]``, in ``segmented_scan``) (argmax:
             ``(value, index)``; a one-field op: a scalar, such as ``value != 0`` for
             ``any``; an ``N``-field op: an ``N``-tuple). Required for ops of two or
             more fields; a one-field op without one casts the element to the

@@ -341,3 +341,16 @@ def test_device_scans_by_key_replay():
         offsets = np.concatenate([[0], np.flatnonzero(np.diff(keys)) + 1, [keys.size]])
         check(got.copy_to_host(), x, offsets, reverse=True)
     assert replay.counts["replayed"] - before == 2
+
+
+def test_a_users_map_counts_the_index_from_offsets_0():
+    """``Op.map``'s index in a segmented scan is the element's place in the result:
+    counted from ``offsets[0]`` (its docstring says so), the same on every strategy."""
+    @nk.op(identity=-1.0, commutative=False, map=lambda v, i: float(i))
+    def last_index(a, b):
+        return b if b >= 0 else a
+
+    for strategy in every("scan", threads=32):
+        got = nk.segmented_scan(np.zeros(6), np.array([2, 4, 6]), last_index,
+                                strategy=strategy)
+        np.testing.assert_array_equal(got, [0.0, 1.0, 2.0, 3.0])
