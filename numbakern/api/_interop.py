@@ -38,7 +38,9 @@ here, once, on the way in and on the way out:
   accumulate in float32, as for float16, and floating results are rounded back to
   bfloat16 once (round to nearest even) unless ``dtype=`` asked for another dtype.
   A bfloat16 ``out=`` of those functions is written through a float32 one (a
-  :class:`CopyWarning`).
+  :class:`CopyWarning`). A ``dtype=bfloat16`` of input of another dtype computes in
+  float32 and rounds the results once; where ``dtype=`` is the type NumPy casts ``x``
+  to (:data:`CASTS_X`) each element is rounded to bfloat16 first, as there.
 
 Nothing here imports torch: only a tensor that the caller passed leads to it.
 """
@@ -93,6 +95,14 @@ _RESULTS_FOLLOW = {
 # Functions whose answer for x of no elements is np.nanmean's (NumPy's special case),
 # in x's dtype whatever q's.
 _MEAN_OF_NOTHING = frozenset({"nanquantile", "nanpercentile"})
+# Functions whose ``dtype=`` is the type NumPy casts ``x`` to before computing (a
+# float16 one reads each element rounded to float16): a bfloat16 ``dtype=`` of ``x``
+# of another dtype rounds its elements to bfloat16 first too (:func:`_cast_first`).
+CASTS_X = frozenset({
+    "sum", "prod", "nansum", "nanprod", "mean", "nanmean", "var", "std", "nanvar",
+    "nanstd", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum",
+    "cumulative_prod", "associative_scan", "segmented_reduce", "segmented_scan",
+    "scan_by_key"})
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -142,6 +152,8 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
 
     ``names`` are ``fn``'s positional parameter names, for messages.
     """
+    if fn.__name__ in CASTS_X:
+        args, kwargs = _cast_first(fn.__name__, names, args, kwargs)
     args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
     first = call.first = names[0] if names else None
@@ -190,6 +202,55 @@ def _initial_as_bfloat16(names: list[str], args: tuple, kwargs: dict) -> tuple:
         if _is_number(args[i]):
             args = (*args[:i], bfloat16.round_on_host(args[i]), *args[i + 1:])
     return args, kwargs
+
+
+def _cast_first(name: str, names: list[str], args: tuple, kwargs: dict) -> tuple:
+    """``(args, kwargs)`` with ``x`` as NumPy's and torch's casts to a bfloat16
+    ``dtype=`` make it, each element rounded to bfloat16, held as float32 (the dtype
+    the kernels then compute in, rounding the results once): the sum of float32
+    ``[3e38, -3e38]`` with ``dtype=bfloat16`` is NaN, as theirs, since 3e38 rounds to
+    inf. NumPy input (and CPU tensors) are cast on the host, on their way to the
+    device; a CUDA tensor by torch on its device, with a :class:`CopyWarning`. CuPy
+    and other device arrays, which hold no bfloat16, are read as they are."""
+    dtype = _argument(names, args, kwargs, "dtype")
+    if dtype is None or "bfloat16" not in str(dtype):
+        return args, kwargs
+    x = _argument(names, args, kwargs, "x")
+    if is_torch(x):
+        cast = _torch_cast(x, name)
+    elif isinstance(x, (np.ndarray, np.generic, list, tuple, int, float)):
+        a = np.asarray(x)
+        cast = x if a.dtype.kind not in "biuf" or a.dtype.name == "bfloat16" else \
+            a.astype(numpy_bfloat16(f"{name}: dtype=bfloat16")).astype(np.float32)
+    else:
+        return args, kwargs
+    if "x" in kwargs:
+        return args, {**kwargs, "x": cast}
+    i = names.index("x")
+    return (*args[:i], cast, *args[i + 1:]), kwargs
+
+
+def _torch_cast(t, name: str):
+    """A tensor's elements rounded to bfloat16 by torch, as float32 (itself if it is
+    bfloat16 or not real)."""
+    import torch
+
+    if t.dtype == torch.bfloat16 or t.dtype.is_complex:
+        return t
+    if t.is_cuda:
+        warn(f"numbakern copied x: {name}'s dtype=bfloat16 rounds each element to "
+             f"bfloat16 first, as torch's cast; x.to(torch.bfloat16) made the copy",
+             CopyWarning)
+    return t.detach().to(torch.bfloat16).float()
+
+
+def _argument(names: list[str], args: tuple, kwargs: dict, name: str):
+    """Argument ``name`` by keyword or position, None where not passed."""
+    if name in kwargs:
+        return kwargs[name]
+    if name in names and names.index(name) < len(args):
+        return args[names.index(name)]
+    return None
 
 
 def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:

@@ -1492,7 +1492,8 @@ def _variance_value(name, x, axis, dtype, out, ddof, keepdims, strategy, stream,
     too_few = (lambda: late.append(True)) if skip_nan and warning is not None else warning
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
                      strategy, stream, lanes, finish, ddof, too_few, mask,
-                     (variance_emit(root, skip_nan), float(ddof)))
+                     (variance_emit(root, skip_nan), float(ddof)),
+                     float16.read_for(x.dtype, result))
     _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
     if late:
         warning()

@@ -520,3 +520,43 @@ def test_dtype_named_bfloat16_by_position_or_as_a_numpy_string():
             assert got.dtype == BF16 and float(got) == float(want)
     assert nk.sum(x, dtype=np.str_("float32")).dtype == np.float32  # learnt as no plain type
     assert nk.sum(x, dtype=np.str_("bfloat16")).dtype == BF16
+
+
+@pytest.mark.parametrize("fn", sorted(_interop.CASTS_X))
+def test_a_bfloat16_dtype_of_other_input_rounds_each_element_first(fn):
+    """``dtype=bfloat16`` of float32, float64 or integer ``x``: each element is rounded
+    to bfloat16 first, as NumPy's and torch's casts do (as ``dtype=float16`` reads each
+    element rounded to float16), then computed in float32 and rounded once: the same
+    bits as the call on ``x.astype(bfloat16)``, and NaN where an element rounds to inf
+    (NumPy's answer), not the finite float32 sum."""
+    run = getattr(nk, fn)
+    extra = {"reduce": ("sum",), "associative_scan": ("sum",),
+             "segmented_reduce": (np.array([0, 2, 5]),),
+             "segmented_scan": (np.array([0, 2, 5]),)}.get(fn, ())
+    xs = [np.float32([-0.159225017, 0.540845573, 0.214659125, 0.355372697, 1.7]),
+          np.float64([1 / 3, 2 / 3, 1e-3, 255.5, 3.0]), np.int64([257, 1, 2, 3, 4])]
+    for x in xs:
+        call = (lambda a, **kw: run(np.zeros(5, np.int64) + 0 * np.asarray(a, np.int64),
+                                    a, **kw)) \
+            if fn == "scan_by_key" else (lambda a, **kw: run(a, *extra, **kw))
+        got = call(x, dtype=ml_dtypes.bfloat16)  # (no copy warned: host input)
+        with warnings.catch_warnings():  # (bfloat16 x of cumulative_sum: a float32 copy)
+            warnings.simplefilter("ignore", nk.CopyWarning)
+            want = call(x.astype(BF16))
+        assert got.dtype == BF16, (fn, x.dtype)
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint16),
+                                      np.asarray(want).view(np.uint16), err_msg=fn)
+        tensor = run(torch.zeros(5, dtype=torch.int64), torch.from_numpy(x),
+                     dtype=torch.bfloat16) if fn == "scan_by_key" else \
+            call(torch.from_numpy(x), dtype=torch.bfloat16)
+        assert tensor.dtype == torch.bfloat16
+        np.testing.assert_array_equal(tensor.view(torch.int16).numpy().view(np.uint16),
+                                      np.asarray(want).view(np.uint16), err_msg=fn)
+    if fn in ("sum", "nansum", "mean", "cumsum", "nancumsum"):  # (NumPy's nanmean
+        # refuses a bfloat16 dtype: not a NumPy inexact type)
+        big = np.float32([3.4e38, -3.4e38, 1.0])  # rounds to [inf, -inf, 1]
+        with np.errstate(all="ignore"):
+            want = getattr(np, fn)(big, dtype=ml_dtypes.bfloat16)
+            got = run(big, dtype=ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                      np.asarray(want, np.float32))

@@ -1279,7 +1279,8 @@ def test_bfloat16_edges_of_a_dask_histogram_are_read_as_float32_as_the_eager_cal
     assert got_edges.dtype == np.float32
 
 
-@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod"])
+@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod", "var", "std",
+                                "nanvar", "nanstd"])
 def test_a_float16_dtype_casts_each_element_of_every_chunk(fn):
     """NumPy casts each element to a float16 dtype= before it adds: 1e5 is inf, so the
     chunks' inf and -inf make NaN, as the eager call's (not a finite float32 sum)."""
@@ -1474,6 +1475,17 @@ def test_a_bfloat16_dtype_of_other_chunks_rounds_as_the_numpy_forms():
             np.testing.assert_array_equal(np.asarray(got.compute(), np.float32),
                                           np.asarray(want, np.float32))
     assert nk.sum(da.from_array(a, chunks=4), None, bf16).dtype == bf16  # positional
+    # the sums and scans round each element to bfloat16 first, as the NumPy forms: 3e38
+    # is inf there, so the sum is NaN, and the others' bits are the eager call's
+    f = np.float32([3.4e38, -3.4e38, 1.0, 0.1, 1 / 3, 2 / 3, 0.7])
+    for name in ("sum", "mean", "cumsum", "var"):
+        got = getattr(nk, name)(da.from_array(f[2:], chunks=2), dtype=bf16).compute()
+        np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                      np.asarray(getattr(nk, name)(f[2:], dtype=bf16),
+                                                 np.float32))
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(np.float32(nk.sum(da.from_array(f, chunks=3), dtype=bf16)
+                                   .compute()))
 
 
 def test_bfloat16_chunks_bin_as_numpys_bfloat16_histogram():
