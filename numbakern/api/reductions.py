@@ -494,19 +494,24 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
 
     Raises: as :func:`sum`.
     """
+    return _mean(x, axis, dtype, out, keepdims, strategy, stream, lanes, where, "mean")
+
+
+def _mean(x, axis, dtype, out, keepdims, strategy, stream, lanes, where, name: str):
+    """:func:`mean`, its errors naming ``name`` (nanmean's of integers is this)."""
     x = as_array_like(x)
     _no_axis_of_0d(x, axis)
     in_dtype = np.dtype(x.dtype)
-    _ops.SUM.check_dtype(in_dtype, caller="mean")
+    _ops.SUM.check_dtype(in_dtype, caller=name)
     acc, result = _ops.numpy_mean_dtypes(in_dtype, dtype)
-    mask = _where(where, x.shape, "mean")
+    mask = _where(where, x.shape, name)
     if mask is not None:
         return _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype, acc,
-                            result, strategy, stream, lanes)
+                            result, strategy, stream, lanes, name)
     planned = _planned(_ops.SUM, strategy, acc, in_dtype, tuple(x.shape), axis, keepdims,
-                       lanes, "mean")
+                       lanes, name)
     kind = kind_of(x)
-    out_dtype = check_out(out, planned.shape, result, kind, "mean")
+    out_dtype = check_out(out, planned.shape, result, kind, name)
     if kind != "numpy" and planned.M * planned.N and out_dtype == result:
         return _device_mean(x, planned, result, out, dtype, kind, stream, lanes)
     # NumPy sums in dtype= into out, then divides there: neither the fused division
@@ -540,7 +545,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None, s
 
 
 def _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype: np.dtype, acc,
-                 result: np.dtype, strategy, stream, lanes):
+                 result: np.dtype, strategy, stream, lanes, name: str):
     """mean with ``where=``: each output's ``(sum, count)`` of the elements it keeps,
     divided, with NumPy's words in its order (the count's, the sum's, the division's).
     An integer (or bool) mean of host input is divided in float64 and cast by NumPy,
@@ -551,14 +556,14 @@ def _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype: np.dtype,
     if cast:
         shape = result_shape(tuple(x.shape), normalize_axes(axis, x.ndim),
                              check_flag(keepdims, "keepdims"))
-        check_out(out, shape, result, "numpy", "mean")
+        check_out(out, shape, result, "numpy", name)
     told = []
 
     def nothing_kept():
         warn("Mean of empty slice")
         told.append(True)
 
-    value = _counted("mean", x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE),
+    value = _counted(name, x, _ops.SUM_AND_COUNT, (acc, _ops.INDEX_DTYPE),
                      np.dtype(np.float64) if cast else result, axis, keepdims,
                      None if cast else out, strategy, stream, lanes, divide_by_into, 0,
                      nothing_kept, mask, (divide_by_count_emit(), 0.0),
@@ -710,9 +715,11 @@ def xor_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=Non
     Result dtype: the input's.
 
     Raises:
-        TypeError: for float input (bool and integers only).
+        TypeError: for float input (bool and integers only); a float ``out``
+            (NumPy's bitwise ops have no float loop).
         ValueError, AxisError: as :func:`sum`.
     """
+    _bitwise_out(out, "xor_sum")
     return _run(x, _ops.BITWISE_XOR, strategy, None, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where, name="xor_sum")
 
@@ -729,9 +736,11 @@ def bitwise_and_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, st
     Result dtype: the input's.
 
     Raises:
-        TypeError: for float input (bool and integers only).
+        TypeError: for float input (bool and integers only); a float ``out``
+            (NumPy's bitwise ops have no float loop).
         ValueError, AxisError: as :func:`sum`.
     """
+    _bitwise_out(out, "bitwise_and_sum")
     return _run(x, _ops.BITWISE_AND, strategy, None, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where, name="bitwise_and_sum")
 
@@ -748,11 +757,23 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
     Result dtype: the input's.
 
     Raises:
-        TypeError: for float input (bool and integers only).
+        TypeError: for float input (bool and integers only); a float ``out``
+            (NumPy's bitwise ops have no float loop).
         ValueError, AxisError: as :func:`sum`.
     """
+    _bitwise_out(out, "bitwise_or_sum")
     return _run(x, _ops.BITWISE_OR, strategy, None, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where, name="bitwise_or_sum")
+
+
+def _bitwise_out(out, name: str) -> None:
+    """A bitwise reduction's ``out`` holds bool or integers: NumPy's bitwise ufuncs have
+    no float loop, so ``np.bitwise_xor.reduce(ints, out=floats)`` is a TypeError (the
+    same_kind rule alone would let the integers into floats)."""
+    if out is not None and np.dtype(out.dtype).kind not in "biu":
+        raise TypeError(f"{name}: out has dtype {np.dtype(out.dtype)}; a bitwise "
+                        f"reduction writes bool or integers (NumPy's bitwise ops have no "
+                        f"float loop)")
 
 
 @dispatch
@@ -1293,8 +1314,8 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, strategy=None
         _ops.SUM.check_dtype(_ops._as_dtype(dtype), "dtype=", "nanmean")
     if in_dtype.kind != "f":  # no NaN to skip: NumPy's nanmean is its mean there (an
         # integer dtype= sums in that dtype, wrapping as NumPy's)
-        return mean(x, axis, dtype, out, keepdims, strategy=strategy, stream=stream,
-                    lanes=lanes, where=where)
+        return _mean(x, axis, dtype, out, keepdims, strategy, stream, lanes, where,
+                     "nanmean")
     check_float_dtype(dtype, "nanmean")  # NumPy's "If a is inexact, then dtype must be..."
     result = np.dtype(dtype if dtype is not None else in_dtype)
     acc = _ops.accumulator_dtype(result)

@@ -250,6 +250,17 @@ def test_nanmean_refuses_extended_precision_naming_itself(dtype):
         nk.nanmean(np.arange(4).astype(dtype), dtype=np.longdouble)
 
 
+@pytest.mark.parametrize("where", [True, np.array([True, False, True])])
+def test_nanmean_of_integers_names_itself_refusing_an_out(where):
+    # NumPy's nanmean of integers is its mean, which numbakern computes, under
+    # nanmean's name: the float64 means cannot go into an int64 out (same_kind)
+    xi = np.arange(6, dtype=np.int16).reshape(2, 3)
+    with pytest.raises(nk.OutDtypeError, match="^nanmean: cannot cast the float64 result"):
+        nk.nanmean(xi, axis=0, out=np.zeros(3, np.int64), where=where)
+    np.testing.assert_array_equal(nk.nanmean(xi, axis=0, where=where),
+                                  np.nanmean(xi, axis=0, where=where))
+
+
 @pytest.mark.parametrize("shape, kwargs", [((0,), {}), ((0, 3), {"axis": 0}),
                                            ((2, 0), {"axis": 1}), ((0, 0), {"axis": 0}),
                                            ((0,), {"keepdims": True}),

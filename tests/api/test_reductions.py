@@ -197,6 +197,20 @@ def test_bitwise_ops_reject_floats():
         nk.reduce(np.ones(4, np.float32), "bitwise_xor")  # the op, called by its name
 
 
+@pytest.mark.parametrize("name, ufunc", [("xor_sum", np.bitwise_xor),
+                                         ("bitwise_and_sum", np.bitwise_and),
+                                         ("bitwise_or_sum", np.bitwise_or)])
+def test_bitwise_ops_refuse_a_float_out_as_numpy(name, ufunc):
+    xi = np.arange(6, dtype=np.int16).reshape(2, 3)
+    with pytest.raises(TypeError):  # NumPy's bitwise ufuncs have no float loop
+        ufunc.reduce(xi, axis=0, out=np.zeros(3))
+    with pytest.raises(TypeError, match=f"^{name}: out has dtype float64"):
+        getattr(nk, name)(xi, axis=0, out=np.zeros(3))
+    out = np.zeros(3, np.int64)  # a wider integer out: NumPy's int64 loop, the same bits
+    assert getattr(nk, name)(xi, axis=0, out=out) is out
+    np.testing.assert_array_equal(out, ufunc.reduce(xi, axis=0, out=np.zeros(3, np.int64)))
+
+
 # --- user ops ------------------------------------------------------------------------
 
 
