@@ -435,7 +435,8 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
 @click.option("--k", "k", type=click.IntRange(0, 4096), default=3, show_default=True,
               help="Selections (topk): how many to select (0: none, an empty answer, as "
-                   "topk and torch.topk).")
+                   "topk and torch.topk); bitonic_select takes k <= 256, "
+                   "radix_block_select k <= 2048.")
 @click.option("--smallest", is_flag=True, help="Selections: the k smallest.")
 @click.option("--of", "of", type=click.Choice(["topk", "median", "partition"]),
               default="topk", show_default=True,
@@ -785,11 +786,30 @@ def _explain_selects(console, names, x, k, largest, threads, limit, figure) -> l
     if k > x.size:
         raise click.BadParameter(f"k must be from 0 to the number of values ({x.size}), "
                                  f"got {k}", param_hint="'--k'")
+    names = _taking_k(console, names, x.size, k, threads)
     return _explain_each(
         console, names, figure,
         lambda name: trace_select(x, k, name, largest=largest, threads=threads),
         lambda trace: (select_tree(trace, limit),), draw_select, lambda trace: trace.exact,
         SELECT_LEGEND)
+
+
+def _taking_k(console, names: list[str], n: int, k: int, threads: int) -> list[str]:
+    """The strategies of ``names`` that take ``k`` of ``n`` values; a line says which
+    of a family cannot (bitonic_select's ``k <= 256``), and a usage error naming
+    ``--k`` says it where none can."""
+    selectors = {name: _strategies.resolve("select", name, threads=threads)
+                 for name in names}
+    refused = [s for s in selectors.values() if not s.fits(n, k)]
+    if len(refused) == len(names):
+        limits = ", ".join(f"{s.name} takes k <= {s.max_k}" for s in refused)
+        raise click.BadParameter(f"{k} is more than the strategy takes ({limits}); "
+                                 f"radix_select and sort_slice take any k",
+                                 param_hint="'--k'")
+    for selector in refused:
+        console.print(f"{selector.name}: not shown, it takes k <= {selector.max_k} "
+                      f"(--k {k})")
+    return [name for name, s in selectors.items() if s not in refused]
 
 
 def _explain_ranks(console, names, x, of, kth, threads, limit, figure) -> list:

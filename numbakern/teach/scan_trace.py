@@ -553,6 +553,15 @@ def _rounding_scale(op: str, x, expected, result, exclusive: bool):
     return np.concatenate([[0.0], running[:-1]]) if exclusive else running
 
 
+#: how the proof line names NumPy's scan of each op (:func:`_numpy_scan`)
+NUMPY_SCAN_NAMES = {
+    "sum": "cumsum", "prod": "cumprod", "nansum": "nancumsum", "nanprod": "nancumprod",
+    "max": "maximum.accumulate", "min": "minimum.accumulate",
+    "any": "logical_or.accumulate of x != 0", "all": "logical_and.accumulate of x != 0",
+    "count_nonzero": "cumsum of x != 0", "bitwise_and": "bitwise_and.accumulate",
+    "bitwise_or": "bitwise_or.accumulate", "bitwise_xor": "bitwise_xor.accumulate"}
+
+
 def _numpy_scan(op, x, result, exclusive):
     """NumPy's scan of ``x`` (inclusive, or shifted with the op's empty value), or
     ``None`` for an op NumPy has no scan of (a user's op)."""

@@ -129,3 +129,23 @@ def test_explain_draws_a_selection(tmp_path):
     for name in numbakern.strategies.available("select"):
         with Image.open(tmp_path / f"{name}.png") as im:
             assert im.format == "PNG"
+
+
+def test_a_k_past_a_strategys_limit_skips_it_in_a_family_and_names_k_alone():
+    """``explain selects --k 257``: bitonic_select (k <= 256) is left out with a line
+    saying why and the others are shown and proved; one strategy that cannot take k is
+    a usage error naming --k, not the Python API's strategy= advice."""
+    values = ",".join(str(v % 97) for v in range(300))
+    result = CliRunner().invoke(cli, ["explain", "selects", "--values", values, "--k",
+                                      "257", "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "bitonic_select: not shown, it takes k <= 256 (--k 257)" in result.output
+    for name in ("radix_block_select", "radix_select", "sort_slice"):
+        assert f"{name} · the 257 largest of 300" in result.output
+    assert result.output.count(": yes") == 3
+    result = CliRunner().invoke(cli, ["explain", "bitonic_select", "--values", values,
+                                      "--k", "257"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--k': 257 is more than the strategy takes " \
+           "(bitonic_select takes k <= 256)" in result.output
+    assert "strategy=" not in result.output
