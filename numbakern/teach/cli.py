@@ -213,6 +213,15 @@ def _variants(op, names) -> list:
     return [labels[n] for n in names]
 
 
+#: how click names the size option in its errors (both its flags, as its own do)
+_SIZE_HINT = "'-n' / '--size'"
+
+
+def _extent(n: int) -> str:
+    """An extent as an error shows it: whole up to 12 digits, else rounded."""
+    return str(n) if n < 10**12 else f"{float(n):.3g}"
+
+
 @cli.command(name="compare")
 @click.argument("op_name", metavar="OP", type=click.Choice(list(_compare.OPERATIONS)))
 @click.option("-n", "--size", type=SHAPE, default=None,
@@ -256,17 +265,17 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     shape = size or (op.simulator_shape if simulator else op.gpu_shape)
     if simulator and int(np.prod(shape)) > SIMULATOR_MAX_ELEMENTS:
         raise click.BadParameter(
-            f"{'x'.join(map(str, shape))} is too large for the simulator (one OS thread per "
+            f"{'x'.join(map(_extent, shape))} is too large for the simulator (one OS thread per "
             f"CUDA thread): use at most {SIMULATOR_MAX_ELEMENTS:,} elements",
-            param_hint="'--size'")
+            param_hint=_SIZE_HINT)
     if png_path:
         _need_matplotlib("--png")
     if op.one_d and len(shape) > 1:
-        raise click.BadParameter(f"{op.name} takes a 1-D input", param_hint="'--size'")
+        raise click.BadParameter(f"{op.name} takes a 1-D input", param_hint=_SIZE_HINT)
     if op.two_d and len(shape) != 2:
         raise click.BadParameter(f"{op.name} takes a 2-D input: give ROWSxCOLS (queries x "
                                  "keys, or heads of COLS x COLS: see --help)",
-                                 param_hint="'--size'")
+                                 param_hint=_SIZE_HINT)
     if axis is not None and op.axes == "none":
         raise click.BadParameter(f"{op.name} takes no axis: leave --axis out",
                                  param_hint="'--axis'")
@@ -510,7 +519,7 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     if values is not None and ctx.get_parameter_source("size") == \
             click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--values gives the input: leave --size out",
-                                 param_hint="'--size'")
+                                 param_hint=_SIZE_HINT)
     x = _explain_input(values, size, dtype)
     if shape is not None or axis is not None:
         x = _shaped(x, shape, ctx)
@@ -624,7 +633,7 @@ def _shaped(x: np.ndarray, shape: str | None, ctx) -> np.ndarray:
                                  "combine, so at most 4096", param_hint="'--shape'")
     if ctx.get_parameter_source("size") == click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--shape gives the input's size: leave --size out",
-                                 param_hint="'--size'")
+                                 param_hint=_SIZE_HINT)
     if ctx.params.get("values") is None:
         return _explain_input(None, rows * cols, x.dtype).reshape(rows, cols)
     if x.size != rows * cols:

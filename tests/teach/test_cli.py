@@ -147,6 +147,7 @@ def test_compare_softmax_float16_within_its_precision():
     (["compare", "sum", "-n", "0"], "'--size'"),
     (["compare", "sum", "-n", "12x"], "'--size'"),
     (["compare", "sum", "-n", "1.5"], "'--size'"),
+    (["compare", "sum", "-n", str(2**1000)], "'-n' / '--size': 1.07e+301 is too large"),
     (["compare", "xor_sum", "--dtype", "float32"], "'--dtype'"),
     (["compare", "sum", "-n", "3x100", "--axis", "5"], "'--axis'"),
     (["compare", "sum", "-n", "300", "--axis", "1"], "'--axis'"),
