@@ -97,12 +97,12 @@ _RESULTS_FOLLOW = {
 _MEAN_OF_NOTHING = frozenset({"nanquantile", "nanpercentile"})
 # Functions whose ``dtype=`` is the type NumPy casts ``x`` to before computing (a
 # float16 one reads each element rounded to float16): a bfloat16 ``dtype=`` of ``x``
-# of another dtype rounds its elements to bfloat16 first too (:func:`_cast_first`).
+# of another dtype rounds its elements to bfloat16 first too (:func:`_x_as_bfloat16`).
+# (Not the variances: NumPy takes their deviations from the elements as stored.)
 CASTS_X = frozenset({
-    "sum", "prod", "nansum", "nanprod", "mean", "nanmean", "var", "std", "nanvar",
-    "nanstd", "reduce", "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum",
-    "cumulative_prod", "associative_scan", "segmented_reduce", "segmented_scan",
-    "scan_by_key"})
+    "sum", "prod", "nansum", "nanprod", "mean", "nanmean", "reduce", "cumsum", "cumprod",
+    "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "associative_scan",
+    "segmented_reduce", "segmented_scan", "scan_by_key"})
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -153,7 +153,7 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     ``names`` are ``fn``'s positional parameter names, for messages.
     """
     if fn.__name__ in CASTS_X:
-        args, kwargs = _cast_first(fn.__name__, names, args, kwargs)
+        args, kwargs = _x_as_bfloat16(fn.__name__, names, args, kwargs)
     args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
     first = call.first = names[0] if names else None
@@ -204,14 +204,14 @@ def _initial_as_bfloat16(names: list[str], args: tuple, kwargs: dict) -> tuple:
     return args, kwargs
 
 
-def _cast_first(name: str, names: list[str], args: tuple, kwargs: dict) -> tuple:
+def _x_as_bfloat16(name: str, names: list[str], args: tuple, kwargs: dict) -> tuple:
     """``(args, kwargs)`` with ``x`` as NumPy's and torch's casts to a bfloat16
     ``dtype=`` make it, each element rounded to bfloat16, held as float32 (the dtype
     the kernels then compute in, rounding the results once): the sum of float32
-    ``[3e38, -3e38]`` with ``dtype=bfloat16`` is NaN, as theirs, since 3e38 rounds to
-    inf. NumPy input (and CPU tensors) are cast on the host, on their way to the
-    device; a CUDA tensor by torch on its device, with a :class:`CopyWarning`. CuPy
-    and other device arrays, which hold no bfloat16, are read as they are."""
+    ``[3.4e38, -3.4e38]`` with ``dtype=bfloat16`` is NaN, as theirs, since 3.4e38
+    rounds to inf. NumPy input (and CPU tensors) are cast on the host, on their way
+    to the device; a CUDA tensor by torch on its device, with a :class:`CopyWarning`.
+    CuPy and other device arrays, which hold no bfloat16, are read as they are."""
     dtype = _argument(names, args, kwargs, "dtype")
     if dtype is None or "bfloat16" not in str(dtype):
         return args, kwargs
@@ -255,10 +255,7 @@ def _argument(names: list[str], args: tuple, kwargs: dict, name: str):
 
 def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:
     """Whether argument ``name`` was passed (not None), by keyword or position."""
-    if kwargs.get(name) is not None:
-        return True
-    return name in names and names.index(name) < len(args) and \
-        args[names.index(name)] is not None
+    return _argument(names, args, kwargs, name) is not None
 
 
 def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):

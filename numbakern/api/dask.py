@@ -131,10 +131,10 @@ def through_float32(fn, x, args: tuple, kwargs: dict):
     (``ml_dtypes``) chunks, or with ``dtype=`` bfloat16, as the NumPy forms compute
     them: as float32 input (or with ``dtype=float32``), floating results rounded to
     bfloat16 once (unless ``dtype=`` names another dtype; for bfloat16 ``x``,
-    ``dtype=bfloat16`` is that rounding; for NumPy chunks of another dtype, a function
-    of ``CASTS_X`` first rounds them to bfloat16). Each bfloat16 chunk is widened to a float32
-    copy as it is computed (exact; Dask's chunks are on the host, copied to the
-    device anyway), so every function here takes bfloat16."""
+    ``dtype=bfloat16`` is that rounding; for NumPy chunks of another real dtype, a
+    function of ``CASTS_X`` first rounds them to bfloat16). Each bfloat16 chunk is
+    widened to a float32 copy as it is computed (exact; Dask's chunks are on the host,
+    copied to the device anyway), so every function here takes bfloat16."""
     import inspect
 
     from numbakern.api._interop import CASTS_X, numpy_bfloat16
@@ -143,8 +143,8 @@ def through_float32(fn, x, args: tuple, kwargs: dict):
     bound = inspect.signature(fn).bind_partial(x, *args, **kwargs)
     asked = bound.arguments.get("dtype")
     if asked is not None and "bfloat16" in str(asked):
-        if not widened and fn.__name__ in CASTS_X and \
-                type(x._meta).__module__.startswith("numpy"):
+        if not widened and fn.__name__ in CASTS_X and np.dtype(x.dtype).kind in "biuf" \
+                and type(x._meta).__module__.startswith("numpy"):
             # each element rounded to bfloat16 first, as the NumPy forms' cast
             x, widened = x.astype(numpy_bfloat16(f"{fn.__name__}: dtype=bfloat16")), True
         bound.arguments["dtype"] = None if widened else np.dtype(np.float32)
@@ -1073,7 +1073,6 @@ def _variance(x, name: str, root: bool, skip_nan: bool, axis, dtype, out, ddof, 
     if mean is not None:
         return _from_mean(x, name, mean, axis, dtype, keepdims, split_every, strategy,
                           lanes, out, skip_nan, finish)
-    x = _float16_elements(x, dtype if dtype is not None else x.dtype)
     return _moment_reduction(x, name, axis, dtype, keepdims, split_every, strategy, lanes,
                              out, skip_nan, finish)
 

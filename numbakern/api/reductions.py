@@ -766,12 +766,16 @@ def bitwise_or_sum(x, axis=None, out=None, keepdims=False, *, strategy=None, str
                 initial=initial, where=where, name="bitwise_or_sum")
 
 
+_BITWISE = (_ops.BITWISE_AND, _ops.BITWISE_OR, _ops.BITWISE_XOR)
+
+
 def _bitwise_out(out, name: str) -> None:
     """A bitwise reduction's ``out`` holds bool or integers: NumPy's bitwise ufuncs have
     no float loop, so ``np.bitwise_xor.reduce(ints, out=floats)`` is a TypeError (the
     same_kind rule alone would let the integers into floats)."""
-    if out is not None and np.dtype(out.dtype).kind not in "biu":
-        raise TypeError(f"{name}: out has dtype {np.dtype(out.dtype)}; a bitwise "
+    dtype = getattr(out, "dtype", None)  # (not an array: check_out's error says so)
+    if dtype is not None and np.dtype(dtype).kind not in "biu":
+        raise TypeError(f"{name}: out has dtype {np.dtype(dtype)}; a bitwise "
                         f"reduction writes bool or integers (NumPy's bitwise ops have no "
                         f"float loop)")
 
@@ -816,6 +820,8 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
     if op.fields > 1:
         return _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
                            initial, where)
+    if op in _BITWISE:
+        _bitwise_out(out, "reduce")
     return _run(x, op, strategy, dtype, stream, axis, keepdims, out, lanes,
                 initial=initial, where=where, track_index=op.reads_index)
 
@@ -1513,8 +1519,7 @@ def _variance_value(name, x, axis, dtype, out, ddof, keepdims, strategy, stream,
     too_few = (lambda: late.append(True)) if skip_nan and warning is not None else warning
     value = _counted(name, x, op, _ops.MOMENT_DTYPES, result, axis, keepdims, out,
                      strategy, stream, lanes, finish, ddof, too_few, mask,
-                     (variance_emit(root, skip_nan), float(ddof)),
-                     float16.read_for(x.dtype, result))
+                     (variance_emit(root, skip_nan), float(ddof)))
     _special_values(name, x, value, axis, keepdims, mask, ddof, skip_nan)
     if late:
         warning()

@@ -444,8 +444,9 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--exclusive", is_flag=True, help="Scans: an exclusive scan.")
 @click.option("--k", "k", type=click.IntRange(0, 4096), default=3, show_default=True,
               help="Selections (topk): how many to select (0: none, an empty answer, as "
-                   "topk and torch.topk); bitonic_select takes k <= 256, "
-                   "radix_block_select k <= 2048.")
+                   f"topk and torch.topk); bitonic_select takes k <= "
+                   f"{numbakern.BitonicSelect.DEFAULT_MAX_K}, radix_block_select k <= "
+                   f"{numbakern.RadixBlockSelect.DEFAULT_CAPACITY}.")
 @click.option("--smallest", is_flag=True, help="Selections: the k smallest.")
 @click.option("--of", "of", type=click.Choice(["topk", "median", "partition"]),
               default="topk", show_default=True,
@@ -812,9 +813,10 @@ def _taking_k(console, names: list[str], n: int, k: int, threads: int) -> list[s
     refused = [s for s in selectors.values() if not s.fits(n, k)]
     if len(refused) == len(names):
         limits = ", ".join(f"{s.name} takes k <= {s.max_k}" for s in refused)
+        any_k = [name for name in _strategies.available("select")
+                 if _strategies.resolve("select", name).max_k is None]
         raise click.BadParameter(f"{k} is more than the strategy takes ({limits}); "
-                                 f"radix_select and sort_slice take any k",
-                                 param_hint="'--k'")
+                                 f"{' and '.join(any_k)} take any k", param_hint="'--k'")
     for selector in refused:
         console.print(f"{selector.name}: not shown, it takes k <= {selector.max_k} "
                       f"(--k {k})")

@@ -23,7 +23,7 @@ from rich.tree import Tree
 
 from .explain import VIA_COLOUR, VIA_STYLE, cover_text, value_text
 from .figures import drawing_order, plain_axes
-from .scan_trace import (LOCAL, NUMPY_SCAN_NAMES, ROUNDING_SCALE, STATUS_NAMES,
+from .scan_trace import (LOCAL, NUMPY_SCANS, ROUNDING_SCALE, STATUS_NAMES,
                          BlockScanCounts, ScanTrace, textbook, trace_block_scan)
 from .trace import GLOBAL, REGISTER, SHARED, SHUFFLE, Node, source_lane
 
@@ -127,7 +127,7 @@ def proof_line(trace: ScanTrace) -> Text:
     """Every output covers exactly its prefix, and the outputs equal NumPy's."""
     last = "i - 1" if trace.exclusive else "i"
     ok = trace.exact_cover and trace.matches_numpy
-    fn = NUMPY_SCAN_NAMES.get(trace.op, f"{trace.op} accumulate")
+    fn = NUMPY_SCANS[trace.op][0] if trace.op in NUMPY_SCANS else f"{trace.op} accumulate"
     kind = "exclusive" if trace.exclusive else "inclusive"
     bad = [i for i in range(trace.n) if not trace.output_exact(i)]
     line = (f"proof: every output i covers exactly elements 0..{last} ({kind}), each once: "

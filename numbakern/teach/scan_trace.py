@@ -553,35 +553,36 @@ def _rounding_scale(op: str, x, expected, result, exclusive: bool):
     return np.concatenate([[0.0], running[:-1]]) if exclusive else running
 
 
-#: how the proof line names NumPy's scan of each op (:func:`_numpy_scan`)
-NUMPY_SCAN_NAMES = {
-    "sum": "cumsum", "prod": "cumprod", "nansum": "nancumsum", "nanprod": "nancumprod",
-    "max": "maximum.accumulate", "min": "minimum.accumulate",
-    "any": "logical_or.accumulate of x != 0", "all": "logical_and.accumulate of x != 0",
-    "count_nonzero": "cumsum of x != 0", "bitwise_and": "bitwise_and.accumulate",
-    "bitwise_or": "bitwise_or.accumulate", "bitwise_xor": "bitwise_xor.accumulate"}
+def _accumulate(ufunc):
+    return lambda x, result: ufunc.accumulate(x.astype(result))
+
+
+#: NumPy's inclusive scan of each op: the name the proof line gives it, and the scan
+#: of ``x`` in the result dtype
+NUMPY_SCANS = {
+    "sum": ("cumsum", lambda x, result: np.cumsum(x, dtype=result)),
+    "prod": ("cumprod", lambda x, result: np.cumprod(x, dtype=result)),
+    "nansum": ("nancumsum", lambda x, result: np.nancumsum(x, dtype=result)),
+    "nanprod": ("nancumprod", lambda x, result: np.nancumprod(x, dtype=result)),
+    "max": ("maximum.accumulate", _accumulate(np.maximum)),
+    "min": ("minimum.accumulate", _accumulate(np.minimum)),
+    "any": ("logical_or.accumulate of x != 0",
+            lambda x, result: np.logical_or.accumulate(x != 0)),
+    "all": ("logical_and.accumulate of x != 0",
+            lambda x, result: np.logical_and.accumulate(x != 0)),
+    "count_nonzero": ("cumsum of x != 0", lambda x, result: np.cumsum(x != 0, dtype=result)),
+    "bitwise_and": ("bitwise_and.accumulate", _accumulate(np.bitwise_and)),
+    "bitwise_or": ("bitwise_or.accumulate", _accumulate(np.bitwise_or)),
+    "bitwise_xor": ("bitwise_xor.accumulate", _accumulate(np.bitwise_xor)),
+}
 
 
 def _numpy_scan(op, x, result, exclusive):
     """NumPy's scan of ``x`` (inclusive, or shifted with the op's empty value), or
     ``None`` for an op NumPy has no scan of (a user's op)."""
-    scans = {
-        "sum": lambda: np.cumsum(x, dtype=result),
-        "nansum": lambda: np.nancumsum(x, dtype=result),
-        "nanprod": lambda: np.nancumprod(x, dtype=result),
-        "any": lambda: np.logical_or.accumulate(x != 0),
-        "all": lambda: np.logical_and.accumulate(x != 0),
-        "count_nonzero": lambda: np.cumsum(x != 0, dtype=result),
-    }
-    ufunc = {"prod": np.multiply, "max": np.maximum, "min": np.minimum,
-             "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
-             "bitwise_xor": np.bitwise_xor}.get(op.name)
-    if ufunc is not None:
-        inc = ufunc.accumulate(x.astype(result))
-    elif op.name in scans:
-        inc = scans[op.name]().astype(result)
-    else:
+    if op.name not in NUMPY_SCANS:
         return None
+    inc = NUMPY_SCANS[op.name][1](x, result).astype(result)
     if not exclusive:
         return inc
     first = op.empty if not isinstance(op.empty, str) else op.identity(result)

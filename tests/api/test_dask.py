@@ -1279,8 +1279,7 @@ def test_bfloat16_edges_of_a_dask_histogram_are_read_as_float32_as_the_eager_cal
     assert got_edges.dtype == np.float32
 
 
-@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod", "var", "std",
-                                "nanvar", "nanstd"])
+@pytest.mark.parametrize("fn", ["sum", "nansum", "mean", "nanmean", "prod"])
 def test_a_float16_dtype_casts_each_element_of_every_chunk(fn):
     """NumPy casts each element to a float16 dtype= before it adds: 1e5 is inf, so the
     chunks' inf and -inf make NaN, as the eager call's (not a finite float32 sum)."""
@@ -1486,6 +1485,10 @@ def test_a_bfloat16_dtype_of_other_chunks_rounds_as_the_numpy_forms():
     with np.errstate(invalid="ignore"):
         assert np.isnan(np.float32(nk.sum(da.from_array(f, chunks=3), dtype=bf16)
                                    .compute()))
+    c = np.complex64([1 + 2j, 3 + 4j])  # refused, as the eager call refuses it
+    for given in (c, da.from_array(c, chunks=1)):
+        with pytest.raises(TypeError):
+            nk.sum(given, dtype=bf16)
 
 
 def test_bfloat16_chunks_bin_as_numpys_bfloat16_histogram():

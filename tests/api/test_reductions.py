@@ -206,6 +206,10 @@ def test_bitwise_ops_refuse_a_float_out_as_numpy(name, ufunc):
         ufunc.reduce(xi, axis=0, out=np.zeros(3))
     with pytest.raises(TypeError, match=f"^{name}: out has dtype float64"):
         getattr(nk, name)(xi, axis=0, out=np.zeros(3))
+    with pytest.raises(TypeError, match="^reduce: out has dtype float64"):
+        nk.reduce(xi, ufunc.__name__, axis=0, out=np.zeros(3))
+    with pytest.raises(TypeError, match="out must be"):  # not an array: check_out's words
+        getattr(nk, name)(xi, axis=0, out=[0, 0, 0])
     out = np.zeros(3, np.int64)  # a wider integer out: NumPy's int64 loop, the same bits
     assert getattr(nk, name)(xi, axis=0, out=out) is out
     np.testing.assert_array_equal(out, ufunc.reduce(xi, axis=0, out=np.zeros(3, np.int64)))

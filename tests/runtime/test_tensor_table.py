@@ -95,6 +95,18 @@ def test_an_argument_of_another_type_is_keyed_apart_and_refused_as_before():
         nk.sum(x, axis=1.0)
 
 
+def test_the_dtype_named_bfloat16_passes_the_table_to_the_dispatch():
+    """``dtype="bfloat16"`` (NumPy's name of ml_dtypes' type) is a string, which the
+    table would key as a plain value and run the function undispatched, refusing it;
+    the dispatch translates it, as it does ``dtype=ml_dtypes.bfloat16``."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = cuda.to_device(np.float32([1.0039, 1.0039, 1.0039]))
+    want = nk.sum(x, dtype=ml_dtypes.bfloat16)
+    for _ in range(2):  # (the second call would meet its first's entry)
+        got = nk.sum(x, dtype="bfloat16")
+        assert got.dtype == want.dtype and got == want
+
+
 @pytest.mark.simulator  # the table keys simulator arrays (on a GPU, Numba's are not)
 def test_a_refused_signature_runs_its_function_without_keying_it_again(monkeypatch):
     """A quantile at device q reads q's values on the host (refused: a device-to-host

@@ -45,13 +45,13 @@ def test_cli_scan_of_nansum_proves_yes():
 @simulator_only
 @pytest.mark.parametrize("op", ["count_nonzero", "any", "max", "prod", "bitwise_or"])
 def test_a_scans_proof_names_a_numpy_function_that_exists(op):
-    from numbakern.teach.scan_trace import NUMPY_SCAN_NAMES
+    from numbakern.teach.scan_trace import NUMPY_SCANS
 
     result = CliRunner().invoke(cli, ["explain", "decoupled_lookback/warp_shuffle", "--op",
                                       op, "--values", "1,0,2,3", "--dtype", "int32",
                                       "--limit", "1"])
     assert result.exit_code == 0, result.output
-    name = NUMPY_SCAN_NAMES[op]
+    name = NUMPY_SCANS[op][0]
     assert f"equals NumPy's {name}" in result.output
     function = name.split(" ")[0].split(".")
     assert callable(getattr(getattr(np, function[0]), *function[1:]) if len(function) == 2
