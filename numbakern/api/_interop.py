@@ -275,8 +275,9 @@ def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
             d = numpy_bfloat16("dtype='bfloat16'")  # as NumPy reads the name
         if d is None or "bfloat16" not in str(d):
             return _numpy_dtype(d) if is_torch(d) else d
-        inputs = [a for n, a in zip(names, args) if n not in OUTS] + \
-            [a for k, a in kwargs.items() if k not in OUTS]  # (a bfloat16 out is no input)
+        # (a bfloat16 out is no input, nor is a bfloat16 initial: NumPy's loop is dtype's)
+        inputs = [a for n, a in zip(names, args) if n not in (*OUTS, "initial")] + \
+            [a for k, a in kwargs.items() if k not in (*OUTS, "initial")]
         arrays = (a for a in inputs if not isinstance(a, (type, np.dtype)))
         if any("bfloat16" in str(getattr(a, "dtype", "")) for a in arrays):
             return None

@@ -349,6 +349,12 @@ def test_initial_is_rounded_to_numpys_loop_dtype_first():
             np.sum(x, dtype=ml_dtypes.bfloat16, initial=1.005859375)
         by_position = (None, ml_dtypes.bfloat16, None, False, 1.005859375)
         assert nk.sum(x, *by_position) == np.sum(x, *by_position)
+        # a bfloat16 initial is no bfloat16 input: dtype= still asks the result's dtype
+        initial = ml_dtypes.bfloat16(1.5)
+        for got in (nk.sum(x, dtype=ml_dtypes.bfloat16, initial=initial),
+                    nk.sum(x, None, ml_dtypes.bfloat16, None, False, initial)):
+            want = np.sum(x, dtype=ml_dtypes.bfloat16, initial=initial)
+            assert got.dtype == want.dtype == np.dtype(ml_dtypes.bfloat16) and got == want
     # a float accumulator takes any real number, rounded, whatever its Python type
     for initial in (0.1, np.float64(0.1), np.float64(1e300), 16777217):
         for fn, ref in ((nk.sum, np.sum), (nk.max, np.max)):
