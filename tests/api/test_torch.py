@@ -509,6 +509,24 @@ def test_cuda_tensors_through_every_function(name, dtype, cupy_or_not):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["sum", "mean", "cumsum", "nansum"])
+def test_a_bfloat16_dtype_of_a_cuda_tensor_rounds_each_element_first(name, cupy_or_not):
+    """torch's cast of the float32 CUDA tensor to bfloat16 first (a copy, warned), then
+    float32 arithmetic rounded once: the bits of the same call on the CPU tensor, and
+    NaN where torch's sum of the cast elements is NaN."""
+    x = torch.randn(3, 700) * 3
+    x[1, 5], x[1, 9] = 3.4e38, -3.4e38  # inf and -inf in bfloat16
+    with pytest.warns(nk.CopyWarning, match="rounds each element to bfloat16 first"):
+        got = getattr(nk, name)(x.cuda(), axis=1, dtype=torch.bfloat16)
+    want = getattr(nk, name)(x, axis=1, dtype=torch.bfloat16)
+    assert got.is_cuda and got.dtype == want.dtype == torch.bfloat16
+    assert torch.equal(got.cpu().view(torch.int16), want.view(torch.int16))
+    if name != "cumsum":  # (nansum too: inf + -inf is no NaN element to skip)
+        assert torch.isnan(got[1]).item()
+        assert torch.isnan(torch.sum(x[1].cuda(), dtype=torch.bfloat16)).item()
+
+
+@pytest.mark.gpu
 def test_a_cuda_q_is_read_after_the_work_that_wrote_it(cupy_or_not):
     """q written by a torch op on a side stream, read by the quantile on that stream."""
     x = torch.randn(8, 500, device="cuda")
