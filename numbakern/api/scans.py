@@ -497,14 +497,20 @@ def logcumsumexp(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=No
         Otherwise as :func:`cumsum`.
     """
     axis = axis_or_dim(axis, dim, "logcumsumexp", default=FLAT)
-    m, s = _scan(x, ONLINE_SOFTMAX, axis, None, None, False, reverse, strategy, layout,
-                 stream, None, "logcumsumexp")
+    x = as_array_like(x)
+    # float16's states in float32: a sum of exp(x - max) held in float16 would lose
+    # the digits that m + log(s) keeps near 0 (tens of float16 ulps)
+    half = np.dtype(x.dtype) == np.float16
+    m, s = _scan(x, ONLINE_SOFTMAX, axis, np.float32 if half else None, None, False,
+                 reverse, strategy, layout, stream, None, "logcumsumexp")
+    dtype = np.dtype(np.float16 if half else m.dtype)
     stream_ = None  # a host result is written into out without one
     if isinstance(m, np.ndarray):
         with np.errstate(divide="ignore", invalid="ignore"):
-            result = np.where(m == np.inf, m, m + np.log(s)).astype(m.dtype)
+            result = np.where(m == np.inf, m, m + np.log(s)).astype(dtype)
     else:
-        result = m  # written over in place: m[i] + log(s[i])
+        # written over m in place (m[i] + log(s[i])), or into float16 for float16 x
+        result = m if not half else _result_like(m, m.shape, dtype, stream)
         stream_ = resolve_stream(stream, kind_of(m))
         log_sum_exp_into(flat(m), flat(s), flat(result), stream_)
     if _torch_0d(x, axis):

@@ -75,6 +75,25 @@ def test_logcumsumexp_every_scan_strategy(strategy):
     assert got.dtype == np.float32
 
 
+@pytest.mark.parametrize("strategy", nk.strategies.every("scan", threads=32),
+                         ids=lambda s: s.label)
+def test_logcumsumexp_of_float16_computes_in_float32(strategy):
+    """float16 input's (max, sum) states are float32's: results near 0, where m +
+    log(s) cancels, are the float64 reference rounded once ([-0.6396, -0.7236] ends at
+    0.01239; a float16 sum gave 0.0127, 40 ulps off), host and device alike."""
+    from numba import cuda
+
+    x = np.vstack([np.float16([-0.6396, -0.7236] * 35),
+                   (RNG.standard_normal((2, 70)) * 3).astype(np.float16)])
+    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    for given in (x, cuda.to_device(x)):
+        got = nk.logcumsumexp(given, axis=1, strategy=strategy, layout="tiles")
+        got = got if isinstance(got, np.ndarray) else got.copy_to_host()
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+    assert nk.logcumsumexp(x[0, :2])[1] == np.float16(0.01239)
+
+
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
 def test_logcumsumexp_into_a_device_out_of_any_layout():
     from numba import cuda
