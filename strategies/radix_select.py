@@ -149,7 +149,8 @@ class RadixSelect(SelectStrategy):
     Args:
         threads: threads per block.
         histogram: how a block counts digits: ``"shared_privatized"`` (default) or
-            ``"warp_privatized"``, or such a strategy object.
+            ``"warp_privatized"``, or such a strategy object (whose threads the
+            kernels take where ``threads`` is None; given both, they must agree).
         sort: the sort of the ``k`` winners when ``job.sorted``: ``None`` (bitonic
             when ``k`` fits a block, else radix), a name or a sort strategy object.
         compact: a single row of at least this many keys is compacted after the first
@@ -186,7 +187,9 @@ class RadixSelect(SelectStrategy):
     def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None,
                  compact: int | None = None, digit_bits: int | None = None,
                  fuse_count: bool | None = None):
-        self.threads = check_threads(threads)
+        # (a histogram object's threads where none are given, as RadixSort's)
+        self.threads = check_threads(threads if threads is not None or isinstance(
+            histogram, str) else getattr(histogram, "threads", None))
         self.compact = None if compact is None else check_count(compact, "compact")
         if self.compact is not None and self.compact < 0:
             raise ValueError(f"compact must be an int of at least 0, got {compact!r}")

@@ -146,9 +146,10 @@ class RadixSort(SortStrategy):
             CUB's sm_80 tile is 384 x 21).
         histogram: how a block counts digits: ``"shared_privatized"`` (default:
             2% faster on an H200) or ``"warp_privatized"``, or such a strategy
-            object. When its counters for every pass's digits do not fit in shared
-            memory (64-bit keys with per-warp counters), one shared copy per block
-            counts them instead.
+            object (whose threads the histogram kernel takes where ``threads`` is
+            None; given both, they must agree). When its counters for every pass's
+            digits do not fit in shared memory (64-bit keys with per-warp counters),
+            one shared copy per block counts them instead.
         scan: the scan strategy of the digit offsets (any name or object ``cumsum``
             takes; default ``decoupled_lookback/warp_shuffle``).
 
@@ -160,17 +161,20 @@ class RadixSort(SortStrategy):
         TypeError: ``threads`` or ``items`` not an int; a ``scan`` or ``histogram`` of
             the wrong type (see ``numbakern.strategies.resolve``).
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``items < 1``;
-            a ``histogram`` that is not a privatized strategy, has other ``threads``
-            or whose counters do not fit; an unknown ``scan`` name. At sort time, an
-            ``items`` whose tile overflows the shared memory a block may have.
+            a ``histogram`` that is not a privatized strategy, has other threads than
+            a given ``threads``, or whose counters do not fit; an unknown ``scan``
+            name. At sort time, an ``items`` whose tile overflows the shared memory a
+            block may have.
     """
 
     name = "radix"
 
     def __init__(self, threads: int | None = None, items: int | None = None,
                  histogram="shared_privatized", scan=None):
-        #: the digit histogram's threads (and its counter's)
-        self.threads = check_threads(threads)
+        #: the digit histogram's threads (and its counter's): a histogram object's own
+        #: where the sort's are not given
+        self.threads = check_threads(threads if threads is not None or isinstance(
+            histogram, str) else getattr(histogram, "threads", None))
         #: a pass's threads as given; None: by the keys, :meth:`tile_shape`
         self.pass_threads = None if threads is None else self.threads
         self.items = check_optional_count(items, "items")
@@ -184,7 +188,7 @@ class RadixSort(SortStrategy):
 
     def __repr__(self) -> str:
         return (f"RadixSort(threads={self.pass_threads}, items={self.items}, "
-                f"histogram={self.counter.name!r}, scan={self.scan.label!r})")
+                f"histogram={self.counter!r}, scan={self.scan!r})")
 
     def fits(self, n: int) -> bool:
         return True

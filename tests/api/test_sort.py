@@ -178,6 +178,21 @@ def test_radix_other_counter_and_scan():
     assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
 
 
+def test_a_histogram_object_gives_its_threads_where_the_sort_gives_none():
+    """RadixSort(histogram=WarpPrivatized(threads=32)): the histogram kernel takes the
+    object's 32 threads (it was refused against a default the caller never set); given
+    both, they must agree. The repr shows the objects as given."""
+    from numbakern.strategies import DecoupledLookback, WarpPrivatized, WarpShuffle
+
+    x = values(np.float32, 150)
+    s = RadixSort(histogram=WarpPrivatized(threads=32),
+                  scan=DecoupledLookback(WarpShuffle(threads=64)))
+    assert s.threads == 32 and "WarpShuffle(threads=64)" in repr(s)
+    assert np.array_equal(nk.argsort(x, strategy=s), np.argsort(x, kind="stable"))
+    with pytest.raises(ValueError, match="the histogram strategy has 32 threads, the sort 64"):
+        RadixSort(threads=64, histogram=WarpPrivatized(threads=32))
+
+
 def test_default_strategy_and_list_input():
     assert np.array_equal(nk.sort([3, 1, 2]), np.array([1, 2, 3]))
     # longer than the simulator's bitonic rows (256): radix, 64 threads (two warps) of

@@ -639,3 +639,13 @@ def test_sort_slice_leaves_the_sorts_threads_to_the_sort(monkeypatch):
     check(x, 5, SortSlice(threads=64))
     assert asked == [None, 64]
     assert SortSlice().key != SortSlice(threads=SortSlice().threads).key
+
+
+def test_radix_select_takes_a_histogram_objects_threads_where_it_gives_none():
+    x = np.random.default_rng(4).standard_normal(300).astype(np.float32)
+    s = nk.RadixSelect(histogram=nk.WarpPrivatized(threads=32))
+    assert s.threads == 32
+    values, indices = nk.topk(x, 5, strategy=s)
+    np.testing.assert_array_equal(indices, np.argsort(-x, kind="stable")[:5])
+    with pytest.raises(ValueError, match="the histogram strategy has 32 threads, the select 64"):
+        nk.RadixSelect(threads=64, histogram=nk.WarpPrivatized(threads=32))
