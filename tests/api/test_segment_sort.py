@@ -163,3 +163,8 @@ def test_bad_arguments():
         nk.segmented_sort(None, np.array([0, 1]))
     with pytest.raises(TypeError, match="values must be a 1-D array, got str"):
         nk.segmented_sort(np.zeros(2), np.array([0, 2]), values="ab")
+    # bitonic sorts the whole span in one block: 257 keys of short segments say so
+    keys = np.arange(257, dtype=np.float32)[::-1].copy()
+    with pytest.raises(ValueError, match="does not take the 257 keys of the span of all "
+                                         "the segments"):
+        nk.segmented_sort(keys, np.array([0, 31, 32, 33, 65, 129, 257]), strategy="bitonic")
