@@ -97,9 +97,10 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
         TypeError: ``ord`` not a real number (a bool, a NaN); a dtype other than
             bool, integers and float16/32/64.
         ValueError: ``ord`` a string (NumPy's matrix norms are not vector norms);
-            ``ord=-inf`` over no elements, as NumPy; a bad strategy or ``lanes``.
-        AxisError: an axis out of range or repeated; an axis of a 0-d ``x`` (as
-            NumPy's, where ``np.sum`` takes axis 0 of one).
+            ``ord=-inf`` over no elements, as NumPy; a bad strategy or ``lanes``; an
+            axis repeated (NumPy's "duplicate value in 'axis'").
+        AxisError: an axis out of range; an axis of a 0-d ``x`` (as NumPy's, where
+            ``np.sum`` takes axis 0 of one).
     """
     op, p = _norm_plan(ord)
     x = as_array_like(x)

@@ -452,8 +452,9 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
     Raises:
         TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64 (or
             bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
-            number; ``keepdims`` not a bool; a ``stream`` that is none of the kinds
-            above; ``where`` not bool (NumPy casts nothing else to bool).
+            number; ``keepdims`` not a bool; ``axis`` not None, an int or a tuple of
+            ints; a ``stream`` that is none of the kinds above; ``where`` not bool
+            (NumPy casts nothing else to bool).
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
             ``out`` (:class:`~numbakern.OutDtypeError` for its dtype); ``initial``
             out of the accumulator dtype's range; ``lanes`` other than None, 32 or the
@@ -960,8 +961,12 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
 
     Raises:
         ValueError: reducing an empty axis (NumPy's "attempt to get argmax of an empty
-            sequence"); a bad ``out`` (int64 result, ``same_kind`` casting).
-        AxisError: ``axis`` out of range; TypeError: ``axis`` not an int.
+            sequence"); a bad ``out`` (int64 result, ``same_kind`` casting); an unknown
+            ``strategy``; ``lanes`` other than None, 32 or the strategy's threads.
+        AxisError: ``axis`` out of range.
+        TypeError: ``axis`` not an int; ``x`` complex (or any dtype but bool, integers
+            and floats); ``keepdims`` or ``tie_break_left`` not True or False (NumPy
+            takes any truthy ``keepdims``); a bad ``stream`` (as :func:`sum`).
     """
     return _arg(x, "max", axis, keepdims, tie_break_left, (None, out), False, strategy,
                 stream, lanes)
@@ -1002,9 +1007,11 @@ def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
     ``0.0`` (``strategies/atomic_fold.py``); indices are exact everywhere.
 
     Raises:
-        ValueError: reducing an empty axis; a bad ``out``. AxisError: a bad ``axis``.
+        ValueError: reducing an empty axis; a bad ``out``; an unknown ``strategy``; a
+            bad ``lanes``. AxisError: a bad ``axis``.
         TypeError: ``out`` not ``None`` nor a pair; ``axis`` not an int; both
-            ``axis`` and ``dim``, or ``keepdims`` and ``keepdim``, given.
+            ``axis`` and ``dim``, or ``keepdims`` and ``keepdim``, given; either not
+            True or False; ``x`` complex; a bad ``stream``.
     """
     axis = axis_or_dim(axis, dim, "max_with_indices", FLAT)
     keepdims = keepdims_or_keepdim(keepdims, keepdim, "max_with_indices")

@@ -98,7 +98,10 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     to the exact sum on long inputs).
 
     Args:
-        x, dtype, out: as ``np.cumsum``; ``axis=None`` scans the flattened input.
+        x, dtype, out: as ``np.cumsum`` (``out`` takes the result by ``same_kind``
+            casting, as the reductions' ``out``: a float scan into an integer ``out``
+            is an :class:`~numbakern.OutDtypeError`, where NumPy's casts unsafely);
+            ``axis=None`` scans the flattened input.
         exclusive: element ``i`` holds the sum of the elements before it (0 first).
         reverse: scan from the end (each element: the sum of it and those after it),
             computed as a scan over the reversed order, never as total minus prefix.

@@ -88,7 +88,7 @@ def topk(x, k, axis=LAST, largest=True, sorted=True, *, dim=None, strategy=None,
     Raises:
         TypeError: ``k`` not an int; a non-bool ``largest`` or ``sorted``; a dtype
             outside bool/int/uint/float; a strategy of another family; ``axis`` and
-            ``dim`` both given.
+            ``dim`` both given; ``axis`` not an int or None; a bad ``stream``.
         ValueError: ``k`` below 0 or above the axis length; an unknown strategy;
             ``bitonic_select`` asked for ``k`` above its ``max_k`` (256),
             ``radix_block_select`` above its ``capacity`` (2048).

@@ -151,7 +151,8 @@ def partition(x, kth, axis=-1, kind="introselect", order=None, *, strategy=None,
             ``radix_select`` and ``sort_slice`` (name or object), an unknown name.
         TypeError: a non-integer ``kth``; a dtype the sorts refuse (checked first,
             ``None`` included); a ``strategy`` that is neither a name nor a sort or
-            select strategy object (a strategy of another family).
+            select strategy object (a strategy of another family); ``axis`` not an
+            int or None; a bad ``stream``.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     return _partition(x, kth, axis, kind, order, False, strategy, stream)
@@ -344,7 +345,9 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
     Raises:
         TypeError: a dtype the sorts refuse; ``out`` of another library; a
             ``strategy`` that is neither a name nor a sort or select strategy object
-            (a strategy of another family).
+            (a strategy of another family); ``axis`` not an int or tuple of ints;
+            ``keepdims`` not True or False (NumPy takes any truthy value); a bad
+            ``stream``.
         ValueError: a select strategy other than ``radix_select`` and
             ``sort_slice`` (name or object), an unknown name.
         numpy.exceptions.AxisError: ``axis`` out of range; ValueError: a repeated axis.
@@ -404,7 +407,8 @@ def quantile(x, q, axis=None, out=None, overwrite_input=False, method="linear",
         TypeError: bool ``x`` with an interpolating method (NumPy's, which cannot
             subtract bools); ``q`` not a number; a dtype the sorts refuse.
         numpy.exceptions.AxisError: ``axis`` out of range.
-        TypeError, ValueError: a bad ``strategy``, as :func:`median`.
+        TypeError, ValueError: a bad ``strategy``, ``axis``, ``keepdims`` or
+            ``stream``, as :func:`median`.
 
     Differences: integers are interpolated in float64 (NumPy subtracts them in their
     own width first, where int8's 100 - (-100) wraps); float16 is interpolated in

@@ -68,7 +68,7 @@ def sort(x, axis=LAST, descending=False, *, dim=None, kind=None, stable=None,
     Raises:
         TypeError: a dtype outside bool/int/uint/float; a non-bool flag; a strategy
             that is neither a name nor a ``BitonicSort`` or ``RadixSort``; both
-            ``axis`` and ``dim`` given.
+            ``axis`` and ``dim`` given; ``axis`` not an int or None; a bad ``stream``.
         ValueError: an unknown strategy; ``"bitonic"`` with rows longer than it takes;
             a ``kind`` NumPy does not have; ``kind`` and ``stable`` both given (as NumPy);
             an ``order`` other than None.
