@@ -2,7 +2,7 @@
 each strategy file standing alone.
 
 Calls run one way: teach -> api -> core -> strategies -> kernels -> ops -> runtime
-(README, "Layout"). A strategy file imports the protocols and the registry of its
+(README, "The layers"). A strategy file imports the protocols and the registry of its
 package, never another strategy, so a new one is one file plus one registry line.
 """
 
