@@ -178,8 +178,9 @@ class RadixSelect(SelectStrategy):
         TypeError: ``threads`` or ``digit_bits`` not an int; ``fuse_count`` not a bool
             or None; a ``histogram`` or ``sort`` of the wrong family.
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; a ``histogram``
-            that is not privatized or has other ``threads``; ``digit_bits`` not 8,
-            11 or 12, or one whose bins the histogram's counters do not hold.
+            that is not privatized or has other threads than a given ``threads``;
+            ``digit_bits`` not 8, 11 or 12, or one whose bins the histogram's counters
+            do not hold.
     """
 
     name = "radix_select"
@@ -187,9 +188,9 @@ class RadixSelect(SelectStrategy):
     def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None,
                  compact: int | None = None, digit_bits: int | None = None,
                  fuse_count: bool | None = None):
-        # (a histogram object's threads where none are given, as RadixSort's)
-        self.threads = check_threads(threads if threads is not None or isinstance(
-            histogram, str) else getattr(histogram, "threads", None))
+        if threads is None and not isinstance(histogram, str):  # as RadixSort's: the
+            threads = getattr(histogram, "threads", None)  # histogram object's threads
+        self.threads = check_threads(threads)
         self.compact = None if compact is None else check_count(compact, "compact")
         if self.compact is not None and self.compact < 0:
             raise ValueError(f"compact must be an int of at least 0, got {compact!r}")

@@ -137,8 +137,9 @@ class RadixSort(SortStrategy):
         threads: threads per block of every kernel. ``None`` (default): a pass's
             come with its keys a thread from :data:`TILE_SHAPES`, by the keys' width
             and whether indices ride along (on an H200, 384 for 8-byte sorts and
-            4-byte argsorts, 256 for the rest), and the digit histogram's are 256;
-            under the simulator every kernel's are 64.
+            4-byte argsorts, 256 for the rest), and the digit histogram's are 256
+            (a ``histogram`` object's own, where given); under the simulator every
+            kernel's are 64 (the histogram object's).
         items: keys per thread in a tile (``None``: :data:`TILE_SHAPES`' or fewer,
             12, 8, 4, 2, 1 until the tile fits in shared memory; 2 under the
             simulator). The tile lives in dynamic shared memory, so a given ``items``

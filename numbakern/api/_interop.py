@@ -52,7 +52,8 @@ import inspect
 
 import numpy as np
 
-from numbakern.core.arrays import BFloat16Bits, BFloat16Input, CopyWarning, native_order
+from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, CopyWarning, kind_of,
+                                   native_order)
 from numbakern.core.deliver import OutDtypeError, check_distinct, retupled
 from numbakern.kernels import bfloat16
 from numbakern.runtime.device import SIMULATOR, torch_stream
@@ -155,6 +156,11 @@ def foreign_call(fn, names: list[str], args: tuple, kwargs: dict):
     if fn.__name__ in CASTS_X:
         args, kwargs = _x_as_bfloat16(fn.__name__, names, args, kwargs)
     args, kwargs, rounded = _no_bfloat16_dtype(names, args, kwargs)
+    if rounded is not None and args and kind_of(args[0]) != "numpy" and \
+            not is_torch(args[0]):
+        raise TypeError(f"{fn.__name__}: dtype=bfloat16 of a {type(args[0]).__name__}: "
+                        f"CuPy and Numba device arrays hold no bfloat16; pass a torch "
+                        f"tensor (torch.as_tensor(x)), or dtype=float32")
     call = _Call(fn.__name__, _given(names, args, kwargs, "dtype"))
     first = call.first = names[0] if names else None
     if rounded is not None:  # dtype=bfloat16 of another input: float32, rounded once
@@ -211,7 +217,8 @@ def _x_as_bfloat16(name: str, names: list[str], args: tuple, kwargs: dict) -> tu
     ``[3.4e38, -3.4e38]`` with ``dtype=bfloat16`` is NaN, as theirs, since 3.4e38
     rounds to inf. NumPy input (and CPU tensors) are cast on the host, on their way
     to the device; a CUDA tensor by torch on its device, with a :class:`CopyWarning`.
-    CuPy and other device arrays, which hold no bfloat16, are read as they are."""
+    (CuPy and Numba device arrays, which hold no bfloat16, are refused by
+    :func:`foreign_call`.)"""
     dtype = _argument(names, args, kwargs, "dtype")
     if dtype is None or "bfloat16" not in str(dtype):
         return args, kwargs

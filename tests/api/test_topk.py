@@ -645,6 +645,8 @@ def test_radix_select_takes_a_histogram_objects_threads_where_it_gives_none():
     x = np.random.default_rng(4).standard_normal(300).astype(np.float32)
     s = nk.RadixSelect(histogram=nk.WarpPrivatized(threads=32))
     assert s.threads == 32
+    assert nk.RadixSelect(histogram=nk.WarpPrivatized(threads=32), sort="bitonic") \
+        .sorter.threads == 32  # a named sort of the winners takes them too
     values, indices = nk.topk(x, 5, strategy=s)
     np.testing.assert_array_equal(indices, np.argsort(-x, kind="stable")[:5])
     with pytest.raises(ValueError, match="the histogram strategy has 32 threads, the select 64"):
