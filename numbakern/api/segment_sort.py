@@ -106,10 +106,10 @@ def _sorted(keys, offsets, values, descending, strategy, stream):
     span = Span(offsets, keys.shape[0], workspace, "keys")
     sorter = _strategies.resolve("sort", strategy, n=span.n)
     if not sorter.fits(span.n):  # both sorts run over the whole span, not a segment
-        raise ValueError(f"segmented_sort: the {sorter.name} sort does not take the "
-                         f"{span.n} keys of the span of all the segments, which it sorts "
-                         f"together (not segment by segment); use strategy='radix' or "
-                         f"None")
+        raise ValueError(f"segmented_sort: the {sorter.name} sort strategy does not take "
+                         f"rows of {span.n} keys, and it sorts the span of all the "
+                         f"segments as one row (not segment by segment); use "
+                         f"strategy='radix' or None")
     owners = _owner_dtype(span.segments)
     marks = span.marks(owners, ids=True)
     arr, wrap = as_layout_array(keys, kind)

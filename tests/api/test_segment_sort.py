@@ -165,7 +165,7 @@ def test_bad_arguments():
         nk.segmented_sort(np.zeros(2), np.array([0, 2]), values="ab")
     # bitonic sorts the whole span in one block: 257 keys of short segments say so
     keys = np.arange(257, dtype=np.float32)[::-1].copy()
-    with pytest.raises(ValueError, match="does not take the 257 keys of the span of all "
-                                         "the segments"):
+    with pytest.raises(ValueError, match="does not take rows of 257 keys, and it sorts "
+                                         "the span of all the segments as one row"):
         nk.segmented_sort(keys, np.array([0, 31, 32, 33, 65, 129, 257]),
                           strategy=nk.BitonicSort(max_size=256))  # (a GPU's takes more)
