@@ -192,9 +192,10 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
 
     Raises:
         ValueError: an unknown family or name (the message lists the known ones);
-            ``threads`` not a multiple of 32 from 32 to 1024.
+            ``threads`` not a multiple of 32 from 32 to 1024; ``n``, ``bins`` or ``k``
+            below 0 (read where ``spec`` is None).
         TypeError: a strategy object of another family, a strategy class, or anything
-            else.
+            else; ``n``, ``bins`` or ``k`` not an int.
     """
     if family not in FAMILIES and _a_reduce_spec(family):  # the older resolve(spec, threads)
         warnings.warn("numbakern.strategies.resolve(spec) is resolve('reduce', spec) now",
@@ -220,8 +221,7 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     if family == "block":
         return _block(DEFAULT_BLOCK if spec is None else spec, threads, argument)
     if spec is None:
-        return _default(family, check_count(n, "n"), check_count(bins, "bins"), threads,
-                        check_count(k, "k"))
+        return _default(family, _size(n, "n"), _size(bins, "bins"), threads, _size(k, "k"))
     if spec not in REGISTRY[family]:
         raise ValueError(f"{argument}: unknown {family} strategy {spec!r}; known: "
                          f"{', '.join(REGISTRY[family])}")
@@ -374,6 +374,14 @@ def _family_of(name: str) -> str:
                          "registers (numbakern.strategies.available(family) lists them) or "
                          "the strategy object")
     return families[0]
+
+
+def _size(value, name: str) -> int:
+    """``value`` checked as a count of things: an int of at least 0."""
+    value = check_count(value, name)
+    if value < 0:
+        raise ValueError(f"{name} must be at least 0, got {value}")
+    return value
 
 
 def resolve_scan(spec=None, threads: int | None = None):

@@ -497,6 +497,12 @@ def test_registry_listings_and_errors():
         nk.strategies.resolve("histogram", nk.WarpShuffle())
     with pytest.raises(TypeError, match="strategy must be None"):
         nk.strategies.resolve("block", 3)
+    for family, sizes in (("sort", {"n": -1}), ("histogram", {"bins": -1}),
+                          ("select", {"k": -1})):  # sizes the default is chosen for
+        with pytest.raises(ValueError, match=f"{next(iter(sizes))} must be at least 0"):
+            nk.strategies.resolve(family, None, **sizes)
+    with pytest.raises(TypeError, match="n must be an int"):
+        nk.strategies.resolve("sort", None, n=2.5)
     with pytest.raises(TypeError, match="register takes a strategy class"):
         register(int)
 
