@@ -201,13 +201,10 @@ def _initial_as_bfloat16(names: list[str], args: tuple, kwargs: dict) -> tuple:
     """``(args, kwargs)`` with a number ``initial`` (by keyword or position) rounded to
     bfloat16, as NumPy's bfloat16 loop holds it, for a call whose kernels compute in
     float32 what NumPy computes in bfloat16."""
-    if _is_number(kwargs.get("initial")):
-        kwargs = {**kwargs, "initial": bfloat16.round_on_host(kwargs["initial"])}
-    elif "initial" in names and names.index("initial") < len(args):
-        i = names.index("initial")
-        if _is_number(args[i]):
-            args = (*args[:i], bfloat16.round_on_host(args[i]), *args[i + 1:])
-    return args, kwargs
+    initial = _argument(names, args, kwargs, "initial")
+    if not _is_number(initial):
+        return args, kwargs
+    return _with_argument(names, args, kwargs, "initial", bfloat16.round_on_host(initial))
 
 
 def _x_as_bfloat16(name: str, names: list[str], args: tuple, kwargs: dict) -> tuple:
@@ -231,10 +228,7 @@ def _x_as_bfloat16(name: str, names: list[str], args: tuple, kwargs: dict) -> tu
             a.astype(numpy_bfloat16(f"{name}: dtype=bfloat16")).astype(np.float32)
     else:
         return args, kwargs
-    if "x" in kwargs:
-        return args, {**kwargs, "x": cast}
-    i = names.index("x")
-    return (*args[:i], cast, *args[i + 1:]), kwargs
+    return _with_argument(names, args, kwargs, "x", cast)
 
 
 def _torch_cast(t, name: str):
@@ -258,6 +252,17 @@ def _argument(names: list[str], args: tuple, kwargs: dict, name: str):
     if name in names and names.index(name) < len(args):
         return args[names.index(name)]
     return None
+
+
+def _with_argument(names: list[str], args: tuple, kwargs: dict, name: str, value) -> tuple:
+    """``(args, kwargs)`` with argument ``name`` (by keyword or position) replaced by
+    ``value``; as they are where it was not passed."""
+    if name in kwargs:
+        return args, {**kwargs, name: value}
+    if name in names and names.index(name) < len(args):
+        i = names.index(name)
+        return (*args[:i], value, *args[i + 1:]), kwargs
+    return args, kwargs
 
 
 def _given(names: list[str], args: tuple, kwargs: dict, name: str) -> bool:
@@ -291,11 +296,8 @@ def _no_bfloat16_dtype(names: list[str], args: tuple, kwargs: dict):
         rounded.append(d)
         return np.dtype(np.float32)
 
-    if "dtype" in kwargs:
-        kwargs = {**kwargs, "dtype": numpy_dtype(kwargs["dtype"])}
-    if "dtype" in names and names.index("dtype") < len(args):
-        i = names.index("dtype")
-        args = (*args[:i], numpy_dtype(args[i]), *args[i + 1:])
+    args, kwargs = _with_argument(names, args, kwargs, "dtype",
+                                  numpy_dtype(_argument(names, args, kwargs, "dtype")))
     return args, kwargs, (_bfloat16_for(rounded[0], args) if rounded else None)
 
 
