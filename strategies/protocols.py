@@ -800,6 +800,14 @@ DIGIT_BITS = 8
 RADIX = 1 << DIGIT_BITS
 
 
+def counter_threads(threads, histogram):
+    """The threads a radix pass's kernels are given: ``threads``, else (None) a
+    ``histogram`` object's own (a name has none: None, the strategy's default)."""
+    if threads is None and not isinstance(histogram, str):
+        return getattr(histogram, "threads", None)
+    return threads
+
+
 def digit_counter(histogram, threads: int, user: str = "sort") -> HistogramStrategy:
     """The block digit counter of a radix pass (the sort's, radix select's): a
     privatized histogram strategy of ``threads`` (global atomics would fold every key

@@ -102,7 +102,7 @@ from numbakern.runtime.launch import launch
 from numbakern.runtime.views import host_copy
 
 from .protocols import (HistogramStrategy, SelectStrategy, block_exclusive_scan, check_count,
-                        check_flag, check_threads, digit_counter)
+                        check_flag, check_threads, counter_threads, digit_counter)
 from .registry import resolve
 
 #: keys a thread counts at least, in a histogram or gather block (fewer blocks than that
@@ -188,8 +188,7 @@ class RadixSelect(SelectStrategy):
     def __init__(self, threads: int | None = None, histogram="shared_privatized", sort=None,
                  compact: int | None = None, digit_bits: int | None = None,
                  fuse_count: bool | None = None):
-        if threads is None and not isinstance(histogram, str):  # as RadixSort's: the
-            threads = getattr(histogram, "threads", None)  # histogram object's threads
+        threads = counter_threads(threads, histogram)  # (the sort of the winners too)
         self.threads = check_threads(threads)
         self.compact = None if compact is None else check_count(compact, "compact")
         if self.compact is not None and self.compact < 0:

@@ -98,7 +98,8 @@ from numbakern.runtime.relaxed import load_relaxed
 from numbakern.runtime.views import address
 
 from .protocols import (DIGIT_BITS, RADIX, HistogramStrategy, SortStrategy,
-                        check_optional_count, check_threads, digit_counter)
+                        check_optional_count, check_threads, counter_threads,
+                        digit_counter)
 from .registry import resolve
 
 #: tile status in the top two bits of a look-back word: aggregate, inclusive prefix
@@ -174,8 +175,7 @@ class RadixSort(SortStrategy):
                  histogram="shared_privatized", scan=None):
         #: the digit histogram's threads (and its counter's): a histogram object's own
         #: where the sort's are not given
-        self.threads = check_threads(threads if threads is not None or isinstance(
-            histogram, str) else getattr(histogram, "threads", None))
+        self.threads = check_threads(counter_threads(threads, histogram))
         #: a pass's threads as given; None: by the keys, :meth:`tile_shape`
         self.pass_threads = None if threads is None else self.threads
         self.items = check_optional_count(items, "items")
