@@ -845,6 +845,9 @@ def measure(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+_COPIES = 4  # copies between a pair of events (copy_gbps)
+
+
 @lru_cache(maxsize=None)
 def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     """Device-to-device copy bandwidth, bytes read + written per second / 1e9
@@ -853,8 +856,9 @@ def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     The copies are queued on the timing events' stream (``cuMemcpyDtoDAsync``), four
     between a pair of events, so that the GPU's wait for the host's enqueue (Numba's
     ``copy_to_device`` runs tens of microseconds of Python after the start event) is
-    counted once for four copies: one copy a pair read 2.37 TB/s on an H100 where
-    CuPy's copy read 2.82 (``bench/NOTES.md``)."""
+    counted once for four copies: on an H100 one copy a pair read 2.37 TB/s where
+    CuPy's read 2.82, four a pair 2.86 where CuPy's four read 3.00
+    (``bench/NOTES.md``)."""
     from numba import cuda
 
     n = nbytes if on_gpu() else 1 << 20
@@ -867,9 +871,6 @@ def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
             dst.copy_to_device(src, stream=stream)
 
     return 2 * n * _COPIES / measure(copies, repeat) / 1e9
-
-
-_COPIES = 4  # copies between a pair of events (copy_gbps)
 
 
 # --- one measurement ---------------------------------------------------------------------
