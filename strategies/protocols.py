@@ -599,19 +599,20 @@ class HistogramStrategy(Strategy):
         bytes of the caller's kernel's own."""
         return self.shared_slots(bins) * COUNTER_BYTES + extra <= SHARED_LIMIT
 
-    def check(self, bins: int, extra: int = 0) -> None:
+    def check(self, bins: int, extra: int = 0, fewer: str = "fewer bins") -> None:
         """Raise ``ValueError`` if ``bins`` private counters overflow shared memory
-        (beside ``extra`` bytes of the caller's kernel's own)."""
+        (beside ``extra`` bytes of the caller's kernel's own); ``fewer`` names, in the
+        caller's words, the argument that would ask for fewer bins."""
         if not self.fits(bins, extra):
             need = self.shared_slots(bins) * COUNTER_BYTES + extra
             raise ValueError(
                 f"{self.name} with {self.threads} threads needs {need} bytes of shared "
                 f"memory for {bins} bins, more than the {SHARED_LIMIT} a block has: use "
-                f"{_listed(self._remedies(bins, extra))}")
+                f"{_listed(self._remedies(bins, extra, fewer))}")
 
-    def _remedies(self, bins: int, extra: int) -> list[str]:
+    def _remedies(self, bins: int, extra: int, fewer: str) -> list[str]:
         """What would count ``bins`` bins where this strategy cannot."""
-        remedies = ["fewer bins"]
+        remedies = [fewer]
         if self.threads > 32 and type(self)(threads=32).fits(bins, extra):
             remedies.append(f"fewer threads ({self.name}(threads=32) fits)")
         if self.shared_slots(bins) > bins and bins * COUNTER_BYTES + extra <= SHARED_LIMIT:
