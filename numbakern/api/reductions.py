@@ -52,7 +52,8 @@ from numbakern.core.arrays import (BFloat16Bits, BFloat16Input, Workspace, as_ar
                                    resolve_stream)
 from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, keepdims_or_keepdim,
                                  normalize_axes, normalize_axis, result_shape)
-from numbakern.core.deliver import check_out, deliver, deliver_host, written_into
+from numbakern.core.deliver import (check_apart, check_out, deliver, deliver_host,
+                                    written_into)
 from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels import bfloat16, float16
@@ -364,6 +365,7 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
     kind = kind_of(x)
     for i, (o, dt) in enumerate(zip(outs, dtypes)):
         check_out(o, shape, dt, kind, name, integer=i == 1)  # outs: (values, indices)
+    check_apart(outs, kind, name)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     first = None if initial is None else _initial(initial, kit.dtypes[0], f"nan{direction}")
     if N == 0 and first is None:
@@ -1007,8 +1009,9 @@ def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
     ``0.0`` (``strategies/atomic_fold.py``); indices are exact everywhere.
 
     Raises:
-        ValueError: reducing an empty axis; a bad ``out``; an unknown ``strategy``; a
-            bad ``lanes``. AxisError: a bad ``axis``.
+        ValueError: reducing an empty axis; a bad ``out`` (its two arrays sharing
+            memory too); an unknown ``strategy``; a bad ``lanes``. AxisError: a bad
+            ``axis``.
         TypeError: ``out`` not ``None`` nor a pair; ``axis`` not an int; both
             ``axis`` and ``dim``, or ``keepdims`` and ``keepdim``, given; either not
             True or False; ``x`` complex; a bad ``stream``.

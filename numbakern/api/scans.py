@@ -54,7 +54,8 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_o
                                    resolve_stream, user_array)
 from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, flat_axis_of_0d, normalize_axis,
                                   optional_axis)
-from numbakern.core.deliver import OutDtypeError, check_disjoint, check_out, written_into
+from numbakern.core.deliver import (OutDtypeError, check_apart, check_disjoint, check_out,
+                                    written_into)
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
 from numbakern.kernels import bfloat16, float16
@@ -456,7 +457,8 @@ def cummax(x, axis=FLAT, *, dim=None, reverse=False, out=None, strategy=None, la
         module's rule; a 0-d ``x`` along axis 0 or -1 gives 0-d ones, as torch's);
         ``out``: a pair of arrays, returned as the named tuple's fields.
 
-    Raises: as :func:`cumsum`.
+    Raises: as :func:`cumsum`; ``ValueError`` for the two arrays of ``out`` sharing
+    memory.
     """
     axis = axis_or_dim(axis, dim, "cummax", default=FLAT)
     return CumMax(*_torch_pair_scan(x, _ops.arg_op("max", False), axis, out, reverse,
@@ -854,6 +856,7 @@ def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):
         raise TypeError(f"{name}: out must be {what} for this op, got {_described(out)}")
     for arr, dtype in zip(arrays, dtypes):
         check_out(arr, shape, dtype, kind, name)
+    check_apart(arrays, kind, name)
     return arrays
 
 
@@ -881,18 +884,20 @@ def _rounds_before_out(dtype, outs, results: tuple, kit) -> bool:
 def _beyond_kernels(outs, name: str) -> bool:
     """Whether the one ``out`` has a dtype that no kernel stores: NumPy's extended
     precision (float128, complex256 on x86), wider than a GPU's float64 and
-    complex128; it takes the result by NumPy's cast.
+    complex128, or object; it takes the result by NumPy's cast.
 
     Raises:
         TypeError: such a dtype among the outs of a scan of two results (cummax's)."""
-    wide = outs is not None and any(
-        np.dtype(o.dtype).itemsize > {"f": 8, "c": 16}.get(np.dtype(o.dtype).kind, 8)
-        for o in outs)
+    wide = outs is not None and any(_stored_by_numpy(np.dtype(o.dtype)) for o in outs)
     if wide and len(outs) > 1:
-        raise TypeError(f"{name}: out's arrays must have dtypes of at most 8-byte floats "
-                        f"(the kernels' widest), got "
+        raise TypeError(f"{name}: out's arrays must have dtypes a kernel stores (not "
+                        f"object, floats of at most 8 bytes), got "
                         f"{', '.join(str(np.dtype(o.dtype)) for o in outs)}")
     return wide
+
+
+def _stored_by_numpy(dtype: np.dtype) -> bool:
+    return dtype.kind == "O" or dtype.itemsize > {"f": 8, "c": 16}.get(dtype.kind, 8)
 
 
 def _settled_before_out(after, outs, results: tuple) -> bool:

@@ -10,7 +10,8 @@ rules live once:
   the result's shape (``ValueError`` otherwise), in any layout (sliced, transposed,
   reversed: a device one is written in place by a strided cast kernel) whose strides
   are whole elements. The result is cast into it with ``same_kind`` casting: float
-  results go to float arrays, integers to integers or floats, bool anywhere. That is
+  results go to float arrays, integers to integers or floats, bool anywhere (never to
+  text or bytes, which NumPy's loops refuse though ``same_kind`` allows). That is
   stricter than NumPy's reductions, which cast ``unsafe``ly (a float sum into an int
   array): such an ``out`` raises :class:`OutDtypeError`, a ``ValueError`` that is also
   a ``TypeError``, the class NumPy raises for a forbidden cast. Indices (argmax and
@@ -113,6 +114,9 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                          f"whole elements of {itemsize} bytes (a kernel's writes would be "
                          f"misaligned); pass an {arg} of whole-element strides")
     got, dtype = np.dtype(view.dtype), np.dtype(dtype)
+    if got.kind in "SUV":  # same_kind lets numbers into text and bytes; NumPy's loops do not
+        raise OutDtypeError(f"{name}: {arg} has dtype {got}, which takes no numbers: pass "
+                            f"a numeric, bool or object {arg}")
     if integer and got.kind not in "iu":
         raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
     # a NumPy out of either byte order takes the result by a host copy, as NumPy's
@@ -190,6 +194,17 @@ def check_disjoint(outs, inputs: dict, kind: str, name: str, arg: str = "out") -
                              f"with it")
 
 
+def check_apart(outs, kind: str, name: str) -> None:
+    """Raise ``ValueError`` where two arrays of one result's ``outs`` (a tuple, say values
+    and indices) share an element: each would overwrite the other's."""
+    views = [o if kind == "numpy" else device_view(o) for o in outs if o is not None]
+    for i, a in enumerate(views):
+        for b in views[i + 1:]:
+            if _overlap(a, b) if kind == "numpy" else _shares_memory(a, b):
+                raise ValueError(f"{name}: the arrays of out share memory, and each would "
+                                 f"overwrite the other's results; pass arrays apart")
+
+
 def _same_elements(a, b) -> bool:
     """The same first element and the same steps (dimensions of one element left out:
     a ``(1, n)`` view of an ``(n,)`` array is the array)."""
@@ -212,9 +227,13 @@ class _Header:
 def _shares_memory(a, b) -> bool:
     if math.prod(a.shape) == 0 or math.prod(b.shape) == 0:
         return False
+    return _overlap(np.asarray(_Header(a)), np.asarray(_Header(b)))
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` share an element (a case too hard to decide counts)."""
     try:
-        return bool(np.shares_memory(np.asarray(_Header(a)), np.asarray(_Header(b)),
-                                     max_work=_MAX_WORK))
+        return bool(np.shares_memory(a, b, max_work=_MAX_WORK))
     except np.exceptions.TooHardError:
         return True
 

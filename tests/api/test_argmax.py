@@ -360,6 +360,10 @@ def test_out_errors():
         nk.max_with_indices(x, axis=0, out=(np.empty(4, np.int32), None))
     with pytest.raises(TypeError, match="pair"):
         nk.max_with_indices(x, axis=0, out=np.empty(4))
+    shared = np.empty(4, np.int64)  # the values would overwrite the indices
+    for pair in ((shared, shared), (shared[::-1], shared)):
+        with pytest.raises(ValueError, match="^max_with_indices: the arrays of out share"):
+            nk.max_with_indices(x.astype(np.int64), axis=0, out=pair)
 
 
 # --- GPU ---------------------------------------------------------------------------------

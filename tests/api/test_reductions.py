@@ -197,6 +197,19 @@ def test_bitwise_ops_reject_floats():
         nk.reduce(np.ones(4, np.float32), "bitwise_xor")  # the op, called by its name
 
 
+@pytest.mark.parametrize("dtype", ["S5", "U3", "V8"])
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "median", "var"])
+def test_text_and_bytes_outs_are_refused_as_numpy(name, dtype):
+    """``same_kind`` casting lets numbers into text and bytes, which NumPy's loops refuse
+    (an ``S5`` out once took the sums' first five characters)."""
+    x = np.array([[123456.75, 1.0], [5.0, 9.0]])
+    with pytest.raises(TypeError):
+        getattr(np, name)(x, axis=1, out=np.zeros(2, dtype))
+    with pytest.raises(OutDtypeError, match=f"^{name}: out has dtype .{dtype}, which takes "
+                                            f"no numbers: pass a numeric, bool or object"):
+        getattr(nk, name)(x, axis=1, out=np.zeros(2, dtype))
+
+
 @pytest.mark.parametrize("name, ufunc", [("xor_sum", np.bitwise_xor),
                                          ("bitwise_and_sum", np.bitwise_and),
                                          ("bitwise_or_sum", np.bitwise_or)])
