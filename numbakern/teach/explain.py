@@ -117,7 +117,7 @@ def _combine_line(trace: Trace, node: Node) -> Text:
         line = (f"{who}: out ⊕= {cover_text(b.cover)} with {node.detail} → out holds "
                 f"{cover_text(node.cover)}")
     elif a.empty or b.empty:  # a thread picks up a state: identity ⊕ it
-        line = f"{who}: takes {_operand(trace, b if a.empty else a, node)}"
+        line = f"{who}: identity ⊕ {_operand(trace, b if a.empty else a, node)}"
     else:
         line = (f"{who}: {_operand(trace, a, node)} ⊕ {_operand(trace, b, node)}"
                 f" → {cover_text(node.cover)}")
@@ -319,7 +319,8 @@ def _add_step(trace, branch, step, title, nodes, stores, limit) -> None:
     if joins:
         node = branch.add(Text(f"{title}: {_step_title(trace, joins, idle)}"))
     elif arrivals:
-        node = branch.add(Text(f"{title}: {len(arrivals)} thread(s) take up their data"
+        node = branch.add(Text(f"{title}: {len(arrivals)} thread(s) combine a loaded "
+                               "state with the identity"
                                + (f", {idle} idle combines" if idle else "")))
     elif idle:
         node = branch.add(Text(f"{title}: {idle} idle combines (with the identity, or "
