@@ -149,11 +149,14 @@ def test_torch_masked_softmax(scores, measure, torch_cuda):
 
 def test_torch_compile_masked_softmax(scores, measure, torch_cuda):
     """The same expression through torch.compile (Inductor fuses scale, mask and
-    softmax into one kernel); compiled once before timing."""
+    softmax into one kernel); compiled once before timing, for this shape alone (a
+    reset Dynamo, static shapes: the nested function's code object is every case's,
+    and a second shape through it would compile generic dynamic-shape kernels)."""
     x, keep = scores
     torch = torch_cuda
+    torch._dynamo.reset()
 
-    @torch.compile
+    @torch.compile(dynamic=False)
     def masked(x, keep):
         return torch.softmax((x * SCALE).masked_fill(~keep, -float("inf")), -1)
 

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 import numbakern as nk
+from numbakern.teach.peers import cccl_segmented_sum, prepared_call
 
 N = 1 << 26
 MEANS = [64, 1024, 16384, 1 << 20, "mixed"]
@@ -95,20 +96,13 @@ def test_torch_segment_reduce(case, measure, torch_cuda):
 
 
 def test_cuda_compute(case, measure, cp):
+    """CCCL's object API, built and its storage allocated once (``cccl_segmented_sum``)."""
     compute = pytest.importorskip("cuda.compute")
     x, offsets, mean = case
-    out = cp.empty(offsets.size - 1, dtype=cp.float32)
-    init = np.zeros((), dtype=np.float32)
-
-    def run():
-        compute.segmented_reduce(d_in=x, d_out=out, start_offsets_in=offsets[:-1],
-                                 end_offsets_in=offsets[1:], op=compute.OpKind.PLUS,
-                                 h_init=init, num_segments=offsets.size - 1)
-        return out
-
-    np.testing.assert_allclose(run().get(), nk.segmented_reduce(x, offsets).get(),
-                               rtol=1e-4, atol=1e-3)
-    measure(run, x.nbytes, **_info(x, "cuda.compute", mean))
+    np.testing.assert_allclose(cccl_segmented_sum(compute, x, offsets).get(),
+                               nk.segmented_reduce(x, offsets).get(), rtol=1e-4, atol=1e-3)
+    measure(lambda: cccl_segmented_sum(compute, x, offsets), x.nbytes,
+            **_info(x, "cuda.compute", mean))
 
 
 # --- segmented scans ------------------------------------------------------------------
@@ -184,13 +178,13 @@ def test_cuda_compute_sort(pairs, measure, cp):
         pytest.skip("this cuda.compute has no segmented_sort")
     x, v, offsets, mean = pairs
     keys, values = cp.empty_like(x), cp.empty_like(v)
+    arrays = dict(d_in_keys=x, d_out_keys=keys, d_in_values=v, d_out_values=values,
+                  start_offsets_in=offsets[:-1], end_offsets_in=offsets[1:])
 
-    def run():
-        compute.segmented_sort(d_in_keys=x, d_out_keys=keys, d_in_values=v,
-                               d_out_values=values, num_items=x.size,
-                               num_segments=offsets.size - 1, start_offsets_in=offsets[:-1],
-                               end_offsets_in=offsets[1:],
-                               order=compute.SortOrder.ASCENDING)
+    def run():  # CCCL's object API, built and its storage allocated once
+        prepared_call(compute, "segmented_sort", ("segmented_sort", x.dtype.str, x.size, offsets.size),
+                      dict(arrays, order=compute.SortOrder.ASCENDING),
+                      dict(arrays, num_items=x.size, num_segments=offsets.size - 1))
         return keys
 
     assert bool(cp.array_equal(run(), nk.segmented_sort(x, offsets)))

@@ -4,8 +4,8 @@
     python bench/plot.py bench.json -o bench.png    # anywhere with matplotlib
 
 Reads what bench/conftest.py's ``measure`` records in each benchmark's
-``extra_info``: ``provider`` (a strategy, ``cupy`` or ``torch``), ``bytes`` (moved
-per call), ``gbps`` and ``copy_gbps``; ``op`` when a suite sets it, else the suite's
+``extra_info``: ``provider`` (a strategy or a peer; ``impl`` in the suites that name
+it so), ``bytes`` (moved per call), ``gbps`` and ``copy_gbps``; ``op`` when a suite sets it, else the suite's
 file name (``bench_reduce.py`` -> ``reduce``). One panel per op; the device-to-device
 copy bandwidth measured in the same session is drawn as the ceiling (``--ceiling``
 overrides it). Several JSON files are merged.
@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-PEERS = ("cupy", "torch")
+PEERS = ("cupy", "cupyx", "torch", "torch.compile", "triton", "cuda.compute")
 
 
 def load(paths: list[str]) -> list[dict]:
@@ -31,8 +31,10 @@ def load(paths: list[str]) -> list[dict]:
             data = json.load(f)
         for bench in data.get("benchmarks", []):
             info = bench.get("extra_info", {})
-            if "gbps" in info and "provider" in info:
-                records.append({**info, "op": info.get("op") or _suite(bench)})
+            provider = info.get("provider", info.get("impl"))
+            if "gbps" in info and provider is not None:
+                records.append({**info, "provider": provider,
+                                "op": info.get("op") or _suite(bench)})
     return records
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -395,6 +396,23 @@ def test_bench_plot(tmp_path):
     done = subprocess.run([sys.executable, str(plot), str(empty)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2 and "no benchmark" in done.stderr
+
+
+def test_bench_plot_reads_impl_and_draws_every_peer_as_a_peer(tmp_path):
+    """The sort and selection suites name their provider ``impl``; cuda.compute and
+    torch.compile are peers (dashed), not strategies."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_plot", Path(__file__).resolve().parents[2] / "bench" / "plot.py")
+    plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot)
+    records = [{"fullname": f"bench/bench_sort.py::test_sort[{p}]",
+                "extra_info": {"impl": p, "n": 8, "bytes": 32, "gbps": 1.0}}
+               for p in ("numbakern", "cuda.compute")]
+    data = tmp_path / "sort.json"
+    data.write_text(json.dumps({"benchmarks": records}))
+    got = plot.series(plot.load([str(data)]))
+    assert set(got["sort"]) == {"numbakern", "cuda.compute"}
+    assert {"cuda.compute", "torch.compile", "triton", "cupyx"} <= set(plot.PEERS)
 
 
 @simulator_only

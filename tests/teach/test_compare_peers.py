@@ -140,19 +140,23 @@ def test_the_fused_softmax_under_tritons_interpreter():
 # --- torch.compile --------------------------------------------------------------------------
 
 
-def test_torch_compile_builds_once_per_function_and_dim():
+def test_torch_compile_builds_once_per_case_with_static_shapes():
     fake = types.ModuleType("fake_torch")  # torch's names the peer uses
-    built = []
-    fake.compile = lambda fn: built.append(fn) or fn
-    fake.softmax = lambda t, dim: ("softmax", t, dim)
-    fake.log_softmax = lambda t, dim: ("log_softmax", t, dim)
+    built, resets = [], []
+    fake.compile = lambda fn, dynamic: built.append(dynamic) or fn
+    fake._dynamo = types.SimpleNamespace(reset=lambda: resets.append(1))
+    fake.softmax = lambda t, dim: ("softmax", t.name, dim)
+    fake.log_softmax = lambda t, dim: ("log_softmax", t.name, dim)
+    x, y = (types.SimpleNamespace(name=n, shape=(4, 8), dtype="float32") for n in "xy")
+    z = types.SimpleNamespace(name="z", shape=(4, 9), dtype="float32")
     softmax = OPERATIONS["softmax"].peers["torch.compile"]
     log_softmax = OPERATIONS["log_softmax"].peers["torch.compile"]
-    assert softmax(fake, "x", axis=-1) == ("softmax", "x", -1)
-    assert softmax(fake, "y", axis=-1) == ("softmax", "y", -1)
-    assert log_softmax(fake, "x", axis=1) == ("log_softmax", "x", 1)
-    assert log_softmax(fake, "x") == ("log_softmax", "x", -1)  # no axis: the last
-    assert len(built) == 3
+    assert softmax(fake, x, axis=-1) == ("softmax", "x", -1)
+    assert softmax(fake, y, axis=-1) == ("softmax", "y", -1)  # the same case: built once
+    assert softmax(fake, z, axis=-1) == ("softmax", "z", -1)  # another shape: built anew
+    assert log_softmax(fake, x, axis=1) == ("log_softmax", "x", 1)
+    assert log_softmax(fake, x) == ("log_softmax", "x", -1)  # no axis: the last
+    assert built == [False] * 4 and len(resets) == 4  # static shapes, from a reset Dynamo
 
 
 # --- cuda.compute, through a stand-in ----------------------------------------------------
@@ -196,13 +200,39 @@ def _segmented_reduce(*, d_in, d_out, num_segments, start_offsets_in, end_offset
         d_out[i] = _UFUNC[op].reduce(segment, initial=h_init[()])
 
 
+_TEMP_BYTES = 64  # what each stand-in algorithm asks for
+
+
+def _maker(run, *build_only: str):
+    """A stand-in ``make_<algorithm>``: the object CCCL builds, which given no
+    ``temp_storage`` returns the bytes it needs and given them runs ``run`` on the
+    call's arrays (and the build's ``build_only`` arguments); ``make.made`` counts the
+    objects built."""
+    made = []
+
+    def make(**build):
+        def algorithm(*, temp_storage, **call):
+            if temp_storage is None:
+                return _TEMP_BYTES
+            assert temp_storage.nbytes >= _TEMP_BYTES
+            run(**call, **{k: build[k] for k in build_only})
+        made.append(run.__name__)
+        return algorithm
+
+    make.made = made
+    return make
+
+
 @pytest.fixture
 def compute(monkeypatch):
-    """``cuda.compute``'s calls in NumPy, with NumPy standing in for CuPy."""
+    """``cuda.compute``'s object API in NumPy, with NumPy standing in for CuPy."""
     monkeypatch.setitem(sys.modules, "cupy", np)
-    return types.SimpleNamespace(OpKind=_OpKind, SortOrder=_SortOrder,
-                                 reduce_into=_reduce_into, inclusive_scan=_inclusive_scan,
-                                 radix_sort=_radix_sort, segmented_reduce=_segmented_reduce)
+    monkeypatch.setattr(peers, "_PREPARED", {})
+    return types.SimpleNamespace(
+        OpKind=_OpKind, SortOrder=_SortOrder, make_reduce_into=_maker(_reduce_into),
+        make_inclusive_scan=_maker(_inclusive_scan),
+        make_radix_sort=_maker(_radix_sort, "order"),
+        make_segmented_reduce=_maker(_segmented_reduce))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "int64"])
@@ -244,6 +274,23 @@ def test_cuda_compute_segmented_sums(compute):
     got = peers.cccl_segmented_sum(compute, x, segment_offsets(len(x)))
     np.testing.assert_array_equal(got, _segment_sums(x))
     assert got.dtype == _segment_sums(x).dtype
+
+
+def test_cuda_compute_is_built_once_a_case_and_its_storage_kept(compute):
+    """The object API: built and its temporary storage allocated once per case, then
+    each call the algorithm alone (the one-shot functions build, size and allocate
+    every call)."""
+    sort = OPERATIONS["sort"].peers["cuda.compute"]
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        x = rng.standard_normal(40).astype(np.float32)
+        np.testing.assert_array_equal(sort(compute, x), np.sort(x))
+    assert compute.make_radix_sort.made == ["_radix_sort"]
+    sort(compute, np.ones(41, np.float32))  # another size: another object
+    assert compute.make_radix_sort.made == ["_radix_sort"] * 2
+    for n in range(peers._PREPARED_MAX + 3):  # the oldest goes past the limit
+        OPERATIONS["sum"].peers["cuda.compute"](compute, np.ones(n + 1))
+    assert len(peers._PREPARED) == peers._PREPARED_MAX
 
 
 def test_cuda_compute_raises_where_it_does_not_apply(compute):
