@@ -182,7 +182,8 @@ def test_cuda_compute_sort(pairs, measure, cp):
                   start_offsets_in=offsets[:-1], end_offsets_in=offsets[1:])
 
     def run():  # CCCL's object API, built and its storage allocated once
-        prepared_call(compute, "segmented_sort", ("segmented_sort", x.dtype.str, x.size, offsets.size),
+        key = ("segmented_sort", x.dtype.str, x.size, offsets.size)
+        prepared_call(compute, "segmented_sort", key,
                       dict(arrays, order=compute.SortOrder.ASCENDING),
                       dict(arrays, num_items=x.size, num_segments=offsets.size - 1))
         return keys

@@ -5,10 +5,10 @@
 
 Reads what bench/conftest.py's ``measure`` records in each benchmark's
 ``extra_info``: ``provider`` (a strategy or a peer; ``impl`` in the suites that name
-it so), ``bytes`` (moved per call), ``gbps`` and ``copy_gbps``; ``op`` when a suite sets it, else the suite's
-file name (``bench_reduce.py`` -> ``reduce``). One panel per op; the device-to-device
-copy bandwidth measured in the same session is drawn as the ceiling (``--ceiling``
-overrides it). Several JSON files are merged.
+it so), ``bytes`` (moved per call), ``gbps`` and ``copy_gbps``; ``op`` when a suite
+sets it, else the suite's file name (``bench_reduce.py`` -> ``reduce``). One panel
+per op; the device-to-device copy bandwidth measured in the same session is drawn as
+the ceiling (``--ceiling`` overrides it). Several JSON files are merged.
 """
 
 from __future__ import annotations
