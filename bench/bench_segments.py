@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import numbakern as nk
-from numbakern.teach.peers import cccl_segmented_sum, prepared_call
+from numbakern.teach.peers import cccl_segmented_sort, cccl_segmented_sum
 
 N = 1 << 26
 MEANS = [64, 1024, 16384, 1 << 20, "mixed"]
@@ -177,16 +177,9 @@ def test_cuda_compute_sort(pairs, measure, cp):
     if not hasattr(compute, "segmented_sort"):
         pytest.skip("this cuda.compute has no segmented_sort")
     x, v, offsets, mean = pairs
-    keys, values = cp.empty_like(x), cp.empty_like(v)
-    arrays = dict(d_in_keys=x, d_out_keys=keys, d_in_values=v, d_out_values=values,
-                  start_offsets_in=offsets[:-1], end_offsets_in=offsets[1:])
 
     def run():  # CCCL's object API, built and its storage allocated once
-        key = ("segmented_sort", x.dtype.str, x.size, offsets.size)
-        prepared_call(compute, "segmented_sort", key,
-                      dict(arrays, order=compute.SortOrder.ASCENDING),
-                      dict(arrays, num_items=x.size, num_segments=offsets.size - 1))
-        return keys
+        return cccl_segmented_sort(compute, x, v, offsets)[0]
 
     assert bool(cp.array_equal(run(), nk.segmented_sort(x, offsets)))
     measure(run, 2 * (x.nbytes + v.nbytes),

@@ -270,6 +270,7 @@ def run_case(lib: Libs, case: Case, timer: Callable) -> dict:
 
 
 def free(lib: Libs) -> None:
+    lib.peers.clear_prepared()  # cuda.compute's objects hold their last call's arrays
     lib.cp.get_default_memory_pool().free_all_blocks()
     if lib.torch is not None:
         lib.torch.cuda.empty_cache()

@@ -44,12 +44,22 @@ def _suite(bench: dict) -> str:
     return stem.removeprefix("bench_")
 
 
+_APART = ("dtype", "data")  # what else, where it varies within an op, makes its own line
+
+
 def series(records: list[dict]) -> dict:
-    """``{op: {provider: [(bytes, gbps), ...] sorted}}``."""
+    """``{op: {line: [(bytes, gbps), ...] sorted}}``; a line is a provider, followed by
+    its ``dtype`` and ``data`` where those vary within the op (a sort of float32 keys and
+    one of uint32 keys are two lines)."""
+    varying = defaultdict(set)
+    for r in records:
+        for k in _APART:
+            varying[r["op"], k].add(r.get(k))
     out: dict = defaultdict(lambda: defaultdict(list))
     for r in records:
-        size = r.get("bytes", r.get("n"))
-        out[r["op"]][r["provider"]].append((size, r["gbps"]))
+        line = " ".join([r["provider"], *(str(r.get(k)) for k in _APART
+                                          if len(varying[r["op"], k]) > 1)])
+        out[r["op"]][line].append((r.get("bytes", r.get("n")), r["gbps"]))
     return {op: {p: sorted(v) for p, v in by.items()} for op, by in out.items()}
 
 
@@ -70,9 +80,10 @@ def plot(records: list[dict], out: str, ceiling_gbps: float | None) -> None:
     by_op = series(records)
     fig, axes = plt.subplots(1, len(by_op), figsize=(6.5 * len(by_op), 4.5), squeeze=False)
     for ax, (op, providers) in zip(axes[0], sorted(by_op.items())):
-        for provider, points in sorted(providers.items(), key=lambda kv: kv[0] in PEERS):
+        for provider, points in sorted(providers.items(),
+                                       key=lambda kv: kv[0].split()[0] in PEERS):
             xs, ys = zip(*points)
-            peer = provider in PEERS
+            peer = provider.split()[0] in PEERS
             ax.plot(xs, ys, ls="--" if peer else "-", marker="s" if peer else "o", ms=4,
                     lw=1.5, label=provider + (" (peer)" if peer else ""))
         limit = ceiling(records if len(by_op) == 1 else

@@ -203,7 +203,9 @@ class RadixSelect(SelectStrategy):
             raise ValueError(f"digit_bits must be 8, 11 or 12 (or None: 11 where the "
                              f"histogram's counters hold 2048 bins), got {digit_bits!r}")
         # the counters of the widest digit fit, beside the histogram kernel's own word
-        self.counter.check(1 << digit_bits, BESIDE_COUNTERS, "a smaller digit_bits (8 or 11)")
+        narrower = " or ".join(str(b) for b in DIGIT_CHOICES if b < digit_bits)
+        self.counter.check(1 << digit_bits, BESIDE_COUNTERS,
+                           f"a smaller digit_bits ({narrower})" if narrower else "fewer bins")
         self.digit_bits = int(digit_bits)
         self.fuse_count = None if fuse_count is None else check_flag(fuse_count,
                                                                      "fuse_count")

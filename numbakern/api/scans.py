@@ -185,8 +185,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=Fal
     Raises: as :func:`cumsum`; ``ValueError`` for ``axis=None`` on more than one
     dimension.
     """
-    return _cumulative("cumulative_sum", cumsum, cumsum_dtype, x, axis, dtype, out,
-                       include_initial, strategy, layout, stream)
+    return _cumulative("cumulative_sum", cumsum, _ops.SUM, cumsum_dtype, x, axis, dtype,
+                       out, include_initial, strategy, layout, stream)
 
 
 @dispatch
@@ -196,8 +196,8 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
     values and special values; ``include_initial=True`` puts 1 first). Arguments and
     errors as :func:`cumulative_sum`.
     """
-    return _cumulative("cumulative_prod", cumprod, cumprod_dtype, x, axis, dtype, out,
-                       include_initial, strategy, layout, stream)
+    return _cumulative("cumulative_prod", cumprod, _ops.PROD, cumprod_dtype, x, axis, dtype,
+                       out, include_initial, strategy, layout, stream)
 
 
 def cumulative_axis(x, axis, name: str):
@@ -222,10 +222,11 @@ def cumulative_axis(x, axis, name: str):
     return x, 0
 
 
-def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy, layout,
+def _cumulative(name, scan, op, rule, x, axis, dtype, out, include_initial, strategy, layout,
                 stream):
-    """The array API's cumulative functions through ``scan`` (cumsum or cumprod, whose
-    result dtype ``rule`` gives): with ``include_initial``, an inclusive scan fills
+    """The array API's cumulative functions through ``scan`` (cumsum or cumprod, of ``op``,
+    whose result dtype ``rule`` gives; the dtypes and ``out`` checked first, so that
+    their errors name ``name``): with ``include_initial``, an inclusive scan fills
     all but the first slot of each row and then an exclusive scan of the first
     element writes the empty product or sum into it, both straight into views of one
     result (no copy). In that order a host ``out`` overlapping ``x`` (as NumPy
@@ -234,19 +235,19 @@ def _cumulative(name, scan, rule, x, axis, dtype, out, include_initial, strategy
     in part is refused before anything is written."""
     x = as_array_like(x)
     include_initial = check_flag(include_initial, "include_initial")
+    op.check_dtype(np.dtype(x.dtype), caller=name)
     if dtype is not None:  # NumPy 2 refuses a byte order here, as its ufuncs do
         _ops.check_native_dtype(_ops._as_dtype(dtype), name)
+        op.check_dtype(_ops._as_dtype(dtype), "dtype=", name)
     x, axis = cumulative_axis(x, axis, name)
     options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
+    axis = normalize_axis(axis, x.ndim)
+    shape = tuple(n + (a == axis and include_initial) for a, n in enumerate(x.shape))
+    check_out(out, shape, rule(np.dtype(x.dtype), dtype), kind_of(x), name)
     if not include_initial:
         return scan(x, axis=axis, out=out, **options)
-    axis = normalize_axis(axis, x.ndim)
-    shape = tuple(n + (a == axis) for a, n in enumerate(x.shape))
     if out is None:
         out = _result_like(x, shape, rule(np.dtype(x.dtype), dtype), stream)
-    elif tuple(out.shape) != shape:
-        raise ValueError(f"{name}: out has shape {tuple(out.shape)}; with "
-                         f"include_initial the result's is {shape}")
     first, rest = _along(axis, 0, 1, x.ndim), _along(axis, 1, None, x.ndim)
     xs, target = _sliceable(x), _sliceable(out)
     check_disjoint(target[rest], {"x": x}, kind_of(x), name, "out past its first slot")
@@ -884,20 +885,18 @@ def _rounds_before_out(dtype, outs, results: tuple, kit) -> bool:
 def _beyond_kernels(outs, name: str) -> bool:
     """Whether the one ``out`` has a dtype that no kernel stores: NumPy's extended
     precision (float128, complex256 on x86), wider than a GPU's float64 and
-    complex128, or object; it takes the result by NumPy's cast.
+    complex128; it takes the result by NumPy's cast.
 
     Raises:
         TypeError: such a dtype among the outs of a scan of two results (cummax's)."""
-    wide = outs is not None and any(_stored_by_numpy(np.dtype(o.dtype)) for o in outs)
+    wide = outs is not None and any(
+        np.dtype(o.dtype).itemsize > {"f": 8, "c": 16}.get(np.dtype(o.dtype).kind, 8)
+        for o in outs)
     if wide and len(outs) > 1:
-        raise TypeError(f"{name}: out's arrays must have dtypes a kernel stores (not "
-                        f"object, floats of at most 8 bytes), got "
+        raise TypeError(f"{name}: out's arrays must have dtypes of at most 8-byte floats "
+                        f"(the kernels' widest), got "
                         f"{', '.join(str(np.dtype(o.dtype)) for o in outs)}")
     return wide
-
-
-def _stored_by_numpy(dtype: np.dtype) -> bool:
-    return dtype.kind == "O" or dtype.itemsize > {"f": 8, "c": 16}.get(dtype.kind, 8)
 
 
 def _settled_before_out(after, outs, results: tuple) -> bool:

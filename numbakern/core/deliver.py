@@ -10,8 +10,11 @@ rules live once:
   the result's shape (``ValueError`` otherwise), in any layout (sliced, transposed,
   reversed: a device one is written in place by a strided cast kernel) whose strides
   are whole elements. The result is cast into it with ``same_kind`` casting: float
-  results go to float arrays, integers to integers or floats, bool anywhere (never to
-  text or bytes, which NumPy's loops refuse though ``same_kind`` allows). That is
+  results go to float arrays, integers to integers or floats, bool anywhere numeric.
+  Never to object, text or bytes, though ``same_kind`` allows them: NumPy computes
+  into an object ``out`` in Python objects (exact integers where the kernels' wrap),
+  and writes the text of its values into a text one for some functions (``any``,
+  ``nanmedian``) while its arithmetic loops refuse it. That is
   stricter than NumPy's reductions, which cast ``unsafe``ly (a float sum into an int
   array): such an ``out`` raises :class:`OutDtypeError`, a ``ValueError`` that is also
   a ``TypeError``, the class NumPy raises for a forbidden cast. Indices (argmax and
@@ -114,9 +117,9 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                          f"whole elements of {itemsize} bytes (a kernel's writes would be "
                          f"misaligned); pass an {arg} of whole-element strides")
     got, dtype = np.dtype(view.dtype), np.dtype(dtype)
-    if got.kind in "SUV":  # same_kind lets numbers into text and bytes; NumPy's loops do not
-        raise OutDtypeError(f"{name}: {arg} has dtype {got}, which takes no numbers: pass "
-                            f"a numeric, bool or object {arg}")
+    if got.kind in "OSUV":  # same_kind lets numbers into all of these
+        raise OutDtypeError(f"{name}: {arg} has dtype {got}; the kernels write numbers: "
+                            f"pass a bool, integer or float {arg}")
     if integer and got.kind not in "iu":
         raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
     # a NumPy out of either byte order takes the result by a host copy, as NumPy's

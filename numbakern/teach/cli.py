@@ -432,8 +432,8 @@ def _check_representable(numbers: list, dtype) -> None:
               help="Elements (small random integers).")
 @click.option("--values", help="The input itself, e.g. 3,1,4,1,5 (instead of --size).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
-              help="The input's dtype (histogram strategies count int64 unless given "
-                   "an integer dtype).")
+              help="The input's dtype (histogram strategies: an integer dtype, int64 "
+                   "when left out; a float one is refused).")
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
               help="Threads per block, a multiple of 32 (softmax: of the row's block).")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,

@@ -819,9 +819,11 @@ def to_host(result) -> np.ndarray:
     return cuda.as_cuda_array(result).copy_to_host()
 
 
-def measure(fn: Callable[[], Any], repeat: int) -> float:
+def measure(fn: Callable[[], Any], repeat: int,
+            before: Callable[[], Any] | None = None) -> float:
     """Median seconds per call: CUDA events on a GPU (after a warm-up call),
-    wall-clock under the simulator."""
+    wall-clock under the simulator; ``before``, where given, is queued ahead of each
+    start event (untimed: work that keeps the GPU busy while ``fn`` is enqueued)."""
     if not on_gpu():
         times = []
         for _ in range(repeat):
@@ -836,6 +838,8 @@ def measure(fn: Callable[[], Any], repeat: int) -> float:
     stream = cuda.default_stream()  # the legacy stream: ordered with CuPy's and torch's
     times = []
     for _ in range(repeat):
+        if before is not None:
+            before()
         start, stop = cuda.event(), cuda.event()
         start.record(stream)
         fn()
@@ -867,22 +871,14 @@ def copy_gbps(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     dst = cuda.device_array(n, dtype=np.uint8)
     stream = cuda.default_stream()  # :func:`measure`'s; a stream makes the copy queued
 
+    def copy():
+        dst.copy_to_device(src, stream=stream)
+
     def copies():
         for _ in range(_COPIES):
-            dst.copy_to_device(src, stream=stream)
+            copy()
 
-    if not on_gpu():
-        return 2 * n * _COPIES / measure(copies, repeat) / 1e9
-    times = []
-    for _ in range(repeat + 1):  # the first a warm-up
-        dst.copy_to_device(src, stream=stream)  # busy while the timed copies queue
-        start, stop = cuda.event(), cuda.event()
-        start.record(stream)
-        copies()
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) / 1e3)
-    return 2 * n * _COPIES / statistics.median(times[1:]) / 1e9
+    return 2 * n * _COPIES / measure(copies, repeat, before=copy) / 1e9
 
 
 # --- one measurement ---------------------------------------------------------------------

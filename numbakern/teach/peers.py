@@ -120,7 +120,9 @@ def compiled_softmax(torch, x, dim: int = -1, log: bool = False):
     """``torch.compile`` of ``torch.softmax(x, dim)`` (``log``: ``torch.log_softmax``).
 
     Compiled once per (function, dim, shape, dtype), with static shapes (see
-    ``_compiled``); the first call compiles, before compare times it.
+    ``_compiled``); the first call compiles, before compare times it. Each build
+    resets Dynamo, discarding whatever else the process had compiled: a benchmark's
+    peer, not a call for a model's process.
 
     Args:
         torch: the torch module.
@@ -179,7 +181,15 @@ def _identity(op: str, dtype: np.dtype) -> np.ndarray:
 
 
 _PREPARED: dict = {}  # (algorithm, dtypes, sizes, ...) -> (algorithm object, temp storage)
-_PREPARED_MAX = 8  # large enough for a benchmark's cases; each may hold a 2^28 sort's temp
+# enough for a benchmark's cases; each holds its storage and its last call's arrays
+# (CCCL keeps the owners of the pointers it was called with): clear_prepared frees them
+_PREPARED_MAX = 8
+
+
+def clear_prepared() -> None:
+    """Drop every algorithm object :func:`prepared_call` keeps, with its temporary
+    storage and the arrays of its last call (a benchmark calls it between cases)."""
+    _PREPARED.clear()
 
 
 def prepared_call(compute, name: str, key: tuple, build: dict, call: dict) -> None:
@@ -230,9 +240,9 @@ def cccl_reduce(compute, x, op: str, axis=None):
             "min": compute.OpKind.MINIMUM}[op]
     out = cupy.empty(1, dtype)
     init = _identity(op, dtype)
-    prepared_call(compute, "reduce_into", ("reduce", op, flat.dtype.str, dtype.str, flat.size),
-                   dict(d_in=flat, d_out=out, op=kind, h_init=init),
-                   dict(d_in=flat, d_out=out, op=kind, num_items=flat.size, h_init=init))
+    key = ("reduce", op, flat.dtype.str, dtype.str, flat.size)
+    prepared_call(compute, "reduce_into", key, dict(d_in=flat, d_out=out, op=kind, h_init=init),
+                  dict(d_in=flat, d_out=out, op=kind, num_items=flat.size, h_init=init))
     return out.reshape(())
 
 
@@ -253,9 +263,10 @@ def cccl_cumsum(compute, x, axis=None):
     dtype = _sum_dtype(flat.dtype)
     out = cupy.empty(flat.size, dtype)
     plus, init = compute.OpKind.PLUS, np.zeros((), dtype)
-    prepared_call(compute, "inclusive_scan", ("scan", flat.dtype.str, dtype.str, flat.size),
-                   dict(d_in=flat, d_out=out, op=plus, init_value=init),
-                   dict(d_in=flat, d_out=out, op=plus, init_value=init, num_items=flat.size))
+    key = ("scan", flat.dtype.str, dtype.str, flat.size)
+    prepared_call(compute, "inclusive_scan", key,
+                  dict(d_in=flat, d_out=out, op=plus, init_value=init),
+                  dict(d_in=flat, d_out=out, op=plus, init_value=init, num_items=flat.size))
     return out
 
 
@@ -273,8 +284,8 @@ def cccl_sort(compute, x, axis=-1):
     out = cupy.empty_like(x)
     arrays = dict(d_in_keys=x, d_out_keys=out, d_in_values=None, d_out_values=None)
     prepared_call(compute, "radix_sort", ("sort", x.dtype.str, x.size),
-                   dict(arrays, order=compute.SortOrder.ASCENDING),
-                   dict(arrays, num_items=x.size))
+                  dict(arrays, order=compute.SortOrder.ASCENDING),
+                  dict(arrays, num_items=x.size))
     return out
 
 
@@ -305,7 +316,34 @@ def cccl_segmented_sum(compute, x, offsets):
     arrays = dict(d_in=x, d_out=out, start_offsets_in=offsets[:-1],
                   end_offsets_in=offsets[1:], op=compute.OpKind.PLUS,
                   h_init=np.zeros((), dtype))
-    prepared_call(compute, "segmented_reduce",
-                   ("segments", x.dtype.str, dtype.str, x.size, offsets.size), arrays,
-                   dict(arrays, num_segments=offsets.size - 1))
+    key = ("segments", x.dtype.str, dtype.str, x.size, offsets.dtype.str, offsets.size)
+    prepared_call(compute, "segmented_reduce", key, arrays,
+                  dict(arrays, num_segments=offsets.size - 1))
     return out
+
+
+def cccl_segmented_sort(compute, keys, values, offsets):
+    """Each segment ``keys[offsets[i]:offsets[i + 1]]`` sorted ascending, ``values``
+    carried along, by ``cuda.compute``'s ``make_segmented_sort`` (CUB's
+    ``DeviceSegmentedSort``: not stable).
+
+    Args:
+        compute: the ``cuda.compute`` module.
+        keys, values: 1-D CuPy arrays of one length.
+        offsets: a 1-D CuPy array of ``num_segments + 1`` ascending offsets.
+
+    Returns:
+        ``(keys, values)``: new CuPy arrays.
+    """
+    import cupy
+
+    out_keys, out_values = cupy.empty_like(keys), cupy.empty_like(values)
+    arrays = dict(d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
+                  d_out_values=out_values, start_offsets_in=offsets[:-1],
+                  end_offsets_in=offsets[1:])
+    key = ("segmented_sort", keys.dtype.str, values.dtype.str, keys.size, offsets.dtype.str,
+           offsets.size)
+    prepared_call(compute, "segmented_sort", key,
+                  dict(arrays, order=compute.SortOrder.ASCENDING),
+                  dict(arrays, num_items=keys.size, num_segments=offsets.size - 1))
+    return out_keys, out_values

@@ -593,7 +593,7 @@ def test_defaults_and_bad_arguments():
     # per-warp counters of 8 warps hold 1536 bins: 8-bit digits, unless asked for 11
     assert RadixSelect(threads=256, histogram="warp_privatized").digit_bits == 8
     assert RadixSelect(threads=64, histogram=WarpPrivatized(threads=64)).digit_bits == 11
-    with pytest.raises(ValueError, match="2048 bins"):
+    with pytest.raises(ValueError, match=r"2048 bins.*: use a smaller digit_bits \(8\), "):
         RadixSelect(threads=256, histogram="warp_privatized", digit_bits=11)
     # 3 warps' counters of 4096 bins are 49152 bytes, the whole of it: the histogram
     # kernel's own word does not fit beside them (ptxas refused it at launch)

@@ -405,13 +405,18 @@ def test_bench_plot_reads_impl_and_draws_every_peer_as_a_peer(tmp_path):
         "bench_plot", Path(__file__).resolve().parents[2] / "bench" / "plot.py")
     plot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(plot)
-    records = [{"fullname": f"bench/bench_sort.py::test_sort[{p}]",
-                "extra_info": {"impl": p, "n": 8, "bytes": 32, "gbps": 1.0}}
-               for p in ("numbakern", "cuda.compute")]
+    records = [{"fullname": f"bench/bench_sort.py::test_sort[{p}-{d}]",
+                "extra_info": {"impl": p, "n": 8, "bytes": 32, "gbps": g, "dtype": d}}
+               for p in ("numbakern", "cuda.compute") for d, g in (("float32", 1.0),
+                                                                   ("uint32", 2.0))]
     data = tmp_path / "sort.json"
     data.write_text(json.dumps({"benchmarks": records}))
     got = plot.series(plot.load([str(data)]))
-    assert set(got["sort"]) == {"numbakern", "cuda.compute"}
+    assert got["sort"] == {f"{p} {d}": [(32, g)] for p in ("numbakern", "cuda.compute")
+                           for d, g in (("float32", 1.0), ("uint32", 2.0))}
+    one = [r for r in records if r["extra_info"]["dtype"] == "float32"]
+    data.write_text(json.dumps({"benchmarks": one}))  # one dtype: no dtype in the names
+    assert set(plot.series(plot.load([str(data)]))["sort"]) == {"numbakern", "cuda.compute"}
     assert {"cuda.compute", "torch.compile", "triton", "cupyx"} <= set(plot.PEERS)
 
 

@@ -203,14 +203,17 @@ def _segmented_reduce(*, d_in, d_out, num_segments, start_offsets_in, end_offset
 _TEMP_BYTES = 64  # what each stand-in algorithm asks for
 
 
-def _maker(run, *build_only: str):
-    """A stand-in ``make_<algorithm>``: the object CCCL builds, which given no
-    ``temp_storage`` returns the bytes it needs and given them runs ``run`` on the
-    call's arrays (and the build's ``build_only`` arguments); ``make.made`` counts the
-    objects built."""
+def _maker(run, build_keys: str, *build_only: str):
+    """A stand-in ``make_<algorithm>`` taking CCCL 1.2.1's build arguments
+    (``build_keys``, all of them, as its keyword-only signature requires): the object
+    it builds, given no ``temp_storage``, returns the bytes it needs, and given them
+    runs ``run`` on the call's arrays (and the build's ``build_only`` arguments);
+    ``make.made`` counts the objects built."""
     made = []
 
     def make(**build):
+        assert set(build) == set(build_keys.split()), sorted(build)
+
         def algorithm(*, temp_storage, **call):
             if temp_storage is None:
                 return _TEMP_BYTES
@@ -229,10 +232,13 @@ def compute(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", np)
     monkeypatch.setattr(peers, "_PREPARED", {})
     return types.SimpleNamespace(
-        OpKind=_OpKind, SortOrder=_SortOrder, make_reduce_into=_maker(_reduce_into),
-        make_inclusive_scan=_maker(_inclusive_scan),
-        make_radix_sort=_maker(_radix_sort, "order"),
-        make_segmented_reduce=_maker(_segmented_reduce))
+        OpKind=_OpKind, SortOrder=_SortOrder,
+        make_reduce_into=_maker(_reduce_into, "d_in d_out op h_init"),
+        make_inclusive_scan=_maker(_inclusive_scan, "d_in d_out op init_value"),
+        make_radix_sort=_maker(_radix_sort, "d_in_keys d_out_keys d_in_values d_out_values "
+                               "order", "order"),
+        make_segmented_reduce=_maker(_segmented_reduce, "d_in d_out start_offsets_in "
+                                     "end_offsets_in op h_init"))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "int64"])
