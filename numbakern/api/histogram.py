@@ -111,9 +111,9 @@ def bincount(x, weights=None, minlength=0, *, strategy=None, stream=None):
     from numbakern.api.reductions import host_scalar, max as _max, min as _min
 
     x = _empty_list_as_int(x)
-    _check_int_dtype(x.dtype, "bincount")
-    if x.ndim != 1:
+    if x.ndim != 1:  # before the dtype, as NumPy's ("object too deep" for any 2-D x)
         raise ValueError(f"bincount: x must be 1-D, got shape {tuple(x.shape)}")
+    _check_int_dtype(x.dtype, "bincount")
     minlength = _int(minlength, "bincount: minlength")
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")

@@ -55,6 +55,10 @@ def test_bincount():
         nk.bincount(x, minlength=-1)
     with pytest.raises(ValueError, match="1-D"):
         nk.bincount(x.reshape(10, 20))
+    with pytest.raises(ValueError):  # the shape first, whatever the dtype, as NumPy's
+        np.bincount(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="^bincount: x must be 1-D, got shape"):
+        nk.bincount(np.ones((2, 3)))
     with pytest.raises(TypeError, match="integer"):
         nk.bincount(np.ones(3))
     with pytest.raises(TypeError, match="^bincount: minlength must be an int"):
