@@ -243,11 +243,12 @@ def _cumulative(name, scan, op, rule, x, axis, dtype, out, include_initial, stra
     options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
     axis = normalize_axis(axis, x.ndim)
     shape = tuple(n + (a == axis and include_initial) for a, n in enumerate(x.shape))
-    check_out(out, shape, rule(np.dtype(x.dtype), dtype), kind_of(x), name)
+    result = rule(np.dtype(x.dtype), dtype)
+    check_out(out, shape, result, kind_of(x), name)
     if not include_initial:
         return scan(x, axis=axis, out=out, **options)
     if out is None:
-        out = _result_like(x, shape, rule(np.dtype(x.dtype), dtype), stream)
+        out = _result_like(x, shape, result, stream)
     first, rest = _along(axis, 0, 1, x.ndim), _along(axis, 1, None, x.ndim)
     xs, target = _sliceable(x), _sliceable(out)
     check_disjoint(target[rest], {"x": x}, kind_of(x), name, "out past its first slot")

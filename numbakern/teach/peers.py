@@ -192,19 +192,23 @@ def clear_prepared() -> None:
     _PREPARED.clear()
 
 
-def prepared_call(compute, name: str, key: tuple, build: dict, call: dict) -> None:
+def prepared_call(compute, name: str, key: tuple, arrays: dict, build: dict | None = None,
+                  call: dict | None = None) -> None:
     """Run ``cuda.compute``'s ``name`` (``make_<name>``) as a user who calls it again and
     again would: the algorithm object built and its temporary storage allocated once
     per ``key`` (what the build depends on: dtypes, operator, sizes), then each call
-    the algorithm alone on ``call``'s arrays (CCCL's object API). The one-shot
-    functions (``compute.reduce_into``, ...) build a cache key, ask the storage's size
-    and allocate and free it on every call: tens of microseconds of host time that a
-    peer timed at its best does not spend."""
+    the algorithm alone (CCCL's object API). ``arrays``: the arguments both the build
+    and the call take (arrays, operator, initial value); ``build`` and ``call``: those
+    only one of them takes (``order``; ``num_items``). The one-shot functions
+    (``compute.reduce_into``, ...) build a cache key, ask the storage's size and
+    allocate and free it on every call: tens of microseconds of host time that a peer
+    timed at its best does not spend."""
     import cupy
 
+    call = {**arrays, **(call or {})}
     entry = _PREPARED.get(key)
     if entry is None:
-        algorithm = getattr(compute, f"make_{name}")(**build)
+        algorithm = getattr(compute, f"make_{name}")(**arrays, **(build or {}))
         size = algorithm(temp_storage=None, **call)
         if len(_PREPARED) >= _PREPARED_MAX:
             _PREPARED.pop(next(iter(_PREPARED)))  # the oldest
@@ -240,9 +244,9 @@ def cccl_reduce(compute, x, op: str, axis=None):
             "min": compute.OpKind.MINIMUM}[op]
     out = cupy.empty(1, dtype)
     init = _identity(op, dtype)
-    key = ("reduce", op, flat.dtype.str, dtype.str, flat.size)
-    prepared_call(compute, "reduce_into", key, dict(d_in=flat, d_out=out, op=kind, h_init=init),
-                  dict(d_in=flat, d_out=out, op=kind, num_items=flat.size, h_init=init))
+    prepared_call(compute, "reduce_into", ("reduce", op, flat.dtype.str, dtype.str, flat.size),
+                  dict(d_in=flat, d_out=out, op=kind, h_init=init),
+                  call=dict(num_items=flat.size))
     return out.reshape(())
 
 
@@ -263,10 +267,9 @@ def cccl_cumsum(compute, x, axis=None):
     dtype = _sum_dtype(flat.dtype)
     out = cupy.empty(flat.size, dtype)
     plus, init = compute.OpKind.PLUS, np.zeros((), dtype)
-    key = ("scan", flat.dtype.str, dtype.str, flat.size)
-    prepared_call(compute, "inclusive_scan", key,
+    prepared_call(compute, "inclusive_scan", ("scan", flat.dtype.str, dtype.str, flat.size),
                   dict(d_in=flat, d_out=out, op=plus, init_value=init),
-                  dict(d_in=flat, d_out=out, op=plus, init_value=init, num_items=flat.size))
+                  call=dict(num_items=flat.size))
     return out
 
 
@@ -282,10 +285,9 @@ def cccl_sort(compute, x, axis=-1):
     if x.ndim != 1:
         raise ValueError(f"cuda.compute.radix_sort sorts one row, not a {x.ndim}-D array")
     out = cupy.empty_like(x)
-    arrays = dict(d_in_keys=x, d_out_keys=out, d_in_values=None, d_out_values=None)
     prepared_call(compute, "radix_sort", ("sort", x.dtype.str, x.size),
-                  dict(arrays, order=compute.SortOrder.ASCENDING),
-                  dict(arrays, num_items=x.size))
+                  dict(d_in_keys=x, d_out_keys=out, d_in_values=None, d_out_values=None),
+                  build=dict(order=compute.SortOrder.ASCENDING), call=dict(num_items=x.size))
     return out
 
 
@@ -318,7 +320,7 @@ def cccl_segmented_sum(compute, x, offsets):
                   h_init=np.zeros((), dtype))
     key = ("segments", x.dtype.str, dtype.str, x.size, offsets.dtype.str, offsets.size)
     prepared_call(compute, "segmented_reduce", key, arrays,
-                  dict(arrays, num_segments=offsets.size - 1))
+                  call=dict(num_segments=offsets.size - 1))
     return out
 
 
@@ -343,7 +345,7 @@ def cccl_segmented_sort(compute, keys, values, offsets):
                   end_offsets_in=offsets[1:])
     key = ("segmented_sort", keys.dtype.str, values.dtype.str, keys.size, offsets.dtype.str,
            offsets.size)
-    prepared_call(compute, "segmented_sort", key,
-                  dict(arrays, order=compute.SortOrder.ASCENDING),
-                  dict(arrays, num_items=keys.size, num_segments=offsets.size - 1))
+    prepared_call(compute, "segmented_sort", key, arrays,
+                  build=dict(order=compute.SortOrder.ASCENDING),
+                  call=dict(num_items=keys.size, num_segments=offsets.size - 1))
     return out_keys, out_values
