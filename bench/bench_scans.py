@@ -7,6 +7,15 @@ The ceiling is the copy bandwidth measured in the same session. Target (issue 6)
 ``decoupled_lookback`` at 2**28 float32 reaches 3 TB/s.
 
     pytest bench/bench_scans.py --benchmark-json=scans.json
+
+Each result is checked before timing against the scan in float64 (int64 for int32):
+the float inputs of the cumsums are small integers (``small_integers``; a scan's speed
+does not depend on the values), so every prefix is exact in any order and each cumsum
+must equal the reference. cumprod's factors near 1 cannot be exact: the float32
+results (CuPy's, torch's) are held within 1e-3 relative. Their prefixes are float32
+products rounded along the scan's chain (a look-back scan chains its ~10^5 tiles: a
+random walk of about 1e-5); a lost or doubled tile (a product of ~3000 factors, ~3%
+from 1) still shows.
 """
 
 import pytest
@@ -26,11 +35,22 @@ def _ids(value):
 
 @pytest.fixture(scope="module", params=[(n, d) for d in DTYPES for n in SIZES] +
                 [(ROWS, "float32")], ids=lambda p: f"{p[1]}-{_ids(p[0])}")
-def data(request, cp):
+def data(request, cp, small_integers):
     shape, dtype = request.param
     if dtype == "int32":
         return cp.random.randint(-1000, 1000, shape, dtype=cp.int32)
-    return cp.random.uniform(-1, 1, shape, dtype=cp.float32)
+    return small_integers(shape)
+
+
+def _exact(verify, cp, x, axis=None):
+    """The check of a cumsum: equal to the float64 (int64) one."""
+    wide = cp.int64 if x.dtype.kind == "i" else cp.float64
+    return verify.agrees(cp.cumsum(x, axis=axis, dtype=wide))
+
+
+@pytest.fixture(scope="module")
+def data_cumsum(data, cp, verify):
+    return _exact(verify, cp, data, -1 if data.ndim == 2 else None)
 
 
 def _traffic(x, out) -> int:
@@ -42,59 +62,71 @@ def _info(x, provider):
 
 
 @pytest.mark.parametrize("strategy", nk.strategies.available_scans())
-def test_numbakern_cumsum(data, strategy, measure):
+def test_numbakern_cumsum(data, strategy, measure, data_cumsum):
     axis = -1 if data.ndim == 2 else None
     out = nk.cumsum(data, axis=axis, strategy=strategy)
     measure(lambda: nk.cumsum(data, axis=axis, strategy=strategy), _traffic(data, out),
-            **_info(data, strategy))
+            check=data_cumsum, **_info(data, strategy))
 
 
-def test_cupy_cumsum(data, measure):
+def test_cupy_cumsum(data, measure, data_cumsum):
     axis = -1 if data.ndim == 2 else None
     out = data.cumsum(axis=axis)
-    measure(lambda: data.cumsum(axis=axis), _traffic(data, out), **_info(data, "cupy"))
+    measure(lambda: data.cumsum(axis=axis), _traffic(data, out), check=data_cumsum,
+            **_info(data, "cupy"))
 
 
-def test_torch_cumsum(data, measure, torch_cuda):
+def test_torch_cumsum(data, measure, torch_cuda, data_cumsum):
     if torch_cuda is None:
         pytest.skip("torch with CUDA not installed")
     t = torch_cuda.as_tensor(data, device="cuda")
     t = t if data.ndim == 2 else t.reshape(-1)
     out = torch_cuda.cumsum(t, dim=-1)
     nbytes = t.nbytes + out.element_size() * out.nelement()
-    measure(lambda: torch_cuda.cumsum(t, dim=-1), nbytes, **_info(data, "torch"))
+    measure(lambda: torch_cuda.cumsum(t, dim=-1), nbytes, check=data_cumsum,
+            **_info(data, "torch"))
 
 
 @pytest.fixture(scope="module")
-def big(cp):
-    return cp.random.uniform(-1, 1, 1 << 28, dtype=cp.float32)
+def big(small_integers):
+    return small_integers(1 << 28)
+
+
+@pytest.fixture(scope="module")
+def big_cumsum(big, cp, verify):
+    return _exact(verify, cp, big)
 
 
 @pytest.mark.parametrize("hold", ["shared", "registers"])
 @pytest.mark.parametrize("threads", [128, 256, 512])
 @pytest.mark.parametrize("items", [8, 12, 16, 24])
-def test_lookback_tuning(big, measure, threads, items, hold):
+def test_lookback_tuning(big, measure, threads, items, hold, big_cumsum):
     """Decoupled look-back at 2**28 float32 over block size, items per thread and where
     item prefixes wait: the figures that choose ``auto_items`` and the defaults."""
     if threads * items * 4 > 44 * 1024:
         pytest.skip("the tile does not fit in 48 KiB of shared memory")
     x = big
     strategy = nk.DecoupledLookback(nk.WarpShuffle(threads), items=items, hold=hold)
-    measure(lambda: nk.cumsum(x, strategy=strategy), 2 * x.nbytes,
+    measure(lambda: nk.cumsum(x, strategy=strategy), 2 * x.nbytes, check=big_cumsum,
             **_info(x, f"decoupled_lookback/warp_shuffle t{threads} i{items} {hold}"))
 
 
 @pytest.fixture(scope="module", params=["float64", "int32"])
-def wide(request, cp):
-    """The 8-byte states' scans: float64 2**27 (as many bytes as 2**28 float32) and
-    int32 2**28 summed in int64 (NumPy's promotion)."""
+def wide(request, cp, small_integers):
+    """The 8-byte states' scans: float64 2**27 (as many bytes as 2**28 float32; small
+    integers) and int32 2**28 summed in int64 (NumPy's promotion)."""
     if request.param == "int32":
         return cp.random.randint(-1000, 1000, 1 << 28, dtype=cp.int32)
-    return cp.random.uniform(-1, 1, 1 << 27, dtype=cp.float64)
+    return small_integers(1 << 27, "float64")
+
+
+@pytest.fixture(scope="module")
+def wide_cumsum(wide, cp, verify):
+    return _exact(verify, cp, wide)
 
 
 @pytest.mark.parametrize("items", [None, 4, 8, 12, 16])
-def test_lookback_tuning_8_byte_states(wide, measure, items):
+def test_lookback_tuning_8_byte_states(wide, measure, items, wide_cumsum):
     """Items per thread for the 8-byte states, which run at 75% of the copy rate where
     float32 runs at 92% (bench/NOTES.md, 2026-12-04): fewer items mean fewer registers
     and less shared memory (more blocks a multiprocessor), and twice the tiles to
@@ -102,7 +134,7 @@ def test_lookback_tuning_8_byte_states(wide, measure, items):
     gives each variant's registers without a GPU)."""
     strategy = nk.DecoupledLookback(items=items)
     out = nk.cumsum(wide, strategy=strategy)
-    measure(lambda: nk.cumsum(wide, strategy=strategy), _traffic(wide, out),
+    measure(lambda: nk.cumsum(wide, strategy=strategy), _traffic(wide, out), check=wide_cumsum,
             **_info(wide, f"decoupled_lookback/warp_shuffle i{items or 'auto'}"))
 
 
@@ -112,19 +144,27 @@ def products(cp):
     return cp.random.uniform(0.999, 1.001, 1 << 28, dtype=cp.float32)
 
 
-def test_numbakern_cumprod(products, measure):
+@pytest.fixture(scope="module")
+def running_product(products, cp, verify):
+    """The check of a cumprod: the float64 one within 1e-3 relative (module doc)."""
+    return verify.agrees(cp.cumprod(products, dtype=cp.float64), rtol=1e-3)
+
+
+def test_numbakern_cumprod(products, measure, running_product):
     out = nk.cumprod(products)
-    measure(lambda: nk.cumprod(products), _traffic(products, out),
+    measure(lambda: nk.cumprod(products), _traffic(products, out), check=running_product,
             **_info(products, "numbakern"))
 
 
-def test_cupy_cumprod(products, measure):
+def test_cupy_cumprod(products, measure, running_product):
     out = products.cumprod()
-    measure(lambda: products.cumprod(), _traffic(products, out), **_info(products, "cupy"))
+    measure(lambda: products.cumprod(), _traffic(products, out), check=running_product,
+            **_info(products, "cupy"))
 
 
-def test_torch_cumprod(products, measure, torch_cuda):
+def test_torch_cumprod(products, measure, torch_cuda, running_product):
     if torch_cuda is None:
         pytest.skip("torch with CUDA not installed")
     t = torch_cuda.as_tensor(products, device="cuda")
-    measure(lambda: torch_cuda.cumprod(t, dim=0), t.nbytes * 2, **_info(products, "torch"))
+    measure(lambda: torch_cuda.cumprod(t, dim=0), t.nbytes * 2, check=running_product,
+            **_info(products, "torch"))

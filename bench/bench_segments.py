@@ -5,15 +5,21 @@
 ones, split into tiles over many blocks; and ``mixed``: one segment of half the
 array among segments of 0 to 128 elements (the case a layout chosen from the mean
 length alone gets wrong). GB/s count the values read once (the offsets and results
-are small beside them); for scans and sorts, read once and written once. Each peer's
-result is checked against numbakern's first.
+are small beside them); for scans and sorts, read once and written once.
+
+Each result is checked before timing. The sums and scans read small integers
+(``small_integers``; their speed does not depend on the values): every partial sum is
+exact in float32, so each must equal the float64 reference (differences of the running
+sum). The sorts read uniform float32 keys (a radix sort's speed depends on the keys'
+spread) and must equal a stable sort by (segment, key) made of two ``cupy.argsort``:
+keys and values exactly where the sort is stable, keys alone for CUB's.
 
 * sums: ``torch.segment_reduce`` and ``cuda.compute.segmented_reduce``;
 * scans (``segmented_scan``, inclusive sum): torch has none; its usual idiom is the
   peer, a whole-array ``cumsum`` minus each segment's exclusive prefix at its start,
   repeated over the segment (``repeat_interleave``). In float32 that idiom loses the
   segment's digits to the whole array's running sum (its error grows with the
-  prefix, not the segment), so it is checked in float64 and timed in float32;
+  prefix, not the segment); on small integers it is exact;
 * sorts (``segmented_sort``, keys and int32 values, ascending): torch's two stable
   sorts (by key, then by segment index: a lexsort, the same composition numbakern
   makes) and ``cuda.compute.segmented_sort`` (CUB's ``DeviceSegmentedSort``, not
@@ -42,12 +48,12 @@ def _lengths(mean, rng):
 
 
 @pytest.fixture(scope="module", params=MEANS, ids=lambda m: f"mean{m}")
-def case(request, cp):
+def case(request, cp, small_integers):
     mean = request.param
     rng = np.random.default_rng(7 if mean == "mixed" else mean)
     offsets = np.concatenate([[0], np.cumsum(_lengths(mean, rng))])
     offsets = offsets[offsets <= N]
-    x = cp.random.default_rng(0).random(int(offsets[-1]), dtype=cp.float32)
+    x = small_integers(int(offsets[-1]))
     return x, cp.asarray(offsets.astype(np.int64)), mean
 
 
@@ -55,53 +61,56 @@ def _info(x, provider, mean, op="segmented_sum"):
     return dict(op=op, provider=provider, shape=f"2^26/mean{mean}", dtype="float32")
 
 
-def test_numbakern(case, measure):
+def _segment_of(cp, offsets, n):
+    """Each of ``n`` elements' segment (the last offset at or before it)."""
+    return cp.searchsorted(offsets, cp.arange(n), side="right") - 1
+
+
+@pytest.fixture(scope="module")
+def sums(case, cp, verify):
+    """The check of segment sums: the float64 running sum's differences at the offsets."""
+    x, offsets, _ = case
+    running = cp.concatenate([cp.zeros(1), cp.cumsum(x, dtype=cp.float64)])
+    return verify.agrees(running[offsets[1:]] - running[offsets[:-1]])
+
+
+def test_numbakern(case, measure, sums):
     x, offsets, mean = case
-    measure(lambda: nk.segmented_reduce(x, offsets), x.nbytes, **_info(x, "numbakern", mean))
+    measure(lambda: nk.segmented_reduce(x, offsets), x.nbytes, check=sums,
+            **_info(x, "numbakern", mean))
 
 
-def test_numbakern_unchecked(case, measure):
+def test_numbakern_unchecked(case, measure, sums):
     """``check_offsets=False``: no report on the offsets, so no synchronisation (torch
     and cuda.compute check no offsets either)."""
     x, offsets, mean = case
-    want = nk.segmented_reduce(x, offsets).get()
-    np.testing.assert_array_equal(nk.segmented_reduce(x, offsets, check_offsets=False).get(),
-                                  want)
     measure(lambda: nk.segmented_reduce(x, offsets, check_offsets=False), x.nbytes,
-            **_info(x, "numbakern unchecked", mean))
+            check=sums, **_info(x, "numbakern unchecked", mean))
 
 
-def test_numbakern_atomic_fold(case, measure):
+def test_numbakern_atomic_fold(case, measure, sums):
     """The runs of long segments folded by atomics (one launch fewer, float sums not
-    bitwise reproducible)."""
+    bitwise reproducible; of small integers, exact)."""
     x, offsets, mean = case
     strategy = "atomic_fold/warp_shuffle"
-    want = nk.segmented_reduce(x, offsets).get()
-    np.testing.assert_allclose(nk.segmented_reduce(x, offsets, strategy=strategy).get(), want,
-                               rtol=1e-4, atol=1e-3)
     measure(lambda: nk.segmented_reduce(x, offsets, strategy=strategy), x.nbytes,
-            **_info(x, "numbakern atomic_fold", mean))
+            check=sums, **_info(x, "numbakern atomic_fold", mean))
 
 
-def test_torch_segment_reduce(case, measure, torch_cuda):
+def test_torch_segment_reduce(case, measure, torch_cuda, sums):
     if torch_cuda is None:
         pytest.skip("torch with CUDA not installed")
     x, offsets, mean = case
     t, o = torch_cuda.as_tensor(x, device="cuda"), torch_cuda.as_tensor(offsets, device="cuda")
-    got = torch_cuda.segment_reduce(t, "sum", offsets=o)
-    np.testing.assert_allclose(got.cpu().numpy(), nk.segmented_reduce(x, offsets).get(),
-                               rtol=1e-4, atol=1e-3)
-    measure(lambda: torch_cuda.segment_reduce(t, "sum", offsets=o), x.nbytes,
+    measure(lambda: torch_cuda.segment_reduce(t, "sum", offsets=o), x.nbytes, check=sums,
             **_info(x, "torch", mean))
 
 
-def test_cuda_compute(case, measure, cp):
+def test_cuda_compute(case, measure, sums):
     """CCCL's object API, built and its storage allocated once (``cccl_segmented_sum``)."""
     compute = pytest.importorskip("cuda.compute")
     x, offsets, mean = case
-    np.testing.assert_allclose(cccl_segmented_sum(compute, x, offsets).get(),
-                               nk.segmented_reduce(x, offsets).get(), rtol=1e-4, atol=1e-3)
-    measure(lambda: cccl_segmented_sum(compute, x, offsets), x.nbytes,
+    measure(lambda: cccl_segmented_sum(compute, x, offsets), x.nbytes, check=sums,
             **_info(x, "cuda.compute", mean))
 
 
@@ -116,21 +125,28 @@ def _torch_segmented_cumsum(torch, t, o):
     return total - torch.repeat_interleave(before, o[1:] - o[:-1], output_size=n)
 
 
-def test_numbakern_scan(case, measure):
+@pytest.fixture(scope="module")
+def scans(case, cp, verify):
+    """The check of segmented inclusive sums: the float64 running sum less its value
+    before each element's segment."""
+    x, offsets, _ = case
+    running = cp.cumsum(x, dtype=cp.float64)
+    start = offsets[_segment_of(cp, offsets, x.size)]
+    return verify.agrees(running - (running - x)[start])
+
+
+def test_numbakern_scan(case, measure, scans):
     x, offsets, mean = case
-    measure(lambda: nk.segmented_scan(x, offsets), 2 * x.nbytes,
+    measure(lambda: nk.segmented_scan(x, offsets), 2 * x.nbytes, check=scans,
             **_info(x, "numbakern", mean, "segmented_cumsum"))
 
 
-def test_torch_scan_idiom(case, measure, torch_cuda):
+def test_torch_scan_idiom(case, measure, torch_cuda, scans):
     if torch_cuda is None:
         pytest.skip("torch with CUDA not installed")
     x, offsets, mean = case
     t, o = torch_cuda.as_tensor(x, device="cuda"), torch_cuda.as_tensor(offsets, device="cuda")
-    want = _torch_segmented_cumsum(torch_cuda, t.double(), o)  # float64: the idiom exact
-    np.testing.assert_allclose(nk.segmented_scan(x, offsets).get(), want.cpu().numpy(),
-                               rtol=1e-4, atol=1e-2)
-    measure(lambda: _torch_segmented_cumsum(torch_cuda, t, o), 2 * x.nbytes,
+    measure(lambda: _torch_segmented_cumsum(torch_cuda, t, o), 2 * x.nbytes, check=scans,
             **_info(x, "torch", mean, "segmented_cumsum"))
 
 
@@ -139,14 +155,25 @@ def test_torch_scan_idiom(case, measure, torch_cuda):
 
 @pytest.fixture(scope="module")
 def pairs(case, cp):
-    x, offsets, mean = case
+    """Uniform float32 keys in [0, 1) of the case's size, int32 values ``0 .. n-1``."""
+    _, offsets, mean = case
+    x = cp.random.default_rng(0).random(int(offsets[-1]), dtype=cp.float32)
     return x, cp.arange(x.size, dtype=cp.int32), offsets, mean
 
 
-def test_numbakern_sort(pairs, measure):
+@pytest.fixture(scope="module")
+def stable(pairs, cp):
+    """(keys, values) sorted stably by segment, then key: two stable cupy.argsort."""
+    x, v, offsets, _ = pairs
+    by_key = cp.argsort(x)
+    order = by_key[cp.argsort(_segment_of(cp, offsets, x.size)[by_key])]
+    return x[order], v[order]
+
+
+def test_numbakern_sort(pairs, measure, verify, stable):
     x, v, offsets, mean = pairs
     measure(lambda: nk.segmented_sort(x, offsets, v), 2 * (x.nbytes + v.nbytes),
-            **_info(x, "numbakern", mean, "segmented_sort_pairs"))
+            check=verify.agrees(stable), **_info(x, "numbakern", mean, "segmented_sort_pairs"))
 
 
 def _torch_segmented_sort(torch, t, v, segment):
@@ -156,7 +183,7 @@ def _torch_segmented_sort(torch, t, v, segment):
     return t[order], v[order]
 
 
-def test_torch_sort_twice(pairs, measure, torch_cuda, cp):
+def test_torch_sort_twice(pairs, measure, torch_cuda, verify, stable):
     if torch_cuda is None:
         pytest.skip("torch with CUDA not installed")
     x, v, offsets, mean = pairs
@@ -164,15 +191,12 @@ def test_torch_sort_twice(pairs, measure, torch_cuda, cp):
     o = torch_cuda.as_tensor(offsets, device="cuda")
     segment = torch_cuda.repeat_interleave(
         torch_cuda.arange(o.shape[0] - 1, device="cuda", dtype=torch_cuda.int32), o[1:] - o[:-1])
-    keys, values = _torch_segmented_sort(torch_cuda, t, tv, segment)
-    ours_k, ours_v = nk.segmented_sort(x, offsets, v)
-    assert bool(cp.array_equal(cp.asarray(keys), ours_k))
-    assert bool(cp.array_equal(cp.asarray(values), ours_v))
     measure(lambda: _torch_segmented_sort(torch_cuda, t, tv, segment),
-            2 * (x.nbytes + v.nbytes), **_info(x, "torch", mean, "segmented_sort_pairs"))
+            2 * (x.nbytes + v.nbytes), check=verify.agrees(stable),
+            **_info(x, "torch", mean, "segmented_sort_pairs"))
 
 
-def test_cuda_compute_sort(pairs, measure, cp):
+def test_cuda_compute_sort(pairs, measure, verify, stable):
     compute = pytest.importorskip("cuda.compute")
     if not hasattr(compute, "segmented_sort"):
         pytest.skip("this cuda.compute has no segmented_sort")
@@ -181,6 +205,5 @@ def test_cuda_compute_sort(pairs, measure, cp):
     def run():  # CCCL's object API, built and its storage allocated once
         return cccl_segmented_sort(compute, x, v, offsets)[0]
 
-    assert bool(cp.array_equal(run(), nk.segmented_sort(x, offsets)))
-    measure(run, 2 * (x.nbytes + v.nbytes),
+    measure(run, 2 * (x.nbytes + v.nbytes), check=verify.agrees(stable[0]),  # not stable
             **_info(x, "cuda.compute", mean, "segmented_sort_pairs"))

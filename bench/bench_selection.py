@@ -21,8 +21,20 @@ Peers, and what they compute:
   ``kth`` value alone, no partition: the least a peer computes) and ``torch.topk``
   of ``kth + 1`` (the smallest ``kth + 1``, the part of a partition before and at
   ``kth``). torch.topk's ``k`` of 2^27 + 1 takes its sort path.
+
+Each result is checked before timing against ``cupy.sort`` of the same input (the
+reference order statistics, exact): a partition's rows, sorted, equal the sort's, each
+``kth`` element is the sort's, none before it larger, none after it smaller;
+argpartition's indices are each row's positions once, and ``x`` taken at them is such a
+partition; ``torch.kthvalue`` and ``torch.median`` give the sort's element (torch's
+median the lower middle one) and an index holding it; ``torch.topk``'s values, sorted,
+are the sort's smallest ``kth + 1``, at distinct indices holding them. Medians and
+quantiles interpolate in float32 (NumPy's ``linear``): within 4 float32 ulps of the
+larger neighbour plus the neighbours' gap times the rank's rounding (torch holds ``q``
+in float32: up to ``eps32 * n`` of a rank).
 """
 
+import numpy as np
 import pytest
 
 import numbakern as nk
@@ -34,6 +46,7 @@ SHAPES = [(FLAT,), ROWS, LOGITS]
 IDS = ["2^28", "32768x4096", "8192x50257"]
 STRATEGY = {"numbakern": None, "numbakern-sort": "radix", "numbakern-select": "radix_select"}
 QS = [0.1, 0.5, 0.9]
+EPS32, EPS64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
 
 
 def _input(cp, shape):
@@ -46,11 +59,87 @@ def _torch(torch_cuda, x):
     return torch_cuda.as_tensor(x, device="cuda")
 
 
+def _sorted(cp, x):
+    """Each row of ``x`` sorted (a flat ``x``: the whole), by cupy.sort."""
+    return cp.sort(x, axis=-1)
+
+
+def _linear(cp, s, q: float, q_eps: float):
+    """NumPy's ``linear`` quantile ``q`` of the sorted rows ``s``, in float64, and its
+    bound (the module doc's; ``q_eps``: the precision ``q`` and the rank are held in)."""
+    n = s.shape[-1]
+    rank = q * (n - 1)
+    lo = int(rank)
+    a, b = s[..., lo].astype(cp.float64), s[..., min(lo + 1, n - 1)].astype(cp.float64)
+    want = a + (rank - lo) * (b - a)
+    return want, 4 * EPS32 * cp.maximum(cp.abs(a), cp.abs(b)) + q_eps * n * cp.abs(b - a)
+
+
+def _interpolated(verify, cp, s, qs, q_eps):
+    """The check of quantiles ``qs`` (a list: stacked first, as NumPy's; a float: one)."""
+    if isinstance(qs, float):
+        want, bound = _linear(cp, s, qs, q_eps)
+    else:
+        want, bound = (cp.stack(part) for part in zip(*(_linear(cp, s, q, q_eps) for q in qs)))
+    return verify.agrees(want, atol=bound)
+
+
+def _order_stat(verify, x, s, k):
+    """The check of torch's (values, indices) for rank ``k`` of each row: the sort's
+    element, and ``x`` holding it at the index (a bare value for a whole flat array)."""
+    def check(got):
+        values, indices = got if isinstance(got, tuple) else (got, None)
+        verify.close(values, s[..., k])
+        if indices is not None:
+            verify.close(verify.taken(x, indices[..., None])[..., 0], s[..., k])
+
+    return check
+
+
+def _partition(verify, cp, s, kths):
+    """The check of a partition of the rows at ``kths`` (the module doc's)."""
+    def check(got):
+        got = verify.array(got)
+        verify.close(_sorted(cp, got), s)
+        for k in kths:
+            verify.close(got[..., k], s[..., k])
+            late = bool((got[..., :k].max(axis=-1) > s[..., k]).any())
+            if late or bool((got[..., k + 1:].min(axis=-1) < s[..., k]).any()):
+                raise AssertionError(f"not partitioned at {k}")
+
+    return check
+
+
+def _argpartition(verify, cp, x, s, kths):
+    """The check of argpartition: distinct indices, ``x`` at them a partition."""
+    partitioned = _partition(verify, cp, s, kths)
+
+    def check(got):
+        verify.distinct(got)
+        partitioned(verify.taken(x, got))
+
+    return check
+
+
+def _smallest(verify, cp, x, s, k):
+    """The check of torch.topk's smallest ``k`` (unsorted): their values, sorted, the
+    sort's first ``k``; at distinct indices holding them."""
+    def check(got):
+        values, indices = got
+        verify.close(_sorted(cp, verify.array(values)), s[..., :k])
+        verify.distinct(indices)
+        verify.close(verify.taken(x, indices), values)
+
+    return check
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=IDS)
 @pytest.mark.parametrize("impl", [*STRATEGY, "torch", "cupy"])
-def test_median(measure, cp, torch_cuda, shape, impl):
+def test_median(measure, cp, torch_cuda, verify, shape, impl):
     x = _input(cp, shape)
     axis = -1 if len(shape) > 1 else None
+    s = _sorted(cp, x)
+    check = _interpolated(verify, cp, s, 0.5, EPS64)
     if impl in STRATEGY:
         fn = lambda: nk.median(x, axis=axis, strategy=STRATEGY[impl])
     elif impl == "cupy":
@@ -59,14 +148,17 @@ def test_median(measure, cp, torch_cuda, shape, impl):
         t = _torch(torch_cuda, x)
         fn = (lambda: torch_cuda.median(t, dim=-1)) if axis is not None else \
             (lambda: torch_cuda.median(t))
-    measure(fn, x.nbytes, op="median", impl=impl, shape=shape, dtype="float32")
+        check = _order_stat(verify, x, s, (s.shape[-1] - 1) // 2)  # the lower middle
+    measure(fn, x.nbytes, check=check, op="median", impl=impl, shape=shape, dtype="float32")
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=IDS)
 @pytest.mark.parametrize("impl", [*STRATEGY, "torch", "cupy"])
-def test_quantile(measure, cp, torch_cuda, shape, impl):
+def test_quantile(measure, cp, torch_cuda, verify, shape, impl):
     x = _input(cp, shape)
     axis = -1 if len(shape) > 1 else None
+    s = _sorted(cp, x)
+    check = _interpolated(verify, cp, s, QS, EPS32 if impl == "torch" else EPS64)
     if impl in STRATEGY:
         fn = lambda: nk.quantile(x, QS, axis=axis, strategy=STRATEGY[impl])
     elif impl == "cupy":
@@ -80,7 +172,8 @@ def test_quantile(measure, cp, torch_cuda, shape, impl):
             fn()
         except RuntimeError as error:  # "quantile() input tensor is too large"
             pytest.skip(f"torch.quantile refuses this input: {error}")
-    measure(fn, x.nbytes, op="quantile", impl=impl, shape=shape, dtype="float32")
+    measure(fn, x.nbytes, check=check, op="quantile", impl=impl, shape=shape,
+            dtype="float32")
 
 
 PARTITION_SHAPES = [(FLAT,), LOGITS]
@@ -94,45 +187,54 @@ def _kth(shape) -> int:
 @pytest.mark.parametrize("shape", PARTITION_SHAPES, ids=PARTITION_IDS)
 @pytest.mark.parametrize("impl", [*STRATEGY, "numbakern-arg", "numbakern-arg-sort", "cupy",
                                   "cupy-arg", "numpy", "torch.kthvalue", "torch.topk"])
-def test_partition(measure, cp, torch_cuda, shape, impl):
+def test_partition(measure, cp, torch_cuda, verify, shape, impl):
     x = _input(cp, shape)
     kth = _kth(shape)
+    s = _sorted(cp, x)
+    check = _partition(verify, cp, s, [kth])
     arg = {"numbakern-arg": None, "numbakern-arg-sort": "radix"}
     if impl in STRATEGY:
         fn = lambda: nk.partition(x, kth, axis=-1, strategy=STRATEGY[impl])
     elif impl in arg:
         fn = lambda: nk.argpartition(x, kth, axis=-1, strategy=arg[impl])
+        check = _argpartition(verify, cp, x, s, [kth])
     elif impl == "cupy":
         fn = lambda: cp.partition(x, kth, axis=-1)
     elif impl == "cupy-arg":
         fn = lambda: cp.argpartition(x, kth, axis=-1)
+        check = _argpartition(verify, cp, x, s, [kth])
     elif impl == "numpy":
-        import numpy as np
-
         host = cp.asnumpy(x)
-        fn = lambda: np.partition(host, kth, axis=-1)
+        fn = lambda: np.partition(host, kth, axis=-1)  # checked on the device
     else:
         t = _torch(torch_cuda, x)
         if impl == "torch.kthvalue":
             fn = lambda: torch_cuda.kthvalue(t, kth + 1, dim=-1)  # 1-based
+            check = _order_stat(verify, x, s, kth)
         else:
             fn = lambda: torch_cuda.topk(t, kth + 1, dim=-1, largest=False, sorted=False)
-    measure(fn, x.nbytes, op="partition", impl=impl, shape=shape, dtype="float32")
+            check = _smallest(verify, cp, x, s, kth + 1)
+    measure(fn, x.nbytes, check=check, op="partition", impl=impl, shape=shape,
+            dtype="float32")
 
 
 @pytest.mark.parametrize("impl", [*STRATEGY, "numbakern-arg", "numbakern-arg-select",
                                   "cupy"])
-def test_partition_two_kth(measure, cp, torch_cuda, impl):
+def test_partition_two_kth(measure, cp, verify, impl):
     """Two ranks: radix select reads the row on each digit pass once a rank, so the
     default takes the sort past one (``selection.SELECT_MOST``); ``numbakern-select``
     and ``numbakern-arg-select`` time the selection that rule gives up."""
     x = _input(cp, (FLAT,))
     kth = [FLAT // 4, FLAT // 2]
+    s = _sorted(cp, x)
+    check = _partition(verify, cp, s, kth)
     arg = {"numbakern-arg": None, "numbakern-arg-select": "radix_select"}
     if impl in STRATEGY:
         fn = lambda: nk.partition(x, kth, strategy=STRATEGY[impl])
     elif impl in arg:
         fn = lambda: nk.argpartition(x, kth, strategy=arg[impl])
+        check = _argpartition(verify, cp, x, s, kth)
     else:
         fn = lambda: cp.partition(x, kth)
-    measure(fn, x.nbytes, op="partition2", impl=impl, shape=(FLAT,), dtype="float32")
+    measure(fn, x.nbytes, check=check, op="partition2", impl=impl, shape=(FLAT,),
+            dtype="float32")

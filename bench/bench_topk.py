@@ -14,6 +14,10 @@ first digit (measured slower, so asked for only), in 8-bit or 12-bit digits inst
 of 11 (``/d8``, ``/d12``), with its count a pass of its own instead of fused into the digit passes
 (``/unfused``), and both (``/d8-unfused``: the radix_select measured at 5.91 ms on
 2^28), so one run shows what each choice is worth.
+
+Each result is checked before timing: the values equal the k largest of each row,
+largest first (``cupy.sort``'s, exactly); the indices lie in the row, none twice, and
+``x`` holds those values there (equal values may be taken in any order).
 """
 
 import pytest
@@ -39,9 +43,22 @@ BLOCK_PER_ROW = ("bitonic_select", "radix_block_select")
 IMPLS = [*nk.strategies.available("select"), *VARIANTS, "default", "torch"]
 
 
+def _check(verify, cp, x, k):
+    """The check of a (values, indices) pair: the module doc's."""
+    want = cp.ascontiguousarray(cp.sort(x, axis=-1)[..., :-k - 1:-1])  # largest first
+
+    def check(got):
+        values, indices = got
+        verify.close(values, want)
+        verify.distinct(indices)
+        verify.close(verify.taken(x, indices), want)
+
+    return check
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("impl", IMPLS)
-def test_topk(measure, cp, torch_cuda, case, impl):
+def test_topk(measure, cp, torch_cuda, verify, case, impl):
     shape, k = CASES[case]
     x = cp.random.standard_normal(shape, dtype=cp.float32)
     rows = x.size // shape[-1]
@@ -58,5 +75,5 @@ def test_topk(measure, cp, torch_cuda, case, impl):
         strategy = VARIANTS[impl]() if impl in VARIANTS else \
             None if impl == "default" else impl
         fn = lambda: nk.topk(x, k, strategy=strategy)  # noqa: E731
-    measure(fn, x.nbytes + rows * k * (4 + 8), op=f"topk k={k}", provider=impl,
-            shape="x".join(map(str, shape)), dtype="float32")
+    measure(fn, x.nbytes + rows * k * (4 + 8), check=_check(verify, cp, x, k),
+            op=f"topk k={k}", provider=impl, shape="x".join(map(str, shape)), dtype="float32")

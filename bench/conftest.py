@@ -1,18 +1,35 @@
 """Shared pieces of the GPU benchmarks: skip without a GPU, the copy-bandwidth ceiling,
-CUDA-event timing and the GB/s figures every benchmark records in ``extra_info``.
+CUDA-event timing, the GB/s figures every benchmark records in ``extra_info``, and the
+check of each timed result.
 
 Run on a GPU host:  ``pytest bench/ --benchmark-json=bench.json``.
 Two times are recorded for each case: pytest-benchmark's wall time of a call followed
 by a device synchronisation (what a Python caller waits), and the median of CUDA-event
 timings of the same call (``extra_info["event_ms"]``). GB/s use the event time.
+
+Before it is timed, every case's first result goes to its ``check`` (``measure``'s
+keyword, required): a wrong result fails the case, naming the implementation, the case
+and the largest error, and is never timed. The suites hold each result to a reference
+(``verify.agrees``): exactly for integers, indices and sorts, and for float sums and
+scans of ``small_integers`` (every order of summing them is exact); float results that
+cannot be exact within a bound each suite states, relative to a float64 reference where
+one can be had. The comparison runs on the device, a block of rows at a time (results
+reach several GB): CuPy arrays, torch tensors and Numba device arrays alike.
 """
 
 from __future__ import annotations
+
+import math
+from functools import partial
+from types import SimpleNamespace
 
 import pytest
 
 import numbakern
 from numbakern.teach import compare
+
+#: elements compared at a time: float64 temporaries of 128 MiB
+CHUNK = 1 << 24
 
 
 def _cupy():
@@ -21,6 +38,92 @@ def _cupy():
     except ImportError:
         return None
     return cupy
+
+
+def device_array(cp, a):
+    """``a`` as an array of ``cp`` (CuPy; NumPy in a test of these helpers), on the
+    device without a copy: CuPy and Numba device arrays (``__cuda_array_interface__``)
+    and torch tensors, detached; bfloat16, which CuPy lacks, widened to float32 by torch
+    (a copy)."""
+    if hasattr(a, "detach"):
+        a = a.detach()
+        if str(a.dtype) == "torch.bfloat16":
+            a = a.float()
+    return cp.asarray(a)
+
+
+def _off(cp, got, want, rtol, atol, exact: bool):
+    """(how many elements of ``got`` are off ``want``, the largest ``|got - want|`` among
+    them) as device scalars: an element is right if equal, NaN where ``want`` is NaN,
+    or (``exact`` False) within ``atol + rtol * |want|``, in float64."""
+    ok = got == want
+    if got.dtype.kind == "f" and want.dtype.kind == "f":
+        ok |= cp.isnan(got) & cp.isnan(want)
+    err = cp.abs(cp.subtract(got, want, dtype=cp.float64))
+    if not exact:
+        ok |= err <= atol + rtol * cp.abs(want.astype(cp.float64))
+    return cp.count_nonzero(~ok), cp.where(ok, 0.0, err).max()
+
+
+def assert_close(cp, got, want, rtol=0.0, atol=0.0) -> None:
+    """Raise AssertionError unless ``got`` has ``want``'s shape and each element is
+    right by :func:`_off` (``rtol = atol = 0``: equal, integers compared exactly; NaN
+    matches only NaN). ``atol`` may be an array broadcasting to ``want`` (a bound per
+    element). Tuples, such as (values, indices), compare part by part. Dtypes are not
+    compared. On the device, :data:`CHUNK` elements at a time."""
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            raise AssertionError(f"a {type(got).__name__}, not {len(want)} results")
+        for i, (g, w) in enumerate(zip(got, want)):
+            try:
+                assert_close(cp, g, w, rtol, atol)
+            except AssertionError as exc:
+                raise AssertionError(f"result {i}: {exc}") from None
+        return
+    got, want = device_array(cp, got), device_array(cp, want)
+    if got.shape != want.shape:
+        raise AssertionError(f"shape {got.shape}, the reference's {want.shape}")
+    if not want.size:
+        return
+    scalar = isinstance(atol, (int, float))
+    exact = not rtol and scalar and not atol
+    bound = "equal" if exact else \
+        f"within {rtol:.3g} * |want| + {f'{atol:.3g}' if scalar else 'a bound each'}"
+    got, want = cp.atleast_1d(got), cp.atleast_1d(want)
+    atol = cp.broadcast_to(device_array(cp, atol), want.shape)  # a view
+    step = max(1, CHUNK // max(1, math.prod(want.shape[1:])))  # rows a chunk
+    bad, worst = 0, 0.0
+    for i in range(0, want.shape[0], step):
+        n, e = _off(cp, got[i:i + step], want[i:i + step], rtol, atol[i:i + step], exact)
+        bad, worst = bad + n, cp.maximum(worst, e)  # NaN kept
+    if int(bad):
+        raise AssertionError(f"{int(bad)} of {want.size} elements not {bound}; "
+                             f"max |error| {float(worst):.4g}")
+
+
+def taken(cp, x, indices):
+    """``x``'s elements at ``indices`` along the last axis; AssertionError if an index
+    is outside the axis."""
+    idx = device_array(cp, indices)
+    if idx.size and bool(((idx < 0) | (idx >= x.shape[-1])).any()):
+        raise AssertionError("an index outside the axis")
+    return cp.take_along_axis(x, idx, axis=-1)
+
+
+def assert_distinct(cp, indices) -> None:
+    """AssertionError if a row of ``indices`` (the last axis) holds an index twice."""
+    s = cp.sort(device_array(cp, indices), axis=-1)
+    if bool((s[..., 1:] == s[..., :-1]).any()):
+        raise AssertionError("an index taken twice in a row")
+
+
+def _wrong(check, result) -> str | None:
+    """What ``check`` finds wrong with ``result`` (its AssertionError's message), or None."""
+    try:
+        check(result)
+    except AssertionError as exc:
+        return str(exc) or "wrong"
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +135,34 @@ def cp():
     if cupy is None:
         pytest.skip("benchmarks need CuPy")
     return cupy
+
+
+@pytest.fixture(scope="session")
+def verify(cp):
+    """The checks on the device: ``verify.agrees(want, rtol=0, atol=0)`` makes a
+    ``check`` for ``measure`` (the result against ``want`` by :func:`assert_close`);
+    ``verify.close(got, want, rtol=0, atol=0)`` asserts at once; ``verify.taken(x,
+    indices)`` and ``verify.distinct(indices)`` for indices (:func:`taken`,
+    :func:`assert_distinct`); ``verify.array(a)`` is :func:`device_array`."""
+    close = partial(assert_close, cp)
+    return SimpleNamespace(
+        close=close, agrees=lambda want, rtol=0.0, atol=0.0: (
+            lambda got: close(got, want, rtol, atol)),
+        taken=partial(taken, cp), distinct=partial(assert_distinct, cp),
+        array=partial(device_array, cp))
+
+
+@pytest.fixture(scope="session")
+def small_integers(cp):
+    """``small_integers(shape, dtype="float32")``: integers in [-8, 8] (seed 0), as
+    ``bench/peers.py``'s: every partial sum of up to 2^30 of them (a random walk of
+    about 2^17 at most) is exact in float32, in any order, so a sum or a scan of them
+    is checked exactly and one lost or doubled element shows."""
+    def make(shape, dtype="float32"):
+        rng = cp.random.default_rng(0)
+        return rng.integers(-8, 9, shape, dtype=cp.int32).astype(dtype)
+
+    return make
 
 
 @pytest.fixture(scope="session")
@@ -52,11 +183,18 @@ def copy_gbps(cp) -> float:
 
 
 @pytest.fixture
-def measure(cp, copy_gbps, benchmark):
-    """``measure(fn, nbytes, **info)``: benchmark ``fn`` (synchronised) and record
-    event time, GB/s and the fraction of copy bandwidth in ``extra_info``."""
+def measure(cp, copy_gbps, benchmark, request):
+    """``measure(fn, nbytes, check=..., **info)``: call ``fn`` once and pass its result
+    to ``check`` (which raises AssertionError if it is wrong: the case fails, untimed);
+    then benchmark ``fn`` (synchronised) and record event time, GB/s and the fraction
+    of copy bandwidth in ``extra_info``."""
 
-    def run(fn, nbytes: int, **info):
+    def run(fn, nbytes: int, *, check, **info):
+        wrong = _wrong(check, fn())
+        if wrong:
+            who = info.get("provider", info.get("impl", "the implementation"))
+            pytest.fail(f"{who} is wrong in {request.node.name}: {wrong}", pytrace=False)
+
         def synced():
             out = fn()
             cp.cuda.Device().synchronize()
