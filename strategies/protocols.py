@@ -512,7 +512,7 @@ class GridScan(GridStrategy):
         """Items per thread for this job; raises if the tile overflows shared memory."""
         temp = self.block.temp_slots()
         items = self.items or auto_items(job.state_bytes, self.block.threads,
-                                         job.value_bytes, job.kit.fields, temp)
+                                         job.value_bytes, job.kit.fields, temp, job.n)
         nbytes = (padded_slots(self.block.threads * items) + temp + 1) * job.state_bytes
         if nbytes > SHARED_LIMIT:
             advice = "use fewer items" if self.items else \

@@ -92,7 +92,7 @@ from numbakern.kernels.elementwise import zeros
 from numbakern.kernels.vector import VECTOR_BYTES, vector_lanes, vector_loader
 from numbakern.runtime.cache import cached
 from numbakern.runtime.device import (FULL_MASK, SIMULATOR, WARP, ceil_div,
-                                      max_resident_blocks, shared_capacity)
+                                      max_resident_blocks, shared_capacity, simulator_items)
 from numbakern.runtime.launch import launch
 from numbakern.runtime.relaxed import load_relaxed
 from numbakern.runtime.views import address
@@ -194,14 +194,16 @@ class RadixSort(SortStrategy):
     def fits(self, n: int) -> bool:
         return True
 
-    def tile_shape(self, key_bytes: int, index_bytes: int, dtype=None) -> tuple[int, int]:
-        """``(threads, keys a thread)`` of a pass over ``key_bytes``-byte keys carrying
-        ``index_bytes``-byte indices (0: none), the keys of ``dtype`` (None: floats'
-        rule): each as given, else from :data:`TILE_SHAPES` or, for 4-byte integer
-        keys sorted, :data:`INTEGER_TILE` (the simulator's: the strategy's threads, 2
-        keys), keys fewer where the tile does not fit in shared memory."""
+    def tile_shape(self, key_bytes: int, index_bytes: int, dtype=None,
+                   n: int = 0) -> tuple[int, int]:
+        """``(threads, keys a thread)`` of a pass over rows of ``n`` ``key_bytes``-byte
+        keys carrying ``index_bytes``-byte indices (0: none), the keys of ``dtype``
+        (None: floats' rule): each as given, else from :data:`TILE_SHAPES` or, for
+        4-byte integer keys sorted, :data:`INTEGER_TILE` (the simulator's: the
+        strategy's threads, ``runtime.device.simulator_items(n)`` keys), keys fewer
+        where the tile does not fit in shared memory."""
         if SIMULATOR:
-            threads, most = self.threads, 2
+            threads, most = self.threads, simulator_items(n)
         elif key_bytes == 4 and not index_bytes and dtype is not None and \
                 np.dtype(dtype).kind in "iu":
             threads, most = INTEGER_TILE
@@ -229,7 +231,8 @@ class RadixSort(SortStrategy):
         ws, stream, rows, n = job.workspace, job.stream, job.rows, job.n
         index_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
         index_bytes = index_dtype.itemsize if job.indices else 0
-        threads, items = self.tile_shape(job.key_dtype.itemsize, index_bytes, job.dtype)
+        threads, items = self.tile_shape(job.key_dtype.itemsize, index_bytes, job.dtype,
+                                         n)
         tiles = ceil_div(n, threads * items)
         passes = 8 * job.key_dtype.itemsize // DIGIT_BITS
         size = rows * n

@@ -56,10 +56,7 @@ from numbakern.kernels.vector import (rows_aligned, vector_lanes, vector_loader,
                                       vector_storer)
 from numbakern.ops.state import (constant_state, device_from_source, fields_source,
                                   local_storage)
-from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR, WARP
-
-#: items per thread under the simulator, which runs one OS thread per CUDA thread
-SIMULATOR_ITEMS = 2
+from numbakern.runtime.device import SHARED_LIMIT, SIMULATOR, WARP, simulator_items
 
 
 @cuda.jit(device=True)
@@ -103,9 +100,10 @@ def pad_every(state_bytes: int, vectors) -> int:
 
 
 def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None,
-               fields: int = 1, temp_slots: int = 0) -> int:
+               fields: int = 1, temp_slots: int = 0, n: int = 0) -> int:
     """Items per thread: 64 bytes of state per thread (16 float32), at most 16, fewer if
-    the tile would not fit in shared memory; 2 under the simulator.
+    the tile would not fit in shared memory; under the simulator, by the segment's
+    length ``n`` (``runtime.device.simulator_items``).
     A one-field 8-byte state (float64, int64) takes 16 items too: float64's cumsum of
     2^27 ran 7% faster at 16 than at 8 (bench/NOTES.md, 2026-12-05), though 48
     registers a thread and 34 KB of tile leave 5 blocks a multiprocessor where 8 items
@@ -122,7 +120,7 @@ def auto_items(state_bytes: int, threads: int, value_bytes: int | None = None,
     carry: the three within a block's shared memory, where one item a thread allows
     (Hillis-Steele's 2 x 1024 16-byte states leave no room for a tile of 1024)."""
     wide = fields == 1 and state_bytes == 8
-    items = SIMULATOR_ITEMS if SIMULATOR else \
+    items = simulator_items(n) if SIMULATOR else \
         16 if wide else max(1, min(16, 64 // (value_bytes or state_bytes)))
     limit = SHARED_LIMIT * 3 // 4 if value_bytes or wide else SHARED_LIMIT // 2
     while items > 1 and (

@@ -21,7 +21,9 @@ import numbakern as nk
 import numbakern.api.scans as scans_mod
 from numbakern.core import arrays
 from numbakern.kernels import scan_rows as rows_mod
+from numbakern.kernels import scan_tiles
 from numbakern.ops.state import state_kit
+from numbakern.runtime.device import SIMULATOR_SHORT
 from numbakern.strategies import (
     REGISTRY,
     Blelloch,
@@ -103,6 +105,25 @@ def test_sizes_every_strategy(spec, threads):
             got = nk.cumsum(x, strategy=g)
             assert got.dtype == np.float32 and got.shape == (n,)
             assert float_close(got, x.astype(np.float64)), f"{spec} n={n}"
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("grid", ["decoupled_lookback", "reduce_then_scan"])
+def test_rows_past_the_simulators_short_length_scan_in_wide_tiles(grid):
+    """A default grid's tiles hold 2 items a thread up to ``SIMULATOR_SHORT`` elements
+    and 16 past it (several tiles and a partial one), whose scans are exact on small
+    integers, as int32 summed in int64 and as float32, forwards and in reverse."""
+    assert [scan_tiles.auto_items(4, 64, n=n) for n in (SIMULATOR_SHORT, SIMULATOR_SHORT + 1)] \
+        == [2, 16]
+    strategy = REGISTRY["scan"][grid]()
+    n = SIMULATOR_SHORT + 33
+    x = np.random.default_rng(3).integers(-8, 9, n)
+    for dtype in (np.int32, np.float32):
+        for reverse in (False, True):
+            got = nk.cumsum(x.astype(dtype)[::-1] if reverse else x.astype(dtype),
+                            strategy=strategy)
+            np.testing.assert_array_equal(got, np.cumsum(x[::-1] if reverse else x),
+                                          err_msg=f"{grid} {dtype.__name__}")
 
 
 @pytest.mark.parametrize("spec", COMBOS)

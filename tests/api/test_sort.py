@@ -7,6 +7,7 @@ import pytest
 from numba import cuda
 
 import numbakern as nk
+from numbakern.runtime.device import SIMULATOR_SHORT
 from numbakern.strategies import BitonicSort, RadixSort
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
@@ -351,12 +352,24 @@ def test_radix_given_threads_or_items_kept(on_h200):
 
 
 @pytest.mark.simulator
+def test_rows_past_the_simulators_short_length_sort_in_wide_tiles():
+    """A row just past ``SIMULATOR_SHORT`` sorts in tiles of 16 keys a thread (several
+    tiles and a partial one), its keys and its stable order exactly as NumPy's."""
+    x = np.random.default_rng(5).integers(-50, 50, SIMULATOR_SHORT + 33).astype(np.float32)
+    x[::97] = np.nan
+    np.testing.assert_array_equal(nk.sort(x), np.sort(x))
+    np.testing.assert_array_equal(nk.argsort(x, stable=True), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.simulator
 def test_radix_simulator_tile_and_key():
     """Under the simulator a default pass is the strategy's 64 threads of 2 keys
-    whatever the keys; a default strategy's key and repr are not those of one given
-    the same threads."""
+    whatever the keys, 16 for rows past ``SIMULATOR_SHORT``; a default strategy's key
+    and repr are not those of one given the same threads."""
     s = RadixSort()
     assert {s.tile_shape(*w) for w in WIDTHS} == {(64, 2)}
+    assert s.tile_shape(4, 0, None, SIMULATOR_SHORT) == (64, 2)
+    assert s.tile_shape(4, 0, None, SIMULATOR_SHORT + 1) == (64, 16)
     assert RadixSort(threads=96).tile_shape(8, 4) == (96, 2)
     assert RadixSort(items=3).tile_shape(4, 0) == (64, 3)
     given = RadixSort(threads=64)
