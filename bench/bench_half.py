@@ -60,7 +60,9 @@ def rows(request, cp, torch_cuda):
     shape, dtype = request.param
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(shape, device="cuda", generator=g).to(getattr(torch, dtype))
-    dy = torch.randn(shape, device="cuda", generator=g).to(x.dtype)
+    # a mean of 1: the row sums of the backward passes do not cancel, so the check's
+    # bound (the magnitudes summed) stays near the result and a lost tile shows
+    dy = (torch.randn(shape, device="cuda", generator=g) + 1).to(x.dtype)
     return x, torch.softmax(x, 1), torch.log_softmax(x, 1), dy
 
 
@@ -245,8 +247,8 @@ def _reduced(halves, op, verify, torch):
     ``cupy.argmax``; the others to the float64 result rounded once to the dtype."""
     x = halves[0] if op in ON_NORMALS else halves[1]
     if op == "argmax/rows":
-        return x, verify.agrees(verify.array(x).argmax(axis=1))
-    return x, verify.agrees(REDUCTIONS[op][1](torch, x.double()).to(x.dtype))
+        return x, verify.agrees(verify.array(x).argmax(axis=1), same_dtype=True)
+    return x, verify.agrees(REDUCTIONS[op][1](torch, x.double()).to(x.dtype), same_dtype=True)
 
 
 def _in_place(fn):

@@ -29,9 +29,12 @@ argpartition's indices are each row's positions once, and ``x`` taken at them is
 partition; ``torch.kthvalue`` and ``torch.median`` give the sort's element (torch's
 median the lower middle one) and an index holding it; ``torch.topk``'s values, sorted,
 are the sort's smallest ``kth + 1``, at distinct indices holding them. Medians and
-quantiles interpolate in float32 (NumPy's ``linear``): within 4 float32 ulps of the
-larger neighbour plus the neighbours' gap times the rank's rounding (torch holds ``q``
-in float32: up to ``eps32 * n`` of a rank).
+quantiles interpolate between the two neighbouring order statistics (NumPy's
+``linear``): within 4 ulps of the result's dtype (float32 for the median, float64 for
+a list of quantiles, NumPy's rule) of the larger neighbour, plus the neighbours' gap
+times the rank's rounding in float64 (``eps64 * n``). torch.quantile refuses inputs
+of more than 2^24 elements, every shape here: its case says so and skips. The inputs
+are seeded, so a failing case reruns on its own data.
 """
 
 import numpy as np
@@ -50,7 +53,7 @@ EPS32, EPS64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
 
 
 def _input(cp, shape):
-    return cp.random.standard_normal(shape, dtype=cp.float32)
+    return cp.random.RandomState(0).standard_normal(shape, dtype=cp.float32)
 
 
 def _torch(torch_cuda, x):
@@ -64,23 +67,23 @@ def _sorted(cp, x):
     return cp.sort(x, axis=-1)
 
 
-def _linear(cp, s, q: float, q_eps: float):
+def _linear(cp, s, q: float, eps: float):
     """NumPy's ``linear`` quantile ``q`` of the sorted rows ``s``, in float64, and its
-    bound (the module doc's; ``q_eps``: the precision ``q`` and the rank are held in)."""
+    bound (the module doc's; ``eps``: the result dtype's)."""
     n = s.shape[-1]
     rank = q * (n - 1)
     lo = int(rank)
     a, b = s[..., lo].astype(cp.float64), s[..., min(lo + 1, n - 1)].astype(cp.float64)
     want = a + (rank - lo) * (b - a)
-    return want, 4 * EPS32 * cp.maximum(cp.abs(a), cp.abs(b)) + q_eps * n * cp.abs(b - a)
+    return want, 4 * eps * cp.maximum(cp.abs(a), cp.abs(b)) + EPS64 * n * cp.abs(b - a)
 
 
-def _interpolated(verify, cp, s, qs, q_eps):
+def _interpolated(verify, cp, s, qs, eps):
     """The check of quantiles ``qs`` (a list: stacked first, as NumPy's; a float: one)."""
     if isinstance(qs, float):
-        want, bound = _linear(cp, s, qs, q_eps)
+        want, bound = _linear(cp, s, qs, eps)
     else:
-        want, bound = (cp.stack(part) for part in zip(*(_linear(cp, s, q, q_eps) for q in qs)))
+        want, bound = (cp.stack(part) for part in zip(*(_linear(cp, s, q, eps) for q in qs)))
     return verify.agrees(want, atol=bound)
 
 
@@ -139,7 +142,7 @@ def test_median(measure, cp, torch_cuda, verify, shape, impl):
     x = _input(cp, shape)
     axis = -1 if len(shape) > 1 else None
     s = _sorted(cp, x)
-    check = _interpolated(verify, cp, s, 0.5, EPS64)
+    check = _interpolated(verify, cp, s, 0.5, EPS32)  # a float32 median
     if impl in STRATEGY:
         fn = lambda: nk.median(x, axis=axis, strategy=STRATEGY[impl])
     elif impl == "cupy":
@@ -158,7 +161,8 @@ def test_quantile(measure, cp, torch_cuda, verify, shape, impl):
     x = _input(cp, shape)
     axis = -1 if len(shape) > 1 else None
     s = _sorted(cp, x)
-    check = _interpolated(verify, cp, s, QS, EPS32 if impl == "torch" else EPS64)
+    check = _interpolated(verify, cp, s, QS, EPS64)  # a list of q: float64
+    del s  # the check keeps its columns
     if impl in STRATEGY:
         fn = lambda: nk.quantile(x, QS, axis=axis, strategy=STRATEGY[impl])
     elif impl == "cupy":

@@ -7,7 +7,8 @@ histogram beside ``torch.histc``: ``pytest bench/bench_sort.py -k float_histogra
 Each result is checked before timing: sorts equal ``cupy.sort`` exactly, and torch's
 indices (its sort returns them too) are distinct and hold the sorted values; argsorts
 equal ``cupy.argsort`` exactly (all three are stable); integer counts equal
-``cupy.bincount``. numbakern's float histograms equal NumPy's (bin ``i`` holds
+``cupy.bincount`` (CuPy's own cases of these three are their reference: their check
+only runs it). numbakern's float histograms equal NumPy's (bin ``i`` holds
 ``edges[i] <= v < edges[i+1]``, the last closed, with NumPy's edges, compared in their
 dtype) exactly, and its edges NumPy's; CuPy's and torch's counts may differ by a
 millionth of the elements (a value within rounding of an edge falls either side

@@ -20,6 +20,7 @@ reach several GB): CuPy arrays, torch tensors and Numba device arrays alike.
 from __future__ import annotations
 
 import math
+import sys
 from functools import partial
 from types import SimpleNamespace
 
@@ -27,6 +28,7 @@ import pytest
 
 import numbakern
 from numbakern.teach import compare
+from numbakern.teach.peers import give_back_memory
 
 #: elements compared at a time: float64 temporaries of 128 MiB
 CHUNK = 1 << 24
@@ -65,21 +67,29 @@ def _off(cp, got, want, rtol, atol, exact: bool):
     return cp.count_nonzero(~ok), cp.where(ok, 0.0, err).max()
 
 
-def assert_close(cp, got, want, rtol=0.0, atol=0.0) -> None:
-    """Raise AssertionError unless ``got`` has ``want``'s shape and each element is
-    right by :func:`_off` (``rtol = atol = 0``: equal, integers compared exactly; NaN
-    matches only NaN). ``atol`` may be an array broadcasting to ``want`` (a bound per
-    element). Tuples, such as (values, indices), compare part by part. Dtypes are not
-    compared. On the device, :data:`CHUNK` elements at a time."""
+def _dtype_name(a) -> str:
+    """``a``'s dtype by name, a torch tensor's as a NumPy-style array's."""
+    return str(a.dtype).removeprefix("torch.")
+
+
+def assert_close(cp, got, want, rtol=0.0, atol=0.0, same_dtype=False) -> None:
+    """Raise AssertionError unless ``got`` has ``want``'s shape (and dtype, with
+    ``same_dtype``: a reference of the result's own dtype) and each element is right by
+    :func:`_off` (``rtol = atol = 0``: equal, integers compared exactly; NaN matches
+    only NaN). ``atol`` may be an array broadcasting to ``want`` (a bound per element).
+    Tuples, such as (values, indices), compare part by part. On the device,
+    :data:`CHUNK` elements at a time."""
     if isinstance(want, tuple):
         if not isinstance(got, tuple) or len(got) != len(want):
             raise AssertionError(f"a {type(got).__name__}, not {len(want)} results")
         for i, (g, w) in enumerate(zip(got, want)):
             try:
-                assert_close(cp, g, w, rtol, atol)
+                assert_close(cp, g, w, rtol, atol, same_dtype)
             except AssertionError as exc:
                 raise AssertionError(f"result {i}: {exc}") from None
         return
+    if same_dtype and _dtype_name(got) != _dtype_name(want):  # before bfloat16 widens
+        raise AssertionError(f"dtype {_dtype_name(got)}, the reference's {_dtype_name(want)}")
     got, want = device_array(cp, got), device_array(cp, want)
     if got.shape != want.shape:
         raise AssertionError(f"shape {got.shape}, the reference's {want.shape}")
@@ -117,13 +127,40 @@ def assert_distinct(cp, indices) -> None:
         raise AssertionError("an index taken twice in a row")
 
 
-def _wrong(check, result) -> str | None:
-    """What ``check`` finds wrong with ``result`` (its AssertionError's message), or None."""
+def _memory(cp) -> str:
+    """The device's free memory and what CuPy's pool and torch's allocator hold."""
+    free, total = cp.cuda.runtime.memGetInfo()
+    held = f"CuPy's pool {cp.get_default_memory_pool().total_bytes() / 2**30:.1f}"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        held += f", torch's {torch.cuda.memory_reserved() / 2**30:.1f}"
+    return f"{free / 2**30:.1f} of {total / 2**30:.1f} GiB free; {held} GiB held"
+
+
+def _first_result(cp, fn, check, who: str, case: str):
+    """``fn()`` checked: the case fails, naming ``who``, if ``fn`` raises, if the check
+    cannot run (both with the device's memory, the usual cause in a long run), or if
+    the result is wrong (``check``'s AssertionError)."""
+    try:
+        result = fn()
+    except Exception as exc:
+        pytest.fail(f"{who} raised in {case}: {exc!r}; {_memory(cp)}", pytrace=False)
     try:
         check(result)
     except AssertionError as exc:
-        return str(exc) or "wrong"
-    return None
+        pytest.fail(f"{who} is wrong in {case}: {exc or 'wrong'}", pytrace=False)
+    except Exception as exc:
+        pytest.fail(f"the check of {who} could not run in {case}: {exc!r}; {_memory(cp)}",
+                    pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _memory_given_back():
+    """After each case, the device memory the pools keep goes back to the driver
+    (``numbakern.teach.peers.give_back_memory``): the suites' module-scoped inputs and
+    references stay, the pools' leftovers of earlier cases do not."""
+    yield
+    give_back_memory()
 
 
 @pytest.fixture(scope="session")
@@ -139,15 +176,16 @@ def cp():
 
 @pytest.fixture(scope="session")
 def verify(cp):
-    """The checks on the device: ``verify.agrees(want, rtol=0, atol=0)`` makes a
-    ``check`` for ``measure`` (the result against ``want`` by :func:`assert_close`);
+    """The checks on the device: ``verify.agrees(want, rtol=0, atol=0,
+    same_dtype=False)`` makes a ``check`` for ``measure`` (the result against ``want``
+    by :func:`assert_close`);
     ``verify.close(got, want, rtol=0, atol=0)`` asserts at once; ``verify.taken(x,
     indices)`` and ``verify.distinct(indices)`` for indices (:func:`taken`,
     :func:`assert_distinct`); ``verify.array(a)`` is :func:`device_array`."""
     close = partial(assert_close, cp)
     return SimpleNamespace(
-        close=close, agrees=lambda want, rtol=0.0, atol=0.0: (
-            lambda got: close(got, want, rtol, atol)),
+        close=close, agrees=lambda want, rtol=0.0, atol=0.0, same_dtype=False: (
+            lambda got: close(got, want, rtol, atol, same_dtype)),
         taken=partial(taken, cp), distinct=partial(assert_distinct, cp),
         array=partial(device_array, cp))
 
@@ -190,10 +228,8 @@ def measure(cp, copy_gbps, benchmark, request):
     of copy bandwidth in ``extra_info``."""
 
     def run(fn, nbytes: int, *, check, **info):
-        wrong = _wrong(check, fn())
-        if wrong:
-            who = info.get("provider", info.get("impl", "the implementation"))
-            pytest.fail(f"{who} is wrong in {request.node.name}: {wrong}", pytrace=False)
+        who = info.get("provider", info.get("impl", "the implementation"))
+        _first_result(cp, fn, check, who, request.node.name)
 
         def synced():
             out = fn()

@@ -269,20 +269,13 @@ def run_case(lib: Libs, case: Case, timer: Callable) -> dict:
     return row
 
 
-def free(lib: Libs) -> None:
-    lib.peers.clear_prepared()  # cuda.compute's objects hold their last call's arrays
-    lib.cp.get_default_memory_pool().free_all_blocks()
-    if lib.torch is not None:
-        lib.torch.cuda.empty_cache()
-
-
 def run_all(lib: Libs, cases, timer: Callable, rows: list) -> None:
     """Run each case as it is built, its row to ``rows``, freeing its memory after."""
     for case in cases:
         rows.append(run_case(lib, case, timer))
         print(rows[-1], file=sys.stderr, flush=True)
         del case
-        free(lib)
+        lib.peers.give_back_memory()
 
 
 def copy_row(lib: Libs, n: int) -> dict:
@@ -327,7 +320,7 @@ def main() -> int:
     cp = lib.cp
     device = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
     rows = [copy_row(lib, 1 << (24 if args.quick else 28))]
-    free(lib)
+    lib.peers.give_back_memory()
     calls = 200 if args.quick else 2000
     def chosen(cases):
         return (c for c in cases if args.k in c.name)

@@ -3,7 +3,6 @@
 device functions called from Python, its own grid and tile sizes, its views)."""
 
 import os
-import sys
 
 import pytest
 
@@ -22,6 +21,7 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 os.environ.setdefault("NUMBAKERN_SIM_WARN_SECONDS", "inf")
 
 import numbakern
+from numbakern.teach.peers import give_back_memory
 
 
 def pytest_collection_modifyitems(config, items):
@@ -46,12 +46,5 @@ def _gpu_memory_given_back(request):
     tests' arrays and five of them ran an 80 GB card out of memory
     (bench/NOTES.md)."""
     yield
-    if "gpu" not in request.keywords or numbakern.backend().is_simulator:
-        return
-    if "cupy" in sys.modules:
-        sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
-    if "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized():
-        sys.modules["torch"].cuda.empty_cache()
-    from numba import cuda
-
-    cuda.current_context().deallocations.clear()
+    if "gpu" in request.keywords and not numbakern.backend().is_simulator:
+        give_back_memory()

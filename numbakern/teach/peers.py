@@ -192,6 +192,31 @@ def clear_prepared() -> None:
     _PREPARED.clear()
 
 
+def give_back_memory() -> None:
+    """Hand the device memory that pools keep back to the driver: the objects
+    :func:`prepared_call` keeps, CuPy's pool, torch's caching allocator and Numba's
+    pending frees, of the libraries already imported (one process's pools kept 16-23
+    GiB of its largest cases' arrays, which ran later cases out of memory:
+    bench/NOTES.md). A GPU test or benchmark calls it after each case; under the
+    simulator only the kept objects go."""
+    import gc
+    import sys
+
+    from numbakern.runtime.device import SIMULATOR
+
+    clear_prepared()
+    if SIMULATOR:
+        return
+    gc.collect()  # a failed case's arrays, held in reference cycles
+    if "cupy" in sys.modules:
+        sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
+    if "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized():
+        sys.modules["torch"].cuda.empty_cache()
+    from numba import cuda
+
+    cuda.current_context().deallocations.clear()
+
+
 def prepared_call(compute, name: str, key: tuple, arrays: dict, build: dict | None = None,
                   call: dict | None = None) -> None:
     """Run ``cuda.compute``'s ``name`` (``make_<name>``) as a user who calls it again and

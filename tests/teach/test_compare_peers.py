@@ -297,6 +297,8 @@ def test_cuda_compute_is_built_once_a_case_and_its_storage_kept(compute):
     for n in range(peers._PREPARED_MAX + 3):  # the oldest goes past the limit
         OPERATIONS["sum"].peers["cuda.compute"](compute, np.ones(n + 1))
     assert len(peers._PREPARED) == peers._PREPARED_MAX
+    peers.give_back_memory()  # between benchmark cases: the objects and their arrays go
+    assert not peers._PREPARED
 
 
 def test_cuda_compute_raises_where_it_does_not_apply(compute):
