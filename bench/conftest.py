@@ -46,7 +46,7 @@ def device_array(cp, a):
     """``a`` as an array of ``cp`` (CuPy; NumPy in a test of these helpers), on the
     device without a copy: CuPy and Numba device arrays (``__cuda_array_interface__``)
     and torch tensors, detached; bfloat16, which CuPy lacks, widened to float32 by torch
-    (a copy)."""
+    (a copy: :func:`assert_close` widens a chunk at a time)."""
     if hasattr(a, "detach"):
         a = a.detach()
         if str(a.dtype) == "torch.bfloat16":
@@ -65,6 +65,12 @@ def _off(cp, got, want, rtol, atol, exact: bool):
     if not exact:
         ok |= err <= atol + rtol * cp.abs(want.astype(cp.float64))
     return cp.count_nonzero(~ok), cp.where(ok, 0.0, err).max()
+
+
+def _rows(a):
+    """``a`` with at least one axis (a 0-d result as one element), of its own kind:
+    CuPy, NumPy, Numba or torch (whose chunks are widened one at a time)."""
+    return a.reshape(1) if len(a.shape) == 0 else a
 
 
 def _dtype_name(a) -> str:
@@ -90,24 +96,26 @@ def assert_close(cp, got, want, rtol=0.0, atol=0.0, same_dtype=False) -> None:
         return
     if same_dtype and _dtype_name(got) != _dtype_name(want):  # before bfloat16 widens
         raise AssertionError(f"dtype {_dtype_name(got)}, the reference's {_dtype_name(want)}")
-    got, want = device_array(cp, got), device_array(cp, want)
-    if got.shape != want.shape:
-        raise AssertionError(f"shape {got.shape}, the reference's {want.shape}")
-    if not want.size:
+    got, want = (a if hasattr(a, "shape") else device_array(cp, a) for a in (got, want))
+    if tuple(got.shape) != tuple(want.shape):
+        raise AssertionError(f"shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
+    size = math.prod(want.shape)
+    if not size:
         return
     scalar = isinstance(atol, (int, float))
     exact = not rtol and scalar and not atol
     bound = "equal" if exact else \
         f"within {rtol:.3g} * |want| + {f'{atol:.3g}' if scalar else 'a bound each'}"
-    got, want = cp.atleast_1d(got), cp.atleast_1d(want)
-    atol = cp.broadcast_to(device_array(cp, atol), want.shape)  # a view
+    got, want = _rows(got), _rows(want)
+    atol = cp.broadcast_to(device_array(cp, atol), tuple(want.shape))  # a view
     step = max(1, CHUNK // max(1, math.prod(want.shape[1:])))  # rows a chunk
     bad, worst = 0, 0.0
-    for i in range(0, want.shape[0], step):
-        n, e = _off(cp, got[i:i + step], want[i:i + step], rtol, atol[i:i + step], exact)
+    for i in range(0, want.shape[0], step):  # each chunk made a CuPy array on its own
+        g, w = (device_array(cp, a[i:i + step]) for a in (got, want))
+        n, e = _off(cp, g, w, rtol, atol[i:i + step], exact)
         bad, worst = bad + n, cp.maximum(worst, e)  # NaN kept
     if int(bad):
-        raise AssertionError(f"{int(bad)} of {want.size} elements not {bound}; "
+        raise AssertionError(f"{int(bad)} of {size} elements not {bound}; "
                              f"max |error| {float(worst):.4g}")
 
 
