@@ -24,18 +24,6 @@ SIZES = [1 << 24, 1 << 28]
 EPS32 = float(np.finfo(np.float32).eps)
 
 
-def _torch_sort_check(verify, x, want):
-    """The check of torch.sort's (values, indices): the values ``want``; the indices
-    distinct, holding them in ``x``."""
-    def check(got):
-        values, indices = got
-        verify.close(values, want)
-        verify.distinct(indices)
-        verify.close(verify.taken(x, indices), want)
-
-    return check
-
-
 def _numpy_counts(cp, x, edges):
     """NumPy's histogram counts of ``x`` between ``edges``: bin ``i`` holds ``edges[i]
     <= v < edges[i+1]`` (the last bin also ``v == edges[-1]``), compared in the edges'
@@ -80,7 +68,7 @@ def test_sort(measure, cp, torch_cuda, verify, n, dtype, impl):
             pytest.skip("PyTorch with CUDA is not installed")
         t = torch_cuda.as_tensor(x.astype("int64") if dtype == "uint32" else x, device="cuda")
         fn = lambda: torch_cuda.sort(t)  # noqa: E731
-        check = _torch_sort_check(verify, x, want)
+        check = verify.pair(x, want)
     measure(fn, 2 * x.nbytes, check=check, op="sort", impl=impl, n=n, dtype=dtype)
 
 

@@ -162,6 +162,18 @@ def _first_result(cp, fn, check, who: str, case: str):
                     pytrace=False)
 
 
+def pair_check(cp, x, want):
+    """The check of a (values, indices) pair of rows of ``x`` (a sort's, a top-k's):
+    the values ``want`` exactly, the indices distinct in each row and holding them."""
+    def check(got):
+        values, indices = got
+        assert_close(cp, values, want)
+        assert_distinct(cp, indices)
+        assert_close(cp, taken(cp, x, indices), want)
+
+    return check
+
+
 @pytest.fixture(autouse=True)
 def _memory_given_back():
     """After each case, the device memory the pools keep goes back to the driver
@@ -186,7 +198,8 @@ def cp():
 def verify(cp):
     """The checks on the device: ``verify.agrees(want, rtol=0, atol=0,
     same_dtype=False)`` makes a ``check`` for ``measure`` (the result against ``want``
-    by :func:`assert_close`);
+    by :func:`assert_close`); ``verify.pair(x, want)`` the check of a (values,
+    indices) pair whose indices may order equal values either way (:func:`pair_check`);
     ``verify.close(got, want, rtol=0, atol=0)`` asserts at once; ``verify.taken(x,
     indices)`` and ``verify.distinct(indices)`` for indices (:func:`taken`,
     :func:`assert_distinct`); ``verify.array(a)`` is :func:`device_array`."""
@@ -194,8 +207,8 @@ def verify(cp):
     return SimpleNamespace(
         close=close, agrees=lambda want, rtol=0.0, atol=0.0, same_dtype=False: (
             lambda got: close(got, want, rtol, atol, same_dtype)),
-        taken=partial(taken, cp), distinct=partial(assert_distinct, cp),
-        array=partial(device_array, cp))
+        pair=partial(pair_check, cp), taken=partial(taken, cp),
+        distinct=partial(assert_distinct, cp), array=partial(device_array, cp))
 
 
 @pytest.fixture(scope="session")
