@@ -30,6 +30,9 @@ import numbakern
 from numbakern.teach import compare
 from numbakern.teach.peers import give_back_memory
 
+# bench/peers.py, a script beside this file (pytest puts this folder on sys.path)
+import peers  # noqa: E402
+
 #: elements compared at a time: float64 temporaries of 128 MiB
 CHUNK = 1 << 24
 
@@ -213,15 +216,9 @@ def verify(cp):
 
 @pytest.fixture(scope="session")
 def small_integers(cp):
-    """``small_integers(shape, dtype="float32")``: integers in [-8, 8] (seed 0), as
-    ``bench/peers.py``'s: every partial sum of up to 2^30 of them (a random walk of
-    about 2^17 at most) is exact in float32, in any order, so a sum or a scan of them
-    is checked exactly and one lost or doubled element shows."""
-    def make(shape, dtype="float32"):
-        rng = cp.random.default_rng(0)
-        return rng.integers(-8, 9, shape, dtype=cp.int32).astype(dtype)
-
-    return make
+    """``small_integers(shape, dtype="float32")``: ``bench/peers.py``'s, integers in
+    [-8, 8] whose sums and scans are exact in any order."""
+    return partial(peers.small_integers, cp)
 
 
 @pytest.fixture(scope="session")

@@ -88,12 +88,12 @@ def normal(cp, shape, dtype="float32"):
     return cp.random.default_rng(0).standard_normal(shape, dtype=dtype)
 
 
-def small_integers(cp, shape):
-    """float32 integers in [-8, 8]: every partial sum of up to 2^30 of them (a random walk
-    of about 2^17 at most) is exact in float32, in any order, so a sum or a scan is
-    checked exactly and one lost or doubled element shows (a float bound on normals
-    lets through a lost tile of thousands)."""
-    return cp.random.default_rng(0).integers(-8, 9, shape, dtype=cp.int32).astype(cp.float32)
+def small_integers(cp, shape, dtype="float32"):
+    """Integers in [-8, 8] (seed 0) as ``dtype``: every partial sum of up to 2^30 of them
+    (a random walk of about 2^17 at most) is exact in float32, in any order, so a sum or
+    a scan is checked exactly and one lost or doubled element shows (a float bound on
+    normals lets through a lost tile of thousands)."""
+    return cp.random.default_rng(0).integers(-8, 9, shape, dtype=cp.int32).astype(dtype)
 
 
 def _torch_peers(lib: Libs, x, call: Callable) -> dict:
