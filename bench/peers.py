@@ -43,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, dirname(__file__))
 from ab import event_ms  # noqa: E402
+from checks import assert_close  # noqa: E402
 from host_time import per_call_us  # noqa: E402
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -225,23 +226,6 @@ def host_cases(lib: Libs):
             yield case
 
 
-def check(cp, got, want, tol) -> None:
-    """Raise AssertionError unless ``got`` equals ``want`` (``tol`` None) or is within
-    ``tol(want)`` of it elementwise; on the device (CuPy arrays or CUDA tensors)."""
-    got, want = cp.asarray(got), cp.asarray(want)
-    if got.shape != want.shape:
-        raise AssertionError(f"shape {got.shape}, the reference's {want.shape}")
-    if tol is None:
-        bad = int(cp.count_nonzero(got != want))
-        worst = ""
-    else:
-        err = cp.abs(got.astype(cp.float64) - want.astype(cp.float64))
-        bad = int(cp.count_nonzero(~(err <= tol(want))))  # a NaN error is bad
-        worst = f", max |error| {float(err.max()):.3g}"
-    if bad:
-        raise AssertionError(f"{bad} of {want.size} elements differ{worst}")
-
-
 def run_case(lib: Libs, case: Case, timer: Callable) -> dict:
     """The case's row: numbakern's and each peer's time by ``timer``, or why none.
 
@@ -260,7 +244,9 @@ def run_case(lib: Libs, case: Case, timer: Callable) -> dict:
     for name in list(got):
         if ref is not None and name != ref:
             try:
-                check(lib.cp, got[name], got[ref], case.tol)
+                want = got[ref]  # a peer's result: a NaN in both is not agreement
+                assert_close(lib.cp, got[name], want, atol=0.0 if case.tol is None else
+                             case.tol(want), equal_nan=False)
             except AssertionError as exc:
                 row[name] = "WRONG"
                 print(f"{case.name}: {name} WRONG against {ref}: {exc}", file=sys.stderr)

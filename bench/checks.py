@@ -1,0 +1,119 @@
+"""Checks of benchmark results on the device, shared by the suites (``bench/conftest.py``'s
+``verify``) and ``bench/peers.py``: a result against a reference, exactly or within a
+bound, a chunk at a time (results reach several GB), for CuPy arrays, torch tensors and
+Numba device arrays alike; indices in range, distinct, and holding their values.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: elements compared at a time: float64 temporaries of 128 MiB
+CHUNK = 1 << 24
+
+
+def device_array(cp, a):
+    """``a`` as an array of ``cp`` (CuPy; NumPy in a test of these helpers), on the
+    device without a copy: CuPy and Numba device arrays (``__cuda_array_interface__``)
+    and torch tensors, detached; bfloat16, which CuPy lacks, widened to float32 by torch
+    (a copy: :func:`assert_close` widens a chunk at a time)."""
+    if hasattr(a, "detach"):
+        a = a.detach()
+        if str(a.dtype) == "torch.bfloat16":
+            a = a.float()
+    return cp.asarray(a)
+
+
+def _off(cp, got, want, rtol, atol, exact: bool, equal_nan: bool):
+    """(how many elements of ``got`` are off ``want``, the largest ``|got - want|`` among
+    them) as device scalars: an element is right if equal, NaN where ``want`` is NaN
+    (``equal_nan``), or (``exact`` False) within ``atol + rtol * |want|``, in float64."""
+    ok = got == want
+    if equal_nan and got.dtype.kind == "f" and want.dtype.kind == "f":
+        ok |= cp.isnan(got) & cp.isnan(want)
+    err = cp.abs(cp.subtract(got, want, dtype=cp.float64))
+    if not exact:
+        ok |= err <= atol + rtol * cp.abs(want.astype(cp.float64))
+    return cp.count_nonzero(~ok), cp.where(ok, 0.0, err).max()
+
+
+def _rows(a):
+    """``a`` with at least one axis (a 0-d result as one element), of its own kind:
+    CuPy, NumPy, Numba or torch (whose chunks are widened one at a time)."""
+    return a.reshape(1) if len(a.shape) == 0 else a
+
+
+def _dtype_name(a) -> str:
+    """``a``'s dtype by name, a torch tensor's as a NumPy-style array's."""
+    return str(a.dtype).removeprefix("torch.")
+
+
+def assert_close(cp, got, want, rtol=0.0, atol=0.0, same_dtype=False,
+                 equal_nan=True) -> None:
+    """Raise AssertionError unless ``got`` has ``want``'s shape (and dtype, with
+    ``same_dtype``: a reference of the result's own dtype) and each element is right by
+    :func:`_off` (``rtol = atol = 0``: equal, integers compared exactly; NaN matches
+    only NaN, and with ``equal_nan`` False not even NaN: a reference that is itself a
+    peer's result). ``atol`` may be an array broadcasting to ``want`` (a bound per element).
+    Tuples, such as (values, indices), compare part by part. On the device,
+    :data:`CHUNK` elements at a time."""
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            raise AssertionError(f"a {type(got).__name__}, not {len(want)} results")
+        for i, (g, w) in enumerate(zip(got, want)):
+            try:
+                assert_close(cp, g, w, rtol, atol, same_dtype, equal_nan)
+            except AssertionError as exc:
+                raise AssertionError(f"result {i}: {exc}") from None
+        return
+    if same_dtype and _dtype_name(got) != _dtype_name(want):  # before bfloat16 widens
+        raise AssertionError(f"dtype {_dtype_name(got)}, the reference's {_dtype_name(want)}")
+    got, want = (a if hasattr(a, "shape") else device_array(cp, a) for a in (got, want))
+    if tuple(got.shape) != tuple(want.shape):
+        raise AssertionError(f"shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
+    size = math.prod(want.shape)
+    if not size:
+        return
+    scalar = isinstance(atol, (int, float))
+    exact = not rtol and scalar and not atol
+    bound = "equal" if exact else \
+        f"within {rtol:.3g} * |want| + {f'{atol:.3g}' if scalar else 'a bound each'}"
+    got, want = _rows(got), _rows(want)
+    atol = cp.broadcast_to(device_array(cp, atol), tuple(want.shape))  # a view
+    step = max(1, CHUNK // max(1, math.prod(want.shape[1:])))  # rows a chunk
+    bad, worst = 0, 0.0
+    for i in range(0, want.shape[0], step):  # each chunk made a CuPy array on its own
+        g, w = (device_array(cp, a[i:i + step]) for a in (got, want))
+        n, e = _off(cp, g, w, rtol, atol[i:i + step], exact, equal_nan)
+        bad, worst = bad + n, cp.maximum(worst, e)  # NaN kept
+    if int(bad):
+        raise AssertionError(f"{int(bad)} of {size} elements not {bound}; "
+                             f"max |error| {float(worst):.4g}")
+
+
+def taken(cp, x, indices):
+    """``x``'s elements at ``indices`` along the last axis; AssertionError if an index
+    is outside the axis."""
+    idx = device_array(cp, indices)
+    if idx.size and bool(((idx < 0) | (idx >= x.shape[-1])).any()):
+        raise AssertionError("an index outside the axis")
+    return cp.take_along_axis(x, idx, axis=-1)
+
+
+def assert_distinct(cp, indices) -> None:
+    """AssertionError if a row of ``indices`` (the last axis) holds an index twice."""
+    s = cp.sort(device_array(cp, indices), axis=-1)
+    if bool((s[..., 1:] == s[..., :-1]).any()):
+        raise AssertionError("an index taken twice in a row")
+
+
+def pair_check(cp, x, want):
+    """The check of a (values, indices) pair of rows of ``x`` (a sort's, a top-k's):
+    the values ``want`` exactly, the indices distinct in each row and holding them."""
+    def check(got):
+        values, indices = got
+        assert_close(cp, values, want)
+        assert_distinct(cp, indices)
+        assert_close(cp, taken(cp, x, indices), want)
+
+    return check
