@@ -38,6 +38,7 @@ dtype. max and argmax read normals: max equal to the float64 max, argmax to
 
 import warnings
 
+import checks  # bench/checks.py, beside this file (pytest puts this folder on sys.path)
 import pytest
 
 import numbakern as nk
@@ -82,22 +83,16 @@ def _forward_check(verify, torch, x, op):
     return verify.agrees(getattr(torch, op)(x.float(), 1), rtol=rtol, atol=atol)
 
 
-def _backward_check(verify, op, out, dy):
+def _backward_check(verify, torch, op, out, dy):
     """The check of ``op``'s ``dx`` from the forward output ``out`` and ``dy``: in
     float32, within the dtype's bound plus its unit roundoff of the magnitudes rounded
     on the way (the module doc)."""
-    o, d = out.float(), dy.float()
-    if op == "softmax_backward":
-        p = o * d
-        want = o * (d - p.sum(1, keepdim=True))
-        scale = o * (d.abs() + p.abs().sum(1, keepdim=True))
-    else:
-        e = o.exp()
-        want = d - e * d.sum(1, keepdim=True)
-        scale = d.abs() + e * d.abs().sum(1, keepdim=True)
+    reference = checks.softmax_backward if op == "softmax_backward" else \
+        checks.log_softmax_backward
+    want, magnitudes = reference(torch, out.float(), dy.float())
     rtol, atol = _tol(out)
     roundoff = {"torch.float16": 2.0**-11, "torch.bfloat16": 2.0**-8}[str(out.dtype)]
-    return verify.agrees(want, rtol=rtol, atol=roundoff * scale + atol)
+    return verify.agrees(want, rtol=rtol, atol=roundoff * magnitudes + atol)
 
 
 @pytest.fixture(autouse=True)
@@ -126,12 +121,13 @@ def test_torch_forward(rows, op, measure, verify, torch_cuda):
 
 
 @pytest.mark.parametrize("op", ["softmax_backward", "log_softmax_backward"])
-def test_numbakern_backward(rows, op, measure, verify):
+def test_numbakern_backward(rows, op, measure, verify, torch_cuda):
     _, y, log_y, dy = rows
     out = y if op == "softmax_backward" else log_y
     fn = getattr(nk, op)
     measure(lambda: fn(out, dy, axis=1), 3 * y.nbytes,
-            check=_backward_check(verify, op, out, dy), **_info(y, op, "numbakern"))
+            check=_backward_check(verify, torch_cuda, op, out, dy),
+            **_info(y, op, "numbakern"))
 
 
 @pytest.mark.parametrize("op", ["softmax_backward", "log_softmax_backward"])
@@ -142,7 +138,7 @@ def test_torch_backward(rows, op, measure, verify, torch_cuda):
     else:
         fn = lambda: torch_cuda._log_softmax_backward_data(dy, log_y, 1, y.dtype)  # noqa: E731
     out = y if op == "softmax_backward" else log_y
-    measure(fn, 3 * y.nbytes, check=_backward_check(verify, op, out, dy),
+    measure(fn, 3 * y.nbytes, check=_backward_check(verify, torch_cuda, op, out, dy),
             **_info(y, op, "torch"))
 
 

@@ -117,3 +117,22 @@ def pair_check(cp, x, want):
         assert_close(cp, taken(cp, x, indices), want)
 
     return check
+
+
+def softmax_backward(xp, y, dy):
+    """``dx = y * (dy - sum(y * dy))`` of the rows of ``y = softmax(x)`` and ``dy``, and
+    the magnitudes rounded on the way, ``y * (|dy| + sum|y * dy|)``: a row sum may cancel
+    to nothing, so a check's bound is a multiple of these, not of ``|dx|``. ``xp``:
+    CuPy or torch, the module of the arrays."""
+    p = y * dy
+    return (y * (dy - p.sum(axis=1, keepdims=True)),
+            y * (abs(dy) + abs(p).sum(axis=1, keepdims=True)))
+
+
+def log_softmax_backward(xp, y, dy):
+    """``dx = dy - exp(y) * sum(dy)`` of the rows of ``y = log_softmax(x)`` and ``dy``,
+    and the magnitudes rounded on the way, ``|dy| + exp(y) * sum|dy|`` (as
+    :func:`softmax_backward`)."""
+    e = xp.exp(y)
+    return (dy - e * dy.sum(axis=1, keepdims=True),
+            abs(dy) + e * abs(dy).sum(axis=1, keepdims=True))
