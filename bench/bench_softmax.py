@@ -109,10 +109,11 @@ def log_softmax_backward_check(rows, cp, verify):
 def rows(request, cp):
     """(x, y = softmax(x), dy) on the device, float32."""
     shape = request.param
-    x = cp.random.standard_normal(shape, dtype=cp.float32)
+    rng = cp.random.RandomState(0)  # seeded: a failing case reruns on its own data
+    x = rng.standard_normal(shape, dtype=cp.float32)
     e = cp.exp(x - x.max(axis=1, keepdims=True))
     y = e / e.sum(axis=1, keepdims=True)
-    dy = cp.random.standard_normal(shape, dtype=cp.float32)
+    dy = rng.standard_normal(shape, dtype=cp.float32)
     return x, y, dy
 
 

@@ -54,9 +54,9 @@ def _histogram_check(verify, counts, edges, impl, n):
 @pytest.mark.parametrize("dtype", ["float32", "uint32"])
 @pytest.mark.parametrize("impl", ["numbakern", "cupy", "torch"])
 def test_sort(measure, cp, torch_cuda, verify, n, dtype, impl):
-    x = cp.random.randint(0, 2**31, n, dtype=cp.int64).astype(dtype)
-    if dtype == "float32":
-        x = cp.random.standard_normal(n, dtype=cp.float32)
+    rng = cp.random.RandomState(0)  # seeded: a failing case reruns on its own data
+    x = rng.standard_normal(n, dtype=cp.float32) if dtype == "float32" else \
+        rng.randint(0, 2**31, n, dtype=cp.int64).astype(dtype)
     want = cp.sort(x)
     check = verify.agrees(want)
     if impl == "numbakern":
@@ -77,7 +77,7 @@ def test_argsort(measure, cp, torch_cuda, verify, impl):
     """Indices (torch: values and indices, its sort's one form). GB/s: keys read once,
     int64 indices written once."""
     n = 1 << 28
-    x = cp.random.standard_normal(n, dtype=cp.float32)
+    x = cp.random.RandomState(0).standard_normal(n, dtype=cp.float32)
     order = cp.argsort(x)
     check = verify.agrees(order)
     if impl == "numbakern":
@@ -103,7 +103,7 @@ def test_histogram(measure, cp, torch_cuda, verify, data, impl):
     like CuPy's and torch's ``bincount``, which first find the largest value (and
     check for negatives): the like-for-like figure."""
     n, bins = 1 << 28, 256
-    x = cp.random.randint(0, bins, n, dtype=cp.int32) if data == "uniform" else \
+    x = cp.random.RandomState(0).randint(0, bins, n, dtype=cp.int32) if data == "uniform" else \
         cp.full(n, 7, dtype=cp.int32)
     if impl == "bincount":
         fn = lambda: nk.bincount(x, minlength=bins)  # noqa: E731
@@ -125,7 +125,7 @@ def test_float_histogram(measure, cp, torch_cuda, verify, impl):
     """float32 2^28 uniform on [0, 1) into 100 bins on [0, 1]: ``numbakern.histogram``
     (NumPy's bins, bit for bit) beside ``torch.histc`` and ``cupy.histogram``."""
     n, bins = 1 << 28, 100
-    x = cp.random.random(n, dtype=cp.float32)
+    x = cp.random.RandomState(0).random_sample(n, dtype=cp.float32)
     edges = cp.asarray(np.histogram_bin_edges(np.zeros(0, np.float32), bins, range=(0, 1)))
     check = _histogram_check(verify, _numpy_counts(cp, x, edges), edges, impl, n)
     if impl == "numbakern":
@@ -148,7 +148,7 @@ def test_edges_histogram(measure, cp, torch_cuda, verify, impl):
     ``cupy.histogram(x, edges)`` and torch's ``bucketize`` + ``bincount`` idiom
     (``torch.histogram`` runs on the CPU only)."""
     n = 1 << 28
-    x = cp.random.standard_normal(n, dtype=cp.float32)
+    x = cp.random.RandomState(0).standard_normal(n, dtype=cp.float32)
     half = np.geomspace(1e-3, 5.0, 50)  # (CuPy has no geomspace)
     edges = cp.asarray(np.concatenate([-half[::-1], np.zeros(1), half]))
     counts = _numpy_counts(cp, x, edges)

@@ -237,8 +237,9 @@ def _cumulative(name, scan, op, rule, x, axis, dtype, out, include_initial, stra
     include_initial = check_flag(include_initial, "include_initial")
     op.check_dtype(np.dtype(x.dtype), caller=name)
     if dtype is not None:  # NumPy 2 refuses a byte order here, as its ufuncs do
-        _ops.check_native_dtype(_ops._as_dtype(dtype), name)
-        op.check_dtype(_ops._as_dtype(dtype), "dtype=", name)
+        accumulator = _ops._as_dtype(dtype)
+        _ops.check_native_dtype(accumulator, name)
+        op.check_dtype(accumulator, "dtype=", name)
     x, axis = cumulative_axis(x, axis, name)
     options = dict(dtype=dtype, strategy=strategy, layout=layout, stream=stream)
     axis = normalize_axis(axis, x.ndim)
