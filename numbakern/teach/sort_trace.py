@@ -364,7 +364,7 @@ def trace_sort(x, strategy: str = "bitonic", *, threads: int = 32,
     if strategy == "bitonic":
         _read_network(trace, rec)
     else:
-        trace.items = sorter.tile_shape(np.dtype(kd).itemsize, 0, x.dtype)[1]
+        trace.items = sorter.tile_shape(np.dtype(kd).itemsize, 0, x.dtype, n)[1]
         _read_passes(trace, rec, kd)
     return trace
 

@@ -108,6 +108,17 @@ def test_explain_radix_runs_the_librarys_tile_and_explains_radix_alone(tmp_path)
 
 
 @simulator_only
+def test_radix_trace_reports_the_tile_a_long_row_runs(monkeypatch):
+    """Past ``SIMULATOR_SHORT`` (lowered here to 32, so that a row of 64 keys is
+    long) the sort takes 16 keys a thread; the trace says the tile it ran, not a short
+    row's."""
+    monkeypatch.setattr(numbakern.runtime.device, "SIMULATOR_SHORT", 32)
+    x = np.random.default_rng(8).standard_normal(64).astype(np.float32)
+    trace = trace_sort(x, "radix")
+    assert trace.items == 16 and trace.matches_numpy and trace.exact_once
+
+
+@simulator_only
 def test_explain_sorts_reads_each_legend_in_the_order_shown():
     result = CliRunner().invoke(cli, ["explain", "sorts", "--values", "3,1,2"])
     assert result.exit_code == 0, result.output
