@@ -27,13 +27,15 @@ def device_array(cp, a):
 def _off(cp, got, want, rtol, atol, exact: bool, equal_nan: bool):
     """(how many elements of ``got`` are off ``want``, the largest ``|got - want|`` among
     them) as device scalars: an element is right if equal, NaN where ``want`` is NaN
-    (``equal_nan``), or (``exact`` False) within ``atol + rtol * |want|``, in float64."""
+    (``equal_nan``), or (``exact`` False) within ``atol + rtol * |want|``, in float64
+    (a finite distance: an infinite ``want`` makes the bound infinite too, so only an
+    equal ``got`` is right there)."""
     ok = got == want
     if equal_nan and got.dtype.kind == "f" and want.dtype.kind == "f":
         ok |= cp.isnan(got) & cp.isnan(want)
     err = cp.abs(cp.subtract(got, want, dtype=cp.float64))
     if not exact:
-        ok |= err <= atol + rtol * cp.abs(want.astype(cp.float64))
+        ok |= cp.isfinite(err) & (err <= atol + rtol * cp.abs(want.astype(cp.float64)))
     return cp.count_nonzero(~ok), cp.where(ok, 0.0, err).max()
 
 
