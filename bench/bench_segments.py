@@ -12,7 +12,8 @@ Each result is checked before timing. The sums and scans read small integers
 exact in float32, so each must equal the float64 reference (differences of the running
 sum). The sorts read uniform float32 keys (a radix sort's speed depends on the keys'
 spread) and must equal a stable sort by (segment, key) made of two ``cupy.argsort``:
-keys and values exactly where the sort is stable, keys alone for CUB's.
+keys and values exactly where the sort is stable; for CUB's (not stable) the keys
+exactly and the values each element's position once, holding its key, in its segment.
 
 * sums: ``torch.segment_reduce`` and ``cuda.compute.segmented_reduce``;
 * scans (``segmented_scan``, inclusive sum): torch has none; its usual idiom is the
@@ -196,14 +197,31 @@ def test_torch_sort_twice(pairs, measure, torch_cuda, verify, stable):
             **_info(x, "torch", mean, "segmented_sort_pairs"))
 
 
-def test_cuda_compute_sort(pairs, measure, verify, stable):
+def test_cuda_compute_sort(pairs, measure, cp, verify, stable):
     compute = pytest.importorskip("cuda.compute")
     if not hasattr(compute, "segmented_sort"):
         pytest.skip("this cuda.compute has no segmented_sort")
     x, v, offsets, mean = pairs
 
     def run():  # CCCL's object API, built and its storage allocated once
-        return cccl_segmented_sort(compute, x, v, offsets)[0]
+        return cccl_segmented_sort(compute, x, v, offsets)
 
-    measure(run, 2 * (x.nbytes + v.nbytes), check=verify.agrees(stable[0]),  # not stable
+    measure(run, 2 * (x.nbytes + v.nbytes), check=_unstable_check(cp, verify, pairs, stable),
             **_info(x, "cuda.compute", mean, "segmented_sort_pairs"))
+
+
+def _unstable_check(cp, verify, pairs, stable):
+    """The check of a sort of pairs that need not be stable (CUB's): the keys exactly,
+    and the values (the elements' positions) each taken once, holding their keys, and
+    from the segment they land in."""
+    x, _, offsets, _ = pairs
+    segment = _segment_of(cp, offsets, x.size)
+
+    def check(got):
+        keys, values = got
+        verify.close(keys, stable[0])
+        verify.distinct(values)
+        verify.close(verify.taken(x, values), stable[0])
+        verify.close(segment[verify.array(values)], segment)
+
+    return check
