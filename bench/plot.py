@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-PEERS = ("cupy", "cupyx", "torch", "torch.compile", "triton", "cuda.compute")
+PEERS = ("cupy", "cupyx", "torch", "torch.compile", "triton", "cuda.compute", "numpy")
+
+
+def is_peer(provider: str) -> bool:
+    """Whether a series is a peer's: its first word one of :data:`PEERS`, or a variant
+    of one named after it (``torch.kthvalue``, ``cupy-arg``)."""
+    name = provider.split()[0]
+    return name in PEERS or re.split(r"[.-]", name)[0] in PEERS
 
 
 def load(paths: list[str]) -> list[dict]:
@@ -81,9 +89,9 @@ def plot(records: list[dict], out: str, ceiling_gbps: float | None) -> None:
     fig, axes = plt.subplots(1, len(by_op), figsize=(6.5 * len(by_op), 4.5), squeeze=False)
     for ax, (op, providers) in zip(axes[0], sorted(by_op.items())):
         for provider, points in sorted(providers.items(),
-                                       key=lambda kv: kv[0].split()[0] in PEERS):
+                                       key=lambda kv: is_peer(kv[0])):
             xs, ys = zip(*points)
-            peer = provider.split()[0] in PEERS
+            peer = is_peer(provider)
             ax.plot(xs, ys, ls="--" if peer else "-", marker="s" if peer else "o", ms=4,
                     lw=1.5, label=provider + (" (peer)" if peer else ""))
         limit = ceiling(records if len(by_op) == 1 else

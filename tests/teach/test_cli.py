@@ -417,7 +417,13 @@ def test_bench_plot_reads_impl_and_draws_every_peer_as_a_peer(tmp_path):
     one = [r for r in records if r["extra_info"]["dtype"] == "float32"]
     data.write_text(json.dumps({"benchmarks": one}))  # one dtype: no dtype in the names
     assert set(plot.series(plot.load([str(data)]))["sort"]) == {"numbakern", "cuda.compute"}
-    assert {"cuda.compute", "torch.compile", "triton", "cupyx"} <= set(plot.PEERS)
+    peers = ["cuda.compute", "torch.compile", "triton", "cupyx", "numpy", "cupy-arg",
+             "torch.kthvalue", "torch.topk uint32"]
+    assert all(map(plot.is_peer, peers))
+    ours = ["numbakern", "numbakern-arg-select", "numbakern/auto", "radix_select/compact",
+            *(s for family in numbakern.strategies.FAMILIES
+              for s in numbakern.strategies.available(family))]
+    assert not any(map(plot.is_peer, ours))
 
 
 @simulator_only
