@@ -122,10 +122,18 @@ class Immutable(metaclass=_MadeOnce):
 
     def __setattr__(self, name, value):
         if getattr(self, "_made", False):
-            raise AttributeError(f"{type(self).__name__} objects are immutable: make a new "
-                                 f"one (for example {type(self).__name__}(...)) instead of "
-                                 f"setting {name!r}")
+            raise AttributeError(self._refusal(f"setting {name!r}"))
         object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if getattr(self, "_made", False):
+            raise AttributeError(self._refusal(f"deleting {name!r}"))
+        object.__delattr__(self, name)
+
+    def _refusal(self, change: str) -> str:
+        kind = type(self).__name__
+        return (f"{kind} objects are immutable: make a new one (for example {kind}(...)) "
+                f"instead of {change}")
 
 
 class Strategy(Immutable):

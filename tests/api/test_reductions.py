@@ -382,7 +382,11 @@ def test_strategies_are_immutable_values():
                              (RadixSort(), "items", 4)]:
         with pytest.raises(AttributeError, match="immutable"):
             setattr(obj, name, value)
+        with pytest.raises(AttributeError, match="immutable.*deleting"):
+            delattr(obj, name)
     assert grid == TwoPass(WarpShuffle(threads=32)) and block.threads == 32
+    assert grid.blocks is None
+    assert nk.sum(x, axis=1, strategy=grid).copy_to_host().tolist() == [300, 300]
 
 
 def test_strategies_describe_themselves():
