@@ -223,8 +223,8 @@ def resolve(family, spec=None, *, threads: int | None = None, n: int = 0, bins: 
     if spec is None:
         return _default(family, _size(n, "n"), _size(bins, "bins"), threads, _size(k, "k"))
     if spec not in REGISTRY[family]:
-        raise ValueError(f"{argument}: unknown {family} strategy {spec!r}; known: "
-                         f"{', '.join(REGISTRY[family])}")
+        raise ValueError(f"{argument}: unknown {family} strategy {spec!r}"
+                         f"{_elsewhere(family, spec)}; known: {', '.join(REGISTRY[family])}")
     cls = REGISTRY[family][spec]
     return cls() if threads is None else _with_threads(cls, threads, argument)
 
@@ -291,6 +291,15 @@ _TAKERS = {"reduce": "sum, max, argmax, ...", "scan": "cumsum, associative_scan,
            "select": "topk, partition, median, ..."}
 
 
+def _elsewhere(family: str, name: str) -> str:
+    """`` (a sort strategy: sort and argsort take it)`` where ``name`` (a grid's part
+    of ``grid/block``) is another family's strategy, else ``""``."""
+    for other, takers in _TAKERS.items():
+        if other != family and name.partition("/")[0] in REGISTRY[other]:
+            return f" (a {other} strategy: {takers} take it)"
+    return ""
+
+
 def _grid_from_name(family: str, spec: str | None, threads, argument: str):
     """A grid strategy from ``"grid/block"``, a grid name alone (block
     ``warp_shuffle``) or a block name alone (the family's default grid)."""
@@ -309,12 +318,8 @@ def _grid_from_name(family: str, spec: str | None, threads, argument: str):
                          f"{', '.join(blocks)}")
     if grid_name not in grids or block_name not in blocks:
         what = "strategy" if family == "reduce" else "scan strategy"
-        hint = ""
-        for other, takers in _TAKERS.items():
-            if other != family and grid_name in REGISTRY[other]:
-                hint = f" (a {other} strategy: {takers} take it)"
         raise ValueError(
-            f"{argument}: unknown {what} {spec!r}{hint}; known: "
+            f"{argument}: unknown {what} {spec!r}{_elsewhere(family, grid_name)}; known: "
             f"{', '.join(available(family))} "
             f"(or a grid name {sorted(grids)} or a block name {sorted(blocks)} alone)")
     return grids[grid_name](block=_block(block_name, threads))

@@ -482,6 +482,7 @@ def test_a_select_strategy_serves_topk(registered):
         nk.topk(x, 17, strategy="repeated_minimum")
 
 
+
 # --- the registry's own contract -----------------------------------------------------------
 
 
@@ -493,6 +494,13 @@ def test_registry_listings_and_errors():
         nk.strategies.available("sorts")
     with pytest.raises(ValueError, match="known: bitonic, radix"):
         nk.strategies.resolve("sort", "merge")
+    for family, name, hint in [("select", "bitonic", "a sort strategy: sort and argsort"),
+                               ("sort", "radix_select", "a select strategy: topk"),
+                               ("histogram", "two_pass/shared_tree", "a reduce strategy"),
+                               ("reduce", "radix", "a sort strategy"),
+                               ("scan", "warp_privatized", "a histogram strategy")]:
+        with pytest.raises(ValueError, match=f"{name!r} \\({hint}"):
+            nk.strategies.resolve(family, name)
     with pytest.raises(TypeError, match="is a block strategy; a histogram takes"):
         nk.strategies.resolve("histogram", nk.WarpShuffle())
     with pytest.raises(TypeError, match="strategy must be None"):
