@@ -780,8 +780,14 @@ def _explain_sorts(console, names, x, threads, items, limit, figure) -> list:
     fails."""
     from .explain_sort import (draw_sort, sort_counts_table, sort_legend, sort_tree,
                                sort_work_table)
-    from .sort_trace import trace_sort
+    from .sort_trace import RECORDED, trace_sort
 
+    if len(names) > 1:  # the family: a sort of one's own is left out, with a line
+        for name in names:
+            if name not in RECORDED:
+                console.print(f"{name}: not shown, explain records the sorts "
+                              f"{', '.join(RECORDED)} (run it through numbakern.sort)")
+        names = [name for name in names if name in RECORDED]
     return _explain_each(
         console, names, figure, lambda name: trace_sort(x, name, threads=threads,
                                                         items=items),

@@ -111,10 +111,15 @@ TOPK_K = 50
 
 
 def _select_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
-    """Why ``variant`` cannot select from rows of this input, or None: a whole long
-    row in one block is not the case of bitonic_select or radix_block_select (it takes
-    seconds on a GPU)."""
+    """Why ``variant`` cannot select from rows of this input, or None: a ``k`` past the
+    strategy's ``max_k`` (its ``fits``, a registered select of one's own included); a
+    whole long row in one block is not the case of bitonic_select or
+    radix_block_select (it takes seconds on a GPU)."""
     n = shape[kw.get("axis", -1)]
+    k = min(TOPK_K, n)
+    strategy = _strategies.resolve("select", variant.kwargs["strategy"], n=n, k=k)
+    if not strategy.fits(n, k):
+        return f"k={k} ({variant.label} takes k <= {strategy.max_k})"
     if variant.label in ("bitonic_select", "radix_block_select") and n > 1 << 20:
         return f"rows of {n} (a block per row: radix_select spreads a row over blocks)"
     return None

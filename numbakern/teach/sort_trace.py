@@ -303,7 +303,7 @@ def _watch_memory(rec: _SortRecorder):
 
 
 #: the sorts whose steps a recording reads: bitonic's network, radix's passes
-_RECORDED = ("bitonic", "radix")
+RECORDED = ("bitonic", "radix")
 
 
 def make_sorter(strategy: str, n: int, threads: int = 32, items: int | None = None):
@@ -312,8 +312,8 @@ def make_sorter(strategy: str, n: int, threads: int = 32, items: int | None = No
     ``numbakern.sort`` takes under the simulator; ``1`` makes two tiles of 32 threads
     for 64 keys, so the look-back has a tile to read)."""
     cls = _strategies.REGISTRY["sort"].get(strategy)
-    if strategy not in _RECORDED:  # a sort of one's own has no network or passes to read
-        raise ValueError(f"strategy: explain records the sorts {list(_RECORDED)}, got "
+    if strategy not in RECORDED:  # a sort of one's own has no network or passes to read
+        raise ValueError(f"strategy: explain records the sorts {list(RECORDED)}, got "
                          f"{strategy!r}"
                          + (" (a sort strategy of your own: run it through "
                             "numbakern.sort)" if cls is not None else ""))

@@ -482,6 +482,29 @@ def test_a_select_strategy_serves_topk(registered):
         nk.topk(x, 17, strategy="repeated_minimum")
 
 
+@pytest.mark.simulator  # compare and explain run under the simulator here
+def test_compare_and_explain_leave_out_a_strategy_of_ones_own_they_cannot_run(registered):
+    """``compare topk`` at a k past a select's ``max_k`` shows it n/a, not WRONG;
+    ``explain sorts`` records the built-in sorts and says it leaves a sort of one's own
+    out; ``explain`` of that sort by name is a usage error naming the two it records."""
+    from click.testing import CliRunner
+
+    from numbakern.teach.cli import cli
+
+    registered(RepeatedMinimum)
+    registered(OddEven)
+    run = CliRunner().invoke
+    result = run(cli, ["compare", "topk", "-n", "2x40", "--repeat", "1"])
+    row = next(line for line in result.output.splitlines() if "repeated_minimum" in line)
+    assert result.exit_code == 0, result.output
+    assert "n/a" in row and "k=40" in row and "k <= 16" in row and "WRONG" not in row
+    result = run(cli, ["explain", "sorts", "--values", "3,1,4,1,5", "--dtype", "int32"])
+    assert result.exit_code == 0, result.output
+    assert "odd_even: not shown, explain records the sorts bitonic, radix" in result.output
+    result = run(cli, ["explain", "odd_even", "--values", "3,1,4,1,5"])
+    assert result.exit_code == 2 and "explain records the sorts ['bitonic', 'radix']" in \
+        result.output
+
 
 # --- the registry's own contract -----------------------------------------------------------
 
