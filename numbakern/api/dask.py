@@ -114,7 +114,7 @@ from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, flat_axis_
                                   keepdims_or_keepdim, normalize_axes, normalize_axis,
                                   result_shape)
 from numbakern.core.deliver import retupled
-from numbakern.runtime.stacklevel import numpys_words, quiet_numpy_errors, warn
+from numbakern.runtime.stacklevel import numpy_fp_error, numpys_words, quiet_numpy_errors, warn
 
 
 def _nk():
@@ -246,20 +246,34 @@ def _op(ref) -> _ops.Op:
 
 
 def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, partial=True,
-                  initial=None, **_):
-    """``numbakern.reduce`` of one chunk (``partial``: a chunk or combine step, whose
-    empty input yields an empty partial for ops without an identity: 0 along each
-    reduced axis the input has no elements on, 1 along the others, as the partials
-    of its neighbours along them, so that the partials of a row of blocks join).
-    ``initial``: NumPy's, given to the aggregate only, so that it joins each slice
-    once."""
+                  initial=None, result=None, **_):
+    """``numbakern.reduce`` of one chunk in ``acc`` (``partial``: a chunk or combine
+    step, whose empty input yields an empty partial for ops without an identity: 0
+    along each reduced axis the input has no elements on, 1 along the others, as the
+    partials of its neighbours along them, so that the partials of a row of blocks
+    join). ``initial``: NumPy's, given to the aggregate only, so that it joins each
+    slice once. ``result``: the aggregate's dtype, cast to once at the end (float16's
+    partials stay float32 until then, as one call's running sum does; a ``dtype=``
+    of float16 would round each partial first)."""
     op = _op(ref)
     n = math.prod(x.shape[a] for a in axis)
     if n == 0 and partial and isinstance(op.empty, str) and op.empty == "raise":
         shape = tuple(builtins.min(s, 1) if a in axis else s for a, s in enumerate(x.shape))
         return np.empty_like(x, shape=shape, dtype=acc)
-    return _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
-                        strategy=strategy, lanes=lanes, initial=initial)
+    out = _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
+                       strategy=strategy, lanes=lanes, initial=initial)
+    return out if result is None or out.dtype == result else _aggregate_cast(out, result)
+
+
+def _aggregate_cast(out, result):
+    """``out`` cast to ``result`` (float32 partials' aggregate to float16): on the host
+    an overflow of the cast is NumPy's "overflow encountered in reduce", as one call's
+    (NumPy's float16 sum overflows while it adds)."""
+    with np.errstate(over="ignore"):
+        cast = out.astype(result)
+    if isinstance(out, (np.ndarray, np.generic)) and (np.isinf(cast) & np.isfinite(out)).any():
+        numpy_fp_error("over", "overflow encountered in reduce")
+    return cast
 
 
 def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, strategy,
@@ -288,8 +302,8 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     chunk = functools.partial(_reduce_chunk, ref=ref, acc=acc, strategy=strategy, lanes=lanes)
     combine = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,
                                 lanes=lanes)
-    aggregate = functools.partial(_reduce_chunk, ref=meet, acc=result, strategy=strategy,
-                                  lanes=lanes, partial=False, initial=initial)
+    aggregate = functools.partial(_reduce_chunk, ref=meet, acc=acc, strategy=strategy,
+                                  lanes=lanes, partial=False, initial=initial, result=result)
     ndim = len(result_shape(x.shape, axes, keepdims))
     if _one_aggregate(x, axes, split_every):
         partials = _per_block(x, functools.partial(chunk, axis=axes, keepdims=True), name)

@@ -131,6 +131,37 @@ def test_dtype_and_float16_accumulate_as_numpy():
     np.testing.assert_allclose(float(lazy.compute()), h.astype(np.float64).sum(), rtol=1e-3)
 
 
+@pytest.mark.parametrize("split_every", [None, 2])
+@pytest.mark.parametrize("fn", ["sum", "nansum", "reduce"])
+def test_float16_partials_stay_float32_until_the_aggregate(fn, split_every):
+    """One call adds float16 in float32 and rounds once; so do the chunks' partials,
+    to the aggregate (rounded each, 1024 + 0.5 - 1024 + 0.5 lost both halves)."""
+    a = np.array([1024, 0.5, -1024, 0.5], np.float16)
+    call = (lambda v, **kw: nk.reduce(v, "sum", **kw)) if fn == "reduce" else getattr(nk, fn)
+    _check(call(da.from_array(a, chunks=2), split_every=split_every), np.float16(1.0),
+           exact=True)
+    rows = np.stack([a, a], axis=1)
+    _check(call(da.from_array(rows, chunks=(2, 1)), axis=0, split_every=split_every),
+           call(rows, axis=0), exact=True)
+    b = np.array([[2049, 1, -2049, 1]], np.int32)  # each element cast first, then added
+    _check(call(da.from_array(b, chunks=(1, 2)), axis=1, dtype=np.float16,
+                split_every=split_every), np.sum(b, axis=1, dtype=np.float16), exact=True)
+
+
+def test_a_float16_aggregate_overflows_as_numpy():
+    """A float16 sum or product past 65504: inf with NumPy's "overflow encountered in
+    reduce" (not the cast's words), and a product of chunks' inf and 0 is not NaN."""
+    h = np.full(8, 60000, np.float16)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
+        assert np.isposinf(nk.sum(da.from_array(h, chunks=4)).compute())
+    f = np.linspace(-3, 3, 100).astype(np.float32)
+    with np.errstate(over="ignore"):
+        want = np.prod(f, dtype=np.float16)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
+        got = nk.prod(da.from_array(f, chunks=31), dtype=np.float16).compute()
+    assert got.dtype == np.float16 and np.isposinf(want) and np.isposinf(got)
+
+
 def test_mean_matches_numpy():
     x = da.from_array(A, chunks=CHUNKS)
     for axis in (None, 0, (0, 1)):
