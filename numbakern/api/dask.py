@@ -262,17 +262,25 @@ def _reduce_chunk(x, axis=None, keepdims=False, *, ref, acc, strategy, lanes, pa
         return np.empty_like(x, shape=shape, dtype=acc)
     out = _nk().reduce(x, op, axis=axis, dtype=acc, keepdims=keepdims,
                        strategy=strategy, lanes=lanes, initial=initial)
-    return out if result is None or out.dtype == result else _aggregate_cast(out, result)
+    if result is None or out.dtype == result:
+        return out
+    return _aggregate_cast(out, result, x, axis, keepdims, initial)
 
 
-def _aggregate_cast(out, result):
-    """``out`` cast to ``result`` (float32 partials' aggregate to float16): on the host
-    an overflow of the cast is NumPy's "overflow encountered in reduce", as one call's
-    (NumPy's float16 sum overflows while it adds)."""
+def _aggregate_cast(out, result, partials, axis, keepdims, initial):
+    """``out``, the float32 aggregate of ``partials``, cast to ``result`` (float16): on
+    the host an infinite result of a slice whose partials (and ``initial``) are all
+    finite is NumPy's "overflow encountered in reduce", as one call's (NumPy's float16
+    loop overflows while it adds or multiplies; here the float32 aggregate may have
+    overflowed, or its cast)."""
     with np.errstate(over="ignore"):
         cast = out.astype(result)
-    if isinstance(out, (np.ndarray, np.generic)) and (np.isinf(cast) & np.isfinite(out)).any():
-        numpy_fp_error("over", "overflow encountered in reduce")
+    if isinstance(out, (np.ndarray, np.generic)):
+        finite = np.isfinite(partials).all(axis=axis, keepdims=keepdims)
+        if initial is not None:
+            finite &= bool(np.isfinite(initial))
+        if (np.isinf(cast) & finite).any():
+            numpy_fp_error("over", "overflow encountered in reduce")
     return cast
 
 

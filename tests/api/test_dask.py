@@ -151,9 +151,15 @@ def test_float16_partials_stay_float32_until_the_aggregate(fn, split_every):
 def test_a_float16_aggregate_overflows_as_numpy():
     """A float16 sum or product past 65504: inf with NumPy's "overflow encountered in
     reduce" (not the cast's words), and a product of chunks' inf and 0 is not NaN."""
-    h = np.full(8, 60000, np.float16)
+    h = np.full(12, 60000, np.float16)
     with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
         assert np.isposinf(nk.sum(da.from_array(h, chunks=4)).compute())
+    with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
+        assert np.isposinf(nk.prod(da.from_array(h, chunks=6)).compute())  # float32's too
+    with warnings.catch_warnings():  # an infinite element or initial is no overflow
+        warnings.simplefilter("error")
+        assert np.isposinf(nk.sum(da.from_array(np.append(h, np.inf), chunks=4)).compute())
+        assert np.isposinf(nk.sum(da.from_array(h[:2], chunks=1), initial=np.inf).compute())
     f = np.linspace(-3, 3, 100).astype(np.float32)
     with np.errstate(over="ignore"):
         want = np.prod(f, dtype=np.float16)
