@@ -280,24 +280,25 @@ def _default(family: str, n: int, bins: int, threads, k: int = 1):
 
 def _block(name: str, threads, argument: str = "block"):
     if name not in REGISTRY["block"]:
-        raise ValueError(f"{argument}: unknown block strategy {name!r}; known: "
-                         f"{', '.join(REGISTRY['block'])}")
+        raise ValueError(f"{argument}: unknown block strategy {name!r}"
+                         f"{_elsewhere('block', name)}; known: {', '.join(REGISTRY['block'])}")
     return REGISTRY["block"][name](threads)
 
 
 # The functions that take each family's strategies, for a strategy given to another
-_TAKERS = {"reduce": "sum, max, argmax, ...", "scan": "cumsum, associative_scan, ...",
-           "histogram": "histogram and bincount", "sort": "sort and argsort",
-           "select": "topk, partition, median, ..."}
+_TAKERS = {"block": "sum, cumsum, softmax, ... take it as their block",
+           "reduce": "sum, max, argmax, ... take it",
+           "scan": "cumsum, associative_scan, ... take it",
+           "histogram": "histogram and bincount take it", "sort": "sort and argsort take it",
+           "select": "topk, partition, median, ... take it"}
 
 
 def _elsewhere(family: str, name: str) -> str:
-    """`` (a sort strategy: sort and argsort take it)`` where ``name`` (a grid's part
-    of ``grid/block``) is another family's strategy, else ``""``."""
-    for other, takers in _TAKERS.items():
-        if other != family and name.partition("/")[0] in REGISTRY[other]:
-            return f" (a {other} strategy: {takers} take it)"
-    return ""
+    """`` (a sort strategy: sort and argsort take it)`` where ``name`` is, whole, a
+    strategy of another family (a grid's name alone included), else ``""``."""
+    hints = [f"a {other} strategy: {takers}" for other, takers in _TAKERS.items()
+             if other != family and (name in REGISTRY[other] or name in available(other))]
+    return f" ({'; '.join(hints)})" if hints else ""
 
 
 def _grid_from_name(family: str, spec: str | None, threads, argument: str):
@@ -319,7 +320,7 @@ def _grid_from_name(family: str, spec: str | None, threads, argument: str):
     if grid_name not in grids or block_name not in blocks:
         what = "strategy" if family == "reduce" else "scan strategy"
         raise ValueError(
-            f"{argument}: unknown {what} {spec!r}{_elsewhere(family, grid_name)}; known: "
+            f"{argument}: unknown {what} {spec!r}{_elsewhere(family, spec)}; known: "
             f"{', '.join(available(family))} "
             f"(or a grid name {sorted(grids)} or a block name {sorted(blocks)} alone)")
     return grids[grid_name](block=_block(block_name, threads))

@@ -521,8 +521,13 @@ def test_registry_listings_and_errors():
                                ("sort", "radix_select", "a select strategy: topk"),
                                ("histogram", "two_pass/shared_tree", "a reduce strategy"),
                                ("reduce", "radix", "a sort strategy"),
-                               ("scan", "warp_privatized", "a histogram strategy")]:
+                               ("scan", "warp_privatized", "a histogram strategy"),
+                               ("sort", "warp_shuffle", "a block strategy"),
+                               ("block", "two_pass", "a reduce strategy")]:
         with pytest.raises(ValueError, match=f"{name!r} \\({hint}"):
+            nk.strategies.resolve(family, name)
+    for family, name in [("select", "radix/x"), ("histogram", "decoupled_lookback/no")]:
+        with pytest.raises(ValueError, match=f"{name!r}; known"):  # no family has it whole
             nk.strategies.resolve(family, name)
     with pytest.raises(TypeError, match="is a block strategy; a histogram takes"):
         nk.strategies.resolve("histogram", nk.WarpShuffle())
