@@ -117,9 +117,11 @@ def _select_skips(variant: Variant, shape: tuple, kw: dict) -> str | None:
     radix_block_select (it takes seconds on a GPU)."""
     n = shape[kw.get("axis", -1)]
     k = min(TOPK_K, n)
-    strategy = _strategies.resolve("select", variant.kwargs["strategy"], n=n, k=k)
+    strategy = _strategies.resolve("select", variant.kwargs.get("strategy"), n=n, k=k)
     if not strategy.fits(n, k):
-        return f"k={k} ({variant.label} takes k <= {strategy.max_k})"
+        most = strategy.max_k
+        return f"k={k} ({variant.label} takes k <= {most})" if most is not None and \
+            k > most else f"rows of {n}, k={k} ({variant.label} does not fit them)"
     if variant.label in ("bitonic_select", "radix_block_select") and n > 1 << 20:
         return f"rows of {n} (a block per row: radix_select spreads a row over blocks)"
     return None
