@@ -24,7 +24,8 @@ exactly and the values each element's position once, holding its key, in its seg
 * sorts (``segmented_sort``, keys and int32 values, ascending): torch's two stable
   sorts (by key, then by segment index: a lexsort, the same composition numbakern
   makes) and ``cuda.compute.segmented_sort`` (CUB's ``DeviceSegmentedSort``, not
-  stable; keys compared) where the installed ``cuda.compute`` has it.
+  stable: keys and where each value went checked) where the installed
+  ``cuda.compute`` has it.
 
     pytest bench/bench_segments.py --benchmark-json=segments.json
     pytest bench/bench_segments.py -k "not scan and not sort" \
