@@ -7,6 +7,8 @@ Numba device arrays alike; indices in range, distinct, and holding their values.
 from __future__ import annotations
 
 import math
+from functools import partial
+from types import SimpleNamespace
 
 #: elements compared at a time: float64 temporaries of 128 MiB
 CHUNK = 1 << 24
@@ -138,3 +140,20 @@ def log_softmax_backward(xp, y, dy):
     e = xp.exp(y)
     return (dy - e * dy.sum(axis=1, keepdims=True),
             abs(dy) + e * abs(dy).sum(axis=1, keepdims=True))
+
+
+def verifier(cp) -> SimpleNamespace:
+    """The checks over ``cp`` (CuPy; NumPy in a test of these helpers), as the suites'
+    ``verify`` fixture gives them: ``agrees(want, rtol=0, atol=0, same_dtype=False)``
+    makes a ``check`` for ``measure`` (the result against ``want`` by
+    :func:`assert_close`); ``pair(x, want)`` the check of a (values, indices) pair whose
+    indices may order equal values either way (:func:`pair_check`); ``close(got, want,
+    rtol=0, atol=0)`` asserts at once; ``taken(x, indices)`` and ``distinct(indices)``
+    for indices (:func:`taken`, :func:`assert_distinct`); ``array(a)`` is
+    :func:`device_array`."""
+    close = partial(assert_close, cp)
+    return SimpleNamespace(
+        close=close, agrees=lambda want, rtol=0.0, atol=0.0, same_dtype=False: (
+            lambda got: close(got, want, rtol, atol, same_dtype)),
+        pair=partial(pair_check, cp), taken=partial(taken, cp),
+        distinct=partial(assert_distinct, cp), array=partial(device_array, cp))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 from functools import partial
-from types import SimpleNamespace
 
 import pytest
 
@@ -32,7 +31,7 @@ from numbakern.teach.peers import give_back_memory
 # bench/peers.py and bench/checks.py, beside this file (pytest puts this folder on
 # sys.path)
 import peers  # noqa: E402
-from checks import assert_close, assert_distinct, device_array, pair_check, taken  # noqa: E402
+from checks import verifier  # noqa: E402
 
 
 def _cupy():
@@ -92,19 +91,8 @@ def cp():
 
 @pytest.fixture(scope="session")
 def verify(cp):
-    """The checks on the device: ``verify.agrees(want, rtol=0, atol=0,
-    same_dtype=False)`` makes a ``check`` for ``measure`` (the result against ``want``
-    by :func:`assert_close`); ``verify.pair(x, want)`` the check of a (values,
-    indices) pair whose indices may order equal values either way (:func:`pair_check`);
-    ``verify.close(got, want, rtol=0, atol=0)`` asserts at once; ``verify.taken(x,
-    indices)`` and ``verify.distinct(indices)`` for indices (:func:`taken`,
-    :func:`assert_distinct`); ``verify.array(a)`` is :func:`device_array`."""
-    close = partial(assert_close, cp)
-    return SimpleNamespace(
-        close=close, agrees=lambda want, rtol=0.0, atol=0.0, same_dtype=False: (
-            lambda got: close(got, want, rtol, atol, same_dtype)),
-        pair=partial(pair_check, cp), taken=partial(taken, cp),
-        distinct=partial(assert_distinct, cp), array=partial(device_array, cp))
+    """The checks on the device (``bench/checks.py``'s :func:`verifier`)."""
+    return verifier(cp)
 
 
 @pytest.fixture(scope="session")

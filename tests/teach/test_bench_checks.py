@@ -26,14 +26,6 @@ def bench(monkeypatch):
         sys.modules.pop(name, None)
 
 
-def _verify(checks):
-    """bench/conftest.py's ``verify`` over NumPy."""
-    close = partial(checks.assert_close, np)
-    return SimpleNamespace(close=close, taken=partial(checks.taken, np),
-                           distinct=partial(checks.assert_distinct, np),
-                           array=partial(checks.device_array, np))
-
-
 def test_an_infinite_reference_is_matched_only_by_an_equal_result(bench):
     close = partial(bench.checks.assert_close, np)
     want = np.array([np.inf, -np.inf, 1.0])
@@ -68,7 +60,8 @@ def test_an_unstable_segmented_sort_is_checked_in_its_values(bench):
     segment = bs._segment_of(np, offsets, x.size)
     order = np.lexsort((x, segment))  # stable: by segment, then key
     stable = (x[order], v[order])
-    check = bs._unstable_check(np, _verify(bench.checks), (x, v, offsets, 0), stable)
+    check = bs._unstable_check(np, bench.checks.verifier(np), (x, v, offsets, 0),
+                                 stable)
     check(stable)
     swapped = order.copy()
     swapped[[2, 3]] = swapped[[3, 2]]  # the two 2.0s of the first segment
