@@ -247,8 +247,9 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     Raises:
         TypeError: ``bins`` a string (NumPy's estimators by name are not supported)
             or an array of other than real numbers of at most 8 bytes; uint16 edges
-            or weights of bfloat16 ``x``; bool weights with edges; a bad dtype of
-            ``x`` or ``weights`` (complex weights included); a ``range`` end that
+            or weights of bfloat16 ``x``; bool weights with edges (an empty ``x``
+            gives bool zeros); a bad dtype of ``x`` or ``weights`` (complex weights
+            included); a ``range`` end that
             is not a real number NumPy holds (``None``, a string, an int past 64
             bits: NumPy raises ``TypeError`` for them too; a 0-d array or tensor is
             its value), or a lone number as ``range``; a ``strategy`` that is neither a
@@ -348,9 +349,10 @@ def host_edges(bins, stream):
 def given_edges(bins, w, stream) -> np.ndarray:
     """``bins`` given as an array: its edges on the host, checked
     (:func:`~numbakern.core.bins.edges_of`), and the weights ``w`` (or None) they
-    take: bool ones refused, as NumPy refuses them (``TypeError``)."""
+    take: bool ones refused where there are any, as NumPy refuses them (``TypeError``;
+    it returns bool zeros for none)."""
     edges = edges_of(host_edges(bins, stream))
-    if w is not None and np.dtype(w.dtype).kind == "b":
+    if w is not None and w.size and np.dtype(w.dtype).kind == "b":
         raise TypeError(_BOOL_WEIGHTS_BETWEEN_EDGES)
     return edges
 

@@ -173,6 +173,10 @@ def test_bool_weights_between_edges_are_refused_as_numpy_refuses_them():
     with pytest.raises(TypeError, match="bool weights with bins as an array of edges"):
         nk.histogram(x, bins=[0, 1, 2], weights=w)
     same(nk.histogram(x, 2, weights=w), np.histogram(x, 2, weights=w))
+    # with no values NumPy adds nothing and returns bool zeros
+    empty = (np.empty(0), np.empty(0, bool))
+    same(nk.histogram(empty[0], bins=[0, 1, 2], weights=empty[1]),
+         np.histogram(empty[0], bins=[0, 1, 2], weights=empty[1]))
 
 
 def test_strided_and_reversed_edges_on_either_side():
