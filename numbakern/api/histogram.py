@@ -249,11 +249,11 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
             or an array of other than real numbers of at most 8 bytes; uint16 edges
             or weights of bfloat16 ``x``; bool weights with edges (an empty ``x``
             gives bool zeros); a bad dtype of ``x`` or ``weights`` (complex weights
-            included); a ``range`` end that
-            is not a real number NumPy holds (``None``, a string, an int past 64
-            bits: NumPy raises ``TypeError`` for them too; a 0-d array or tensor is
-            its value), or a lone number as ``range``; a ``strategy`` that is neither a
-            name nor a histogram strategy object.
+            included); a ``range`` end that is not a real number NumPy holds
+            (``None``, a string, an int past 64 bits: NumPy raises ``TypeError`` for
+            them too; a 0-d array or tensor is its value), or a lone number as
+            ``range``; a ``strategy`` that is neither a name nor a histogram
+            strategy object.
         ValueError: ``weights`` not of ``x``'s shape; ``bins < 1``; edges not 1-D,
             decreasing, or holding NaN (NumPy's counts between them are meaningless,
             some negative); more ``bins`` int64 counts than an array holds (2**60 -
