@@ -76,6 +76,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
     given = given_axes(axis, len(shape))
     axes = None if given is None else normalize_axes(given, len(shape))
     if weights is None:
+        real_dtype(x.dtype, "x")
         avg = mean(x, axis=axes, keepdims=keepdims, strategy=strategy, stream=stream)
         counts = counts_like(avg, x)  # raises, as NumPy's, for no averages
         return (avg, counts) if returned else avg
@@ -107,14 +108,20 @@ def given_axes(axis, ndim: int):
 
 def result_dtype(x_dtype: np.dtype, w) -> np.dtype:
     """NumPy's: ``result_type(x, w)``, and at least float64 for bool and integer x."""
-    w_dtype = np.dtype(w.dtype)
-    for arg, dtype in (("x", x_dtype), ("weights", w_dtype)):
-        if dtype.kind not in "biuf" or dtype.itemsize > 8:
-            raise TypeError(f"average: {arg} must hold real numbers (bool, integers or "
-                            f"floats up to float64), got dtype {dtype}")
-    if x_dtype.kind in "biu":
+    w_dtype = real_dtype(w.dtype, "weights")
+    if real_dtype(x_dtype, "x").kind in "biu":
         return np.result_type(x_dtype, w_dtype, np.float64)
     return np.result_type(x_dtype, w_dtype)
+
+
+def real_dtype(dtype, arg: str) -> np.dtype:
+    """``dtype`` where it holds real numbers (bool, integers, floats up to float64);
+    TypeError naming ``arg`` otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:
+        raise TypeError(f"average: {arg} must hold real numbers (bool, integers or "
+                        f"floats up to float64), got dtype {dtype}")
+    return dtype
 
 
 def weights_along(shape: tuple, w_shape: tuple, given) -> tuple | None:

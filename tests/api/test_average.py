@@ -126,6 +126,9 @@ def test_errors_as_numpy():
         nk.average(x, axis=1, weights=np.ones(3, np.complex64))
     with pytest.raises(TypeError, match="x must hold real numbers"):  # no float128 kernels
         nk.average(x.astype(np.longdouble), axis=1, weights=np.ones(3))
+    for bad in (np.array(["a"]), np.array([1j]), np.array([1], object)):  # no weights too
+        with pytest.raises(TypeError, match="average: x must hold real numbers"):
+            nk.average(bad)
     with pytest.raises(np.exceptions.AxisError):
         nk.average(x, axis=2, weights=np.ones(3))
     with pytest.raises(TypeError, match="returned"):
