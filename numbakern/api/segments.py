@@ -239,6 +239,9 @@ def _host_offsets(offsets, size: int, empty: str | None, of: str = "x") -> np.nd
         raise TypeError(f"offsets must be a 1-D array of integers, got "
                         f"{type(offsets).__name__}")
     if host.ndim == 1 and host.size:  # a shape offsets_ok refuses is said first
+        if host.dtype.kind not in "iu" and _python_ints(offsets):
+            raise TypeError(f"offsets must hold integers all in int64's range or all in "
+                            f"uint64's (NumPy reads these Python ints as {host.dtype})")
         _check_integers(host.dtype)
     why = offsets_ok(host, size, of)
     if why is not None:
@@ -260,6 +263,12 @@ def _device_offsets(offsets):
                          f"{tuple(view.shape)}")
     _check_integers(dtype)
     return view
+
+
+def _python_ints(offsets) -> bool:
+    """Whether ``offsets`` is a list or tuple of Python ints (bools aside)."""
+    return isinstance(offsets, (list, tuple)) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in offsets)
 
 
 def _check_integers(dtype: np.dtype) -> None:

@@ -165,6 +165,16 @@ def test_offsets_of_another_dtype_than_integers_are_a_type_error(fn, dtype):
         fn(np.arange(10.0), np.array([0, 4, 10], dtype))
 
 
+@pytest.mark.parametrize("offsets, read_as", [([-1, 2**63], "float64"), ((0, 2**64), "object")])
+def test_python_ints_numpy_reads_as_no_integer_dtype_are_said_so(offsets, read_as):
+    """A list of ints past int64's and uint64's ranges together is no integer array
+    to NumPy: the error says why the ints the caller passed are not integers."""
+    assert np.asarray(offsets).dtype == read_as
+    with pytest.raises(TypeError, match=f"all in int64's range or all in uint64's "
+                                        f"\\(NumPy reads these Python ints as {read_as}"):
+        nk.segmented_reduce(np.arange(4.0), offsets)
+
+
 @pytest.mark.parametrize("offsets", [None, "abc", 3.5])
 @pytest.mark.parametrize("fn", [nk.segmented_reduce, nk.segmented_scan, nk.segmented_sort])
 def test_offsets_that_are_no_array_are_a_type_error_naming_their_type(fn, offsets):
