@@ -116,8 +116,10 @@ def _combine_line(trace: Trace, node: Node) -> Text:
     if node.via == ATOMIC:
         line = (f"{who}: out ⊕= {cover_text(b.cover)} with {node.detail} → out holds "
                 f"{cover_text(node.cover)}")
-    elif a.empty or b.empty:  # a thread picks up a state: identity ⊕ it
-        line = f"{who}: identity ⊕ {_operand(trace, b if a.empty else a, node)}"
+    elif a.empty:  # a thread picks up a state, in the combine's own operand order
+        line = f"{who}: identity ⊕ {_operand(trace, b, node)}"
+    elif b.empty:
+        line = f"{who}: {_operand(trace, a, node)} ⊕ identity"
     else:
         line = (f"{who}: {_operand(trace, a, node)} ⊕ {_operand(trace, b, node)}"
                 f" → {cover_text(node.cover)}")

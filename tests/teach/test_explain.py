@@ -114,6 +114,19 @@ def test_moves_name_their_source():
     assert final.cover == frozenset(range(64))
 
 
+@simulator_only
+def test_a_state_picked_up_is_shown_in_the_combine_s_operand_order():
+    """A combine with the identity prints its operands in the kernel's order: lane 0
+    of the second launch combines its own shared slot (left) with the identity
+    shuffled from lane 1 (right), where the thread reduce folds a load onto the
+    identity (left)."""
+    result = CliRunner().invoke(cli, ["explain", "warp_shuffle", "-n", "40",
+                                      "--threads", "64"])
+    assert result.exit_code == 0, result.output
+    assert "t0: [0-39] (shared slot 0, stored by t0) ⊕ identity = " in result.output
+    assert "t0: identity ⊕ [0] (x[0], global load) = " in result.output
+
+
 class FourStepShuffle(WarpShuffle):
     """A broken warp_shuffle whose warp reduce stops at offset 8 (4 steps)."""
 
