@@ -217,6 +217,29 @@ class SimThread(BlockThread):
     def syncthreads(self):
         self._manager.syncthreads(self, _call_site())
 
+    def _votes(self, value) -> np.ndarray:
+        """The predicates of the threads at this barrier: each sets its own slot,
+        all read them after the barrier, and each clears its slot after a second one,
+        so a thread that has exited (or voted at an earlier call) counts for nothing,
+        as on a GPU (Numba's simulator counted both)."""
+        state = self._manager.block_state
+        idx = self.threadIdx.x, self.threadIdx.y, self.threadIdx.z
+        state[idx] = 1 if value else 0
+        self.syncthreads()
+        votes = state[state >= 0]
+        self.syncthreads()
+        state[idx] = -1
+        return votes
+
+    def syncthreads_count(self, value):
+        return np.int32(np.count_nonzero(self._votes(value)))
+
+    def syncthreads_and(self, value):
+        return np.int32(self._votes(value).all())
+
+    def syncthreads_or(self, value):
+        return np.int32(self._votes(value).any())
+
 
 # The simulator's own files, which a barrier's call passes through (syncthreads_count
 # and the like call syncthreads themselves)
@@ -315,7 +338,8 @@ class BlockManager:
         self._f = f
         self.block_dim = block_dim
         self._debug = debug
-        self.block_state = np.zeros(block_dim, dtype=np.bool_)  # syncthreads_count & co
+        # syncthreads_count & co: each thread's vote, -1 where it has none
+        self.block_state = np.full(block_dim, -1, dtype=np.int8)
         nthreads = int(np.prod(block_dim))
         self.warps = [
             _Warp(w, min(WARP, nthreads - w * WARP))

@@ -45,6 +45,12 @@ Semantics chosen where CUDA leaves room:
   without ever waiting holds the others up.
 * An integer stored into an integer device array of a narrower type wraps, as a
   GPU's conversion truncates (NumPy 2 raises ``OverflowError`` for it).
+* ``popc``, ``clz``, ``ffs`` and ``brev`` read a NumPy integer in its own width, two's
+  complement, and a Python int (a thread index, a literal) in 32 bits where it fits
+  int32 or uint32, else 64; they return Numba's types (``popc``, ``clz``: the
+  argument's; ``ffs``: uint32; ``brev``: uint32 or uint64).
+* ``syncthreads_count``, ``_and`` and ``_or`` (:mod:`numbakern.runtime.simblock`)
+  count the predicates of the threads at the call, not of exited threads.
 * A caller missing from its own ``mask`` raises ``ValueError``; lanes of one mask
   calling different intrinsics raise ``RuntimeError``; a block in which every
   live thread waits with no barrier able to complete raises ``RuntimeError``
@@ -87,8 +93,9 @@ def install() -> bool:
     """Attach numbakern's warp intrinsics and block engine to Numba's simulator.
 
     Called by ``import numbakern`` when the simulator is selected. Idempotent.
-    Adds only names Numba's ``FakeCUDAModule`` lacks, so nothing Numba already
-    simulates changes behaviour. Does nothing when the simulator is off.
+    Adds the names Numba's ``FakeCUDAModule`` lacks, and replaces only what it
+    simulates wrongly: the bit intrinsics (``popc``, ``clz``, ``ffs``, ``brev``) and a
+    grid's ``sync()``. Does nothing when the simulator is off.
 
     Returns:
         True if the simulator now has the intrinsics, False if it is off.
@@ -108,6 +115,9 @@ def install() -> bool:
     for name, fn in _INTRINSICS.items():
         if not hasattr(kernelapi.FakeCUDAModule, name):
             setattr(kernelapi.FakeCUDAModule, name, fn)
+    for name, fn in _BIT_INTRINSICS.items():
+        setattr(kernelapi.FakeCUDAModule, name, fn)
+    kernelapi.GridGroup.sync = _grid_sync
     _SimThread = _simblock.SimThread
     kernel.BlockManager = _simblock.BlockManager
     kernel._push_kernel_context = _simblock.kernel_context
@@ -184,7 +194,9 @@ def _shared_class(base):
 
     Numba keys each static shared array by the caller's (file, line), found with
     ``traceback.extract_stack``, which reads every frame's source line: about
-    100 us per call, once per thread. One frame lookup gives the same key.
+    100 us per call, once per thread. One frame lookup gives the key, with the
+    call's instruction offset added (two arrays made on one line are two arrays,
+    where Numba's key made them one).
 
     The first threads of a block to reach a site find no array there and make one.
     Numba looks the key up and stores the new array in two steps; a thread switch
@@ -203,7 +215,8 @@ def _shared_class(base):
             if shape == 0 or alignment is not None:  # dynamic, or Numba's error
                 return super().array(shape, dtype, alignment)
             caller = sys._getframe(1)
-            key = (caller.f_code.co_filename, caller.f_lineno)
+            # with the call's instruction: two arrays made on one line are two
+            key = (caller.f_code.co_filename, caller.f_lineno, caller.f_lasti)
             res = self._allocations.get(key)
             if res is None:
                 if isinstance(dtype, types.Type):
@@ -437,6 +450,72 @@ def match_all_sync(self, mask, value):
     return _int32(0), False
 
 
+def _grid_sync(self):
+    """``cuda.cg.this_grid().sync()``: a barrier of the block where the grid is one
+    block. The simulator runs blocks one after another, so those of a larger grid
+    can never meet: refused there (Numba's simulator passed a barrier of each block
+    alone, and the kernel read what the other blocks had not yet written)."""
+    t = _thread()
+    grid = t.cuda_module.gridDim
+    if grid.x * grid.y * grid.z > 1:
+        raise RuntimeError(
+            "this_grid().sync() under the simulator: its blocks run one after another "
+            "and cannot meet, so a grid of %d blocks cannot sync; launch one block, or "
+            "run on a GPU" % (grid.x * grid.y * grid.z))
+    t.syncthreads()
+
+
+# -- bit intrinsics (Numba's simulator reads every int as 32 bits of a Python int) -----
+
+
+def _held(op: str, val) -> tuple[int, int]:
+    """``(bits, width)`` of an integer as a GPU register holds it: a NumPy integer in
+    its own width, two's complement; a Python int (a thread index, a literal: Numba
+    types those int32 or int64) in 32 bits where it fits int32 or uint32, else 64."""
+    if isinstance(val, np.integer):
+        width = 8 * val.dtype.itemsize
+    elif isinstance(val, (int, np.bool_)):
+        val = int(val)
+        width = 32 if -(1 << 31) <= val < 1 << 32 else 64
+    else:
+        raise TypeError("%s: takes an integer, got %s" % (op, type(val).__name__))
+    return int(val) & ((1 << width) - 1), width
+
+
+def _as_given(val, result: int):
+    """``result`` in ``val``'s NumPy type (Numba's popc and clz return their
+    argument's type), or a Python int for a Python int."""
+    return val.dtype.type(result) if isinstance(val, np.integer) else result
+
+
+def popc(self, val):
+    """Set bits of ``val`` in its own width (a ballot's int32 -1 has 32)."""
+    return _as_given(val, _held("popc", val)[0].bit_count())
+
+
+def clz(self, val):
+    """Leading zero bits of ``val`` in its own width (``clz(int64(1))`` is 63)."""
+    bits, width = _held("clz", val)
+    return _as_given(val, width - bits.bit_length())
+
+
+def ffs(self, val):
+    """1-based position of the lowest set bit of ``val``, 0 for none, as uint32."""
+    bits = _held("ffs", val)[0]
+    return np.uint32((bits & -bits).bit_length())
+
+
+def brev(self, val):
+    """``val``'s bits reversed, as uint32 or uint64 (Numba's brev takes those two:
+    narrower integers widen to 32 bits, sign-extended as Numba converts them)."""
+    if isinstance(val, np.integer) and val.dtype.itemsize < 4:
+        val = int(val)
+    bits, width = _held("brev", val)
+    width = max(width, 32)
+    reversed_bits = int(format(bits, "0%db" % width)[::-1], 2)
+    return np.uint64(reversed_bits) if width == 64 else np.uint32(reversed_bits)
+
+
 def activemask(self):
     """Lanes converged at this call site (see the module docstring), as uint32."""
     t = _thread()
@@ -467,3 +546,6 @@ _INTRINSICS = {
         lanemask_lt,
     )
 }
+# Numba's simulator has these, reading a negative int (a ballot of a full warp is
+# int32 -1) or a 64-bit one wrongly: replaced
+_BIT_INTRINSICS = {fn.__name__: fn for fn in (popc, clz, ffs, brev)}

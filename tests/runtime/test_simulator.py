@@ -502,6 +502,88 @@ def test_activemask_and_lanemask_lt():
     np.testing.assert_array_equal(out[:, 2], u32(lt + lt[:8]))
 
 
+# -- bit intrinsics ------------------------------------------------------------------
+
+
+@cuda.jit
+def bits_kernel(x, pop, lead):
+    i = cuda.grid(1)
+    if i < x.size:
+        pop[i] = cuda.popc(x[i])
+        lead[i] = cuda.clz(x[i])
+
+
+@cuda.jit
+def ffs_kernel(x, first):  # Numba lowers ffs for 32- and 64-bit integers only
+    i = cuda.grid(1)
+    if i < x.size:
+        first[i] = cuda.ffs(x[i])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_popc_clz_ffs_read_the_values_width_in_twos_complement(dtype):
+    """popc and clz return their argument's type, ffs uint32 (Numba's signatures);
+    -1 has every bit of its width set, the minimum only the top one."""
+    info = np.iinfo(dtype)
+    width = info.bits
+    x = np.array([0, 1, 6, info.max, info.min, -1 if info.min else 2], dtype=dtype)
+    pop, lead = np.zeros_like(x), np.zeros_like(x)
+    bits_kernel[1, 32](x, pop, lead)
+    first = np.zeros(x.size, np.uint32)
+    if width >= 32:
+        ffs_kernel[1, 32](x, first)
+    top = width - 1
+    if info.min:  # signed: max has width - 1 bits, min the top bit only, -1 all
+        want = [(0, width, 0), (1, top, 1), (2, width - 3, 2), (top, 1, 1), (1, 0, width),
+                (width, 0, 1)]
+    else:  # unsigned: min is 0; the last value is 2
+        want = [(0, width, 0), (1, top, 1), (2, width - 3, 2), (width, 0, 1),
+                (0, width, 0), (1, width - 2, 2)]
+    want = np.array(want)
+    np.testing.assert_array_equal(np.c_[pop, lead].astype(np.int64), want[:, :2])
+    if width >= 32:
+        np.testing.assert_array_equal(first, want[:, 2])
+
+
+@cuda.jit
+def brev_kernel(x32, x64, out32, out64):
+    i = cuda.threadIdx.x
+    out32[i] = cuda.brev(x32[i])
+    out64[i] = cuda.brev(x64[i])
+
+
+def test_brev_reverses_32_and_64_bits():
+    x32 = np.array([1, 0x80000000, 0xF0, 0xFFFFFFFF], np.uint32)
+    x64 = np.array([1, 1 << 63, 0xF0, (1 << 64) - 1], np.uint64)
+    out32, out64 = np.zeros_like(x32), np.zeros_like(x64)
+    brev_kernel[1, 4](x32, x64, out32, out64)
+    np.testing.assert_array_equal(out32, u32([0x80000000, 1, 0x0F000000, 0xFFFFFFFF]))
+    np.testing.assert_array_equal(
+        out64, np.array([1 << 63, 1, 0x0F00000000000000, (1 << 64) - 1], np.uint64))
+
+
+@cuda.jit
+def aggregated_atomic_kernel(counter, slots):
+    """The warp-aggregated atomic: one add a warp, of its ballot's popc, at the
+    lane its ffs names; each lane's slot is the base plus the lanes below it."""
+    lane = cuda.threadIdx.x % 32
+    mask = cuda.ballot_sync(FULL, True)
+    leader = cuda.ffs(mask) - 1
+    base = 0
+    if lane == leader:
+        base = cuda.atomic.add(counter, 0, cuda.popc(mask))
+    base = cuda.shfl_sync(FULL, base, leader)
+    slots[cuda.grid(1)] = base + cuda.popc(mask & cuda.lanemask_lt())
+
+
+def test_popc_of_a_full_warps_ballot_counts_32():
+    counter, slots = np.zeros(1, np.int32), np.zeros(64, np.int32)
+    aggregated_atomic_kernel[1, 64](counter, slots)
+    assert counter[0] == 64
+    np.testing.assert_array_equal(np.sort(slots), np.arange(64))
+
+
 # -- multi-dimensional blocks -----------------------------------------------------------
 
 
@@ -556,6 +638,29 @@ def test_syncthreads_count_and_or():
 
 
 @cuda.jit
+def guarded_vote_kernel(n, out):
+    t = cuda.threadIdx.x
+    if t >= n:
+        return
+    out[t, 0] = cuda.syncthreads_and(1)  # only the threads still running vote
+    out[t, 1] = cuda.syncthreads_count(1)
+    if t >= n - 24:
+        return
+    out[t, 2] = cuda.syncthreads_count(0)  # the 24 gone voted 1 at the last call
+    out[t, 3] = cuda.syncthreads_or(0)
+
+
+def test_votes_count_only_the_threads_at_the_barrier():
+    """CUDA's __syncthreads_count/and/or count the threads that reach the call:
+    not those that have exited, nor the votes of an earlier call."""
+    out = np.full((64, 4), -7, dtype=np.int32)
+    guarded_vote_kernel[1, 64](40, out)
+    np.testing.assert_array_equal(out[:16], np.tile([1, 40, 0, 0], (16, 1)))
+    np.testing.assert_array_equal(out[16:40, :2], np.tile([1, 40], (24, 1)))
+    assert (out[16:40, 2:] == -7).all() and (out[40:] == -7).all()
+
+
+@cuda.jit
 def shared_lines_kernel(out):
     a = cuda.shared.array(4, np.int32)
     b = cuda.shared.array(4, np.int32)
@@ -570,6 +675,41 @@ def test_shared_arrays_on_separate_lines_are_separate():
     out = np.zeros(4, dtype=np.int32)
     shared_lines_kernel[2, 4](out)
     np.testing.assert_array_equal(out, [13, 13, 13, 13])
+
+
+@cuda.jit
+def shared_one_line_kernel(out):
+    a, b = cuda.shared.array(1, np.int32), cuda.shared.array(1, np.int32)
+    if cuda.threadIdx.x == 0:
+        a[0] = 1
+        b[0] = 2
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = a[0]
+
+
+def test_shared_arrays_made_on_one_line_are_separate():
+    out = np.zeros(2, dtype=np.int32)
+    shared_one_line_kernel[1, 2](out)
+    np.testing.assert_array_equal(out, [1, 1])
+
+
+@cuda.jit
+def grid_sync_kernel(x, out):
+    i = cuda.grid(1)
+    x[i] = i
+    cuda.cg.this_grid().sync()
+    out[i] = x[(i + 1) % x.size]  # another thread's write, made before the sync
+
+
+@simulator_only
+def test_a_grid_sync_runs_in_one_block_and_is_refused_in_more():
+    """The simulator runs blocks one after another: those of a larger grid never
+    meet, so a grid sync there would pass with the other blocks' writes not made."""
+    x, out = np.zeros(32, dtype=np.int32), np.zeros(32, dtype=np.int32)
+    grid_sync_kernel[1, 32](x, out)
+    np.testing.assert_array_equal(out, np.roll(np.arange(32), -1))
+    with pytest.raises(RuntimeError, match="a grid of 2 blocks cannot sync"):
+        grid_sync_kernel[2, 16](x, out)
 
 
 @cuda.jit
