@@ -46,9 +46,10 @@ Semantics chosen where CUDA leaves room:
 * An integer stored into an integer device array of a narrower type wraps, as a
   GPU's conversion truncates (NumPy 2 raises ``OverflowError`` for it).
 * ``popc``, ``clz``, ``ffs`` and ``brev`` read a NumPy integer in its own width, two's
-  complement, and a Python int (a thread index, a literal) in 32 bits where it fits
-  int32 or uint32, else 64; they return Numba's types (``popc``, ``clz``: the
-  argument's; ``ffs``: uint32; ``brev``: uint32 or uint64).
+  complement, and a Python int in 64 bits, as Numba types integer literals and the
+  arithmetic on them (a bare ``threadIdx.x``, int32 on a GPU, is a Python int here:
+  ``np.int32(...)`` gives 32 bits); they return Numba's types (``popc``, ``clz``:
+  the argument's; ``ffs``: uint32; ``brev``: uint32 or uint64).
 * ``syncthreads_count``, ``_and`` and ``_or`` (:mod:`numbakern.runtime.simblock`)
   count the predicates of the threads at the call, not of exited threads.
 * A caller missing from its own ``mask`` raises ``ValueError``; lanes of one mask
@@ -470,13 +471,12 @@ def _grid_sync(self):
 
 def _held(op: str, val) -> tuple[int, int]:
     """``(bits, width)`` of an integer as a GPU register holds it: a NumPy integer in
-    its own width, two's complement; a Python int (a thread index, a literal: Numba
-    types those int32 or int64) in 32 bits where it fits int32 or uint32, else 64."""
+    its own width, two's complement; a Python int in 64 bits, as Numba types integer
+    literals and the arithmetic on them (int64; uint64 past its range)."""
     if isinstance(val, np.integer):
         width = 8 * val.dtype.itemsize
     elif isinstance(val, (int, np.bool_)):
-        val = int(val)
-        width = 32 if -(1 << 31) <= val < 1 << 32 else 64
+        width = 64
     else:
         raise TypeError("%s: takes an integer, got %s" % (op, type(val).__name__))
     return int(val) & ((1 << width) - 1), width
@@ -508,10 +508,9 @@ def ffs(self, val):
 def brev(self, val):
     """``val``'s bits reversed, as uint32 or uint64 (Numba's brev takes those two:
     narrower integers widen to 32 bits, sign-extended as Numba converts them)."""
-    if isinstance(val, np.integer) and val.dtype.itemsize < 4:
-        val = int(val)
     bits, width = _held("brev", val)
-    width = max(width, 32)
+    if width < 32:  # sign-extended
+        bits, width = int(val) & 0xFFFFFFFF, 32
     reversed_bits = int(format(bits, "0%db" % width)[::-1], 2)
     return np.uint64(reversed_bits) if width == 64 else np.uint32(reversed_bits)
 

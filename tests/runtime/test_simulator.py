@@ -547,6 +547,20 @@ def test_popc_clz_ffs_read_the_values_width_in_twos_complement(dtype):
 
 
 @cuda.jit
+def python_int_bits_kernel(out):
+    v = cuda.threadIdx.x - 1  # int64 on a GPU (an int32 minus a literal), an int here
+    out[0] = cuda.popc(v)
+    out[1] = cuda.clz(v + 2)
+    out[2] = cuda.ffs(v + 1 + (1 << 40))
+
+
+def test_an_int_reads_as_int64_as_numba_types_integer_arithmetic():
+    out = np.zeros(3, np.int64)
+    python_int_bits_kernel[1, 1](out)
+    np.testing.assert_array_equal(out, [64, 63, 41])  # of -1, 1 and 2**40
+
+
+@cuda.jit
 def brev_kernel(x32, x64, out32, out64):
     i = cuda.threadIdx.x
     out32[i] = cuda.brev(x32[i])
