@@ -45,11 +45,13 @@ Semantics chosen where CUDA leaves room:
   without ever waiting holds the others up.
 * An integer stored into an integer device array of a narrower type wraps, as a
   GPU's conversion truncates (NumPy 2 raises ``OverflowError`` for it).
-* ``popc``, ``clz``, ``ffs`` and ``brev`` read a NumPy integer in its own width, two's
-  complement, and a Python int in 64 bits, as Numba types integer literals and the
-  arithmetic on them (a bare ``threadIdx.x``, int32 on a GPU, is a Python int here:
-  ``np.int32(...)`` gives 32 bits); they return Numba's types (``popc``, ``clz``:
-  the argument's; ``ffs``: uint32; ``brev``: uint32 or uint64).
+* ``popc``, ``clz``, ``ffs`` and ``brev`` take their argument as Numba types it: a
+  NumPy integer as itself, a bool as int8, a Python int as int64 (as Numba types
+  integer literals and the arithmetic on them; a bare ``threadIdx.x``, int32 on a
+  GPU, is a Python int here: ``np.int32(...)`` gives 32 bits), read in its own width,
+  two's complement. They return Numba's types: ``popc`` and ``clz`` the argument's,
+  ``ffs`` uint32 (8- and 16-bit arguments a ``TypeError``: Numba does not compile
+  them), ``brev`` uint64 for a uint64 and uint32 for anything else, converted first.
 * ``syncthreads_count``, ``_and`` and ``_or`` (:mod:`numbakern.runtime.simblock`)
   count the predicates of the threads at the call, not of exited threads.
 * A caller missing from its own ``mask`` raises ``ValueError``; lanes of one mask
@@ -189,6 +191,12 @@ def vector_aligned(a, what: str) -> None:
                            "aligned (a GPU faults: misaligned address)")
 
 
+def shared_site(caller) -> tuple:
+    """The key of the static shared array made by frame ``caller``: its file, line and
+    instruction (two arrays made on one line are two)."""
+    return (caller.f_code.co_filename, caller.f_lineno, caller.f_lasti)
+
+
 def _shared_class(base):
     """``FakeCUDAShared`` whose ``array`` finds its caller without a stack walk, and
     gives every thread of the block one array per site.
@@ -215,9 +223,7 @@ def _shared_class(base):
         def array(self, shape, dtype, alignment=None):
             if shape == 0 or alignment is not None:  # dynamic, or Numba's error
                 return super().array(shape, dtype, alignment)
-            caller = sys._getframe(1)
-            # with the call's instruction: two arrays made on one line are two
-            key = (caller.f_code.co_filename, caller.f_lineno, caller.f_lasti)
+            key = shared_site(sys._getframe(1))
             res = self._allocations.get(key)
             if res is None:
                 if isinstance(dtype, types.Type):
@@ -469,50 +475,56 @@ def _grid_sync(self):
 # -- bit intrinsics (Numba's simulator reads every int as 32 bits of a Python int) -----
 
 
-def _held(op: str, val) -> tuple[int, int]:
-    """``(bits, width)`` of an integer as a GPU register holds it: a NumPy integer in
-    its own width, two's complement; a Python int in 64 bits, as Numba types integer
-    literals and the arithmetic on them (int64; uint64 past its range)."""
+def _typed(op: str, val) -> np.integer:
+    """``val`` as Numba types it in a kernel: a NumPy integer as itself, a bool as
+    int8, a Python int as int64 (uint64 from 2**63: literals and their arithmetic)."""
     if isinstance(val, np.integer):
-        width = 8 * val.dtype.itemsize
-    elif isinstance(val, (int, np.bool_)):
-        width = 64
-    else:
-        raise TypeError("%s: takes an integer, got %s" % (op, type(val).__name__))
-    return int(val) & ((1 << width) - 1), width
+        return val
+    if isinstance(val, (bool, np.bool_)):
+        return np.int8(val)
+    if isinstance(val, int):
+        return np.uint64(val) if val >= 1 << 63 else np.int64(val)
+    raise TypeError("%s: takes an integer, got %s" % (op, type(val).__name__))
 
 
-def _as_given(val, result: int):
-    """``result`` in ``val``'s NumPy type (Numba's popc and clz return their
-    argument's type), or a Python int for a Python int."""
-    return val.dtype.type(result) if isinstance(val, np.integer) else result
+def _register(v: np.integer) -> int:
+    """The bits of ``v`` in its own width, two's complement."""
+    return int(v) & ((1 << 8 * v.dtype.itemsize) - 1)
 
 
 def popc(self, val):
-    """Set bits of ``val`` in its own width (a ballot's int32 -1 has 32)."""
-    return _as_given(val, _held("popc", val)[0].bit_count())
+    """Set bits of ``val`` in its own width (a ballot's int32 -1 has 32), in its type."""
+    v = _typed("popc", val)
+    return v.dtype.type(_register(v).bit_count())
 
 
 def clz(self, val):
-    """Leading zero bits of ``val`` in its own width (``clz(int64(1))`` is 63)."""
-    bits, width = _held("clz", val)
-    return _as_given(val, width - bits.bit_length())
+    """Leading zero bits of ``val`` in its own width (``clz(int64(1))`` is 63), in its
+    type."""
+    v = _typed("clz", val)
+    return v.dtype.type(8 * v.dtype.itemsize - _register(v).bit_length())
 
 
 def ffs(self, val):
-    """1-based position of the lowest set bit of ``val``, 0 for none, as uint32."""
-    bits = _held("ffs", val)[0]
+    """1-based position of the lowest set bit of ``val``, 0 for none, as uint32.
+    Numba compiles it for 32- and 64-bit integers only."""
+    v = _typed("ffs", val)
+    if v.dtype.itemsize < 4:
+        raise TypeError("ffs: Numba compiles ffs for 32- and 64-bit integers only, got "
+                        "%s" % v.dtype)
+    bits = _register(v)
     return np.uint32((bits & -bits).bit_length())
 
 
 def brev(self, val):
-    """``val``'s bits reversed, as uint32 or uint64 (Numba's brev takes those two:
-    narrower integers widen to 32 bits, sign-extended as Numba converts them)."""
-    bits, width = _held("brev", val)
-    if width < 32:  # sign-extended
-        bits, width = int(val) & 0xFFFFFFFF, 32
-    reversed_bits = int(format(bits, "0%db" % width)[::-1], 2)
-    return np.uint64(reversed_bits) if width == 64 else np.uint32(reversed_bits)
+    """``val``'s bits reversed. Numba's brev takes uint32 and uint64: a uint64 (or an
+    int from 2**63) is reversed in 64 bits, anything else converted to uint32 first
+    (narrower integers sign-extended, wider ones cut to their low 32 bits), so
+    ``brev(1)`` is ``uint32(2**31)``."""
+    v = _typed("brev", val)
+    if v.dtype == np.uint64:
+        return np.uint64(int(format(int(v), "064b")[::-1], 2))
+    return np.uint32(int(format(int(v) & 0xFFFFFFFF, "032b")[::-1], 2))
 
 
 def activemask(self):

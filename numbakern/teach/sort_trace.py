@@ -42,6 +42,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace
 from numbakern.core.jobs import SortJob
 from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.simulator import shared_site
 from numbakern.strategies.radix_sort import DIGIT_BITS, RADIX
 
 from . import trace as _trace
@@ -271,12 +272,12 @@ def _watch_memory(rec: _SortRecorder):
         rec.access(rec._array_name(ary), False, idx, val, True, ary.itemsize)
 
     def shared_array(self, shape, dtype, alignment=None):
-        # The simulator tells one shared array from another by the line that makes
-        # it; this stands in for its lookup, so the line is the kernel's, not ours.
+        # The simulator tells one shared array from another by the call that makes
+        # it; this stands in for its lookup, so the call is the kernel's, not ours.
         if isinstance(dtype, types.Type):
             dtype = numpy_support.as_dtype(dtype)
-        frame = traceback.extract_stack(sys._getframe(1), limit=1)[0]
-        key = (frame.filename, frame.lineno)
+        caller = sys._getframe(1)
+        key = shared_site(caller)
         res = self._allocations.get(key)
         if res is None:
             if shape == 0:  # dynamic shared memory: every such array views one buffer
@@ -285,7 +286,8 @@ def _watch_memory(rec: _SortRecorder):
                 new = new.view(_Watched)
             else:
                 new = np.empty(shape, dtype).view(_Watched)
-            new.name = frame.line.split("=")[0].strip() if "=" in frame.line else "shared"
+            line = traceback.extract_stack(caller, limit=1)[0].line
+            new.name = line.split("=")[0].strip() if "=" in line else "shared"
             # one step (numbakern/runtime/simulator.py): two threads that both found
             # none get the same array
             res = self._allocations.setdefault(key, new)

@@ -561,6 +561,35 @@ def test_an_int_reads_as_int64_as_numba_types_integer_arithmetic():
 
 
 @cuda.jit
+def brev_converted_kernel(x64, flags, out):
+    i = cuda.grid(1)
+    out[0] = cuda.brev(i + 1)  # an int64 on a GPU: converted to uint32
+    out[1] = cuda.brev(x64[0])  # int64 too
+    out[2] = cuda.clz(flags[0])  # a bool reads as int8
+    out[3] = cuda.popc(flags[0])
+
+
+def test_brev_of_other_types_reverses_their_uint32_and_a_bool_is_int8():
+    """Numba's brev takes uint32 and uint64: any other integer converts to uint32
+    (cut to its low 32 bits), so the bit-reversal index ``brev(i) >> (32 - log2n)``
+    stays within its array; Numba types a bool int8."""
+    out = np.zeros(4, np.int64)
+    brev_converted_kernel[1, 1](np.array([(1 << 40) + 2], np.int64), np.array([True]), out)
+    np.testing.assert_array_equal(out, [1 << 31, 1 << 30, 7, 1])
+
+
+@cuda.jit
+def ffs_narrow_kernel(x, out):
+    out[0] = cuda.ffs(x[0])
+
+
+@simulator_only
+def test_ffs_of_a_narrow_integer_is_refused_as_numba_cannot_compile_it():
+    with pytest.raises(TypeError, match="ffs: Numba compiles ffs for 32- and 64-bit"):
+        ffs_narrow_kernel[1, 1](np.array([4], np.int8), np.zeros(1, np.uint32))
+
+
+@cuda.jit
 def brev_kernel(x32, x64, out32, out64):
     i = cuda.threadIdx.x
     out32[i] = cuda.brev(x32[i])
