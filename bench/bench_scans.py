@@ -12,11 +12,12 @@ Each result is checked before timing against the scan in float64 (int64 for int3
 the result's dtype too):
 the float inputs of the cumsums are small integers (``small_integers``; a scan's speed
 does not depend on the values), so every prefix is exact in any order and each cumsum
-must equal the reference. cumprod's factors near 1 cannot be exact: the float32
-results (CuPy's, torch's) are held within 1e-3 relative. Their prefixes are float32
-products rounded along the scan's chain (a look-back scan chains its ~10^5 tiles: a
-random walk of about 1e-5); a lost or doubled tile (a product of ~3000 factors, ~3%
-from 1) still shows.
+must equal the reference. cumprod's factors near 1 cannot be exact: float32 prefixes
+drift from the float64 ones as rounding compounds along the scan (CuPy's and torch's
+by 2-3% at 2**28, measured), as far as a lost or doubled tile would move them, so
+each output is held to the one before times its factor (within 1e-4: a scan's
+rounding between neighbours is a few ulps, a lost tile a jump by its product) and the
+whole within 10% of the float64 scan (``checks.running_product_check``).
 """
 
 import pytest
@@ -149,8 +150,9 @@ def products(cp):
 
 @pytest.fixture(scope="module")
 def running_product(products, cp, verify):
-    """The check of a cumprod: the float64 one within 1e-3 relative (module doc)."""
-    return verify.agrees(cp.cumprod(products, dtype=cp.float64), rtol=1e-3)
+    """The check of a cumprod: each step its factor, the whole near the float64 one
+    (module doc)."""
+    return verify.running_product(products, cp.cumprod(products, dtype=cp.float64))
 
 
 def test_numbakern_cumprod(products, measure, running_product):

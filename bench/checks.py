@@ -123,6 +123,31 @@ def pair_check(cp, x, want):
     return check
 
 
+def running_product_check(cp, x, want, step=1e-4, drift=0.1):
+    """The check of a cumprod of 1-D ``x`` (factors near 1) against its float64
+    ``want``: each output over the one before within ``step`` of its factor, the first
+    the first factor, and every output within ``drift`` relative of ``want``.
+
+    A float32 cumprod's prefixes drift from the float64 ones as its rounding errors
+    compound: a tiled float32 scan of 2**26 factors in [0.999, 1.001] (in-tile chains
+    of 4096, then the tile prefixes chained) is 5e-3 off on the CPU, CuPy's and
+    torch's of 2**28 on the GPU 2.7e-2 and 2.0e-2. That is a lost or doubled tile's
+    size (a product of thousands of such factors), so the drift alone cannot tell
+    them apart; the step can: between neighbours a scan's rounding is a few ulps (the
+    prefix both share cancels), where a lost tile jumps by its product, which is
+    within ``step`` of 1 for about 1 tile in 400."""
+    def check(got):
+        got = device_array(cp, got)
+        assert_close(cp, got[:1], x[:1], rtol=1e-6)
+        for lo in range(1, got.size, CHUNK):
+            hi = min(lo + CHUNK, got.size)
+            ratio = cp.divide(got[lo:hi], got[lo - 1:hi - 1], dtype=cp.float64)
+            assert_close(cp, ratio, x[lo:hi].astype(cp.float64), rtol=step)
+        assert_close(cp, got, want, rtol=drift)
+
+    return check
+
+
 def softmax_backward(xp, y, dy):
     """``dx = y * (dy - sum(y * dy))`` of the rows of ``y = softmax(x)`` and ``dy``, and
     the magnitudes rounded on the way, ``y * (|dy| + sum|y * dy|)``: a row sum may cancel
@@ -147,7 +172,9 @@ def verifier(cp) -> SimpleNamespace:
     ``verify`` fixture gives them: ``agrees(want, rtol=0, atol=0, same_dtype=False)``
     makes a ``check`` for ``measure`` (the result against ``want`` by
     :func:`assert_close`); ``pair(x, want)`` the check of a (values, indices) pair whose
-    indices may order equal values either way (:func:`pair_check`); ``close(got, want,
+    indices may order equal values either way (:func:`pair_check`);
+    ``running_product(x, want)`` that of a cumprod (:func:`running_product_check`);
+    ``close(got, want,
     rtol=0, atol=0)`` asserts at once; ``taken(x, indices)`` and ``distinct(indices)``
     for indices (:func:`taken`, :func:`assert_distinct`); ``array(a)`` is
     :func:`device_array`."""
@@ -155,5 +182,6 @@ def verifier(cp) -> SimpleNamespace:
     return SimpleNamespace(
         close=close, agrees=lambda want, rtol=0.0, atol=0.0, same_dtype=False: (
             lambda got: close(got, want, rtol, atol, same_dtype)),
-        pair=partial(pair_check, cp), taken=partial(taken, cp),
+        pair=partial(pair_check, cp), running_product=partial(running_product_check, cp),
+        taken=partial(taken, cp),
         distinct=partial(assert_distinct, cp), array=partial(device_array, cp))

@@ -83,3 +83,21 @@ def test_the_median_check_fails_the_lower_middle(bench):
     want, bound = sel._linear(np, s, 0.5, sel.EPS32, sel.EPS64)
     assert (np.abs(np.median(s, axis=-1) - want) <= bound).all()
     assert (np.abs(s[:, 499] - want) > bound).all()
+
+
+def test_the_cumprod_check_takes_a_float32_scan_s_drift_and_fails_a_lost_tile(bench):
+    """A float32 tiled scan (in-tile chains, then the tile prefixes chained) drifts
+    past 1e-3 of the float64 one at 2**25 factors near 1 and passes; the same scan
+    with one tile's product left out, or one tile counted twice, fails."""
+    x = np.random.RandomState(0).uniform(0.999, 1.001, 1 << 25).astype(np.float32)
+    want = np.cumprod(x, dtype=np.float64)
+    inner = np.cumprod(x.reshape(-1, 4096), axis=1)
+    prefix = np.cumprod(np.r_[np.float32(1), inner[:-1, -1]]).astype(np.float32)
+    tiled = (inner * prefix[:, None]).ravel()
+    assert np.abs(tiled / want - 1).max() > 1e-3  # the old bound failed it
+    check = bench.checks.running_product_check(np, x, want)
+    check(tiled)
+    for broken in (np.r_[prefix[:5001], prefix[5001:] / inner[5000, -1]],  # one lost
+                   np.r_[prefix[:5000], prefix[5000:] * inner[4999, -1]]):  # one twice
+        with pytest.raises(AssertionError):
+            check((inner * broken.astype(np.float32)[:, None]).ravel())
