@@ -151,6 +151,8 @@ def softmax(lib: Libs, name: str, shape, via_torch=False) -> Case:
 
 
 def sort(lib: Libs, name: str, x) -> Case:
+    # torch has no sort of values alone: torch.sort (msort too) writes the indices as
+    # well, which a user who wants the values pays for
     peers = {"cupy": lambda: lib.cp.sort(x),
              **_torch_peers(lib, x, lambda t: lib.torch.sort(t).values)}
     if lib.compute:
