@@ -14,10 +14,10 @@ the float inputs of the cumsums are small integers (``small_integers``; a scan's
 does not depend on the values), so every prefix is exact in any order and each cumsum
 must equal the reference. cumprod's factors near 1 cannot be exact: float32 prefixes
 drift from the float64 ones as rounding compounds along the scan (CuPy's and torch's
-by 2-3% at 2**28, measured), as far as a lost or doubled tile would move them, so
-each output is held to the one before times its factor (within 1e-4: a scan's
+by 1% or more at 2**28, measured), as far as a lost or doubled tile would move them,
+so each output is held to the one before times its factor (within 1e-4: a scan's
 rounding between neighbours is a few ulps, a lost tile a jump by its product) and the
-whole within 10% of the float64 scan (``checks.running_product_check``).
+whole within 50% of the float64 scan (``checks.running_product_check``).
 """
 
 import pytest
