@@ -477,14 +477,19 @@ def _grid_sync(self):
 
 def _typed(op: str, val) -> np.integer:
     """``val`` as Numba types it in a kernel: a NumPy integer as itself, a bool as
-    int8, a Python int as int64 (uint64 from 2**63: literals and their arithmetic)."""
+    int8, a Python int as int64 (literals and their arithmetic, which wraps on a GPU
+    where Python's grows; uint64 from 2**63 to 2**64). A float, which Numba would
+    convert without a word, is a TypeError here."""
     if isinstance(val, np.integer):
         return val
     if isinstance(val, (bool, np.bool_)):
         return np.int8(val)
     if isinstance(val, int):
-        return np.uint64(val) if val >= 1 << 63 else np.int64(val)
-    raise TypeError("%s: takes an integer, got %s" % (op, type(val).__name__))
+        if 1 << 63 <= val < 1 << 64:
+            return np.uint64(val)
+        return np.int64((val + (1 << 63)) % (1 << 64) - (1 << 63))
+    raise TypeError("%s: takes an integer (on a GPU Numba would convert a %s to one "
+                    "silently), got %s" % (op, type(val).__name__, type(val).__name__))
 
 
 def _register(v: np.integer) -> int:

@@ -579,6 +579,20 @@ def test_brev_of_other_types_reverses_their_uint32_and_a_bool_is_int8():
 
 
 @cuda.jit
+def wrapped_int_kernel(big, scale, out):
+    out[0] = cuda.popc(big * big * scale)  # past 64 bits here; wraps in int64 on a GPU
+
+
+@simulator_only
+def test_an_int_past_64_bits_wraps_as_int64_and_a_float_is_refused():
+    out = np.zeros(1, np.int64)
+    wrapped_int_kernel[1, 1]((1 << 32) + 1, 1, out)
+    assert out[0] == 2  # (2**32 + 1)**2 = 2**64 + 2**33 + 1: 2**33 + 1 in int64
+    with pytest.raises(TypeError, match="popc: takes an integer .* got float"):
+        wrapped_int_kernel[1, 1]((1 << 32) + 1, 0.5, out)
+
+
+@cuda.jit
 def ffs_narrow_kernel(x, out):
     out[0] = cuda.ffs(x[0])
 
