@@ -46,12 +46,14 @@ Semantics chosen where CUDA leaves room:
 * An integer stored into an integer device array of a narrower type wraps, as a
   GPU's conversion truncates (NumPy 2 raises ``OverflowError`` for it).
 * ``popc``, ``clz``, ``ffs`` and ``brev`` take their argument as Numba types it: a
-  NumPy integer as itself, a bool as int8, a Python int as int64 (as Numba types
-  integer literals and the arithmetic on them; a bare ``threadIdx.x``, int32 on a
-  GPU, is a Python int here: ``np.int32(...)`` gives 32 bits), read in its own width,
-  two's complement. They return Numba's types: ``popc`` and ``clz`` the argument's,
-  ``ffs`` uint32 (8- and 16-bit arguments a ``TypeError``: Numba does not compile
-  them), ``brev`` uint64 for a uint64 and uint32 for anything else, converted first.
+  NumPy integer as itself, a bool as int8, a Python int as int64, wrapped where it
+  has grown past 64 bits (as Numba types integer literals and the arithmetic on them;
+  a bare ``threadIdx.x``, int32 on a GPU, is a Python int here: ``np.int32(...)``
+  gives 32 bits), read in its own width, two's complement. They return Numba's types:
+  ``popc`` and ``clz`` the argument's, ``ffs`` uint32, ``brev`` uint64 for a uint64
+  and uint32 for anything else, converted first. ``ffs`` of an 8- or 16-bit int
+  (Numba does not compile it) and a float (Numba converts it silently) are a
+  ``TypeError``.
 * ``syncthreads_count``, ``_and`` and ``_or`` (:mod:`numbakern.runtime.simblock`)
   count the predicates of the threads at the call, not of exited threads.
 * A caller missing from its own ``mask`` raises ``ValueError``; lanes of one mask
