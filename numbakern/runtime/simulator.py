@@ -490,8 +490,9 @@ def _typed(op: str, val) -> np.integer:
         if 1 << 63 <= val < 1 << 64:
             return np.uint64(val)
         return np.int64((val + (1 << 63)) % (1 << 64) - (1 << 63))
-    raise TypeError("%s: takes an integer (on a GPU Numba would convert a %s to one "
-                    "silently), got %s" % (op, type(val).__name__, type(val).__name__))
+    why = (" (on a GPU Numba would convert it to one silently)"
+           if isinstance(val, (float, np.floating)) else "")
+    raise TypeError("%s: takes an integer%s, got %s" % (op, why, type(val).__name__))
 
 
 def _register(v: np.integer) -> int:
