@@ -43,8 +43,13 @@ Semantics chosen where CUDA leaves room:
   inactive, as on a GPU where the branch has not reconverged. It is exact for
   code where divergent branches meet at a synchronising call; a lane spinning
   without ever waiting holds the others up.
-* An integer stored into an integer device array of a narrower type wraps, as a
-  GPU's conversion truncates (NumPy 2 raises ``OverflowError`` for it).
+* A value stored into an integer device array, and every ``cuda.atomic`` operand,
+  is converted as a GPU's ``cvt`` does (:mod:`numbakern.runtime.simvalues`): a float
+  saturates, NaN to the sign bit alone; an integer wraps. NumPy's casts wrap floats
+  on x86 and raise for NaN or an integer out of range.
+* ``cuda.fp16.hfloor`` rounds down (Numba's simulator rounds up), ``hmax``/``hmin``
+  give the number where one argument is NaN, and ``cuda.shared.array(0, np.float32)``
+  (dynamic shared memory of a NumPy scalar type) works.
 * ``popc``, ``clz``, ``ffs`` and ``brev`` take their argument as Numba types it: a
   NumPy integer as itself, a bool as int8, a Python int as int64, wrapped where it
   has grown past 64 bits (as Numba types integer literals and the arithmetic on them;
@@ -80,7 +85,6 @@ holding the GIL, so N concurrent launches take about as long as N in a row.
 from __future__ import annotations
 
 import contextlib
-import math
 import operator
 import sys
 import threading
@@ -99,8 +103,10 @@ def install() -> bool:
 
     Called by ``import numbakern`` when the simulator is selected. Idempotent.
     Adds the names Numba's ``FakeCUDAModule`` lacks, and replaces only what it
-    simulates wrongly: the bit intrinsics (``popc``, ``clz``, ``ffs``, ``brev``) and a
-    grid's ``sync()``. Does nothing when the simulator is off.
+    simulates wrongly: the bit intrinsics (``popc``, ``clz``, ``ffs``, ``brev``), a
+    grid's ``sync()``, the atomics, stores into integer arrays, three fp16 functions
+    and dynamic shared arrays of NumPy scalar types. Does nothing when the simulator
+    is off.
 
     Returns:
         True if the simulator now has the intrinsics, False if it is off.
@@ -116,6 +122,7 @@ def install() -> bool:
     from numba.cuda.simulator.cudadrv import devicearray
 
     from . import simblock as _simblock
+    from . import simvalues
 
     for name, fn in _INTRINSICS.items():
         if not hasattr(kernelapi.FakeCUDAModule, name):
@@ -129,6 +136,8 @@ def install() -> bool:
     kernel._get_kernel_context = _simblock.current_module
     kernel.swapped_cuda_module = _routed
     kernelapi.FakeCUDAShared = _shared_class(kernelapi.FakeCUDAShared)
+    kernelapi.FakeCUDAAtomic = simvalues.Atomic
+    kernelapi.FakeCUDAFp16 = _fp16_class(kernelapi.FakeCUDAFp16)
     devicearray.FakeCUDAArray.__setitem__ = _wrapping_store(
         devicearray.FakeCUDAArray.__setitem__)
     _installed = True
@@ -136,32 +145,52 @@ def install() -> bool:
 
 
 def _wrapping_store(store):
-    """``FakeCUDAArray.__setitem__`` whose integer stores convert as a GPU's do where
-    NumPy's would fail: an integer out of the array's range wraps (the GPU truncates;
-    NumPy 2 raises ``OverflowError``, so a kernel that narrows int64 sums into an int8
-    ``out`` failed only under the simulator), and a float saturates, NaN to 0 (PTX's
-    float-to-integer ``cvt``; NumPy raises for NaN and the infinities). The usual store
-    pays nothing: only a failed one is retried."""
+    """``FakeCUDAArray.__setitem__`` whose integer stores convert as a GPU's do
+    (:func:`numbakern.runtime.simvalues.gpu_cast`): a float saturates (NumPy's cast is
+    C's, which wraps on x86, and raises for NaN), and an integer out of the array's
+    range wraps (NumPy 2 raises ``OverflowError``, so a kernel that narrows int64 sums
+    into an int8 ``out`` failed only under the simulator). An integer store of an
+    integer in range pays one type test; only a failed one is retried."""
+    from .simvalues import gpu_cast
 
     def __setitem__(self, idx, val):
+        dtype = self._ary.dtype
+        if dtype.kind in "iu" and isinstance(val, (float, np.floating)):
+            return store(self, idx, gpu_cast(val, dtype))
         try:
             return store(self, idx, val)
-        except (OverflowError, ValueError):
-            if self._ary.dtype.kind not in "iu" or np.ndim(val):
+        except OverflowError:
+            if dtype.kind not in "iu" or np.ndim(val):
                 raise
-            return store(self, idx, _converted(val, self._ary.dtype))
+            return store(self, idx, gpu_cast(val, dtype))
 
     return __setitem__
 
 
-def _converted(val, dtype: np.dtype):
-    """A scalar as a GPU's store converts it into the integer ``dtype``."""
-    if isinstance(val, (float, np.floating)):
-        if math.isnan(val):
-            return 0
-        info = np.iinfo(dtype)
-        return info.max if val >= info.max else info.min if val <= info.min else int(val)
-    return np.asarray(val).astype(dtype)
+def _fp16_class(base):
+    """``FakeCUDAFp16`` with ``hfloor`` (Numba's rounds up) and ``hmax``/``hmin`` as
+    PTX ``max.f16``/``min.f16``: a NaN argument gives the other one (Python's
+    ``max`` depends on the order), ``+0.0`` above ``-0.0``."""
+
+    def pick(a, b, first_wins: bool):
+        a, b = np.float16(a), np.float16(b)
+        if a != a or b != b:
+            return b if a != a else a
+        if a == b:  # equal, or zeros of two signs
+            return a if np.signbit(a) != first_wins else b
+        return a if (a > b) == first_wins else b
+
+    class FakeCUDAFp16(base):
+        def hfloor(self, x):
+            return np.floor(x, dtype=np.float16)
+
+        def hmax(self, a, b):
+            return pick(a, b, True)
+
+        def hmin(self, a, b):
+            return pick(a, b, False)
+
+    return FakeCUDAFp16
 
 
 def _new_shared(shape, dtype) -> np.ndarray:
@@ -224,6 +253,8 @@ def _shared_class(base):
     class FakeCUDAShared(base):
         def array(self, shape, dtype, alignment=None):
             if shape == 0 or alignment is not None:  # dynamic, or Numba's error
+                if not isinstance(dtype, types.Type):  # np.float32 has no itemsize
+                    dtype = np.dtype(dtype)
                 return super().array(shape, dtype, alignment)
             key = shared_site(sys._getframe(1))
             res = self._allocations.get(key)

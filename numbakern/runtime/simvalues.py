@@ -1,0 +1,160 @@
+"""Values as a GPU converts and atomically updates them, for Numba's CUDA simulator.
+
+Numba compiles a store ``a[i] = v`` and every ``cuda.atomic`` operand as a cast to the
+array's type (an atomic's signature is ``(ary.dtype, ary, index, ary.dtype)``), which
+NVPTX lowers to PTX ``cvt``. Numba's simulator instead hands the value to NumPy,
+whose casts are C's (float to integer out of range: undefined; x86 wraps) or raise
+(NumPy 2: a Python int out of range), and folds the atomics in Python, uncast. Here:
+
+* **float to integer** (:func:`gpu_cast`): rounded toward zero and saturated to the
+  destination's range (``cvt.rzi``, which clamps by default). A float32 or float64
+  going to 8 bits is converted at 16 (``cvt.rzi.s16``: PTX has no 8-bit registers) and
+  its low byte kept (uint8 of 300.0 is 44, of 1e10 is 255); a float16 is converted
+  at 8 bits (300 is 255). NaN becomes the sign bit alone of the width converted at
+  (int32 ``-2**31``, uint32 ``2**31``) from a float64, and into 64 bits from any
+  float; else 0. Measured on an H100 with numba-cuda 0.30.4 (bench/NOTES.md), and
+  held to the GPU by ``tests/runtime/test_simvalues.py``.
+* **integer to integer**: wrapped to the destination's width (two's complement).
+* **to float**: rounded to nearest (NumPy's cast).
+* **atomics** (:class:`Atomic`): the operand cast first, then ``old op operand``
+  computed in the array's dtype (integers wrap, floats overflow to inf silently) and
+  stored, ``old`` returned. ``max``/``min`` keep ``old`` unless the operand compares
+  greater/smaller (a NaN operand is dropped, a NaN ``old`` stays); ``nanmax``/
+  ``nanmin`` take the operand where ``old`` is NaN, so only two NaN give NaN, and
+  ``-0.0`` stays against ``0.0``. One lock serves every atomic, so an ``add`` and a
+  ``sub`` on one element are atomic against each other (Numba's simulator has a lock
+  per operation).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+
+import numpy as np
+
+_lock = threading.Lock()
+
+
+def gpu_cast(val, dtype: np.dtype):
+    """Scalar ``val`` converted into ``dtype`` as a GPU's ``cvt`` does (the module)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        if isinstance(val, (float, np.floating)):
+            source = np.dtype(type(val)).itemsize * 8 if isinstance(val, np.floating) else 64
+            return wrapped(_saturated(float(val), source, dtype), dtype)
+        return wrapped(int(val), dtype)
+    with np.errstate(all="ignore"):
+        return dtype.type(val)
+
+
+def wrapped(n: int, dtype: np.dtype):
+    """Python int ``n`` in integer ``dtype``, its bits past the width dropped."""
+    bits = dtype.itemsize * 8
+    n &= (1 << bits) - 1
+    if dtype.kind == "i" and n >> (bits - 1):
+        n -= 1 << bits
+    return dtype.type(n)
+
+
+def _saturated(v: float, source: int, dtype: np.dtype) -> int:
+    """``v``, a float of ``source`` bits, rounded toward zero and clamped to
+    ``dtype``'s range at the width PTX converts it in; NaN as the module says."""
+    bits = dtype.itemsize * 8
+    bits = bits if source == 16 else max(16, bits)
+    if math.isnan(v):
+        return 1 << (bits - 1) if source == 64 or bits == 64 else 0
+    low, high = (-(1 << bits - 1), (1 << bits - 1) - 1) if dtype.kind == "i" else \
+        (0, (1 << bits) - 1)
+    return high if v >= high else low if v <= low else int(v)
+
+
+def _fold(op, old, v, dtype: np.dtype):
+    """``op(old, v)`` in ``dtype``: integers wrapped, floats silently inf."""
+    if dtype.kind in "iu":
+        return wrapped(op(int(old), int(v)), dtype)
+    with np.errstate(all="ignore"):
+        return dtype.type(op(old, v))
+
+
+def _update(array, index, val, new):
+    """``array[index] = new(old, val cast)`` under the lock; ``old`` returned."""
+    dtype = array.dtype
+    v = gpu_cast(val, dtype)
+    with _lock:
+        old = array[index]
+        array[index] = new(old, v, dtype)
+    return old
+
+
+def _larger(old, v, dtype):
+    return v if v > old else old
+
+
+def _smaller(old, v, dtype):
+    return v if v < old else old
+
+
+def _nan_larger(old, v, dtype):
+    return v if old != old or v > old else old
+
+
+def _nan_smaller(old, v, dtype):
+    return v if old != old or v < old else old
+
+
+def _wrapping_inc(old, v, dtype):
+    return dtype.type(0) if old >= v else _fold(operator.add, old, 1, dtype)
+
+
+def _wrapping_dec(old, v, dtype):
+    return v if old == 0 or old > v else _fold(operator.sub, old, 1, dtype)
+
+
+class Atomic:
+    """``cuda.atomic`` under the simulator, as Numba compiles it for a GPU (the
+    module): each returns the element's value before the update."""
+
+    def add(self, array, index, val):
+        return _update(array, index, val, lambda o, v, d: _fold(operator.add, o, v, d))
+
+    def sub(self, array, index, val):
+        return _update(array, index, val, lambda o, v, d: _fold(operator.sub, o, v, d))
+
+    def and_(self, array, index, val):
+        return _update(array, index, val, lambda o, v, d: _fold(operator.and_, o, v, d))
+
+    def or_(self, array, index, val):
+        return _update(array, index, val, lambda o, v, d: _fold(operator.or_, o, v, d))
+
+    def xor(self, array, index, val):
+        return _update(array, index, val, lambda o, v, d: _fold(operator.xor, o, v, d))
+
+    def inc(self, array, index, val):
+        return _update(array, index, val, _wrapping_inc)
+
+    def dec(self, array, index, val):
+        return _update(array, index, val, _wrapping_dec)
+
+    def exch(self, array, index, val):
+        return _update(array, index, val, lambda o, v, d: v)
+
+    def max(self, array, index, val):
+        return _update(array, index, val, _larger)
+
+    def min(self, array, index, val):
+        return _update(array, index, val, _smaller)
+
+    def nanmax(self, array, index, val):
+        return _update(array, index, val, _nan_larger)
+
+    def nanmin(self, array, index, val):
+        return _update(array, index, val, _nan_smaller)
+
+    def cas(self, array, index, old, val):
+        expected = gpu_cast(old, array.dtype)
+        return _update(array, index, val, lambda o, v, d: v if o == expected else o)
+
+    def compare_and_swap(self, array, old, val):
+        return self.cas(array, (0,) * array.ndim, old, val)
