@@ -1476,7 +1476,7 @@ def check_float_dtype(dtype, name: str) -> None:
     if dtype is None:
         return
     given = _ops._as_dtype(dtype)
-    if given.kind != "f" or given.itemsize > 8:
+    if given.kind != "f" or given.itemsize > 8 or _ops.foreign_float(given):
         raise TypeError(f"{name}: dtype must be float16, float32 or float64, got {given.name}")
     _ops.check_native_dtype(given, name)
 

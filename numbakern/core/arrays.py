@@ -21,6 +21,7 @@ import numpy as np
 from numba import cuda
 
 from numbakern.kernels.elementwise import PUT_WORDS, cast_into, put
+from numbakern.ops import foreign_float
 from numbakern.runtime.device import SIMULATOR, ceil_div
 from numbakern.runtime.launch import (DeviceBuffer, buffer, current_device_id, current_recording,
                                       simulator_stream, stream_handle, stream_pointer,
@@ -136,6 +137,14 @@ def native_order(a):
     return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
+def check_float_type(dtype: np.dtype, name: str) -> None:
+    """``TypeError`` naming ``name`` for a dtype of kind ``"f"`` that is none of
+    NumPy's floats (:func:`numbakern.ops.foreign_float`)."""
+    if foreign_float(dtype):
+        raise TypeError(f"{name} has dtype {dtype}, which numbakern does not take: its "
+                        "floats are float16, bfloat16, float32 and float64")
+
+
 def as_array_like(x: Any, name: str = "x"):
     """The input ``name`` as an array object with shape, dtype and strides (lists via
     NumPy).
@@ -144,9 +153,10 @@ def as_array_like(x: Any, name: str = "x"):
     device anyway). Raises ``TypeError`` for Python integers beyond 64 bits (NumPy
     holds them as objects), for masked arrays, whose mask a kernel
     would silently ignore, for ``np.matrix``, whose results NumPy keeps 2-D
-    (numbakern would hand back plain arrays of other shapes), and for a device array
+    (numbakern would hand back plain arrays of other shapes), for a device array
     of non-native byte order (a big-endian ``cuda.to_device`` copy), which the kernels
-    would read as little-endian words.
+    would read as little-endian words, and for a float type that is not NumPy's
+    (:func:`check_float_type`).
     """
     if isinstance(x, BFloat16Input):
         return x
@@ -160,6 +170,7 @@ def as_array_like(x: Any, name: str = "x"):
         raise TypeError("np.matrix is not supported (NumPy keeps its results 2-D): pass "
                         "np.asarray(x)")
     x = np.asarray(x)
+    check_float_type(x.dtype, name)
     if x.dtype == object and x.size and all(type(v) is int for v in x.flat) and \
             any(not -2**63 <= v < 2**64 for v in x.flat):
         raise TypeError(f"{name} holds Python integers beyond 64 bits (e.g. "

@@ -234,6 +234,17 @@ def _fixed_dtypes(name: str, fields: int, given) -> Callable:
     return lambda in_dtype, dtype: dtypes
 
 
+#: NumPy's float types (the kernels take those of at most 8 bytes)
+NUMPY_FLOATS = (np.float16, np.float32, np.float64, np.longdouble)
+
+
+def foreign_float(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` says kind ``"f"`` but is none of NumPy's floats:
+    ``ml_dtypes.float8_e5m2`` does, unlike the other float8 types, so a check of the
+    kind alone would let it through to a kernel (which Numba cannot compile)."""
+    return dtype.kind == "f" and dtype.type not in NUMPY_FLOATS
+
+
 @dataclass(frozen=True, eq=False)
 class Op:
     """An associative binary operator over accumulator states.
@@ -360,7 +371,7 @@ class Op:
         float128, complex or object.
         """
         dtype = np.dtype(dtype)
-        if dtype.kind not in self.kinds or dtype.itemsize > 8:
+        if dtype.kind not in self.kinds or dtype.itemsize > 8 or foreign_float(dtype):
             allowed = {"b": "bool", "i": "signed integers", "u": "unsigned integers",
                        "f": "float16/32/64"}
             names = ", ".join(allowed[k] for k in self.kinds)

@@ -560,3 +560,26 @@ def test_a_bfloat16_dtype_of_other_input_rounds_each_element_first(fn):
             got = run(big, dtype=ml_dtypes.bfloat16)
         np.testing.assert_array_equal(np.asarray(got, np.float32),
                                       np.asarray(want, np.float32))
+
+
+F8 = ml_dtypes.float8_e5m2  # the float8 whose dtype says kind "f", as NumPy's floats do
+OFFSETS = np.array([0, 1, 3])
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: nk.sum(a), lambda a: nk.max(a), lambda a: nk.var(a), lambda a: nk.mean(a),
+    lambda a: nk.argmax(a), lambda a: nk.cumsum(a), lambda a: nk.sort(a),
+    lambda a: nk.median(a), lambda a: nk.quantile(a, 0.5), lambda a: nk.topk(a, 1),
+    lambda a: nk.partition(a, 1), lambda a: nk.histogram(a), lambda a: nk.logsumexp(a),
+    lambda a: nk.vector_norm(a), lambda a: nk.segmented_sort(a, OFFSETS),
+    lambda a: nk.segmented_reduce(a, OFFSETS), lambda a: nk.softmax(a),
+    lambda a: nk.histogram(np.ones(3), weights=a), lambda a: nk.reduce(a, "sum"),
+    lambda a: nk.sum(np.ones(3), dtype=a.dtype), lambda a: nk.cumsum(np.ones(3), dtype=a.dtype),
+    lambda a: nk.var(np.ones(3), dtype=a.dtype), lambda a: nk.nanmean(np.ones(3), dtype=a.dtype),
+])
+def test_float8_e5m2_is_refused_as_the_other_float8_types(call):
+    """``ml_dtypes.float8_e5m2`` (kind "f", unlike the other float8 types) as input,
+    weights or ``dtype=``: a ``TypeError`` naming it, not Numba's compile error nor a
+    result computed in a dtype no kernel holds."""
+    with pytest.raises(TypeError, match="float8_e5m2"):
+        call(np.array([1, 2, -3], F8))
