@@ -1774,14 +1774,18 @@ def _float16_cast(x, result: np.dtype) -> tuple:
 
 def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axes,
                    warning):
-    """``(grid, workspace, M, empty)`` of a reduction divided by its counts: the
-    checked strategy and ``out``, the call's workspace, the number of outputs, and
+    """``(grid, workspace, M, empty, finished)`` of a reduction divided by its counts:
+    the checked strategy and ``out``, the call's workspace, the number of outputs,
     ``empty``, the all-NaN result (``warning()``, if given, called where an output
-    counts nothing) when there is nothing to reduce, else None."""
+    counts nothing) when there is nothing to reduce, else None, and ``finished``, the
+    dtype the divided values are made in: ``result``, or for an ``out`` of another
+    dtype ``result``'s accumulator dtype, cast once into ``out`` (NumPy's float16
+    mean and var are float32 until rounded, and not rounded where ``out`` is wider)."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
-    check_out(out, shape, result, kind, name)
+    written = check_out(out, shape, result, kind, name)
+    finished = result if written == result else _ops.accumulator_dtype(result)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     M, N = _extents(tuple(x.shape), axes)
     empty = None
@@ -1789,7 +1793,7 @@ def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axe
         if M and warning is not None:
             warning()
         empty = deliver_host(workspace, np.full(shape, np.nan, dtype=result), out)
-    return grid, workspace, M, empty
+    return grid, workspace, M, empty, finished
 
 
 def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdims,
@@ -1813,8 +1817,8 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
                                 given.dtype)
         if result.kind != "f":
             result = np.dtype(np.float64)
-    grid, workspace, M, empty = _counted_setup(name, x, _ops.SUM_AND_COUNT, strategy, lanes,
-                                               out, shape, result, stream, axes, warning)
+    grid, workspace, M, empty, finished = _counted_setup(
+        name, x, _ops.SUM_AND_COUNT, strategy, lanes, out, shape, result, stream, axes, warning)
     if empty is not None:
         return empty
     deviations, flags = _squared_deviations(x, given, workspace, skip_nan)
@@ -1825,9 +1829,9 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
         nan_kit = state_kit(_ops.SUM_COUNT, (np.dtype(np.float64), _ops.INDEX_DTYPE))
         counts = nan_kit.unpack(_reduce(x, axes, _ops.SUM_COUNT, nan_kit, grid, workspace,
                                         lanes, track_index=False, where=mask))[1]
-    values = workspace.empty(M, result)
+    values = workspace.empty(M, finished)
     summed_variance_into(sums, counts, values, ddof, root, skip_nan, workspace.stream)
-    delivered = deliver(workspace, values, result, shape, out)
+    delivered = deliver(workspace, values, finished, shape, out)
     if workspace.kind == "numpy":
         too_few = warning is not None and (deliver(workspace, counts, np.int64, (M,), None)
                                            <= ddof).any()
@@ -1939,21 +1943,21 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
-    grid, workspace, M, empty = _counted_setup(name, x, op, strategy, lanes, out, shape,
-                                               result, stream, axes, warning)
+    grid, workspace, M, empty, finished = _counted_setup(name, x, op, strategy, lanes, out,
+                                                         shape, result, stream, axes, warning)
     if empty is not None:
         return empty
     kit = state_kit(op, dtypes, read)
-    values = workspace.empty(M, result)
+    values = workspace.empty(M, finished)
     if workspace.kind != "numpy" and emit is not None:  # no counts read back: folded
         _reduce_finished(x, axes, op, kit, grid, workspace, lanes, emit[0], values, emit[1],
                          lambda fields: finish(*fields, values, workspace.stream), mask)
-        return deliver(workspace, values, result, shape, out)
+        return deliver(workspace, values, finished, shape, out)
     fields = kit.unpack(_reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False,
                                 where=mask))
     counts = fields[0] if kit.fields > 2 else fields[1]
     finish(*fields, values, workspace.stream)
-    delivered = deliver(workspace, values, result, shape, out)
+    delivered = deliver(workspace, values, finished, shape, out)
     if workspace.kind == "numpy" and warning is not None and (
             deliver(workspace, counts, np.int64, (M,), None) <= too_few).any():
         warning()
