@@ -1778,14 +1778,17 @@ def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axe
     the checked strategy and ``out``, the call's workspace, the number of outputs,
     ``empty``, the all-NaN result (``warning()``, if given, called where an output
     counts nothing) when there is nothing to reduce, else None, and ``finished``, the
-    dtype the divided values are made in: ``result``, or for an ``out`` of another
-    dtype ``result``'s accumulator dtype, cast once into ``out`` (NumPy's float16
-    mean and var are float32 until rounded, and not rounded where ``out`` is wider)."""
+    dtype the divided values are made in: ``result``; for an ``out`` of another dtype,
+    ``result``'s accumulator dtype or ``out``'s where it is a wider float, cast once
+    into ``out`` (NumPy's float16 mean is float32 until rounded, and divided in a
+    wider ``out``'s dtype, not rounded to float16 first)."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
     written = check_out(out, shape, result, kind, name)
     finished = result if written == result else _ops.accumulator_dtype(result)
+    if written.kind == "f" and written.itemsize > finished.itemsize:
+        finished = written
     workspace = Workspace(kind, resolve_stream(stream, kind))
     M, N = _extents(tuple(x.shape), axes)
     empty = None

@@ -138,9 +138,10 @@ def native_order(a):
 
 
 def check_float_type(dtype: np.dtype, name: str) -> None:
-    """``TypeError`` naming ``name`` for a dtype of kind ``"f"`` that is none of
-    NumPy's floats (:func:`numbakern.ops.foreign_float`)."""
-    if foreign_float(dtype):
+    """``TypeError`` naming ``name`` for a dtype of kind ``"f"`` or ``"c"`` that is
+    none of NumPy's (:func:`numbakern.ops.foreign_float`); nothing for a dtype that
+    is not NumPy's at all (a torch tensor's)."""
+    if isinstance(dtype, np.dtype) and foreign_float(dtype):
         raise TypeError(f"{name} has dtype {dtype}, which numbakern does not take: its "
                         "floats are float16, bfloat16, float32 and float64")
 
@@ -162,6 +163,7 @@ def as_array_like(x: Any, name: str = "x"):
         return x
     if kind_of(x) != "numpy":
         check_native(x, name)
+        check_float_type(getattr(x, "dtype", None), name)
         return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError("masked arrays are not supported: pass x.filled(value) or "

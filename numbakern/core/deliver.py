@@ -42,6 +42,7 @@ from numba import cuda
 
 from numbakern.core.arrays import Workspace, as_cupy, kind_of, on_cupy
 from numbakern.kernels.elementwise import cast_into_view
+from numbakern.ops import foreign_float
 from numbakern.runtime.views import (address, device_view, flat, host_copy,
                                      refuse_replay_of_out_copy, reshaped)
 
@@ -117,6 +118,9 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
                          f"whole elements of {itemsize} bytes (a kernel's writes would be "
                          f"misaligned); pass an {arg} of whole-element strides")
     got, dtype = np.dtype(view.dtype), np.dtype(dtype)
+    if foreign_float(got):
+        raise OutDtypeError(f"{name}: {arg} has dtype {got}, which numbakern does not "
+                            "write: its floats are float16, bfloat16, float32 and float64")
     if got.kind in "OSUV":  # same_kind lets numbers into all of these
         raise OutDtypeError(f"{name}: {arg} has dtype {got}; the kernels write numbers: "
                             f"pass a bool, integer or float {arg}")

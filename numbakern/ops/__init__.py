@@ -234,15 +234,17 @@ def _fixed_dtypes(name: str, fields: int, given) -> Callable:
     return lambda in_dtype, dtype: dtypes
 
 
-#: NumPy's float types (the kernels take those of at most 8 bytes)
-NUMPY_FLOATS = (np.float16, np.float32, np.float64, np.longdouble)
+#: NumPy's float and complex types (the kernels take the floats of at most 8 bytes)
+NUMPY_INEXACT = (np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+                 np.complex128, np.clongdouble)
 
 
 def foreign_float(dtype: np.dtype) -> bool:
-    """Whether ``dtype`` says kind ``"f"`` but is none of NumPy's floats:
-    ``ml_dtypes.float8_e5m2`` does, unlike the other float8 types, so a check of the
-    kind alone would let it through to a kernel (which Numba cannot compile)."""
-    return dtype.kind == "f" and dtype.type not in NUMPY_FLOATS
+    """Whether ``dtype`` says kind ``"f"`` or ``"c"`` but is none of NumPy's types:
+    ``ml_dtypes.float8_e5m2`` and ``complex32`` do, unlike the other float8 types, so
+    a check of the kind alone would let them through to a kernel (which Numba cannot
+    compile) or into an ``out``."""
+    return dtype.kind in "fc" and dtype.type not in NUMPY_INEXACT
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,10 +43,10 @@ Semantics chosen where CUDA leaves room:
   inactive, as on a GPU where the branch has not reconverged. It is exact for
   code where divergent branches meet at a synchronising call; a lane spinning
   without ever waiting holds the others up.
-* A value stored into an integer device array, and every ``cuda.atomic`` operand,
-  is converted as a GPU's ``cvt`` does (:mod:`numbakern.runtime.simvalues`): a float
-  saturates, NaN to the sign bit alone; an integer wraps. NumPy's casts wrap floats
-  on x86 and raise for NaN or an integer out of range.
+* A value a kernel stores into an integer device array, and every ``cuda.atomic``
+  operand, is converted as a GPU's ``cvt`` does (:mod:`numbakern.runtime.simvalues`):
+  a float saturates, NaN as the float's width decides; an integer wraps. NumPy's
+  casts wrap floats on x86 and raise for NaN or an integer out of range.
 * ``cuda.fp16.hfloor`` rounds down (Numba's simulator rounds up), ``hmax``/``hmin``
   give the number where one argument is NaN, and ``cuda.shared.array(0, np.float32)``
   (dynamic shared memory of a NumPy scalar type) works.
@@ -92,6 +92,7 @@ import weakref
 
 import numpy as np
 
+from . import simvalues
 from .device import FULL_MASK, SHARED_LIMIT, WARP
 
 _installed = False
@@ -122,7 +123,6 @@ def install() -> bool:
     from numba.cuda.simulator.cudadrv import devicearray
 
     from . import simblock as _simblock
-    from . import simvalues
 
     for name, fn in _INTRINSICS.items():
         if not hasattr(kernelapi.FakeCUDAModule, name):
@@ -136,7 +136,8 @@ def install() -> bool:
     kernel._get_kernel_context = _simblock.current_module
     kernel.swapped_cuda_module = _routed
     kernelapi.FakeCUDAShared = _shared_class(kernelapi.FakeCUDAShared)
-    kernelapi.FakeCUDAAtomic = simvalues.Atomic
+    kernelapi.FakeCUDAAtomic = type("FakeCUDAAtomic",
+                                    (simvalues.Atomic, kernelapi.FakeCUDAAtomic), {})
     kernelapi.FakeCUDAFp16 = _fp16_class(kernelapi.FakeCUDAFp16)
     devicearray.FakeCUDAArray.__setitem__ = _wrapping_store(
         devicearray.FakeCUDAArray.__setitem__)
@@ -146,21 +147,24 @@ def install() -> bool:
 
 def _wrapping_store(store):
     """``FakeCUDAArray.__setitem__`` whose integer stores convert as a GPU's do
-    (:func:`numbakern.runtime.simvalues.gpu_cast`): a float saturates (NumPy's cast is
-    C's, which wraps on x86, and raises for NaN), and an integer out of the array's
-    range wraps (NumPy 2 raises ``OverflowError``, so a kernel that narrows int64 sums
-    into an int8 ``out`` failed only under the simulator). An integer store of an
-    integer in range pays one type test; only a failed one is retried."""
-    from .simvalues import gpu_cast
+    (:func:`numbakern.runtime.simvalues.gpu_cast`): a float stored by a kernel
+    saturates (NumPy's cast is C's, which wraps on x86, and raises for NaN; a store
+    from the host keeps NumPy's cast or error, as a real device array's does), and an
+    integer out of the array's range wraps (NumPy 2 raises ``OverflowError``, so a
+    kernel that narrows int64 sums into an int8 ``out`` failed only under the
+    simulator). A store of an integer in range pays one type test; only a failed one
+    is retried."""
+    gpu_cast = simvalues.gpu_cast
 
     def __setitem__(self, idx, val):
         dtype = self._ary.dtype
-        if dtype.kind in "iu" and isinstance(val, (float, np.floating)):
+        if dtype.kind in "iu" and isinstance(val, (float, np.floating)) and \
+                isinstance(threading.current_thread(), _SimThread):
             return store(self, idx, gpu_cast(val, dtype))
         try:
             return store(self, idx, val)
-        except OverflowError:
-            if dtype.kind not in "iu" or np.ndim(val):
+        except OverflowError:  # (a float from the host: NumPy's error, as on a GPU's host)
+            if dtype.kind not in "iu" or np.ndim(val) or isinstance(val, (float, np.floating)):
                 raise
             return store(self, idx, gpu_cast(val, dtype))
 
@@ -220,6 +224,13 @@ def vector_aligned(a, what: str) -> None:
     if ary.__array_interface__["data"][0] % 16:
         raise RuntimeError(f"a 16-byte vector {what} from an array that is not 16-byte "
                            "aligned (a GPU faults: misaligned address)")
+
+
+def simulators_own(code) -> bool:
+    """Whether ``code`` is the simulator's own (Numba's simulator, this module, its
+    atomics): an array access made there is part of an intrinsic or an atomic, not an
+    access of the kernel's."""
+    return "simulator" in code.co_filename or code.co_filename == simvalues.__file__
 
 
 def shared_site(caller) -> tuple:

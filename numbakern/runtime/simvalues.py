@@ -28,6 +28,7 @@ whose casts are C's (float to integer out of range: undefined; x86 wraps) or rai
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import threading
@@ -37,16 +38,41 @@ import numpy as np
 _lock = threading.Lock()
 
 
+#: each float type's greatest finite value, by type code (a dict lookup: atomics are hot)
+_LARGEST = {t.char: float(np.finfo(t).max) for t in map(np.dtype, "efdg")}
+
+
 def gpu_cast(val, dtype: np.dtype):
-    """Scalar ``val`` converted into ``dtype`` as a GPU's ``cvt`` does (the module)."""
-    dtype = np.dtype(dtype)
+    """Scalar ``val`` converted into ``dtype`` (a ``np.dtype``) as a GPU's ``cvt`` does
+    (the module)."""
+    if type(val) is dtype.type:
+        return val
     if dtype.kind in "iu":
         if isinstance(val, (float, np.floating)):
             source = np.dtype(type(val)).itemsize * 8 if isinstance(val, np.floating) else 64
             return wrapped(_saturated(float(val), source, dtype), dtype)
-        return wrapped(int(val), dtype)
-    with np.errstate(all="ignore"):
-        return dtype.type(val)
+        return _integer(int(val), dtype)
+    if dtype.kind == "f":
+        return _rounded(float(val), dtype)
+    return dtype.type(val)
+
+
+def _integer(n: int, dtype: np.dtype):
+    """Python int ``n`` in integer ``dtype``, wrapped where it is out of range."""
+    try:
+        return dtype.type(n)
+    except OverflowError:  # (NumPy 2's, for a Python int out of range)
+        return wrapped(n, dtype)
+
+
+def _rounded(v: float, dtype: np.dtype):
+    """Python float ``v`` rounded to float ``dtype``, inf past its range, unwarned (the
+    sum or product of two ``dtype`` values made in float64 and rounded once is the
+    one ``dtype``'s arithmetic makes: 53 bits hold twice float32's 24, and 2)."""
+    if abs(v) <= _LARGEST[dtype.char] or v != v:
+        return dtype.type(v)
+    with np.errstate(over="ignore"):
+        return dtype.type(v)
 
 
 def wrapped(n: int, dtype: np.dtype):
@@ -73,19 +99,31 @@ def _saturated(v: float, source: int, dtype: np.dtype) -> int:
 def _fold(op, old, v, dtype: np.dtype):
     """``op(old, v)`` in ``dtype``: integers wrapped, floats silently inf."""
     if dtype.kind in "iu":
-        return wrapped(op(int(old), int(v)), dtype)
-    with np.errstate(all="ignore"):
-        return dtype.type(op(old, v))
+        return _integer(op(int(old), int(v)), dtype)
+    if dtype.kind == "f":
+        return _rounded(op(float(old), float(v)), dtype)
+    return dtype.type(op(old, v))
 
 
 def _update(array, index, val, new):
-    """``array[index] = new(old, val cast)`` under the lock; ``old`` returned."""
+    """``array[index] = new(old, val cast, dtype)`` under the lock; ``old`` returned."""
     dtype = array.dtype
     v = gpu_cast(val, dtype)
     with _lock:
         old = array[index]
         array[index] = new(old, v, dtype)
     return old
+
+
+_add = functools.partial(_fold, operator.add)
+_sub = functools.partial(_fold, operator.sub)
+_and = functools.partial(_fold, operator.and_)
+_or = functools.partial(_fold, operator.or_)
+_xor = functools.partial(_fold, operator.xor)
+
+
+def _exchanged(old, v, dtype):
+    return v
 
 
 def _larger(old, v, dtype):
@@ -105,31 +143,32 @@ def _nan_smaller(old, v, dtype):
 
 
 def _wrapping_inc(old, v, dtype):
-    return dtype.type(0) if old >= v else _fold(operator.add, old, 1, dtype)
+    return dtype.type(0) if old >= v else _add(old, 1, dtype)
 
 
 def _wrapping_dec(old, v, dtype):
-    return v if old == 0 or old > v else _fold(operator.sub, old, 1, dtype)
+    return v if old == 0 or old > v else _sub(old, 1, dtype)
 
 
 class Atomic:
     """``cuda.atomic`` under the simulator, as Numba compiles it for a GPU (the
-    module): each returns the element's value before the update."""
+    module): each returns the element's value before the update. (Installed as a
+    subclass of Numba's ``FakeCUDAAtomic``, which keeps any atomic not named here.)"""
 
     def add(self, array, index, val):
-        return _update(array, index, val, lambda o, v, d: _fold(operator.add, o, v, d))
+        return _update(array, index, val, _add)
 
     def sub(self, array, index, val):
-        return _update(array, index, val, lambda o, v, d: _fold(operator.sub, o, v, d))
+        return _update(array, index, val, _sub)
 
     def and_(self, array, index, val):
-        return _update(array, index, val, lambda o, v, d: _fold(operator.and_, o, v, d))
+        return _update(array, index, val, _and)
 
     def or_(self, array, index, val):
-        return _update(array, index, val, lambda o, v, d: _fold(operator.or_, o, v, d))
+        return _update(array, index, val, _or)
 
     def xor(self, array, index, val):
-        return _update(array, index, val, lambda o, v, d: _fold(operator.xor, o, v, d))
+        return _update(array, index, val, _xor)
 
     def inc(self, array, index, val):
         return _update(array, index, val, _wrapping_inc)
@@ -138,7 +177,7 @@ class Atomic:
         return _update(array, index, val, _wrapping_dec)
 
     def exch(self, array, index, val):
-        return _update(array, index, val, lambda o, v, d: v)
+        return _update(array, index, val, _exchanged)
 
     def max(self, array, index, val):
         return _update(array, index, val, _larger)

@@ -42,7 +42,7 @@ from numbakern import strategies as _strategies
 from numbakern.core.arrays import Workspace
 from numbakern.core.jobs import SortJob
 from numbakern.kernels.sort_keys import bits_dtype
-from numbakern.runtime.simulator import shared_site
+from numbakern.runtime.simulator import shared_site, simulators_own
 from numbakern.strategies.radix_sort import DIGIT_BITS, RADIX
 
 from . import trace as _trace
@@ -226,7 +226,7 @@ class _SortRecorder(_Recorder):
         t = threading.current_thread()
         # not in a kernel, or the simulator's own reads and writes inside an atomic
         # (counted as the atomic)
-        if not hasattr(t, "threadIdx") or "simulator" in sys._getframe(2).f_code.co_filename:
+        if not hasattr(t, "threadIdx") or simulators_own(sys._getframe(2).f_code):
             return
         launch, block, thread = len(self.launches), t.blockIdx.x, t.threadIdx.x
         kind = ("shared " if shared else "global ") + ("stores" if write else "loads")

@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
+from numba import cuda
 
 import numbakern as nk
 from numbakern.api import _interop
@@ -582,4 +583,26 @@ def test_float8_e5m2_is_refused_as_the_other_float8_types(call):
     weights or ``dtype=``: a ``TypeError`` naming it, not Numba's compile error nor a
     result computed in a dtype no kernel holds."""
     with pytest.raises(TypeError, match="float8_e5m2"):
+        call(np.array([1, 2, -3], F8))
+
+
+# device arrays of it: the simulator's hold any NumPy dtype
+ON_DEVICE = pytest.mark.simulator
+
+
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda a: nk.sort(cuda.to_device(a)), marks=ON_DEVICE),
+    pytest.param(lambda a: nk.median(cuda.to_device(a)), marks=ON_DEVICE),
+    pytest.param(lambda a: nk.topk(cuda.to_device(a), 1), marks=ON_DEVICE),
+    pytest.param(lambda a: nk.sum(cuda.to_device(np.ones(3)),
+                                  out=cuda.to_device(np.zeros((), a.dtype))), marks=ON_DEVICE),
+    lambda a: nk.sum(np.ones(3), out=np.zeros((), a.dtype)),
+    lambda a: nk.cumsum(np.ones((2, 3)), axis=1, out=np.zeros((2, 3), a.dtype)),
+    lambda a: nk.var(np.ones(3), out=np.zeros((), a.dtype)),
+    lambda a: nk.sum(np.ones(3), out=np.zeros((), ml_dtypes.complex32)),
+])
+def test_float8_e5m2_device_arrays_and_outs_are_refused(call):
+    """A device array of it and an ``out=`` of it or of ``ml_dtypes.complex32`` (kind
+    "c"): a ``TypeError`` naming the dtype."""
+    with pytest.raises(TypeError, match="float8_e5m2|complex32"):
         call(np.array([1, 2, -3], F8))

@@ -400,25 +400,25 @@ def test_a_float16_dtype_is_the_variance_of_the_stored_elements_rounded_once(nam
 
 @pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd", "nanmean", "mean"])
 def test_a_float16_result_into_a_wider_out_is_not_rounded_to_float16(name):
-    """float16 input with a float32 or float64 ``out=``: computed in float32 and cast
-    once into ``out``, as NumPy's (its float16 mean and variance are float32 until
-    rounded), not rounded to float16 first: within float32's rounding of the float64
-    value of the same elements (a float16 rounding is ~1e-3 off)."""
-    torch = pytest.importorskip("torch")
+    """float16 input with a float32 or float64 ``out=``: made in ``out``'s dtype (the
+    float16 elements summed in float32, exactly here) and cast once, as NumPy's mean
+    divides in ``out``'s dtype, not rounded to float16 first (~1e-3 off): within
+    float32's rounding, or float64's, of the float64 value of the same elements."""
     x = np.array([[1, 2, 4, 0.1], [3.3, -7, 0.2, 65]], np.float16)
     where = np.array([[1, 1, 1, 0], [1, 0, 1, 1]], bool)
     fn = getattr(nk, name)
     ref = getattr(np, name)
     for kwargs in ({}, {"where": where}):
         want = ref(x.astype(np.float64), axis=1, **kwargs)
-        for dtype in (np.float32, np.float64):
+        for dtype, rtol in ((np.float32, 3e-7), (np.float64, 1e-14)):
             out = np.empty(2, dtype)
             assert fn(x, axis=1, out=out, **kwargs) is out
-            np.testing.assert_allclose(out, want, rtol=3e-7)
+            np.testing.assert_allclose(out, want, rtol=rtol)
     want = ref(x.astype(np.float64), axis=1)
+    out = cuda.device_array(2, np.float64)
+    fn(cuda.to_device(x), axis=1, out=out)
+    np.testing.assert_allclose(out.copy_to_host(), want, rtol=1e-14)
+    torch = pytest.importorskip("torch")
     out = torch.empty(2, dtype=torch.float32)
     fn(torch.from_numpy(x), axis=1, out=out)
     np.testing.assert_allclose(out.numpy(), want, rtol=3e-7)
-    out = cuda.device_array(2, np.float32)
-    fn(cuda.to_device(x), axis=1, out=out)
-    np.testing.assert_allclose(out.copy_to_host(), want, rtol=3e-7)

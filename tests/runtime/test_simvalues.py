@@ -147,3 +147,26 @@ def test_dynamic_shared_memory_of_a_numpy_scalar_type():
     out = cuda.to_device(np.zeros(1, np.int64))
     dynamic_shared_kernel[1, 1, 0, 64](out)
     assert out.copy_to_host()[0] == 16
+
+
+@pytest.mark.simulator
+def test_the_simulators_own_code_is_told_from_the_kernels():
+    """The sort tracer counts a kernel's loads and stores, not those an atomic makes
+    inside the simulator (now in ``simvalues``)."""
+    from numbakern.runtime import simvalues
+    from numbakern.runtime.simulator import simulators_own
+
+    assert simulators_own(simvalues.Atomic.add.__code__)
+    assert simulators_own(simvalues.gpu_cast.__code__)
+    assert not simulators_own(store_kernel.py_func.__code__)
+
+
+@pytest.mark.simulator
+def test_a_float_stored_from_the_host_keeps_numpys_cast():
+    """Only a kernel's stores convert as the GPU's ``cvt``; the host's, as into a real
+    device array, are NumPy's (an error for -1.0 into uint32)."""
+    d = cuda.to_device(np.zeros(2, np.uint32))
+    with pytest.raises(OverflowError):
+        d[0] = -1.0
+    d[1] = 7.9
+    assert d.copy_to_host()[1] == 7
