@@ -273,7 +273,7 @@ def step_titles(trace: Trace) -> dict:
                 title = "thread reduce"
             elif _counted(trace, nodes):
                 title = f"step {shown}"
-            elif _combining(nodes):
+            elif _combining(nodes) and not _folding(nodes):
                 title = "not in the result"
             else:  # the table counts these apart: atomics, and stores
                 title = "atomic fold" if nodes else "write-out"
@@ -288,8 +288,14 @@ def _add_block(trace, branch, steps, stores, barriers, threads, limit, titles=No
         passed = sum(b <= step for b in barriers)
         _add_barriers(branch, passed, threads)
         barriers = barriers[passed:]
-        _add_step(trace, branch, step, titles[(*key, step)], steps.get(step, []),
-                  [s[1:] for s in stores if s[0] == step], limit)
+        nodes, title = steps.get(step, []), titles[(*key, step)]
+        if title == "atomic fold" and _combining(nodes):  # idle combines of the round
+            # before the fold, in its step (no barrier between): listed apart
+            _add_step(trace, branch, step, "not in the result",
+                      [n for n in nodes if n.via != ATOMIC], [], limit)
+            nodes = [n for n in nodes if n.via == ATOMIC]
+        _add_step(trace, branch, step, title, nodes, [s[1:] for s in stores if s[0] == step],
+                  limit)
     _add_barriers(branch, len(barriers), threads)
 
 
@@ -305,6 +311,11 @@ def _add_barriers(branch, count: int, threads: int) -> None:
 def _combining(nodes) -> bool:
     """Whether a step has combines of its own (not only atomics into the output)."""
     return any(n.via != ATOMIC for n in nodes)
+
+
+def _folding(nodes) -> bool:
+    """Whether a step folds into the output by atomics."""
+    return any(n.via == ATOMIC for n in nodes)
 
 
 def _counted(trace: Trace, nodes) -> bool:

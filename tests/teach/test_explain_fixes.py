@@ -120,3 +120,16 @@ def test_histogram_counts_its_bytes():
     assert moved == {"global read": 32, "global atomics": 8 * 16, "shared atomics": 0}
     moved = trace_histogram(x, 10, "shared_privatized", threads=32).summary()["bytes"]
     assert moved["shared atomics"] > 0 and moved["global atomics"] == 16 * 7  # 7 bins
+
+
+def test_an_atomic_fold_after_a_scans_idle_round_is_titled_the_fold():
+    """Blelloch's reduce folds its total by an atomic in the round of its down-sweep's
+    last idle combines (no barrier between): the fold is in the result and titled so,
+    the idle combines listed apart."""
+    result = CliRunner().invoke(cli, ["explain", "atomic_fold/blelloch", "-n", "40"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    folds = [i for i, line in enumerate(lines) if "atomic fold: global atomic" in line]
+    assert len(folds) == 2  # one a block
+    assert not any("not in the result: global atomic" in line for line in lines)
+    assert all("idle combines" in lines[i - 1] for i in folds)
