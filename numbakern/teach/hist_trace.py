@@ -290,7 +290,7 @@ def contention_table(trace: HistogramTrace, top: int = 8) -> Table:
     # otherwise wrap the caption mid-phrase
     lines = [f"{len(trace.atomics)} atomics: {shared} shared, "
              f"{len(trace.atomics) - shared} global; {trace.barriers} barriers",
-             f"{len(hits)} addresses{shown}; the busiest took {busiest} "
+             f"{len(hits)} address{'es' * (len(hits) != 1)}{shown}; the busiest took {busiest} "
              f"atomic{'s' * (busiest != 1)}",
              "bytes: " + ", ".join(f"{k} {v}" for k, v in trace.bytes_moved().items())]
     table.caption = "\n".join(lines)

@@ -668,7 +668,8 @@ def textbook(strategy: str, p: int) -> Formula:
     return Formula("p·log2 32 per warp", "log2 32 = 5 per warp",
                    "(p/32)(32·5 − 31) + (p − 32) joins",
                    (p // 32) * 129 + (p - 32) if exact else None,
-                   "5 (+1 across warps)", 5 + (p > 32) if exact else None, "joins")
+                   "5, +1 across warps where p > 32", 5 + (p > 32) if exact else None,
+                   "joins")
 
 
 def trace_block_scan(block: str, threads: int = 32) -> BlockScanCounts:

@@ -4,6 +4,7 @@ its first exercise (a new block strategy, explained) run as written."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import textwrap
@@ -201,3 +202,22 @@ def test_figures_draw_states_in_an_order_the_threads_timing_cannot_change(family
     assert len(first) >= 16
     for _ in range(3):
         assert drawn(record()) == first
+
+
+def test_the_courses_input_gives_its_quoted_counts(tmp_path):
+    """The page's commands for seeing a recording in text, run as written (``$V``
+    its values), give the counts the page quotes for them: shared_tree's 39 joins
+    and 135 combines, decoupled look-back's 6 atomics and 7 barriers."""
+    block = re.search(r"```\n(V=.*?)```", PAGE, re.S).group(1).splitlines()
+    values = block[0].split("=", 1)[1]
+    counts = []
+    for i, command in enumerate(block[1:]):
+        path = tmp_path / f"{i}.json"
+        args = shlex.split(command.replace("$V", values))[1:] + ["--json", str(path)]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, (command, result.output)
+        counts.append(json.loads(path.read_text()))
+    assert (counts[0]["joins"], counts[0]["combines"]) == (39, 135)
+    assert (counts[1]["atomics"], counts[1]["barriers"], counts[1]["joins"]) == (6, 7, 189)
+    assert "135 combines run" in PAGE and "6 atomics here" in PAGE
+    assert "warp_shuffle's 7, the same 189 joins" in PAGE
