@@ -171,7 +171,10 @@ def as_array_like(x: Any, name: str = "x"):
     if isinstance(x, np.matrix):
         raise TypeError("np.matrix is not supported (NumPy keeps its results 2-D): pass "
                         "np.asarray(x)")
-    x = np.asarray(x)
+    try:
+        x = np.asarray(x)
+    except ValueError as e:  # a ragged list: NumPy's words, with the argument's name
+        raise ValueError(f"{name} cannot be read as an array: {e}") from None
     check_float_type(x.dtype, name)
     if x.dtype == object and x.size and all(type(v) is int for v in x.flat) and \
             any(not -2**63 <= v < 2**64 for v in x.flat):

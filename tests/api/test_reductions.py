@@ -325,6 +325,9 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
      "^mean is not defined for dtype=complex64"),
     (lambda x: nk.xor_sum(x.astype(np.int32), initial=1.5), ValueError,
      "^xor_sum: initial=1.5 is not a value"),
+    (lambda x: nk.median([[1], [2, 3]]), ValueError, "^x cannot be read as an array"),
+    (lambda x: nk.histogram(x[:2], weights=[[1], [2, 3]]), ValueError,
+     "^weights cannot be read as an array"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
