@@ -1779,9 +1779,9 @@ def _counted_setup(name, x, op, strategy, lanes, out, shape, result, stream, axe
     ``empty``, the all-NaN result (``warning()``, if given, called where an output
     counts nothing) when there is nothing to reduce, else None, and ``finished``, the
     dtype the divided values are made in: ``result``; for an ``out`` of another dtype,
-    ``result``'s accumulator dtype or ``out``'s where it is a wider float, cast once
-    into ``out`` (NumPy's float16 mean is float32 until rounded, and divided in a
-    wider ``out``'s dtype, not rounded to float16 first)."""
+    ``result``'s accumulator dtype or ``out``'s where it is a wider float (in which
+    :func:`_counted` then sums too), cast once into ``out`` (NumPy sums into a wider
+    ``out`` in its dtype, and divides there, not rounding to float16 first)."""
     grid = _grid(op, strategy)
     check_lanes(lanes, grid.block)
     kind = kind_of(x)
@@ -1950,6 +1950,9 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
                                                          shape, result, stream, axes, warning)
     if empty is not None:
         return empty
+    # a wider float out sums in its dtype, as NumPy's reduce does into out
+    dtypes = tuple(finished if d.kind == "f" and d.itemsize < finished.itemsize else d
+                   for d in map(np.dtype, dtypes))
     kit = state_kit(op, dtypes, read)
     values = workspace.empty(M, finished)
     if workspace.kind != "numpy" and emit is not None:  # no counts read back: folded

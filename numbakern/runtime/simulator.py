@@ -43,10 +43,11 @@ Semantics chosen where CUDA leaves room:
   inactive, as on a GPU where the branch has not reconverged. It is exact for
   code where divergent branches meet at a synchronising call; a lane spinning
   without ever waiting holds the others up.
-* A value a kernel stores into an integer device array, and every ``cuda.atomic``
-  operand, is converted as a GPU's ``cvt`` does (:mod:`numbakern.runtime.simvalues`):
-  a float saturates, NaN as the float's width decides; an integer wraps. NumPy's
-  casts wrap floats on x86 and raise for NaN or an integer out of range.
+* A value stored into an integer device array (by a kernel, or by the host, which a
+  real device array does by a kernel), and every ``cuda.atomic`` operand, is
+  converted as a GPU's ``cvt`` does (:mod:`numbakern.runtime.simvalues`): a float
+  saturates, NaN as the float's width decides; an integer wraps. NumPy's casts wrap
+  floats on x86 and raise for NaN or an integer out of range.
 * ``cuda.fp16.hfloor`` rounds down (Numba's simulator rounds up), ``hmax``/``hmin``
   give the number where one argument is NaN, and ``cuda.shared.array(0, np.float32)``
   (dynamic shared memory of a NumPy scalar type) works.
@@ -85,7 +86,9 @@ holding the GIL, so N concurrent launches take about as long as N in a row.
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
+import os
 import sys
 import threading
 import weakref
@@ -147,24 +150,23 @@ def install() -> bool:
 
 def _wrapping_store(store):
     """``FakeCUDAArray.__setitem__`` whose integer stores convert as a GPU's do
-    (:func:`numbakern.runtime.simvalues.gpu_cast`): a float stored by a kernel
-    saturates (NumPy's cast is C's, which wraps on x86, and raises for NaN; a store
-    from the host keeps NumPy's cast or error, as a real device array's does), and an
-    integer out of the array's range wraps (NumPy 2 raises ``OverflowError``, so a
-    kernel that narrows int64 sums into an int8 ``out`` failed only under the
-    simulator). A store of an integer in range pays one type test; only a failed one
-    is retried."""
+    (:func:`numbakern.runtime.simvalues.gpu_cast`): a float saturates (NumPy's cast
+    is C's, which wraps on x86, and raises for NaN), from a kernel and from the host
+    alike (a real device array's ``__setitem__`` copies the value to the device and
+    stores it by a kernel), and an integer out of the array's range wraps (NumPy 2
+    raises ``OverflowError``, so a kernel that narrows int64 sums into an int8 ``out``
+    failed only under the simulator). A store of an integer in range pays one type
+    test; only a failed one is retried."""
     gpu_cast = simvalues.gpu_cast
 
     def __setitem__(self, idx, val):
         dtype = self._ary.dtype
-        if dtype.kind in "iu" and isinstance(val, (float, np.floating)) and \
-                isinstance(threading.current_thread(), _SimThread):
+        if dtype.kind in "iu" and isinstance(val, (float, np.floating)):
             return store(self, idx, gpu_cast(val, dtype))
         try:
             return store(self, idx, val)
-        except OverflowError:  # (a float from the host: NumPy's error, as on a GPU's host)
-            if dtype.kind not in "iu" or np.ndim(val) or isinstance(val, (float, np.floating)):
+        except OverflowError:
+            if dtype.kind not in "iu" or np.ndim(val):
                 raise
             return store(self, idx, gpu_cast(val, dtype))
 
@@ -230,7 +232,15 @@ def simulators_own(code) -> bool:
     """Whether ``code`` is the simulator's own (Numba's simulator, this module, its
     atomics): an array access made there is part of an intrinsic or an atomic, not an
     access of the kernel's."""
-    return "simulator" in code.co_filename or code.co_filename == simvalues.__file__
+    return code.co_filename.startswith(_own_files())
+
+
+@functools.cache
+def _own_files() -> tuple:
+    import numba.cuda.simulator
+
+    return (os.path.dirname(numba.cuda.simulator.__file__), os.path.abspath(__file__),
+            os.path.abspath(simvalues.__file__))
 
 
 def shared_site(caller) -> tuple:

@@ -400,10 +400,10 @@ def test_a_float16_dtype_is_the_variance_of_the_stored_elements_rounded_once(nam
 
 @pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd", "nanmean", "mean"])
 def test_a_float16_result_into_a_wider_out_is_not_rounded_to_float16(name):
-    """float16 input with a float32 or float64 ``out=``: made in ``out``'s dtype (the
-    float16 elements summed in float32, exactly here) and cast once, as NumPy's mean
-    divides in ``out``'s dtype, not rounded to float16 first (~1e-3 off): within
-    float32's rounding, or float64's, of the float64 value of the same elements."""
+    """float16 input with a float32 or float64 ``out=``: summed and divided in
+    ``out``'s dtype, as NumPy's reduce into ``out``, not rounded to float16 first
+    (~1e-3 off): within float32's rounding, or float64's, of the float64 value of the
+    same elements."""
     x = np.array([[1, 2, 4, 0.1], [3.3, -7, 0.2, 65]], np.float16)
     where = np.array([[1, 1, 1, 0], [1, 0, 1, 1]], bool)
     fn = getattr(nk, name)

@@ -156,17 +156,25 @@ def test_the_simulators_own_code_is_told_from_the_kernels():
     from numbakern.runtime import simvalues
     from numbakern.runtime.simulator import simulators_own
 
-    assert simulators_own(simvalues.Atomic.add.__code__)
-    assert simulators_own(simvalues.gpu_cast.__code__)
+    from numbakern.teach import sort_trace
+
     assert not simulators_own(store_kernel.py_func.__code__)
+    seen = []
+
+    def spy(code):
+        seen.append((code.co_filename, simulators_own(code)))
+        return seen[-1][1]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(sort_trace, "simulators_own", spy)
+        sort_trace.trace_sort(np.arange(64, dtype=np.int32)[::-1].copy(), "radix")
+    assert (simvalues.__file__, True) in seen  # the atomics' accesses, skipped
+    assert any(not own for _, own in seen)  # the kernels' own, counted
 
 
-@pytest.mark.simulator
-def test_a_float_stored_from_the_host_keeps_numpys_cast():
-    """Only a kernel's stores convert as the GPU's ``cvt``; the host's, as into a real
-    device array, are NumPy's (an error for -1.0 into uint32)."""
-    d = cuda.to_device(np.zeros(2, np.uint32))
-    with pytest.raises(OverflowError):
-        d[0] = -1.0
-    d[1] = 7.9
-    assert d.copy_to_host()[1] == 7
+def test_a_float_stored_from_the_host_converts_as_a_kernels_store():
+    """A device array's ``__setitem__`` copies the value to the device and stores it
+    by a kernel (numba-cuda's ``_assign_kernel``): the same ``cvt`` as a kernel's."""
+    d = cuda.to_device(np.zeros(4, np.uint32))
+    d[0], d[1], d[2], d[3] = -1.0, NAN, 1e20, 7.9
+    np.testing.assert_array_equal(d.copy_to_host(), [0, 1 << 31, U32, 7])
