@@ -178,13 +178,13 @@ def _fp16_class(base):
     PTX ``max.f16``/``min.f16``: a NaN argument gives the other one (Python's
     ``max`` depends on the order), ``+0.0`` above ``-0.0``."""
 
-    def pick(a, b, first_wins: bool):
+    def pick(a, b, larger: bool):
         a, b = np.float16(a), np.float16(b)
         if a != a or b != b:
             return b if a != a else a
         if a == b:  # equal, or zeros of two signs
-            return a if np.signbit(a) != first_wins else b
-        return a if (a > b) == first_wins else b
+            return a if np.signbit(a) != larger else b
+        return a if (a > b) == larger else b
 
     class FakeCUDAFp16(base):
         def hfloor(self, x):
