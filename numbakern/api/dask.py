@@ -2010,7 +2010,10 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *,  # noqa: A0
     """
     import dask
 
+    from numbakern.api.histogram import check_not_ragged
+
     x = _check_dask(x, "histogram")
+    check_not_ragged(bins)
     order = _sums_dtype(weights, x, bins)
     w = None if weights is None else _weights_like(weights, x, "histogram")
     if np.ndim(bins) != 0:  # edges: range= ignored, as NumPy ignores it

@@ -279,6 +279,7 @@ def histogram(x, bins=10, range=None, density=None, weights=None, *, strategy=No
     if isinstance(bins, str):
         raise TypeError("histogram: bins must be an int or an array of edges (NumPy's "
                         f"estimators by name are not supported), got {bins!r}")
+    check_not_ragged(bins)
     value_dtype = values_dtype(dtype) if bits is None else \
         numpy_bfloat16("histogram of bfloat16")
     kind = kind_of(x)
@@ -323,6 +324,15 @@ _UINT16_OF_BFLOAT16 = ("histogram: uint16 {} of bfloat16 x are not supported (th
 # bools it cannot ("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool')")
 _BOOL_WEIGHTS_BETWEEN_EDGES = ("histogram: bool weights with bins as an array of edges "
                                "(NumPy cannot add them there); pass them as integers")
+
+
+def check_not_ragged(bins) -> None:
+    """``ValueError`` naming ``bins`` for a ragged list (NumPy's own words after it)."""
+    if isinstance(bins, (list, tuple)):
+        try:
+            np.asarray(bins)
+        except ValueError as e:
+            raise ValueError(f"histogram: bins cannot be read as an array: {e}") from None
 
 
 def host_edges(bins, stream):

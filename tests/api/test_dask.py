@@ -1306,6 +1306,11 @@ def test_histograms_of_given_edges_sum_chunk_counts(edges):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def test_ragged_bins_of_a_dask_histogram_are_named_as_the_eager_calls():
+    with pytest.raises(ValueError, match="^histogram: bins cannot be read as an array"):
+        nk.histogram(da.from_array(np.arange(4.0), chunks=2), bins=[[1], [2, 3]])
+
+
 def test_bfloat16_edges_of_a_dask_histogram_are_read_as_float32_as_the_eager_calls():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     f = np.array([0.5, 1.5, 2.5], np.float32)

@@ -328,6 +328,8 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
     (lambda x: nk.median([[1], [2, 3]]), ValueError, "^x cannot be read as an array"),
     (lambda x: nk.histogram(x[:2], weights=[[1], [2, 3]]), ValueError,
      "^weights cannot be read as an array"),
+    (lambda x: nk.histogram(x[:2], bins=[[1], [2, 3]]), ValueError,
+     "^histogram: bins cannot be read as an array"),
 ])
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
