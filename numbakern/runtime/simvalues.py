@@ -23,7 +23,11 @@ whose casts are C's (float to integer out of range: undefined; x86 wraps) or rai
   ``nanmin`` take the operand where ``old`` is NaN, so only two NaN give NaN, and
   ``-0.0`` stays against ``0.0``. One lock serves every atomic, so an ``add`` and a
   ``sub`` on one element are atomic against each other (Numba's simulator has a lock
-  per operation).
+  per operation). An atomic Numba does not compile (``numba.cuda.cudadecl``: arrays
+  of at least one dimension, of int32, uint32, int64, uint64, float32 or float64;
+  the bitwise ones, ``exch`` and ``cas`` of the integers, ``inc`` and ``dec`` of the
+  unsigned, ``compare_and_swap`` of 1-D integer arrays) is a ``TypeError``, where a
+  GPU refuses the kernel.
 """
 
 from __future__ import annotations
@@ -36,6 +40,22 @@ import threading
 import numpy as np
 
 _lock = threading.Lock()
+
+_NUMBERS = frozenset(map(np.dtype, ("i4", "u4", "i8", "u8", "f4", "f8")))
+_INTEGERS = frozenset(map(np.dtype, ("i4", "u4", "i8", "u8")))
+_UNSIGNED = frozenset(map(np.dtype, ("u4", "u8")))
+_NAMES = {_NUMBERS: "int32, uint32, int64, uint64, float32 or float64",
+          _INTEGERS: "int32, uint32, int64 or uint64", _UNSIGNED: "uint32 or uint64"}
+
+
+def _compiled(name: str, array, dtypes: frozenset) -> np.dtype:
+    """``array``'s dtype, where Numba compiles atomic ``name`` on it; else TypeError."""
+    dtype = array.dtype
+    if dtype not in dtypes or not array.ndim:
+        raise TypeError(f"cuda.atomic.{name} on a {array.ndim}-d {dtype} array, which "
+                        f"Numba does not compile (a GPU refuses the kernel): it takes "
+                        f"arrays of {_NAMES[dtypes]}, of one dimension or more")
+    return dtype
 
 
 #: each float type's greatest finite value, by type code (a dict lookup: atomics are hot)
@@ -105,9 +125,10 @@ def _fold(op, old, v, dtype: np.dtype):
     return dtype.type(op(old, v))
 
 
-def _update(array, index, val, new):
-    """``array[index] = new(old, val cast, dtype)`` under the lock; ``old`` returned."""
-    dtype = array.dtype
+def _update(name, dtypes, array, index, val, new):
+    """Atomic ``name`` (on arrays of ``dtypes``): ``array[index] = new(old, val cast,
+    dtype)`` under the lock; ``old`` returned."""
+    dtype = _compiled(name, array, dtypes)
     v = gpu_cast(val, dtype)
     with _lock:
         old = array[index]
@@ -156,44 +177,48 @@ class Atomic:
     subclass of Numba's ``FakeCUDAAtomic``, which keeps any atomic not named here.)"""
 
     def add(self, array, index, val):
-        return _update(array, index, val, _add)
+        return _update("add", _NUMBERS, array, index, val, _add)
 
     def sub(self, array, index, val):
-        return _update(array, index, val, _sub)
+        return _update("sub", _NUMBERS, array, index, val, _sub)
 
     def and_(self, array, index, val):
-        return _update(array, index, val, _and)
+        return _update("and_", _INTEGERS, array, index, val, _and)
 
     def or_(self, array, index, val):
-        return _update(array, index, val, _or)
+        return _update("or_", _INTEGERS, array, index, val, _or)
 
     def xor(self, array, index, val):
-        return _update(array, index, val, _xor)
+        return _update("xor", _INTEGERS, array, index, val, _xor)
 
     def inc(self, array, index, val):
-        return _update(array, index, val, _wrapping_inc)
+        return _update("inc", _UNSIGNED, array, index, val, _wrapping_inc)
 
     def dec(self, array, index, val):
-        return _update(array, index, val, _wrapping_dec)
+        return _update("dec", _UNSIGNED, array, index, val, _wrapping_dec)
 
     def exch(self, array, index, val):
-        return _update(array, index, val, _exchanged)
+        return _update("exch", _INTEGERS, array, index, val, _exchanged)
 
     def max(self, array, index, val):
-        return _update(array, index, val, _larger)
+        return _update("max", _NUMBERS, array, index, val, _larger)
 
     def min(self, array, index, val):
-        return _update(array, index, val, _smaller)
+        return _update("min", _NUMBERS, array, index, val, _smaller)
 
     def nanmax(self, array, index, val):
-        return _update(array, index, val, _nan_larger)
+        return _update("nanmax", _NUMBERS, array, index, val, _nan_larger)
 
     def nanmin(self, array, index, val):
-        return _update(array, index, val, _nan_smaller)
+        return _update("nanmin", _NUMBERS, array, index, val, _nan_smaller)
 
     def cas(self, array, index, old, val):
-        expected = gpu_cast(old, array.dtype)
-        return _update(array, index, val, lambda o, v, d: v if o == expected else o)
+        expected = gpu_cast(old, _compiled("cas", array, _INTEGERS))
+        return _update("cas", _INTEGERS, array, index, val,
+                       lambda o, v, d: v if o == expected else o)
 
     def compare_and_swap(self, array, old, val):
-        return self.cas(array, (0,) * array.ndim, old, val)
+        if array.ndim != 1:
+            raise TypeError(f"cuda.atomic.compare_and_swap on a {array.ndim}-d array, "
+                            "which Numba does not compile: it takes 1-D arrays")
+        return self.cas(array, 0, old, val)

@@ -178,3 +178,33 @@ def test_a_float_stored_from_the_host_converts_as_a_kernels_store():
     d = cuda.to_device(np.zeros(4, np.uint32))
     d[0], d[1], d[2], d[3] = -1.0, NAN, 1e20, 7.9
     np.testing.assert_array_equal(d.copy_to_host(), [0, 1 << 31, U32, 7])
+
+
+@cuda.jit
+def refused_atomic_kernel(which, h, f, i, z, m):
+    if which == 0:
+        cuda.atomic.add(h, 0, 1.0)
+    elif which == 1:
+        cuda.atomic.and_(f, 0, 1)
+    elif which == 2:
+        cuda.atomic.inc(i, 0, 1)
+    elif which == 3:
+        cuda.atomic.cas(f, 0, 1.0, 2.0)
+    elif which == 4:
+        cuda.atomic.add(z, (), 1)
+    else:
+        cuda.atomic.compare_and_swap(m, 0, 1)
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("which, words", [
+    (0, "add on a 1-d float16"), (1, "and_ on a 1-d float32"), (2, "inc on a 1-d int32"),
+    (3, "cas on a 1-d float32"), (4, "add on a 0-d int32"),
+    (5, "compare_and_swap on a 2-d array")])
+def test_an_atomic_numba_does_not_compile_is_refused(which, words):
+    """What a GPU refuses to compile (numba-cuda's ``cudadecl`` types each atomic for
+    some dtypes of arrays of one dimension or more) is a TypeError here, not a result."""
+    arrays = (np.zeros(1, np.float16), np.zeros(1, np.float32), np.zeros(1, np.int32),
+              np.zeros((), np.int32), np.zeros((2, 2), np.int32))
+    with pytest.raises(TypeError, match=f"cuda.atomic.{words}"):
+        refused_atomic_kernel[1, 1](which, *arrays)
