@@ -52,11 +52,11 @@ import sys
 import threading
 
 import numpy as np
-import numba.cuda.simulator
 from numba.cuda.simulator.kernel import BlockThread
 from numba.cuda.simulator.kernelapi import Dim3
 
 from .device import FULL_MASK, WARP
+from .simulator import own_files
 
 # The FakeCUDAModule of the launch the current (launching) thread is running.
 _launching = threading.local()
@@ -241,9 +241,7 @@ class SimThread(BlockThread):
         return np.int32(self._votes(value).any())
 
 
-# The simulator's own files, which a barrier's call passes through (syncthreads_count
-# and the like call syncthreads themselves)
-_OWN_FILES = (os.path.dirname(numba.cuda.simulator.__file__), os.path.abspath(__file__))
+_OWN_FILES = own_files()
 
 
 def _call_site():

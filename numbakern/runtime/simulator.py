@@ -229,18 +229,23 @@ def vector_aligned(a, what: str) -> None:
 
 
 def simulators_own(code) -> bool:
-    """Whether ``code`` is the simulator's own (Numba's simulator, this module, its
-    atomics): an array access made there is part of an intrinsic or an atomic, not an
-    access of the kernel's."""
-    return code.co_filename.startswith(_own_files())
+    """Whether ``code`` is the simulator's own (:func:`own_files`): an array access
+    made there is part of an intrinsic or an atomic, not an access of the kernel's."""
+    return code.co_filename.startswith(own_files())
 
 
 @functools.cache
-def _own_files() -> tuple:
+def own_files() -> tuple:
+    """The simulator's own files: Numba's, and numbakern's block engine, intrinsics
+    and atomics. A barrier's call passes through them (``syncthreads_count`` and a
+    grid's ``sync`` call ``syncthreads`` themselves), and so do an atomic's reads and
+    writes."""
     import numba.cuda.simulator
 
-    return (os.path.dirname(numba.cuda.simulator.__file__), os.path.abspath(__file__),
-            os.path.abspath(simvalues.__file__))
+    here = os.path.dirname(os.path.abspath(__file__))
+    return (os.path.dirname(numba.cuda.simulator.__file__),
+            *(os.path.join(here, name) for name in ("simblock.py", "simulator.py",
+                                                    "simvalues.py")))
 
 
 def shared_site(caller) -> tuple:

@@ -63,8 +63,8 @@ _LARGEST = {t.char: float(np.finfo(t).max) for t in map(np.dtype, "efdg")}
 
 
 def gpu_cast(val, dtype: np.dtype):
-    """Scalar ``val`` converted into ``dtype`` (a ``np.dtype``) as a GPU's ``cvt`` does
-    (the module)."""
+    """Scalar ``val`` converted into ``dtype`` (an integer or float ``np.dtype``) as a
+    GPU's ``cvt`` does (the module)."""
     if type(val) is dtype.type:
         return val
     if dtype.kind in "iu":
@@ -72,9 +72,7 @@ def gpu_cast(val, dtype: np.dtype):
             source = np.dtype(type(val)).itemsize * 8 if isinstance(val, np.floating) else 64
             return wrapped(_saturated(float(val), source, dtype), dtype)
         return _integer(int(val), dtype)
-    if dtype.kind == "f":
-        return _rounded(float(val), dtype)
-    return dtype.type(val)
+    return _rounded(float(val), dtype)
 
 
 def _integer(n: int, dtype: np.dtype):
@@ -120,9 +118,7 @@ def _fold(op, old, v, dtype: np.dtype):
     """``op(old, v)`` in ``dtype``: integers wrapped, floats silently inf."""
     if dtype.kind in "iu":
         return _integer(op(int(old), int(v)), dtype)
-    if dtype.kind == "f":
-        return _rounded(op(float(old), float(v)), dtype)
-    return dtype.type(op(old, v))
+    return _rounded(op(float(old), float(v)), dtype)
 
 
 def _update(name, dtypes, array, index, val, new):
@@ -213,9 +209,8 @@ class Atomic:
         return _update("nanmin", _NUMBERS, array, index, val, _nan_smaller)
 
     def cas(self, array, index, old, val):
-        expected = gpu_cast(old, _compiled("cas", array, _INTEGERS))
         return _update("cas", _INTEGERS, array, index, val,
-                       lambda o, v, d: v if o == expected else o)
+                       lambda o, v, d: v if o == gpu_cast(old, d) else o)
 
     def compare_and_swap(self, array, old, val):
         if array.ndim != 1:
