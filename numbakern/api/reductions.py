@@ -837,8 +837,7 @@ def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, init
     x = as_array_like(x)
     in_dtype = np.dtype(x.dtype)
     result = op.result_dtype_for(in_dtype, dtype)
-    dtypes = tuple(np.dtype(d) for d in (op.state_dtypes(in_dtype, dtype) if op.state_dtypes
-                                         else _ops.field_dtypes(op, result)))
+    dtypes = op.given_state_dtypes(in_dtype, dtype) or _ops.field_dtypes(op, result)
     keepdims = check_flag(keepdims, "keepdims")
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)

@@ -304,11 +304,14 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     result dtype (default: the op's rule; the input's dtype for a user's op).
     ``strategy`` and ``layout`` as :func:`cumsum`'s.
 
-    A two-field op (``fields=2``, e.g. a value-index pair) maps each element with
-    ``op.map(value, index)``, ``index`` its position along the axis, and returns a
-    tuple of two arrays, one per field (dtypes: ``op.state_dtypes(in_dtype, dtype)``
-    when the op has it, else the op's result dtype and int64); ``out`` is then a
-    tuple of two arrays.
+    An op of ``N >= 2`` fields (a value-index pair, a (min, max, sum) triple) maps
+    each element with ``op.map(value, index)``, ``index`` its position along the
+    axis, and returns a tuple of ``N`` arrays, one per field; ``out`` is then a tuple
+    of ``N`` arrays. Their dtypes are those ``state_dtypes`` gives where the op has
+    it, else read from the identity's values as :func:`reduce` reads them
+    (:func:`numbakern.ops.field_dtypes`); numbakern's argmax-style ops give the
+    result dtype and int64. An op with ``finish`` returns one array of the result
+    dtype instead.
 
     Example::
 
@@ -813,13 +816,12 @@ def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
     held as float32 in the state."""
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
     if op.finish is not None:  # one output, whatever the state
-        states = (op.state_dtypes(in_dtype, dtype) if op.state_dtypes is not None else
-                  _ops.field_dtypes(op, result))
+        states = op.given_state_dtypes(in_dtype, dtype) or _ops.field_dtypes(op, result)
         return tuple(np.dtype(d) for d in states), (result,)
     if op.fields == 1:
         results = (result,)
     elif op.state_dtypes is not None:
-        results = tuple(np.dtype(d) for d in op.state_dtypes(in_dtype, dtype))
+        results = op.given_state_dtypes(in_dtype, dtype)
     elif isinstance(op, _ops.ArgOp):
         results = (result, _ops.INDEX_DTYPE)
     else:

@@ -231,7 +231,31 @@ def _fixed_dtypes(name: str, fields: int, given) -> Callable:
     if dtypes is None or len(dtypes) != fields:
         raise TypeError(f"Op {name!r}: state_dtypes must be a function of (in_dtype, "
                         f"dtype) or a tuple of {fields} dtypes, got {given!r}")
+    checked_state_dtypes(name, fields, dtypes)
     return lambda in_dtype, dtype: dtypes
+
+
+def checked_state_dtypes(name: str, fields: int, given) -> tuple:
+    """``given``, what an op's ``state_dtypes`` said, as ``fields`` NumPy dtypes that a
+    kernel's state can hold: bool, integers of up to 8 bytes, float16/32/64.
+
+    Raises:
+        TypeError: another number of dtypes, or a dtype outside those (complex,
+            longdouble, object, text, ...), naming ``state_dtypes`` and the field.
+    """
+    try:
+        dtypes = tuple(np.dtype(d) for d in given)
+    except TypeError:
+        dtypes = None
+    if dtypes is None or len(dtypes) != fields:
+        raise TypeError(f"Op {name!r}: state_dtypes must give {fields} dtypes, got "
+                        f"{given!r}")
+    for k, d in enumerate(dtypes):
+        if d.kind not in ALL_KINDS or d.itemsize > 8 or foreign_float(d):
+            raise TypeError(f"Op {name!r}: state_dtypes gives {d} for field {k}; a state's "
+                            "fields are bool, signed or unsigned integers of up to 8 bytes, "
+                            "or float16/32/64")
+    return dtypes
 
 
 #: NumPy's float and complex types (the kernels take the floats of at most 8 bytes)
@@ -300,7 +324,9 @@ class Op:
         TypeError: ``combine`` not callable or not taking ``2 * fields`` positional
             arguments; ``map`` not a function of two arguments; ``finish`` not taking
             ``fields`` arguments; ``identity`` is ``None``; ``commutative`` not a
-            bool; ``kinds`` not a string.
+            bool; ``kinds`` not a string; ``state_dtypes`` neither a function nor
+            ``fields`` dtypes a state can hold (:func:`checked_state_dtypes`, which
+            also checks what a function gives, at a call).
         ValueError: ``fields`` not an integer ``>= 1``; an op of two or more fields
             without ``map``; a ``finish`` on a one-field op; ``kinds`` empty or with a
             letter outside ``"biuf"``; ``atomic`` neither ``None`` nor one of the six
@@ -394,6 +420,15 @@ class Op:
         if dtype is not None:
             self.check_dtype(_as_dtype(dtype), "dtype=", caller)
         return np.dtype(self.result_dtype(np.dtype(in_dtype), dtype))
+
+    def given_state_dtypes(self, in_dtype: np.dtype, dtype: Any = None) -> tuple | None:
+        """The fields' dtypes that ``state_dtypes`` gives for this input and ``dtype=``,
+        checked by :func:`checked_state_dtypes` (a ``TypeError`` naming it); None for
+        an op that gives none."""
+        if self.state_dtypes is None:
+            return None
+        return checked_state_dtypes(self.name, self.fields,
+                                    self.state_dtypes(in_dtype, dtype))
 
     def empty_result(self, dtype: np.dtype) -> Any:
         """The result of reducing zero elements, as ``dtype``; raises for ``"raise"``."""

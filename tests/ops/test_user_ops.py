@@ -4,6 +4,7 @@ cannot hold."""
 
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -142,6 +143,23 @@ def test_state_dtypes_as_a_tuple_of_dtypes():
                                         "3 dtypes"):
         nk.op(identity=(0, 0, 0), fields=3, map=moments.map,
               state_dtypes=(np.int64,))(moments.combine)
+
+
+@pytest.mark.parametrize("bad", [np.complex128, np.longdouble, object, "U3", "M8[s]"])
+def test_state_dtypes_a_state_cannot_hold_are_refused_naming_the_field(bad):
+    """Found by a new user: a complex128 field computed a complex result (NumPy's
+    ComplexWarnings by the hundred), a longdouble one met Numba's float128 error and
+    an object one an AttributeError; a text one was taken when the op was made."""
+    pair = dict(identity=(0.0, 0.0), fields=2, map=lambda v, i: (v, v))
+    add = lambda a0, a1, b0, b1: (a0 + b0, a1 + b1)  # noqa: E731
+    with pytest.raises(TypeError, match=re.escape(f"gives {np.dtype(bad)} for field 0")):
+        nk.op(state_dtypes=(bad, np.float64), **pair)(add)
+    given = nk.op(state_dtypes=lambda d, dt: (np.float64, bad), **pair)(add)  # made: a
+    for call in (nk.reduce, nk.associative_scan):  # function's answer is checked at a call
+        with pytest.raises(TypeError, match=re.escape(f"gives {np.dtype(bad)} for field 1")):
+            call(np.arange(4.0), given)
+    with pytest.raises(TypeError, match="state_dtypes must give 2 dtypes"):
+        nk.reduce(np.arange(4.0), nk.op(state_dtypes=lambda d, dt: (np.float64,), **pair)(add))
 
 
 def test_an_op_defined_where_functions_have_no_module():
