@@ -805,9 +805,9 @@ def reduce(x, op, axis=None, dtype=None, out=None, keepdims=False, *,
 
     Example::
 
-        @numbakern.op(identity=0.0)
-        def absmax(a, b):
-            return max(abs(a), abs(b))
+        @numbakern.op(identity=0.0, map=lambda v, i: abs(v))
+        def absmax(a, b):          # the largest |x|
+            return max(a, b)
 
         numbakern.reduce(x, absmax, axis=1)
 

@@ -522,9 +522,9 @@ def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kw
 
     Example::
 
-        @numbakern.op(identity=0.0)
-        def absmax(a, b):
-            return max(abs(a), abs(b))
+        @numbakern.op(identity=0.0, map=lambda v, i: abs(v))
+        def absmax(a, b):          # the largest |x|
+            return max(a, b)
     """
 
     def wrap(fn: Callable) -> Op:
