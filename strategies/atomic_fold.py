@@ -182,8 +182,9 @@ class AtomicFold(GridReduce):
     fold through a packed 64-bit word or a per-output lock (module docstring).
 
     Raises:
-        TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`.
-        ValueError: ``blocks`` not a positive int or ``None``.
+        TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`;
+            ``blocks`` not an int (a float or a bool) or ``None``.
+        ValueError: ``blocks`` an int below 1.
     """
 
     name = "atomic_fold"

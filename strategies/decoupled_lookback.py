@@ -122,8 +122,9 @@ class DecoupledLookback(GridScan):
 
     Raises:
         TypeError: ``block`` not a block strategy with a block scan (``warp_shuffle``,
-            ``hillis_steele``, ``blelloch``).
-        ValueError: ``items`` not a positive int; an unknown ``hold``. At
+            ``hillis_steele``, ``blelloch``); ``items`` not an int (a float or a
+            bool); ``publish_prefix`` or ``vectors`` not a bool.
+        ValueError: ``items`` below 1; an unknown ``hold``. At
             scan time, a tile of ``items`` that overflows shared memory.
     """
 

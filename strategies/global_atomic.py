@@ -37,9 +37,8 @@ class GlobalAtomic(HistogramStrategy):
         blocks: blocks of the grid-stride loop (``None``: enough to fill the device).
 
     Raises:
-        TypeError: ``threads`` not an int.
-        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` not a
-            positive int.
+        TypeError: ``threads`` or ``blocks`` not an int (a float or a bool).
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` below 1.
     """
 
     name = "global_atomic"

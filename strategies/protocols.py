@@ -397,8 +397,9 @@ class GridStrategy(Strategy):
     ``needs_commutative``.
 
     Raises:
-        TypeError: ``block`` not a :class:`BlockStrategy`.
-        ValueError: ``blocks`` not a positive int or ``None``.
+        TypeError: ``block`` not a :class:`BlockStrategy`; ``blocks`` not an int (a
+            float or a bool) or ``None``.
+        ValueError: ``blocks`` an int below 1.
     """
 
     deterministic: ClassVar[bool]

@@ -147,7 +147,9 @@ class RadixSelect(SelectStrategy):
     as RAFT's AIR Top-K (Zhang et al., SC 2023).
 
     Args:
-        threads: threads per block.
+        threads: threads per block (a multiple of 32 from 32 to 1024); ``None`` (the
+            default): the histogram's, else its default (256 on a GPU, 64 under the
+            simulator).
         histogram: how a block counts digits: ``"shared_privatized"`` (default) or
             ``"warp_privatized"``, or such a strategy object (whose threads the
             kernels take where ``threads`` is None; given both, they must agree).
@@ -175,12 +177,13 @@ class RadixSelect(SelectStrategy):
     and one take.
 
     Raises:
-        TypeError: ``threads`` or ``digit_bits`` not an int; ``fuse_count`` not a bool
-            or None; a ``histogram`` or ``sort`` of the wrong family.
+        TypeError: ``threads``, ``digit_bits`` or ``compact`` not an int (or None);
+            ``fuse_count`` not a bool or None; a ``histogram`` or ``sort`` of the wrong
+            family.
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; a ``histogram``
             that is not privatized or has other threads than a given ``threads``;
             ``digit_bits`` not 8, 11 or 12, or one whose bins the histogram's counters
-            do not hold.
+            do not hold; ``compact`` below 0.
     """
 
     name = "radix_select"

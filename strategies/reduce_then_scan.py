@@ -61,8 +61,9 @@ class ReduceThenScan(GridScan):
 
     Raises:
         TypeError: ``block`` not a block strategy with a block scan (``warp_shuffle``,
-            ``hillis_steele``, ``blelloch``).
-        ValueError: ``items`` or ``blocks`` not a positive int; an unknown ``hold``. At
+            ``hillis_steele``, ``blelloch``); ``items`` or ``blocks`` not an int (a
+            float or a bool).
+        ValueError: ``items`` or ``blocks`` below 1; an unknown ``hold``. At
             scan time, a tile of ``items`` that overflows shared memory.
     """
 

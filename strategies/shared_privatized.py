@@ -47,9 +47,9 @@ class SharedPrivatized(HistogramStrategy):
     Uses ``4 * bins`` bytes of shared memory a block: at most 12288 bins.
 
     Raises:
-        TypeError: ``threads`` not an int.
-        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` not a
-            positive int; when counting, more bins than fit in shared memory.
+        TypeError: ``threads`` or ``blocks`` not an int (a float or a bool).
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` below
+            1; when counting, more bins than fit in shared memory.
     """
 
     name = "shared_privatized"

@@ -52,7 +52,8 @@ class SortSlice(SelectStrategy):
 
     Raises:
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; an unknown sort.
-        TypeError: ``sort`` not a sort strategy.
+        TypeError: ``threads`` not an int (a float or a bool) or None; ``sort`` not a
+            sort strategy.
     """
 
     name = "sort_slice"

@@ -46,8 +46,9 @@ class TwoPass(GridReduce):
     strategy preserves order).
 
     Raises:
-        TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`.
-        ValueError: ``blocks`` not a positive int or ``None``.
+        TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`;
+            ``blocks`` not an int (a float or a bool) or ``None``.
+        ValueError: ``blocks`` an int below 1.
     """
 
     name = "two_pass"

@@ -52,9 +52,9 @@ class WarpPrivatized(HistogramStrategy):
     bins with 256 threads.
 
     Raises:
-        TypeError: ``threads`` not an int.
-        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` not a
-            positive int; when counting, more bins than fit in shared memory.
+        TypeError: ``threads`` or ``blocks`` not an int (a float or a bool).
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` below
+            1; when counting, more bins than fit in shared memory.
     """
 
     name = "warp_privatized"

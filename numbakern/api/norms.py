@@ -96,6 +96,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, strategy=None, stream
     Raises:
         TypeError: ``ord`` not a real number (a bool, a NaN); a dtype other than
             bool, integers and float16/32/64.
+        OverflowError: an int ``ord`` past float64's range (``10**400``), as NumPy's.
         ValueError: ``ord`` a string (NumPy's matrix norms are not vector norms);
             ``ord=-inf`` over no elements, as NumPy; a bad strategy or ``lanes``; an
             axis repeated (NumPy's "duplicate value in 'axis'").

@@ -456,7 +456,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
             bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
             number; ``keepdims`` not a bool; ``axis`` not None, an int or a tuple of
             ints; a ``stream`` that is none of the kinds above; ``where`` not bool
-            (NumPy casts nothing else to bool).
+            (NumPy casts nothing else to bool); ``lanes`` not an int (a bool, a float)
+            or None.
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
             ``out`` (:class:`~numbakern.OutDtypeError` for its dtype); ``initial``
             out of the accumulator dtype's range; ``lanes`` other than None, 32 or the

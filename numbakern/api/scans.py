@@ -106,8 +106,10 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
         exclusive: element ``i`` holds the sum of the elements before it (0 first).
         reverse: scan from the end (each element: the sum of it and those after it),
             computed as a scan over the reversed order, never as total minus prefix.
-        strategy: ``"grid/block"`` from ``numbakern.strategies.available_scans()``;
-            default ``"decoupled_lookback/warp_shuffle"``: one pass, but which earlier
+        strategy: ``"grid/block"`` from ``numbakern.strategies.available_scans()``, a
+            scan strategy object, or a block strategy object (``WarpShuffle()``: run
+            under the default grid, decoupled look-back); default
+            ``"decoupled_lookback/warp_shuffle"``: one pass, but which earlier
             tiles a float carry sums depends on timing, so float results may differ
             in the last bits run to run; ``"reduce_then_scan/..."`` is reproducible.
             Used by ``layout="tiles"`` only.

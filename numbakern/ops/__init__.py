@@ -217,6 +217,19 @@ def _check_kinds_and_atomic(name: str, kinds: Any, atomic: Any) -> None:
                          f"functions the atomic_fold strategy folds with), got {atomic!r}")
 
 
+def _check_empty_and_nan(name: str, empty: Any, nan_propagating: Any) -> None:
+    """``empty`` one of its three forms, ``nan_propagating`` a bool: a misspelt
+    ``"Raise"`` would otherwise read as ``"identity"``, and ``"no"`` as true."""
+    if isinstance(empty, str) and empty not in ("identity", "raise") or (
+            not isinstance(empty, str) and not (np.ndim(empty) == 0 and
+                                                np.asarray(empty).dtype.kind in "biuf")):
+        raise ValueError(f"Op {name!r}: empty must be 'identity', 'raise' or a number (the "
+                         f"result of reducing no elements), got {empty!r}")
+    if not isinstance(nan_propagating, (bool, np.bool_)):
+        raise TypeError(f"Op {name!r}: nan_propagating must be True or False, got "
+                        f"{nan_propagating!r}")
+
+
 def _fixed_dtypes(name: str, fields: int, given) -> Callable:
     """``state_dtypes`` given as the ``fields`` dtypes themselves, as the function of
     ``(in_dtype, dtype)`` the op holds.
@@ -326,8 +339,10 @@ class Op:
             ``fields`` arguments; ``identity`` is ``None``; ``commutative`` not a
             bool; ``kinds`` not a string; ``state_dtypes`` neither a function nor
             ``fields`` dtypes a state can hold (:func:`checked_state_dtypes`, which
-            also checks what a function gives, at a call).
-        ValueError: ``fields`` not an integer ``>= 1``; an op of two or more fields
+            also checks what a function gives, at a call); ``name`` not a string;
+            ``nan_propagating`` not a bool.
+        ValueError: ``empty`` neither ``"identity"``, ``"raise"`` nor a number;
+            ``fields`` not an integer ``>= 1``; an op of two or more fields
             without ``map``; a ``finish`` on a one-field op; ``kinds`` empty or with a
             letter outside ``"biuf"``; ``atomic`` neither ``None`` nor one of the six
             names above.
@@ -349,6 +364,8 @@ class Op:
     _device: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
+        if not isinstance(self.name, str):
+            raise TypeError(f"an op's name must be a string, got {self.name!r}")
         if not callable(self.combine):
             raise TypeError(f"Op {self.name!r}: combine must be a function, got {self.combine!r}")
         if (isinstance(self.fields, (bool, np.bool_)) or not isinstance(self.fields, int)
@@ -370,6 +387,7 @@ class Op:
             raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "
                             f"{self.commutative!r}")
         _check_kinds_and_atomic(self.name, self.kinds, self.atomic)
+        _check_empty_and_nan(self.name, self.empty, self.nan_propagating)
         if self.fields > 1 and self.map is None:
             raise ValueError(f"Op {self.name!r}: an op of {self.fields} fields needs "
                              "map(value, index)")

@@ -162,6 +162,22 @@ def test_state_dtypes_a_state_cannot_hold_are_refused_naming_the_field(bad):
         nk.reduce(np.arange(4.0), nk.op(state_dtypes=lambda d, dt: (np.float64,), **pair)(add))
 
 
+def test_a_misspelt_empty_a_name_or_a_nan_flag_not_of_their_type_are_refused():
+    """Found by a reviewer: empty="Raise" read as "identity" (the empty sum gave 0.0),
+    name=5 made Op(5) and nan_propagating="yes" read as true."""
+    add = lambda a, b: a + b  # noqa: E731
+    for empty in ("Raise", None, (0, 1), [0]):
+        with pytest.raises(ValueError, match="empty must be 'identity', 'raise' or a number"):
+            nk.op(identity=0.0, empty=empty)(add)
+    with pytest.raises(TypeError, match="name must be a string, got 5"):
+        nk.op(identity=0.0, name=5)(add)
+    with pytest.raises(TypeError, match="nan_propagating must be True or False"):
+        nk.op(identity=0.0, nan_propagating="yes")(add)
+    assert nk.reduce(np.zeros(0), nk.op(identity=0.0, empty=-1)(add)) == -1.0
+    with pytest.raises(ValueError, match="zero-size array"):
+        nk.reduce(np.zeros(0), nk.op(identity=0.0, empty="raise")(add))
+
+
 def test_an_op_defined_where_functions_have_no_module():
     """A combine made by exec() in a namespace without __name__ has __module__ None:
     it is checked and runs like any other."""
