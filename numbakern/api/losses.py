@@ -106,7 +106,8 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
             device ``logits`` whose axes after the class axis are not one strided
             axis, ``target`` of the wrong
             shape, a bad ``reduction`` or ``label_smoothing``, a bad ``grad_out`` (or
-            one without ``return_grad``), ``weight`` not of shape ``(C,)``.
+            one without ``return_grad``), ``weight`` not of shape ``(C,)``,
+            ``ignore_index`` outside int64's range.
         TypeError: ``check_target`` or ``return_grad`` not a bool,
             ``logits`` not float16/bfloat16/32/64, ``target`` not integer,
             ``ignore_index`` not an int, ``grad_out`` of another dtype, ``weight`` not
@@ -155,6 +156,8 @@ def _launched(logits, target, *, weight, ignore_index, label_smoothing, reductio
     if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
         raise TypeError(f"ignore_index must be an int, got {ignore_index!r}")
     ignore = int(ignore_index)
+    if not -2**63 <= ignore < 2**63:  # torch's int64_t; no target could equal it
+        raise ValueError(f"ignore_index must fit in int64, got {ignore}")
     tv, on_host = _target(target, () if unbatched else (N, *positions), C, ignore)
     if unbatched:
         tv = tv.reshape(1) if on_host else strided(tv, [(1, np.dtype(tv.dtype).itemsize)])

@@ -316,6 +316,9 @@ def test_bad_input_is_named():
         nk.cross_entropy(np.float32(1.0), np.int64(0))  # torch: no class dimension
     with pytest.raises(TypeError, match="ignore_index must be an int"):
         nk.cross_entropy(x, t, ignore_index=1.5)
+    for past in (2**63, -2**63 - 1, 2**70):  # torch's int64_t refuses them too
+        with pytest.raises(ValueError, match="ignore_index must fit in int64"):
+            nk.cross_entropy(x, t, ignore_index=past)
     for flag in ("yes", 1, [1]):  # as every other flag of the library
         with pytest.raises(TypeError, match="return_grad must be True or False"):
             nk.cross_entropy(x, t, return_grad=flag)
