@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -28,8 +29,9 @@ import numbakern
 from numbakern.teach import compare
 from numbakern.teach.peers import give_back_memory
 
-# bench/peers.py and bench/checks.py, beside this file (pytest puts this folder on
-# sys.path)
+# bench/peers.py and bench/checks.py, beside this file: setup.cfg's
+# --import-mode=importlib does not put this folder on sys.path (pytest 9), so say it
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers  # noqa: E402
 from checks import verifier  # noqa: E402
 

@@ -4,6 +4,7 @@ logic does not): a check must fail a wrong result, not only pass a right one."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -24,6 +25,21 @@ def bench(monkeypatch):
     yield SimpleNamespace(checks=checks)
     for name in ("checks", "bench_segments", "bench_selection"):
         sys.modules.pop(name, None)
+
+
+def test_the_suites_collect_as_the_readme_runs_them():
+    """Found by a new user: ``pytest bench/`` stopped at its conftest's ``import
+    peers`` (setup.cfg's --import-mode=importlib puts no folder on sys.path). Without a
+    GPU every case skips; the suites must get that far, from the checkout and from
+    another folder with ``-c setup.cfg`` as bench/gpu_session.sh runs them."""
+    root = BENCH.parent
+    for cwd, config in ((root, []), (BENCH.parent.parent, ["-c", str(root / "setup.cfg"),
+                                                            "--rootdir", str(root)])):
+        done = subprocess.run([sys.executable, "-m", "pytest", *config, "--collect-only",
+                               "-q", str(BENCH / "bench_reduce.py")], cwd=cwd,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "bench_reduce.py::" in done.stdout
 
 
 def test_an_infinite_reference_is_matched_only_by_an_equal_result(bench):
