@@ -304,7 +304,10 @@ def main() -> int:
                         help="small sizes and 200 host calls: a smoke test")
     parser.add_argument("-k", default="", help="only the cases whose name holds this")
     args = parser.parse_args()
-    lib = libraries()
+    try:
+        lib = libraries()
+    except ImportError as exc:  # this table is of whole calls on a GPU, on CuPy input
+        parser.error(f"needs CuPy on a GPU host ({exc})")
     cp = lib.cp
     device = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
     rows = [copy_row(lib, 1 << (24 if args.quick else 28))]

@@ -188,6 +188,13 @@ def _with_progress(console, total: int, work):
 # --- compare --------------------------------------------------------------------------
 
 
+def _kind_names(kinds: str) -> str:
+    """``"biu"`` as ``"bool, signed or unsigned integer"``: the dtypes an operation takes."""
+    names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "float"}
+    words = [names[k] for k in kinds]
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
+
+
 def _operation(name: str) -> _compare.Operation:
     op = _compare.OPERATIONS[name]
     if not op.available:
@@ -259,7 +266,8 @@ def compare_command(op_name, size, dtype, strategies, axis, repeat, json_path, p
     op = _operation(op_name)
     dtype = dtype or ("float32" if "f" in op.kinds else "int32")
     if np.dtype(dtype).kind not in op.kinds:
-        raise click.BadParameter(f"{op.name} does not take {dtype}", param_hint="'--dtype'")
+        raise click.BadParameter(f"compare {op.name} times {_kind_names(op.kinds)} input, "
+                                 f"not {dtype}", param_hint="'--dtype'")
     variants = _variants(op, strategies)
     simulator = numbakern.backend().is_simulator
     shape = size or (op.simulator_shape if simulator else op.gpu_shape)
@@ -433,7 +441,8 @@ def _check_representable(numbers: list, dtype) -> None:
 @click.option("--values", help="The input itself, e.g. 3,1,4,1,5 (instead of --size).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
               help="The input's dtype (histogram strategies: an integer dtype, int64 "
-                   "when left out; a float one is refused).")
+                   "when left out; a float one is refused; the bitwise ops: int32 when "
+                   "left out).")
 @click.option("--threads", type=click.IntRange(32, 256), default=32, show_default=True,
               help="Threads per block, a multiple of 32 (softmax: of the row's block).")
 @click.option("--blocks", type=click.IntRange(1, 8), default=2, show_default=True,
@@ -509,7 +518,11 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
     state = STATE_OPS.get(op_name)
     arg = ARG_OPS.get(op_name)
     op = state.op if state else arg or _ops.get(op_name)
-    if np.dtype(dtype).kind not in (state.kinds if state else op.kinds):
+    kinds = state.kinds if state else op.kinds
+    if "f" not in kinds and click.get_current_context().get_parameter_source("dtype") == \
+            click.core.ParameterSource.DEFAULT:
+        dtype = "int32"  # the bitwise ops: integers only, as compare's default
+    if np.dtype(dtype).kind not in kinds:
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
     if state or arg:
         names = _state_op_strategies(names, op_name)
@@ -683,6 +696,10 @@ def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
                                  "atomic_fold folds a state of several fields packed into "
                                  "one word or under a lock, which the recording cannot "
                                  "follow", param_hint="'STRATEGY'")
+    if len(kept) < len(names):  # a family, as explain sorts says what it leaves out
+        click.echo(f"atomic_fold/...: not shown for --op {op_name}, whose state of several "
+                   "fields atomic_fold folds packed into one word or under a lock, which "
+                   "the recording cannot follow")
     return kept
 
 

@@ -155,7 +155,8 @@ def test_compare_softmax_float16_within_its_precision():
     (["explain", "no_such_strategy"], "'STRATEGY'"),
     (["explain", "--values", "3,x"], "'--values'"),
     (["explain", "--threads", "48"], "'--threads'"),
-    (["explain", "--op", "bitwise_xor"], "'--dtype'"),
+    (["explain", "--op", "bitwise_xor", "--dtype", "float32"], "'--dtype'"),
+    (["compare", "logsumexp", "--dtype", "int8"], "compare logsumexp times float input"),
     (["explain", "all", "--figure", "one.png"], "'--figure'"),
     (["explain", "--values", "300,5", "--dtype", "int8"], "'--values'"),  # would wrap
     (["explain", "--values", "1.5,2", "--dtype", "int32"], "'--values'"),
@@ -178,6 +179,20 @@ def test_bad_arguments_are_one_error_line(args, where):
     errors = [l for l in result.output.splitlines() if l.startswith("Error:")]
     assert len(errors) == 1 and where in errors[0], result.output
     assert "Traceback" not in result.output
+
+
+@simulator_only
+def test_explain_picks_int32_for_a_bitwise_op_and_says_what_a_family_leaves_out():
+    """Found by a new user: ``explain --op bitwise_and`` failed on its own default
+    dtype (float32), where compare's default for xor_sum is int32; and ``explain all
+    --op var`` left atomic_fold out without a word, where ``explain sorts`` says."""
+    result = invoke("explain", "two_pass/warp_shuffle", "--op", "bitwise_and", "-n", "8")
+    assert result.exit_code == 0, result.output
+    assert "bitwise_and of 8 int32" in result.output
+    result = invoke("explain", "all", "--op", "var", "-n", "8")
+    assert result.exit_code == 0, result.output
+    assert "atomic_fold/...: not shown for --op var" in result.output
+    assert "two_pass/blelloch · var" in result.output
 
 
 def test_a_backend_error_is_one_line_from_the_command():
@@ -396,6 +411,20 @@ def test_bench_plot(tmp_path):
     done = subprocess.run([sys.executable, str(plot), str(empty)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2 and "no benchmark" in done.stderr
+    done = subprocess.run([sys.executable, str(plot), str(data), "-o", str(tmp_path / "b.txt")],
+                          capture_output=True, text=True, timeout=120)  # matplotlib lacks it
+    assert done.returncode == 2 and "is not a .png, .svg or .pdf path" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bench_peers_without_cupy_is_one_error_line():
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: the table would run")
+    peers = Path(__file__).resolve().parents[2] / "bench" / "peers.py"
+    done = subprocess.run([sys.executable, str(peers), "--quick"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "needs CuPy on a GPU host" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_bench_plot_reads_impl_and_draws_every_peer_as_a_peer(tmp_path):
