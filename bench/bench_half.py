@@ -38,7 +38,7 @@ dtype. max and argmax read normals: max equal to the float64 max, argmax to
 
 import warnings
 
-import checks  # bench/checks.py, beside this file (pytest puts this folder on sys.path)
+import checks  # bench/checks.py, beside this file (conftest.py puts it on sys.path)
 import pytest
 
 import numbakern as nk

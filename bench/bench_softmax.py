@@ -23,7 +23,7 @@ the worst case; random roundings grow as the square root).
 
 import importlib
 
-import checks  # bench/checks.py, beside this file (pytest puts this folder on sys.path)
+import checks  # bench/checks.py, beside this file (conftest.py puts it on sys.path)
 import numpy as np
 import pytest
 

@@ -18,7 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 @pytest.fixture
 def bench(monkeypatch):
-    """The bench folder on ``sys.path``, as pytest puts it for the suites."""
+    """The bench folder on ``sys.path``, as bench/conftest.py puts it for the suites."""
     monkeypatch.syspath_prepend(str(BENCH))
     import checks
 
