@@ -349,7 +349,7 @@ class Span:
         if self.device is None:
             return marks
         bad = self.workspace.from_host(np.full(2, self.segments, np.int64))
-        mark_heads(self.device, self.segments, self.lo, self.hi, marks, bad,
+        mark_heads(self.device, self.segments, self.lo, self.hi, self.size, marks, bad,
                    self.workspace.stream, ids=ids, ends=ends)
         if not self.on_host:
             _report(bad, self.offsets, self.segments, self.size, None, self.workspace.stream,

@@ -24,13 +24,15 @@ A scan by key needs no offsets: a head is where a key differs from the one befor
 (:func:`mark_key_heads`, one thread an element).
 
 Offsets on the device are checked as they are read: a segment whose bounds decrease
-or leave ``[offsets[0], offsets[-1]]`` (the span, which the caller read and checked
-against ``[0, len(x)]``) marks nothing and records its index in ``bad[0]`` (an atomic
-minimum), for the caller to raise after. :func:`mark_span` does the same before the
-host has read anything: the kernel reads the span's ends itself, checks them against
-``[0, len(x)]`` and writes them beside its record of the first bad segment, so that
-one copy to the host brings back all the caller needs (the one synchronisation of a
-segmented scan of device offsets).
+or leave ``[0, len(x)]`` marks nothing and records its index in ``bad[0]`` (an atomic
+minimum), for the caller to raise after, the segment ``segmented_reduce`` names. One
+that only leaves ``[offsets[0], offsets[-1]]`` (the span, which the caller read and
+checked against ``[0, len(x)]``) marks nothing either: offsets that leave their span
+decrease somewhere, and that segment is the one reported. :func:`mark_span` does the
+same before the host has read anything: the kernel reads the span's ends itself,
+checks them against ``[0, len(x)]`` and writes them beside its record of the first
+bad segment, so that one copy to the host brings back all the caller needs (the one
+synchronisation of a segmented scan of device offsets).
 """
 
 from __future__ import annotations
@@ -71,13 +73,15 @@ def head_loader(inner, shifted: bool, reverse: bool):
 
 def _build_marker(ids: bool, ends: bool):
     @cuda.jit
-    def mark_kernel(offsets, m, lo, hi, marks, bad):
+    def mark_kernel(offsets, m, lo, hi, size, marks, bad):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < m:
             start, stop = int64(offsets[i]), int64(offsets[i + 1])
-            if start < lo or stop < start or stop > hi:
+            if start < 0 or stop < start or stop > size:  # segmented_reduce's test
                 cuda.atomic.min(bad, 0, i)
+            elif start < lo or stop > hi:  # a segment that decreases is reported
+                pass
             elif stop > start:
                 p = (stop - 1 if ends else start) - lo
                 if ids:
@@ -89,15 +93,17 @@ def _build_marker(ids: bool, ends: bool):
     return mark_kernel
 
 
-def mark_heads(offsets, segments: int, lo: int, hi: int, marks, bad, stream, *,
+def mark_heads(offsets, segments: int, lo: int, hi: int, size: int, marks, bad, stream, *,
                ids: bool = False, ends: bool = False) -> None:
     """Write each non-empty segment's head into ``marks`` (a zeroed 1-D device array of
     ``hi - lo`` elements, element ``p`` standing for ``x[lo + p]``): 1, or the
     segment's index with ``ids``; at its last element with ``ends``. ``offsets``: a
-    1-D device array of ``segments + 1`` integers; ``bad``: a device int64 array whose
-    element 0 holds ``segments``, lowered to the first bad segment's index."""
+    1-D device array of ``segments + 1`` integers, ``lo`` and ``hi`` its first and last
+    (checked against ``[0, size]``); ``bad``: a device int64 array whose element 0
+    holds ``segments``, lowered to the first bad segment's index."""
     kernel = cached(("mark_heads", ids, ends, device_key()), lambda: _build_marker(ids, ends))
-    launch(kernel, grid_for(segments), THREADS, stream, offsets, segments, lo, hi, marks, bad)
+    launch(kernel, grid_for(segments), THREADS, stream, offsets, segments, lo, hi, size,
+           marks, bad)
 
 
 def _build_span_marker(ends: bool):
@@ -113,8 +119,10 @@ def _build_span_marker(ends: bool):
             return
         while i < m:
             start, stop = int64(offsets[i]), int64(offsets[i + 1])
-            if start < lo or stop < start or stop > hi:
+            if start < 0 or stop < start or stop > size:  # segmented_reduce's test
                 cuda.atomic.max(info, 2, m - i)  # the first bad segment has the largest
+            elif start < lo or stop > hi:  # a segment that decreases is reported
+                pass
             elif stop > start:
                 marks[(stop - 1 if ends else start) - lo] = 1
             i += step

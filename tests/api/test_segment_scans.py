@@ -208,7 +208,10 @@ def test_torch_tensors_in_tensors_out():
 
 @pytest.mark.parametrize("offsets, match", [
     ([0, 3, 2, 10], "segment 1 runs from 3 to 2"),
-    ([0, 9, 4, 5], "segment 0 runs from 0 to 9"),  # past the span's end, offsets[-1]
+    ([0, 9, 4, 5], "segment 1 runs from 9 to 4"),  # not 0, which passes the span's end
+    ([0, 3, 8, 8, 2], "segment 3 runs from 8 to 2"),
+    ([0, 8, 7], "segment 1 runs from 8 to 7"),
+    ([0, 12, 7, 9], "segment 0 runs from 0 to 12"),  # past len(x): the first bad one
     ([0, 4, 11], r"lie in \[0, 10\].*got 0 .. 11"),
     ([-1, 4, 5], r"lie in \[0, 10\].*got -1 .. 5"),
     (np.array([0, 2**64 - 1], np.uint64), r"got 0 .. 18446744073709551615"),  # not -1
@@ -218,6 +221,10 @@ def test_bad_device_offsets_are_caught(offsets, match):
                             else np.array(offsets, dtype=np.int64))
     with pytest.raises(ValueError, match=rf"offsets must not decrease.*{match}"):
         nk.segmented_scan(np.arange(10.0), device)
+    if "segment" in match:  # the segment segmented_reduce and segmented_sort name too
+        for call in (nk.segmented_reduce, nk.segmented_sort):
+            with pytest.raises(ValueError, match=match):
+                call(np.arange(10.0), device)
 
 
 def test_bad_arguments():
