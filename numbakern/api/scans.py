@@ -249,6 +249,7 @@ def _cumulative(name, scan, op, rule, x, axis, dtype, out, include_initial, stra
     result = rule(np.dtype(x.dtype), dtype)
     check_out(out, shape, result, kind_of(x), name)
     if not include_initial:
+        check_disjoint(out, {"x": x}, kind_of(x), name)  # here, to name the function
         return scan(x, axis=axis, out=out, **options)
     if out is None:
         out = _result_like(x, shape, result, stream)

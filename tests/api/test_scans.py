@@ -525,6 +525,8 @@ def test_cumulative_functions_into_an_out_over_x(name):
     ours(d[1:], include_initial=True, out=d)  # x is the rest of out: in place
     np.testing.assert_array_equal(d.copy_to_host(), numpys(np.array([3.0, 4.0, 5.0]),
                                                            include_initial=True))
+    with pytest.raises(ValueError, match=f"^{name}: out overlaps x in part"):
+        ours(d[:-1], out=d[1:])  # without include_initial too: not "cumsum: ..."
 
 
 @pytest.mark.parametrize("hold", ["shared", "registers"])
