@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 from dataclasses import dataclass, field
@@ -304,10 +305,9 @@ def main() -> int:
                         help="small sizes and 200 host calls: a smoke test")
     parser.add_argument("-k", default="", help="only the cases whose name holds this")
     args = parser.parse_args()
-    try:
-        lib = libraries()
-    except ImportError as exc:  # this table is of whole calls on a GPU, on CuPy input
-        parser.error(f"needs CuPy on a GPU host ({exc})")
+    if importlib.util.find_spec("cupy") is None:  # whole calls on a GPU, on CuPy input
+        parser.error("needs CuPy on a GPU host")
+    lib = libraries()
     cp = lib.cp
     device = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
     rows = [copy_row(lib, 1 << (24 if args.quick else 28))]

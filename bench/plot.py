@@ -114,16 +114,26 @@ def plot(records: list[dict], out: str, ceiling_gbps: float | None) -> None:
     plt.close(fig)
 
 
+def _formats() -> set:
+    """The file formats matplotlib saves here (its backends'), by suffix."""
+    from matplotlib.figure import Figure
+
+    return set(Figure().canvas.get_supported_filetypes())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", nargs="+", help="pytest-benchmark JSON file(s)")
-    parser.add_argument("-o", "--output", help="figure path (.png, .svg or .pdf); "
-                        "default: the first JSON file's name with .png")
+    parser.add_argument("-o", "--output", help="figure path (.png, .svg, .pdf or another "
+                        "format matplotlib saves); default: the first JSON file's name "
+                        "with .png")
     parser.add_argument("--op", action="append", help="only this op (repeatable)")
     parser.add_argument("--ceiling", type=float, help="copy bandwidth to draw, GB/s")
     args = parser.parse_args(argv)
-    if args.output and Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
-        parser.error(f"-o/--output: {args.output} is not a .png, .svg or .pdf path")
+    suffix = Path(args.output or "x.png").suffix.lower().lstrip(".")
+    if suffix and suffix not in _formats():
+        parser.error(f"-o/--output: matplotlib saves no .{suffix}: pick one of "
+                     f"{', '.join(sorted(_formats()))}")
     missing = [path for path in args.json if not Path(path).is_file()]
     if missing:  # pytest-benchmark writes none when every benchmark skipped (no GPU)
         parser.error(f"no such file: {missing[0]} (pytest-benchmark writes its JSON only "

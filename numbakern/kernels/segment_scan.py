@@ -23,16 +23,19 @@ identity)``, which starts the segment from nothing.
 A scan by key needs no offsets: a head is where a key differs from the one before it
 (:func:`mark_key_heads`, one thread an element).
 
-Offsets on the device are checked as they are read: a segment whose bounds decrease
-or leave ``[0, len(x)]`` marks nothing and records its index in ``bad[0]`` (an atomic
-minimum), for the caller to raise after, the segment ``segmented_reduce`` names. One
-that only leaves ``[offsets[0], offsets[-1]]`` (the span, which the caller read and
-checked against ``[0, len(x)]``) marks nothing either: offsets that leave their span
-decrease somewhere, and that segment is the one reported. :func:`mark_span` does the
-same before the host has read anything: the kernel reads the span's ends itself,
-checks them against ``[0, len(x)]`` and writes them beside its record of the first
-bad segment, so that one copy to the host brings back all the caller needs (the one
-synchronisation of a segmented scan of device offsets).
+Offsets on the device are checked as they are read. Their ends come first: the caller
+reads ``offsets[0]`` and ``offsets[-1]`` and names them where they decrease or leave
+``[0, len(x)]`` ("got 5 .. 3", where ``segmented_reduce``, which reads no ends, names
+the first bad segment). Then a segment whose bounds decrease or leave ``[0, len(x)]``
+marks nothing and records its index in ``bad[0]`` (an atomic minimum), for the caller to
+raise after: the segment ``segmented_reduce`` names. One that only leaves ``[offsets[0],
+offsets[-1]]`` (the span, which the caller read and checked against ``[0, len(x)]``)
+marks nothing either: offsets that leave their span decrease somewhere, and that segment
+is the one reported. :func:`mark_span` does the same before the host has read anything:
+the kernel reads the span's ends itself, checks them against ``[0, len(x)]`` and writes
+them beside its record of the first bad segment, so that one copy to the host brings
+back all the caller needs (the one synchronisation of a segmented scan of device
+offsets).
 """
 
 from __future__ import annotations

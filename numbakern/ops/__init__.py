@@ -217,14 +217,18 @@ def _check_kinds_and_atomic(name: str, kinds: Any, atomic: Any) -> None:
                          f"functions the atomic_fold strategy folds with), got {atomic!r}")
 
 
-def _check_empty_and_nan(name: str, empty: Any, nan_propagating: Any) -> None:
-    """``empty`` one of its three forms, ``nan_propagating`` a bool: a misspelt
-    ``"Raise"`` would otherwise read as ``"identity"``, and ``"no"`` as true."""
+def _check_empty_and_nan(name: str, empty: Any, nan_propagating: Any, fields: int) -> None:
+    """``empty`` one of its three forms (a number for a one-field op only: nothing
+    reads it for more), ``nan_propagating`` a bool: a misspelt ``"Raise"`` would
+    otherwise read as ``"identity"``, and ``"no"`` as true."""
+    number = isinstance(empty, (int, float, np.bool_, np.integer, np.floating))
     if isinstance(empty, str) and empty not in ("identity", "raise") or (
-            not isinstance(empty, str) and not (np.ndim(empty) == 0 and
-                                                np.asarray(empty).dtype.kind in "biuf")):
+            not isinstance(empty, str) and not number):
         raise ValueError(f"Op {name!r}: empty must be 'identity', 'raise' or a number (the "
                          f"result of reducing no elements), got {empty!r}")
+    if number and fields > 1:
+        raise ValueError(f"Op {name!r}: an op of {fields} fields takes empty='identity' or "
+                         f"'raise', not a number ({empty!r})")
     if not isinstance(nan_propagating, (bool, np.bool_)):
         raise TypeError(f"Op {name!r}: nan_propagating must be True or False, got "
                         f"{nan_propagating!r}")
@@ -235,39 +239,36 @@ def _fixed_dtypes(name: str, fields: int, given) -> Callable:
     ``(in_dtype, dtype)`` the op holds.
 
     Raises:
-        TypeError: not a tuple or list of ``fields`` dtypes NumPy knows.
+        TypeError: as :func:`checked_state_dtypes`.
     """
-    try:
-        dtypes = tuple(np.dtype(d) for d in given)
-    except TypeError:
-        dtypes = None
-    if dtypes is None or len(dtypes) != fields:
-        raise TypeError(f"Op {name!r}: state_dtypes must be a function of (in_dtype, "
-                        f"dtype) or a tuple of {fields} dtypes, got {given!r}")
-    checked_state_dtypes(name, fields, dtypes)
+    dtypes = checked_state_dtypes(name, fields, given, "be a function of (in_dtype, dtype) "
+                                                       "or a tuple of")
     return lambda in_dtype, dtype: dtypes
 
 
-def checked_state_dtypes(name: str, fields: int, given) -> tuple:
+def checked_state_dtypes(name: str, fields: int, given, form: str = "give") -> tuple:
     """``given``, what an op's ``state_dtypes`` said, as ``fields`` NumPy dtypes that a
-    kernel's state can hold: bool, integers of up to 8 bytes, float16/32/64.
+    kernel's state can hold: bool, integers of up to 8 bytes, float16/32/64, in the
+    GPU's (native) byte order. ``form``: what ``state_dtypes`` must be, for the message.
 
     Raises:
         TypeError: another number of dtypes, or a dtype outside those (complex,
-            longdouble, object, text, ...), naming ``state_dtypes`` and the field.
+            longdouble, object, text, big-endian, ...), naming ``state_dtypes`` and
+            the field.
     """
     try:
         dtypes = tuple(np.dtype(d) for d in given)
-    except TypeError:
+    except (TypeError, ValueError):
         dtypes = None
     if dtypes is None or len(dtypes) != fields:
-        raise TypeError(f"Op {name!r}: state_dtypes must give {fields} dtypes, got "
+        raise TypeError(f"Op {name!r}: state_dtypes must {form} {fields} dtypes, got "
                         f"{given!r}")
     for k, d in enumerate(dtypes):
-        if d.kind not in ALL_KINDS or d.itemsize > 8 or foreign_float(d):
-            raise TypeError(f"Op {name!r}: state_dtypes gives {d} for field {k}; a state's "
-                            "fields are bool, signed or unsigned integers of up to 8 bytes, "
-                            "or float16/32/64")
+        if d.kind not in ALL_KINDS or d.itemsize > 8 or foreign_float(d) or not d.isnative:
+            raise TypeError(f"Op {name!r}: state_dtypes gives {d.str if not d.isnative else d} "
+                            f"for field {k}; a state's fields are bool, signed or unsigned "
+                            "integers of up to 8 bytes, or float16/32/64, of native byte "
+                            "order")
     return dtypes
 
 
@@ -314,7 +315,8 @@ class Op:
             assume no NaN cannot serve.
         empty: the result of reducing no elements: ``"identity"`` (NumPy's rule for
             ufuncs with an identity), ``"raise"`` (``ValueError``, as ``np.max``), or
-            a scalar (sum gives ``0``, not the kernel's fill value ``-0.0``).
+            for a one-field op, a number (sum gives ``0``, not the kernel's fill value
+            ``-0.0``).
         map: ``map(value, index)``: the state of one element, ``index`` its C-order
             position among the reduced axes (along the axis of a scan; within its
             segment in ``segmented_reduce``; in the result, counted from
@@ -341,7 +343,8 @@ class Op:
             ``fields`` dtypes a state can hold (:func:`checked_state_dtypes`, which
             also checks what a function gives, at a call); ``name`` not a string;
             ``nan_propagating`` not a bool.
-        ValueError: ``empty`` neither ``"identity"``, ``"raise"`` nor a number;
+        ValueError: ``empty`` neither ``"identity"``, ``"raise"`` nor a number (or a
+            number on an op of two or more fields);
             ``fields`` not an integer ``>= 1``; an op of two or more fields
             without ``map``; a ``finish`` on a one-field op; ``kinds`` empty or with a
             letter outside ``"biuf"``; ``atomic`` neither ``None`` nor one of the six
@@ -387,7 +390,7 @@ class Op:
             raise TypeError(f"Op {self.name!r}: commutative must be True or False, got "
                             f"{self.commutative!r}")
         _check_kinds_and_atomic(self.name, self.kinds, self.atomic)
-        _check_empty_and_nan(self.name, self.empty, self.nan_propagating)
+        _check_empty_and_nan(self.name, self.empty, self.nan_propagating, self.fields)
         if self.fields > 1 and self.map is None:
             raise ValueError(f"Op {self.name!r}: an op of {self.fields} fields needs "
                              "map(value, index)")
@@ -396,7 +399,8 @@ class Op:
                 raise TypeError(f"Op {self.name!r}: map must be a function of (value, "
                                 f"index), got {self.map!r}")
             _check_arity(self.name, self.map, 2, "map", "value, index")
-        if self.state_dtypes is not None and not callable(self.state_dtypes):
+        if self.state_dtypes is not None and (not callable(self.state_dtypes)
+                                              or isinstance(self.state_dtypes, type)):
             object.__setattr__(self, "state_dtypes", _fixed_dtypes(self.name, self.fields,
                                                                    self.state_dtypes))
         if self.finish is not None and (self.fields < 2 or not callable(self.finish)):
@@ -546,7 +550,7 @@ def op(identity: Any, *, name: str | None = None, commutative: bool = True, **kw
     """
 
     def wrap(fn: Callable) -> Op:
-        return Op(name or getattr(fn, "__name__", repr(fn)), fn, identity,
+        return Op(getattr(fn, "__name__", repr(fn)) if name is None else name, fn, identity,
                   commutative=commutative, **kwargs)
 
     return wrap

@@ -524,8 +524,9 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
         dtype = "int32"  # the bitwise ops: integers only, as compare's default
     if np.dtype(dtype).kind not in kinds:
         raise click.BadParameter(f"{op_name} does not take {dtype}", param_hint="'--dtype'")
-    if state or arg:
-        names = _state_op_strategies(names, op_name)
+    shown = _state_op_strategies(names, op_name) if state or arg else names
+    left_out = len(shown) < len(names)
+    names = shown
     from . import explain as _explain
     from .trace import trace_reduce
 
@@ -545,14 +546,18 @@ def explain(strategy, op_name, size, values, dtype, threads, blocks, items, excl
             click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("--output picks an output of a reduction along an axis: "
                                  "give --shape and --axis too", param_hint="'--output'")
+    if axis is not None and state:
+        raise click.BadParameter(f"--op {op_name} is recorded over a whole array; "
+                                 "along an axis, explain takes one-field ops and "
+                                 f"{', '.join(ARG_OPS)}", param_hint="'--op'")
     if not numbakern.backend().is_simulator:  # the arguments checked first: a usage
         _rerun_under_simulator()  # error is one line, on any machine
     console = _console()
+    if left_out:  # a family, as explain sorts says what it leaves out
+        console.print(f"atomic_fold/...: not shown for --op {op_name}, whose state of "
+                      "several fields atomic_fold folds packed into one word or under a "
+                      "lock, which the recording cannot follow")
     if axis is not None:
-        if state:
-            raise click.BadParameter(f"--op {op_name} is recorded over a whole array; "
-                                     "along an axis, explain takes one-field ops and "
-                                     f"{', '.join(ARG_OPS)}", param_hint="'--op'")
         summaries = _explain_axis(console, names, x, op_name if arg else op, axis, output,
                                   threads, blocks, limit, figure)
     elif family == "ranks":
@@ -696,10 +701,6 @@ def _state_op_strategies(names: list[str], op_name: str) -> list[str]:
                                  "atomic_fold folds a state of several fields packed into "
                                  "one word or under a lock, which the recording cannot "
                                  "follow", param_hint="'STRATEGY'")
-    if len(kept) < len(names):  # a family, as explain sorts says what it leaves out
-        click.echo(f"atomic_fold/...: not shown for --op {op_name}, whose state of several "
-                   "fields atomic_fold folds packed into one word or under a lock, which "
-                   "the recording cannot follow")
     return kept
 
 

@@ -145,7 +145,7 @@ def test_state_dtypes_as_a_tuple_of_dtypes():
               state_dtypes=(np.int64,))(moments.combine)
 
 
-@pytest.mark.parametrize("bad", [np.complex128, np.longdouble, object, "U3", "M8[s]"])
+@pytest.mark.parametrize("bad", [np.complex128, np.longdouble, object, "U3", "M8[s]", ">f8"])
 def test_state_dtypes_a_state_cannot_hold_are_refused_naming_the_field(bad):
     """Found by a new user: a complex128 field computed a complex result (NumPy's
     ComplexWarnings by the hundred), a longdouble one met Numba's float128 error and
@@ -160,17 +160,24 @@ def test_state_dtypes_a_state_cannot_hold_are_refused_naming_the_field(bad):
             call(np.arange(4.0), given)
     with pytest.raises(TypeError, match="state_dtypes must give 2 dtypes"):
         nk.reduce(np.arange(4.0), nk.op(state_dtypes=lambda d, dt: (np.float64,), **pair)(add))
+    with pytest.raises(TypeError, match="state_dtypes must be a function .* or a tuple of 2"):
+        nk.op(state_dtypes=np.float64, **pair)(add)  # a dtype is callable, not a function
 
 
 def test_a_misspelt_empty_a_name_or_a_nan_flag_not_of_their_type_are_refused():
     """Found by a reviewer: empty="Raise" read as "identity" (the empty sum gave 0.0),
     name=5 made Op(5) and nan_propagating="yes" read as true."""
     add = lambda a, b: a + b  # noqa: E731
-    for empty in ("Raise", None, (0, 1), [0]):
+    for empty in ("Raise", None, (0, 1), [0], [[0], [1, 2]], "0"):
         with pytest.raises(ValueError, match="empty must be 'identity', 'raise' or a number"):
             nk.op(identity=0.0, empty=empty)(add)
-    with pytest.raises(TypeError, match="name must be a string, got 5"):
-        nk.op(identity=0.0, name=5)(add)
+    with pytest.raises(ValueError, match="an op of 2 fields takes empty='identity' or "
+                                         "'raise', not a number"):  # nothing would read it
+        nk.op(identity=(0.0, 0.0), fields=2, map=lambda v, i: (v, v), empty=5)(
+            lambda a0, a1, b0, b1: (a0 + b0, a1 + b1))
+    for name in (5, 0, False):  # a falsy one too, not the function's name instead
+        with pytest.raises(TypeError, match=f"name must be a string, got {name}"):
+            nk.op(identity=0.0, name=name)(add)
     with pytest.raises(TypeError, match="nan_propagating must be True or False"):
         nk.op(identity=0.0, nan_propagating="yes")(add)
     assert nk.reduce(np.zeros(0), nk.op(identity=0.0, empty=-1)(add)) == -1.0

@@ -29,9 +29,9 @@ def bench(monkeypatch):
 
 def test_the_suites_collect_as_the_readme_runs_them():
     """Found by a new user: ``pytest bench/`` stopped at its conftest's ``import
-    peers`` (setup.cfg's --import-mode=importlib puts no folder on sys.path). Without a
-    GPU every case skips; the suites must get that far, from the checkout and from
-    another folder with ``-c setup.cfg`` as bench/gpu_session.sh runs them."""
+    peers`` (setup.cfg's --import-mode=importlib puts no folder on sys.path). The
+    suites must collect (without a GPU each case then skips), from the checkout and
+    from another folder with ``-c setup.cfg``, as bench/gpu_session.sh runs them."""
     root = BENCH.parent
     for cwd, config in ((root, []), (BENCH.parent.parent, ["-c", str(root / "setup.cfg"),
                                                             "--rootdir", str(root)])):

@@ -119,7 +119,8 @@ def test_cli_explain_op_var_and_logsumexp(tmp_path):
     assert summary["function"] == "var" and summary["joins"] == 9
     result = runner.invoke(cli, ["explain", "all", "--op", "logsumexp", "-n", "40"])
     assert result.exit_code == 0, result.output
-    assert "atomic_fold" not in result.output  # left out: its two-field fold takes a lock
+    assert "atomic_fold/warp_shuffle ·" not in result.output  # its two-field fold locks,
+    assert "atomic_fold/...: not shown for --op logsumexp" in result.output  # and it says
     assert result.output.count("→ logsumexp") == len(TWO_PASS)
 
 
