@@ -124,7 +124,7 @@ class DecoupledLookback(GridScan):
         TypeError: ``block`` not a block strategy with a block scan (``warp_shuffle``,
             ``hillis_steele``, ``blelloch``); ``items`` not an int (a float or a
             bool); ``publish_prefix`` or ``vectors`` not a bool.
-        ValueError: ``items`` below 1; an unknown ``hold``. At
+        ValueError: ``items`` below 1 or past ``2**31 - 1``; an unknown ``hold``. At
             scan time, a tile of ``items`` that overflows shared memory.
     """
 

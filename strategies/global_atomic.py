@@ -38,7 +38,8 @@ class GlobalAtomic(HistogramStrategy):
 
     Raises:
         TypeError: ``threads`` or ``blocks`` not an int (a float or a bool).
-        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` below 1.
+        ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` below
+            1 or past ``2**31 - 1``.
     """
 
     name = "global_atomic"

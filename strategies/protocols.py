@@ -399,7 +399,8 @@ class GridStrategy(Strategy):
     Raises:
         TypeError: ``block`` not a :class:`BlockStrategy`; ``blocks`` not an int (a
             float or a bool) or ``None``.
-        ValueError: ``blocks`` an int below 1.
+        ValueError: ``blocks`` an int below 1 or past ``2**31 - 1`` (a grid's most
+            blocks).
     """
 
     deterministic: ClassVar[bool]

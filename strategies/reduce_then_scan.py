@@ -63,8 +63,9 @@ class ReduceThenScan(GridScan):
         TypeError: ``block`` not a block strategy with a block scan (``warp_shuffle``,
             ``hillis_steele``, ``blelloch``); ``items`` or ``blocks`` not an int (a
             float or a bool).
-        ValueError: ``items`` or ``blocks`` below 1; an unknown ``hold``. At
-            scan time, a tile of ``items`` that overflows shared memory.
+        ValueError: ``items`` or ``blocks`` below 1 or past ``2**31 - 1``; an
+            unknown ``hold``. At scan time, a tile of ``items`` that overflows shared
+            memory.
     """
 
     name = "reduce_then_scan"

@@ -49,7 +49,7 @@ class SharedPrivatized(HistogramStrategy):
     Raises:
         TypeError: ``threads`` or ``blocks`` not an int (a float or a bool).
         ValueError: ``threads`` not a multiple of 32 from 32 to 1024; ``blocks`` below
-            1; when counting, more bins than fit in shared memory.
+            1 or past ``2**31 - 1``; when counting, more bins than fit in shared memory.
     """
 
     name = "shared_privatized"

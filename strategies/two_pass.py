@@ -48,7 +48,8 @@ class TwoPass(GridReduce):
     Raises:
         TypeError: ``block`` not a :class:`~numbakern.strategies.BlockStrategy`;
             ``blocks`` not an int (a float or a bool) or ``None``.
-        ValueError: ``blocks`` an int below 1.
+        ValueError: ``blocks`` an int below 1 or past ``2**31 - 1`` (a grid's most
+            blocks).
     """
 
     name = "two_pass"
