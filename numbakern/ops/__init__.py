@@ -344,11 +344,10 @@ class Op:
             also checks what a function gives, at a call); ``name`` not a string;
             ``nan_propagating`` not a bool.
         ValueError: ``empty`` neither ``"identity"``, ``"raise"`` nor a number (or a
-            number on an op of two or more fields);
-            ``fields`` not an integer ``>= 1``; an op of two or more fields
-            without ``map``; a ``finish`` on a one-field op; ``kinds`` empty or with a
-            letter outside ``"biuf"``; ``atomic`` neither ``None`` nor one of the six
-            names above.
+            number on an op of two or more fields); ``fields`` not an integer ``>= 1``;
+            an op of two or more fields without ``map``; a ``finish`` on a one-field
+            op; ``kinds`` empty or with a letter outside ``"biuf"``; ``atomic`` neither
+            ``None`` nor one of the six names above.
     """
 
     name: str

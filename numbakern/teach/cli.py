@@ -189,7 +189,8 @@ def _with_progress(console, total: int, work):
 
 
 def _kind_names(kinds: str) -> str:
-    """``"biu"`` as ``"bool, signed or unsigned integer"``: the dtypes an operation takes."""
+    """``"biu"`` as ``"bool, signed integer or unsigned integer"``: the dtypes an
+    operation takes."""
     names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "float"}
     words = [names[k] for k in kinds]
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
