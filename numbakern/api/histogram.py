@@ -24,8 +24,8 @@ from numbakern.api._interop import numpy_bfloat16
 
 from numbakern import strategies as _strategies
 from numbakern.core.arrays import (BFloat16Input, CopyWarning, Workspace, as_array_like,
-                                   as_layout_array, flat_device, honours_stream, kind_of,
-                                   resolve_stream, to_user, user_array)
+                                   as_layout_array, flat_device, honours_stream, host_array,
+                                   kind_of, resolve_stream, to_user, user_array)
 from numbakern.core.bins import (TABLE_ITEMSIZE, BinRule, EdgeRule, edges_of, int_binner,
                                  table_binner)
 from numbakern.core.deliver import deliver_host
@@ -329,10 +329,7 @@ _BOOL_WEIGHTS_BETWEEN_EDGES = ("histogram: bool weights with bins as an array of
 def check_not_ragged(bins) -> None:
     """``ValueError`` naming ``bins`` for a ragged list (NumPy's own words after it)."""
     if isinstance(bins, (list, tuple)):
-        try:
-            np.asarray(bins)
-        except ValueError as e:
-            raise ValueError(f"histogram: bins cannot be read as an array: {e}") from None
+        host_array(bins, "histogram: bins")
 
 
 def host_edges(bins, stream):

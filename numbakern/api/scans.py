@@ -820,7 +820,7 @@ def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:
     result = np.dtype((rule or op.result_dtype)(in_dtype, dtype))
     if op.finish is not None:  # one output, whatever the state
         states = op.given_state_dtypes(in_dtype, dtype) or _ops.field_dtypes(op, result)
-        return tuple(np.dtype(d) for d in states), (result,)
+        return states, (result,)
     if op.fields == 1:
         results = (result,)
     elif op.state_dtypes is not None:

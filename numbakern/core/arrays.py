@@ -146,6 +146,15 @@ def check_float_type(dtype: np.dtype, name: str) -> None:
                         "floats are float16, bfloat16, float32 and float64")
 
 
+def host_array(x: Any, name: str) -> np.ndarray:
+    """``np.asarray(x)``; a ragged list is a ValueError naming ``name``, NumPy's words
+    after it."""
+    try:
+        return np.asarray(x)
+    except ValueError as e:
+        raise ValueError(f"{name} cannot be read as an array: {e}") from None
+
+
 def as_array_like(x: Any, name: str = "x"):
     """The input ``name`` as an array object with shape, dtype and strides (lists via
     NumPy).
@@ -171,10 +180,7 @@ def as_array_like(x: Any, name: str = "x"):
     if isinstance(x, np.matrix):
         raise TypeError("np.matrix is not supported (NumPy keeps its results 2-D): pass "
                         "np.asarray(x)")
-    try:
-        x = np.asarray(x)
-    except ValueError as e:  # a ragged list: NumPy's words, with the argument's name
-        raise ValueError(f"{name} cannot be read as an array: {e}") from None
+    x = host_array(x, name)
     check_float_type(x.dtype, name)
     if x.dtype == object and x.size and all(type(v) is int for v in x.flat) and \
             any(not -2**63 <= v < 2**64 for v in x.flat):

@@ -126,10 +126,17 @@ def segment_loader(kit):
 
 
 @cuda.jit(device=True)
+def misplaced(start, stop, n):
+    """Whether a segment's bounds decrease or leave ``[0, n]``: the one test by which
+    every segmented kernel (reductions, scans, sorts) reports bad offsets."""
+    return start < 0 or stop < start or stop > n
+
+
+@cuda.jit(device=True)
 def clamped(start, stop, n):
     """``(start, stop, bad)``: a segment's bounds clamped into ``[0, n]``, and whether
-    they needed it (every kernel here clamps the same way)."""
-    bad = start < 0 or stop < start or stop > n
+    they needed it (:func:`misplaced`; every kernel here clamps the same way)."""
+    bad = misplaced(start, stop, n)
     start = min(max(start, int64(0)), n)
     stop = min(max(stop, start), n)
     return start, stop, bad

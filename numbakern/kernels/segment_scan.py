@@ -44,6 +44,7 @@ import numpy as np
 from numba import cuda, float32, int8, int64, uint64
 
 from numbakern.kernels.elementwise import THREADS, grid_for, zeros
+from numbakern.kernels.segment_reduce import misplaced
 from numbakern.ops.segmented import EMPTY, HEAD
 from numbakern.runtime.cache import cached, device_key
 from numbakern.runtime.device import ceil_div
@@ -81,7 +82,7 @@ def _build_marker(ids: bool, ends: bool):
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < m:
             start, stop = int64(offsets[i]), int64(offsets[i + 1])
-            if start < 0 or stop < start or stop > size:  # segmented_reduce's test
+            if misplaced(start, stop, size):
                 cuda.atomic.min(bad, 0, i)
             elif start < lo or stop > hi:  # a segment that decreases is reported
                 pass
@@ -122,7 +123,7 @@ def _build_span_marker(ends: bool):
             return
         while i < m:
             start, stop = int64(offsets[i]), int64(offsets[i + 1])
-            if start < 0 or stop < start or stop > size:  # segmented_reduce's test
+            if misplaced(start, stop, size):
                 cuda.atomic.max(info, 2, m - i)  # the first bad segment has the largest
             elif start < lo or stop > hi:  # a segment that decreases is reported
                 pass
