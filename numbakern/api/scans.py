@@ -54,7 +54,7 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_o
                                    resolve_stream, user_array)
 from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, flat_axis_of_0d, normalize_axis,
                                   optional_axis)
-from numbakern.core.deliver import (OutDtypeError, check_apart, check_disjoint, check_out,
+from numbakern.core.deliver import (check_apart, check_disjoint, check_index_out, check_out,
                                     written_into)
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
@@ -138,7 +138,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     """
     result = _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout,
                    stream, cumsum_dtype, "cumsum")
-    return _accumulated(x, result, axis, exclusive, reverse, None)
+    return _accumulated(x, result, axis, exclusive, reverse, None, dtype)
 
 
 @dispatch
@@ -169,7 +169,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
     """
     result = _product(x, False, axis, dtype, out, exclusive, reverse, strategy, layout,
                       stream, "cumprod")
-    return _accumulated(x, result, axis, exclusive, reverse, None)
+    return _accumulated(x, result, axis, exclusive, reverse, None, dtype)
 
 
 @dispatch
@@ -343,7 +343,7 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
                        stream, None, None)
     for numpys, nan_as in _NUMPY_ACCUMULATES:  # their words, as cumsum's and cumprod's
         if op is numpys:
-            return _accumulated(x, result, axis, exclusive, reverse, nan_as)
+            return _accumulated(x, result, axis, exclusive, reverse, nan_as, dtype)
     return result
 
 
@@ -364,7 +364,7 @@ def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fa
     """
     result = _scan(x, _ops.NANSUM, axis, dtype, out, exclusive, reverse, strategy, layout,
                    stream, cumsum_dtype, "nancumsum")
-    return _accumulated(x, result, axis, exclusive, reverse, 0)
+    return _accumulated(x, result, axis, exclusive, reverse, 0, dtype)
 
 
 @dispatch
@@ -377,17 +377,17 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
     """
     result = _product(x, True, axis, dtype, out, exclusive, reverse, strategy, layout,
                       stream, "nancumprod")
-    return _accumulated(x, result, axis, exclusive, reverse, 1)
+    return _accumulated(x, result, axis, exclusive, reverse, 1, dtype)
 
 
-def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as):
+def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as, dtype=None):
     """``result``, after NumPy's floating-point warnings of a cumulative sum or product
     of host input, found from the result's running values (device input gets none,
-    which would cost a read): an element the result's float dtype cannot hold
-    overflows "in cast"; then along each row, a running value that first leaves the
-    finite range at a finite element overflowed, one that first becomes NaN at an
-    element that is not NaN met ``inf - inf`` or ``inf * 0`` ("... encountered in
-    accumulate"). The products' running values are NumPy's sequential ones; a sum's
+    which would cost a read): an element the float ``dtype=`` (else the result's
+    dtype) cannot hold overflows "in cast"; then along each row, a running value that
+    first leaves the finite range at a finite element overflowed, one that first
+    becomes NaN at an element that is not NaN met ``inf - inf`` or ``inf * 0`` ("...
+    encountered in accumulate"). The products' running values are NumPy's sequential ones; a sum's
     are its tree's, whose overflow can differ from NumPy's loop (its value too).
     ``nan_as``: the value a NaN element enters as (the nan forms), else None. Finite
     results cost one ``isfinite`` of them."""
@@ -396,12 +396,16 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as):
     data = host_numbers(as_array_like(x))
     if data is None:
         return result
+    # NumPy's loop runs in a float dtype= and casts the elements to it: a wider out
+    # then holds what the cast made infinite, and that overflow is the cast's
+    computed = np.dtype(dtype) if dtype is not None and np.dtype(dtype).kind == "f" \
+        else result.dtype
     with np.errstate(all="ignore"):
-        cast = data.astype(result.dtype)
+        cast = data.astype(computed)
     if (np.isfinite(data) & ~np.isfinite(cast)).any():
         numpy_fp_error("over", "overflow encountered in cast")
     if nan_as is not None:
-        cast = np.where(np.isnan(cast), result.dtype.type(nan_as), cast)
+        cast = np.where(np.isnan(cast), computed.type(nan_as), cast)
     flat = axis is None or cast.ndim == 0
     rows = cast.reshape(-1) if flat else np.moveaxis(cast, axis, -1)
     runs = result.reshape(-1) if flat else np.moveaxis(result, axis, -1)
@@ -548,10 +552,8 @@ def _torch_pair_scan(x, op, axis, out, reverse, strategy, layout, stream, caller
     (:func:`_torch_0d`), whose ``out`` pair is then of 0-d arrays, written as the
     one-element rows the scan writes."""
     zero_d = _torch_0d(x, axis)
-    if isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[1], "dtype") and \
-            np.dtype(out[1].dtype).kind not in "iu":  # as argmax's; torch wants int64
-        raise OutDtypeError(f"{caller}: indices need an integer out, got dtype "
-                            f"{np.dtype(out[1].dtype)}")
+    if isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[1], "dtype"):
+        check_index_out(np.dtype(out[1].dtype), caller)  # as argmax's; torch wants int64
     rows = out
     if zero_d and isinstance(out, (tuple, list)):
         for o in out:

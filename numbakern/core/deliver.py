@@ -18,8 +18,8 @@ rules live once:
   stricter than NumPy's reductions, which cast ``unsafe``ly (a float sum into an int
   array): such an ``out`` raises :class:`OutDtypeError`, a ``ValueError`` that is also
   a ``TypeError``, the class NumPy raises for a forbidden cast. Indices (argmax and
-  friends) need an integer ``out``, as NumPy's argmax (int64 results; a narrower
-  integer ``out`` wraps).
+  friends) need an integer ``out`` that casts safely to int64, as NumPy's argmax
+  (int64 results; a narrower integer ``out`` wraps; uint64 is refused).
 * A function that writes its result in place (softmax) takes an ``out`` of the
   result's dtype only.
 * An ``out`` whose elements share memory (a zero stride along an axis longer than 1,
@@ -77,8 +77,8 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         shape, dtype: the result's.
         kind: the input's array library, ``"numpy"``, ``"cupy"`` or ``"device"``.
         name: the function, for messages.
-        integer: ``out`` must have an integer dtype, any of them (indices, cast as
-            NumPy's argmax casts them).
+        integer: ``out`` must have an integer dtype that casts safely to int64
+            (indices, cast as NumPy's argmax casts them: all but uint64).
         exact: ``out`` must have ``dtype`` itself (a result written in place).
         arg: ``out``'s name in messages (``grad_out`` ...).
 
@@ -124,8 +124,8 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if got.kind in "OSUV":  # same_kind lets numbers into all of these
         raise OutDtypeError(f"{name}: {arg} has dtype {got}; the kernels write numbers: "
                             f"pass a bool, integer or float {arg}")
-    if integer and got.kind not in "iu":
-        raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
+    if integer:
+        check_index_out(got, name, arg)
     # a NumPy out of either byte order takes the result by a host copy, as NumPy's
     if exact and (got.newbyteorder("=") if kind == "numpy" else got) != dtype:
         raise OutDtypeError(f"{name}: {arg} must have the result's dtype {dtype} (it is "
@@ -134,6 +134,20 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
     return got
+
+
+def check_index_out(got: np.dtype, name: str, arg: str = "out") -> None:
+    """An ``out`` of indices: integer, and safely cast to int64 (NumPy's argmax casts its
+    ``out`` to the loop's int64 under 'safe'), so any integer but uint64.
+
+    Raises:
+        OutDtypeError: another dtype, named with ``name`` and ``arg``.
+    """
+    if got.kind not in "iu":
+        raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
+    if not np.can_cast(got, np.int64, casting="safe"):
+        raise OutDtypeError(f"{name}: indices need an integer {arg} that casts safely to "
+                            f"int64 (as NumPy's argmax), got dtype {got}")
 
 
 def overlaps_itself(shape: tuple, strides: tuple, itemsize: int) -> bool:
@@ -274,7 +288,9 @@ def written_into(out, result, stream):
     assignment for a host result, a launch on ``stream`` for a device one (into any
     layout, so a repeated call replays it)."""
     if isinstance(result, (np.ndarray, np.generic)):
-        out[...] = result
+        # unsafe, as NumPy's argmax wraps an index in a narrower out (a scalar assigned
+        # with out[...] = goes through a Python int, which raises instead)
+        np.copyto(out, result, casting="unsafe")
     else:
         cast_into_view(flat(result), out, stream)
     return out

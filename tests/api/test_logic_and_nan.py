@@ -193,6 +193,23 @@ def test_nanargmax_into_a_narrower_integer_out_finds_all_nan_slices_first(dtype)
             fn(x, axis=1, out=np.zeros(3, dtype))
 
 
+def test_nanargmax_of_a_whole_array_wraps_an_index_into_a_narrower_0d_out():
+    """A whole array's index written into a 0-d int8 ``out`` wraps as NumPy's (150 is
+    -106 there), host and device alike: not an OverflowError from assigning a scalar."""
+    x = np.zeros(200)
+    x[150] = 1.0
+    for fn, ref, sign in ((nk.nanargmax, np.nanargmax, 1), (nk.nanargmin, np.nanargmin, -1)):
+        want = ref(sign * x, out=np.zeros((), np.int8))
+        assert want == -106
+        for kwargs in ({}, {"axis": 0}):
+            out = np.zeros((), np.int8)
+            assert fn(sign * x, out=out, **kwargs) is out
+            _same(out, want)
+            device_out = cuda.to_device(np.zeros((), np.int8))
+            fn(cuda.to_device(sign * x), out=device_out, **kwargs)
+            _same(device_out.copy_to_host(), want)
+
+
 @pytest.mark.parametrize("fn", ["nanmax", "nanmin"])
 def test_nanmax_and_nanmin_name_themselves_in_errors(fn):
     """Their errors name them, and an empty input gets NumPy's own words (which Dask's

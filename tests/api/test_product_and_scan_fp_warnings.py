@@ -96,6 +96,20 @@ def test_a_cast_into_a_narrower_dtype_is_numpys(x, dtype):
         assert got_words == want_words, fn
 
 
+def test_a_scans_float_dtype_casts_first_into_a_wider_out_too():
+    """NumPy's loop runs in the ``dtype=`` and casts the elements to it: with a wider
+    ``out`` the overflow is still the cast's, not the running value's."""
+    x = np.array([1e5, 1.0])
+    for fn in ("cumsum", "cumprod", "nancumsum", "nancumprod"):
+        out = np.zeros(2, np.float32)
+        got, got_words = _words(getattr(nk, fn), x, dtype=np.float16, out=out)
+        want, want_words = _words(getattr(np, fn), x, dtype=np.float16,
+                                  out=np.zeros(2, np.float32))
+        assert got is out
+        np.testing.assert_array_equal(got, want)
+        assert got_words == want_words == ["overflow encountered in cast"], fn
+
+
 def test_an_infinite_initial_and_masked_factors_say_nothing_numpy_does_not():
     x = np.array([1e200, 1e200, 3.0])
     for kw in ({"initial": INF}, {"where": np.array([True, False, True])},
