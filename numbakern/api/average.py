@@ -19,7 +19,7 @@ from numbakern.core.deliver import deliver, deliver_host
 from numbakern.kernels.elementwise import (INVALID, OVERFLOW, PRODUCT_INF, PRODUCT_NAN,
                                           WEIGHT_INF, WEIGHT_NAN, divide_by_into,
                                           pairing_dims, weighted_into)
-from numbakern.runtime.checks import check_flag
+from numbakern.runtime.checks import check_flag, check_keepdims
 from numbakern.runtime.stacklevel import numpy_fp_error, quiet_numpy_errors
 from numbakern.runtime.views import flat, host_copy
 
@@ -70,7 +70,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
     values without the warnings.
     """
     x = as_array_like(x)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     returned = check_flag(returned, "returned")
     shape = tuple(x.shape)
     given = given_axes(axis, len(shape))

@@ -114,6 +114,7 @@ from numbakern.core.axes import (FLAT, LAST, axis_or_dim, check_flag, flat_axis_
                                   keepdims_or_keepdim, normalize_axes, normalize_axis,
                                   result_shape)
 from numbakern.core.deliver import retupled
+from numbakern.runtime.checks import check_keepdims
 from numbakern.runtime.stacklevel import numpy_fp_error, numpys_words, quiet_numpy_errors, warn
 
 
@@ -293,7 +294,7 @@ def _reduction(x, op: _ops.Op, name: str, axis, dtype, keepdims, split_every, st
     x = _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     result = op.result_dtype_for(x.dtype, dtype, None if name == "reduce" else name)
     from numbakern.api.reductions import _grid, _initial, initial_loop  # the checks, at once
 
@@ -585,7 +586,7 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False,
                                        weights_along)
 
     x = _check_dask(x, "average")
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     returned = check_flag(returned, "returned")
     given = given_axes(axis, x.ndim)
     axes = None if given is None else normalize_axes(given, x.ndim)
@@ -694,7 +695,7 @@ def _self_reduction(x, name: str, result, axis, keepdims, split_every, kwargs: d
     for a slice of nothing, unless NumPy's ``initial`` stands in for it: given to the
     aggregate only)."""
     _check_split_every(split_every, name)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     axes = normalize_axes(axis, x.ndim)
     acc = result if acc is None else acc
     chunk = functools.partial(_self_chunk, name=name, acc=acc, fill=fill, kwargs=kwargs)
@@ -895,7 +896,7 @@ def _moment_reduction(x, name: str, axis, dtype, keepdims, split_every, strategy
     x = _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     op = _ops.NAN_MOMENTS if skip_nan else _ops.MOMENTS
     op.check_dtype(np.dtype(x.dtype), "x of dtype", name)
     from numbakern.api.reductions import _grid, check_float_dtype
@@ -970,7 +971,7 @@ def _from_mean(x, name: str, mean, axis, dtype, keepdims, split_every, strategy,
     x = _check_dask(x, name)
     _refuse_out(out, name)
     _check_split_every(split_every, name)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     _ops.NAN_MOMENTS.check_dtype(np.dtype(x.dtype), "x of dtype", name)
     check_float_dtype(dtype, name)
     axes = normalize_axes(axis, x.ndim)
@@ -1290,7 +1291,7 @@ def _arg(x, direction: str, name: str, axis, keepdims, tie_break_left, split_eve
     (``(values, indices)``); ``skip_nan``: nanargmax/nanargmin."""
     x = _check_dask(x, name)
     _check_split_every(split_every, name)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
     op = _ops.arg_op(direction, tie_break_left)
     op.check_dtype(x.dtype)

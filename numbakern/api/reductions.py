@@ -66,6 +66,7 @@ from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, di
                                             subtract_into, summed_variance_into,
                                             variance_into)
 from numbakern.ops.state import state_kit
+from numbakern.runtime.checks import check_keepdims
 from numbakern.runtime.memo import planner
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import (numpy_fp_error, numpy_fp_errors, numpys_words,
@@ -107,7 +108,7 @@ def _setup(op: _ops.Op, strategy, dtype, in_dtype: np.dtype, in_shape: tuple, ax
            keepdims: bool, lanes, name: str | None = None) -> _Setup:
     """Check the arguments and derive what they decide; every argument error is raised
     here, naming ``name`` (the function called) where a dtype is refused."""
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     result = op.result_dtype_for(in_dtype, dtype, name)
     if op.fields != 1:
         raise TypeError(f"{op.name} has {op.fields} fields; reduce takes one-field ops "
@@ -320,7 +321,7 @@ def _planned_arg(name: str, direction: str, tie_break_left, in_dtype: np.dtype,
     errors name it; ``skip_nan``: the nanargmax and nanargmin ops; ``many_axes``:
     ``axis`` may be a tuple (nanmax and nanmin, whose values, unlike an index, mean
     something over several axes, as NumPy's)."""
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     tie_break_left = check_flag(tie_break_left, "tie_break_left")
     if skip_nan:
         op = _ops.NANARGMAX if direction == "max" else _ops.NANARGMIN
@@ -559,7 +560,7 @@ def _masked_mean(x, mask, where, axis, dtype, out, keepdims, in_dtype: np.dtype,
     cast = kind_of(x) == "numpy" and result.kind in "iub"
     if cast:
         shape = result_shape(tuple(x.shape), normalize_axes(axis, x.ndim),
-                             check_flag(keepdims, "keepdims"))
+                             check_keepdims(keepdims))
         check_out(out, shape, result, "numpy", name)
     told = []
 
@@ -839,7 +840,7 @@ def _run_fields(x, op, strategy, dtype, stream, axis, keepdims, out, lanes, init
     in_dtype = np.dtype(x.dtype)
     result = op.result_dtype_for(in_dtype, dtype)
     dtypes = op.given_state_dtypes(in_dtype, dtype) or _ops.field_dtypes(op, result)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
     grid = _grid(op, strategy)
@@ -1044,7 +1045,7 @@ def _planned_lse(in_dtype: np.dtype, in_shape: tuple, axis, keepdims: bool, stra
                  lanes) -> tuple:
     """logsumexp's argument checks and what they decide: ``(result dtype, axes, shape,
     grid, M, N, kit)``."""
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     if in_dtype.kind not in "biuf" or in_dtype.itemsize > 8:
         raise TypeError(f"logsumexp is not defined for x of dtype {in_dtype}; it accepts "
                         "bool, integers and float16/32/64")
@@ -1173,7 +1174,7 @@ def _planned_pair(name: str, op, in_dtype: np.dtype, in_shape: tuple, axis, keep
     """A two-field op's argument checks, as :func:`_setup`: ``(op, result dtypes, axes,
     shape, grid, M, N, kit)``, both fields in the input's accumulator dtype; errors
     name ``name``, the function called."""
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     op.check_dtype(in_dtype, caller=name)
     axes = normalize_axes(axis, len(in_shape))
     grid = _grid(op, strategy)
@@ -1571,7 +1572,7 @@ def _scalar_division(x, axis, keepdims, out, summed: np.dtype) -> bool:
     arithmetic, which words its errors "scalar divide": a 0-d result (no axis kept, no
     ``out``) of a float64 or integer sum; arrays, and float32, float16 and bool
     scalars, which it divides as arrays, say "divide"."""
-    kept = check_flag(keepdims, "keepdims") or (
+    kept = check_keepdims(keepdims) or (
         axis is not None and len(normalize_axes(axis, np.ndim(x))) < np.ndim(x))
     summed = np.dtype(summed)
     return (np.ndim(x) == 0 or not kept) and out is None and (
@@ -1806,7 +1807,7 @@ def _from_mean(name, x, mean, axis, dtype_given: bool, result, out, ddof, keepdi
     ``(sum, count)`` (:data:`numbakern.ops.SUM_AND_COUNT`; for the NaN-skipping forms
     the count of non-NaN elements, :data:`numbakern.ops.SUM_COUNT` over ``x``), then
     ``sum / (count - ddof)``."""
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     if x.ndim == 0:  # one element: as a 1-D array, the result still 0-d
         normalize_axes(axis, 0)
         x, axis, keepdims = _one_element(x), None, False
@@ -1943,7 +1944,7 @@ def _counted(name, x, op, dtypes, result, axis, keepdims, out, strategy, stream,
     count nothing. ``emit``: ``(emit, argument)``, the same finish done by the
     reduction's storing pass (``numbakern/kernels/finishes.py``), for device input,
     whose counts are never read back. ``read``: the kit's (``float16.read_for``)."""
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     axes = normalize_axes(axis, x.ndim)
     shape = result_shape(tuple(x.shape), axes, keepdims)
     grid, workspace, M, empty, finished = _counted_setup(name, x, op, strategy, lanes, out,

@@ -75,7 +75,7 @@ from numbakern.core.arrays import (
     kind_of,
     resolve_stream,
 )
-from numbakern.core.axes import check_flag, normalize_axes, normalize_axis, result_shape
+from numbakern.core.axes import normalize_axes, normalize_axis, result_shape
 from numbakern.core.deliver import check_out, deliver, deliver_host
 from numbakern.core.jobs import SelectJob
 from numbakern.kernels import partition_split as split
@@ -93,6 +93,7 @@ from numbakern.kernels.rank_stats import (FACTS, next_keys_into, picked_stats_in
                                           picks_into, ranks_into, row_facts_into)
 from numbakern.kernels.partition_split import MAX_BUCKETS
 from numbakern.kernels.sort_keys import bits_dtype
+from numbakern.runtime.checks import check_keepdims
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.stacklevel import numpy_fp_error, numpys_words, warn
 from numbakern.runtime.views import checked_words, device_view, host_copy, host_words, view_as
@@ -490,7 +491,7 @@ def _order_stats(name, x, quantiles, axis, out, keepdims, method, skip_nan: bool
     given = x.dtype if isinstance(x, np.ndarray) else None
     x = as_array_like(x)
     dtype = check_dtype(x.dtype)
-    keepdims = check_flag(keepdims, "keepdims")
+    keepdims = check_keepdims(keepdims)
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, _METHOD_NAMES))} "
                          f"(NumPy's other methods are not implemented), got {method!r}")

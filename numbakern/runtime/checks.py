@@ -35,3 +35,12 @@ def check_flag(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def check_keepdims(value) -> bool:
+    """``keepdims`` as NumPy's reductions take it: True or False, or an integer (their
+    ufuncs read it as one: ``keepdims=1`` keeps the axes); else TypeError."""
+    if not isinstance(value, (bool, np.bool_, int, np.integer)):
+        raise TypeError(f"keepdims must be True or False (or an integer, as NumPy's), "
+                        f"got {value!r}")
+    return bool(value)

@@ -290,7 +290,7 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
     (lambda x: nk.sum(x, strategy="two_pass/"), ValueError, "unknown strategy"),
     (lambda x: nk.sum(x, axis=0, keepdims="yes"), TypeError, "keepdims must be True"),
     (lambda x: nk.max(x, keepdims=None), TypeError, "keepdims must be True"),
-    (lambda x: nk.argmax(x, keepdims=1), TypeError, "keepdims must be True"),
+    (lambda x: nk.argmax(x, keepdims=1.0), TypeError, "keepdims must be True"),
     (lambda x: nk.argmax(x, tie_break_left="no"), TypeError, "tie_break_left must be"),
     (lambda x: TwoPass(blocks=1.5), TypeError, "blocks must be an int"),
     (lambda x: TwoPass(blocks=True), TypeError, "blocks must be an int"),
@@ -334,6 +334,21 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
 def test_bad_arguments_found_by_a_fresh_user(call, error, match):
     with pytest.raises(error, match=match):
         call(np.arange(10.0))
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "argmax", "mean", "var", "ptp", "median",
+                                  "average", "count_nonzero"])
+def test_keepdims_as_an_integer_is_numpys(name):
+    """NumPy's reductions read ``keepdims`` as an integer: 1 and 2 keep the axes, 0 does
+    not (a float or a string is refused, as theirs)."""
+    x = np.arange(12.0).reshape(3, 4)
+    for keepdims in (1, 2, 0, np.int64(1)):
+        got = getattr(nk, name)(x, axis=1, keepdims=keepdims)
+        want = getattr(np, name)(x, axis=1, keepdims=keepdims)
+        assert np.shape(got) == np.shape(want) == ((3, 1) if keepdims else (3,))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    with pytest.raises(TypeError, match="keepdims must be True or False"):
+        getattr(nk, name)(x, axis=1, keepdims=1.0)
 
 
 def test_blocks_past_the_elements_are_not_launched():
