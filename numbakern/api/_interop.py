@@ -106,6 +106,9 @@ CASTS_X = frozenset({
     "segmented_reduce", "segmented_scan", "scan_by_key"})
 # Arguments a function writes and returns: the caller gets its own object back.
 OUTS = ("out", "grad_out")
+# Arguments besides the first that are arrays however few their dimensions (a 0-d
+# bfloat16 one is not a number to widen): the backward passes' upstream gradient.
+_ARRAYS_ALWAYS = frozenset({"dy"})
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 _NATIVE_MODULES = ("numpy", "cupy", "numba", "dask", "numbakern")
 
@@ -363,7 +366,8 @@ class _Call:
         if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f":
             self.wider.add(name)  # (bfloat16's kind is "V")
         if _is_bfloat16_scalar(a):
-            if not first and name not in OUTS:  # a number (initial=, scale=, q)
+            if not first and name not in OUTS and name not in _ARRAYS_ALWAYS:
+                # a number (initial=, scale=, q)
                 self.widened_names.add(name)
                 return np.float32(a)  # exactly; a typed scalar, as NumPy promotes it
             a = np.asarray(a)  # a NumPy scalar x: as its 0-d array

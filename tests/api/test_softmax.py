@@ -1031,6 +1031,23 @@ def test_0d_backward_passes_of_any_y_as_torch():
                                        want.numpy(), rtol=1e-6)
 
 
+def test_0d_bfloat16_numpy_backward_passes_as_torch():
+    """A 0-d ``ml_dtypes.bfloat16`` ``dy`` is an array like ``y``, not a number to
+    widen: the result is 0-d bfloat16, torch's bits, positional or by keyword."""
+    torch = pytest.importorskip("torch")
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    aten = {"softmax_backward": torch.ops.aten._softmax_backward_data,
+            "log_softmax_backward": torch.ops.aten._log_softmax_backward_data}
+    for y_value, dy_value in ((1.0, 0.5), (0.25, -3.0)):
+        y, dy = np.array(y_value, bf16), np.array(dy_value, bf16)
+        for kind, fn in BACKWARD.items():
+            want = aten[kind](torch.tensor(dy_value, dtype=torch.bfloat16),
+                              torch.tensor(y_value, dtype=torch.bfloat16), 0, torch.bfloat16)
+            for got in (fn(y, dy), fn(y=y, dy=dy), fn(y, dy[()])):
+                assert got.dtype == bf16 and got.shape == (), kind
+                assert got.view(np.uint16) == want.view(torch.int16).item() & 0xFFFF, kind
+
+
 def test_an_integer_cast_to_float16_is_silent_as_torchs():
     """70000 cast to float16 is inf (NaN results, as torch's); NumPy's cast would warn
     from inside the library, torch's says nothing."""
