@@ -303,9 +303,12 @@ def test_bad_input_is_named():
         nk.cross_entropy(x, t, reduction="avg")
     with pytest.raises(ValueError, match="label_smoothing must lie in"):
         nk.cross_entropy(x, t, label_smoothing=1.5)
-    for smoothing in ("0.5", True, None):  # as torch, a number only
+    for smoothing in ("0.5", True, None, np.array([0.5])):  # as torch, a number only
         with pytest.raises(TypeError, match="label_smoothing must be a real number"):
             nk.cross_entropy(x, t, label_smoothing=smoothing)
+    # a 0-d array of one (torch takes a 0-d tensor) is that number
+    assert nk.cross_entropy(x, t, label_smoothing=np.array(0.25)) == \
+        nk.cross_entropy(x, t, label_smoothing=0.25)
     with pytest.raises(TypeError, match="logits must be float16"):
         nk.cross_entropy(x > 0, t)
     with pytest.raises(ValueError, match="grad_out is written only with return_grad=True"):
@@ -404,6 +407,17 @@ def test_unchecked_device_targets_read_no_report_and_count_a_bad_row_as_ignored(
         nk.cross_entropy(x, t, check_target=False)
     with pytest.raises(TypeError, match="check_target must be True or False"):
         nk.cross_entropy(x, t, check_target=None)
+
+
+def test_a_0d_tensor_label_smoothing_as_torch():
+    """torch takes a 0-d tensor for ``label_smoothing`` (a float parameter); so does
+    this one (the tensor reaches the check as a 0-d array)."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(case(4, 5)[0])
+    t = torch.tensor([0, 1, 2, 3])
+    got = nk.cross_entropy(x, t, label_smoothing=torch.tensor(0.1))
+    want = torch.nn.functional.cross_entropy(x, t, label_smoothing=torch.tensor(0.1))
+    torch.testing.assert_close(got, want)
 
 
 def test_torch_cpu_logits_with_device_targets_are_checked():

@@ -323,6 +323,8 @@ def test_commutative_must_be_a_bool():  # 'no' read as True gave a wrong answer
      "^scan_by_key is not defined for x of dtype float64"),
     (lambda x: nk.mean(x, dtype=np.complex64), TypeError,
      "^mean is not defined for dtype=complex64"),
+    (lambda x: nk.logcumsumexp(x.astype(np.int64)), TypeError,  # bfloat16 is read too
+     "^logcumsumexp is not defined for x of dtype int64; it accepts float16, bfloat16, "),
     (lambda x: nk.xor_sum(x.astype(np.int32), initial=1.5), ValueError,
      "^xor_sum: initial=1.5 is not a value"),
     (lambda x: nk.median([[1], [2, 3]]), ValueError, "^x cannot be read as an array"),
