@@ -53,8 +53,9 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False, strat
 
     Raises:
         TypeError: ``weights`` of another shape than ``x`` without ``axis`` (NumPy's
-            words), or of a dtype that is not real; ``keepdims`` or ``returned`` not
-            True or False (NumPy takes any truthy value); a bad ``stream``.
+            words), or of a dtype that is not real; ``keepdims`` neither a bool nor an
+            integer (as NumPy's); ``returned`` not True or False (NumPy takes any
+            truthy value); a bad ``stream``.
         ValueError: ``weights`` not of ``x``'s shape along ``axis``; an axis repeated;
             an unknown ``strategy``.
         ZeroDivisionError: weights of a slice summing to zero (NumPy's), or, without

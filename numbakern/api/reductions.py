@@ -357,7 +357,8 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
             normalize_axes(axis, 0)
             axis = None
         x = x.reshape(1)
-        keepdims = False  # and its result stays 0-d
+        check_keepdims(keepdims)  # checked, though a 0-d result has no axis to keep
+        keepdims = False
     name = f"nan{direction}" if many_axes else f"nanarg{direction}" if skip_nan else \
         f"{direction}_with_indices" if want_values else f"arg{direction}"
     op, dtypes, axes, shape, grid, M, N, kit = _planned_arg(
@@ -455,7 +456,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
     Raises:
         TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64 (or
             bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
-            number; ``keepdims`` not a bool; ``axis`` not None, an int or a tuple of
+            number; ``keepdims`` neither a bool nor an integer (as NumPy's reductions
+            read it); ``axis`` not None, an int or a tuple of
             ints; a ``stream`` that is none of the kinds above; ``where`` not bool
             (NumPy casts nothing else to bool); ``lanes`` not an int (a bool, a float)
             or None.
@@ -968,8 +970,9 @@ def argmax(x, axis=None, out=None, *, keepdims=False, tie_break_left=True,
             ``strategy``; ``lanes`` other than None, 32 or the strategy's threads.
         AxisError: ``axis`` out of range.
         TypeError: ``axis`` not an int; ``x`` complex (or any dtype but bool, integers
-            and floats); ``keepdims`` or ``tie_break_left`` not True or False (NumPy
-            takes any truthy ``keepdims``); a bad ``stream`` (as :func:`sum`).
+            and floats); ``keepdims`` neither a bool nor an integer (NumPy's argmax
+            takes any truthy one); ``tie_break_left`` not True or False; a bad
+            ``stream`` (as :func:`sum`).
     """
     return _arg(x, "max", axis, keepdims, tie_break_left, (None, out), False, strategy,
                 stream, lanes)
@@ -1014,8 +1017,9 @@ def max_with_indices(x, axis=FLAT, *, dim=None, keepdims=False, keepdim=None,
             memory too); an unknown ``strategy``; a bad ``lanes``. AxisError: a bad
             ``axis``.
         TypeError: ``out`` not ``None`` nor a pair; ``axis`` not an int; both
-            ``axis`` and ``dim``, or ``keepdims`` and ``keepdim``, given; either not
-            True or False; ``x`` complex; a bad ``stream``.
+            ``axis`` and ``dim``, or ``keepdims`` and ``keepdim``, given; ``keepdim``
+            not True or False, ``keepdims`` neither a bool nor an integer; ``x``
+            complex; a bad ``stream``.
     """
     axis = axis_or_dim(axis, dim, "max_with_indices", FLAT)
     keepdims = keepdims_or_keepdim(keepdims, keepdim, "max_with_indices")

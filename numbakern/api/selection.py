@@ -347,8 +347,8 @@ def median(x, axis=None, out=None, overwrite_input=False, keepdims=False, *,
         TypeError: a dtype the sorts refuse; ``out`` of another library; a
             ``strategy`` that is neither a name nor a sort or select strategy object
             (a strategy of another family); ``axis`` not an int or tuple of ints;
-            ``keepdims`` not True or False (NumPy takes any truthy value); a bad
-            ``stream``.
+            ``keepdims`` neither a bool nor an integer (NumPy takes any truthy
+            value); a bad ``stream``.
         ValueError: a select strategy other than ``radix_select`` and
             ``sort_slice`` (name or object), an unknown name.
         numpy.exceptions.AxisError: ``axis`` out of range; ValueError: a repeated axis.

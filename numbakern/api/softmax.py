@@ -186,11 +186,11 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
         threads: threads per block (a multiple of 32); default chosen by row length.
         out: an array of ``x``'s shape and the result's dtype (``x`` itself works).
         stream: a Numba stream, a CuPy stream or a raw pointer.
-        dtype: the result's dtype (float16, float32 or float64), as
+        dtype: the result's dtype (float16, bfloat16, float32 or float64), as
             ``torch.softmax(x, dtype=)``: ``x`` is computed in it (float32 for
             float16), so float16 logits can give float32 probabilities (float64
-            ``x`` into float16 reads each logit as a float32: the README's PyTorch
-            section). Default: ``x``'s dtype.
+            ``x`` into float16 or bfloat16 reads each logit as a float32: the
+            README's PyTorch section). Default: ``x``'s dtype.
 
     Returns:
         An array of ``x``'s shape and dtype (or ``dtype``); each row sums to 1 (to

@@ -71,14 +71,14 @@ def axis_or_dim(axis: Any, dim: Any, name: str, default: Any = LAST) -> Any:
 
 def keepdims_or_keepdim(keepdims: Any, keepdim: Any, name: str) -> Any:
     """Whether reduced axes are kept, by NumPy's ``keepdims=`` or torch's ``keepdim=``:
-    ``keepdim`` where given (``keepdims`` left at False).
+    ``keepdim`` where given (``keepdims`` left at a false bool or integer).
 
     Raises:
         TypeError: both given.
     """
     if keepdim is None:
         return keepdims
-    if keepdims is not False and keepdims is not np.False_:
+    if not isinstance(keepdims, (bool, np.bool_, int, np.integer)) or keepdims:
         raise TypeError(f"{name}: give keepdims= or torch's keepdim=, not both "
                         f"(got keepdims={keepdims!r}, keepdim={keepdim!r})")
     return check_flag(keepdim, f"{name}: keepdim")

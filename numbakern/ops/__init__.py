@@ -422,7 +422,7 @@ class Op:
         dtype = np.dtype(dtype)
         if dtype.kind not in self.kinds or dtype.itemsize > 8 or foreign_float(dtype):
             allowed = {"b": "bool", "i": "signed integers", "u": "unsigned integers",
-                       "f": "float16, bfloat16, float32, float64"}
+                       "f": "float16/32/64"}
             names = ", ".join(allowed[k] for k in self.kinds)
             where = f"{what}{dtype}" if what.endswith("=") else f"{what} {dtype}"
             raise TypeError(f"{caller or self.name} is not defined for {where}; it accepts "

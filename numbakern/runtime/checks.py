@@ -39,7 +39,10 @@ def check_flag(value, name: str) -> bool:
 
 def check_keepdims(value) -> bool:
     """``keepdims`` as NumPy's reductions take it: True or False, or an integer (their
-    ufuncs read it as one: ``keepdims=1`` keeps the axes); else TypeError."""
+    ufuncs read it as one: ``keepdims=1`` keeps the axes; a 0-d integer array too, as
+    a 0-d CPU tensor arrives); else TypeError."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biu":
+        value = value[()]
     if not isinstance(value, (bool, np.bool_, int, np.integer)):
         raise TypeError(f"keepdims must be True or False (or an integer, as NumPy's), "
                         f"got {value!r}")
