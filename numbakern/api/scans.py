@@ -54,7 +54,7 @@ from numbakern.core.arrays import (CopyWarning, Workspace, as_array_like, bits_o
                                    resolve_stream, user_array)
 from numbakern.core.axes import (FLAT, axis_or_dim, check_flag, flat_axis_of_0d, normalize_axis,
                                   optional_axis)
-from numbakern.core.deliver import (check_apart, check_disjoint, check_index_out, check_out,
+from numbakern.core.deliver import (OutDtypeError, check_apart, check_disjoint, check_out,
                                     written_into)
 from numbakern.core.jobs import ScanJob
 from numbakern.core.layout import scan_views
@@ -335,6 +335,8 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     if isinstance(op, str) and op in _ARG_NAMES:
         op = _ops.arg_op(op[3:])
     op = _ops.get(op, also=_ARG_NAMES)
+    if isinstance(op, _ops.ArgOp):
+        _check_scan_indices(out, "associative_scan")
     if op is _ops.PROD or op is _ops.NANPROD:  # cumprod's NumPy special values, as cumprod
         result = _product(x, op is _ops.NANPROD, axis, dtype, out, exclusive, reverse,
                           strategy, layout, stream, None)
@@ -547,13 +549,22 @@ def _torch_0d(x, axis) -> bool:
     return axis is not None and flat_axis_of_0d(axis, np.ndim(x)) is None
 
 
+def _check_scan_indices(out, caller: str) -> None:
+    """An ``out`` pair's indices: a signed integer array (torch's cummax wants int64; a
+    narrower one wraps, as argmax's), which the scan's int64 indices reach under
+    ``same_kind``: an ``OutDtypeError`` for any other, named here."""
+    if isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[1], "dtype") and \
+            np.dtype(out[1].dtype).kind != "i":
+        raise OutDtypeError(f"{caller}: indices need a signed integer out (torch's want "
+                            f"int64), got dtype {np.dtype(out[1].dtype)}")
+
+
 def _torch_pair_scan(x, op, axis, out, reverse, strategy, layout, stream, caller) -> tuple:
     """cummax's and cummin's ``(values, indices)``, 0-d for a 0-d ``x`` along its axis
     (:func:`_torch_0d`), whose ``out`` pair is then of 0-d arrays, written as the
     one-element rows the scan writes."""
     zero_d = _torch_0d(x, axis)
-    if isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[1], "dtype"):
-        check_index_out(np.dtype(out[1].dtype), caller)  # as argmax's; torch wants int64
+    _check_scan_indices(out, caller)
     rows = out
     if zero_d and isinstance(out, (tuple, list)):
         for o in out:

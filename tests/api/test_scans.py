@@ -323,16 +323,24 @@ def test_an_out_pair_with_a_none_is_refused_by_name():
 
 
 def test_an_out_pair_needs_integer_indices():
-    """cummax's and cummin's indices go to an integer ``out`` (any width, as argmax's;
-    torch's wants int64): a float one is refused, not written as floats."""
+    """cummax's, cummin's and associative_scan's argmax/argmin indices go to a signed
+    integer ``out`` (any width; torch's wants int64): a float or unsigned one is
+    refused with the same words, not written as floats."""
     x = np.array([[1.0, 3.0, 2.0], [0.0, -1.0, 5.0]], np.float32)
+    for unsigned in (np.uint32, np.uint64):
+        with pytest.raises(nk.OutDtypeError, match="^cummax: indices need a signed integer"):
+            nk.cummax(x, axis=1, out=(np.zeros((2, 3), np.float32), np.zeros((2, 3), unsigned)))
+    for op in ("argmax", nk.ops.arg_op("min")):
+        with pytest.raises(nk.OutDtypeError,
+                           match="^associative_scan: indices need a signed integer"):
+            nk.associative_scan(x, op, axis=1, out=(np.zeros((2, 3)), np.zeros((2, 3))))
     for f in (nk.cummax, nk.cummin):
         for indices in (np.zeros((2, 3), np.float32), cuda.to_device(np.zeros((2, 3)))):
             values = np.zeros((2, 3), np.float32) if isinstance(indices, np.ndarray) else \
                 cuda.to_device(np.zeros((2, 3), np.float32))
             source = x if isinstance(indices, np.ndarray) else cuda.to_device(x)
-            with pytest.raises(nk.OutDtypeError, match=f"{f.__name__}: indices need an "
-                                                       "integer out, got dtype float"):
+            with pytest.raises(nk.OutDtypeError, match=f"{f.__name__}: indices need a "
+                                                       "signed integer out .*got dtype float"):
                 f(source, axis=1, out=(values, indices))
         pair = (np.zeros((2, 3), np.float32), np.zeros((2, 3), np.int32))
         assert f(x, axis=1, out=pair).indices is pair[1]
