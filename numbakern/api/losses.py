@@ -252,8 +252,9 @@ def _finish(reduction: str, gradient: bool, launches: int, R: int):
 
 
 def _smoothing(value) -> float:
-    """``label_smoothing=`` checked: a real number in [0, 1], a 0-d array of one (a 0-d
-    tensor arrives as one) included, as softmax's ``scale=``."""
+    """``label_smoothing=`` checked: a real number in [0, 1], a 0-d array of one
+    included (a 0-d CPU tensor arrives as its value: ``api._interop``), as softmax's
+    ``scale=``."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -415,9 +415,13 @@ def test_a_0d_tensor_label_smoothing_as_torch():
     torch = pytest.importorskip("torch")
     x = torch.tensor(case(4, 5)[0])
     t = torch.tensor([0, 1, 2, 3])
-    got = nk.cross_entropy(x, t, label_smoothing=torch.tensor(0.1))
-    want = torch.nn.functional.cross_entropy(x, t, label_smoothing=torch.tensor(0.1))
-    torch.testing.assert_close(got, want)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):  # bfloat16: 0.10009765625
+        smoothing = torch.tensor(0.1, dtype=dtype)
+        got = nk.cross_entropy(x, t, label_smoothing=smoothing)
+        want = torch.nn.functional.cross_entropy(x, t, label_smoothing=smoothing)
+        torch.testing.assert_close(got, want)
+    scale = torch.tensor(0.5, dtype=torch.bfloat16)  # and softmax's scale, a number too
+    torch.testing.assert_close(nk.softmax(x, scale=scale), torch.softmax(x * 0.5, -1))
 
 
 def test_torch_cpu_logits_with_device_targets_are_checked():
