@@ -399,9 +399,11 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as, dtype=
     if data is None:
         return result
     # NumPy's loop runs in a float dtype= and casts the elements to it: a wider out
-    # then holds what the cast made infinite, and that overflow is the cast's
-    computed = np.dtype(dtype) if dtype is not None and np.dtype(dtype).kind == "f" \
-        else result.dtype
+    # then holds what the cast made infinite, and that overflow is the cast's (into a
+    # narrower out NumPy warns of both, which the result's dtype tells apart no better)
+    given = np.dtype(dtype) if dtype is not None else None
+    computed = given if given is not None and given.kind == "f" and \
+        given.itemsize <= result.dtype.itemsize else result.dtype
     with np.errstate(all="ignore"):
         cast = data.astype(computed)
     if (np.isfinite(data) & ~np.isfinite(cast)).any():
