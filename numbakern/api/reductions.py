@@ -457,8 +457,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,  # noq
         TypeError: an input or ``dtype=`` outside bool/int/uint/float16-64 (or
             bfloat16 through a torch tensor or ``ml_dtypes`` array); ``initial`` not a
             number; ``keepdims`` neither a bool nor an integer (as NumPy's reductions
-            read it); ``axis`` not None, an int or a tuple of
-            ints; a ``stream`` that is none of the kinds above; ``where`` not bool
+            read it); ``axis`` not None, an int or a tuple of ints; a ``stream`` that
+            is none of the kinds above; ``where`` not bool
             (NumPy casts nothing else to bool); ``lanes`` not an int (a bool, a float)
             or None.
         ValueError: an unknown strategy, or one that needs a commutative op; a bad
