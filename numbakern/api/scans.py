@@ -389,8 +389,9 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as, dtype=
     dtype) cannot hold overflows "in cast"; then along each row, a running value that
     first leaves the finite range at a finite element overflowed, one that first
     becomes NaN at an element that is not NaN met ``inf - inf`` or ``inf * 0`` ("...
-    encountered in accumulate"). The products' running values are NumPy's sequential ones; a sum's
-    are its tree's, whose overflow can differ from NumPy's loop (its value too).
+    encountered in accumulate"). The products' running values are NumPy's sequential
+    ones; a sum's are its tree's, whose overflow can differ from NumPy's loop (its
+    value too).
     ``nan_as``: the value a NaN element enters as (the nan forms), else None. Finite
     results cost one ``isfinite`` of them."""
     if kind_of(result) != "numpy" or result.dtype.kind != "f" or np.isfinite(result).all():

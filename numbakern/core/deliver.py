@@ -124,8 +124,11 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
     if got.kind in "OSUV":  # same_kind lets numbers into all of these
         raise OutDtypeError(f"{name}: {arg} has dtype {got}; the kernels write numbers: "
                             f"pass a bool, integer or float {arg}")
-    if integer:
-        check_index_out(got, name, arg)
+    if integer and got.kind not in "iu":
+        raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
+    if integer and not np.can_cast(got, np.int64, casting="safe"):  # NumPy's argmax's rule
+        raise OutDtypeError(f"{name}: indices need an integer {arg} that casts safely to "
+                            f"int64 (as NumPy's argmax), got dtype {got}")
     # a NumPy out of either byte order takes the result by a host copy, as NumPy's
     if exact and (got.newbyteorder("=") if kind == "numpy" else got) != dtype:
         raise OutDtypeError(f"{name}: {arg} must have the result's dtype {dtype} (it is "
@@ -134,20 +137,6 @@ def check_out(out, shape: tuple, dtype, kind: str, name: str, integer: bool = Fa
         raise OutDtypeError(f"{name}: cannot cast the {dtype} result to {arg}'s dtype {got} "
                             f"with casting rule '{OUT_CASTING}'")
     return got
-
-
-def check_index_out(got: np.dtype, name: str, arg: str = "out") -> None:
-    """An ``out`` of indices: integer, and safely cast to int64 (NumPy's argmax casts its
-    ``out`` to the loop's int64 under 'safe'), so any integer but uint64.
-
-    Raises:
-        OutDtypeError: another dtype, named with ``name`` and ``arg``.
-    """
-    if got.kind not in "iu":
-        raise OutDtypeError(f"{name}: indices need an integer {arg}, got dtype {got}")
-    if not np.can_cast(got, np.int64, casting="safe"):
-        raise OutDtypeError(f"{name}: indices need an integer {arg} that casts safely to "
-                            f"int64 (as NumPy's argmax), got dtype {got}")
 
 
 def overlaps_itself(shape: tuple, strides: tuple, itemsize: int) -> bool:
