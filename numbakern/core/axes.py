@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numbakern.runtime.checks import check_flag
+from numbakern.runtime.checks import check_flag, check_keepdims
 
 try:
     from numpy.exceptions import AxisError
@@ -78,7 +78,7 @@ def keepdims_or_keepdim(keepdims: Any, keepdim: Any, name: str) -> Any:
     """
     if keepdim is None:
         return keepdims
-    if not isinstance(keepdims, (bool, np.bool_, int, np.integer)) or keepdims:
+    if check_keepdims(keepdims):
         raise TypeError(f"{name}: give keepdims= or torch's keepdim=, not both "
                         f"(got keepdims={keepdims!r}, keepdim={keepdim!r})")
     return check_flag(keepdim, f"{name}: keepdim")
