@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import numbers
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from numbakern.kernels.elementwise import THREADS, cast_into, fill, grid_for
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import compute_dtype
 from numbakern.ops.state import state_kit
-from numbakern.runtime.checks import check_flag
+from numbakern.runtime.checks import check_flag, check_real
 from numbakern.runtime.launch import launch
 from numbakern.runtime.replay import replayable
 from numbakern.runtime.views import (checked_words, device_view, host_copy, host_words,
@@ -252,14 +251,9 @@ def _finish(reduction: str, gradient: bool, launches: int, R: int):
 
 
 def _smoothing(value) -> float:
-    """``label_smoothing=`` checked: a real number in [0, 1], a 0-d array of one
-    included (a 0-d CPU tensor arrives as its value: ``api._interop``), as softmax's
-    ``scale=``."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"label_smoothing must be a real number, got {value!r}")
-    eps = float(value)
+    """``label_smoothing=`` checked: a real number in [0, 1] (:func:`check_real`), as
+    softmax's ``scale=``."""
+    eps = float(check_real(value, "label_smoothing"))
     if not 0.0 <= eps <= 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1], got {value!r}")
     return eps

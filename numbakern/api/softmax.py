@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -69,7 +68,7 @@ from numbakern.core.layout import axis_last_views, collapse
 from numbakern.kernels import softmax_rows
 from numbakern.kernels.softmax_rows import RowPlan
 from numbakern.kernels.vector import VECTOR_BYTES, vector_lanes
-from numbakern.runtime.checks import check_count
+from numbakern.runtime.checks import check_count, check_real
 from numbakern.runtime.device import SIMULATOR, WARP
 from numbakern.runtime.launch import launch
 from numbakern.runtime.memo import planner
@@ -374,10 +373,7 @@ def _scale(scale) -> float:
     1)."""
     if scale is None:
         return 1.0
-    if isinstance(scale, np.ndarray) and scale.ndim == 0:
-        scale = scale[()]
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {scale!r}")
+    scale = check_real(scale, "scale")
     try:
         value = float(scale)
     except OverflowError:  # an int past float64's range

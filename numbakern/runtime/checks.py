@@ -3,6 +3,8 @@ argument and say what is allowed."""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .device import MAX_GRID
@@ -47,3 +49,13 @@ def check_keepdims(value) -> bool:
         raise TypeError(f"keepdims must be True or False (or an integer, as NumPy's), "
                         f"got {value!r}")
     return bool(value)
+
+
+def check_real(value, name: str):
+    """A real number, not a bool: ``value`` itself, or the number in a 0-d NumPy
+    array (a 0-d CPU tensor arrives as its value); else TypeError."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return value
