@@ -110,7 +110,8 @@ OUTS = ("out", "grad_out")
 # bfloat16 one is not a number to widen): the backward passes' upstream gradient.
 _ARRAYS_ALWAYS = frozenset({"dy"})
 # Arguments that are numbers, which torch takes as a 0-d tensor too (its float
-# parameters): a CPU one is its value, of any float dtype (bfloat16 included).
+# parameters): one is its value, of any float dtype (bfloat16 included); a CUDA one is
+# read as torch reads it, through ``item()`` (which waits for the tensor's stream).
 _NUMBERS = frozenset({"scale", "label_smoothing"})
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 _NATIVE_MODULES = ("numpy", "cupy", "numba", "dask", "numbakern")
@@ -363,7 +364,7 @@ class _Call:
         if isinstance(a, (tuple, list)) and name in OUTS:
             return type(a)(self.inward(v, name, False) for v in a)
         if is_torch(a) and _is_tensor(a):
-            if name in _NUMBERS and a.dim() == 0 and a.is_cpu and not a.dtype.is_complex:
+            if name in _NUMBERS and a.dim() == 0 and not a.dtype.is_complex:
                 return a.item()  # (a bool stays a bool, which the checks refuse)
             return self._tensor_in(a, name, first)
         if name in OUTS and a is not None:  # the caller's own out comes back as itself

@@ -116,3 +116,16 @@ def test_weights_written_on_a_side_stream_are_read_after_that_work(torch):
         loss = nk.cross_entropy(x, t, weight=w)
     side.synchronize()
     torch.testing.assert_close(loss, F.cross_entropy(x, t, weight=w), rtol=2e-5, atol=2e-5)
+
+
+def test_a_0d_cuda_tensor_is_a_number_as_torch_takes_one(torch):
+    """label_smoothing= and softmax's scale= as 0-d CUDA tensors: their values, as
+    torch's float parameters read them (not an array the checks refuse)."""
+    x = torch.randn(4, 5, device="cuda")
+    t = torch.tensor([0, 1, 2, 3], device="cuda")
+    for dtype in (torch.float32, torch.bfloat16):
+        eps = torch.tensor(0.1, device="cuda", dtype=dtype)
+        want = torch.nn.functional.cross_entropy(x, t, label_smoothing=eps.item())
+        torch.testing.assert_close(nk.cross_entropy(x, t, label_smoothing=eps), want)
+    scale = torch.tensor(0.5, device="cuda")
+    torch.testing.assert_close(nk.softmax(x, scale=scale), torch.softmax(x * 0.5, -1))
