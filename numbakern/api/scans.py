@@ -127,6 +127,9 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     the host result: an element a float ``dtype`` cannot hold ("overflow encountered
     in cast"), a running value that overflows, ``inf - inf`` ("... encountered in
     accumulate"; :func:`cumprod` and the nan forms too, ``inf * 0`` for products).
+    Into an ``out`` narrower than a float ``dtype=``, NumPy's cast of the running
+    values into ``out`` clears its loop's flags: that cast's overflow warns "in cast"
+    and "in accumulate", and nothing else does.
     A sum's running values are the tree's: where they overflow and NumPy's loop does
     not (or the other way), the values and the words differ. Device input, a complex
     ``out`` and an integer ``dtype=`` of float input get the values without them.
@@ -138,7 +141,7 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     """
     result = _scan(x, _ops.SUM, axis, dtype, out, exclusive, reverse, strategy, layout,
                    stream, cumsum_dtype, "cumsum")
-    return _accumulated(x, result, axis, exclusive, reverse, None, dtype)
+    return _accumulated(x, result, axis, exclusive, reverse, np.add, None, dtype)
 
 
 @dispatch
@@ -169,7 +172,7 @@ def cumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fals
     """
     result = _product(x, False, axis, dtype, out, exclusive, reverse, strategy, layout,
                       stream, "cumprod")
-    return _accumulated(x, result, axis, exclusive, reverse, None, dtype)
+    return _accumulated(x, result, axis, exclusive, reverse, np.multiply, None, dtype)
 
 
 @dispatch
@@ -343,16 +346,16 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
     else:
         result = _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout,
                        stream, None, None)
-    for numpys, nan_as in _NUMPY_ACCUMULATES:  # their words, as cumsum's and cumprod's
+    for numpys, step, nan_as in _NUMPY_ACCUMULATES:  # their words, as cumsum's and cumprod's
         if op is numpys:
-            return _accumulated(x, result, axis, exclusive, reverse, nan_as, dtype)
+            return _accumulated(x, result, axis, exclusive, reverse, step, nan_as, dtype)
     return result
 
 
-# the built-in ops that are NumPy's cumulative functions, and the value a NaN element
-# enters as (None: as itself)
-_NUMPY_ACCUMULATES = ((_ops.SUM, None), (_ops.PROD, None), (_ops.NANSUM, 0),
-                      (_ops.NANPROD, 1))
+# the built-in ops that are NumPy's cumulative functions, their ufunc, and the value a
+# NaN element enters as (None: as itself)
+_NUMPY_ACCUMULATES = ((_ops.SUM, np.add, None), (_ops.PROD, np.multiply, None),
+                      (_ops.NANSUM, np.add, 0), (_ops.NANPROD, np.multiply, 1))
 
 
 @dispatch
@@ -366,7 +369,7 @@ def nancumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=Fa
     """
     result = _scan(x, _ops.NANSUM, axis, dtype, out, exclusive, reverse, strategy, layout,
                    stream, cumsum_dtype, "nancumsum")
-    return _accumulated(x, result, axis, exclusive, reverse, 0, dtype)
+    return _accumulated(x, result, axis, exclusive, reverse, np.add, 0, dtype)
 
 
 @dispatch
@@ -379,32 +382,32 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
     """
     result = _product(x, True, axis, dtype, out, exclusive, reverse, strategy, layout,
                       stream, "nancumprod")
-    return _accumulated(x, result, axis, exclusive, reverse, 1, dtype)
+    return _accumulated(x, result, axis, exclusive, reverse, np.multiply, 1, dtype)
 
 
-def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as, dtype=None):
+def _accumulated(x, result, axis, exclusive: bool, reverse: bool, step, nan_as, dtype=None):
     """``result``, after NumPy's floating-point warnings of a cumulative sum or product
     of host input, found from the result's running values (device input gets none,
     which would cost a read): an element the float ``dtype=`` (else the result's
     dtype) cannot hold overflows "in cast"; then along each row, a running value that
     first leaves the finite range at a finite element overflowed, one that first
     becomes NaN at an element that is not NaN met ``inf - inf`` or ``inf * 0`` ("...
-    encountered in accumulate"). The products' running values are NumPy's sequential
-    ones; a sum's are its tree's, whose overflow can differ from NumPy's loop (its
-    value too).
-    ``nan_as``: the value a NaN element enters as (the nan forms), else None. Finite
-    results cost one ``isfinite`` of them."""
+    encountered in accumulate"). Into an ``out`` narrower than the float ``dtype=``,
+    NumPy casts the running values, which clears the loop's own flags: a running value
+    the cast makes infinite warns "in cast" and, its flag still set, "in accumulate",
+    and nothing else does. The products' running values are NumPy's sequential ones;
+    a sum's are its tree's, whose overflow can differ from NumPy's loop (its value too).
+    ``step``: the op's ufunc (``np.add``, ``np.multiply``); ``nan_as``: the value a NaN
+    element enters as (the nan forms), else None. Finite results cost one ``isfinite``
+    of them."""
     if kind_of(result) != "numpy" or result.dtype.kind != "f" or np.isfinite(result).all():
         return result
     data = host_numbers(as_array_like(x))
     if data is None:
         return result
-    # NumPy's loop runs in a float dtype= and casts the elements to it: a wider out
-    # then holds what the cast made infinite, and that overflow is the cast's (into a
-    # narrower out NumPy warns of both, which the result's dtype tells apart no better)
+    # NumPy's loop runs in a float dtype= and casts the elements to it
     given = np.dtype(dtype) if dtype is not None else None
-    computed = given if given is not None and given.kind == "f" and \
-        given.itemsize <= result.dtype.itemsize else result.dtype
+    computed = given if given is not None and given.kind == "f" else result.dtype
     with np.errstate(all="ignore"):
         cast = data.astype(computed)
     if (np.isfinite(data) & ~np.isfinite(cast)).any():
@@ -418,11 +421,27 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, nan_as, dtype=
         rows, runs = rows[..., ::-1], runs[..., ::-1]
     if exclusive:  # the running value at i holds the elements before it
         rows, runs = rows[..., :-1], runs[..., 1:]
+    if computed.itemsize > result.dtype.itemsize:
+        if _cast_overflowed(runs, rows, step, computed):
+            numpy_fp_error("over", "overflow encountered in cast")
+            numpy_fp_error("over", "overflow encountered in accumulate")
+        return result
     numpy_fp_errors([(kind, f"{text} encountered in accumulate") for kind, text, hit in (
         ("over", "overflow", _first_met(~np.isfinite(runs), rows, np.isfinite)),
         ("invalid", "invalid value", _first_met(np.isnan(runs), rows,
                                                 lambda v: ~np.isnan(v)))) if hit])
     return result
+
+
+def _cast_overflowed(runs, rows, step, computed) -> bool:
+    """Whether a running value in ``computed`` (``step`` of the one before, as the
+    narrower result holds it, and the element) is finite where the result is not:
+    the cast into the result overflowed there, not the loop."""
+    before = np.concatenate([np.full(runs.shape[:-1] + (1,), step.identity, computed),
+                             runs[..., :-1].astype(computed)], axis=-1)
+    with np.errstate(all="ignore"):
+        running = step(before, rows, dtype=computed)
+    return bool((~np.isfinite(runs) & np.isfinite(running)).any())
 
 
 def _first_met(where, rows, test) -> bool:
@@ -667,7 +686,8 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         # a dtype no kernel stores (float128) takes the result by NumPy's cast
         rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
                         stream, rule, caller, after, states, carry)
-        return written_into(outs[0], rounded, workspace.stream)
+        with np.errstate(all="ignore"):  # NumPy's words for the cast: _accumulated's
+            return written_into(outs[0], rounded, workspace.stream)
     if carry is not None:
         _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
                      results[0])

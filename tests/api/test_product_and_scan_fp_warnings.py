@@ -110,6 +110,43 @@ def test_a_scans_float_dtype_casts_first_into_a_wider_out_too():
         assert got_words == want_words == ["overflow encountered in cast"], fn
 
 
+NARROWER = [  # (x, dtype=, out's dtype): NumPy's words differ in each
+    ([1e5, 1e5, 1e5], np.float32, np.float16),     # the cast into out overflows
+    ([3e38, 3e38], np.float64, np.float32),         # a running value the cast overflows
+    ([1e5, 1e39], np.float32, np.float16),          # an element's cast, then out's
+    ([1e39, 1.0], np.float32, np.float16),          # an element's cast alone
+    ([INF, -INF, 1e5], np.float32, np.float16),     # inf - inf: the cast cleared it
+    ([1000.0, 1e36], np.float32, np.float16),       # a product overflows the loop's float32
+    ([1e5, NAN], np.float32, np.float16),
+    ([300.0, 300.0, 300.0], np.float32, np.float16),
+    ([2.0, 1e30, 1e30], np.float64, np.float32)]
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod", "nancumsum", "nancumprod"])
+@pytest.mark.parametrize("row, dtype, out_dtype", NARROWER, ids=range(len(NARROWER)))
+def test_a_scan_into_an_out_narrower_than_its_dtype_warns_as_numpys_cast(fn, row, dtype,
+                                                                         out_dtype):
+    """NumPy casts its running values into the narrower ``out``, which clears its loop's
+    own flags: that cast's overflow warns "in cast" and "in accumulate", an ``inf -
+    inf`` or an overflow of the loop's own dtype nothing."""
+    x = np.array([row, row[::-1]])
+    for axis in (None, 1):
+        out = np.zeros(x.size if axis is None else x.shape, out_dtype)
+        got, got_words = _words(getattr(nk, fn), x, axis, dtype, out)
+        want, want_words = _words(getattr(np, fn), x, axis, dtype, np.zeros_like(out))
+        assert got is out
+        np.testing.assert_array_equal(got, want)
+        assert got_words == want_words, axis
+
+
+def test_the_narrower_outs_cast_raises_first_under_errstate():
+    x = np.array([1e5, 2.0])
+    for fn in ("cumsum", "cumprod"):
+        out = np.zeros(2, np.float16)
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in cast"):
+            getattr(nk, fn)(x, dtype=np.float32, out=out)
+
+
 def test_an_infinite_initial_and_masked_factors_say_nothing_numpy_does_not():
     x = np.array([1e200, 1e200, 3.0])
     for kw in ({"initial": INF}, {"where": np.array([True, False, True])},
