@@ -155,7 +155,8 @@ def main() -> None:
 
     import numbakern as nk
 
-    stream = cuda.external_stream(cp.cuda.get_current_stream().ptr)
+    cupy_stream = cp.cuda.get_current_stream().ptr
+    stream = cuda.external_stream(cupy_stream)
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     print("| n | variant | whole us | burst us |\n|---|---|---:|---:|")
     for k in (20, 24, 28):
@@ -172,7 +173,7 @@ def main() -> None:
             launch(second_pass, 1, THREADS, stream, partials, blocks, outs["two"])
 
         def memset():
-            cp.cuda.runtime.memsetAsync(ticket.data.ptr, 0, 4, stream.handle.value)
+            cp.cuda.runtime.memsetAsync(ticket.data.ptr, 0, 4, cupy_stream)
             launch(fused, blocks, THREADS, stream, x, n, partials, ticket, outs["memset"])
 
         def fill():

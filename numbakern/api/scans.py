@@ -329,8 +329,8 @@ def associative_scan(x, op, axis=None, *, reverse=False, exclusive=False, dtype=
 
     Raises: as :func:`cumsum`; ``ValueError`` for an unknown op name (or an ``op``
     that is neither an Op nor a name); ``TypeError`` for a plain function not
-    wrapped by :func:`numbakern.op`, or an ``out`` that is not a pair for a
-    two-field op.
+    wrapped by :func:`numbakern.op`, or an ``out`` that is not a tuple of one array a
+    field for an op of several fields.
 
     Host input scanned with ``"sum"``, ``"prod"``, ``"nansum"`` or ``"nanprod"`` warns
     as :func:`cumsum`, :func:`cumprod` and their nan forms do.
@@ -895,8 +895,8 @@ def _check_outs(out, kind: str, shape: tuple, dtypes: tuple, name: str):
     arrays = list(out) if many else [out]
     if len(arrays) != len(dtypes) or many != (len(dtypes) > 1) or \
             any(a is None for a in arrays):
-        # (NumPy takes no (out,), and a pair's fields are written together)
-        what = "an array" if len(dtypes) == 1 else "a tuple of two arrays"
+        # (NumPy takes no (out,), and a state's fields are written together)
+        what = "an array" if len(dtypes) == 1 else f"a tuple of {len(dtypes)} arrays"
         raise TypeError(f"{name}: out must be {what} for this op, got {_described(out)}")
     for arr, dtype in zip(arrays, dtypes):
         check_out(arr, shape, dtype, kind, name)

@@ -676,8 +676,10 @@ def get(op_or_name: Op | str, also: tuple = ()) -> Op:
     if isinstance(op_or_name, Op):
         return op_or_name
     if callable(op_or_name):
+        kind = "class" if isinstance(op_or_name, type) else \
+            "function" if inspect.isroutine(op_or_name) else "callable"
         raise TypeError(
-            f"op must be a numbakern.Op, got the function {op_or_name!r}: wrap it with "
+            f"op must be a numbakern.Op, got the {kind} {op_or_name!r}: wrap it with "
             "@numbakern.op(identity=...) (the identity fills lanes that hold no element)"
         )
     try:

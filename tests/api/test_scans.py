@@ -318,7 +318,7 @@ def test_torchs_scans_of_a_0d_input_along_its_axis_are_0d():
 def test_an_out_pair_with_a_none_is_refused_by_name():
     """A pair's fields are written together: (None, indices) was an AttributeError."""
     for x in (np.ones(3, np.float32), np.float32(1)):
-        with pytest.raises(TypeError, match="cummin: out must be a tuple of two arrays"):
+        with pytest.raises(TypeError, match="cummin: out must be a tuple of 2 arrays"):
             nk.cummin(x, 0, out=(None, np.empty(np.shape(x), np.int64)))
 
 
@@ -1073,11 +1073,11 @@ def test_an_unknown_op_name_lists_every_name_associative_scan_takes():
 
 
 def test_a_wrong_out_names_its_shape_not_its_elements():
-    with pytest.raises(TypeError, match=r"a tuple of two arrays for this op, got an array "
+    with pytest.raises(TypeError, match=r"a tuple of 2 arrays for this op, got an array "
                                         r"of shape \(5,\)$"):
         nk.associative_scan(np.arange(5), "argmax", out=np.zeros(5, np.int64))
     torch = pytest.importorskip("torch")
-    with pytest.raises(TypeError, match=r"cummax: out must be a tuple of two arrays for this "
+    with pytest.raises(TypeError, match=r"cummax: out must be a tuple of 2 arrays for this "
                                         r"op, got an array of shape \(3,\)$"):
         nk.cummax(torch.ones(3), dim=0, out=torch.empty(3))  # an array, not an "ndarray"
     big = np.zeros((2, 3))

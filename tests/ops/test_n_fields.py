@@ -112,6 +112,13 @@ def test_empty_and_bad_arguments():
               map=lambda v, i: (v, v, v))
     with pytest.raises(ValueError, match=r"identity gives 2 field\(s\), the op has 3"):
         nk.Op("two", min_max_sum.combine, (0.0, 1.0), fields=3, map=lambda v, i: (v, v, v))
+    pair = (np.zeros(3), np.zeros(3))
+    with pytest.raises(TypeError, match=r"out must be a tuple of 3 arrays for this op"):
+        nk.associative_scan(np.ones(3), min_max_sum, out=pair)
+    with pytest.raises(TypeError, match=r"got the class <class 'numbakern.ops.Op'>"):
+        nk.reduce(np.ones(3), nk.Op)
+    with pytest.raises(TypeError, match=r"got the function <function _welford"):
+        nk.reduce(np.ones(3), _welford)
 
 
 @nk.op(identity=(-np.inf, 0.0), fields=2, map=lambda v, i: (v, 1.0))
