@@ -96,7 +96,6 @@ case "${1:-tests}" in
       | tee "$out/pending-api.log" | tail -25
     pt "$root/tests/core/test_workspace.py" -q 2>&1 | tee "$out/pending-workspace.log" | tail -3
     (cd /tmp && python3 "$root/bench/host_time.py") 2>&1 | tee "$out/host-time.log"
-    (cd /tmp && python3 "$root/bench/fused_finish_ab.py") 2>&1 | tee "$out/fused-finish.log"
     ;;
   demo)
     (cd /tmp && python3 -m numbakern demo) 2>&1 | tee "$out/demo.log" | tail -40
