@@ -6,9 +6,11 @@
 #   bash bench/gpu_session.sh tests 1    # gpu-marked tests, first part (tests/api/test_[a-l]*)
 #   bash bench/gpu_session.sh tests 6    # second part (tests/api/test_[m-r]*): [a-r] at once
 #                                        # ran past 580 s on an H100 (2026-12-07)
-#   bash bench/gpu_session.sh tests 2    # third part (tests/api/test_[s-z]*): one device
+#   bash bench/gpu_session.sh tests 2    # third part (tests/api/test_s*): one device
 #                                        # call (600 s) holds one part;
 #                                        # 5 processes on an 80 GB card, 10 on an H200
+#   bash bench/gpu_session.sh tests 7    # fourth part (tests/api/test_[t-z]*): [s-z] at
+#                                        # once ran past 590 s on an H100 (2026-12-07)
 #   bash bench/gpu_session.sh tests 5    # the gpu tests outside tests/api, then the
 #                                        # big-memory ones (half 2 with these ran past
 #                                        # 585 s on an H100 at 5 processes)
@@ -60,8 +62,11 @@ case "${1:-tests}" in
     elif [ "${2}" = 5 ]; then
       files=("$root"/tests/ops "$root"/tests/runtime "$root"/tests/strategies
              "$root"/tests/teach "$root"/tests/core "$root"/tests/test_*.py) procs=10
+    elif [ "${2}" = 7 ]; then
+      files=("$root"/tests/api/test_[t-z]*.py) procs=10
+      [ "$(gpu_mib)" -lt 100000 ] && procs=5
     else
-      files=("$root"/tests/api/test_[s-z]*.py) procs=10
+      files=("$root"/tests/api/test_s*.py) procs=10
       # an 80 GB card holds 5 of this half's processes, not 10 (a 141 GB H200 does)
       [ "$(gpu_mib)" -lt 100000 ] && procs=5
     fi
