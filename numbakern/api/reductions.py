@@ -139,6 +139,8 @@ def _run(x: Any, op: _ops.Op, strategy, dtype=None, stream=None, axis=None,
     axes (else 0: a map that ignores it)."""
     x = as_array_like(x)
     name = name or op.name
+    if dtype is None and out is not None and op in NUMPY_LOOPS:
+        dtype = loop_of_out(op.result_dtype_for(np.dtype(x.dtype), caller=name), out)
     result, axes, shape, grid, M, N, kit = _planned(op, strategy, dtype, np.dtype(x.dtype),
                                                tuple(x.shape), axis, keepdims, lanes, name)
     kind = kind_of(x)
@@ -225,6 +227,23 @@ def _initial(initial, dtype: np.dtype, name: str, loop=None):
         refuse_replay("an initial that overflows its cast, which NumPy warns every call")
         numpy_fp_error("over", "overflow encountered in cast")
     return value
+
+
+# The built-in ops that are NumPy's add and multiply, whose loop dtype decides values.
+NUMPY_LOOPS = frozenset({_ops.SUM, _ops.PROD, _ops.NANSUM, _ops.NANPROD})
+
+
+def loop_of_out(result: np.dtype, out):
+    """The ``dtype=`` NumPy's sum or product loop takes from a float ``out`` where no
+    ``dtype=`` is given: its result dtype promoted with ``out``'s, where that differs
+    (float32 ``x`` into a float64 ``out`` is summed in float64: ``[3e38, 3e38]`` is
+    6e38, not inf); else None (``out``'s dtype is checked later; a longdouble ``out``,
+    which no kernel computes in, takes the result's float64 cast)."""
+    out_dtype = getattr(out, "dtype", None)
+    if out_dtype is None or np.dtype(out_dtype).kind != "f" or result.kind not in "biuf":
+        return None
+    loop = np.result_type(result, out_dtype)
+    return loop if loop != result and loop.itemsize <= 8 else None
 
 
 def initial_loop(x, dtype, result: np.dtype, out=None):
@@ -524,6 +543,8 @@ def _mean(x, axis, dtype, out, keepdims, strategy, stream, lanes, where, name: s
     # NumPy sums in dtype= into out, then divides there: neither the fused division
     # nor the result dtype's rounding applies to an out of another dtype
     summed = dtype if dtype is not None and out_dtype != result else acc
+    if acc is None:  # NumPy's own sum rule: its loop takes a wider float out's dtype
+        summed = loop_of_out(in_dtype, out)
     total = _run(x, _ops.SUM, strategy, summed, stream, axis, keepdims, None, lanes,
                  bits=False, quiet_cast=True)  # an overflow is told below, as NumPy's
     count = planned.N

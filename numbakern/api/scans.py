@@ -38,6 +38,7 @@ cummax, cummin and logcumsumexp keep it 0-d, these do not).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import Any, NamedTuple
@@ -45,7 +46,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from numbakern.api._dispatch import dispatch
-from numbakern.api.reductions import host_numbers
+from numbakern.api.reductions import NUMPY_LOOPS, host_numbers, loop_of_out
 
 from numbakern import ops as _ops
 from numbakern import strategies as _strategies
@@ -127,9 +128,10 @@ def cumsum(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=False
     the host result: an element a float ``dtype`` cannot hold ("overflow encountered
     in cast"), a running value that overflows, ``inf - inf`` ("... encountered in
     accumulate"; :func:`cumprod` and the nan forms too, ``inf * 0`` for products).
-    Into an ``out`` narrower than a float ``dtype=``, NumPy's cast of the running
-    values into ``out`` clears its loop's flags: that cast's overflow warns "in cast"
-    and "in accumulate", and nothing else does.
+    Into an ``out`` of another dtype than NumPy's loop (a float ``dtype=``, else the
+    promotion of the result dtype and ``out``'s), NumPy's cast of the running values
+    into ``out`` clears its loop's flags: that cast's overflow warns "in cast" and "in
+    accumulate", and the loop's own overflow or ``inf - inf`` nothing.
     A sum's running values are the tree's: where they overflow and NumPy's loop does
     not (or the other way), the values and the words differ. Device input, a complex
     ``out`` and an integer ``dtype=`` of float input get the values without them.
@@ -388,15 +390,17 @@ def nancumprod(x, axis=None, dtype=None, out=None, *, exclusive=False, reverse=F
 def _accumulated(x, result, axis, exclusive: bool, reverse: bool, step, nan_as, dtype=None):
     """``result``, after NumPy's floating-point warnings of a cumulative sum or product
     of host input, found from the result's running values (device input gets none,
-    which would cost a read): an element the float ``dtype=`` (else the result's
-    dtype) cannot hold overflows "in cast"; then along each row, a running value that
-    first leaves the finite range at a finite element overflowed, one that first
-    becomes NaN at an element that is not NaN met ``inf - inf`` or ``inf * 0`` ("...
-    encountered in accumulate"). Into an ``out`` narrower than the float ``dtype=``,
-    NumPy casts the running values, which clears the loop's own flags: a running value
-    the cast makes infinite warns "in cast" and, its flag still set, "in accumulate",
-    and nothing else does. The products' running values are NumPy's sequential ones;
-    a sum's are its tree's, whose overflow can differ from NumPy's loop (its value too).
+    which would cost a read). NumPy's loop runs in its dtype (a float ``dtype=``, else
+    the promotion of its result dtype and ``out``'s) and casts the elements to it: an
+    element that cast makes infinite overflows "in cast". Where ``out`` has the loop's
+    dtype, along each row a running value that first leaves the finite range at a
+    finite element overflowed, one that first becomes NaN at an element that is not
+    NaN met ``inf - inf`` or ``inf * 0`` ("... encountered in accumulate"). Into an
+    ``out`` of another dtype, the cast of the running values clears the loop's flags:
+    a running value the cast makes infinite warns "in cast" and, its flag still set,
+    "in accumulate", and the loop's own errors nothing. The products' running values
+    are NumPy's sequential ones; a sum's are its tree's, whose overflow can differ
+    from NumPy's loop (its value too).
     ``step``: the op's ufunc (``np.add``, ``np.multiply``); ``nan_as``: the value a NaN
     element enters as (the nan forms), else None. Finite results cost one ``isfinite``
     of them."""
@@ -405,15 +409,13 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, step, nan_as, 
     data = host_numbers(as_array_like(x))
     if data is None:
         return result
-    # NumPy's loop runs in a float dtype= and casts the elements to it
-    given = np.dtype(dtype) if dtype is not None else None
-    computed = given if given is not None and given.kind == "f" else result.dtype
+    loop = _loop_dtype(data.dtype, step, dtype, result.dtype)
     with np.errstate(all="ignore"):
-        cast = data.astype(computed)
+        cast = data.astype(loop)
     if (np.isfinite(data) & ~np.isfinite(cast)).any():
         numpy_fp_error("over", "overflow encountered in cast")
     if nan_as is not None:
-        cast = np.where(np.isnan(cast), computed.type(nan_as), cast)
+        cast = np.where(np.isnan(cast), loop.type(nan_as), cast)
     flat = axis is None or cast.ndim == 0
     rows = cast.reshape(-1) if flat else np.moveaxis(cast, axis, -1)
     runs = result.reshape(-1) if flat else np.moveaxis(result, axis, -1)
@@ -421,8 +423,10 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, step, nan_as, 
         rows, runs = rows[..., ::-1], runs[..., ::-1]
     if exclusive:  # the running value at i holds the elements before it
         rows, runs = rows[..., :-1], runs[..., 1:]
-    if computed.itemsize > result.dtype.itemsize:
-        if _cast_overflowed(runs, rows, step, computed):
+    if loop != result.dtype:
+        with np.errstate(all="ignore"):  # NumPy's running values, in its loop's dtype
+            running = step.accumulate(rows, axis=-1, dtype=loop)
+        if (np.isfinite(running) & ~np.isfinite(runs)).any():
             numpy_fp_error("over", "overflow encountered in cast")
             numpy_fp_error("over", "overflow encountered in accumulate")
         return result
@@ -433,15 +437,15 @@ def _accumulated(x, result, axis, exclusive: bool, reverse: bool, step, nan_as, 
     return result
 
 
-def _cast_overflowed(runs, rows, step, computed) -> bool:
-    """Whether a running value in ``computed`` (``step`` of the one before, as the
-    narrower result holds it, and the element) is finite where the result is not:
-    the cast into the result overflowed there, not the loop."""
-    before = np.concatenate([np.full(runs.shape[:-1] + (1,), step.identity, computed),
-                             runs[..., :-1].astype(computed)], axis=-1)
-    with np.errstate(all="ignore"):
-        running = step(before, rows, dtype=computed)
-    return bool((~np.isfinite(runs) & np.isfinite(running)).any())
+def _loop_dtype(x_dtype: np.dtype, step, dtype, out_dtype: np.dtype) -> np.dtype:
+    """The dtype NumPy's cumulative loop runs in: a float ``dtype=``; else the
+    promotion of its result dtype for ``x`` and ``out``'s (an integer ``dtype=``:
+    ``out``'s, whose words numbakern does not give)."""
+    if dtype is not None:
+        given = np.dtype(dtype)
+        return given if given.kind == "f" else out_dtype
+    numpys = np.cumsum if step is np.add else np.cumprod
+    return np.result_type(numpys(np.empty(0, x_dtype)).dtype, out_dtype)
 
 
 def _first_met(where, rows, test) -> bool:
@@ -607,6 +611,7 @@ def _product(x, nan_as_one: bool, axis, dtype, out, exclusive, reverse, strategy
     float products by the scans of ``numbakern/ops/products.py``, then settled."""
     x = as_array_like(x)
     plain = _ops.NANPROD if nan_as_one else _ops.PROD
+    dtype = _numpy_loop(x, plain, dtype, out, cumprod_dtype)
     try:
         result = cumprod_dtype(np.dtype(x.dtype), dtype)
     except TypeError:  # a dtype= NumPy cannot take: _scan's checks name it
@@ -672,6 +677,7 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
     product held in float64). ``carry``: an initial carry (:func:`scan_with_carry`)."""
     x = as_array_like(x)
     kind = kind_of(x)
+    dtype = _numpy_loop(x, op, dtype, out, rule)
     exclusive, reverse, results, grid, layout, axis, out_shape, kit, size = _planned(
         op, np.dtype(x.dtype), tuple(x.shape), axis, dtype, exclusive, reverse, strategy,
         layout, rule, caller, states)
@@ -686,7 +692,10 @@ def _scan(x, op, axis, dtype, out, exclusive, reverse, strategy, layout, stream,
         # a dtype no kernel stores (float128) takes the result by NumPy's cast
         rounded = _scan(x, op, axis, dtype, None, exclusive, reverse, strategy, layout,
                         stream, rule, caller, after, states, carry)
-        with np.errstate(all="ignore"):  # NumPy's words for the cast: _accumulated's
+        # a float out's overflow is _accumulated's to tell, in NumPy's words
+        quiet = np.errstate(over="ignore") if np.dtype(outs[0].dtype).kind == "f" else \
+            contextlib.nullcontext()
+        with quiet:
             return written_into(outs[0], rounded, workspace.stream)
     if carry is not None:
         _check_carry(carry, op, kit, grid, layout, after, kind, tuple(x.shape), axis,
@@ -848,6 +857,19 @@ def _writes_bits(op, results: tuple, dtype, outs, after) -> bool:
     later step reads (cumprod's settling, logcumsumexp's finish read float32)."""
     return (dtype is None and outs is None and after is None and results[0] == np.float32
             and (op.fields == 1 or isinstance(op, _ops.ArgOp)))
+
+
+def _numpy_loop(x, op, dtype, out, rule):
+    """``dtype``, else for a sum or product into a float ``out`` the dtype NumPy's loop
+    takes from it (:func:`~numbakern.api.reductions.loop_of_out`: float32 ``x`` into
+    a float64 ``out`` is summed in float64)."""
+    if dtype is not None or out is None or op not in NUMPY_LOOPS:
+        return dtype
+    try:
+        result = np.dtype((rule or op.result_dtype)(np.dtype(x.dtype), None))
+    except TypeError:  # a dtype the checks name
+        return None
+    return loop_of_out(result, out)
 
 
 def _dtypes(op, in_dtype: np.dtype, dtype, rule) -> tuple[tuple, tuple]:

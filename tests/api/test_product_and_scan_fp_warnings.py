@@ -110,7 +110,7 @@ def test_a_scans_float_dtype_casts_first_into_a_wider_out_too():
         assert got_words == want_words == ["overflow encountered in cast"], fn
 
 
-NARROWER = [  # (x, dtype=, out's dtype): NumPy's words differ in each
+OTHER_OUT = [  # (x, dtype=, out's dtype): NumPy's words differ in each
     ([1e5, 1e5, 1e5], np.float32, np.float16),     # the cast into out overflows
     ([3e38, 3e38], np.float64, np.float32),         # a running value the cast overflows
     ([1e5, 1e39], np.float32, np.float16),          # an element's cast, then out's
@@ -119,23 +119,32 @@ NARROWER = [  # (x, dtype=, out's dtype): NumPy's words differ in each
     ([1000.0, 1e36], np.float32, np.float16),       # a product overflows the loop's float32
     ([1e5, NAN], np.float32, np.float16),
     ([300.0, 300.0, 300.0], np.float32, np.float16),
-    ([2.0, 1e30, 1e30], np.float64, np.float32)]
+    ([2.0, 1e30, 1e30], np.float64, np.float32),
+    ([65519.0, 5.1942e33], np.float32, np.float16),    # float32's own product overflows
+    ([65500.0, 5.194991854000352e33], np.float32, np.float16),  # finite, then the cast
+    ([3e38, 3e38, 1.0], np.float32, np.float64),       # a wider out: the loop's words lost
+    ([INF, -INF, 1.0], np.float32, np.float64),
+    ([6e4, 6e4], np.float16, np.float32),
+    ([3e38, 3e38, 1.0], None, np.float64),             # out's loop, float64: no overflow
+    ([1e300, 1e300], None, np.float32)]                # float64's loop, then the cast
 
 
 @pytest.mark.parametrize("fn", ["cumsum", "cumprod", "nancumsum", "nancumprod"])
-@pytest.mark.parametrize("row, dtype, out_dtype", NARROWER, ids=range(len(NARROWER)))
-def test_a_scan_into_an_out_narrower_than_its_dtype_warns_as_numpys_cast(fn, row, dtype,
-                                                                         out_dtype):
-    """NumPy casts its running values into the narrower ``out``, which clears its loop's
+@pytest.mark.parametrize("row, dtype, out_dtype", OTHER_OUT, ids=range(len(OTHER_OUT)))
+def test_a_scan_into_an_out_of_another_dtype_than_its_loop_warns_as_numpys_cast(
+        fn, row, dtype, out_dtype):
+    """NumPy casts its running values into an ``out`` of another dtype than its loop's
+    (``dtype=``, else the result's promoted with ``out``'s), which clears its loop's
     own flags: that cast's overflow warns "in cast" and "in accumulate", an ``inf -
     inf`` or an overflow of the loop's own dtype nothing."""
-    x = np.array([row, row[::-1]])
+    x = np.array([row, row[::-1]], np.float32 if dtype is None and out_dtype == np.float64
+                 else np.float64)
     for axis in (None, 1):
         out = np.zeros(x.size if axis is None else x.shape, out_dtype)
         got, got_words = _words(getattr(nk, fn), x, axis, dtype, out)
         want, want_words = _words(getattr(np, fn), x, axis, dtype, np.zeros_like(out))
         assert got is out
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-14)  # a float64 loop's tree: ulps
         assert got_words == want_words, axis
 
 

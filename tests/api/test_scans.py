@@ -652,7 +652,7 @@ def test_numpy_out_and_casting():
         nk.cumsum(np.ones((2, 3)), axis=1, out=np.zeros(6))
     with pytest.raises(TypeError, match="device array"):
         nk.cumsum(cuda.to_device(np.ones(3)), out=np.zeros(3))
-    with pytest.raises(TypeError, match="tuple of two"):
+    with pytest.raises(TypeError, match="tuple of 2 arrays"):
         nk.associative_scan(np.ones(3, np.int64), AFFINE, out=np.zeros(3, np.int64))
 
 
