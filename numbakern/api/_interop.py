@@ -364,7 +364,8 @@ class _Call:
         if isinstance(a, (tuple, list)) and name in OUTS:
             return type(a)(self.inward(v, name, False) for v in a)
         if is_torch(a) and _is_tensor(a):
-            if name in _NUMBERS and a.dim() == 0 and not a.dtype.is_complex:
+            if name in _NUMBERS and a.dim() == 0 and not a.dtype.is_complex and \
+                    a.device.type in ("cpu", "cuda"):  # (others: _tensor_in refuses)
                 return a.item()  # (a bool stays a bool, which the checks refuse)
             return self._tensor_in(a, name, first)
         if name in OUTS and a is not None:  # the caller's own out comes back as itself

@@ -68,7 +68,8 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, label_smoot
             mean divides by the rows that count).
         label_smoothing: ``eps`` in ``[0, 1]``: the target is ``(1 - eps)`` one-hot
             plus ``eps / C`` everywhere (PyTorch's definition); a number, or a 0-d
-            array or tensor of one (a CUDA tensor read through ``item()``, as torch).
+            NumPy array or torch tensor of one (a CUDA tensor read through ``item()``,
+            as torch).
         reduction: ``"mean"`` (over rows that count; NaN when none does),
             ``"sum"`` or ``"none"`` (each row's loss).
         return_grad: also return the gradient of the reduced loss with respect to

@@ -159,8 +159,9 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
             bottom-right when queries and keys differ (FlashAttention's, torch's
             ``causal_lower_right``), no mask array made; ``axis`` must be the last.
             With ``mask``, an element is kept when both keep it.
-        scale: a finite real number (or a 0-d array or tensor of one; a CUDA tensor
-            is read through ``item()``, as torch reads one) multiplying ``x`` before
+        scale: a finite real number (or a 0-d NumPy array or torch tensor of one; a
+            CUDA tensor is read through ``item()``, as torch reads one) multiplying
+            ``x`` before
             the maximum (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
             The product is taken in the compute dtype (float32 for float16 and
             bfloat16 ``x``), so it does not overflow where ``x * scale`` formed in

@@ -53,7 +53,7 @@ def check_keepdims(value) -> bool:
 
 def check_real(value, name: str):
     """A real number, not a bool: ``value`` itself, or the number in a 0-d NumPy
-    array (a 0-d CPU tensor arrives as its value); else TypeError."""
+    array (a 0-d CPU or CUDA tensor arrives as its value); else TypeError."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -422,6 +422,11 @@ def test_a_0d_tensor_label_smoothing_as_torch():
         torch.testing.assert_close(got, want)
     scale = torch.tensor(0.5, dtype=torch.bfloat16)  # and softmax's scale, a number too
     torch.testing.assert_close(nk.softmax(x, scale=scale), torch.softmax(x * 0.5, -1))
+    meta = torch.tensor(0.1, device="meta")  # a device numbakern does not read: named
+    with pytest.raises(ValueError, match="label_smoothing is on device meta"):
+        nk.cross_entropy(x, t, label_smoothing=meta)
+    with pytest.raises(ValueError, match="scale is on device meta"):
+        nk.softmax(x, scale=meta)
 
 
 def test_torch_cpu_logits_with_device_targets_are_checked():
