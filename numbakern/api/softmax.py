@@ -161,8 +161,8 @@ def softmax(x, axis=LAST, *, dim=None, mask=None, causal=False, scale=None, max_
             With ``mask``, an element is kept when both keep it.
         scale: a finite real number (or a 0-d NumPy array or torch tensor of one; a
             CUDA tensor is read through ``item()``, as torch reads one) multiplying
-            ``x`` before
-            the maximum (temperature ``1/T``, attention's ``1/sqrt(d)``); default 1.
+            ``x`` before the maximum (temperature ``1/T``, attention's ``1/sqrt(d)``);
+            default 1.
             The product is taken in the compute dtype (float32 for float16 and
             bfloat16 ``x``), so it does not overflow where ``x * scale`` formed in
             ``x``'s own dtype first would.
