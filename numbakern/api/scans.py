@@ -444,8 +444,8 @@ def _loop_dtype(x_dtype: np.dtype, step, dtype, out_dtype: np.dtype) -> np.dtype
     if dtype is not None:
         given = np.dtype(dtype)
         return given if given.kind == "f" else out_dtype
-    numpys = np.cumsum if step is np.add else np.cumprod
-    return np.result_type(numpys(np.empty(0, x_dtype)).dtype, out_dtype)
+    rule = cumsum_dtype if step is np.add else cumprod_dtype
+    return np.result_type(rule(x_dtype), out_dtype)
 
 
 def _first_met(where, rows, test) -> bool:
