@@ -58,8 +58,8 @@ from numbakern.core.jobs import Finish, ReduceJob
 from numbakern.core.layout import reduce_layout
 from numbakern.kernels import bfloat16, float16
 from numbakern.kernels.axis_reduce import check_lanes
-from numbakern.kernels.finishes import (divide_by_count_emit, divide_emit, log_sum_exp_emit,
-                                        variance_emit)
+from numbakern.kernels.finishes import (divide_by_count_emit, divide_emit, index_emit,
+                                        log_sum_exp_emit, variance_emit)
 from numbakern.kernels.elementwise import (INVALID, OVERFLOW, divide_by_into, divide_into,
                                             fold_first_into, log_sum_exp_into, nan_where,
                                             pairing_dims, squared_deviations_into,
@@ -296,6 +296,17 @@ def _reduce_finished(x, axes, op, kit, grid, workspace: Workspace, lanes, emit, 
         finish_apart(kit.unpack(fields))
 
 
+def _reduce_indices(x, axes, op, kit, grid, workspace: Workspace, lanes, where, M: int):
+    """An arg op's indices alone (1-D, one per output): the storing pass writes each
+    output's index (:func:`~numbakern.kernels.finishes.index_emit`) where the grid
+    strategy stores whole outputs; otherwise the index field of its states."""
+    indices = workspace.empty(M, _ops.INDEX_DTYPE)
+    job = _job(x, axes, op, kit, workspace, lanes, True, where,
+               Finish(index_emit(), (indices, 0.0)))
+    fields = grid.reduce(job)
+    return indices if job.finished else fields[1]
+
+
 def _where(where, shape: tuple, name: str):
     """NumPy's ``where=``: ``None`` for the Python ``True`` (NumPy's default, every
     element), else the mask as an array object: bool (NumPy refuses to cast anything
@@ -401,6 +412,9 @@ def _arg(x: Any, direction: str, axis, keepdims: bool, tie_break_left: bool, out
         fills = (0 if first is None else first, _ops.ALL_NAN if skip_nan else 0)
         results = [deliver_host(workspace, np.full(shape, v, dtype=dt), o)
                    for v, dt, o in zip(fills, dtypes, outs)]
+    elif not want_values:  # the indices alone (argmax and argmin take no initial)
+        indices = _reduce_indices(x, axes, op, kit, grid, workspace, lanes, mask, M)
+        return deliver(workspace, indices, dtypes[1], shape, outs[1])
     else:
         fields = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=True,
                          where=mask)

@@ -1,5 +1,5 @@
-"""Finishes: a mean's, a variance's, a logsumexp's or a vector norm's last step, done
-by the reduce kernel's store.
+"""Finishes: a mean's, a variance's, a logsumexp's or a vector norm's last step (an
+argmax's: its index alone), done by the reduce kernel's store.
 
 Why
 ---
@@ -100,6 +100,23 @@ def log_sum_exp_emit() -> Emit:
         return emit
 
     return Emit(("finish", "log_sum_exp"), build)
+
+
+@functools.lru_cache(maxsize=None)
+def index_emit() -> Emit:
+    """``o0[pos] = index``: an argmax's or argmin's result from its ``(value, index)``
+    state (``ops.arg_op``), the value dropped; ``o1`` unused. Stored alone, the indices
+    are the call's whole allocation: a torch replay allocates its result directly
+    instead of viewing it beside a value field (``runtime/replay.py``)."""
+
+    def build():
+        @cuda.jit(device=True)
+        def emit(o0, o1, row, pos, piece, S, M, s):
+            o0[pos] = s[1]
+
+        return emit
+
+    return Emit(("finish", "index"), build)
 
 
 @functools.lru_cache(maxsize=None)

@@ -142,6 +142,28 @@ def test_scalar_results_of_numba_arrays_are_0d_device_arrays_that_replay():
         assert g.copy_to_host()[()] == h.max()
 
 
+@pytest.mark.parametrize("call, reference, shape", [
+    (lambda x: nk.argmax(x), np.argmax, (100,)),
+    (lambda x: nk.argmin(x, axis=1), lambda h: np.argmin(h, axis=1), (6, 40)),
+    (lambda x: nk.argmax(x, axis=0), lambda h: np.argmax(h, axis=0), (7, 5)),
+], ids=["flat", "rows", "columns"])
+def test_an_argmax_of_one_piece_an_output_records_its_indices_alone(call, reference, shape):
+    """An argmax that stores whole outputs in one launch writes only their indices
+    (the value field is dropped in the store), so its result is the recording's
+    whole allocation: a torch replay allocates it as the result, with no view beside
+    a value field (``replay._tensor_result``)."""
+    h = rng.standard_normal(shape).astype(np.float32)
+    replay.forget()
+    for _ in range(2):
+        got = _host(call(cuda.to_device(h)))
+        np.testing.assert_array_equal(got, reference(h))
+    program = next(p for (name, _), p in replay.latest.items() if name.startswith("arg"))
+    assert len(program.names) == 1  # one launch: the store of whole outputs
+    spec = program.result
+    assert (spec.offset, spec.dtype) == (0, np.int64)
+    assert program.total == replay.ALIGN  # the indices, nothing beside them
+
+
 def test_all_nan_slices_after_a_clean_recording_still_raise_and_warn():
     """nanargmax and nanmax read their all-NaN flags on the host as a check: a replay
     reads them again after its launches and runs the call the ordinary way where a
