@@ -97,6 +97,9 @@ from .protocols import Cost, GridScan, check_flag
 
 #: tile status: not yet published, aggregate published, inclusive prefix published
 STATUS_X, STATUS_A, STATUS_P = 0, 1, 2
+#: what a scan of one tile a segment takes for its status words and values: a scalar,
+#: never read (as ``scan_tiles.NO_CARRY``: an array would be an allocation of the call)
+NO_STATUS = 0
 
 
 class DecoupledLookback(GridScan):
@@ -152,21 +155,12 @@ class DecoupledLookback(GridScan):
         threads = self.block.threads
         tiles = ceil_div(job.n, threads * items)  # per segment
         total = tiles * job.segments
-        packed = _packs(job.kit) or _pairs(job.kit)  # the values live in the status words
-        # One tile a segment: no tile waits on another, so the status words are never
-        # read: they need no zeroing launch (a small scan is then one launch, and a
-        # replayed one one recorded launch).
+        # One tile a segment: no tile waits on another, so there are no status words:
+        # no zeroing launch and no allocation (a small scan is then one launch, and its
+        # result the call's whole allocation, which a torch replay allocates as is).
         single = tiles == 1
-        word = np.uint64 if packed else np.uint32
-        count = total * (2 if _pairs(job.kit) else 1)
-        status = job.workspace.empty(count, word) if single else job.zeros(count, word)
-        if packed:
-            values = (status,) * 4
-        else:
-            words = [_word_dtype(d) for d in job.kit.dtypes]
-            aggregates = [job.workspace.empty(total, w) for w in words]
-            inclusive = [job.workspace.empty(total, w) for w in words]
-            values = (*_handles(aggregates), *_handles(inclusive))
+        status, values = (NO_STATUS, (NO_STATUS,) * 4) if single else \
+            _status_arrays(job, total)
         vectors = job.tile_vectors(self.block, items, self.hold) if self.vectors else None
         key = ("decoupled_lookback", self.block.key, items, self.publish_prefix, self.hold,
                single, vectors, job.key)
@@ -187,6 +181,21 @@ class DecoupledLookback(GridScan):
 
 
 # --- status words ---------------------------------------------------------------------
+
+
+def _status_arrays(job, total: int) -> tuple:
+    """``(status, values)`` of ``total`` tiles: the zeroed status words, and the four
+    value handles the kernel's ``publish`` and ``read`` take (the status words
+    themselves where a state travels in them)."""
+    packed = _packs(job.kit) or _pairs(job.kit)
+    word = np.uint64 if packed else np.uint32
+    status = job.zeros(total * (2 if _pairs(job.kit) else 1), word)
+    if packed:
+        return status, (status,) * 4
+    words = [_word_dtype(d) for d in job.kit.dtypes]
+    aggregates = [job.workspace.empty(total, w) for w in words]
+    inclusive = [job.workspace.empty(total, w) for w in words]
+    return status, (*_handles(aggregates), *_handles(inclusive))
 
 
 def _packs(kit) -> bool:
@@ -361,6 +370,23 @@ def _status_words(kit):
     return _separate_status(kit)
 
 
+def _no_status_words(kit):
+    """``publish`` and ``lookback`` of a scan of one tile a segment, whose kernels never
+    call them (every tile is its segment's first) and are handed :data:`NO_STATUS`:
+    they touch nothing, so that the branches that would call them type-check."""
+    identity = kit.identity
+
+    @cuda.jit(device=True)
+    def publish(st, v0, v1, w0, w1, tile, status, s):
+        pass
+
+    @cuda.jit(device=True)
+    def lookback(st, v0, v1, w0, w1, tile, first):
+        return identity()
+
+    return publish, lookback
+
+
 def _separate_status(kit):
     """``publish`` and ``read`` for states in value arrays beside a uint32 status array."""
     identity = kit.identity
@@ -533,8 +559,11 @@ def _build(block, kit, items, load, store, exclusive, empty, publish_prefix, hol
     combine, kload, kstore = kit.combine, kit.load, kit.store
     load_tile, block_scan, emit_tile = t.load_tile, t.block_scan, t.emit_tile
     thread_prefix = t.thread_prefix
-    publish, read = _status_words(kit)
-    lookback = _build_lookback(kit, _waiter(read))
+    if single:
+        publish, lookback = _no_status_words(kit)
+    else:
+        publish, read = _status_words(kit)
+        lookback = _build_lookback(kit, _waiter(read))
     size = t.size
     xs_storage, temp_storage, local_storage = t.xs_storage, t.temp_storage, t.local_storage
     broadcast = kit.shared_temp(1)

@@ -142,26 +142,31 @@ def test_scalar_results_of_numba_arrays_are_0d_device_arrays_that_replay():
         assert g.copy_to_host()[()] == h.max()
 
 
-@pytest.mark.parametrize("call, reference, shape", [
-    (lambda x: nk.argmax(x), np.argmax, (100,)),
-    (lambda x: nk.argmin(x, axis=1), lambda h: np.argmin(h, axis=1), (6, 40)),
-    (lambda x: nk.argmax(x, axis=0), lambda h: np.argmax(h, axis=0), (7, 5)),
-], ids=["flat", "rows", "columns"])
-def test_an_argmax_of_one_piece_an_output_records_its_indices_alone(call, reference, shape):
-    """An argmax that stores whole outputs in one launch writes only their indices
-    (the value field is dropped in the store), so its result is the recording's
-    whole allocation: a torch replay allocates it as the result, with no view beside
-    a value field (``replay._tensor_result``)."""
+@pytest.mark.parametrize("name, kw, reference, shape", [
+    ("argmax", {}, np.argmax, (100,)),
+    ("argmin", {"axis": 1}, lambda h: np.argmin(h, axis=1), (6, 40)),
+    ("argmax", {"axis": 0}, lambda h: np.argmax(h, axis=0), (7, 5)),
+    ("cumsum", {}, np.cumsum, (100,)),
+    ("cumsum", {"axis": 1}, lambda h: np.cumsum(h, axis=1), (4, 50)),
+], ids=["argmax", "argmin rows", "argmax columns", "cumsum", "cumsum rows"])
+def test_a_one_launch_call_records_its_result_alone(name, kw, reference, shape):
+    """A call that stores whole outputs in one launch allocates nothing but its result
+    (an argmax writes its indices, not its value field; a scan of one tile a segment
+    has no status words), so the result is the recording's whole allocation: a torch
+    replay allocates it as the result, with no view beside a temporary
+    (``replay._tensor_result``). Indices exact, float32 sums rtol 1e-5."""
     h = rng.standard_normal(shape).astype(np.float32)
-    replay.forget()
+    want = reference(h.astype(np.float64))
     for _ in range(2):
-        got = _host(call(cuda.to_device(h)))
-        np.testing.assert_array_equal(got, reference(h))
-    program = next(p for (name, _), p in replay.latest.items() if name.startswith("arg"))
-    assert len(program.names) == 1  # one launch: the store of whole outputs
+        got = _host(getattr(nk, name)(cuda.to_device(h), **kw))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    program = replay.latest[(name, "sim" if nk.backend().is_simulator else "device")]
+    assert len(program.names) == 1  # one launch
     spec = program.result
-    assert (spec.offset, spec.dtype) == (0, np.int64)
-    assert program.total == replay.ALIGN  # the indices, nothing beside them
+    assert spec.offset == 0 and spec.dtype == (np.int64 if name.startswith("arg") else
+                                               np.float32)
+    assert program.total == -(-np.asarray(want).size * spec.dtype.itemsize
+                              // replay.ALIGN) * replay.ALIGN
 
 
 def test_all_nan_slices_after_a_clean_recording_still_raise_and_warn():
