@@ -1156,16 +1156,21 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
     output reduces ``(min, max)`` pairs (``numbakern.ops.MINMAX``), then subtracts.
 
     Result dtype: the input's (integers wrap, as NumPy's subtract does); NaN where a
-    NaN is present. An ``out=`` of a wider dtype takes that difference cast (NumPy
-    subtracts in ``out``'s dtype: an int8 range of ``[-100, 100]`` is 200 there, -56
-    here). Arguments as :func:`max`. For NumPy input the subtraction is
+    NaN is present. With ``out=``, as NumPy's: the maximum is cast to ``out``'s dtype,
+    then the minimum subtracted in that dtype promoted with ``x``'s (an int8 range of
+    ``[-100, 100]`` into an int64 ``out`` is 200; bool ``x`` has a range into a numeric
+    ``out``). NumPy takes that maximum over the elements cast to ``out``'s dtype: the
+    same but where an integer ``out`` narrower than ``x`` wraps them (int64 ``[2**62,
+    1]`` into int8: NumPy's maximum is 1, here ``int8(2**62)``, 0). Arguments as
+    :func:`max`. For NumPy input the subtraction is
     NumPy's own, on the host: ``inf - inf`` and an overflow warn as ``np.ptp`` does
     (by ``np.geterr()``); device input gets the same values without the warning.
 
     Raises:
         ValueError: reducing no elements, as NumPy.
-        TypeError: bool input (NumPy's subtract refuses booleans) or another dtype the
-            op does not take. AxisError, ValueError: as :func:`sum`.
+        TypeError: bool input without a numeric ``out`` (NumPy's subtract refuses
+            booleans) or another dtype the op does not take. AxisError, ValueError: as
+            :func:`sum`.
     """
     x = as_array_like(x)
     boolean = np.dtype(x.dtype).kind == "b"
@@ -1176,29 +1181,45 @@ def ptp(x, axis=None, out=None, keepdims=False, *, strategy=None, stream=None, l
         axis, keepdims, strategy, lanes)
     if N == 0:  # NumPy's ptp fails in its maximum
         _ops.MAX.empty_result(dtypes[0])
-    if boolean:
-        raise TypeError(PTP_OF_BOOL)
+    if boolean and (out is None or getattr(out, "dtype", None) == np.bool_):
+        raise TypeError(PTP_OF_BOOL)  # (into a numeric out, NumPy subtracts in its dtype)
     kind = kind_of(x)
     check_out(out, shape, dtypes[0], kind, "ptp")
+    loop = _ptp_loop(np.dtype(x.dtype), dtypes[0], out)
     workspace = Workspace(kind, resolve_stream(stream, kind))
     if M == 0:
         return deliver_host(workspace, np.empty(shape, dtype=dtypes[0]), out)
     lo, hi = _reduce(x, axes, op, kit, grid, workspace, lanes, track_index=False)
+    first = None if out is None else np.dtype(out.dtype)
     if kind == "numpy":
-        return _host_ptp(workspace, lo, hi, dtypes[0], shape, out)
-    dst = workspace.empty(M, dtypes[0])
-    subtract_into(hi, lo, dst, workspace.stream)
-    return deliver(workspace, dst, dtypes[0], shape, out)
+        return _host_ptp(workspace, lo, hi, dtypes[0], loop, first, shape, out)
+    dst = workspace.empty(M, loop)
+    subtract_into(hi, lo, dst, workspace.stream, first)
+    return deliver(workspace, dst, loop, shape, out)
 
 
-def _host_ptp(workspace: Workspace, lo, hi, dtype: np.dtype, shape: tuple, out):
+def _ptp_loop(x_dtype: np.dtype, result: np.dtype, out) -> np.dtype:
+    """The dtype ``np.ptp`` subtracts in: the result's, or with an ``out`` (which takes
+    the maximum first) ``out``'s promoted with ``x``'s: an int8 range of ``[-100,
+    100]`` into an int64 ``out`` is 200, a bool one into a float ``out`` 1.0. A
+    complex or longdouble ``out``, which no kernel computes in, takes the result's
+    difference cast."""
+    if out is None:
+        return result
+    loop = np.result_type(np.dtype(out.dtype), x_dtype)
+    return loop if loop.kind in "biuf" and loop.itemsize <= 8 else result
+
+
+def _host_ptp(workspace: Workspace, lo, hi, dtype: np.dtype, loop: np.dtype, first,
+              shape: tuple, out):
     """Host input's range: each output's maximum and minimum (elements of ``x``, exact
-    in ``dtype``) subtracted on the host in ``dtype``, as ``np.ptp``, with NumPy's
-    warnings (by ``np.geterr()``) where that meets ``inf - inf`` or overflows."""
+    in ``dtype``) subtracted on the host in ``loop`` (the maximum cast to ``first``,
+    ``out``'s dtype, before), as ``np.ptp``, with NumPy's warnings (by
+    ``np.geterr()``) where that meets ``inf - inf`` or overflows."""
     lo, hi = (deliver(workspace, a, dtype, (a.shape[0],), None) for a in (lo, hi))
     with np.errstate(all="ignore"):
-        value = np.subtract(hi, lo)
-    if dtype.kind == "f":
+        value = np.subtract(hi if first is None else hi.astype(first), lo, dtype=loop)
+    if loop.kind == "f":
         made = ~np.isnan(hi) & ~np.isnan(lo)
         if (made & np.isnan(value)).any():
             numpy_fp_error("invalid", "invalid value encountered in subtract")

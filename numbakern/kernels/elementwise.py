@@ -189,24 +189,26 @@ def root_into(src, dst, exponent: float, stream) -> None:
     launch(_root, grid_for(src.shape[0]), THREADS, stream, src, dst, float(exponent))
 
 
-def subtract_into(a, b, dst, stream) -> None:
+def subtract_into(a, b, dst, stream, first=None) -> None:
     """``dst[i] = a[i] - b[i]`` in ``dst``'s dtype (1-D arrays of one length; ``a`` and
     ``b`` may hold their values in wider words, as an atomic fold's results do): each
-    operand is cast first, so integers wrap as NumPy's subtract does."""
-    launch(_subtracter(np.dtype(dst.dtype)), grid_for(a.shape[0]), THREADS, stream, a, b,
-           dst)
+    operand is cast first, so integers wrap as NumPy's subtract does. ``first``: a
+    dtype ``a`` is cast to before that (``np.ptp`` with ``out=`` stores its maximum
+    in ``out``'s dtype, then subtracts)."""
+    kernel = _subtracter(np.dtype(dst.dtype), np.dtype(first or dst.dtype))
+    launch(kernel, grid_for(a.shape[0]), THREADS, stream, a, b, dst)
 
 
 @functools.lru_cache(maxsize=None)
-def _subtracter(dtype: np.dtype):
-    t = from_dtype(dtype)
+def _subtracter(dtype: np.dtype, first: np.dtype):
+    t, f = from_dtype(dtype), from_dtype(first)
 
     @cuda.jit
     def subtract(a, b, dst):
         i = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         step = int64(cuda.gridDim.x) * cuda.blockDim.x
         while i < a.shape[0]:
-            dst[i] = t(a[i]) - t(b[i])
+            dst[i] = t(f(a[i])) - t(b[i])
             i += step
 
     return subtract

@@ -62,3 +62,41 @@ def test_floating_point_warnings_as_numpy(x):
         assert np.asarray(got).dtype == np.asarray(want).dtype and said == told
     with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="subtract"):
         nk.ptp(np.array([-3e38, 3e38], np.float32))
+
+
+@pytest.mark.parametrize("x", [
+    np.array([[-100, 100, 5], [7, -3, 2]], np.int8),  # 200 in int16 and wider
+    np.array([[0, 255, 3], [9, 9, 9]], np.uint8),
+    np.array([[False, True, True], [False, False, False]]),  # into a numeric out: 1, 0
+    np.array([[60000, -60000, 1], [1, 2, 3]], np.float16),  # 120000 in float32
+    np.array([[3e38, -3e38, 1], [1, 2, np.nan]], np.float32),
+    np.array([[30000, -30000, 1], [3, 4, 5]], np.int64)],  # 60000 wraps into int16
+    ids=lambda x: str(x.dtype))
+@pytest.mark.parametrize("out_dtype", [np.int16, np.int64, np.uint64, np.float16,
+                                       np.float32, np.float64, np.bool_],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("device", [False, True], ids=["host", "device"])
+def test_an_out_of_another_dtype_subtracts_as_numpy(x, out_dtype, device):
+    """NumPy's ptp stores the maximum in ``out``, then subtracts the minimum in
+    ``out``'s dtype promoted with ``x``'s: exact values (integers, and floats whose
+    differences are exact or inf), or the same error (``same_kind`` casting, bool
+    subtraction)."""
+    from numba import cuda
+
+    want_out, got_out = np.zeros(2, out_dtype), np.zeros(2, out_dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # overflow: the value is the test
+        try:
+            want = np.ptp(x, axis=1, out=want_out)
+        except TypeError:
+            with pytest.raises(TypeError):
+                nk.ptp(x, axis=1, out=got_out)
+            return
+        if device:
+            got = nk.ptp(cuda.to_device(x), axis=1, out=cuda.to_device(got_out))
+            got = got.copy_to_host()
+        else:
+            got = nk.ptp(x, axis=1, out=got_out)
+            assert got is got_out
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
